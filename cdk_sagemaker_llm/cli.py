@@ -1,0 +1,40 @@
+"""The ``cdk-sagemaker-llm`` command line."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+
+
+def _version() -> str:
+    try:
+        return version("cdk-sagemaker-llm")
+    except PackageNotFoundError:  # running from a source tree that was not installed
+        return "unknown"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand registered."""
+    parser = argparse.ArgumentParser(
+        prog="cdk-sagemaker-llm",
+        description="Plan, size and benchmark LLM deployments built with cdk-sagemaker-llm.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_subparsers(dest="command", metavar="COMMAND")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 0
+    return int(handler(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

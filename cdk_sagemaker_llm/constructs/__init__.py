@@ -1,0 +1,1 @@
+"""The constructs, one concept per module."""

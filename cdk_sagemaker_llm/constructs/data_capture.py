@@ -1,0 +1,75 @@
+"""Capturing an endpoint's requests and responses to S3."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sagemaker as sagemaker
+
+from .validation import ValidationError, check_range
+
+
+@dataclass(frozen=True, kw_only=True)
+class DataCapture:
+    """Write a sample of an endpoint's requests and responses to S3 (``DataCaptureConfig``)."""
+
+    bucket: s3.IBucket
+    """The destination bucket."""
+    prefix: str = "data-capture/"
+    """The key prefix; ends with ``/``. Default ``data-capture/``."""
+    sampling_percentage: int = 100
+    """Share of requests captured, 0-100; default 100."""
+    capture_input: bool = True
+    """Capture requests; default True."""
+    capture_output: bool = True
+    """Capture responses; default True."""
+    kms_key: kms.IKey | None = None
+    """Encrypt captured data with this key; default the bucket's encryption."""
+
+    def bind(self, roles: list[iam.IRole]) -> sagemaker.CfnEndpointConfig.DataCaptureConfigProperty:
+        """Validate, grant ``roles`` write access to exactly the prefix, and render."""
+        check_range(
+            "data_capture.sampling_percentage", self.sampling_percentage, minimum=0, maximum=100
+        )
+        if not self.capture_input and not self.capture_output:
+            raise ValidationError(
+                "data_capture.capture_input/capture_output",
+                False,
+                "capturing neither requests nor responses captures nothing",
+                "enable capture_input or capture_output, or drop data_capture",
+            )
+        if not self.prefix.endswith("/"):
+            raise ValidationError(
+                "data_capture.prefix",
+                self.prefix,
+                "must end with '/'",
+                f"use {self.prefix + '/'!r}",
+            )
+        for role in roles:
+            iam.Grant.add_to_principal(
+                grantee=role,
+                actions=["s3:PutObject"],
+                resource_arns=[self.bucket.arn_for_objects(self.prefix + "*")],
+            )
+            if self.kms_key is not None:
+                self.kms_key.grant_encrypt(role)
+            elif self.bucket.encryption_key is not None:
+                self.bucket.encryption_key.grant_encrypt(role)
+        modes = [
+            mode
+            for mode, on in (("Input", self.capture_input), ("Output", self.capture_output))
+            if on
+        ]
+        return sagemaker.CfnEndpointConfig.DataCaptureConfigProperty(
+            capture_options=[
+                sagemaker.CfnEndpointConfig.CaptureOptionProperty(capture_mode=mode)
+                for mode in modes
+            ],
+            destination_s3_uri=f"s3://{self.bucket.bucket_name}/{self.prefix}",
+            initial_sampling_percentage=self.sampling_percentage,
+            enable_capture=True,
+            kms_key_id=self.kms_key.key_arn if self.kms_key else None,
+        )

@@ -1,0 +1,538 @@
+"""SageMaker real-time endpoints: instance-based, and inference-component-based."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from aws_cdk import Annotations, Arn, ArnFormat, Duration, Size, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from .data_capture import DataCapture
+from .deployment import RollingDeployment
+from .execution_role import create_execution_role, depend_on_role_policy
+from .instance_type import InstanceType
+from .model import Model
+from .networking import place_in_vpc
+from .validation import ValidationError, check_range, check_sagemaker_name
+
+if TYPE_CHECKING:
+    from .inference_component import InferenceComponent
+
+INVOKE_ACTIONS = ["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"]
+"""What invoking a model takes: plain and streaming invocations."""
+
+DEFAULT_VARIANT_NAME = "AllTraffic"
+
+
+class RoutingStrategy(Enum):
+    """How an endpoint spreads requests over instances (``RoutingConfig``)."""
+
+    LEAST_OUTSTANDING_REQUESTS = "LEAST_OUTSTANDING_REQUESTS"
+    RANDOM = "RANDOM"
+
+
+@runtime_checkable
+class IEndpoint(Protocol):
+    """An endpoint, created here or imported: what other constructs consume."""
+
+    @property
+    def endpoint_name(self) -> str: ...
+    @property
+    def endpoint_arn(self) -> str: ...
+    @property
+    def default_variant_name(self) -> str: ...
+
+    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant: ...
+    def metric(
+        self,
+        metric_name: str,
+        *,
+        variant_name: str | None = None,
+        namespace: str = "AWS/SageMaker",
+        statistic: str = "Sum",
+        period: Duration = Duration.minutes(1),
+    ) -> cloudwatch.Metric: ...
+
+
+class EndpointBase(Construct):
+    """What every endpoint offers: invoke grants and CloudWatch metrics."""
+
+    endpoint_name: str
+    endpoint_arn: str
+    default_variant_name: str = DEFAULT_VARIANT_NAME
+
+    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Allow ``grantee`` to invoke this endpoint, streaming included."""
+        return iam.Grant.add_to_principal(
+            grantee=grantee, actions=INVOKE_ACTIONS, resource_arns=[self.endpoint_arn]
+        )
+
+    def metric(
+        self,
+        metric_name: str,
+        *,
+        variant_name: str | None = None,
+        namespace: str = "AWS/SageMaker",
+        statistic: str = "Sum",
+        period: Duration = Duration.minutes(1),
+    ) -> cloudwatch.Metric:
+        """Any metric of one production variant of this endpoint."""
+        return cloudwatch.Metric(
+            namespace=namespace,
+            metric_name=metric_name,
+            dimensions_map={
+                "EndpointName": self.endpoint_name,
+                "VariantName": variant_name or self.default_variant_name,
+            },
+            statistic=statistic,
+            period=period,
+        )
+
+    def metric_invocations(self, *, variant_name: str | None = None) -> cloudwatch.Metric:
+        """Requests sent to the variant (Sum per minute)."""
+        return self.metric("Invocations", variant_name=variant_name)
+
+    def metric_model_latency(self, *, variant_name: str | None = None) -> cloudwatch.Metric:
+        """Time the container took to answer, in microseconds (p90 per minute)."""
+        return self.metric("ModelLatency", variant_name=variant_name, statistic="p90")
+
+    def metric_invocation_errors(
+        self, *, variant_name: str | None = None, status_class: str = "5XX"
+    ) -> cloudwatch.Metric:
+        """Requests that failed with a ``4XX`` or ``5XX`` status (Sum per minute)."""
+        if status_class not in ("4XX", "5XX"):
+            raise ValidationError(
+                "status_class", status_class, "must be 4XX or 5XX", 'pass "4XX" or "5XX"'
+            )
+        return self.metric(f"Invocation{status_class}Errors", variant_name=variant_name)
+
+    def metric_concurrent_requests(self, *, variant_name: str | None = None) -> cloudwatch.Metric:
+        """In-flight requests per model copy, streaming included (high resolution, 10 s)."""
+        return self.metric(
+            "ConcurrentRequestsPerModel",
+            variant_name=variant_name,
+            statistic="Maximum",
+            period=Duration.seconds(10),
+        )
+
+    def metric_gpu_utilization(self, *, variant_name: str | None = None) -> cloudwatch.Metric:
+        """GPU utilization of the variant's instances, percent summed over GPUs (Average)."""
+        return self.metric(
+            "GPUUtilization",
+            variant_name=variant_name,
+            namespace="/aws/sagemaker/Endpoints",
+            statistic="Average",
+        )
+
+
+class _ImportedEndpoint(EndpointBase):
+    def __init__(self, scope: Construct, id: str, *, name: str, arn: str) -> None:
+        super().__init__(scope, id)
+        self.endpoint_name = name
+        self.endpoint_arn = arn
+
+
+def import_endpoint_by_name(scope: Construct, id: str, endpoint_name: str) -> EndpointBase:
+    """An existing endpoint by name."""
+    check_sagemaker_name("endpoint_name", endpoint_name)
+    arn = Stack.of(scope).format_arn(
+        service="sagemaker", resource="endpoint", resource_name=endpoint_name.lower()
+    )
+    return _ImportedEndpoint(scope, id, name=endpoint_name, arn=arn)
+
+
+def import_endpoint_by_arn(scope: Construct, id: str, endpoint_arn: str) -> EndpointBase:
+    """An existing endpoint by ARN."""
+    name = Arn.split(endpoint_arn, ArnFormat.SLASH_RESOURCE_NAME).resource_name
+    if name is None:
+        raise ValidationError(
+            "endpoint_arn",
+            endpoint_arn,
+            "not an endpoint ARN",
+            "pass arn:<partition>:sagemaker:<region>:<account>:endpoint/<name>",
+        )
+    return _ImportedEndpoint(scope, id, name=name, arn=endpoint_arn)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProductionVariant:
+    """One weighted production variant of an instance-based endpoint."""
+
+    model: Model
+    """The model served."""
+    instance_type: InstanceType
+    """Instance type of the variant."""
+    initial_instance_count: int = 1
+    """Instances at creation; default 1."""
+    initial_weight: float = 1.0
+    """Traffic weight relative to the other variants; default 1."""
+    variant_name: str | None = None
+    """Variant name; default ``AllTraffic`` for a single variant, else ``Variant<n>``."""
+    volume_size: Size | None = None
+    """ML storage volume (1-512 GiB); not allowed on instances with local NVMe storage."""
+    container_startup_health_check_timeout: Duration | None = None
+    """How long the container may take to pass its health check (60-3600 s)."""
+    model_data_download_timeout: Duration | None = None
+    """How long downloading the model data may take (60-3600 s)."""
+    routing_strategy: RoutingStrategy | None = None
+    """How requests are spread over the variant's instances; default SageMaker's (random)."""
+
+
+def _check_instance_storage(
+    instance_type: InstanceType, volume_size: Size | None, kms_key: kms.IKey | None, prop: str
+) -> None:
+    if not instance_type.has_local_nvme_storage:
+        return
+    if volume_size is not None:
+        raise ValidationError(
+            f"{prop}.volume_size",
+            f"{volume_size.to_gibibytes()} GiB",
+            f"{instance_type.name} has local NVMe storage; SageMaker rejects a volume size for it",
+            "drop volume_size (the instance store is used), or pick a type without local storage",
+        )
+    if kms_key is not None:
+        raise ValidationError(
+            "kms_key",
+            kms_key.key_arn,
+            f"{instance_type.name} has local NVMe storage; SageMaker rejects a KMS key for its "
+            "storage volume (the instance store is encrypted by hardware)",
+            "drop kms_key for this instance type, or pick a type without local storage",
+        )
+
+
+def _timeouts(
+    prefix: str,
+    startup: Duration | None,
+    download: Duration | None,
+) -> tuple[int | None, int | None]:
+    values = []
+    for name, value in (
+        ("container_startup_health_check_timeout", startup),
+        ("model_data_download_timeout", download),
+    ):
+        seconds = int(value.to_seconds()) if value is not None else None
+        check_range(f"{prefix}{name} (seconds)", seconds, minimum=60, maximum=3600)
+        values.append(seconds)
+    return values[0], values[1]
+
+
+def _volume_gib(prop: str, size: Size | None) -> int | None:
+    if size is None:
+        return None
+    gib = int(size.to_gibibytes())
+    check_range(f"{prop}.volume_size (GiB)", gib, minimum=1, maximum=512)
+    return gib
+
+
+class Endpoint(EndpointBase):
+    """An instance-based endpoint: one or more weighted variants, each serving one model."""
+
+    from_endpoint_name = staticmethod(import_endpoint_by_name)
+    from_endpoint_arn = staticmethod(import_endpoint_by_arn)
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        variants: Sequence[ProductionVariant],
+        endpoint_name: str | None = None,
+        kms_key: kms.IKey | None = None,
+        data_capture: DataCapture | None = None,
+        deployment: RollingDeployment | None = None,
+    ) -> None:
+        """
+        :param variants: the production variants (at least one, at most 10).
+        :param endpoint_name: the endpoint name; default generated by CloudFormation.
+        :param kms_key: encrypt the ML storage volumes; default AWS-managed encryption. Not
+            allowed on instance types with local NVMe storage.
+        :param data_capture: capture requests/responses to S3; default off.
+        :param deployment: rolling update with alarm rollback for later changes; default
+            SageMaker's blue/green all-at-once.
+        """
+        super().__init__(scope, id)
+        check_sagemaker_name("endpoint_name", endpoint_name)
+        if not variants or len(variants) > 10:
+            raise ValidationError(
+                "variants",
+                len(variants),
+                "an endpoint has 1 to 10 variants",
+                "pass 1 to 10 variants",
+            )
+        if deployment is not None:
+            deployment.validate("deployment")
+        names = [
+            v.variant_name
+            or (DEFAULT_VARIANT_NAME if len(variants) == 1 else f"Variant{index + 1}")
+            for index, v in enumerate(variants)
+        ]
+        if len(set(names)) != len(names):
+            raise ValidationError(
+                "variants[].variant_name",
+                names,
+                "variant names must be unique",
+                "rename the duplicates",
+            )
+        self.variants = list(variants)
+        """The production variants."""
+        self.variant_names = names
+        """The variant names, in order."""
+        self.default_variant_name = names[0]
+
+        rendered = []
+        for index, (variant, name) in enumerate(zip(variants, names, strict=True)):
+            prop = f"variants[{index}]"
+            check_sagemaker_name(f"{prop}.variant_name", name)
+            check_range(f"{prop}.initial_instance_count", variant.initial_instance_count, minimum=1)
+            check_range(f"{prop}.initial_weight", variant.initial_weight, minimum=0)
+            variant.model.check_placement(
+                variant.instance_type,
+                variant.instance_type.accelerator_count or None,
+                f"{prop}.instance_type",
+            )
+            _check_instance_storage(variant.instance_type, variant.volume_size, kms_key, prop)
+            startup, download = _timeouts(
+                f"{prop}.",
+                variant.container_startup_health_check_timeout,
+                variant.model_data_download_timeout,
+            )
+            rendered.append(
+                sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+                    variant_name=name,
+                    model_name=variant.model.model_name,
+                    instance_type=variant.instance_type.name,
+                    initial_instance_count=variant.initial_instance_count,
+                    initial_variant_weight=variant.initial_weight,
+                    volume_size_in_gb=_volume_gib(prop, variant.volume_size),
+                    container_startup_health_check_timeout_in_seconds=startup,
+                    model_data_download_timeout_in_seconds=download,
+                    routing_config=_routing(variant.routing_strategy),
+                )
+            )
+        roles: list[iam.IRole] = []
+        for variant in variants:
+            if not any(role is variant.model.role for role in roles):
+                roles.append(variant.model.role)
+        self.endpoint_config = sagemaker.CfnEndpointConfig(
+            self,
+            "Config",
+            production_variants=rendered,
+            kms_key_id=kms_key.key_arn if kms_key else None,
+            data_capture_config=data_capture.bind(roles) if data_capture else None,
+        )
+        if kms_key is not None:
+            for role in roles:
+                kms_key.grant_encrypt_decrypt(role)
+        self.resource = sagemaker.CfnEndpoint(
+            self,
+            "Resource",
+            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
+            endpoint_name=endpoint_name,
+            deployment_config=_endpoint_deployment(deployment),
+        )
+        self.endpoint_name = self.resource.attr_endpoint_name
+        self.endpoint_arn = self.resource.ref
+
+
+class InferenceComponentEndpoint(EndpointBase):
+    """An endpoint that hosts inference components on shared instances.
+
+    The variant has no model; components (``add_inference_component``) bring their own, and
+    SageMaker's managed instance scaling adds and removes instances between
+    ``min_instance_count`` and ``max_instance_count`` as components scale their copies. Only
+    this kind of endpoint benefits from SageMaker container caching.
+    """
+
+    from_endpoint_name = staticmethod(import_endpoint_by_name)
+    from_endpoint_arn = staticmethod(import_endpoint_by_arn)
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        instance_type: InstanceType,
+        initial_instance_count: int = 1,
+        min_instance_count: int = 1,
+        max_instance_count: int | None = None,
+        variant_name: str = DEFAULT_VARIANT_NAME,
+        routing_strategy: RoutingStrategy | None = None,
+        volume_size: Size | None = None,
+        container_startup_health_check_timeout: Duration | None = None,
+        model_data_download_timeout: Duration | None = None,
+        role: iam.IRole | None = None,
+        vpc: ec2.IVpc | None = None,
+        vpc_subnets: ec2.SubnetSelection | None = None,
+        security_groups: Sequence[ec2.ISecurityGroup] | None = None,
+        network_isolation: bool = False,
+        kms_key: kms.IKey | None = None,
+        data_capture: DataCapture | None = None,
+        endpoint_name: str | None = None,
+    ) -> None:
+        """
+        :param instance_type: the instance type every component shares.
+        :param initial_instance_count: instances at creation; default 1.
+        :param min_instance_count: fewest instances managed scaling keeps; default 1. 0 allows
+            scale to zero (not accepted in every region).
+        :param max_instance_count: most instances; default ``initial_instance_count``.
+        :param variant_name: the variant name; default ``AllTraffic``.
+        :param routing_strategy: request routing; default SageMaker's.
+        :param volume_size: ML storage volume (1-512 GiB); not allowed with local NVMe storage.
+        :param container_startup_health_check_timeout: default for components (60-3600 s).
+        :param model_data_download_timeout: default for components (60-3600 s).
+        :param role: the execution role the API requires; default a new least-privilege role
+            (components with their own container add their grants to it).
+        :param vpc: run component containers in this VPC; default none.
+        :param vpc_subnets: subnets within ``vpc``; default the private subnets.
+        :param security_groups: default one new group with no inbound rules.
+        :param network_isolation: forbid containers network access; default False.
+        :param kms_key: encrypt storage volumes; default AWS-managed. Not allowed with local
+            NVMe storage.
+        :param data_capture: capture requests/responses to S3; default off.
+        :param endpoint_name: default generated by CloudFormation.
+        """
+        super().__init__(scope, id)
+        check_sagemaker_name("endpoint_name", endpoint_name)
+        check_sagemaker_name("variant_name", variant_name)
+        maximum = max_instance_count if max_instance_count is not None else initial_instance_count
+        check_range(
+            "initial_instance_count",
+            initial_instance_count,
+            minimum=1,
+            fix="create with at least 1 instance; scale to zero afterwards",
+        )
+        check_range("min_instance_count", min_instance_count, minimum=0)
+        check_range("max_instance_count", maximum, minimum=1)
+        if not min_instance_count <= initial_instance_count <= maximum:
+            raise ValidationError(
+                "min_instance_count/initial_instance_count/max_instance_count",
+                (min_instance_count, initial_instance_count, maximum),
+                "must satisfy min <= initial <= max",
+                "raise max_instance_count or lower min_instance_count",
+            )
+        if min_instance_count == 0:
+            Annotations.of(self).add_warning_v2(
+                "cdk-sagemaker-llm:min-instance-count-zero",
+                "min_instance_count=0 (scale to zero) is not accepted in every region; check "
+                "that yours supports it before deploying.",
+            )
+        _check_instance_storage(instance_type, volume_size, kms_key, "endpoint")
+        startup, download = _timeouts(
+            "", container_startup_health_check_timeout, model_data_download_timeout
+        )
+        self.instance_type = instance_type
+        """The instance type every component shares."""
+        self.min_instance_count = min_instance_count
+        """Fewest instances managed scaling keeps."""
+        self.max_instance_count = maximum
+        """Most instances managed scaling adds."""
+        self.default_variant_name = variant_name
+        self.network_isolation = network_isolation
+        """Whether containers are denied network access."""
+        self.components: list[InferenceComponent] = []
+        """Components added with ``add_inference_component``."""
+        self.role: iam.IRole = role or create_execution_role(
+            self, "ExecutionRole", description=f"SageMaker execution role of {self.node.path}"
+        )
+        """The execution role of the endpoint's component containers."""
+
+        network = place_in_vpc(
+            self, vpc=vpc, vpc_subnets=vpc_subnets, security_groups=security_groups, role=self.role
+        )
+        self.security_groups: list[ec2.ISecurityGroup] = network.security_groups if network else []
+        """Security groups of the containers' network interfaces (empty without a VPC)."""
+        vpc_config = (
+            sagemaker.CfnEndpointConfig.VpcConfigProperty(
+                security_group_ids=network.security_group_ids, subnets=network.subnet_ids
+            )
+            if network
+            else None
+        )
+        if kms_key is not None:
+            kms_key.grant_encrypt_decrypt(self.role)
+
+        self.endpoint_config = sagemaker.CfnEndpointConfig(
+            self,
+            "Config",
+            execution_role_arn=self.role.role_arn,
+            enable_network_isolation=network_isolation or None,
+            vpc_config=vpc_config,
+            kms_key_id=kms_key.key_arn if kms_key else None,
+            data_capture_config=data_capture.bind([self.role]) if data_capture else None,
+            production_variants=[
+                sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+                    variant_name=variant_name,
+                    instance_type=instance_type.name,
+                    initial_instance_count=initial_instance_count,
+                    managed_instance_scaling=sagemaker.CfnEndpointConfig.ManagedInstanceScalingProperty(
+                        status="ENABLED",
+                        min_instance_count=min_instance_count,
+                        max_instance_count=maximum,
+                    ),
+                    routing_config=_routing(routing_strategy),
+                    volume_size_in_gb=_volume_gib("endpoint", volume_size),
+                    container_startup_health_check_timeout_in_seconds=startup,
+                    model_data_download_timeout_in_seconds=download,
+                )
+            ],
+        )
+        depend_on_role_policy(self.endpoint_config, self.role)
+        self.resource = sagemaker.CfnEndpoint(
+            self,
+            "Resource",
+            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
+            endpoint_name=endpoint_name,
+        )
+        self.endpoint_name = self.resource.attr_endpoint_name
+        self.endpoint_arn = self.resource.ref
+
+    def add_inference_component(self, id: str, **props: Any) -> InferenceComponent:
+        """Add a component to this endpoint; ``props`` are ``InferenceComponent``'s."""
+        from .inference_component import InferenceComponent
+
+        return InferenceComponent(self, id, endpoint=self, **props)
+
+
+def _routing(
+    strategy: RoutingStrategy | None,
+) -> sagemaker.CfnEndpointConfig.RoutingConfigProperty | None:
+    if strategy is None:
+        return None
+    return sagemaker.CfnEndpointConfig.RoutingConfigProperty(routing_strategy=strategy.value)
+
+
+def _endpoint_deployment(
+    deployment: RollingDeployment | None,
+) -> sagemaker.CfnEndpoint.DeploymentConfigProperty | None:
+    if deployment is None:
+        return None
+    batch_type, batch_value = deployment.batch("INSTANCE_COUNT")
+    return sagemaker.CfnEndpoint.DeploymentConfigProperty(
+        rolling_update_policy=sagemaker.CfnEndpoint.RollingUpdatePolicyProperty(
+            maximum_batch_size=sagemaker.CfnEndpoint.CapacitySizeProperty(
+                type=batch_type, value=batch_value
+            ),
+            wait_interval_in_seconds=int(deployment.wait_interval.to_seconds()),
+            maximum_execution_timeout_in_seconds=int(
+                deployment.maximum_execution_timeout.to_seconds()
+            )
+            if deployment.maximum_execution_timeout
+            else None,
+        ),
+        auto_rollback_configuration=sagemaker.CfnEndpoint.AutoRollbackConfigProperty(
+            alarms=[
+                sagemaker.CfnEndpoint.AlarmProperty(alarm_name=name)
+                for name in deployment.alarm_names
+            ]
+        )
+        if deployment.rollback_alarms
+        else None,
+    )

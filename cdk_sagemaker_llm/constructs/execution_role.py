@@ -1,0 +1,75 @@
+"""The least-privilege IAM role SageMaker assumes to run a model or an endpoint's components."""
+
+from __future__ import annotations
+
+from aws_cdk import ArnFormat, Stack
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+
+def create_execution_role(scope: Construct, id: str, *, description: str) -> iam.Role:
+    """A role SageMaker can assume, allowed only to write its endpoints' CloudWatch logs.
+
+    Everything else (pulling exactly one image, reading exactly one S3 location, VPC network
+    interfaces) is granted by the construct that needs it.
+    """
+    role = iam.Role(
+        scope,
+        id,
+        assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+        description=description,
+    )
+    stack = Stack.of(scope)
+    log_groups = [
+        stack.format_arn(
+            service="logs",
+            resource="log-group",
+            resource_name=f"/aws/sagemaker/{kind}/*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        for kind in ("Endpoints", "InferenceComponents")
+    ]
+    role.add_to_policy(
+        iam.PolicyStatement(
+            actions=[
+                "logs:CreateLogGroup",
+                "logs:CreateLogStream",
+                "logs:DescribeLogStreams",
+                "logs:PutLogEvents",
+            ],
+            resources=log_groups,
+        )
+    )
+    return role
+
+
+def grant_vpc_access(role: iam.IRole) -> None:
+    """The network-interface rights SageMaker needs to place containers in your subnets.
+
+    EC2 does not support resource-level scoping for these calls, so they apply to ``*``.
+    """
+    role.add_to_principal_policy(
+        iam.PolicyStatement(
+            actions=[
+                "ec2:CreateNetworkInterface",
+                "ec2:CreateNetworkInterfacePermission",
+                "ec2:DeleteNetworkInterface",
+                "ec2:DeleteNetworkInterfacePermission",
+                "ec2:DescribeDhcpOptions",
+                "ec2:DescribeNetworkInterfaces",
+                "ec2:DescribeSecurityGroups",
+                "ec2:DescribeSubnets",
+                "ec2:DescribeVpcs",
+            ],
+            resources=["*"],
+        )
+    )
+
+
+def depend_on_role_policy(resource: Construct, role: iam.IRole) -> None:
+    """Make ``resource`` wait for ``role``'s inline policy, so SageMaker never starts with a
+    role that cannot yet pull its image or read its weights. (The role itself is already a
+    dependency through the ``ExecutionRoleArn`` reference.)"""
+    policy = role.node.try_find_child("DefaultPolicy") or role.node.try_find_child("Policy")
+    if policy is not None:
+        resource.node.add_dependency(policy)

@@ -1,0 +1,505 @@
+"""Inference components: one model (or copies of it) on an inference-component endpoint."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol, runtime_checkable
+
+from aws_cdk import Duration, Names, Size, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from .deployment import RollingDeployment
+from .endpoint import INVOKE_ACTIONS, IEndpoint, InferenceComponentEndpoint, import_endpoint_by_name
+from .images import ContainerImage
+from .instance_type import InstanceType
+from .model import Model, check_image_on_instance, merge_environment
+from .model_source import ModelSource, ModelSourceKind
+from .serving_options import ServingOptions
+from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
+
+MIN_MEMORY_MIB = 128
+
+
+@runtime_checkable
+class IInferenceComponent(Protocol):
+    """A component, created here or imported: what scaling policies and benchmarks consume."""
+
+    @property
+    def inference_component_name(self) -> str: ...
+    @property
+    def inference_component_arn(self) -> str: ...
+    @property
+    def endpoint(self) -> IEndpoint: ...
+
+    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant: ...
+    def metric(
+        self,
+        metric_name: str,
+        *,
+        namespace: str = "AWS/SageMaker",
+        statistic: str = "Sum",
+        period: Duration = Duration.minutes(1),
+    ) -> cloudwatch.Metric: ...
+
+
+class InferenceComponentBase(Construct):
+    """What every component offers: invoke grants and CloudWatch metrics."""
+
+    inference_component_name: str
+    inference_component_arn: str
+    endpoint: IEndpoint
+
+    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Allow ``grantee`` to invoke this component (plain and streaming) on its endpoint."""
+        return iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=INVOKE_ACTIONS,
+            resource_arns=[self.endpoint.endpoint_arn, self.inference_component_arn],
+        )
+
+    def metric(
+        self,
+        metric_name: str,
+        *,
+        namespace: str = "AWS/SageMaker",
+        statistic: str = "Sum",
+        period: Duration = Duration.minutes(1),
+    ) -> cloudwatch.Metric:
+        """Any metric of this component (dimension ``InferenceComponentName``)."""
+        return cloudwatch.Metric(
+            namespace=namespace,
+            metric_name=metric_name,
+            dimensions_map={"InferenceComponentName": self.inference_component_name},
+            statistic=statistic,
+            period=period,
+        )
+
+    def metric_invocations(self) -> cloudwatch.Metric:
+        """Requests sent to the component (Sum per minute)."""
+        return self.metric("Invocations")
+
+    def metric_model_latency(self) -> cloudwatch.Metric:
+        """Time the container took to answer, in microseconds (p90 per minute)."""
+        return self.metric("ModelLatency", statistic="p90")
+
+    def metric_invocation_errors(self, *, status_class: str = "5XX") -> cloudwatch.Metric:
+        """Requests that failed with a ``4XX`` or ``5XX`` status (Sum per minute)."""
+        if status_class not in ("4XX", "5XX"):
+            raise ValidationError(
+                "status_class", status_class, "must be 4XX or 5XX", 'pass "4XX" or "5XX"'
+            )
+        return self.metric(f"Invocation{status_class}Errors")
+
+    def metric_concurrent_requests(self) -> cloudwatch.Metric:
+        """In-flight requests per copy, streaming included (high resolution, 10 s, Maximum)."""
+        return self.metric(
+            "ConcurrentRequestsPerCopy", statistic="Maximum", period=Duration.seconds(10)
+        )
+
+    def metric_no_capacity_failures(self) -> cloudwatch.Metric:
+        """Requests refused because the component had no copy (Sum per minute)."""
+        return self.metric("NoCapacityInvocationFailures")
+
+    def metric_gpu_utilization(self) -> cloudwatch.Metric:
+        """GPU utilization of the component's copies, normalized to 0-100 (Average)."""
+        return self.metric(
+            "GPUUtilizationNormalized",
+            namespace="/aws/sagemaker/InferenceComponents",
+            statistic="Average",
+        )
+
+
+class _ImportedInferenceComponent(InferenceComponentBase):
+    def __init__(self, scope: Construct, id: str, *, name: str, endpoint: IEndpoint) -> None:
+        super().__init__(scope, id)
+        self.inference_component_name = name
+        self.inference_component_arn = Stack.of(scope).format_arn(
+            service="sagemaker", resource="inference-component", resource_name=name.lower()
+        )
+        self.endpoint = endpoint
+
+
+class InferenceComponent(InferenceComponentBase):
+    """One inference component: a model, or a container + artifact, with its compute share.
+
+    The compute requirements reserve accelerators, memory and CPU for each copy; they must fit
+    on one instance of the endpoint's type. For LoRA adapters, pass ``base_component`` and an
+    ``artifact`` and no compute requirements: the adapter shares its base's copies.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        endpoint: InferenceComponentEndpoint,
+        model: Model | None = None,
+        image: ContainerImage | None = None,
+        artifact: ModelSource | None = None,
+        serving: ServingOptions | None = None,
+        environment: Mapping[str, str] | None = None,
+        accelerators: int | None = None,
+        min_memory: Size | None = None,
+        max_memory: Size | None = None,
+        cpu_cores: float | None = None,
+        copy_count: int = 1,
+        container_startup_health_check_timeout: Duration | None = None,
+        model_data_download_timeout: Duration | None = None,
+        data_cache: bool = False,
+        base_component: IInferenceComponent | None = None,
+        deployment: RollingDeployment | None = None,
+        inference_component_name: str | None = None,
+    ) -> None:
+        """
+        :param endpoint: the inference-component endpoint that hosts this component.
+        :param model: the model served; or give ``image`` (+ ``artifact``) instead.
+        :param image: a container to run directly, pulled with the endpoint's role.
+        :param artifact: with ``image`` or ``base_component``: a Hugging Face id or an S3
+            ``.tar.gz`` (for adapters, the adapter weights).
+        :param serving: with ``image``: typed serving options; default none.
+        :param environment: with ``image``: extra container variables; default none.
+        :param accelerators: accelerators per copy; default the model's tensor-parallel degree,
+            or 1 on accelerated instances.
+        :param min_memory: host memory reserved per copy (at least 128 MiB); required.
+        :param max_memory: host memory limit per copy; default none.
+        :param cpu_cores: CPU cores reserved per copy (at least 0.25); default none.
+        :param copy_count: copies at creation (at least 1; scale to zero later); default 1.
+        :param container_startup_health_check_timeout: 60-3600 s; default the endpoint's.
+        :param model_data_download_timeout: 60-3600 s; default the endpoint's.
+        :param data_cache: cache the model artifacts on the instance so new copies start
+            faster; default False.
+        :param base_component: makes this an adapter of that component.
+        :param deployment: rolling update with alarm rollback for later changes; default
+            SageMaker's.
+        :param inference_component_name: default generated by CloudFormation.
+        """
+        super().__init__(scope, id)
+        check_sagemaker_name("inference_component_name", inference_component_name)
+        if not is_unresolved(copy_count) and (not isinstance(copy_count, int) or copy_count < 1):
+            raise ValidationError(
+                "copy_count",
+                copy_count,
+                "SageMaker refuses to create a component with fewer than 1 copy",
+                "create with copy_count >= 1 and let a scaling policy (min_copies=0) scale to zero",
+            )
+        if deployment is not None:
+            deployment.validate("deployment")
+        self.endpoint = endpoint
+        self.model = model
+        """The model served, when given as a Model."""
+        self.copy_count = copy_count
+        """Copies at creation."""
+        instance_type = endpoint.instance_type
+
+        if base_component is not None:
+            _check_adapter(model, image, artifact, accelerators, min_memory, max_memory, cpu_cores)
+            assert artifact is not None
+            self.image: ContainerImage | None = None
+            self.accelerators = 0
+            specification = sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty(
+                base_inference_component_name=base_component.inference_component_name,
+                container=sagemaker.CfnInferenceComponent.InferenceComponentContainerSpecificationProperty(
+                    artifact_url=self._artifact_url(artifact, endpoint)
+                ),
+            )
+        else:
+            if (model is None) == (image is None):
+                raise ValidationError(
+                    "model/image",
+                    (model, image),
+                    "a component runs exactly one of a Model or a container image",
+                    "pass model=Model(...) or image=ContainerImage.<family>(...), not both",
+                )
+            if model is not None and (artifact or serving or environment):
+                raise ValidationError(
+                    "artifact/serving/environment",
+                    "given with model",
+                    "these describe a container given by image; a Model carries its own",
+                    "set them on the Model, or pass image instead of model",
+                )
+            self.image = model.image if model is not None else image
+            assert self.image is not None
+            per_copy = serving.accelerators_per_copy if serving else None
+            if model is not None and model.serving is not None:
+                per_copy = model.serving.accelerators_per_copy
+            self.accelerators = _accelerators(
+                accelerators, per_copy, instance_type.accelerator_count
+            )
+            """Accelerators reserved per copy."""
+            placement_prop = f"accelerators (on {instance_type.name})"
+            if model is not None:
+                model.check_placement(instance_type, self.accelerators or None, placement_prop)
+            else:
+                check_image_on_instance(self.image, instance_type, "endpoint.instance_type")
+                if serving is not None:
+                    serving.validate(self.image)
+                    degree = serving.accelerators_per_copy
+                    if degree is not None and degree > self.accelerators:
+                        raise ValidationError(
+                            "serving.tensor_parallel_degree",
+                            degree,
+                            f"shards each copy over {degree} accelerators but the component "
+                            f"reserves {self.accelerators}",
+                            f"set accelerators to {degree} or lower the tensor-parallel degree",
+                        )
+            min_mib, max_mib = _memory(min_memory, max_memory, instance_type.memory_mib)
+            _check_fit(self.accelerators, cpu_cores, instance_type)
+            specification = sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty(
+                model_name=model.model_name if model is not None else None,
+                container=self._container(image, artifact, serving, environment, endpoint)
+                if image is not None
+                else None,
+                compute_resource_requirements=sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty(
+                    number_of_accelerator_devices_required=self.accelerators or None,
+                    min_memory_required_in_mb=min_mib,
+                    max_memory_required_in_mb=max_mib,
+                    number_of_cpu_cores_required=cpu_cores,
+                ),
+                startup_parameters=_startup(
+                    container_startup_health_check_timeout, model_data_download_timeout
+                ),
+                data_cache_config=sagemaker.CfnInferenceComponent.InferenceComponentDataCacheConfigProperty(
+                    enable_caching=True
+                )
+                if data_cache
+                else None,
+            )
+
+        self.resource = sagemaker.CfnInferenceComponent(
+            self,
+            "Resource",
+            endpoint_name=endpoint.endpoint_name,
+            variant_name=endpoint.default_variant_name,
+            # A name known at synth time lets scaling policies and metrics refer to it directly.
+            inference_component_name=inference_component_name
+            or Names.unique_resource_name(self, max_length=63, separator="-"),
+            specification=specification,
+            runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(
+                copy_count=copy_count
+            )
+            if base_component is None
+            else None,
+            deployment_config=_component_deployment(deployment),
+        )
+        endpoint.components.append(self)
+        self.inference_component_name = self.resource.inference_component_name or ""
+        self.inference_component_arn = self.resource.attr_inference_component_arn
+
+    @property
+    def container_caching_eligible(self) -> bool:
+        """True when SageMaker container caching speeds up new copies of this component."""
+        return self.image is not None and self.image.container_caching_eligible
+
+    @staticmethod
+    def from_inference_component_name(
+        scope: Construct, id: str, *, inference_component_name: str, endpoint_name: str
+    ) -> InferenceComponentBase:
+        """An existing component by name, on an existing endpoint by name."""
+        check_sagemaker_name("inference_component_name", inference_component_name)
+        endpoint = import_endpoint_by_name(scope, f"{id}Endpoint", endpoint_name)
+        return _ImportedInferenceComponent(
+            scope, id, name=inference_component_name, endpoint=endpoint
+        )
+
+    def _container(
+        self,
+        image: ContainerImage,
+        artifact: ModelSource | None,
+        serving: ServingOptions | None,
+        environment: Mapping[str, str] | None,
+        endpoint: InferenceComponentEndpoint,
+    ) -> sagemaker.CfnInferenceComponent.InferenceComponentContainerSpecificationProperty:
+        rendered: dict[str, str] = {}
+        artifact_url = None
+        if artifact is not None:
+            if endpoint.network_isolation and artifact.needs_internet:
+                raise ValidationError(
+                    "artifact",
+                    artifact.model_id,
+                    "the endpoint isolates containers from the network, so a Hugging Face "
+                    "model cannot be downloaded",
+                    "use an S3 tarball artifact, or create the endpoint without network_isolation",
+                )
+            if artifact.kind is ModelSourceKind.S3_TARBALL:
+                artifact_url = self._artifact_url(artifact, endpoint)
+            else:
+                rendered.update(self._hugging_face_environment(artifact, endpoint))
+        if serving is not None:
+            rendered.update(serving.environment())
+        merged = merge_environment(rendered, environment, "environment")
+        return sagemaker.CfnInferenceComponent.InferenceComponentContainerSpecificationProperty(
+            image=image.bind(self, endpoint.role),
+            artifact_url=artifact_url,
+            environment=merged or None,
+        )
+
+    @staticmethod
+    def _hugging_face_environment(
+        artifact: ModelSource, endpoint: InferenceComponentEndpoint
+    ) -> dict[str, str]:
+        if artifact.kind is not ModelSourceKind.HUGGING_FACE:
+            raise ValidationError(
+                "artifact",
+                artifact.s3_uri,
+                "a component's container takes a .tar.gz artifact or a Hugging Face id, not an "
+                "S3 prefix of uncompressed weights",
+                "wrap the prefix in a Model (model=Model(..., source=ModelSource.from_s3(...)))",
+            )
+        return artifact.bind(endpoint.role).environment
+
+    @staticmethod
+    def _artifact_url(artifact: ModelSource, endpoint: InferenceComponentEndpoint) -> str:
+        if artifact.kind is not ModelSourceKind.S3_TARBALL:
+            raise ValidationError(
+                "artifact",
+                artifact.s3_uri or artifact.model_id,
+                "an adapter's artifact must be an S3 .tar.gz archive",
+                "use ModelSource.from_s3_tarball(bucket, key)",
+            )
+        bound = artifact.bind(endpoint.role)
+        assert bound.model_data_url is not None
+        return bound.model_data_url
+
+
+def _check_adapter(
+    model: Model | None,
+    image: ContainerImage | None,
+    artifact: ModelSource | None,
+    accelerators: int | None,
+    min_memory: Size | None,
+    max_memory: Size | None,
+    cpu_cores: float | None,
+) -> None:
+    if model is not None or image is not None:
+        raise ValidationError(
+            "base_component",
+            "given with model/image",
+            "an adapter runs inside its base component's container",
+            "drop model and image; pass the adapter weights as artifact",
+        )
+    if artifact is None:
+        raise ValidationError(
+            "artifact",
+            None,
+            "an adapter needs its weights",
+            "pass artifact=ModelSource.from_s3_tarball(...)",
+        )
+    if any(value is not None for value in (accelerators, min_memory, max_memory, cpu_cores)):
+        raise ValidationError(
+            "accelerators/min_memory/max_memory/cpu_cores",
+            "given with base_component",
+            "an adapter shares its base component's compute and takes no requirements",
+            "drop the compute requirements from the adapter",
+        )
+
+
+def _accelerators(requested: int | None, per_copy: int | None, available: int) -> int:
+    if requested is None:
+        if available == 0:
+            return 0
+        return per_copy or 1
+    check_range("accelerators", requested, minimum=1, fix="reserve at least 1 accelerator per copy")
+    return requested
+
+
+def _memory(
+    min_memory: Size | None, max_memory: Size | None, instance_mib: int | None
+) -> tuple[int, int | None]:
+    if min_memory is None:
+        hint = f" (one instance has {instance_mib} MiB)" if instance_mib else ""
+        raise ValidationError(
+            "min_memory",
+            None,
+            "SageMaker needs the host memory each copy reserves",
+            f"pass min_memory=Size.gibibytes(N){hint}",
+        )
+    min_mib = int(min_memory.to_mebibytes())
+    check_range("min_memory (MiB)", min_mib, minimum=MIN_MEMORY_MIB)
+    if instance_mib is not None and min_mib > instance_mib:
+        raise ValidationError(
+            "min_memory (MiB)",
+            min_mib,
+            f"exceeds the host memory of one instance ({instance_mib} MiB)",
+            "lower min_memory or use a larger instance type",
+        )
+    max_mib = int(max_memory.to_mebibytes()) if max_memory is not None else None
+    if max_mib is not None and max_mib < min_mib:
+        raise ValidationError(
+            "max_memory (MiB)", max_mib, f"is below min_memory ({min_mib} MiB)", "raise max_memory"
+        )
+    return min_mib, max_mib
+
+
+def _check_fit(accelerators: int, cpu_cores: float | None, instance_type: InstanceType) -> None:
+    if instance_type.is_known and accelerators > instance_type.accelerator_count:
+        raise ValidationError(
+            "accelerators",
+            accelerators,
+            f"one copy must fit on one instance, and {instance_type.name} has "
+            f"{instance_type.accelerator_count} accelerators",
+            f"reserve at most {instance_type.accelerator_count} accelerators per copy, or use an "
+            "instance type with more",
+        )
+    check_range("cpu_cores", cpu_cores, minimum=0.25)
+    if (
+        cpu_cores is not None
+        and instance_type.vcpus is not None
+        and cpu_cores > instance_type.vcpus
+    ):
+        raise ValidationError(
+            "cpu_cores",
+            cpu_cores,
+            f"exceeds the {instance_type.vcpus} vCPUs of one {instance_type.name}",
+            "lower cpu_cores or use a larger instance type",
+        )
+
+
+def _startup(
+    startup: Duration | None, download: Duration | None
+) -> sagemaker.CfnInferenceComponent.InferenceComponentStartupParametersProperty | None:
+    if startup is None and download is None:
+        return None
+    seconds = []
+    for name, value in (
+        ("container_startup_health_check_timeout", startup),
+        ("model_data_download_timeout", download),
+    ):
+        converted = int(value.to_seconds()) if value is not None else None
+        check_range(f"{name} (seconds)", converted, minimum=60, maximum=3600)
+        seconds.append(converted)
+    return sagemaker.CfnInferenceComponent.InferenceComponentStartupParametersProperty(
+        container_startup_health_check_timeout_in_seconds=seconds[0],
+        model_data_download_timeout_in_seconds=seconds[1],
+    )
+
+
+def _component_deployment(
+    deployment: RollingDeployment | None,
+) -> sagemaker.CfnInferenceComponent.InferenceComponentDeploymentConfigProperty | None:
+    if deployment is None:
+        return None
+    batch_type, batch_value = deployment.batch("COPY_COUNT")
+    return sagemaker.CfnInferenceComponent.InferenceComponentDeploymentConfigProperty(
+        rolling_update_policy=sagemaker.CfnInferenceComponent.InferenceComponentRollingUpdatePolicyProperty(
+            maximum_batch_size=sagemaker.CfnInferenceComponent.InferenceComponentCapacitySizeProperty(
+                type=batch_type, value=batch_value
+            ),
+            wait_interval_in_seconds=int(deployment.wait_interval.to_seconds()),
+            maximum_execution_timeout_in_seconds=int(
+                deployment.maximum_execution_timeout.to_seconds()
+            )
+            if deployment.maximum_execution_timeout
+            else None,
+        ),
+        auto_rollback_configuration=sagemaker.CfnInferenceComponent.AutoRollbackConfigurationProperty(
+            alarms=[
+                sagemaker.CfnInferenceComponent.AlarmProperty(alarm_name=name)
+                for name in deployment.alarm_names
+            ]
+        )
+        if deployment.rollback_alarms
+        else None,
+    )

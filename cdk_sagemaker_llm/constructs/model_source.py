@@ -1,0 +1,165 @@
+"""Where a model's weights come from: a Hugging Face model id, an S3 prefix or an S3 tarball."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from aws_cdk import Token
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import aws_secretsmanager as secretsmanager
+
+from .validation import ValidationError
+
+MODEL_DIRECTORY = "/opt/ml/model"
+"""Where SageMaker places S3 model data inside the container."""
+
+
+class ModelSourceKind(Enum):
+    """How the weights reach the container."""
+
+    HUGGING_FACE = "hugging-face"
+    S3_PREFIX = "s3-prefix"
+    S3_TARBALL = "s3-tarball"
+
+
+@dataclass(frozen=True)
+class BoundModelSource:
+    """What a model source contributes to a container definition."""
+
+    environment: dict[str, str] = field(default_factory=dict)
+    model_data_url: str | None = None
+    model_data_source: sagemaker.CfnModel.ModelDataSourceProperty | None = None
+
+
+class ModelSource:
+    """The model weights a serving container loads.
+
+    - ``from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct", token_secret=...)``: the
+      container downloads from the Hugging Face Hub at start (needs internet access);
+    - ``from_s3(bucket, "llama-3-8b/")``: uncompressed weights under an S3 prefix, which
+      SageMaker copies to ``/opt/ml/model`` (fastest to load, no archive to unpack);
+    - ``from_s3_tarball(bucket, "llama-3-8b/model.tar.gz")``: a ``.tar.gz`` archive.
+    """
+
+    def __init__(
+        self,
+        kind: ModelSourceKind,
+        *,
+        model_id: str | None = None,
+        token_secret: secretsmanager.ISecret | None = None,
+        bucket: s3.IBucket | None = None,
+        key: str | None = None,
+    ) -> None:
+        self.kind = kind
+        """How the weights reach the container."""
+        self.model_id = model_id
+        """The Hugging Face model id, for Hugging Face sources."""
+        self.token_secret = token_secret
+        """The Secrets Manager secret holding a Hugging Face token, if any."""
+        self.bucket = bucket
+        """The S3 bucket, for S3 sources."""
+        self.key = key
+        """The S3 prefix (ending in ``/``) or object key, for S3 sources."""
+
+    @staticmethod
+    def from_hugging_face(
+        model_id: str, *, token_secret: secretsmanager.ISecret | None = None
+    ) -> ModelSource:
+        """A Hugging Face Hub model id; ``token_secret`` (a Secrets Manager secret whose value
+        is the token) for gated models. The token reaches the container through a
+        CloudFormation dynamic reference, never as a literal in the template."""
+        if not isinstance(model_id, str) or (
+            not Token.is_unresolved(model_id) and (not model_id or " " in model_id)
+        ):
+            raise ValidationError(
+                "ModelSource.from_hugging_face(model_id)",
+                model_id,
+                "not a Hugging Face model id",
+                'pass "<organization>/<model>", e.g. "meta-llama/Meta-Llama-3-8B-Instruct"',
+            )
+        return ModelSource(
+            ModelSourceKind.HUGGING_FACE, model_id=model_id, token_secret=token_secret
+        )
+
+    @staticmethod
+    def from_s3(bucket: s3.IBucket, prefix: str) -> ModelSource:
+        """Uncompressed weights under ``prefix`` (which ends in ``/``) in ``bucket``."""
+        if not Token.is_unresolved(prefix) and (not prefix.endswith("/") or prefix.startswith("/")):
+            raise ValidationError(
+                "ModelSource.from_s3(prefix)",
+                prefix,
+                "an S3 prefix of uncompressed weights must end with '/' and not start with '/'",
+                f"pass {prefix.strip('/') + '/'!r}",
+            )
+        return ModelSource(ModelSourceKind.S3_PREFIX, bucket=bucket, key=prefix)
+
+    @staticmethod
+    def from_s3_tarball(bucket: s3.IBucket, key: str) -> ModelSource:
+        """A ``.tar.gz`` archive of the weights at ``key`` in ``bucket``."""
+        if not Token.is_unresolved(key) and not key.endswith(".tar.gz"):
+            raise ValidationError(
+                "ModelSource.from_s3_tarball(key)",
+                key,
+                "SageMaker unpacks only .tar.gz model archives",
+                "pass the key of a .tar.gz archive, or use ModelSource.from_s3 for a prefix "
+                "of uncompressed weights",
+            )
+        return ModelSource(ModelSourceKind.S3_TARBALL, bucket=bucket, key=key)
+
+    @property
+    def needs_internet(self) -> bool:
+        """True when the container downloads the weights itself (Hugging Face Hub)."""
+        return self.kind is ModelSourceKind.HUGGING_FACE
+
+    @property
+    def s3_uri(self) -> str | None:
+        """``s3://bucket/key`` for S3 sources, None otherwise."""
+        if self.bucket is None:
+            return None
+        return f"s3://{self.bucket.bucket_name}/{self.key}"
+
+    def bind(self, role: iam.IRole | None) -> BoundModelSource:
+        """Render the container settings and grant ``role`` read access to exactly this source."""
+        if self.kind is ModelSourceKind.HUGGING_FACE:
+            assert self.model_id is not None
+            environment = {"HF_MODEL_ID": self.model_id}
+            if self.token_secret is not None:
+                environment["HF_TOKEN"] = self.token_secret.secret_value.unsafe_unwrap()
+            return BoundModelSource(environment=environment)
+        assert self.bucket is not None and self.key is not None
+        if role is not None:
+            self._grant_read(role)
+        if self.kind is ModelSourceKind.S3_TARBALL:
+            return BoundModelSource(model_data_url=self.s3_uri)
+        return BoundModelSource(
+            environment={"HF_MODEL_ID": MODEL_DIRECTORY},
+            model_data_source=sagemaker.CfnModel.ModelDataSourceProperty(
+                s3_data_source=sagemaker.CfnModel.S3DataSourceProperty(
+                    s3_uri=self.s3_uri or "",
+                    s3_data_type="S3Prefix",
+                    compression_type="None",
+                )
+            ),
+        )
+
+    def _grant_read(self, role: iam.IRole) -> None:
+        assert self.bucket is not None and self.key is not None
+        object_pattern = self.key + "*" if self.kind is ModelSourceKind.S3_PREFIX else self.key
+        iam.Grant.add_to_principal(
+            grantee=role,
+            actions=["s3:GetObject"],
+            resource_arns=[self.bucket.arn_for_objects(object_pattern)],
+        )
+        if self.kind is ModelSourceKind.S3_PREFIX:
+            role.add_to_principal_policy(
+                iam.PolicyStatement(
+                    actions=["s3:ListBucket"],
+                    resources=[self.bucket.bucket_arn],
+                    conditions={"StringLike": {"s3:prefix": [object_pattern]}},
+                )
+            )
+        if self.bucket.encryption_key is not None:
+            self.bucket.encryption_key.grant_decrypt(role)

@@ -1,0 +1,70 @@
+"""Placing SageMaker containers in a VPC: subnets, security groups and the role's rights."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from .execution_role import grant_vpc_access
+from .validation import ValidationError
+
+
+@dataclass(frozen=True)
+class ContainerNetwork:
+    """The subnets and security groups containers attach to."""
+
+    subnet_ids: list[str]
+    security_groups: list[ec2.ISecurityGroup]
+
+    @property
+    def security_group_ids(self) -> list[str]:
+        """The security groups' ids."""
+        return [group.security_group_id for group in self.security_groups]
+
+
+def place_in_vpc(
+    scope: Construct,
+    *,
+    vpc: ec2.IVpc | None,
+    vpc_subnets: ec2.SubnetSelection | None,
+    security_groups: Sequence[ec2.ISecurityGroup] | None,
+    role: iam.IRole,
+) -> ContainerNetwork | None:
+    """Resolve where containers attach, and grant ``role`` the network-interface rights.
+
+    Without ``vpc``, returns None (SageMaker's managed network). Without security groups, one
+    is created with no inbound rules. Subnets default to the private subnets with egress.
+    """
+    if vpc is None:
+        if vpc_subnets is not None or security_groups:
+            raise ValidationError(
+                "vpc",
+                None,
+                "vpc_subnets and security_groups need a vpc",
+                "pass vpc as well, or drop vpc_subnets and security_groups",
+            )
+        return None
+    groups = list(security_groups or []) or [
+        ec2.SecurityGroup(
+            scope,
+            "SecurityGroup",
+            vpc=vpc,
+            description=f"SageMaker containers of {scope.node.path}",
+            allow_all_outbound=True,
+        )
+    ]
+    selection = vpc_subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+    subnets = vpc.select_subnets(
+        availability_zones=selection.availability_zones,
+        one_per_az=selection.one_per_az,
+        subnet_filters=selection.subnet_filters,
+        subnet_group_name=selection.subnet_group_name,
+        subnets=selection.subnets,
+        subnet_type=selection.subnet_type,
+    )
+    grant_vpc_access(role)
+    return ContainerNetwork(subnet_ids=subnets.subnet_ids, security_groups=groups)

@@ -1,0 +1,280 @@
+"""Typed serving options per container family, rendered as the container's environment."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from aws_cdk import Duration
+
+from .images import ContainerFamily, ContainerImage
+from .validation import ValidationError, check_range
+
+
+class LmiBackend(Enum):
+    """The LMI inference backend, rendered as ``OPTION_ROLLING_BATCH``."""
+
+    VLLM = "vllm"
+    LMI_DIST = "lmi-dist"
+    TENSORRT_LLM = "trtllm"
+    NEURONX = "auto"
+
+    @property
+    def image_family(self) -> ContainerFamily:
+        """The LMI image variant this backend runs in."""
+        return {
+            LmiBackend.VLLM: ContainerFamily.LMI,
+            LmiBackend.LMI_DIST: ContainerFamily.LMI,
+            LmiBackend.TENSORRT_LLM: ContainerFamily.LMI_TENSORRT_LLM,
+            LmiBackend.NEURONX: ContainerFamily.LMI_NEURONX,
+        }[self]
+
+
+class DataType(Enum):
+    """Weights and activations precision (``OPTION_DTYPE`` / TGI ``DTYPE``)."""
+
+    FP32 = "fp32"
+    FP16 = "fp16"
+    BF16 = "bf16"
+
+
+class Quantization(Enum):
+    """Quantization applied by the serving container at load time."""
+
+    AWQ = "awq"
+    GPTQ = "gptq"
+    FP8 = "fp8"
+    BITSANDBYTES = "bitsandbytes"
+
+
+def _positive(prop: str, value: int | None) -> None:
+    check_range(prop, value, minimum=1, fix=f"set {prop} to a positive integer or leave it unset")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LmiOptions:
+    """Serving options of an LMI (DJL Serving) container, rendered as ``OPTION_*`` variables.
+
+    Every option defaults to None: the container's own default applies.
+    """
+
+    backend: LmiBackend | None = None
+    """Inference backend; must match the image (TensorRT-LLM and NeuronX have their own)."""
+    continuous_batching: bool = True
+    """Continuous (rolling) batching; False renders ``OPTION_ROLLING_BATCH=disable``."""
+    max_rolling_batch_size: int | None = None
+    """Most sequences decoded together (``OPTION_MAX_ROLLING_BATCH_SIZE``)."""
+    max_rolling_batch_prefill_tokens: int | None = None
+    """Most tokens prefilled in one step (``OPTION_MAX_ROLLING_BATCH_PREFILL_TOKENS``)."""
+    tensor_parallel_degree: int | None = None
+    """Accelerators one copy of the model is sharded over (``OPTION_TENSOR_PARALLEL_DEGREE``)."""
+    dtype: DataType | None = None
+    """Precision (``OPTION_DTYPE``)."""
+    quantization: Quantization | None = None
+    """Load-time quantization (``OPTION_QUANTIZE``)."""
+    enforce_eager: bool | None = None
+    """Disable CUDA graphs (``OPTION_ENFORCE_EAGER``): less memory, slower decode."""
+    rope_scaling: dict[str, Any] | None = None
+    """RoPE scaling for longer contexts, e.g. ``{"type": "dynamic", "factor": 2.0}``."""
+    max_model_len: int | None = None
+    """Longest sequence (input + output tokens) served (``OPTION_MAX_MODEL_LEN``)."""
+    model_loading_timeout: Duration | None = None
+    """How long the container may take to load the model (``OPTION_MODEL_LOADING_TIMEOUT``)."""
+
+    @property
+    def accelerators_per_copy(self) -> int | None:
+        """Accelerators one model copy needs, when stated."""
+        return self.tensor_parallel_degree
+
+    @property
+    def max_total_tokens(self) -> int | None:
+        """Longest sequence per request, when stated."""
+        return self.max_model_len
+
+    @property
+    def max_concurrent_requests(self) -> int | None:
+        """Most requests decoded together, when stated."""
+        return self.max_rolling_batch_size
+
+    def validate(self, image: ContainerImage) -> None:
+        """Raise ValidationError on options that contradict each other or the image."""
+        if not image.family.is_lmi and image.family is not ContainerFamily.CUSTOM:
+            raise ValidationError(
+                "serving",
+                "LmiOptions",
+                f"LMI options do not apply to a {image.family.value} image",
+                "use TgiOptions for TGI images, or pass environment variables directly",
+            )
+        if (
+            self.backend is not None
+            and image.family is not ContainerFamily.CUSTOM
+            and self.backend.image_family is not image.family
+        ):
+            raise ValidationError(
+                "serving.backend",
+                self.backend.name,
+                f"the {self.backend.name} backend does not run in a {image.family.value} image",
+                f"use ContainerImage.{self.backend.image_family.name.lower()}(...) or pick a "
+                f"backend of the {image.family.value} image",
+            )
+        for prop in (
+            "max_rolling_batch_size",
+            "max_rolling_batch_prefill_tokens",
+            "tensor_parallel_degree",
+            "max_model_len",
+        ):
+            _positive(f"serving.{prop}", getattr(self, prop))
+        if not self.continuous_batching and (
+            self.max_rolling_batch_size is not None
+            or self.max_rolling_batch_prefill_tokens is not None
+        ):
+            raise ValidationError(
+                "serving.continuous_batching",
+                False,
+                "rolling-batch sizes only apply with continuous batching",
+                "enable continuous_batching or drop max_rolling_batch_size / "
+                "max_rolling_batch_prefill_tokens",
+            )
+        if (
+            self.max_rolling_batch_prefill_tokens is not None
+            and self.max_model_len is not None
+            and self.max_rolling_batch_prefill_tokens < self.max_model_len
+        ):
+            raise ValidationError(
+                "serving.max_rolling_batch_prefill_tokens",
+                self.max_rolling_batch_prefill_tokens,
+                f"is below max_model_len ({self.max_model_len}): a full-length prompt could "
+                "never be prefilled",
+                "raise max_rolling_batch_prefill_tokens to at least max_model_len",
+            )
+        if self.model_loading_timeout is not None:
+            check_range(
+                "serving.model_loading_timeout (seconds)",
+                self.model_loading_timeout.to_seconds(),
+                minimum=1,
+                maximum=3600,
+                fix="keep it within the container start-up health-check limit of 3600 s",
+            )
+
+    def environment(self) -> dict[str, str]:
+        """The ``OPTION_*`` variables these options render to."""
+        env: dict[str, str] = {}
+        if not self.continuous_batching:
+            env["OPTION_ROLLING_BATCH"] = "disable"
+        elif self.backend is not None:
+            env["OPTION_ROLLING_BATCH"] = self.backend.value
+        else:
+            env["OPTION_ROLLING_BATCH"] = "auto"
+        optional = {
+            "OPTION_MAX_ROLLING_BATCH_SIZE": self.max_rolling_batch_size,
+            "OPTION_MAX_ROLLING_BATCH_PREFILL_TOKENS": self.max_rolling_batch_prefill_tokens,
+            "OPTION_TENSOR_PARALLEL_DEGREE": self.tensor_parallel_degree,
+            "OPTION_DTYPE": self.dtype.value if self.dtype else None,
+            "OPTION_QUANTIZE": self.quantization.value if self.quantization else None,
+            "OPTION_ENFORCE_EAGER": _bool(self.enforce_eager),
+            "OPTION_ROPE_SCALING": json.dumps(self.rope_scaling, sort_keys=True)
+            if self.rope_scaling
+            else None,
+            "OPTION_MAX_MODEL_LEN": self.max_model_len,
+            "OPTION_MODEL_LOADING_TIMEOUT": int(self.model_loading_timeout.to_seconds())
+            if self.model_loading_timeout
+            else None,
+        }
+        env.update({name: str(value) for name, value in optional.items() if value is not None})
+        return env
+
+
+@dataclass(frozen=True, kw_only=True)
+class TgiOptions:
+    """Serving options of a Hugging Face TGI container, rendered as TGI's variables.
+
+    Set the token limits first: ``max_concurrent_requests`` depends on them. Every option
+    defaults to None: TGI's own default applies (e.g. 128 concurrent requests).
+    """
+
+    num_gpus: int | None = None
+    """Tensor-parallel degree (``SM_NUM_GPUS``)."""
+    max_input_tokens: int | None = None
+    """Longest prompt (``MAX_INPUT_TOKENS``)."""
+    max_total_tokens: int | None = None
+    """Longest prompt + generated tokens per request (``MAX_TOTAL_TOKENS``)."""
+    max_batch_prefill_tokens: int | None = None
+    """Most tokens prefilled in one step (``MAX_BATCH_PREFILL_TOKENS``)."""
+    max_batch_total_tokens: int | None = None
+    """Most tokens in a batch, bounding KV-cache use (``MAX_BATCH_TOTAL_TOKENS``)."""
+    max_concurrent_requests: int | None = None
+    """Requests beyond this get an immediate overload error (``MAX_CONCURRENT_REQUESTS``)."""
+    quantization: Quantization | None = None
+    """Load-time quantization (``QUANTIZE``)."""
+    dtype: DataType | None = None
+    """Precision (``DTYPE``; TGI accepts float16 and bfloat16)."""
+
+    @property
+    def accelerators_per_copy(self) -> int | None:
+        """Accelerators one model copy needs, when stated."""
+        return self.num_gpus
+
+    def validate(self, image: ContainerImage) -> None:
+        """Raise ValidationError on options that contradict each other or the image."""
+        if not image.family.is_tgi and image.family is not ContainerFamily.CUSTOM:
+            raise ValidationError(
+                "serving",
+                "TgiOptions",
+                f"TGI options do not apply to a {image.family.value} image",
+                "use LmiOptions for LMI images, or pass environment variables directly",
+            )
+        for prop in (
+            "num_gpus",
+            "max_input_tokens",
+            "max_total_tokens",
+            "max_batch_prefill_tokens",
+            "max_batch_total_tokens",
+            "max_concurrent_requests",
+        ):
+            _positive(f"serving.{prop}", getattr(self, prop))
+        if self.dtype is DataType.FP32:
+            raise ValidationError(
+                "serving.dtype", "FP32", "TGI serves float16 or bfloat16 only", "use FP16 or BF16"
+            )
+        pairs = (
+            ("max_input_tokens", "max_total_tokens", False),
+            ("max_input_tokens", "max_batch_prefill_tokens", True),
+            ("max_total_tokens", "max_batch_total_tokens", True),
+        )
+        for smaller, larger, equal_ok in pairs:
+            low, high = getattr(self, smaller), getattr(self, larger)
+            if low is None or high is None:
+                continue
+            if low > high or (low == high and not equal_ok):
+                relation = "at most" if equal_ok else "below"
+                raise ValidationError(
+                    f"serving.{smaller}",
+                    low,
+                    f"must be {relation} {larger} ({high})",
+                    f"lower {smaller} or raise {larger}",
+                )
+
+    def environment(self) -> dict[str, str]:
+        """The TGI variables these options render to."""
+        dtype = {DataType.FP16: "float16", DataType.BF16: "bfloat16"}.get(self.dtype)  # type: ignore[arg-type]
+        optional = {
+            "SM_NUM_GPUS": self.num_gpus,
+            "MAX_INPUT_TOKENS": self.max_input_tokens,
+            "MAX_TOTAL_TOKENS": self.max_total_tokens,
+            "MAX_BATCH_PREFILL_TOKENS": self.max_batch_prefill_tokens,
+            "MAX_BATCH_TOTAL_TOKENS": self.max_batch_total_tokens,
+            "MAX_CONCURRENT_REQUESTS": self.max_concurrent_requests,
+            "QUANTIZE": self.quantization.value if self.quantization else None,
+            "DTYPE": dtype,
+        }
+        return {name: str(value) for name, value in optional.items() if value is not None}
+
+
+ServingOptions = LmiOptions | TgiOptions
+"""Typed serving options of any container family."""
+
+
+def _bool(value: bool | None) -> str | None:
+    return None if value is None else str(value).lower()

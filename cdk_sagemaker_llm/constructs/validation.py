@@ -1,0 +1,70 @@
+"""Synth-time validation errors that name the property, the bad value and the fix."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from aws_cdk import Token
+
+
+class ValidationError(ValueError):
+    """A construct property is invalid; raised at synth time, before anything is deployed.
+
+    The message always has three parts: which property, which value, and how to fix it.
+    """
+
+    def __init__(self, prop: str, value: Any, problem: str, fix: str) -> None:
+        self.prop = prop
+        self.value = value
+        self.problem = problem
+        self.fix = fix
+        super().__init__(f"{prop}={value!r}: {problem}. Fix: {fix}")
+
+
+def is_unresolved(value: Any) -> bool:
+    """True when ``value`` is a CDK token whose value is only known at deploy time."""
+    return Token.is_unresolved(value)
+
+
+SAGEMAKER_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*$")
+SAGEMAKER_NAME_MAX_LENGTH = 63
+
+
+def check_sagemaker_name(prop: str, name: str | None) -> None:
+    """Check a SageMaker resource name (endpoint, model, component): 1-63 chars of [a-zA-Z0-9-]."""
+    if name is None or is_unresolved(name):
+        return
+    if len(name) > SAGEMAKER_NAME_MAX_LENGTH or not SAGEMAKER_NAME.match(name):
+        raise ValidationError(
+            prop,
+            name,
+            "SageMaker names are 1-63 letters, digits or hyphens, starting and ending "
+            "with a letter or digit",
+            "shorten the name or replace other characters with hyphens, or omit it to get "
+            "a generated name",
+        )
+
+
+def check_range(
+    prop: str,
+    value: float | None,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    fix: str | None = None,
+) -> None:
+    """Check ``minimum <= value <= maximum`` for a literal number (tokens pass unchecked)."""
+    if value is None or is_unresolved(value):
+        return
+    low_ok = minimum is None or value >= minimum
+    high_ok = maximum is None or value <= maximum
+    if low_ok and high_ok:
+        return
+    if minimum is not None and maximum is not None:
+        bounds = f"must be between {minimum} and {maximum}"
+    elif minimum is not None:
+        bounds = f"must be at least {minimum}"
+    else:
+        bounds = f"must be at most {maximum}"
+    raise ValidationError(prop, value, bounds, fix or f"set {prop} within that range")

@@ -1,0 +1,1 @@
+"""Custom-resource handlers: plain Python + boto3, one folder each, shipped as Lambda assets."""

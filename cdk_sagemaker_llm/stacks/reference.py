@@ -1,0 +1,89 @@
+"""Reference deployment: a Llama-3-8B-class model on LMI, served as inference components."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import Duration, Size, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_secretsmanager as secretsmanager
+from constructs import Construct
+
+from ..constructs.deployment import RollingDeployment
+from ..constructs.endpoint import InferenceComponentEndpoint, RoutingStrategy
+from ..constructs.images import ContainerImage
+from ..constructs.inference_component import InferenceComponent
+from ..constructs.instance_type import InstanceType
+from ..constructs.model import Model
+from ..constructs.model_source import ModelSource
+from ..constructs.serving_options import DataType, LmiBackend, LmiOptions
+
+LLAMA_3_8B_INSTRUCT = "meta-llama/Meta-Llama-3-8B-Instruct"
+HUGGING_FACE_TOKEN_SECRET_NAME = "cdk-sagemaker-llm/hugging-face-token"
+
+
+class LlamaInferenceComponentStack(Stack):
+    """Llama 3 8B Instruct on LMI (vLLM) with one copy per A10G GPU of an ml.g5.12xlarge.
+
+    A 7-8B model fits on one 24 GB GPU in fp16, so four single-GPU copies per instance serve
+    more requests than one copy sharded over all four (domain.md). The container is an LMI
+    release covered by SageMaker container caching, so new copies skip the image pull.
+    """
+
+    def __init__(self, scope: Construct, id: str, **kwargs: Any) -> None:
+        super().__init__(scope, id, **kwargs)
+        token = secretsmanager.Secret.from_secret_name_v2(
+            self, "HuggingFaceToken", HUGGING_FACE_TOKEN_SECRET_NAME
+        )
+        self.model = Model(
+            self,
+            "Llama3Model",
+            image=ContainerImage.lmi("0.31.0"),
+            source=ModelSource.from_hugging_face(LLAMA_3_8B_INSTRUCT, token_secret=token),
+            serving=LmiOptions(
+                backend=LmiBackend.VLLM,
+                tensor_parallel_degree=1,
+                max_rolling_batch_size=32,
+                max_model_len=8192,
+                dtype=DataType.FP16,
+                model_loading_timeout=Duration.minutes(15),
+            ),
+        )
+        self.endpoint = InferenceComponentEndpoint(
+            self,
+            "Endpoint",
+            instance_type=InstanceType.G5_12XLARGE,
+            initial_instance_count=1,
+            min_instance_count=1,
+            max_instance_count=2,
+            routing_strategy=RoutingStrategy.LEAST_OUTSTANDING_REQUESTS,
+        )
+        errors_alarm_name = f"{id}-llama3-5xx"
+        self.component = InferenceComponent(
+            self,
+            "Llama3Component",
+            endpoint=self.endpoint,
+            model=self.model,
+            accelerators=1,
+            min_memory=Size.gibibytes(32),
+            cpu_cores=8,
+            copy_count=2,
+            container_startup_health_check_timeout=Duration.minutes(15),
+            deployment=RollingDeployment(
+                batch_size=1,
+                wait_interval=Duration.minutes(2),
+                rollback_alarms=[
+                    cloudwatch.Alarm.from_alarm_name(self, "ErrorsAlarmRef", errors_alarm_name)
+                ],
+            ),
+        )
+        cloudwatch.Alarm(
+            self,
+            "ErrorsAlarm",
+            alarm_name=errors_alarm_name,
+            alarm_description="Llama 3 component answers with 5XX errors: roll back a deployment.",
+            metric=self.component.metric_invocation_errors(),
+            threshold=5,
+            evaluation_periods=2,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
