@@ -10,9 +10,9 @@ import os
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
-import aws_cdk as cdk  # noqa: E402
+import aws_cdk as cdk
 
-from cdk_sagemaker_llm.stacks import LlamaInferenceComponentStack  # noqa: E402
+from cdk_sagemaker_llm.stacks import LlamaInferenceComponentStack
 
 
 def build_app(app: cdk.App) -> list[cdk.Stack]:

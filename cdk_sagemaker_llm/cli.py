@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
+
+from .commands import COMMAND_MODULES
 
 
 def _version() -> str:
@@ -21,7 +24,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Plan, size and benchmark LLM deployments built with cdk-sagemaker-llm.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"{__package__}.commands.{name}").register(subparsers)
     return parser
 
 

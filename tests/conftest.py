@@ -1,0 +1,63 @@
+"""Shared fixtures: one jsii kernel per session, fresh stacks per test, real template checks."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk.assertions import Template
+from cfnlint.api import ManualArgs, lint
+
+
+def new_stack(region: str | None = "us-west-2", account: str | None = "123456789012") -> cdk.Stack:
+    """A fresh stack in its own app; ``region=None`` makes it region-agnostic."""
+    app = cdk.App()
+    env = cdk.Environment(region=region, account=account) if region else None
+    return cdk.Stack(app, "TestStack", env=env)
+
+
+@pytest.fixture
+def stack() -> cdk.Stack:
+    """A fresh stack in us-west-2."""
+    return new_stack()
+
+
+def cfn_lint_findings(template: dict[str, Any], region: str = "us-west-2") -> list[str]:
+    """cfn-lint's errors and warnings on ``template`` (informational findings ignored)."""
+    matches = lint(json.dumps(template), config=ManualArgs(regions=[region]))
+    return [
+        f"{match.rule.id} {match.message} at {'/'.join(map(str, match.path))}"
+        for match in matches
+        if match.rule.id[0] in "EW"
+    ]
+
+
+def assert_cfn_lint_clean(stack: cdk.Stack) -> dict[str, Any]:
+    """Synthesize ``stack``, fail on any cfn-lint error or warning, return the template."""
+    template = Template.from_stack(stack).to_json()
+    region = stack.region if not cdk.Token.is_unresolved(stack.region) else "us-east-1"
+    findings = cfn_lint_findings(template, region)
+    assert findings == [], "\n".join(findings)
+    return template
+
+
+@pytest.fixture
+def lint_clean() -> Callable[[cdk.Stack], dict[str, Any]]:
+    """``lint_clean(stack)``: synthesize, assert cfn-lint finds nothing, return the template."""
+    return assert_cfn_lint_clean
+
+
+def resources_of_type(template: dict[str, Any], resource_type: str) -> list[dict[str, Any]]:
+    """The properties of every resource of ``resource_type`` in ``template``."""
+    return [
+        resource.get("Properties", {})
+        for resource in template["Resources"].values()
+        if resource["Type"] == resource_type
+    ]
