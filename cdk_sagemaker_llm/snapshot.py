@@ -18,7 +18,7 @@ def normalized_template(stack: Stack) -> dict[str, Any]:
 
     The ``CDKMetadata`` resource and the bootstrap-version rule and parameter are dropped.
     """
-    template = Template.from_stack(stack).to_json()
+    template: dict[str, Any] = dict(Template.from_stack(stack).to_json())
     template.get("Resources", {}).pop("CDKMetadata", None)
     template.get("Parameters", {}).pop("BootstrapVersion", None)
     template.get("Rules", {}).pop("CheckBootstrapVersion", None)
