@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
@@ -15,10 +16,19 @@ import pytest
 from aws_cdk.assertions import Template
 from cfnlint.api import ManualArgs, lint
 
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+CDK_CONTEXT: dict[str, Any] = json.loads((PROJECT_ROOT / "cdk.json").read_text())["context"]
+"""The feature flags of cdk.json, so tests synthesize what ``cdk synth`` does."""
+
+
+def new_app() -> cdk.App:
+    """A fresh app with the project's feature flags."""
+    return cdk.App(context=CDK_CONTEXT)
+
 
 def new_stack(region: str | None = "us-west-2", account: str | None = "123456789012") -> cdk.Stack:
     """A fresh stack in its own app; ``region=None`` makes it region-agnostic."""
-    app = cdk.App()
+    app = new_app()
     env = cdk.Environment(region=region, account=account) if region else None
     return cdk.Stack(app, "TestStack", env=env)
 

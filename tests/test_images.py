@@ -1,0 +1,278 @@
+"""ContainerImage: URIs per region, catalog versions, caching eligibility, pull grants."""
+
+from __future__ import annotations
+
+import json
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_ecr as ecr
+from aws_cdk import aws_iam as iam
+from aws_cdk.assertions import Annotations, Match, Template
+from conftest import new_stack
+
+from cdk_sagemaker_llm import ContainerFamily, ContainerImage, ValidationError
+
+
+def uri_in(region: str | None, image: ContainerImage) -> str:
+    stack = new_stack(region)
+    return stack.resolve(image.bind(stack, None))
+
+
+def image_stack(region: str | None, image: ContainerImage) -> tuple[cdk.Stack, str]:
+    """A stack that uses ``image`` in an output (templates need a resource, hence the anchor)."""
+    stack = new_stack(region)
+    uri = image.bind(stack, None)
+    cdk.CfnWaitConditionHandle(stack, "Anchor")
+    cdk.CfnOutput(stack, "ImageUri", value=uri)
+    return stack, stack.resolve(uri)
+
+
+LMI = ContainerImage.lmi("0.31.0")
+TGI = ContainerImage.tgi("2.4.0")
+PYTORCH_GPU = ContainerImage.pytorch_gpu("2.5.1")
+PYTORCH_CPU = ContainerImage.pytorch_cpu("2.5.1")
+TRITON = ContainerImage.triton("24.09")
+
+
+@pytest.mark.parametrize(
+    ("image", "region", "expected"),
+    [
+        (
+            LMI,
+            "us-west-2",
+            "763104351884.dkr.ecr.us-west-2.amazonaws.com/djl-inference:0.31.0-lmi13.0.0-cu124",
+        ),
+        (
+            LMI,
+            "af-south-1",
+            "626614931356.dkr.ecr.af-south-1.amazonaws.com/djl-inference:0.31.0-lmi13.0.0-cu124",
+        ),
+        (
+            LMI,
+            "cn-north-1",
+            "727897471807.dkr.ecr.cn-north-1.amazonaws.com.cn/djl-inference:0.31.0-lmi13.0.0-cu124",
+        ),
+        (
+            TGI,
+            "us-west-2",
+            "763104351884.dkr.ecr.us-west-2.amazonaws.com/huggingface-pytorch-tgi-inference:"
+            "2.4.0-tgi2.4.0-gpu-py311-cu124-ubuntu22.04-v2.0",
+        ),
+        (
+            TGI,
+            "ap-east-1",
+            "871362719292.dkr.ecr.ap-east-1.amazonaws.com/huggingface-pytorch-tgi-inference:"
+            "2.4.0-tgi2.4.0-gpu-py311-cu124-ubuntu22.04-v2.0",
+        ),
+        (
+            TGI,
+            "cn-north-1",
+            "727897471807.dkr.ecr.cn-north-1.amazonaws.com.cn/huggingface-pytorch-tgi-inference:"
+            "2.4.0-tgi2.4.0-gpu-py311-cu124-ubuntu22.04-v2.0",
+        ),
+        (
+            PYTORCH_GPU,
+            "us-west-2",
+            "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-inference:2.5.1-gpu-py311-cu124-ubuntu22.04-sagemaker",
+        ),
+        (
+            PYTORCH_CPU,
+            "eu-south-1",
+            "692866216735.dkr.ecr.eu-south-1.amazonaws.com/pytorch-inference:2.5.1-cpu-py311-ubuntu22.04-sagemaker",
+        ),
+        (
+            PYTORCH_GPU,
+            "cn-north-1",
+            "727897471807.dkr.ecr.cn-north-1.amazonaws.com.cn/pytorch-inference:2.5.1-gpu-py311-cu124-ubuntu22.04-sagemaker",
+        ),
+        (
+            TRITON,
+            "us-west-2",
+            "763104351884.dkr.ecr.us-west-2.amazonaws.com/sagemaker-tritonserver:24.09-py3",
+        ),
+        (
+            TRITON,
+            "me-south-1",
+            "217643126080.dkr.ecr.me-south-1.amazonaws.com/sagemaker-tritonserver:24.09-py3",
+        ),
+        (
+            TRITON,
+            "cn-north-1",
+            "727897471807.dkr.ecr.cn-north-1.amazonaws.com.cn/sagemaker-tritonserver:24.09-py3",
+        ),
+        (
+            ContainerImage.lmi_neuronx("0.29.0"),
+            "ca-west-1",
+            "204538143572.dkr.ecr.ca-west-1.amazonaws.com/djl-inference:0.29.0-neuronx-sdk2.19.1",
+        ),
+        (
+            ContainerImage.lmi_tensorrt_llm("0.29.0"),
+            "us-gov-west-1",
+            "442386744353.dkr.ecr.us-gov-west-1.amazonaws.com/djl-inference:0.29.0-tensorrtllm0.11.0-cu124",
+        ),
+    ],
+)
+def test_uri_literal_per_region(image: ContainerImage, region: str, expected: str) -> None:
+    assert uri_in(region, image) == expected
+
+
+def test_region_agnostic_stack_uses_mapping_keyed_on_region() -> None:
+    stack, uri = image_stack(None, LMI)
+    template = Template.from_stack(stack).to_json()
+    mapping = template["Mappings"]["DlcRegistryLmi"]
+    assert mapping["cn-north-1"] == {"account": "727897471807"}
+    assert mapping["us-west-2"] == {"account": "763104351884"}
+    assert mapping["af-south-1"] == {"account": "626614931356"}
+    rendered = json.dumps(uri)
+    assert '"Fn::FindInMap": ["DlcRegistryLmi", {"Ref": "AWS::Region"}, "account"]' in rendered
+    assert '{"Ref": "AWS::URLSuffix"}' in rendered
+    assert "/djl-inference:0.31.0-lmi13.0.0-cu124" in rendered
+
+
+def test_region_agnostic_mapping_lists_only_published_regions() -> None:
+    stack, _ = image_stack(None, ContainerImage.lmi_neuronx("0.29.0"))
+    mapping = Template.from_stack(stack).to_json()["Mappings"]["DlcRegistryLmiNeuronx"]
+    assert "us-west-2" in mapping
+    assert "af-south-1" not in mapping
+
+
+def test_unknown_short_version_lists_known_ones() -> None:
+    with pytest.raises(ValidationError) as error:
+        ContainerImage.lmi("0.99.0")
+    message = str(error.value)
+    assert "ContainerImage.lmi(version)='0.99.0'" in message
+    assert "0.31.0" in message and "0.29.0" in message
+    assert "full image tag" in message
+
+
+def test_full_tag_accepted_with_warning_when_not_in_catalog() -> None:
+    image = ContainerImage.lmi("0.34.0-lmi16.0.0-cu128")
+    stack, uri = image_stack("us-west-2", image)
+    assert (
+        uri == "763104351884.dkr.ecr.us-west-2.amazonaws.com/djl-inference:0.34.0-lmi16.0.0-cu128"
+    )
+    warnings = Annotations.from_stack(stack).find_warning("*", Match.any_value())
+    assert any("not in the library's catalog" in str(w.entry.data) for w in warnings)
+    assert image.container_caching_eligible
+
+
+def test_known_full_tag_gives_no_warning() -> None:
+    stack, _ = image_stack("us-west-2", ContainerImage.lmi("0.31.0-lmi13.0.0-cu124"))
+    assert Annotations.from_stack(stack).find_warning("*", Match.any_value()) == []
+
+
+@pytest.mark.parametrize(
+    ("image", "region"),
+    [
+        (ContainerImage.lmi_neuronx("0.29.0"), "af-south-1"),
+        (TRITON, "us-gov-west-1"),
+        (LMI, "xx-nowhere-1"),
+    ],
+)
+def test_region_without_the_image_is_a_synth_error(image: ContainerImage, region: str) -> None:
+    with pytest.raises(ValidationError) as error:
+        uri_in(region, image)
+    message = str(error.value)
+    assert region in message and "does not publish" in message
+    assert "from_ecr_repository" in message
+
+
+@pytest.mark.parametrize(
+    ("image", "eligible"),
+    [
+        (ContainerImage.lmi("0.28.0"), False),
+        (ContainerImage.lmi("0.29.0"), True),
+        (ContainerImage.lmi("0.31.0"), True),
+        (ContainerImage.lmi_tensorrt_llm("0.28.0"), False),
+        (ContainerImage.lmi_tensorrt_llm("0.29.0"), True),
+        (ContainerImage.lmi_neuronx("0.28.0"), False),
+        (ContainerImage.lmi_neuronx("0.29.0"), True),
+        (ContainerImage.tgi("2.3.1"), False),
+        (ContainerImage.tgi("2.4.0"), True),
+        (ContainerImage.tgi("3.0.1"), True),
+        (ContainerImage.tgi_neuronx("0.0.25"), True),
+        (ContainerImage.pytorch_gpu("2.4.0"), False),
+        (ContainerImage.pytorch_gpu("2.5.1"), True),
+        (ContainerImage.pytorch_cpu("2.5.1"), True),
+        (ContainerImage.triton("24.05"), False),
+        (ContainerImage.triton("24.09"), True),
+    ],
+)
+def test_container_caching_eligibility(image: ContainerImage, eligible: bool) -> None:
+    assert image.container_caching_eligible is eligible
+
+
+def test_from_uri_recognizes_deep_learning_containers() -> None:
+    image = ContainerImage.from_uri(
+        "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.29.0-tensorrtllm0.11.0-cu124"
+    )
+    assert image.family is ContainerFamily.LMI_TENSORRT_LLM
+    assert image.container_caching_eligible
+    own = ContainerImage.from_uri(
+        "123456789012.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.31.0-lmi13.0.0-cu124"
+    )
+    assert own.family is ContainerFamily.CUSTOM
+    assert not own.container_caching_eligible
+
+
+def test_from_uri_grants_pull_on_exactly_that_repository() -> None:
+    stack = new_stack()
+    role = iam.Role(stack, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))
+    image = ContainerImage.from_uri("111122223333.dkr.ecr.us-west-2.amazonaws.com/team/llm:1.2")
+    assert image.bind(stack, role) == "111122223333.dkr.ecr.us-west-2.amazonaws.com/team/llm:1.2"
+    statements = _statements(stack)
+    assert {
+        "Action": [
+            "ecr:BatchCheckLayerAvailability",
+            "ecr:BatchGetImage",
+            "ecr:GetDownloadUrlForLayer",
+        ],
+        "Effect": "Allow",
+        "Resource": "arn:aws:ecr:us-west-2:111122223333:repository/team/llm",
+    } in statements
+
+
+def test_from_uri_rejects_garbage() -> None:
+    with pytest.raises(ValidationError, match=r"from_uri\(uri\)='not an image'"):
+        ContainerImage.from_uri("not an image")
+
+
+def test_from_ecr_repository_grants_pull_to_the_role() -> None:
+    stack = new_stack()
+    repository = ecr.Repository(stack, "Repo", repository_name="my-llm")
+    role = iam.Role(stack, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))
+    image = ContainerImage.from_ecr_repository(repository, "v3")
+    uri = stack.resolve(image.bind(stack, role))
+    assert "my-llm" in json.dumps(uri) or "Repo" in json.dumps(uri)
+    actions = {a for s in _statements(stack) for a in _as_list(s["Action"])}
+    assert {"ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"} <= actions
+    assert not image.container_caching_eligible
+
+
+def test_dlc_pull_grant_is_scoped_to_the_dlc_repository() -> None:
+    stack = new_stack("cn-north-1")
+    role = iam.Role(stack, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))
+    LMI.bind(stack, role)
+    resources = [s["Resource"] for s in _statements(stack)]
+    assert "arn:aws-cn:ecr:cn-north-1:727897471807:repository/djl-inference" in resources
+
+
+def test_known_versions_are_sorted() -> None:
+    versions = ContainerImage.known_versions(ContainerFamily.TRITON)
+    assert versions == sorted(versions, key=lambda v: tuple(map(int, v.split("."))))
+    assert "24.09" in versions
+
+
+def _statements(stack: cdk.Stack) -> list[dict]:
+    template = Template.from_stack(stack).to_json()
+    return [
+        statement
+        for resource in template["Resources"].values()
+        if resource["Type"] == "AWS::IAM::Policy"
+        for statement in resource["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def _as_list(value: str | list[str]) -> list[str]:
+    return value if isinstance(value, list) else [value]
