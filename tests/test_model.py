@@ -1,0 +1,391 @@
+"""Model: container environment, model sources, execution role, validation errors."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aws_cdk import Duration
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk.assertions import Template
+from conftest import assert_cfn_lint_clean, new_stack, resources_of_type
+
+from cdk_sagemaker_llm import (
+    ContainerImage,
+    DataType,
+    InstanceType,
+    LmiBackend,
+    LmiOptions,
+    Model,
+    ModelSource,
+    Quantization,
+    TgiOptions,
+    ValidationError,
+)
+
+
+def only_model(template: dict[str, Any]) -> dict[str, Any]:
+    (model,) = resources_of_type(template, "AWS::SageMaker::Model")
+    return model
+
+
+def policy_statements(template: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        statement
+        for policy in resources_of_type(template, "AWS::IAM::Policy")
+        for statement in policy["PolicyDocument"]["Statement"]
+    ]
+
+
+def test_lmi_options_render_as_option_variables() -> None:
+    stack = new_stack()
+    Model(
+        stack,
+        "Model",
+        image=ContainerImage.lmi("0.31.0"),
+        source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
+        serving=LmiOptions(
+            backend=LmiBackend.LMI_DIST,
+            max_rolling_batch_size=64,
+            max_rolling_batch_prefill_tokens=8192,
+            tensor_parallel_degree=2,
+            dtype=DataType.BF16,
+            quantization=Quantization.AWQ,
+            enforce_eager=True,
+            rope_scaling={"type": "dynamic", "factor": 2.0},
+            max_model_len=8192,
+            model_loading_timeout=Duration.minutes(20),
+        ),
+        environment={"SERVING_LOAD_MODELS": "test::MPI=/opt/ml/model"},
+    )
+    template = assert_cfn_lint_clean(stack)
+    container = only_model(template)["PrimaryContainer"]
+    assert container["Environment"] == {
+        "HF_MODEL_ID": "meta-llama/Meta-Llama-3-8B-Instruct",
+        "OPTION_DTYPE": "bf16",
+        "OPTION_ENFORCE_EAGER": "true",
+        "OPTION_MAX_MODEL_LEN": "8192",
+        "OPTION_MAX_ROLLING_BATCH_PREFILL_TOKENS": "8192",
+        "OPTION_MAX_ROLLING_BATCH_SIZE": "64",
+        "OPTION_MODEL_LOADING_TIMEOUT": "1200",
+        "OPTION_QUANTIZE": "awq",
+        "OPTION_ROLLING_BATCH": "lmi-dist",
+        "OPTION_ROPE_SCALING": '{"factor": 2.0, "type": "dynamic"}',
+        "OPTION_TENSOR_PARALLEL_DEGREE": "2",
+        "SERVING_LOAD_MODELS": "test::MPI=/opt/ml/model",
+    }
+    assert container["Image"].endswith("djl-inference:0.31.0-lmi13.0.0-cu124")
+
+
+def test_tgi_options_render_as_tgi_variables() -> None:
+    stack = new_stack()
+    Model(
+        stack,
+        "Model",
+        image=ContainerImage.tgi("2.4.0"),
+        source=ModelSource.from_hugging_face("mistralai/Mistral-7B-Instruct-v0.3"),
+        serving=TgiOptions(
+            num_gpus=4,
+            max_input_tokens=4096,
+            max_total_tokens=8192,
+            max_batch_prefill_tokens=8192,
+            max_batch_total_tokens=65536,
+            max_concurrent_requests=64,
+            dtype=DataType.BF16,
+        ),
+    )
+    environment = only_model(assert_cfn_lint_clean(stack))["PrimaryContainer"]["Environment"]
+    assert environment == {
+        "DTYPE": "bfloat16",
+        "HF_MODEL_ID": "mistralai/Mistral-7B-Instruct-v0.3",
+        "MAX_BATCH_PREFILL_TOKENS": "8192",
+        "MAX_BATCH_TOTAL_TOKENS": "65536",
+        "MAX_CONCURRENT_REQUESTS": "64",
+        "MAX_INPUT_TOKENS": "4096",
+        "MAX_TOTAL_TOKENS": "8192",
+        "SM_NUM_GPUS": "4",
+    }
+
+
+def test_hugging_face_token_is_a_dynamic_reference_never_a_literal() -> None:
+    stack = new_stack()
+    secret = secretsmanager.Secret(stack, "Token")
+    Model(
+        stack,
+        "Model",
+        image=ContainerImage.lmi("0.31.0"),
+        source=ModelSource.from_hugging_face("meta-llama/Llama-2-7b-hf", token_secret=secret),
+    )
+    token = only_model(Template.from_stack(stack).to_json())["PrimaryContainer"]["Environment"][
+        "HF_TOKEN"
+    ]
+    assert "{{resolve:secretsmanager:" in json.dumps(token)
+
+
+def test_s3_prefix_source_loads_uncompressed_and_grants_exactly_the_prefix() -> None:
+    stack = new_stack()
+    bucket = s3.Bucket.from_bucket_name(stack, "Weights", "my-weights")
+    Model(
+        stack,
+        "Model",
+        image=ContainerImage.lmi("0.31.0"),
+        source=ModelSource.from_s3(bucket, "llama-3-8b/"),
+    )
+    template = assert_cfn_lint_clean(stack)
+    container = only_model(template)["PrimaryContainer"]
+    assert container["ModelDataSource"] == {
+        "S3DataSource": {
+            "CompressionType": "None",
+            "S3DataType": "S3Prefix",
+            "S3Uri": "s3://my-weights/llama-3-8b/",
+        }
+    }
+    assert container["Environment"] == {"HF_MODEL_ID": "/opt/ml/model"}
+    statements = policy_statements(template)
+    assert {
+        "Action": "s3:GetObject",
+        "Effect": "Allow",
+        "Resource": "arn:aws:s3:::my-weights/llama-3-8b/*",
+    } in statements
+    assert {
+        "Action": "s3:ListBucket",
+        "Condition": {"StringLike": {"s3:prefix": ["llama-3-8b/*"]}},
+        "Effect": "Allow",
+        "Resource": "arn:aws:s3:::my-weights",
+    } in statements
+    assert not any(s["Resource"] == "*" and "s3" in json.dumps(s["Action"]) for s in statements)
+
+
+def test_s3_tarball_source_sets_model_data_url() -> None:
+    stack = new_stack()
+    bucket = s3.Bucket.from_bucket_name(stack, "Weights", "my-weights")
+    Model(
+        stack,
+        "Model",
+        image=ContainerImage.pytorch_gpu("2.5.1"),
+        source=ModelSource.from_s3_tarball(bucket, "model/model.tar.gz"),
+    )
+    template = assert_cfn_lint_clean(stack)
+    assert (
+        only_model(template)["PrimaryContainer"]["ModelDataUrl"]
+        == "s3://my-weights/model/model.tar.gz"
+    )
+    assert {
+        "Action": "s3:GetObject",
+        "Effect": "Allow",
+        "Resource": "arn:aws:s3:::my-weights/model/model.tar.gz",
+    } in policy_statements(template)
+
+
+def test_created_role_is_least_privilege() -> None:
+    stack = new_stack()
+    model = Model(stack, "Model", image=ContainerImage.lmi("0.31.0"))
+    template = assert_cfn_lint_clean(stack)
+    statements = policy_statements(template)
+    wildcard = [s for s in statements if s["Resource"] == "*"]
+    assert wildcard == [{"Action": "ecr:GetAuthorizationToken", "Effect": "Allow", "Resource": "*"}]
+    (role,) = resources_of_type(template, "AWS::IAM::Role")
+    assert role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {
+        "Service": "sagemaker.amazonaws.com"
+    }
+    assert "ManagedPolicyArns" not in role
+    assert model.role is not None
+
+
+def test_supplied_role_is_used_and_granted() -> None:
+    stack = new_stack()
+    role = iam.Role(stack, "Mine", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))
+    Model(stack, "Model", image=ContainerImage.lmi("0.31.0"), role=role)
+    template = Template.from_stack(stack).to_json()
+    assert len(resources_of_type(template, "AWS::IAM::Role")) == 1
+    logical_id = stack.get_logical_id(role.node.default_child)  # type: ignore[arg-type]
+    assert only_model(template)["ExecutionRoleArn"] == {"Fn::GetAtt": [logical_id, "Arn"]}
+
+
+def test_vpc_placement_creates_security_group_and_grants_eni_rights() -> None:
+    stack = new_stack()
+    vpc = ec2.Vpc.from_vpc_attributes(
+        stack,
+        "Vpc",
+        vpc_id="vpc-0a1b2c3d4e5f60718",
+        availability_zones=["us-west-2a", "us-west-2b"],
+        private_subnet_ids=["subnet-0a1b2c3d4e5f60718", "subnet-0a1b2c3d4e5f60719"],
+    )
+    model = Model(
+        stack, "Model", image=ContainerImage.lmi("0.31.0"), vpc=vpc, network_isolation=True
+    )
+    template = assert_cfn_lint_clean(stack)
+    properties = only_model(template)
+    assert properties["EnableNetworkIsolation"] is True
+    assert properties["VpcConfig"]["Subnets"] == [
+        "subnet-0a1b2c3d4e5f60718",
+        "subnet-0a1b2c3d4e5f60719",
+    ]
+    assert len(model.security_groups) == 1
+    actions = {
+        a
+        for s in policy_statements(template)
+        for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    }
+    assert "ec2:CreateNetworkInterface" in actions
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        (
+            {"image": ContainerImage.tgi("2.4.0"), "serving": LmiOptions()},
+            "serving='LmiOptions': LMI options do not apply to a tgi image",
+        ),
+        (
+            {"image": ContainerImage.lmi("0.31.0"), "serving": TgiOptions()},
+            "serving='TgiOptions': TGI options do not apply",
+        ),
+        (
+            {
+                "image": ContainerImage.lmi("0.31.0"),
+                "serving": LmiOptions(backend=LmiBackend.TENSORRT_LLM),
+            },
+            "serving.backend='TENSORRT_LLM'",
+        ),
+        (
+            {
+                "image": ContainerImage.lmi("0.31.0"),
+                "serving": LmiOptions(tensor_parallel_degree=0),
+            },
+            "serving.tensor_parallel_degree=0: must be at least 1",
+        ),
+        (
+            {
+                "image": ContainerImage.lmi("0.31.0"),
+                "serving": LmiOptions(continuous_batching=False, max_rolling_batch_size=8),
+            },
+            "serving.continuous_batching=False",
+        ),
+        (
+            {
+                "image": ContainerImage.lmi("0.31.0"),
+                "serving": LmiOptions(max_model_len=8192, max_rolling_batch_prefill_tokens=4096),
+            },
+            "serving.max_rolling_batch_prefill_tokens=4096",
+        ),
+        (
+            {
+                "image": ContainerImage.lmi("0.31.0"),
+                "serving": LmiOptions(model_loading_timeout=Duration.hours(2)),
+            },
+            "serving.model_loading_timeout (seconds)=7200",
+        ),
+        (
+            {
+                "image": ContainerImage.tgi("2.4.0"),
+                "serving": TgiOptions(max_input_tokens=4096, max_total_tokens=4096),
+            },
+            "serving.max_input_tokens=4096: must be below max_total_tokens (4096)",
+        ),
+        (
+            {
+                "image": ContainerImage.tgi("2.4.0"),
+                "serving": TgiOptions(max_total_tokens=8192, max_batch_total_tokens=4096),
+            },
+            "serving.max_total_tokens=8192: must be at most max_batch_total_tokens (4096)",
+        ),
+        (
+            {"image": ContainerImage.tgi("2.4.0"), "serving": TgiOptions(dtype=DataType.FP32)},
+            "serving.dtype='FP32'",
+        ),
+        (
+            {
+                "image": ContainerImage.lmi("0.31.0"),
+                "serving": LmiOptions(tensor_parallel_degree=2),
+                "environment": {"OPTION_TENSOR_PARALLEL_DEGREE": "4"},
+            },
+            "environment['OPTION_TENSOR_PARALLEL_DEGREE']='4': OPTION_TENSOR_PARALLEL_DEGREE is already set",
+        ),
+        (
+            {
+                "image": ContainerImage.lmi("0.31.0"),
+                "source": ModelSource.from_hugging_face("org/model"),
+                "network_isolation": True,
+            },
+            "network_isolation=True: a Hugging Face model source",
+        ),
+        (
+            {"image": ContainerImage.lmi("0.31.0"), "model_name": "bad_name!"},
+            "model_name='bad_name!'",
+        ),
+        (
+            {"image": ContainerImage.lmi("0.31.0"), "model_name": "x" * 64},
+            "model_name=",
+        ),
+    ],
+)
+def test_contradictory_or_invalid_props_are_synth_errors(
+    kwargs: dict[str, Any], expected: str
+) -> None:
+    with pytest.raises(ValidationError) as error:
+        Model(new_stack(), "Model", **kwargs)
+    assert expected in str(error.value)
+    assert "Fix: " in str(error.value)
+
+
+def test_vpc_subnets_without_vpc_is_an_error() -> None:
+    with pytest.raises(
+        ValidationError, match="vpc=None: vpc_subnets and security_groups need a vpc"
+    ):
+        Model(
+            new_stack(),
+            "Model",
+            image=ContainerImage.lmi("0.31.0"),
+            vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
+        )
+
+
+@pytest.mark.parametrize(
+    ("factory", "expected"),
+    [
+        (
+            lambda b: ModelSource.from_s3(b, "no-trailing-slash"),
+            "from_s3(prefix)='no-trailing-slash'",
+        ),
+        (
+            lambda b: ModelSource.from_s3_tarball(b, "weights.zip"),
+            "from_s3_tarball(key)='weights.zip'",
+        ),
+        (
+            lambda b: ModelSource.from_hugging_face("has space"),
+            "from_hugging_face(model_id)='has space'",
+        ),
+    ],
+)
+def test_model_source_errors(factory: Any, expected: str) -> None:
+    bucket = s3.Bucket.from_bucket_name(new_stack(), "B", "bucket")
+    with pytest.raises(ValidationError) as error:
+        factory(bucket)
+    assert expected in str(error.value)
+
+
+def test_placement_checks_accelerator_kind_and_tensor_parallel_degree() -> None:
+    stack = new_stack()
+    model = Model(
+        stack,
+        "Model",
+        image=ContainerImage.lmi("0.31.0"),
+        serving=LmiOptions(tensor_parallel_degree=8),
+    )
+    with pytest.raises(
+        ValidationError, match="serving.tensor_parallel_degree=8: shards each copy over 8"
+    ):
+        model.check_placement(InstanceType.G5_12XLARGE, 4, "variants[0].instance_type")
+    model.check_placement(InstanceType.G5_48XLARGE, 8, "variants[0].instance_type")
+    with pytest.raises(ValidationError, match="needs NVIDIA GPUs"):
+        model.check_placement(InstanceType.INF2_48XLARGE, 12, "variants[0].instance_type")
+    neuron = Model(stack, "Neuron", image=ContainerImage.lmi_neuronx("0.29.0"))
+    with pytest.raises(ValidationError, match="runs on AWS Inferentia/Trainium"):
+        neuron.check_placement(InstanceType.G5_XLARGE, 1, "variants[0].instance_type")
+    # Unknown instance types carry no hardware facts: no kind check.
+    neuron.check_placement(InstanceType.of("ml.inf3.xlarge"), None, "variants[0].instance_type")
