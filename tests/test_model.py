@@ -378,7 +378,7 @@ def test_placement_checks_accelerator_kind_and_tensor_parallel_degree() -> None:
         serving=LmiOptions(tensor_parallel_degree=8),
     )
     with pytest.raises(
-        ValidationError, match="serving.tensor_parallel_degree=8: shards each copy over 8"
+        ValidationError, match=r"serving\.tensor_parallel_degree=8: shards each copy over 8"
     ):
         model.check_placement(InstanceType.G5_12XLARGE, 4, "variants[0].instance_type")
     model.check_placement(InstanceType.G5_48XLARGE, 8, "variants[0].instance_type")
