@@ -1,0 +1,331 @@
+"""Endpoints: variants, inference-component endpoints, importers, grants, metrics, errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aws_cdk import Duration, Size
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from aws_cdk.assertions import Template
+from conftest import assert_cfn_lint_clean, new_stack, resources_of_type
+
+from cdk_sagemaker_llm import (
+    ContainerImage,
+    DataCapture,
+    Endpoint,
+    InferenceComponentEndpoint,
+    InstanceType,
+    LmiOptions,
+    Model,
+    ProductionVariant,
+    RollingDeployment,
+    RoutingStrategy,
+    ValidationError,
+)
+
+
+def lmi_model(stack: Any, id: str = "Model", degree: int | None = None) -> Model:
+    serving = LmiOptions(tensor_parallel_degree=degree) if degree else None
+    return Model(stack, id, image=ContainerImage.lmi("0.31.0"), serving=serving)
+
+
+def test_instance_endpoint_with_weighted_variants() -> None:
+    stack = new_stack()
+    alarm = cloudwatch.Alarm.from_alarm_name(stack, "Alarm", "my-errors")
+    endpoint = Endpoint(
+        stack,
+        "Endpoint",
+        variants=[
+            ProductionVariant(
+                model=lmi_model(stack, "A", degree=4),
+                instance_type=InstanceType.G5_12XLARGE,
+                initial_instance_count=2,
+                initial_weight=3,
+                container_startup_health_check_timeout=Duration.minutes(10),
+                model_data_download_timeout=Duration.minutes(20),
+                routing_strategy=RoutingStrategy.LEAST_OUTSTANDING_REQUESTS,
+            ),
+            ProductionVariant(
+                model=Model(stack, "B", image=ContainerImage.lmi_neuronx("0.29.0")),
+                instance_type=InstanceType.INF2_24XLARGE,
+                initial_weight=1,
+                volume_size=Size.gibibytes(100),
+            ),
+        ],
+        deployment=RollingDeployment(batch_percent=25, rollback_alarms=[alarm]),
+    )
+    template = assert_cfn_lint_clean(stack)
+    (config,) = resources_of_type(template, "AWS::SageMaker::EndpointConfig")
+    first, second = config["ProductionVariants"]
+    assert first["VariantName"] == "Variant1" and second["VariantName"] == "Variant2"
+    assert first["InstanceType"] == "ml.g5.12xlarge"
+    assert first["InitialInstanceCount"] == 2
+    assert first["InitialVariantWeight"] == 3
+    assert first["ContainerStartupHealthCheckTimeoutInSeconds"] == 600
+    assert first["ModelDataDownloadTimeoutInSeconds"] == 1200
+    assert first["RoutingConfig"] == {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}
+    assert second["VolumeSizeInGB"] == 100
+    (resource,) = resources_of_type(template, "AWS::SageMaker::Endpoint")
+    assert resource["DeploymentConfig"] == {
+        "AutoRollbackConfiguration": {"Alarms": [{"AlarmName": "my-errors"}]},
+        "RollingUpdatePolicy": {
+            "MaximumBatchSize": {"Type": "CAPACITY_PERCENT", "Value": 25},
+            "WaitIntervalInSeconds": 120,
+        },
+    }
+    assert endpoint.default_variant_name == "Variant1"
+
+
+def test_single_variant_is_all_traffic_with_kms_and_data_capture() -> None:
+    stack = new_stack()
+    key = kms.Key(stack, "Key", enable_key_rotation=True)
+    bucket = s3.Bucket(stack, "Capture", enforce_ssl=True)
+    model = Model(stack, "Model", image=ContainerImage.pytorch_cpu("2.5.1"))
+    Endpoint(
+        stack,
+        "Endpoint",
+        variants=[ProductionVariant(model=model, instance_type=InstanceType.of("ml.c5.xlarge"))],
+        kms_key=key,
+        data_capture=DataCapture(
+            bucket=bucket, prefix="capture/", sampling_percentage=20, capture_output=False
+        ),
+    )
+    template = assert_cfn_lint_clean(stack)
+    (config,) = resources_of_type(template, "AWS::SageMaker::EndpointConfig")
+    assert config["ProductionVariants"][0]["VariantName"] == "AllTraffic"
+    assert config["KmsKeyId"] == {
+        "Fn::GetAtt": [stack.get_logical_id(key.node.default_child), "Arn"]
+    }
+    capture = config["DataCaptureConfig"]
+    assert capture["CaptureOptions"] == [{"CaptureMode": "Input"}]
+    assert capture["InitialSamplingPercentage"] == 20
+    assert capture["EnableCapture"] is True
+
+
+def test_grant_invoke_covers_streaming() -> None:
+    stack = new_stack()
+    endpoint = Endpoint.from_endpoint_name(stack, "Imported", "My-Endpoint")
+    role = iam.Role(stack, "Caller", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+    endpoint.grant_invoke(role)
+    (policy,) = resources_of_type(Template.from_stack(stack).to_json(), "AWS::IAM::Policy")
+    assert policy["PolicyDocument"]["Statement"] == [
+        {
+            "Action": ["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"],
+            "Effect": "Allow",
+            "Resource": "arn:aws:sagemaker:us-west-2:123456789012:endpoint/my-endpoint",
+        }
+    ]
+
+
+def test_import_by_arn_and_metrics() -> None:
+    stack = new_stack()
+    endpoint = Endpoint.from_endpoint_arn(
+        stack, "Imported", "arn:aws:sagemaker:us-east-1:111122223333:endpoint/prod-llm"
+    )
+    assert endpoint.endpoint_name == "prod-llm"
+    metric = endpoint.metric_invocations()
+    assert metric.metric_name == "Invocations" and metric.namespace == "AWS/SageMaker"
+    assert metric.dimensions == {"EndpointName": "prod-llm", "VariantName": "AllTraffic"}
+    assert endpoint.metric_model_latency().statistic == "p90"
+    assert (
+        endpoint.metric_invocation_errors(status_class="4XX").metric_name == "Invocation4XXErrors"
+    )
+    concurrency = endpoint.metric_concurrent_requests()
+    assert concurrency.metric_name == "ConcurrentRequestsPerModel"
+    assert concurrency.period.to_seconds() == 10
+    gpu = endpoint.metric_gpu_utilization(variant_name="Blue")
+    assert gpu.namespace == "/aws/sagemaker/Endpoints"
+    assert gpu.dimensions == {"EndpointName": "prod-llm", "VariantName": "Blue"}
+    with pytest.raises(ValidationError, match="status_class='3XX'"):
+        endpoint.metric_invocation_errors(status_class="3XX")
+    with pytest.raises(ValidationError, match="endpoint_arn="):
+        Endpoint.from_endpoint_arn(
+            stack, "Bad", "arn:aws:sagemaker:us-east-1:111122223333:endpoint"
+        )
+
+
+def test_inference_component_endpoint_has_role_and_no_model() -> None:
+    stack = new_stack()
+    endpoint = InferenceComponentEndpoint(
+        stack,
+        "Endpoint",
+        instance_type=InstanceType.G6E_12XLARGE,
+        initial_instance_count=2,
+        min_instance_count=1,
+        max_instance_count=4,
+        routing_strategy=RoutingStrategy.RANDOM,
+        container_startup_health_check_timeout=Duration.minutes(15),
+    )
+    endpoint.add_inference_component("Llm", model=lmi_model(stack), min_memory=Size.gibibytes(16))
+    template = assert_cfn_lint_clean(stack)
+    (config,) = resources_of_type(template, "AWS::SageMaker::EndpointConfig")
+    assert "ExecutionRoleArn" in config
+    (variant,) = config["ProductionVariants"]
+    assert "ModelName" not in variant
+    assert variant["ManagedInstanceScaling"] == {
+        "MaxInstanceCount": 4,
+        "MinInstanceCount": 1,
+        "Status": "ENABLED",
+    }
+    assert variant["InitialInstanceCount"] == 2
+    assert variant["RoutingConfig"] == {"RoutingStrategy": "RANDOM"}
+    assert variant["ContainerStartupHealthCheckTimeoutInSeconds"] == 900
+
+
+def test_scale_to_zero_bounds_warn_about_regions() -> None:
+    stack = new_stack()
+    endpoint = InferenceComponentEndpoint(
+        stack,
+        "Endpoint",
+        instance_type=InstanceType.G5_2XLARGE,
+        min_instance_count=0,
+        max_instance_count=2,
+    )
+    assert endpoint.min_instance_count == 0
+    from aws_cdk.assertions import Annotations, Match
+
+    warnings = Annotations.from_stack(stack).find_warning(
+        "*", Match.string_like_regexp("not accepted in every region")
+    )
+    assert len(warnings) == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        (
+            {"min_instance_count": 3, "max_instance_count": 2},
+            "min_instance_count/initial_instance_count/max_instance_count=(3, 1, 2)",
+        ),
+        ({"initial_instance_count": 0}, "initial_instance_count=0: must be at least 1"),
+        ({"min_instance_count": -1}, "min_instance_count=-1"),
+        ({"kms_key": "KEY"}, "kms_key="),
+        ({"volume_size": Size.gibibytes(50)}, "endpoint.volume_size='50 GiB'"),
+        (
+            {"container_startup_health_check_timeout": Duration.seconds(30)},
+            "container_startup_health_check_timeout (seconds)=30",
+        ),
+        (
+            {"model_data_download_timeout": Duration.hours(2)},
+            "model_data_download_timeout (seconds)=7200",
+        ),
+        ({"endpoint_name": "under_score"}, "endpoint_name='under_score'"),
+        ({"variant_name": "-bad"}, "variant_name='-bad'"),
+    ],
+)
+def test_inference_component_endpoint_errors(kwargs: dict[str, Any], expected: str) -> None:
+    stack = new_stack()
+    if kwargs.get("kms_key") == "KEY":
+        kwargs["kms_key"] = kms.Key(stack, "Key")
+    with pytest.raises(ValidationError) as error:
+        InferenceComponentEndpoint(
+            stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE, **kwargs
+        )
+    assert expected in str(error.value)
+    assert "Fix: " in str(error.value)
+
+
+def test_kms_key_allowed_without_local_storage() -> None:
+    stack = new_stack()
+    key = kms.Key(stack, "Key", enable_key_rotation=True)
+    InferenceComponentEndpoint(
+        stack, "Endpoint", instance_type=InstanceType.INF2_48XLARGE, kms_key=key
+    )
+    (config,) = resources_of_type(
+        Template.from_stack(stack).to_json(), "AWS::SageMaker::EndpointConfig"
+    )
+    assert "KmsKeyId" in config
+
+
+@pytest.mark.parametrize(
+    ("variant_kwargs", "expected"),
+    [
+        (
+            {"instance_type": InstanceType.G5_2XLARGE, "degree": 4},
+            "serving.tensor_parallel_degree=4",
+        ),
+        ({"instance_type": InstanceType.INF2_XLARGE}, "variants[0].instance_type='ml.inf2.xlarge'"),
+        (
+            {"instance_type": InstanceType.G5_2XLARGE, "initial_instance_count": 0},
+            "variants[0].initial_instance_count=0",
+        ),
+        (
+            {"instance_type": InstanceType.G5_2XLARGE, "initial_weight": -1},
+            "variants[0].initial_weight=-1",
+        ),
+        (
+            {"instance_type": InstanceType.G5_2XLARGE, "volume_size": Size.gibibytes(10)},
+            "variants[0].volume_size",
+        ),
+        (
+            {"instance_type": InstanceType.INF2_8XLARGE, "volume_size": Size.gibibytes(1000)},
+            "variants[0].volume_size (GiB)=1000",
+        ),
+        (
+            {"instance_type": InstanceType.G5_2XLARGE, "variant_name": "a b"},
+            "variants[0].variant_name='a b'",
+        ),
+    ],
+)
+def test_variant_errors(variant_kwargs: dict[str, Any], expected: str) -> None:
+    stack = new_stack()
+    degree = variant_kwargs.pop("degree", None)
+    image_for_kind = (
+        ContainerImage.lmi_neuronx("0.29.0")
+        if variant_kwargs["instance_type"] is InstanceType.INF2_8XLARGE
+        else ContainerImage.lmi("0.31.0")
+    )
+    model = Model(
+        stack,
+        "M",
+        image=image_for_kind,
+        serving=LmiOptions(tensor_parallel_degree=degree) if degree else None,
+    )
+    with pytest.raises(ValidationError) as error:
+        Endpoint(stack, "Endpoint", variants=[ProductionVariant(model=model, **variant_kwargs)])
+    assert expected in str(error.value)
+
+
+def test_endpoint_level_errors() -> None:
+    stack = new_stack()
+    model = lmi_model(stack)
+    with pytest.raises(ValidationError, match=r"variants=0"):
+        Endpoint(stack, "None", variants=[])
+    same = ProductionVariant(
+        model=model, instance_type=InstanceType.G5_2XLARGE, variant_name="Blue"
+    )
+    with pytest.raises(ValidationError, match="variant names must be unique"):
+        Endpoint(stack, "Twice", variants=[same, same])
+    with pytest.raises(ValidationError, match="exactly one of batch_percent and batch_size"):
+        Endpoint(
+            stack,
+            "Rolling",
+            variants=[ProductionVariant(model=model, instance_type=InstanceType.G5_2XLARGE)],
+            deployment=RollingDeployment(),
+        )
+    with pytest.raises(ValidationError, match=r"deployment.batch_percent=80"):
+        Endpoint(
+            stack,
+            "Rolling2",
+            variants=[ProductionVariant(model=model, instance_type=InstanceType.G5_2XLARGE)],
+            deployment=RollingDeployment(batch_percent=80),
+        )
+    bucket = s3.Bucket.from_bucket_name(stack, "B", "bucket")
+    with pytest.raises(ValidationError, match=r"data_capture.sampling_percentage=150"):
+        Endpoint(
+            stack,
+            "Capture",
+            variants=[ProductionVariant(model=model, instance_type=InstanceType.G5_2XLARGE)],
+            data_capture=DataCapture(bucket=bucket, sampling_percentage=150),
+        )
+    with pytest.raises(ValidationError, match=r"data_capture.prefix='no-slash'"):
+        Endpoint(
+            stack,
+            "Capture2",
+            variants=[ProductionVariant(model=model, instance_type=InstanceType.G5_2XLARGE)],
+            data_capture=DataCapture(bucket=bucket, prefix="no-slash"),
+        )

@@ -1,0 +1,325 @@
+"""Inference components: specification, fit on one instance, adapters, importers, errors."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aws_cdk import Duration, Size
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from aws_cdk.assertions import Template
+from conftest import assert_cfn_lint_clean, new_stack, resources_of_type
+
+from cdk_sagemaker_llm import (
+    ContainerImage,
+    InferenceComponent,
+    InferenceComponentEndpoint,
+    InstanceType,
+    LmiOptions,
+    Model,
+    ModelSource,
+    RollingDeployment,
+    TgiOptions,
+    ValidationError,
+)
+
+
+def endpoint_on(
+    stack: Any, instance_type: InstanceType = InstanceType.G5_12XLARGE, **kwargs: Any
+) -> InferenceComponentEndpoint:
+    return InferenceComponentEndpoint(stack, "Endpoint", instance_type=instance_type, **kwargs)
+
+
+def test_component_from_model_reserves_compute_per_copy() -> None:
+    stack = new_stack()
+    endpoint = endpoint_on(stack)
+    model = Model(
+        stack,
+        "Model",
+        image=ContainerImage.lmi("0.31.0"),
+        serving=LmiOptions(tensor_parallel_degree=2),
+    )
+    alarm = cloudwatch.Alarm.from_alarm_name(stack, "Alarm", "errors")
+    component = endpoint.add_inference_component(
+        "Llm",
+        model=model,
+        min_memory=Size.gibibytes(48),
+        max_memory=Size.gibibytes(64),
+        cpu_cores=12,
+        copy_count=2,
+        container_startup_health_check_timeout=Duration.minutes(10),
+        model_data_download_timeout=Duration.minutes(5),
+        data_cache=True,
+        deployment=RollingDeployment(batch_size=1, rollback_alarms=[alarm]),
+    )
+    template = assert_cfn_lint_clean(stack)
+    (properties,) = resources_of_type(template, "AWS::SageMaker::InferenceComponent")
+    specification = properties["Specification"]
+    assert specification["ComputeResourceRequirements"] == {
+        "MaxMemoryRequiredInMb": 65536,
+        "MinMemoryRequiredInMb": 49152,
+        "NumberOfAcceleratorDevicesRequired": 2,  # the model's tensor-parallel degree
+        "NumberOfCpuCoresRequired": 12,
+    }
+    assert specification["StartupParameters"] == {
+        "ContainerStartupHealthCheckTimeoutInSeconds": 600,
+        "ModelDataDownloadTimeoutInSeconds": 300,
+    }
+    assert specification["DataCacheConfig"] == {"EnableCaching": True}
+    assert "ModelName" in specification
+    assert properties["RuntimeConfig"] == {"CopyCount": 2}
+    assert properties["VariantName"] == "AllTraffic"
+    assert properties["DeploymentConfig"]["RollingUpdatePolicy"]["MaximumBatchSize"] == {
+        "Type": "COPY_COUNT",
+        "Value": 1,
+    }
+    assert len(properties["InferenceComponentName"]) <= 63
+    assert component.container_caching_eligible
+    assert endpoint.components == [component]
+
+
+def test_component_name_is_deterministic() -> None:
+    names = []
+    for _ in range(2):
+        stack = new_stack()
+        endpoint_on(stack).add_inference_component(
+            "Llm",
+            model=Model(stack, "Model", image=ContainerImage.lmi("0.31.0")),
+            min_memory=Size.gibibytes(8),
+        )
+        (properties,) = resources_of_type(
+            Template.from_stack(stack).to_json(), "AWS::SageMaker::InferenceComponent"
+        )
+        names.append(properties["InferenceComponentName"])
+    assert names[0] == names[1]
+
+
+def test_component_with_container_and_hugging_face_artifact_uses_endpoint_role() -> None:
+    stack = new_stack()
+    endpoint = endpoint_on(stack)
+    InferenceComponent(
+        stack,
+        "Tgi",
+        endpoint=endpoint,
+        image=ContainerImage.tgi("2.4.0"),
+        artifact=ModelSource.from_hugging_face("mistralai/Mistral-7B-Instruct-v0.3"),
+        serving=TgiOptions(num_gpus=1, max_total_tokens=4096, max_input_tokens=2048),
+        environment={"HF_HUB_ENABLE_HF_TRANSFER": "1"},
+        min_memory=Size.gibibytes(16),
+    )
+    template = assert_cfn_lint_clean(stack)
+    (properties,) = resources_of_type(template, "AWS::SageMaker::InferenceComponent")
+    container = properties["Specification"]["Container"]
+    assert container["Image"].endswith(
+        "huggingface-pytorch-tgi-inference:2.4.0-tgi2.4.0-gpu-py311-cu124-ubuntu22.04-v2.0"
+    )
+    assert container["Environment"] == {
+        "HF_HUB_ENABLE_HF_TRANSFER": "1",
+        "HF_MODEL_ID": "mistralai/Mistral-7B-Instruct-v0.3",
+        "MAX_INPUT_TOKENS": "2048",
+        "MAX_TOTAL_TOKENS": "4096",
+        "SM_NUM_GPUS": "1",
+    }
+    assert (
+        properties["Specification"]["ComputeResourceRequirements"][
+            "NumberOfAcceleratorDevicesRequired"
+        ]
+        == 1
+    )
+    policies = json.dumps(resources_of_type(template, "AWS::IAM::Policy"))
+    assert "huggingface-pytorch-tgi-inference" in policies
+
+
+def test_adapter_on_base_component() -> None:
+    stack = new_stack()
+    endpoint = endpoint_on(stack)
+    base = endpoint.add_inference_component(
+        "Base",
+        model=Model(stack, "Model", image=ContainerImage.lmi("0.31.0")),
+        min_memory=Size.gibibytes(8),
+    )
+    bucket = s3.Bucket.from_bucket_name(stack, "Adapters", "adapters")
+    endpoint.add_inference_component(
+        "Adapter",
+        base_component=base,
+        artifact=ModelSource.from_s3_tarball(bucket, "sql/adapter.tar.gz"),
+    )
+    template = assert_cfn_lint_clean(stack)
+    adapter = next(
+        p
+        for p in resources_of_type(template, "AWS::SageMaker::InferenceComponent")
+        if "BaseInferenceComponentName" in p["Specification"]
+    )
+    assert adapter["Specification"]["Container"] == {
+        "ArtifactUrl": "s3://adapters/sql/adapter.tar.gz"
+    }
+    assert "ComputeResourceRequirements" not in adapter["Specification"]
+    assert "RuntimeConfig" not in adapter
+
+
+def test_import_grant_and_metrics() -> None:
+    stack = new_stack()
+    component = InferenceComponent.from_inference_component_name(
+        stack, "Imported", inference_component_name="llama-ic", endpoint_name="llm-endpoint"
+    )
+    role = iam.Role(stack, "Caller", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+    component.grant_invoke(role)
+    (policy,) = resources_of_type(Template.from_stack(stack).to_json(), "AWS::IAM::Policy")
+    assert policy["PolicyDocument"]["Statement"] == [
+        {
+            "Action": ["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"],
+            "Effect": "Allow",
+            "Resource": [
+                "arn:aws:sagemaker:us-west-2:123456789012:endpoint/llm-endpoint",
+                "arn:aws:sagemaker:us-west-2:123456789012:inference-component/llama-ic",
+            ],
+        }
+    ]
+    concurrency = component.metric_concurrent_requests()
+    assert concurrency.metric_name == "ConcurrentRequestsPerCopy"
+    assert concurrency.dimensions == {"InferenceComponentName": "llama-ic"}
+    assert component.metric_no_capacity_failures().metric_name == "NoCapacityInvocationFailures"
+    assert component.metric_gpu_utilization().namespace == "/aws/sagemaker/InferenceComponents"
+    assert component.metric_invocations().statistic == "Sum"
+    assert component.metric_model_latency().statistic == "p90"
+
+
+def _model(stack: Any, image: ContainerImage | None = None, degree: int | None = None) -> Model:
+    return Model(
+        stack,
+        "Model",
+        image=image or ContainerImage.lmi("0.31.0"),
+        serving=LmiOptions(tensor_parallel_degree=degree) if degree else None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        (
+            {"accelerators": 8},
+            "accelerators=8: one copy must fit on one instance, and ml.g5.12xlarge has 4 accelerators",
+        ),
+        ({"accelerators": 0}, "accelerators=0: must be at least 1"),
+        (
+            {"degree": 4, "accelerators": 2},
+            "serving.tensor_parallel_degree=4: shards each copy over 4 accelerators but accelerators (on ml.g5.12xlarge) provides 2",
+        ),
+        (
+            {"min_memory": None},
+            "min_memory=None: SageMaker needs the host memory each copy reserves",
+        ),
+        ({"min_memory": Size.mebibytes(64)}, "min_memory (MiB)=64: must be at least 128"),
+        (
+            {"min_memory": Size.gibibytes(500)},
+            "min_memory (MiB)=512000: exceeds the host memory of one instance (196608 MiB)",
+        ),
+        (
+            {"max_memory": Size.gibibytes(4)},
+            "max_memory (MiB)=4096: is below min_memory (8192 MiB)",
+        ),
+        ({"cpu_cores": 0.1}, "cpu_cores=0.1: must be at least 0.25"),
+        ({"cpu_cores": 64}, "cpu_cores=64: exceeds the 48 vCPUs of one ml.g5.12xlarge"),
+        (
+            {"copy_count": 0},
+            "copy_count=0: SageMaker refuses to create a component with fewer than 1 copy",
+        ),
+        ({"inference_component_name": "n" * 64}, "inference_component_name="),
+        ({"image": ContainerImage.lmi_neuronx("0.29.0")}, "runs on AWS Inferentia/Trainium"),
+        (
+            {"deployment": RollingDeployment(batch_size=1, wait_interval=Duration.hours(2))},
+            "deployment.wait_interval (seconds)=7200",
+        ),
+    ],
+)
+def test_component_errors(kwargs: dict[str, Any], expected: str) -> None:
+    stack = new_stack()
+    endpoint = endpoint_on(stack)
+    model = _model(stack, kwargs.pop("image", None), kwargs.pop("degree", None))
+    props: dict[str, Any] = {"min_memory": Size.gibibytes(8), **kwargs}
+    with pytest.raises(ValidationError) as error:
+        endpoint.add_inference_component("Llm", model=model, **props)
+    assert expected in str(error.value)
+    assert "Fix: " in str(error.value)
+
+
+def test_component_shape_errors() -> None:
+    stack = new_stack()
+    endpoint = endpoint_on(stack)
+    model = _model(stack)
+    bucket = s3.Bucket.from_bucket_name(stack, "B", "bucket")
+    memory = Size.gibibytes(8)
+    with pytest.raises(ValidationError, match="exactly one of a Model or a container image"):
+        endpoint.add_inference_component("A", min_memory=memory)
+    with pytest.raises(ValidationError, match="exactly one of a Model or a container image"):
+        endpoint.add_inference_component(
+            "B", model=model, image=ContainerImage.lmi("0.31.0"), min_memory=memory
+        )
+    with pytest.raises(ValidationError, match="these describe a container given by image"):
+        endpoint.add_inference_component(
+            "C", model=model, environment={"A": "1"}, min_memory=memory
+        )
+    with pytest.raises(ValidationError, match="not an S3 prefix of uncompressed weights"):
+        endpoint.add_inference_component(
+            "D",
+            image=ContainerImage.lmi("0.31.0"),
+            artifact=ModelSource.from_s3(bucket, "w/"),
+            min_memory=memory,
+        )
+    with pytest.raises(ValidationError, match=r"serving.tensor_parallel_degree=4: .* reserves 2"):
+        endpoint.add_inference_component(
+            "E",
+            image=ContainerImage.lmi("0.31.0"),
+            serving=LmiOptions(tensor_parallel_degree=4),
+            accelerators=2,
+            min_memory=memory,
+        )
+    base = endpoint.add_inference_component("Base", model=model, min_memory=memory)
+    with pytest.raises(ValidationError, match="an adapter shares its base component's compute"):
+        endpoint.add_inference_component(
+            "F",
+            base_component=base,
+            artifact=ModelSource.from_s3_tarball(bucket, "a.tar.gz"),
+            min_memory=memory,
+        )
+    with pytest.raises(ValidationError, match="artifact=None: an adapter needs its weights"):
+        endpoint.add_inference_component("G", base_component=base)
+    with pytest.raises(
+        ValidationError, match="an adapter's artifact must be an S3 .tar.gz archive"
+    ):
+        endpoint.add_inference_component(
+            "H", base_component=base, artifact=ModelSource.from_hugging_face("org/lora")
+        )
+
+
+def test_network_isolated_endpoint_rejects_hugging_face_container_artifact() -> None:
+    stack = new_stack()
+    endpoint = endpoint_on(stack, network_isolation=True)
+    with pytest.raises(ValidationError, match="the endpoint isolates containers from the network"):
+        endpoint.add_inference_component(
+            "Llm",
+            image=ContainerImage.lmi("0.31.0"),
+            artifact=ModelSource.from_hugging_face("org/model"),
+            min_memory=Size.gibibytes(8),
+        )
+
+
+def test_cpu_instance_component_reserves_no_accelerator() -> None:
+    stack = new_stack()
+    endpoint = endpoint_on(stack, InstanceType.of("ml.c7i.4xlarge"))
+    endpoint.add_inference_component(
+        "Cpu",
+        model=Model(stack, "Model", image=ContainerImage.pytorch_cpu("2.5.1")),
+        min_memory=Size.gibibytes(4),
+        cpu_cores=2,
+    )
+    (properties,) = resources_of_type(
+        assert_cfn_lint_clean(stack), "AWS::SageMaker::InferenceComponent"
+    )
+    assert (
+        "NumberOfAcceleratorDevicesRequired"
+        not in properties["Specification"]["ComputeResourceRequirements"]
+    )
