@@ -288,7 +288,7 @@ def test_component_shape_errors() -> None:
     with pytest.raises(ValidationError, match="artifact=None: an adapter needs its weights"):
         endpoint.add_inference_component("G", base_component=base)
     with pytest.raises(
-        ValidationError, match="an adapter's artifact must be an S3 .tar.gz archive"
+        ValidationError, match=r"an adapter's artifact must be an S3 \.tar\.gz archive"
     ):
         endpoint.add_inference_component(
             "H", base_component=base, artifact=ModelSource.from_hugging_face("org/lora")
