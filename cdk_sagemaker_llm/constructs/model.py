@@ -13,8 +13,11 @@ from .execution_role import create_execution_role, depend_on_role_policy
 from .images import ContainerImage
 from .instance_type import InstanceType
 from .model_source import ModelSource
+from .model_spec import ModelSpec
 from .networking import place_in_vpc
+from .plan_metadata import add_plan_metadata
 from .serving_options import ServingOptions
+from .sizing import check_fit
 from .validation import ValidationError, check_sagemaker_name
 
 
@@ -61,6 +64,7 @@ class Model(Construct):
         vpc_subnets: ec2.SubnetSelection | None = None,
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
         network_isolation: bool = False,
+        spec: ModelSpec | None = None,
     ) -> None:
         """
         :param image: the serving container.
@@ -75,6 +79,8 @@ class Model(Construct):
         :param security_groups: security groups; default one new group with no inbound rules.
         :param network_isolation: forbid the container any network access; default False.
             A Hugging Face source needs the network, so the two together are an error.
+        :param spec: the model's architecture, for synth-time fit checks; default inferred
+            from a well-known Hugging Face id, else none (the checks are skipped).
         """
         super().__init__(scope, id)
         check_sagemaker_name("model_name", model_name)
@@ -94,6 +100,12 @@ class Model(Construct):
         """Where the weights come from, if given."""
         self.serving = serving
         """The typed serving options, if given."""
+        self.spec = spec or (
+            ModelSpec.from_hugging_face_id(source.model_id)
+            if source is not None and source.model_id
+            else None
+        )
+        """The model's architecture, when given or inferred; sizing checks need it."""
         self.role: iam.IRole = role or create_execution_role(
             self, "ExecutionRole", description=f"SageMaker execution role of {self.node.path}"
         )
@@ -138,6 +150,7 @@ class Model(Construct):
             ),
         )
         depend_on_role_policy(self.resource, self.role)
+        add_plan_metadata(self.resource, image=image, spec=self.spec)
         self.model_name: str = self.resource.attr_model_name
         """The SageMaker model name."""
         self.model_arn: str = self.resource.ref
@@ -159,6 +172,14 @@ class Model(Construct):
                 f"lower the tensor-parallel degree to at most {accelerators}, or give the model "
                 "more accelerators (a larger instance type or more accelerators per copy)",
             )
+        check_fit(
+            self,
+            spec=self.spec,
+            environment=self.environment,
+            instance_type=instance_type,
+            accelerators=accelerators,
+            prop=prop,
+        )
 
 
 def check_image_on_instance(image: ContainerImage, instance_type: InstanceType, prop: str) -> None:

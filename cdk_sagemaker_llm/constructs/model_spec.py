@@ -1,0 +1,292 @@
+"""Model architecture facts that sizing needs: parameters, layers, heads, context, precision."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, ClassVar
+
+from .validation import ValidationError
+
+
+class Precision(Enum):
+    """How the weights are stored on the accelerator; decides bytes per parameter.
+
+    The KV cache stays in the activation precision (fp16/bf16, fp32 only for FP32 weights):
+    weight-only quantization (INT8, INT4 AWQ) and FP8 weights do not shrink it.
+    """
+
+    FP32 = "fp32"
+    FP16 = "fp16"
+    BF16 = "bf16"
+    FP8 = "fp8"
+    INT8 = "int8"
+    INT4_AWQ = "int4"
+
+    @property
+    def bytes_per_parameter(self) -> float:
+        """Bytes one weight takes: fp32 4, fp16/bf16 2, fp8/int8 1, int4 0.5."""
+        return _BYTES_PER_PARAMETER[self]
+
+    @property
+    def kv_bytes_per_element(self) -> int:
+        """Bytes one KV-cache element takes: 4 for FP32 models, else 2 (fp16/bf16)."""
+        return 4 if self is Precision.FP32 else 2
+
+    @staticmethod
+    def of(name: str) -> Precision:
+        """A precision by name: ``fp32``, ``fp16``, ``bf16``, ``fp8``, ``int8``, ``int4``/``awq``
+        (also the container spellings ``float16``, ``bfloat16``, ``float32``)."""
+        key = str(name).strip().lower()
+        found = _ALIASES.get(key)
+        if found is None:
+            raise ValidationError(
+                "dtype",
+                name,
+                "not a precision the sizing knows",
+                "use one of fp32, fp16, bf16, fp8, int8, int4 (AWQ)",
+            )
+        return found
+
+    @staticmethod
+    def from_environment(environment: dict[str, Any]) -> Precision:
+        """The precision a serving container's environment implies (LMI ``OPTION_DTYPE`` /
+        ``OPTION_QUANTIZE``, TGI ``DTYPE`` / ``QUANTIZE``); default FP16."""
+        quantize = str(
+            environment.get("OPTION_QUANTIZE") or environment.get("QUANTIZE") or ""
+        ).lower()
+        if quantize in ("awq", "gptq"):
+            return Precision.INT4_AWQ
+        if quantize == "fp8":
+            return Precision.FP8
+        if quantize in ("bitsandbytes", "bitsandbytes8", "eetq", "int8"):
+            return Precision.INT8
+        dtype = environment.get("OPTION_DTYPE") or environment.get("DTYPE")
+        if isinstance(dtype, str) and dtype.strip().lower() in _ALIASES:
+            return _ALIASES[dtype.strip().lower()]
+        return Precision.FP16
+
+
+_BYTES_PER_PARAMETER = {
+    Precision.FP32: 4.0,
+    Precision.FP16: 2.0,
+    Precision.BF16: 2.0,
+    Precision.FP8: 1.0,
+    Precision.INT8: 1.0,
+    Precision.INT4_AWQ: 0.5,
+}
+_ALIASES = {
+    "fp32": Precision.FP32,
+    "float32": Precision.FP32,
+    "fp16": Precision.FP16,
+    "float16": Precision.FP16,
+    "bf16": Precision.BF16,
+    "bfloat16": Precision.BF16,
+    "fp8": Precision.FP8,
+    "int8": Precision.INT8,
+    "int4": Precision.INT4_AWQ,
+    "awq": Precision.INT4_AWQ,
+    "int4-awq": Precision.INT4_AWQ,
+}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """The architecture facts sizing needs about one model.
+
+    Use a preset (``ModelSpec.LLAMA_3_8B``, ``ModelSpec.preset("mistral-7b")``), infer one
+    from a Hugging Face id (``ModelSpec.from_hugging_face_id(...)``), or describe any other
+    model with ``ModelSpec.custom(...)``.
+    """
+
+    name: str
+    """A short name, e.g. ``llama-3-8b``."""
+    parameters: float
+    """Total parameters (all experts for a mixture of experts), e.g. ``8.03e9``."""
+    layers: int
+    """Transformer layers."""
+    attention_heads: int
+    """Query attention heads per layer."""
+    kv_heads: int
+    """Key/value heads per layer (grouped-query attention: fewer than ``attention_heads``)."""
+    head_dim: int
+    """Dimension of one attention head."""
+    max_context: int
+    """Longest sequence (prompt + output tokens) the model supports."""
+    hugging_face_ids: tuple[str, ...] = ()
+    """Hugging Face ids this spec describes (matched case-insensitively, any suffix after
+    these prefixes such as ``-Instruct`` or ``-hf`` included)."""
+
+    LLAMA_2_7B: ClassVar[ModelSpec]
+    LLAMA_2_13B: ClassVar[ModelSpec]
+    LLAMA_2_70B: ClassVar[ModelSpec]
+    LLAMA_3_8B: ClassVar[ModelSpec]
+    LLAMA_3_70B: ClassVar[ModelSpec]
+    LLAMA_3_1_8B: ClassVar[ModelSpec]
+    LLAMA_3_1_70B: ClassVar[ModelSpec]
+    MISTRAL_7B: ClassVar[ModelSpec]
+    MIXTRAL_8X7B: ClassVar[ModelSpec]
+    FALCON_7B: ClassVar[ModelSpec]
+    FALCON_40B: ClassVar[ModelSpec]
+    FALCON_180B: ClassVar[ModelSpec]
+
+    def __post_init__(self) -> None:
+        for prop in ("layers", "attention_heads", "kv_heads", "head_dim", "max_context"):
+            value = getattr(self, prop)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValidationError(
+                    f"spec.{prop}", value, "must be a positive integer", f"set {prop} to a count"
+                )
+        if not isinstance(self.parameters, int | float) or self.parameters <= 0:
+            raise ValidationError(
+                "spec.parameters",
+                self.parameters,
+                "must be a positive number of parameters",
+                "pass the total parameter count, e.g. 7.24e9",
+            )
+        if self.attention_heads % self.kv_heads != 0:
+            raise ValidationError(
+                "spec.kv_heads",
+                self.kv_heads,
+                f"must divide attention_heads ({self.attention_heads}): each KV head serves "
+                "a whole group of query heads",
+                "check the model's config.json (num_key_value_heads)",
+            )
+
+    @staticmethod
+    def custom(
+        name: str,
+        *,
+        parameters: float,
+        layers: int,
+        attention_heads: int,
+        kv_heads: int | None = None,
+        head_dim: int | None = None,
+        hidden_size: int | None = None,
+        max_context: int,
+    ) -> ModelSpec:
+        """Any model, from its ``config.json`` facts.
+
+        :param kv_heads: default ``attention_heads`` (multi-head attention).
+        :param head_dim: default ``hidden_size / attention_heads``; one of the two is required.
+        """
+        if head_dim is None:
+            if hidden_size is None:
+                raise ValidationError(
+                    "head_dim",
+                    None,
+                    "the head dimension is needed for the KV-cache size",
+                    "pass head_dim, or hidden_size (head_dim = hidden_size / attention_heads)",
+                )
+            head_dim = hidden_size // attention_heads
+        return ModelSpec(
+            name=name,
+            parameters=parameters,
+            layers=layers,
+            attention_heads=attention_heads,
+            kv_heads=kv_heads if kv_heads is not None else attention_heads,
+            head_dim=head_dim,
+            max_context=max_context,
+        )
+
+    @staticmethod
+    def preset(name: str) -> ModelSpec:
+        """A preset by name (``llama-2-7b``, ``llama-3.1-70b``, ``mixtral-8x7b`` ...)."""
+        found = PRESETS.get(str(name).strip().lower())
+        if found is None:
+            raise ValidationError(
+                "model",
+                name,
+                "no preset of that name",
+                f"use one of {', '.join(sorted(PRESETS))}, or ModelSpec.custom(...)",
+            )
+        return found
+
+    @staticmethod
+    def from_hugging_face_id(model_id: str) -> ModelSpec | None:
+        """The preset for a well-known Hugging Face id, or None when the id is not known."""
+        if not isinstance(model_id, str):
+            return None
+        wanted = model_id.strip().lower()
+        best: tuple[int, ModelSpec] | None = None
+        for spec in PRESETS.values():
+            for known in spec.hugging_face_ids:
+                prefix = known.lower()
+                matches = wanted == prefix or wanted.startswith(prefix + "-")
+                if matches and (best is None or len(prefix) > best[0]):
+                    best = (len(prefix), spec)
+        return best[1] if best else None
+
+    @property
+    def grouped_query_factor(self) -> float:
+        """How much grouped-query attention shrinks the KV cache: ``attention_heads / kv_heads``."""
+        return self.attention_heads / self.kv_heads
+
+    def to_metadata(self) -> dict[str, Any]:
+        """A small, deterministic description for template metadata (read by ``plan``)."""
+        return {
+            "name": self.name,
+            "parameters": self.parameters,
+            "layers": self.layers,
+            "attentionHeads": self.attention_heads,
+            "kvHeads": self.kv_heads,
+            "headDim": self.head_dim,
+            "maxContext": self.max_context,
+        }
+
+    @staticmethod
+    def from_metadata(data: dict[str, Any]) -> ModelSpec:
+        """The inverse of ``to_metadata``."""
+        return ModelSpec(
+            name=str(data["name"]),
+            parameters=float(data["parameters"]),
+            layers=int(data["layers"]),
+            attention_heads=int(data["attentionHeads"]),
+            kv_heads=int(data["kvHeads"]),
+            head_dim=int(data["headDim"]),
+            max_context=int(data["maxContext"]),
+        )
+
+
+def _presets() -> dict[str, ModelSpec]:
+    # Published architecture facts (the models' config.json files and papers).
+    specs = [
+        ModelSpec("llama-2-7b", 6.74e9, 32, 32, 32, 128, 4_096, ("meta-llama/Llama-2-7b",)),
+        ModelSpec("llama-2-13b", 13.0e9, 40, 40, 40, 128, 4_096, ("meta-llama/Llama-2-13b",)),
+        ModelSpec("llama-2-70b", 69.0e9, 80, 64, 8, 128, 4_096, ("meta-llama/Llama-2-70b",)),
+        ModelSpec("llama-3-8b", 8.03e9, 32, 32, 8, 128, 8_192, ("meta-llama/Meta-Llama-3-8B",)),
+        ModelSpec("llama-3-70b", 70.6e9, 80, 64, 8, 128, 8_192, ("meta-llama/Meta-Llama-3-70B",)),
+        ModelSpec(
+            "llama-3.1-8b",
+            8.03e9,
+            32,
+            32,
+            8,
+            128,
+            131_072,
+            ("meta-llama/Meta-Llama-3.1-8B", "meta-llama/Llama-3.1-8B"),
+        ),
+        ModelSpec(
+            "llama-3.1-70b",
+            70.6e9,
+            80,
+            64,
+            8,
+            128,
+            131_072,
+            ("meta-llama/Meta-Llama-3.1-70B", "meta-llama/Llama-3.1-70B"),
+        ),
+        ModelSpec("mistral-7b", 7.24e9, 32, 32, 8, 128, 32_768, ("mistralai/Mistral-7B",)),
+        ModelSpec("mixtral-8x7b", 46.7e9, 32, 32, 8, 128, 32_768, ("mistralai/Mixtral-8x7B",)),
+        ModelSpec("falcon-7b", 7.2e9, 32, 71, 1, 64, 2_048, ("tiiuae/falcon-7b",)),
+        ModelSpec("falcon-40b", 41.8e9, 60, 128, 8, 64, 2_048, ("tiiuae/falcon-40b",)),
+        ModelSpec("falcon-180b", 179.5e9, 80, 232, 8, 64, 2_048, ("tiiuae/falcon-180B",)),
+    ]
+    return {spec.name: spec for spec in specs}
+
+
+PRESETS: dict[str, ModelSpec] = _presets()
+"""The preset model specs, by name."""
+
+for _name, _spec in PRESETS.items():
+    setattr(ModelSpec, _name.upper().replace("-", "_").replace(".", "_"), _spec)

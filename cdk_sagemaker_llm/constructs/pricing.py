@@ -1,0 +1,114 @@
+"""On-demand prices of SageMaker hosting instances, as dated, sourced, overridable data."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from .instance_type import InstanceType
+from .validation import ValidationError
+
+
+@dataclass(frozen=True)
+class PriceList:
+    """On-demand USD prices per instance-hour of SageMaker real-time inference in one region.
+
+    Prices change and differ per region: every list states when it was read and where from.
+    Pass your own (``PriceList(as_of=..., source=..., region=..., prices={...})``) or override a
+    few entries of the default (``DEFAULT_PRICE_LIST.with_prices({"ml.g5.xlarge": 1.2})``).
+    """
+
+    as_of: str
+    """When the prices were read (ISO date)."""
+    source: str
+    """Where the prices come from."""
+    region: str
+    """The region the prices apply to."""
+    prices: Mapping[str, float] = field(default_factory=dict)
+    """USD per instance-hour, by instance type name (``ml.g5.xlarge``)."""
+    currency: str = "USD"
+    """The currency of ``prices``."""
+
+    def __post_init__(self) -> None:
+        for name, price in self.prices.items():
+            if not isinstance(price, int | float) or isinstance(price, bool) or price < 0:
+                raise ValidationError(
+                    f"prices[{name!r}]", price, "must be a non-negative number", "fix the price"
+                )
+        object.__setattr__(self, "prices", MappingProxyType(dict(sorted(self.prices.items()))))
+
+    def price_per_hour(self, instance_type: InstanceType | str) -> float | None:
+        """USD per hour of one instance, or None when the list has no price for the type."""
+        name = instance_type.name if isinstance(instance_type, InstanceType) else instance_type
+        return self.prices.get(name)
+
+    def with_prices(
+        self,
+        prices: Mapping[str, float],
+        *,
+        as_of: str | None = None,
+        source: str | None = None,
+        region: str | None = None,
+    ) -> PriceList:
+        """A copy with ``prices`` added or replaced (and optionally a new date/source/region)."""
+        return PriceList(
+            as_of=as_of or self.as_of,
+            source=source or self.source,
+            region=region or self.region,
+            prices={**self.prices, **prices},
+            currency=self.currency,
+        )
+
+    def describe(self) -> str:
+        """One line naming the list's region, date and source."""
+        return (
+            f"on-demand {self.currency} prices, {self.region}, as of {self.as_of} ({self.source})"
+        )
+
+
+DEFAULT_PRICE_LIST = PriceList(
+    as_of="2025-09-01",
+    source=(
+        "Amazon SageMaker AI pricing page, real-time inference, on-demand, list prices "
+        "(https://aws.amazon.com/sagemaker/ai/pricing/); approximate, check before relying "
+        "on them and override with your own PriceList"
+    ),
+    region="us-east-1",
+    prices={
+        "ml.g5.xlarge": 1.408,
+        "ml.g5.2xlarge": 1.515,
+        "ml.g5.4xlarge": 2.03,
+        "ml.g5.8xlarge": 3.06,
+        "ml.g5.12xlarge": 7.09,
+        "ml.g5.16xlarge": 5.12,
+        "ml.g5.24xlarge": 10.18,
+        "ml.g5.48xlarge": 20.36,
+        "ml.g6.xlarge": 1.1267,
+        "ml.g6.2xlarge": 1.222,
+        "ml.g6.4xlarge": 1.654,
+        "ml.g6.8xlarge": 2.518,
+        "ml.g6.12xlarge": 5.752,
+        "ml.g6.16xlarge": 4.246,
+        "ml.g6.24xlarge": 8.344,
+        "ml.g6.48xlarge": 16.688,
+        "ml.g6e.xlarge": 2.6054,
+        "ml.g6e.2xlarge": 2.8026,
+        "ml.g6e.4xlarge": 3.7553,
+        "ml.g6e.8xlarge": 5.6607,
+        "ml.g6e.12xlarge": 13.1158,
+        "ml.g6e.16xlarge": 9.47,
+        "ml.g6e.24xlarge": 18.832,
+        "ml.g6e.48xlarge": 37.664,
+        "ml.p4d.24xlarge": 25.2513,
+        "ml.p4de.24xlarge": 31.5641,
+        "ml.p5.48xlarge": 63.296,
+        "ml.inf2.xlarge": 0.99,
+        "ml.inf2.8xlarge": 2.36,
+        "ml.inf2.24xlarge": 7.79,
+        "ml.inf2.48xlarge": 15.58,
+        "ml.trn1.2xlarge": 1.54,
+        "ml.trn1.32xlarge": 24.73,
+    },
+)
+"""The library's default prices: us-east-1 on-demand, for every instance type in the catalog."""

@@ -1,0 +1,545 @@
+"""Sizing: does a model fit, how many sequences its KV cache holds, what it costs.
+
+The formulas are domain.md's ("Sizing formulas", "Cost"): weights are parameters x bytes per
+parameter plus about 2 GB of framework overhead; the KV cache takes
+2 (K and V) x layers x KV heads x head dimension x bytes per element per token; the sequences
+that fit are what is left of the accelerators' usable memory divided by one sequence's KV cache.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from aws_cdk import Annotations
+from constructs import Construct
+
+from .instance_type import Accelerator, InstanceType
+from .model_spec import ModelSpec, Precision
+from .pricing import DEFAULT_PRICE_LIST, PriceList
+from .validation import ValidationError
+
+GB = 1_000_000_000
+"""Bytes in a (decimal) gigabyte."""
+GIB = 1024**3
+"""Bytes in a gibibyte."""
+MIB = 1024**2
+"""Bytes in a mebibyte."""
+FRAMEWORK_OVERHEAD_BYTES = 2 * GB
+"""Memory the serving framework takes besides weights and KV cache (CUDA context,
+activations): about 2 GB per model copy (domain.md)."""
+DEFAULT_MAX_TOTAL_TOKENS = 4096
+"""Sequence length assumed when none is configured: the model's context, capped at 4096."""
+BLENDED_INPUT_OUTPUT_RATIO = 3
+"""The blended price weighs input and output tokens 3:1 (the published definition)."""
+
+
+# ----- Memory -------------------------------------------------------------------------------
+
+
+def weights_bytes(spec: ModelSpec, precision: Precision = Precision.FP16) -> float:
+    """Bytes the weights take: parameters x bytes per parameter (no overhead)."""
+    return spec.parameters * precision.bytes_per_parameter
+
+
+def weights_memory_bytes(
+    spec: ModelSpec,
+    precision: Precision = Precision.FP16,
+    *,
+    overhead_bytes: float = FRAMEWORK_OVERHEAD_BYTES,
+) -> float:
+    """Memory the model needs before any KV cache: weights plus framework overhead."""
+    return weights_bytes(spec, precision) + overhead_bytes
+
+
+def kv_cache_bytes_per_token(spec: ModelSpec, precision: Precision = Precision.FP16) -> int:
+    """KV-cache bytes of one token: 2 (K and V) x layers x KV heads x head dim x bytes/element.
+
+    Grouped-query attention is why this uses KV heads: it shrinks the cache by
+    ``attention_heads / kv_heads`` compared with multi-head attention.
+    """
+    return 2 * spec.layers * spec.kv_heads * spec.head_dim * precision.kv_bytes_per_element
+
+
+def kv_cache_bytes(
+    spec: ModelSpec, precision: Precision = Precision.FP16, *, batch: int = 1, seq_len: int
+) -> int:
+    """KV-cache bytes of ``batch`` sequences of ``seq_len`` tokens."""
+    return batch * seq_len * kv_cache_bytes_per_token(spec, precision)
+
+
+def usable_memory_bytes(instance_type: InstanceType, accelerators: int | None = None) -> int:
+    """Usable accelerator memory of ``accelerators`` devices (default all) of the type."""
+    if instance_type.accelerator is None:
+        return 0
+    count = instance_type.accelerator_count if accelerators is None else accelerators
+    return instance_type.accelerator.memory_mib * MIB * count
+
+
+def default_max_total_tokens(spec: ModelSpec) -> int:
+    """The sequence length sizing assumes when none is configured."""
+    return min(spec.max_context, DEFAULT_MAX_TOTAL_TOKENS)
+
+
+def max_concurrent_sequences(
+    spec: ModelSpec,
+    instance_type: InstanceType,
+    *,
+    tensor_parallel_degree: int | None = None,
+    max_total_tokens: int | None = None,
+    precision: Precision = Precision.FP16,
+    overhead_bytes: float = FRAMEWORK_OVERHEAD_BYTES,
+) -> int:
+    """Sequences of ``max_total_tokens`` whose KV cache fits beside one copy of the model:
+    (N accelerators x memory - weights - overhead) / KV bytes per sequence, rounded down
+    (0 when the weights alone do not fit). N defaults to all of the instance's accelerators."""
+    tokens = max_total_tokens or default_max_total_tokens(spec)
+    free = (
+        usable_memory_bytes(instance_type, tensor_parallel_degree)
+        - weights_bytes(spec, precision)
+        - overhead_bytes
+    )
+    if free <= 0:
+        return 0
+    return math.floor(free / kv_cache_bytes(spec, precision, seq_len=tokens))
+
+
+def fits(
+    spec: ModelSpec,
+    instance_type: InstanceType,
+    *,
+    tensor_parallel_degree: int | None = None,
+    max_total_tokens: int | None = None,
+    precision: Precision = Precision.FP16,
+    overhead_bytes: float = FRAMEWORK_OVERHEAD_BYTES,
+) -> bool:
+    """True when weights + overhead + the KV cache of one sequence of ``max_total_tokens`` fit
+    in the usable memory of ``tensor_parallel_degree`` accelerators (default all)."""
+    return (
+        max_concurrent_sequences(
+            spec,
+            instance_type,
+            tensor_parallel_degree=tensor_parallel_degree,
+            max_total_tokens=max_total_tokens,
+            precision=precision,
+            overhead_bytes=overhead_bytes,
+        )
+        >= 1
+    )
+
+
+def tensor_parallel_candidates(spec: ModelSpec, instance_type: InstanceType) -> list[int]:
+    """Degrees a copy can be sharded over on this type: they divide the instance's accelerator
+    count (whole copies per instance) and the attention heads (whole heads per device)."""
+    count = instance_type.accelerator_count
+    return [
+        degree
+        for degree in range(1, count + 1)
+        if count % degree == 0 and spec.attention_heads % degree == 0
+    ]
+
+
+def recommended_tensor_parallel_degree(
+    spec: ModelSpec,
+    instance_type: InstanceType,
+    *,
+    max_total_tokens: int | None = None,
+    precision: Precision = Precision.FP16,
+    overhead_bytes: float = FRAMEWORK_OVERHEAD_BYTES,
+) -> int | None:
+    """The smallest degree at which the model fits, or None when it fits at none.
+
+    Small degrees win: several copies with a low degree usually serve more than one copy
+    sharded over every accelerator (domain.md, "Inference components").
+    """
+    for degree in tensor_parallel_candidates(spec, instance_type):
+        if fits(
+            spec,
+            instance_type,
+            tensor_parallel_degree=degree,
+            max_total_tokens=max_total_tokens,
+            precision=precision,
+            overhead_bytes=overhead_bytes,
+        ):
+            return degree
+    return None
+
+
+def copies_per_instance(instance_type: InstanceType, tensor_parallel_degree: int) -> int:
+    """Copies of a model sharded over ``tensor_parallel_degree`` accelerators one instance holds."""
+    if tensor_parallel_degree < 1:
+        raise ValidationError(
+            "tensor_parallel_degree",
+            tensor_parallel_degree,
+            "must be at least 1",
+            "shard each copy over at least one accelerator",
+        )
+    return instance_type.accelerator_count // tensor_parallel_degree
+
+
+def critical_batch_size(accelerator: Accelerator) -> float:
+    """B* = FLOPS / memory bandwidth (ops per byte): below this batch, decode is memory-bound
+    (A10G: 70 TFLOPS / 600 GB/s = about 116)."""
+    return accelerator.fp16_tflops * 1e12 / (accelerator.memory_bandwidth_gbps * 1e9)
+
+
+# ----- Cost ---------------------------------------------------------------------------------
+
+
+def throughput_tokens_per_second(concurrency: float, p50_inter_token_latency_s: float) -> float:
+    """Throughput = concurrency / p50 inter-token latency (seconds)."""
+    if p50_inter_token_latency_s <= 0:
+        raise ValidationError(
+            "p50_inter_token_latency_s",
+            p50_inter_token_latency_s,
+            "must be positive",
+            "pass the measured median gap between tokens, in seconds",
+        )
+    return concurrency / p50_inter_token_latency_s
+
+
+def cost_per_hour(
+    instance_type: InstanceType | str,
+    instance_count: int = 1,
+    *,
+    prices: PriceList = DEFAULT_PRICE_LIST,
+) -> float | None:
+    """Price per hour of ``instance_count`` instances, or None when the list has no price."""
+    price = prices.price_per_hour(instance_type)
+    return None if price is None else price * instance_count
+
+
+def _check_throughput(tokens_per_second: float) -> None:
+    if tokens_per_second <= 0:
+        raise ValidationError(
+            "tokens_per_second",
+            tokens_per_second,
+            "must be positive",
+            "pass a measured throughput (concurrency / p50 inter-token latency)",
+        )
+
+
+def cost_per_million_tokens(price_per_hour: float, tokens_per_second: float) -> float:
+    """Cost per 1M tokens = price per hour / (tokens/s x 3600 / 10^6)."""
+    _check_throughput(tokens_per_second)
+    return price_per_hour / (tokens_per_second * 3600 / 1e6)
+
+
+def blended_price_per_million_tokens(
+    price_per_hour: float, tokens_per_second: float, *, discount: float = 0.0
+) -> float:
+    """Blended price per 1M tokens at a 3:1 input:output ratio (the published definition):
+    (1 - discount) x price per hour / (tokens/s x 3600 / 10^6) / 4."""
+    _check_throughput(tokens_per_second)
+    if not 0 <= discount < 1:
+        raise ValidationError(
+            "discount", discount, "must be in [0, 1)", "pass e.g. 0.3 for a 30% discount"
+        )
+    return (
+        (1 - discount)
+        * price_per_hour
+        / (tokens_per_second * 3600 / 1e6)
+        / (BLENDED_INPUT_OUTPUT_RATIO + 1)
+    )
+
+
+# ----- Reports ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SizingReport:
+    """Everything sizing says about one model on one instance type at one degree."""
+
+    model: str
+    instance_type: str
+    precision: str
+    tensor_parallel_degree: int
+    max_total_tokens: int
+    fits: bool
+    weights_bytes: float
+    overhead_bytes: float
+    usable_memory_bytes: int
+    kv_cache_bytes_per_token: int
+    kv_cache_bytes_per_sequence: int
+    max_concurrent_sequences: int
+    recommended_tensor_parallel_degree: int | None
+    copies_per_instance: int
+    critical_batch_size: float | None
+    reasoning: list[str] = field(default_factory=list)
+
+    @property
+    def weights_gib(self) -> float:
+        """Weights (without overhead) in GiB."""
+        return self.weights_bytes / GIB
+
+    @property
+    def needed_bytes(self) -> float:
+        """Weights + overhead + the KV cache of one sequence: what fitting means."""
+        return self.weights_bytes + self.overhead_bytes + self.kv_cache_bytes_per_sequence
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dictionary (rounded where human-facing)."""
+        return {
+            "model": self.model,
+            "instance_type": self.instance_type,
+            "precision": self.precision,
+            "tensor_parallel_degree": self.tensor_parallel_degree,
+            "max_total_tokens": self.max_total_tokens,
+            "fits": self.fits,
+            "weights_gib": round(self.weights_gib, 2),
+            "overhead_gib": round(self.overhead_bytes / GIB, 2),
+            "usable_memory_gib": round(self.usable_memory_bytes / GIB, 2),
+            "kv_cache_bytes_per_token": self.kv_cache_bytes_per_token,
+            "kv_cache_gib_per_sequence": round(self.kv_cache_bytes_per_sequence / GIB, 3),
+            "max_concurrent_sequences": self.max_concurrent_sequences,
+            "recommended_tensor_parallel_degree": self.recommended_tensor_parallel_degree,
+            "copies_per_instance": self.copies_per_instance,
+            "critical_batch_size": round(self.critical_batch_size, 1)
+            if self.critical_batch_size is not None
+            else None,
+            "reasoning": list(self.reasoning),
+        }
+
+
+def size(
+    spec: ModelSpec,
+    instance_type: InstanceType,
+    *,
+    tensor_parallel_degree: int | None = None,
+    precision: Precision = Precision.FP16,
+    max_total_tokens: int | None = None,
+    overhead_bytes: float = FRAMEWORK_OVERHEAD_BYTES,
+) -> SizingReport:
+    """Size ``spec`` on ``instance_type``.
+
+    :param tensor_parallel_degree: accelerators per copy; default the recommended degree (or
+        all accelerators when the model fits at none).
+    :param max_total_tokens: prompt + output tokens per sequence; default the model's
+        context capped at 4096.
+    """
+    if instance_type.accelerator is None:
+        raise ValidationError(
+            "instance_type",
+            instance_type.name,
+            "sizing needs an accelerated instance type the catalog knows",
+            "use a GPU or Neuron type such as ml.g5.xlarge, ml.g6e.12xlarge, ml.inf2.48xlarge",
+        )
+    tokens = max_total_tokens or default_max_total_tokens(spec)
+    if tokens < 1:
+        raise ValidationError("max_total_tokens", tokens, "must be positive", "pass e.g. 4096")
+    count = instance_type.accelerator_count
+    recommended = recommended_tensor_parallel_degree(
+        spec,
+        instance_type,
+        max_total_tokens=tokens,
+        precision=precision,
+        overhead_bytes=overhead_bytes,
+    )
+    degree = tensor_parallel_degree or recommended or count
+    if degree < 1 or degree > count:
+        raise ValidationError(
+            "tensor_parallel_degree",
+            degree,
+            f"{instance_type.name} has {count} accelerators",
+            f"pass a degree between 1 and {count}",
+        )
+    weights = weights_bytes(spec, precision)
+    per_token = kv_cache_bytes_per_token(spec, precision)
+    per_sequence = per_token * tokens
+    usable = usable_memory_bytes(instance_type, degree)
+    sequences = max_concurrent_sequences(
+        spec,
+        instance_type,
+        tensor_parallel_degree=degree,
+        max_total_tokens=tokens,
+        precision=precision,
+        overhead_bytes=overhead_bytes,
+    )
+    accelerator = instance_type.accelerator
+    reasoning = [
+        f"weights: {spec.parameters / 1e9:.2f}B parameters x {precision.bytes_per_parameter:g} "
+        f"bytes ({precision.value}) = {weights / GB:.1f} GB, plus {overhead_bytes / GB:.1f} GB "
+        "framework overhead",
+        f"KV cache: 2 x {spec.layers} layers x {spec.kv_heads} KV heads x {spec.head_dim} "
+        f"head dim x {precision.kv_bytes_per_element} bytes = {per_token:,} bytes per token, "
+        f"{per_sequence / GB:.2f} GB per sequence of {tokens} tokens"
+        + (
+            f" (grouped-query attention: {spec.grouped_query_factor:g}x smaller than multi-head)"
+            if spec.kv_heads < spec.attention_heads
+            else ""
+        ),
+        f"memory: {degree} x {accelerator.name} = {usable / GB:.1f} GB usable "
+        f"({accelerator.memory_mib:,} MiB each)",
+    ]
+    if sequences >= 1:
+        free = usable - weights - overhead_bytes
+        reasoning.append(
+            f"fits: {free / GB:.1f} GB left for the KV cache holds {sequences} sequences of "
+            f"{tokens} tokens"
+        )
+    else:
+        reasoning.append(
+            f"does not fit: needs {(weights + overhead_bytes + per_sequence) / GB:.1f} GB "
+            f"(weights + overhead + one sequence), {degree} accelerators have {usable / GB:.1f} GB"
+        )
+    if spec.attention_heads % degree != 0:
+        reasoning.append(
+            f"warning: {spec.attention_heads} attention heads do not divide evenly over "
+            f"{degree} accelerators; serving containers refuse such a degree"
+        )
+    if recommended is None:
+        reasoning.append(
+            f"no degree fits on {instance_type.name}: use a larger instance type, an "
+            "instance with more accelerators, or quantization (fp8/int8, int4 AWQ)"
+        )
+    else:
+        reasoning.append(
+            f"recommended: tensor-parallel degree {recommended}, "
+            f"{count // recommended} copies per instance (the smallest degree that fits; "
+            "more copies with less sharding usually serve more)"
+        )
+    b_star = critical_batch_size(accelerator)
+    reasoning.append(
+        f"critical batch size: {accelerator.fp16_tflops:g} TFLOPS / "
+        f"{accelerator.memory_bandwidth_gbps:g} GB/s = {b_star:.0f}; below it decode is "
+        "memory-bound"
+    )
+    return SizingReport(
+        model=spec.name,
+        instance_type=instance_type.name,
+        precision=precision.value,
+        tensor_parallel_degree=degree,
+        max_total_tokens=tokens,
+        fits=sequences >= 1,
+        weights_bytes=weights,
+        overhead_bytes=overhead_bytes,
+        usable_memory_bytes=usable,
+        kv_cache_bytes_per_token=per_token,
+        kv_cache_bytes_per_sequence=per_sequence,
+        max_concurrent_sequences=sequences,
+        recommended_tensor_parallel_degree=recommended,
+        copies_per_instance=count // degree,
+        critical_batch_size=b_star,
+        reasoning=reasoning,
+    )
+
+
+# ----- What a serving container's environment says -------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServingFacts:
+    """The sizing-relevant settings of a serving container, read from its environment."""
+
+    precision: Precision
+    tensor_parallel_degree: int | None
+    max_total_tokens: int | None
+    max_concurrency: int | None
+    hugging_face_id: str | None
+
+
+def _int(value: Any) -> int | None:
+    try:
+        number = int(str(value))
+    except (TypeError, ValueError):
+        return None
+    return number if number > 0 else None
+
+
+def serving_facts(environment: Mapping[str, Any]) -> ServingFacts:
+    """Sizing settings from LMI (``OPTION_*``) or TGI variables; values that are not literal
+    numbers (tokens, ``max``) count as unset."""
+    env = dict(environment)
+    model_id = env.get("HF_MODEL_ID")
+    return ServingFacts(
+        precision=Precision.from_environment(env),
+        tensor_parallel_degree=_int(env.get("OPTION_TENSOR_PARALLEL_DEGREE"))
+        or _int(env.get("SM_NUM_GPUS")),
+        max_total_tokens=_int(env.get("OPTION_MAX_MODEL_LEN")) or _int(env.get("MAX_TOTAL_TOKENS")),
+        max_concurrency=_int(env.get("OPTION_MAX_ROLLING_BATCH_SIZE"))
+        or _int(env.get("MAX_CONCURRENT_REQUESTS")),
+        hugging_face_id=model_id if isinstance(model_id, str) else None,
+    )
+
+
+# ----- Synth-time checks --------------------------------------------------------------------
+
+
+def check_fit(
+    scope: Construct,
+    *,
+    spec: ModelSpec | None,
+    environment: Mapping[str, Any],
+    instance_type: InstanceType,
+    accelerators: int | None,
+    prop: str,
+) -> SizingReport | None:
+    """The synth-time fit check of a model placed on ``accelerators`` of ``instance_type``.
+
+    Raises ValidationError when weights + overhead + one sequence's KV cache exceed the
+    accelerators' usable memory at the copy's tensor-parallel degree; warns when a configured
+    max concurrency exceeds the sequences the KV cache holds; notes (info) when the check is
+    skipped because the model spec or the hardware is unknown.
+    """
+    if spec is None:
+        Annotations.of(scope).add_info(
+            "Sizing skipped: the model's architecture is unknown. Pass spec=ModelSpec.preset(...) "
+            "or ModelSpec.custom(...) to check at synth time that it fits."
+        )
+        return None
+    if instance_type.accelerator is None or not instance_type.is_known:
+        Annotations.of(scope).add_info(
+            f"Sizing skipped: the catalog has no accelerator facts for {instance_type.name}."
+        )
+        return None
+    facts = serving_facts(environment)
+    degree = facts.tensor_parallel_degree or accelerators or instance_type.accelerator_count
+    degree = min(degree, instance_type.accelerator_count)
+    report = size(
+        spec,
+        instance_type,
+        tensor_parallel_degree=degree,
+        precision=facts.precision,
+        max_total_tokens=facts.max_total_tokens,
+    )
+    if not report.fits:
+        fixes = []
+        if report.recommended_tensor_parallel_degree is not None:
+            fixes.append(
+                f"shard over more accelerators (tensor-parallel degree "
+                f"{report.recommended_tensor_parallel_degree} fits on {instance_type.name})"
+            )
+        else:
+            fixes.append("use an instance type with more or larger accelerators")
+        fixes.append("use a larger instance type")
+        if facts.precision.bytes_per_parameter > 0.5:
+            fixes.append("quantize the weights (fp8/int8, or int4 AWQ)")
+        if report.max_total_tokens > 1024:
+            fixes.append("or lower the max total tokens per sequence")
+        raise ValidationError(
+            prop,
+            instance_type.name,
+            f"{spec.name} ({facts.precision.value}) does not fit on {degree} x "
+            f"{instance_type.accelerator.name}: weights {report.weights_bytes / GB:.1f} GB + "
+            f"overhead {report.overhead_bytes / GB:.1f} GB + KV cache of one "
+            f"{report.max_total_tokens}-token sequence "
+            f"{report.kv_cache_bytes_per_sequence / GB:.2f} GB = "
+            f"{report.needed_bytes / GB:.1f} GB, above the {report.usable_memory_bytes / GB:.1f} "
+            "GB usable",
+            "; ".join(fixes),
+        )
+    if (
+        facts.max_concurrency is not None
+        and facts.max_concurrency > report.max_concurrent_sequences
+    ):
+        Annotations.of(scope).add_warning_v2(
+            "cdk-sagemaker-llm:kv-cache-concurrency",
+            f"{prop}: max concurrency {facts.max_concurrency} exceeds what the KV cache holds: "
+            f"{report.max_concurrent_sequences} sequences of {report.max_total_tokens} tokens "
+            f"({spec.name}, {facts.precision.value}, {degree} x {instance_type.accelerator.name}). "
+            "Requests beyond that queue or are preempted; lower the max concurrency or the max "
+            "total tokens, or add accelerators.",
+        )
+    return report
