@@ -1,0 +1,466 @@
+"""The benchmark engine: concurrency sweeps, per-level summaries, the knee, cost.
+
+Building blocks, usable one by one (a deploy-time benchmark runs levels in separate Lambda
+invocations and merges the raw samples of parallel workers):
+
+* :func:`run_level` — closed-loop load at one concurrency, returns raw :class:`RequestSample`.
+* :func:`summarize_level` — a :class:`LevelResult` computed from raw samples (percentiles are
+  always taken over the merged raw samples, never averaged across workers).
+* :func:`find_knee` — the knee under a stated :class:`KneeRule`.
+* :func:`sweep` — all of it, returning a :class:`BenchmarkResult` (``to_json()``).
+
+Formulas (domain reference): ms/token = end-to-end latency / output tokens; output tokens/s =
+successful output tokens / level wall time; cost per 1M output tokens =
+price per hour / (tokens/s x 3600 / 10^6).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ._clock import now
+from .invokers import Invoker
+from .payload import InvocationRequest, PayloadSpec, RequestFactory
+from .samples import ERROR_KINDS, RequestSample
+
+Progress = Callable[[str], None]
+"""Receives one-line progress messages."""
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The ``q``-th percentile (0-100) of ``values`` by linear interpolation between ranks.
+
+    The same definition as NumPy's default; ``None`` for no values.
+    """
+    if not values:
+        return None
+    ordered = sorted(values)
+    if len(ordered) == 1:
+        return float(ordered[0])
+    rank = (len(ordered) - 1) * q / 100.0
+    low = math.floor(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return float(ordered[low] + (ordered[high] - ordered[low]) * (rank - low))
+
+
+class _Feeder:
+    """Thread-safe supplier of a level's requests: a count, a deadline, or both."""
+
+    def __init__(
+        self,
+        factory: Callable[[int], InvocationRequest],
+        requests: int | None,
+        deadline: float | None,
+        first_index: int,
+        on_issue: Callable[[int], None] | None,
+    ) -> None:
+        self._factory = factory
+        self._requests = requests
+        self._deadline = deadline
+        self._issued = 0
+        self._first_index = first_index
+        self._lock = threading.Lock()
+        self._on_issue = on_issue
+
+    @property
+    def issued(self) -> int:
+        return self._issued
+
+    def __call__(self) -> InvocationRequest | None:
+        with self._lock:
+            if self._requests is not None and self._issued >= self._requests:
+                return None
+            if self._deadline is not None and now() >= self._deadline:
+                return None
+            index = self._first_index + self._issued
+            self._issued += 1
+        if self._on_issue is not None:
+            self._on_issue(self._issued)
+        return self._factory(index)
+
+
+def run_level(
+    invoker: Invoker,
+    spec: PayloadSpec | Callable[[int], InvocationRequest],
+    concurrency: int,
+    *,
+    requests: int | None = None,
+    duration_s: float | None = None,
+    first_index: int = 0,
+    on_issue: Callable[[int], None] | None = None,
+) -> list[RequestSample]:
+    """Keep exactly ``concurrency`` requests in flight for ``requests`` requests and/or
+    ``duration_s`` seconds (whichever ends first); return every request's raw sample.
+
+    ``spec`` is a :class:`PayloadSpec` or a request factory (``spec.build()``, built once and
+    reused across levels). With a duration, requests in flight at the deadline complete and
+    are counted. ``first_index`` offsets the prompt rotation (e.g. per worker).
+    """
+    if concurrency < 1:
+        raise ValueError(f"concurrency={concurrency}: must be at least 1")
+    if requests is None and duration_s is None:
+        raise ValueError("give requests= or duration_s= (or both)")
+    factory = spec.build() if isinstance(spec, PayloadSpec) else spec
+    deadline = None if duration_s is None else now() + duration_s
+    feeder = _Feeder(factory, requests, deadline, first_index, on_issue)
+    samples = invoker.invoke_many(feeder, concurrency)
+    for sample in samples:
+        sample.concurrency = concurrency
+    samples.sort(key=lambda s: s.start)
+    return samples
+
+
+@dataclass
+class LevelResult:
+    """Summary of one concurrency level, computed from raw samples."""
+
+    concurrency: int
+    requests: int
+    errors: int
+    errors_by_kind: dict[str, int]
+    error_rate: float
+    duration_s: float
+    p50_latency_s: float | None
+    p90_latency_s: float | None
+    p99_latency_s: float | None
+    p50_ms_per_token: float | None
+    p90_ms_per_token: float | None
+    output_tokens: int
+    output_tokens_per_s: float
+    requests_per_s: float
+    p50_ttft_s: float | None = None
+    p90_ttft_s: float | None = None
+    p99_ttft_s: float | None = None
+    p50_itl_s: float | None = None
+    p90_itl_s: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form; streaming-only fields are left out when not measured."""
+        data = asdict(self)
+        for key in ("p50_ttft_s", "p90_ttft_s", "p99_ttft_s", "p50_itl_s", "p90_itl_s"):
+            if data[key] is None:
+                del data[key]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LevelResult:
+        """Inverse of :meth:`to_dict`."""
+        return cls(**data)
+
+
+def summarize_level(
+    samples: Iterable[RequestSample], concurrency: int | None = None
+) -> LevelResult:
+    """Summarize the raw samples of one level (possibly merged from several workers).
+
+    Latency percentiles are over successful requests; throughput is successful output tokens
+    (and requests) over the level's wall time, from the first request's start to the last
+    one's end.
+    """
+    items = list(samples)
+    if not items:
+        raise ValueError("no samples to summarize")
+    if concurrency is None:
+        concurrency = max(s.concurrency for s in items)
+    ok = [s for s in items if s.ok]
+    errors_by_kind = {kind: 0 for kind in ERROR_KINDS}
+    for sample in items:
+        if sample.error is not None:
+            errors_by_kind[sample.error] = errors_by_kind.get(sample.error, 0) + 1
+    duration = max(s.end for s in items) - min(s.start for s in items)
+    latencies = [s.latency_s for s in ok]
+    per_token = [v for v in (s.ms_per_token for s in ok) if v is not None]
+    ttfts = [v for v in (s.ttft_s for s in ok) if v is not None]
+    itls = [v for v in (s.itl_s for s in ok) if v is not None]
+    tokens = sum(s.output_tokens for s in ok)
+    errors = len(items) - len(ok)
+    return LevelResult(
+        concurrency=concurrency,
+        requests=len(items),
+        errors=errors,
+        errors_by_kind=errors_by_kind,
+        error_rate=errors / len(items),
+        duration_s=duration,
+        p50_latency_s=percentile(latencies, 50),
+        p90_latency_s=percentile(latencies, 90),
+        p99_latency_s=percentile(latencies, 99),
+        p50_ms_per_token=percentile(per_token, 50),
+        p90_ms_per_token=percentile(per_token, 90),
+        output_tokens=tokens,
+        output_tokens_per_s=tokens / duration if duration > 0 else 0.0,
+        requests_per_s=len(ok) / duration if duration > 0 else 0.0,
+        p50_ttft_s=percentile(ttfts, 50),
+        p90_ttft_s=percentile(ttfts, 90),
+        p99_ttft_s=percentile(ttfts, 99),
+        p50_itl_s=percentile(itls, 50),
+        p90_itl_s=percentile(itls, 90),
+    )
+
+
+@dataclass(frozen=True)
+class KneeRule:
+    """When more concurrency stops paying off.
+
+    Levels are taken in increasing concurrency. A level *trips* the rule when its output
+    throughput gain per doubling of concurrency over the previous level,
+    ``(tput_i / tput_(i-1)) ** (1 / log2(c_i / c_(i-1))) - 1``, is below
+    ``min_gain_per_doubling``; or its p50 ms/token exceeds ``slo_ms_per_token``; or its error
+    rate exceeds ``max_error_rate``. The knee is the last level before the first level that
+    trips: the highest concurrency that still buys throughput within the SLO. A level that
+    trips is already queueing, so it is reported as ``tripped_at``, not as the knee.
+    """
+
+    min_gain_per_doubling: float = 0.10
+    """Minimum relative throughput gain per doubling. Default 10 %."""
+    slo_ms_per_token: float | None = None
+    """p50 ms/token limit. Default: none."""
+    max_error_rate: float | None = None
+    """Error rate limit (0-1). Default: none."""
+
+    def describe(self) -> str:
+        """The rule in words, as stated in results."""
+        parts = [f"throughput gain per doubling < {self.min_gain_per_doubling:.0%}"]
+        if self.slo_ms_per_token is not None:
+            parts.append(f"p50 ms/token > {self.slo_ms_per_token:g}")
+        if self.max_error_rate is not None:
+            parts.append(f"error rate > {self.max_error_rate:.1%}")
+        return "last level before the first level with " + " or ".join(parts)
+
+
+@dataclass
+class Knee:
+    """The knee of a sweep."""
+
+    concurrency: int | None
+    """The knee concurrency; ``None`` when even the lowest level trips the rule."""
+    rule: str
+    """The rule, in words."""
+    tripped_at: int | None = None
+    """The first level that tripped the rule (``None``: none did; the knee is the highest)."""
+    reason: str | None = None
+    """``throughput``, ``slo`` or ``errors``: why that level tripped."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return asdict(self)
+
+
+def _trip_reason(rule: KneeRule, level: LevelResult, previous: LevelResult | None) -> str | None:
+    if rule.max_error_rate is not None and level.error_rate > rule.max_error_rate:
+        return "errors"
+    if rule.slo_ms_per_token is not None and (
+        level.p50_ms_per_token is None or level.p50_ms_per_token > rule.slo_ms_per_token
+    ):
+        return "slo"
+    if previous is not None and previous.output_tokens_per_s > 0:
+        doublings = math.log2(level.concurrency / previous.concurrency)
+        ratio = level.output_tokens_per_s / previous.output_tokens_per_s
+        gain = ratio ** (1 / doublings) - 1 if ratio > 0 else -1.0
+        if gain < rule.min_gain_per_doubling:
+            return "throughput"
+    return None
+
+
+def find_knee(levels: Sequence[LevelResult], rule: KneeRule | None = None) -> Knee:
+    """The knee of ``levels`` under ``rule`` (see :class:`KneeRule`)."""
+    rule = rule or KneeRule()
+    ordered = sorted(levels, key=lambda level: level.concurrency)
+    previous: LevelResult | None = None
+    for level in ordered:
+        reason = _trip_reason(rule, level, previous)
+        if reason is not None:
+            return Knee(
+                concurrency=previous.concurrency if previous else None,
+                rule=rule.describe(),
+                tripped_at=level.concurrency,
+                reason=reason,
+            )
+        previous = level
+    return Knee(previous.concurrency if previous else None, rule.describe())
+
+
+def cost_per_million_tokens(price_per_hour: float, tokens_per_s: float) -> float | None:
+    """Price per hour / (tokens/s x 3600 / 10^6); ``None`` at zero throughput."""
+    if tokens_per_s <= 0:
+        return None
+    return price_per_hour / (tokens_per_s * 3600 / 1e6)
+
+
+@dataclass
+class BenchmarkResult:
+    """A whole sweep: the stated payload, every level, the knee, the best throughput, cost."""
+
+    payload: dict[str, Any]
+    levels: list[LevelResult]
+    knee: Knee
+    target: dict[str, Any] = field(default_factory=dict)
+    """What was measured: endpoint name, inference component, region or URL, client."""
+    slo_ms_per_token: float | None = None
+    price_per_hour: float | None = None
+    started_at: float = 0.0
+    finished_at: float = 0.0
+    samples: list[RequestSample] | None = None
+    """Raw samples of every level, when kept."""
+
+    @property
+    def knee_level(self) -> LevelResult | None:
+        """The level at the knee."""
+        return next((lv for lv in self.levels if lv.concurrency == self.knee.concurrency), None)
+
+    @property
+    def max_throughput_level(self) -> LevelResult | None:
+        """The level with the most output tokens/s whose p50 ms/token is within the SLO."""
+        eligible = [
+            level
+            for level in self.levels
+            if level.output_tokens_per_s > 0
+            and (
+                self.slo_ms_per_token is None
+                or (
+                    level.p50_ms_per_token is not None
+                    and level.p50_ms_per_token <= self.slo_ms_per_token
+                )
+            )
+        ]
+        return max(eligible, key=lambda level: level.output_tokens_per_s, default=None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the ``results.json`` schema)."""
+        best = self.max_throughput_level
+        knee_level = self.knee_level
+        data: dict[str, Any] = {
+            "target": self.target,
+            "payload": self.payload,
+            "levels": [level.to_dict() for level in self.levels],
+            "knee": self.knee.to_dict(),
+            "slo_ms_per_token": self.slo_ms_per_token,
+            "max_throughput_within_slo": None
+            if best is None
+            else {
+                "concurrency": best.concurrency,
+                "output_tokens_per_s": best.output_tokens_per_s,
+                "p50_ms_per_token": best.p50_ms_per_token,
+            },
+            "knee_p50_ms_per_token": knee_level.p50_ms_per_token if knee_level else None,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+        }
+        if self.price_per_hour is not None:
+            data["cost"] = {
+                "price_per_hour": self.price_per_hour,
+                "formula": "price_per_hour / (output_tokens_per_s * 3600 / 1e6)",
+                "per_1m_output_tokens_at_knee": cost_per_million_tokens(
+                    self.price_per_hour, knee_level.output_tokens_per_s
+                )
+                if knee_level
+                else None,
+                "per_1m_output_tokens_at_max_throughput": cost_per_million_tokens(
+                    self.price_per_hour, best.output_tokens_per_s
+                )
+                if best
+                else None,
+            }
+        if self.samples is not None:
+            data["samples"] = [sample.to_dict() for sample in self.samples]
+        return data
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """:meth:`to_dict` as JSON text."""
+        return json.dumps(self.to_dict(), indent=indent)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BenchmarkResult:
+        """Read back :meth:`to_dict` output (derived fields are recomputed)."""
+        cost = data.get("cost") or {}
+        samples = data.get("samples")
+        return cls(
+            payload=data["payload"],
+            levels=[LevelResult.from_dict(level) for level in data["levels"]],
+            knee=Knee(**data["knee"]),
+            target=data.get("target", {}),
+            slo_ms_per_token=data.get("slo_ms_per_token"),
+            price_per_hour=cost.get("price_per_hour"),
+            started_at=data.get("started_at", 0.0),
+            finished_at=data.get("finished_at", 0.0),
+            samples=None if samples is None else [RequestSample.from_dict(s) for s in samples],
+        )
+
+
+def sweep(
+    invoker: Invoker,
+    spec: PayloadSpec,
+    concurrencies: Sequence[int],
+    *,
+    requests_per_level: int | None = None,
+    duration_s: float | None = None,
+    rule: KneeRule | None = None,
+    price_per_hour: float | None = None,
+    target: dict[str, Any] | None = None,
+    keep_samples: bool = False,
+    progress: Progress | None = None,
+    s3_client: Any = None,
+) -> BenchmarkResult:
+    """Run :func:`run_level` at each concurrency (ascending), summarize, find the knee.
+
+    Without ``requests_per_level`` or ``duration_s``, each level sends
+    ``max(4 x concurrency, 16)`` requests. ``progress`` receives one line per level.
+    """
+    rule = rule or KneeRule()
+    factory: RequestFactory = spec.build(s3_client)
+    started = now()
+    levels: list[LevelResult] = []
+    kept: list[RequestSample] = []
+    next_index = 0
+    for concurrency in sorted(set(concurrencies)):
+        count = requests_per_level
+        if count is None and duration_s is None:
+            count = max(4 * concurrency, 16)
+        if progress is not None:
+            what = f"{count} requests" if count is not None else f"{duration_s:g} s"
+            progress(f"concurrency {concurrency}: {what} ...")
+        samples = run_level(
+            invoker,
+            factory,
+            concurrency,
+            requests=count,
+            duration_s=duration_s,
+            first_index=next_index,
+        )
+        next_index += len(samples)
+        level = summarize_level(samples, concurrency)
+        levels.append(level)
+        if keep_samples:
+            kept.extend(samples)
+        if progress is not None:
+            progress(_progress_line(level))
+    return BenchmarkResult(
+        payload=spec.describe(),
+        levels=levels,
+        knee=find_knee(levels, rule),
+        target=dict(target or {}),
+        slo_ms_per_token=rule.slo_ms_per_token,
+        price_per_hour=price_per_hour,
+        started_at=started,
+        finished_at=now(),
+        samples=kept if keep_samples else None,
+    )
+
+
+def _fmt(value: float | None, scale: float = 1.0, digits: int = 1) -> str:
+    return "-" if value is None else f"{value * scale:.{digits}f}"
+
+
+def _progress_line(level: LevelResult) -> str:
+    line = (
+        f"concurrency {level.concurrency}: {level.requests} requests, {level.errors} errors, "
+        f"p50 {_fmt(level.p50_latency_s, 1, 3)} s, p99 {_fmt(level.p99_latency_s, 1, 3)} s, "
+        f"{_fmt(level.p50_ms_per_token)} ms/token, {_fmt(level.output_tokens_per_s)} tokens/s"
+    )
+    if level.p50_ttft_s is not None:
+        line += f", TTFT p50 {_fmt(level.p50_ttft_s, 1000)} ms"
+    return line

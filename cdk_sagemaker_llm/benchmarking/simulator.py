@@ -1,0 +1,571 @@
+"""A loopback SageMaker Runtime server that behaves like a continuous-batching LLM server.
+
+It speaks the real REST protocol of ``InvokeEndpoint`` (``POST /endpoints/{name}/invocations``)
+and ``InvokeEndpointWithResponseStream`` (``POST /endpoints/{name}/invocations-response-stream``,
+an ``application/vnd.amazon.eventstream`` body of ``PayloadPart`` events), so a real boto3
+``sagemaker-runtime`` client pointed at it with ``endpoint_url`` works unchanged (any dummy
+credentials; signatures are not checked). The ``X-Amzn-SageMaker-Inference-Component`` header
+names an inference component.
+
+Model of the server (all times configurable and small by default, for fast tests):
+
+* A scheduler runs decode *steps*. Each step emits one token for every request in the batch
+  and lasts ``step_base_s + step_per_sequence_s x batch``, plus the prefill of requests that
+  join the batch at that step (``prefill_per_input_token_s x input tokens``): per-token time
+  grows with the batch.
+* At most ``max_batch`` requests decode at once; the rest queue and join at step boundaries.
+* A request still unfinished ``invocation_timeout_s`` after arrival (SageMaker's 60 s) fails:
+  ``ModelError`` (HTTP 424) before its first byte, ``ModelStreamError``
+  (``ModelInvocationTimeExceeded``) in the middle of a stream.
+* With ``max_queue`` set, a request arriving while that many already wait is refused at once
+  with ``ThrottlingException`` (HTTP 429, ``x-amzn-ErrorType`` header, JSON body), which
+  botocore maps to a ``ClientError`` with that code.
+* ``model_error_every=N`` fails every N-th invocation with ``ModelError`` (container status 500).
+
+It binds only to 127.0.0.1 (port 0 by default) and records server-side ground truth for every
+request (arrival, start of decoding, first token, end, tokens, outcome): :meth:`Simulator.truth`
+in-process, or ``GET /_simulator/truth`` (and ``POST /_simulator/reset``) from another process.
+Run standalone with ``python -m cdk_sagemaker_llm.benchmarking.simulator``; it prints its URL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import contextlib
+import dataclasses
+import json
+import re
+import sys
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote
+
+from . import eventstream
+from ._clock import now
+
+_PATH = re.compile(r"^/endpoints/([^/]+)/(invocations|invocations-response-stream)$")
+_WORDS = ("the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "with", "on")
+_TIMEOUT_MESSAGE = (
+    "Your invocation timed out while waiting for a response from container primary. "
+    "Review the latency metrics for each container in Amazon CloudWatch, resolve the issue, "
+    "and try again."
+)
+
+
+@dataclass(frozen=True)
+class SimulatorConfig:
+    """Behaviour of the simulated LLM server.
+
+    Defaults give about 5-9 ms per token: fast tests, yet far above loopback overheads.
+    """
+
+    response_format: str = "lmi"
+    """``"lmi"`` or ``"tgi"``: response and stream formats of that container."""
+    max_batch: int = 8
+    """Requests decoded together; more queue. Default 8."""
+    step_base_s: float = 0.005
+    """Duration of one decode step with an empty batch. Default 5 ms."""
+    step_per_sequence_s: float = 0.0005
+    """Added to a decode step per sequence in the batch. Default 0.5 ms."""
+    prefill_per_input_token_s: float = 0.00001
+    """Added to the step at which a request joins, per input token. Default 10 µs."""
+    max_queue: int | None = None
+    """Waiting requests beyond which new ones are throttled (HTTP 429). Default: no limit."""
+    invocation_timeout_s: float = 60.0
+    """Requests unfinished this long after arrival fail (SageMaker's limit). Default 60 s."""
+    model_error_every: int = 0
+    """Fail every N-th invocation with ``ModelError`` (original status 500); 0 never."""
+    default_max_new_tokens: int = 64
+    """Output tokens when the payload sets no ``max_new_tokens``. Default 64."""
+
+
+@dataclass
+class TruthRecord:
+    """Server-side ground truth of one invocation; times are :func:`now` seconds."""
+
+    request_id: str
+    endpoint_name: str
+    inference_component: str | None
+    stream: bool
+    input_tokens: int
+    arrival: float
+    outcome: str = "pending"
+    """``ok``, ``throttled``, ``model_error``, ``timeout`` or ``pending``."""
+    start: float | None = None
+    first_token: float | None = None
+    end: float | None = None
+    output_tokens: int = 0
+
+    @property
+    def queue_s(self) -> float | None:
+        """Time spent waiting for a batch slot."""
+        return None if self.start is None else self.start - self.arrival
+
+    @property
+    def latency_s(self) -> float | None:
+        """Arrival to the last byte of the response."""
+        return None if self.end is None else self.end - self.arrival
+
+    @property
+    def ttft_s(self) -> float | None:
+        """Arrival to the first token."""
+        return None if self.first_token is None else self.first_token - self.arrival
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TruthRecord:
+        """Inverse of :meth:`to_dict`."""
+        return cls(**data)
+
+
+@dataclass(eq=False)
+class _Request:
+    truth: TruthRecord
+    max_new_tokens: int
+    writer: asyncio.StreamWriter
+    done: asyncio.Future[None]
+    words: list[str] = field(default_factory=list)
+    headers_sent: bool = False
+
+
+def _http_response(
+    status: int, reason: str, headers: dict[str, str], body: bytes = b"", *, chunked: bool = False
+) -> bytes:
+    lines = [f"HTTP/1.1 {status} {reason}"]
+    all_headers = dict(headers)
+    if chunked:
+        all_headers["Transfer-Encoding"] = "chunked"
+    else:
+        all_headers["Content-Length"] = str(len(body))
+    lines += [f"{name}: {value}" for name, value in all_headers.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+def _chunk(data: bytes) -> bytes:
+    return f"{len(data):x}\r\n".encode("ascii") + data + b"\r\n"
+
+
+def _error(status: int, reason: str, code: str, request_id: str, **body: Any) -> bytes:
+    payload = json.dumps({"message": body.pop("message", code), **body}).encode("utf-8")
+    return _http_response(
+        status,
+        reason,
+        {
+            "x-amzn-RequestId": request_id,
+            "x-amzn-ErrorType": f"{code}:http://internal.amazon.com/coral/com.amazon.sagemaker/",
+            "Content-Type": "application/json",
+        },
+        payload,
+    )
+
+
+class Simulator:
+    """The simulated server; use as a context manager or call :meth:`start` / :meth:`stop`.
+
+    ``with Simulator(SimulatorConfig(max_batch=4)) as sim: url = sim.endpoint_url``
+    """
+
+    def __init__(self, config: SimulatorConfig | None = None, *, port: int = 0) -> None:
+        self.config = config or SimulatorConfig()
+        self._port = port
+        self._truth: list[TruthRecord] = []
+        self._queue: collections.deque[_Request] = collections.deque()
+        self._active: list[_Request] = []
+        self._invocations = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._server: asyncio.Server | None = None
+        self._wake: asyncio.Event | None = None
+        self._scheduler: asyncio.Task[None] | None = None
+        self._connections: set[asyncio.Task[Any]] = set()
+        self.port = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def endpoint_url(self) -> str:
+        """``http://127.0.0.1:PORT``: pass as ``endpoint_url`` to a sagemaker-runtime client."""
+        return f"http://127.0.0.1:{self.port}"
+
+    async def serve(self) -> None:
+        """Start serving on the running loop (for use inside an existing event loop)."""
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        self._server = await asyncio.start_server(
+            self._handle, "127.0.0.1", self._port, backlog=2048
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+        self._scheduler = asyncio.create_task(self._schedule())
+
+    async def aclose(self) -> None:
+        """Stop serving (inside the loop that called :meth:`serve`)."""
+        if self._scheduler is not None:
+            self._scheduler.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._scheduler
+        if self._server is not None:
+            self._server.close()
+        connections = list(self._connections)
+        for task in connections:
+            task.cancel()
+        await asyncio.gather(*connections, return_exceptions=True)
+
+    def start(self) -> Simulator:
+        """Serve from a background thread with its own event loop; returns once listening."""
+        ready = threading.Event()
+        loop = asyncio.new_event_loop()
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            loop.run_until_complete(self.serve())
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self.aclose())
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="sagemaker-simulator", daemon=True)
+        self._thread.start()
+        ready.wait(10)
+        return self
+
+    def stop(self) -> None:
+        """Stop the background thread started by :meth:`start`."""
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+            self._thread = None
+
+    def __enter__(self) -> Simulator:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- ground truth ------------------------------------------------------------------------
+
+    def truth(self) -> list[TruthRecord]:
+        """A copy of the ground truth recorded so far, in arrival order."""
+        return [dataclasses.replace(record) for record in list(self._truth)]
+
+    def reset(self) -> None:
+        """Forget the recorded ground truth (and restart ``model_error_every`` counting)."""
+        self._truth.clear()
+        self._invocations = 0
+
+    # -- HTTP --------------------------------------------------------------------------------
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._connections.add(task)
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                request_line, *header_lines = head.decode("latin-1").split("\r\n")
+                method, target, _ = request_line.split(" ", 2)
+                headers = {}
+                for line in header_lines:
+                    if ":" in line:
+                        name, value = line.split(":", 1)
+                        headers[name.strip().lower()] = value.strip()
+                if headers.get("expect", "").lower() == "100-continue":
+                    writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+                body = await reader.readexactly(int(headers.get("content-length", "0")))
+                await self._dispatch(method, target.split("?", 1)[0], headers, body, writer)
+                await writer.drain()
+                if headers.get("connection", "").lower() == "close":
+                    return
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            return
+        finally:
+            writer.close()
+            if task is not None:
+                self._connections.discard(task)
+
+    async def _dispatch(
+        self,
+        method: str,
+        path: str,
+        headers: dict[str, str],
+        body: bytes,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        request_id = str(uuid.uuid4())
+        if path == "/_simulator/truth" and method == "GET":
+            data = json.dumps([record.to_dict() for record in self._truth]).encode()
+            writer.write(_http_response(200, "OK", {"Content-Type": "application/json"}, data))
+            return
+        if path == "/_simulator/reset" and method == "POST":
+            self.reset()
+            writer.write(_http_response(200, "OK", {}, b""))
+            return
+        match = _PATH.match(path)
+        if method != "POST" or match is None:
+            writer.write(_error(404, "Not Found", "UnknownOperationException", request_id))
+            return
+        try:
+            payload = json.loads(body)
+            inputs = payload["inputs"]
+            parameters = payload.get("parameters") or {}
+            max_new_tokens = int(
+                parameters.get("max_new_tokens", self.config.default_max_new_tokens)
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            writer.write(
+                _error(400, "Bad Request", "ValidationError", request_id, message=str(exc))
+            )
+            return
+        truth = TruthRecord(
+            request_id=request_id,
+            endpoint_name=unquote(match.group(1)),
+            inference_component=headers.get("x-amzn-sagemaker-inference-component"),
+            stream=match.group(2) == "invocations-response-stream",
+            input_tokens=len(str(inputs).split()),
+            arrival=now(),
+        )
+        self._truth.append(truth)
+        self._invocations += 1
+        every = self.config.model_error_every
+        if every and self._invocations % every == 0:
+            truth.outcome, truth.end = "model_error", now()
+            writer.write(
+                _error(
+                    424,
+                    "Failed Dependency",
+                    "ModelError",
+                    request_id,
+                    message="Received server error (500) from primary with message "
+                    '"simulated container failure".',
+                    OriginalStatusCode=500,
+                    OriginalMessage="simulated container failure",
+                )
+            )
+            return
+        in_server = len(self._queue) + len(self._active)
+        max_queue = self.config.max_queue
+        if max_queue is not None and in_server >= self.config.max_batch + max_queue:
+            truth.outcome, truth.end = "throttled", now()
+            writer.write(
+                _error(
+                    429,
+                    "Too Many Requests",
+                    "ThrottlingException",
+                    request_id,
+                    message="Rate exceeded: the model is overloaded.",
+                )
+            )
+            return
+        assert self._loop is not None and self._wake is not None
+        request = _Request(truth, max(1, max_new_tokens), writer, self._loop.create_future())
+        self._queue.append(request)
+        self._wake.set()
+        await request.done
+
+    # -- the continuous-batching model ------------------------------------------------------
+
+    async def _schedule(self) -> None:
+        assert self._wake is not None
+        config = self.config
+        while True:
+            if not self._active and not self._queue:
+                self._wake.clear()
+                await self._wake.wait()
+            t = now()
+            self._expire(t)
+            prefill_tokens = 0
+            while self._queue and len(self._active) < config.max_batch:
+                request = self._queue.popleft()
+                request.truth.start = t
+                prefill_tokens += request.truth.input_tokens
+                self._active.append(request)
+            if not self._active:
+                continue
+            step = (
+                config.step_base_s
+                + config.step_per_sequence_s * len(self._active)
+                + config.prefill_per_input_token_s * prefill_tokens
+            )
+            await asyncio.sleep(step)
+            t = now()
+            finished = []
+            for request in self._active:
+                if self._emit_token(request, t):
+                    finished.append(request)
+            if finished:
+                self._active = [r for r in self._active if r not in finished]
+
+    def _expire(self, t: float) -> None:
+        limit = self.config.invocation_timeout_s
+        expired = [r for r in [*self._queue, *self._active] if t - r.truth.arrival > limit]
+        for request in expired:
+            if request in self._active:
+                self._active.remove(request)
+            else:
+                self._queue.remove(request)
+            truth = request.truth
+            truth.outcome, truth.end = "timeout", t
+            if request.headers_sent:
+                request.writer.write(
+                    _chunk(
+                        eventstream.exception_event(
+                            "ModelStreamError", _TIMEOUT_MESSAGE, "ModelInvocationTimeExceeded"
+                        )
+                    )
+                    + b"0\r\n\r\n"
+                )
+            else:
+                request.writer.write(
+                    _error(
+                        424,
+                        "Failed Dependency",
+                        "ModelError",
+                        truth.request_id,
+                        message=_TIMEOUT_MESSAGE,
+                        OriginalStatusCode=0,
+                    )
+                )
+            request.done.set_result(None)
+
+    def _emit_token(self, request: _Request, t: float) -> bool:
+        """Emit one token of ``request`` at ``t``; True when it completed."""
+        truth = request.truth
+        index = truth.output_tokens
+        truth.output_tokens += 1
+        if truth.first_token is None:
+            truth.first_token = t
+        word = " " + _WORDS[index % len(_WORDS)]
+        request.words.append(word)
+        last = truth.output_tokens >= request.max_new_tokens
+        if truth.stream:
+            self._stream_token(request, index, word, last)
+        if last:
+            truth.outcome, truth.end = "ok", t
+            if not truth.stream:
+                request.writer.write(self._full_response(request))
+            request.done.set_result(None)
+        return last
+
+    def _details(self, request: _Request) -> dict[str, Any]:
+        return {
+            "finish_reason": "length",
+            "generated_tokens": request.truth.output_tokens,
+            "inputs": None,
+        }
+
+    def _full_response(self, request: _Request) -> bytes:
+        result: dict[str, Any] = {
+            "generated_text": "".join(request.words),
+            "details": self._details(request),
+        }
+        body = json.dumps([result] if self.config.response_format == "tgi" else result)
+        return _http_response(
+            200,
+            "OK",
+            {
+                "x-amzn-RequestId": request.truth.request_id,
+                "Content-Type": "application/json",
+                "x-Amzn-Invoked-Production-Variant": "AllTraffic",
+            },
+            body.encode("utf-8"),
+        )
+
+    def _stream_token(self, request: _Request, index: int, word: str, last: bool) -> None:
+        out = b""
+        if not request.headers_sent:
+            request.headers_sent = True
+            content_type = (
+                "text/event-stream"
+                if self.config.response_format == "tgi"
+                else "application/jsonlines"
+            )
+            out += _http_response(
+                200,
+                "OK",
+                {
+                    "x-amzn-RequestId": request.truth.request_id,
+                    "Content-Type": "application/vnd.amazon.eventstream",
+                    "X-Amzn-SageMaker-Content-Type": content_type,
+                    "x-Amzn-Invoked-Production-Variant": "AllTraffic",
+                },
+                chunked=True,
+            )
+        if self.config.response_format == "tgi":
+            event: dict[str, Any] = {
+                "index": index,
+                "token": {"id": index, "text": word, "logprob": -0.5, "special": False},
+                "generated_text": "".join(request.words) if last else None,
+                "details": self._details(request) if last else None,
+            }
+            line = b"data:" + json.dumps(event).encode("utf-8") + b"\n\n"
+        else:
+            event = {"token": {"id": index, "text": word, "log_prob": -0.5}}
+            line = json.dumps(event).encode("utf-8") + b"\n"
+            if last:
+                final = {
+                    "generated_text": "".join(request.words),
+                    "details": self._details(request),
+                }
+                line += json.dumps(final).encode("utf-8") + b"\n"
+        out += _chunk(eventstream.payload_part(line))
+        if last:
+            out += b"0\r\n\r\n"
+        request.writer.write(out)
+
+
+def fetch_truth(endpoint_url: str) -> list[TruthRecord]:
+    """Ground truth from a simulator running in another process (``GET /_simulator/truth``)."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"{endpoint_url}/_simulator/truth", timeout=30) as response:
+        return [TruthRecord.from_dict(item) for item in json.load(response)]
+
+
+def reset_truth(endpoint_url: str) -> None:
+    """Clear the ground truth of a simulator running in another process."""
+    import urllib.request
+
+    request = urllib.request.Request(f"{endpoint_url}/_simulator/reset", method="POST", data=b"")
+    with urllib.request.urlopen(request, timeout=30):
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve a simulator on 127.0.0.1 until interrupted; prints its URL on the first line."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--port", type=int, default=0)
+    defaults = SimulatorConfig()
+    for item in dataclasses.fields(SimulatorConfig):
+        value = getattr(defaults, item.name)
+        kind = float if isinstance(value, float) else str if isinstance(value, str) else int
+        parser.add_argument(
+            "--" + item.name.replace("_", "-"),
+            type=kind,
+            default=value,
+            dest=item.name,
+        )
+    args = vars(parser.parse_args(argv))
+    port = args.pop("port")
+    simulator = Simulator(SimulatorConfig(**args), port=port)
+
+    async def run() -> None:
+        await simulator.serve()
+        print(simulator.endpoint_url, flush=True)
+        await asyncio.Event().wait()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(run())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
