@@ -1,5 +1,15 @@
 """cdk-sagemaker-llm: AWS CDK v2 constructs for serving large language models on SageMaker."""
 
+from .constructs.autoscaling import (
+    ComponentScaling,
+    PredefinedMetric,
+    ScaleFromZeroPolicy,
+    ScalingPolicy,
+    ScalingPolicyKind,
+    StepPolicy,
+    TargetTrackingPolicy,
+    VariantScaling,
+)
 from .constructs.data_capture import DataCapture
 from .constructs.deployment import RollingDeployment
 from .constructs.endpoint import (
@@ -25,6 +35,7 @@ from .constructs.validation import ValidationError
 __all__ = [
     "Accelerator",
     "AcceleratorKind",
+    "ComponentScaling",
     "ContainerFamily",
     "ContainerImage",
     "DataCapture",
@@ -42,10 +53,17 @@ __all__ = [
     "Model",
     "ModelSource",
     "ModelSourceKind",
+    "PredefinedMetric",
     "ProductionVariant",
     "Quantization",
     "RollingDeployment",
     "RoutingStrategy",
+    "ScaleFromZeroPolicy",
+    "ScalingPolicy",
+    "ScalingPolicyKind",
+    "StepPolicy",
+    "TargetTrackingPolicy",
     "TgiOptions",
     "ValidationError",
+    "VariantScaling",
 ]

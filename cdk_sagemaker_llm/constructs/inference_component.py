@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from aws_cdk import Duration, Names, Size, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -19,6 +19,9 @@ from .model import Model, check_image_on_instance, merge_environment
 from .model_source import ModelSource, ModelSourceKind
 from .serving_options import ServingOptions
 from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
+
+if TYPE_CHECKING:
+    from .autoscaling import ComponentScaling
 
 MIN_MEMORY_MIB = 128
 
@@ -109,6 +112,14 @@ class InferenceComponentBase(Construct):
             "GPUUtilizationNormalized",
             namespace="/aws/sagemaker/InferenceComponents",
             statistic="Average",
+        )
+
+    def auto_scale_copies(self, *, max_copies: int, min_copies: int = 1) -> ComponentScaling:
+        """Scale this component's copies; add policies to the result (see ``ComponentScaling``)."""
+        from .autoscaling import ComponentScaling
+
+        return ComponentScaling(
+            self, "CopyScaling", component=self, min_copies=min_copies, max_copies=max_copies
         )
 
 
