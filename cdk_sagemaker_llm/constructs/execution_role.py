@@ -6,6 +6,8 @@ from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from .nag import acknowledge_wildcard_resources
+
 
 def create_execution_role(scope: Construct, id: str, *, description: str) -> iam.Role:
     """A role SageMaker can assume, allowed only to write its endpoints' CloudWatch logs.
@@ -40,6 +42,12 @@ def create_execution_role(scope: Construct, id: str, *, description: str) -> iam
             resources=log_groups,
         )
     )
+    acknowledge_wildcard_resources(
+        role,
+        log_groups,
+        "SageMaker names each endpoint's and component's log group after it, and the role is "
+        "created before those names exist; the wildcard stays within SageMaker's log groups.",
+    )
     return role
 
 
@@ -63,6 +71,12 @@ def grant_vpc_access(role: iam.IRole) -> None:
             ],
             resources=["*"],
         )
+    )
+    acknowledge_wildcard_resources(
+        role,
+        ["*"],
+        "EC2 network-interface calls and ecr:GetAuthorizationToken support no resource-level "
+        "scoping; every other right of this role names its resources.",
     )
 
 

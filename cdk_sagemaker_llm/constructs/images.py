@@ -11,6 +11,7 @@ from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from .nag import acknowledge_wildcard_resources
 from .registries import DLC_REGISTRY_ACCOUNTS, ecr_domain
 from .validation import ValidationError
 
@@ -581,4 +582,10 @@ def _grant_pull(role: iam.IRole, repository_arn: str) -> None:
     )
     iam.Grant.add_to_principal(
         grantee=role, actions=["ecr:GetAuthorizationToken"], resource_arns=["*"]
+    )
+    acknowledge_wildcard_resources(
+        role,
+        ["*"],
+        "ecr:GetAuthorizationToken supports no resource-level scoping; image pulls are scoped "
+        "to exactly one repository.",
     )

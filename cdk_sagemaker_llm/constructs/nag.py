@@ -1,0 +1,49 @@
+"""Acknowledging cdk-nag (AwsSolutions) findings the library cannot avoid, with reasons.
+
+Constructs acknowledge their own unavoidable findings where they create them, so a user who
+runs the AwsSolutions pack over a stack built from this library sees only findings of their
+own. cdk-nag 3 reads acknowledgments from CDK's ``Validations`` metadata; a wildcard finding's
+id names the rendered resource, e.g. ``AwsSolutions-IAM5[Resource::arn:aws:logs:us-west-2:
+<AWS::AccountId>:log-group:/aws/sagemaker/Endpoints/*]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import Acknowledgment, Stack, Validations
+from constructs import IConstruct
+
+
+def acknowledge(scope: IConstruct, rule_id: str, reason: str) -> None:
+    """Acknowledge ``rule_id`` (e.g. ``AwsSolutions-IAM4``) on ``scope`` and its children."""
+    Validations.of(scope).acknowledge(Acknowledgment(id=rule_id, reason=reason))
+
+
+def acknowledge_wildcard_resources(scope: IConstruct, resources: list[str], reason: str) -> None:
+    """Acknowledge AwsSolutions-IAM5 for exactly these wildcard resource ARNs on ``scope``."""
+    stack = Stack.of(scope)
+    for resource in resources:
+        rendered = _rendered(stack.resolve(resource))
+        acknowledge(scope, f"AwsSolutions-IAM5[Resource::{rendered}]", reason)
+
+
+def acknowledge_wildcard_actions(scope: IConstruct, actions: list[str], reason: str) -> None:
+    """Acknowledge AwsSolutions-IAM5 for exactly these wildcard actions (``s3:GetObject*``)."""
+    for action in actions:
+        acknowledge(scope, f"AwsSolutions-IAM5[Action::{action}]", reason)
+
+
+def _rendered(value: Any) -> str:
+    """A resolved CloudFormation value as cdk-nag prints it: references as ``<Name>``."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        if "Ref" in value:
+            return f"<{value['Ref']}>"
+        if "Fn::GetAtt" in value:
+            return f"<{'.'.join(value['Fn::GetAtt'])}>"
+        if "Fn::Join" in value:
+            separator, parts = value["Fn::Join"]
+            return str(separator).join(_rendered(part) for part in parts)
+    raise ValueError(f"cannot render {value!r} as a cdk-nag finding id")

@@ -1,0 +1,25 @@
+"""The README's Python examples run as written."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import PROJECT_ROOT
+
+PYTHON_BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
+
+
+def readme_examples() -> list[str]:
+    return PYTHON_BLOCK.findall((PROJECT_ROOT / "README.md").read_text())
+
+
+def test_readme_has_examples() -> None:
+    assert readme_examples()
+
+
+def test_readme_examples_run() -> None:
+    for example in readme_examples():
+        if "app.synth()" not in example and "App(" not in example:
+            continue  # fragments that need context of the reader's own stack
+        namespace: dict[str, object] = {}
+        exec(compile(example, "README.md", "exec"), namespace)
