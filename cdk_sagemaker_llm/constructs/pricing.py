@@ -70,9 +70,8 @@ class PriceList:
 DEFAULT_PRICE_LIST = PriceList(
     as_of="2025-09-01",
     source=(
-        "Amazon SageMaker AI pricing page, real-time inference, on-demand, list prices "
-        "(https://aws.amazon.com/sagemaker/ai/pricing/); approximate, check before relying "
-        "on them and override with your own PriceList"
+        "Amazon SageMaker AI pricing page, real-time inference on-demand list prices, "
+        "approximate: override with your own PriceList"
     ),
     region="us-east-1",
     prices={
