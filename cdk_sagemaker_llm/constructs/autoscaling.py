@@ -454,7 +454,7 @@ class _Scaling(Construct):
         )
         """The emitted ``AWS::ApplicationAutoScaling::ScalableTarget``."""
         if depends_on is not None:
-            self.scalable_target.add_dependency(depends_on)
+            self.scalable_target.add_resource_dependency(depends_on)
         self._target_ref = appscaling.ScalableTarget.from_scalable_target_attributes(
             self,
             "TargetRef",

@@ -9,6 +9,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
+from ..constructs.autoscaling import ComponentScaling
 from ..constructs.deployment import RollingDeployment
 from ..constructs.endpoint import InferenceComponentEndpoint, RoutingStrategy
 from ..constructs.images import ContainerImage
@@ -28,6 +29,8 @@ class LlamaInferenceComponentStack(Stack):
     A 7-8B model fits on one 24 GB GPU in fp16, so four single-GPU copies per instance serve
     more requests than one copy sharded over all four (domain.md). The container is an LMI
     release covered by SageMaker container caching, so new copies skip the image pull.
+    Copies scale on concurrent requests per copy; a second, smaller endpoint serves sporadic
+    traffic and scales to zero when idle.
     """
 
     def __init__(self, scope: Construct, id: str, **kwargs: Any) -> None:
@@ -86,4 +89,45 @@ class LlamaInferenceComponentStack(Stack):
             threshold=5,
             evaluation_periods=2,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        # Copies follow in-flight requests (high-resolution metric: scale-out detected in
+        # 30 s). 16 concurrent requests per copy is half of max_rolling_batch_size, headroom
+        # while a new copy starts; replace it with a benchmark's measured knee. 4 copies per
+        # instance (one per GPU) x max_instance_count 2 = 8 copies at most.
+        self.scaling = ComponentScaling(
+            self, "Llama3Scaling", component=self.component, min_copies=2, max_copies=8
+        )
+        self.scaling.scale_on_concurrent_requests(
+            target=16,
+            scale_out_cooldown=Duration.minutes(1),
+            scale_in_cooldown=Duration.minutes(10),
+        )
+
+        # Scale to zero: a second endpoint for sporadic traffic, which keeps no instance
+        # while idle. The first request after idling fails (NoCapacityInvocationFailures)
+        # and brings a copy, and managed instance scaling an instance, back.
+        self.sporadic_endpoint = InferenceComponentEndpoint(
+            self,
+            "SporadicEndpoint",
+            instance_type=InstanceType.G5_2XLARGE,
+            initial_instance_count=1,
+            min_instance_count=0,
+            max_instance_count=2,
+        )
+        self.sporadic_component = InferenceComponent(
+            self,
+            "Llama3SporadicComponent",
+            endpoint=self.sporadic_endpoint,
+            model=self.model,
+            accelerators=1,
+            min_memory=Size.gibibytes(24),
+            cpu_cores=4,
+            copy_count=1,
+            container_startup_health_check_timeout=Duration.minutes(15),
+        )
+        self.sporadic_scaling = self.sporadic_component.auto_scale_copies(
+            min_copies=0, max_copies=2
+        )
+        self.sporadic_scaling.scale_on_invocations(
+            target=60, scale_in_cooldown=Duration.minutes(15)
         )
