@@ -821,12 +821,14 @@ def _copies_per_instance(
 
 
 def _custom_kind(resource: dict[str, Any]) -> str | None:
+    """``optimization-job``, ``benchmark`` or None, from the resource type or metadata."""
     metadata = resource.get("Metadata") or {}
     keys = " ".join(str(key).lower() for key in metadata)
     resource_type = str(resource.get("Type", "")).lower()
+    if resource_type.endswith("output"):
+        return None  # e.g. Custom::SageMakerOptimizationJobOutput describes a job listed already
     is_custom = resource_type.startswith("custom::") or resource_type in (
         "aws::cloudformation::customresource",
-        "aws::cloudformation::waitcondition",
     )
     kind_value = str(metadata.get("cdk-sagemaker-llm:kind", "")).lower()
     for kind, markers in (
@@ -848,10 +850,36 @@ def _custom_details(resource: dict[str, Any]) -> dict[str, str]:
         if str(key).startswith("cdk-sagemaker-llm:") and isinstance(value, dict):
             for inner, item in sorted(value.items()):
                 details[str(inner)] = _short(item)
-    for key, value in sorted((resource.get("Properties") or {}).items()):
+    properties = resource.get("Properties") or {}
+    request = properties.get("Request")
+    if isinstance(request, dict) and "OptimizationConfigs" in request:
+        details.update(_optimization_request_details(request))
+        return details
+    for key, value in sorted(properties.items()):
         if key in ("ServiceToken", "ServiceTimeout") or key in details:
             continue
         details[key] = _short(value)
+    return details
+
+
+def _optimization_request_details(request: dict[str, Any]) -> dict[str, str]:
+    """The reviewable parts of a ``CreateOptimizationJob`` request."""
+    techniques = []
+    for config in request.get("OptimizationConfigs") or []:
+        if isinstance(config, dict):
+            techniques += [
+                name.removeprefix("Model").removesuffix("Config") for name in sorted(config)
+            ]
+    details = {
+        "DeploymentInstanceType": _short(request.get("DeploymentInstanceType")),
+        "Techniques": ", ".join(techniques) or "none",
+    }
+    runtime = (request.get("StoppingCondition") or {}).get("MaxRuntimeInSeconds")
+    if runtime is not None:
+        details["MaxRuntimeInSeconds"] = _short(runtime)
+    environment = request.get("OptimizationEnvironment")
+    if isinstance(environment, dict) and environment:
+        details["OptimizationEnvironment"] = _short(environment)
     return details
 
 

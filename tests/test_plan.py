@@ -1,0 +1,250 @@
+"""``cdk-sagemaker-llm plan`` on synthesized cloud assemblies."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import Size
+from conftest import CDK_CONTEXT
+
+from app import build_app
+from cdk_sagemaker_llm.cli import main
+from cdk_sagemaker_llm.constructs.autoscaling import ComponentScaling, VariantScaling
+from cdk_sagemaker_llm.constructs.endpoint import (
+    Endpoint,
+    InferenceComponentEndpoint,
+    ProductionVariant,
+)
+from cdk_sagemaker_llm.constructs.images import ContainerImage
+from cdk_sagemaker_llm.constructs.instance_type import InstanceType
+from cdk_sagemaker_llm.constructs.model import Model
+from cdk_sagemaker_llm.constructs.model_source import ModelSource
+from cdk_sagemaker_llm.constructs.pricing import DEFAULT_PRICE_LIST
+from cdk_sagemaker_llm.constructs.serving_options import LmiOptions, TgiOptions
+from cdk_sagemaker_llm.plan import build_plan, render_json, render_markdown
+
+
+@pytest.fixture(scope="module")
+def reference_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The reference app (app.py) synthesized into a temporary cloud assembly."""
+    outdir = tmp_path_factory.mktemp("reference") / "cdk.out"
+    app = cdk.App(outdir=str(outdir), context=CDK_CONTEXT)
+    build_app(app)
+    app.synth()
+    return outdir
+
+
+@pytest.fixture(scope="module")
+def scaled_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Both endpoint kinds with scaling policies, plus an optimization job and a benchmark."""
+    outdir = tmp_path_factory.mktemp("scaled") / "cdk.out"
+    app = cdk.App(outdir=str(outdir), context=CDK_CONTEXT)
+    stack = cdk.Stack(app, "Scaled", env=cdk.Environment(region="us-west-2"))
+    mistral = Model(
+        stack,
+        "Mistral",
+        image=ContainerImage.tgi("2.4.0"),
+        source=ModelSource.from_hugging_face("mistralai/Mistral-7B-Instruct-v0.2"),
+        serving=TgiOptions(num_gpus=1, max_total_tokens=8192, max_concurrent_requests=64),
+    )
+    instance_endpoint = Endpoint(
+        stack,
+        "Instances",
+        variants=[
+            ProductionVariant(
+                model=mistral, instance_type=InstanceType.G6E_XLARGE, initial_instance_count=1
+            )
+        ],
+    )
+    VariantScaling(
+        stack, "VariantScaling", endpoint=instance_endpoint, max_instances=3
+    ).scale_on_invocations(target=100)
+
+    endpoint = InferenceComponentEndpoint(
+        stack,
+        "Shared",
+        instance_type=InstanceType.G5_12XLARGE,
+        min_instance_count=0,
+        max_instance_count=1,
+    )
+    unknown = Model(
+        stack,
+        "Custom",
+        image=ContainerImage.lmi("0.31.0"),
+        source=ModelSource.from_hugging_face("my-org/my-model"),
+        serving=LmiOptions(tensor_parallel_degree=1),
+    )
+    component = endpoint.add_inference_component(
+        "Custom", model=unknown, accelerators=1, min_memory=Size.gibibytes(16)
+    )
+    scaling = ComponentScaling(
+        stack, "CopyScaling", component=component, max_copies=8, min_copies=0
+    )
+    scaling.scale_on_concurrent_requests(target=4)
+
+    # Stand-ins shaped like the optimization-job and benchmark custom resources.
+    token = "arn:aws:lambda:us-west-2:123456789012:function:x"
+    cdk.CfnResource(
+        stack,
+        "Optimize",
+        type="Custom::SageMakerOptimizationJob",
+        properties={
+            "ServiceToken": token,
+            "Request": {
+                "DeploymentInstanceType": "ml.g5.12xlarge",
+                "OptimizationConfigs": [{"ModelQuantizationConfig": {"Image": "x"}}],
+                "StoppingCondition": {"MaxRuntimeInSeconds": 7200},
+            },
+        },
+    )
+    cdk.CfnResource(
+        stack,
+        "OptimizeOutput",
+        type="Custom::SageMakerOptimizationJobOutput",
+        properties={"ServiceToken": token},
+    )
+    bench = cdk.CustomResource(
+        stack,
+        "Bench",
+        service_token="arn:aws:lambda:us-west-2:123456789012:function:y",
+        properties={"Concurrency": [1, 2, 4, 8]},
+    )
+    bench.node.default_child.add_metadata(  # type: ignore[union-attr]
+        "cdk-sagemaker-llm:benchmark", {"payload": "512 in / 256 out"}
+    )
+    app.synth()
+    return outdir
+
+
+def test_plan_of_the_reference_app(reference_assembly: Path) -> None:
+    plan = build_plan(reference_assembly)
+    (stack,) = plan.stacks
+    assert stack.name == "LlamaInferenceComponents"
+    # The endpoint of the Llama 3 component (the reference app may hold more endpoints).
+    endpoint = next(e for e in stack.endpoints if e.logical_id.startswith("Endpoint"))
+    assert endpoint.kind == "inference components"
+    (variant,) = endpoint.variants
+    assert (variant.instance_type, variant.min_instances, variant.max_instances) == (
+        "ml.g5.12xlarge",
+        1,
+        2,
+    )
+    assert endpoint.cost_per_hour_min == pytest.approx(7.09)
+    assert endpoint.cost_per_hour_max == pytest.approx(14.18)
+    (component,) = endpoint.components
+    assert component.accelerators_per_copy == 1
+    assert component.copies_per_instance == 4
+    assert component.initial_copies == 2
+    assert component.image is not None and component.image.caching_eligible
+    assert component.image.caching_applies
+    assert component.model == "meta-llama/Meta-Llama-3-8B-Instruct (llama-3-8b)"
+    assert component.sizing is not None and component.sizing.fits
+    assert component.sizing.report and component.sizing.report["max_concurrent_sequences"] == 5
+    assert "max concurrency 32 exceeds" in component.sizing.warnings[0]
+
+    markdown = render_markdown(plan)
+    assert markdown.startswith("## cdk-sagemaker-llm plan")
+    for expected in (
+        "#### Endpoint `EndpointEEF1FD8F` (inference components)",
+        "| Cost per hour | $7.09 at min, $14.18 at max |",
+        "ml.g5.12xlarge (4 x NVIDIA A10G)<br>instances: initial 1, min 1, max 2",
+        "| Container caching | eligible (lmi 0.31.0); applies: inference-component endpoint |",
+        "| Copies per instance | 4 |",
+        "✅ fits: llama-3-8b fp16 at tensor-parallel degree 1",
+        "djl-inference:0.31.0-lmi13.0.0-cu124",
+        DEFAULT_PRICE_LIST.as_of,
+    ):
+        assert expected in markdown, expected
+    data = json.loads(render_json(plan))
+    costs = {e["logical_id"]: e["cost_per_hour_max"] for e in data["stacks"][0]["endpoints"]}
+    assert costs[endpoint.logical_id] == pytest.approx(14.18)
+
+
+def test_plan_is_deterministic(reference_assembly: Path) -> None:
+    assert render_markdown(build_plan(reference_assembly)) == render_markdown(
+        build_plan(reference_assembly)
+    )
+
+
+def test_plan_reads_scaling_policies_custom_resources_and_instance_endpoints(
+    scaled_assembly: Path,
+) -> None:
+    (stack,) = build_plan(scaled_assembly).stacks
+    by_kind = {endpoint.kind: endpoint for endpoint in stack.endpoints}
+
+    instances = by_kind["instance-based"]
+    (variant,) = instances.variants
+    assert (variant.min_instances, variant.max_instances) == (1, 3)
+    assert variant.cost_per_hour_min == pytest.approx(DEFAULT_PRICE_LIST.prices["ml.g6e.xlarge"])
+    assert variant.cost_per_hour_max == pytest.approx(
+        3 * DEFAULT_PRICE_LIST.prices["ml.g6e.xlarge"]
+    )
+    assert variant.scaling is not None
+    (policy,) = variant.scaling.policies
+    assert policy.policy_type == "target tracking"
+    assert policy.detection_seconds == 180
+    assert variant.model == "mistralai/Mistral-7B-Instruct-v0.2 (mistral-7b)"
+    assert variant.image is not None
+    assert variant.image.caching_eligible and not variant.image.caching_applies
+    assert variant.sizing is not None and variant.sizing.fits
+    assert variant.copies_per_instance == 1
+
+    shared = by_kind["inference components"]
+    assert shared.cost_per_hour_min == 0
+    (component,) = shared.components
+    assert (component.min_copies, component.max_copies) == (0, 8)
+    assert component.scaling is not None
+    detections = sorted(p.detection_seconds or 0 for p in component.scaling.policies)
+    assert detections == [30, 60]  # high-resolution target tracking; the scale-from-zero alarm
+    assert component.scaling.fastest_detection_seconds == 30
+    assert component.sizing is not None and component.sizing.fits is None
+    assert "unknown" in component.sizing.summary
+    assert component.notes and "need 2 instances" in component.notes[0]
+
+    assert [job.resource_type for job in stack.optimization_jobs] == [
+        "Custom::SageMakerOptimizationJob"
+    ]
+    assert stack.optimization_jobs[0].details == {
+        "DeploymentInstanceType": "ml.g5.12xlarge",
+        "Techniques": "Quantization",
+        "MaxRuntimeInSeconds": "7200",
+    }
+    (benchmark,) = stack.benchmarks
+    assert benchmark.details["payload"] == "512 in / 256 out"
+
+    markdown = render_markdown(build_plan(scaled_assembly))
+    for expected in (
+        "does not apply: only inference-component endpoints benefit",
+        "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution at 4 (~30 s to detect",
+        "NoCapacityInvocationFailures",
+        "#### Optimization jobs",
+        "Custom::SageMakerOptimizationJob",
+        "⚠️ 8 copies need 2 instances",
+    ):
+        assert expected in markdown, expected
+
+
+def test_plan_command_formats_and_errors(
+    reference_assembly: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["plan", str(reference_assembly), "--format", "json"]) == 0
+    data: dict[str, Any] = json.loads(capsys.readouterr().out)
+    assert data["stacks"][0]["name"] == "LlamaInferenceComponents"
+    assert main(["plan", str(reference_assembly)]) == 0
+    assert "## cdk-sagemaker-llm plan" in capsys.readouterr().out
+    assert main(["plan", str(tmp_path / "missing")]) == 2
+    assert "cdk synth" in capsys.readouterr().err
+
+
+def test_plan_without_manifest_reads_templates_and_ignores_unknown_resources(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "Other.template.json").write_text(
+        json.dumps({"Resources": {"Bucket": {"Type": "AWS::S3::Bucket"}}})
+    )
+    assert main(["plan", str(tmp_path)]) == 0
+    assert "No SageMaker endpoints" in capsys.readouterr().out
