@@ -1,0 +1,198 @@
+"""Reports of a :class:`~.engine.BenchmarkResult`: a hand-written SVG chart and Markdown."""
+
+from __future__ import annotations
+
+import math
+from html import escape
+
+from .engine import BenchmarkResult, LevelResult
+
+_WIDTH, _HEIGHT = 720, 440
+_LEFT, _RIGHT, _TOP, _BOTTOM = 80, 30, 50, 60
+
+
+def _nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """Round tick values covering ``[low, high]``."""
+    if high <= low:
+        high = low + 1.0
+    raw = (high - low) / count
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    start = math.floor(low / step) * step
+    ticks = []
+    value = start
+    while value <= high + step * 1e-9:
+        ticks.append(round(value, 10))
+        value += step
+    if ticks[-1] < high:
+        ticks.append(round(value, 10))
+    return ticks
+
+
+def _label(value: float) -> str:
+    return f"{value:g}" if abs(value) < 1e5 else f"{value:.3g}"
+
+
+def render_svg(result: BenchmarkResult) -> str:
+    """Latency versus throughput: p50 ms/token (y) against output tokens/s (x), one point per
+    concurrency level, the knee circled, the SLO as a dashed line."""
+    points = [
+        level
+        for level in sorted(result.levels, key=lambda lv: lv.concurrency)
+        if level.p50_ms_per_token is not None
+    ]
+    title = "Latency vs throughput"
+    payload = result.payload
+    subtitle = (
+        f"{payload.get('input_tokens') or payload.get('prompts')} in / "
+        f"{payload.get('output_tokens')} out tokens"
+        f"{', streaming' if payload.get('stream') else ''}"
+    )
+    name = result.target.get("endpoint_name")
+    if name:
+        component = result.target.get("inference_component")
+        subtitle = f"{name}{' / ' + component if component else ''}: {subtitle}"
+    xs = [level.output_tokens_per_s for level in points] or [0.0, 1.0]
+    ys = [level.p50_ms_per_token or 0.0 for level in points] or [0.0, 1.0]
+    slo = result.slo_ms_per_token
+    x_ticks = _nice_ticks(0.0, max(xs))
+    y_ticks = _nice_ticks(0.0, max([*ys, slo or 0.0]))
+    plot_w = _WIDTH - _LEFT - _RIGHT
+    plot_h = _HEIGHT - _TOP - _BOTTOM
+
+    def sx(value: float) -> float:
+        return _LEFT + plot_w * (value - x_ticks[0]) / (x_ticks[-1] - x_ticks[0])
+
+    def sy(value: float) -> float:
+        return _TOP + plot_h * (1 - (value - y_ticks[0]) / (y_ticks[-1] - y_ticks[0]))
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_WIDTH}" height="{_HEIGHT}" '
+        f'viewBox="0 0 {_WIDTH} {_HEIGHT}" font-family="sans-serif" font-size="12">',
+        f"<title>{escape(title)}</title>",
+        f'<rect width="{_WIDTH}" height="{_HEIGHT}" fill="white"/>',
+        f'<text x="{_WIDTH / 2}" y="20" text-anchor="middle" font-size="15" '
+        f'font-weight="bold">{escape(title)}</text>',
+        f'<text x="{_WIDTH / 2}" y="38" text-anchor="middle" fill="#555">{escape(subtitle)}</text>',
+    ]
+    for tick in x_ticks:
+        x = sx(tick)
+        out.append(
+            f'<line x1="{x:.1f}" y1="{_TOP}" x2="{x:.1f}" y2="{_TOP + plot_h}" stroke="#eee"/>'
+        )
+        out.append(
+            f'<text x="{x:.1f}" y="{_TOP + plot_h + 18}" text-anchor="middle">{_label(tick)}</text>'
+        )
+    for tick in y_ticks:
+        y = sy(tick)
+        out.append(
+            f'<line x1="{_LEFT}" y1="{y:.1f}" x2="{_LEFT + plot_w}" y2="{y:.1f}" stroke="#eee"/>'
+        )
+        out.append(f'<text x="{_LEFT - 8}" y="{y + 4:.1f}" text-anchor="end">{_label(tick)}</text>')
+    out += [
+        f'<rect x="{_LEFT}" y="{_TOP}" width="{plot_w}" height="{plot_h}" fill="none" '
+        f'stroke="#333"/>',
+        f'<text x="{_LEFT + plot_w / 2}" y="{_HEIGHT - 15}" text-anchor="middle">'
+        "output tokens/s</text>",
+        f'<text x="20" y="{_TOP + plot_h / 2}" text-anchor="middle" '
+        f'transform="rotate(-90 20 {_TOP + plot_h / 2})">p50 ms per output token</text>',
+    ]
+    if slo is not None:
+        y = sy(slo)
+        out.append(
+            f'<line x1="{_LEFT}" y1="{y:.1f}" x2="{_LEFT + plot_w}" y2="{y:.1f}" '
+            f'stroke="#c00" stroke-dasharray="6 4"/>'
+        )
+        out.append(
+            f'<text x="{_LEFT + plot_w - 4}" y="{y - 5:.1f}" text-anchor="end" fill="#c00">'
+            f"SLO {slo:g} ms/token</text>"
+        )
+    if points:
+        path = " ".join(
+            f"{sx(lv.output_tokens_per_s):.1f},{sy(lv.p50_ms_per_token or 0):.1f}" for lv in points
+        )
+        out.append(f'<polyline points="{path}" fill="none" stroke="#1f77b4" stroke-width="2"/>')
+    for level in points:
+        x, y = sx(level.output_tokens_per_s), sy(level.p50_ms_per_token or 0)
+        out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="#1f77b4"/>')
+        out.append(f'<text x="{x + 7:.1f}" y="{y - 7:.1f}">c={level.concurrency}</text>')
+        if level.concurrency == result.knee.concurrency:
+            out.append(
+                f'<circle cx="{x:.1f}" cy="{y:.1f}" r="10" fill="none" stroke="#d62728" '
+                f'stroke-width="2"/>'
+            )
+            out.append(f'<text x="{x + 7:.1f}" y="{y + 20:.1f}" fill="#d62728">knee</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def _cell(value: float | None, digits: int = 1, scale: float = 1.0) -> str:
+    return "-" if value is None else f"{value * scale:,.{digits}f}"
+
+
+def _row(level: LevelResult, knee: int | None, stream: bool) -> str:
+    cells = [
+        f"**{level.concurrency}**" if level.concurrency == knee else str(level.concurrency),
+        str(level.requests),
+        f"{level.errors} ({level.error_rate:.1%})",
+        _cell(level.p50_latency_s, 3),
+        _cell(level.p90_latency_s, 3),
+        _cell(level.p99_latency_s, 3),
+        _cell(level.p50_ms_per_token),
+        _cell(level.output_tokens_per_s),
+        _cell(level.requests_per_s, 2),
+    ]
+    if stream:
+        cells += [_cell(level.p50_ttft_s, 1, 1000), _cell(level.p50_itl_s, 1, 1000)]
+    return "| " + " | ".join(cells) + " |"
+
+
+def render_markdown(result: BenchmarkResult) -> str:
+    """A Markdown report: the payload, one table row per level, the knee, throughput, cost."""
+    payload = result.payload
+    stream = any(level.p50_ttft_s is not None for level in result.levels)
+    lines = ["# Benchmark results", ""]
+    if result.target:
+        lines.append(
+            "Target: " + ", ".join(f"{k} `{v}`" for k, v in result.target.items() if v) + "  "
+        )
+    lines.append(
+        "Payload: "
+        + ", ".join(f"{key} `{value}`" for key, value in payload.items() if value is not None)
+    )
+    lines += ["", "| concurrency | requests | errors | p50 latency s | p90 latency s | "
+              "p99 latency s | p50 ms/token | output tokens/s | requests/s |"
+              + (" p50 TTFT ms | p50 ITL ms |" if stream else "")]  # fmt: skip
+    lines.append("|" + "---:|" * (11 if stream else 9))
+    lines += [_row(level, result.knee.concurrency, stream) for level in result.levels]
+    lines.append("")
+    knee = result.knee
+    tripped = (
+        f" ({knee.reason} rule tripped at concurrency {knee.tripped_at})"
+        if knee.tripped_at is not None
+        else " (rule not tripped within the sweep)"
+    )
+    lines.append(f"- Knee: concurrency **{knee.concurrency}**{tripped}. Rule: {knee.rule}.")
+    best = result.max_throughput_level
+    if best is not None:
+        within = (
+            f" within the SLO of {result.slo_ms_per_token:g} ms/token"
+            if result.slo_ms_per_token is not None
+            else ""
+        )
+        lines.append(
+            f"- Max throughput{within}: {best.output_tokens_per_s:,.1f} output tokens/s "
+            f"at concurrency {best.concurrency}."
+        )
+    cost = result.to_dict().get("cost")
+    if cost:
+        for key, label in (
+            ("per_1m_output_tokens_at_knee", "at the knee"),
+            ("per_1m_output_tokens_at_max_throughput", "at max throughput"),
+        ):
+            if cost.get(key) is not None:
+                lines.append(
+                    f"- Cost per 1M output tokens {label}: ${cost[key]:,.2f} "
+                    f"(at ${cost['price_per_hour']:g}/hour)."
+                )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,48 @@
+"""``cdk-sagemaker-llm report``: chart and table of a benchmark's results JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..benchmarking.engine import BenchmarkResult
+from ..benchmarking.report import render_markdown, render_svg
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``report`` subcommand."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "report",
+        help="render benchmark results as an SVG latency-vs-throughput chart and Markdown",
+        description="Render results.json of `cdk-sagemaker-llm benchmark`: a latency-versus-"
+        "throughput chart (SVG) and a Markdown table. Without --markdown, the table is printed.",
+    )
+    parser.add_argument("results", help="results JSON written by `benchmark --out`")
+    parser.add_argument("--chart", help="write the chart to this .svg file")
+    parser.add_argument("--markdown", help="write the Markdown report to this file")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Render the report; exit 0, or 2 when the results cannot be read."""
+    try:
+        result = BenchmarkResult.from_dict(
+            json.loads(Path(args.results).read_text(encoding="utf-8"))
+        )
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        print(f"error: cannot read {args.results}: {error}", file=sys.stderr)
+        return 2
+    markdown = render_markdown(result)
+    if args.chart:
+        if not args.chart.endswith(".svg"):
+            print("error: --chart writes SVG; name the file *.svg", file=sys.stderr)
+            return 2
+        Path(args.chart).write_text(render_svg(result), encoding="utf-8")
+    if args.markdown:
+        Path(args.markdown).write_text(markdown, encoding="utf-8")
+    else:
+        sys.stdout.write(markdown)
+    return 0
