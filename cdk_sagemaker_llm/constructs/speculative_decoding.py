@@ -1,0 +1,172 @@
+"""Speculative decoding without an optimization job: a draft model on the serving container.
+
+A small draft model proposes tokens that the served (target) model verifies in one pass, which
+roughly doubles decode throughput for large models at no job cost (domain.md). LMI reads the
+draft from ``OPTION_SPECULATIVE_DRAFT_MODEL``, as the SageMaker Python SDK sets it:
+
+- ``SpeculativeDecoding.provider_draft()``: SageMaker's own draft for the model
+  (``OPTION_SPECULATIVE_DRAFT_MODEL=sagemaker``). SageMaker does not support it on inference
+  components, with custom inference code, or for models fine-tuned outside JumpStart: the
+  first two are rejected at synth.
+- ``SpeculativeDecoding.from_hugging_face("org/draft")``: the container downloads the draft
+  from the Hugging Face Hub (needs network access).
+- ``SpeculativeDecoding.from_s3(bucket, "drafts/llama-3-1b/")``: your own draft's uncompressed
+  weights. The SDK mounts such a draft as an additional model data source at
+  ``/opt/ml/additional-model-data-sources/draft_model``, but ``AWS::SageMaker::Model``'s
+  ``ContainerDefinition`` has no ``AdditionalModelDataSources`` (neither aws-cdk-lib 2.275's
+  ``CfnModel.ContainerDefinitionProperty`` nor CloudFormation's schema), so the draft is given
+  as its ``s3://`` URI, which LMI downloads at start with the model's execution role. That
+  role is granted read on exactly the draft's prefix; the container needs network access, so
+  network isolation is rejected with an S3 draft.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import Enum
+
+from aws_cdk import Token
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+
+from .images import ContainerFamily, ContainerImage
+from .model_source import ModelSource
+from .validation import ValidationError
+
+DRAFT_MODEL_VARIABLE = "OPTION_SPECULATIVE_DRAFT_MODEL"
+"""The LMI variable naming the draft model."""
+PROVIDER_DRAFT = "sagemaker"
+"""The value of ``OPTION_SPECULATIVE_DRAFT_MODEL`` that selects SageMaker's own draft."""
+ADDITIONAL_MODEL_DATA_DIRECTORY = "/opt/ml/additional-model-data-sources"
+"""Where SageMaker mounts additional model data sources (not reachable from CloudFormation)."""
+CUSTOM_CODE_VARIABLES = ("SAGEMAKER_PROGRAM", "OPTION_ENTRYPOINT", "OPTION_ENTRY_POINT")
+"""Container variables that load custom inference code."""
+
+
+class DraftModelKind(Enum):
+    """Where the draft model comes from."""
+
+    PROVIDER = "provider"
+    """SageMaker's own draft model."""
+    HUGGING_FACE = "hugging-face"
+    """A Hugging Face Hub model id."""
+    S3 = "s3"
+    """Uncompressed weights under an S3 prefix."""
+
+
+class SpeculativeDecoding:
+    """A draft model for speculative decoding, set on a ``Model``'s serving container.
+
+    Pass it as ``Model(..., speculative_decoding=SpeculativeDecoding.provider_draft())``. It
+    needs an LMI image (the variables are LMI's); an image given by URI is trusted to be one.
+    """
+
+    def __init__(
+        self,
+        kind: DraftModelKind,
+        *,
+        model_id: str | None = None,
+        bucket: s3.IBucket | None = None,
+        prefix: str | None = None,
+    ) -> None:
+        self.kind = kind
+        """Where the draft model comes from."""
+        self.model_id = model_id
+        """The Hugging Face model id, for Hugging Face drafts."""
+        self.bucket = bucket
+        """The S3 bucket, for S3 drafts."""
+        self.prefix = prefix
+        """The S3 prefix (ending in ``/``), for S3 drafts."""
+
+    @staticmethod
+    def provider_draft() -> SpeculativeDecoding:
+        """SageMaker's own draft model (JumpStart models on single-model endpoints only)."""
+        return SpeculativeDecoding(DraftModelKind.PROVIDER)
+
+    @staticmethod
+    def from_hugging_face(model_id: str) -> SpeculativeDecoding:
+        """A draft downloaded from the Hugging Face Hub by the container, e.g.
+        ``"meta-llama/Llama-3.2-1B-Instruct"``."""
+        ModelSource.from_hugging_face(model_id)  # the same id checks
+        return SpeculativeDecoding(DraftModelKind.HUGGING_FACE, model_id=model_id)
+
+    @staticmethod
+    def from_s3(bucket: s3.IBucket, prefix: str) -> SpeculativeDecoding:
+        """Your own draft's uncompressed weights under ``prefix`` (ending in ``/``)."""
+        if not Token.is_unresolved(prefix) and (not prefix.endswith("/") or prefix.startswith("/")):
+            raise ValidationError(
+                "SpeculativeDecoding.from_s3(prefix)",
+                prefix,
+                "a draft model's S3 prefix must end with '/' and not start with '/'",
+                f"pass {prefix.strip('/') + '/'!r}",
+            )
+        return SpeculativeDecoding(DraftModelKind.S3, bucket=bucket, prefix=prefix)
+
+    @property
+    def is_provider_draft(self) -> bool:
+        """True for SageMaker's own draft, which inference components do not support."""
+        return self.kind is DraftModelKind.PROVIDER
+
+    @property
+    def s3_uri(self) -> str | None:
+        """``s3://bucket/prefix`` of an S3 draft, None otherwise."""
+        if self.bucket is None:
+            return None
+        return f"s3://{self.bucket.bucket_name}/{self.prefix}"
+
+    def validate(
+        self,
+        image: ContainerImage,
+        environment: Mapping[str, str] | None,
+        *,
+        network_isolation: bool = False,
+    ) -> None:
+        """Raise ValidationError when this draft cannot work with the given container."""
+        if not image.family.is_lmi and image.family is not ContainerFamily.CUSTOM:
+            raise ValidationError(
+                "speculative_decoding",
+                self.kind.value,
+                f"the draft model is set through LMI's {DRAFT_MODEL_VARIABLE}, which a "
+                f"{image.family.value} image ignores",
+                "serve the model with an LMI image (ContainerImage.lmi(...)), or drop "
+                "speculative_decoding",
+            )
+        custom_code = sorted(set(CUSTOM_CODE_VARIABLES) & set(environment or {}))
+        if self.is_provider_draft and (image.family is ContainerFamily.CUSTOM or custom_code):
+            detail = (
+                f"the container loads custom inference code ({', '.join(custom_code)})"
+                if custom_code
+                else "the image is not a SageMaker LMI container (custom inference code)"
+            )
+            raise ValidationError(
+                "speculative_decoding",
+                "provider_draft()",
+                f"SageMaker's draft model is not supported with custom inference code: {detail}",
+                "use your own draft (SpeculativeDecoding.from_s3 or .from_hugging_face), or "
+                "serve with a SageMaker LMI image and no custom entry point",
+            )
+        if network_isolation and self.kind is not DraftModelKind.PROVIDER:
+            raise ValidationError(
+                "speculative_decoding",
+                self.s3_uri or self.model_id,
+                "the container downloads this draft at start, which network isolation forbids "
+                "(CloudFormation cannot mount a draft as an additional model data source)",
+                "disable network_isolation, or drop speculative_decoding",
+            )
+
+    def bind(self, role: iam.IRole | None) -> dict[str, str]:
+        """The container variables; grants ``role`` read on exactly an S3 draft's prefix."""
+        if self.kind is DraftModelKind.PROVIDER:
+            return {DRAFT_MODEL_VARIABLE: PROVIDER_DRAFT}
+        if self.kind is DraftModelKind.HUGGING_FACE:
+            assert self.model_id is not None
+            return {DRAFT_MODEL_VARIABLE: self.model_id}
+        assert self.bucket is not None and self.prefix is not None
+        if role is not None:
+            # Reuse the model source's exact-prefix read grant (objects, listing, KMS).
+            ModelSource.from_s3(self.bucket, self.prefix).bind(role)
+        return {DRAFT_MODEL_VARIABLE: self.s3_uri or ""}
+
+    def __repr__(self) -> str:
+        where = self.s3_uri or self.model_id or PROVIDER_DRAFT
+        return f"SpeculativeDecoding({self.kind.value}, {where})"

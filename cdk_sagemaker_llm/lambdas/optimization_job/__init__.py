@@ -1,0 +1,1 @@
+"""Handlers of OptimizationJob: the custom resources and the Step Functions poll step."""
