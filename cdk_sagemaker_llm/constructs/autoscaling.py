@@ -145,9 +145,9 @@ class TargetTrackingPolicy(ScalingPolicy):
         :param target: the metric value to hold; a literal > 0 or a number token (e.g. a
             benchmark's measured knee).
         :param scale_in_cooldown: wait after a scale-in (0-3600 s); default Application Auto
-            Scaling's (300 s for SageMaker).
+            Scaling's (300 s for endpoint variants).
         :param scale_out_cooldown: wait after a scale-out (0-3600 s); default Application Auto
-            Scaling's (300 s for SageMaker).
+            Scaling's (300 s for endpoint variants).
         :param disable_scale_in: only ever scale out; default False.
         """
         super().__init__(scope, id)
@@ -706,8 +706,8 @@ class ComponentScaling(_Scaling):
         """Hold in-flight requests per copy at ``target`` (high resolution: 10 s x 3 = 30 s).
 
         :param target: concurrent requests per copy, e.g. the benchmark's knee; > 0 or a token.
-        :param scale_in_cooldown: 0-3600 s; default Application Auto Scaling's (300 s).
-        :param scale_out_cooldown: 0-3600 s; default Application Auto Scaling's (300 s).
+        :param scale_in_cooldown: 0-3600 s; default Application Auto Scaling's.
+        :param scale_out_cooldown: 0-3600 s; default Application Auto Scaling's.
         :param disable_scale_in: only scale out; default False.
         """
         return self._track(
@@ -730,8 +730,8 @@ class ComponentScaling(_Scaling):
         """Hold requests per copy per minute at ``target`` (standard: 60 s x 3 = 3 minutes).
 
         :param target: invocations per copy per minute; > 0 or a token.
-        :param scale_in_cooldown: 0-3600 s; default Application Auto Scaling's (300 s).
-        :param scale_out_cooldown: 0-3600 s; default Application Auto Scaling's (300 s).
+        :param scale_in_cooldown: 0-3600 s; default Application Auto Scaling's.
+        :param scale_out_cooldown: 0-3600 s; default Application Auto Scaling's.
         :param disable_scale_in: only scale out; default False.
         """
         return self._track(
@@ -833,8 +833,8 @@ class VariantScaling(_Scaling):
         """Hold requests per instance per minute at ``target`` (standard: 60 s x 3 = 3 minutes).
 
         :param target: invocations per instance per minute; > 0 or a token.
-        :param scale_in_cooldown: 0-3600 s; default Application Auto Scaling's (300 s).
-        :param scale_out_cooldown: 0-3600 s; default Application Auto Scaling's (300 s).
+        :param scale_in_cooldown: 0-3600 s; default 300 s (Application Auto Scaling's).
+        :param scale_out_cooldown: 0-3600 s; default 300 s (Application Auto Scaling's).
         :param disable_scale_in: only scale out; default False.
         """
         return self._track(
@@ -857,8 +857,8 @@ class VariantScaling(_Scaling):
         """Hold in-flight requests per model at ``target`` (high resolution: 10 s x 3 = 30 s).
 
         :param target: concurrent requests per model; > 0 or a token.
-        :param scale_in_cooldown: 0-3600 s; default Application Auto Scaling's (300 s).
-        :param scale_out_cooldown: 0-3600 s; default Application Auto Scaling's (300 s).
+        :param scale_in_cooldown: 0-3600 s; default 300 s (Application Auto Scaling's).
+        :param scale_out_cooldown: 0-3600 s; default 300 s (Application Auto Scaling's).
         :param disable_scale_in: only scale out; default False.
         """
         return self._track(
