@@ -1,0 +1,168 @@
+"""Synth-time fit checks on endpoints and inference components."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import Size
+from aws_cdk.assertions import Annotations, Match, Template
+from conftest import new_stack
+
+from cdk_sagemaker_llm.constructs.endpoint import (
+    Endpoint,
+    InferenceComponentEndpoint,
+    ProductionVariant,
+)
+from cdk_sagemaker_llm.constructs.images import ContainerImage
+from cdk_sagemaker_llm.constructs.instance_type import InstanceType
+from cdk_sagemaker_llm.constructs.model import Model
+from cdk_sagemaker_llm.constructs.model_source import ModelSource
+from cdk_sagemaker_llm.constructs.model_spec import ModelSpec
+from cdk_sagemaker_llm.constructs.plan_metadata import IMAGE, MODEL_SPEC
+from cdk_sagemaker_llm.constructs.serving_options import (
+    LmiOptions,
+    Quantization,
+    TgiOptions,
+)
+from cdk_sagemaker_llm.constructs.validation import ValidationError
+
+
+def _model(
+    stack: cdk.Stack,
+    model_id: str,
+    serving: LmiOptions | TgiOptions | None = None,
+    spec: ModelSpec | None = None,
+) -> Model:
+    image = (
+        ContainerImage.tgi("2.4.0")
+        if isinstance(serving, TgiOptions)
+        else ContainerImage.lmi("0.31.0")
+    )
+    return Model(
+        stack,
+        "Model",
+        image=image,
+        source=ModelSource.from_hugging_face(model_id),
+        serving=serving,
+        spec=spec,
+    )
+
+
+def _variant_endpoint(stack: cdk.Stack, model: Model, instance_type: InstanceType) -> Endpoint:
+    return Endpoint(
+        stack,
+        "Endpoint",
+        variants=[ProductionVariant(model=model, instance_type=instance_type)],
+    )
+
+
+def test_a_model_that_cannot_fit_is_a_synth_error_with_numbers_and_fixes() -> None:
+    stack = new_stack()
+    model = _model(stack, "meta-llama/Llama-2-13b-chat-hf")
+    with pytest.raises(ValidationError) as error:
+        _variant_endpoint(stack, model, InstanceType.G5_2XLARGE)
+    message = str(error.value)
+    assert error.value.prop == "variants[0].instance_type"
+    for expected in (
+        "llama-2-13b (fp16) does not fit on 1 x NVIDIA A10G",
+        "weights 26.0 GB",
+        "overhead 2.0 GB",
+        "24.0 GB usable",
+        "larger instance type",
+        "quantize the weights",
+    ):
+        assert expected in message, expected
+
+
+def test_a_component_gets_the_more_accelerators_fix() -> None:
+    stack = new_stack()
+    model = _model(stack, "meta-llama/Llama-2-13b-chat-hf", LmiOptions(tensor_parallel_degree=1))
+    endpoint = InferenceComponentEndpoint(stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE)
+    with pytest.raises(ValidationError, match=r"tensor-parallel degree 2 fits on ml.g5.12xlarge"):
+        endpoint.add_inference_component(
+            "Component", model=model, accelerators=1, min_memory=Size.gibibytes(16)
+        )
+
+
+def test_quantization_makes_it_fit() -> None:
+    stack = new_stack()
+    model = _model(
+        stack,
+        "meta-llama/Meta-Llama-3-70B-Instruct",
+        LmiOptions(tensor_parallel_degree=4, quantization=Quantization.AWQ, max_model_len=4096),
+    )
+    _variant_endpoint(stack, model, InstanceType.G5_12XLARGE)
+    Template.from_stack(stack).resource_count_is("AWS::SageMaker::EndpointConfig", 1)
+
+
+def test_a_max_concurrency_the_kv_cache_cannot_hold_is_a_warning() -> None:
+    stack = new_stack()
+    model = _model(
+        stack,
+        "meta-llama/Llama-2-7b-chat-hf",
+        TgiOptions(num_gpus=1, max_total_tokens=4096, max_concurrent_requests=16),
+    )
+    _variant_endpoint(stack, model, InstanceType.G5_XLARGE)
+    Annotations.from_stack(stack).has_warning(
+        "/TestStack/Model",
+        Match.string_like_regexp(
+            r"max concurrency 16 exceeds what the KV cache holds: 3 sequences of 4096 tokens"
+        ),
+    )
+
+
+def test_a_concurrency_that_fits_raises_no_warning() -> None:
+    stack = new_stack()
+    model = _model(
+        stack,
+        "meta-llama/Llama-2-7b-chat-hf",
+        TgiOptions(num_gpus=1, max_total_tokens=4096, max_concurrent_requests=3),
+    )
+    _variant_endpoint(stack, model, InstanceType.G5_XLARGE)
+    Annotations.from_stack(stack).has_no_warning("*", Match.string_like_regexp("KV cache"))
+
+
+def test_an_unknown_model_skips_the_check_with_a_note() -> None:
+    stack = new_stack()
+    model = _model(stack, "my-org/my-enormous-model")
+    _variant_endpoint(stack, model, InstanceType.G5_XLARGE)
+    Annotations.from_stack(stack).has_info(
+        "/TestStack/Model", Match.string_like_regexp("Sizing skipped: the model's architecture")
+    )
+
+
+def test_an_unknown_instance_type_skips_the_check_with_a_note() -> None:
+    stack = new_stack()
+    model = Model(
+        stack,
+        "Model",
+        image=ContainerImage.pytorch_cpu("2.5.1"),
+        source=ModelSource.from_hugging_face("meta-llama/Llama-2-70b-hf"),
+    )
+    _variant_endpoint(stack, model, InstanceType.of("ml.c7i.4xlarge"))
+    Annotations.from_stack(stack).has_info(
+        "/TestStack/Model", Match.string_like_regexp("no accelerator facts for ml.c7i.4xlarge")
+    )
+
+
+def test_a_given_spec_overrides_the_inferred_one_and_lands_in_metadata() -> None:
+    stack = new_stack()
+    tiny = ModelSpec.custom(
+        "tiny", parameters=1e9, layers=16, attention_heads=16, head_dim=64, max_context=2048
+    )
+    model = _model(stack, "meta-llama/Llama-2-70b-hf", spec=tiny)
+    assert model.spec is tiny
+    _variant_endpoint(stack, model, InstanceType.G5_XLARGE)
+    resources = Template.from_stack(stack).find_resources("AWS::SageMaker::Model")
+    (metadata,) = [resource["Metadata"] for resource in resources.values()]
+    assert metadata[MODEL_SPEC] == tiny.to_metadata()
+    assert metadata[IMAGE] == {
+        "family": "lmi",
+        "release": "0.31.0",
+        "containerCachingEligible": True,
+    }
+
+
+def test_the_spec_is_inferred_from_well_known_hugging_face_ids() -> None:
+    stack = new_stack()
+    assert _model(stack, "mistralai/Mistral-7B-Instruct-v0.2").spec is ModelSpec.MISTRAL_7B
