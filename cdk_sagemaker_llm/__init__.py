@@ -1,5 +1,6 @@
 """cdk-sagemaker-llm: AWS CDK v2 constructs for serving large language models on SageMaker."""
 
+from .constructs import sizing
 from .constructs.autoscaling import (
     ComponentScaling,
     PredefinedMetric,
@@ -29,10 +30,14 @@ from .constructs.inference_component import (
 from .constructs.instance_type import Accelerator, AcceleratorKind, InstanceType
 from .constructs.model import Model
 from .constructs.model_source import ModelSource, ModelSourceKind
+from .constructs.model_spec import ModelSpec, Precision
+from .constructs.pricing import DEFAULT_PRICE_LIST, PriceList
 from .constructs.serving_options import DataType, LmiBackend, LmiOptions, Quantization, TgiOptions
+from .constructs.sizing import SizingReport
 from .constructs.validation import ValidationError
 
 __all__ = [
+    "DEFAULT_PRICE_LIST",
     "Accelerator",
     "AcceleratorKind",
     "ComponentScaling",
@@ -53,7 +58,10 @@ __all__ = [
     "Model",
     "ModelSource",
     "ModelSourceKind",
+    "ModelSpec",
+    "Precision",
     "PredefinedMetric",
+    "PriceList",
     "ProductionVariant",
     "Quantization",
     "RollingDeployment",
@@ -61,9 +69,11 @@ __all__ = [
     "ScaleFromZeroPolicy",
     "ScalingPolicy",
     "ScalingPolicyKind",
+    "SizingReport",
     "StepPolicy",
     "TargetTrackingPolicy",
     "TgiOptions",
     "ValidationError",
     "VariantScaling",
+    "sizing",
 ]
