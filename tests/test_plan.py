@@ -248,3 +248,13 @@ def test_plan_without_manifest_reads_templates_and_ignores_unknown_resources(
     )
     assert main(["plan", str(tmp_path)]) == 0
     assert "No SageMaker endpoints" in capsys.readouterr().out
+
+
+def test_the_readme_shows_the_plan_of_the_reference_app(reference_assembly: Path) -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    shown = readme.split("On the reference app it prints:", 1)[1].split("````markdown\n", 1)[1]
+    shown = shown.split("````", 1)[0]
+    actual = render_markdown(build_plan(reference_assembly))
+    headings = [line for line in shown.splitlines() if line.startswith("#")]
+    assert headings and headings == [line for line in actual.splitlines() if line.startswith("#")]
+    assert shown.splitlines()[0] == actual.splitlines()[0]
