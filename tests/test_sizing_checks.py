@@ -166,3 +166,30 @@ def test_a_given_spec_overrides_the_inferred_one_and_lands_in_metadata() -> None
 def test_the_spec_is_inferred_from_well_known_hugging_face_ids() -> None:
     stack = new_stack()
     assert _model(stack, "mistralai/Mistral-7B-Instruct-v0.2").spec is ModelSpec.MISTRAL_7B
+
+
+def test_an_image_component_is_checked_against_its_hugging_face_artifact() -> None:
+    stack = new_stack()
+    endpoint = InferenceComponentEndpoint(stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE)
+    with pytest.raises(ValidationError, match="llama-2-70b \\(fp16\\) does not fit on 2 x"):
+        endpoint.add_inference_component(
+            "Big",
+            image=ContainerImage.lmi("0.31.0"),
+            artifact=ModelSource.from_hugging_face("meta-llama/Llama-2-70b-chat-hf"),
+            serving=LmiOptions(tensor_parallel_degree=2),
+            accelerators=2,
+            min_memory=Size.gibibytes(16),
+        )
+    stack = new_stack()
+    endpoint = InferenceComponentEndpoint(stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE)
+    endpoint.add_inference_component(
+        "Small",
+        image=ContainerImage.lmi("0.31.0"),
+        artifact=ModelSource.from_hugging_face("mistralai/Mistral-7B-Instruct-v0.2"),
+        accelerators=1,
+        min_memory=Size.gibibytes(16),
+    )
+    resources = Template.from_stack(stack).find_resources("AWS::SageMaker::InferenceComponent")
+    (metadata,) = [resource["Metadata"] for resource in resources.values()]
+    assert metadata[MODEL_SPEC]["name"] == "mistral-7b"
+    assert metadata[IMAGE]["containerCachingEligible"] is True

@@ -17,7 +17,10 @@ from .images import ContainerImage
 from .instance_type import InstanceType
 from .model import Model, check_image_on_instance, merge_environment
 from .model_source import ModelSource, ModelSourceKind
+from .model_spec import ModelSpec
+from .plan_metadata import add_plan_metadata
 from .serving_options import ServingOptions
+from .sizing import check_fit
 from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
 
 if TYPE_CHECKING:
@@ -256,6 +259,17 @@ class InferenceComponent(InferenceComponentBase):
                             f"reserves {self.accelerators}",
                             f"set accelerators to {degree} or lower the tensor-parallel degree",
                         )
+                check_fit(
+                    self,
+                    spec=ModelSpec.from_hugging_face_id(artifact.model_id if artifact else None),
+                    environment={
+                        **(serving.environment() if serving else {}),
+                        **(environment or {}),
+                    },
+                    instance_type=instance_type,
+                    accelerators=self.accelerators or None,
+                    prop=placement_prop,
+                )
             min_mib, max_mib = _memory(min_memory, max_memory, instance_type.memory_mib)
             _check_fit(self.accelerators, cpu_cores, instance_type)
             specification = sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty(
@@ -296,6 +310,9 @@ class InferenceComponent(InferenceComponentBase):
             deployment_config=_component_deployment(deployment),
         )
         endpoint.components.append(self)
+        if model is None and self.image is not None:
+            spec = ModelSpec.from_hugging_face_id(artifact.model_id if artifact else None)
+            add_plan_metadata(self.resource, image=self.image, spec=spec)
         self.inference_component_name = self.resource.inference_component_name or ""
         self.inference_component_arn = self.resource.attr_inference_component_arn
 

@@ -203,7 +203,7 @@ class ModelSpec:
         return found
 
     @staticmethod
-    def from_hugging_face_id(model_id: str) -> ModelSpec | None:
+    def from_hugging_face_id(model_id: str | None) -> ModelSpec | None:
         """The preset for a well-known Hugging Face id, or None when the id is not known."""
         if not isinstance(model_id, str):
             return None
