@@ -167,7 +167,7 @@ def main() -> int:
             endpoint_url=url,
             config=Config(
                 max_pool_connections=args.concurrency,
-                retries={"max_attempts": 1, "mode": "adaptive"},
+                retries={"total_max_attempts": 1, "mode": "adaptive"},
             ),
         )
         results.append(measure("threads", BotoInvoker("bench", client=client), url, spec, args))

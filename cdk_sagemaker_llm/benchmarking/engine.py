@@ -404,11 +404,13 @@ def sweep(
     keep_samples: bool = False,
     progress: Progress | None = None,
     s3_client: Any = None,
+    warmup_requests: int = 1,
 ) -> BenchmarkResult:
     """Run :func:`run_level` at each concurrency (ascending), summarize, find the knee.
 
     Without ``requests_per_level`` or ``duration_s``, each level sends
     ``max(4 x concurrency, 16)`` requests. ``progress`` receives one line per level.
+    ``warmup_requests`` unmeasured requests go first (credentials, code paths, the server).
     """
     rule = rule or KneeRule()
     factory: RequestFactory = spec.build(s3_client)
@@ -416,6 +418,10 @@ def sweep(
     levels: list[LevelResult] = []
     kept: list[RequestSample] = []
     next_index = 0
+    if warmup_requests > 0:
+        if progress is not None:
+            progress(f"warm-up: {warmup_requests} requests ...")
+        run_level(invoker, factory, 1, requests=warmup_requests)
     for concurrency in sorted(set(concurrencies)):
         count = requests_per_level
         if count is None and duration_s is None:

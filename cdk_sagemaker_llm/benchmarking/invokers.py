@@ -350,9 +350,11 @@ class AsyncInvoker:
 class BotoInvoker:
     """A thread pool of blocking boto3 calls sharing one client (the baseline approach).
 
-    ``client`` defaults to a new ``sagemaker-runtime`` client with ``max_pool_connections``
-    equal to the concurrency and ``retries`` of ``max_attempts`` (default 1: no retries, so
-    throttling is counted rather than hidden) in ``retry_mode`` (default ``adaptive``).
+    ``client`` defaults to a ``sagemaker-runtime`` client (created on first use, kept across
+    levels, recreated when a level needs a larger pool) with ``max_pool_connections``
+    equal to the concurrency and ``max_attempts`` attempts in all (default 1: no retries, so
+    throttling is counted rather than hidden) in ``retry_mode`` (default ``standard``; the
+    ``adaptive`` mode also rate-limits the client after throttling, which changes the load).
     """
 
     def __init__(
@@ -365,7 +367,7 @@ class BotoInvoker:
         session: Any = None,
         client: Any = None,
         max_attempts: int = 1,
-        retry_mode: str = "adaptive",
+        retry_mode: str = "standard",
         read_timeout_s: float = 70.0,
     ) -> None:
         self.endpoint_name = endpoint_name
@@ -377,16 +379,20 @@ class BotoInvoker:
         self.max_attempts = max_attempts
         self.retry_mode = retry_mode
         self.read_timeout_s = read_timeout_s
+        self._owned_pool: int | None = None
 
     def _client(self, concurrency: int) -> Any:
-        if self.client is not None:
+        if self.client is not None and (
+            self._owned_pool is None or self._owned_pool >= concurrency
+        ):
             return self.client
         import boto3
         from botocore.config import Config
 
         session = self.session or boto3.session.Session()
-        retries: Any = {"max_attempts": self.max_attempts, "mode": self.retry_mode}
-        return session.client(
+        retries: Any = {"total_max_attempts": self.max_attempts, "mode": self.retry_mode}
+        self._owned_pool = max(10, concurrency)
+        self.client = session.client(
             "sagemaker-runtime",
             region_name=self.region,
             endpoint_url=self.endpoint_url,
@@ -397,6 +403,7 @@ class BotoInvoker:
                 tcp_keepalive=True,
             ),
         )
+        return self.client
 
     def invoke_one(self, client: Any, request: InvocationRequest) -> RequestSample:
         """Send one request with ``client`` and measure it."""

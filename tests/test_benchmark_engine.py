@@ -1,0 +1,216 @@
+"""Engine arithmetic: percentiles, summaries, merging, the knee, cost, payloads, parsing."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from cdk_sagemaker_llm.benchmarking import (
+    BenchmarkResult,
+    KneeRule,
+    LevelResult,
+    PayloadSpec,
+    RequestSample,
+    cost_per_million_tokens,
+    find_knee,
+    percentile,
+    summarize_level,
+)
+from cdk_sagemaker_llm.benchmarking.payload import (
+    ResponseFormatError,
+    StreamParser,
+    classify_error,
+    parse_response,
+    synthetic_prompt,
+)
+
+
+def sample(
+    start: float, latency: float, tokens: int = 10, error: str | None = None
+) -> RequestSample:
+    return RequestSample(start=start, end=start + latency, output_tokens=tokens, error=error)
+
+
+def level(concurrency: int, tokens_per_s: float, ms_per_token: float = 10.0) -> LevelResult:
+    return LevelResult(
+        concurrency=concurrency, requests=10, errors=0, errors_by_kind={}, error_rate=0.0,
+        duration_s=1.0, p50_latency_s=1.0, p90_latency_s=1.0, p99_latency_s=1.0,
+        p50_ms_per_token=ms_per_token, p90_ms_per_token=ms_per_token, output_tokens=1,
+        output_tokens_per_s=tokens_per_s, requests_per_s=1.0,
+    )  # fmt: skip
+
+
+def test_percentile_matches_linear_interpolation() -> None:
+    assert percentile([], 50) is None
+    assert percentile([3.0], 99) == 3.0
+    assert percentile([1, 2, 3, 4], 50) == 2.5
+    assert percentile(list(range(1, 101)), 90) == pytest.approx(90.1)
+    assert percentile([5, 1, 3], 0) == 1 and percentile([5, 1, 3], 100) == 5
+
+
+def test_summarize_level() -> None:
+    samples = [sample(0.0, 1.0), sample(0.0, 2.0), sample(1.0, 3.0, tokens=30)]
+    samples += [sample(0.5, 0.1, 0, "throttling"), sample(0.5, 0.1, 0, "timeout")]
+    result = summarize_level(samples, 2)
+    assert (result.requests, result.errors, result.error_rate) == (5, 2, 0.4)
+    assert result.errors_by_kind == {"throttling": 1, "model_error": 0, "timeout": 1, "other": 0}
+    assert result.p50_latency_s == 2.0  # successful requests only
+    assert result.p50_ms_per_token == 100.0  # 1000/10, 2000/10, 3000/30
+    assert result.duration_s == 4.0
+    assert result.output_tokens_per_s == 50 / 4
+    assert result.requests_per_s == 3 / 4
+    assert result.p50_ttft_s is None and "p50_ttft_s" not in result.to_dict()
+
+
+def test_merged_workers_give_percentiles_of_all_samples_not_averages() -> None:
+    rng = random.Random(7)
+    worker_a = [sample(rng.random(), rng.random()) for _ in range(101)]
+    worker_b = [sample(rng.random(), 5 + rng.random()) for _ in range(52)]
+    merged = summarize_level(worker_a + worker_b, 8)
+    latencies = sorted(s.latency_s for s in worker_a + worker_b)
+    assert merged.p50_latency_s == pytest.approx(latencies[len(latencies) // 2])
+    averaged = (
+        summarize_level(worker_a, 8).p50_latency_s + summarize_level(worker_b, 8).p50_latency_s  # type: ignore[operator]
+    ) / 2
+    assert merged.p50_latency_s != pytest.approx(averaged)
+    round_trip = [RequestSample.from_dict(json.loads(json.dumps(s.to_dict()))) for s in worker_a]
+    assert summarize_level(round_trip, 8) == summarize_level(worker_a, 8)
+
+
+def test_streaming_metrics() -> None:
+    s = RequestSample(
+        start=0.0, end=1.0, output_tokens=5, first_token=0.2, last_token=1.0, stream_tokens=5
+    )
+    assert s.ttft_s == 0.2 and s.itl_s == pytest.approx(0.2) and s.ms_per_token == 200.0
+    result = summarize_level([s], 1)
+    assert result.p50_ttft_s == 0.2 and result.p50_itl_s == pytest.approx(0.2)
+
+
+def test_knee_by_throughput_gain_per_doubling() -> None:
+    levels = [level(1, 100), level(2, 190), level(4, 350), level(8, 370), level(16, 372)]
+    knee = find_knee(levels, KneeRule(min_gain_per_doubling=0.10))
+    assert (knee.concurrency, knee.tripped_at, knee.reason) == (4, 8, "throughput")
+    assert "gain per doubling < 10%" in knee.rule
+    # Gain is per doubling: 1 -> 4 is two doublings, 100 -> 150 is +22% each.
+    assert find_knee([level(1, 100), level(4, 150)], KneeRule(0.2)).concurrency == 4
+    assert find_knee([level(1, 100), level(4, 140)], KneeRule(0.2)).concurrency == 1
+
+
+def test_knee_by_slo_and_errors() -> None:
+    levels = [level(1, 100, 20), level(2, 200, 30), level(4, 400, 60)]
+    knee = find_knee(levels, KneeRule(slo_ms_per_token=50))
+    assert (knee.concurrency, knee.tripped_at, knee.reason) == (2, 4, "slo")
+    assert find_knee(levels, KneeRule(slo_ms_per_token=10)).concurrency is None
+    never = find_knee(levels)
+    assert (never.concurrency, never.tripped_at) == (4, None)
+    failing = [level(1, 100), level(2, 200)]
+    failing[1].error_rate = 0.2
+    assert find_knee(failing, KneeRule(max_error_rate=0.05)).reason == "errors"
+
+
+def test_result_json_cost_and_max_throughput_within_slo() -> None:
+    levels = [level(1, 100, 20), level(2, 200, 30), level(4, 300, 60)]
+    result = BenchmarkResult(
+        payload=PayloadSpec(input_tokens=10, output_tokens=5).describe(),
+        levels=levels,
+        knee=find_knee(levels, KneeRule(slo_ms_per_token=50)),
+        slo_ms_per_token=50,
+        price_per_hour=7.2,
+    )
+    data = json.loads(result.to_json())
+    assert data["knee"]["concurrency"] == 2
+    assert data["max_throughput_within_slo"]["concurrency"] == 2
+    assert data["cost"]["per_1m_output_tokens_at_knee"] == pytest.approx(7.2 / (200 * 3600 / 1e6))
+    assert cost_per_million_tokens(3.6, 1000) == pytest.approx(1.0)
+    assert cost_per_million_tokens(3.6, 0) is None
+    assert set(data["levels"][0]) >= {
+        "concurrency", "requests", "errors", "p50_latency_s", "p90_latency_s", "p99_latency_s",
+        "p50_ms_per_token", "output_tokens_per_s", "requests_per_s",
+    }  # fmt: skip
+    assert BenchmarkResult.from_dict(data).to_dict() == data
+
+
+def test_synthetic_payload() -> None:
+    spec = PayloadSpec(input_tokens=12, output_tokens=7)
+    factory = spec.build()
+    first, second = json.loads(factory(0).body), json.loads(factory(1).body)
+    assert len(first["inputs"].split()) == 12
+    assert first["parameters"] == {"max_new_tokens": 7, "details": True}
+    assert first["inputs"] != second["inputs"]
+    assert synthetic_prompt(3, 0) == "the of and"
+    with pytest.raises(ValueError, match="response_format"):
+        PayloadSpec(response_format="vllm")
+
+
+def test_jsonl_prompts_local_and_s3(tmp_path: Path) -> None:
+    lines = [
+        json.dumps({"inputs": "hello", "parameters": {"max_new_tokens": 3}}),
+        json.dumps({"prompt": "bonjour"}),
+        "",
+        json.dumps("hola"),
+    ]
+    path = tmp_path / "prompts.jsonl"
+    path.write_text("\n".join(lines))
+    factory = PayloadSpec(output_tokens=9, prompts=str(path)).build()
+    bodies = [json.loads(factory(i).body) for i in range(4)]
+    assert [b["inputs"] for b in bodies] == ["hello", "bonjour", "hola", "hello"]
+    assert [b["parameters"]["max_new_tokens"] for b in bodies] == [3, 9, 9, 3]
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="prompts")
+        s3.put_object(Bucket="prompts", Key="p.jsonl", Body=path.read_bytes())
+        factory = PayloadSpec(prompts="s3://prompts/p.jsonl").build(s3)
+        assert json.loads(factory(1).body)["inputs"] == "bonjour"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"nothing": 1}))
+    with pytest.raises(ValueError, match=r"bad\.jsonl:1"):
+        PayloadSpec(prompts=str(bad)).build()
+
+
+def test_parse_responses() -> None:
+    lmi = json.dumps({"generated_text": "a b c", "details": {"generated_tokens": 4}}).encode()
+    tgi = json.dumps([{"generated_text": "a b c", "details": {"generated_tokens": 4}}]).encode()
+    assert parse_response(lmi) == parse_response(tgi) == 4
+    assert parse_response(lmi, "lmi") == 4 and parse_response(tgi, "tgi") == 4
+    assert parse_response(b'{"generated_text": "a b c"}') == 3  # counted without details
+    with pytest.raises(ResponseFormatError):
+        parse_response(lmi, "tgi")
+    with pytest.raises(ResponseFormatError):
+        parse_response(b"<html>")
+
+
+def test_stream_parser_lines_split_across_parts() -> None:
+    lmi = (
+        b"".join(
+            json.dumps({"token": {"id": i, "text": "x", "log_prob": 0}}).encode() + b"\n"
+            for i in range(3)
+        )
+        + json.dumps({"generated_text": "xxx", "details": {"generated_tokens": 3}}).encode()
+        + b"\n"
+    )
+    parser = StreamParser("lmi")
+    for i in range(0, len(lmi), 7):
+        parser.feed(lmi[i : i + 7], float(i))
+    parser.close(1e9)
+    assert (parser.tokens, parser.output_tokens, parser.first_token) == (3, 3, 42.0)
+    tgi = b'data:{"token": {"id": 1, "text": "a", "special": false}}\n\ndata:{"token": {"id": 2, "text": "</s>", "special": true}, "details": {"generated_tokens": 2}}\n\n'
+    parser = StreamParser("auto")
+    parser.feed(tgi, 1.0)
+    assert (parser.tokens, parser.output_tokens) == (1, 2)
+    with pytest.raises(ResponseFormatError):
+        StreamParser("lmi").feed(tgi, 0.0)
+
+
+def test_classify_error() -> None:
+    assert classify_error("ThrottlingException") == "throttling"
+    assert classify_error("Anything", status=429) == "throttling"
+    assert classify_error("ModelError", "Received server error (500)") == "model_error"
+    assert classify_error("ModelError", "Your invocation timed out while waiting") == "timeout"
+    assert classify_error("ModelInvocationTimeExceeded") == "timeout"
+    assert classify_error("ReadTimeout") == "timeout"
+    assert classify_error("InternalFailure") == "other"

@@ -1,0 +1,169 @@
+"""The loopback simulator speaks SageMaker Runtime well enough for a real boto3 client."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.eventstream import EventStreamBuffer
+from botocore.exceptions import ClientError, EventStreamError
+
+from cdk_sagemaker_llm.benchmarking import eventstream
+from cdk_sagemaker_llm.benchmarking.simulator import (
+    Simulator,
+    SimulatorConfig,
+    fetch_truth,
+    reset_truth,
+)
+
+BODY = json.dumps({"inputs": "one two three", "parameters": {"max_new_tokens": 5, "details": True}})
+
+
+@pytest.fixture(autouse=True)
+def dummy_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "dummy")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "dummy")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+
+def client(sim: Simulator) -> Any:
+    return boto3.session.Session().client(
+        "sagemaker-runtime",
+        region_name="us-east-1",
+        endpoint_url=sim.endpoint_url,
+        config=Config(retries={"total_max_attempts": 1, "mode": "standard"}),
+    )
+
+
+@pytest.fixture
+def lmi() -> Iterator[Simulator]:
+    with Simulator(SimulatorConfig(step_base_s=0.002, step_per_sequence_s=0.0002)) as sim:
+        yield sim
+
+
+def test_event_stream_framing_round_trips_through_botocore() -> None:
+    data = eventstream.payload_part(b'{"token": {"id": 1}}\n') + eventstream.exception_event(
+        "ModelStreamError", "boom", "StreamBroken"
+    )
+    buffer = EventStreamBuffer()
+    # Byte by byte: framing must not depend on how the stream is split.
+    messages = []
+    for index in range(len(data)):
+        buffer.add_data(data[index : index + 1])
+        messages.extend(buffer)
+    assert [m.headers[":message-type"] for m in messages] == ["event", "exception"]
+    assert messages[0].headers[":event-type"] == "PayloadPart"
+    assert messages[0].payload == b'{"token": {"id": 1}}\n'
+    assert json.loads(messages[1].payload) == {"Message": "boom", "ErrorCode": "StreamBroken"}
+
+
+def test_binds_to_loopback_only(lmi: Simulator) -> None:
+    assert lmi.endpoint_url.startswith("http://127.0.0.1:")
+    assert lmi.port > 0
+
+
+def test_invoke_endpoint_lmi_with_inference_component(lmi: Simulator) -> None:
+    response = client(lmi).invoke_endpoint(
+        EndpointName="my-endpoint", Body=BODY, InferenceComponentName="my-ic"
+    )
+    body = json.loads(response["Body"].read())
+    assert body["details"]["generated_tokens"] == 5
+    assert len(body["generated_text"].split()) == 5
+    (truth,) = lmi.truth()
+    assert truth.request_id == response["ResponseMetadata"]["RequestId"]
+    assert (truth.endpoint_name, truth.inference_component) == ("my-endpoint", "my-ic")
+    assert (truth.outcome, truth.output_tokens, truth.input_tokens) == ("ok", 5, 3)
+    assert truth.arrival <= truth.start <= truth.first_token <= truth.end  # type: ignore[operator]
+
+
+def test_stream_lmi_json_lines_parsed_by_botocore(lmi: Simulator) -> None:
+    response = client(lmi).invoke_endpoint_with_response_stream(EndpointName="e", Body=BODY)
+    assert response["ContentType"] == "application/jsonlines"
+    lines = b"".join(event["PayloadPart"]["Bytes"] for event in response["Body"]).splitlines()
+    events = [json.loads(line) for line in lines]
+    assert [e["token"]["id"] for e in events if "token" in e] == [0, 1, 2, 3, 4]
+    assert events[-1]["details"]["generated_tokens"] == 5
+    (truth,) = lmi.truth()
+    assert truth.stream and truth.inference_component is None
+
+
+def test_tgi_formats() -> None:
+    with Simulator(SimulatorConfig(response_format="tgi", step_base_s=0.001)) as sim:
+        runtime = client(sim)
+        body = json.loads(runtime.invoke_endpoint(EndpointName="e", Body=BODY)["Body"].read())
+        assert isinstance(body, list) and body[0]["details"]["generated_tokens"] == 5
+        response = runtime.invoke_endpoint_with_response_stream(EndpointName="e", Body=BODY)
+        raw = b"".join(event["PayloadPart"]["Bytes"] for event in response["Body"])
+    events = [json.loads(chunk[5:]) for chunk in raw.split(b"\n\n") if chunk]
+    assert len(events) == 5 and all(chunk.startswith(b"data:") for chunk in raw.split(b"\n\n")[:5])
+    assert events[-1]["details"]["generated_tokens"] == 5
+
+
+def test_throttling_maps_to_client_error_429() -> None:
+    config = SimulatorConfig(max_batch=1, max_queue=0, step_base_s=0.02)
+    with Simulator(config) as sim:
+        runtime = client(sim)
+        import threading
+
+        first = threading.Thread(
+            target=runtime.invoke_endpoint, kwargs={"EndpointName": "e", "Body": BODY}
+        )
+        first.start()
+        while not sim.truth():
+            pass
+        with pytest.raises(ClientError) as caught:
+            runtime.invoke_endpoint(EndpointName="e", Body=BODY)
+        first.join()
+    error = caught.value.response
+    assert error["Error"]["Code"] == "ThrottlingException"
+    assert error["ResponseMetadata"]["HTTPStatusCode"] == 429
+    assert [t.outcome for t in sim.truth()] == ["ok", "throttled"]
+
+
+def test_model_error_shape() -> None:
+    with Simulator(SimulatorConfig(model_error_every=1)) as sim:
+        runtime = client(sim)
+        with pytest.raises(runtime.exceptions.ModelError) as caught:
+            runtime.invoke_endpoint(EndpointName="e", Body=BODY)
+    assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 424
+    assert caught.value.response["OriginalStatusCode"] == 500
+
+
+def test_timeout_before_first_token_and_mid_stream() -> None:
+    config = SimulatorConfig(max_batch=1, step_base_s=0.01, invocation_timeout_s=0.1)
+    long_body = json.dumps({"inputs": "x", "parameters": {"max_new_tokens": 50}})
+    with Simulator(config) as sim:
+        runtime = client(sim)
+        response = runtime.invoke_endpoint_with_response_stream(EndpointName="e", Body=long_body)
+        with pytest.raises(EventStreamError) as mid_stream:
+            for _ in response["Body"]:
+                pass
+        with pytest.raises(runtime.exceptions.ModelError) as before:
+            runtime.invoke_endpoint(
+                EndpointName="e",
+                Body=json.dumps({"inputs": "x", "parameters": {"max_new_tokens": 50}}),
+            )
+    assert mid_stream.value.response["Error"]["Code"] == "ModelStreamError"
+    assert "timed out" in before.value.response["Error"]["Message"]
+    assert [t.outcome for t in sim.truth()] == ["timeout", "timeout"]
+    assert all(t.latency_s is not None and t.latency_s >= 0.1 for t in sim.truth())
+
+
+def test_truth_over_http(lmi: Simulator) -> None:
+    client(lmi).invoke_endpoint(EndpointName="e", Body=BODY)
+    (record,) = fetch_truth(lmi.endpoint_url)
+    assert record.to_dict() == lmi.truth()[0].to_dict()
+    reset_truth(lmi.endpoint_url)
+    assert lmi.truth() == []
+
+
+def test_unknown_path_and_bad_body(lmi: Simulator) -> None:
+    runtime = client(lmi)
+    with pytest.raises(ClientError) as caught:
+        runtime.invoke_endpoint(EndpointName="e", Body=b"not json")
+    assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    assert lmi.truth() == []
