@@ -234,6 +234,15 @@ class InferenceComponent(InferenceComponentBase):
                     "these describe a container given by image; a Model carries its own",
                     "set them on the Model, or pass image instead of model",
                 )
+            draft = model.speculative_decoding if model is not None else None
+            if draft is not None and draft.is_provider_draft:
+                raise ValidationError(
+                    "model.speculative_decoding",
+                    "provider_draft()",
+                    "SageMaker's own draft model is not supported on inference components",
+                    "use your own draft (SpeculativeDecoding.from_s3 or .from_hugging_face), "
+                    "or serve the model on a single-model Endpoint",
+                )
             self.image = model.image if model is not None else image
             assert self.image is not None
             per_copy = serving.accelerators_per_copy if serving else None

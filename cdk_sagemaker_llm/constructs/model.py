@@ -18,6 +18,7 @@ from .networking import place_in_vpc
 from .plan_metadata import add_plan_metadata
 from .serving_options import ServingOptions
 from .sizing import check_fit
+from .speculative_decoding import SpeculativeDecoding
 from .validation import ValidationError, check_sagemaker_name
 
 
@@ -65,6 +66,7 @@ class Model(Construct):
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
         network_isolation: bool = False,
         spec: ModelSpec | None = None,
+        speculative_decoding: SpeculativeDecoding | None = None,
     ) -> None:
         """
         :param image: the serving container.
@@ -81,11 +83,16 @@ class Model(Construct):
             A Hugging Face source needs the network, so the two together are an error.
         :param spec: the model's architecture, for synth-time fit checks; default inferred
             from a well-known Hugging Face id, else none (the checks are skipped).
+        :param speculative_decoding: a draft model for speculative decoding (LMI images);
+            default none. SageMaker's own draft is rejected with custom inference code and
+            on inference components.
         """
         super().__init__(scope, id)
         check_sagemaker_name("model_name", model_name)
         if serving is not None:
             serving.validate(image)
+        if speculative_decoding is not None:
+            speculative_decoding.validate(image, environment, network_isolation=network_isolation)
         if network_isolation and source is not None and source.needs_internet:
             raise ValidationError(
                 "network_isolation",
@@ -100,6 +107,8 @@ class Model(Construct):
         """Where the weights come from, if given."""
         self.serving = serving
         """The typed serving options, if given."""
+        self.speculative_decoding = speculative_decoding
+        """The draft model for speculative decoding, if given."""
         self.spec = spec or (
             ModelSpec.from_hugging_face_id(source.model_id)
             if source is not None and source.model_id
@@ -116,6 +125,8 @@ class Model(Construct):
         if serving is not None:
             for name, value in serving.environment().items():
                 rendered[name] = value
+        if speculative_decoding is not None:
+            rendered.update(speculative_decoding.bind(self.role))
         self.environment: dict[str, str] = merge_environment(rendered, environment, "environment")
         """The container environment, as rendered into the template."""
         self.image_uri = image.bind(self, self.role)

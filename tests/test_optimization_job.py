@@ -1,0 +1,512 @@
+"""OptimizationJob: the template it emits, its least-privilege grants, and its validation."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import aws_cdk as cdk
+import botocore.loaders
+import pytest
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from aws_cdk.assertions import Template
+from conftest import assert_cfn_lint_clean, new_stack, resources_of_type
+
+from cdk_sagemaker_llm.constructs.endpoint import InferenceComponentEndpoint
+from cdk_sagemaker_llm.constructs.images import ContainerFamily, ContainerImage
+from cdk_sagemaker_llm.constructs.inference_component import InferenceComponent
+from cdk_sagemaker_llm.constructs.instance_type import InstanceType
+from cdk_sagemaker_llm.constructs.model import Model
+from cdk_sagemaker_llm.constructs.model_source import ModelSource
+from cdk_sagemaker_llm.constructs.optimization_job import (
+    DEPLOYMENT_INSTANCE_TYPES,
+    CompilationTarget,
+    OptimizationJob,
+    OptimizationTechnique,
+    QuantizationMethod,
+)
+from cdk_sagemaker_llm.constructs.validation import ValidationError
+
+AWQ = OptimizationTechnique.quantization_of(QuantizationMethod.AWQ)
+
+
+def job(stack: cdk.Stack, **overrides: Any) -> OptimizationJob:
+    bucket = s3.Bucket.from_bucket_name(stack, "Models", "models")
+    props: dict[str, Any] = {
+        "source": ModelSource.from_s3(bucket, "llama-3-8b/"),
+        "instance_type": InstanceType.G5_12XLARGE,
+        "techniques": [AWQ],
+        "output_bucket": bucket,
+    }
+    props.update(overrides)
+    return OptimizationJob(stack, "Awq", **props)
+
+
+def one(template: dict[str, Any], kind: str) -> dict[str, Any]:
+    (match,) = resources_of_type(template, kind)
+    return match
+
+
+def logical_ids(template: dict[str, Any], kind: str) -> list[str]:
+    return sorted(k for k, v in template["Resources"].items() if v["Type"] == kind)
+
+
+def job_role_id(template: dict[str, Any]) -> str:
+    (role,) = [k for k in logical_ids(template, "AWS::IAM::Role") if k.startswith("AwqJobRole")]
+    return role
+
+
+def policy_of(template: dict[str, Any], role_prefix: str) -> list[dict[str, Any]]:
+    for resource in template["Resources"].values():
+        if resource["Type"] != "AWS::IAM::Policy":
+            continue
+        roles = resource["Properties"]["Roles"]
+        if any(r.get("Ref", "").startswith(role_prefix) for r in roles):
+            return list(resource["Properties"]["PolicyDocument"]["Statement"])
+    raise AssertionError(f"no policy for {role_prefix}")
+
+
+# ----- what is emitted ---------------------------------------------------------------------------
+
+
+def test_emits_the_custom_resource_the_wait_and_the_output_lint_clean() -> None:
+    stack = new_stack()
+    job(stack)
+    template = assert_cfn_lint_clean(stack)
+    props = one(template, "Custom::SageMakerOptimizationJob")
+    assert props["Request"] == {
+        "RoleArn": {"Fn::GetAtt": [job_role_id(template), "Arn"]},
+        "ModelSource": {"S3": {"S3Uri": "s3://models/llama-3-8b/"}},
+        "DeploymentInstanceType": "ml.g5.12xlarge",
+        "OptimizationConfigs": [
+            {"ModelQuantizationConfig": {"OverrideEnvironment": {"OPTION_QUANTIZE": "awq"}}}
+        ],
+        "OutputConfig": {},
+        "StoppingCondition": {"MaxRuntimeInSeconds": 36000},
+    }
+    assert props["OutputLocationStem"] == "s3://models/optimized/"
+    assert props["JobNameStem"].startswith(props["JobNamePrefix"] + "-")
+    assert props["ServiceTimeout"] == "300"
+    wait = template["Resources"][logical_ids(template, "AWS::CloudFormation::WaitCondition")[0]]
+    assert wait["Properties"]["Timeout"] == str(36000 + 1800)
+    assert wait["Properties"]["Count"] == 1
+    assert wait["DependsOn"] == logical_ids(template, "Custom::SageMakerOptimizationJob")
+    output = template["Resources"][
+        logical_ids(template, "Custom::SageMakerOptimizationJobOutput")[0]
+    ]
+    assert output["DependsOn"] == logical_ids(template, "AWS::CloudFormation::WaitCondition")
+    assert output["Properties"]["RequireRecommendedImage"] == "false"
+
+
+def test_handlers_are_plain_python_assets_with_sane_limits() -> None:
+    stack = new_stack()
+    job(stack)
+    template = assert_cfn_lint_clean(stack)
+    functions = resources_of_type(template, "AWS::Lambda::Function")
+    assert sorted(f["Handler"] for f in functions) == ["handler.on_event", "handler.poll"]
+    for function in functions:
+        assert function["Runtime"] == "python3.13"
+        assert "S3Key" in function["Code"] and "ImageUri" not in function["Code"]
+        assert function["Timeout"] <= 120
+        assert "Ref" in function["LoggingConfig"]["LogGroup"]  # an explicit log group
+    for group in resources_of_type(template, "AWS::Logs::LogGroup"):
+        assert group["RetentionInDays"] == 90
+    machine = one(template, "AWS::StepFunctions::StateMachine")
+    assert machine["StateMachineType"] == "STANDARD"
+    assert machine["LoggingConfiguration"]["IncludeExecutionData"] is False
+
+
+def test_the_synthesized_template_is_deterministic() -> None:
+    first, second = new_stack(), new_stack()
+    job(first)
+    job(second)
+    assert Template.from_stack(first).to_json() == Template.from_stack(second).to_json()
+
+
+def test_a_changed_definition_replaces_the_handle_and_the_wait_condition() -> None:
+    base, changed, same = new_stack(), new_stack(), new_stack()
+    job(base)
+    job(changed, max_runtime=cdk.Duration.hours(4))
+    job(same)
+    kinds = ("AWS::CloudFormation::WaitConditionHandle", "AWS::CloudFormation::WaitCondition")
+    ids = {
+        name: [logical_ids(Template.from_stack(s).to_json(), kind) for kind in kinds]
+        for name, s in (("base", base), ("changed", changed), ("same", same))
+    }
+    assert ids["base"] == ids["same"]
+    assert all(a != b for a, b in zip(ids["base"], ids["changed"], strict=True))
+    stems = [
+        one(Template.from_stack(s).to_json(), "Custom::SageMakerOptimizationJob")["JobNameStem"]
+        for s in (base, changed)
+    ]
+    assert stems[0] != stems[1]
+    # The job resource keeps its logical id: CloudFormation updates it (new physical id).
+    assert logical_ids(Template.from_stack(base).to_json(), "Custom::SageMakerOptimizationJob") == (
+        logical_ids(Template.from_stack(changed).to_json(), "Custom::SageMakerOptimizationJob")
+    )
+
+
+# ----- least privilege ---------------------------------------------------------------------------
+
+
+def test_job_role_reads_exactly_the_source_and_writes_exactly_its_output() -> None:
+    stack = new_stack()
+    optimization = job(stack)
+    template = assert_cfn_lint_clean(stack)
+    stem = one(template, "Custom::SageMakerOptimizationJob")["JobNameStem"]
+    statements = policy_of(template, "AwqJobRole")
+    by_action = {json.dumps(s["Action"]): s for s in statements}
+    assert by_action['"s3:GetObject"']["Resource"] == "arn:aws:s3:::models/llama-3-8b/*"
+    writes = by_action[
+        '["s3:AbortMultipartUpload", "s3:GetObject", "s3:ListMultipartUploadParts", "s3:PutObject"]'
+    ]
+    assert writes["Resource"] == f"arn:aws:s3:::models/optimized/{stem}*"
+    listings = [s for s in statements if s["Action"] == "s3:ListBucket"]
+    assert sorted(s["Condition"]["StringLike"]["s3:prefix"][0] for s in listings) == [
+        "llama-3-8b/*",
+        f"optimized/{stem}*",
+    ]
+    assert (
+        optimization.job_name_prefix
+        == one(template, "Custom::SageMakerOptimizationJob")["JobNamePrefix"]
+    )
+
+
+def test_handlers_may_act_only_on_their_jobs_and_pass_only_the_job_role() -> None:
+    stack = new_stack()
+    job(stack, job_name_prefix="llama-awq")
+    template = assert_cfn_lint_clean(stack)
+    job_arns = "arn:aws:sagemaker:us-west-2:123456789012:optimization-job/llama-awq*"
+    handler = policy_of(template, "AwqHandlerRole")
+    actions = {json.dumps(s["Action"]): s for s in handler}
+    jobs = actions[
+        '["sagemaker:CreateOptimizationJob", "sagemaker:DescribeOptimizationJob", '
+        '"sagemaker:StopOptimizationJob"]'
+    ]
+    assert jobs["Resource"] == job_arns
+    pass_role = actions['"iam:PassRole"']
+    assert pass_role["Resource"] == {"Fn::GetAtt": [job_role_id(template), "Arn"]}
+    assert pass_role["Condition"] == {
+        "StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}
+    }
+    assert actions['"states:StartExecution"']["Resource"] == {
+        "Ref": logical_ids(template, "AWS::StepFunctions::StateMachine")[0]
+    }
+    assert set(actions) == {
+        '["logs:CreateLogStream", "logs:PutLogEvents"]',
+        '"iam:PassRole"',
+        '"states:StartExecution"',
+        '["sagemaker:CreateOptimizationJob", "sagemaker:DescribeOptimizationJob", '
+        '"sagemaker:StopOptimizationJob"]',
+    }
+    poller = policy_of(template, "AwqPollerRole")
+    assert [s["Action"] for s in poller] == [
+        ["logs:CreateLogStream", "logs:PutLogEvents"],
+        ["sagemaker:DescribeOptimizationJob", "sagemaker:StopOptimizationJob"],
+    ]
+    assert poller[1]["Resource"] == job_arns
+
+
+def test_destroy_lets_the_handler_delete_only_its_jobs_artifacts() -> None:
+    stack = new_stack()
+    job(stack, removal_policy=cdk.RemovalPolicy.DESTROY)
+    template = assert_cfn_lint_clean(stack)
+    stem = one(template, "Custom::SageMakerOptimizationJob")["JobNameStem"]
+    assert one(template, "Custom::SageMakerOptimizationJob")["RemovalPolicy"] == "destroy"
+    deletes = [s for s in policy_of(template, "AwqHandlerRole") if s["Action"] == "s3:DeleteObject"]
+    assert deletes[0]["Resource"] == f"arn:aws:s3:::models/optimized/{stem}*"
+
+
+def test_a_supplied_role_gets_the_same_grants_and_no_role_is_created() -> None:
+    stack = new_stack()
+    role = iam.Role.from_role_arn(stack, "Mine", "arn:aws:iam::123456789012:role/optimizer")
+    job(stack, role=role)
+    template = assert_cfn_lint_clean(stack)
+    request = one(template, "Custom::SageMakerOptimizationJob")["Request"]
+    assert request["RoleArn"] == "arn:aws:iam::123456789012:role/optimizer"
+    assert not [k for k in logical_ids(template, "AWS::IAM::Role") if k.startswith("AwqJobRole")]
+    (policy,) = [
+        p for p in resources_of_type(template, "AWS::IAM::Policy") if p["Roles"] == ["optimizer"]
+    ]
+    statements = policy["PolicyDocument"]["Statement"]
+    assert {
+        "Action": "s3:GetObject",
+        "Effect": "Allow",
+        "Resource": "arn:aws:s3:::models/llama-3-8b/*",
+    } in statements
+
+
+# ----- every prop --------------------------------------------------------------------------------
+
+
+def test_kms_vpc_eula_environment_and_speculative_training_data() -> None:
+    stack = new_stack()
+    vpc = ec2.Vpc.from_vpc_attributes(
+        stack,
+        "Vpc",
+        vpc_id="vpc-0a1b2c3d4e5f60718",
+        availability_zones=["us-west-2a", "us-west-2b"],
+        private_subnet_ids=["subnet-0a1b2c3d4e5f60718", "subnet-0a1b2c3d4e5f60719"],
+    )
+    key = kms.Key(stack, "Key", enable_key_rotation=True)
+    data = s3.Bucket.from_bucket_name(stack, "Data", "prompts")
+    job(
+        stack,
+        output_kms_key=key,
+        vpc=vpc,
+        accept_eula=True,
+        environment={"OPTION_DTYPE": "fp16"},
+        max_runtime=cdk.Duration.hours(3),
+        techniques=[
+            OptimizationTechnique.speculative_decoding(
+                training_data_bucket=data, training_data_key="sharegpt/"
+            )
+        ],
+    )
+    template = assert_cfn_lint_clean(stack)
+    request = one(template, "Custom::SageMakerOptimizationJob")["Request"]
+    assert request["ModelSource"]["S3"]["ModelAccessConfig"] == {"AcceptEula": True}
+    assert request["OutputConfig"]["KmsKeyId"] == {
+        "Fn::GetAtt": [logical_ids(template, "AWS::KMS::Key")[0], "Arn"]
+    }
+    assert request["OptimizationEnvironment"] == {"OPTION_DTYPE": "fp16"}
+    assert request["OptimizationConfigs"] == [
+        {
+            "ModelSpeculativeDecodingConfig": {
+                "Technique": "EAGLE",
+                "TrainingDataSource": {"S3Uri": "s3://prompts/sharegpt/", "S3DataType": "S3Prefix"},
+            }
+        }
+    ]
+    assert len(request["VpcConfig"]["Subnets"]) == 2
+    assert len(request["VpcConfig"]["SecurityGroupIds"]) == 1
+    assert request["StoppingCondition"] == {"MaxRuntimeInSeconds": 10800}
+    statements = policy_of(template, "AwqJobRole")
+    assert any("arn:aws:s3:::prompts/sharegpt/*" in json.dumps(s["Resource"]) for s in statements)
+    assert any("ec2:CreateNetworkInterface" in s["Action"] for s in statements)
+    assert any("kms:GenerateDataKey*" in s["Action"] for s in statements)
+
+
+def test_a_sagemaker_model_source_and_neuron_compilation() -> None:
+    stack = new_stack()
+    bucket = s3.Bucket.from_bucket_name(stack, "Weights", "weights")
+    model = Model(
+        stack,
+        "Base",
+        image=ContainerImage.lmi_neuronx("0.29.0"),
+        source=ModelSource.from_s3(bucket, "llama/"),
+    )
+    optimization = job(
+        stack,
+        source=model,
+        instance_type=InstanceType.INF2_48XLARGE,
+        techniques=[
+            OptimizationTechnique.compilation(
+                CompilationTarget.NEURON,
+                environment={"OPTION_TENSOR_PARALLEL_DEGREE": "24", "OPTION_N_POSITIONS": "8192"},
+            )
+        ],
+    )
+    template = assert_cfn_lint_clean(stack)
+    request = one(template, "Custom::SageMakerOptimizationJob")["Request"]
+    assert request["ModelSource"] == {
+        "SageMakerModel": {
+            "ModelName": {
+                "Fn::GetAtt": [logical_ids(template, "AWS::SageMaker::Model")[0], "ModelName"]
+            }
+        }
+    }
+    assert request["OptimizationConfigs"][0]["ModelCompilationConfig"]["OverrideEnvironment"] == {
+        "OPTION_N_POSITIONS": "8192",
+        "OPTION_TENSOR_PARALLEL_DEGREE": "24",
+    }
+    assert optimization.recommended_image().family is ContainerFamily.LMI_NEURONX
+    assert any(
+        s["Resource"] == "arn:aws:s3:::weights/llama/*" for s in policy_of(template, "AwqJobRole")
+    )
+
+
+def test_sharding_and_a_custom_quantization_image() -> None:
+    stack = new_stack()
+    image = ContainerImage.lmi("0.31.0")
+    job(
+        stack,
+        instance_type=InstanceType.P4D_24XLARGE,
+        techniques=[OptimizationTechnique.sharding(tensor_parallel_degree=8, image=image)],
+    )
+    template = assert_cfn_lint_clean(stack)
+    config = one(template, "Custom::SageMakerOptimizationJob")["Request"]["OptimizationConfigs"][0]
+    assert config["ModelShardingConfig"]["OverrideEnvironment"] == {
+        "OPTION_TENSOR_PARALLEL_DEGREE": "8"
+    }
+    assert config["ModelShardingConfig"]["Image"].endswith("/djl-inference:0.31.0-lmi13.0.0-cu124")
+
+
+# ----- outputs feed serving ----------------------------------------------------------------------
+
+
+def test_the_output_feeds_an_inference_component_after_the_job_completes() -> None:
+    stack = new_stack()
+    key = kms.Key(stack, "OutKey", enable_key_rotation=True)
+    optimization = job(stack, output_kms_key=key)
+    endpoint = InferenceComponentEndpoint(stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE)
+    model = Model(
+        stack,
+        "Optimized",
+        image=optimization.recommended_image(),
+        source=optimization.as_model_source(),
+    )
+    InferenceComponent(
+        stack,
+        "Component",
+        endpoint=endpoint,
+        model=model,
+        accelerators=1,
+        min_memory=cdk.Size.gibibytes(16),
+    )
+    template = assert_cfn_lint_clean(stack)
+    output_id = logical_ids(template, "Custom::SageMakerOptimizationJobOutput")[0]
+    assert template["Resources"][output_id]["Properties"]["RequireRecommendedImage"] == "true"
+    container = one(template, "AWS::SageMaker::Model")["PrimaryContainer"]
+    assert container["Image"] == {"Fn::GetAtt": [output_id, "RecommendedInferenceImage"]}
+    s3_uri = container["ModelDataSource"]["S3DataSource"]["S3Uri"]
+    assert {"Fn::GetAtt": [output_id, "OutputPrefix"]} in s3_uri["Fn::Join"][1]
+    statements = policy_of(template, "OptimizedExecutionRole")
+    actions = [s["Action"] for s in statements]
+    assert any("ecr:BatchGetImage" in a for a in actions)
+    pull = next(s for s in statements if "ecr:BatchGetImage" in s["Action"])
+    assert pull["Resource"] == {"Fn::GetAtt": [output_id, "RecommendedImageRepositoryArn"]}
+    assert any("kms:Decrypt" in a for a in actions)
+    assert optimization.output_s3_uri.startswith("${Token")
+
+
+def test_grant_read_output() -> None:
+    stack = new_stack()
+    optimization = job(stack)
+    reader = iam.Role(stack, "Reader", assumed_by=iam.AccountRootPrincipal())
+    optimization.grant_read_output(reader)
+    template = assert_cfn_lint_clean(stack)
+    statements = policy_of(template, "Reader")
+    assert statements[0]["Action"] == "s3:GetObject"
+
+
+# ----- validation --------------------------------------------------------------------------------
+
+
+def test_deployment_instance_types_match_botocore() -> None:
+    model = botocore.loaders.Loader().load_service_model("sagemaker", "service-2")
+    enum = model["shapes"]["OptimizationJobDeploymentInstanceType"]["enum"]
+    assert tuple(enum) == DEPLOYMENT_INSTANCE_TYPES
+
+
+NEURON_COMPILE = OptimizationTechnique.compilation(CompilationTarget.NEURON)
+TRT_COMPILE = OptimizationTechnique.compilation(CompilationTarget.TENSORRT_LLM)
+EAGLE = OptimizationTechnique.speculative_decoding()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "prop", "message"),
+    [
+        ({"instance_type": InstanceType.of("ml.c5.xlarge")}, "instance_type", "deployment"),
+        ({"instance_type": InstanceType.of("ml.g5.12xlarge ")}, "instance_type", "deployment"),
+        ({"techniques": [NEURON_COMPILE]}, "instance_type", "Neuron compilation"),
+        (
+            {"techniques": [TRT_COMPILE], "instance_type": InstanceType.INF2_24XLARGE},
+            "instance_type",
+            "TensorRT-LLM",
+        ),
+        ({"instance_type": InstanceType.TRN1_32XLARGE}, "instance_type", "AWQ quantization"),
+        (
+            {"techniques": [EAGLE], "instance_type": InstanceType.INF2_XLARGE},
+            "instance_type",
+            "EAGLE",
+        ),
+        (
+            {"techniques": [OptimizationTechnique.sharding(tensor_parallel_degree=4), AWQ]},
+            "techniques",
+            "sharding cannot be combined",
+        ),
+        ({"techniques": [OptimizationTechnique.sharding()]}, "techniques[0].environment", "degree"),
+        (
+            {"techniques": [OptimizationTechnique.sharding(tensor_parallel_degree=8)]},
+            "techniques[0].OPTION_TENSOR_PARALLEL_DEGREE",
+            "4 GPUs",
+        ),
+        (
+            {
+                "techniques": [
+                    OptimizationTechnique.sharding(
+                        environment={"OPTION_TENSOR_PARALLEL_DEGREE": "two"}
+                    )
+                ]
+            },
+            "techniques[0].OPTION_TENSOR_PARALLEL_DEGREE",
+            "positive whole number",
+        ),
+        ({"techniques": []}, "techniques", "1 to 10"),
+        ({"techniques": [AWQ, AWQ]}, "techniques", "QUANTIZATION is given 2 times"),
+        ({"max_runtime": cdk.Duration.hours(12)}, "max_runtime (seconds)", "between 1 and 41400"),
+        ({"max_runtime": cdk.Duration.seconds(0)}, "max_runtime (seconds)", "between"),
+        ({"poll_interval": cdk.Duration.seconds(5)}, "poll_interval (seconds)", "between"),
+        ({"job_name_prefix": "Llama_AWQ"}, "job_name_prefix", "lowercase"),
+        ({"job_name_prefix": "x" * 48}, "job_name_prefix", "1-47"),
+        ({"output_prefix": "optimized"}, "output_prefix", "end with '/'"),
+        (
+            {"environment": {f"V{i}": "1" for i in range(26)}},
+            "environment",
+            "at most 25",
+        ),
+        ({"source": "not a model name!"}, "source", "not a SageMaker model name"),
+        ({"source": "base-model", "accept_eula": True}, "accept_eula", "S3"),
+    ],
+)
+def test_validation_errors(overrides: dict[str, Any], prop: str, message: str) -> None:
+    stack = new_stack()
+    with pytest.raises(ValidationError) as raised:
+        job(stack, **overrides)
+    assert raised.value.prop == prop
+    assert message in str(raised.value)
+    assert raised.value.fix
+
+
+def test_sources_an_optimization_job_cannot_read() -> None:
+    stack = new_stack()
+    bucket = s3.Bucket.from_bucket_name(stack, "Other", "other")
+    for source in (
+        ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
+        ModelSource.from_s3_tarball(bucket, "model.tar.gz"),
+    ):
+        with pytest.raises(ValidationError, match="uncompressed weights under an S3 prefix"):
+            job(new_stack(), source=source)
+
+
+def test_technique_factories_validate_their_arguments() -> None:
+    stack = new_stack()
+    bucket = s3.Bucket.from_bucket_name(stack, "Data", "data")
+    with pytest.raises(ValidationError, match="both a bucket and a key"):
+        OptimizationTechnique.speculative_decoding(training_data_bucket=bucket)
+    with pytest.raises(ValidationError, match="must end with '/'"):
+        OptimizationTechnique.speculative_decoding(
+            training_data_bucket=bucket, training_data_key="data"
+        )
+    manifest = OptimizationTechnique.speculative_decoding(
+        training_data_bucket=bucket, training_data_key="data.jsonl", manifest=True
+    )
+    assert manifest.training_data_is_manifest
+    with pytest.raises(ValidationError, match="OPTION_QUANTIZE"):
+        OptimizationTechnique.quantization_of(
+            QuantizationMethod.FP8, environment={"OPTION_QUANTIZE": "awq"}
+        )
+    fp8 = OptimizationTechnique.quantization_of(
+        QuantizationMethod.FP8, environment={"OPTION_TENSOR_PARALLEL_DEGREE": "4"}
+    )
+    assert fp8.environment == {"OPTION_QUANTIZE": "fp8", "OPTION_TENSOR_PARALLEL_DEGREE": "4"}
+
+
+def test_gpu_types_outside_the_catalog_are_accepted() -> None:
+    stack = new_stack()
+    job(stack, instance_type=InstanceType.of("ml.p5e.48xlarge"))
+    assert_cfn_lint_clean(stack)

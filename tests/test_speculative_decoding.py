@@ -1,0 +1,188 @@
+"""Speculative decoding without a job: a draft model on a Model's LMI container."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_s3 as s3
+from conftest import assert_cfn_lint_clean, new_stack, resources_of_type
+
+from cdk_sagemaker_llm.constructs.endpoint import InferenceComponentEndpoint
+from cdk_sagemaker_llm.constructs.images import ContainerImage
+from cdk_sagemaker_llm.constructs.inference_component import InferenceComponent
+from cdk_sagemaker_llm.constructs.instance_type import InstanceType
+from cdk_sagemaker_llm.constructs.model import Model
+from cdk_sagemaker_llm.constructs.model_source import ModelSource
+from cdk_sagemaker_llm.constructs.speculative_decoding import DraftModelKind, SpeculativeDecoding
+from cdk_sagemaker_llm.constructs.validation import ValidationError
+
+LLAMA_70B = "meta-llama/Meta-Llama-3-70B-Instruct"
+
+
+def model(stack: cdk.Stack, draft: SpeculativeDecoding, **overrides: Any) -> Model:
+    props: dict[str, Any] = {
+        "image": ContainerImage.lmi("0.31.0"),
+        "source": ModelSource.from_hugging_face(LLAMA_70B),
+        "speculative_decoding": draft,
+    }
+    props.update(overrides)
+    return Model(stack, "Target", **props)
+
+
+def container(stack: cdk.Stack) -> dict[str, Any]:
+    template = assert_cfn_lint_clean(stack)
+    (properties,) = resources_of_type(template, "AWS::SageMaker::Model")
+    return dict(properties["PrimaryContainer"])
+
+
+def test_the_providers_draft_on_a_single_model_endpoint() -> None:
+    stack = new_stack()
+    target = model(stack, SpeculativeDecoding.provider_draft())
+    assert container(stack)["Environment"]["OPTION_SPECULATIVE_DRAFT_MODEL"] == "sagemaker"
+    assert target.speculative_decoding is not None
+    assert target.speculative_decoding.kind is DraftModelKind.PROVIDER
+
+
+def test_a_hugging_face_draft() -> None:
+    stack = new_stack()
+    model(stack, SpeculativeDecoding.from_hugging_face("meta-llama/Llama-3.2-1B-Instruct"))
+    environment = container(stack)["Environment"]
+    assert environment["OPTION_SPECULATIVE_DRAFT_MODEL"] == "meta-llama/Llama-3.2-1B-Instruct"
+    assert environment["HF_MODEL_ID"] == LLAMA_70B
+
+
+def test_an_s3_draft_is_read_with_exactly_its_prefix() -> None:
+    stack = new_stack()
+    drafts = s3.Bucket.from_bucket_name(stack, "Drafts", "drafts")
+    model(stack, SpeculativeDecoding.from_s3(drafts, "llama-3.2-1b/"))
+    environment = container(stack)["Environment"]
+    assert environment["OPTION_SPECULATIVE_DRAFT_MODEL"] == "s3://drafts/llama-3.2-1b/"
+    template = assert_cfn_lint_clean(stack)
+    statements = [
+        s
+        for p in resources_of_type(template, "AWS::IAM::Policy")
+        for s in p["PolicyDocument"]["Statement"]
+    ]
+    assert {
+        "Action": "s3:GetObject",
+        "Effect": "Allow",
+        "Resource": "arn:aws:s3:::drafts/llama-3.2-1b/*",
+    } in statements
+    listing = next(s for s in statements if s["Action"] == "s3:ListBucket")
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["llama-3.2-1b/*"]}}
+
+
+def test_your_own_draft_is_allowed_on_an_inference_component() -> None:
+    stack = new_stack()
+    endpoint = InferenceComponentEndpoint(stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE)
+    target = model(
+        stack,
+        SpeculativeDecoding.from_hugging_face("meta-llama/Llama-3.2-1B-Instruct"),
+        source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
+    )
+    InferenceComponent(
+        stack,
+        "Component",
+        endpoint=endpoint,
+        model=target,
+        accelerators=1,
+        min_memory=cdk.Size.gibibytes(16),
+    )
+    assert_cfn_lint_clean(stack)
+
+
+def test_the_providers_draft_is_rejected_on_an_inference_component() -> None:
+    stack = new_stack()
+    endpoint = InferenceComponentEndpoint(stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE)
+    target = model(
+        stack,
+        SpeculativeDecoding.provider_draft(),
+        source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
+    )
+    with pytest.raises(ValidationError) as raised:
+        InferenceComponent(
+            stack,
+            "Component",
+            endpoint=endpoint,
+            model=target,
+            accelerators=1,
+            min_memory=cdk.Size.gibibytes(16),
+        )
+    assert raised.value.prop == "model.speculative_decoding"
+    assert "inference components" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("draft", "overrides", "message"),
+    [
+        (
+            SpeculativeDecoding.provider_draft(),
+            {"environment": {"SAGEMAKER_PROGRAM": "inference.py"}},
+            "custom inference code",
+        ),
+        (
+            SpeculativeDecoding.provider_draft(),
+            {"environment": {"OPTION_ENTRYPOINT": "my_handler.py"}},
+            "OPTION_ENTRYPOINT",
+        ),
+        (
+            SpeculativeDecoding.provider_draft(),
+            {"image": ContainerImage.from_uri("123456789012.dkr.ecr.us-west-2.amazonaws.com/my:1")},
+            "not a SageMaker LMI container",
+        ),
+        (
+            SpeculativeDecoding.from_hugging_face("meta-llama/Llama-3.2-1B-Instruct"),
+            {"image": ContainerImage.tgi("2.4.0")},
+            "LMI",
+        ),
+    ],
+)
+def test_drafts_the_container_cannot_use(
+    draft: SpeculativeDecoding, overrides: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValidationError, match=message) as raised:
+        model(new_stack(), draft, **overrides)
+    assert raised.value.prop == "speculative_decoding"
+
+
+def test_a_downloaded_draft_needs_the_network() -> None:
+    stack = new_stack()
+    weights = s3.Bucket.from_bucket_name(stack, "Weights", "weights")
+    with pytest.raises(ValidationError, match="network isolation forbids"):
+        model(
+            stack,
+            SpeculativeDecoding.from_s3(weights, "draft/"),
+            source=ModelSource.from_s3(weights, "target/"),
+            network_isolation=True,
+        )
+
+
+def test_your_own_draft_works_with_an_image_given_by_uri() -> None:
+    stack = new_stack()
+    model(
+        stack,
+        SpeculativeDecoding.from_hugging_face("meta-llama/Llama-3.2-1B-Instruct"),
+        image=ContainerImage.from_uri("123456789012.dkr.ecr.us-west-2.amazonaws.com/lmi:1"),
+    )
+    assert "OPTION_SPECULATIVE_DRAFT_MODEL" in container(stack)["Environment"]
+
+
+def test_setting_the_variable_twice_is_an_error() -> None:
+    with pytest.raises(ValidationError, match="OPTION_SPECULATIVE_DRAFT_MODEL"):
+        model(
+            new_stack(),
+            SpeculativeDecoding.provider_draft(),
+            environment={"OPTION_SPECULATIVE_DRAFT_MODEL": "x"},
+        )
+
+
+def test_factory_arguments_are_checked() -> None:
+    stack = new_stack()
+    bucket = s3.Bucket.from_bucket_name(stack, "B", "bucket")
+    with pytest.raises(ValidationError, match="end with '/'"):
+        SpeculativeDecoding.from_s3(bucket, "draft")
+    with pytest.raises(ValidationError, match="Hugging Face model id"):
+        SpeculativeDecoding.from_hugging_face("not an id")
+    assert repr(SpeculativeDecoding.provider_draft()) == "SpeculativeDecoding(provider, sagemaker)"
