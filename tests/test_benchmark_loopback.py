@@ -158,3 +158,25 @@ def test_duration_bounded_level_keeps_concurrency_in_flight() -> None:
         peak = max(peak, in_flight)
     assert peak == 3
     assert max(s.start for s in samples) - min(s.start for s in samples) <= 0.3 + ABS_S
+
+
+def test_async_invoker_reconnects_when_an_idle_keep_alive_connection_was_closed() -> None:
+    with Simulator(SimulatorConfig(step_base_s=0.001)) as sim:
+        invoker = AsyncInvoker("ep", region="us-east-1", endpoint_url=sim.endpoint_url)
+        spec = PayloadSpec(input_tokens=2, output_tokens=2)
+        factory = spec.build()
+        issued = iter(range(2))
+
+        def next_request():  # type: ignore[no-untyped-def]
+            index = next(issued, None)
+            if index == 1:  # the server drops idle connections between the two requests
+                for task in list(sim._connections):
+                    sim._loop.call_soon_threadsafe(task.cancel)  # type: ignore[union-attr]
+                import time
+
+                time.sleep(0.05)
+            return None if index is None else factory(index)
+
+        samples = invoker.invoke_many(next_request, 1)
+    assert [s.error for s in samples] == [None, None]
+    assert len(sim.truth()) == 2

@@ -61,6 +61,15 @@ def _short(message: str) -> str:
     return message if len(message) <= 300 else message[:297] + "..."
 
 
+_STALE_CONNECTION_ERRORS = frozenset(
+    {"IncompleteReadError", "ConnectionResetError", "BrokenPipeError", "ConnectionAbortedError"}
+)
+
+
+def _stale(sample: RequestSample) -> bool:
+    return sample.request_id is None and sample.error_code in _STALE_CONNECTION_ERRORS
+
+
 class _Connection:
     __slots__ = ("reader", "writer")
 
@@ -141,20 +150,28 @@ class AsyncInvoker:
 
         async def worker() -> None:
             connection: _Connection | None = None
+            reused = False
             try:
                 while (request := next_request()) is not None:
-                    if connection is None:
-                        start = now()
-                        try:
-                            connection = await self._connect(ssl_context)
-                        except (TimeoutError, OSError) as exc:
-                            samples.append(self._failure(start, "ConnectionError", str(exc)))
-                            continue
-                    sample, keep = await self._invoke(connection, request)
+                    for _attempt in range(2):
+                        if connection is None:
+                            reused = False
+                            start = now()
+                            try:
+                                connection = await self._connect(ssl_context)
+                            except (TimeoutError, OSError) as exc:
+                                sample = self._failure(start, "ConnectionError", str(exc))
+                                break
+                        sample, keep = await self._invoke(connection, request)
+                        if not keep:
+                            connection.close()
+                            connection = None
+                        # A keep-alive connection the server closed while idle fails before
+                        # any response: not the endpoint's error, so retry once on a new one.
+                        if not (reused and _stale(sample)):
+                            break
+                    reused = connection is not None
                     samples.append(sample)
-                    if not keep:
-                        connection.close()
-                        connection = None
             finally:
                 if connection is not None:
                     connection.close()
