@@ -31,20 +31,30 @@ from .constructs.instance_type import Accelerator, AcceleratorKind, InstanceType
 from .constructs.model import Model
 from .constructs.model_source import ModelSource, ModelSourceKind
 from .constructs.model_spec import ModelSpec, Precision
+from .constructs.optimization_job import (
+    CompilationTarget,
+    OptimizationJob,
+    OptimizationTechnique,
+    QuantizationMethod,
+    TechniqueKind,
+)
 from .constructs.pricing import DEFAULT_PRICE_LIST, PriceList
 from .constructs.serving_options import DataType, LmiBackend, LmiOptions, Quantization, TgiOptions
 from .constructs.sizing import SizingReport
+from .constructs.speculative_decoding import DraftModelKind, SpeculativeDecoding
 from .constructs.validation import ValidationError
 
 __all__ = [
     "DEFAULT_PRICE_LIST",
     "Accelerator",
     "AcceleratorKind",
+    "CompilationTarget",
     "ComponentScaling",
     "ContainerFamily",
     "ContainerImage",
     "DataCapture",
     "DataType",
+    "DraftModelKind",
     "Endpoint",
     "EndpointBase",
     "IEndpoint",
@@ -59,19 +69,24 @@ __all__ = [
     "ModelSource",
     "ModelSourceKind",
     "ModelSpec",
+    "OptimizationJob",
+    "OptimizationTechnique",
     "Precision",
     "PredefinedMetric",
     "PriceList",
     "ProductionVariant",
     "Quantization",
+    "QuantizationMethod",
     "RollingDeployment",
     "RoutingStrategy",
     "ScaleFromZeroPolicy",
     "ScalingPolicy",
     "ScalingPolicyKind",
     "SizingReport",
+    "SpeculativeDecoding",
     "StepPolicy",
     "TargetTrackingPolicy",
+    "TechniqueKind",
     "TgiOptions",
     "ValidationError",
     "VariantScaling",

@@ -79,9 +79,11 @@ from constructs import Construct
 
 from .execution_role import depend_on_role_policy
 from .images import ContainerFamily, ContainerImage
+from .images import _grant_pull as grant_pull
 from .instance_type import InstanceType
 from .model import Model, merge_environment
 from .model_source import BoundModelSource, ModelSource, ModelSourceKind
+from .nag import acknowledge, acknowledge_wildcard_resources
 from .networking import place_in_vpc
 from .validation import SAGEMAKER_NAME, ValidationError, check_range
 
@@ -559,6 +561,7 @@ class OptimizationJob(Construct):
             (self.state_machine, self.state_machine.role),
         ):
             _depend_on_policy_only(construct, role)
+        self._acknowledge_findings(job_arns, poller)
 
         self.job_name: str = self._job.ref
         """The job name (known at deploy time)."""
@@ -606,6 +609,35 @@ class OptimizationJob(Construct):
 
     # ----- internals -------------------------------------------------------------------------
 
+    def _acknowledge_findings(self, job_arns: str, poller: lambda_.IFunction) -> None:
+        """The cdk-nag (AwsSolutions) findings this construct cannot avoid, with reasons."""
+        for function in self.node.children:
+            if isinstance(function, lambda_.Function):
+                acknowledge(
+                    function,
+                    "AwsSolutions-L1",
+                    f"The handlers run on {HANDLER_RUNTIME.name}, a supported runtime the "
+                    "library tests against; they are moved deliberately, not on each release.",
+                )
+                assert function.role is not None
+                acknowledge_wildcard_resources(
+                    function.role,
+                    [job_arns],
+                    "Job names are <prefix>-<definition hash>-<handle hash>, known only at "
+                    "deploy time; the handlers act only on jobs with this construct's prefix.",
+                )
+        acknowledge(
+            self.state_machine,
+            "AwsSolutions-SF2",
+            "The workflow is a poll loop of one Lambda task; its logs record every state.",
+        )
+        acknowledge_wildcard_resources(
+            self.state_machine,
+            ["*", f"{poller.function_arn}:*"],
+            "CDK's grants: log delivery calls support no resource scoping, and invoking the "
+            "poller covers its versions.",
+        )
+
     def _default_family(self) -> ContainerFamily:
         for technique in self.techniques:
             if technique.compilation_target is CompilationTarget.NEURON:
@@ -627,6 +659,8 @@ class OptimizationJob(Construct):
                     "copy the weights to S3 and pass ModelSource.from_s3(bucket, 'prefix/')",
                 )
             source.bind(self.role)
+            assert source.bucket is not None and source.key is not None
+            _acknowledge_prefix(self.role, source.bucket, source.key)
             s3_source: dict[str, Any] = {"S3Uri": source.s3_uri}
             if accept_eula:
                 s3_source["ModelAccessConfig"] = {"AcceptEula": True}
@@ -639,8 +673,12 @@ class OptimizationJob(Construct):
                 "drop accept_eula, or optimize the model's S3 weights (ModelSource.from_s3)",
             )
         if isinstance(source, Model):
-            if source.source is not None and source.source.kind is not ModelSourceKind.HUGGING_FACE:
-                source.source.bind(self.role)
+            inner = source.source
+            if inner is not None and inner.kind is not ModelSourceKind.HUGGING_FACE:
+                inner.bind(self.role)
+                if inner.kind is ModelSourceKind.S3_PREFIX:
+                    assert inner.bucket is not None and inner.key is not None
+                    _acknowledge_prefix(self.role, inner.bucket, inner.key)
             return {"SageMakerModel": {"ModelName": source.model_name}}
         if not Token.is_unresolved(source) and not SAGEMAKER_NAME.match(source or ""):
             raise ValidationError(
@@ -670,6 +708,7 @@ class OptimizationJob(Construct):
                 conditions={"StringLike": {"s3:prefix": [key_stem + "*"]}},
             )
         )
+        _acknowledge_prefix(self.role, self.output_bucket, key_stem)
         key = self.output_kms_key or self.output_bucket.encryption_key
         if key is not None:
             key.grant_encrypt_decrypt(self.role)
@@ -779,8 +818,15 @@ class _OptimizedModelSource(ModelSource):
 
     def bind(self, role: iam.IRole | None) -> BoundModelSource:
         bound = super().bind(role)
-        if role is not None and self._kms_key is not None:
-            self._kms_key.grant_decrypt(role)
+        if role is not None:
+            assert self.bucket is not None
+            acknowledge_wildcard_resources(
+                role,
+                [self.bucket.arn_for_objects(f"{self.key}*")],
+                "Reads the objects under exactly one optimization job's output folder.",
+            )
+            if self._kms_key is not None:
+                self._kms_key.grant_decrypt(role)
         return bound
 
 
@@ -794,18 +840,7 @@ class _RecommendedImage(ContainerImage):
     def bind(self, scope: Construct, role: iam.IRole | None) -> str:
         uri = super().bind(scope, role)
         if role is not None:
-            iam.Grant.add_to_principal(
-                grantee=role,
-                actions=[
-                    "ecr:BatchCheckLayerAvailability",
-                    "ecr:GetDownloadUrlForLayer",
-                    "ecr:BatchGetImage",
-                ],
-                resource_arns=[self._repository_arn],
-            )
-            iam.Grant.add_to_principal(
-                grantee=role, actions=["ecr:GetAuthorizationToken"], resource_arns=["*"]
-            )
+            grant_pull(role, self._repository_arn)
         return uri
 
 
@@ -830,17 +865,16 @@ def _create_job_role(scope: Construct) -> iam.Role:
         assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
         description=f"SageMaker optimization job role of {scope.node.path}",
     )
+    log_groups = Stack.of(scope).format_arn(
+        service="logs",
+        resource="log-group",
+        resource_name="/aws/sagemaker/OptimizationJobs*",
+        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+    )
     role.add_to_policy(
         iam.PolicyStatement(
             actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
-            resources=[
-                Stack.of(scope).format_arn(
-                    service="logs",
-                    resource="log-group",
-                    resource_name="/aws/sagemaker/OptimizationJobs*",
-                    arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                )
-            ],
+            resources=[log_groups],
         )
     )
     role.add_to_policy(
@@ -849,6 +883,12 @@ def _create_job_role(scope: Construct) -> iam.Role:
             resources=["*"],
             conditions={"StringLike": {"cloudwatch:namespace": "/aws/sagemaker/*"}},
         )
+    )
+    acknowledge_wildcard_resources(
+        role,
+        [log_groups, "*"],
+        "SageMaker names the job's log streams after the job, known only at deploy time; "
+        "PutMetricData supports no resource scoping and is limited to SageMaker namespaces.",
     )
     return role
 
@@ -859,6 +899,7 @@ def _grant_read(grantee: iam.IGrantable, bucket: s3.IBucket, key: str, is_prefix
         grantee=grantee, actions=["s3:GetObject"], resource_arns=[bucket.arn_for_objects(pattern)]
     )
     if is_prefix:
+        _acknowledge_prefix(grantee, bucket, key)
         grantee.grant_principal.add_to_principal_policy(
             iam.PolicyStatement(
                 actions=["s3:ListBucket"],
@@ -870,12 +911,24 @@ def _grant_read(grantee: iam.IGrantable, bucket: s3.IBucket, key: str, is_prefix
         bucket.encryption_key.grant_decrypt(grantee)
 
 
+def _acknowledge_prefix(grantee: iam.IGrantable, bucket: s3.IBucket, key: str) -> None:
+    """Acknowledge the wildcard of an exact-prefix S3 grant on the grantee's role."""
+    principal = grantee.grant_principal
+    if isinstance(principal, Construct):
+        acknowledge_wildcard_resources(
+            principal,
+            [bucket.arn_for_objects(f"{key}*")],
+            "Objects under exactly one S3 prefix (a model's weights, a job's output folders).",
+        )
+
+
 def _grant_delete(grantee: iam.IGrantable, bucket: s3.IBucket, key_stem: str) -> None:
     iam.Grant.add_to_principal(
         grantee=grantee,
         actions=["s3:DeleteObject"],
         resource_arns=[bucket.arn_for_objects(key_stem + "*")],
     )
+    _acknowledge_prefix(grantee, bucket, key_stem)
     grantee.grant_principal.add_to_principal_policy(
         iam.PolicyStatement(
             actions=["s3:ListBucket"],

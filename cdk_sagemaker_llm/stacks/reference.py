@@ -6,6 +6,7 @@ from typing import Any
 
 from aws_cdk import Duration, Size, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
@@ -17,10 +18,17 @@ from ..constructs.inference_component import InferenceComponent
 from ..constructs.instance_type import InstanceType
 from ..constructs.model import Model
 from ..constructs.model_source import ModelSource
-from ..constructs.serving_options import DataType, LmiBackend, LmiOptions
+from ..constructs.optimization_job import (
+    OptimizationJob,
+    OptimizationTechnique,
+    QuantizationMethod,
+)
+from ..constructs.serving_options import DataType, LmiBackend, LmiOptions, Quantization
 
 LLAMA_3_8B_INSTRUCT = "meta-llama/Meta-Llama-3-8B-Instruct"
 HUGGING_FACE_TOKEN_SECRET_NAME = "cdk-sagemaker-llm/hugging-face-token"
+MODEL_BUCKET_NAME = "cdk-sagemaker-llm-models"
+"""An existing bucket holding the uncompressed Llama 3 8B weights (and the optimized ones)."""
 
 
 class LlamaInferenceComponentStack(Stack):
@@ -130,4 +138,45 @@ class LlamaInferenceComponentStack(Stack):
         )
         self.sporadic_scaling.scale_on_invocations(
             target=60, scale_in_cooldown=Duration.minutes(15)
+        )
+
+        # AWQ quantization at deploy time: the stack waits for the optimization job (up to
+        # its 4-hour max runtime) and serves its INT4 output, about 4x smaller than fp16, as
+        # one more component on the same endpoint, in the image SageMaker recommends for it.
+        models = s3.Bucket.from_bucket_name(self, "ModelBucket", MODEL_BUCKET_NAME)
+        self.awq_job = OptimizationJob(
+            self,
+            "Llama3AwqJob",
+            source=ModelSource.from_s3(models, f"{LLAMA_3_8B_INSTRUCT}/"),
+            instance_type=InstanceType.G5_12XLARGE,
+            techniques=[OptimizationTechnique.quantization_of(QuantizationMethod.AWQ)],
+            output_bucket=models,
+            output_prefix="optimized/",
+            max_runtime=Duration.hours(4),
+            job_name_prefix="llama3-8b-awq",
+        )
+        self.awq_model = Model(
+            self,
+            "Llama3AwqModel",
+            image=self.awq_job.recommended_image(),
+            source=self.awq_job.as_model_source(),
+            serving=LmiOptions(
+                backend=LmiBackend.VLLM,
+                tensor_parallel_degree=1,
+                quantization=Quantization.AWQ,
+                max_rolling_batch_size=32,
+                max_model_len=8192,
+                model_loading_timeout=Duration.minutes(15),
+            ),
+        )
+        self.awq_component = InferenceComponent(
+            self,
+            "Llama3AwqComponent",
+            endpoint=self.endpoint,
+            model=self.awq_model,
+            accelerators=1,
+            min_memory=Size.gibibytes(16),
+            cpu_cores=4,
+            copy_count=1,
+            container_startup_health_check_timeout=Duration.minutes(15),
         )
