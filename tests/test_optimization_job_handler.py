@@ -635,3 +635,42 @@ def test_create_params_match_the_api_shapes(sagemaker: Any) -> None:
         OptimizationJobName=name,
         **{**request, "OutputConfig": {"S3OutputLocation": f"s3://m/{name}/"}},
     )
+
+
+# ----- Lambda entry points (clients and HTTP replaced) -------------------------------------------
+
+
+def test_entry_points_dispatch_and_always_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    sm = client("sagemaker")
+    puts = Signals()
+    monkeypatch.setattr(h, "http_put", puts)
+    monkeypatch.setattr(h, "_client", lambda service: sm)
+    with Stubber(sm) as stubber:
+        name = expected_name()
+        stubber.add_response(
+            "describe_optimization_job",
+            description(name, "COMPLETED", OptimizationOutput={"RecommendedInferenceImage": IMAGE}),
+            {"OptimizationJobName": name},
+        )
+        ev = {
+            **output_event(),
+            "ResponseURL": "https://response",
+            "StackId": "stack",
+            "RequestId": "r",
+            "LogicalResourceId": "Output",
+        }
+        body = h.on_event(ev, None)
+        assert body["Status"] == "SUCCESS" and body["Data"]["RecommendedInferenceImage"] == IMAGE
+        # A handler crash still answers CloudFormation (FAILED), so it never waits an hour.
+        stubber.add_client_error(
+            "describe_optimization_job", service_error_code="AccessDeniedException"
+        )
+        body = h.on_event(ev, None)
+        assert body["Status"] == "FAILED" and "AccessDeniedException" in body["Reason"]
+    assert [url for url, _ in puts] == ["https://response", "https://response"]
+    # The workflow's catch: the poll entry point reports the error on the wait handle.
+    result = h.poll(
+        {"JobName": name, "HandleUrl": HANDLE, "Error": {"Error": "X", "Cause": "boom"}}, None
+    )
+    assert result["Done"] is True
+    assert puts[-1] == (HANDLE, h.error_signal({"JobName": name, "Error": {"Cause": "boom"}}))
