@@ -1,0 +1,898 @@
+"""A concurrency sweep run while the stack deploys, whose figures other resources consume.
+
+``EndpointBenchmark`` runs after its endpoint (or inference component) is in service, sweeps
+concurrency levels with a stated payload, writes ``results.json`` and ``chart.svg`` to S3 and
+exposes the knee concurrency, the max throughput and the p50 ms/token at the knee as
+attributes, e.g. as an autoscaling target. The same wait design as ``OptimizationJob``:
+
+1. ``Custom::SageMakerEndpointBenchmark`` (Lambda-backed, answers in seconds) starts a Step
+   Functions Standard workflow named after the run and returns.
+2. ``AWS::CloudFormation::WaitCondition`` holds the deployment until the workflow signals its
+   handle: SUCCESS with the figures as data, or FAILURE with the reason and the measured
+   figures (an unmet gate, every request failing, the deadline, a broken step).
+3. The workflow loops ``Advance`` (Lambda) -> Choice -> ``RunLevel`` (Map over the level's
+   workers, ``MaxConcurrency`` = the most workers any level needs) -> ``Advance``. Each Map
+   item is one invocation of the worker Lambda for one level, so no Lambda runs longer than
+   one level's share (a sweep may last hours; each worker stops starting requests 90 s
+   before its 15-minute timeout and keeps what it measured). ``Advance`` merges the workers'
+   raw samples from S3 (percentiles over all samples, never averaged), records the start
+   skew, plans the next level or finishes.
+4. ``Custom::SageMakerEndpointBenchmarkOutput`` (after the wait condition) turns the signal's
+   data into attributes.
+
+Load beyond one worker: a level of concurrency ``c`` runs on ``ceil(c / worker_capacity)``
+workers started together by the Map, each keeping its share in flight. All of them wait for a
+common start time planned 10 s ahead; the results record each worker's first request start
+and the skew between them (stated limit: 1 s).
+
+Lifecycle: the handle and the wait condition carry a hash of the benchmark's definition in
+their logical ids: the target's synthesized SageMaker resources (component, endpoint, their
+endpoint configuration and models, read when the benchmark is constructed), the payload and
+the sweep. Any change there runs a new sweep; anything else runs nothing. Delete does nothing
+and always succeeds, even after a failed create.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import jsii
+from aws_cdk import (
+    AssetHashType,
+    BundlingOptions,
+    CfnResource,
+    CustomResource,
+    DockerImage,
+    Duration,
+    ILocalBundling,
+    Names,
+    RemovalPolicy,
+    Stack,
+    Token,
+)
+from aws_cdk import aws_cloudformation as cloudformation
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
+from constructs import Construct
+
+from ..benchmarking import KneeRule
+from .endpoint import Endpoint, IEndpoint, InferenceComponentEndpoint
+from .inference_component import IInferenceComponent, InferenceComponent
+from .nag import acknowledge, acknowledge_wildcard_resources
+from .optimization_job import HANDLER_RUNTIME, _depend_on_policy_only
+from .pricing import DEFAULT_PRICE_LIST, PriceList
+from .validation import ValidationError, check_range, is_unresolved
+
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+HANDLER_FILES = ("lambdas/benchmark/__init__.py", "lambdas/benchmark/handler.py")
+ENGINE_DIRECTORY = "benchmarking"
+INDEX = (
+    '"""Lambda entry points of EndpointBenchmark."""\n\n'
+    "from cdk_sagemaker_llm.lambdas.benchmark.handler import advance, on_event, worker\n\n"
+    '__all__ = ["advance", "on_event", "worker"]\n'
+)
+STUB = '"""Stub package of the Lambda asset: the benchmark engine and handlers, no aws_cdk."""\n'
+
+RESOURCE_TYPE = "Custom::SageMakerEndpointBenchmark"
+OUTPUT_RESOURCE_TYPE = "Custom::SageMakerEndpointBenchmarkOutput"
+PLAN_METADATA = "cdk-sagemaker-llm:benchmark"
+MAX_WAIT_SECONDS = 43_200
+"""A CloudFormation wait condition's longest timeout (12 hours)."""
+SIGNAL_MARGIN = Duration.minutes(15)
+"""The wait lasts this much longer than ``max_duration``: the last level's requests finish,
+the results are written, the signal is sent."""
+MAX_LEVELS = 16
+MAX_CONCURRENCY = 4096
+MAX_WORKER_CAPACITY = 1024
+MAX_WORKERS = 64
+MAX_REQUESTS = 100_000
+MAX_TOKENS = 200_000
+DEFINITION_HASH_LENGTH = 8
+WORKER_TIMEOUT = Duration.minutes(15)
+LAMBDA_RETRY_ERRORS = [
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException",
+]
+"""Transient Lambda errors retried by the workflow (with backoff and full jitter)."""
+
+
+class PayloadFormat(Enum):
+    """The response format of the serving container."""
+
+    AUTO = "auto"
+    """Detected from each response (LMI or TGI)."""
+    LMI = "lmi"
+    """LMI (DJL Serving): ``{"generated_text", "details"}``, JSON-lines streams."""
+    TGI = "tgi"
+    """Hugging Face TGI: ``[{"generated_text", "details"}]``, server-sent-event streams."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchmarkGate:
+    """Measured figures below which the deployment fails (with the figures as the reason)."""
+
+    max_p50_ms_per_token: float | None = None
+    """The SLO at the lowest level (concurrency 1 in the default sweep): fail when its p50
+    ms/token is above this. Default: not checked."""
+    min_knee_concurrency: int | None = None
+    """Fail when the knee is below this concurrency. Default: not checked."""
+    min_output_tokens_per_s: float | None = None
+    """Fail when the max output throughput (within the knee rule's SLO) is below this.
+    Default: not checked."""
+
+
+# ----- the Lambda asset (no Docker) ----------------------------------------------------------
+
+
+def asset_files() -> list[tuple[str, Path]]:
+    """``(path in the asset, source file)`` of every file the handlers need, sorted."""
+    files = [(f"cdk_sagemaker_llm/{name}", PACKAGE_ROOT / name) for name in HANDLER_FILES]
+    engine = PACKAGE_ROOT / ENGINE_DIRECTORY
+    files += [
+        (f"cdk_sagemaker_llm/{ENGINE_DIRECTORY}/{path.name}", path)
+        for path in sorted(engine.glob("*.py"))
+    ]
+    return sorted(files)
+
+
+def bundle_handler(output_dir: str | os.PathLike[str]) -> None:
+    """Lay the asset out in ``output_dir``: ``index.py`` (entry points) and the handlers with
+    the benchmark engine under a stub ``cdk_sagemaker_llm`` package that imports no aws_cdk."""
+    out = Path(output_dir)
+    for target, source in asset_files():
+        (out / target).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, out / target)
+    (out / "cdk_sagemaker_llm" / "__init__.py").write_text(STUB)
+    (out / "cdk_sagemaker_llm" / "lambdas" / "__init__.py").write_text(STUB)
+    (out / "index.py").write_text(INDEX)
+
+
+def asset_hash() -> str:
+    """A hash of the asset's sources (paths and contents): deterministic, Docker-free."""
+    digest = hashlib.sha256(INDEX.encode() + STUB.encode())
+    for target, source in asset_files():
+        digest.update(target.encode() + b"\0" + source.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+@jsii.implements(ILocalBundling)
+class _LocalBundling:
+    """Bundles by copying files (never Docker)."""
+
+    def try_bundle(self, output_dir: str, *_options: Any, **_keywords: Any) -> bool:
+        bundle_handler(output_dir)
+        return True
+
+
+def handler_code() -> lambda_.Code:
+    """The handlers' Lambda code, bundled locally (the Docker image is never pulled)."""
+    return lambda_.Code.from_asset(
+        str(PACKAGE_ROOT / "lambdas" / "benchmark"),
+        asset_hash_type=AssetHashType.CUSTOM,
+        asset_hash=asset_hash(),
+        bundling=BundlingOptions(
+            image=DockerImage.from_registry("unused-local-bundling"), local=_LocalBundling()
+        ),
+    )
+
+
+# ----- the construct -------------------------------------------------------------------------
+
+
+class EndpointBenchmark(Construct):
+    """A concurrency sweep against an endpoint or inference component, run at deploy time.
+
+    ::
+
+        bench = EndpointBenchmark(self, "Bench", inference_component=component,
+            concurrencies=[1, 2, 4, 8, 16], input_tokens=512, output_tokens=256,
+            knee_rule=KneeRule(min_gain_per_doubling=0.1, slo_ms_per_token=60),
+            gate=BenchmarkGate(max_p50_ms_per_token=50))
+        scaling.scale_on_concurrent_requests(target=bench.knee_concurrency_per_copy)
+
+    See the module documentation for how the sweep runs, reruns and is deleted.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        endpoint: IEndpoint | None = None,
+        inference_component: IInferenceComponent | None = None,
+        concurrencies: Sequence[int] = (1, 2, 4, 8, 16, 32),
+        input_tokens: int = 256,
+        output_tokens: int = 128,
+        requests_per_level: int | None = None,
+        stream: bool = False,
+        payload_format: PayloadFormat = PayloadFormat.AUTO,
+        knee_rule: KneeRule | None = None,
+        gate: BenchmarkGate | None = None,
+        price_per_hour: float | None = None,
+        price_list: PriceList = DEFAULT_PRICE_LIST,
+        copies: int | None = None,
+        worker_capacity: int = 256,
+        results_bucket: s3.IBucket | None = None,
+        results_prefix: str = "endpoint-benchmarks/",
+        max_duration: Duration = Duration.hours(2),
+    ) -> None:
+        """
+        :param endpoint: the endpoint to load; default the inference component's endpoint.
+        :param inference_component: load this component of the endpoint; default none (the
+            endpoint itself).
+        :param concurrencies: the levels, positive and increasing (at most 16, each at most
+            4096); default 1, 2, 4, 8, 16, 32.
+        :param input_tokens: tokens of each synthetic prompt; default 256.
+        :param output_tokens: ``max_new_tokens`` of each request; default 128.
+        :param requests_per_level: requests per level (at least the highest concurrency, so
+            every level reaches its concurrency); default 4 x the level's concurrency, at least 16.
+        :param stream: use InvokeEndpointWithResponseStream (measures TTFT and inter-token
+            latency); default False.
+        :param payload_format: the container's response format; default AUTO (detected).
+        :param knee_rule: when more concurrency stops paying off; default ``KneeRule()``
+            (throughput gain per doubling below 10 %, no latency SLO).
+        :param gate: figures that fail the deployment when unmet; default none.
+        :param price_per_hour: USD per hour of what is measured, for the cost per 1M tokens;
+            default derived from ``price_list`` when the instance type is known (a component:
+            its share of the instance's accelerators x copies), else none.
+        :param price_list: prices used to derive ``price_per_hour``; default the library's.
+        :param copies: copies serving the load while the sweep runs, for the per-copy knee;
+            default the component's ``copy_count`` (1 for an endpoint or imported component).
+        :param worker_capacity: concurrent requests one worker Lambda keeps in flight (1-1024);
+            levels above it are split across parallel workers; default 256.
+        :param results_bucket: where results, charts and raw samples go; default a new
+            bucket (S3-managed encryption, SSL enforced, public access blocked, retained).
+        :param results_prefix: key prefix (ending in ``/``) of every run's folder; default
+            ``endpoint-benchmarks/``.
+        :param max_duration: the sweep stops starting requests after this long and fails the
+            deployment if levels remain (1 minute to 11 h 45 min; the wait lasts 15 minutes
+            longer); default 2 hours.
+        """
+        super().__init__(scope, id)
+        stack = Stack.of(self)
+        if endpoint is None and inference_component is None:
+            raise ValidationError(
+                "endpoint",
+                None,
+                "a benchmark needs an endpoint or an inference component to load",
+                "pass endpoint=..., or inference_component=... (its endpoint is used)",
+            )
+        if endpoint is None:
+            assert inference_component is not None
+            endpoint = inference_component.endpoint
+        elif inference_component is not None and stack.resolve(
+            inference_component.endpoint.endpoint_name
+        ) != stack.resolve(endpoint.endpoint_name):
+            raise ValidationError(
+                "inference_component",
+                inference_component.inference_component_name,
+                "the component is hosted on another endpoint than the one given",
+                "pass the component's own endpoint, or omit endpoint=",
+            )
+        self.endpoint = endpoint
+        """The endpoint loaded."""
+        self.inference_component = inference_component
+        """The component loaded, if any."""
+        levels = _check_concurrencies(concurrencies)
+        check_range("input_tokens", input_tokens, minimum=1, maximum=MAX_TOKENS)
+        check_range("output_tokens", output_tokens, minimum=1, maximum=MAX_TOKENS)
+        if requests_per_level is not None:
+            check_range(
+                "requests_per_level",
+                requests_per_level,
+                minimum=levels[-1],
+                maximum=MAX_REQUESTS,
+                fix=f"send at least {levels[-1]} requests per level (the highest concurrency), "
+                "so every level reaches its concurrency, or omit it for 4 x each level",
+            )
+        if not isinstance(payload_format, PayloadFormat):
+            raise ValidationError(
+                "payload_format",
+                payload_format,
+                "not a PayloadFormat",
+                "pass PayloadFormat.AUTO, PayloadFormat.LMI or PayloadFormat.TGI",
+            )
+        rule = knee_rule or KneeRule()
+        _check_rule(rule)
+        gate = gate or BenchmarkGate()
+        _check_gate(gate)
+        check_range(
+            "worker_capacity",
+            worker_capacity,
+            minimum=1,
+            maximum=MAX_WORKER_CAPACITY,
+            fix="keep 1 to 1024 requests in flight per worker Lambda",
+        )
+        self.max_workers = max(-(-level // worker_capacity) for level in levels)
+        """Workers of the largest level: the Map's MaxConcurrency."""
+        if self.max_workers > MAX_WORKERS:
+            raise ValidationError(
+                "worker_capacity",
+                worker_capacity,
+                f"the highest level ({levels[-1]}) would need {self.max_workers} workers, "
+                f"more than {MAX_WORKERS}",
+                f"raise worker_capacity to at least {-(-levels[-1] // MAX_WORKERS)}",
+            )
+        _check_prefix(results_prefix)
+        sweep_seconds = int(max_duration.to_seconds())
+        margin = int(SIGNAL_MARGIN.to_seconds())
+        check_range(
+            "max_duration (seconds)",
+            sweep_seconds,
+            minimum=60,
+            maximum=MAX_WAIT_SECONDS - margin,
+            fix="set max_duration between 1 minute and 11 hours 45 minutes (CloudFormation "
+            "waits at most 12 hours, 15 minutes longer than the sweep)",
+        )
+        self.copies = _copies(copies, inference_component)
+        """Copies serving the load during the sweep (divides the knee for the per-copy knee)."""
+        price: float | None = price_per_hour
+        if price_per_hour is not None:
+            check_range("price_per_hour", price_per_hour, minimum=0)
+            price_source = "given"
+        else:
+            price, price_source = _derive_price(
+                endpoint, inference_component, self.copies, price_list
+            )
+        self.price_per_hour = price
+        """USD per hour of what is measured, or None when unknown."""
+
+        self.results_bucket = results_bucket or _results_bucket(self)
+        """The bucket of the results."""
+        self.results_prefix = results_prefix
+
+        run: dict[str, Any] = {
+            "Bucket": self.results_bucket.bucket_name,
+            "EndpointName": endpoint.endpoint_name,
+            "InferenceComponentName": inference_component.inference_component_name
+            if inference_component is not None
+            else "",
+            "InputTokens": input_tokens,
+            "OutputTokens": output_tokens,
+            "Stream": stream,
+            "Format": payload_format.value,
+            "Concurrencies": levels,
+            "RequestsPerLevel": requests_per_level or 0,
+            "WorkerCapacity": worker_capacity,
+            "Copies": self.copies,
+            "Rule": _without_none(
+                {
+                    "MinGainPerDoubling": rule.min_gain_per_doubling,
+                    "SloMsPerToken": rule.slo_ms_per_token,
+                    "MaxErrorRate": rule.max_error_rate,
+                }
+            ),
+            "Gate": _without_none(
+                {
+                    "MaxP50MsPerToken": gate.max_p50_ms_per_token,
+                    "MinKneeConcurrency": gate.min_knee_concurrency,
+                    "MinOutputTokensPerS": gate.min_output_tokens_per_s,
+                }
+            ),
+        }
+        if price is not None:
+            run["PricePerHour"] = round(price, 6)
+            run["PriceSource"] = price_source
+        definition = stack.resolve(
+            {
+                "Run": run,
+                "Prefix": results_prefix,
+                "SweepSeconds": sweep_seconds,
+                "Target": _fingerprint(stack, endpoint, inference_component),
+            }
+        )
+        self.definition_hash = hashlib.sha256(
+            json.dumps(definition, sort_keys=True).encode()
+        ).hexdigest()[:DEFINITION_HASH_LENGTH]
+        """A hash of the target's resources, the payload and the sweep: a new one reruns."""
+        name_prefix = (
+            Names.unique_resource_name(self, max_length=40, separator="-").lower().strip("-")
+        )
+        stem = f"{name_prefix}-{self.definition_hash}"
+        self.run_name_stem = stem
+        """Runs are named ``<stem>-<6 hex of the wait handle>``; results go to
+        ``<results_prefix><run name>/``."""
+        objects = self.results_bucket.arn_for_objects(f"{results_prefix}{stem}-*")
+
+        code = handler_code()
+        worker = self._function(
+            "Worker", code, "index.worker", WORKER_TIMEOUT, 1769, "Runs one level's share of load"
+        )
+        if inference_component is not None:
+            inference_component.grant_invoke(worker)
+        else:
+            endpoint.grant_invoke(worker)
+        iam.Grant.add_to_principal(
+            grantee=worker, actions=["s3:PutObject"], resource_arns=[objects]
+        )
+        advance = self._function(
+            "Advance",
+            code,
+            "index.advance",
+            Duration.minutes(5),
+            1024,
+            "Aggregates levels, plans the next, writes results and signals the wait condition",
+        )
+        iam.Grant.add_to_principal(
+            grantee=advance, actions=["s3:GetObject", "s3:PutObject"], resource_arns=[objects]
+        )
+        key = self.results_bucket.encryption_key
+        if key is not None:
+            key.grant_encrypt_decrypt(worker)
+            key.grant_encrypt_decrypt(advance)
+        self.state_machine = self._state_machine(
+            advance, worker, Duration.seconds(sweep_seconds + margin)
+        )
+        """The Step Functions workflow of the sweep."""
+        starter = self._function(
+            "Starter",
+            code,
+            "index.on_event",
+            Duration.minutes(1),
+            256,
+            "Starts the sweep (CloudFormation custom resource); Delete does nothing",
+        )
+        self.state_machine.grant_start_execution(starter)
+
+        handle = cloudformation.CfnWaitConditionHandle(self, f"WaitHandle{self.definition_hash}")
+        self._resource = CustomResource(
+            self,
+            "Resource",
+            service_token=starter.function_arn,
+            resource_type=RESOURCE_TYPE,
+            service_timeout=Duration.minutes(5),
+            properties={
+                "RunNameStem": stem,
+                "Run": run,
+                "ResultsPrefix": results_prefix,
+                "SweepSeconds": sweep_seconds,
+                "WaitHandle": handle.ref,
+                "StateMachineArn": self.state_machine.state_machine_arn,
+            },
+        )
+        # Start once the target is in service. A name known at synth time (a component's)
+        # makes no reference, hence no implicit dependency: add it.
+        for target, name in (
+            (endpoint, endpoint.endpoint_name),
+            (inference_component, run["InferenceComponentName"]),
+        ):
+            resource = getattr(target, "resource", None)
+            if isinstance(resource, CfnResource) and not is_unresolved(name):
+                self._resource.node.add_dependency(resource)
+        self.wait_condition = cloudformation.CfnWaitCondition(
+            self,
+            f"Wait{self.definition_hash}",
+            handle=handle.ref,
+            timeout=str(sweep_seconds + margin),
+            count=1,
+        )
+        """Holds the deployment until the sweep has signalled."""
+        self.wait_condition.node.add_dependency(self._resource)
+        self._output = CustomResource(
+            self,
+            "Output",
+            service_token=starter.function_arn,
+            resource_type=OUTPUT_RESOURCE_TYPE,
+            service_timeout=Duration.minutes(5),
+            properties={"WaitData": self.wait_condition.attr_data},
+        )
+        default_child = self._resource.node.default_child
+        assert isinstance(default_child, CfnResource)
+        default_child.add_metadata(
+            PLAN_METADATA,
+            _plan_details(
+                endpoint,
+                inference_component,
+                levels,
+                input_tokens,
+                output_tokens,
+                stream,
+                payload_format,
+                requests_per_level,
+                rule,
+                gate,
+                worker_capacity,
+                max_duration,
+            ),
+        )
+        for function in (worker, advance, starter):
+            _depend_on_policy_only(function, function.role)
+        _depend_on_policy_only(self.state_machine, self.state_machine.role)
+        self._acknowledge_findings(objects, advance, worker)
+
+        self.run_name: str = self._output.get_att_string("RunName")
+        """The run measured by the last sweep."""
+        self.knee_concurrency: float = Token.as_number(self._output.get_att("KneeConcurrency"))
+        """The knee: the highest level that still bought throughput within the rule (the
+        lowest level when even that one trips the rule). A number token."""
+        self.knee_concurrency_per_copy: float = Token.as_number(
+            self._output.get_att("KneeConcurrencyPerCopy")
+        )
+        """The knee divided by ``copies`` (at least 1): a per-copy autoscaling target."""
+        self.knee_p50_ms_per_token: float = Token.as_number(
+            self._output.get_att("KneeP50MsPerToken")
+        )
+        """p50 end-to-end ms/token at the knee."""
+        self.max_output_tokens_per_second: float = Token.as_number(
+            self._output.get_att("MaxOutputTokensPerSecond")
+        )
+        """The highest output throughput within the rule's SLO (tokens/s)."""
+        self.results_s3_uri: str = self._output.get_att_string("ResultsS3Uri")
+        """``s3://bucket/<prefix><run>/results.json`` (the CLI's results schema + distribution)."""
+        self.chart_s3_uri: str = self._output.get_att_string("ChartS3Uri")
+        """``s3://bucket/<prefix><run>/chart.svg``: latency vs throughput, the knee circled."""
+
+    # ----- internals -------------------------------------------------------------------------
+
+    def _function(
+        self,
+        id: str,
+        code: lambda_.Code,
+        handler: str,
+        timeout: Duration,
+        memory: int,
+        description: str,
+    ) -> lambda_.Function:
+        log_group = logs.LogGroup(
+            self,
+            f"{id}Logs",
+            retention=logs.RetentionDays.THREE_MONTHS,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        role = iam.Role(
+            self,
+            f"{id}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"{description} ({self.node.path})",
+        )
+        log_group.grant_write(role)
+        return lambda_.Function(
+            self,
+            id,
+            runtime=HANDLER_RUNTIME,
+            architecture=lambda_.Architecture.ARM_64,
+            handler=handler,
+            code=code,
+            timeout=timeout,
+            memory_size=memory,
+            role=role,
+            log_group=log_group,
+            description=description,
+        )
+
+    def _invoke(self, id: str, function: lambda_.IFunction) -> tasks.LambdaInvoke:
+        task = tasks.LambdaInvoke(
+            self,
+            id,
+            lambda_function=function,
+            payload_response_only=True,
+            retry_on_service_exceptions=False,
+        )
+        task.add_retry(
+            errors=LAMBDA_RETRY_ERRORS,
+            interval=Duration.seconds(2),
+            max_attempts=6,
+            backoff_rate=2,
+            max_delay=Duration.seconds(60),
+            jitter_strategy=sfn.JitterType.FULL,
+        )
+        return task
+
+    def _state_machine(
+        self, advance: lambda_.IFunction, worker: lambda_.IFunction, timeout: Duration
+    ) -> sfn.StateMachine:
+        step = self._invoke("AdvanceSweep", advance)
+        report = self._invoke("ReportFailure", advance).next(
+            sfn.Fail(self, "SweepFailed", error="SweepFailed")
+        )
+        step.add_catch(report, errors=["States.ALL"], result_path="$.Error")
+        run_level = sfn.Map(
+            self,
+            "RunLevel",
+            items_path="$.Slices",
+            item_selector={
+                "Run": sfn.JsonPath.object_at("$.Run"),
+                "Slice": sfn.JsonPath.object_at("$$.Map.Item.Value"),
+            },
+            max_concurrency=self.max_workers,
+            result_path=sfn.JsonPath.DISCARD,
+        )
+        run_level.item_processor(self._invoke("RunWorker", worker))
+        run_level.add_catch(report, errors=["States.ALL"], result_path="$.Error")
+        done = (
+            sfn.Choice(self, "Done")
+            .when(sfn.Condition.boolean_equals("$.Done", True), sfn.Succeed(self, "Signalled"))
+            .otherwise(run_level.next(step))
+        )
+        log_group = logs.LogGroup(
+            self,
+            "WorkflowLogs",
+            retention=logs.RetentionDays.THREE_MONTHS,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        return sfn.StateMachine(
+            self,
+            "Workflow",
+            definition_body=sfn.DefinitionBody.from_chainable(step.next(done)),
+            state_machine_type=sfn.StateMachineType.STANDARD,
+            timeout=timeout,
+            logs=sfn.LogOptions(
+                destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=False
+            ),
+            tracing_enabled=False,
+        )
+
+    def _acknowledge_findings(
+        self, objects: str, advance: lambda_.IFunction, worker: lambda_.IFunction
+    ) -> None:
+        """The cdk-nag (AwsSolutions) findings this construct cannot avoid, with reasons."""
+        for function in self.node.children:
+            if isinstance(function, lambda_.Function):
+                acknowledge(
+                    function,
+                    "AwsSolutions-L1",
+                    f"The handlers run on {HANDLER_RUNTIME.name}, a supported runtime the "
+                    "library tests against; they are moved deliberately, not on each release.",
+                )
+        for function in (advance, worker):
+            assert function.role is not None
+            acknowledge_wildcard_resources(
+                function.role,
+                [objects],
+                "Objects under exactly this benchmark's run folders (<prefix><name>-<hash>-*): "
+                "run names carry the wait handle, known only at deploy time.",
+            )
+        acknowledge(
+            self.state_machine,
+            "AwsSolutions-SF2",
+            "The workflow is a loop of Lambda tasks; its logs record every state.",
+        )
+        acknowledge_wildcard_resources(
+            self.state_machine,
+            ["*", f"{advance.function_arn}:*", f"{worker.function_arn}:*"],
+            "CDK's grants: log delivery calls support no resource scoping, and invoking a "
+            "function covers its versions.",
+        )
+
+
+# ----- helpers -------------------------------------------------------------------------------
+
+
+def _without_none(values: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in values.items() if value is not None}
+
+
+def _results_bucket(scope: Construct) -> s3.Bucket:
+    bucket = s3.Bucket(
+        scope,
+        "Results",
+        encryption=s3.BucketEncryption.S3_MANAGED,
+        enforce_ssl=True,
+        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+        versioned=False,
+        removal_policy=RemovalPolicy.RETAIN,
+    )
+    acknowledge(
+        bucket,
+        "AwsSolutions-S1",
+        "Benchmark results written only by this benchmark's functions; pass results_bucket= "
+        "to use a bucket with server access logging.",
+    )
+    return bucket
+
+
+def _check_concurrencies(concurrencies: Sequence[int]) -> list[int]:
+    levels = list(concurrencies)
+    if not 1 <= len(levels) <= MAX_LEVELS:
+        raise ValidationError(
+            "concurrencies",
+            levels,
+            f"a sweep has 1 to {MAX_LEVELS} levels",
+            "pass e.g. [1, 2, 4, 8, 16, 32]",
+        )
+    for index, level in enumerate(levels):
+        if is_unresolved(level) or not isinstance(level, int) or isinstance(level, bool):
+            raise ValidationError(
+                f"concurrencies[{index}]",
+                level,
+                "a level is a whole number known at synth time",
+                "pass literal integers, e.g. [1, 2, 4, 8]",
+            )
+        if not 1 <= level <= MAX_CONCURRENCY:
+            raise ValidationError(
+                f"concurrencies[{index}]",
+                level,
+                f"a level is 1 to {MAX_CONCURRENCY} concurrent requests",
+                "use positive levels within that range",
+            )
+    for index in range(1, len(levels)):
+        if levels[index] <= levels[index - 1]:
+            raise ValidationError(
+                "concurrencies",
+                levels,
+                f"levels must increase ({levels[index]} follows {levels[index - 1]})",
+                f"sort them and drop repeats: {sorted(set(levels))}",
+            )
+    return levels
+
+
+def _check_rule(rule: KneeRule) -> None:
+    check_range(
+        "knee_rule.min_gain_per_doubling", rule.min_gain_per_doubling, minimum=0, maximum=10
+    )
+    if rule.slo_ms_per_token is not None:
+        check_range("knee_rule.slo_ms_per_token", rule.slo_ms_per_token, minimum=0.001)
+    if rule.max_error_rate is not None:
+        check_range("knee_rule.max_error_rate", rule.max_error_rate, minimum=0, maximum=1)
+
+
+def _check_gate(gate: BenchmarkGate) -> None:
+    if gate.max_p50_ms_per_token is not None:
+        check_range("gate.max_p50_ms_per_token", gate.max_p50_ms_per_token, minimum=0.001)
+    if gate.min_knee_concurrency is not None:
+        check_range(
+            "gate.min_knee_concurrency",
+            gate.min_knee_concurrency,
+            minimum=1,
+            maximum=MAX_CONCURRENCY,
+        )
+    if gate.min_output_tokens_per_s is not None:
+        check_range("gate.min_output_tokens_per_s", gate.min_output_tokens_per_s, minimum=0.001)
+
+
+def _check_prefix(prefix: str) -> None:
+    if is_unresolved(prefix):
+        raise ValidationError(
+            "results_prefix",
+            prefix,
+            "the prefix scopes the workers' write permission, so it must be known at synth time",
+            "pass a literal prefix such as 'endpoint-benchmarks/'",
+        )
+    if not prefix or prefix.startswith("/") or not prefix.endswith("/"):
+        raise ValidationError(
+            "results_prefix",
+            prefix,
+            "a key prefix must be non-empty, end with '/' and not start with '/'",
+            f"pass {(prefix.strip('/') or 'endpoint-benchmarks') + '/'!r}",
+        )
+
+
+def _copies(copies: int | None, component: IInferenceComponent | None) -> int:
+    if copies is not None:
+        check_range("copies", copies, minimum=1, fix="pass the copies serving during the sweep")
+        return copies
+    count = (
+        getattr(component, "copy_count", None)
+        if isinstance(component, InferenceComponent)
+        else None
+    )
+    return count if isinstance(count, int) and not is_unresolved(count) and count >= 1 else 1
+
+
+def _derive_price(
+    endpoint: IEndpoint,
+    component: IInferenceComponent | None,
+    copies: int,
+    prices: PriceList,
+) -> tuple[float | None, str]:
+    """Price per hour of what is measured, from the price list, when the types are known."""
+    where = f"{prices.describe()}"
+    if isinstance(component, InferenceComponent) and isinstance(
+        endpoint, InferenceComponentEndpoint
+    ):
+        instance = endpoint.instance_type
+        hourly = prices.price_per_hour(instance)
+        gpus = instance.accelerator_count
+        if hourly is None or not gpus or not component.accelerators:
+            return None, ""
+        share = component.accelerators / gpus
+        return hourly * share * copies, (
+            f"{copies} copies x {component.accelerators} of {gpus} accelerators of "
+            f"{instance.name} at {hourly:g}/h ({where})"
+        )
+    if component is None and isinstance(endpoint, Endpoint) and len(endpoint.variants) == 1:
+        variant = endpoint.variants[0]
+        hourly = prices.price_per_hour(variant.instance_type)
+        if hourly is None:
+            return None, ""
+        count = variant.initial_instance_count
+        return hourly * count, f"{count} x {variant.instance_type.name} at {hourly:g}/h ({where})"
+    return None, ""
+
+
+def _fingerprint(
+    stack: Stack, endpoint: IEndpoint, component: IInferenceComponent | None
+) -> dict[str, Any]:
+    """The synthesized SageMaker resources the target is made of (component, endpoint,
+    endpoint configuration, models), followed through references within the stack."""
+    by_id: dict[str, CfnResource] = {}
+    for child in stack.node.find_all():
+        if isinstance(child, CfnResource) and child.cfn_resource_type.startswith(
+            "AWS::SageMaker::"
+        ):
+            by_id[str(stack.resolve(child.logical_id))] = child
+    found: dict[str, Any] = {}
+    pending = [
+        str(stack.resolve(resource.logical_id))
+        for resource in (getattr(endpoint, "resource", None), getattr(component, "resource", None))
+        if isinstance(resource, CfnResource)
+    ]
+    while pending:
+        logical_id = pending.pop()
+        if logical_id in found or logical_id not in by_id:
+            continue
+        resource = by_id[logical_id]
+        properties = stack.resolve(resource._cfn_properties)
+        found[logical_id] = {"Type": resource.cfn_resource_type, "Properties": properties}
+        pending += _references(properties)
+    return {
+        "Endpoint": endpoint.endpoint_name,
+        "Component": component.inference_component_name if component is not None else None,
+        "Resources": found,
+    }
+
+
+def _references(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        if "Ref" in value and isinstance(value["Ref"], str):
+            return [value["Ref"]]
+        if "Fn::GetAtt" in value and isinstance(value["Fn::GetAtt"], list):
+            return [str(value["Fn::GetAtt"][0])]
+        return [ref for item in value.values() for ref in _references(item)]
+    if isinstance(value, list):
+        return [ref for item in value for ref in _references(item)]
+    return []
+
+
+def _plan_details(
+    endpoint: IEndpoint,
+    component: IInferenceComponent | None,
+    levels: list[int],
+    input_tokens: int,
+    output_tokens: int,
+    stream: bool,
+    payload_format: PayloadFormat,
+    requests_per_level: int | None,
+    rule: KneeRule,
+    gate: BenchmarkGate,
+    worker_capacity: int,
+    max_duration: Duration,
+) -> dict[str, Any]:
+    """What ``plan`` shows for the benchmark."""
+    gates = []
+    if gate.max_p50_ms_per_token is not None:
+        gates.append(f"p50 ms/token at concurrency {levels[0]} <= {gate.max_p50_ms_per_token:g}")
+    if gate.min_knee_concurrency is not None:
+        gates.append(f"knee >= {gate.min_knee_concurrency}")
+    if gate.min_output_tokens_per_s is not None:
+        gates.append(f"max throughput >= {gate.min_output_tokens_per_s:g} tokens/s")
+    workers = max(-(-level // worker_capacity) for level in levels)
+    return {
+        "Target": component.inference_component_name
+        if component is not None
+        else endpoint.endpoint_name,
+        "Concurrencies": ", ".join(str(level) for level in levels),
+        "Payload": f"{input_tokens} in / {output_tokens} out tokens"
+        f"{', streaming' if stream else ''}, {payload_format.value} format",
+        "RequestsPerLevel": str(requests_per_level)
+        if requests_per_level
+        else "4 x concurrency (at least 16)",
+        "KneeRule": rule.describe(),
+        "Gate": "; ".join(gates) or "none",
+        "Workers": f"up to {workers} in parallel ({worker_capacity} requests in flight each)",
+        "MaxDuration": f"{int(max_duration.to_seconds())} s",
+    }

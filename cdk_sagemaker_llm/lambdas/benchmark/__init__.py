@@ -1,0 +1,1 @@
+"""Deploy-time handlers of ``EndpointBenchmark`` (see ``handler``)."""

@@ -1,0 +1,898 @@
+"""Deploy-time handlers of ``EndpointBenchmark``: plain Python + boto3 + the benchmark engine.
+
+The Lambda asset holds this module and ``cdk_sagemaker_llm.benchmarking`` under a stub
+``cdk_sagemaker_llm`` package (no aws_cdk), so the relative imports below work both in the
+repository and in the asset. Entry points (``index.py`` of the asset re-exports them):
+
+- ``on_event``: the custom resources. ``Custom::SageMakerEndpointBenchmark`` starts the Step
+  Functions sweep (Create/Update) and does nothing on Delete, which always succeeds;
+  ``Custom::SageMakerEndpointBenchmarkOutput`` turns the wait condition's data into
+  attributes (knee concurrency, max throughput, p50 ms/token at the knee).
+- ``advance``: one step of the sweep: aggregate the level the workers just ran (from their
+  raw samples in S3), then plan the next level, or finish: write ``results.json`` and
+  ``chart.svg``, apply the gate, signal the wait condition. With ``Error`` set (the workflow's
+  catch), signal FAILURE with the error instead.
+- ``worker``: one worker's share of one level: wait for the common start time, keep its share
+  of the concurrency in flight for its share of the requests, stop starting requests before
+  the Lambda's (or the sweep's) deadline, write the raw samples to S3.
+
+The logic is in pure functions over clients, a clock and a sleep passed in
+(``handle_event``, ``handle_output_event``, ``advance_step``, ``run_worker``,
+``report_error``), so tests run them against fakes, a fake clock, or the loopback simulator.
+Every event is validated (types and ranges) before use: a malformed event fails with a message
+naming the field.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import json
+import math
+import os
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ...benchmarking import (
+    BenchmarkResult,
+    Invoker,
+    KneeRule,
+    LevelResult,
+    PayloadSpec,
+    RequestSample,
+    find_knee,
+    run_level,
+    summarize_level,
+)
+from ...benchmarking._clock import now as epoch_now
+from ...benchmarking.report import render_svg
+
+RESOURCE_TYPE = "Custom::SageMakerEndpointBenchmark"
+OUTPUT_RESOURCE_TYPE = "Custom::SageMakerEndpointBenchmarkOutput"
+
+START_LEAD_S = 10.0
+"""Workers of a level are told to start this long after the level is planned: time for Step
+Functions to start every Map iteration and for the Lambdas to start (cold starts included)."""
+START_SKEW_LIMIT_S = 1.0
+"""The stated start skew: workers of one level start within this of each other (they all wait
+for the common start time; a worker that arrives late is recorded, and so is the skew)."""
+WORKER_MARGIN_S = 90.0
+"""A worker stops starting requests this long before its Lambda's timeout: requests in flight
+finish within the invoker's 70 s read timeout, and the samples are written."""
+MAX_LEVELS = 16
+MAX_CONCURRENCY = 4096
+MAX_WORKER_CAPACITY = 1024
+MAX_WORKERS = 64
+MAX_REQUESTS = 100_000
+MAX_TOKENS = 200_000
+MAX_REASON = 1000
+FORMATS = ("auto", "lmi", "tgi")
+
+Put = Callable[[str, Mapping[str, Any]], None]
+Clock = Callable[[], float]
+Sleep = Callable[[float], None]
+
+
+class EventError(ValueError):
+    """A malformed event or property: permanent, reported with the offending field."""
+
+
+class HandlerError(Exception):
+    """A failure reported to CloudFormation as the custom resource's reason."""
+
+
+# ----- validation of untrusted input ---------------------------------------------------------
+
+
+def _field(data: Any, key: str, where: str) -> Any:
+    if not isinstance(data, Mapping):
+        raise EventError(f"{where}: expected an object, got {type(data).__name__}")
+    if key not in data:
+        raise EventError(f"{where}.{key}: missing")
+    return data[key]
+
+
+def _int(value: Any, where: str, low: int, high: int) -> int:
+    """An integer (or its decimal string: CloudFormation turns numbers into strings)."""
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value = int(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise EventError(f"{where}: expected an integer from {low} to {high}, got {value!r}")
+    return value
+
+
+def _float(value: Any, where: str, low: float, high: float) -> float:
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            value = float(value)
+    if (
+        not isinstance(value, int | float)
+        or isinstance(value, bool)
+        or not math.isfinite(value)
+        or not low <= value <= high
+    ):
+        raise EventError(f"{where}: expected a number from {low:g} to {high:g}, got {value!r}")
+    return float(value)
+
+
+def _optional_float(data: Mapping[str, Any], key: str, where: str, high: float) -> float | None:
+    value = data.get(key)
+    if value is None or value == "":
+        return None
+    return _float(value, f"{where}.{key}", 0.0, high)
+
+
+def _bool(value: Any, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise EventError(f"{where}: expected true or false, got {value!r}")
+
+
+def _str(value: Any, where: str, *, max_length: int = 2048, allow_empty: bool = False) -> str:
+    if not isinstance(value, str) or len(value) > max_length or (not value and not allow_empty):
+        raise EventError(f"{where}: expected a string of 1 to {max_length} characters")
+    return value
+
+
+def _https_url(value: Any, where: str) -> str:
+    url = _str(value, where)
+    if not url.startswith("https://"):
+        raise EventError(f"{where}: expected an https:// URL (a presigned wait-condition handle)")
+    return url
+
+
+def check_run(run: Any, where: str = "Run") -> dict[str, Any]:
+    """The sweep's configuration, validated (it travels in the workflow's state)."""
+    concurrencies_raw = _field(run, "Concurrencies", where)
+    if not isinstance(concurrencies_raw, list) or not 1 <= len(concurrencies_raw) <= MAX_LEVELS:
+        raise EventError(f"{where}.Concurrencies: expected a list of 1 to {MAX_LEVELS} levels")
+    concurrencies = [
+        _int(c, f"{where}.Concurrencies[{i}]", 1, MAX_CONCURRENCY)
+        for i, c in enumerate(concurrencies_raw)
+    ]
+    if any(b <= a for a, b in itertools.pairwise(concurrencies)):
+        raise EventError(f"{where}.Concurrencies: expected increasing levels, got {concurrencies}")
+    fmt = _str(_field(run, "Format", where), f"{where}.Format")
+    if fmt not in FORMATS:
+        raise EventError(f"{where}.Format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    rule = _field(run, "Rule", where)
+    gate = run.get("Gate") or {}
+    if not isinstance(gate, Mapping):
+        raise EventError(f"{where}.Gate: expected an object")
+    bucket = _str(_field(run, "Bucket", where), f"{where}.Bucket", max_length=63)
+    prefix = _str(_field(run, "Prefix", where), f"{where}.Prefix", max_length=900)
+    if prefix.startswith("/") or not prefix.endswith("/"):
+        raise EventError(f"{where}.Prefix: expected a key prefix ending in '/', got {prefix!r}")
+    price = run.get("PricePerHour")
+    return {
+        "Name": _str(_field(run, "Name", where), f"{where}.Name", max_length=80),
+        "HandleUrl": _https_url(_field(run, "HandleUrl", where), f"{where}.HandleUrl"),
+        "Deadline": _float(_field(run, "Deadline", where), f"{where}.Deadline", 0, 1e11),
+        "StartedAt": _float(_field(run, "StartedAt", where), f"{where}.StartedAt", 0, 1e11),
+        "Bucket": bucket,
+        "Prefix": prefix,
+        "EndpointName": _str(
+            _field(run, "EndpointName", where), f"{where}.EndpointName", max_length=63
+        ),
+        "InferenceComponentName": _str(
+            run.get("InferenceComponentName", ""),
+            f"{where}.InferenceComponentName",
+            max_length=63,
+            allow_empty=True,
+        ),
+        "InputTokens": _int(
+            _field(run, "InputTokens", where), f"{where}.InputTokens", 1, MAX_TOKENS
+        ),
+        "OutputTokens": _int(
+            _field(run, "OutputTokens", where), f"{where}.OutputTokens", 1, MAX_TOKENS
+        ),
+        "Stream": _bool(_field(run, "Stream", where), f"{where}.Stream"),
+        "Format": fmt,
+        "Concurrencies": concurrencies,
+        "RequestsPerLevel": _int(
+            run.get("RequestsPerLevel", 0), f"{where}.RequestsPerLevel", 0, MAX_REQUESTS
+        ),
+        "WorkerCapacity": _int(
+            _field(run, "WorkerCapacity", where), f"{where}.WorkerCapacity", 1, MAX_WORKER_CAPACITY
+        ),
+        "Copies": _int(run.get("Copies", 1), f"{where}.Copies", 1, 10_000),
+        "Rule": {
+            "MinGainPerDoubling": _float(
+                _field(rule, "MinGainPerDoubling", f"{where}.Rule"),
+                f"{where}.Rule.MinGainPerDoubling",
+                0.0,
+                10.0,
+            ),
+            "SloMsPerToken": _optional_float(rule, "SloMsPerToken", f"{where}.Rule", 1e6),
+            "MaxErrorRate": _optional_float(rule, "MaxErrorRate", f"{where}.Rule", 1.0),
+        },
+        "Gate": {
+            "MaxP50MsPerToken": _optional_float(gate, "MaxP50MsPerToken", f"{where}.Gate", 1e6),
+            "MinKneeConcurrency": _optional_float(
+                gate, "MinKneeConcurrency", f"{where}.Gate", MAX_CONCURRENCY
+            ),
+            "MinOutputTokensPerS": _optional_float(
+                gate, "MinOutputTokensPerS", f"{where}.Gate", 1e9
+            ),
+        },
+        "PricePerHour": None
+        if price is None or price == ""
+        else _float(price, f"{where}.PricePerHour", 0.0, 1e6),
+        "PriceSource": _str(
+            run.get("PriceSource", ""), f"{where}.PriceSource", max_length=300, allow_empty=True
+        ),
+    }
+
+
+def requests_for(run: Mapping[str, Any], concurrency: int) -> int:
+    """Requests of one level: the configured count, else 4 x concurrency and at least 16."""
+    return int(run["RequestsPerLevel"]) or max(4 * concurrency, 16)
+
+
+def split(total: int, parts: int) -> list[int]:
+    """``total`` split into ``parts`` shares differing by at most one."""
+    return [total // parts + (1 if index < total % parts else 0) for index in range(parts)]
+
+
+def workers_for(concurrency: int, capacity: int) -> int:
+    """Workers a level needs: one per ``capacity`` concurrent requests."""
+    return max(1, math.ceil(concurrency / capacity))
+
+
+def samples_key(run: Mapping[str, Any], concurrency: int, worker: int) -> str:
+    """Where one worker writes the raw samples of one level (without the extension)."""
+    return f"{run['Prefix']}samples/level-{concurrency:05d}/worker-{worker:03d}"
+
+
+def results_key(run: Mapping[str, Any], name: str) -> str:
+    return f"{run['Prefix']}{name}"
+
+
+# ----- helpers -------------------------------------------------------------------------------
+
+
+def truncate(text: str, limit: int = MAX_REASON) -> str:
+    """``text`` cut to ``limit`` characters, marked when cut."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def error_code(error: BaseException) -> str:
+    """The AWS error code of a botocore ``ClientError`` (empty for anything else)."""
+    response = getattr(error, "response", None)
+    if not isinstance(response, dict):
+        return ""
+    return str(response.get("Error", {}).get("Code", ""))
+
+
+def wait_condition_signal(
+    status: str, reason: str, unique_id: str, data: str = ""
+) -> dict[str, str]:
+    """The JSON body CloudFormation expects on a wait-condition handle URL."""
+    return {"Status": status, "Reason": truncate(reason), "UniqueId": unique_id, "Data": data}
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+# ----- the custom resources ------------------------------------------------------------------
+
+
+def run_name(stem: str, handle_url: str) -> str:
+    """``<stem>-<6 hex of the wait-condition handle>``: duplicates of one CloudFormation event
+    (same handle) name the same run; a new deployment (new handle) names a new one."""
+    name = f"{stem}-{hashlib.sha256(handle_url.encode()).hexdigest()[:6]}"
+    if len(name) > 80:
+        raise EventError(f"run name {name!r} exceeds Step Functions' 80 characters")
+    return name
+
+
+def handle_event(event: Mapping[str, Any], *, sfn: Any, now: float) -> dict[str, Any]:
+    """``Custom::SageMakerEndpointBenchmark``: start the sweep; Delete does nothing.
+
+    Returns ``{"PhysicalResourceId", "Data"}``. The sweep is a Step Functions execution named
+    after the run, so a duplicate event starts nothing more (``ExecutionAlreadyExists``). An
+    Update with an unchanged definition and handle keeps the run; a changed one starts a new
+    run (its wait condition is new too: its logical id carries the definition hash).
+    """
+    request_type = event.get("RequestType")
+    if request_type == "Delete":
+        physical = event.get("PhysicalResourceId")
+        return {"PhysicalResourceId": physical if isinstance(physical, str) else "none", "Data": {}}
+    if request_type not in ("Create", "Update"):
+        raise EventError(f"RequestType: expected Create, Update or Delete, got {request_type!r}")
+    props = _field(event, "ResourceProperties", "event")
+    stem = _str(
+        _field(props, "RunNameStem", "ResourceProperties"), "ResourceProperties.RunNameStem"
+    )
+    handle = _https_url(
+        _field(props, "WaitHandle", "ResourceProperties"), "ResourceProperties.WaitHandle"
+    )
+    name = run_name(stem, handle)
+    wait_seconds = _int(
+        _field(props, "SweepSeconds", "ResourceProperties"),
+        "ResourceProperties.SweepSeconds",
+        60,
+        43_200,
+    )
+    prefix = _str(
+        _field(props, "ResultsPrefix", "ResourceProperties"), "ResourceProperties.ResultsPrefix"
+    )
+    static = _field(props, "Run", "ResourceProperties")
+    if not isinstance(static, Mapping):
+        raise EventError("ResourceProperties.Run: expected an object")
+    run = check_run(
+        {
+            **static,
+            "Name": name,
+            "HandleUrl": handle,
+            "Deadline": int(now) + wait_seconds,
+            "StartedAt": now,
+            "Prefix": f"{prefix}{name}/",
+        },
+        "ResourceProperties.Run",
+    )
+    data = {
+        "RunName": name,
+        "ResultsS3Uri": f"s3://{run['Bucket']}/{results_key(run, 'results.json')}",
+    }
+    if request_type == "Update" and event.get("PhysicalResourceId") == name:
+        return {"PhysicalResourceId": name, "Data": data}
+    state_machine = _str(
+        _field(props, "StateMachineArn", "ResourceProperties"), "ResourceProperties.StateMachineArn"
+    )
+    try:
+        sfn.start_execution(
+            stateMachineArn=state_machine,
+            name=name,
+            input=json.dumps({"Run": run, "Levels": [], "Done": False}, sort_keys=True),
+        )
+    except Exception as error:
+        if error_code(error) != "ExecutionAlreadyExists":
+            raise HandlerError(f"Starting the benchmark {name} failed: {error}") from error
+    return {"PhysicalResourceId": name, "Data": data}
+
+
+ATTRIBUTES = (
+    "KneeConcurrency",
+    "KneeConcurrencyPerCopy",
+    "KneeP50MsPerToken",
+    "MaxOutputTokensPerSecond",
+    "MaxThroughputConcurrency",
+    "LowestLevelP50MsPerToken",
+    "ResultsS3Uri",
+    "ChartS3Uri",
+    "RunName",
+)
+
+
+def handle_output_event(event: Mapping[str, Any]) -> dict[str, Any]:
+    """``Custom::SageMakerEndpointBenchmarkOutput``: the sweep's figures as attributes.
+
+    ``WaitData`` is the wait condition's ``Data`` attribute: a JSON object of the signals'
+    ``UniqueId`` -> ``Data``; the sweep signals once, with its figures as compact JSON.
+    """
+    if event.get("RequestType") == "Delete":
+        physical = event.get("PhysicalResourceId")
+        return {"PhysicalResourceId": physical if isinstance(physical, str) else "none", "Data": {}}
+    props = _field(event, "ResourceProperties", "event")
+    raw = _str(
+        _field(props, "WaitData", "ResourceProperties"),
+        "ResourceProperties.WaitData",
+        max_length=65536,
+    )
+    try:
+        signals = json.loads(raw)
+        values = list(signals.values()) if isinstance(signals, dict) else []
+        figures = json.loads(values[0]) if len(values) == 1 else None
+    except (ValueError, TypeError) as error:
+        raise EventError(
+            f"ResourceProperties.WaitData: not the sweep's signal data ({error})"
+        ) from error
+    if not isinstance(figures, dict) or any(key not in figures for key in ATTRIBUTES):
+        raise EventError(
+            f"ResourceProperties.WaitData: expected one signal carrying {', '.join(ATTRIBUTES)}"
+        )
+    data = {key: str(figures[key]) for key in ATTRIBUTES}
+    return {"PhysicalResourceId": f"{data['RunName']}-output", "Data": data}
+
+
+# ----- one worker ----------------------------------------------------------------------------
+
+
+def check_slice(item: Any, run: Mapping[str, Any], where: str = "Slice") -> dict[str, Any]:
+    """One worker's share of one level, validated against the run."""
+    level = _int(_field(item, "Level", where), f"{where}.Level", 1, MAX_CONCURRENCY)
+    if level not in run["Concurrencies"]:
+        raise EventError(f"{where}.Level: {level} is not a level of this run")
+    workers = _int(_field(item, "Workers", where), f"{where}.Workers", 1, MAX_WORKERS)
+    if workers != workers_for(level, run["WorkerCapacity"]):
+        raise EventError(
+            f"{where}.Workers: level {level} runs on "
+            f"{workers_for(level, run['WorkerCapacity'])} workers, not {workers}"
+        )
+    worker = _int(_field(item, "Worker", where), f"{where}.Worker", 0, workers - 1)
+    return {
+        "Level": level,
+        "Workers": workers,
+        "Worker": worker,
+        "Concurrency": split(level, workers)[worker],
+        "Requests": split(requests_for(run, level), workers)[worker],
+        "FirstIndex": sum(split(requests_for(run, level), workers)[:worker]),
+        "StartAt": _float(_field(item, "StartAt", where), f"{where}.StartAt", 0, 1e11),
+    }
+
+
+def _claim(s3: Any, bucket: str, key: str) -> bool:
+    """Create ``key`` only if absent (S3 conditional write); False when it already exists."""
+    try:
+        s3.put_object(Bucket=bucket, Key=key, Body=b"", IfNoneMatch="*")
+    except Exception as error:
+        if error_code(error) in ("PreconditionFailed", "ConditionalRequestConflict"):
+            return False
+        raise
+    return True
+
+
+def run_worker(
+    event: Mapping[str, Any],
+    *,
+    invoker: Invoker,
+    s3: Any,
+    remaining_s: float,
+    clock: Clock = epoch_now,
+    sleep: Sleep = time.sleep,
+    margin_s: float = WORKER_MARGIN_S,
+) -> dict[str, Any]:
+    """Run one worker's share of one level; write its raw samples; return a small summary.
+
+    Idempotent: the worker first claims its slice with a conditional write, so a duplicate or
+    retried event that finds the claim runs no load (the samples of the first one count).
+    The worker waits for the level's common start time, then stops starting requests at
+    whichever comes first: its share of the requests, its Lambda's remaining time less
+    ``margin_s``, or the sweep's deadline. What it measured until then is kept.
+    """
+    invoked = clock()
+    run = check_run(_field(event, "Run", "event"))
+    piece = check_slice(_field(event, "Slice", "event"), run)
+    key = samples_key(run, piece["Level"], piece["Worker"])
+    summary = {"Level": piece["Level"], "Worker": piece["Worker"], "Key": f"{key}.json"}
+    if not _claim(s3, run["Bucket"], f"{key}.claim"):
+        return {**summary, "Duplicate": True}
+    stop_at = min(invoked + remaining_s - margin_s, run["Deadline"])
+    wait = min(piece["StartAt"], stop_at) - clock()
+    if wait > 0:
+        sleep(wait)
+    started = clock()
+    late = max(0.0, started - piece["StartAt"])
+    budget = stop_at - started
+    samples: list[RequestSample] = []
+    if budget > 0 and piece["Requests"] > 0:
+        spec = PayloadSpec(
+            input_tokens=run["InputTokens"],
+            output_tokens=run["OutputTokens"],
+            stream=run["Stream"],
+            response_format=run["Format"],
+        )
+        samples = run_level(
+            invoker,
+            spec,
+            piece["Concurrency"],
+            requests=piece["Requests"],
+            duration_s=budget,
+            first_index=piece["FirstIndex"],
+        )
+    for sample in samples:
+        sample.concurrency = piece["Level"]
+    body = {
+        "level": piece["Level"],
+        "worker": piece["Worker"],
+        "workers": piece["Workers"],
+        "concurrency": piece["Concurrency"],
+        "requested": piece["Requests"],
+        "start_at": piece["StartAt"],
+        "late_s": late,
+        "samples": [sample.to_dict() for sample in samples],
+    }
+    s3.put_object(
+        Bucket=run["Bucket"],
+        Key=f"{key}.json",
+        Body=json.dumps(body).encode(),
+        ContentType="application/json",
+    )
+    return {
+        **summary,
+        "Samples": len(samples),
+        "Truncated": len(samples) < piece["Requests"],
+        "LateS": round(late, 6),
+    }
+
+
+# ----- aggregation, planning, finishing ------------------------------------------------------
+
+
+def _read_worker(s3: Any, run: Mapping[str, Any], level: int, worker: int) -> dict[str, Any]:
+    key = f"{samples_key(run, level, worker)}.json"
+    try:
+        body = s3.get_object(Bucket=run["Bucket"], Key=key)["Body"].read()
+    except Exception as error:
+        if error_code(error) in ("NoSuchKey", "404", "AccessDenied"):
+            # Without s3:ListBucket, S3 answers AccessDenied for a missing key.
+            raise EventError(
+                f"worker {worker} of level {level} wrote no samples (s3://{run['Bucket']}/{key} "
+                f"is missing: {error_code(error)}); it failed or timed out before writing them"
+            ) from error
+        raise
+    data = json.loads(body)
+    if not isinstance(data, dict) or not isinstance(data.get("samples"), list):
+        raise EventError(f"s3://{run['Bucket']}/{key}: not a worker's samples")
+    return data
+
+
+def start_skew(first_starts: Sequence[float]) -> float:
+    """Spread of the workers' first request starts (0 for one worker)."""
+    return max(first_starts) - min(first_starts) if len(first_starts) > 1 else 0.0
+
+
+def aggregate_level(
+    s3: Any, run: Mapping[str, Any], level: int, workers: int
+) -> tuple[list[RequestSample], dict[str, Any]]:
+    """Merge the raw samples of every worker of ``level``; returns them and the level's record.
+
+    The record holds the summary (percentiles over the merged raw samples, never averages of
+    the workers' percentiles) and the distribution: workers, each one's first start, and the
+    start skew measured from them against the stated limit.
+    """
+    merged: list[RequestSample] = []
+    first_starts: list[float] = []
+    late: list[float] = []
+    for worker in range(workers):
+        data = _read_worker(s3, run, level, worker)
+        samples = [RequestSample.from_dict(item) for item in data["samples"]]
+        late.append(float(data.get("late_s", 0.0)))
+        if samples:
+            first_starts.append(min(sample.start for sample in samples))
+        merged.extend(samples)
+    skew = start_skew(first_starts)
+    distribution = {
+        "concurrency": level,
+        "workers": workers,
+        "worker_concurrency": split(level, workers),
+        "first_start_per_worker": first_starts,
+        "late_s_per_worker": late,
+        "start_skew_s": skew,
+        "start_skew_limit_s": START_SKEW_LIMIT_S,
+        "within_skew_limit": skew <= START_SKEW_LIMIT_S,
+    }
+    record: dict[str, Any] = {"Distribution": distribution, "Level": None, "FirstError": None}
+    if merged:
+        record["Level"] = summarize_level(merged, level).to_dict()
+        failed = [s for s in merged if s.error is not None]
+        if failed:
+            code, _ = Counter(s.error_code or s.error or "" for s in failed).most_common(1)[0]
+            example = next(s for s in failed if (s.error_code or s.error or "") == code)
+            record["FirstError"] = f"{code}: {example.error_message or ''}".strip()
+    return merged, record
+
+
+def plan_level(run: Mapping[str, Any], concurrency: int, now: float) -> dict[str, Any]:
+    """The Map items of one level: one per worker, all with the same start time."""
+    workers = workers_for(concurrency, run["WorkerCapacity"])
+    start_at = round(now + START_LEAD_S, 3)
+    return {
+        "Pending": {"Level": concurrency, "Workers": workers, "StartAt": start_at},
+        "Slices": [
+            {"Level": concurrency, "Workers": workers, "Worker": index, "StartAt": start_at}
+            for index in range(workers)
+        ],
+    }
+
+
+def advance_step(state: Mapping[str, Any], *, s3: Any, put: Put, now: float) -> dict[str, Any]:
+    """One step of the sweep (see the module doc); returns the next state (``Done`` ends it)."""
+    run = check_run(_field(state, "Run", "state"))
+    levels = state.get("Levels") or []
+    if not isinstance(levels, list):
+        raise EventError("state.Levels: expected a list")
+    levels = list(levels)
+    pending = state.get("Pending")
+    if pending:
+        level = _int(
+            _field(pending, "Level", "state.Pending"), "state.Pending.Level", 1, MAX_CONCURRENCY
+        )
+        workers = _int(
+            _field(pending, "Workers", "state.Pending.Workers"),
+            "state.Pending.Workers",
+            1,
+            MAX_WORKERS,
+        )
+        _, record = aggregate_level(s3, run, level, workers)
+        levels = [r for r in levels if r["Distribution"]["concurrency"] != level] + [record]
+        summary = record["Level"]
+        if summary is None:
+            return finish(
+                run,
+                levels,
+                s3=s3,
+                put=put,
+                now=now,
+                failure=f"level {level} sent no request before the sweep's deadline",
+            )
+        if summary["errors"] == summary["requests"]:
+            return finish(
+                run,
+                levels,
+                s3=s3,
+                put=put,
+                now=now,
+                failure=f"every request of level {level} failed ({record['FirstError']})",
+            )
+    done = {r["Distribution"]["concurrency"] for r in levels}
+    remaining = [c for c in run["Concurrencies"] if c not in done]
+    if not remaining:
+        return finish(run, levels, s3=s3, put=put, now=now)
+    if now >= run["Deadline"]:
+        return finish(
+            run,
+            levels,
+            s3=s3,
+            put=put,
+            now=now,
+            failure=f"the sweep ran out of time before levels {remaining}",
+        )
+    return {"Run": run, "Levels": levels, "Done": False, **plan_level(run, remaining[0], now)}
+
+
+def build_result(
+    run: Mapping[str, Any], levels: Sequence[Mapping[str, Any]], now: float
+) -> BenchmarkResult:
+    """The sweep as a :class:`BenchmarkResult` (the CLI's results schema)."""
+    rule = KneeRule(
+        min_gain_per_doubling=run["Rule"]["MinGainPerDoubling"],
+        slo_ms_per_token=run["Rule"]["SloMsPerToken"],
+        max_error_rate=run["Rule"]["MaxErrorRate"],
+    )
+    measured = [LevelResult.from_dict(dict(r["Level"])) for r in levels if r.get("Level")]
+    spec = PayloadSpec(
+        input_tokens=run["InputTokens"],
+        output_tokens=run["OutputTokens"],
+        stream=run["Stream"],
+        response_format=run["Format"],
+    )
+    target = {"endpoint_name": run["EndpointName"], "client": "EndpointBenchmark (Lambda workers)"}
+    if run["InferenceComponentName"]:
+        target["inference_component"] = run["InferenceComponentName"]
+    return BenchmarkResult(
+        payload=spec.describe(),
+        levels=measured,
+        knee=find_knee(measured, rule),
+        target=target,
+        slo_ms_per_token=rule.slo_ms_per_token,
+        price_per_hour=run["PricePerHour"],
+        started_at=run["StartedAt"],
+        finished_at=now,
+    )
+
+
+def figures_of(run: Mapping[str, Any], result: BenchmarkResult) -> dict[str, Any]:
+    """The attributes other resources consume. When even the lowest level trips the knee
+    rule, the knee attributes fall back to the lowest level (``KneeFound`` false)."""
+    lowest = min(result.levels, key=lambda lv: lv.concurrency, default=None)
+    knee_level = result.knee_level or lowest
+    best = result.max_throughput_level
+    knee = knee_level.concurrency if knee_level else 0
+    return {
+        "RunName": run["Name"],
+        "KneeFound": result.knee.concurrency is not None,
+        "KneeConcurrency": knee,
+        "KneeConcurrencyPerCopy": max(1, knee // run["Copies"]) if knee else 0,
+        "KneeP50MsPerToken": round(knee_level.p50_ms_per_token or 0.0, 3) if knee_level else 0,
+        "MaxOutputTokensPerSecond": round(best.output_tokens_per_s, 3) if best else 0,
+        "MaxThroughputConcurrency": best.concurrency if best else 0,
+        "LowestLevelP50MsPerToken": round(lowest.p50_ms_per_token or 0.0, 3) if lowest else 0,
+        "ResultsS3Uri": f"s3://{run['Bucket']}/{results_key(run, 'results.json')}",
+        "ChartS3Uri": f"s3://{run['Bucket']}/{results_key(run, 'chart.svg')}",
+    }
+
+
+def gate_failures(run: Mapping[str, Any], result: BenchmarkResult) -> list[str]:
+    """Why the measured figures fail the gate (empty: they pass, or there is no gate)."""
+    gate = run["Gate"]
+    failures = []
+    lowest = min(result.levels, key=lambda lv: lv.concurrency, default=None)
+    limit = gate["MaxP50MsPerToken"]
+    if limit is not None and lowest is not None:
+        measured = lowest.p50_ms_per_token
+        if measured is None or measured > limit:
+            failures.append(
+                f"p50 ms/token at concurrency {lowest.concurrency} is {_fmt(measured)}, "
+                f"above the SLO of {limit:g}"
+            )
+    minimum = gate["MinKneeConcurrency"]
+    if minimum is not None and (result.knee.concurrency or 0) < minimum:
+        failures.append(
+            f"knee concurrency is {result.knee.concurrency or 'none'} "
+            f"(first level tripping the rule: {result.knee.tripped_at}, {result.knee.reason}), "
+            f"below the minimum of {minimum:g}"
+        )
+    tokens = gate["MinOutputTokensPerS"]
+    best = result.max_throughput_level
+    if tokens is not None and (best is None or best.output_tokens_per_s < tokens):
+        failures.append(
+            f"max output throughput is {_fmt(best.output_tokens_per_s if best else 0.0)} tokens/s, "
+            f"below the minimum of {tokens:g}"
+        )
+    return failures
+
+
+def _measured(figures: Mapping[str, Any]) -> str:
+    return (
+        f"Measured: knee {figures['KneeConcurrency']}"
+        f"{'' if figures['KneeFound'] else ' (no level met the knee rule: lowest level)'}"
+        f" at {figures['KneeP50MsPerToken']} ms/token p50, max "
+        f"{figures['MaxOutputTokensPerSecond']} output tokens/s at concurrency "
+        f"{figures['MaxThroughputConcurrency']}, lowest level {figures['LowestLevelP50MsPerToken']}"
+        f" ms/token p50. Results: {figures['ResultsS3Uri']}"
+    )
+
+
+def finish(
+    run: Mapping[str, Any],
+    levels: Sequence[Mapping[str, Any]],
+    *,
+    s3: Any,
+    put: Put,
+    now: float,
+    failure: str | None = None,
+) -> dict[str, Any]:
+    """Write ``results.json`` and ``chart.svg``, apply the gate, signal the wait condition."""
+    result = build_result(run, levels, now)
+    figures = figures_of(run, result)
+    failures = ([failure] if failure else []) + gate_failures(run, result)
+    data = result.to_dict()
+    data["distribution"] = [dict(r["Distribution"]) for r in levels]
+    data["run"] = {
+        "name": run["Name"],
+        "worker_capacity": run["WorkerCapacity"],
+        "copies": run["Copies"],
+        "price_source": run["PriceSource"] or None,
+        "start_skew_limit_s": START_SKEW_LIMIT_S,
+    }
+    data["gate"] = {"limits": run["Gate"], "passed": not failures, "failures": failures}
+    data["attributes"] = figures
+    s3.put_object(
+        Bucket=run["Bucket"],
+        Key=results_key(run, "results.json"),
+        Body=json.dumps(data, indent=2).encode(),
+        ContentType="application/json",
+    )
+    s3.put_object(
+        Bucket=run["Bucket"],
+        Key=results_key(run, "chart.svg"),
+        Body=render_svg(result).encode(),
+        ContentType="image/svg+xml",
+    )
+    if failures:
+        reason = f"Benchmark {run['Name']} failed: {'; '.join(failures)}. {_measured(figures)}"
+        put(run["HandleUrl"], wait_condition_signal("FAILURE", reason, run["Name"]))
+        outcome = "FAILURE"
+    else:
+        reason = f"Benchmark {run['Name']} completed. {_measured(figures)}"
+        compact = json.dumps(figures, separators=(",", ":"), sort_keys=True)
+        put(run["HandleUrl"], wait_condition_signal("SUCCESS", reason, run["Name"], compact))
+        outcome = "SUCCESS"
+    return {"Run": dict(run), "Levels": list(levels), "Done": True, "Outcome": outcome}
+
+
+def report_error(state: Mapping[str, Any], *, put: Put) -> dict[str, Any]:
+    """The workflow's catch: signal FAILURE with the caught error's message."""
+    run = state.get("Run") if isinstance(state, Mapping) else None
+    handle = run.get("HandleUrl") if isinstance(run, Mapping) else None
+    name = run.get("Name", "benchmark") if isinstance(run, Mapping) else "benchmark"
+    if not isinstance(handle, str) or not handle.startswith("https://"):
+        raise EventError("state.Run.HandleUrl: missing, cannot report the failure")
+    error = state.get("Error") or {}
+    cause = (
+        str(error.get("Cause") or error.get("Error") or "unknown error")
+        if isinstance(error, Mapping)
+        else str(error)
+    )
+    try:  # Lambda errors arrive as a JSON cause {"errorMessage", "errorType", ...}
+        parsed = json.loads(cause)
+        if isinstance(parsed, dict) and parsed.get("errorMessage"):
+            cause = f"{parsed.get('errorType', 'Error')}: {parsed['errorMessage']}"
+    except ValueError:
+        pass
+    put(handle, wait_condition_signal("FAILURE", f"Benchmark {name} failed: {cause}", str(name)))
+    return {"Done": True, "Outcome": "FAILURE"}
+
+
+# ----- Lambda entry points (real clients, real HTTP) -----------------------------------------
+
+
+def http_put(url: str, body: Mapping[str, Any]) -> None:  # pragma: no cover - network
+    """PUT ``body`` as JSON to a presigned S3 URL (custom resource response, wait handle)."""
+    data = json.dumps(body).encode()
+    request = urllib.request.Request(
+        url, data=data, method="PUT", headers={"Content-Type": "", "Content-Length": str(len(data))}
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        response.read()
+
+
+def _client(service: str) -> Any:  # pragma: no cover - needs AWS
+    import boto3
+    from botocore.config import Config
+
+    config = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=10)
+    factory: Callable[..., Any] = boto3.client
+    return factory(service, config=config)
+
+
+def respond(
+    event: Mapping[str, Any], put: Put, handler: Callable[[], dict[str, Any]]
+) -> dict[str, Any]:
+    """Run ``handler`` and PUT the custom resource response; never raises. A Delete always
+    answers SUCCESS: a benchmark never blocks deleting a stack, even after a failed create."""
+    body: dict[str, Any] = {
+        "StackId": event.get("StackId"),
+        "RequestId": event.get("RequestId"),
+        "LogicalResourceId": event.get("LogicalResourceId"),
+    }
+    try:
+        body.update(Status="SUCCESS", **handler())
+    except Exception as error:
+        physical = event.get("PhysicalResourceId") or f"failed-{event.get('RequestId')}"
+        if event.get("RequestType") == "Delete":
+            body.update(Status="SUCCESS", PhysicalResourceId=physical, Data={})
+        else:
+            reason = (
+                str(error)
+                if isinstance(error, HandlerError | EventError)
+                else f"{type(error).__name__}: {error}"
+            )
+            body.update(Status="FAILED", Reason=truncate(reason), PhysicalResourceId=physical)
+    put(str(event.get("ResponseURL")), body)
+    return body
+
+
+def on_event(event: dict[str, Any], context: Any) -> dict[str, Any]:  # pragma: no cover
+    """Lambda entry point of both custom resource types."""
+    if event.get("ResourceType") == OUTPUT_RESOURCE_TYPE:
+        return respond(event, http_put, lambda: handle_output_event(event))
+    return respond(
+        event, http_put, lambda: handle_event(event, sfn=_client("stepfunctions"), now=time.time())
+    )
+
+
+def worker(event: dict[str, Any], context: Any) -> dict[str, Any]:  # pragma: no cover
+    """Lambda entry point of one worker's share of one level."""
+    from ...benchmarking import AsyncInvoker
+
+    run = check_run(_field(event, "Run", "event"))
+    invoker = AsyncInvoker(
+        run["EndpointName"],
+        inference_component=run["InferenceComponentName"] or None,
+        region=os.environ.get("AWS_REGION"),
+    )
+    return run_worker(
+        event,
+        invoker=invoker,
+        s3=_client("s3"),
+        remaining_s=context.get_remaining_time_in_millis() / 1000.0,
+    )
+
+
+def advance(event: dict[str, Any], context: Any) -> dict[str, Any]:  # pragma: no cover
+    """Lambda entry point of one sweep step, or of the workflow's catch (``Error`` set)."""
+    if "Error" in event:
+        return report_error(event, put=http_put)
+    return advance_step(event, s3=_client("s3"), put=http_put, now=epoch_now())
