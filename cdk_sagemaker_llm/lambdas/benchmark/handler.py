@@ -583,10 +583,12 @@ def aggregate_level(
     return merged, record
 
 
-def plan_level(run: Mapping[str, Any], concurrency: int, now: float) -> dict[str, Any]:
+def plan_level(
+    run: Mapping[str, Any], concurrency: int, now: float, lead_s: float = START_LEAD_S
+) -> dict[str, Any]:
     """The Map items of one level: one per worker, all with the same start time."""
     workers = workers_for(concurrency, run["WorkerCapacity"])
-    start_at = round(now + START_LEAD_S, 3)
+    start_at = round(now + lead_s, 3)
     return {
         "Pending": {"Level": concurrency, "Workers": workers, "StartAt": start_at},
         "Slices": [
@@ -596,7 +598,9 @@ def plan_level(run: Mapping[str, Any], concurrency: int, now: float) -> dict[str
     }
 
 
-def advance_step(state: Mapping[str, Any], *, s3: Any, put: Put, now: float) -> dict[str, Any]:
+def advance_step(
+    state: Mapping[str, Any], *, s3: Any, put: Put, now: float, lead_s: float = START_LEAD_S
+) -> dict[str, Any]:
     """One step of the sweep (see the module doc); returns the next state (``Done`` ends it)."""
     run = check_run(_field(state, "Run", "state"))
     levels = state.get("Levels") or []
@@ -648,7 +652,12 @@ def advance_step(state: Mapping[str, Any], *, s3: Any, put: Put, now: float) -> 
             now=now,
             failure=f"the sweep ran out of time before levels {remaining}",
         )
-    return {"Run": run, "Levels": levels, "Done": False, **plan_level(run, remaining[0], now)}
+    return {
+        "Run": run,
+        "Levels": levels,
+        "Done": False,
+        **plan_level(run, remaining[0], now, lead_s),
+    }
 
 
 def build_result(
