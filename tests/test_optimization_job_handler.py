@@ -352,7 +352,9 @@ def test_throttling_is_retried_with_backoff(sagemaker: Any, sfn: Any) -> None:
     sleeps = Sleeps()
     result = h.handle_job_event(event("Create"), sagemaker=sm, sfn=sf, now=NOW, sleep=sleeps)
     assert result["PhysicalResourceId"] == name
-    assert sleeps == [1.0, 2.0, 1.0]
+    # Full jitter: each wait is drawn below its exponential cap (1 s, 2 s; then 1 s anew).
+    assert len(sleeps) == 3
+    assert all(0.0 <= s <= cap for s, cap in zip(sleeps, [1.0, 2.0, 1.0], strict=True))
 
 
 def test_throttling_that_never_ends_fails_with_the_job_name_as_physical_id(

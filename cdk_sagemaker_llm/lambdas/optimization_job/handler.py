@@ -5,7 +5,9 @@ Three entry points share this module (one Lambda asset, two functions):
 - ``on_event``: the CloudFormation custom resource handler for two resource types,
   ``Custom::SageMakerOptimizationJob`` (starts the job and the Step Functions poller) and
   ``Custom::SageMakerOptimizationJobOutput`` (describes a completed job: output location and
-  recommended inference image, as resource attributes);
+  recommended inference image, as resource attributes). It sends its own response to
+  CloudFormation's ``ResponseURL`` (it is not a ``Provider`` framework ``onEvent``), so it must
+  answer every event, always, before its Lambda times out;
 - ``poll``: one iteration of the Step Functions poll loop: describe the job and, when it has
   finished, signal the CloudFormation wait condition with SUCCESS or FAILURE + SageMaker's
   ``FailureReason``;
@@ -15,20 +17,41 @@ The logic lives in pure functions over clients passed in (``handle_job_event``,
 ``handle_output_event``, ``poll_step``) with the clock, the sleep and the HTTP PUT injected,
 so tests drive them with botocore's Stubber and a fake clock. The entry points only build
 the real clients and do the HTTP PUTs.
+
+Reliability rules every path follows:
+
+- Throttling, 5xx and connection errors are retried here (exponential backoff with full jitter),
+  and only while the Lambda's remaining time allows one more call plus the answer
+  (``Budget``); botocore itself does not retry (one retry layer, which knows the time left), and
+  its connect/read timeouts bound every call. Out of time, the handler answers FAILED with the
+  last error instead of timing out silently.
+- Event properties are untrusted: every field is checked (type, range, pattern, required and
+  unknown keys) and a bad one fails with a reason naming it, never an unhandled exception.
+- Create and Update are idempotent (the job name derives from the definition and the wait
+  handle); Delete succeeds for an id that never became a job and for a job already gone, and
+  stops a job still running.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import math
+import random
 import re
 import time
 import urllib.request
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
+
+from botocore.exceptions import ConnectionError as BotocoreConnectionError
+from botocore.exceptions import HTTPClientError
 
 JOB_RESOURCE_TYPE = "Custom::SageMakerOptimizationJob"
 OUTPUT_RESOURCE_TYPE = "Custom::SageMakerOptimizationJobOutput"
+REQUEST_TYPES = ("Create", "Update", "Delete")
 
 RUNNING = frozenset({"STARTING", "INPROGRESS"})
 """Statuses of a job that can still be stopped."""
@@ -47,8 +70,24 @@ RETRYABLE_ERRORS = frozenset(
     }
 )
 MAX_ATTEMPTS = 6
+BASE_DELAY = 1.0
+MAX_DELAY = 20.0
+"""Backoff before retry ``n`` (0-based): uniform in [0, min(MAX_DELAY, BASE_DELAY * 2**n)]."""
 MAX_REASON = 1000
 """CloudFormation shows reasons in stack events; keep them readable and within limits."""
+
+CONNECT_TIMEOUT = 5
+READ_TIMEOUT = 20
+CALL_SECONDS = float(CONNECT_TIMEOUT + READ_TIMEOUT)
+"""The longest one API call can take (botocore makes one attempt; see ``_client``)."""
+PUT_TIMEOUT = 10
+PUT_ATTEMPTS = 3
+RESPONSE_RESERVE = 15.0
+"""Lambda time kept back for the PUT that answers CloudFormation (or signals the handle)."""
+
+MAX_WAIT_SECONDS = 43_200
+"""A CloudFormation wait condition's longest timeout (12 hours)."""
+INT32_MAX = 2**31 - 1
 
 Sleep = Callable[[float], None]
 Put = Callable[[str, Mapping[str, Any]], None]
@@ -66,7 +105,47 @@ class HandlerError(Exception):
         self.physical_id = physical_id
 
 
-# ----- helpers ---------------------------------------------------------------------------------
+class InvalidEvent(HandlerError):
+    """An event or property that fails validation; its message names the field."""
+
+
+class OutOfTime(HandlerError):
+    """Not enough of the Lambda's time is left for another call and the answer."""
+
+
+# ----- time budget and retries -----------------------------------------------------------------
+
+
+@dataclass
+class Budget:
+    """The time this invocation may still spend on calls, and how it waits between them.
+
+    ``remaining_ms`` is the Lambda context's ``get_remaining_time_in_millis`` (None: no
+    limit, as in tests that do not care); ``reserve`` seconds are kept back for the answer.
+    """
+
+    remaining_ms: Callable[[], float] | None = None
+    sleep: Sleep = time.sleep
+    jitter: Callable[[], float] = random.random
+    reserve: float = RESPONSE_RESERVE
+
+    @classmethod
+    def of(cls, context: Any, sleep: Sleep = time.sleep) -> Budget:
+        """The budget of a Lambda invocation (no limit when the context has no clock)."""
+        remaining = getattr(context, "get_remaining_time_in_millis", None)
+        return cls(remaining if callable(remaining) else None, sleep)
+
+    def total(self) -> float:
+        """Seconds until the Lambda times out."""
+        return math.inf if self.remaining_ms is None else float(self.remaining_ms()) / 1000.0
+
+    def left(self) -> float:
+        """Seconds that calls may still take, the answer's reserve excluded."""
+        return self.total() - self.reserve
+
+    def backoff(self, attempt: int) -> float:
+        """Full-jitter exponential backoff before retry ``attempt`` (0-based)."""
+        return self.jitter() * min(MAX_DELAY, BASE_DELAY * 2.0**attempt)
 
 
 def error_code(error: BaseException) -> str:
@@ -77,16 +156,383 @@ def error_code(error: BaseException) -> str:
     return str(response.get("Error", {}).get("Code", ""))
 
 
-def call_with_retry(call: Callable[..., Any], sleep: Sleep, /, **kwargs: Any) -> Any:
-    """``call(**kwargs)``, retried with exponential backoff on throttling and 5xx errors."""
+def error_message(error: BaseException) -> str:
+    """The service's message of a ``ClientError`` (empty for anything else)."""
+    response = getattr(error, "response", None)
+    if not isinstance(response, dict):
+        return ""
+    return str(response.get("Error", {}).get("Message", ""))
+
+
+def is_transient(error: BaseException) -> bool:
+    """Throttling, a 5xx, or a connection that failed or timed out: worth another try."""
+    if error_code(error) in RETRYABLE_ERRORS:
+        return True
+    response = getattr(error, "response", None)
+    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode") if response else None
+    if isinstance(status, int) and (status >= 500 or status == 429):
+        return True
+    return isinstance(error, BotocoreConnectionError | HTTPClientError)
+
+
+def is_absent(error: BaseException) -> bool:
+    """SageMaker's answer about a job that does not exist."""
+    code = error_code(error)
+    message = error_message(error).lower()
+    return code == "ResourceNotFound" or (
+        code == "ValidationException" and ("not exist" in message or "not found" in message)
+    )
+
+
+def explain(error: BaseException) -> str:
+    """A reason for CloudFormation: the service's own words for AWS errors."""
+    if isinstance(error, HandlerError):
+        return str(error)
+    return f"{type(error).__name__}: {error}"
+
+
+def call_with_retry(call: Callable[..., Any], budget: Budget, /, **kwargs: Any) -> Any:
+    """``call(**kwargs)``, retried with backoff and jitter on transient errors.
+
+    No call starts unless ``budget`` leaves it time to finish (``CALL_SECONDS``) and no backoff
+    sleeps past that point: out of time, the last error is raised as ``OutOfTime``, so the
+    handler still answers before its Lambda times out.
+    """
+    operation = getattr(call, "__name__", "call")
+    last: Exception | None = None
     for attempt in range(MAX_ATTEMPTS):
+        if budget.left() < CALL_SECONDS:
+            raise _out_of_time(operation, last, budget) from last
         try:
             return call(**kwargs)
         except Exception as error:
-            if error_code(error) not in RETRYABLE_ERRORS or attempt == MAX_ATTEMPTS - 1:
+            if not is_transient(error) or attempt == MAX_ATTEMPTS - 1:
                 raise
-            sleep(min(2.0**attempt, 20.0))
+            last = error
+            delay = budget.backoff(attempt)
+            if budget.left() < delay + CALL_SECONDS:
+                raise _out_of_time(operation, last, budget) from error
+            budget.sleep(delay)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _out_of_time(operation: str, last: Exception | None, budget: Budget) -> OutOfTime:
+    after = f" after {explain(last)}" if last is not None else ""
+    return OutOfTime(
+        f"Gave up on {operation}{after}: {max(budget.total(), 0.0):.0f} s of the Lambda's "
+        "time left, too little for another call and the answer"
+    )
+
+
+# ----- untrusted input -------------------------------------------------------------------------
+
+SAGEMAKER_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9])*")
+MAX_PREFIX_LENGTH = 47
+"""63 characters less ``-<8 hex>-<6 hex>``."""
+ROLE_ARN = re.compile(r"arn:aws[a-z-]*:iam::\d{1,12}:role/?[a-zA-Z_0-9+=,.@\-/]+")
+STATE_MACHINE_ARN = re.compile(
+    r"arn:aws[a-z-]*:states:[a-z0-9-]+:\d{1,12}:stateMachine:[a-zA-Z0-9_-]{1,80}"
+)
+S3_URI = re.compile(r"(https|s3)://[^/\s]+/?\S*")
+OUTPUT_STEM = re.compile(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/\S*")
+INSTANCE_TYPE = re.compile(r"ml\.[a-z0-9-]+\.[a-z0-9]+")
+KMS_KEY = re.compile(r"[a-zA-Z0-9:/_-]*")
+SECURITY_GROUP = re.compile(r"sg-[0-9a-z]{1,32}")
+SUBNET = re.compile(r"subnet-[0-9a-z]{1,32}")
+HTTPS_URL = re.compile(r"https://[A-Za-z0-9.-]+(:\d+)?(/\S*)?")
+IGNORED_PROPERTIES = frozenset({"ServiceToken", "ServiceTimeout"})
+"""Properties CloudFormation itself adds to ``ResourceProperties``."""
+TECHNIQUES = frozenset(
+    {
+        "ModelQuantizationConfig",
+        "ModelCompilationConfig",
+        "ModelShardingConfig",
+        "ModelSpeculativeDecodingConfig",
+    }
+)
+
+
+def shown(value: Any) -> str:
+    """``value`` for an error message: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def check_mapping(
+    value: Any, where: str, required: frozenset[str] | set[str], optional: Any = None
+) -> dict[str, Any]:
+    """``value`` as a dict with the ``required`` keys and some ``optional`` ones (any when
+    ``optional`` is None)."""
+    if not isinstance(value, Mapping):
+        raise InvalidEvent(f"{where} must be an object, not {type(value).__name__}")
+    keys = set(value)
+    missing = sorted(str(k) for k in set(required) - keys)
+    if missing:
+        raise InvalidEvent(f"{where} is missing {', '.join(missing)}")
+    unknown = sorted(shown(k) for k in keys - set(required) - set(optional or ()))
+    if optional is not None and unknown:
+        raise InvalidEvent(f"{where} has unknown keys: {', '.join(unknown)}")
+    return dict(value)
+
+
+def check_string(
+    value: Any,
+    where: str,
+    pattern: re.Pattern[str] | None = None,
+    max_length: int = 2048,
+    min_length: int = 1,
+) -> str:
+    """``value`` as a string of ``min_length``..``max_length`` characters matching ``pattern``."""
+    if not isinstance(value, str):
+        raise InvalidEvent(f"{where} must be a string, not {type(value).__name__}")
+    if not min_length <= len(value) <= max_length:
+        raise InvalidEvent(
+            f"{where} must have {min_length} to {max_length} characters, not {len(value)}"
+        )
+    if pattern is not None and not pattern.fullmatch(value):
+        raise InvalidEvent(f"{where} is malformed: {shown(value)}")
+    return value
+
+
+def check_integer(value: Any, where: str, low: int, high: int) -> int:
+    """``value`` (an int, or the decimal string CloudFormation makes of it) in low..high."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise InvalidEvent(f"{where} must be an integer, not {type(value).__name__}")
+    if isinstance(value, str):
+        if not re.fullmatch(r"-?\d{1,19}", value):
+            raise InvalidEvent(f"{where} must be an integer, not {shown(value)}")
+        value = int(value)
+    if not low <= value <= high:
+        raise InvalidEvent(f"{where} must be between {low} and {high}, not {value}")
+    return value
+
+
+def check_boolean(value: Any, where: str) -> bool:
+    """``value`` (a bool, or ``"true"``/``"false"`` as CloudFormation sends it)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise InvalidEvent(f"{where} must be true or false, not {shown(value)}")
+
+
+def check_list(value: Any, where: str, low: int, high: int) -> list[Any]:
+    """``value`` as a list of ``low``..``high`` items."""
+    if not isinstance(value, list):
+        raise InvalidEvent(f"{where} must be a list, not {type(value).__name__}")
+    if not low <= len(value) <= high:
+        raise InvalidEvent(f"{where} must have {low} to {high} items, not {len(value)}")
+    return value
+
+
+def check_request(request: Any) -> dict[str, Any]:
+    """``Request`` checked against ``CreateOptimizationJob``'s shapes, then coerced.
+
+    The technique configurations are checked for their kind only: botocore's own parameter
+    validation rejects a malformed one before any request is sent.
+    """
+    where = "Request"
+    body = check_mapping(
+        request,
+        where,
+        {
+            "RoleArn",
+            "ModelSource",
+            "DeploymentInstanceType",
+            "OptimizationConfigs",
+            "OutputConfig",
+            "StoppingCondition",
+        },
+        {"MaxInstanceCount", "OptimizationEnvironment", "VpcConfig", "Tags"},
+    )
+    check_string(body["RoleArn"], f"{where}.RoleArn", ROLE_ARN, 2048, 20)
+    source = check_mapping(
+        body["ModelSource"], f"{where}.ModelSource", set(), {"S3", "SageMakerModel"}
+    )
+    if len(source) != 1:
+        raise InvalidEvent(f"{where}.ModelSource must have exactly one of S3, SageMakerModel")
+    if "S3" in source:
+        s3 = check_mapping(
+            source["S3"], f"{where}.ModelSource.S3", {"S3Uri"}, {"ModelAccessConfig"}
+        )
+        check_string(s3["S3Uri"], f"{where}.ModelSource.S3.S3Uri", S3_URI, 1024)
+        if "ModelAccessConfig" in s3:
+            access = check_mapping(
+                s3["ModelAccessConfig"],
+                f"{where}.ModelSource.S3.ModelAccessConfig",
+                {"AcceptEula"},
+                set(),
+            )
+            check_boolean(
+                access["AcceptEula"], f"{where}.ModelSource.S3.ModelAccessConfig.AcceptEula"
+            )
+    else:
+        model = check_mapping(
+            source["SageMakerModel"], f"{where}.ModelSource.SageMakerModel", {"ModelName"}, set()
+        )
+        check_string(
+            model["ModelName"], f"{where}.ModelSource.SageMakerModel.ModelName", SAGEMAKER_NAME, 63
+        )
+    check_string(
+        body["DeploymentInstanceType"], f"{where}.DeploymentInstanceType", INSTANCE_TYPE, 64
+    )
+    configs = check_list(body["OptimizationConfigs"], f"{where}.OptimizationConfigs", 0, 10)
+    for index, config in enumerate(configs):
+        item = check_mapping(config, f"{where}.OptimizationConfigs[{index}]", set(), TECHNIQUES)
+        if len(item) != 1:
+            raise InvalidEvent(
+                f"{where}.OptimizationConfigs[{index}] must have exactly one of "
+                + ", ".join(sorted(TECHNIQUES))
+            )
+        ((kind, settings),) = item.items()
+        check_mapping(settings, f"{where}.OptimizationConfigs[{index}].{kind}", set())
+    output = check_mapping(
+        body["OutputConfig"], f"{where}.OutputConfig", set(), {"KmsKeyId", "SageMakerModel"}
+    )
+    if "KmsKeyId" in output:
+        check_string(output["KmsKeyId"], f"{where}.OutputConfig.KmsKeyId", KMS_KEY, 2048, 0)
+    if "SageMakerModel" in output:
+        model = check_mapping(
+            output["SageMakerModel"], f"{where}.OutputConfig.SageMakerModel", {"ModelName"}, set()
+        )
+        check_string(
+            model["ModelName"], f"{where}.OutputConfig.SageMakerModel.ModelName", SAGEMAKER_NAME, 63
+        )
+    stopping = check_mapping(
+        body["StoppingCondition"],
+        f"{where}.StoppingCondition",
+        {"MaxRuntimeInSeconds"},
+        {"MaxWaitTimeInSeconds", "MaxPendingTimeInSeconds"},
+    )
+    check_integer(
+        stopping["MaxRuntimeInSeconds"],
+        f"{where}.StoppingCondition.MaxRuntimeInSeconds",
+        1,
+        MAX_WAIT_SECONDS,
+    )
+    if "MaxWaitTimeInSeconds" in stopping:
+        check_integer(
+            stopping["MaxWaitTimeInSeconds"],
+            f"{where}.StoppingCondition.MaxWaitTimeInSeconds",
+            1,
+            MAX_WAIT_SECONDS,
+        )
+    if "MaxPendingTimeInSeconds" in stopping:
+        check_integer(
+            stopping["MaxPendingTimeInSeconds"],
+            f"{where}.StoppingCondition.MaxPendingTimeInSeconds",
+            1800,
+            2_419_200,
+        )
+    if "MaxInstanceCount" in body:
+        check_integer(body["MaxInstanceCount"], f"{where}.MaxInstanceCount", 1, INT32_MAX)
+    if "OptimizationEnvironment" in body:
+        environment = check_mapping(
+            body["OptimizationEnvironment"], f"{where}.OptimizationEnvironment", set()
+        )
+        if len(environment) > 25:
+            raise InvalidEvent(
+                f"{where}.OptimizationEnvironment must have at most 25 variables, "
+                f"not {len(environment)}"
+            )
+        for key, value in environment.items():
+            check_string(key, f"{where}.OptimizationEnvironment key", None, 1024)
+            check_string(value, f"{where}.OptimizationEnvironment[{shown(key)}]", None, 1024, 0)
+    if "VpcConfig" in body:
+        vpc = check_mapping(
+            body["VpcConfig"], f"{where}.VpcConfig", {"SecurityGroupIds", "Subnets"}, set()
+        )
+        for group in check_list(
+            vpc["SecurityGroupIds"], f"{where}.VpcConfig.SecurityGroupIds", 1, 5
+        ):
+            check_string(group, f"{where}.VpcConfig.SecurityGroupIds[]", SECURITY_GROUP, 32)
+        for subnet in check_list(vpc["Subnets"], f"{where}.VpcConfig.Subnets", 1, 16):
+            check_string(subnet, f"{where}.VpcConfig.Subnets[]", SUBNET, 32)
+    if "Tags" in body:
+        for index, tag in enumerate(check_list(body["Tags"], f"{where}.Tags", 0, 50)):
+            item = check_mapping(tag, f"{where}.Tags[{index}]", {"Key", "Value"}, set())
+            check_string(item["Key"], f"{where}.Tags[{index}].Key", None, 128)
+            check_string(item["Value"], f"{where}.Tags[{index}].Value", None, 256, 0)
+    return coerce_request(body)
+
+
+@dataclass(frozen=True)
+class JobProperties:
+    """``Custom::SageMakerOptimizationJob``'s properties, checked."""
+
+    prefix: str
+    stem: str
+    request: dict[str, Any]
+    output_stem: str
+    handle: str
+    wait_seconds: int
+    state_machine_arn: str
+    destroy: bool
+
+
+def check_job_properties(props: Any) -> JobProperties:
+    """The job resource's properties, every field checked (``InvalidEvent`` names the bad one)."""
+    where = "ResourceProperties"
+    body = check_mapping(
+        props,
+        where,
+        {
+            "JobNamePrefix",
+            "JobNameStem",
+            "Request",
+            "OutputLocationStem",
+            "WaitHandle",
+            "WaitSeconds",
+            "StateMachineArn",
+            "RemovalPolicy",
+        },
+        IGNORED_PROPERTIES,
+    )
+    prefix = check_string(
+        body["JobNamePrefix"], f"{where}.JobNamePrefix", SAGEMAKER_NAME, MAX_PREFIX_LENGTH
+    )
+    stem = check_string(body["JobNameStem"], f"{where}.JobNameStem", SAGEMAKER_NAME, 56)
+    if not re.fullmatch(re.escape(prefix) + r"-[0-9a-f]{1,16}", stem):
+        raise InvalidEvent(f"{where}.JobNameStem must be JobNamePrefix-<hex>, not {shown(stem)}")
+    removal = check_string(body["RemovalPolicy"], f"{where}.RemovalPolicy", None, 16)
+    if removal not in ("retain", "destroy"):
+        raise InvalidEvent(f"{where}.RemovalPolicy must be retain or destroy, not {shown(removal)}")
+    return JobProperties(
+        prefix=prefix,
+        stem=stem,
+        request=check_request(body["Request"]),
+        output_stem=check_string(
+            body["OutputLocationStem"], f"{where}.OutputLocationStem", OUTPUT_STEM, 900
+        ),
+        handle=check_string(body["WaitHandle"], f"{where}.WaitHandle", HTTPS_URL, 4096),
+        wait_seconds=check_integer(
+            body["WaitSeconds"], f"{where}.WaitSeconds", 1, MAX_WAIT_SECONDS
+        ),
+        state_machine_arn=check_string(
+            body["StateMachineArn"], f"{where}.StateMachineArn", STATE_MACHINE_ARN, 256
+        ),
+        destroy=removal == "destroy",
+    )
+
+
+def check_request_type(event: Any) -> str:
+    """The event's ``RequestType``, which must be Create, Update or Delete."""
+    if not isinstance(event, Mapping):
+        raise InvalidEvent(f"the event must be an object, not {type(event).__name__}")
+    request_type = event.get("RequestType")
+    if request_type not in REQUEST_TYPES:
+        raise InvalidEvent(
+            f"RequestType must be Create, Update or Delete, not {shown(request_type)}"
+        )
+    return str(request_type)
+
+
+def is_job_name(value: Any) -> bool:
+    """Whether ``value`` can name a SageMaker job (a failed create's placeholder cannot)."""
+    return isinstance(value, str) and len(value) <= 63 and bool(SAGEMAKER_NAME.fullmatch(value))
+
+
+# ----- helpers ---------------------------------------------------------------------------------
 
 
 def job_name(stem: str, handle_url: str) -> str:
@@ -125,14 +571,14 @@ def repository_arn(image_uri: str, partition: str) -> str:
     )
 
 
-def describe(sagemaker: Any, name: str, sleep: Sleep) -> dict[str, Any] | None:
+def describe(sagemaker: Any, name: str, budget: Budget) -> dict[str, Any] | None:
     """``DescribeOptimizationJob``, or None when the job does not exist."""
     try:
         return dict(
-            call_with_retry(sagemaker.describe_optimization_job, sleep, OptimizationJobName=name)
+            call_with_retry(sagemaker.describe_optimization_job, budget, OptimizationJobName=name)
         )
     except Exception as error:
-        if error_code(error) in ("ResourceNotFound", "ValidationException"):
+        if is_absent(error):
             return None
         raise
 
@@ -179,66 +625,76 @@ def coerce_request(request: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def start_job(
-    props: Mapping[str, Any], name: str, sagemaker: Any, sfn: Any, sleep: Sleep, now: float
+    props: JobProperties, name: str, sagemaker: Any, sfn: Any, budget: Budget, now: float
 ) -> dict[str, Any]:
     """Create the job (adopting it when it already exists) and start its poller.
 
     Both calls are idempotent under one name: a job that exists is ours (the name hashes the
     definition and the wait-condition handle); Step Functions returns the running execution
-    of that name, or raises ExecutionAlreadyExists once it has ended.
+    of that name, or raises ExecutionAlreadyExists once it has ended. A job this call created
+    but could not start polling is stopped before the failure is reported (best effort; the
+    rollback's Delete stops it otherwise), so no job runs unwatched.
     """
-    request = coerce_request(props["Request"])
+    request = dict(props.request)
     request["OptimizationJobName"] = name
-    stem = props["OutputLocationStem"]
-    request["OutputConfig"] = {**request["OutputConfig"], "S3OutputLocation": f"{stem}{name}/"}
+    request["OutputConfig"] = {
+        **request["OutputConfig"],
+        "S3OutputLocation": f"{props.output_stem}{name}/",
+    }
+    created = False
     try:
-        created = call_with_retry(sagemaker.create_optimization_job, sleep, **request)
-        arn = created["OptimizationJobArn"]
+        arn = call_with_retry(sagemaker.create_optimization_job, budget, **request)[
+            "OptimizationJobArn"
+        ]
+        created = True
     except Exception as error:
         if error_code(error) != "ResourceInUse":
             raise
-        existing = describe(sagemaker, name, sleep)
+        existing = describe(sagemaker, name, budget)
         if existing is None:
             raise
         arn = existing["OptimizationJobArn"]
-    deadline = int(now) + int(props["WaitSeconds"])
     execution_input = {
         "JobName": name,
-        "HandleUrl": props["WaitHandle"],
-        "Deadline": deadline,
+        "HandleUrl": props.handle,
+        "Deadline": int(now) + props.wait_seconds,
         "Done": False,
     }
     try:
         call_with_retry(
             sfn.start_execution,
-            sleep,
-            stateMachineArn=props["StateMachineArn"],
+            budget,
+            stateMachineArn=props.state_machine_arn,
             name=name,
             input=json.dumps(execution_input, sort_keys=True),
         )
     except Exception as error:
-        if error_code(error) != "ExecutionAlreadyExists":
-            raise
+        if error_code(error) == "ExecutionAlreadyExists":
+            return {"JobName": name, "JobArn": arn}
+        if created:
+            with contextlib.suppress(Exception):  # the original error is the one to report
+                stop_job(name, sagemaker, budget)
+        raise
     return {"JobName": name, "JobArn": arn}
 
 
-def stop_job(name: str, sagemaker: Any, sleep: Sleep) -> str:
+def stop_job(name: str, sagemaker: Any, budget: Budget) -> str:
     """Stop the job if it is still running; returns what was done."""
-    job = describe(sagemaker, name, sleep)
+    job = describe(sagemaker, name, budget)
     if job is None:
         return "absent"
-    if job["OptimizationJobStatus"] not in RUNNING:
+    if job.get("OptimizationJobStatus") not in RUNNING:
         return "finished"
     try:
-        call_with_retry(sagemaker.stop_optimization_job, sleep, OptimizationJobName=name)
+        call_with_retry(sagemaker.stop_optimization_job, budget, OptimizationJobName=name)
     except Exception as error:
-        # A job that finished or began stopping meanwhile needs nothing more.
+        # A job that finished, began stopping or vanished meanwhile needs nothing more.
         if error_code(error) not in ("ValidationException", "ResourceNotFound"):
             raise
     return "stopped"
 
 
-def delete_artifacts(output_uri: str, s3: Any, sleep: Sleep) -> int:
+def delete_artifacts(output_uri: str, s3: Any, budget: Budget) -> int:
     """Delete every object under ``output_uri``; returns how many."""
     bucket, _, prefix = output_uri.split("://", 1)[-1].partition("/")
     deleted = 0
@@ -247,16 +703,48 @@ def delete_artifacts(output_uri: str, s3: Any, sleep: Sleep) -> int:
         kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
         if token:
             kwargs["ContinuationToken"] = token
-        page = call_with_retry(s3.list_objects_v2, sleep, **kwargs)
+        page = call_with_retry(s3.list_objects_v2, budget, **kwargs)
         keys = [{"Key": item["Key"]} for item in page.get("Contents", [])]
         if keys:
             call_with_retry(
-                s3.delete_objects, sleep, Bucket=bucket, Delete={"Objects": keys, "Quiet": True}
+                s3.delete_objects, budget, Bucket=bucket, Delete={"Objects": keys, "Quiet": True}
             )
             deleted += len(keys)
         if not page.get("IsTruncated"):
             return deleted
         token = page.get("NextContinuationToken")
+
+
+def delete_job(event: Mapping[str, Any], sagemaker: Any, s3: Any, budget: Budget) -> dict[str, Any]:
+    """Delete: stop the job if it still runs; artifacts go only with ``RemovalPolicy`` destroy.
+
+    Deliberately lenient, so rollbacks never get stuck: a physical id that never became a job
+    (a failed create's placeholder, anything malformed) or that this resource did not name
+    succeeds without a call; a job already gone succeeds too.
+    """
+    physical = event.get("PhysicalResourceId")
+    props = event.get("ResourceProperties")
+    props = props if isinstance(props, Mapping) else {}
+    prefix = props.get("JobNamePrefix")
+    echo = physical if isinstance(physical, str) and physical else "none"
+    if not (
+        is_job_name(physical)
+        and isinstance(prefix, str)
+        and SAGEMAKER_NAME.fullmatch(prefix)
+        and str(physical).startswith(prefix + "-")
+    ):
+        return {"PhysicalResourceId": echo, "Data": {}}
+    name = str(physical)
+    stop_job(name, sagemaker, budget)
+    if props.get("RemovalPolicy") == "destroy" and s3 is not None:
+        stem = check_string(
+            props.get("OutputLocationStem"),
+            "ResourceProperties.OutputLocationStem",
+            OUTPUT_STEM,
+            900,
+        )
+        delete_artifacts(f"{stem}{name}/", s3, budget)
+    return {"PhysicalResourceId": name, "Data": {}}
 
 
 def handle_job_event(
@@ -267,6 +755,7 @@ def handle_job_event(
     s3: Any = None,
     sleep: Sleep = time.sleep,
     now: float | None = None,
+    budget: Budget | None = None,
 ) -> dict[str, Any]:
     """Handle one CloudFormation event of ``Custom::SageMakerOptimizationJob``.
 
@@ -275,45 +764,63 @@ def handle_job_event(
     - Create: start the job and its poller; the physical id is the job name.
     - Update: a different job name (the definition or the wait handle changed) starts a new
       job; CloudFormation then deletes the old physical id. The same name starts nothing.
-    - Delete: stop the job if it still runs; artifacts stay unless ``RemovalPolicy`` is
-      ``destroy``.
+    - Delete: see ``delete_job``.
+
+    ``budget`` (default: no time limit, waiting with ``sleep``) bounds the retries.
     """
-    props = event["ResourceProperties"]
-    request_type = event["RequestType"]
+    budget = budget or Budget(sleep=sleep)
+    request_type = check_request_type(event)
     current = now if now is not None else time.time()
     if request_type == "Delete":
-        name = event["PhysicalResourceId"]
-        if not name.startswith(props["JobNamePrefix"]):
-            # Never touch a job this resource did not name (e.g. a failed create's placeholder).
-            return {"PhysicalResourceId": name, "Data": {}}
-        stop_job(name, sagemaker, sleep)
-        if props.get("RemovalPolicy") == "destroy" and s3 is not None:
-            delete_artifacts(f"{props['OutputLocationStem']}{name}/", s3, sleep)
-        return {"PhysicalResourceId": name, "Data": {}}
-    name = job_name(props["JobNameStem"], props["WaitHandle"])
-    if request_type == "Update" and event.get("PhysicalResourceId") == name:
-        return {"PhysicalResourceId": name, "Data": {"JobName": name}}
+        return delete_job(event, sagemaker, s3, budget)
+    props = check_job_properties(event.get("ResourceProperties"))
+    name = job_name(props.stem, props.handle)
+    if request_type == "Update":
+        check_string(event.get("PhysicalResourceId"), "PhysicalResourceId", None, 1024)
+        if event["PhysicalResourceId"] == name:
+            return {"PhysicalResourceId": name, "Data": {"JobName": name}}
     try:
-        data = start_job(props, name, sagemaker, sfn, sleep, current)
+        data = start_job(props, name, sagemaker, sfn, budget, current)
     except Exception as error:
-        raise HandlerError(f"{type(error).__name__}: {error}", physical_id=name) from error
+        # A failed Create reports the job's name, so the rollback's Delete reaches (and stops)
+        # a job that may exist; a failed Update keeps the current id, so the rollback's Update
+        # finds the current job unchanged (a job this Update created was stopped already).
+        keep = name if request_type == "Create" else None
+        raise HandlerError(explain(error), physical_id=keep) from error
     return {"PhysicalResourceId": name, "Data": data}
 
 
 def handle_output_event(
-    event: Mapping[str, Any], *, sagemaker: Any, sleep: Sleep = time.sleep
+    event: Mapping[str, Any],
+    *,
+    sagemaker: Any,
+    sleep: Sleep = time.sleep,
+    budget: Budget | None = None,
 ) -> dict[str, Any]:
     """Handle ``Custom::SageMakerOptimizationJobOutput``: describe the completed job.
 
     It is created after the wait condition, so the job has completed; anything else means the
     signal and the job disagree, which fails the deployment with the job's status.
     """
-    props = event["ResourceProperties"]
-    name = props["JobName"]
+    budget = budget or Budget(sleep=sleep)
+    if check_request_type(event) == "Delete":
+        physical = event.get("PhysicalResourceId")
+        return {
+            "PhysicalResourceId": physical if isinstance(physical, str) and physical else "none",
+            "Data": {},
+        }
+    props = check_mapping(
+        event.get("ResourceProperties"),
+        "ResourceProperties",
+        {"JobName", "RequireRecommendedImage"},
+        IGNORED_PROPERTIES,
+    )
+    name = check_string(props["JobName"], "ResourceProperties.JobName", SAGEMAKER_NAME, 63)
+    require_image = check_boolean(
+        props["RequireRecommendedImage"], "ResourceProperties.RequireRecommendedImage"
+    )
     physical = f"{name}-output"
-    if event["RequestType"] == "Delete":
-        return {"PhysicalResourceId": event.get("PhysicalResourceId", physical), "Data": {}}
-    job = describe(sagemaker, name, sleep)
+    job = describe(sagemaker, name, budget)
     if job is None:
         raise HandlerError(f"Optimization job {name} does not exist")
     if job["OptimizationJobStatus"] != "COMPLETED":
@@ -322,10 +829,7 @@ def handle_output_event(
             f"Optimization job {name} is {job['OptimizationJobStatus']}, not COMPLETED: {reason}"
         )
     data = output_of(job)
-    if (
-        str(props.get("RequireRecommendedImage", "false")).lower() == "true"
-        and not data["RecommendedImageRepositoryArn"]
-    ):
+    if require_image and not data["RecommendedImageRepositoryArn"]:
         image = data["RecommendedInferenceImage"] or "none"
         raise HandlerError(
             f"Optimization job {name} recommends no ECR inference image (got {image}); "
@@ -336,6 +840,9 @@ def handle_output_event(
 
 # ----- the poll loop ---------------------------------------------------------------------------
 
+POLL_STATE_KEYS = frozenset({"Status", "Throttled", "Error"})
+"""Keys the loop itself adds to the state the job handler starts it with."""
+
 
 def wait_condition_signal(
     status: str, reason: str, unique_id: str, data: str = ""
@@ -344,29 +851,70 @@ def wait_condition_signal(
     return {"Status": status, "Reason": truncate(reason), "UniqueId": unique_id, "Data": data}
 
 
+def check_state(state: Any, now: float) -> tuple[str, str, float]:
+    """The poll state's job name, handle URL and deadline, checked (``InvalidEvent``).
+
+    The deadline must lie within a wait condition's longest timeout from now: a huge one would
+    keep polling past the point where CloudFormation stops listening.
+    """
+    body = check_mapping(
+        state, "state", {"JobName", "HandleUrl", "Deadline", "Done"}, POLL_STATE_KEYS
+    )
+    name = check_string(body["JobName"], "state.JobName", SAGEMAKER_NAME, 63)
+    handle = check_string(body["HandleUrl"], "state.HandleUrl", HTTPS_URL, 4096)
+    deadline = check_integer(body["Deadline"], "state.Deadline", 0, int(now) + MAX_WAIT_SECONDS)
+    check_boolean(body["Done"], "state.Done")
+    if "Throttled" in body:
+        check_integer(body["Throttled"], "state.Throttled", 0, INT32_MAX)
+    return name, handle, float(deadline)
+
+
 def poll_step(
-    state: Mapping[str, Any], *, sagemaker: Any, put: Put, now: float, sleep: Sleep = time.sleep
+    state: Mapping[str, Any],
+    *,
+    sagemaker: Any,
+    put: Put,
+    now: float,
+    sleep: Sleep = time.sleep,
+    budget: Budget | None = None,
 ) -> dict[str, Any]:
     """One iteration of the poll loop; returns the next state (``Done`` ends the loop).
 
     The state machine runs ``poll_step`` -> Choice(``Done``) -> Wait(interval) -> ``poll_step``
     until the job has finished or the deadline (the wait condition's timeout, less a margin)
-    has passed. Throttled describes just wait for the next iteration.
+    has passed. A describe that fails transiently (throttled, 5xx, out of time) just waits for
+    the next iteration, unless the deadline has passed: then the FAILURE is signalled now, with
+    the error, since CloudFormation would otherwise time out without a reason. A state that
+    fails its checks is signalled as a FAILURE when its handle URL can be trusted.
     """
-    name = state["JobName"]
-    handle = state["HandleUrl"]
+    budget = budget or Budget(sleep=sleep)
+    try:
+        name, handle, deadline = check_state(state, now)
+    except InvalidEvent as error:
+        url = state.get("HandleUrl") if isinstance(state, Mapping) else None
+        if not (isinstance(url, str) and len(url) <= 4096 and HTTPS_URL.fullmatch(url)):
+            raise
+        put(url, wait_condition_signal("FAILURE", f"Invalid poll state: {error}", "invalid"))
+        return {**state, "Done": True, "Status": "INVALID"}
     result = {**state, "Done": False}
     try:
-        job = describe(sagemaker, name, sleep)
+        job = describe(sagemaker, name, budget)
     except Exception as error:
-        if error_code(error) in RETRYABLE_ERRORS:
+        if now >= deadline:
+            reason = (
+                f"Optimization job {name} could not be described at the deployment's deadline: "
+                f"{explain(error)}"
+            )
+            put(handle, wait_condition_signal("FAILURE", reason, name))
+            return {**result, "Done": True, "Status": "UNKNOWN"}
+        if is_transient(error) or isinstance(error, OutOfTime):
             result["Throttled"] = int(state.get("Throttled", 0)) + 1
             return result
         raise
     if job is None:
         put(handle, wait_condition_signal("FAILURE", f"Optimization job {name} not found", name))
         return {**result, "Done": True, "Status": "MISSING"}
-    status = job["OptimizationJobStatus"]
+    status = str(job.get("OptimizationJobStatus", ""))
     result["Status"] = status
     if status == "COMPLETED":
         summary = output_of(job)
@@ -391,14 +939,17 @@ def poll_step(
             wait_condition_signal("FAILURE", f"Optimization job {name} {status}: {reason}", name),
         )
         return {**result, "Done": True}
-    if now >= float(state["Deadline"]):
-        stop_job(name, sagemaker, sleep)
+    if now >= deadline:
+        try:
+            stop_job(name, sagemaker, budget)
+            outcome = "it was stopped"
+        except Exception as error:
+            outcome = f"stopping it failed ({explain(error)}); the stack's rollback stops it"
         put(
             handle,
             wait_condition_signal(
                 "FAILURE",
-                f"Optimization job {name} still {status} at the deployment's deadline; "
-                "it was stopped",
+                f"Optimization job {name} still {status} at the deployment's deadline; {outcome}",
                 name,
             ),
         )
@@ -409,10 +960,13 @@ def poll_step(
 def error_signal(state: Mapping[str, Any]) -> dict[str, str]:
     """The FAILURE signal sent when the poll loop itself failed (its caught error)."""
     error = state.get("Error") or {}
+    if not isinstance(error, Mapping):
+        error = {"Cause": error}
     cause = str(error.get("Cause") or error.get("Error") or "unknown error")
-    name = str(state.get("JobName", "optimization-job"))
+    name = state.get("JobName")
+    name = name if is_job_name(name) else "optimization-job"
     reason = f"Polling optimization job {name} failed: {cause}"
-    return wait_condition_signal("FAILURE", reason, name)
+    return wait_condition_signal("FAILURE", reason, str(name))
 
 
 # ----- Lambda entry points (real clients, real HTTP) ------------------------------------------
@@ -424,77 +978,115 @@ def http_put(url: str, body: Mapping[str, Any]) -> None:  # pragma: no cover - n
     request = urllib.request.Request(
         url, data=data, method="PUT", headers={"Content-Type": "", "Content-Length": str(len(data))}
     )
-    with urllib.request.urlopen(request, timeout=30) as response:
+    with urllib.request.urlopen(request, timeout=PUT_TIMEOUT) as response:
         response.read()
 
 
 def _client(service: str) -> Any:  # pragma: no cover - needs AWS
+    """A client whose every call is bounded in time and not retried by botocore.
+
+    Retries are ``call_with_retry``'s, which knows how much of the Lambda's time is left;
+    botocore retrying as well would multiply the attempts and hide the time they take.
+    """
     import boto3
     from botocore.config import Config
 
-    config = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=10)
+    config = Config(
+        retries={"mode": "standard", "total_max_attempts": 1},
+        connect_timeout=CONNECT_TIMEOUT,
+        read_timeout=READ_TIMEOUT,
+    )
     factory: Callable[..., Any] = boto3.client
     return factory(service, config=config)
 
 
+def send(url: str, body: Mapping[str, Any], put: Put, budget: Budget) -> None:
+    """PUT ``body``, retried with backoff while the Lambda has time; raises the last error
+    (the function then fails and Lambda's own retry of the event runs it again)."""
+    for attempt in range(PUT_ATTEMPTS):
+        try:
+            put(url, body)
+            return
+        except Exception:
+            delay = budget.backoff(attempt)
+            if attempt == PUT_ATTEMPTS - 1 or budget.total() < delay + PUT_TIMEOUT:
+                raise
+            budget.sleep(delay)
+
+
 def respond(
-    event: Mapping[str, Any], put: Put, handler: Callable[[], dict[str, Any]]
+    event: Mapping[str, Any],
+    put: Put,
+    handler: Callable[[], dict[str, Any]],
+    budget: Budget | None = None,
 ) -> dict[str, Any]:
-    """Run ``handler`` and PUT a SUCCESS or FAILED custom resource response; never raises."""
+    """Run ``handler`` and PUT a SUCCESS or FAILED custom resource response.
+
+    Any failure of the handler, including a malformed event, is answered FAILED with its
+    reason. Only an event without a usable ``ResponseURL`` goes unanswered (there is no one to
+    answer), and only a PUT that keeps failing raises.
+    """
+    budget = budget or Budget()
+    event = event if isinstance(event, Mapping) else {}
     body: dict[str, Any] = {
-        "StackId": event["StackId"],
-        "RequestId": event["RequestId"],
-        "LogicalResourceId": event["LogicalResourceId"],
+        key: event.get(key) if isinstance(event.get(key), str) else ""
+        for key in ("StackId", "RequestId", "LogicalResourceId")
     }
     try:
         outcome = handler()
         body.update(Status="SUCCESS", **outcome)
     except Exception as error:
+        physical = event.get("PhysicalResourceId")
+        request_id = body["RequestId"] if len(body["RequestId"]) <= 200 else "request"
         fallback = (
             getattr(error, "physical_id", None)
-            or event.get("PhysicalResourceId")
-            or f"failed-{event['RequestId']}"
+            or (physical if isinstance(physical, str) and 0 < len(physical) <= 1024 else None)
+            or f"failed-{request_id or 'request'}"
         )
-        reason = (
-            str(error) if isinstance(error, HandlerError) else f"{type(error).__name__}: {error}"
-        )
-        body.update(
-            Status="FAILED",
-            Reason=truncate(reason),
-            PhysicalResourceId=fallback,
-        )
-    put(event["ResponseURL"], body)
+        body.update(Status="FAILED", Reason=truncate(explain(error)), PhysicalResourceId=fallback)
+    print(json.dumps({"Status": body["Status"], "Reason": body.get("Reason", "")}))
+    url = event.get("ResponseURL")
+    if isinstance(url, str) and HTTPS_URL.fullmatch(url):
+        send(url, body, put, budget)
     return body
 
 
 def on_event(event: dict[str, Any], context: Any) -> dict[str, Any]:  # pragma: no cover
     """Lambda entry point of both custom resource types."""
-    if event["ResourceType"] == OUTPUT_RESOURCE_TYPE:
-        return respond(
-            event, http_put, lambda: handle_output_event(event, sagemaker=_client("sagemaker"))
-        )
-    return respond(
-        event,
-        http_put,
-        lambda: handle_job_event(
+    budget = Budget.of(context)
+
+    def handle() -> dict[str, Any]:
+        kind = event.get("ResourceType") if isinstance(event, Mapping) else None
+        if kind == OUTPUT_RESOURCE_TYPE:
+            return handle_output_event(event, sagemaker=_client("sagemaker"), budget=budget)
+        if kind != JOB_RESOURCE_TYPE:
+            raise InvalidEvent(f"unsupported ResourceType {shown(kind)}")
+        props = event.get("ResourceProperties")
+        destroy = isinstance(props, Mapping) and props.get("RemovalPolicy") == "destroy"
+        return handle_job_event(
             event,
             sagemaker=_client("sagemaker"),
             sfn=_client("stepfunctions"),
-            s3=_client("s3")
-            if event["ResourceProperties"].get("RemovalPolicy") == "destroy"
-            else None,
-        ),
-    )
+            s3=_client("s3") if destroy else None,
+            budget=budget,
+        )
+
+    return respond(event, http_put, handle, budget)
 
 
 def poll(event: dict[str, Any], context: Any) -> dict[str, Any]:  # pragma: no cover
     """Lambda entry point of one poll iteration, or of the loop's catch (``Error`` set)."""
-    if "Error" in event:
+    if isinstance(event, Mapping) and "Error" in event:
         return report_error(event, context)
-    return poll_step(event, sagemaker=_client("sagemaker"), put=http_put, now=time.time())
+    budget = Budget.of(context)
+    return poll_step(
+        event, sagemaker=_client("sagemaker"), put=http_put, now=time.time(), budget=budget
+    )
 
 
 def report_error(event: dict[str, Any], context: Any) -> dict[str, Any]:  # pragma: no cover
     """Lambda entry point of the poll loop's catch: signal FAILURE with the error."""
-    http_put(event["HandleUrl"], error_signal(event))
+    url = event.get("HandleUrl")
+    check_string(url, "state.HandleUrl", HTTPS_URL, 4096)
+    send(str(url), error_signal(event), http_put, Budget.of(context))
     return {**event, "Done": True}
