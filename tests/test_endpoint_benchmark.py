@@ -1,0 +1,354 @@
+"""EndpointBenchmark construct: emitted resources, IAM least privilege, reruns, validation."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import Size
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from conftest import assert_cfn_lint_clean, new_stack, resources_of_type
+
+from cdk_sagemaker_llm.benchmarking import KneeRule
+from cdk_sagemaker_llm.constructs.autoscaling import ComponentScaling
+from cdk_sagemaker_llm.constructs.benchmark import (
+    BenchmarkGate,
+    EndpointBenchmark,
+    PayloadFormat,
+    asset_hash,
+)
+from cdk_sagemaker_llm.constructs.endpoint import (
+    Endpoint,
+    InferenceComponentEndpoint,
+    ProductionVariant,
+)
+from cdk_sagemaker_llm.constructs.images import ContainerImage
+from cdk_sagemaker_llm.constructs.inference_component import InferenceComponent
+from cdk_sagemaker_llm.constructs.instance_type import InstanceType
+from cdk_sagemaker_llm.constructs.model import Model
+from cdk_sagemaker_llm.constructs.model_source import ModelSource
+from cdk_sagemaker_llm.constructs.pricing import DEFAULT_PRICE_LIST
+from cdk_sagemaker_llm.constructs.serving_options import LmiOptions
+from cdk_sagemaker_llm.constructs.validation import ValidationError
+
+
+def component_stack(
+    model_id: str = "meta-llama/Meta-Llama-3-8B-Instruct",
+) -> tuple[cdk.Stack, InferenceComponent]:
+    stack = new_stack()
+    model = Model(
+        stack,
+        "Model",
+        image=ContainerImage.lmi("0.31.0"),
+        source=ModelSource.from_hugging_face(model_id),
+        serving=LmiOptions(tensor_parallel_degree=1, max_rolling_batch_size=8, max_model_len=4096),
+    )
+    endpoint = InferenceComponentEndpoint(
+        stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE, max_instance_count=2
+    )
+    component = InferenceComponent(
+        stack,
+        "Component",
+        endpoint=endpoint,
+        model=model,
+        accelerators=1,
+        min_memory=Size.gibibytes(32),
+        copy_count=2,
+    )
+    return stack, component
+
+
+def template_of(stack: cdk.Stack) -> dict[str, Any]:
+    return assert_cfn_lint_clean(stack)
+
+
+def one(template: dict[str, Any], kind: str) -> tuple[str, dict[str, Any]]:
+    (match,) = [(k, r) for k, r in template["Resources"].items() if r["Type"] == kind]
+    return match
+
+
+def policy_of(template: dict[str, Any], role_prefix: str) -> list[dict[str, Any]]:
+    (statements,) = [
+        r["Properties"]["PolicyDocument"]["Statement"]
+        for k, r in template["Resources"].items()
+        if r["Type"] == "AWS::IAM::Policy" and k.startswith(role_prefix)
+    ]
+    return list(statements)
+
+
+@pytest.fixture(scope="module")
+def benchmarked() -> tuple[dict[str, Any], EndpointBenchmark]:
+    stack, component = component_stack()
+    bench = EndpointBenchmark(
+        stack,
+        "Bench",
+        inference_component=component,
+        concurrencies=[1, 2, 4, 8, 16, 300],
+        input_tokens=512,
+        output_tokens=256,
+        stream=True,
+        payload_format=PayloadFormat.LMI,
+        knee_rule=KneeRule(min_gain_per_doubling=0.15, slo_ms_per_token=60),
+        gate=BenchmarkGate(max_p50_ms_per_token=50, min_knee_concurrency=2),
+    )
+    scaling = ComponentScaling(stack, "Scaling", component=component, max_copies=4)
+    scaling.scale_on_concurrent_requests(target=bench.knee_concurrency_per_copy)
+    return template_of(stack), bench
+
+
+def test_emits_the_wait_design_and_is_cfn_lint_clean(
+    benchmarked: tuple[dict[str, Any], EndpointBenchmark],
+) -> None:
+    template, bench = benchmarked
+    types = sorted(r["Type"] for k, r in template["Resources"].items() if k.startswith("Bench"))
+    assert types.count("AWS::Lambda::Function") == 3
+    assert types.count("AWS::Logs::LogGroup") == 4  # three functions and the workflow
+    for kind in (
+        "AWS::S3::Bucket",
+        "AWS::StepFunctions::StateMachine",
+        "AWS::CloudFormation::WaitConditionHandle",
+        "AWS::CloudFormation::WaitCondition",
+        "Custom::SageMakerEndpointBenchmark",
+        "Custom::SageMakerEndpointBenchmarkOutput",
+    ):
+        assert types.count(kind) == 1, kind
+    for function in resources_of_type(template, "AWS::Lambda::Function"):
+        assert function["Runtime"] == "python3.13" and "LoggingConfig" in function
+    timeouts = sorted(f["Timeout"] for f in resources_of_type(template, "AWS::Lambda::Function"))
+    assert timeouts == [60, 300, 900]
+    wait_id, wait = one(template, "AWS::CloudFormation::WaitCondition")
+    assert wait_id.startswith(f"BenchWait{bench.definition_hash}")
+    assert wait["Properties"]["Timeout"] == str(7200 + 900)
+    custom_id, custom = one(template, "Custom::SageMakerEndpointBenchmark")
+    assert wait["DependsOn"] == [custom_id]
+    component_id = next(k for k in template["Resources"] if k.startswith("Component"))
+    assert custom["DependsOn"] == [component_id]  # runs once the component is in service
+    run = custom["Properties"]["Run"]
+    assert run["Concurrencies"] == [1, 2, 4, 8, 16, 300]
+    assert (run["InputTokens"], run["OutputTokens"], run["Stream"], run["Format"]) == (
+        512, 256, True, "lmi",
+    )  # fmt: skip
+    assert run["Rule"] == {"MinGainPerDoubling": 0.15, "SloMsPerToken": 60}
+    assert run["Gate"] == {"MaxP50MsPerToken": 50, "MinKneeConcurrency": 2}
+    assert run["Copies"] == 2 and run["WorkerCapacity"] == 256
+    expected_price = DEFAULT_PRICE_LIST.prices["ml.g5.12xlarge"] * 2 / 4
+    assert run["PricePerHour"] == pytest.approx(expected_price)
+    assert "ml.g5.12xlarge" in run["PriceSource"]
+    assert custom["Metadata"]["cdk-sagemaker-llm:benchmark"]["Workers"].startswith("up to 2")
+
+
+def test_the_workflow_runs_workers_in_a_map_with_retries(
+    benchmarked: tuple[dict[str, Any], EndpointBenchmark],
+) -> None:
+    template, _ = benchmarked
+    _, machine = one(template, "AWS::StepFunctions::StateMachine")
+    parts = machine["Properties"]["DefinitionString"]["Fn::Join"][1]
+    definition = json.loads("".join(p if isinstance(p, str) else "arn" for p in parts))
+    level = definition["States"]["RunLevel"]
+    assert level["Type"] == "Map" and level["MaxConcurrency"] == 2  # 300 / 256 -> 2 workers
+    assert level["ItemSelector"] == {"Run.$": "$.Run", "Slice.$": "$$.Map.Item.Value"}
+    (retry,) = level["ItemProcessor"]["States"]["RunWorker"]["Retry"]
+    assert "Lambda.TooManyRequestsException" in retry["ErrorEquals"]
+    assert retry["JitterStrategy"] == "FULL" and retry["BackoffRate"] == 2
+    assert definition["TimeoutSeconds"] == 8100
+    assert machine["Properties"]["StateMachineType"] == "STANDARD"
+
+
+def test_the_scaling_target_is_the_measured_knee_per_copy(
+    benchmarked: tuple[dict[str, Any], EndpointBenchmark],
+) -> None:
+    template, _ = benchmarked
+    output_id, _ = one(template, "Custom::SageMakerEndpointBenchmarkOutput")
+    (policy,) = resources_of_type(template, "AWS::ApplicationAutoScaling::ScalingPolicy")
+    target = policy["TargetTrackingScalingPolicyConfiguration"]["TargetValue"]
+    assert target == {"Fn::GetAtt": [output_id, "KneeConcurrencyPerCopy"]}
+
+
+def test_workers_may_only_invoke_the_component_and_write_the_run_folders(
+    benchmarked: tuple[dict[str, Any], EndpointBenchmark],
+) -> None:
+    template, bench = benchmarked
+    bucket_id, _ = one(template, "AWS::S3::Bucket")
+    component_id = next(k for k in template["Resources"] if k.startswith("Component"))
+    endpoint_id = next(
+        k for k, r in template["Resources"].items() if r["Type"] == "AWS::SageMaker::Endpoint"
+    )
+    objects = {
+        "Fn::Join": [
+            "",
+            [
+                {"Fn::GetAtt": [bucket_id, "Arn"]},
+                f"/endpoint-benchmarks/{bench.run_name_stem}-*",
+            ],
+        ]
+    }
+    worker = policy_of(template, "BenchWorkerRole")
+    assert [s["Action"] for s in worker] == [
+        ["logs:CreateLogStream", "logs:PutLogEvents"],
+        ["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"],
+        "s3:PutObject",
+    ]
+    assert sorted(map(json.dumps, worker[1]["Resource"])) == sorted(
+        map(
+            json.dumps,
+            [{"Ref": endpoint_id}, {"Fn::GetAtt": [component_id, "InferenceComponentArn"]}],
+        )
+    )
+    assert worker[2]["Resource"] == objects
+    advance = policy_of(template, "BenchAdvanceRole")
+    assert [s["Action"] for s in advance][1:] == [["s3:GetObject", "s3:PutObject"]]
+    assert advance[1]["Resource"] == objects
+    starter = policy_of(template, "BenchStarterRole")
+    assert [s["Action"] for s in starter][1:] == ["states:StartExecution"]
+    machine_id, _ = one(template, "AWS::StepFunctions::StateMachine")
+    assert starter[1]["Resource"] == {"Ref": machine_id}
+    assert all(s["Effect"] == "Allow" and "Condition" not in s for s in worker + advance + starter)
+
+
+def test_the_created_bucket_is_encrypted_private_and_ssl_only(
+    benchmarked: tuple[dict[str, Any], EndpointBenchmark],
+) -> None:
+    template, _ = benchmarked
+    _, bucket = one(template, "AWS::S3::Bucket")
+    props = bucket["Properties"]
+    assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0][
+        "ServerSideEncryptionByDefault"
+    ] == {"SSEAlgorithm": "AES256"}
+    assert all(props["PublicAccessBlockConfiguration"].values())
+    assert bucket["DeletionPolicy"] == "Retain"
+    (policy,) = resources_of_type(template, "AWS::S3::BucketPolicy")
+    (statement,) = policy["PolicyDocument"]["Statement"]
+    assert statement["Effect"] == "Deny"
+    assert statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def test_a_given_bucket_and_endpoint_and_kms_key() -> None:
+    stack = new_stack()
+    key = kms.Key(stack, "Key", enable_key_rotation=True)
+    bucket = s3.Bucket(stack, "Mine", encryption_key=key, enforce_ssl=True)
+    endpoint = Endpoint.from_endpoint_name(stack, "Ep", "my-endpoint")
+    EndpointBenchmark(
+        stack,
+        "Bench",
+        endpoint=endpoint,
+        results_bucket=bucket,
+        results_prefix="bench/",
+        concurrencies=[1, 4],
+        price_per_hour=1.5,
+    )
+    template = template_of(stack)
+    assert len(resources_of_type(template, "AWS::S3::Bucket")) == 1
+    worker = policy_of(template, "BenchWorkerRole")
+    invoke = next(s for s in worker if "sagemaker:InvokeEndpoint" in s["Action"])
+    assert "endpoint/my-endpoint" in json.dumps(invoke["Resource"])
+    assert "*" not in json.dumps(invoke["Resource"])
+    assert any("kms:Encrypt" in json.dumps(s["Action"]) for s in worker)
+    (custom,) = resources_of_type(template, "Custom::SageMakerEndpointBenchmark")
+    assert custom["Run"]["InferenceComponentName"] == ""
+    assert custom["Run"]["PricePerHour"] == 1.5 and custom["Run"]["PriceSource"] == "given"
+    assert custom["ResultsPrefix"] == "bench/"
+
+
+def test_the_price_of_an_instance_endpoint_is_derived_from_its_variant() -> None:
+    stack = new_stack()
+    model = Model(
+        stack,
+        "Model",
+        image=ContainerImage.lmi("0.31.0"),
+        source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
+        serving=LmiOptions(tensor_parallel_degree=1, max_model_len=4096),
+    )
+    endpoint = Endpoint(
+        stack,
+        "Ep",
+        variants=[
+            ProductionVariant(
+                model=model, instance_type=InstanceType.G5_2XLARGE, initial_instance_count=2
+            )
+        ],
+    )
+    bench = EndpointBenchmark(stack, "Bench", endpoint=endpoint, concurrencies=[1, 2])
+    assert bench.price_per_hour == pytest.approx(2 * DEFAULT_PRICE_LIST.prices["ml.g5.2xlarge"])
+    assert bench.copies == 1
+
+
+def definition_hash(build: Callable[[cdk.Stack, InferenceComponent], Any], model_id: str) -> str:
+    stack, component = component_stack(model_id)
+    bench = EndpointBenchmark(
+        stack, "Bench", inference_component=component, **build(stack, component)
+    )
+    return bench.definition_hash
+
+
+def test_reruns_only_when_the_target_or_the_load_changes() -> None:
+    llama = "meta-llama/Meta-Llama-3-8B-Instruct"
+    base = definition_hash(lambda *_: {"concurrencies": [1, 2, 4]}, llama)
+    assert definition_hash(lambda *_: {"concurrencies": [1, 2, 4]}, llama) == base
+    assert definition_hash(lambda *_: {"concurrencies": [1, 2, 8]}, llama) != base
+    assert (
+        definition_hash(lambda *_: {"concurrencies": [1, 2, 4], "output_tokens": 64}, llama) != base
+    )
+    # A different model behind the same component name: the model's resource changed.
+    assert definition_hash(lambda *_: {"concurrencies": [1, 2, 4]}, "my-org/other-8b") != base
+
+
+@pytest.mark.parametrize(
+    ("props", "prop"),
+    [
+        ({"concurrencies": []}, "concurrencies"),
+        ({"concurrencies": [1, 4, 2]}, "concurrencies"),
+        ({"concurrencies": [1, 1]}, "concurrencies"),
+        ({"concurrencies": [0, 1]}, "concurrencies[0]"),
+        ({"concurrencies": [1, 2.5]}, "concurrencies[1]"),
+        ({"concurrencies": list(range(1, 18))}, "concurrencies"),
+        ({"concurrencies": [1, 5000]}, "concurrencies[1]"),
+        ({"input_tokens": 0}, "input_tokens"),
+        ({"output_tokens": -1}, "output_tokens"),
+        ({"concurrencies": [1, 8], "requests_per_level": 4}, "requests_per_level"),
+        ({"payload_format": "lmi"}, "payload_format"),
+        ({"knee_rule": KneeRule(min_gain_per_doubling=-0.1)}, "knee_rule.min_gain_per_doubling"),
+        ({"knee_rule": KneeRule(slo_ms_per_token=0)}, "knee_rule.slo_ms_per_token"),
+        ({"knee_rule": KneeRule(max_error_rate=1.5)}, "knee_rule.max_error_rate"),
+        ({"gate": BenchmarkGate(max_p50_ms_per_token=0)}, "gate.max_p50_ms_per_token"),
+        ({"gate": BenchmarkGate(min_knee_concurrency=0)}, "gate.min_knee_concurrency"),
+        ({"gate": BenchmarkGate(min_output_tokens_per_s=-5)}, "gate.min_output_tokens_per_s"),
+        ({"worker_capacity": 0}, "worker_capacity"),
+        ({"concurrencies": [1, 4096], "worker_capacity": 16}, "worker_capacity"),
+        ({"results_prefix": "no-slash"}, "results_prefix"),
+        ({"results_prefix": "/abs/"}, "results_prefix"),
+        ({"results_prefix": ""}, "results_prefix"),
+        ({"max_duration": cdk.Duration.seconds(30)}, "max_duration (seconds)"),
+        ({"max_duration": cdk.Duration.hours(12)}, "max_duration (seconds)"),
+        ({"price_per_hour": -1.0}, "price_per_hour"),
+        ({"copies": 0}, "copies"),
+    ],
+)
+def test_every_invalid_prop_names_itself(props: dict[str, Any], prop: str) -> None:
+    stack = new_stack()
+    component = InferenceComponent.from_inference_component_name(
+        stack, "Ic", inference_component_name="ic", endpoint_name="ep"
+    )
+    with pytest.raises(ValidationError) as raised:
+        EndpointBenchmark(stack, "Bench", inference_component=component, **props)
+    assert raised.value.prop == prop
+    assert raised.value.fix
+
+
+def test_a_target_is_required_and_must_be_consistent() -> None:
+    stack = new_stack()
+    with pytest.raises(ValidationError, match="needs an endpoint or an inference component"):
+        EndpointBenchmark(stack, "Bench")
+    component = InferenceComponent.from_inference_component_name(
+        stack, "Ic", inference_component_name="ic", endpoint_name="ep"
+    )
+    other = Endpoint.from_endpoint_name(stack, "Other", "other-endpoint")
+    with pytest.raises(ValidationError, match="hosted on another endpoint"):
+        EndpointBenchmark(stack, "Bench2", endpoint=other, inference_component=component)
+
+
+def test_the_asset_hash_is_deterministic_and_follows_the_sources() -> None:
+    assert asset_hash() == asset_hash() and len(asset_hash()) == 64
