@@ -1,5 +1,6 @@
 """cdk-sagemaker-llm: AWS CDK v2 constructs for serving large language models on SageMaker."""
 
+from .benchmarking import KneeRule
 from .constructs import sizing
 from .constructs.autoscaling import (
     ComponentScaling,
@@ -11,6 +12,7 @@ from .constructs.autoscaling import (
     TargetTrackingPolicy,
     VariantScaling,
 )
+from .constructs.benchmark import BenchmarkGate, EndpointBenchmark, PayloadFormat
 from .constructs.data_capture import DataCapture
 from .constructs.deployment import RollingDeployment
 from .constructs.endpoint import (
@@ -48,6 +50,7 @@ __all__ = [
     "DEFAULT_PRICE_LIST",
     "Accelerator",
     "AcceleratorKind",
+    "BenchmarkGate",
     "CompilationTarget",
     "ComponentScaling",
     "ContainerFamily",
@@ -57,12 +60,14 @@ __all__ = [
     "DraftModelKind",
     "Endpoint",
     "EndpointBase",
+    "EndpointBenchmark",
     "IEndpoint",
     "IInferenceComponent",
     "InferenceComponent",
     "InferenceComponentBase",
     "InferenceComponentEndpoint",
     "InstanceType",
+    "KneeRule",
     "LmiBackend",
     "LmiOptions",
     "Model",
@@ -71,6 +76,7 @@ __all__ = [
     "ModelSpec",
     "OptimizationJob",
     "OptimizationTechnique",
+    "PayloadFormat",
     "Precision",
     "PredefinedMetric",
     "PriceList",

@@ -32,6 +32,7 @@ HIGH_RESOLUTION_PERIOD_SECONDS = 10
 STANDARD_PERIOD_SECONDS = 60
 OPTIMIZATION_JOB_MARKERS = ("optimizationjob", "optimization-job", "optimization_job")
 BENCHMARK_MARKERS = ("benchmark",)
+BENCHMARK_METADATA = "cdk-sagemaker-llm:benchmark"
 
 
 # ----- The plan -----------------------------------------------------------------------------
@@ -850,6 +851,8 @@ def _custom_details(resource: dict[str, Any]) -> dict[str, str]:
         if str(key).startswith("cdk-sagemaker-llm:") and isinstance(value, dict):
             for inner, item in sorted(value.items()):
                 details[str(inner)] = _short(item)
+    if details and BENCHMARK_METADATA in (resource.get("Metadata") or {}):
+        return details  # the construct states what to review; its properties are plumbing
     properties = resource.get("Properties") or {}
     request = properties.get("Request")
     if isinstance(request, dict) and "OptimizationConfigs" in request:

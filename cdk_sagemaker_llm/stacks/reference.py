@@ -10,7 +10,9 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
+from ..benchmarking import KneeRule
 from ..constructs.autoscaling import ComponentScaling
+from ..constructs.benchmark import BenchmarkGate, EndpointBenchmark, PayloadFormat
 from ..constructs.deployment import RollingDeployment
 from ..constructs.endpoint import InferenceComponentEndpoint, RoutingStrategy
 from ..constructs.images import ContainerImage
@@ -101,15 +103,32 @@ class LlamaInferenceComponentStack(Stack):
             evaluation_periods=2,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
+        # Measure the deployed component: a concurrency sweep (512 in / 256 out tokens,
+        # streaming) once its 2 copies are in service. The deployment fails if one request
+        # alone decodes slower than 50 ms/token; the knee (the last level before throughput
+        # gains less than 10 % per doubling or p50 passes 60 ms/token) becomes the target.
+        self.benchmark = EndpointBenchmark(
+            self,
+            "Llama3Benchmark",
+            inference_component=self.component,
+            concurrencies=[1, 2, 4, 8, 16, 32],
+            input_tokens=512,
+            output_tokens=256,
+            stream=True,
+            payload_format=PayloadFormat.LMI,
+            knee_rule=KneeRule(min_gain_per_doubling=0.10, slo_ms_per_token=60),
+            gate=BenchmarkGate(max_p50_ms_per_token=50),
+            max_duration=Duration.hours(1),
+        )
         # Copies follow in-flight requests (high-resolution metric: scale-out detected in
-        # 30 s). 6 concurrent requests per copy stays below the 8-sequence batch, headroom
-        # while a new copy starts. 4 GPUs per instance x max_instance_count 2 = 8 GPUs, one of
-        # them for the AWQ component below: 7 copies at most.
+        # 30 s), held at the measured knee per copy: the most concurrency a copy takes before
+        # requests queue. 4 GPUs per instance x max_instance_count 2 = 8 GPUs, one of them for
+        # the AWQ component below: 7 copies at most.
         self.scaling = ComponentScaling(
             self, "Llama3Scaling", component=self.component, min_copies=2, max_copies=7
         )
         self.scaling.scale_on_concurrent_requests(
-            target=6,
+            target=self.benchmark.knee_concurrency_per_copy,
             scale_out_cooldown=Duration.minutes(1),
             scale_in_cooldown=Duration.minutes(10),
         )
