@@ -438,7 +438,10 @@ def _claim(s3: Any, bucket: str, key: str) -> bool:
     except Exception as error:
         if error_code(error) in ("PreconditionFailed", "ConditionalRequestConflict"):
             return False
-        raise
+        if type(error).__name__ != "ParamValidationError":
+            raise
+        # A runtime SDK older than S3 conditional writes (botocore < 1.35): claim anyway.
+        s3.put_object(Bucket=bucket, Key=key, Body=b"")
     return True
 
 
