@@ -329,3 +329,32 @@ def test_endpoint_level_errors() -> None:
             variants=[ProductionVariant(model=model, instance_type=InstanceType.G5_2XLARGE)],
             data_capture=DataCapture(bucket=bucket, prefix="no-slash"),
         )
+
+
+def test_inference_components_only_where_cloudformation_offers_them() -> None:
+    with pytest.raises(ValidationError) as error:
+        InferenceComponentEndpoint(
+            new_stack("cn-north-1"), "Endpoint", instance_type=InstanceType.G5_12XLARGE
+        )
+    message = str(error.value)
+    assert "region of the stack='cn-north-1'" in message and "instance-based Endpoint" in message
+    # Instance-based endpoints exist there.
+    stack = new_stack("cn-north-1")
+    Endpoint(
+        stack,
+        "Endpoint",
+        variants=[ProductionVariant(model=lmi_model(stack), instance_type=InstanceType.G5_2XLARGE)],
+    )
+    assert_cfn_lint_clean(stack)
+
+
+def test_region_agnostic_inference_component_endpoint_gets_a_region_rule() -> None:
+    stack = new_stack(region=None)
+    InferenceComponentEndpoint(stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE)
+    InferenceComponentEndpoint(stack, "Second", instance_type=InstanceType.G5_12XLARGE)
+    template = Template.from_stack(stack).to_json()
+    rule = template["Rules"]["InferenceComponentRegionRule"]
+    assertion = rule["Assertions"][0]
+    assert assertion["Assert"]["Fn::Contains"][1] == {"Ref": "AWS::Region"}
+    assert "us-west-2" in assertion["Assert"]["Fn::Contains"][0]
+    assert "cn-north-1" not in assertion["Assert"]["Fn::Contains"][0]
