@@ -41,6 +41,7 @@ from test_optimization_job_handler import (
 from cdk_sagemaker_llm.constructs.instance_type import InstanceType
 from cdk_sagemaker_llm.constructs.model_source import ModelSource
 from cdk_sagemaker_llm.constructs.optimization_job import (
+    SIGNAL_MARGIN,
     OptimizationJob,
     OptimizationTechnique,
     QuantizationMethod,
@@ -1166,7 +1167,7 @@ def synthesized_properties(**overrides: Any) -> dict[str, Any]:
 def test_every_synthesized_variant_passes_the_checks_and_botocore(overrides: Any) -> None:
     props = synthesized_properties(**overrides)
     checked = h.check_job_properties(props)
-    assert checked.destroy and checked.wait_seconds == 3 * 3600 + 1800 - 300
+    assert checked.destroy and checked.wait_seconds == 3 * 3600 + 1800 - SIGNAL_MARGIN.to_seconds()
     sm = client("sagemaker")
     with Stubber(sm) as stubber:
         stubber.add_response("create_optimization_job", {"OptimizationJobArn": "x"})

@@ -353,7 +353,7 @@ def test_a_broken_poller_is_retried_then_reported_as_a_failure() -> None:
     status, reason = condition.outcome()
     assert status == "CREATE_FAILED"
     assert "not authorized" in reason
-    assert driver.task_invocations == 1 + 5 + 1  # first try, five retries, the report
+    assert driver.task_invocations == 1 + 4 + 1  # first try, four retries, the report
 
 
 @pytest.mark.parametrize("hours", [11.5])

@@ -158,8 +158,11 @@ MAX_WAIT_SECONDS = 43_200
 """A CloudFormation wait condition's longest timeout (12 hours)."""
 START_MARGIN = Duration.minutes(30)
 """Added to the max runtime for the wait: a job may queue before its runtime starts."""
-SIGNAL_MARGIN = Duration.minutes(5)
-"""The poller gives up this long before the wait condition times out, to report why."""
+SIGNAL_MARGIN = Duration.minutes(20)
+"""The poller gives up this long before the wait condition times out, to report why. It is
+longer than the worst case of a failing poll and its retries (5 attempts of at most 1 minute
+each plus 150 s of backoff, then the failure report), so a reason always reaches
+CloudFormation before the wait condition's own timeout."""
 MAX_RUNTIME_SECONDS = MAX_WAIT_SECONDS - int(START_MARGIN.to_seconds())
 DEFAULT_MAX_RUNTIME = Duration.hours(10)
 """The SageMaker Python SDK's default max runtime (36,000 s)."""
@@ -758,9 +761,10 @@ class OptimizationJob(Construct):
         )
         poll.add_retry(
             errors=["States.TaskFailed", "States.Timeout"],
-            interval=Duration.seconds(30),
-            max_attempts=5,
+            interval=Duration.seconds(10),
+            max_attempts=4,
             backoff_rate=2,
+            jitter_strategy=sfn.JitterType.FULL,
         )
         report = tasks.LambdaInvoke(
             self,
