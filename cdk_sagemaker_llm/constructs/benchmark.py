@@ -61,17 +61,16 @@ from aws_cdk import (
 from aws_cdk import aws_cloudformation as cloudformation
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from ..benchmarking import KneeRule
+from .deploy_time import depend_on_policy_only, handler_function, logged_workflow
 from .endpoint import Endpoint, IEndpoint, InferenceComponentEndpoint
 from .inference_component import IInferenceComponent, InferenceComponent
 from .nag import acknowledge, acknowledge_wildcard_resources
-from .optimization_job import HANDLER_RUNTIME, _depend_on_policy_only
 from .pricing import DEFAULT_PRICE_LIST, PriceList
 from .validation import ValidationError, check_range, is_unresolved
 
@@ -409,8 +408,14 @@ class EndpointBenchmark(Construct):
         objects = self.results_bucket.arn_for_objects(f"{results_prefix}{stem}-*")
 
         code = handler_code()
-        worker = self._function(
-            "Worker", code, "index.worker", WORKER_TIMEOUT, 1769, "Runs one level's share of load"
+        worker = handler_function(
+            self,
+            "Worker",
+            code=code,
+            handler="index.worker",
+            timeout=WORKER_TIMEOUT,
+            memory_size=1769,
+            description="Runs one level's share of load",
         )
         if inference_component is not None:
             inference_component.grant_invoke(worker)
@@ -419,13 +424,15 @@ class EndpointBenchmark(Construct):
         iam.Grant.add_to_principal(
             grantee=worker, actions=["s3:PutObject"], resource_arns=[objects]
         )
-        advance = self._function(
+        advance = handler_function(
+            self,
             "Advance",
-            code,
-            "index.advance",
-            Duration.minutes(5),
-            1024,
-            "Aggregates levels, plans the next, writes results and signals the wait condition",
+            code=code,
+            handler="index.advance",
+            timeout=Duration.minutes(5),
+            memory_size=1024,
+            description="Aggregates levels, plans the next, writes results and signals the wait "
+            "condition",
         )
         iam.Grant.add_to_principal(
             grantee=advance, actions=["s3:GetObject", "s3:PutObject"], resource_arns=[objects]
@@ -438,13 +445,13 @@ class EndpointBenchmark(Construct):
             advance, worker, Duration.seconds(sweep_seconds + margin)
         )
         """The Step Functions workflow of the sweep."""
-        starter = self._function(
+        starter = handler_function(
+            self,
             "Starter",
-            code,
-            "index.on_event",
-            Duration.minutes(1),
-            256,
-            "Starts the sweep (CloudFormation custom resource); Delete does nothing",
+            code=code,
+            handler="index.on_event",
+            timeout=Duration.minutes(1),
+            description="Starts the sweep (CloudFormation custom resource); Delete does nothing",
         )
         self.state_machine.grant_start_execution(starter)
 
@@ -510,8 +517,8 @@ class EndpointBenchmark(Construct):
             ),
         )
         for function in (worker, advance, starter):
-            _depend_on_policy_only(function, function.role)
-        _depend_on_policy_only(self.state_machine, self.state_machine.role)
+            depend_on_policy_only(function, function.role)
+        depend_on_policy_only(self.state_machine, self.state_machine.role)
         self._acknowledge_findings(objects, advance, worker)
 
         self.run_name: str = self._output.get_att_string("RunName")
@@ -537,42 +544,6 @@ class EndpointBenchmark(Construct):
         """``s3://bucket/<prefix><run>/chart.svg``: latency vs throughput, the knee circled."""
 
     # ----- internals -------------------------------------------------------------------------
-
-    def _function(
-        self,
-        id: str,
-        code: lambda_.Code,
-        handler: str,
-        timeout: Duration,
-        memory: int,
-        description: str,
-    ) -> lambda_.Function:
-        log_group = logs.LogGroup(
-            self,
-            f"{id}Logs",
-            retention=logs.RetentionDays.THREE_MONTHS,
-            removal_policy=RemovalPolicy.DESTROY,
-        )
-        role = iam.Role(
-            self,
-            f"{id}Role",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description=f"{description} ({self.node.path})",
-        )
-        log_group.grant_write(role)
-        return lambda_.Function(
-            self,
-            id,
-            runtime=HANDLER_RUNTIME,
-            architecture=lambda_.Architecture.ARM_64,
-            handler=handler,
-            code=code,
-            timeout=timeout,
-            memory_size=memory,
-            role=role,
-            log_group=log_group,
-            description=description,
-        )
 
     def _invoke(self, id: str, function: lambda_.IFunction) -> tasks.LambdaInvoke:
         task = tasks.LambdaInvoke(
@@ -618,36 +589,18 @@ class EndpointBenchmark(Construct):
             .when(sfn.Condition.boolean_equals("$.Done", True), sfn.Succeed(self, "Signalled"))
             .otherwise(run_level.next(step))
         )
-        log_group = logs.LogGroup(
+        return logged_workflow(
             self,
-            "WorkflowLogs",
-            retention=logs.RetentionDays.THREE_MONTHS,
-            removal_policy=RemovalPolicy.DESTROY,
-        )
-        return sfn.StateMachine(
-            self,
-            "Workflow",
-            definition_body=sfn.DefinitionBody.from_chainable(step.next(done)),
-            state_machine_type=sfn.StateMachineType.STANDARD,
+            definition=step.next(done),
             timeout=timeout,
-            logs=sfn.LogOptions(
-                destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=False
-            ),
-            tracing_enabled=False,
+            invoked=[advance, worker],
+            summary="The workflow is a loop of Lambda tasks",
         )
 
     def _acknowledge_findings(
         self, objects: str, advance: lambda_.IFunction, worker: lambda_.IFunction
     ) -> None:
         """The cdk-nag (AwsSolutions) findings this construct cannot avoid, with reasons."""
-        for function in self.node.children:
-            if isinstance(function, lambda_.Function):
-                acknowledge(
-                    function,
-                    "AwsSolutions-L1",
-                    f"The handlers run on {HANDLER_RUNTIME.name}, a supported runtime the "
-                    "library tests against; they are moved deliberately, not on each release.",
-                )
         for function in (advance, worker):
             assert function.role is not None
             acknowledge_wildcard_resources(
@@ -656,17 +609,6 @@ class EndpointBenchmark(Construct):
                 "Objects under exactly this benchmark's run folders (<prefix><name>-<hash>-*): "
                 "run names carry the wait handle, known only at deploy time.",
             )
-        acknowledge(
-            self.state_machine,
-            "AwsSolutions-SF2",
-            "The workflow is a loop of Lambda tasks; its logs record every state.",
-        )
-        acknowledge_wildcard_resources(
-            self.state_machine,
-            ["*", f"{advance.function_arn}:*", f"{worker.function_arn}:*"],
-            "CDK's grants: log delivery calls support no resource scoping, and invoking a "
-            "function covers its versions.",
-        )
 
 
 # ----- helpers -------------------------------------------------------------------------------

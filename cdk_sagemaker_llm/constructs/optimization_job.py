@@ -56,7 +56,6 @@ from typing import Any
 import jsii
 from aws_cdk import (
     ArnFormat,
-    CfnResource,
     CustomResource,
     Duration,
     IStableStringProducer,
@@ -71,19 +70,19 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from .deploy_time import depend_on_policy_only, handler_function, logged_workflow
 from .execution_role import depend_on_role_policy
 from .images import ContainerFamily, ContainerImage
 from .images import _grant_pull as grant_pull
 from .instance_type import InstanceType
 from .model import Model, merge_environment
 from .model_source import BoundModelSource, ModelSource, ModelSourceKind
-from .nag import acknowledge, acknowledge_wildcard_resources
+from .nag import acknowledge_wildcard_resources
 from .networking import place_in_vpc
 from .validation import SAGEMAKER_NAME, ValidationError, check_range
 
@@ -91,7 +90,6 @@ HANDLER_DIRECTORY = os.path.join(
     os.path.dirname(os.path.dirname(__file__)), "lambdas", "optimization_job"
 )
 """The Lambda asset: plain Python + boto3 (the runtime's), no bundling."""
-HANDLER_RUNTIME = lambda_.Runtime.PYTHON_3_13
 
 DEPLOYMENT_INSTANCE_TYPES: tuple[str, ...] = (
     "ml.p4d.24xlarge",
@@ -473,11 +471,16 @@ class OptimizationJob(Construct):
             resource_name=f"{prefix}*",
             arn_format=ArnFormat.SLASH_RESOURCE_NAME,
         )
-        poller = self._function(
+        code = lambda_.Code.from_asset(
+            HANDLER_DIRECTORY, exclude=["__pycache__", "*.pyc", "__init__.py"]
+        )
+        poller = handler_function(
+            self,
             "Poller",
-            "handler.poll",
-            Duration.minutes(1),
-            "Polls the optimization job and signals the CloudFormation wait condition",
+            code=code,
+            handler="handler.poll",
+            timeout=Duration.minutes(1),
+            description="Polls the optimization job and signals the CloudFormation wait condition",
         )
         poller.add_to_role_policy(
             iam.PolicyStatement(
@@ -488,11 +491,14 @@ class OptimizationJob(Construct):
         self.state_machine = self._state_machine(poller, poll_interval, self.wait_timeout)
         """The Step Functions workflow that polls the job and signals the wait condition."""
 
-        handler = self._function(
+        handler = handler_function(
+            self,
             "Handler",
-            "handler.on_event",
-            Duration.minutes(2),
-            "Starts, adopts and stops the optimization job (CloudFormation custom resource)",
+            code=code,
+            handler="handler.on_event",
+            timeout=Duration.minutes(2),
+            description="Starts, adopts and stops the optimization job (CloudFormation custom "
+            "resource)",
         )
         handler.add_to_role_policy(
             iam.PolicyStatement(
@@ -563,8 +569,8 @@ class OptimizationJob(Construct):
             (handler, handler.role),
             (self.state_machine, self.state_machine.role),
         ):
-            _depend_on_policy_only(construct, role)
-        self._acknowledge_findings(job_arns, poller)
+            depend_on_policy_only(construct, role)
+        self._acknowledge_findings(job_arns)
 
         self.job_name: str = self._job.ref
         """The job name (known at deploy time)."""
@@ -612,16 +618,10 @@ class OptimizationJob(Construct):
 
     # ----- internals -------------------------------------------------------------------------
 
-    def _acknowledge_findings(self, job_arns: str, poller: lambda_.IFunction) -> None:
+    def _acknowledge_findings(self, job_arns: str) -> None:
         """The cdk-nag (AwsSolutions) findings this construct cannot avoid, with reasons."""
         for function in self.node.children:
             if isinstance(function, lambda_.Function):
-                acknowledge(
-                    function,
-                    "AwsSolutions-L1",
-                    f"The handlers run on {HANDLER_RUNTIME.name}, a supported runtime the "
-                    "library tests against; they are moved deliberately, not on each release.",
-                )
                 assert function.role is not None
                 acknowledge_wildcard_resources(
                     function.role,
@@ -629,17 +629,6 @@ class OptimizationJob(Construct):
                     "Job names are <prefix>-<definition hash>-<handle hash>, known only at "
                     "deploy time; the handlers act only on jobs with this construct's prefix.",
                 )
-        acknowledge(
-            self.state_machine,
-            "AwsSolutions-SF2",
-            "The workflow is a poll loop of one Lambda task; its logs record every state.",
-        )
-        acknowledge_wildcard_resources(
-            self.state_machine,
-            ["*", f"{poller.function_arn}:*"],
-            "CDK's grants: log delivery calls support no resource scoping, and invoking the "
-            "poller covers its versions.",
-        )
 
     def _default_family(self) -> ContainerFamily:
         for technique in self.techniques:
@@ -716,39 +705,6 @@ class OptimizationJob(Construct):
         if key is not None:
             key.grant_encrypt_decrypt(self.role)
 
-    def _function(
-        self, id: str, entry: str, timeout: Duration, description: str
-    ) -> lambda_.Function:
-        log_group = logs.LogGroup(
-            self,
-            f"{id}Logs",
-            retention=logs.RetentionDays.THREE_MONTHS,
-            removal_policy=RemovalPolicy.DESTROY,
-        )
-        role = iam.Role(
-            self,
-            f"{id}Role",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description=f"{description} ({self.node.path})",
-        )
-        log_group.grant_write(role)
-        function = lambda_.Function(
-            self,
-            id,
-            runtime=HANDLER_RUNTIME,
-            architecture=lambda_.Architecture.ARM_64,
-            handler=entry,
-            code=lambda_.Code.from_asset(
-                HANDLER_DIRECTORY, exclude=["__pycache__", "*.pyc", "__init__.py"]
-            ),
-            timeout=timeout,
-            memory_size=256,
-            role=role,
-            log_group=log_group,
-            description=description,
-        )
-        return function
-
     def _state_machine(
         self, poller: lambda_.IFunction, interval: Duration, timeout: Duration
     ) -> sfn.StateMachine:
@@ -780,22 +736,12 @@ class OptimizationJob(Construct):
             .when(sfn.Condition.boolean_equals("$.Done", True), sfn.Succeed(self, "Signalled"))
             .otherwise(wait.next(poll))
         )
-        log_group = logs.LogGroup(
+        return logged_workflow(
             self,
-            "WorkflowLogs",
-            retention=logs.RetentionDays.THREE_MONTHS,
-            removal_policy=RemovalPolicy.DESTROY,
-        )
-        return sfn.StateMachine(
-            self,
-            "Workflow",
-            definition_body=sfn.DefinitionBody.from_chainable(poll.next(finished)),
-            state_machine_type=sfn.StateMachineType.STANDARD,
+            definition=poll.next(finished),
             timeout=timeout,
-            logs=sfn.LogOptions(
-                destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=False
-            ),
-            tracing_enabled=False,
+            invoked=[poller],
+            summary="The workflow is a poll loop of one Lambda task",
         )
 
 
@@ -849,17 +795,6 @@ class _RecommendedImage(ContainerImage):
 
 
 # ----- roles and grants --------------------------------------------------------------------------
-
-
-def _depend_on_policy_only(construct: Construct, role: iam.IRole | None) -> None:
-    """Keep only the inline-policy dependency CDK adds (the role is already referenced), which
-    cfn-lint would otherwise flag as a redundant DependsOn (W3005)."""
-    resource = construct.node.default_child
-    policy = role.node.try_find_child("DefaultPolicy") if role is not None else None
-    if isinstance(resource, CfnResource) and policy is not None:
-        policy_resource = policy.node.default_child
-        assert isinstance(policy_resource, CfnResource)
-        resource.add_override("DependsOn", [policy_resource.logical_id])
 
 
 def _create_job_role(scope: Construct) -> iam.Role:
