@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_sagemaker as sagemaker
 
 from .validation import ValidationError, check_range
 
@@ -57,14 +58,58 @@ class RollingDeployment:
             )
         check_range(f"{prop}.rollback_alarms (count)", len(self.rollback_alarms), maximum=10)
 
-    def batch(self, count_type: str) -> tuple[str, int]:
-        """The (type, value) pair of the batch size, ``count_type`` naming absolute counts."""
+    def for_endpoint(self) -> sagemaker.CfnEndpoint.DeploymentConfigProperty:
+        """The endpoint's ``DeploymentConfig`` (batches counted in instances)."""
+        cfn = sagemaker.CfnEndpoint
+        batch_type, batch_value = self._batch("INSTANCE_COUNT")
+        return cfn.DeploymentConfigProperty(
+            rolling_update_policy=cfn.RollingUpdatePolicyProperty(
+                maximum_batch_size=cfn.CapacitySizeProperty(type=batch_type, value=batch_value),
+                wait_interval_in_seconds=self._wait_seconds,
+                maximum_execution_timeout_in_seconds=self._timeout_seconds,
+            ),
+            auto_rollback_configuration=cfn.AutoRollbackConfigProperty(
+                alarms=[cfn.AlarmProperty(alarm_name=name) for name in self._alarm_names()]
+            )
+            if self.rollback_alarms
+            else None,
+        )
+
+    def for_component(
+        self,
+    ) -> sagemaker.CfnInferenceComponent.InferenceComponentDeploymentConfigProperty:
+        """An inference component's ``DeploymentConfig`` (batches counted in copies)."""
+        cfn = sagemaker.CfnInferenceComponent
+        batch_type, batch_value = self._batch("COPY_COUNT")
+        return cfn.InferenceComponentDeploymentConfigProperty(
+            rolling_update_policy=cfn.InferenceComponentRollingUpdatePolicyProperty(
+                maximum_batch_size=cfn.InferenceComponentCapacitySizeProperty(
+                    type=batch_type, value=batch_value
+                ),
+                wait_interval_in_seconds=self._wait_seconds,
+                maximum_execution_timeout_in_seconds=self._timeout_seconds,
+            ),
+            auto_rollback_configuration=cfn.AutoRollbackConfigurationProperty(
+                alarms=[cfn.AlarmProperty(alarm_name=name) for name in self._alarm_names()]
+            )
+            if self.rollback_alarms
+            else None,
+        )
+
+    def _batch(self, count_type: str) -> tuple[str, int]:
         if self.batch_percent is not None:
             return "CAPACITY_PERCENT", self.batch_percent
         assert self.batch_size is not None
         return count_type, self.batch_size
 
     @property
-    def alarm_names(self) -> list[str]:
-        """The rollback alarms' names."""
+    def _wait_seconds(self) -> int:
+        return int(self.wait_interval.to_seconds())
+
+    @property
+    def _timeout_seconds(self) -> int | None:
+        timeout = self.maximum_execution_timeout
+        return int(timeout.to_seconds()) if timeout else None
+
+    def _alarm_names(self) -> list[str]:
         return [alarm.alarm_name for alarm in self.rollback_alarms]

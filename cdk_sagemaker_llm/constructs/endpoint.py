@@ -337,7 +337,7 @@ class Endpoint(EndpointBase):
             "Resource",
             endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
             endpoint_name=endpoint_name,
-            deployment_config=_endpoint_deployment(deployment),
+            deployment_config=deployment.for_endpoint() if deployment else None,
         )
         self.endpoint_name = self.resource.attr_endpoint_name
         self.endpoint_arn = self.resource.ref
@@ -509,32 +509,3 @@ def _routing(
     if strategy is None:
         return None
     return sagemaker.CfnEndpointConfig.RoutingConfigProperty(routing_strategy=strategy.value)
-
-
-def _endpoint_deployment(
-    deployment: RollingDeployment | None,
-) -> sagemaker.CfnEndpoint.DeploymentConfigProperty | None:
-    if deployment is None:
-        return None
-    batch_type, batch_value = deployment.batch("INSTANCE_COUNT")
-    return sagemaker.CfnEndpoint.DeploymentConfigProperty(
-        rolling_update_policy=sagemaker.CfnEndpoint.RollingUpdatePolicyProperty(
-            maximum_batch_size=sagemaker.CfnEndpoint.CapacitySizeProperty(
-                type=batch_type, value=batch_value
-            ),
-            wait_interval_in_seconds=int(deployment.wait_interval.to_seconds()),
-            maximum_execution_timeout_in_seconds=int(
-                deployment.maximum_execution_timeout.to_seconds()
-            )
-            if deployment.maximum_execution_timeout
-            else None,
-        ),
-        auto_rollback_configuration=sagemaker.CfnEndpoint.AutoRollbackConfigProperty(
-            alarms=[
-                sagemaker.CfnEndpoint.AlarmProperty(alarm_name=name)
-                for name in deployment.alarm_names
-            ]
-        )
-        if deployment.rollback_alarms
-        else None,
-    )

@@ -316,7 +316,7 @@ class InferenceComponent(InferenceComponentBase):
             )
             if base_component is None
             else None,
-            deployment_config=_component_deployment(deployment),
+            deployment_config=deployment.for_component() if deployment else None,
         )
         endpoint.components.append(self)
         if model is None and self.image is not None:
@@ -510,33 +510,4 @@ def _startup(
     return sagemaker.CfnInferenceComponent.InferenceComponentStartupParametersProperty(
         container_startup_health_check_timeout_in_seconds=seconds[0],
         model_data_download_timeout_in_seconds=seconds[1],
-    )
-
-
-def _component_deployment(
-    deployment: RollingDeployment | None,
-) -> sagemaker.CfnInferenceComponent.InferenceComponentDeploymentConfigProperty | None:
-    if deployment is None:
-        return None
-    batch_type, batch_value = deployment.batch("COPY_COUNT")
-    return sagemaker.CfnInferenceComponent.InferenceComponentDeploymentConfigProperty(
-        rolling_update_policy=sagemaker.CfnInferenceComponent.InferenceComponentRollingUpdatePolicyProperty(
-            maximum_batch_size=sagemaker.CfnInferenceComponent.InferenceComponentCapacitySizeProperty(
-                type=batch_type, value=batch_value
-            ),
-            wait_interval_in_seconds=int(deployment.wait_interval.to_seconds()),
-            maximum_execution_timeout_in_seconds=int(
-                deployment.maximum_execution_timeout.to_seconds()
-            )
-            if deployment.maximum_execution_timeout
-            else None,
-        ),
-        auto_rollback_configuration=sagemaker.CfnInferenceComponent.AutoRollbackConfigurationProperty(
-            alarms=[
-                sagemaker.CfnInferenceComponent.AlarmProperty(alarm_name=name)
-                for name in deployment.alarm_names
-            ]
-        )
-        if deployment.rollback_alarms
-        else None,
     )
