@@ -215,9 +215,9 @@ def test_the_created_bucket_is_encrypted_private_and_ssl_only(
     template, _ = benchmarked
     _, bucket = one(template, "AWS::S3::Bucket")
     props = bucket["Properties"]
-    assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0][
-        "ServerSideEncryptionByDefault"
-    ] == {"SSEAlgorithm": "AES256"}
+    rule = props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]
+    assert rule["ServerSideEncryptionByDefault"] == {"SSEAlgorithm": "aws:kms"}
+    assert rule["BucketKeyEnabled"] is True
     assert all(props["PublicAccessBlockConfiguration"].values())
     assert bucket["DeletionPolicy"] == "Retain"
     (policy,) = resources_of_type(template, "AWS::S3::BucketPolicy")

@@ -60,6 +60,7 @@ from aws_cdk import (
 )
 from aws_cdk import aws_cloudformation as cloudformation
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
@@ -67,7 +68,12 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from ..benchmarking import KneeRule
-from .deploy_time import depend_on_policy_only, handler_function, logged_workflow
+from .deploy_time import (
+    HandlerPlacement,
+    depend_on_policy_only,
+    handler_function,
+    logged_workflow,
+)
 from .endpoint import Endpoint, IEndpoint, InferenceComponentEndpoint
 from .inference_component import IInferenceComponent, InferenceComponent
 from .nag import acknowledge, acknowledge_wildcard_resources
@@ -226,8 +232,10 @@ class EndpointBenchmark(Construct):
         copies: int | None = None,
         worker_capacity: int = 256,
         results_bucket: s3.IBucket | None = None,
+        results_encryption_key: kms.IKey | None = None,
         results_prefix: str = "endpoint-benchmarks/",
         max_duration: Duration = Duration.hours(2),
+        handler_placement: HandlerPlacement | None = None,
     ) -> None:
         """
         :param endpoint: the endpoint to load; default the inference component's endpoint.
@@ -254,14 +262,19 @@ class EndpointBenchmark(Construct):
         :param worker_capacity: concurrent requests one worker Lambda keeps in flight (1-1024);
             levels above it are split across parallel workers; default 256.
         :param results_bucket: where results, charts and raw samples go; default a new
-            bucket (S3-managed encryption, SSL enforced, public access blocked, retained).
+            bucket (KMS encryption, SSL enforced, public access blocked, retained).
+        :param results_encryption_key: the customer key of the bucket the benchmark creates;
+            default the AWS-managed ``aws/s3`` key. A given ``results_bucket`` keeps its own.
         :param results_prefix: key prefix (ending in ``/``) of every run's folder; default
             ``endpoint-benchmarks/``.
+        :param handler_placement: VPC and log encryption of the handler Lambdas and the
+            workflow; default Lambda's own network and CloudWatch Logs' encryption.
         :param max_duration: the sweep stops starting requests after this long and fails the
             deployment if levels remain (1 minute to 11 h 45 min; the wait lasts 15 minutes
             longer); default 2 hours.
         """
         super().__init__(scope, id)
+        self._placement = handler_placement or HandlerPlacement()
         stack = Stack.of(self)
         if endpoint is None and inference_component is None:
             raise ValidationError(
@@ -350,7 +363,15 @@ class EndpointBenchmark(Construct):
         self.price_per_hour = price
         """USD per hour of what is measured, or None when unknown."""
 
-        self.results_bucket = results_bucket or _results_bucket(self)
+        if results_bucket is not None and results_encryption_key is not None:
+            raise ValidationError(
+                "results_encryption_key",
+                results_encryption_key.key_arn,
+                "a given results_bucket keeps its own encryption",
+                "drop results_encryption_key, or drop results_bucket to have one created "
+                "with this key",
+            )
+        self.results_bucket = results_bucket or _results_bucket(self, results_encryption_key)
         """The bucket of the results."""
         self.results_prefix = results_prefix
 
@@ -411,6 +432,7 @@ class EndpointBenchmark(Construct):
         worker = handler_function(
             self,
             "Worker",
+            placement=self._placement,
             code=code,
             handler="index.worker",
             timeout=WORKER_TIMEOUT,
@@ -427,6 +449,7 @@ class EndpointBenchmark(Construct):
         advance = handler_function(
             self,
             "Advance",
+            placement=self._placement,
             code=code,
             handler="index.advance",
             timeout=Duration.minutes(5),
@@ -448,6 +471,7 @@ class EndpointBenchmark(Construct):
         starter = handler_function(
             self,
             "Starter",
+            placement=self._placement,
             code=code,
             handler="index.on_event",
             timeout=Duration.minutes(1),
@@ -593,6 +617,7 @@ class EndpointBenchmark(Construct):
             self,
             definition=step.next(done),
             timeout=timeout,
+            log_encryption_key=self._placement.log_encryption_key,
             invoked=[advance, worker],
             summary="The workflow is a loop of Lambda tasks",
         )
@@ -618,11 +643,13 @@ def _without_none(values: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in values.items() if value is not None}
 
 
-def _results_bucket(scope: Construct) -> s3.Bucket:
+def _results_bucket(scope: Construct, key: kms.IKey | None) -> s3.Bucket:
     bucket = s3.Bucket(
         scope,
         "Results",
-        encryption=s3.BucketEncryption.S3_MANAGED,
+        encryption=s3.BucketEncryption.KMS if key else s3.BucketEncryption.KMS_MANAGED,
+        encryption_key=key,
+        bucket_key_enabled=True,
         enforce_ssl=True,
         block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
         versioned=False,

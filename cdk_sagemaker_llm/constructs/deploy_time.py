@@ -5,21 +5,54 @@ their own role and log group, and a logged Step Functions Standard workflow that
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from aws_cdk import CfnResource, Duration, RemovalPolicy
+from aws_cdk import CfnResource, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from .nag import acknowledge, acknowledge_wildcard_resources
+from .validation import ValidationError
 
 HANDLER_RUNTIME = lambda_.Runtime.PYTHON_3_13
 """The runtime of every handler the library ships."""
 
 LOG_RETENTION = logs.RetentionDays.THREE_MONTHS
 """How long handler and workflow logs are kept."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class HandlerPlacement:
+    """Where a construct's handler Lambdas run, and which key encrypts their logs."""
+
+    vpc: ec2.IVpc | None = None
+    """Run the handlers in this VPC (it needs a route to the AWS APIs they call and to S3);
+    default none (Lambda's own network)."""
+    vpc_subnets: ec2.SubnetSelection | None = None
+    """Subnets within ``vpc``; default the private subnets with egress."""
+    security_groups: Sequence[ec2.ISecurityGroup] = ()
+    """Security groups of the handlers; default one new group per handler, egress only."""
+    log_encryption_key: kms.IKey | None = None
+    """Customer key for the handler and workflow log groups; default CloudWatch Logs' own
+    encryption."""
+
+
+def _log_group(scope: Construct, id: str, key: kms.IKey | None) -> logs.LogGroup:
+    if key is not None:
+        region = Stack.of(scope).region
+        key.grant_encrypt_decrypt(iam.ServicePrincipal(f"logs.{region}.amazonaws.com"))
+    return logs.LogGroup(
+        scope,
+        id,
+        retention=LOG_RETENTION,
+        removal_policy=RemovalPolicy.DESTROY,
+        encryption_key=key,
+    )
 
 
 def handler_function(
@@ -31,15 +64,22 @@ def handler_function(
     timeout: Duration,
     description: str,
     memory_size: int = 256,
+    placement: HandlerPlacement | None = None,
 ) -> lambda_.Function:
     """A handler Lambda (ARM) with a role of its own that may only write its own log group.
 
     The caller grants whatever else the handler needs; call ``depend_on_policy_only`` once the
     grants are in place.
     """
-    log_group = logs.LogGroup(
-        scope, f"{id}Logs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY
-    )
+    placement = placement or HandlerPlacement()
+    if placement.vpc is None and (placement.vpc_subnets or placement.security_groups):
+        raise ValidationError(
+            "handler_placement.vpc",
+            None,
+            "vpc_subnets and security_groups need a vpc",
+            "pass vpc as well, or drop vpc_subnets and security_groups",
+        )
+    log_group = _log_group(scope, f"{id}Logs", placement.log_encryption_key)
     role = iam.Role(
         scope,
         f"{id}Role",
@@ -59,7 +99,22 @@ def handler_function(
         role=role,
         log_group=log_group,
         description=description,
+        vpc=placement.vpc,
+        vpc_subnets=placement.vpc_subnets
+        or (
+            ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+            if placement.vpc
+            else None
+        ),
+        security_groups=list(placement.security_groups) or None,
     )
+    if placement.vpc is not None:
+        acknowledge(
+            role,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+            "AWSLambdaVPCAccessExecutionRole]",
+            "Lambda's network-interface rights for a function in a VPC; AWS maintains them.",
+        )
     acknowledge(
         function,
         "AwsSolutions-L1",
@@ -76,15 +131,14 @@ def logged_workflow(
     timeout: Duration,
     invoked: Sequence[lambda_.IFunction],
     summary: str,
+    log_encryption_key: kms.IKey | None = None,
 ) -> sfn.StateMachine:
     """A Standard workflow (``Workflow``) whose every state is logged (``WorkflowLogs``).
 
     ``invoked`` are the functions its tasks call; ``summary`` says what the workflow is, as
     the reason for not tracing it with X-Ray.
     """
-    log_group = logs.LogGroup(
-        scope, "WorkflowLogs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY
-    )
+    log_group = _log_group(scope, "WorkflowLogs", log_encryption_key)
     state_machine = sfn.StateMachine(
         scope,
         "Workflow",

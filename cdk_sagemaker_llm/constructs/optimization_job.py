@@ -75,7 +75,12 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-from .deploy_time import depend_on_policy_only, handler_function, logged_workflow
+from .deploy_time import (
+    HandlerPlacement,
+    depend_on_policy_only,
+    handler_function,
+    logged_workflow,
+)
 from .execution_role import depend_on_role_policy
 from .images import ContainerFamily, ContainerImage
 from .images import _grant_pull as grant_pull
@@ -367,6 +372,7 @@ class OptimizationJob(Construct):
         job_name_prefix: str | None = None,
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
         poll_interval: Duration = Duration.minutes(1),
+        handler_placement: HandlerPlacement | None = None,
     ) -> None:
         """
         :param source: the model to optimize: ``ModelSource.from_s3`` (a prefix of
@@ -394,10 +400,13 @@ class OptimizationJob(Construct):
         :param removal_policy: what deleting the resource does to the artifacts: RETAIN
             (default) keeps them, DESTROY deletes this job's output folder. A running job is
             always stopped.
+        :param handler_placement: VPC and log encryption of the handler Lambdas and the
+            workflow; default Lambda's own network and CloudWatch Logs' encryption.
         :param poll_interval: how often the workflow checks the job (10 s to 10 min); default
             1 minute.
         """
         super().__init__(scope, id)
+        self._placement = handler_placement or HandlerPlacement()
         stack = Stack.of(self)
         self.instance_type = instance_type
         """The instance type the optimized model is for."""
@@ -477,6 +486,7 @@ class OptimizationJob(Construct):
         poller = handler_function(
             self,
             "Poller",
+            placement=self._placement,
             code=code,
             handler="handler.poll",
             timeout=Duration.minutes(1),
@@ -494,6 +504,7 @@ class OptimizationJob(Construct):
         handler = handler_function(
             self,
             "Handler",
+            placement=self._placement,
             code=code,
             handler="handler.on_event",
             timeout=Duration.minutes(2),
@@ -740,6 +751,7 @@ class OptimizationJob(Construct):
             self,
             definition=poll.next(finished),
             timeout=timeout,
+            log_encryption_key=self._placement.log_encryption_key,
             invoked=[poller],
             summary="The workflow is a poll loop of one Lambda task",
         )
