@@ -14,6 +14,7 @@ from .constructs.autoscaling import (
 )
 from .constructs.benchmark import BenchmarkGate, EndpointBenchmark, PayloadFormat
 from .constructs.data_capture import DataCapture
+from .constructs.deploy_time import HandlerPlacement
 from .constructs.deployment import RollingDeployment
 from .constructs.endpoint import (
     Endpoint,
@@ -61,6 +62,7 @@ __all__ = [
     "Endpoint",
     "EndpointBase",
     "EndpointBenchmark",
+    "HandlerPlacement",
     "IEndpoint",
     "IInferenceComponent",
     "InferenceComponent",
