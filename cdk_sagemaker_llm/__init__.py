@@ -1,102 +1,133 @@
 """cdk-sagemaker-llm: AWS CDK v2 constructs for serving large language models on SageMaker."""
 
-from .benchmarking import KneeRule
-from .constructs import sizing
-from .constructs.autoscaling import (
-    ComponentScaling,
-    PredefinedMetric,
-    ScaleFromZeroPolicy,
-    ScalingPolicy,
-    ScalingPolicyKind,
-    StepPolicy,
-    TargetTrackingPolicy,
-    VariantScaling,
-)
-from .constructs.benchmark import BenchmarkGate, EndpointBenchmark, PayloadFormat
-from .constructs.data_capture import DataCapture
-from .constructs.deploy_time import HandlerPlacement
-from .constructs.deployment import RollingDeployment
-from .constructs.endpoint import (
-    Endpoint,
-    EndpointBase,
-    IEndpoint,
-    InferenceComponentEndpoint,
-    ProductionVariant,
-    RoutingStrategy,
-)
-from .constructs.images import ContainerFamily, ContainerImage
-from .constructs.inference_component import (
-    IInferenceComponent,
-    InferenceComponent,
-    InferenceComponentBase,
-)
-from .constructs.instance_type import Accelerator, AcceleratorKind, InstanceType
-from .constructs.model import Model
-from .constructs.model_source import ModelSource, ModelSourceKind
-from .constructs.model_spec import ModelSpec, Precision
-from .constructs.optimization_job import (
-    CompilationTarget,
-    OptimizationJob,
-    OptimizationTechnique,
-    QuantizationMethod,
-    TechniqueKind,
-)
-from .constructs.pricing import DEFAULT_PRICE_LIST, PriceList
-from .constructs.serving_options import DataType, LmiBackend, LmiOptions, Quantization, TgiOptions
-from .constructs.sizing import SizingReport
-from .constructs.speculative_decoding import DraftModelKind, SpeculativeDecoding
-from .constructs.validation import ValidationError
+from __future__ import annotations
 
-__all__ = [
-    "DEFAULT_PRICE_LIST",
-    "Accelerator",
-    "AcceleratorKind",
-    "BenchmarkGate",
-    "CompilationTarget",
-    "ComponentScaling",
-    "ContainerFamily",
-    "ContainerImage",
-    "DataCapture",
-    "DataType",
-    "DraftModelKind",
-    "Endpoint",
-    "EndpointBase",
-    "EndpointBenchmark",
-    "HandlerPlacement",
-    "IEndpoint",
-    "IInferenceComponent",
-    "InferenceComponent",
-    "InferenceComponentBase",
-    "InferenceComponentEndpoint",
-    "InstanceType",
-    "KneeRule",
-    "LmiBackend",
-    "LmiOptions",
-    "Model",
-    "ModelSource",
-    "ModelSourceKind",
-    "ModelSpec",
-    "OptimizationJob",
-    "OptimizationTechnique",
-    "PayloadFormat",
-    "Precision",
-    "PredefinedMetric",
-    "PriceList",
-    "ProductionVariant",
-    "Quantization",
-    "QuantizationMethod",
-    "RollingDeployment",
-    "RoutingStrategy",
-    "ScaleFromZeroPolicy",
-    "ScalingPolicy",
-    "ScalingPolicyKind",
-    "SizingReport",
-    "SpeculativeDecoding",
-    "StepPolicy",
-    "TargetTrackingPolicy",
-    "TechniqueKind",
-    "TgiOptions",
-    "ValidationError",
-    "VariantScaling",
-    "sizing",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
+    from .benchmarking import KneeRule
+    from .constructs import sizing
+    from .constructs.autoscaling import (
+        ComponentScaling,
+        PredefinedMetric,
+        ScaleFromZeroPolicy,
+        ScalingPolicy,
+        ScalingPolicyKind,
+        StepPolicy,
+        TargetTrackingPolicy,
+        VariantScaling,
+    )
+    from .constructs.benchmark import BenchmarkGate, EndpointBenchmark, PayloadFormat
+    from .constructs.data_capture import DataCapture
+    from .constructs.deploy_time import HandlerPlacement
+    from .constructs.deployment import RollingDeployment
+    from .constructs.endpoint import (
+        Endpoint,
+        EndpointBase,
+        IEndpoint,
+        InferenceComponentEndpoint,
+        ProductionVariant,
+        RoutingStrategy,
+    )
+    from .constructs.images import ContainerFamily, ContainerImage
+    from .constructs.inference_component import (
+        IInferenceComponent,
+        InferenceComponent,
+        InferenceComponentBase,
+    )
+    from .constructs.instance_type import Accelerator, AcceleratorKind, InstanceType
+    from .constructs.model import Model
+    from .constructs.model_source import ModelSource, ModelSourceKind
+    from .constructs.model_spec import ModelSpec, Precision
+    from .constructs.optimization_job import (
+        CompilationTarget,
+        OptimizationJob,
+        OptimizationTechnique,
+        QuantizationMethod,
+        TechniqueKind,
+    )
+    from .constructs.pricing import DEFAULT_PRICE_LIST, PriceList
+    from .constructs.serving_options import (
+        DataType,
+        LmiBackend,
+        LmiOptions,
+        Quantization,
+        TgiOptions,
+    )
+    from .constructs.sizing import SizingReport
+    from .constructs.speculative_decoding import DraftModelKind, SpeculativeDecoding
+    from .constructs.validation import ValidationError
+
+_EXPORTS: dict[str, str] = {
+    "Accelerator": ".constructs.instance_type",
+    "AcceleratorKind": ".constructs.instance_type",
+    "BenchmarkGate": ".constructs.benchmark",
+    "CompilationTarget": ".constructs.optimization_job",
+    "ComponentScaling": ".constructs.autoscaling",
+    "ContainerFamily": ".constructs.images",
+    "ContainerImage": ".constructs.images",
+    "DEFAULT_PRICE_LIST": ".constructs.pricing",
+    "DataCapture": ".constructs.data_capture",
+    "DataType": ".constructs.serving_options",
+    "DraftModelKind": ".constructs.speculative_decoding",
+    "Endpoint": ".constructs.endpoint",
+    "EndpointBase": ".constructs.endpoint",
+    "EndpointBenchmark": ".constructs.benchmark",
+    "HandlerPlacement": ".constructs.deploy_time",
+    "IEndpoint": ".constructs.endpoint",
+    "IInferenceComponent": ".constructs.inference_component",
+    "InferenceComponent": ".constructs.inference_component",
+    "InferenceComponentBase": ".constructs.inference_component",
+    "InferenceComponentEndpoint": ".constructs.endpoint",
+    "InstanceType": ".constructs.instance_type",
+    "KneeRule": ".benchmarking",
+    "LmiBackend": ".constructs.serving_options",
+    "LmiOptions": ".constructs.serving_options",
+    "Model": ".constructs.model",
+    "ModelSource": ".constructs.model_source",
+    "ModelSourceKind": ".constructs.model_source",
+    "ModelSpec": ".constructs.model_spec",
+    "OptimizationJob": ".constructs.optimization_job",
+    "OptimizationTechnique": ".constructs.optimization_job",
+    "PayloadFormat": ".constructs.benchmark",
+    "Precision": ".constructs.model_spec",
+    "PredefinedMetric": ".constructs.autoscaling",
+    "PriceList": ".constructs.pricing",
+    "ProductionVariant": ".constructs.endpoint",
+    "Quantization": ".constructs.serving_options",
+    "QuantizationMethod": ".constructs.optimization_job",
+    "RollingDeployment": ".constructs.deployment",
+    "RoutingStrategy": ".constructs.endpoint",
+    "ScaleFromZeroPolicy": ".constructs.autoscaling",
+    "ScalingPolicy": ".constructs.autoscaling",
+    "ScalingPolicyKind": ".constructs.autoscaling",
+    "SizingReport": ".constructs.sizing",
+    "SpeculativeDecoding": ".constructs.speculative_decoding",
+    "StepPolicy": ".constructs.autoscaling",
+    "TargetTrackingPolicy": ".constructs.autoscaling",
+    "TechniqueKind": ".constructs.optimization_job",
+    "TgiOptions": ".constructs.serving_options",
+    "ValidationError": ".constructs.validation",
+    "VariantScaling": ".constructs.autoscaling",
+    "sizing": ".constructs.sizing",
+}
+"""Each public name and the module that defines it."""
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    """Import an export's module on first use (PEP 562): an app that builds a model and an
+    endpoint does not pay for the Lambda, Step Functions and autoscaling modules."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    imported = importlib.import_module(module, __name__)
+    value = imported if module.endswith(f".{name}") else getattr(imported, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
-from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 
 from .validation import ValidationError, check_range
+
+if TYPE_CHECKING:  # annotations only: importing these costs synth time
+    from aws_cdk import aws_kms as kms
+    from aws_cdk import aws_s3 as s3
 
 
 @dataclass(frozen=True, kw_only=True)

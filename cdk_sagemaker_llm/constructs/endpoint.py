@@ -9,9 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from aws_cdk import Annotations, Arn, ArnFormat, Duration, Size, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
@@ -23,6 +21,10 @@ from .instance_type import InstanceType
 from .model import Model
 from .networking import place_in_vpc
 from .validation import ValidationError, check_range, check_sagemaker_name
+
+if TYPE_CHECKING:  # annotations only: importing these costs synth time
+    from aws_cdk import aws_ec2 as ec2
+    from aws_cdk import aws_kms as kms
 
 if TYPE_CHECKING:
     from .inference_component import InferenceComponent

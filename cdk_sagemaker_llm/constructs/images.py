@@ -5,15 +5,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from aws_cdk import Annotations, Aws, CfnMapping, Fn, Stack, Token
-from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from .nag import acknowledge_wildcard_resources
 from .registries import DLC_REGISTRY_ACCOUNTS, ecr_domain
 from .validation import ValidationError
+
+if TYPE_CHECKING:  # annotations only: importing these costs synth time
+    from aws_cdk import aws_ecr as ecr
 
 
 class ContainerFamily(Enum):

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
@@ -20,6 +20,9 @@ from .serving_options import ServingOptions
 from .sizing import check_fit
 from .speculative_decoding import SpeculativeDecoding
 from .validation import ValidationError, check_sagemaker_name
+
+if TYPE_CHECKING:  # annotations only: importing these costs synth time
+    from aws_cdk import aws_ec2 as ec2
 
 
 def merge_environment(

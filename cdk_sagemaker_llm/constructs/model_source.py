@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from aws_cdk import Token
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
-from aws_cdk import aws_secretsmanager as secretsmanager
 
 from .validation import ValidationError
+
+if TYPE_CHECKING:  # annotations only: importing these costs synth time
+    from aws_cdk import aws_s3 as s3
+    from aws_cdk import aws_secretsmanager as secretsmanager
 
 MODEL_DIRECTORY = "/opt/ml/model"
 """Where SageMaker places S3 model data inside the container."""

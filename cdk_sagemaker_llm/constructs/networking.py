@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from .execution_role import grant_vpc_access
 from .validation import ValidationError
+
+if TYPE_CHECKING:
+    from aws_cdk import aws_ec2 as ec2
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,9 @@ def place_in_vpc(
                 "pass vpc as well, or drop vpc_subnets and security_groups",
             )
         return None
+    # Imported here: most stacks place nothing in a VPC and skip the module's import time.
+    from aws_cdk import aws_ec2 as ec2
+
     groups = list(security_groups or []) or [
         ec2.SecurityGroup(
             scope,

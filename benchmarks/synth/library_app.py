@@ -1,0 +1,35 @@
+"""One model + inference-component endpoint + component, built with cdk-sagemaker-llm."""
+
+import os
+import sys
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+import aws_cdk as cdk
+from aws_cdk import Size
+
+from cdk_sagemaker_llm import (
+    ContainerImage,
+    InferenceComponentEndpoint,
+    InstanceType,
+    LmiOptions,
+    Model,
+    ModelSource,
+)
+
+app = cdk.App(outdir=sys.argv[1])
+stack = cdk.Stack(app, "Library", env=cdk.Environment(region="us-west-2"))
+model = Model(
+    stack,
+    "Model",
+    image=ContainerImage.lmi("0.31.0"),
+    source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
+    serving=LmiOptions(tensor_parallel_degree=1, max_rolling_batch_size=8, max_model_len=4096),
+)
+endpoint = InferenceComponentEndpoint(
+    stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE, max_instance_count=2
+)
+endpoint.add_inference_component(
+    "Component", model=model, accelerators=1, min_memory=Size.gibibytes(32), copy_count=2
+)
+app.synth()
