@@ -58,7 +58,6 @@ from aws_cdk import (
     Stack,
     Token,
 )
-from aws_cdk import aws_cloudformation as cloudformation
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -69,10 +68,12 @@ from constructs import Construct
 
 from ..benchmarking import KneeRule
 from .deploy_time import (
+    CUSTOM_RESOURCE_TIMEOUT,
     HandlerPlacement,
     depend_on_policy_only,
     handler_function,
     logged_workflow,
+    signalled_work,
 )
 from .endpoint import Endpoint, IEndpoint, InferenceComponentEndpoint
 from .inference_component import IInferenceComponent, InferenceComponent
@@ -479,22 +480,21 @@ class EndpointBenchmark(Construct):
         )
         self.state_machine.grant_start_execution(starter)
 
-        handle = cloudformation.CfnWaitConditionHandle(self, f"WaitHandle{self.definition_hash}")
-        self._resource = CustomResource(
+        work = signalled_work(
             self,
-            "Resource",
-            service_token=starter.function_arn,
+            definition_hash=self.definition_hash,
+            handler=starter,
             resource_type=RESOURCE_TYPE,
-            service_timeout=Duration.minutes(5),
             properties={
                 "RunNameStem": stem,
                 "Run": run,
                 "ResultsPrefix": results_prefix,
                 "SweepSeconds": sweep_seconds,
-                "WaitHandle": handle.ref,
                 "StateMachineArn": self.state_machine.state_machine_arn,
             },
+            wait_seconds=sweep_seconds + margin,
         )
+        self._resource = work.resource
         # Start once the target is in service. A name known at synth time (a component's)
         # makes no reference, hence no implicit dependency: add it.
         for target, name in (
@@ -504,21 +504,14 @@ class EndpointBenchmark(Construct):
             resource = getattr(target, "resource", None)
             if isinstance(resource, CfnResource) and not is_unresolved(name):
                 self._resource.node.add_dependency(resource)
-        self.wait_condition = cloudformation.CfnWaitCondition(
-            self,
-            f"Wait{self.definition_hash}",
-            handle=handle.ref,
-            timeout=str(sweep_seconds + margin),
-            count=1,
-        )
+        self.wait_condition = work.wait_condition
         """Holds the deployment until the sweep has signalled."""
-        self.wait_condition.node.add_dependency(self._resource)
         self._output = CustomResource(
             self,
             "Output",
             service_token=starter.function_arn,
             resource_type=OUTPUT_RESOURCE_TYPE,
-            service_timeout=Duration.minutes(5),
+            service_timeout=CUSTOM_RESOURCE_TIMEOUT,
             properties={"WaitData": self.wait_condition.attr_data},
         )
         default_child = self._resource.node.default_child

@@ -4,10 +4,12 @@ their own role and log group, and a logged Step Functions Standard workflow that
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from aws_cdk import CfnResource, Duration, RemovalPolicy, Stack
+from aws_cdk import CfnResource, CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_cloudformation as cloudformation
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -24,6 +26,10 @@ HANDLER_RUNTIME = lambda_.Runtime.PYTHON_3_13
 
 LOG_RETENTION = logs.RetentionDays.THREE_MONTHS
 """How long handler and workflow logs are kept."""
+
+CUSTOM_RESOURCE_TIMEOUT = Duration.minutes(5)
+"""How long CloudFormation waits for a handler's answer (the work itself is waited for by a
+wait condition)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,6 +164,47 @@ def logged_workflow(
         "function covers its versions.",
     )
     return state_machine
+
+
+@dataclass(frozen=True)
+class SignalledWork:
+    """Deploy-time work: the custom resource that starts it, and the wait condition that
+    holds the deployment until the work signals the wait handle."""
+
+    resource: CustomResource
+    wait_condition: cloudformation.CfnWaitCondition
+
+
+def signalled_work(
+    scope: Construct,
+    *,
+    definition_hash: str,
+    handler: lambda_.IFunction,
+    resource_type: str,
+    properties: Mapping[str, Any],
+    wait_seconds: int,
+) -> SignalledWork:
+    """Start work with a custom resource (``Resource``, answered in seconds) and wait up to
+    ``wait_seconds`` for it to signal the handle passed as the ``WaitHandle`` property.
+
+    The handle and the wait condition carry ``definition_hash`` in their ids: a wait
+    condition cannot be updated, so a changed definition gets a new handle, hence new work,
+    and an unchanged one leaves the template, hence CloudFormation, untouched.
+    """
+    handle = cloudformation.CfnWaitConditionHandle(scope, f"WaitHandle{definition_hash}")
+    resource = CustomResource(
+        scope,
+        "Resource",
+        service_token=handler.function_arn,
+        resource_type=resource_type,
+        service_timeout=CUSTOM_RESOURCE_TIMEOUT,
+        properties={**properties, "WaitHandle": handle.ref},
+    )
+    wait_condition = cloudformation.CfnWaitCondition(
+        scope, f"Wait{definition_hash}", handle=handle.ref, timeout=str(wait_seconds), count=1
+    )
+    wait_condition.node.add_dependency(resource)
+    return SignalledWork(resource, wait_condition)
 
 
 def depend_on_policy_only(construct: Construct, role: iam.IRole | None) -> None:

@@ -65,7 +65,6 @@ from aws_cdk import (
     Stack,
     Token,
 )
-from aws_cdk import aws_cloudformation as cloudformation
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -76,10 +75,12 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from .deploy_time import (
+    CUSTOM_RESOURCE_TIMEOUT,
     HandlerPlacement,
     depend_on_policy_only,
     handler_function,
     logged_workflow,
+    signalled_work,
 )
 from .execution_role import depend_on_role_policy
 from .images import ContainerFamily, ContainerImage
@@ -532,34 +533,26 @@ class OptimizationJob(Construct):
         if removal_policy is RemovalPolicy.DESTROY:
             _grant_delete(handler, output_bucket, output_prefix + name_stem)
 
-        handle = cloudformation.CfnWaitConditionHandle(self, f"WaitHandle{self.definition_hash}")
-        self._job = CustomResource(
+        work = signalled_work(
             self,
-            "Resource",
-            service_token=handler.function_arn,
+            definition_hash=self.definition_hash,
+            handler=handler,
             resource_type="Custom::SageMakerOptimizationJob",
-            service_timeout=Duration.minutes(5),
             properties={
                 "JobNamePrefix": prefix,
                 "JobNameStem": name_stem,
                 "Request": request,
                 "OutputLocationStem": location_stem,
-                "WaitHandle": handle.ref,
                 "WaitSeconds": str(wait_seconds - int(SIGNAL_MARGIN.to_seconds())),
                 "StateMachineArn": self.state_machine.state_machine_arn,
                 "RemovalPolicy": "destroy" if removal_policy is RemovalPolicy.DESTROY else "retain",
             },
+            wait_seconds=wait_seconds,
         )
+        self._job = work.resource
         depend_on_role_policy(self._job, self.role)
-        self.wait_condition = cloudformation.CfnWaitCondition(
-            self,
-            f"Wait{self.definition_hash}",
-            handle=handle.ref,
-            timeout=str(wait_seconds),
-            count=1,
-        )
+        self.wait_condition = work.wait_condition
         """Holds the deployment until the job has completed (or fails it)."""
-        self.wait_condition.node.add_dependency(self._job)
 
         self._requires_image = False
         self._output = CustomResource(
@@ -567,7 +560,7 @@ class OptimizationJob(Construct):
             "Output",
             service_token=handler.function_arn,
             resource_type="Custom::SageMakerOptimizationJobOutput",
-            service_timeout=Duration.minutes(5),
+            service_timeout=CUSTOM_RESOURCE_TIMEOUT,
             properties={
                 "JobName": self._job.ref,
                 "RequireRecommendedImage": Lazy.string(_ImageRequired(self)),
