@@ -1,4 +1,5 @@
-"""Encoder for the AWS event stream binary framing (``application/vnd.amazon.eventstream``).
+"""Encoder and decoder for the AWS event stream binary framing
+(``application/vnd.amazon.eventstream``).
 
 Each message is::
 
@@ -6,7 +7,9 @@ Each message is::
     headers | payload | message CRC32 (uint32 BE, over everything before it)
 
 and each header is ``name length (uint8) | name | type (uint8) | value``; string values
-(type 7) carry a uint16 BE length. Decoding is left to botocore (``botocore.eventstream``).
+(type 7) carry a uint16 BE length. ``EventStreamDecoder`` does what botocore's
+``EventStreamBuffer`` does with less work per message (the load generator decodes tens of
+thousands of events a second on one CPU); its output is checked against botocore's in tests.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import binascii
 import json
 import struct
+from collections.abc import Iterator
 
 _STRING = 7
 
@@ -64,3 +68,66 @@ def exception_event(exception_type: str, message: str, error_code: str | None = 
         },
         json.dumps(body).encode("utf-8"),
     )
+
+
+class EventStreamError(ValueError):
+    """The bytes are not a well-formed event stream (length or CRC mismatch)."""
+
+
+# Header value type -> (size of a fixed-size value, or None for uint16-length-prefixed).
+_FIXED_SIZES = {0: 0, 1: 0, 2: 1, 3: 2, 4: 4, 5: 8, 8: 8, 9: 16}
+_INTEGERS = {2: "!b", 3: "!h", 4: "!i", 5: "!q", 8: "!q"}
+
+
+class EventStreamDecoder:
+    """Incremental decoder: ``feed`` bytes as they arrive, get complete messages back."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> Iterator[tuple[dict[str, object], bytes]]:
+        """Add ``data``; yield ``(headers, payload)`` for each message now complete."""
+        self._buffer += data
+        while len(self._buffer) >= 12:
+            total, headers_length, prelude_crc = struct.unpack_from("!III", self._buffer)
+            if binascii.crc32(self._buffer[:8]) & 0xFFFFFFFF != prelude_crc:
+                raise EventStreamError("prelude CRC mismatch")
+            if total < 16 + headers_length:
+                raise EventStreamError(f"message length {total} shorter than its parts")
+            if len(self._buffer) < total:
+                return
+            message = bytes(self._buffer[:total])
+            del self._buffer[:total]
+            (message_crc,) = struct.unpack_from("!I", message, total - 4)
+            if binascii.crc32(message[: total - 4]) & 0xFFFFFFFF != message_crc:
+                raise EventStreamError("message CRC mismatch")
+            headers = _decode_headers(message, 12, 12 + headers_length)
+            yield headers, message[12 + headers_length : total - 4]
+
+
+def _decode_headers(message: bytes, start: int, end: int) -> dict[str, object]:
+    headers: dict[str, object] = {}
+    position = start
+    while position < end:
+        name_length = message[position]
+        name = message[position + 1 : position + 1 + name_length].decode("utf-8")
+        position += 1 + name_length
+        kind = message[position]
+        position += 1
+        value: object
+        if kind in (6, 7):
+            (length,) = struct.unpack_from("!H", message, position)
+            raw = message[position + 2 : position + 2 + length]
+            value = raw.decode("utf-8") if kind == 7 else raw
+            position += 2 + length
+        elif kind in _FIXED_SIZES:
+            size = _FIXED_SIZES[kind]
+            if kind in _INTEGERS:
+                (value,) = struct.unpack_from(_INTEGERS[kind], message, position)
+            else:
+                value = kind == 0 if size == 0 else message[position : position + size]
+            position += size
+        else:
+            raise EventStreamError(f"unknown header value type {kind}")
+        headers[name] = value
+    return headers

@@ -6,8 +6,9 @@ An invoker has ``invoke_many(next_request, concurrency) -> list[RequestSample]``
 returns ``None``. That is what keeps exactly ``concurrency`` requests in flight.
 
 * :class:`AsyncInvoker` (default): one event loop, one persistent HTTP/1.1 connection per
-  worker, requests signed with botocore's SigV4 signer, event streams decoded with botocore's
-  ``EventStreamBuffer``. It drives hundreds of streams from one process on one CPU.
+  worker, requests signed with botocore's SigV4 signer, event streams decoded by the lean
+  ``EventStreamDecoder`` (checked against botocore's parser in tests). It drives hundreds of
+  streams from one process on one CPU.
 * :class:`BotoInvoker`: a thread pool of blocking boto3 calls sharing one client
   (``max_pool_connections`` = concurrency), the approach of AWS's benchmarking notebook;
   kept as a baseline and for callers that need boto3's full behaviour (retries, endpoints).
@@ -27,6 +28,7 @@ from typing import Any, Protocol
 from urllib.parse import quote, urlsplit
 
 from ._clock import now
+from .eventstream import EventStreamDecoder
 from .payload import (
     InvocationRequest,
     ResponseFormatError,
@@ -318,9 +320,7 @@ class AsyncInvoker:
         request: InvocationRequest,
         sample: RequestSample,
     ) -> None:
-        from botocore.eventstream import EventStreamBuffer
-
-        events: Any = EventStreamBuffer()
+        events = EventStreamDecoder()
         parser = StreamParser(request.response_format)
         chunked = headers.get("transfer-encoding", "").lower() == "chunked"
         remaining = int(headers.get("content-length", "0")) if not chunked else 0
@@ -339,21 +339,18 @@ class AsyncInvoker:
                     raise asyncio.IncompleteReadError(b"", remaining)
                 remaining -= len(data)
             t = now()
-            events.add_data(data)
-            for message in events:
-                message_type = message.headers.get(":message-type")
+            for event_headers, payload in events.feed(data):
+                message_type = event_headers.get(":message-type")
                 if message_type == "event":
-                    if message.headers.get(":event-type") == "PayloadPart":
-                        parser.feed(message.payload, t)
+                    if event_headers.get(":event-type") == "PayloadPart":
+                        parser.feed(payload, t)
                 elif message_type in ("exception", "error"):
-                    code = message.headers.get(":exception-type") or message.headers.get(
-                        ":error-code"
-                    )
+                    code = event_headers.get(":exception-type") or event_headers.get(":error-code")
                     try:
-                        detail = json.loads(message.payload)
+                        detail = json.loads(payload)
                     except ValueError:
                         detail = {}
-                    text = detail.get("Message", message.headers.get(":error-message", ""))
+                    text = detail.get("Message", event_headers.get(":error-message", ""))
                     inner = detail.get("ErrorCode")
                     raise _HttpError(200, inner if inner == "ModelInvocationTimeExceeded"
                                      else str(code), str(text))  # fmt: skip
