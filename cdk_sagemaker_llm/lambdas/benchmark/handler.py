@@ -19,8 +19,24 @@ repository and in the asset. Entry points (``index.py`` of the asset re-exports 
 The logic is in pure functions over clients, a clock and a sleep passed in
 (``handle_event``, ``handle_output_event``, ``advance_step``, ``run_worker``,
 ``report_error``), so tests run them against fakes, a fake clock, or the loopback simulator.
-Every event is validated (types and ranges) before use: a malformed event fails with a message
-naming the field.
+
+Reliability rules every path follows:
+
+- Throttling, 5xx and connection errors of Step Functions and S3 are retried here (exponential
+  backoff with full jitter), only while the Lambda's remaining time allows one more call plus
+  what must follow it (``Budget``); botocore makes one attempt per call, bounded by its
+  connect/read timeouts. Out of time, ``on_event`` answers FAILED with the last error, and the
+  workflow steps raise it, so the workflow's catch signals FAILURE with it: CloudFormation is
+  never left waiting for a timeout. Permanent errors fail at once with the service's message.
+- Every event is untrusted: validated (types, ranges, patterns, unknown keys) before use; a
+  malformed one fails with a message naming the field, never an unhandled exception.
+- Create is idempotent (the execution is named after the run: a duplicate start is
+  ``ExecutionAlreadyExists``); workers claim their slice with a conditional write.
+- Delete always succeeds (rollbacks never get stuck). When its physical id is this resource's
+  run, it stops that execution (``StopExecution``, best effort), so no further level starts
+  once the stack is gone; worker Lambdas already running finish their share of the current
+  level (each stops starting requests 90 s before its 15-minute timeout at the latest), and
+  ``Advance`` never runs again, so nothing signals the deleted wait condition.
 """
 
 from __future__ import annotations
@@ -31,11 +47,17 @@ import itertools
 import json
 import math
 import os
+import random
+import re
 import time
 import urllib.request
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+from botocore.exceptions import ConnectionError as BotocoreConnectionError
+from botocore.exceptions import HTTPClientError
 
 from ...benchmarking import (
     BenchmarkResult,
@@ -71,6 +93,40 @@ MAX_REQUESTS = 100_000
 MAX_TOKENS = 200_000
 MAX_REASON = 1000
 FORMATS = ("auto", "lmi", "tgi")
+REQUEST_TYPES = ("Create", "Update", "Delete")
+MAX_SWEEP_SECONDS = 43_200
+
+RETRYABLE_ERRORS = frozenset(
+    {
+        "ThrottlingException",
+        "Throttling",
+        "ThrottledException",
+        "TooManyRequestsException",
+        "RequestLimitExceeded",
+        "SlowDown",
+        "ServiceUnavailable",
+        "InternalFailure",
+        "InternalError",
+        "InternalServerError",
+        "RequestTimeout",
+    }
+)
+MAX_ATTEMPTS = 6
+BASE_DELAY = 1.0
+MAX_DELAY = 20.0
+"""Backoff before retry ``n`` (0-based): uniform in [0, min(MAX_DELAY, BASE_DELAY * 2**n)]."""
+CONNECT_TIMEOUT = 5
+READ_TIMEOUT = 20
+CALL_SECONDS = float(CONNECT_TIMEOUT + READ_TIMEOUT)
+"""The longest one API call can take (botocore makes one attempt; see ``_client``)."""
+WORKER_CALL_SECONDS = 0.0
+"""A worker writes its samples with whatever time its margin (``WORKER_MARGIN_S``) left: one PUT
+usually takes well under a second, and giving up would lose the level for sure. Retries still
+sleep only when the backoff ends before the Lambda does."""
+PUT_TIMEOUT = 10
+PUT_ATTEMPTS = 3
+RESPONSE_RESERVE = 15.0
+"""Lambda time kept back for the PUT that answers CloudFormation (or signals the handle)."""
 
 Put = Callable[[str, Mapping[str, Any]], None]
 Clock = Callable[[], float]
@@ -82,7 +138,121 @@ class EventError(ValueError):
 
 
 class HandlerError(Exception):
-    """A failure reported to CloudFormation as the custom resource's reason."""
+    """A failure reported to CloudFormation as the custom resource's reason.
+
+    ``physical_id`` (when known) is reported with the failure, so that the rollback's Delete
+    reaches the run that may have started, which stops it.
+    """
+
+    def __init__(self, message: str, physical_id: str | None = None) -> None:
+        super().__init__(message)
+        self.physical_id = physical_id
+
+
+class OutOfTime(HandlerError):
+    """Not enough of the Lambda's time is left for another call and what must follow it."""
+
+
+# ----- time budget and retries ---------------------------------------------------------------
+
+
+@dataclass
+class Budget:
+    """The time this invocation may still spend on calls, and how it waits between them.
+
+    ``remaining_ms`` is the Lambda context's ``get_remaining_time_in_millis`` (None: no limit);
+    ``reserve`` seconds are kept back for what must follow (the answer to CloudFormation, the
+    wait-condition signal); a call starts only with ``call_seconds`` left beyond that.
+    """
+
+    remaining_ms: Callable[[], float] | None = None
+    sleep: Sleep = time.sleep
+    jitter: Callable[[], float] = random.random
+    reserve: float = RESPONSE_RESERVE
+    call_seconds: float = CALL_SECONDS
+
+    @classmethod
+    def of(cls, context: Any, **kwargs: Any) -> Budget:
+        """The budget of a Lambda invocation (no limit when the context has no clock)."""
+        remaining = getattr(context, "get_remaining_time_in_millis", None)
+        return cls(remaining if callable(remaining) else None, **kwargs)
+
+    def total(self) -> float:
+        """Seconds until the Lambda times out."""
+        return math.inf if self.remaining_ms is None else float(self.remaining_ms()) / 1000.0
+
+    def left(self) -> float:
+        """Seconds that calls may still take, the reserve excluded."""
+        return self.total() - self.reserve
+
+    def backoff(self, attempt: int) -> float:
+        """Full-jitter exponential backoff before retry ``attempt`` (0-based)."""
+        return self.jitter() * min(MAX_DELAY, BASE_DELAY * 2.0**attempt)
+
+
+def is_transient(error: BaseException) -> bool:
+    """Throttling, a 5xx, or a connection that failed or timed out: worth another try."""
+    if error_code(error) in RETRYABLE_ERRORS:
+        return True
+    response = getattr(error, "response", None)
+    metadata = response.get("ResponseMetadata", {}) if isinstance(response, dict) else {}
+    status = metadata.get("HTTPStatusCode") if isinstance(metadata, dict) else None
+    if isinstance(status, int) and (status >= 500 or status == 429):
+        return True
+    return isinstance(error, BotocoreConnectionError | HTTPClientError)
+
+
+def explain(error: BaseException) -> str:
+    """A reason for CloudFormation: the service's own words for AWS errors."""
+    if isinstance(error, HandlerError | EventError):
+        return str(error)
+    return f"{type(error).__name__}: {error}"
+
+
+def call_with_retry(call: Callable[..., Any], budget: Budget, /, **kwargs: Any) -> Any:
+    """``call(**kwargs)``, retried with backoff and full jitter on transient errors.
+
+    No call starts unless ``budget`` leaves it ``call_seconds`` and no backoff sleeps past that
+    point: out of time, the last error is raised as ``OutOfTime``. Permanent errors and the
+    last transient one after ``MAX_ATTEMPTS`` are raised as they are.
+    """
+    operation = getattr(call, "__name__", "call")
+    last: Exception | None = None
+    for attempt in range(MAX_ATTEMPTS):
+        if budget.left() < budget.call_seconds:
+            raise _out_of_time(operation, last, budget) from last
+        try:
+            return call(**kwargs)
+        except Exception as error:
+            if not is_transient(error) or attempt == MAX_ATTEMPTS - 1:
+                raise
+            last = error
+            delay = budget.backoff(attempt)
+            if budget.left() < delay + budget.call_seconds:
+                raise _out_of_time(operation, last, budget) from error
+            budget.sleep(delay)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _out_of_time(operation: str, last: Exception | None, budget: Budget) -> OutOfTime:
+    after = f" after {explain(last)}" if last is not None else ""
+    return OutOfTime(
+        f"Gave up on {operation}{after}: {max(budget.total(), 0.0):.0f} s of the Lambda's "
+        "time left, too little for another call"
+    )
+
+
+def send(url: str, body: Mapping[str, Any], put: Put, budget: Budget) -> None:
+    """PUT ``body``, retried with backoff while the Lambda has time; raises the last error."""
+    for attempt in range(PUT_ATTEMPTS):
+        try:
+            put(url, body)
+            return
+        except Exception:
+            delay = budget.backoff(attempt)
+            if attempt == PUT_ATTEMPTS - 1 or budget.total() < delay + PUT_TIMEOUT:
+                raise
+            budget.sleep(delay)
 
 
 # ----- validation of untrusted input ---------------------------------------------------------
@@ -96,14 +266,62 @@ def _field(data: Any, key: str, where: str) -> Any:
     return data[key]
 
 
+RUN_STEM = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_-]{0,72}")
+"""A run name stem: ASCII letters, digits, '-' and '_' (Step Functions execution names)."""
+RUN_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_-]{0,79}")
+STATE_MACHINE_ARN = re.compile(
+    r"arn:aws[a-z-]*:states:[a-z0-9-]+:\d{1,12}:stateMachine:[a-zA-Z0-9_-]{1,80}"
+)
+HTTPS_URL = re.compile(r"https://[A-Za-z0-9.-]+(:\d+)?(/\S*)?")
+BUCKET = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._-]{1,61}[a-zA-Z0-9]")
+SAGEMAKER_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9])*")
+KEY_PREFIX = re.compile(r"[^\x00-\x1f\x7f]+")
+"""An S3 key prefix: any characters but control characters (keys are literal: no traversal)."""
+IGNORED_PROPERTIES = frozenset({"ServiceToken", "ServiceTimeout"})
+"""Properties CloudFormation itself adds to ``ResourceProperties``."""
+RESOURCE_PROPERTIES = frozenset(
+    {"RunNameStem", "Run", "ResultsPrefix", "SweepSeconds", "WaitHandle", "StateMachineArn"}
+)
+RUN_KEYS = frozenset(
+    {
+        "Name", "HandleUrl", "Deadline", "StartedAt", "Bucket", "Prefix", "EndpointName",
+        "InferenceComponentName", "InputTokens", "OutputTokens", "Stream", "Format",
+        "Concurrencies", "RequestsPerLevel", "WorkerCapacity", "Copies", "Rule", "Gate",
+        "PricePerHour", "PriceSource",
+    }
+)  # fmt: skip
+RULE_KEYS = frozenset({"MinGainPerDoubling", "SloMsPerToken", "MaxErrorRate"})
+GATE_KEYS = frozenset({"MaxP50MsPerToken", "MinKneeConcurrency", "MinOutputTokensPerS"})
+
+
+def shown(value: Any) -> str:
+    """``value`` for an error message: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _known(data: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:
+    """Reject keys a valid event never carries (a typo, or something injected)."""
+    unknown = sorted(str(key) for key in data if key not in allowed)
+    if unknown:
+        raise EventError(f"{where}: unknown properties {shown(unknown)}")
+
+
+def _matching(value: Any, where: str, pattern: re.Pattern[str], max_length: int) -> str:
+    text = _str(value, where, max_length=max_length)
+    if not pattern.fullmatch(text):
+        raise EventError(f"{where}: {shown(text)} does not match {pattern.pattern}")
+    return text
+
+
 def _int(value: Any, where: str, low: int, high: int) -> int:
     """An integer (or its decimal string: CloudFormation turns numbers into strings)."""
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    if isinstance(value, str) and re.fullmatch(r"\s*-?[0-9]{1,18}\s*", value):
         value = int(value)
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise EventError(f"{where}: expected an integer from {low} to {high}, got {value!r}")
+        raise EventError(f"{where}: expected an integer from {low} to {high}, got {shown(value)}")
     return value
 
 
@@ -117,7 +335,7 @@ def _float(value: Any, where: str, low: float, high: float) -> float:
         or not math.isfinite(value)
         or not low <= value <= high
     ):
-        raise EventError(f"{where}: expected a number from {low:g} to {high:g}, got {value!r}")
+        raise EventError(f"{where}: expected a number from {low:g} to {high:g}, got {shown(value)}")
     return float(value)
 
 
@@ -133,7 +351,7 @@ def _bool(value: Any, where: str) -> bool:
         return value
     if isinstance(value, str) and value.lower() in ("true", "false"):
         return value.lower() == "true"
-    raise EventError(f"{where}: expected true or false, got {value!r}")
+    raise EventError(f"{where}: expected true or false, got {shown(value)}")
 
 
 def _str(value: Any, where: str, *, max_length: int = 2048, allow_empty: bool = False) -> str:
@@ -144,7 +362,7 @@ def _str(value: Any, where: str, *, max_length: int = 2048, allow_empty: bool = 
 
 def _https_url(value: Any, where: str) -> str:
     url = _str(value, where)
-    if not url.startswith("https://"):
+    if not HTTPS_URL.fullmatch(url):
         raise EventError(f"{where}: expected an https:// URL (a presigned wait-condition handle)")
     return url
 
@@ -152,6 +370,7 @@ def _https_url(value: Any, where: str) -> str:
 def check_run(run: Any, where: str = "Run") -> dict[str, Any]:
     """The sweep's configuration, validated (it travels in the workflow's state)."""
     concurrencies_raw = _field(run, "Concurrencies", where)
+    _known(run, RUN_KEYS, where)
     if not isinstance(concurrencies_raw, list) or not 1 <= len(concurrencies_raw) <= MAX_LEVELS:
         raise EventError(f"{where}.Concurrencies: expected a list of 1 to {MAX_LEVELS} levels")
     concurrencies = [
@@ -164,30 +383,47 @@ def check_run(run: Any, where: str = "Run") -> dict[str, Any]:
     if fmt not in FORMATS:
         raise EventError(f"{where}.Format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
     rule = _field(run, "Rule", where)
+    if not isinstance(rule, Mapping):
+        raise EventError(f"{where}.Rule: expected an object")
+    _known(rule, RULE_KEYS, f"{where}.Rule")
     gate = run.get("Gate") or {}
     if not isinstance(gate, Mapping):
         raise EventError(f"{where}.Gate: expected an object")
-    bucket = _str(_field(run, "Bucket", where), f"{where}.Bucket", max_length=63)
-    prefix = _str(_field(run, "Prefix", where), f"{where}.Prefix", max_length=900)
+    _known(gate, GATE_KEYS, f"{where}.Gate")
+    bucket = _matching(_field(run, "Bucket", where), f"{where}.Bucket", BUCKET, 63)
+    prefix = _matching(_field(run, "Prefix", where), f"{where}.Prefix", KEY_PREFIX, 900)
     if prefix.startswith("/") or not prefix.endswith("/"):
-        raise EventError(f"{where}.Prefix: expected a key prefix ending in '/', got {prefix!r}")
+        raise EventError(
+            f"{where}.Prefix: expected a key prefix ending in '/', got {shown(prefix)}"
+        )
+    capacity = _int(
+        _field(run, "WorkerCapacity", where), f"{where}.WorkerCapacity", 1, MAX_WORKER_CAPACITY
+    )
+    if workers_for(concurrencies[-1], capacity) > MAX_WORKERS:
+        raise EventError(
+            f"{where}.WorkerCapacity: level {concurrencies[-1]} would need "
+            f"{workers_for(concurrencies[-1], capacity)} workers, more than {MAX_WORKERS}"
+        )
+    component = _str(
+        run.get("InferenceComponentName", ""),
+        f"{where}.InferenceComponentName",
+        max_length=63,
+        allow_empty=True,
+    )
+    if component and not SAGEMAKER_NAME.fullmatch(component):
+        raise EventError(f"{where}.InferenceComponentName: {shown(component)} is not a name")
     price = run.get("PricePerHour")
     return {
-        "Name": _str(_field(run, "Name", where), f"{where}.Name", max_length=80),
+        "Name": _matching(_field(run, "Name", where), f"{where}.Name", RUN_NAME, 80),
         "HandleUrl": _https_url(_field(run, "HandleUrl", where), f"{where}.HandleUrl"),
         "Deadline": _float(_field(run, "Deadline", where), f"{where}.Deadline", 0, 1e11),
         "StartedAt": _float(_field(run, "StartedAt", where), f"{where}.StartedAt", 0, 1e11),
         "Bucket": bucket,
         "Prefix": prefix,
-        "EndpointName": _str(
-            _field(run, "EndpointName", where), f"{where}.EndpointName", max_length=63
+        "EndpointName": _matching(
+            _field(run, "EndpointName", where), f"{where}.EndpointName", SAGEMAKER_NAME, 63
         ),
-        "InferenceComponentName": _str(
-            run.get("InferenceComponentName", ""),
-            f"{where}.InferenceComponentName",
-            max_length=63,
-            allow_empty=True,
-        ),
+        "InferenceComponentName": component,
         "InputTokens": _int(
             _field(run, "InputTokens", where), f"{where}.InputTokens", 1, MAX_TOKENS
         ),
@@ -200,9 +436,7 @@ def check_run(run: Any, where: str = "Run") -> dict[str, Any]:
         "RequestsPerLevel": _int(
             run.get("RequestsPerLevel", 0), f"{where}.RequestsPerLevel", 0, MAX_REQUESTS
         ),
-        "WorkerCapacity": _int(
-            _field(run, "WorkerCapacity", where), f"{where}.WorkerCapacity", 1, MAX_WORKER_CAPACITY
-        ),
+        "WorkerCapacity": capacity,
         "Copies": _int(run.get("Copies", 1), f"{where}.Copies", 1, 10_000),
         "Rule": {
             "MinGainPerDoubling": _float(
@@ -295,23 +529,83 @@ def run_name(stem: str, handle_url: str) -> str:
     return name
 
 
-def handle_event(event: Mapping[str, Any], *, sfn: Any, now: float) -> dict[str, Any]:
-    """``Custom::SageMakerEndpointBenchmark``: start the sweep; Delete does nothing.
+def check_request_type(event: Any) -> str:
+    if not isinstance(event, Mapping):
+        raise EventError(f"event: expected an object, got {type(event).__name__}")
+    request_type = event.get("RequestType")
+    if request_type not in REQUEST_TYPES:
+        raise EventError(
+            f"RequestType: expected Create, Update or Delete, got {shown(request_type)}"
+        )
+    return str(request_type)
+
+
+def execution_arn(state_machine_arn: str, name: str) -> str:
+    """The ARN of the execution ``name`` of a state machine."""
+    return f"{state_machine_arn.replace(':stateMachine:', ':execution:', 1)}:{name}"
+
+
+def stop_run(event: Mapping[str, Any], *, sfn: Any, budget: Budget) -> str:
+    """Delete: stop the run's execution if it still runs, so no further level starts.
+
+    Best effort and lenient, so deletions and rollbacks never get stuck: a physical id that is
+    not this resource's run (a failed create's placeholder, anything malformed) is left alone
+    without a call; a run that never started or already ended needs nothing; a stop that fails
+    is logged, and the sweep then ends at its next step, as its state machine and Lambdas are
+    deleted with the stack. Returns what was done.
+    """
+    physical = event.get("PhysicalResourceId")
+    props = event.get("ResourceProperties")
+    props = props if isinstance(props, Mapping) else {}
+    stem, arn = props.get("RunNameStem"), props.get("StateMachineArn")
+    if not (
+        sfn is not None
+        and isinstance(stem, str)
+        and RUN_STEM.fullmatch(stem)
+        and isinstance(arn, str)
+        and STATE_MACHINE_ARN.fullmatch(arn)
+        and isinstance(physical, str)
+        and re.fullmatch(re.escape(stem) + r"-[0-9a-f]{6}", physical)
+    ):
+        return "not a run of this resource"
+    try:
+        call_with_retry(sfn.stop_execution, budget, executionArn=execution_arn(arn, physical))
+    except Exception as error:
+        if error_code(error) == "ExecutionDoesNotExist":
+            return "never started"
+        print(json.dumps({"StopExecution": physical, "Failed": truncate(explain(error))}))
+        return f"not stopped: {truncate(explain(error), 200)}"
+    return "stopped"
+
+
+def handle_event(
+    event: Mapping[str, Any], *, sfn: Any, now: float, budget: Budget | None = None
+) -> dict[str, Any]:
+    """``Custom::SageMakerEndpointBenchmark``: start the sweep; Delete stops it.
 
     Returns ``{"PhysicalResourceId", "Data"}``. The sweep is a Step Functions execution named
     after the run, so a duplicate event starts nothing more (``ExecutionAlreadyExists``). An
     Update with an unchanged definition and handle keeps the run; a changed one starts a new
-    run (its wait condition is new too: its logical id carries the definition hash).
+    run (its wait condition is new too: its logical id carries the definition hash). Delete
+    always succeeds (see ``stop_run``). ``budget`` (default: no limit) bounds the retries.
     """
-    request_type = event.get("RequestType")
+    budget = budget or Budget()
+    request_type = check_request_type(event)
     if request_type == "Delete":
         physical = event.get("PhysicalResourceId")
-        return {"PhysicalResourceId": physical if isinstance(physical, str) else "none", "Data": {}}
-    if request_type not in ("Create", "Update"):
-        raise EventError(f"RequestType: expected Create, Update or Delete, got {request_type!r}")
+        outcome = stop_run(event, sfn=sfn, budget=budget)
+        print(json.dumps({"Delete": shown(physical), "Outcome": outcome}))
+        usable = isinstance(physical, str) and 0 < len(physical) <= 1024
+        return {"PhysicalResourceId": physical if usable else "none", "Data": {}}
     props = _field(event, "ResourceProperties", "event")
-    stem = _str(
-        _field(props, "RunNameStem", "ResourceProperties"), "ResourceProperties.RunNameStem"
+    if not isinstance(props, Mapping):
+        raise EventError("ResourceProperties: expected an object")
+    _known(props, RESOURCE_PROPERTIES | IGNORED_PROPERTIES, "ResourceProperties")
+    stem = _matching(
+        _field(props, "RunNameStem", "ResourceProperties"),
+        "ResourceProperties.RunNameStem",
+        RUN_STEM,
+        73,
     )
     handle = _https_url(
         _field(props, "WaitHandle", "ResourceProperties"), "ResourceProperties.WaitHandle"
@@ -321,14 +615,19 @@ def handle_event(event: Mapping[str, Any], *, sfn: Any, now: float) -> dict[str,
         _field(props, "SweepSeconds", "ResourceProperties"),
         "ResourceProperties.SweepSeconds",
         60,
-        43_200,
+        MAX_SWEEP_SECONDS,
     )
-    prefix = _str(
-        _field(props, "ResultsPrefix", "ResourceProperties"), "ResourceProperties.ResultsPrefix"
+    prefix = _matching(
+        _field(props, "ResultsPrefix", "ResourceProperties"),
+        "ResourceProperties.ResultsPrefix",
+        KEY_PREFIX,
+        800,
     )
     static = _field(props, "Run", "ResourceProperties")
     if not isinstance(static, Mapping):
         raise EventError("ResourceProperties.Run: expected an object")
+    computed = {"Name", "HandleUrl", "Deadline", "StartedAt", "Prefix"}
+    _known(static, RUN_KEYS - computed, "ResourceProperties.Run")
     run = check_run(
         {
             **static,
@@ -340,24 +639,34 @@ def handle_event(event: Mapping[str, Any], *, sfn: Any, now: float) -> dict[str,
         },
         "ResourceProperties.Run",
     )
+    state_machine = _matching(
+        _field(props, "StateMachineArn", "ResourceProperties"),
+        "ResourceProperties.StateMachineArn",
+        STATE_MACHINE_ARN,
+        256,
+    )
     data = {
         "RunName": name,
         "ResultsS3Uri": f"s3://{run['Bucket']}/{results_key(run, 'results.json')}",
     }
     if request_type == "Update" and event.get("PhysicalResourceId") == name:
         return {"PhysicalResourceId": name, "Data": data}
-    state_machine = _str(
-        _field(props, "StateMachineArn", "ResourceProperties"), "ResourceProperties.StateMachineArn"
-    )
     try:
-        sfn.start_execution(
+        call_with_retry(
+            sfn.start_execution,
+            budget,
             stateMachineArn=state_machine,
             name=name,
             input=json.dumps({"Run": run, "Levels": [], "Done": False}, sort_keys=True),
         )
     except Exception as error:
         if error_code(error) != "ExecutionAlreadyExists":
-            raise HandlerError(f"Starting the benchmark {name} failed: {error}") from error
+            # A failed Create reports the run's name, so the rollback's Delete stops a run that
+            # may have started; a failed Update keeps the current id.
+            raise HandlerError(
+                f"Starting the benchmark {name} failed: {explain(error)}",
+                physical_id=name if request_type == "Create" else None,
+            ) from error
     return {"PhysicalResourceId": name, "Data": data}
 
 
@@ -380,10 +689,14 @@ def handle_output_event(event: Mapping[str, Any]) -> dict[str, Any]:
     ``WaitData`` is the wait condition's ``Data`` attribute: a JSON object of the signals'
     ``UniqueId`` -> ``Data``; the sweep signals once, with its figures as compact JSON.
     """
-    if event.get("RequestType") == "Delete":
+    if check_request_type(event) == "Delete":
         physical = event.get("PhysicalResourceId")
-        return {"PhysicalResourceId": physical if isinstance(physical, str) else "none", "Data": {}}
+        usable = isinstance(physical, str) and 0 < len(physical) <= 1024
+        return {"PhysicalResourceId": physical if usable else "none", "Data": {}}
     props = _field(event, "ResourceProperties", "event")
+    if not isinstance(props, Mapping):
+        raise EventError("ResourceProperties: expected an object")
+    _known(props, frozenset({"WaitData"}) | IGNORED_PROPERTIES, "ResourceProperties")
     raw = _str(
         _field(props, "WaitData", "ResourceProperties"),
         "ResourceProperties.WaitData",
@@ -401,8 +714,12 @@ def handle_output_event(event: Mapping[str, Any]) -> dict[str, Any]:
         raise EventError(
             f"ResourceProperties.WaitData: expected one signal carrying {', '.join(ATTRIBUTES)}"
         )
+    for key in ATTRIBUTES:
+        value = figures[key]
+        if not isinstance(value, str | int | float) or len(str(value)) > 1024:
+            raise EventError(f"ResourceProperties.WaitData: {key} is not a short scalar")
     data = {key: str(figures[key]) for key in ATTRIBUTES}
-    return {"PhysicalResourceId": f"{data['RunName']}-output", "Data": data}
+    return {"PhysicalResourceId": f"{data['RunName'][:1000]}-output", "Data": data}
 
 
 # ----- one worker ----------------------------------------------------------------------------
@@ -431,17 +748,21 @@ def check_slice(item: Any, run: Mapping[str, Any], where: str = "Slice") -> dict
     }
 
 
-def _claim(s3: Any, bucket: str, key: str) -> bool:
-    """Create ``key`` only if absent (S3 conditional write); False when it already exists."""
+def _claim(s3: Any, bucket: str, key: str, budget: Budget) -> bool:
+    """Create ``key`` only if absent (S3 conditional write); False when it already exists.
+
+    A retry after a lost response to our own claim also finds it taken: the worker then runs
+    nothing and the level fails loudly for its missing samples, never with doubled load.
+    """
     try:
-        s3.put_object(Bucket=bucket, Key=key, Body=b"", IfNoneMatch="*")
+        call_with_retry(s3.put_object, budget, Bucket=bucket, Key=key, Body=b"", IfNoneMatch="*")
     except Exception as error:
         if error_code(error) in ("PreconditionFailed", "ConditionalRequestConflict"):
             return False
         if type(error).__name__ != "ParamValidationError":
             raise
         # A runtime SDK older than S3 conditional writes (botocore < 1.35): claim anyway.
-        s3.put_object(Bucket=bucket, Key=key, Body=b"")
+        call_with_retry(s3.put_object, budget, Bucket=bucket, Key=key, Body=b"")
     return True
 
 
@@ -454,6 +775,7 @@ def run_worker(
     clock: Clock = epoch_now,
     sleep: Sleep = time.sleep,
     margin_s: float = WORKER_MARGIN_S,
+    budget: Budget | None = None,
 ) -> dict[str, Any]:
     """Run one worker's share of one level; write its raw samples; return a small summary.
 
@@ -461,14 +783,22 @@ def run_worker(
     retried event that finds the claim runs no load (the samples of the first one count).
     The worker waits for the level's common start time, then stops starting requests at
     whichever comes first: its share of the requests, its Lambda's remaining time less
-    ``margin_s``, or the sweep's deadline. What it measured until then is kept.
+    ``margin_s``, or the sweep's deadline. What it measured until then is kept. S3 calls are
+    retried within ``budget`` (default: the time ``remaining_s`` leaves on ``clock``).
     """
     invoked = clock()
+    if budget is None:
+        budget = Budget(
+            lambda: (invoked + remaining_s - clock()) * 1000.0,
+            sleep,
+            reserve=0.0,
+            call_seconds=WORKER_CALL_SECONDS,
+        )
     run = check_run(_field(event, "Run", "event"))
     piece = check_slice(_field(event, "Slice", "event"), run)
     key = samples_key(run, piece["Level"], piece["Worker"])
     summary = {"Level": piece["Level"], "Worker": piece["Worker"], "Key": f"{key}.json"}
-    if not _claim(s3, run["Bucket"], f"{key}.claim"):
+    if not _claim(s3, run["Bucket"], f"{key}.claim", budget):
         return {**summary, "Duplicate": True}
     stop_at = min(invoked + remaining_s - margin_s, run["Deadline"])
     wait = min(piece["StartAt"], stop_at) - clock()
@@ -476,9 +806,9 @@ def run_worker(
         sleep(wait)
     started = clock()
     late = max(0.0, started - piece["StartAt"])
-    budget = stop_at - started
+    duration = stop_at - started
     samples: list[RequestSample] = []
-    if budget > 0 and piece["Requests"] > 0:
+    if duration > 0 and piece["Requests"] > 0:
         spec = PayloadSpec(
             input_tokens=run["InputTokens"],
             output_tokens=run["OutputTokens"],
@@ -490,7 +820,7 @@ def run_worker(
             spec,
             piece["Concurrency"],
             requests=piece["Requests"],
-            duration_s=budget,
+            duration_s=duration,
             first_index=piece["FirstIndex"],
         )
     for sample in samples:
@@ -505,7 +835,9 @@ def run_worker(
         "late_s": late,
         "samples": [sample.to_dict() for sample in samples],
     }
-    s3.put_object(
+    call_with_retry(
+        s3.put_object,
+        budget,
         Bucket=run["Bucket"],
         Key=f"{key}.json",
         Body=json.dumps(body).encode(),
@@ -522,10 +854,12 @@ def run_worker(
 # ----- aggregation, planning, finishing ------------------------------------------------------
 
 
-def _read_worker(s3: Any, run: Mapping[str, Any], level: int, worker: int) -> dict[str, Any]:
+def _read_worker(
+    s3: Any, run: Mapping[str, Any], level: int, worker: int, budget: Budget
+) -> dict[str, Any]:
     key = f"{samples_key(run, level, worker)}.json"
     try:
-        body = s3.get_object(Bucket=run["Bucket"], Key=key)["Body"].read()
+        body = call_with_retry(s3.get_object, budget, Bucket=run["Bucket"], Key=key)["Body"].read()
     except Exception as error:
         if error_code(error) in ("NoSuchKey", "404", "AccessDenied"):
             # Without s3:ListBucket, S3 answers AccessDenied for a missing key.
@@ -534,7 +868,10 @@ def _read_worker(s3: Any, run: Mapping[str, Any], level: int, worker: int) -> di
                 f"is missing: {error_code(error)}); it failed or timed out before writing them"
             ) from error
         raise
-    data = json.loads(body)
+    try:
+        data = json.loads(body)
+    except ValueError as error:
+        raise EventError(f"s3://{run['Bucket']}/{key}: not JSON ({error})") from error
     if not isinstance(data, dict) or not isinstance(data.get("samples"), list):
         raise EventError(f"s3://{run['Bucket']}/{key}: not a worker's samples")
     return data
@@ -546,7 +883,7 @@ def start_skew(first_starts: Sequence[float]) -> float:
 
 
 def aggregate_level(
-    s3: Any, run: Mapping[str, Any], level: int, workers: int
+    s3: Any, run: Mapping[str, Any], level: int, workers: int, budget: Budget | None = None
 ) -> tuple[list[RequestSample], dict[str, Any]]:
     """Merge the raw samples of every worker of ``level``; returns them and the level's record.
 
@@ -557,10 +894,16 @@ def aggregate_level(
     merged: list[RequestSample] = []
     first_starts: list[float] = []
     late: list[float] = []
+    budget = budget or Budget()
     for worker in range(workers):
-        data = _read_worker(s3, run, level, worker)
-        samples = [RequestSample.from_dict(item) for item in data["samples"]]
-        late.append(float(data.get("late_s", 0.0)))
+        data = _read_worker(s3, run, level, worker, budget)
+        try:
+            samples = [RequestSample.from_dict(item) for item in data["samples"]]
+            late.append(_float(data.get("late_s", 0.0), "late_s", 0.0, 1e6))
+        except (EventError, KeyError, TypeError, ValueError, AttributeError) as error:
+            raise EventError(
+                f"worker {worker} of level {level}: malformed samples ({explain(error)})"
+            ) from error
         if samples:
             first_starts.append(min(sample.start for sample in samples))
         merged.extend(samples)
@@ -601,27 +944,66 @@ def plan_level(
     }
 
 
+def check_levels(levels: Any, run: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The records of the levels already run (they travel in the workflow's state)."""
+    if levels is None:
+        return []
+    if not isinstance(levels, list) or len(levels) > MAX_LEVELS:
+        raise EventError(f"state.Levels: expected a list of at most {MAX_LEVELS} records")
+    for index, record in enumerate(levels):
+        where = f"state.Levels[{index}]"
+        distribution = _field(record, "Distribution", where)
+        level = _int(
+            _field(distribution, "concurrency", f"{where}.Distribution"),
+            f"{where}.Distribution.concurrency",
+            1,
+            MAX_CONCURRENCY,
+        )
+        if level not in run["Concurrencies"]:
+            raise EventError(f"{where}: level {level} is not a level of this run")
+        summary = record.get("Level")
+        if summary is not None:
+            try:
+                LevelResult.from_dict(dict(summary))
+            except (KeyError, TypeError, ValueError, AttributeError) as error:
+                raise EventError(
+                    f"{where}.Level: not a level summary ({explain(error)})"
+                ) from error
+    return [dict(record) for record in levels]
+
+
 def advance_step(
-    state: Mapping[str, Any], *, s3: Any, put: Put, now: float, lead_s: float = START_LEAD_S
+    state: Mapping[str, Any],
+    *,
+    s3: Any,
+    put: Put,
+    now: float,
+    lead_s: float = START_LEAD_S,
+    budget: Budget | None = None,
 ) -> dict[str, Any]:
-    """One step of the sweep (see the module doc); returns the next state (``Done`` ends it)."""
+    """One step of the sweep (see the module doc); returns the next state (``Done`` ends it).
+
+    S3 calls and the signal are retried within ``budget`` (default: no limit); out of time, it
+    raises, and the workflow's catch signals FAILURE with the reason."""
+    budget = budget or Budget()
     run = check_run(_field(state, "Run", "state"))
-    levels = state.get("Levels") or []
-    if not isinstance(levels, list):
-        raise EventError("state.Levels: expected a list")
-    levels = list(levels)
+    levels = check_levels(state.get("Levels"), run)
     pending = state.get("Pending")
     if pending:
         level = _int(
             _field(pending, "Level", "state.Pending"), "state.Pending.Level", 1, MAX_CONCURRENCY
         )
+        if level not in run["Concurrencies"]:
+            raise EventError(f"state.Pending.Level: {level} is not a level of this run")
         workers = _int(
-            _field(pending, "Workers", "state.Pending.Workers"),
-            "state.Pending.Workers",
-            1,
-            MAX_WORKERS,
+            _field(pending, "Workers", "state.Pending"), "state.Pending.Workers", 1, MAX_WORKERS
         )
-        _, record = aggregate_level(s3, run, level, workers)
+        if workers != workers_for(level, run["WorkerCapacity"]):
+            raise EventError(
+                f"state.Pending.Workers: level {level} runs on "
+                f"{workers_for(level, run['WorkerCapacity'])} workers, not {workers}"
+            )
+        _, record = aggregate_level(s3, run, level, workers, budget)
         levels = [r for r in levels if r["Distribution"]["concurrency"] != level] + [record]
         summary = record["Level"]
         if summary is None:
@@ -631,6 +1013,7 @@ def advance_step(
                 s3=s3,
                 put=put,
                 now=now,
+                budget=budget,
                 failure=f"level {level} sent no request before the sweep's deadline",
             )
         if summary["errors"] == summary["requests"]:
@@ -640,12 +1023,13 @@ def advance_step(
                 s3=s3,
                 put=put,
                 now=now,
+                budget=budget,
                 failure=f"every request of level {level} failed ({record['FirstError']})",
             )
     done = {r["Distribution"]["concurrency"] for r in levels}
     remaining = [c for c in run["Concurrencies"] if c not in done]
     if not remaining:
-        return finish(run, levels, s3=s3, put=put, now=now)
+        return finish(run, levels, s3=s3, put=put, now=now, budget=budget)
     if now >= run["Deadline"]:
         return finish(
             run,
@@ -653,6 +1037,7 @@ def advance_step(
             s3=s3,
             put=put,
             now=now,
+            budget=budget,
             failure=f"the sweep ran out of time before levels {remaining}",
         )
     return {
@@ -764,8 +1149,10 @@ def finish(
     put: Put,
     now: float,
     failure: str | None = None,
+    budget: Budget | None = None,
 ) -> dict[str, Any]:
     """Write ``results.json`` and ``chart.svg``, apply the gate, signal the wait condition."""
+    budget = budget or Budget()
     result = build_result(run, levels, now)
     figures = figures_of(run, result)
     failures = ([failure] if failure else []) + gate_failures(run, result)
@@ -780,13 +1167,17 @@ def finish(
     }
     data["gate"] = {"limits": run["Gate"], "passed": not failures, "failures": failures}
     data["attributes"] = figures
-    s3.put_object(
+    call_with_retry(
+        s3.put_object,
+        budget,
         Bucket=run["Bucket"],
         Key=results_key(run, "results.json"),
         Body=json.dumps(data, indent=2).encode(),
         ContentType="application/json",
     )
-    s3.put_object(
+    call_with_retry(
+        s3.put_object,
+        budget,
         Bucket=run["Bucket"],
         Key=results_key(run, "chart.svg"),
         Body=render_svg(result).encode(),
@@ -794,36 +1185,45 @@ def finish(
     )
     if failures:
         reason = f"Benchmark {run['Name']} failed: {'; '.join(failures)}. {_measured(figures)}"
-        put(run["HandleUrl"], wait_condition_signal("FAILURE", reason, run["Name"]))
+        send(run["HandleUrl"], wait_condition_signal("FAILURE", reason, run["Name"]), put, budget)
         outcome = "FAILURE"
     else:
         reason = f"Benchmark {run['Name']} completed. {_measured(figures)}"
         compact = json.dumps(figures, separators=(",", ":"), sort_keys=True)
-        put(run["HandleUrl"], wait_condition_signal("SUCCESS", reason, run["Name"], compact))
+        signal = wait_condition_signal("SUCCESS", reason, run["Name"], compact)
+        send(run["HandleUrl"], signal, put, budget)
         outcome = "SUCCESS"
     return {"Run": dict(run), "Levels": list(levels), "Done": True, "Outcome": outcome}
 
 
-def report_error(state: Mapping[str, Any], *, put: Put) -> dict[str, Any]:
-    """The workflow's catch: signal FAILURE with the caught error's message."""
+def report_error(
+    state: Mapping[str, Any], *, put: Put, budget: Budget | None = None
+) -> dict[str, Any]:
+    """The workflow's catch: signal FAILURE with the caught error's message (any error shape).
+
+    Only a state without a usable handle raises (there is no one to signal)."""
     run = state.get("Run") if isinstance(state, Mapping) else None
     handle = run.get("HandleUrl") if isinstance(run, Mapping) else None
     name = run.get("Name", "benchmark") if isinstance(run, Mapping) else "benchmark"
-    if not isinstance(handle, str) or not handle.startswith("https://"):
-        raise EventError("state.Run.HandleUrl: missing, cannot report the failure")
+    if not (isinstance(handle, str) and len(handle) <= 2048 and HTTPS_URL.fullmatch(handle)):
+        raise EventError("state.Run.HandleUrl: missing or not an https URL, cannot signal")
+    name = name if isinstance(name, str) and RUN_NAME.fullmatch(name) else "benchmark"
+    assert isinstance(state, Mapping)
     error = state.get("Error") or {}
     cause = (
         str(error.get("Cause") or error.get("Error") or "unknown error")
         if isinstance(error, Mapping)
         else str(error)
     )
+    cause = cause[:65536]
     try:  # Lambda errors arrive as a JSON cause {"errorMessage", "errorType", ...}
         parsed = json.loads(cause)
         if isinstance(parsed, dict) and parsed.get("errorMessage"):
             cause = f"{parsed.get('errorType', 'Error')}: {parsed['errorMessage']}"
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
-    put(handle, wait_condition_signal("FAILURE", f"Benchmark {name} failed: {cause}", str(name)))
+    signal = wait_condition_signal("FAILURE", f"Benchmark {name} failed: {cause}", name)
+    send(handle, signal, put, budget or Budget())
     return {"Done": True, "Outcome": "FAILURE"}
 
 
@@ -836,52 +1236,87 @@ def http_put(url: str, body: Mapping[str, Any]) -> None:  # pragma: no cover - n
     request = urllib.request.Request(
         url, data=data, method="PUT", headers={"Content-Type": "", "Content-Length": str(len(data))}
     )
-    with urllib.request.urlopen(request, timeout=30) as response:
+    with urllib.request.urlopen(request, timeout=PUT_TIMEOUT) as response:
         response.read()
 
 
 def _client(service: str) -> Any:  # pragma: no cover - needs AWS
+    """A client whose every call is bounded in time and not retried by botocore.
+
+    Retries are ``call_with_retry``'s, which knows how much of the Lambda's time is left;
+    botocore retrying as well would multiply the attempts and hide the time they take.
+    """
     import boto3
     from botocore.config import Config
 
-    config = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=10)
+    config = Config(
+        retries={"mode": "standard", "total_max_attempts": 1},
+        connect_timeout=CONNECT_TIMEOUT,
+        read_timeout=READ_TIMEOUT,
+    )
     factory: Callable[..., Any] = boto3.client
     return factory(service, config=config)
 
 
 def respond(
-    event: Mapping[str, Any], put: Put, handler: Callable[[], dict[str, Any]]
+    event: Any,
+    put: Put,
+    handler: Callable[[], dict[str, Any]],
+    budget: Budget | None = None,
 ) -> dict[str, Any]:
-    """Run ``handler`` and PUT the custom resource response; never raises. A Delete always
-    answers SUCCESS: a benchmark never blocks deleting a stack, even after a failed create."""
+    """Run ``handler`` and PUT the custom resource response; raises only if the PUT keeps failing.
+
+    Any failure of the handler, a malformed event included, is answered FAILED with its reason;
+    a Delete always answers SUCCESS: a benchmark never blocks deleting a stack, even after a
+    failed create. An event without a usable ``ResponseURL`` goes unanswered (no one to answer).
+    """
+    budget = budget or Budget()
+    event = event if isinstance(event, Mapping) else {}
     body: dict[str, Any] = {
-        "StackId": event.get("StackId"),
-        "RequestId": event.get("RequestId"),
-        "LogicalResourceId": event.get("LogicalResourceId"),
+        key: event.get(key) if isinstance(event.get(key), str) else ""
+        for key in ("StackId", "RequestId", "LogicalResourceId")
     }
     try:
         body.update(Status="SUCCESS", **handler())
     except Exception as error:
-        physical = event.get("PhysicalResourceId") or f"failed-{event.get('RequestId')}"
+        physical = event.get("PhysicalResourceId")
+        request_id = body["RequestId"] if len(body["RequestId"]) <= 200 else "request"
+        fallback = (
+            getattr(error, "physical_id", None)
+            or (physical if isinstance(physical, str) and 0 < len(physical) <= 1024 else None)
+            or f"failed-{request_id or 'request'}"
+        )
         if event.get("RequestType") == "Delete":
-            body.update(Status="SUCCESS", PhysicalResourceId=physical, Data={})
+            body.update(Status="SUCCESS", PhysicalResourceId=fallback, Data={})
         else:
-            reason = (
-                str(error)
-                if isinstance(error, HandlerError | EventError)
-                else f"{type(error).__name__}: {error}"
+            body.update(
+                Status="FAILED", Reason=truncate(explain(error)), PhysicalResourceId=fallback
             )
-            body.update(Status="FAILED", Reason=truncate(reason), PhysicalResourceId=physical)
-    put(str(event.get("ResponseURL")), body)
+    print(json.dumps({"Status": body["Status"], "Reason": body.get("Reason", "")}))
+    url = event.get("ResponseURL")
+    if isinstance(url, str) and len(url) <= 4096 and HTTPS_URL.fullmatch(url):
+        send(url, body, put, budget)
     return body
+
+
+def dispatch(event: Any, *, sfn: Any, now: float, budget: Budget) -> dict[str, Any]:
+    """The custom resource type's handler (``on_event`` without the real clients)."""
+    kind = event.get("ResourceType") if isinstance(event, Mapping) else None
+    if kind == OUTPUT_RESOURCE_TYPE:
+        return handle_output_event(event)
+    if kind != RESOURCE_TYPE:
+        raise EventError(f"ResourceType: unsupported {shown(kind)}")
+    return handle_event(event, sfn=sfn, now=now, budget=budget)
 
 
 def on_event(event: dict[str, Any], context: Any) -> dict[str, Any]:  # pragma: no cover
     """Lambda entry point of both custom resource types."""
-    if event.get("ResourceType") == OUTPUT_RESOURCE_TYPE:
-        return respond(event, http_put, lambda: handle_output_event(event))
+    budget = Budget.of(context)
     return respond(
-        event, http_put, lambda: handle_event(event, sfn=_client("stepfunctions"), now=time.time())
+        event,
+        http_put,
+        lambda: dispatch(event, sfn=_client("stepfunctions"), now=time.time(), budget=budget),
+        budget,
     )
 
 
@@ -900,11 +1335,15 @@ def worker(event: dict[str, Any], context: Any) -> dict[str, Any]:  # pragma: no
         invoker=invoker,
         s3=_client("s3"),
         remaining_s=context.get_remaining_time_in_millis() / 1000.0,
+        budget=Budget.of(context, reserve=0.0, call_seconds=WORKER_CALL_SECONDS),
     )
 
 
 def advance(event: dict[str, Any], context: Any) -> dict[str, Any]:  # pragma: no cover
     """Lambda entry point of one sweep step, or of the workflow's catch (``Error`` set)."""
+    if not isinstance(event, Mapping):
+        raise EventError(f"state: expected an object, got {type(event).__name__}")
+    budget = Budget.of(context)
     if "Error" in event:
-        return report_error(event, put=http_put)
-    return advance_step(event, s3=_client("s3"), put=http_put, now=epoch_now())
+        return report_error(event, put=http_put, budget=budget)
+    return advance_step(event, s3=_client("s3"), put=http_put, now=epoch_now(), budget=budget)
