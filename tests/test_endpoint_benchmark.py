@@ -203,9 +203,13 @@ def test_workers_may_only_invoke_the_component_and_write_the_run_folders(
     assert [s["Action"] for s in advance][1:] == [["s3:GetObject", "s3:PutObject"]]
     assert advance[1]["Resource"] == objects
     starter = policy_of(template, "BenchStarterRole")
-    assert [s["Action"] for s in starter][1:] == ["states:StartExecution"]
+    assert [s["Action"] for s in starter][1:] == ["states:StartExecution", "states:StopExecution"]
     machine_id, _ = one(template, "AWS::StepFunctions::StateMachine")
     assert starter[1]["Resource"] == {"Ref": machine_id}
+    # Delete stops the run: executions of this state machine only.
+    name = {"Fn::GetAtt": [machine_id, "Name"]}
+    assert starter[2]["Resource"]["Fn::Join"][1][-2:] == [name, ":*"]
+    assert ":execution:" in starter[2]["Resource"]["Fn::Join"][1][-3]
     assert all(s["Effect"] == "Allow" and "Condition" not in s for s in worker + advance + starter)
 
 

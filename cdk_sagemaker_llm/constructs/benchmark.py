@@ -28,8 +28,9 @@ and the skew between them (stated limit: 1 s).
 Lifecycle: the handle and the wait condition carry a hash of the benchmark's definition in
 their logical ids: the target's synthesized SageMaker resources (component, endpoint, their
 endpoint configuration and models, read when the benchmark is constructed), the payload and
-the sweep. Any change there runs a new sweep; anything else runs nothing. Delete does nothing
-and always succeeds, even after a failed create.
+the sweep. Any change there runs a new sweep; anything else runs nothing. Delete always
+succeeds, even after a failed create; it stops the run's execution if it still runs (workers
+already running finish their share of the current level, then no further level starts).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from typing import Any
 
 import jsii
 from aws_cdk import (
+    ArnFormat,
     AssetHashType,
     BundlingOptions,
     CfnResource,
@@ -476,9 +478,26 @@ class EndpointBenchmark(Construct):
             code=code,
             handler="index.on_event",
             timeout=Duration.minutes(1),
-            description="Starts the sweep (CloudFormation custom resource); Delete does nothing",
+            description="Starts the sweep (CloudFormation custom resource); Delete stops it",
         )
         self.state_machine.grant_start_execution(starter)
+        # Delete stops the run's execution: only this state machine's executions.
+        executions = stack.format_arn(
+            service="states",
+            resource="execution",
+            resource_name=f"{self.state_machine.state_machine_name}:*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        iam.Grant.add_to_principal(
+            grantee=starter, actions=["states:StopExecution"], resource_arns=[executions]
+        )
+        assert starter.role is not None
+        acknowledge_wildcard_resources(
+            starter.role,
+            [executions],
+            "StopExecution on this benchmark's own workflow only: run names carry the wait "
+            "handle, known only at deploy time.",
+        )
 
         work = signalled_work(
             self,
