@@ -446,10 +446,13 @@ class Simulator:
         word = " " + _WORDS[index % len(_WORDS)]
         request.words.append(word)
         last = truth.output_tokens >= request.max_new_tokens
+        if last:
+            # Recorded before the last bytes go out: a client that reads the truth as soon as
+            # its response ends must find the request complete.
+            truth.outcome, truth.end = "ok", t
         if truth.stream:
             self._stream_token(request, index, word, last)
         if last:
-            truth.outcome, truth.end = "ok", t
             if not truth.stream:
                 request.writer.write(self._full_response(request))
             request.done.set_result(None)
