@@ -21,6 +21,7 @@ from ..constructs.instance_type import InstanceType
 from ..constructs.model import Model
 from ..constructs.model_source import ModelSource
 from ..constructs.model_spec import ModelSpec
+from ..constructs.nag import acknowledge
 from ..constructs.optimization_job import (
     OptimizationJob,
     OptimizationTechnique,
@@ -143,6 +144,12 @@ class LlamaInferenceComponentStack(Stack):
             initial_instance_count=1,
             min_instance_count=0,
             max_instance_count=2,
+        )
+        acknowledge(
+            self.sporadic_endpoint,
+            "Annotation::cdk-sagemaker-llm:min-instance-count-zero",
+            "The reference region (us-west-2) accepts scale to zero; check yours before "
+            "deploying elsewhere.",
         )
         self.sporadic_component = InferenceComponent(
             self,
