@@ -24,6 +24,7 @@ from botocore.stub import ANY, Stubber
 from test_endpoint_benchmark_handler import HANDLE, cfn_event, run_config
 
 from cdk_sagemaker_llm.benchmarking import RequestSample
+from cdk_sagemaker_llm.lambdas import runtime_support as runtime
 from cdk_sagemaker_llm.lambdas.benchmark import handler as h
 
 STARTER_TIMEOUT = 60.0  # the construct's Starter function
@@ -192,7 +193,9 @@ def answer(ev: Any, clock: Clock, sfn_client: Any, puts: Puts | None = None) -> 
     )
     (url, sent, at) = puts[-1]
     assert url == RESPONSE_URL and sent == body
-    assert at + h.PUT_TIMEOUT <= clock.end, "the answer must be sent before the Lambda times out"
+    assert at + runtime.PUT_TIMEOUT <= clock.end, (
+        "the answer must be sent before the Lambda times out"
+    )
     return body
 
 
@@ -232,14 +235,14 @@ def test_start_retries_a_connection_error(clock: Clock, sfn: Any) -> None:
 
 def test_start_retries_exhausted_fail_with_the_service_message(clock: Clock, sfn: Any) -> None:
     sf, stub, calls = sfn
-    for _ in range(h.MAX_ATTEMPTS):
+    for _ in range(runtime.MAX_ATTEMPTS):
         error(stub, "start_execution", "ThrottlingException", message="Rate exceeded")
     clock.end = 3600.0  # attempts are the limit here, not time
     body = answer(event(), clock, sf)
     assert body["Status"] == "FAILED"
     assert "ThrottlingException" in body["Reason"] and "Rate exceeded" in body["Reason"]
     assert body["PhysicalResourceId"] == NAME  # the rollback's Delete reaches the run
-    assert len(calls) == h.MAX_ATTEMPTS and len(clock.sleeps) == h.MAX_ATTEMPTS - 1
+    assert len(calls) == runtime.MAX_ATTEMPTS and len(clock.sleeps) == runtime.MAX_ATTEMPTS - 1
 
 
 @pytest.mark.parametrize(
@@ -270,13 +273,13 @@ def test_throttling_until_the_lambda_runs_out_answers_failed_in_time(
     body = answer(event(), clock, sf)
     assert body["Status"] == "FAILED"
     assert "Gave up on start_execution" in body["Reason"] and "Rate exceeded" in body["Reason"]
-    last_start = clock.end - h.RESPONSE_RESERVE - h.CALL_SECONDS
+    last_start = clock.end - runtime.RESPONSE_RESERVE - runtime.CALL_SECONDS
     assert calls and all(at <= last_start for _, at in calls)
 
 
 def test_too_little_time_from_the_start_answers_without_calling(sfn: Any) -> None:
     sf, _, calls = sfn
-    late = Clock(lambda_seconds=h.RESPONSE_RESERVE + h.CALL_SECONDS - 1)
+    late = Clock(lambda_seconds=runtime.RESPONSE_RESERVE + runtime.CALL_SECONDS - 1)
     body = answer(event(), late, sf)
     assert body["Status"] == "FAILED" and "too little" in body["Reason"] and calls == []
 
@@ -342,7 +345,7 @@ def test_delete_succeeds_whatever_the_stop_answers(
     clock: Clock, sfn: Any, code: str, status: int
 ) -> None:
     sf, stub, _ = sfn
-    attempts = h.MAX_ATTEMPTS if status >= 500 else 1
+    attempts = runtime.MAX_ATTEMPTS if status >= 500 else 1
     for _ in range(attempts):
         error(stub, "stop_execution", code, status)
     clock.end = 3600.0
@@ -429,7 +432,7 @@ def test_hostile_properties_fail_with_a_clear_reason_and_no_call(
     ev["PhysicalResourceId"] = "previous-run" if request_type == "Update" else None
     body = answer(ev, clock, sf)
     assert body["Status"] == "FAILED" and reason in body["Reason"], body["Reason"]
-    assert len(body["Reason"]) <= h.MAX_REASON and calls == []
+    assert len(body["Reason"]) <= runtime.MAX_REASON and calls == []
 
 
 def test_a_level_needing_too_many_workers_fails(clock: Clock, sfn: Any) -> None:
@@ -563,11 +566,11 @@ def test_advance_retries_throttled_reads_and_writes_then_signals(s3: Any) -> Non
 def test_advance_retries_exhausted_raise_the_service_message_for_the_catch(s3: Any) -> None:
     client_, stub, calls = s3
     clock = Clock(3600.0)
-    for _ in range(h.MAX_ATTEMPTS):
+    for _ in range(runtime.MAX_ATTEMPTS):
         error(stub, "get_object", "SlowDown", 503, "Please reduce your request rate.")
     with pytest.raises(ClientError, match="reduce your request rate") as raised:
         advance(pending_state(), client_, clock, Puts(clock))
-    assert len(calls) == h.MAX_ATTEMPTS
+    assert len(calls) == runtime.MAX_ATTEMPTS
     # The workflow's catch then signals FAILURE with that message.
     puts = Puts(clock)
     cause = json.dumps({"errorType": "ClientError", "errorMessage": str(raised.value)})
@@ -593,9 +596,9 @@ def test_advance_access_denied_is_raised_at_once(s3: Any) -> None:
 def test_advance_out_of_time_raises_before_the_lambda_dies(s3: Any) -> None:
     client_, stub, calls = s3
     clock = Clock(ADVANCE_TIMEOUT)
-    clock.now = ADVANCE_TIMEOUT - h.RESPONSE_RESERVE - h.CALL_SECONDS - 0.4
+    clock.now = ADVANCE_TIMEOUT - runtime.RESPONSE_RESERVE - runtime.CALL_SECONDS - 0.4
     error(stub, "get_object", "ServiceUnavailable", 503)
-    with pytest.raises(h.OutOfTime, match="Gave up on get_object after ClientError"):
+    with pytest.raises(runtime.OutOfTime, match="Gave up on get_object after ClientError"):
         advance(pending_state(), client_, clock, Puts(clock))
     assert clock.sleeps == [] and len(calls) == 1
 
@@ -686,7 +689,7 @@ def test_report_error_signals_any_caught_error_within_limits(caught: Any) -> Non
     state = {**pending_state(), "Error": caught}
     assert h.report_error(state, put=puts, budget=clock.budget())["Outcome"] == "FAILURE"
     (_, signal, _), *_ = puts
-    assert signal["Status"] == "FAILURE" and len(signal["Reason"]) <= h.MAX_REASON
+    assert signal["Status"] == "FAILURE" and len(signal["Reason"]) <= runtime.MAX_REASON
 
 
 @pytest.mark.parametrize(
@@ -775,7 +778,7 @@ def test_worker_never_sleeps_past_its_lambda(s3: Any) -> None:
     clock = worker_clock()
     clock.now = clock.end - 0.3  # the backoff (0.5 s) would outlast the Lambda
     error(stub, "put_object", "SlowDown", 503)
-    with pytest.raises(h.OutOfTime, match="Gave up on put_object after ClientError"):
+    with pytest.raises(runtime.OutOfTime, match="Gave up on put_object after ClientError"):
         run_worker(worker_event(), client_, clock)
     assert clock.sleeps == [] and len(calls) == 1
 

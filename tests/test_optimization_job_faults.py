@@ -46,6 +46,7 @@ from cdk_sagemaker_llm.constructs.optimization_job import (
     OptimizationTechnique,
     QuantizationMethod,
 )
+from cdk_sagemaker_llm.lambdas import runtime_support as runtime
 from cdk_sagemaker_llm.lambdas.optimization_job import handler as h
 
 HANDLER_TIMEOUT = 120.0  # the construct's Handler function
@@ -204,7 +205,9 @@ def answer(
     body = h.respond(ev, puts, lambda: run(budget), budget)
     (url, sent, at) = puts[-1]
     assert url == ev["ResponseURL"] and sent == body
-    assert at + h.PUT_TIMEOUT <= clock.end, "the answer must be sent before the Lambda times out"
+    assert at + runtime.PUT_TIMEOUT <= clock.end, (
+        "the answer must be sent before the Lambda times out"
+    )
     return body
 
 
@@ -267,15 +270,17 @@ def test_retries_exhausted_fail_with_the_service_message(
     clock: Clock, sagemaker: Any, sfn: Any
 ) -> None:
     (sm, sm_stub, calls), (sf, _, _) = sagemaker, sfn
-    for _ in range(h.MAX_ATTEMPTS):
+    for _ in range(runtime.MAX_ATTEMPTS):
         error(sm_stub, "create_optimization_job", "ThrottlingException", message="Rate exceeded")
     clock.end = 3600.0  # time is not the limit here, attempts are
     body = answer(event("Create"), clock, job_event(sm, sf)(event("Create")))
     assert body["Status"] == "FAILED"
     assert "ThrottlingException" in body["Reason"] and "Rate exceeded" in body["Reason"]
     assert body["PhysicalResourceId"] == NAME  # the rollback's Delete reaches the job's name
-    assert len(calls) == h.MAX_ATTEMPTS and len(clock.sleeps) == h.MAX_ATTEMPTS - 1
-    caps = [min(h.MAX_DELAY, h.BASE_DELAY * 2**n) for n in range(h.MAX_ATTEMPTS - 1)]
+    assert len(calls) == runtime.MAX_ATTEMPTS and len(clock.sleeps) == runtime.MAX_ATTEMPTS - 1
+    caps = [
+        min(runtime.MAX_DELAY, runtime.BASE_DELAY * 2**n) for n in range(runtime.MAX_ATTEMPTS - 1)
+    ]
     assert clock.sleeps == [cap * 0.5 for cap in caps]
 
 
@@ -349,14 +354,14 @@ def test_throttling_until_the_lambda_runs_out_answers_failed_in_time(
     assert body["Status"] == "FAILED"
     assert "Gave up on create_optimization_job" in body["Reason"]
     assert "Rate exceeded" in body["Reason"]
-    last_start = clock.end - h.RESPONSE_RESERVE - h.CALL_SECONDS
+    last_start = clock.end - runtime.RESPONSE_RESERVE - runtime.CALL_SECONDS
     assert calls and all(at <= last_start for _, at in calls), calls
     assert len(calls) == 3
 
 
 def test_too_little_time_from_the_start_answers_without_calling(sagemaker: Any, sfn: Any) -> None:
     (sm, _, calls), (sf, _, _) = sagemaker, sfn
-    late = Clock(lambda_seconds=h.RESPONSE_RESERVE + h.CALL_SECONDS - 1)
+    late = Clock(lambda_seconds=runtime.RESPONSE_RESERVE + runtime.CALL_SECONDS - 1)
     body = answer(event("Create"), late, job_event(sm, sf)(event("Create")))
     assert body["Status"] == "FAILED" and "too little" in body["Reason"]
     assert calls == []
@@ -366,7 +371,9 @@ def test_a_backoff_that_would_outlast_the_budget_is_not_slept(
     clock: Clock, sagemaker: Any, sfn: Any
 ) -> None:
     (sm, sm_stub, calls), (sf, _, _) = sagemaker, sfn
-    clock.now = clock.end - h.RESPONSE_RESERVE - h.CALL_SECONDS - 0.4  # room for a call, not a wait
+    clock.now = (
+        clock.end - runtime.RESPONSE_RESERVE - runtime.CALL_SECONDS - 0.4
+    )  # room for a call, not a wait
     error(sm_stub, "create_optimization_job", "ServiceUnavailable", 503)
     body = answer(event("Create"), clock, job_event(sm, sf)(event("Create")))
     assert body["Status"] == "FAILED" and "ServiceUnavailable" in body["Reason"]
@@ -748,7 +755,7 @@ def test_hostile_properties_fail_with_a_clear_reason_and_no_call(
     assert body["Status"] == "FAILED"
     assert reason in body["Reason"], body["Reason"]
     assert sm_calls == [] and sf_calls == []
-    assert len(body["Reason"]) <= h.MAX_REASON
+    assert len(body["Reason"]) <= runtime.MAX_REASON
     # An Update keeps its old physical id; a Create gets a placeholder that Delete ignores.
     assert body["PhysicalResourceId"] == (NAME if request_type == "Update" else "failed-request-1")
 
@@ -825,7 +832,7 @@ def test_the_response_put_is_retried_then_raises_for_lambdas_own_retry(clock: Cl
     always = Puts(clock, failures=99)
     with pytest.raises(OSError, match="connection reset"):
         h.respond(ev, always, lambda: {"PhysicalResourceId": "x", "Data": {}}, clock.budget())
-    assert always.failures == 99 - h.PUT_ATTEMPTS
+    assert always.failures == 99 - runtime.PUT_ATTEMPTS
 
 
 def test_unknown_resource_types_and_non_object_events_answer_failed(
@@ -981,7 +988,7 @@ def test_poll_out_of_time_before_the_deadline_waits_for_the_next_iteration(
     error(sm_stub, "describe_optimization_job", "ThrottlingException")
     result, signals = poll(sm, poller_clock, Throttled=2)
     assert result["Done"] is False and result["Throttled"] == 3 and signals == []
-    last_start = poller_clock.end - h.RESPONSE_RESERVE - h.CALL_SECONDS
+    last_start = poller_clock.end - runtime.RESPONSE_RESERVE - runtime.CALL_SECONDS
     assert all(at <= last_start for _, at in calls) and len(calls) == 2
     assert poller_clock.now < poller_clock.end
 
@@ -1085,7 +1092,7 @@ def test_poll_state_that_is_not_an_object_raises_a_clear_error(poller_sagemaker:
 def test_error_signal_tolerates_any_caught_error(error_value: Any) -> None:
     body = h.error_signal({"JobName": "../../x", "HandleUrl": HANDLE, "Error": error_value})
     assert body["Status"] == "FAILURE" and body["UniqueId"] == "optimization-job"
-    assert len(body["Reason"]) <= h.MAX_REASON
+    assert len(body["Reason"]) <= runtime.MAX_REASON
 
 
 # ===== what the construct synthesizes passes the checks ========================================

@@ -11,6 +11,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from cdk_sagemaker_llm.lambdas import runtime_support as runtime
 from cdk_sagemaker_llm.lambdas.optimization_job import handler as h
 
 HANDLE = "https://cloudformation-waitcondition-us-west-2.s3.amazonaws.com/arn%3Aaws/handle?sig=1"
@@ -361,7 +362,7 @@ def test_throttling_that_never_ends_fails_with_the_job_name_as_physical_id(
     sagemaker: Any, sfn: Any
 ) -> None:
     (sm, sm_stub), (sf, _) = sagemaker, sfn
-    for _ in range(h.MAX_ATTEMPTS):
+    for _ in range(runtime.MAX_ATTEMPTS):
         sm_stub.add_client_error(
             "create_optimization_job",
             service_error_code="ThrottlingException",
@@ -564,7 +565,7 @@ def test_poll_of_a_running_job_continues_without_signalling(sagemaker: Any) -> N
 def test_poll_throttled_waits_for_the_next_iteration(sagemaker: Any) -> None:
     sm, sm_stub = sagemaker
     name = expected_name()
-    for _ in range(h.MAX_ATTEMPTS):
+    for _ in range(runtime.MAX_ATTEMPTS):
         sm_stub.add_client_error(
             "describe_optimization_job",
             service_error_code="ThrottlingException",
@@ -611,7 +612,7 @@ def test_error_signal_carries_the_caught_cause() -> None:
         "UniqueId": "j",
         "Data": "",
     }
-    assert len(h.wait_condition_signal("FAILURE", "x" * 5000, "j")["Reason"]) == h.MAX_REASON
+    assert len(h.wait_condition_signal("FAILURE", "x" * 5000, "j")["Reason"]) == runtime.MAX_REASON
 
 
 def test_repository_arn_parsing() -> None:

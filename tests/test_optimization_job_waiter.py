@@ -25,6 +25,7 @@ from cdk_sagemaker_llm.constructs.optimization_job import (
     OptimizationTechnique,
     QuantizationMethod,
 )
+from cdk_sagemaker_llm.lambdas import runtime_support as runtime
 from cdk_sagemaker_llm.lambdas.optimization_job import handler as h
 
 START = 1_700_000_000.0
@@ -329,7 +330,7 @@ def test_throttled_polls_just_wait_for_the_next_iteration() -> None:
 
     def throttled_at_first(state: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         if not results:
-            sagemaker.throttle_next = 3 * h.MAX_ATTEMPTS  # three whole iterations throttled
+            sagemaker.throttle_next = 3 * runtime.MAX_ATTEMPTS  # three whole iterations throttled
         results.append(h.poll_step(state, **kwargs))
         return results[-1]
 

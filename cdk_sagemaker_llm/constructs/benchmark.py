@@ -37,24 +37,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from pathlib import Path
 from typing import Any
 
-import jsii
 from aws_cdk import (
     ArnFormat,
-    AssetHashType,
-    BundlingOptions,
     CfnResource,
     CustomResource,
-    DockerImage,
     Duration,
-    ILocalBundling,
     Names,
     RemovalPolicy,
     Stack,
@@ -71,6 +63,7 @@ from constructs import Construct
 from ..benchmarking import KneeRule
 from .deploy_time import (
     CUSTOM_RESOURCE_TIMEOUT,
+    HandlerAsset,
     HandlerPlacement,
     depend_on_policy_only,
     handler_function,
@@ -83,15 +76,21 @@ from .nag import acknowledge, acknowledge_wildcard_resources
 from .pricing import DEFAULT_PRICE_LIST, PriceList
 from .validation import ValidationError, check_range, is_unresolved
 
-PACKAGE_ROOT = Path(__file__).resolve().parent.parent
-HANDLER_FILES = ("lambdas/benchmark/__init__.py", "lambdas/benchmark/handler.py")
-ENGINE_DIRECTORY = "benchmarking"
-INDEX = (
-    '"""Lambda entry points of EndpointBenchmark."""\n\n'
+HANDLER_ASSET = HandlerAsset(
+    sources=(
+        "lambdas/runtime_support.py",
+        "lambdas/benchmark/__init__.py",
+        "lambdas/benchmark/handler.py",
+        "benchmarking",
+    ),
+    entry_module="index",
+    entry_source='"""Lambda entry points of EndpointBenchmark."""\n\n'
     "from cdk_sagemaker_llm.lambdas.benchmark.handler import advance, on_event, worker\n\n"
-    '__all__ = ["advance", "on_event", "worker"]\n'
+    '__all__ = ["advance", "on_event", "worker"]\n',
 )
-STUB = '"""Stub package of the Lambda asset: the benchmark engine and handlers, no aws_cdk."""\n'
+"""The handlers and the benchmark engine (boto3/botocore and the standard library only)."""
+bundle_handler = HANDLER_ASSET.bundle
+asset_hash = HANDLER_ASSET.hash
 
 RESOURCE_TYPE = "Custom::SageMakerEndpointBenchmark"
 OUTPUT_RESOURCE_TYPE = "Custom::SageMakerEndpointBenchmarkOutput"
@@ -141,61 +140,6 @@ class BenchmarkGate:
     min_output_tokens_per_s: float | None = None
     """Fail when the max output throughput (within the knee rule's SLO) is below this.
     Default: not checked."""
-
-
-# ----- the Lambda asset (no Docker) ----------------------------------------------------------
-
-
-def asset_files() -> list[tuple[str, Path]]:
-    """``(path in the asset, source file)`` of every file the handlers need, sorted."""
-    files = [(f"cdk_sagemaker_llm/{name}", PACKAGE_ROOT / name) for name in HANDLER_FILES]
-    engine = PACKAGE_ROOT / ENGINE_DIRECTORY
-    files += [
-        (f"cdk_sagemaker_llm/{ENGINE_DIRECTORY}/{path.name}", path)
-        for path in sorted(engine.glob("*.py"))
-    ]
-    return sorted(files)
-
-
-def bundle_handler(output_dir: str | os.PathLike[str]) -> None:
-    """Lay the asset out in ``output_dir``: ``index.py`` (entry points) and the handlers with
-    the benchmark engine under a stub ``cdk_sagemaker_llm`` package that imports no aws_cdk."""
-    out = Path(output_dir)
-    for target, source in asset_files():
-        (out / target).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, out / target)
-    (out / "cdk_sagemaker_llm" / "__init__.py").write_text(STUB)
-    (out / "cdk_sagemaker_llm" / "lambdas" / "__init__.py").write_text(STUB)
-    (out / "index.py").write_text(INDEX)
-
-
-def asset_hash() -> str:
-    """A hash of the asset's sources (paths and contents): deterministic, Docker-free."""
-    digest = hashlib.sha256(INDEX.encode() + STUB.encode())
-    for target, source in asset_files():
-        digest.update(target.encode() + b"\0" + source.read_bytes() + b"\0")
-    return digest.hexdigest()
-
-
-@jsii.implements(ILocalBundling)
-class _LocalBundling:
-    """Bundles by copying files (never Docker)."""
-
-    def try_bundle(self, output_dir: str, *_options: Any, **_keywords: Any) -> bool:
-        bundle_handler(output_dir)
-        return True
-
-
-def handler_code() -> lambda_.Code:
-    """The handlers' Lambda code, bundled locally (the Docker image is never pulled)."""
-    return lambda_.Code.from_asset(
-        str(PACKAGE_ROOT / "lambdas" / "benchmark"),
-        asset_hash_type=AssetHashType.CUSTOM,
-        asset_hash=asset_hash(),
-        bundling=BundlingOptions(
-            image=DockerImage.from_registry("unused-local-bundling"), local=_LocalBundling()
-        ),
-    )
 
 
 # ----- the construct -------------------------------------------------------------------------
@@ -431,7 +375,7 @@ class EndpointBenchmark(Construct):
         ``<results_prefix><run name>/``."""
         objects = self.results_bucket.arn_for_objects(f"{results_prefix}{stem}-*")
 
-        code = handler_code()
+        code = HANDLER_ASSET.code()
         worker = handler_function(
             self,
             "Worker",

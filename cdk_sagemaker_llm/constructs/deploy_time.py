@@ -4,11 +4,26 @@ their own role and log group, and a logged Step Functions Standard workflow that
 
 from __future__ import annotations
 
+import hashlib
+import os
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from aws_cdk import CfnResource, CustomResource, Duration, RemovalPolicy, Stack
+import jsii
+from aws_cdk import (
+    AssetHashType,
+    BundlingOptions,
+    CfnResource,
+    CustomResource,
+    DockerImage,
+    Duration,
+    ILocalBundling,
+    RemovalPolicy,
+    Stack,
+)
 from aws_cdk import aws_cloudformation as cloudformation
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -46,6 +61,80 @@ class HandlerPlacement:
     log_encryption_key: kms.IKey | None = None
     """Customer key for the handler and workflow log groups; default CloudWatch Logs' own
     encryption."""
+
+
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+"""The ``cdk_sagemaker_llm`` package directory, where handler sources live."""
+_STUB = '"""Stub package of a Lambda asset: handler modules only, no aws_cdk."""\n'
+
+
+@dataclass(frozen=True)
+class HandlerAsset:
+    """A Lambda asset bundled by copying files, never through Docker.
+
+    The handler modules keep their place under a stub ``cdk_sagemaker_llm`` package (whose
+    ``__init__`` imports no aws_cdk), so their relative imports (``..runtime_support``, the
+    benchmark engine) work the same in the repository and in the Lambda; a top-level
+    ``<entry_module>.py`` re-exports the entry points for the function's ``handler`` setting.
+    """
+
+    sources: tuple[str, ...]
+    """Files or directories (their ``*.py``), relative to the package directory."""
+    entry_module: str
+    """The top-level module name, e.g. ``index`` for handlers named ``index.on_event``."""
+    entry_source: str
+    """That module's source: imports of the entry points."""
+
+    def files(self) -> list[tuple[str, Path]]:
+        """``(path in the asset, source file)`` of every file copied, sorted."""
+        files: list[tuple[str, Path]] = []
+        for source in self.sources:
+            path = PACKAGE_ROOT / source
+            found = sorted(path.glob("*.py")) if path.is_dir() else [path]
+            files += [(f"cdk_sagemaker_llm/{f.relative_to(PACKAGE_ROOT)}", f) for f in found]
+        return sorted(files)
+
+    def bundle(self, output_dir: str | os.PathLike[str]) -> None:
+        """Lay the asset out in ``output_dir``."""
+        out = Path(output_dir)
+        for target, source in self.files():
+            (out / target).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, out / target)
+        for package in ("cdk_sagemaker_llm", "cdk_sagemaker_llm/lambdas"):
+            (out / package / "__init__.py").write_text(_STUB)
+        (out / f"{self.entry_module}.py").write_text(self.entry_source)
+
+    def hash(self) -> str:
+        """A hash of the asset's sources (paths and contents): deterministic, Docker-free."""
+        digest = hashlib.sha256(self.entry_module.encode() + self.entry_source.encode())
+        digest.update(_STUB.encode())
+        for target, source in self.files():
+            digest.update(target.encode() + b"\0" + source.read_bytes() + b"\0")
+        return digest.hexdigest()
+
+    def code(self) -> lambda_.Code:
+        """The Lambda code, bundled locally (the placeholder Docker image is never pulled)."""
+        return lambda_.Code.from_asset(
+            str(PACKAGE_ROOT / "lambdas"),
+            asset_hash_type=AssetHashType.CUSTOM,
+            asset_hash=self.hash(),
+            bundling=BundlingOptions(
+                image=DockerImage.from_registry("unused-local-bundling"),
+                local=_CopyFiles(self),
+            ),
+        )
+
+
+@jsii.implements(ILocalBundling)
+class _CopyFiles:
+    """Local bundling that copies the asset's files (CDK then never runs Docker)."""
+
+    def __init__(self, asset: HandlerAsset) -> None:
+        self._asset = asset
+
+    def try_bundle(self, output_dir: str, *_options: Any, **_keywords: Any) -> bool:
+        self._asset.bundle(output_dir)
+        return True
 
 
 def _log_group(scope: Construct, id: str, key: kms.IKey | None) -> logs.LogGroup:

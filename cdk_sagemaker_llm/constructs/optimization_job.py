@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -76,6 +75,7 @@ from constructs import Construct
 
 from .deploy_time import (
     CUSTOM_RESOURCE_TIMEOUT,
+    HandlerAsset,
     HandlerPlacement,
     depend_on_policy_only,
     handler_function,
@@ -92,10 +92,18 @@ from .nag import acknowledge_wildcard_resources
 from .networking import place_in_vpc
 from .validation import SAGEMAKER_NAME, ValidationError, check_range
 
-HANDLER_DIRECTORY = os.path.join(
-    os.path.dirname(os.path.dirname(__file__)), "lambdas", "optimization_job"
+HANDLER_ASSET = HandlerAsset(
+    sources=(
+        "lambdas/runtime_support.py",
+        "lambdas/optimization_job/__init__.py",
+        "lambdas/optimization_job/handler.py",
+    ),
+    entry_module="handler",
+    entry_source='"""Lambda entry points of OptimizationJob."""\n\n'
+    "from cdk_sagemaker_llm.lambdas.optimization_job.handler import on_event, poll\n\n"
+    '__all__ = ["on_event", "poll"]\n',
 )
-"""The Lambda asset: plain Python + boto3 (the runtime's), no bundling."""
+"""The handlers: plain Python + boto3 (the runtime's), bundled without Docker."""
 
 DEPLOYMENT_INSTANCE_TYPES: tuple[str, ...] = (
     "ml.p4d.24xlarge",
@@ -481,9 +489,7 @@ class OptimizationJob(Construct):
             resource_name=f"{prefix}*",
             arn_format=ArnFormat.SLASH_RESOURCE_NAME,
         )
-        code = lambda_.Code.from_asset(
-            HANDLER_DIRECTORY, exclude=["__pycache__", "*.pyc", "__init__.py"]
-        )
+        code = HANDLER_ASSET.code()
         poller = handler_function(
             self,
             "Poller",

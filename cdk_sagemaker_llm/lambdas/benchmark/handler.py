@@ -47,17 +47,11 @@ import itertools
 import json
 import math
 import os
-import random
 import re
 import time
-import urllib.request
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
-
-from botocore.exceptions import ConnectionError as BotocoreConnectionError
-from botocore.exceptions import HTTPClientError
 
 from ...benchmarking import (
     BenchmarkResult,
@@ -72,6 +66,22 @@ from ...benchmarking import (
 )
 from ...benchmarking._clock import now as epoch_now
 from ...benchmarking.report import render_svg
+from ..runtime_support import (
+    HTTPS_URL,
+    Budget,
+    HandlerError,
+    Put,
+    Sleep,
+    call_with_retry,
+    error_code,
+    http_put,
+    send,
+    shown,
+    truncate,
+    wait_condition_signal,
+)
+from ..runtime_support import client as _client
+from ..runtime_support import explain as explain_failure
 
 RESOURCE_TYPE = "Custom::SageMakerEndpointBenchmark"
 OUTPUT_RESOURCE_TYPE = "Custom::SageMakerEndpointBenchmarkOutput"
@@ -91,168 +101,26 @@ MAX_WORKER_CAPACITY = 1024
 MAX_WORKERS = 64
 MAX_REQUESTS = 100_000
 MAX_TOKENS = 200_000
-MAX_REASON = 1000
 FORMATS = ("auto", "lmi", "tgi")
 REQUEST_TYPES = ("Create", "Update", "Delete")
 MAX_SWEEP_SECONDS = 43_200
 
-RETRYABLE_ERRORS = frozenset(
-    {
-        "ThrottlingException",
-        "Throttling",
-        "ThrottledException",
-        "TooManyRequestsException",
-        "RequestLimitExceeded",
-        "SlowDown",
-        "ServiceUnavailable",
-        "InternalFailure",
-        "InternalError",
-        "InternalServerError",
-        "RequestTimeout",
-    }
-)
-MAX_ATTEMPTS = 6
-BASE_DELAY = 1.0
-MAX_DELAY = 20.0
-"""Backoff before retry ``n`` (0-based): uniform in [0, min(MAX_DELAY, BASE_DELAY * 2**n)]."""
-CONNECT_TIMEOUT = 5
-READ_TIMEOUT = 20
-CALL_SECONDS = float(CONNECT_TIMEOUT + READ_TIMEOUT)
-"""The longest one API call can take (botocore makes one attempt; see ``_client``)."""
 WORKER_CALL_SECONDS = 0.0
 """A worker writes its samples with whatever time its margin (``WORKER_MARGIN_S``) left: one PUT
 usually takes well under a second, and giving up would lose the level for sure. Retries still
 sleep only when the backoff ends before the Lambda does."""
-PUT_TIMEOUT = 10
-PUT_ATTEMPTS = 3
-RESPONSE_RESERVE = 15.0
-"""Lambda time kept back for the PUT that answers CloudFormation (or signals the handle)."""
 
-Put = Callable[[str, Mapping[str, Any]], None]
 Clock = Callable[[], float]
-Sleep = Callable[[float], None]
 
 
 class EventError(ValueError):
     """A malformed event or property: permanent, reported with the offending field."""
 
 
-class HandlerError(Exception):
-    """A failure reported to CloudFormation as the custom resource's reason.
-
-    ``physical_id`` (when known) is reported with the failure, so that the rollback's Delete
-    reaches the run that may have started, which stops it.
-    """
-
-    def __init__(self, message: str, physical_id: str | None = None) -> None:
-        super().__init__(message)
-        self.physical_id = physical_id
-
-
-class OutOfTime(HandlerError):
-    """Not enough of the Lambda's time is left for another call and what must follow it."""
-
-
-# ----- time budget and retries ---------------------------------------------------------------
-
-
-@dataclass
-class Budget:
-    """The time this invocation may still spend on calls, and how it waits between them.
-
-    ``remaining_ms`` is the Lambda context's ``get_remaining_time_in_millis`` (None: no limit);
-    ``reserve`` seconds are kept back for what must follow (the answer to CloudFormation, the
-    wait-condition signal); a call starts only with ``call_seconds`` left beyond that.
-    """
-
-    remaining_ms: Callable[[], float] | None = None
-    sleep: Sleep = time.sleep
-    jitter: Callable[[], float] = random.random
-    reserve: float = RESPONSE_RESERVE
-    call_seconds: float = CALL_SECONDS
-
-    @classmethod
-    def of(cls, context: Any, **kwargs: Any) -> Budget:
-        """The budget of a Lambda invocation (no limit when the context has no clock)."""
-        remaining = getattr(context, "get_remaining_time_in_millis", None)
-        return cls(remaining if callable(remaining) else None, **kwargs)
-
-    def total(self) -> float:
-        """Seconds until the Lambda times out."""
-        return math.inf if self.remaining_ms is None else float(self.remaining_ms()) / 1000.0
-
-    def left(self) -> float:
-        """Seconds that calls may still take, the reserve excluded."""
-        return self.total() - self.reserve
-
-    def backoff(self, attempt: int) -> float:
-        """Full-jitter exponential backoff before retry ``attempt`` (0-based)."""
-        return self.jitter() * min(MAX_DELAY, BASE_DELAY * 2.0**attempt)
-
-
-def is_transient(error: BaseException) -> bool:
-    """Throttling, a 5xx, or a connection that failed or timed out: worth another try."""
-    if error_code(error) in RETRYABLE_ERRORS:
-        return True
-    response = getattr(error, "response", None)
-    metadata = response.get("ResponseMetadata", {}) if isinstance(response, dict) else {}
-    status = metadata.get("HTTPStatusCode") if isinstance(metadata, dict) else None
-    if isinstance(status, int) and (status >= 500 or status == 429):
-        return True
-    return isinstance(error, BotocoreConnectionError | HTTPClientError)
-
-
 def explain(error: BaseException) -> str:
-    """A reason for CloudFormation: the service's own words for AWS errors."""
-    if isinstance(error, HandlerError | EventError):
-        return str(error)
-    return f"{type(error).__name__}: {error}"
-
-
-def call_with_retry(call: Callable[..., Any], budget: Budget, /, **kwargs: Any) -> Any:
-    """``call(**kwargs)``, retried with backoff and full jitter on transient errors.
-
-    No call starts unless ``budget`` leaves it ``call_seconds`` and no backoff sleeps past that
-    point: out of time, the last error is raised as ``OutOfTime``. Permanent errors and the
-    last transient one after ``MAX_ATTEMPTS`` are raised as they are.
-    """
-    operation = getattr(call, "__name__", "call")
-    last: Exception | None = None
-    for attempt in range(MAX_ATTEMPTS):
-        if budget.left() < budget.call_seconds:
-            raise _out_of_time(operation, last, budget) from last
-        try:
-            return call(**kwargs)
-        except Exception as error:
-            if not is_transient(error) or attempt == MAX_ATTEMPTS - 1:
-                raise
-            last = error
-            delay = budget.backoff(attempt)
-            if budget.left() < delay + budget.call_seconds:
-                raise _out_of_time(operation, last, budget) from error
-            budget.sleep(delay)
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _out_of_time(operation: str, last: Exception | None, budget: Budget) -> OutOfTime:
-    after = f" after {explain(last)}" if last is not None else ""
-    return OutOfTime(
-        f"Gave up on {operation}{after}: {max(budget.total(), 0.0):.0f} s of the Lambda's "
-        "time left, too little for another call"
-    )
-
-
-def send(url: str, body: Mapping[str, Any], put: Put, budget: Budget) -> None:
-    """PUT ``body``, retried with backoff while the Lambda has time; raises the last error."""
-    for attempt in range(PUT_ATTEMPTS):
-        try:
-            put(url, body)
-            return
-        except Exception:
-            delay = budget.backoff(attempt)
-            if attempt == PUT_ATTEMPTS - 1 or budget.total() < delay + PUT_TIMEOUT:
-                raise
-            budget.sleep(delay)
+    """A reason for CloudFormation: the field for a malformed event, else as ``runtime_support``
+    explains it (the service's own words for AWS errors)."""
+    return str(error) if isinstance(error, EventError) else explain_failure(error)
 
 
 # ----- validation of untrusted input ---------------------------------------------------------
@@ -272,7 +140,6 @@ RUN_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_-]{0,79}")
 STATE_MACHINE_ARN = re.compile(
     r"arn:aws[a-z-]*:states:[a-z0-9-]+:\d{1,12}:stateMachine:[a-zA-Z0-9_-]{1,80}"
 )
-HTTPS_URL = re.compile(r"https://[A-Za-z0-9.-]+(:\d+)?(/\S*)?")
 BUCKET = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._-]{1,61}[a-zA-Z0-9]")
 SAGEMAKER_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9])*")
 KEY_PREFIX = re.compile(r"[^\x00-\x1f\x7f]+")
@@ -292,12 +159,6 @@ RUN_KEYS = frozenset(
 )  # fmt: skip
 RULE_KEYS = frozenset({"MinGainPerDoubling", "SloMsPerToken", "MaxErrorRate"})
 GATE_KEYS = frozenset({"MaxP50MsPerToken", "MinKneeConcurrency", "MinOutputTokensPerS"})
-
-
-def shown(value: Any) -> str:
-    """``value`` for an error message: its repr, cut short."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _known(data: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:
@@ -491,26 +352,6 @@ def results_key(run: Mapping[str, Any], name: str) -> str:
 
 
 # ----- helpers -------------------------------------------------------------------------------
-
-
-def truncate(text: str, limit: int = MAX_REASON) -> str:
-    """``text`` cut to ``limit`` characters, marked when cut."""
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def error_code(error: BaseException) -> str:
-    """The AWS error code of a botocore ``ClientError`` (empty for anything else)."""
-    response = getattr(error, "response", None)
-    if not isinstance(response, dict):
-        return ""
-    return str(response.get("Error", {}).get("Code", ""))
-
-
-def wait_condition_signal(
-    status: str, reason: str, unique_id: str, data: str = ""
-) -> dict[str, str]:
-    """The JSON body CloudFormation expects on a wait-condition handle URL."""
-    return {"Status": status, "Reason": truncate(reason), "UniqueId": unique_id, "Data": data}
 
 
 def _fmt(value: float | None, digits: int = 1) -> str:
@@ -1228,34 +1069,6 @@ def report_error(
 
 
 # ----- Lambda entry points (real clients, real HTTP) -----------------------------------------
-
-
-def http_put(url: str, body: Mapping[str, Any]) -> None:  # pragma: no cover - network
-    """PUT ``body`` as JSON to a presigned S3 URL (custom resource response, wait handle)."""
-    data = json.dumps(body).encode()
-    request = urllib.request.Request(
-        url, data=data, method="PUT", headers={"Content-Type": "", "Content-Length": str(len(data))}
-    )
-    with urllib.request.urlopen(request, timeout=PUT_TIMEOUT) as response:
-        response.read()
-
-
-def _client(service: str) -> Any:  # pragma: no cover - needs AWS
-    """A client whose every call is bounded in time and not retried by botocore.
-
-    Retries are ``call_with_retry``'s, which knows how much of the Lambda's time is left;
-    botocore retrying as well would multiply the attempts and hide the time they take.
-    """
-    import boto3
-    from botocore.config import Config
-
-    config = Config(
-        retries={"mode": "standard", "total_max_attempts": 1},
-        connect_timeout=CONNECT_TIMEOUT,
-        read_timeout=READ_TIMEOUT,
-    )
-    factory: Callable[..., Any] = boto3.client
-    return factory(service, config=config)
 
 
 def respond(

@@ -37,17 +37,30 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import math
-import random
 import re
 import time
-import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import ConnectionError as BotocoreConnectionError
-from botocore.exceptions import HTTPClientError
+from ..runtime_support import (
+    HTTPS_URL,
+    Budget,
+    HandlerError,
+    OutOfTime,
+    Put,
+    Sleep,
+    call_with_retry,
+    error_code,
+    explain,
+    http_put,
+    is_transient,
+    send,
+    shown,
+    truncate,
+    wait_condition_signal,
+)
+from ..runtime_support import client as _client
 
 JOB_RESOURCE_TYPE = "Custom::SageMakerOptimizationJob"
 OUTPUT_RESOURCE_TYPE = "Custom::SageMakerOptimizationJobOutput"
@@ -57,103 +70,17 @@ RUNNING = frozenset({"STARTING", "INPROGRESS"})
 """Statuses of a job that can still be stopped."""
 TERMINAL = frozenset({"COMPLETED", "FAILED", "STOPPED"})
 
-RETRYABLE_ERRORS = frozenset(
-    {
-        "ThrottlingException",
-        "Throttling",
-        "ThrottledException",
-        "TooManyRequestsException",
-        "RequestLimitExceeded",
-        "ServiceUnavailable",
-        "InternalFailure",
-        "InternalServerError",
-    }
-)
-MAX_ATTEMPTS = 6
-BASE_DELAY = 1.0
-MAX_DELAY = 20.0
-"""Backoff before retry ``n`` (0-based): uniform in [0, min(MAX_DELAY, BASE_DELAY * 2**n)]."""
-MAX_REASON = 1000
-"""CloudFormation shows reasons in stack events; keep them readable and within limits."""
-
-CONNECT_TIMEOUT = 5
-READ_TIMEOUT = 20
-CALL_SECONDS = float(CONNECT_TIMEOUT + READ_TIMEOUT)
-"""The longest one API call can take (botocore makes one attempt; see ``_client``)."""
-PUT_TIMEOUT = 10
-PUT_ATTEMPTS = 3
-RESPONSE_RESERVE = 15.0
-"""Lambda time kept back for the PUT that answers CloudFormation (or signals the handle)."""
 
 MAX_WAIT_SECONDS = 43_200
 """A CloudFormation wait condition's longest timeout (12 hours)."""
 INT32_MAX = 2**31 - 1
-
-Sleep = Callable[[float], None]
-Put = Callable[[str, Mapping[str, Any]], None]
-
-
-class HandlerError(Exception):
-    """A failure reported to CloudFormation as the custom resource's reason.
-
-    ``physical_id`` (when known) is reported with the failure, so that CloudFormation's
-    rollback sends its Delete to the job that may have been created, which stops it.
-    """
-
-    def __init__(self, message: str, physical_id: str | None = None) -> None:
-        super().__init__(message)
-        self.physical_id = physical_id
 
 
 class InvalidEvent(HandlerError):
     """An event or property that fails validation; its message names the field."""
 
 
-class OutOfTime(HandlerError):
-    """Not enough of the Lambda's time is left for another call and the answer."""
-
-
-# ----- time budget and retries -----------------------------------------------------------------
-
-
-@dataclass
-class Budget:
-    """The time this invocation may still spend on calls, and how it waits between them.
-
-    ``remaining_ms`` is the Lambda context's ``get_remaining_time_in_millis`` (None: no
-    limit, as in tests that do not care); ``reserve`` seconds are kept back for the answer.
-    """
-
-    remaining_ms: Callable[[], float] | None = None
-    sleep: Sleep = time.sleep
-    jitter: Callable[[], float] = random.random
-    reserve: float = RESPONSE_RESERVE
-
-    @classmethod
-    def of(cls, context: Any, sleep: Sleep = time.sleep) -> Budget:
-        """The budget of a Lambda invocation (no limit when the context has no clock)."""
-        remaining = getattr(context, "get_remaining_time_in_millis", None)
-        return cls(remaining if callable(remaining) else None, sleep)
-
-    def total(self) -> float:
-        """Seconds until the Lambda times out."""
-        return math.inf if self.remaining_ms is None else float(self.remaining_ms()) / 1000.0
-
-    def left(self) -> float:
-        """Seconds that calls may still take, the answer's reserve excluded."""
-        return self.total() - self.reserve
-
-    def backoff(self, attempt: int) -> float:
-        """Full-jitter exponential backoff before retry ``attempt`` (0-based)."""
-        return self.jitter() * min(MAX_DELAY, BASE_DELAY * 2.0**attempt)
-
-
-def error_code(error: BaseException) -> str:
-    """The AWS error code of a botocore ``ClientError`` (empty for anything else)."""
-    response = getattr(error, "response", None)
-    if not isinstance(response, dict):
-        return ""
-    return str(response.get("Error", {}).get("Code", ""))
+# ----- errors SageMaker reports ----------------------------------------------------------------
 
 
 def error_message(error: BaseException) -> str:
@@ -164,63 +91,12 @@ def error_message(error: BaseException) -> str:
     return str(response.get("Error", {}).get("Message", ""))
 
 
-def is_transient(error: BaseException) -> bool:
-    """Throttling, a 5xx, or a connection that failed or timed out: worth another try."""
-    if error_code(error) in RETRYABLE_ERRORS:
-        return True
-    response = getattr(error, "response", None)
-    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode") if response else None
-    if isinstance(status, int) and (status >= 500 or status == 429):
-        return True
-    return isinstance(error, BotocoreConnectionError | HTTPClientError)
-
-
 def is_absent(error: BaseException) -> bool:
     """SageMaker's answer about a job that does not exist."""
     code = error_code(error)
     message = error_message(error).lower()
     return code == "ResourceNotFound" or (
         code == "ValidationException" and ("not exist" in message or "not found" in message)
-    )
-
-
-def explain(error: BaseException) -> str:
-    """A reason for CloudFormation: the service's own words for AWS errors."""
-    if isinstance(error, HandlerError):
-        return str(error)
-    return f"{type(error).__name__}: {error}"
-
-
-def call_with_retry(call: Callable[..., Any], budget: Budget, /, **kwargs: Any) -> Any:
-    """``call(**kwargs)``, retried with backoff and jitter on transient errors.
-
-    No call starts unless ``budget`` leaves it time to finish (``CALL_SECONDS``) and no backoff
-    sleeps past that point: out of time, the last error is raised as ``OutOfTime``, so the
-    handler still answers before its Lambda times out.
-    """
-    operation = getattr(call, "__name__", "call")
-    last: Exception | None = None
-    for attempt in range(MAX_ATTEMPTS):
-        if budget.left() < CALL_SECONDS:
-            raise _out_of_time(operation, last, budget) from last
-        try:
-            return call(**kwargs)
-        except Exception as error:
-            if not is_transient(error) or attempt == MAX_ATTEMPTS - 1:
-                raise
-            last = error
-            delay = budget.backoff(attempt)
-            if budget.left() < delay + CALL_SECONDS:
-                raise _out_of_time(operation, last, budget) from error
-            budget.sleep(delay)
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _out_of_time(operation: str, last: Exception | None, budget: Budget) -> OutOfTime:
-    after = f" after {explain(last)}" if last is not None else ""
-    return OutOfTime(
-        f"Gave up on {operation}{after}: {max(budget.total(), 0.0):.0f} s of the Lambda's "
-        "time left, too little for another call and the answer"
     )
 
 
@@ -239,7 +115,6 @@ INSTANCE_TYPE = re.compile(r"ml\.[a-z0-9-]+\.[a-z0-9]+")
 KMS_KEY = re.compile(r"[a-zA-Z0-9:/_-]*")
 SECURITY_GROUP = re.compile(r"sg-[0-9a-z]{1,32}")
 SUBNET = re.compile(r"subnet-[0-9a-z]{1,32}")
-HTTPS_URL = re.compile(r"https://[A-Za-z0-9.-]+(:\d+)?(/\S*)?")
 IGNORED_PROPERTIES = frozenset({"ServiceToken", "ServiceTimeout"})
 """Properties CloudFormation itself adds to ``ResourceProperties``."""
 TECHNIQUES = frozenset(
@@ -250,12 +125,6 @@ TECHNIQUES = frozenset(
         "ModelSpeculativeDecodingConfig",
     }
 )
-
-
-def shown(value: Any) -> str:
-    """``value`` for an error message: its repr, cut short."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def check_mapping(
@@ -549,11 +418,6 @@ def job_name(stem: str, handle_url: str) -> str:
     return name
 
 
-def truncate(text: str, limit: int = MAX_REASON) -> str:
-    """``text`` cut to ``limit`` characters, marked when cut."""
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 _ECR_IMAGE = re.compile(
     r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?"
     r"/(?P<repository>[a-z0-9._/-]+)[:@]"
@@ -844,13 +708,6 @@ POLL_STATE_KEYS = frozenset({"Status", "Throttled", "Error"})
 """Keys the loop itself adds to the state the job handler starts it with."""
 
 
-def wait_condition_signal(
-    status: str, reason: str, unique_id: str, data: str = ""
-) -> dict[str, str]:
-    """The JSON body CloudFormation expects on a wait-condition handle URL."""
-    return {"Status": status, "Reason": truncate(reason), "UniqueId": unique_id, "Data": data}
-
-
 def check_state(state: Any, now: float) -> tuple[str, str, float]:
     """The poll state's job name, handle URL and deadline, checked (``InvalidEvent``).
 
@@ -970,48 +827,6 @@ def error_signal(state: Mapping[str, Any]) -> dict[str, str]:
 
 
 # ----- Lambda entry points (real clients, real HTTP) ------------------------------------------
-
-
-def http_put(url: str, body: Mapping[str, Any]) -> None:  # pragma: no cover - network
-    """PUT ``body`` as JSON to a presigned S3 URL (custom resource response, wait handle)."""
-    data = json.dumps(body).encode()
-    request = urllib.request.Request(
-        url, data=data, method="PUT", headers={"Content-Type": "", "Content-Length": str(len(data))}
-    )
-    with urllib.request.urlopen(request, timeout=PUT_TIMEOUT) as response:
-        response.read()
-
-
-def _client(service: str) -> Any:  # pragma: no cover - needs AWS
-    """A client whose every call is bounded in time and not retried by botocore.
-
-    Retries are ``call_with_retry``'s, which knows how much of the Lambda's time is left;
-    botocore retrying as well would multiply the attempts and hide the time they take.
-    """
-    import boto3
-    from botocore.config import Config
-
-    config = Config(
-        retries={"mode": "standard", "total_max_attempts": 1},
-        connect_timeout=CONNECT_TIMEOUT,
-        read_timeout=READ_TIMEOUT,
-    )
-    factory: Callable[..., Any] = boto3.client
-    return factory(service, config=config)
-
-
-def send(url: str, body: Mapping[str, Any], put: Put, budget: Budget) -> None:
-    """PUT ``body``, retried with backoff while the Lambda has time; raises the last error
-    (the function then fails and Lambda's own retry of the event runs it again)."""
-    for attempt in range(PUT_ATTEMPTS):
-        try:
-            put(url, body)
-            return
-        except Exception:
-            delay = budget.backoff(attempt)
-            if attempt == PUT_ATTEMPTS - 1 or budget.total() < delay + PUT_TIMEOUT:
-                raise
-            budget.sleep(delay)
 
 
 def respond(
