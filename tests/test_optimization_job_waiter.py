@@ -18,7 +18,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
 from conftest import new_stack
 
-from cdk_sagemaker_llm.constructs.instance_type import InstanceType
+from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.constructs.model_source import ModelSource
 from cdk_sagemaker_llm.constructs.optimization_job import (
     OptimizationJob,

@@ -13,11 +13,11 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from ..catalog.instance_types import InstanceType
 from .availability import require_inference_components
 from .data_capture import DataCapture
 from .deployment import RollingDeployment
 from .execution_role import create_execution_role, depend_on_role_policy
-from .instance_type import InstanceType
 from .model import Model
 from .networking import place_in_vpc
 from .validation import ValidationError, check_range, check_sagemaker_name

@@ -11,16 +11,16 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from ..catalog.instance_types import InstanceType
+from ..catalog.model_specs import ModelSpec
 from .deployment import RollingDeployment
 from .endpoint import INVOKE_ACTIONS, IEndpoint, InferenceComponentEndpoint, import_endpoint_by_name
+from .fit_check import check_fit
 from .images import ContainerImage
-from .instance_type import InstanceType
 from .model import Model, check_image_on_instance, merge_environment
 from .model_source import ModelSource, ModelSourceKind
-from .model_spec import ModelSpec
 from .plan_metadata import add_plan_metadata
 from .serving_options import ServingOptions
-from .sizing import check_fit
 from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
 
 if TYPE_CHECKING:
