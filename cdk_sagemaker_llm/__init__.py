@@ -27,18 +27,14 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .constructs.deployment import RollingDeployment
     from .constructs.endpoint import (
         Endpoint,
-        EndpointBase,
-        IEndpoint,
         InferenceComponentEndpoint,
         ProductionVariant,
         RoutingStrategy,
     )
+    from .constructs.endpoint_base import EndpointBase
     from .constructs.images import ContainerImage
-    from .constructs.inference_component import (
-        IInferenceComponent,
-        InferenceComponent,
-        InferenceComponentBase,
-    )
+    from .constructs.inference_component import InferenceComponent, InferenceComponentBase
+    from .constructs.interfaces import IEndpoint, IInferenceComponent
     from .constructs.model import Model
     from .constructs.model_source import ModelSource, ModelSourceKind
     from .constructs.optimization_job import (
@@ -73,11 +69,11 @@ _EXPORTS: dict[str, str] = {
     "DataType": ".constructs.serving_options",
     "DraftModelKind": ".constructs.speculative_decoding",
     "Endpoint": ".constructs.endpoint",
-    "EndpointBase": ".constructs.endpoint",
+    "EndpointBase": ".constructs.endpoint_base",
     "EndpointBenchmark": ".constructs.benchmark",
     "HandlerPlacement": ".constructs.deploy_time",
-    "IEndpoint": ".constructs.endpoint",
-    "IInferenceComponent": ".constructs.inference_component",
+    "IEndpoint": ".constructs.interfaces",
+    "IInferenceComponent": ".constructs.interfaces",
     "InferenceComponent": ".constructs.inference_component",
     "InferenceComponentBase": ".constructs.inference_component",
     "InferenceComponentEndpoint": ".constructs.endpoint",
