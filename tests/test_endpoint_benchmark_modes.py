@@ -1,6 +1,6 @@
-"""EndpointBenchmark handlers in open-loop and search modes, over loopback against the
-simulator: the Advance/worker loop of the workflow, levels split across workers, and the same
-results.json as the CLI."""
+"""EndpointBenchmark in open-loop and search modes: the construct's run and validation, and the
+handlers over loopback against the simulator (the Advance/worker loop of the workflow, levels
+split across workers, the same results.json as the CLI)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,24 @@ import threading
 from typing import Any
 
 import pytest
+from aws_cdk.assertions import Template
+from conftest import new_stack
 from test_endpoint_benchmark_handler import HANDLE, FakeS3, invoker, run_config
 
 from cdk_sagemaker_llm.benchmarking import BenchmarkResult
 from cdk_sagemaker_llm.benchmarking._clock import now
 from cdk_sagemaker_llm.benchmarking.arrivals import achieved_rate
+from cdk_sagemaker_llm.benchmarking.goodput import Slo
 from cdk_sagemaker_llm.benchmarking.simulator import Simulator, SimulatorConfig
+from cdk_sagemaker_llm.constructs.benchmark import (
+    DEFAULT_WORKER_RATE_CAPACITY,
+    Arrival,
+    BenchmarkGate,
+    BenchmarkSearch,
+    EndpointBenchmark,
+)
+from cdk_sagemaker_llm.constructs.inference_component import InferenceComponent
+from cdk_sagemaker_llm.constructs.validation import ValidationError
 from cdk_sagemaker_llm.lambdas.benchmark import handler as h
 
 
@@ -169,3 +181,101 @@ def test_a_searched_level_must_lie_in_the_range_and_a_swept_one_in_the_list() ->
     with pytest.raises(h.EventError, match="not a level of this run"):
         h.check_slice({"Level": 27.5, "Workers": 2, "Worker": 0, "StartAt": 1}, rate_run())
     assert HANDLE.startswith("https://")
+
+
+# ----- the construct ------------------------------------------------------------------------
+
+
+def synth_run(**props: Any) -> tuple[dict[str, Any], dict[str, Any], EndpointBenchmark]:
+    stack = new_stack()
+    component = InferenceComponent.from_inference_component_name(
+        stack, "Ic", inference_component_name="ic", endpoint_name="ep"
+    )
+    bench = EndpointBenchmark(stack, "Bench", inference_component=component, **props)
+    template = Template.from_stack(stack).to_json()
+    (custom,) = [
+        r
+        for r in template["Resources"].values()
+        if r["Type"] == "Custom::SageMakerEndpointBenchmark"
+    ]
+    return custom["Properties"]["Run"], custom["Metadata"]["cdk-sagemaker-llm:benchmark"], bench
+
+
+def test_the_construct_runs_a_rate_sweep_its_handler_accepts() -> None:
+    run, plan, bench = synth_run(
+        request_rates=[5, 10, 250], arrival=Arrival.CONSTANT, seed=7, max_concurrency=300,
+        slo=Slo(ttft_ms=500, fraction=0.9), gate=BenchmarkGate(min_sustainable_requests_per_s=8),
+    )  # fmt: skip
+    assert run["Mode"] == "rate" and run["Rates"] == [5, 10, 250] and run["Concurrencies"] == []
+    assert (run["Arrival"], run["Seed"], run["MaxConcurrency"]) == ("constant", 7, 300)
+    assert run["Slo"] == {"TtftMs": 500, "Fraction": 0.9}
+    assert run["Gate"] == {"MinSustainableRate": 8}
+    assert run["WorkerRateCapacity"] == DEFAULT_WORKER_RATE_CAPACITY
+    assert bench.max_workers == 3  # 250/s at 100/s per worker
+    assert plan["RequestRates"] == "5/s, 10/s, 250/s" and "constant" in plan["Arrival"]
+    assert "sustainable rate >= 8/s" in plan["Gate"] and "TTFT <= 500 ms" in plan["Goodput"]
+    assert plan["Workers"].startswith("up to 3")
+    checked = h.check_run(
+        {**run, "Name": "bench-1-abcdef", "HandleUrl": HANDLE, "Deadline": 1e9, "StartedAt": 1.0,
+         "Bucket": "results", "Prefix": "p/bench-1-abcdef/"}
+    )  # fmt: skip
+    assert checked["Mode"] == "rate" and h.workers_of(checked, 250) == 3
+    assert isinstance(bench.sustainable_requests_per_second, float)
+
+
+def test_the_construct_runs_searches_and_keeps_a_plain_sweeps_run_unchanged() -> None:
+    plain, _, _ = synth_run()
+    assert plain["Concurrencies"] == [1, 2, 4, 8, 16, 32]
+    assert not {"Mode", "Rates", "Search", "Slo", "WorkerRateCapacity"} & set(plain)
+    knee, plan, _ = synth_run(concurrencies=[1, 256], search=BenchmarkSearch.KNEE)
+    assert (knee["Search"], knee["SearchResolution"], knee["Concurrencies"]) == (
+        "knee",
+        0.25,
+        [1, 256],
+    )
+    assert plan["Search"].startswith("knee by bracketing")
+    rates, _, _ = synth_run(request_rates=[1, 512], search=BenchmarkSearch.MAX_RATE)
+    assert rates["Search"] == "max-rate" and "Slo" not in rates  # the handler's default: 95 %
+
+
+@pytest.mark.parametrize(
+    ("props", "prop"),
+    [
+        ({"concurrencies": [1, 2], "request_rates": [1]}, "request_rates"),
+        ({"request_rates": []}, "request_rates"),
+        ({"request_rates": [0]}, "request_rates[0]"),
+        ({"request_rates": [4, 2]}, "request_rates"),
+        ({"request_rates": [1, "2"]}, "request_rates[1]"),
+        ({"max_concurrency": 4}, "max_concurrency"),
+        ({"seed": 3}, "seed"),
+        ({"request_rates": [1], "seed": -1}, "seed"),
+        ({"request_rates": [1], "max_concurrency": 0}, "max_concurrency"),
+        ({"request_rates": [1], "arrival": "poisson"}, "arrival"),
+        ({"search": BenchmarkSearch.MAX_RATE}, "search"),
+        ({"request_rates": [1, 8], "search": BenchmarkSearch.KNEE}, "search"),
+        ({"search": "knee"}, "search"),
+        ({"search": BenchmarkSearch.KNEE, "search_resolution": 0}, "search_resolution"),
+        ({"slo": {"ttft_ms": 5}}, "slo"),
+        ({"request_rates": [1], "requests_per_level": 1}, "requests_per_level"),
+        ({"request_rates": [1], "worker_rate_capacity": 0}, "worker_rate_capacity"),
+        ({"request_rates": [10_000], "worker_rate_capacity": 100}, "worker_rate_capacity"),
+        ({"request_rates": [1], "max_concurrency": 4096, "worker_capacity": 16}, "worker_capacity"),
+        (
+            {"gate": BenchmarkGate(min_sustainable_requests_per_s=1)},
+            "gate.min_sustainable_requests_per_s",
+        ),
+        (
+            {"request_rates": [1], "gate": BenchmarkGate(min_knee_concurrency=2)},
+            "gate.min_knee_concurrency",
+        ),
+    ],
+)
+def test_every_invalid_mode_prop_names_itself(props: dict[str, Any], prop: str) -> None:
+    stack = new_stack()
+    component = InferenceComponent.from_inference_component_name(
+        stack, "Ic", inference_component_name="ic", endpoint_name="ep"
+    )
+    with pytest.raises(ValidationError) as raised:
+        EndpointBenchmark(stack, "Bench", inference_component=component, **props)
+    assert raised.value.prop == prop
+    assert raised.value.fix
