@@ -6,7 +6,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
-    from .benchmarking import KneeRule
+    from .benchmarking import KneeRule, Slo
     from .constructs import sizing
     from .constructs.autoscaling import (
         ComponentScaling,
@@ -18,7 +18,13 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
         TargetTrackingPolicy,
         VariantScaling,
     )
-    from .constructs.benchmark import BenchmarkGate, EndpointBenchmark, PayloadFormat
+    from .constructs.benchmark import (
+        Arrival,
+        BenchmarkGate,
+        BenchmarkSearch,
+        EndpointBenchmark,
+        PayloadFormat,
+    )
     from .constructs.data_capture import DataCapture
     from .constructs.deploy_time import HandlerPlacement
     from .constructs.deployment import RollingDeployment
@@ -62,7 +68,9 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
 _EXPORTS: dict[str, str] = {
     "Accelerator": ".constructs.instance_type",
     "AcceleratorKind": ".constructs.instance_type",
+    "Arrival": ".constructs.benchmark",
     "BenchmarkGate": ".constructs.benchmark",
+    "BenchmarkSearch": ".constructs.benchmark",
     "CompilationTarget": ".constructs.optimization_job",
     "ComponentScaling": ".constructs.autoscaling",
     "ContainerFamily": ".constructs.images",
@@ -82,6 +90,7 @@ _EXPORTS: dict[str, str] = {
     "InferenceComponentEndpoint": ".constructs.endpoint",
     "InstanceType": ".constructs.instance_type",
     "KneeRule": ".benchmarking",
+    "Slo": ".benchmarking",
     "LmiBackend": ".constructs.serving_options",
     "LmiOptions": ".constructs.serving_options",
     "Model": ".constructs.model",
