@@ -13,6 +13,7 @@ import pytest
 from aws_cdk.assertions import Template
 from conftest import new_stack
 from test_endpoint_benchmark_handler import HANDLE, FakeS3, invoker, run_config
+from test_endpoint_benchmark_waiter import as_cloudformation
 
 from cdk_sagemaker_llm.benchmarking import BenchmarkResult
 from cdk_sagemaker_llm.benchmarking._clock import now
@@ -105,7 +106,7 @@ def test_a_rate_sweep_splits_levels_across_workers_and_writes_the_cli_schema() -
 
 
 def test_a_knee_search_in_the_workflow_finds_the_simulators_batch() -> None:
-    config = SimulatorConfig(max_batch=4, step_base_s=0.002, step_per_sequence_s=0.0002)
+    config = SimulatorConfig(max_batch=4, step_base_s=0.004, step_per_sequence_s=0.0002)
     run = run_config(
         Concurrencies=[1, 64], Search="knee", OutputTokens=8, Rule={"MinGainPerDoubling": 0.25}
     )
@@ -220,6 +221,13 @@ def test_the_construct_runs_a_rate_sweep_its_handler_accepts() -> None:
          "Bucket": "results", "Prefix": "p/bench-1-abcdef/"}
     )  # fmt: skip
     assert checked["Mode"] == "rate" and h.workers_of(checked, 250) == 3
+    # CloudFormation hands the handler every scalar as a string.
+    resolved = {**run, "Bucket": "results"}
+    extra = {"Name": "bench-1-abcdef", "HandleUrl": HANDLE, "Deadline": 1e9, "StartedAt": 1.0,
+             "Prefix": "p/bench-1-abcdef/"}  # fmt: skip
+    assert h.check_run({**as_cloudformation(resolved), **extra}) == h.check_run(
+        {**resolved, **extra}
+    )
     assert isinstance(bench.sustainable_requests_per_second, float)
 
 

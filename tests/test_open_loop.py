@@ -212,7 +212,7 @@ def test_achieved_rate_and_schedule_at_a_sustainable_rate(arrival: str) -> None:
     by_id = {record.request_id: record for record in truth}
     lags = [s.schedule_lag_s for s in samples]
     assert all(lag is not None and lag >= 0 for lag in lags)
-    assert level.p50_schedule_lag_s is not None and level.p50_schedule_lag_s < 0.25 / rate
+    assert level.p50_schedule_lag_s is not None and level.p50_schedule_lag_s < 0.5 / rate
     for sample in samples:  # sent at the schedule, measured like the server saw it
         record = by_id[sample.request_id]
         assert sample.start <= record.arrival and record.end is not None
@@ -288,7 +288,7 @@ def test_knee_search_matches_a_full_sweep_with_half_its_requests() -> None:
     # Batch 4: throughput stops growing past 4 in flight; the full sweep's knee is 4. (More in
     # flight than the batch still fills the slot a finished request leaves until its client
     # sends the next one: a step in 8, about 12 %, hence a 25 % gain rule.)
-    config = SimulatorConfig(max_batch=4, step_base_s=0.002, step_per_sequence_s=0.0002)
+    config = SimulatorConfig(max_batch=4, step_base_s=0.004, step_per_sequence_s=0.0002)
     spec = PayloadSpec(input_tokens=4, output_tokens=8)
     rule = KneeRule(min_gain_per_doubling=0.25)
     with Simulator(config) as sim:
