@@ -157,3 +157,25 @@ def test_bad_rates_are_refused() -> None:
     for rates in ("0", "-1,2", "fast"):
         with pytest.raises(SystemExit):
             main(["benchmark", "--endpoint-name", "e", "--request-rate", rates, "--out", "x"])
+
+
+def test_closed_loop_goodput_is_reported(tmp_path: Path) -> None:
+    out, markdown = tmp_path / "results.json", tmp_path / "report.md"
+    with Simulator(SimulatorConfig(max_batch=2, step_base_s=0.002)) as sim:
+        code = main(
+            [
+                "benchmark", "--endpoint-name", "ep", "--region", "us-west-2",
+                "--endpoint-url", sim.endpoint_url, "--concurrency", "1,2", "--stream",
+                "--input-tokens", "4", "--output-tokens", "6", "--requests-per-level", "8",
+                "--slo-ms-per-token", "1000", "--slo-ttft-ms", "0.001", "--out", str(out),
+            ]
+        )  # fmt: skip
+    assert code == 0
+    data = json.loads(out.read_text())
+    assert data["goodput"]["slo_ttft_ms"] == 0.001
+    for level in data["levels"]:  # nobody's first token comes within a microsecond
+        assert level["good_requests"] == 0 and level["goodput_requests_per_s"] == 0
+        assert level["p50_tpot_s"] > 0
+    assert main(["report", str(out), "--markdown", str(markdown)]) == 0
+    text = markdown.read_text()
+    assert "goodput req/s" in text and "p50 TPOT ms" in text and "TTFT <= 0.001 ms" in text

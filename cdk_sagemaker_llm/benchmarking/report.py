@@ -140,7 +140,7 @@ def _cell(value: float | None, digits: int = 1, scale: float = 1.0) -> str:
     return "-" if value is None else f"{value * scale:,.{digits}f}"
 
 
-def _row(level: LevelResult, knee: int | None, stream: bool) -> str:
+def _row(level: LevelResult, knee: int | None, stream: bool, goodput: bool) -> str:
     cells = [
         f"**{level.concurrency}**" if level.concurrency == knee else str(level.concurrency),
         str(level.requests),
@@ -153,7 +153,13 @@ def _row(level: LevelResult, knee: int | None, stream: bool) -> str:
         _cell(level.requests_per_s, 2),
     ]
     if stream:
-        cells += [_cell(level.p50_ttft_s, 1, 1000), _cell(level.p50_itl_s, 1, 1000)]
+        cells += [
+            _cell(level.p50_ttft_s, 1, 1000),
+            _cell(level.p50_itl_s, 1, 1000),
+            _cell(level.p50_tpot_s, 1, 1000),
+        ]
+    if goodput:
+        cells.append(_cell(level.goodput_requests_per_s, 2))
     return "| " + " | ".join(cells) + " |"
 
 
@@ -227,11 +233,15 @@ def render_markdown(result: BenchmarkResult) -> str:
     if result.mode == "rate":
         lines += ["", *_rate_table(result, stream), *_search_lines(result)]
         return "\n".join(lines) + "\n"
+    goodput = any(level.good_requests is not None for level in result.levels)
     lines += ["", "| concurrency | requests | errors | p50 latency s | p90 latency s | "
               "p99 latency s | p50 ms/token | output tokens/s | requests/s |"
-              + (" p50 TTFT ms | p50 ITL ms |" if stream else "")]  # fmt: skip
-    lines.append("|" + "---:|" * (11 if stream else 9))
-    lines += [_row(level, result.knee.concurrency, stream) for level in result.levels]
+              + (" p50 TTFT ms | p50 ITL ms | p50 TPOT ms |" if stream else "")
+              + (" goodput req/s |" if goodput else "")]  # fmt: skip
+    lines.append("|" + "---:|" * (9 + (3 if stream else 0) + (1 if goodput else 0)))
+    lines += [_row(level, result.knee.concurrency, stream, goodput) for level in result.levels]
+    if goodput and result.goodput:
+        lines += ["", f"- Goodput: {result.goodput.get('rule')}."]
     lines.append("")
     knee = result.knee
     tripped = (
