@@ -1,4 +1,4 @@
-"""A concurrency sweep run while the stack deploys, whose figures other resources consume.
+"""A benchmark run while the stack deploys, whose figures other resources consume.
 
 ``EndpointBenchmark`` runs after its endpoint (or inference component) is in service, sweeps
 concurrency levels with a stated payload, writes ``results.json`` and ``chart.svg`` to S3 and
@@ -20,8 +20,16 @@ attributes, e.g. as an autoscaling target. The same wait design as ``Optimizatio
 4. ``Custom::SageMakerEndpointBenchmarkOutput`` (after the wait condition) turns the signal's
    data into attributes.
 
+Modes (the CLI's, with the same ``results.json``): closed-loop ``concurrencies`` (default), or
+open-loop ``request_rates`` (seeded Poisson or constant arrivals, optional ``max_concurrency``;
+see ``benchmarking.open_loop``), goodput against an ``slo``, and a ``search`` for the knee or
+the sustainable rate by bracketing and bisection, whose next level ``Advance`` plans from the
+levels measured so far (``benchmarking.search``).
+
 Load beyond one worker: a level of concurrency ``c`` runs on ``ceil(c / worker_capacity)``
-workers started together by the Map, each keeping its share in flight. All of them wait for a
+workers started together by the Map, each keeping its share in flight; a level of rate ``r``
+on ``ceil(r / worker_rate_capacity)`` workers, each sending its seeded share of the level's
+arrival process. All of them wait for a
 common start time planned 10 s ahead; the results record each worker's first request start
 and the skew between them (stated limit: 1 s).
 

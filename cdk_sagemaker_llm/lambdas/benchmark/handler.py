@@ -9,11 +9,13 @@ repository and in the asset. Entry points (``index.py`` of the asset re-exports 
   ``Custom::SageMakerEndpointBenchmarkOutput`` turns the wait condition's data into
   attributes (knee concurrency, max throughput, p50 ms/token at the knee).
 - ``advance``: one step of the sweep: aggregate the level the workers just ran (from their
-  raw samples in S3), then plan the next level, or finish: write ``results.json`` and
+  raw samples in S3), then plan the next level (the sweep's next, or the search's, from the
+  levels measured so far), or finish: write ``results.json`` and
   ``chart.svg``, apply the gate, signal the wait condition. With ``Error`` set (the workflow's
   catch), signal FAILURE with the error instead.
 - ``worker``: one worker's share of one level: wait for the common start time, keep its share
-  of the concurrency in flight for its share of the requests, stop starting requests before
+  of the concurrency in flight for its share of the requests (closed loop), or send its
+  seeded share of the level's arrival schedule from that start time (open loop), stop starting requests before
   the Lambda's (or the sweep's) deadline, write the raw samples to S3.
 
 The logic is in pure functions over clients, a clock and a sleep passed in
