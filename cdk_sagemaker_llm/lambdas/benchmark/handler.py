@@ -15,8 +15,8 @@ repository and in the asset. Entry points (``index.py`` of the asset re-exports 
   catch), signal FAILURE with the error instead.
 - ``worker``: one worker's share of one level: wait for the common start time, keep its share
   of the concurrency in flight for its share of the requests (closed loop), or send its
-  seeded share of the level's arrival schedule from that start time (open loop), stop starting requests before
-  the Lambda's (or the sweep's) deadline, write the raw samples to S3.
+  seeded share of the level's arrival schedule from that start time (open loop), stop
+  starting requests before the Lambda's (or the sweep's) deadline, write the raw samples to S3.
 
 The logic is in pure functions over clients, a clock and a sleep passed in
 (``handle_event``, ``handle_output_event``, ``advance_step``, ``run_worker``,
