@@ -6,7 +6,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
-    from .benchmarking import KneeRule
+    from .benchmarking import KneeRule, Slo
     from .catalog.containers import ContainerFamily
     from .catalog.instance_types import Accelerator, AcceleratorKind, InstanceType
     from .catalog.model_specs import ModelSpec, Precision
@@ -21,7 +21,13 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
         TargetTrackingPolicy,
         VariantScaling,
     )
-    from .constructs.benchmark import BenchmarkGate, EndpointBenchmark, PayloadFormat
+    from .constructs.benchmark import (
+        Arrival,
+        BenchmarkGate,
+        BenchmarkSearch,
+        EndpointBenchmark,
+        PayloadFormat,
+    )
     from .constructs.data_capture import DataCapture
     from .constructs.deploy_time import HandlerPlacement
     from .constructs.deployment import RollingDeployment
@@ -59,7 +65,9 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
 _EXPORTS: dict[str, str] = {
     "Accelerator": ".catalog.instance_types",
     "AcceleratorKind": ".catalog.instance_types",
+    "Arrival": ".constructs.benchmark",
     "BenchmarkGate": ".constructs.benchmark",
+    "BenchmarkSearch": ".constructs.benchmark",
     "CompilationTarget": ".constructs.optimization_job",
     "ComponentScaling": ".constructs.autoscaling",
     "ContainerFamily": ".catalog.containers",
@@ -79,6 +87,7 @@ _EXPORTS: dict[str, str] = {
     "InferenceComponentEndpoint": ".constructs.endpoint",
     "InstanceType": ".catalog.instance_types",
     "KneeRule": ".benchmarking",
+    "Slo": ".benchmarking",
     "LmiBackend": ".constructs.serving_options",
     "LmiOptions": ".constructs.serving_options",
     "Model": ".constructs.model",
