@@ -38,6 +38,7 @@ from .autoscaling import (
     check_target,
     cooldown_seconds,
 )
+from .nag import acknowledge_wildcard_resources
 from .validation import ValidationError, check_range, is_unresolved
 
 if TYPE_CHECKING:
@@ -133,14 +134,17 @@ class AsyncInference:
                 "pass success_topic and/or error_topic, or drop the flag",
             )
         for role in roles:
-            self.bucket.grant_read(role, f"{self.input_prefix}*")
-            self.bucket.grant_put(role, f"{self.output_prefix}*")
-            self.bucket.grant_put(role, f"{self.failure_prefix}*")
+            self._grant_objects(role, ["s3:GetObject"], [self.input_prefix])
+            self._grant_objects(role, ["s3:PutObject"], [self.output_prefix, self.failure_prefix])
             for topic in (self.success_topic, self.error_topic):
                 if topic is not None:
                     topic.grant_publish(role)
             if self.kms_key is not None:
-                self.kms_key.grant_encrypt(role)
+                iam.Grant.add_to_principal(
+                    grantee=role,
+                    actions=["kms:Encrypt", "kms:GenerateDataKey"],
+                    resource_arns=[self.kms_key.key_arn],
+                )
         include = [
             name
             for name, topic in (
@@ -175,14 +179,31 @@ class AsyncInference:
     def grant_invoke(self, grantee: iam.IGrantable, endpoint_arn: str) -> iam.Grant:
         """``InvokeEndpointAsync`` on the endpoint, writing requests under ``input_prefix`` and
         reading results and failures (the caller polls ``OutputLocation``)."""
-        self.bucket.grant_put(grantee, f"{self.input_prefix}*")
-        self.bucket.grant_read(grantee, f"{self.output_prefix}*")
-        self.bucket.grant_read(grantee, f"{self.failure_prefix}*")
+        self._grant_objects(grantee, ["s3:PutObject"], [self.input_prefix])
+        self._grant_objects(grantee, ["s3:GetObject"], [self.output_prefix, self.failure_prefix])
         if self.kms_key is not None:
-            self.kms_key.grant_decrypt(grantee)
+            iam.Grant.add_to_principal(
+                grantee=grantee, actions=["kms:Decrypt"], resource_arns=[self.kms_key.key_arn]
+            )
         return iam.Grant.add_to_principal(
             grantee=grantee, actions=[INVOKE_ASYNC_ACTION], resource_arns=[endpoint_arn]
         )
+
+    def _grant_objects(
+        self, grantee: iam.IGrantable, actions: list[str], prefixes: list[str]
+    ) -> None:
+        """``actions`` on the objects under ``prefixes`` only, acknowledged for cdk-nag: each
+        request and result has its own key, unknown until it is made."""
+        resources = [self.bucket.arn_for_objects(f"{prefix}*") for prefix in prefixes]
+        iam.Grant.add_to_principal(grantee=grantee, actions=actions, resource_arns=resources)
+        principal = grantee.grant_principal
+        if isinstance(principal, Construct):
+            acknowledge_wildcard_resources(
+                principal,
+                resources,
+                "Asynchronous requests and results get one S3 object each, named when they are "
+                "made; the wildcard stays under the configured prefix.",
+            )
 
 
 def _backlog_metric(endpoint_name: str, metric_name: str) -> cloudwatch.Metric:

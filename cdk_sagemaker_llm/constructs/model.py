@@ -191,6 +191,8 @@ class Model(ModelBase):
         """The typed serving options, if given."""
         self.speculative_decoding = speculative_decoding
         """The draft model for speculative decoding, if given."""
+        self.network_isolation = network_isolation
+        """Whether the container is denied network access."""
         self.spec = spec or (
             ModelSpec.from_hugging_face_id(source.model_id)
             if source is not None and source.model_id
