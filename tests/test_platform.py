@@ -41,6 +41,8 @@ from cdk_sagemaker_llm import (
     ValidationError,
     VariantScaling,
 )
+from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST
+from cdk_sagemaker_llm.plan import Plan, plan_template, render_markdown
 
 EXAMPLE = re.compile(r"```python\n(# example: ([a-z-]+)\n.*?)```", re.DOTALL)
 
@@ -790,3 +792,35 @@ def test_model_importers() -> None:
         Model.from_model_arn(stack, "Bad", "arn:aws:sagemaker:us-west-2:123456789012:endpoint/x")
     with pytest.raises(ValidationError, match="model_name"):
         Model.from_model_name(stack, "BadName", "no_underscores")
+
+
+# --- plan -------------------------------------------------------------------------------
+
+
+def plan_markdown(name: str) -> str:
+    template, namespace = run_readme_example(name)
+    stack_plan = plan_template(namespace["stack"].stack_name, template)
+    return render_markdown(Plan(prices=DEFAULT_PRICE_LIST.describe(), stacks=[stack_plan]))
+
+
+def test_plan_shows_pools_routing_scale_in_and_component_options() -> None:
+    markdown = plan_markdown("instance-pools")
+    assert "ml.g6e.12xlarge (4 x NVIDIA L40S)" in markdown  # priority 1 is the one costed
+    assert "instance pools: ml.g6e.12xlarge (priority 1), ml.g5.12xlarge (priority 2)" in markdown
+    assert "provisioning timeout: 1200 s" in markdown
+    assert "routing: PREFIX_AWARE (prefix 4096, concurrency threshold 16)" in markdown
+    assert "scale-in: CONSOLIDATION (cooldown 30 min, step 2)" in markdown
+    assert "on ml.g5.12xlarge: 1 accelerators, 32768 MiB per copy" in markdown
+    assert "scheduling: SPREAD, zone balance PERMISSIVE (max imbalance 1)" in markdown
+    assert "container metrics: /metrics every 30 s" in markdown
+
+
+def test_plan_shows_reservations_async_and_serverless() -> None:
+    assert "capacity reservation: arn:aws:sagemaker:us-west-2:123456789012:training-plan/llm" in (
+        plan_markdown("capacity-reservation")
+    )
+    asynchronous = plan_markdown("async-inference")
+    assert "asynchronous: 4 concurrent requests per instance" in asynchronous
+    assert "instances: initial 1, min 0, max 4" in asynchronous
+    assert "HasBacklogWithoutCapacity" in asynchronous
+    assert "serverless: 4096 MB, max concurrency 10, provisioned 2" in plan_markdown("serverless")
