@@ -10,6 +10,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import Duration, Size
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Annotations, Match, Template
 from conftest import PROJECT_ROOT, cfn_lint_findings, new_stack, resources_of_type
@@ -30,6 +31,7 @@ from cdk_sagemaker_llm import (
     InstanceType,
     LmiOptions,
     Model,
+    ModelSource,
     PlacementStrategy,
     PrefixAwareRouting,
     ProductionVariant,
@@ -655,6 +657,14 @@ def test_async_backlog_policy_once_and_variant_scaling_keeps_one_instance() -> N
     with pytest.raises(ValidationError, match="scale_on_backlog"):
         scaling.scale_on_backlog(target=4)
     with pytest.raises(ValidationError, match="min_instances"):
+        AsyncScaling(
+            new_stack(),
+            "A",
+            endpoint=async_endpoint(new_stack()),
+            max_instances=2,
+            min_instances=-1,
+        )
+    with pytest.raises(ValidationError, match="min_instances"):
         VariantScaling(
             new_stack(), "V", endpoint=async_endpoint(new_stack()), max_instances=2, min_instances=0
         )
@@ -701,6 +711,29 @@ SMALL = ServerlessConfig(memory_size=Size.gibibytes(2), max_concurrency=5)
         ({"initial_instance_count": 1}, {}, "initial_instance_count"),
         ({"volume_size": Size.gibibytes(10)}, {}, "volume_size"),
         ({"routing_strategy": RoutingStrategy.RANDOM}, {}, "routing_strategy"),
+        (
+            {
+                "prefix_aware_routing": PrefixAwareRouting(
+                    prefix_length=2048, concurrency_threshold=2
+                )
+            },
+            {},
+            "prefix_aware_routing",
+        ),
+        ({"instance_pools": pools(1, 2)}, {}, "instance_pools"),
+        ({"provision_timeout": Duration.minutes(10)}, {}, "provision_timeout"),
+        (
+            {
+                "capacity_reservation": CapacityReservation(
+                    ml_reservation_arn="arn:aws:sagemaker:us-west-2:123456789012:training-plan/x"
+                )
+            },
+            {},
+            "capacity_reservation",
+        ),
+        ({"inference_ami_version": InferenceAmiVersion.AL2_GPU_2}, {}, "inference_ami_version"),
+        ({"enable_ssm_access": True}, {}, "enable_ssm_access"),
+        ({}, {"kms_key": True}, "kms_key"),
         ({}, {"data_capture": True}, "data_capture"),
         ({}, {"async_inference": True}, "async_inference"),
     ],
@@ -712,6 +745,8 @@ def test_serverless_excludes_instance_features(
     bucket = s3.Bucket(stack, "Bucket")
     if endpoint_props.pop("data_capture", False):
         endpoint_props["data_capture"] = DataCapture(bucket=bucket)
+    if endpoint_props.pop("kms_key", False):
+        endpoint_props["kms_key"] = kms.Key(stack, "Key")
     if endpoint_props.pop("async_inference", False):
         endpoint_props["async_inference"] = AsyncInference(bucket=bucket)
     with pytest.raises(ValidationError, match=prop):
@@ -768,6 +803,8 @@ def test_serverless_scaling_errors() -> None:
     )
     with pytest.raises(ValidationError, match="max_concurrency"):
         ServerlessScaling(stack, "S", endpoint=endpoint, max_concurrency=6)
+    with pytest.raises(ValidationError, match="min_concurrency"):
+        ServerlessScaling(stack, "Zero", endpoint=endpoint, max_concurrency=5, min_concurrency=0)
     scaling = ServerlessScaling(stack, "S", endpoint=endpoint, max_concurrency=5)
     with pytest.raises(ValidationError, match="target"):
         scaling.scale_on_utilization(target=50)
@@ -824,3 +861,33 @@ def test_plan_shows_reservations_async_and_serverless() -> None:
     assert "instances: initial 1, min 0, max 4" in asynchronous
     assert "HasBacklogWithoutCapacity" in asynchronous
     assert "serverless: 4096 MB, max concurrency 10, provisioned 2" in plan_markdown("serverless")
+
+
+def test_adapters_take_no_scheduling_metrics_or_specifications() -> None:
+    stack = new_stack()
+    endpoint = InferenceComponentEndpoint(stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE)
+    base = endpoint.add_inference_component(
+        "Base", model=lmi_model(stack), min_memory=Size.gibibytes(8)
+    )
+    bucket = s3.Bucket(stack, "Adapters")
+    with pytest.raises(ValidationError, match="scheduling/container_metrics/specifications"):
+        endpoint.add_inference_component(
+            "Adapter",
+            base_component=base,
+            artifact=ModelSource.from_s3_tarball(bucket, "adapter.tar.gz"),
+            scheduling=ComponentScheduling(placement=PlacementStrategy.SPREAD),
+        )
+
+
+def test_component_serves_an_imported_model(lint_clean: Any) -> None:
+    stack = new_stack()
+    endpoint = InferenceComponentEndpoint(stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE)
+    component = endpoint.add_inference_component(
+        "Imported",
+        model=Model.from_model_name(stack, "Existing", "existing-model"),
+        min_memory=Size.gibibytes(8),
+    )
+    assert component.accelerators == 1
+    assert component.container_caching_eligible is False  # the image is unknown
+    spec = only(lint_clean(stack), "AWS::SageMaker::InferenceComponent")["Specification"]
+    assert spec["ModelName"] == "existing-model"
