@@ -184,21 +184,28 @@ def _serverless_variant(
                 "a serverless variant has no instances; this option is for instance-based variants",
                 f"drop {name}, or drop serverless",
             )
-    excluded: tuple[tuple[str, object], ...] = (
-        ("variants", variant_count if variant_count > 1 else None),
-        ("kms_key", kms_key),
-        ("data_capture", data_capture),
-        ("async_inference", async_inference),
+    excluded: tuple[tuple[str, object, str], ...] = (
+        (
+            "variants",
+            variant_count if variant_count > 1 else None,
+            "a serverless endpoint has exactly one variant",
+        ),
+        (
+            "kms_key",
+            kms_key,
+            "the key encrypts the instances' ML storage volumes, and a serverless variant has none",
+        ),
+        ("data_capture", data_capture, "serverless endpoints do not support data capture"),
+        ("async_inference", async_inference, "asynchronous inference runs on instances"),
     )
-    for name, excluded_value in excluded:
+    for name, excluded_value, problem in excluded:
         if excluded_value is not None:
             raise ValidationError(
                 name,
                 excluded_value
                 if isinstance(excluded_value, int)
                 else type(excluded_value).__name__,
-                "serverless endpoints support a single variant and neither a storage KMS key, "
-                "data capture nor asynchronous inference",
+                problem,
                 f"drop {name}, or serve on instances",
             )
     ServerlessConfig.check_model(variant.model, f"{prop}")
