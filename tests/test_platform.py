@@ -891,3 +891,37 @@ def test_component_serves_an_imported_model(lint_clean: Any) -> None:
     assert component.container_caching_eligible is False  # the image is unknown
     spec = only(lint_clean(stack), "AWS::SageMaker::InferenceComponent")["Specification"]
     assert spec["ModelName"] == "existing-model"
+
+
+def test_one_specification_on_pooled_endpoint_and_async_pools_lint_clean(lint_clean: Any) -> None:
+    """A component without per-type specifications on a pooled endpoint (checked on each
+    type, emitted once), and an asynchronous endpoint whose variant has instance pools."""
+    stack = new_stack()
+    endpoint = pooled_endpoint(stack, provision_timeout=Duration.minutes(5))
+    endpoint.add_inference_component("C", model=lmi_model(stack), min_memory=Size.gibibytes(8))
+    Endpoint(
+        stack,
+        "Async",
+        variants=[
+            ProductionVariant(
+                model=lmi_model(stack, "AsyncModel"),
+                instance_pools=pools(1, 2),
+                provision_timeout=Duration.hours(1),
+                inference_ami_version=InferenceAmiVersion.AL2023_GPU_4_1,
+            )
+        ],
+        async_inference=AsyncInference(bucket=s3.Bucket(stack, "Bucket")),
+    )
+    template = lint_clean(stack)
+    component = only(template, "AWS::SageMaker::InferenceComponent")
+    assert "Specifications" not in component
+    assert (
+        component["Specification"]["ComputeResourceRequirements"][
+            "NumberOfAcceleratorDevicesRequired"
+        ]
+        == 1
+    )
+    configs = resources_of_type(template, "AWS::SageMaker::EndpointConfig")
+    async_variant = next(c for c in configs if "AsyncInferenceConfig" in c)["ProductionVariants"][0]
+    assert async_variant["VariantInstanceProvisionTimeoutInSeconds"] == 3600
+    assert [pool["Priority"] for pool in async_variant["InstancePools"]] == [1, 2]
