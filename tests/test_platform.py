@@ -222,6 +222,17 @@ def test_readme_examples_raise_no_nag_finding_on_what_the_library_creates() -> N
         app.synth(force=True)  # raises on any unacknowledged finding
 
 
+def test_the_nag_check_really_runs_on_the_examples() -> None:
+    """Negative control: without the acknowledgment, the reader's bucket fails the synth."""
+    from cdk_nag import AwsSolutionsChecks
+
+    _, namespace = run_readme_example("async-inference")
+    app = namespace["app"]
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    with pytest.raises(RuntimeError, match="AwsSolutions-S1"):
+        app.synth(force=True)
+
+
 # --- instance pools and per-type checks --------------------------------------------------
 
 
