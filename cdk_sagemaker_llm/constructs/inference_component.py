@@ -197,7 +197,6 @@ class InferenceComponent(InferenceComponentBase):
         """The model served, when given as a Model."""
         self.copy_count = copy_count
         """Copies at creation."""
-        instance_type = endpoint.instance_type
 
         specifications_prop = None
         if base_component is not None:
