@@ -973,10 +973,12 @@ def _derive_price(
         )
     if component is None and isinstance(endpoint, Endpoint) and len(endpoint.variants) == 1:
         variant = endpoint.variants[0]
+        if variant.instance_type is None:  # instance pools or serverless: no single price
+            return None, ""
         hourly = prices.price_per_hour(variant.instance_type)
         if hourly is None:
             return None, ""
-        count = variant.initial_instance_count
+        count = variant.initial_instance_count or 1
         return hourly * count, f"{count} x {variant.instance_type.name} at {hourly:g}/h ({where})"
     return None, ""
 
