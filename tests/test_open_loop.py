@@ -37,8 +37,10 @@ from cdk_sagemaker_llm.benchmarking.search import (
 )
 from cdk_sagemaker_llm.benchmarking.simulator import Simulator, SimulatorConfig
 
-# Loopback overheads are around a millisecond; generous for the busy shared machine.
-CLOSE_S = 0.030
+# Loopback overheads are around a millisecond alone on the machine; a loaded 2-core box was seen
+# to stretch one request's gap to 63 ms. The classification below uses each request's own gap, so
+# this bound only catches a client that measures something else entirely.
+CLOSE_S = 0.100
 
 
 @pytest.fixture(autouse=True)
