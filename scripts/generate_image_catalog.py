@@ -8,7 +8,7 @@ SDK v3 turned ``sagemaker`` into a meta-package and moved the map, kept current,
 ``sagemaker-core`` (``sagemaker/core/image_uri_config``). The catalog is generated from the
 pinned ``sagemaker-core`` wheel below, read as a zip archive: nothing of the SDK is imported.
 
-    python scripts/generate_image_catalog.py --download   # fetch the pinned wheel (pip)
+    python scripts/generate_image_catalog.py --download   # cache the pinned wheel (pip), only
     python scripts/generate_image_catalog.py              # regenerate the catalog
     python scripts/generate_image_catalog.py --check      # exit 1 when the file is stale
 
@@ -219,14 +219,19 @@ def download(cache: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--download", action="store_true", help="fetch the pinned wheel first")
+    parser.add_argument(
+        "--download", action="store_true", help="fetch the pinned wheel (then stop, unless --check)"
+    )
     parser.add_argument("--check", action="store_true", help="compare instead of writing")
     parser.add_argument("--cache", type=Path, default=default_cache(), help="wheel cache")
     parser.add_argument("--wheel", type=Path, help="read this wheel instead of the pinned one")
     parser.add_argument("--output", type=Path, default=OUTPUT, help="catalog file")
     args = parser.parse_args(argv)
     if args.download:
-        download(args.cache)
+        wheel = download(args.cache)
+        print(f"cached {wheel}")
+        if not args.check:
+            return 0
     wheel = args.wheel or pinned_wheel(args.cache)
     text = render(build_catalog(wheel))
     if args.check:
