@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .catalog.container_caching import caching_applies
 from .catalog.containers import recognize_dlc_uri
 from .catalog.instance_types import InstanceType
 from .catalog.model_specs import ModelSpec
@@ -78,13 +79,16 @@ class SizingVerdict:
 
 @dataclass
 class ImagePlan:
-    """The serving image and whether SageMaker container caching covers it."""
+    """The serving image and whether SageMaker container caching covers it
+    (catalog/container_caching.py: images in Amazon ECR, on accelerator instance types)."""
 
     uri: str
     family: str | None
     release: str | None
     caching_eligible: bool | None
     caching_applies: bool
+    caching_unapplied_reason: str | None = None
+    """Why an eligible image is not cached on this instance type, or None."""
 
 
 @dataclass
@@ -343,7 +347,9 @@ def _display_name(logical_id: str, name: Any) -> str:
 # ----- Images, models, sizing ---------------------------------------------------------------
 
 
-def _image_plan(uri_value: Any, metadata: dict[str, Any], *, on_components: bool) -> ImagePlan:
+def _image_plan(
+    uri_value: Any, metadata: dict[str, Any], instance_type: InstanceType | None
+) -> ImagePlan:
     uri = _render(uri_value)
     facts = metadata.get(IMAGE)
     family = release = None
@@ -351,17 +357,28 @@ def _image_plan(uri_value: Any, metadata: dict[str, Any], *, on_components: bool
     if isinstance(facts, dict):
         family, release = facts.get("family"), facts.get("release")
         eligible = bool(facts.get("containerCachingEligible"))
-    elif isinstance(uri_value, str) and (recognized := recognize_dlc_uri(uri_value)):
-        image_family, line, _, tag = recognized
-        family = image_family.value
-        release = line.release_of(tag) if line else None
-        eligible = line is not None and line.is_cached(tag)
+    elif isinstance(uri_value, str):
+        recognized = recognize_dlc_uri(uri_value)
+        eligible = recognized is not None  # an ECR URI
+        if recognized is not None:
+            image_family, line, _, tag = recognized
+            family = image_family.value
+            release = line.release_of(tag) if line else None
+    applies = caching_applies(instance_type) if instance_type is not None else None
+    reason = None
+    if eligible and applies is not True:
+        reason = (
+            "the instance type's accelerators are unknown"
+            if applies is None
+            else "the instance type has no accelerator"
+        )
     return ImagePlan(
         uri=uri,
         family=family,
         release=release,
         caching_eligible=eligible,
-        caching_applies=bool(eligible) and on_components,
+        caching_applies=bool(eligible) and applies is True,
+        caching_unapplied_reason=reason,
     )
 
 
@@ -412,7 +429,7 @@ def _sizing(
     spec = _spec_of(container)
     if spec is None:
         return SizingVerdict(None, None, "not checked: the model's architecture is unknown")
-    if instance_type.accelerator is None:
+    if instance_type.accelerator is None or instance_type.accelerator_count is None:
         return SizingVerdict(
             spec.name, None, f"not checked: no accelerator facts for {instance_type.name}"
         )
@@ -602,7 +619,7 @@ def _cost(prices: PriceList, instance_type: str, count: int | None) -> float | N
 
 
 def _accelerators_label(instance_type: InstanceType) -> str:
-    if instance_type.accelerator is None:
+    if instance_type.accelerator is None or instance_type.accelerator_count is None:
         return "none known"
     return f"{instance_type.accelerator_count} x {instance_type.accelerator.name}"
 
@@ -744,7 +761,7 @@ def _variant_plan(
         container = _model_container(template, model_id)
         spec = _spec_of(container)
         plan.model = _model_label(container, spec) or model_id
-        plan.image = _image_plan(container.image_value, container.metadata, on_components=False)
+        plan.image = _image_plan(container.image_value, container.metadata, instance_type)
         facts = serving_facts(container.environment)
         degree = facts.tensor_parallel_degree or instance_type.accelerator_count or None
         plan.accelerators_per_copy = degree
@@ -793,7 +810,7 @@ def _component_plan(
         logical_id=component_id,
         name=_display_name(component_id, name),
         model=_model_label(container, spec) or model_id,
-        image=_image_plan(container.image_value, container.metadata, on_components=True)
+        image=_image_plan(container.image_value, container.metadata, instance_type)
         if container.image_value is not None
         else None,
         accelerators_per_copy=accelerators,
@@ -939,7 +956,7 @@ def _copies_per_instance(
         return None
     limits = []
     accelerators = _literal_int(requirements.get("NumberOfAcceleratorDevicesRequired"))
-    if accelerators:
+    if accelerators and instance_type.accelerator_count is not None:
         limits.append(instance_type.accelerator_count // accelerators)
     memory = _literal_int(requirements.get("MinMemoryRequiredInMb"))
     if memory and instance_type.memory_mib:
@@ -1050,13 +1067,13 @@ def _caching(image: ImagePlan | None) -> str:
     if image is None:
         return "n/a"
     if image.caching_eligible is None:
-        return "unknown (not a recognized Deep Learning Container)"
+        return "unknown (the image URI is resolved at deploy time)"
     release = f"{image.family} {image.release}" if image.family and image.release else "image"
     if not image.caching_eligible:
-        return f"not eligible ({release})"
+        return f"not eligible ({release} is not known to be in Amazon ECR)"
     if image.caching_applies:
-        return f"eligible ({release}); applies: inference-component endpoint"
-    return f"eligible ({release}); does not apply: only inference-component endpoints benefit"
+        return f"eligible ({release}); applies: accelerator instance type"
+    return f"eligible ({release}); does not apply: {image.caching_unapplied_reason}"
 
 
 def _scaling_lines(plan: ScalingPlan | None, unit: str) -> list[str]:

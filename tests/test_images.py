@@ -12,6 +12,7 @@ from aws_cdk.assertions import Annotations, Match, Template
 from conftest import new_stack
 
 from cdk_sagemaker_llm import ContainerFamily, ContainerImage, ValidationError
+from cdk_sagemaker_llm.catalog.containers import CATALOG_SOURCE
 
 
 def uri_in(region: str | None, image: ContainerImage) -> str:
@@ -57,34 +58,34 @@ TRITON = ContainerImage.triton("24.09")
             TGI,
             "us-west-2",
             "763104351884.dkr.ecr.us-west-2.amazonaws.com/huggingface-pytorch-tgi-inference:"
-            "2.4.0-tgi2.4.0-gpu-py311-cu124-ubuntu22.04-v2.0",
+            "2.4.0-tgi2.4.0-gpu-py311-cu124-ubuntu22.04-v2.2",
         ),
         (
             TGI,
             "ap-east-1",
             "871362719292.dkr.ecr.ap-east-1.amazonaws.com/huggingface-pytorch-tgi-inference:"
-            "2.4.0-tgi2.4.0-gpu-py311-cu124-ubuntu22.04-v2.0",
+            "2.4.0-tgi2.4.0-gpu-py311-cu124-ubuntu22.04-v2.2",
         ),
         (
             TGI,
             "cn-north-1",
             "727897471807.dkr.ecr.cn-north-1.amazonaws.com.cn/huggingface-pytorch-tgi-inference:"
-            "2.4.0-tgi2.4.0-gpu-py311-cu124-ubuntu22.04-v2.0",
+            "2.4.0-tgi2.4.0-gpu-py311-cu124-ubuntu22.04-v2.2",
         ),
         (
             PYTORCH_GPU,
             "us-west-2",
-            "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-inference:2.5.1-gpu-py311-cu124-ubuntu22.04-sagemaker",
+            "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-inference:2.5.1-gpu-py311",
         ),
         (
             PYTORCH_CPU,
             "eu-south-1",
-            "692866216735.dkr.ecr.eu-south-1.amazonaws.com/pytorch-inference:2.5.1-cpu-py311-ubuntu22.04-sagemaker",
+            "692866216735.dkr.ecr.eu-south-1.amazonaws.com/pytorch-inference:2.5.1-cpu-py311",
         ),
         (
             PYTORCH_GPU,
             "cn-north-1",
-            "727897471807.dkr.ecr.cn-north-1.amazonaws.com.cn/pytorch-inference:2.5.1-gpu-py311-cu124-ubuntu22.04-sagemaker",
+            "727897471807.dkr.ecr.cn-north-1.amazonaws.com.cn/pytorch-inference:2.5.1-gpu-py311",
         ),
         (
             TRITON,
@@ -120,19 +121,19 @@ def test_uri_literal_per_region(image: ContainerImage, region: str, expected: st
 def test_region_agnostic_stack_uses_mapping_keyed_on_region() -> None:
     stack, uri = image_stack(None, LMI)
     template = Template.from_stack(stack).to_json()
-    mapping = template["Mappings"]["DlcRegistryLmi"]
+    mapping = template["Mappings"]["DlcRegistryLmiV0310"]
     assert mapping["cn-north-1"] == {"account": "727897471807"}
     assert mapping["us-west-2"] == {"account": "763104351884"}
     assert mapping["af-south-1"] == {"account": "626614931356"}
     rendered = json.dumps(uri)
-    assert '"Fn::FindInMap": ["DlcRegistryLmi", {"Ref": "AWS::Region"}, "account"]' in rendered
+    assert '"Fn::FindInMap": ["DlcRegistryLmiV0310", {"Ref": "AWS::Region"}, "account"]' in rendered
     assert '{"Ref": "AWS::URLSuffix"}' in rendered
     assert "/djl-inference:0.31.0-lmi13.0.0-cu124" in rendered
 
 
 def test_region_agnostic_mapping_lists_only_published_regions() -> None:
     stack, _ = image_stack(None, ContainerImage.lmi_neuronx("0.29.0"))
-    mapping = Template.from_stack(stack).to_json()["Mappings"]["DlcRegistryLmiNeuronx"]
+    mapping = Template.from_stack(stack).to_json()["Mappings"]["DlcRegistryLmiNeuronxV0290"]
     assert "us-west-2" in mapping
     assert "af-south-1" not in mapping
 
@@ -147,10 +148,10 @@ def test_unknown_short_version_lists_known_ones() -> None:
 
 
 def test_full_tag_accepted_with_warning_when_not_in_catalog() -> None:
-    image = ContainerImage.lmi("0.34.0-lmi16.0.0-cu128")
+    image = ContainerImage.lmi("0.39.0-lmi30.0.0-cu130")
     stack, uri = image_stack("us-west-2", image)
     assert (
-        uri == "763104351884.dkr.ecr.us-west-2.amazonaws.com/djl-inference:0.34.0-lmi16.0.0-cu128"
+        uri == "763104351884.dkr.ecr.us-west-2.amazonaws.com/djl-inference:0.39.0-lmi30.0.0-cu130"
     )
     warnings = Annotations.from_stack(stack).find_warning("*", Match.any_value())
     assert any("not in the library's catalog" in str(w.entry.data) for w in warnings)
@@ -181,26 +182,22 @@ def test_region_without_the_image_is_a_synth_error(image: ContainerImage, region
 @pytest.mark.parametrize(
     ("image", "eligible"),
     [
-        (ContainerImage.lmi("0.28.0"), False),
-        (ContainerImage.lmi("0.29.0"), True),
-        (ContainerImage.lmi("0.31.0"), True),
-        (ContainerImage.lmi_tensorrt_llm("0.28.0"), False),
-        (ContainerImage.lmi_tensorrt_llm("0.29.0"), True),
-        (ContainerImage.lmi_neuronx("0.28.0"), False),
-        (ContainerImage.lmi_neuronx("0.29.0"), True),
-        (ContainerImage.tgi("2.3.1"), False),
-        (ContainerImage.tgi("2.4.0"), True),
-        (ContainerImage.tgi("3.0.1"), True),
+        # The 2026 rule (catalog/container_caching.py): any image in Amazon ECR, old DLC
+        # releases included; images from other registries are not cached.
+        (ContainerImage.lmi("0.28.0"), True),
+        (ContainerImage.lmi("0.38.0"), True),
+        (ContainerImage.tgi("2.3.1"), True),
         (ContainerImage.tgi_neuronx("0.0.25"), True),
-        (ContainerImage.pytorch_gpu("2.4.0"), False),
-        (ContainerImage.pytorch_gpu("2.5.1"), True),
         (ContainerImage.pytorch_cpu("2.5.1"), True),
-        (ContainerImage.triton("24.05"), False),
-        (ContainerImage.triton("24.09"), True),
+        (ContainerImage.triton("24.05"), True),
+        (ContainerImage.from_uri("123456789012.dkr.ecr.us-east-1.amazonaws.com/team/llm:1"), True),
+        (ContainerImage.from_uri("ghcr.io/huggingface/text-generation-inference:3.3.6"), False),
+        (ContainerImage.from_uri("docker.io/vllm/vllm-openai:latest"), False),
     ],
 )
 def test_container_caching_eligibility(image: ContainerImage, eligible: bool) -> None:
     assert image.container_caching_eligible is eligible
+    assert image.hosted_in_ecr is eligible
 
 
 def test_from_uri_recognizes_deep_learning_containers() -> None:
@@ -213,7 +210,7 @@ def test_from_uri_recognizes_deep_learning_containers() -> None:
         "123456789012.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.31.0-lmi13.0.0-cu124"
     )
     assert own.family is ContainerFamily.CUSTOM
-    assert not own.container_caching_eligible
+    assert own.container_caching_eligible  # any ECR image is cached since 2026
 
 
 def test_from_uri_grants_pull_on_exactly_that_repository() -> None:
@@ -247,7 +244,7 @@ def test_from_ecr_repository_grants_pull_to_the_role() -> None:
     assert "my-llm" in json.dumps(uri) or "Repo" in json.dumps(uri)
     actions = {a for s in _statements(stack) for a in _as_list(s["Action"])}
     assert {"ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"} <= actions
-    assert not image.container_caching_eligible
+    assert image.container_caching_eligible
 
 
 def test_dlc_pull_grant_is_scoped_to_the_dlc_repository() -> None:
@@ -262,6 +259,49 @@ def test_known_versions_are_sorted() -> None:
     versions = ContainerImage.known_versions(ContainerFamily.TRITON)
     assert versions == sorted(versions, key=lambda v: tuple(map(int, v.split("."))))
     assert "24.09" in versions
+
+
+@pytest.mark.parametrize(
+    ("family", "newest", "tag"),
+    [
+        (ContainerFamily.LMI, "0.38.0", "0.38.0-lmi29.0.0-cu130"),
+        (ContainerFamily.LMI_TENSORRT_LLM, "0.33.0", "0.33.0-tensorrtllm0.21.0-cu128"),
+        (ContainerFamily.LMI_NEURONX, "0.29.0", "0.29.0-neuronx-sdk2.19.1"),
+        (ContainerFamily.TGI, "3.3.6", "2.7.0-tgi3.3.6-gpu-py311-cu124-ubuntu22.04"),
+        (ContainerFamily.TGI_NEURONX, "0.3.0", "2.7.0-optimum3.3.6-neuronx-py310-ubuntu22.04"),
+        (ContainerFamily.PYTORCH_GPU, "2.6.0", "2.6.0-gpu-py312"),
+        (ContainerFamily.PYTORCH_CPU, "2.6.0", "2.6.0-cpu-py312"),
+        (ContainerFamily.TRITON, "26.05", "26.05-py3"),
+    ],
+)
+def test_newest_release_of_each_line_from_the_pinned_sdk(
+    family: ContainerFamily, newest: str, tag: str
+) -> None:
+    assert ContainerImage.known_versions(family)[-1] == newest
+    factory = getattr(ContainerImage, family.name.lower())
+    assert uri_in("us-east-1", factory(newest)).endswith(f":{tag}")
+
+
+def test_catalog_names_its_source() -> None:
+    assert CATALOG_SOURCE == "sagemaker-core 2.27.0"
+
+
+def test_regions_are_per_release() -> None:
+    """Triton 26.05 is published in mx-central-1, 24.09 is not (the SDK's map)."""
+    assert uri_in("mx-central-1", ContainerImage.triton("26.05")).startswith("637423239942.")
+    assert not ContainerImage.triton("24.09").available_in("mx-central-1")
+    with pytest.raises(ValidationError, match="does not publish"):
+        uri_in("mx-central-1", ContainerImage.triton("24.09"))
+
+
+def test_region_agnostic_stack_maps_each_release_separately() -> None:
+    stack = new_stack(None)
+    ContainerImage.triton("24.09").bind(stack, None)
+    ContainerImage.triton("26.05").bind(stack, None)
+    cdk.CfnWaitConditionHandle(stack, "Anchor")
+    mappings = Template.from_stack(stack).to_json()["Mappings"]
+    assert "mx-central-1" in mappings["DlcRegistryTritonV2605"]
+    assert "mx-central-1" not in mappings["DlcRegistryTritonV2409"]
 
 
 def _statements(stack: cdk.Stack) -> list[dict]:

@@ -114,7 +114,7 @@ def test_component_with_container_and_hugging_face_artifact_uses_endpoint_role()
     (properties,) = resources_of_type(template, "AWS::SageMaker::InferenceComponent")
     container = properties["Specification"]["Container"]
     assert container["Image"].endswith(
-        "huggingface-pytorch-tgi-inference:2.4.0-tgi2.4.0-gpu-py311-cu124-ubuntu22.04-v2.0"
+        "huggingface-pytorch-tgi-inference:2.4.0-tgi2.4.0-gpu-py311-cu124-ubuntu22.04-v2.2"
     )
     assert container["Environment"] == {
         "HF_HUB_ENABLE_HF_TRANSFER": "1",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cdk_sagemaker_llm import AcceleratorKind, InstanceType, ValidationError
+from cdk_sagemaker_llm import Accelerator, AcceleratorKind, InstanceType, ValidationError
+from cdk_sagemaker_llm.catalog.instance_types import CATALOG
 
 
 def test_named_constants_carry_accelerator_facts() -> None:
@@ -38,8 +39,81 @@ def test_named_constants_carry_accelerator_facts() -> None:
 def test_of_returns_catalog_entry_or_bare_type() -> None:
     assert InstanceType.of("ml.g5.12xlarge") is InstanceType.G5_12XLARGE
     other = InstanceType.of("ml.c7i.4xlarge")
-    assert other.name == "ml.c7i.4xlarge" and not other.is_known and other.accelerator_count == 0
+    assert other.name == "ml.c7i.4xlarge" and not other.is_known
+    # Unknown hardware is not reported as zero accelerators: the count is unknown.
+    assert other.accelerator_count is None and not other.accelerators_known
+    assert other.accelerator_memory_mib == 0
     assert str(other) == "ml.c7i.4xlarge"
+
+
+def test_new_families_from_public_specs() -> None:
+    g4dn = InstanceType.G4DN_12XLARGE
+    assert (g4dn.accelerator_count, g4dn.vcpus, g4dn.memory_mib, g4dn.local_nvme_gb) == (
+        4,
+        48,
+        192 * 1024,
+        900,
+    )
+    assert g4dn.accelerator is Accelerator.T4 and Accelerator.T4.bf16_tflops is None
+    assert g4dn.interconnect == "PCIe Gen3"
+    p5e = InstanceType.P5E_48XLARGE
+    assert p5e.accelerator is Accelerator.H200 and p5e.accelerator_count == 8
+    assert Accelerator.H200.memory_bandwidth_gbps == 4_800
+    assert InstanceType.P5EN_48XLARGE.accelerator is Accelerator.H200
+    b200 = InstanceType.of("ml.p6-b200.48xlarge")
+    assert b200 is InstanceType.P6_B200_48XLARGE and b200.family == "p6-b200"
+    assert b200.accelerator is Accelerator.B200 and b200.accelerator_count == 8
+    assert (b200.interconnect, b200.interconnect_gbps) == ("NVLink", 1_800)
+    assert Accelerator.B200.fp16_tflops == Accelerator.B200.bf16_tflops == 2_250
+    trn2 = InstanceType.TRN2_48XLARGE
+    assert trn2.accelerator is Accelerator.TRAINIUM2 and trn2.accelerator_count == 16
+    assert trn2.is_neuron and trn2.has_local_nvme_storage
+    assert InstanceType.P5_4XLARGE.accelerator_count == 1
+    assert InstanceType.P5_4XLARGE.interconnect is None  # one GPU: nothing to talk to
+    assert not InstanceType.INF2_XLARGE.has_local_nvme_storage
+    assert InstanceType.INF2_XLARGE.local_nvme_gb == 0
+
+
+def test_every_catalog_type_is_a_sagemaker_hosting_type() -> None:
+    """botocore's ProductionVariantInstanceType enum lists the types SageMaker hosts."""
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    hosted = set(model.shape_for("ProductionVariantInstanceType").enum)
+    assert set(CATALOG) <= hosted
+
+
+def test_stating_the_accelerators_of_an_unknown_type() -> None:
+    stated = InstanceType.of("ml.new.48xlarge", accelerator=Accelerator.H100, accelerator_count=8)
+    assert stated.accelerators_known and stated.is_gpu and not stated.is_known
+    assert stated.accelerator_memory_mib == 8 * Accelerator.H100.memory_mib
+    assert InstanceType.of("ml.new.48xlarge").with_accelerators(Accelerator.H100, 8) == stated
+    cpu = InstanceType.of("ml.c7i.4xlarge", accelerator_count=0)
+    assert cpu.accelerators_known and cpu.accelerator_count == 0 and cpu.accelerator is None
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "count", "prop"),
+    [
+        (None, 8, "accelerator"),
+        (Accelerator.H100, 0, "accelerator_count"),
+        (Accelerator.H100, None, "accelerator_count"),
+        (Accelerator.H100, True, "accelerator_count"),
+    ],
+)
+def test_inconsistent_stated_accelerators_are_rejected(
+    accelerator: Accelerator | None, count: int | None, prop: str
+) -> None:
+    with pytest.raises(ValidationError, match=f"ml.new.48xlarge {prop}="):
+        InstanceType.of("ml.new.48xlarge", accelerator=accelerator, accelerator_count=count)
+
+
+def test_a_catalog_type_keeps_its_own_accelerators() -> None:
+    assert InstanceType.of("ml.g5.12xlarge", accelerator_count=4) is InstanceType.G5_12XLARGE
+    with pytest.raises(
+        ValidationError, match=r"the catalog knows ml\.g5\.12xlarge: 4 x NVIDIA A10G"
+    ):
+        InstanceType.of("ml.g5.12xlarge", accelerator_count=8)
 
 
 @pytest.mark.parametrize("name", ["g5.12xlarge", "ml.g5", "", "ml.g5.12xlarge.extra"])

@@ -154,7 +154,7 @@ def test_plan_of_the_reference_app(reference_assembly: Path) -> None:
         "#### Endpoint `EndpointEEF1FD8F` (inference components)",
         "| Cost per hour | $7.09 at min, $14.18 at max |",
         "ml.g5.12xlarge (4 x NVIDIA A10G)<br>instances: initial 1, min 1, max 2",
-        "| Container caching | eligible (lmi 0.31.0); applies: inference-component endpoint |",
+        "| Container caching | eligible (lmi 0.31.0); applies: accelerator instance type |",
         "| Copies per instance | 4 |",
         "✅ fits: llama-3-8b fp16 at tensor-parallel degree 1",
         "djl-inference:0.31.0-lmi13.0.0-cu124",
@@ -191,7 +191,8 @@ def test_plan_reads_scaling_policies_custom_resources_and_instance_endpoints(
     assert policy.detection_seconds == 180
     assert variant.model == "mistralai/Mistral-7B-Instruct-v0.2 (mistral-7b)"
     assert variant.image is not None
-    assert variant.image.caching_eligible and not variant.image.caching_applies
+    # Since 2026 instance endpoints on accelerator types cache their images too.
+    assert variant.image.caching_eligible and variant.image.caching_applies
     assert variant.sizing is not None and variant.sizing.fits
     assert variant.copies_per_instance == 1
 
@@ -220,7 +221,7 @@ def test_plan_reads_scaling_policies_custom_resources_and_instance_endpoints(
 
     markdown = render_markdown(build_plan(scaled_assembly))
     for expected in (
-        "does not apply: only inference-component endpoints benefit",
+        "eligible (tgi 2.4.0); applies: accelerator instance type",
         "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution at 4 (~30 s to detect",
         "NoCapacityInvocationFailures",
         "#### Optimization jobs",

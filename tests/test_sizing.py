@@ -116,12 +116,24 @@ def test_size_report_for_a_model_that_does_not_fit_names_the_fixes() -> None:
 
 
 def test_size_rejects_unknown_hardware_and_bad_degrees() -> None:
-    with pytest.raises(ValidationError, match="accelerated instance type"):
+    with pytest.raises(ValidationError, match="sizing cannot check it"):
         size(ModelSpec.LLAMA_3_8B, InstanceType.of("ml.c7i.4xlarge"))
+    cpu_only = InstanceType.of("ml.c7i.4xlarge", accelerator_count=0)
+    with pytest.raises(ValidationError, match="accelerated instance type"):
+        size(ModelSpec.LLAMA_3_8B, cpu_only)
     with pytest.raises(ValidationError, match="has 1 accelerators"):
         size(ModelSpec.LLAMA_3_8B, InstanceType.G5_XLARGE, tensor_parallel_degree=2)
     with pytest.raises(ValidationError):
         copies_per_instance(InstanceType.G5_XLARGE, 0)
+
+
+def test_stated_accelerators_make_an_unknown_type_sizable() -> None:
+    """A type the catalog does not know sizes once its accelerators are stated."""
+    stated = InstanceType.of("ml.p6-b300.48xlarge", accelerator=A100_40GB, accelerator_count=8)
+    report = size(ModelSpec.LLAMA_3_8B, stated)
+    assert report.fits and report.usable_memory_bytes == 40_960 * 2**20  # degree 1
+    assert report.copies_per_instance == 8
+    assert stated.with_accelerators(A10G, 4).accelerator_memory_mib == 4 * A10G.memory_mib
 
 
 def test_critical_batch_size_is_flops_over_bandwidth() -> None:
@@ -149,7 +161,9 @@ def test_cost_formulas() -> None:
 
 def test_price_list_is_dated_sourced_complete_and_overridable() -> None:
     assert DEFAULT_PRICE_LIST.as_of and DEFAULT_PRICE_LIST.source and DEFAULT_PRICE_LIST.region
-    assert set(CATALOG) <= set(DEFAULT_PRICE_LIST.prices)
+    assert set(DEFAULT_PRICE_LIST.prices) <= set(CATALOG)
+    # Types added without a price read from the pricing page report none (not a guess).
+    assert DEFAULT_PRICE_LIST.price_per_hour(InstanceType.P5E_48XLARGE) is None
     custom = DEFAULT_PRICE_LIST.with_prices({"ml.g5.xlarge": 1.0}, region="eu-west-1")
     assert custom.price_per_hour(InstanceType.G5_XLARGE) == 1.0
     assert custom.region == "eu-west-1"

@@ -8,7 +8,7 @@ from aws_cdk import Size
 from aws_cdk.assertions import Annotations, Match, Template
 from conftest import new_stack
 
-from cdk_sagemaker_llm.catalog.instance_types import InstanceType
+from cdk_sagemaker_llm.catalog.instance_types import Accelerator, InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec
 from cdk_sagemaker_llm.constructs.endpoint import (
     Endpoint,
@@ -143,6 +143,20 @@ def test_an_unknown_instance_type_skips_the_check_with_a_note() -> None:
     Annotations.from_stack(stack).has_info(
         "/TestStack/Model", Match.string_like_regexp("no accelerator facts for ml.c7i.4xlarge")
     )
+
+
+def test_stated_accelerators_of_an_unknown_type_are_checked() -> None:
+    """The same unknown type, its accelerators stated: 70B fp16 does not fit on one L4."""
+    unknown = InstanceType.of("ml.g7.2xlarge")
+    stack = new_stack()
+    _variant_endpoint(stack, _model(stack, "meta-llama/Llama-2-70b-hf"), unknown)
+    Annotations.from_stack(stack).has_info(
+        "/TestStack/Model", Match.string_like_regexp("State them to check")
+    )
+    stack = new_stack()
+    stated = unknown.with_accelerators(Accelerator.L4, 1)
+    with pytest.raises(ValidationError, match="does not fit on 1 x NVIDIA L4"):
+        _variant_endpoint(stack, _model(stack, "meta-llama/Llama-2-70b-hf"), stated)
 
 
 def test_a_given_spec_overrides_the_inferred_one_and_lands_in_metadata() -> None:

@@ -1,16 +1,23 @@
-"""Deep Learning Container lines: repositories, known tags, container caching, regions.
+"""Deep Learning Container lines: repositories, known releases and where AWS publishes them.
 
-Pure facts (no aws_cdk): ``ContainerImage`` (constructs/images.py) binds them to a stack, and
-``plan`` reads them to describe images in synthesized templates.
+The facts are generated (``scripts/generate_image_catalog.py``) from the image map AWS maintains
+in the SageMaker Python SDK and checked in as ``dlc_catalog.json``: for every release the tag
+``sagemaker.image_uris.retrieve`` resolves and the registry account of every region it is
+published in. ``CATALOG_SOURCE`` names the SDK release it came from. Pure facts (no aws_cdk):
+``ContainerImage`` (constructs/images.py) binds them to a stack, and ``plan`` reads them to
+describe images in synthesized templates.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-
-from .registries import DLC_REGISTRY_ACCOUNTS
+from importlib import resources
+from types import MappingProxyType
+from typing import Any
 
 
 class ContainerFamily(Enum):
@@ -72,197 +79,94 @@ def version_tuple(version: str) -> tuple[int, ...]:
 
 SHORT_VERSION = re.compile(r"^\d+(\.\d+)+$")
 
-_LMI_NEURONX_REGIONS = frozenset(
-    [
-        "ap-northeast-1",
-        "ap-south-1",
-        "ap-southeast-1",
-        "ap-southeast-2",
-        "eu-central-1",
-        "eu-west-1",
-        "eu-west-3",
-        "sa-east-1",
-        "us-east-1",
-        "us-east-2",
-        "us-west-2",
-        "ca-west-1",
-    ]
-)
-_TGI_NEURONX_REGIONS = frozenset(
-    [
-        "ap-northeast-1",
-        "ap-south-1",
-        "ap-south-2",
-        "ap-southeast-1",
-        "ap-southeast-2",
-        "ap-southeast-4",
-        "ap-southeast-5",
-        "ap-southeast-7",
-        "cn-north-1",
-        "cn-northwest-1",
-        "eu-central-1",
-        "eu-central-2",
-        "eu-south-2",
-        "eu-west-1",
-        "eu-west-3",
-        "il-central-1",
-        "mx-central-1",
-        "sa-east-1",
-        "us-east-1",
-        "us-east-2",
-        "us-gov-east-1",
-        "us-gov-west-1",
-        "us-west-2",
-        "ca-west-1",
-    ]
-)
-_ALL_REGIONS = frozenset(DLC_REGISTRY_ACCOUNTS)
-_TRITON_REGIONS = frozenset(r for r in _ALL_REGIONS if not r.startswith("us-gov-"))
+
+@dataclass(frozen=True)
+class DlcRelease:
+    """One release of a container line: its tag and the regions that publish it."""
+
+    version: str
+    """The short version, e.g. ``0.31.0`` (LMI) or ``3.3.6`` (TGI)."""
+    tag: str
+    """The image tag the SageMaker Python SDK resolves for this release."""
+    registries: Mapping[str, str]
+    """Registry account of every region that publishes the image."""
 
 
 @dataclass(frozen=True)
 class DlcLine:
-    """One line of Deep Learning Containers: repository, known tags, caching, regions."""
+    """One line of Deep Learning Containers: repository, known releases, tag recognition."""
 
     family: ContainerFamily
     repository: str
-    tags: dict[str, str]
-    """Short version -> full tag, for the releases the library knows."""
+    releases: Mapping[str, DlcRelease]
+    """Short version -> release, oldest first."""
     tag_pattern: re.Pattern[str]
-    """Recognizes this line's tags; group ``release`` is the version compared for caching."""
-    first_cached_release: str
-    """The first release SageMaker container caching covers (domain.md)."""
-    regions: frozenset[str]
+    """Recognizes this line's tags; group ``release`` is the version the tag carries."""
+
+    @property
+    def tags(self) -> dict[str, str]:
+        """Short version -> full tag, oldest first."""
+        return {version: release.tag for version, release in self.releases.items()}
+
+    @property
+    def newest(self) -> DlcRelease:
+        """The newest release the catalog knows."""
+        return list(self.releases.values())[-1]
 
     def release_of(self, tag: str) -> str | None:
-        """The release in ``tag`` compared for caching, or None when the tag is not this line's."""
+        """The version ``tag`` carries, or None when the tag is not this line's."""
         match = self.tag_pattern.search(tag)
         return match.group("release") if match else None
 
-    def is_cached(self, tag: str) -> bool:
-        """True when SageMaker container caching covers ``tag`` (release >= the first cached)."""
-        release = self.release_of(tag)
-        return release is not None and version_tuple(release) >= version_tuple(
-            self.first_cached_release
-        )
+    def release_for(self, tag: str) -> DlcRelease:
+        """The release whose registries serve ``tag``: its own when the catalog knows the tag,
+        else the newest (a tag newer than the catalog is taken to be published like it)."""
+        for release in self.releases.values():
+            if release.tag == tag:
+                return release
+        return self.newest
+
+    def publishes_from(self, region: str, account: str) -> bool:
+        """True when some release of this line is published by ``account`` in ``region``."""
+        return any(r.registries.get(region) == account for r in self.releases.values())
 
 
-DLC_LINES: dict[ContainerFamily, DlcLine] = {
-    line.family: line
-    for line in (
-        DlcLine(
-            ContainerFamily.LMI,
-            "djl-inference",
-            {
-                "0.28.0": "0.28.0-lmi10.0.0-cu124",
-                "0.29.0": "0.29.0-lmi11.0.0-cu124",
-                "0.30.0": "0.30.0-lmi12.0.0-cu124",
-                "0.31.0": "0.31.0-lmi13.0.0-cu124",
-                "0.32.0": "0.32.0-lmi14.0.0-cu126",
-                "0.33.0": "0.33.0-lmi15.0.0-cu128",
-            },
-            re.compile(r"^(?P<release>\d+\.\d+\.\d+)-lmi"),
-            "0.29.0",
-            _ALL_REGIONS,
-        ),
-        DlcLine(
-            ContainerFamily.LMI_TENSORRT_LLM,
-            "djl-inference",
-            {
-                "0.28.0": "0.28.0-tensorrtllm0.9.0-cu122",
-                "0.29.0": "0.29.0-tensorrtllm0.11.0-cu124",
-                "0.30.0": "0.30.0-tensorrtllm0.12.0-cu125",
-                "0.32.0": "0.32.0-tensorrtllm0.12.0-cu125",
-                "0.33.0": "0.33.0-tensorrtllm0.21.0-cu128",
-            },
-            re.compile(r"^(?P<release>\d+\.\d+\.\d+)-tensorrtllm"),
-            "0.29.0",
-            _ALL_REGIONS,
-        ),
-        DlcLine(
-            ContainerFamily.LMI_NEURONX,
-            "djl-inference",
-            {
-                "0.27.0": "0.27.0-neuronx-sdk2.18.1",
-                "0.28.0": "0.28.0-neuronx-sdk2.18.2",
-                "0.29.0": "0.29.0-neuronx-sdk2.19.1",
-            },
-            re.compile(r"^(?P<release>\d+\.\d+\.\d+)-neuronx"),
-            "0.29.0",
-            _LMI_NEURONX_REGIONS,
-        ),
-        DlcLine(
-            ContainerFamily.TGI,
-            "huggingface-pytorch-tgi-inference",
-            {
-                "2.0.2": "2.3.0-tgi2.0.2-gpu-py310-cu121-ubuntu22.04",
-                "2.2.0": "2.3.0-tgi2.2.0-gpu-py310-cu121-ubuntu22.04-v2.0",
-                "2.3.1": "2.4.0-tgi2.3.1-gpu-py311-cu124-ubuntu22.04",
-                "2.4.0": "2.4.0-tgi2.4.0-gpu-py311-cu124-ubuntu22.04-v2.0",
-                "3.0.1": "2.4.0-tgi3.0.1-gpu-py311-cu124-ubuntu22.04-v2.1",
-                "3.3.4": "2.7.0-tgi3.3.4-gpu-py311-cu124-ubuntu22.04",
-                "3.3.6": "2.7.0-tgi3.3.6-gpu-py311-cu124-ubuntu22.04",
-            },
-            # The TGI release (not the PyTorch version leading the tag) decides caching.
-            re.compile(r"-tgi(?P<release>\d+\.\d+\.\d+)-gpu"),
-            "2.4.0",
-            _ALL_REGIONS,
-        ),
-        DlcLine(
-            ContainerFamily.TGI_NEURONX,
-            "huggingface-pytorch-tgi-inference",
-            {
-                "0.0.24": "2.1.2-optimum0.0.24-neuronx-py310-ubuntu22.04",
-                "0.0.25": "2.1.2-optimum0.0.25-neuronx-py310-ubuntu22.04-v1.0",
-                "0.0.27": "2.1.2-optimum0.0.27-neuronx-py310-ubuntu22.04",
-            },
-            # Caching is published against the PyTorch version leading the tag (2.1.2).
-            re.compile(r"^(?P<release>\d+\.\d+\.\d+)-optimum[\d.]+-neuronx"),
-            "2.1.2",
-            _TGI_NEURONX_REGIONS,
-        ),
-        DlcLine(
-            ContainerFamily.PYTORCH_GPU,
-            "pytorch-inference",
-            {
-                "2.3.0": "2.3.0-gpu-py311-cu121-ubuntu20.04-sagemaker",
-                "2.4.0": "2.4.0-gpu-py311-cu124-ubuntu22.04-sagemaker",
-                "2.5.1": "2.5.1-gpu-py311-cu124-ubuntu22.04-sagemaker",
-                "2.6.0": "2.6.0-gpu-py312-cu124-ubuntu22.04-sagemaker",
-            },
-            re.compile(r"^(?P<release>\d+\.\d+\.\d+)-gpu-"),
-            "2.5.1",
-            _ALL_REGIONS,
-        ),
-        DlcLine(
-            ContainerFamily.PYTORCH_CPU,
-            "pytorch-inference",
-            {
-                "2.3.0": "2.3.0-cpu-py311-ubuntu20.04-sagemaker",
-                "2.4.0": "2.4.0-cpu-py311-ubuntu22.04-sagemaker",
-                "2.5.1": "2.5.1-cpu-py311-ubuntu22.04-sagemaker",
-                "2.6.0": "2.6.0-cpu-py312-ubuntu22.04-sagemaker",
-            },
-            re.compile(r"^(?P<release>\d+\.\d+\.\d+)-cpu-"),
-            "2.5.1",
-            _ALL_REGIONS,
-        ),
-        DlcLine(
-            ContainerFamily.TRITON,
-            "sagemaker-tritonserver",
-            {
-                "23.12": "23.12-py3",
-                "24.01": "24.01-py3",
-                "24.03": "24.03-py3",
-                "24.05": "24.05-py3",
-                "24.09": "24.09-py3",
-            },
-            re.compile(r"^(?P<release>\d+\.\d+)-py3"),
-            "24.09",
-            _TRITON_REGIONS,
-        ),
-    )
+TAG_PATTERNS: dict[ContainerFamily, re.Pattern[str]] = {
+    ContainerFamily.LMI: re.compile(r"^(?P<release>\d+\.\d+\.\d+)-lmi"),
+    ContainerFamily.LMI_TENSORRT_LLM: re.compile(r"^(?P<release>\d+\.\d+\.\d+)-tensorrtllm"),
+    ContainerFamily.LMI_NEURONX: re.compile(r"^(?P<release>\d+\.\d+\.\d+)-neuronx"),
+    # A TGI tag leads with the PyTorch version; the TGI release follows "-tgi".
+    ContainerFamily.TGI: re.compile(r"-tgi(?P<release>\d+\.\d+\.\d+)-gpu"),
+    # A TGI Neuron tag leads with the PyTorch version (2.1.2-optimum0.0.25-neuronx-...).
+    ContainerFamily.TGI_NEURONX: re.compile(r"^(?P<release>\d+\.\d+\.\d+)-optimum[\d.]+-neuronx"),
+    ContainerFamily.PYTORCH_GPU: re.compile(r"^(?P<release>\d+\.\d+\.\d+)-gpu-"),
+    ContainerFamily.PYTORCH_CPU: re.compile(r"^(?P<release>\d+\.\d+\.\d+)-cpu-"),
+    ContainerFamily.TRITON: re.compile(r"^(?P<release>\d+\.\d+)-py3"),
 }
+
+
+def _load_catalog() -> tuple[str, dict[ContainerFamily, DlcLine]]:
+    document: dict[str, Any] = json.loads(
+        resources.files(__package__).joinpath("dlc_catalog.json").read_text()
+    )
+    source = document["source"]
+    lines = {}
+    for family, pattern in TAG_PATTERNS.items():
+        line = document["lines"][family.value]
+        releases = {
+            version: DlcRelease(
+                version, facts["tag"], MappingProxyType(dict(sorted(facts["registries"].items())))
+            )
+            for version, facts in sorted(
+                line["releases"].items(), key=lambda item: version_tuple(item[0])
+            )
+        }
+        lines[family] = DlcLine(family, line["repository"], MappingProxyType(releases), pattern)
+    return f"{source['package']} {source['version']}", lines
+
+
+CATALOG_SOURCE, DLC_LINES = _load_catalog()
+"""The SageMaker Python SDK release the catalog was generated from, and the lines by family."""
 
 ECR_URI = re.compile(
     r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.(?P<domain>amazonaws\.com(\.cn)?)"
@@ -272,15 +176,20 @@ ECR_URI = re.compile(
 
 def recognize_dlc_uri(uri: str) -> tuple[ContainerFamily, DlcLine | None, str, str] | None:
     """``(family, line, repository, tag)`` of an ECR image URI, or None when ``uri`` is not an
-    ECR URI. ``line`` is the Deep Learning Container line when the URI is in AWS's DLC registry
-    for its region and its tag belongs to a known line; otherwise the family is CUSTOM."""
+    ECR URI. ``line`` is the Deep Learning Container line when the URI is in the registry AWS
+    publishes that line from in its region and the tag is the line's; otherwise the family is
+    CUSTOM."""
     match = ECR_URI.match(uri)
     if match is None:
         return None
     repository = match.group("repository")
     tag = match.group("tag") or match.group("digest") or ""
-    if DLC_REGISTRY_ACCOUNTS.get(match.group("region")) == match.group("account"):
-        for line in DLC_LINES.values():
-            if line.repository == repository and line.release_of(tag):
-                return line.family, line, repository, tag
+    region, account = match.group("region"), match.group("account")
+    for line in DLC_LINES.values():
+        if (
+            line.repository == repository
+            and line.release_of(tag)
+            and line.publishes_from(region, account)
+        ):
+            return line.family, line, repository, tag
     return ContainerFamily.CUSTOM, None, repository, tag

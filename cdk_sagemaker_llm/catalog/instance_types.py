@@ -1,7 +1,17 @@
-"""SageMaker hosting instance types and the accelerators they carry."""
+"""SageMaker hosting instance types and the accelerators they carry.
+
+Figures are public specifications. Accelerators: NVIDIA's datasheets (T4, A10G via the EC2 G5
+page, L4, L40S, A100, H100, H200, HGX B200) and AWS Neuron's architecture pages (Inferentia2,
+Trainium, Trainium2); TFLOPS are dense (no structured sparsity) tensor-core FP16/BF16.
+Instances: the EC2 instance-type pages (https://aws.amazon.com/ec2/instance-types/g4/, /g5/,
+/g6/, /g6e/, /p4/, /p5/, /p6/, /inf2/, /trn1/, /trn2/) for vCPUs, host memory, accelerator
+count, local NVMe and interconnect. Which ``ml.*`` types SageMaker hosts comes from botocore's
+``ProductionVariantInstanceType`` enum.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from enum import Enum
 from typing import ClassVar
@@ -18,7 +28,7 @@ class AcceleratorKind(Enum):
 
 @dataclass(frozen=True)
 class Accelerator:
-    """One accelerator device: usable memory, memory bandwidth and dense FP16 compute.
+    """One accelerator device: usable memory, memory bandwidth and dense FP16/BF16 compute.
 
     Usable memory is what the driver reports (EC2 reports A10G/L4 as 22,888 MiB and L40S as
     45,776 MiB), which is what sizing must use.
@@ -27,18 +37,65 @@ class Accelerator:
     name: str
     kind: AcceleratorKind
     memory_mib: int
+    """Usable device memory in MiB."""
     memory_bandwidth_gbps: float
+    """Device memory bandwidth in GB/s."""
     fp16_tflops: float
+    """Dense FP16 tensor TFLOPS."""
+    bf16_tflops: float | None = None
+    """Dense BF16 tensor TFLOPS; None when the device has no BF16 (T4)."""
+
+    # Named devices are attached below the class body.
+    T4: ClassVar[Accelerator]
+    A10G: ClassVar[Accelerator]
+    L4: ClassVar[Accelerator]
+    L40S: ClassVar[Accelerator]
+    A100_40GB: ClassVar[Accelerator]
+    A100_80GB: ClassVar[Accelerator]
+    H100: ClassVar[Accelerator]
+    H200: ClassVar[Accelerator]
+    B200: ClassVar[Accelerator]
+    INFERENTIA2: ClassVar[Accelerator]
+    TRAINIUM: ClassVar[Accelerator]
+    TRAINIUM2: ClassVar[Accelerator]
 
 
-A10G = Accelerator("NVIDIA A10G", AcceleratorKind.NVIDIA_GPU, 22_888, 600, 70)
-L4 = Accelerator("NVIDIA L4", AcceleratorKind.NVIDIA_GPU, 22_888, 300, 121)
-L40S = Accelerator("NVIDIA L40S", AcceleratorKind.NVIDIA_GPU, 45_776, 864, 362)
-A100_40GB = Accelerator("NVIDIA A100 40GB", AcceleratorKind.NVIDIA_GPU, 40_960, 1_555, 312)
-A100_80GB = Accelerator("NVIDIA A100 80GB", AcceleratorKind.NVIDIA_GPU, 81_920, 2_039, 312)
-H100 = Accelerator("NVIDIA H100", AcceleratorKind.NVIDIA_GPU, 81_920, 3_350, 989)
-INFERENTIA2 = Accelerator("AWS Inferentia2", AcceleratorKind.AWS_NEURON, 32_768, 820, 190)
-TRAINIUM = Accelerator("AWS Trainium", AcceleratorKind.AWS_NEURON, 32_768, 820, 190)
+_GPU = AcceleratorKind.NVIDIA_GPU
+_NEURON = AcceleratorKind.AWS_NEURON
+# T4: 16 GB GDDR6 (15,360 MiB usable), 320 GB/s, 65 TFLOPS mixed-precision FP16, no BF16.
+T4 = Accelerator("NVIDIA T4", _GPU, 15_360, 320, 65)
+A10G = Accelerator("NVIDIA A10G", _GPU, 22_888, 600, 70, 70)
+L4 = Accelerator("NVIDIA L4", _GPU, 22_888, 300, 121, 121)
+L40S = Accelerator("NVIDIA L40S", _GPU, 45_776, 864, 362, 362)
+A100_40GB = Accelerator("NVIDIA A100 40GB", _GPU, 40_960, 1_555, 312, 312)
+A100_80GB = Accelerator("NVIDIA A100 80GB", _GPU, 81_920, 2_039, 312, 312)
+H100 = Accelerator("NVIDIA H100", _GPU, 81_920, 3_350, 989, 989)
+# H200: 141 GB HBM3e at 4.8 TB/s, the H100's compute.
+H200 = Accelerator("NVIDIA H200", _GPU, 144_384, 4_800, 989, 989)
+# B200 (HGX B200): 180 GB HBM3e at 8 TB/s; 36 PFLOPS FP16/BF16 per 8 GPUs with sparsity,
+# 2.25 PFLOPS dense per GPU.
+B200 = Accelerator("NVIDIA B200", _GPU, 184_320, 8_000, 2_250, 2_250)
+# Inferentia2 and Trainium: 32 GiB HBM at 820 GB/s, 190 TFLOPS FP16/BF16 per chip.
+INFERENTIA2 = Accelerator("AWS Inferentia2", _NEURON, 32_768, 820, 190, 190)
+TRAINIUM = Accelerator("AWS Trainium", _NEURON, 32_768, 820, 190, 190)
+# Trainium2: 96 GiB HBM at 2.9 TB/s, 667 TFLOPS dense FP16/BF16 per chip.
+TRAINIUM2 = Accelerator("AWS Trainium2", _NEURON, 98_304, 2_900, 667, 667)
+
+for _device_name, _device in {
+    "T4": T4,
+    "A10G": A10G,
+    "L4": L4,
+    "L40S": L40S,
+    "A100_40GB": A100_40GB,
+    "A100_80GB": A100_80GB,
+    "H100": H100,
+    "H200": H200,
+    "B200": B200,
+    "INFERENTIA2": INFERENTIA2,
+    "TRAINIUM": TRAINIUM,
+    "TRAINIUM2": TRAINIUM2,
+}.items():
+    setattr(Accelerator, _device_name, _device)
 
 
 @dataclass(frozen=True)
@@ -46,8 +103,10 @@ class InstanceType:
     """A SageMaker hosting instance type (``ml.*``).
 
     Use the named constants (``InstanceType.G5_12XLARGE``) for the GPU and Neuron families the
-    library knows, or ``InstanceType.of("ml.c7i.4xlarge")`` for any other; an unknown type
-    carries no accelerator facts, so fit checks that need them are skipped.
+    library knows, or ``InstanceType.of("ml.c7i.4xlarge")`` for any other. A type the catalog
+    does not know has unknown accelerators (``accelerator_count`` is None): checks that need
+    them say they cannot check, until you state them with ``InstanceType.of(name,
+    accelerator=Accelerator.H100, accelerator_count=8)`` or ``.with_accelerators(...)``.
     """
 
     name: str
@@ -58,13 +117,28 @@ class InstanceType:
     """Host memory of one instance in MiB; None when unknown."""
     accelerator: Accelerator | None = None
     """The accelerator model, or None for CPU-only or unknown types."""
-    accelerator_count: int = 0
-    """Accelerator devices per instance (GPUs, or Inferentia/Trainium chips)."""
+    accelerator_count: int | None = None
+    """Accelerator devices per instance (GPUs, or Inferentia/Trainium chips); 0 for a CPU-only
+    type, None when unknown (a type the catalog does not know, unless you state them)."""
     has_local_nvme_storage: bool = False
     """True when the instance has local NVMe storage: SageMaker then rejects a KMS key and a
     volume size for the ML storage volume (the instance store is encrypted by hardware)."""
+    local_nvme_gb: int | None = None
+    """Local NVMe instance storage of one instance in GB (0 for none); None when unknown."""
+    interconnect: str | None = None
+    """How the accelerators talk to each other (``NVLink``, ``PCIe Gen4``); None for a single
+    accelerator or unknown."""
+    interconnect_gbps: float | None = None
+    """Peer bandwidth of one accelerator over ``interconnect`` in GB/s (both directions, as
+    vendors publish it); None when unknown or single-accelerator."""
 
     # Named constants are attached below the class body.
+    G4DN_XLARGE: ClassVar[InstanceType]
+    G4DN_2XLARGE: ClassVar[InstanceType]
+    G4DN_4XLARGE: ClassVar[InstanceType]
+    G4DN_8XLARGE: ClassVar[InstanceType]
+    G4DN_12XLARGE: ClassVar[InstanceType]
+    G4DN_16XLARGE: ClassVar[InstanceType]
     G5_XLARGE: ClassVar[InstanceType]
     G5_2XLARGE: ClassVar[InstanceType]
     G5_4XLARGE: ClassVar[InstanceType]
@@ -91,13 +165,19 @@ class InstanceType:
     G6E_48XLARGE: ClassVar[InstanceType]
     P4D_24XLARGE: ClassVar[InstanceType]
     P4DE_24XLARGE: ClassVar[InstanceType]
+    P5_4XLARGE: ClassVar[InstanceType]
     P5_48XLARGE: ClassVar[InstanceType]
+    P5E_48XLARGE: ClassVar[InstanceType]
+    P5EN_48XLARGE: ClassVar[InstanceType]
+    P6_B200_48XLARGE: ClassVar[InstanceType]
     INF2_XLARGE: ClassVar[InstanceType]
     INF2_8XLARGE: ClassVar[InstanceType]
     INF2_24XLARGE: ClassVar[InstanceType]
     INF2_48XLARGE: ClassVar[InstanceType]
     TRN1_2XLARGE: ClassVar[InstanceType]
     TRN1_32XLARGE: ClassVar[InstanceType]
+    TRN1N_32XLARGE: ClassVar[InstanceType]
+    TRN2_48XLARGE: ClassVar[InstanceType]
 
     @property
     def family(self) -> str:
@@ -115,9 +195,16 @@ class InstanceType:
         return self.accelerator is not None and self.accelerator.kind is AcceleratorKind.AWS_NEURON
 
     @property
+    def accelerators_known(self) -> bool:
+        """True when the accelerators are known: from the catalog, or stated by you."""
+        return self.accelerator_count is not None
+
+    @property
     def accelerator_memory_mib(self) -> int:
-        """Usable accelerator memory of the whole instance in MiB (0 without accelerators)."""
-        return self.accelerator.memory_mib * self.accelerator_count if self.accelerator else 0
+        """Usable accelerator memory of the whole instance in MiB (0 without known accelerators)."""
+        if self.accelerator is None or self.accelerator_count is None:
+            return 0
+        return self.accelerator.memory_mib * self.accelerator_count
 
     @property
     def is_known(self) -> bool:
@@ -125,8 +212,19 @@ class InstanceType:
         return self.vcpus is not None
 
     @staticmethod
-    def of(name: str) -> InstanceType:
-        """An instance type by its SageMaker name; the catalog's entry when it has one."""
+    def of(
+        name: str,
+        *,
+        accelerator: Accelerator | None = None,
+        accelerator_count: int | None = None,
+    ) -> InstanceType:
+        """An instance type by its SageMaker name; the catalog's entry when it has one.
+
+        :param accelerator: for a type the catalog does not know, its accelerator device
+            (e.g. ``Accelerator.H100``); default unknown.
+        :param accelerator_count: for a type the catalog does not know, its devices per
+            instance (0 states a CPU-only type); default unknown.
+        """
         if not isinstance(name, str) or not name.startswith("ml.") or name.count(".") != 2:
             raise ValidationError(
                 "instance_type",
@@ -135,52 +233,157 @@ class InstanceType:
                 'use a name such as "ml.g5.12xlarge" or a constant such as '
                 "InstanceType.G5_12XLARGE",
             )
-        return CATALOG.get(name, InstanceType(name))
+        known = CATALOG.get(name)
+        if known is None:
+            bare = InstanceType(name)
+            if accelerator is None and accelerator_count is None:
+                return bare
+            return bare.with_accelerators(accelerator, accelerator_count)
+        if (accelerator is not None and accelerator != known.accelerator) or (
+            accelerator_count is not None and accelerator_count != known.accelerator_count
+        ):
+            raise ValidationError(
+                "accelerator_count" if accelerator_count is not None else "accelerator",
+                accelerator_count if accelerator_count is not None else accelerator,
+                f"the catalog knows {name}: {known.accelerator_count} x "
+                f"{known.accelerator.name if known.accelerator else 'no accelerator'}",
+                f"leave the accelerators out for {name}",
+            )
+        return known
+
+    def with_accelerators(
+        self, accelerator: Accelerator | None, accelerator_count: int | None
+    ) -> InstanceType:
+        """This type with its accelerators stated: ``accelerator_count`` devices of
+        ``accelerator``, or ``(None, 0)`` for a CPU-only type. Sizing and fit checks then use
+        them. Raises ValidationError for an inconsistent pair."""
+        if accelerator_count == 0 and accelerator is None:
+            return dataclasses.replace(self, accelerator=None, accelerator_count=0)
+        if accelerator is None or not isinstance(accelerator, Accelerator):
+            raise ValidationError(
+                f"{self.name} accelerator",
+                accelerator,
+                "sizing needs the accelerator device to go with a device count",
+                "pass e.g. accelerator=Accelerator.H100 (or accelerator_count=0 for a CPU-only "
+                "type)",
+            )
+        if (
+            isinstance(accelerator_count, bool)
+            or not isinstance(accelerator_count, int)
+            or accelerator_count < 1
+        ):
+            raise ValidationError(
+                f"{self.name} accelerator_count",
+                accelerator_count,
+                "an accelerated instance has a whole number of devices, at least 1",
+                "pass the devices of one instance, e.g. accelerator_count=8",
+            )
+        return dataclasses.replace(
+            self, accelerator=accelerator, accelerator_count=accelerator_count
+        )
 
     def __str__(self) -> str:
         return self.name
 
 
-_SIZES_G = {  # size: (vCPUs, accelerators)
-    "xlarge": (4, 1),
-    "2xlarge": (8, 1),
-    "4xlarge": (16, 1),
-    "8xlarge": (32, 1),
-    "12xlarge": (48, 4),
-    "16xlarge": (64, 1),
-    "24xlarge": (96, 4),
-    "48xlarge": (192, 8),
+_PCIE_GEN3 = ("PCIe Gen3", 32.0)
+_PCIE_GEN4 = ("PCIe Gen4", 64.0)
+_NVLINK_A100 = ("NVLink", 600.0)
+_NVLINK_H100 = ("NVLink", 900.0)
+_NVLINK_B200 = ("NVLink", 1_800.0)
+
+# size: (vCPUs, accelerators, local NVMe GB) of the G families (EC2 instance-type pages).
+_SIZES_G4DN = {
+    "xlarge": (4, 1, 125),
+    "2xlarge": (8, 1, 225),
+    "4xlarge": (16, 1, 225),
+    "8xlarge": (32, 1, 900),
+    "12xlarge": (48, 4, 900),
+    "16xlarge": (64, 1, 900),
 }
+_SIZES_G5_G6E = {
+    "xlarge": (4, 1, 250),
+    "2xlarge": (8, 1, 450),
+    "4xlarge": (16, 1, 600),
+    "8xlarge": (32, 1, 900),
+    "12xlarge": (48, 4, 3_800),
+    "16xlarge": (64, 1, 1_900),
+    "24xlarge": (96, 4, 3_800),
+    "48xlarge": (192, 8, 7_600),
+}
+_SIZES_G6 = {
+    "xlarge": (4, 1, 250),
+    "2xlarge": (8, 1, 450),
+    "4xlarge": (16, 1, 600),
+    "8xlarge": (32, 1, 900),
+    "12xlarge": (48, 4, 3_760),
+    "16xlarge": (64, 1, 1_880),
+    "24xlarge": (96, 4, 3_760),
+    "48xlarge": (192, 8, 7_520),
+}
+
+
+def _accelerated(
+    name: str,
+    vcpus: int,
+    memory_gib: int,
+    accelerator: Accelerator,
+    count: int,
+    nvme_gb: int,
+    interconnect: tuple[str, float],
+) -> InstanceType:
+    link, gbps = interconnect if count > 1 else (None, None)
+    return InstanceType(
+        name,
+        vcpus,
+        memory_gib * 1024,
+        accelerator,
+        count,
+        has_local_nvme_storage=nvme_gb > 0,
+        local_nvme_gb=nvme_gb,
+        interconnect=link,
+        interconnect_gbps=gbps,
+    )
 
 
 def _catalog() -> dict[str, InstanceType]:
     types: list[InstanceType] = []
-    for family, accelerator, memory_per_vcpu_gib in (
-        ("g5", A10G, 4),
-        ("g6", L4, 4),
-        ("g6e", L40S, 8),
+    for family, accelerator, memory_per_vcpu_gib, sizes, link in (
+        ("g4dn", T4, 4, _SIZES_G4DN, _PCIE_GEN3),
+        ("g5", A10G, 4, _SIZES_G5_G6E, _PCIE_GEN4),
+        ("g6", L4, 4, _SIZES_G6, _PCIE_GEN4),
+        ("g6e", L40S, 8, _SIZES_G5_G6E, _PCIE_GEN4),
     ):
-        for size, (vcpus, accelerators) in _SIZES_G.items():
+        for size, (vcpus, count, nvme_gb) in sizes.items():
             types.append(
-                InstanceType(
+                _accelerated(
                     f"ml.{family}.{size}",
                     vcpus,
-                    vcpus * memory_per_vcpu_gib * 1024,
+                    vcpus * memory_per_vcpu_gib,
                     accelerator,
-                    accelerators,
-                    has_local_nvme_storage=True,
+                    count,
+                    nvme_gb,
+                    link,
                 )
             )
     types += [
-        InstanceType("ml.p4d.24xlarge", 96, 1_152 * 1024, A100_40GB, 8, True),
-        InstanceType("ml.p4de.24xlarge", 96, 1_152 * 1024, A100_80GB, 8, True),
-        InstanceType("ml.p5.48xlarge", 192, 2_048 * 1024, H100, 8, True),
-        InstanceType("ml.inf2.xlarge", 4, 16 * 1024, INFERENTIA2, 1),
-        InstanceType("ml.inf2.8xlarge", 32, 128 * 1024, INFERENTIA2, 1),
-        InstanceType("ml.inf2.24xlarge", 96, 384 * 1024, INFERENTIA2, 6),
-        InstanceType("ml.inf2.48xlarge", 192, 768 * 1024, INFERENTIA2, 12),
-        InstanceType("ml.trn1.2xlarge", 8, 32 * 1024, TRAINIUM, 1, True),
-        InstanceType("ml.trn1.32xlarge", 128, 512 * 1024, TRAINIUM, 16, True),
+        _accelerated("ml.p4d.24xlarge", 96, 1_152, A100_40GB, 8, 8_000, _NVLINK_A100),
+        _accelerated("ml.p4de.24xlarge", 96, 1_152, A100_80GB, 8, 8_000, _NVLINK_A100),
+        _accelerated("ml.p5.4xlarge", 16, 256, H100, 1, 3_840, _NVLINK_H100),
+        _accelerated("ml.p5.48xlarge", 192, 2_048, H100, 8, 30_720, _NVLINK_H100),
+        _accelerated("ml.p5e.48xlarge", 192, 2_048, H200, 8, 30_720, _NVLINK_H100),
+        _accelerated("ml.p5en.48xlarge", 192, 2_048, H200, 8, 30_720, _NVLINK_H100),
+        _accelerated("ml.p6-b200.48xlarge", 192, 2_048, B200, 8, 30_720, _NVLINK_B200),
+        # Inferentia2 chips of inf2.24xlarge/48xlarge form a NeuronLink ring; AWS publishes no
+        # per-chip bandwidth for it, so the interconnect is left unknown.
+        InstanceType("ml.inf2.xlarge", 4, 16 * 1024, INFERENTIA2, 1, local_nvme_gb=0),
+        InstanceType("ml.inf2.8xlarge", 32, 128 * 1024, INFERENTIA2, 1, local_nvme_gb=0),
+        InstanceType("ml.inf2.24xlarge", 96, 384 * 1024, INFERENTIA2, 6, local_nvme_gb=0),
+        InstanceType("ml.inf2.48xlarge", 192, 768 * 1024, INFERENTIA2, 12, local_nvme_gb=0),
+        InstanceType("ml.trn1.2xlarge", 8, 32 * 1024, TRAINIUM, 1, True, 474),
+        InstanceType("ml.trn1.32xlarge", 128, 512 * 1024, TRAINIUM, 16, True, 7_600),
+        InstanceType("ml.trn1n.32xlarge", 128, 512 * 1024, TRAINIUM, 16, True, 7_600),
+        InstanceType("ml.trn2.48xlarge", 192, 2_048 * 1024, TRAINIUM2, 16, True, 7_600),
     ]
     return {t.name: t for t in types}
 
@@ -189,4 +392,4 @@ CATALOG: dict[str, InstanceType] = _catalog()
 """Every instance type whose hardware the library knows, by name."""
 
 for _name, _type in CATALOG.items():
-    setattr(InstanceType, _name[3:].replace(".", "_").upper(), _type)
+    setattr(InstanceType, _name[3:].replace(".", "_").replace("-", "_").upper(), _type)

@@ -110,4 +110,6 @@ DEFAULT_PRICE_LIST = PriceList(
         "ml.trn1.32xlarge": 24.73,
     },
 )
-"""The library's default prices: us-east-1 on-demand, for every instance type in the catalog."""
+"""The library's default prices: us-east-1 on-demand, for the catalog's instance types whose
+price was read (g4dn, p5.4xlarge, p5e, p5en, p6-b200, trn1n and trn2 have none yet: cost figures
+for them say the price is unknown until you add it with ``with_prices``)."""

@@ -406,8 +406,7 @@ class InferenceComponentEndpoint(EndpointBase):
 
     The variant has no model; components (``add_inference_component``) bring their own, and
     SageMaker's managed instance scaling adds and removes instances between
-    ``min_instance_count`` and ``max_instance_count`` as components scale their copies. Only
-    this kind of endpoint benefits from SageMaker container caching.
+    ``min_instance_count`` and ``max_instance_count`` as components scale their copies.
     """
 
     from_endpoint_name = staticmethod(import_endpoint_by_name)

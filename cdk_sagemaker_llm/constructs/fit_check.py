@@ -40,9 +40,10 @@ def check_fit(
             "or ModelSpec.custom(...) to check at synth time that it fits."
         )
         return None
-    if instance_type.accelerator is None or not instance_type.is_known:
+    if instance_type.accelerator is None or instance_type.accelerator_count is None:
         Annotations.of(scope).add_info(
-            f"Sizing skipped: the catalog has no accelerator facts for {instance_type.name}."
+            f"Sizing skipped: the catalog has no accelerator facts for {instance_type.name}. "
+            "State them to check: InstanceType.of(name, accelerator=..., accelerator_count=N)."
         )
         return None
     facts = serving_facts(environment)

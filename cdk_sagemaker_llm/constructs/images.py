@@ -18,7 +18,7 @@ from ..catalog.containers import (
     recognize_dlc_uri,
     version_tuple,
 )
-from ..catalog.registries import DLC_REGISTRY_ACCOUNTS, ecr_domain
+from ..catalog.registries import ecr_domain
 from .nag import acknowledge_wildcard_resources
 from .validation import ValidationError
 
@@ -34,6 +34,7 @@ class ContainerImage:
     Deep Learning Container factories (``lmi``, ``tgi``, ``pytorch_gpu``, ``triton`` ...) take
     either a short version known to the catalog (``"0.31.0"``) or a full image tag
     (``"0.31.0-lmi13.0.0-cu124"``), so a new container release needs no library upgrade. The
+    catalog is generated from the SageMaker Python SDK's image map (``CATALOG_SOURCE``). The
     registry account and domain are resolved for the stack's region at synth time; a
     region-agnostic stack gets a CloudFormation mapping keyed on ``AWS::Region``.
     """
@@ -79,12 +80,14 @@ class ContainerImage:
 
     @staticmethod
     def tgi(version: str) -> ContainerImage:
-        """Hugging Face TGI for GPUs, by TGI release, e.g. ``"2.4.0"``."""
+        """Hugging Face TGI for GPUs, by TGI release, e.g. ``"3.3.6"``. TGI is in maintenance
+        mode upstream (Hugging Face points new deployments to vLLM or SGLang); prefer ``lmi``."""
         return ContainerImage._dlc(ContainerFamily.TGI, version)
 
     @staticmethod
     def tgi_neuronx(version: str) -> ContainerImage:
-        """Hugging Face TGI for Inferentia2 / Trainium, by Optimum Neuron release (``"0.0.25"``)."""
+        """Hugging Face TGI for Inferentia2 / Trainium, by the SDK's Optimum Neuron release key
+        (``"0.0.28"``, ``"0.3.0"``); TGI is in maintenance mode upstream."""
         return ContainerImage._dlc(ContainerFamily.TGI_NEURONX, version)
 
     @staticmethod
@@ -99,7 +102,7 @@ class ContainerImage:
 
     @staticmethod
     def triton(version: str) -> ContainerImage:
-        """NVIDIA Triton Inference Server, e.g. ``"24.09"``."""
+        """NVIDIA Triton Inference Server for GPUs, e.g. ``"25.09"``."""
         return ContainerImage._dlc(ContainerFamily.TRITON, version)
 
     @staticmethod
@@ -108,7 +111,7 @@ class ContainerImage:
         line = DLC_LINES.get(family)
         if line is None:
             return []
-        return sorted(line.tags, key=version_tuple)
+        return sorted(line.releases, key=version_tuple)
 
     @staticmethod
     def _dlc(family: ContainerFamily, version: str) -> ContainerImage:
@@ -128,8 +131,7 @@ class ContainerImage:
                     prop,
                     version,
                     f"the catalog knows no {family.value} release {version}",
-                    f"use one of {known}, or pass the full image tag "
-                    f"(e.g. {line.tags[max(line.tags, key=version_tuple)]!r})",
+                    f"use one of {known}, or pass the full image tag (e.g. {line.newest.tag!r})",
                 )
             return ContainerImage(
                 family=family, repository_name=line.repository, tag=line.tags[version], line=line
@@ -192,19 +194,32 @@ class ContainerImage:
         return self._line is not None
 
     @property
+    def hosted_in_ecr(self) -> bool:
+        """True when the image is pulled from Amazon ECR: a Deep Learning Container, an ECR
+        URI, or your ECR repository."""
+        if self._line is not None or self._ecr_repository is not None:
+            return True
+        return (
+            self._uri is not None
+            and not Token.is_unresolved(self._uri)
+            and bool(ECR_URI.match(self._uri))
+        )
+
+    @property
     def container_caching_eligible(self) -> bool:
-        """True when SageMaker container caching covers this image (domain.md's first cached
-        releases). Caching only takes effect on inference-component endpoints."""
-        return self._line is not None and self._line.is_cached(self.tag)
+        """True when SageMaker container caching can hold this image: any image in Amazon ECR
+        (catalog/container_caching.py states the rule and its source). It takes effect on
+        accelerator instance types in commercial regions."""
+        return self.hosted_in_ecr
 
     @property
     def release(self) -> str | None:
-        """The release compared for caching (e.g. ``0.31.0`` for LMI, the TGI release for TGI)."""
+        """The release the tag carries (e.g. ``0.31.0`` for LMI, the TGI release for TGI)."""
         return self._line.release_of(self.tag) if self._line else None
 
     def available_in(self, region: str) -> bool:
         """False only when the image is a DLC that AWS does not publish in ``region``."""
-        return self._line is None or region in self._line.regions
+        return self._line is None or region in self._line.release_for(self.tag).registries
 
     # ----- Binding ---------------------------------------------------------------------------
 
@@ -246,8 +261,9 @@ class ContainerImage:
                 resource_name=self.repository_name,
             )
         else:
-            if region not in self._line.regions:
-                published = ", ".join(sorted(self._line.regions))
+            registries = self._line.release_for(self.tag).registries
+            if region not in registries:
+                published = ", ".join(sorted(registries))
                 raise ValidationError(
                     "image",
                     f"{self.repository_name}:{self.tag} in {region}",
@@ -255,7 +271,7 @@ class ContainerImage:
                     f"deploy to one of {published}, or copy the image to your own ECR "
                     "repository and use ContainerImage.from_ecr_repository",
                 )
-            account = DLC_REGISTRY_ACCOUNTS[region]
+            account = registries[region]
             uri = (
                 f"{account}.dkr.ecr.{region}.{ecr_domain(region)}/{self.repository_name}:{self.tag}"
             )
@@ -271,9 +287,14 @@ class ContainerImage:
         return uri
 
     def _registry_mapping(self, stack: Stack) -> CfnMapping:
+        """One mapping per family and release: releases are published in different regions."""
         assert self._line is not None
-        mapping_id = "DlcRegistry" + "".join(
-            part.capitalize() for part in self._line.family.value.split("-")
+        release = self._line.release_for(self.tag)
+        mapping_id = (
+            "DlcRegistry"
+            + "".join(part.capitalize() for part in self._line.family.value.split("-"))
+            + "V"
+            + release.version.replace(".", "")
         )
         existing = stack.node.try_find_child(mapping_id)
         if isinstance(existing, CfnMapping):
@@ -282,8 +303,7 @@ class ContainerImage:
             stack,
             mapping_id,
             mapping={
-                region: {"account": DLC_REGISTRY_ACCOUNTS[region]}
-                for region in sorted(self._line.regions)
+                region: {"account": account} for region, account in release.registries.items()
             },
         )
 

@@ -558,10 +558,12 @@ def _check_adapter(
         )
 
 
-def _accelerators(requested: int | None, per_copy: int | None, available: int) -> int:
+def _accelerators(requested: int | None, per_copy: int | None, available: int | None) -> int:
     if requested is None:
         if available == 0:
             return 0
+        if available is None:  # accelerators unknown: only what the serving options state
+            return per_copy or 0
         return per_copy or 1
     check_range("accelerators", requested, minimum=1, fix="reserve at least 1 accelerator per copy")
     return requested
@@ -596,7 +598,10 @@ def _memory(
 
 
 def _check_fit(accelerators: int, cpu_cores: float | None, instance_type: InstanceType) -> None:
-    if instance_type.is_known and accelerators > instance_type.accelerator_count:
+    if (
+        instance_type.accelerator_count is not None
+        and accelerators > instance_type.accelerator_count
+    ):
         raise ValidationError(
             "accelerators",
             accelerators,

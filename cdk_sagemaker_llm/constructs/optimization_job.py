@@ -993,7 +993,7 @@ def _check_tensor_parallel(
             "pass e.g. tensor_parallel_degree=4",
         )
     gpus = instance_type.accelerator_count
-    if instance_type.is_gpu and int(degree) > gpus:
+    if instance_type.is_gpu and gpus is not None and int(degree) > gpus:
         raise ValidationError(
             f"{prop}.{TENSOR_PARALLEL_VARIABLE}",
             int(degree),

@@ -69,7 +69,7 @@ def kv_cache_bytes(
 
 def usable_memory_bytes(instance_type: InstanceType, accelerators: int | None = None) -> int:
     """Usable accelerator memory of ``accelerators`` devices (default all) of the type."""
-    if instance_type.accelerator is None:
+    if instance_type.accelerator is None or instance_type.accelerator_count is None:
         return 0
     count = instance_type.accelerator_count if accelerators is None else accelerators
     return instance_type.accelerator.memory_mib * MIB * count
@@ -130,7 +130,7 @@ def fits(
 def tensor_parallel_candidates(spec: ModelSpec, instance_type: InstanceType) -> list[int]:
     """Degrees a copy can be sharded over on this type: they divide the instance's accelerator
     count (whole copies per instance) and the attention heads (whole heads per device)."""
-    count = instance_type.accelerator_count
+    count = instance_type.accelerator_count or 0
     return [
         degree
         for degree in range(1, count + 1)
@@ -173,7 +173,7 @@ def copies_per_instance(instance_type: InstanceType, tensor_parallel_degree: int
             "must be at least 1",
             "shard each copy over at least one accelerator",
         )
-    return instance_type.accelerator_count // tensor_parallel_degree
+    return (instance_type.accelerator_count or 0) // tensor_parallel_degree
 
 
 def critical_batch_size(accelerator: Accelerator) -> float:
@@ -316,12 +316,16 @@ def size(
     :param max_total_tokens: prompt + output tokens per sequence; default the model's
         context capped at 4096.
     """
-    if instance_type.accelerator is None:
+    if instance_type.accelerator is None or instance_type.accelerator_count is None:
         raise ValidationError(
             "instance_type",
             instance_type.name,
-            "sizing needs an accelerated instance type the catalog knows",
-            "use a GPU or Neuron type such as ml.g5.xlarge, ml.g6e.12xlarge, ml.inf2.48xlarge",
+            "sizing needs an accelerated instance type whose accelerators are known"
+            if instance_type.accelerators_known
+            else "the catalog does not know this type's accelerators, so sizing cannot check it",
+            "use a GPU or Neuron type such as ml.g5.xlarge, ml.g6e.12xlarge, ml.inf2.48xlarge, "
+            "or state the accelerators: InstanceType.of(name, accelerator=Accelerator.H100, "
+            "accelerator_count=8)",
         )
     tokens = max_total_tokens or default_max_total_tokens(spec)
     if tokens < 1:
