@@ -18,3 +18,6 @@ if [ "$(cat .venv/.setup-stamp 2>/dev/null)" != "$wanted" ]; then
   npm ci --no-audit --no-fund --loglevel=error
   echo "$wanted" > .venv/.setup-stamp
 fi
+# The pinned SageMaker SDK wheel the image catalog is generated from, cached for the test that
+# regenerates it offline (downloads only when the cache lacks it).
+.venv/bin/python scripts/generate_image_catalog.py --download >/dev/null
