@@ -94,8 +94,8 @@ def test_fit_and_recommended_degree() -> None:
     assert recommended_tensor_parallel_degree(ModelSpec.LLAMA_3_8B, g5_12) == 4
     assert copies_per_instance(g5_12, 1) == 4
     # 70B fp16 (138 GB) fits on 4 of p4d's 40 GB A100s with KV room for 19 sequences per copy;
-    # TP8 holds 141 and serves more. AWQ int4 fits on 2 A10Gs, but one 1,024-token answer
-    # there takes longer than the 60 s invocation timeout: TP4.
+    # TP8 holds 141 and serves more. AWQ int4 fits on 2 A10Gs, but there a 3,072-token prompt
+    # takes ~5 s to prefill: one request per copy stays within 100 ms/token, TP4 serves more.
     assert fits(ModelSpec.LLAMA_2_70B, InstanceType.P4D_24XLARGE, tensor_parallel_degree=4)
     assert recommended_tensor_parallel_degree(ModelSpec.LLAMA_2_70B, InstanceType.P4D_24XLARGE) == 8
     assert fits(

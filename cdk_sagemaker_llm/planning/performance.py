@@ -154,7 +154,7 @@ class Efficiency:
     prefill_compute: float = 0.6
     """Fraction of peak FLOPS prefill reaches. Default 0.6 (large GEMMs; vLLM/TGI prefill
     measurements at 50-70 % MFU)."""
-    step_overhead_ms: float = 3.0
+    step_overhead_ms: float = 2.0
     """Fixed per-step cost (scheduler, sampling, kernel launches), ms. Default 3 ms: the gap
     between measured single-request latency and the bandwidth floor in the same sources."""
 

@@ -604,10 +604,16 @@ def _explain_winner(ranked: list[RankedLayout]) -> list[RankedLayout]:
                 head + ": wider sharding splits the weight reads but not the per-step overhead, "
                 "adds all-reduces to every step, and leaves fewer copies to batch requests"
             )
+        elif loser.capacity.concurrency_per_copy < loser.capacity.limits.capacity:
+            why.append(
+                head + f": its copies are slower (fewer accelerators each), so only "
+                f"{loser.capacity.concurrency_per_copy} in flight per copy stay within the "
+                "latency limit"
+            )
         else:
             why.append(
                 head + ": each copy keeps a whole copy of the weights, leaving less memory for "
-                "the KV cache"
+                f"the KV cache ({loser.capacity.limits.kv_sequences} sequences per copy)"
             )
     if not why:
         return ranked
