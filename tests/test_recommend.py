@@ -135,6 +135,16 @@ def test_each_rejection_reason() -> None:
         instance_types=[G5_12],
     )
     assert _reasons(long, G5_12)[2].startswith("timeout:")
+    # memory: the Neuron runtime stages the weights in host memory (ml.inf2.xlarge: 16 GiB).
+    inf2 = InstanceType.INF2_XLARGE
+    neuron = recommend(
+        ModelSpec.LLAMA_3_8B, SHORT, Slo(100), Traffic(concurrency=1), instance_types=[inf2]
+    )
+    assert "host memory" in _reasons(neuron, inf2)[1]
+    small = recommend(
+        ModelSpec.LLAMA_2_7B, SHORT, Slo(100), Traffic(concurrency=1), instance_types=[inf2]
+    )
+    assert any("Neuron: modeled at chip level" in line for line in small.options[0].reasoning)
     # not an accelerated type.
     cpu = recommend(
         ModelSpec.LLAMA_2_7B,

@@ -48,6 +48,7 @@ from .placement import (
     Memory,
     copy_memory,
     head_divisibility_problem,
+    host_memory_problem,
     kv_bytes_per_token_per_copy,
 )
 
@@ -590,7 +591,9 @@ def _deployment_level(
     )
 
 
-def _check_fit(spec: ModelSpec, layout: Layout, memory: Memory) -> None:
+def _check_fit(
+    spec: ModelSpec, layout: Layout, memory: Memory, memory_precision: Precision
+) -> None:
     problem = head_divisibility_problem(spec, layout.tensor_parallel_degree)
     if problem:
         raise ValidationError(
@@ -598,6 +601,14 @@ def _check_fit(spec: ModelSpec, layout: Layout, memory: Memory) -> None:
             layout.tensor_parallel_degree,
             problem,
             "use a degree that divides the attention and KV heads",
+        )
+    problem = host_memory_problem(spec, layout.instance_type, memory_precision)
+    if problem:
+        raise ValidationError(
+            "instance_type",
+            layout.instance_type.name,
+            problem,
+            "use a larger Neuron instance (more host memory) or a GPU instance",
         )
     if memory.sequences < 1:
         raise ValidationError(
@@ -641,7 +652,7 @@ def predict(
         spec, layout.instance_type, layout.tensor_parallel_degree, precision, workload, efficiency
     )
     limits, memory = copy_limits(model, max_batch_size)
-    _check_fit(spec, layout, memory)
+    _check_fit(spec, layout, memory, precision)
     copies = layout.copies
     knee = copy_knee(model, limits)
     levels = [_deployment_level(model, copies, c, limits.capacity) for c in sorted(levels_in)]
@@ -735,7 +746,9 @@ def max_throughput_within(
 ) -> LayoutCapacity | None:
     """The highest-throughput concurrency per copy whose ms/token (and TTFT) meet the limits,
     or None when even one request per copy misses them or the layout does not fit."""
-    if head_divisibility_problem(spec, layout.tensor_parallel_degree):
+    if head_divisibility_problem(spec, layout.tensor_parallel_degree) or host_memory_problem(
+        spec, layout.instance_type, precision
+    ):
         return None
     model = CopyModel(
         spec, layout.instance_type, layout.tensor_parallel_degree, precision, workload, efficiency

@@ -100,3 +100,30 @@ def copy_memory(
         kv_bytes_per_sequence=kv_bytes_per_token_per_copy(spec, tensor_parallel_degree, precision)
         * sequence_tokens,
     )
+
+
+HOST_RESERVED_BYTES = 2 * GB
+"""Host memory the operating system, the model server and the runtime keep for themselves."""
+
+
+def host_memory_problem(
+    spec: ModelSpec, instance_type: InstanceType, precision: Precision
+) -> str | None:
+    """Why the instance's host memory cannot stage the weights, or None.
+
+    The Neuron runtime loads a compiled model's weights through host memory before copying them
+    to the devices (AWS Neuron documentation, "Neuron runtime": the model is loaded into host
+    memory, then onto the NeuronCores), so an Inferentia/Trainium instance needs host memory
+    for the whole weights (ml.inf2.xlarge: 16 GiB). GPU servers stream safetensors shards to
+    the devices and are not held to this.
+    """
+    if not instance_type.is_neuron or instance_type.memory_mib is None:
+        return None
+    weights = spec.parameters * precision.bytes_per_parameter
+    host = instance_type.memory_mib * MIB
+    if weights <= host - HOST_RESERVED_BYTES:
+        return None
+    return (
+        f"{weights / GB:.1f} GB of weights do not fit in the {host / GB:.1f} GB host memory "
+        f"(less {HOST_RESERVED_BYTES / GB:g} GB reserved) the Neuron runtime loads them through"
+    )

@@ -39,7 +39,7 @@ from .performance import (
     interconnect_of,
     max_throughput_within,
 )
-from .placement import GB, MIN_KV_HEADROOM_BYTES, head_divisibility_problem
+from .placement import GB, MIN_KV_HEADROOM_BYTES, head_divisibility_problem, host_memory_problem
 
 
 @dataclass(frozen=True)
@@ -229,6 +229,9 @@ def _reject_reason(
     problem = head_divisibility_problem(spec, degree)
     if problem:
         return f"head divisibility: {problem}"
+    problem = host_memory_problem(spec, instance_type, precision)
+    if problem:
+        return f"memory: {problem}"
     if limits.kv_sequences < 1:
         if kv_free < MIN_KV_HEADROOM_BYTES:
             return (
@@ -501,6 +504,12 @@ def _reasoning(
         f"{level.tokens_per_s:.0f} tokens/s at {level.concurrency} in flight",
         f"knee: {knee_reason}",
     ]
+    if layout.instance_type.is_neuron:
+        lines.append(
+            "Neuron: modeled at chip level like a GPU; serving needs artifacts compiled for this "
+            "batch size, sequence length and degree, and the figures are approximate: calibrate "
+            "with a benchmark"
+        )
     if degree > 1:
         link = interconnect_of(layout.instance_type)
         lines.append(
