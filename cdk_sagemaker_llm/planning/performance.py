@@ -145,19 +145,20 @@ class Efficiency:
     """
 
     memory_bandwidth: float = 0.75
-    """Fraction of peak memory bandwidth decode reaches. Default 0.75: measured "model bandwidth
-    utilization" of optimized decode kernels is 60-80 % (Databricks, "LLM Inference Performance
-    Engineering: Best Practices", 2023; Llama 2 7B on A10G at ~28-30 ms/token single-request in
-    Hugging Face's SageMaker benchmark vs a 22.5 ms bandwidth floor)."""
+    """Fraction of peak memory bandwidth decode reaches. Default 0.75: optimized decode kernels
+    reach 60-80 % "model bandwidth utilization" (Databricks, "LLM Inference Performance
+    Engineering: Best Practices", 2023); with 0.75 and the 2 ms overhead below the model lands
+    within 15 % of NVIDIA NeMo's published Llama-2-7B latencies on A100 at TP 1/2/4/8 and of
+    Hugging Face's single-request TGI figures on ml.g5.12xlarge (16.8 ms/token for Llama 2 7B,
+    21.0 for 13B; "Llama 2 on Amazon SageMaker a Benchmark", 2023)."""
     decode_compute: float = 0.5
     """Fraction of peak dense FP16 FLOPS large decode batches reach. Default 0.5 (decode GEMMs
-    are skinny; measured model FLOPs utilization of serving engines is 30-60 %, Pope et al.)."""
+    are skinny; serving engines reach 30-60 % model FLOPs utilization, Pope et al. 2023)."""
     prefill_compute: float = 0.6
-    """Fraction of peak FLOPS prefill reaches. Default 0.6 (large GEMMs; vLLM/TGI prefill
-    measurements at 50-70 % MFU)."""
+    """Fraction of peak FLOPS prefill reaches. Default 0.6 (prefill runs large GEMMs)."""
     step_overhead_ms: float = 2.0
-    """Fixed per-step cost (scheduler, sampling, kernel launches), ms. Default 3 ms: the gap
-    between measured single-request latency and the bandwidth floor in the same sources."""
+    """Fixed per-step cost (scheduler, sampling, kernel launches), ms. Default 2 ms: fitted with
+    ``memory_bandwidth`` to the NeMo latencies above."""
 
     def __post_init__(self) -> None:
         for prop in ("memory_bandwidth", "decode_compute", "prefill_compute"):
