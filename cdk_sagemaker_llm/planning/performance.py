@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from ..catalog.instance_types import InstanceType
@@ -349,6 +350,10 @@ class CopyModel:
 
     def prefill_s(self) -> float:
         """Seconds to prefill one request's input tokens."""
+        return self._prefill
+
+    @cached_property
+    def _prefill(self) -> float:
         tokens = self.workload.input_tokens
         flops = (
             2 * self.spec.active_parameters * tokens
@@ -500,13 +505,16 @@ class CopyLimits:
 
 
 def _timeout_sequences(model: CopyModel, capacity: int) -> int:
-    """The most in-flight requests per copy whose end-to-end latency stays within 60 s."""
-    best = 0
-    for batch in range(1, capacity + 1):
-        if model.cycle_s(batch) > INVOCATION_TIMEOUT_S:
-            break
-        best = batch
-    return best
+    """The most in-flight requests per copy whose end-to-end latency stays within 60 s (the
+    cycle grows with the batch: a binary search)."""
+    low, high = 0, capacity
+    while low < high:
+        middle = (low + high + 1) // 2
+        if model.cycle_s(middle) <= INVOCATION_TIMEOUT_S:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def copy_limits(
