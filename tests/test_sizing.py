@@ -85,15 +85,27 @@ def test_fit_and_recommended_degree() -> None:
     g5_12 = InstanceType.G5_12XLARGE
     assert not fits(ModelSpec.LLAMA_2_13B, InstanceType.G5_XLARGE)
     assert fits(ModelSpec.LLAMA_2_13B, g5_12, tensor_parallel_degree=2)
-    assert recommended_tensor_parallel_degree(ModelSpec.LLAMA_3_8B, g5_12) == 1
+    # Short sequences: one copy per A10G serves most (each holds 44 sequences of 1,024 tokens).
+    assert (
+        recommended_tensor_parallel_degree(ModelSpec.LLAMA_3_8B, g5_12, max_total_tokens=1024) == 1
+    )
+    # 4,096-token sequences: TP1 leaves 6 GB of KV cache per copy (11 sequences); TP4 frees the
+    # memory three replicas of the weights would take and serves more.
+    assert recommended_tensor_parallel_degree(ModelSpec.LLAMA_3_8B, g5_12) == 4
     assert copies_per_instance(g5_12, 1) == 4
-    # 70B fp16 (138 GB) needs 4 of p4d's 40 GB A100s; AWQ int4 brings it to 2 A10Gs.
-    assert recommended_tensor_parallel_degree(ModelSpec.LLAMA_2_70B, InstanceType.P4D_24XLARGE) == 4
+    # 70B fp16 (138 GB) fits on 4 of p4d's 40 GB A100s with KV room for 19 sequences per copy;
+    # TP8 holds 141 and serves more. AWQ int4 fits on 2 A10Gs, but there a 3,072-token prompt
+    # takes ~5 s to prefill: one request per copy stays within 100 ms/token, TP4 serves more.
+    assert fits(ModelSpec.LLAMA_2_70B, InstanceType.P4D_24XLARGE, tensor_parallel_degree=4)
+    assert recommended_tensor_parallel_degree(ModelSpec.LLAMA_2_70B, InstanceType.P4D_24XLARGE) == 8
+    assert fits(
+        ModelSpec.LLAMA_3_70B, g5_12, tensor_parallel_degree=2, precision=Precision.INT4_AWQ
+    )
     assert (
         recommended_tensor_parallel_degree(
             ModelSpec.LLAMA_3_70B, g5_12, precision=Precision.INT4_AWQ
         )
-        == 2
+        == 4
     )
     assert recommended_tensor_parallel_degree(ModelSpec.FALCON_180B, g5_12) is None
 
@@ -261,3 +273,18 @@ def test_precision_names_and_serving_environment() -> None:
         Precision.BF16,
     )
     assert serving_facts({"OPTION_TENSOR_PARALLEL_DEGREE": "max"}).tensor_parallel_degree is None
+
+
+def test_issue_10_decision_errors_are_fixed() -> None:
+    """Each of these was wrong before the performance model (issue 10)."""
+    p4d, g5_12 = InstanceType.P4D_24XLARGE, InstanceType.G5_12XLARGE
+    # < 1 GB left for the KV cache is no fit (before: accepted, 0.3 GB and 0.6 GB).
+    assert not fits(ModelSpec.FALCON_40B, p4d, tensor_parallel_degree=2)
+    assert not fits(ModelSpec.MIXTRAL_8X7B, g5_12, tensor_parallel_degree=4)
+    # Ranked by what a layout serves, not the smallest degree that fits (before: TP1).
+    assert recommended_tensor_parallel_degree(ModelSpec.LLAMA_2_13B, p4d) != 1
+    # Head divisibility is part of the verdict (before: a warning beside fits=True).
+    falcon = size(ModelSpec.FALCON_7B, g5_12, tensor_parallel_degree=2)
+    assert falcon.fits and not falcon.serves and falcon.copies_per_instance == 0
+    # A model that does not fit puts no copy on an instance (before: 1).
+    assert size(ModelSpec.FALCON_180B, InstanceType.G5_48XLARGE).copies_per_instance == 0

@@ -200,6 +200,20 @@ class InstanceType:
         return self.accelerator_count is not None
 
     @property
+    def accelerator_devices(self) -> int:
+        """Accelerator devices of one instance, for arithmetic that needs them: raises
+        ValidationError when the type has no accelerators or they are unknown."""
+        if self.accelerator is None or self.accelerator_count is None:
+            raise ValidationError(
+                "instance_type",
+                self.name,
+                "this needs an accelerated instance type whose accelerators are known",
+                "use a GPU or Neuron type of the catalog, or state them with "
+                "InstanceType.of(name, accelerator=..., accelerator_count=...)",
+            )
+        return self.accelerator_count
+
+    @property
     def accelerator_memory_mib(self) -> int:
         """Usable accelerator memory of the whole instance in MiB (0 without known accelerators)."""
         if self.accelerator is None or self.accelerator_count is None:
