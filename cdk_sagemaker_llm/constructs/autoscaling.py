@@ -659,6 +659,8 @@ class ComponentScaling(_Scaling):
         to_zero = min_copies == 0 and not is_unresolved(min_copies)
         endpoint_checked = _check_endpoint_allows_zero(component) if to_zero else True
         _check_component(component, max_copies)
+        if isinstance(component.endpoint, EndpointBase) and isinstance(component, Construct):
+            component.endpoint.check_copies(component, max_copies, "max_copies")
         default_child = component.node.default_child if isinstance(component, Construct) else None
         super().__init__(
             scope,

@@ -204,8 +204,10 @@ class EndpointBenchmark(Construct):
             default derived from ``price_list`` when the instance type is known (a component:
             its share of the instance's accelerators x copies), else none.
         :param price_list: prices used to derive ``price_per_hour``; default the library's.
-        :param copies: copies serving the load while the sweep runs, for the per-copy knee;
-            default the component's ``copy_count`` (1 for an endpoint or imported component).
+        :param copies: copies serving the load on the whole endpoint while the sweep runs
+            (instances x copies per instance), for the per-copy knee; default the component's
+            ``copy_count``, an instance endpoint's total ``initial_instance_count`` (one copy
+            per instance), else 1 (imported).
         :param worker_capacity: concurrent requests one worker Lambda keeps in flight (1-1024);
             levels above it are split across parallel workers; default 256.
         :param results_bucket: where results, charts and raw samples go; default a new
@@ -297,8 +299,9 @@ class EndpointBenchmark(Construct):
             fix="set max_duration between 1 minute and 11 hours 45 minutes (CloudFormation "
             "waits at most 12 hours, 15 minutes longer than the sweep)",
         )
-        self.copies = _copies(copies, inference_component)
-        """Copies serving the load during the sweep (divides the knee for the per-copy knee)."""
+        self.copies = _copies(copies, endpoint, inference_component)
+        """Copies serving the load during the sweep on the whole endpoint (instances x copies
+        per instance); the knee divided by it is the per-copy knee."""
         price: float | None = price_per_hour
         if price_per_hour is not None:
             check_range("price_per_hour", price_per_hour, minimum=0)
@@ -696,15 +699,18 @@ def _check_prefix(prefix: str) -> None:
         )
 
 
-def _copies(copies: int | None, component: IInferenceComponent | None) -> int:
+def _copies(copies: int | None, endpoint: IEndpoint, component: IInferenceComponent | None) -> int:
+    """Copies sharing the sweep's load: a component's ``copy_count`` (its copies on the whole
+    endpoint, over all instances), or an instance endpoint's instances (one copy of the model
+    per instance) over all its variants."""
     if copies is not None:
         check_range("copies", copies, minimum=1, fix="pass the copies serving during the sweep")
         return copies
-    count = (
-        getattr(component, "copy_count", None)
-        if isinstance(component, InferenceComponent)
-        else None
-    )
+    count: object = None
+    if isinstance(component, InferenceComponent):
+        count = component.copy_count
+    elif component is None and isinstance(endpoint, Endpoint):
+        count = sum(variant.initial_instance_count for variant in endpoint.variants)
     return count if isinstance(count, int) and not is_unresolved(count) and count >= 1 else 1
 
 

@@ -185,7 +185,13 @@ class InferenceComponent(InferenceComponentBase):
         self.model = model
         """The model served, when given as a Model."""
         self.copy_count = copy_count
-        """Copies at creation."""
+        """Copies at creation (on the whole endpoint)."""
+        self.base_component = base_component
+        """The component this adapter runs in, or None."""
+        self.min_memory_mib = 0
+        """Host memory reserved per copy (MiB); 0 for an adapter."""
+        self.cpu_cores = cpu_cores
+        """CPU cores reserved per copy, or None."""
         instance_type = endpoint.instance_type
 
         if base_component is not None:
@@ -260,6 +266,7 @@ class InferenceComponent(InferenceComponentBase):
                     prop=placement_prop,
                 )
             min_mib, max_mib = _memory(min_memory, max_memory, instance_type.memory_mib)
+            self.min_memory_mib = min_mib
             _check_fit(self.accelerators, cpu_cores, instance_type)
             specification = sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty(
                 model_name=model.model_name if model is not None else None,
@@ -299,6 +306,7 @@ class InferenceComponent(InferenceComponentBase):
             deployment_config=deployment.for_component() if deployment else None,
         )
         endpoint.components.append(self)
+        endpoint.check_copies(self, copy_count, "copy_count")
         if model is None and self.image is not None:
             spec = ModelSpec.from_hugging_face_id(artifact.model_id if artifact else None)
             add_plan_metadata(self.resource, image=self.image, spec=spec)
