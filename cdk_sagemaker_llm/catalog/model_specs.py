@@ -116,6 +116,13 @@ class ModelSpec:
     hugging_face_ids: tuple[str, ...] = ()
     """Hugging Face ids this spec describes (matched case-insensitively, any suffix after
     these prefixes such as ``-Instruct`` or ``-hf`` included)."""
+    experts: int = 1
+    """Experts per MoE layer (1: a dense model)."""
+    experts_per_token: int = 1
+    """Experts each token is routed to (mixture of experts only)."""
+    active_parameters_per_token: float | None = None
+    """Parameters one token uses (mixture of experts: shared weights + its experts); default
+    ``parameters`` (a dense model)."""
 
     LLAMA_2_7B: ClassVar[ModelSpec]
     LLAMA_2_13B: ClassVar[ModelSpec]
@@ -143,6 +150,24 @@ class ModelSpec:
                 self.parameters,
                 "must be a positive number of parameters",
                 "pass the total parameter count, e.g. 7.24e9",
+            )
+        if not 1 <= self.experts_per_token <= self.experts or (
+            self.experts > 1 and self.experts_per_token == self.experts
+        ):
+            raise ValidationError(
+                "spec.experts_per_token",
+                self.experts_per_token,
+                f"must be between 1 and experts ({self.experts}), fewer than experts for a "
+                "mixture of experts",
+                "check the model's config.json (num_experts_per_tok, num_local_experts)",
+            )
+        active = self.active_parameters_per_token
+        if active is not None and not 0 < active <= self.parameters:
+            raise ValidationError(
+                "spec.active_parameters_per_token",
+                active,
+                f"must be positive and at most parameters ({self.parameters:g})",
+                "pass the parameters one token uses (e.g. 12.9e9 for Mixtral 8x7B)",
             )
         if self.attention_heads % self.kv_heads != 0:
             raise ValidationError(
@@ -218,6 +243,13 @@ class ModelSpec:
         return best[1] if best else None
 
     @property
+    def active_parameters(self) -> float:
+        """Parameters one token uses: all of a dense model's, the active ones of a MoE."""
+        if self.active_parameters_per_token is None:
+            return self.parameters
+        return self.active_parameters_per_token
+
+    @property
     def grouped_query_factor(self) -> float:
         """How much grouped-query attention shrinks the KV cache: ``attention_heads / kv_heads``."""
         return self.attention_heads / self.kv_heads
@@ -232,6 +264,15 @@ class ModelSpec:
             "kvHeads": self.kv_heads,
             "headDim": self.head_dim,
             "maxContext": self.max_context,
+            **(
+                {
+                    "experts": self.experts,
+                    "expertsPerToken": self.experts_per_token,
+                    "activeParameters": self.active_parameters,
+                }
+                if self.experts > 1
+                else {}
+            ),
         }
 
     @staticmethod
@@ -245,6 +286,11 @@ class ModelSpec:
             kv_heads=int(data["kvHeads"]),
             head_dim=int(data["headDim"]),
             max_context=int(data["maxContext"]),
+            experts=int(data.get("experts", 1)),
+            experts_per_token=int(data.get("expertsPerToken", 1)),
+            active_parameters_per_token=float(data["activeParameters"])
+            if "activeParameters" in data
+            else None,
         )
 
 
@@ -277,7 +323,21 @@ def _presets() -> dict[str, ModelSpec]:
             ("meta-llama/Meta-Llama-3.1-70B", "meta-llama/Llama-3.1-70B"),
         ),
         ModelSpec("mistral-7b", 7.24e9, 32, 32, 8, 128, 32_768, ("mistralai/Mistral-7B",)),
-        ModelSpec("mixtral-8x7b", 46.7e9, 32, 32, 8, 128, 32_768, ("mistralai/Mixtral-8x7B",)),
+        # Mixtral: 8 experts, 2 per token, 12.9B of 46.7B parameters active (Mistral AI,
+        # "Mixtral of experts", 2023).
+        ModelSpec(
+            "mixtral-8x7b",
+            46.7e9,
+            32,
+            32,
+            8,
+            128,
+            32_768,
+            ("mistralai/Mixtral-8x7B",),
+            experts=8,
+            experts_per_token=2,
+            active_parameters_per_token=12.9e9,
+        ),
         ModelSpec("falcon-7b", 7.2e9, 32, 71, 1, 64, 2_048, ("tiiuae/falcon-7b",)),
         ModelSpec("falcon-40b", 41.8e9, 60, 128, 8, 64, 2_048, ("tiiuae/falcon-40b",)),
         ModelSpec("falcon-180b", 179.5e9, 80, 232, 8, 64, 2_048, ("tiiuae/falcon-180B",)),

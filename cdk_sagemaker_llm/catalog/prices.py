@@ -29,6 +29,11 @@ class PriceList:
     """USD per instance-hour, by instance type name (``ml.g5.xlarge``)."""
     currency: str = "USD"
     """The currency of ``prices``."""
+    savings_plan_1y_discount: float = 0.25
+    """Discount of a 1-year, no-upfront SageMaker AI Savings Plan off these prices. Default 0.25,
+    an assumed flat rate: AWS publishes only "up to 64%" (SageMaker AI Savings Plans page, the
+    3-year all-upfront ceiling) and the 1-year rate differs per instance; published guides put
+    it at 20-40% for inference instances. Pass the rate your Savings Plans page shows."""
 
     def __post_init__(self) -> None:
         for name, price in self.prices.items():
@@ -36,6 +41,18 @@ class PriceList:
                 raise ValidationError(
                     f"prices[{name!r}]", price, "must be a non-negative number", "fix the price"
                 )
+        discount = self.savings_plan_1y_discount
+        if (
+            isinstance(discount, bool)
+            or not isinstance(discount, int | float)
+            or not 0 <= discount < 1
+        ):
+            raise ValidationError(
+                "savings_plan_1y_discount",
+                discount,
+                "must be a fraction in [0, 1)",
+                "pass e.g. 0.25 for 25% off on-demand",
+            )
         object.__setattr__(self, "prices", MappingProxyType(dict(sorted(self.prices.items()))))
 
     def price_per_hour(self, instance_type: InstanceType | str) -> float | None:
@@ -58,6 +75,7 @@ class PriceList:
             region=region or self.region,
             prices={**self.prices, **prices},
             currency=self.currency,
+            savings_plan_1y_discount=self.savings_plan_1y_discount,
         )
 
     def describe(self) -> str:

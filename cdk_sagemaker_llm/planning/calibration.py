@@ -1,0 +1,290 @@
+"""Calibration: fit the performance model's efficiency factors to a benchmark's results.
+
+The benchmark (``cdk-sagemaker-llm benchmark``, ``EndpointBenchmark``) writes ``results.json``:
+its ``payload`` states input and output tokens, each of its ``levels`` the client concurrency,
+the p50 ms/token (end-to-end latency / output tokens), output tokens/s and, when streaming,
+the p50 TTFT. ``calibrate`` searches the memory-bandwidth efficiency, the per-step overhead and
+the decode compute efficiency that make the model's predictions match those levels best (least
+squares on the logarithm of ms/token and tokens/s), and the prefill efficiency from TTFT.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..catalog.model_specs import ModelSpec, Precision
+from ..errors import ValidationError
+from .performance import (
+    DEFAULT_EFFICIENCY,
+    CopyModel,
+    Efficiency,
+    Layout,
+    Workload,
+    copy_limits,
+)
+
+_MEMORY_GRID = [round(0.30 + 0.025 * i, 3) for i in range(29)]  # 0.30 .. 1.00
+_OVERHEAD_GRID_MS = [0.5 * i for i in range(61)]  # 0 .. 30 ms
+_COMPUTE_GRID = [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+_PREFILL_GRID = [round(0.05 * i, 2) for i in range(2, 21)]  # 0.10 .. 1.00
+
+
+@dataclass(frozen=True)
+class MeasuredLevel:
+    """One benchmark level, as calibration reads it."""
+
+    concurrency: int
+    ms_per_token: float
+    tokens_per_s: float
+    ttft_ms: float | None
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Efficiency factors fitted to one benchmark of one model on one layout."""
+
+    efficiency: Efficiency
+    model: str
+    instance_type: str
+    tensor_parallel_degree: int
+    copies: int
+    """Copies the benchmarked endpoint had (instances x copies per instance)."""
+    precision: str
+    input_tokens: int
+    output_tokens: int
+    concurrency_range: tuple[int, int]
+    """Lowest and highest benchmarked concurrency, whole deployment."""
+    levels: int
+    rms_error: float
+    """Root-mean-square relative error of the fitted ms/token over the levels."""
+    source: str = "results.json"
+
+    def describe(self) -> str:
+        """Where the factors come from, in one line."""
+        low, high = self.concurrency_range
+        return (
+            f"calibrated on {self.source}: {self.model} on {self.instance_type} "
+            f"TP{self.tensor_parallel_degree} x {self.copies} copies, {self.input_tokens} in / "
+            f"{self.output_tokens} out, concurrency {low}-{high} ({self.levels} levels, "
+            f"{self.rms_error:.0%} rms error): {self.efficiency.describe()}"
+        )
+
+    def coverage_notes(
+        self,
+        spec: ModelSpec,
+        layout: Layout,
+        workload: Workload,
+        precision: Precision,
+        concurrency: Sequence[int],
+    ) -> list[str]:
+        """Where a prediction leaves what this calibration measured (empty: it does not)."""
+        notes = []
+        if spec.name != self.model:
+            notes.append(f"extrapolated: calibrated on {self.model}, predicting {spec.name}")
+        if layout.instance_type.name != self.instance_type:
+            notes.append(
+                f"extrapolated: calibrated on {self.instance_type}, predicting "
+                f"{layout.instance_type.name}"
+            )
+        if layout.tensor_parallel_degree != self.tensor_parallel_degree:
+            notes.append(
+                f"extrapolated: calibrated at TP{self.tensor_parallel_degree}, predicting "
+                f"TP{layout.tensor_parallel_degree}"
+            )
+        if precision.value != self.precision:
+            notes.append(
+                f"extrapolated: calibrated in {self.precision}, predicting {precision.value}"
+            )
+        for name, measured, wanted in (
+            ("input", self.input_tokens, workload.input_tokens),
+            ("output", self.output_tokens, workload.output_tokens),
+        ):
+            if not measured / 2 <= wanted <= measured * 2:
+                notes.append(
+                    f"extrapolated: {wanted} {name} tokens, calibrated at {measured} "
+                    "(more than 2x away)"
+                )
+        low, high = self.concurrency_range
+        per_copy_low = low / self.copies
+        per_copy_high = high / self.copies
+        outside = [c for c in concurrency if not per_copy_low <= c / layout.copies <= per_copy_high]
+        if outside:
+            notes.append(
+                f"extrapolated: concurrency {', '.join(map(str, outside))} is outside the "
+                f"calibrated {per_copy_low:g}-{per_copy_high:g} per copy"
+            )
+        return notes
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value > 0 else None
+
+
+def measured_levels(results: Mapping[str, Any]) -> list[MeasuredLevel]:
+    """The usable levels of a ``results.json`` document: concurrency, p50 ms/token and tokens/s
+    measured without errors taking most requests."""
+    levels = results.get("levels")
+    if not isinstance(levels, list):
+        raise ValidationError(
+            "results.levels",
+            type(levels).__name__,
+            "a benchmark results document has a list of levels",
+            "pass the results.json the benchmark wrote",
+        )
+    found = []
+    for level in levels:
+        if not isinstance(level, Mapping):
+            continue
+        concurrency = level.get("concurrency")
+        ms = _number(level.get("p50_ms_per_token"))
+        tput = _number(level.get("output_tokens_per_s"))
+        error_rate = level.get("error_rate") or 0
+        if not isinstance(concurrency, int) or ms is None or tput is None or error_rate > 0.5:
+            continue
+        ttft_s = _number(level.get("p50_ttft_s"))
+        found.append(
+            MeasuredLevel(concurrency, ms, tput, None if ttft_s is None else ttft_s * 1000)
+        )
+    return sorted(found, key=lambda level: level.concurrency)
+
+
+def _workload(results: Mapping[str, Any], workload: Workload | None) -> Workload:
+    if workload is not None:
+        return workload
+    payload = results.get("payload")
+    payload = payload if isinstance(payload, Mapping) else {}
+    input_tokens = payload.get("input_tokens")
+    output_tokens = payload.get("output_tokens")
+    if not isinstance(input_tokens, int) or not isinstance(output_tokens, int):
+        raise ValidationError(
+            "results.payload",
+            {"input_tokens": input_tokens, "output_tokens": output_tokens},
+            "calibration needs the benchmark's input and output tokens per request",
+            "benchmark with synthetic prompts (--input-tokens), or pass workload=Workload(...)",
+        )
+    return Workload(input_tokens, output_tokens)
+
+
+def _error(model: CopyModel, capacity: int, copies: int, levels: list[MeasuredLevel]) -> float:
+    total = 0.0
+    for level in levels:
+        ms, _, _, tput = model.level(level.concurrency / copies, capacity)
+        total += math.log(ms / level.ms_per_token) ** 2
+        total += math.log(tput * copies / level.tokens_per_s) ** 2
+    return total
+
+
+def calibrate(
+    results: Mapping[str, Any] | Any,
+    spec: ModelSpec,
+    layout: Layout,
+    precision: Precision = Precision.FP16,
+    *,
+    workload: Workload | None = None,
+    source: str = "results.json",
+) -> Calibration:
+    """Fit the efficiency factors to a benchmark of ``spec`` on ``layout``.
+
+    :param results: the ``results.json`` document (a mapping) or a ``BenchmarkResult``.
+    :param workload: default the benchmark payload's input/output tokens.
+    """
+    document = results.to_dict() if hasattr(results, "to_dict") else results
+    if not isinstance(document, Mapping):
+        raise ValidationError(
+            "results",
+            type(results).__name__,
+            "must be a results.json document or a BenchmarkResult",
+            "pass json.load(open('results.json'))",
+        )
+    levels = measured_levels(document)
+    if len(levels) < 2:
+        raise ValidationError(
+            "results.levels",
+            len(levels),
+            "calibration needs at least two levels with p50 ms/token and throughput",
+            "benchmark at several concurrencies, e.g. 1,2,4,8",
+        )
+    load = _workload(document, workload)
+    copies = layout.copies
+    best: tuple[float, Efficiency] | None = None
+    for memory in _MEMORY_GRID:
+        for overhead in _OVERHEAD_GRID_MS:
+            for compute in _COMPUTE_GRID:
+                efficiency = Efficiency(
+                    memory, compute, DEFAULT_EFFICIENCY.prefill_compute, overhead
+                )
+                model = CopyModel(
+                    spec,
+                    layout.instance_type,
+                    layout.tensor_parallel_degree,
+                    precision,
+                    load,
+                    efficiency,
+                )
+                limits, _ = copy_limits(model)
+                error = _error(model, max(1, limits.capacity), copies, levels)
+                if best is None or error < best[0]:
+                    best = (error, efficiency)
+    assert best is not None
+    efficiency = best[1]
+    with_ttft = [level for level in levels if level.ttft_ms is not None]
+    if with_ttft:
+        efficiency = _fit_prefill(spec, layout, precision, load, efficiency, with_ttft[0])
+    model = CopyModel(
+        spec, layout.instance_type, layout.tensor_parallel_degree, precision, load, efficiency
+    )
+    limits, _ = copy_limits(model)
+    capacity = max(1, limits.capacity)
+    relative = [
+        model.level(level.concurrency / copies, capacity)[0] / level.ms_per_token - 1
+        for level in levels
+    ]
+    return Calibration(
+        efficiency=efficiency,
+        model=spec.name,
+        instance_type=layout.instance_type.name,
+        tensor_parallel_degree=layout.tensor_parallel_degree,
+        copies=copies,
+        precision=precision.value,
+        input_tokens=load.input_tokens,
+        output_tokens=load.output_tokens,
+        concurrency_range=(levels[0].concurrency, levels[-1].concurrency),
+        levels=len(levels),
+        rms_error=math.sqrt(sum(r * r for r in relative) / len(relative)),
+        source=source,
+    )
+
+
+def _fit_prefill(
+    spec: ModelSpec,
+    layout: Layout,
+    precision: Precision,
+    load: Workload,
+    efficiency: Efficiency,
+    level: MeasuredLevel,
+) -> Efficiency:
+    """The prefill efficiency whose predicted TTFT at the lowest streamed level is closest."""
+    assert level.ttft_ms is not None
+    best: tuple[float, Efficiency] | None = None
+    for prefill in _PREFILL_GRID:
+        candidate = Efficiency(
+            efficiency.memory_bandwidth,
+            efficiency.decode_compute,
+            prefill,
+            efficiency.step_overhead_ms,
+        )
+        model = CopyModel(
+            spec, layout.instance_type, layout.tensor_parallel_degree, precision, load, candidate
+        )
+        limits, _ = copy_limits(model)
+        ttft = model.level(level.concurrency / layout.copies, max(1, limits.capacity))[1]
+        error = abs(math.log(ttft / level.ttft_ms))
+        if best is None or error < best[0]:
+            best = (error, candidate)
+    assert best is not None
+    return best[1]

@@ -1,0 +1,823 @@
+"""Performance model: per-token latency, TTFT and throughput of a serving layout, from first
+principles.
+
+A decode step of one model copy (tensor-parallel degree TP, batch b sequences of mean context L)
+takes (domain.md "Performance model"; the roofline model of Williams et al., "Roofline: an
+insightful visual performance model", CACM 2009; Pope et al., "Efficiently Scaling Transformer
+Inference", MLSys 2023)::
+
+    step = max(bytes_read / (TP x bandwidth x eta_mem), flops / (TP x peak x eta_compute))
+           + overhead + all_reduce(b)
+    bytes_read = weight bytes read per step + b x L x KV bytes per token
+    flops      = 2 x active parameters x b  +  4 x layers x hidden x L x b   (attention)
+
+and prefill of one request of I input tokens takes
+``(2 x active parameters x I + 2 x layers x hidden x I^2) / (TP x peak x eta_prefill)`` plus its
+all-reduces. Tensor parallelism does two all-reduces per layer (after attention and after the
+MLP; Shoeybi et al., "Megatron-LM", 2019); a ring all-reduce of M bytes over TP devices takes
+``latency + 2 (TP - 1) / TP x M / link bandwidth``.
+
+In a closed loop (c clients per copy, each sending its next request when the last one ends, as
+the library's benchmark does) one cycle of the copy serves every client once::
+
+    cycle = c x prefill + output tokens x step(c)      (continuous batching interleaves them)
+    ms/token (end-to-end / output tokens) = cycle / output tokens
+    tokens/s = c x output tokens / cycle
+
+A copy holds at most ``min(KV capacity, server batch limit)`` sequences; clients beyond it wait
+for a slot (Little's law: their wait is the extra cycles). A request must finish within
+SageMaker's 60 s invocation timeout (aws-facts.md), which caps concurrency too.
+
+The efficiency factors (``Efficiency``) are explicit, documented and calibratable from a
+benchmark's ``results.json`` (``planning.calibration``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..catalog.instance_types import InstanceType
+from ..catalog.model_specs import ModelSpec, Precision
+from ..errors import ValidationError
+from .sizing import FRAMEWORK_OVERHEAD_BYTES, GB, MIB
+
+if TYPE_CHECKING:
+    from .calibration import Calibration
+
+INVOCATION_TIMEOUT_S = 60.0
+"""SageMaker real-time InvokeEndpoint times out after 60 s (SageMaker developer guide,
+"InvokeEndpoint": the container must answer within 60 seconds)."""
+MIN_KV_HEADROOM_BYTES = 1 * GB
+"""A layout must leave at least 1 GB for the KV cache on each copy: with less, the server can
+hold only a few short sequences and its memory profiling (vLLM, TGI warm-up) refuses to start."""
+DEFAULT_MAX_BATCH_SIZE = 64
+"""The server's per-copy batch limit assumed when none is given: the top of the range LMI's
+documentation recommends for 7B-70B models (djl-serving, LMI "Instance Type Selection":
+"Estimated Max Batch Size Range" 32-64). Raise it (``max_batch_size``) when you configure a
+larger ``max_rolling_batch_size`` / ``MAX_CONCURRENT_REQUESTS``; vLLM's own default is 256."""
+ALL_REDUCES_PER_LAYER = 2
+"""Megatron-style tensor parallelism all-reduces twice per transformer layer (Shoeybi et al.,
+"Megatron-LM: Training Multi-Billion Parameter Language Models Using Model Parallelism", 2019)."""
+KNEE_MIN_GAIN_PER_DOUBLING = 0.10
+"""The knee rule the benchmark uses (``benchmarking.engine.KneeRule``): the last concurrency
+before doubling it buys less than 10 % more throughput."""
+
+
+@dataclass(frozen=True)
+class Interconnect:
+    """How the accelerators of one instance talk to each other for tensor parallelism."""
+
+    name: str
+    bandwidth_gbps: float
+    """Achievable all-reduce bus bandwidth per device, GB/s."""
+    latency_us: float
+    """Fixed cost of one small all-reduce over 2 devices, microseconds; it grows with
+    1 + log2(devices) (tree/low-latency all-reduce algorithms take log2(devices) rounds)."""
+    source: str
+
+    def all_reduce_s(self, devices: int, message_bytes: float) -> float:
+        """Seconds of one ring all-reduce of ``message_bytes`` over ``devices`` devices:
+        latency x (1 + log2 devices) / 2 + 2 (devices - 1) / devices x bytes / bandwidth."""
+        if devices <= 1:
+            return 0.0
+        latency = self.latency_us * 1e-6 * (1 + math.log2(devices)) / 2
+        return latency + 2 * (devices - 1) / devices * message_bytes / (self.bandwidth_gbps * 1e9)
+
+
+NVLINK_A100 = Interconnect(
+    "NVLink 3 (NVSwitch)",
+    230,
+    28,
+    "A100 NVLink 600 GB/s bidirectional (NVIDIA A100 datasheet), ~230 GB/s all-reduce bus "
+    "bandwidth (nccl-tests); 28 us per all-reduce at TP2 (42 at TP4, 56 at TP8) fits NVIDIA NeMo's "
+    "published Llama-2-7B latencies on A100 SXM4 at TP 1/2/4/8 (234/172/144/137 ms for 128 in, "
+    "20 out, batch 1)",
+)
+NVLINK_H100 = Interconnect(
+    "NVLink 4 (NVSwitch)",
+    370,
+    20,
+    "H100 SXM NVLink 900 GB/s bidirectional (NVIDIA H100 datasheet), ~370 GB/s all-reduce bus "
+    "bandwidth (nccl-tests); latency scaled from the A100 fit",
+)
+PCIE_GEN4 = Interconnect(
+    "PCIe Gen4 x16",
+    20,
+    60,
+    "A10G, L4 and L40S talk over PCIe Gen4 x16 (32 GB/s each way, NVIDIA datasheets; no NVLink "
+    "on g5/g6/g6e): about 20 GB/s achievable all-reduce bandwidth and ~60 us per small "
+    "all-reduce at TP2 (staged through the host, about twice NVLink's); approximate, calibrate",
+)
+NEURONLINK = Interconnect(
+    "NeuronLink v2",
+    100,
+    20,
+    "Inferentia2/Trainium chips are linked by NeuronLink v2 (AWS inf2/trn1 product pages: "
+    "192 GB/s per chip on inf2); figures approximate, calibrate with a benchmark",
+)
+
+
+def interconnect_of(instance_type: InstanceType) -> Interconnect:
+    """The interconnect tensor parallelism uses on ``instance_type``."""
+    if instance_type.is_neuron:
+        return NEURONLINK
+    if instance_type.family in ("p4d", "p4de"):
+        return NVLINK_A100
+    if instance_type.family.startswith("p5"):
+        return NVLINK_H100
+    return PCIE_GEN4
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Fractions of the accelerator's peak a serving engine reaches, and its fixed costs.
+
+    Defaults are from public measurements (see each field); a benchmark's results replace them
+    (``planning.calibration.calibrate``).
+    """
+
+    memory_bandwidth: float = 0.75
+    """Fraction of peak memory bandwidth decode reaches. Default 0.75: measured "model bandwidth
+    utilization" of optimized decode kernels is 60-80 % (Databricks, "LLM Inference Performance
+    Engineering: Best Practices", 2023; Llama 2 7B on A10G at ~28-30 ms/token single-request in
+    Hugging Face's SageMaker benchmark vs a 22.5 ms bandwidth floor)."""
+    decode_compute: float = 0.5
+    """Fraction of peak dense FP16 FLOPS large decode batches reach. Default 0.5 (decode GEMMs
+    are skinny; measured model FLOPs utilization of serving engines is 30-60 %, Pope et al.)."""
+    prefill_compute: float = 0.6
+    """Fraction of peak FLOPS prefill reaches. Default 0.6 (large GEMMs; vLLM/TGI prefill
+    measurements at 50-70 % MFU)."""
+    step_overhead_ms: float = 3.0
+    """Fixed per-step cost (scheduler, sampling, kernel launches), ms. Default 3 ms: the gap
+    between measured single-request latency and the bandwidth floor in the same sources."""
+
+    def __post_init__(self) -> None:
+        for prop in ("memory_bandwidth", "decode_compute", "prefill_compute"):
+            value = getattr(self, prop)
+            if not 0 < value <= 1:
+                raise ValidationError(
+                    f"efficiency.{prop}", value, "must be in (0, 1]", "pass a fraction of peak"
+                )
+        if self.step_overhead_ms < 0:
+            raise ValidationError(
+                "efficiency.step_overhead_ms",
+                self.step_overhead_ms,
+                "must not be negative",
+                "pass milliseconds per decode step",
+            )
+
+    def describe(self) -> str:
+        """The factors in one line."""
+        return (
+            f"memory bandwidth {self.memory_bandwidth:.0%} of peak, decode compute "
+            f"{self.decode_compute:.0%}, prefill compute {self.prefill_compute:.0%}, "
+            f"{self.step_overhead_ms:g} ms per-step overhead"
+        )
+
+
+DEFAULT_EFFICIENCY = Efficiency()
+"""The uncalibrated efficiency factors."""
+
+
+# ----- Inputs ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a model is placed: instance type, accelerators per copy, copies, instances."""
+
+    instance_type: InstanceType
+    tensor_parallel_degree: int
+    copies_per_instance: int
+    instance_count: int = 1
+
+    def __post_init__(self) -> None:
+        accelerators = self.instance_type.accelerator_count
+        if self.instance_type.accelerator is None:
+            raise ValidationError(
+                "instance_type",
+                self.instance_type.name,
+                "the performance model needs an accelerated instance type the catalog knows",
+                "use a GPU or Neuron type such as ml.g5.xlarge, ml.p4d.24xlarge, ml.inf2.48xlarge",
+            )
+        for prop in ("tensor_parallel_degree", "copies_per_instance", "instance_count"):
+            value = getattr(self, prop)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValidationError(prop, value, "must be a positive integer", "pass e.g. 1")
+        if self.tensor_parallel_degree * self.copies_per_instance > accelerators:
+            raise ValidationError(
+                "copies_per_instance",
+                self.copies_per_instance,
+                f"{self.copies_per_instance} copies x tensor-parallel degree "
+                f"{self.tensor_parallel_degree} need more than the {accelerators} accelerators "
+                f"of {self.instance_type.name}",
+                f"use at most {accelerators // self.tensor_parallel_degree} copies per instance "
+                "or a smaller degree",
+            )
+
+    @property
+    def copies(self) -> int:
+        """Copies of the model in the whole deployment: instances x copies per instance."""
+        return self.instance_count * self.copies_per_instance
+
+    def describe(self) -> str:
+        """E.g. ``2 x ml.p4d.24xlarge, TP2 x 4 copies each``."""
+        return (
+            f"{self.instance_count} x {self.instance_type.name}, TP{self.tensor_parallel_degree}"
+            f" x {self.copies_per_instance} cop{'y' if self.copies_per_instance == 1 else 'ies'}"
+            " each"
+        )
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What one request looks like: input (prompt) tokens and output (generated) tokens."""
+
+    input_tokens: int
+    output_tokens: int
+
+    def __post_init__(self) -> None:
+        for prop in ("input_tokens", "output_tokens"):
+            value = getattr(self, prop)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValidationError(prop, value, "must be a positive integer", "pass e.g. 512")
+
+    @property
+    def total_tokens(self) -> int:
+        """Input + output tokens: the KV cache one sequence reaches."""
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def mean_context(self) -> float:
+        """Mean context length while decoding: input + half the output."""
+        return self.input_tokens + self.output_tokens / 2
+
+
+# ----- Architecture arithmetic ----------------------------------------------------------------
+
+
+def hidden_size(spec: ModelSpec) -> int:
+    """Model width: attention heads x head dimension."""
+    return spec.attention_heads * spec.head_dim
+
+
+def head_divisibility_problem(spec: ModelSpec, tensor_parallel_degree: int) -> str | None:
+    """Why ``tensor_parallel_degree`` cannot shard ``spec``'s heads, or None when it can.
+
+    Each device must hold whole attention heads, and either whole KV heads or a replica of one
+    (vLLM's rule: KV heads divisible by TP, or TP divisible by KV heads).
+    """
+    if spec.attention_heads % tensor_parallel_degree:
+        return (
+            f"{spec.attention_heads} attention heads do not divide over {tensor_parallel_degree} "
+            "accelerators"
+        )
+    if spec.kv_heads % tensor_parallel_degree and tensor_parallel_degree % spec.kv_heads:
+        return (
+            f"{spec.kv_heads} KV heads neither divide over nor replicate evenly onto "
+            f"{tensor_parallel_degree} accelerators"
+        )
+    return None
+
+
+def kv_bytes_per_token_per_copy(
+    spec: ModelSpec, tensor_parallel_degree: int, precision: Precision
+) -> int:
+    """KV-cache bytes one token takes in one copy, counting KV heads replicated when TP
+    exceeds the KV heads (each device then keeps a whole KV head)."""
+    kv_heads = max(spec.kv_heads, tensor_parallel_degree)
+    return 2 * spec.layers * kv_heads * spec.head_dim * precision.kv_bytes_per_element
+
+
+def weight_bytes_read(spec: ModelSpec, precision: Precision, batch: int) -> float:
+    """Weight bytes one decode step reads. Dense models read every weight; a mixture of experts
+    reads the shared weights plus the experts its batch's tokens route to (expected distinct
+    experts of E when each token picks k: E x (1 - (1 - k/E)^b))."""
+    total = spec.parameters * precision.bytes_per_parameter
+    if spec.experts <= 1:
+        return total
+    expert = (spec.parameters - spec.active_parameters) / (spec.experts - spec.experts_per_token)
+    shared = spec.parameters - spec.experts * expert
+    touched = spec.experts * (1 - (1 - spec.experts_per_token / spec.experts) ** batch)
+    return (shared + touched * expert) * precision.bytes_per_parameter
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Where one copy's memory goes."""
+
+    usable_bytes: float
+    weights_bytes: float
+    overhead_bytes: float
+    kv_bytes_per_sequence: int
+
+    @property
+    def kv_free_bytes(self) -> float:
+        """What is left for the KV cache (negative when the weights do not fit)."""
+        return self.usable_bytes - self.weights_bytes - self.overhead_bytes
+
+    @property
+    def sequences(self) -> int:
+        """Whole sequences the KV cache holds (0 without the 1 GB headroom)."""
+        if self.kv_free_bytes < MIN_KV_HEADROOM_BYTES:
+            return 0
+        return math.floor(self.kv_free_bytes / self.kv_bytes_per_sequence)
+
+
+def copy_memory(
+    spec: ModelSpec,
+    instance_type: InstanceType,
+    tensor_parallel_degree: int,
+    precision: Precision,
+    sequence_tokens: int,
+) -> Memory:
+    """One copy's memory: usable memory of its accelerators, weights, ~2 GB framework overhead
+    per accelerator (CUDA context, activations, graphs: each shard has its own), and the KV
+    cache of one sequence of ``sequence_tokens``."""
+    accelerator = instance_type.accelerator
+    memory_mib = accelerator.memory_mib if accelerator else 0
+    return Memory(
+        usable_bytes=memory_mib * MIB * tensor_parallel_degree,
+        weights_bytes=spec.parameters * precision.bytes_per_parameter,
+        overhead_bytes=FRAMEWORK_OVERHEAD_BYTES * tensor_parallel_degree,
+        kv_bytes_per_sequence=kv_bytes_per_token_per_copy(spec, tensor_parallel_degree, precision)
+        * sequence_tokens,
+    )
+
+
+# ----- The copy model -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CopyModel:
+    """The first-principles timing of one copy of a model on one layout."""
+
+    spec: ModelSpec
+    instance_type: InstanceType
+    tensor_parallel_degree: int
+    precision: Precision
+    workload: Workload
+    efficiency: Efficiency
+
+    @property
+    def _bandwidth(self) -> float:
+        accelerator = self.instance_type.accelerator
+        assert accelerator is not None
+        return (
+            accelerator.memory_bandwidth_gbps
+            * 1e9
+            * self.tensor_parallel_degree
+            * self.efficiency.memory_bandwidth
+        )
+
+    def _flops_rate(self, efficiency: float) -> float:
+        accelerator = self.instance_type.accelerator
+        assert accelerator is not None
+        return accelerator.fp16_tflops * 1e12 * self.tensor_parallel_degree * efficiency
+
+    def all_reduce_s(self, tokens: float) -> float:
+        """Seconds of the all-reduces of one forward pass over ``tokens`` tokens (0 at TP1)."""
+        degree = self.tensor_parallel_degree
+        if degree == 1:
+            return 0.0
+        message = tokens * hidden_size(self.spec) * 2  # fp16 activations
+        one = interconnect_of(self.instance_type).all_reduce_s(degree, message)
+        return ALL_REDUCES_PER_LAYER * self.spec.layers * one
+
+    def memory_time_s(self, batch: int) -> float:
+        """Seconds a decode step spends reading weights and the batch's KV cache."""
+        kv = (
+            batch
+            * self.workload.mean_context
+            * kv_bytes_per_token_per_copy(self.spec, self.tensor_parallel_degree, self.precision)
+        )
+        return (weight_bytes_read(self.spec, self.precision, batch) + kv) / self._bandwidth
+
+    def compute_time_s(self, batch: int) -> float:
+        """Seconds a decode step spends on arithmetic at the decode compute efficiency."""
+        per_token = (
+            2 * self.spec.active_parameters
+            + 4 * self.spec.layers * hidden_size(self.spec) * self.workload.mean_context
+        )
+        return batch * per_token / self._flops_rate(self.efficiency.decode_compute)
+
+    def step_s(self, batch: int) -> float:
+        """One decode step of ``batch`` sequences: roofline + overhead + all-reduces."""
+        return (
+            max(self.memory_time_s(batch), self.compute_time_s(batch))
+            + self.efficiency.step_overhead_ms / 1000
+            + self.all_reduce_s(batch)
+        )
+
+    def prefill_s(self) -> float:
+        """Seconds to prefill one request's input tokens."""
+        tokens = self.workload.input_tokens
+        flops = (
+            2 * self.spec.active_parameters * tokens
+            + 2 * self.spec.layers * hidden_size(self.spec) * tokens**2
+        )
+        return (
+            flops / self._flops_rate(self.efficiency.prefill_compute)
+            + self.all_reduce_s(tokens)
+            + self.efficiency.step_overhead_ms / 1000
+        )
+
+    def critical_batch(self) -> int:
+        """The smallest batch whose decode step is compute-bound (capped at 100,000)."""
+        low, high = 1, 100_000
+        if self.compute_time_s(high) < self.memory_time_s(high):
+            return high
+        while low < high:
+            middle = (low + high) // 2
+            if self.compute_time_s(middle) >= self.memory_time_s(middle):
+                high = middle
+            else:
+                low = middle + 1
+        return low
+
+    def cycle_s(self, batch: int) -> float:
+        """Time for ``batch`` in-flight requests to each finish once (closed loop)."""
+        return batch * self.prefill_s() + self.workload.output_tokens * self.step_s(batch)
+
+    def level(self, clients: float, capacity: int) -> tuple[float, float, float, float]:
+        """(ms/token, TTFT ms, e2e ms, output tokens/s) of ``clients`` closed-loop clients on
+        one copy that holds ``capacity`` sequences at once."""
+        if clients <= 0:
+            return 0.0, 0.0, 0.0, 0.0
+        batch = max(1, min(math.ceil(clients), capacity))
+        cycle = self.cycle_s(batch)
+        served = min(clients, capacity)
+        tokens_per_s = served * self.workload.output_tokens / cycle
+        # Little's law: clients = throughput x e2e latency.
+        e2e = clients * self.workload.output_tokens / tokens_per_s
+        waiting = e2e - cycle  # time queued for a slot when clients exceed capacity
+        step = self.step_s(batch)
+        prefill = self.prefill_s()
+        # A new request waits for the running step, then prefills with those arriving with it.
+        concurrent_prefills = batch * prefill / cycle
+        ttft = waiting + step + prefill * (1 + concurrent_prefills)
+        return (
+            e2e / self.workload.output_tokens * 1000,
+            ttft * 1000,
+            e2e * 1000,
+            tokens_per_s,
+        )
+
+
+# ----- Predictions ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LevelPrediction:
+    """What the model predicts at one concurrency of the whole deployment."""
+
+    concurrency: int
+    """In-flight requests across the whole deployment (instances x copies)."""
+    ms_per_token: float
+    """Per-token latency a request sees: end-to-end latency / output tokens."""
+    ttft_ms: float
+    """Time to first token: prefill + queueing."""
+    e2e_ms: float
+    """End-to-end latency of one request."""
+    tokens_per_s: float
+    """Output tokens/s of the whole deployment."""
+    requests_per_s: float
+    """Requests/s of the whole deployment."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (rounded)."""
+        return {
+            "concurrency": self.concurrency,
+            "ms_per_token": round(self.ms_per_token, 2),
+            "ttft_ms": round(self.ttft_ms, 1),
+            "tokens_per_s": round(self.tokens_per_s, 1),
+            "requests_per_s": round(self.requests_per_s, 3),
+        }
+
+
+@dataclass(frozen=True)
+class Knee:
+    """Where more concurrency stops paying off, for the whole deployment."""
+
+    concurrency: int
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form."""
+        return {"concurrency": self.concurrency, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The model's prediction for one layout and workload at several concurrencies."""
+
+    layout: Layout
+    workload: Workload
+    levels: list[LevelPrediction]
+    knee: Knee
+    max_concurrency: int
+    """Whole deployment: copies x min(KV capacity, server batch limit, 60 s timeout)."""
+    assumptions: list[str]
+    extrapolated: bool = True
+    """True when no calibration covers the prediction (see ``assumptions``)."""
+    max_concurrency_reason: str = ""
+    """Which limit sets ``max_concurrency``."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``predict --format json`` document."""
+        return {
+            "levels": [level.to_dict() for level in self.levels],
+            "knee": self.knee.to_dict(),
+            "max_concurrency": self.max_concurrency,
+            "assumptions": list(self.assumptions),
+        }
+
+
+@dataclass(frozen=True)
+class CopyLimits:
+    """What limits the sequences one copy serves at once."""
+
+    kv_sequences: int
+    batch_limit: int
+    timeout_sequences: int
+
+    @property
+    def capacity(self) -> int:
+        """Sequences one copy holds at once: min of the KV cache and the server's batch limit."""
+        return min(self.kv_sequences, self.batch_limit)
+
+    @property
+    def max_concurrency(self) -> int:
+        """Requests one copy can have in flight: capacity, and within the 60 s timeout."""
+        return min(self.capacity, self.timeout_sequences)
+
+    def reason(self) -> str:
+        """Which limit binds, in words."""
+        limit = self.max_concurrency
+        if limit == self.timeout_sequences and self.timeout_sequences < self.capacity:
+            return f"the {INVOCATION_TIMEOUT_S:g} s invocation timeout"
+        if limit == self.kv_sequences:
+            return "the KV cache"
+        return "the server batch limit"
+
+
+def _timeout_sequences(model: CopyModel, capacity: int) -> int:
+    """The most in-flight requests per copy whose end-to-end latency stays within 60 s."""
+    best = 0
+    for batch in range(1, capacity + 1):
+        if model.cycle_s(batch) > INVOCATION_TIMEOUT_S:
+            break
+        best = batch
+    return best
+
+
+def copy_limits(
+    model: CopyModel, max_batch_size: int = DEFAULT_MAX_BATCH_SIZE
+) -> tuple[CopyLimits, Memory]:
+    """The limits of one copy, and its memory breakdown."""
+    memory = copy_memory(
+        model.spec,
+        model.instance_type,
+        model.tensor_parallel_degree,
+        model.precision,
+        model.workload.total_tokens,
+    )
+    kv = memory.sequences
+    capacity = min(kv, max_batch_size)
+    return CopyLimits(kv, max_batch_size, _timeout_sequences(model, capacity)), memory
+
+
+def copy_knee(model: CopyModel, limits: CopyLimits, slo_ms_per_token: float | None = None) -> Knee:
+    """The knee of one copy: the last concurrency before doubling it buys < 10 % throughput,
+    breaks the SLO, or passes the copy's limits."""
+    limit = limits.max_concurrency
+    if limit < 1:
+        return Knee(0, "no request fits: " + limits.reason())
+    previous: int | None = None
+    concurrency = 1
+    while True:
+        ms, _, _, tput = model.level(concurrency, limits.capacity)
+        if slo_ms_per_token is not None and ms > slo_ms_per_token:
+            if previous is None:
+                return Knee(0, f"even one request takes {ms:.1f} ms/token > {slo_ms_per_token:g}")
+            return Knee(previous, f"{concurrency} per copy exceeds {slo_ms_per_token:g} ms/token")
+        if previous is not None:
+            _, _, _, before = model.level(previous, limits.capacity)
+            doublings = math.log2(concurrency / previous)
+            gain = (tput / before) ** (1 / doublings) - 1 if before > 0 else 0.0
+            if gain < KNEE_MIN_GAIN_PER_DOUBLING:
+                critical = model.critical_batch()
+                return Knee(
+                    previous,
+                    f"throughput gain per doubling falls below "
+                    f"{KNEE_MIN_GAIN_PER_DOUBLING:.0%} past {previous} per copy (decode turns "
+                    f"compute-bound near batch {critical}; prefill and per-step costs grow "
+                    "with the batch)",
+                )
+        if concurrency >= limit:
+            return Knee(limit, f"{limit} per copy is the most {limits.reason()} allows")
+        previous = concurrency
+        concurrency = min(concurrency * 2, limit)
+
+
+def _deployment_level(
+    model: CopyModel, copies: int, concurrency: int, capacity: int
+) -> LevelPrediction:
+    """Spread ``concurrency`` over ``copies`` (the load balancer's even share, some copies one
+    more) and sum."""
+    base, extra = divmod(concurrency, copies)
+    parts = [(base + 1, extra), (base, copies - extra)]
+    tokens = 0.0
+    worst = (0.0, 0.0, 0.0)
+    for clients, count in parts:
+        if count == 0 or clients == 0:
+            continue
+        ms, ttft, e2e, tput = model.level(clients, capacity)
+        tokens += tput * count
+        worst = max(worst, (ms, ttft, e2e))
+    ms, ttft, e2e = worst
+    return LevelPrediction(
+        concurrency=concurrency,
+        ms_per_token=ms,
+        ttft_ms=ttft,
+        e2e_ms=e2e,
+        tokens_per_s=tokens,
+        requests_per_s=tokens / model.workload.output_tokens,
+    )
+
+
+def _check_fit(spec: ModelSpec, layout: Layout, memory: Memory) -> None:
+    problem = head_divisibility_problem(spec, layout.tensor_parallel_degree)
+    if problem:
+        raise ValidationError(
+            "tensor_parallel_degree",
+            layout.tensor_parallel_degree,
+            problem,
+            "use a degree that divides the attention and KV heads",
+        )
+    if memory.sequences < 1:
+        raise ValidationError(
+            "layout",
+            layout.describe(),
+            f"{spec.name} leaves {memory.kv_free_bytes / GB:.1f} GB for the KV cache per copy; "
+            f"it needs at least {MIN_KV_HEADROOM_BYTES / GB:g} GB and one sequence of "
+            f"{memory.kv_bytes_per_sequence / GB:.2f} GB",
+            "use a larger tensor-parallel degree, a larger instance type or quantization",
+        )
+
+
+def predict(
+    spec: ModelSpec,
+    layout: Layout,
+    workload: Workload,
+    concurrency: Sequence[int],
+    *,
+    precision: Precision = Precision.FP16,
+    calibration: Calibration | None = None,
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+) -> Prediction:
+    """Predict ms/token, TTFT and throughput of ``layout`` serving ``workload`` at each
+    ``concurrency`` (whole deployment), its knee and its maximum concurrency.
+
+    :param calibration: efficiency factors fitted from a benchmark; default the published
+        defaults (``DEFAULT_EFFICIENCY``), and the prediction says it extrapolates.
+    :param max_batch_size: the server's per-copy batch limit. Default 256 (vLLM's default).
+    """
+    levels_in = list(concurrency)
+    if not levels_in or any(
+        not isinstance(c, int) or isinstance(c, bool) or c < 1 for c in levels_in
+    ):
+        raise ValidationError(
+            "concurrency", levels_in, "must be positive integers", "pass e.g. 1,2,4,8"
+        )
+    if max_batch_size < 1:
+        raise ValidationError("max_batch_size", max_batch_size, "must be positive", "pass 256")
+    efficiency = calibration.efficiency if calibration else DEFAULT_EFFICIENCY
+    model = CopyModel(
+        spec, layout.instance_type, layout.tensor_parallel_degree, precision, workload, efficiency
+    )
+    limits, memory = copy_limits(model, max_batch_size)
+    _check_fit(spec, layout, memory)
+    copies = layout.copies
+    knee = copy_knee(model, limits)
+    levels = [_deployment_level(model, copies, c, limits.capacity) for c in sorted(levels_in)]
+    assumptions = describe_assumptions(model, layout, limits, memory)
+    extrapolated = True
+    if calibration is None:
+        assumptions.append(
+            "no calibration: efficiency factors are the published defaults; every figure is "
+            "extrapolated (pass --calibration results.json from a benchmark of this layout)"
+        )
+    else:
+        assumptions.append(calibration.describe())
+        notes = calibration.coverage_notes(spec, layout, workload, precision, levels_in)
+        extrapolated = bool(notes)
+        assumptions.extend(notes)
+    return Prediction(
+        layout=layout,
+        workload=workload,
+        levels=levels,
+        knee=Knee(knee.concurrency * copies, f"per copy: {knee.reason}; x {copies} copies"),
+        max_concurrency=limits.max_concurrency * copies,
+        assumptions=assumptions,
+        extrapolated=extrapolated,
+        max_concurrency_reason=limits.reason(),
+    )
+
+
+def describe_assumptions(
+    model: CopyModel, layout: Layout, limits: CopyLimits, memory: Memory
+) -> list[str]:
+    """The model's inputs and limits, in words."""
+    accelerator = layout.instance_type.accelerator
+    assert accelerator is not None
+    degree = layout.tensor_parallel_degree
+    lines = [
+        f"layout: {layout.describe()} = {layout.copies} copies; concurrency is for the whole "
+        "deployment, spread evenly over the copies",
+        f"workload: {model.workload.input_tokens} input + {model.workload.output_tokens} output "
+        "tokens per request, closed loop (each client sends its next request when the last ends)",
+        f"{accelerator.name}: {accelerator.memory_bandwidth_gbps:g} GB/s, "
+        f"{accelerator.fp16_tflops:g} dense FP16 TFLOPS each (aws-facts; NVIDIA/AWS datasheets)",
+        f"efficiency: {model.efficiency.describe()}",
+        f"memory per copy: {memory.usable_bytes / GB:.1f} GB usable - "
+        f"{memory.weights_bytes / GB:.1f} GB weights - "
+        f"{memory.overhead_bytes / GB:.1f} GB overhead = "
+        f"{memory.kv_free_bytes / GB:.1f} GB KV cache = {limits.kv_sequences} sequences of "
+        f"{model.workload.total_tokens} tokens",
+        f"server batch limit {limits.batch_limit} per copy; {limits.timeout_sequences} per copy "
+        f"within the {INVOCATION_TIMEOUT_S:g} s invocation timeout; max concurrency set by "
+        f"{limits.reason()}",
+        f"decode step at batch 1: {model.step_s(1) * 1000:.1f} ms; prefill of one request "
+        f"{model.prefill_s() * 1000:.1f} ms; decode turns compute-bound near batch "
+        f"{model.critical_batch()}",
+    ]
+    if degree > 1:
+        link = interconnect_of(layout.instance_type)
+        lines.append(
+            f"tensor parallelism: {ALL_REDUCES_PER_LAYER * model.spec.layers} all-reduces per "
+            f"step over {link.name} ({link.bandwidth_gbps:g} GB/s, {link.latency_us:g} us at TP2: "
+            f"{link.source}) = {model.all_reduce_s(1) * 1000:.2f} ms per step at batch 1"
+        )
+    if model.spec.experts > 1:
+        lines.append(
+            f"mixture of experts: {model.spec.active_parameters / 1e9:.1f}B of "
+            f"{model.spec.parameters / 1e9:.1f}B parameters active per token; a step reads the "
+            "experts its batch routes to"
+        )
+    return lines
+
+
+@dataclass(frozen=True)
+class LayoutCapacity:
+    """What one layout serves at its best within a per-token latency limit."""
+
+    layout: Layout
+    concurrency_per_copy: int
+    level: LevelPrediction
+    limits: CopyLimits
+    reasoning: list[str] = field(default_factory=list)
+
+
+def max_throughput_within(
+    spec: ModelSpec,
+    layout: Layout,
+    workload: Workload,
+    max_ms_per_token: float,
+    *,
+    precision: Precision = Precision.FP16,
+    efficiency: Efficiency = DEFAULT_EFFICIENCY,
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+    max_ttft_ms: float | None = None,
+) -> LayoutCapacity | None:
+    """The highest-throughput concurrency per copy whose ms/token (and TTFT) meet the limits,
+    or None when even one request per copy misses them or the layout does not fit."""
+    if head_divisibility_problem(spec, layout.tensor_parallel_degree):
+        return None
+    model = CopyModel(
+        spec, layout.instance_type, layout.tensor_parallel_degree, precision, workload, efficiency
+    )
+    limits, _ = copy_limits(model, max_batch_size)
+    best: tuple[int, float, float, float, float] | None = None
+    for clients in range(1, limits.max_concurrency + 1):
+        ms, ttft, e2e, tput = model.level(clients, limits.capacity)
+        if ms > max_ms_per_token or (max_ttft_ms is not None and ttft > max_ttft_ms):
+            break
+        if best is None or tput > best[4]:
+            best = (clients, ms, ttft, e2e, tput)
+    if best is None:
+        return None
+    clients, ms, ttft, e2e, tput = best
+    copies = layout.copies
+    level = LevelPrediction(
+        concurrency=clients * copies,
+        ms_per_token=ms,
+        ttft_ms=ttft,
+        e2e_ms=e2e,
+        tokens_per_s=tput * copies,
+        requests_per_s=tput * copies / workload.output_tokens,
+    )
+    return LayoutCapacity(layout, clients, level, limits, [])

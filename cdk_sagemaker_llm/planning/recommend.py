@@ -1,0 +1,609 @@
+"""Recommendation: the cheapest instance type x TP degree x copies x instance count that meets a
+latency SLO at a given traffic.
+
+For every candidate instance type and tensor-parallel degree dividing its accelerators the search
+rejects layouts whose degree does not divide the attention/KV heads, that leave less than 1 GB
+of KV cache, or whose single request already misses the SLO. For the rest it finds the most
+in-flight requests one copy serves within the SLO (``performance.max_throughput_within``), fills
+every accelerator of an instance with copies (a paid-for accelerator left idle buys nothing),
+and takes the fewest instances that carry the traffic: a concurrency directly, a request rate by
+Little's law (in-flight requests = rate x end-to-end latency). Options are ranked by price per
+hour of the whole option, then by cost per 1M output tokens at that traffic.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from ..catalog.instance_types import CATALOG, InstanceType
+from ..catalog.model_specs import ModelSpec, Precision
+from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
+from ..errors import ValidationError
+from .calibration import Calibration
+from .performance import (
+    DEFAULT_EFFICIENCY,
+    DEFAULT_MAX_BATCH_SIZE,
+    MIN_KV_HEADROOM_BYTES,
+    CopyLimits,
+    CopyModel,
+    Layout,
+    LayoutCapacity,
+    LevelPrediction,
+    Workload,
+    _deployment_level,
+    copy_knee,
+    copy_limits,
+    head_divisibility_problem,
+    interconnect_of,
+    max_throughput_within,
+)
+from .sizing import GB
+
+
+@dataclass(frozen=True)
+class Slo:
+    """The latency a deployment must meet."""
+
+    max_ms_per_token: float
+    """Per-token latency limit (end-to-end latency / output tokens), ms."""
+    max_ttft_ms: float | None = None
+    """Time-to-first-token limit, ms. Default: none."""
+
+    def __post_init__(self) -> None:
+        if not self.max_ms_per_token > 0:
+            raise ValidationError(
+                "max_ms_per_token", self.max_ms_per_token, "must be positive", "pass e.g. 100"
+            )
+        if self.max_ttft_ms is not None and not self.max_ttft_ms > 0:
+            raise ValidationError(
+                "max_ttft_ms", self.max_ttft_ms, "must be positive", "pass e.g. 2000, or omit it"
+            )
+
+    def describe(self) -> str:
+        """E.g. ``<= 100 ms/token, TTFT <= 2000 ms``."""
+        text = f"<= {self.max_ms_per_token:g} ms/token"
+        return text + (f", TTFT <= {self.max_ttft_ms:g} ms" if self.max_ttft_ms else "")
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Expected traffic: exactly one of a request rate or a concurrency."""
+
+    requests_per_second: float | None = None
+    concurrency: int | None = None
+
+    def __post_init__(self) -> None:
+        if (self.requests_per_second is None) == (self.concurrency is None):
+            raise ValidationError(
+                "traffic",
+                {"requests_per_second": self.requests_per_second, "concurrency": self.concurrency},
+                "give exactly one of requests_per_second and concurrency",
+                "pass Traffic(requests_per_second=5) or Traffic(concurrency=32)",
+            )
+        if self.requests_per_second is not None and not self.requests_per_second > 0:
+            raise ValidationError(
+                "requests_per_second", self.requests_per_second, "must be positive", "pass e.g. 5"
+            )
+        if self.concurrency is not None and (
+            not isinstance(self.concurrency, int)
+            or isinstance(self.concurrency, bool)
+            or self.concurrency < 1
+        ):
+            raise ValidationError(
+                "concurrency", self.concurrency, "must be a positive integer", "pass e.g. 32"
+            )
+
+    def describe(self) -> str:
+        """E.g. ``5 requests/s`` or ``32 concurrent requests``."""
+        if self.requests_per_second is not None:
+            return f"{self.requests_per_second:g} requests/s"
+        return f"{self.concurrency} concurrent requests"
+
+
+class PriceBasis(Enum):
+    """How instance-hours are paid for."""
+
+    ON_DEMAND = "on-demand"
+    SAVINGS_PLAN_1Y = "savings-plan-1y"
+
+
+@dataclass(frozen=True)
+class Option:
+    """One layout that meets the SLO at the traffic, with its predicted figures and price."""
+
+    layout: Layout
+    concurrency_per_copy: int
+    """In-flight requests each copy serves at the traffic given (the busiest copy)."""
+    knee_concurrency_per_copy: int
+    """The predicted knee of one copy: a scaling target."""
+    max_batch_size: int
+    """The server batch limit to configure per copy (what its KV cache holds, capped)."""
+    predicted: LevelPrediction
+    """At the traffic given, whole deployment."""
+    price_per_hour: float | None
+    """Whole option (instances x price per instance-hour); None without a price."""
+    cost_per_million_tokens: float | None
+    """Price per hour / (output tokens/s x 3600 / 10^6) at the traffic given."""
+    reasoning: list[str]
+    price_region: str | None = None
+    """The region of the price (it may differ from the region asked for; see reasoning)."""
+    max_concurrency_per_copy: int = 0
+    """The most in-flight requests per copy within the SLO."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (one entry of ``recommend --format json``'s ``options``)."""
+        return {
+            "instance_type": self.layout.instance_type.name,
+            "tensor_parallel_degree": self.layout.tensor_parallel_degree,
+            "copies_per_instance": self.layout.copies_per_instance,
+            "instance_count": self.layout.instance_count,
+            "concurrency_per_copy": self.concurrency_per_copy,
+            "knee_concurrency_per_copy": self.knee_concurrency_per_copy,
+            "max_batch_size": self.max_batch_size,
+            "predicted": {
+                "ms_per_token": round(self.predicted.ms_per_token, 2),
+                "ttft_ms": round(self.predicted.ttft_ms, 1),
+                "tokens_per_s": round(self.predicted.tokens_per_s, 1),
+            },
+            "price_per_hour": None
+            if self.price_per_hour is None
+            else round(self.price_per_hour, 4),
+            "price_region": self.price_region,
+            "cost_per_million_tokens": None
+            if self.cost_per_million_tokens is None
+            else round(self.cost_per_million_tokens, 4),
+            "reasoning": list(self.reasoning),
+        }
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A layout (or a whole instance type) the search rejected, and why."""
+
+    instance_type: str
+    reason: str
+    tensor_parallel_degree: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form."""
+        data: dict[str, Any] = {"instance_type": self.instance_type, "reason": self.reason}
+        if self.tensor_parallel_degree is not None:
+            data["tensor_parallel_degree"] = self.tensor_parallel_degree
+        return data
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The options that meet the SLO, cheapest first, and what was rejected."""
+
+    options: list[Option]
+    rejected: list[Rejection]
+    assumptions: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``recommend --format json`` document."""
+        return {
+            "options": [option.to_dict() for option in self.options],
+            "rejected": [rejection.to_dict() for rejection in self.rejected],
+            "assumptions": list(self.assumptions),
+        }
+
+
+def default_instance_types() -> list[InstanceType]:
+    """Every accelerated instance type of the catalog."""
+    return [t for t in CATALOG.values() if t.accelerator is not None]
+
+
+def degrees(instance_type: InstanceType) -> list[int]:
+    """Tensor-parallel degrees that split an instance into whole copies."""
+    count = instance_type.accelerator_count
+    return [d for d in range(1, count + 1) if count % d == 0]
+
+
+def unit_price(instance_type: InstanceType, prices: PriceList, basis: PriceBasis) -> float | None:
+    """Price of one instance-hour on ``basis``; None when the list has no price."""
+    price = prices.price_per_hour(instance_type)
+    if price is None:
+        return None
+    if basis is PriceBasis.SAVINGS_PLAN_1Y:
+        return price * (1 - prices.savings_plan_1y_discount)
+    return price
+
+
+def _reject_reason(
+    spec: ModelSpec,
+    instance_type: InstanceType,
+    degree: int,
+    workload: Workload,
+    precision: Precision,
+    efficiency_model: CopyModel,
+    limits: CopyLimits,
+    kv_free: float,
+    per_sequence: float,
+    slo: Slo,
+) -> str:
+    problem = head_divisibility_problem(spec, degree)
+    if problem:
+        return f"head divisibility: {problem}"
+    if limits.kv_sequences < 1:
+        if kv_free < MIN_KV_HEADROOM_BYTES:
+            return (
+                f"memory: leaves {kv_free / GB:.1f} GB for the KV cache per copy "
+                f"(< {MIN_KV_HEADROOM_BYTES / GB:g} GB headroom)"
+            )
+        return (
+            f"memory: {kv_free / GB:.1f} GB of KV cache holds no sequence of "
+            f"{workload.total_tokens} tokens ({per_sequence / GB:.2f} GB)"
+        )
+    if limits.timeout_sequences < 1:
+        return "timeout: one request takes longer than the 60 s invocation timeout"
+    ms, ttft, _, _ = efficiency_model.level(1, limits.capacity)
+    if ms > slo.max_ms_per_token:
+        return f"slo: one request alone takes {ms:.1f} ms/token > {slo.max_ms_per_token:g}"
+    return f"slo: one request alone takes {ttft:.0f} ms to first token > {slo.max_ttft_ms:g}"
+
+
+def _deployment_for_rate(
+    model: CopyModel, copies: int, capacity: int, rate: float, limit: int
+) -> LevelPrediction | None:
+    """The level of the smallest whole-deployment concurrency that serves ``rate`` requests/s
+    (Little's law), or None when ``limit`` in-flight requests do not."""
+    low, high = 1, limit
+    top = _deployment_level(model, copies, high, capacity)
+    if top.requests_per_s < rate:
+        return None
+    while low < high:
+        middle = (low + high) // 2
+        if _deployment_level(model, copies, middle, capacity).requests_per_s >= rate:
+            high = middle
+        else:
+            low = middle + 1
+    return _deployment_level(model, copies, low, capacity)
+
+
+def recommend(
+    spec: ModelSpec,
+    workload: Workload,
+    slo: Slo,
+    traffic: Traffic,
+    *,
+    precision: Precision = Precision.FP16,
+    instance_types: Sequence[InstanceType] | None = None,
+    max_instance_count: int = 16,
+    prices: PriceList = DEFAULT_PRICE_LIST,
+    price_basis: PriceBasis = PriceBasis.ON_DEMAND,
+    calibration: Calibration | None = None,
+    top: int = 5,
+    region: str | None = None,
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+) -> Recommendation:
+    """The cheapest layouts that serve ``traffic`` within ``slo`` (see the module docstring).
+
+    :param instance_types: candidates; default every accelerated type of the catalog.
+    :param max_instance_count: the most instances one option may use. Default 16.
+    :param region: where the endpoint runs; prices from another region are marked as such.
+    :param max_batch_size: the server batch limit per copy. Default 64 (LMI's guidance).
+    """
+    if max_instance_count < 1:
+        raise ValidationError(
+            "max_instance_count", max_instance_count, "must be at least 1", "pass e.g. 16"
+        )
+    if top < 1:
+        raise ValidationError("top", top, "must be at least 1", "pass e.g. 5")
+    efficiency = calibration.efficiency if calibration else DEFAULT_EFFICIENCY
+    candidates = list(instance_types) if instance_types is not None else default_instance_types()
+    options: list[Option] = []
+    rejected: list[Rejection] = []
+    region_note = None
+    if region is not None and region != prices.region:
+        region_note = (
+            f"no {region} prices: the {prices.region} list is used as an estimate "
+            f"({prices.describe()})"
+        )
+    for instance_type in candidates:
+        if instance_type.accelerator is None:
+            rejected.append(
+                Rejection(instance_type.name, "not an accelerated instance type the catalog knows")
+            )
+            continue
+        found_any = False
+        for degree in degrees(instance_type):
+            layout = Layout(instance_type, degree, instance_type.accelerator_count // degree)
+            option, rejection = _evaluate(
+                spec,
+                layout,
+                workload,
+                slo,
+                traffic,
+                precision=precision,
+                efficiency_model=CopyModel(
+                    spec, instance_type, degree, precision, workload, efficiency
+                ),
+                max_instance_count=max_instance_count,
+                prices=prices,
+                price_basis=price_basis,
+                max_batch_size=max_batch_size,
+                region_note=region_note,
+            )
+            if option is not None:
+                options.append(option)
+                found_any = True
+            elif rejection is not None:
+                rejected.append(rejection)
+        if not found_any and not any(r.instance_type == instance_type.name for r in rejected):
+            rejected.append(Rejection(instance_type.name, "no layout fits"))
+    options.sort(key=_rank)
+    assumptions = [
+        f"workload: {workload.input_tokens} input + {workload.output_tokens} output tokens; "
+        f"SLO {slo.describe()}; traffic {traffic.describe()}",
+        f"efficiency: {efficiency.describe()}"
+        + (f" ({calibration.describe()})" if calibration else " (uncalibrated defaults)"),
+        f"server batch limit {max_batch_size} per copy; every accelerator of an instance "
+        "holds a copy",
+        f"prices: {price_basis.value}, {prices.describe()}"
+        + (
+            f", savings plan {prices.savings_plan_1y_discount:.0%} off on-demand"
+            if price_basis is PriceBasis.SAVINGS_PLAN_1Y
+            else ""
+        ),
+    ]
+    if region_note:
+        assumptions.append(region_note)
+    return Recommendation(options[:top], rejected, assumptions)
+
+
+def _rank(option: Option) -> tuple[bool, float, float]:
+    return (
+        option.price_per_hour is None,
+        option.price_per_hour if option.price_per_hour is not None else 0.0,
+        option.cost_per_million_tokens if option.cost_per_million_tokens is not None else 0.0,
+    )
+
+
+def _evaluate(
+    spec: ModelSpec,
+    layout: Layout,
+    workload: Workload,
+    slo: Slo,
+    traffic: Traffic,
+    *,
+    precision: Precision,
+    efficiency_model: CopyModel,
+    max_instance_count: int,
+    prices: PriceList,
+    price_basis: PriceBasis,
+    max_batch_size: int,
+    region_note: str | None,
+) -> tuple[Option | None, Rejection | None]:
+    instance_type = layout.instance_type
+    degree = layout.tensor_parallel_degree
+    limits, memory = copy_limits(efficiency_model, max_batch_size)
+    capacity = max_throughput_within(
+        spec,
+        layout,
+        workload,
+        slo.max_ms_per_token,
+        precision=precision,
+        efficiency=efficiency_model.efficiency,
+        max_batch_size=max_batch_size,
+        max_ttft_ms=slo.max_ttft_ms,
+    )
+    if capacity is None:
+        reason = _reject_reason(
+            spec,
+            instance_type,
+            degree,
+            workload,
+            precision,
+            efficiency_model,
+            limits,
+            memory.kv_free_bytes,
+            memory.kv_bytes_per_sequence,
+            slo,
+        )
+        return None, Rejection(instance_type.name, reason, degree)
+    per_copy = capacity.concurrency_per_copy
+    per_instance_copies = layout.copies_per_instance
+    if traffic.concurrency is not None:
+        count = math.ceil(traffic.concurrency / (per_copy * per_instance_copies))
+    else:
+        assert traffic.requests_per_second is not None
+        per_copy_rate = capacity.level.requests_per_s / layout.copies
+        count = math.ceil(traffic.requests_per_second / (per_copy_rate * per_instance_copies))
+    if count > max_instance_count:
+        return None, Rejection(
+            instance_type.name,
+            f"instance count: needs {count} instances for {traffic.describe()} "
+            f"(> max_instance_count {max_instance_count})",
+            degree,
+        )
+    sized = Layout(instance_type, degree, per_instance_copies, count)
+    copies = sized.copies
+    if traffic.concurrency is not None:
+        level = _deployment_level(efficiency_model, copies, traffic.concurrency, limits.capacity)
+    else:
+        assert traffic.requests_per_second is not None
+        found = _deployment_for_rate(
+            efficiency_model,
+            copies,
+            limits.capacity,
+            traffic.requests_per_second,
+            per_copy * copies,
+        )
+        assert found is not None  # the count was chosen so that per_copy x copies serves it
+        level = found
+    busiest = math.ceil(level.concurrency / copies)
+    knee = copy_knee(efficiency_model, limits, slo.max_ms_per_token)
+    unit = unit_price(instance_type, prices, price_basis)
+    price = None if unit is None else unit * count
+    cost = (
+        None
+        if price is None or level.tokens_per_s <= 0
+        else price / (level.tokens_per_s * 3600 / 1e6)
+    )
+    reasoning = _reasoning(
+        spec, sized, workload, slo, traffic, efficiency_model, limits, capacity, level, knee.reason
+    )
+    if unit is None:
+        reasoning.append(f"no {price_basis.value} price for {instance_type.name} in the list")
+    elif region_note:
+        reasoning.append(region_note)
+    return (
+        Option(
+            layout=sized,
+            concurrency_per_copy=busiest,
+            knee_concurrency_per_copy=knee.concurrency,
+            max_batch_size=limits.capacity,
+            predicted=level,
+            price_per_hour=price,
+            cost_per_million_tokens=cost,
+            reasoning=reasoning,
+            price_region=prices.region if unit is not None else None,
+            max_concurrency_per_copy=per_copy,
+        ),
+        None,
+    )
+
+
+def _reasoning(
+    spec: ModelSpec,
+    layout: Layout,
+    workload: Workload,
+    slo: Slo,
+    traffic: Traffic,
+    model: CopyModel,
+    limits: CopyLimits,
+    capacity: LayoutCapacity,
+    level: LevelPrediction,
+    knee_reason: str,
+) -> list[str]:
+    degree = layout.tensor_parallel_degree
+    lines = [
+        f"{spec.name} TP{degree}: one copy holds {limits.kv_sequences} sequences of "
+        f"{workload.total_tokens} tokens in its KV cache, batch limit {limits.batch_limit}; "
+        f"one request decodes at {model.step_s(1) * 1000:.1f} ms/step",
+        f"within {slo.describe()} one copy serves up to {capacity.concurrency_per_copy} "
+        f"in-flight requests ({capacity.level.tokens_per_s / layout.copies:.0f} tokens/s per "
+        f"copy at {capacity.level.ms_per_token:.1f} ms/token)",
+        f"{traffic.describe()} needs {layout.instance_count} instance(s) x "
+        f"{layout.copies_per_instance} copies = {layout.copies} copies; predicted "
+        f"{level.ms_per_token:.1f} ms/token, TTFT {level.ttft_ms:.0f} ms, "
+        f"{level.tokens_per_s:.0f} tokens/s at {level.concurrency} in flight",
+        f"knee: {knee_reason}",
+    ]
+    if degree > 1:
+        link = interconnect_of(layout.instance_type)
+        lines.append(
+            f"TP{degree} pays {model.all_reduce_s(1) * 1000:.1f} ms of all-reduces per step over "
+            f"{link.name}"
+        )
+    return lines
+
+
+# ----- Ranking the layouts of one instance type ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RankedLayout:
+    """A layout of one instance and what it serves at its best within a latency limit."""
+
+    layout: Layout
+    capacity: LayoutCapacity | None
+    """None when the layout cannot serve (heads, memory, or the latency limit)."""
+    reason: str
+    """Why it ranks where it does, or why it cannot serve."""
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Output tokens/s of one instance at its best within the limit (0 when it cannot)."""
+        return self.capacity.level.tokens_per_s if self.capacity else 0.0
+
+
+def rank_layouts(
+    spec: ModelSpec,
+    instance_type: InstanceType,
+    workload: Workload,
+    *,
+    max_ms_per_token: float = 100.0,
+    precision: Precision = Precision.FP16,
+    efficiency: Any = DEFAULT_EFFICIENCY,
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+) -> list[RankedLayout]:
+    """Every TP x copies layout of one instance, ranked by the output tokens/s it serves within
+    ``max_ms_per_token`` (most first); the first entry's reason says why the others lose."""
+    ranked: list[RankedLayout] = []
+    for degree in degrees(instance_type):
+        layout = Layout(instance_type, degree, instance_type.accelerator_count // degree)
+        model = CopyModel(spec, instance_type, degree, precision, workload, efficiency)
+        limits, memory = copy_limits(model, max_batch_size)
+        capacity = max_throughput_within(
+            spec,
+            layout,
+            workload,
+            max_ms_per_token,
+            precision=precision,
+            efficiency=efficiency,
+            max_batch_size=max_batch_size,
+        )
+        if capacity is None:
+            reason = _reject_reason(
+                spec,
+                instance_type,
+                degree,
+                workload,
+                precision,
+                model,
+                limits,
+                memory.kv_free_bytes,
+                memory.kv_bytes_per_sequence,
+                Slo(max_ms_per_token),
+            )
+        else:
+            reason = (
+                f"TP{degree} x {layout.copies_per_instance}: {capacity.level.tokens_per_s:.0f} "
+                f"tokens/s with {capacity.concurrency_per_copy} in flight per copy "
+                f"(KV holds {limits.kv_sequences}, batch limit {limits.batch_limit}; "
+                f"{model.step_s(capacity.concurrency_per_copy) * 1000:.1f} ms per step of which "
+                f"{model.all_reduce_s(capacity.concurrency_per_copy) * 1000:.1f} ms all-reduce)"
+            )
+        ranked.append(RankedLayout(layout, capacity, reason))
+    ranked.sort(key=lambda r: -r.tokens_per_s)
+    return _explain_winner(ranked)
+
+
+def _explain_winner(ranked: list[RankedLayout]) -> list[RankedLayout]:
+    """Append to the winner's reason why each other serving layout serves less."""
+    if not ranked or ranked[0].capacity is None:
+        return ranked
+    best = ranked[0]
+    assert best.capacity is not None
+    best_in_flight = best.capacity.concurrency_per_copy * best.layout.copies_per_instance
+    why = []
+    for loser in ranked[1:]:
+        if loser.capacity is None:
+            continue
+        in_flight = loser.capacity.concurrency_per_copy * loser.layout.copies_per_instance
+        share = loser.tokens_per_s / best.tokens_per_s
+        head = (
+            f"TP{loser.layout.tensor_parallel_degree} x {loser.layout.copies_per_instance} "
+            f"serves {loser.tokens_per_s:.0f} tokens/s ({share:.0%}) with {in_flight} requests "
+            f"in flight vs {best_in_flight}"
+        )
+        if loser.layout.tensor_parallel_degree > best.layout.tensor_parallel_degree:
+            why.append(
+                head + ": wider sharding splits the weight reads but not the per-step overhead, "
+                "adds all-reduces to every step, and leaves fewer copies to batch requests"
+            )
+        else:
+            why.append(
+                head + ": each copy keeps a whole copy of the weights, leaving less memory for "
+                "the KV cache"
+            )
+    if not why:
+        return ranked
+    reason = best.reason + "; beats " + "; ".join(why)
+    return [RankedLayout(best.layout, best.capacity, reason), *ranked[1:]]
