@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .constructs.images import ContainerImage
     from .constructs.inference_component import InferenceComponent, InferenceComponentBase
     from .constructs.interfaces import IEndpoint, IInferenceComponent
+    from .constructs.llm_service import ExpectedTraffic, LlmService
     from .constructs.model import Model
     from .constructs.model_source import ModelSource, ModelSourceKind
     from .constructs.optimization_job import (
@@ -54,6 +55,7 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .constructs.speculative_decoding import DraftModelKind, SpeculativeDecoding
     from .errors import ValidationError
     from .planning import sizing
+    from .planning.recommend import PriceBasis, Slo
     from .planning.sizing import SizingReport
 
 _EXPORTS: dict[str, str] = {
@@ -71,6 +73,7 @@ _EXPORTS: dict[str, str] = {
     "Endpoint": ".constructs.endpoint",
     "EndpointBase": ".constructs.endpoint_base",
     "EndpointBenchmark": ".constructs.benchmark",
+    "ExpectedTraffic": ".constructs.llm_service",
     "HandlerPlacement": ".constructs.deploy_time",
     "IEndpoint": ".constructs.interfaces",
     "IInferenceComponent": ".constructs.interfaces",
@@ -79,6 +82,7 @@ _EXPORTS: dict[str, str] = {
     "InferenceComponentEndpoint": ".constructs.endpoint",
     "InstanceType": ".catalog.instance_types",
     "KneeRule": ".benchmarking",
+    "LlmService": ".constructs.llm_service",
     "LmiBackend": ".constructs.serving_options",
     "LmiOptions": ".constructs.serving_options",
     "Model": ".constructs.model",
@@ -90,6 +94,7 @@ _EXPORTS: dict[str, str] = {
     "PayloadFormat": ".constructs.benchmark",
     "Precision": ".catalog.model_specs",
     "PredefinedMetric": ".constructs.autoscaling",
+    "PriceBasis": ".planning.recommend",
     "PriceList": ".catalog.prices",
     "ProductionVariant": ".constructs.endpoint",
     "Quantization": ".constructs.serving_options",
@@ -100,6 +105,7 @@ _EXPORTS: dict[str, str] = {
     "ScalingPolicy": ".constructs.autoscaling",
     "ScalingPolicyKind": ".constructs.autoscaling",
     "SizingReport": ".planning.sizing",
+    "Slo": ".planning.recommend",
     "SpeculativeDecoding": ".constructs.speculative_decoding",
     "StepPolicy": ".constructs.autoscaling",
     "TargetTrackingPolicy": ".constructs.autoscaling",
