@@ -253,6 +253,17 @@ def test_scaling_and_serving_overrides_win() -> None:
         assert choices[name]["source"] == "override", name
 
 
+def test_min_copies_zero_lets_the_endpoint_release_every_instance() -> None:
+    built = service(min_copies=0)
+    template = template_of(built)
+    (variant,) = one(template, "AWS::SageMaker::EndpointConfig")["ProductionVariants"]
+    assert variant["ManagedInstanceScaling"]["MinInstanceCount"] == 0
+    assert variant["InitialInstanceCount"] == 1
+    target = one(template, "AWS::ApplicationAutoScaling::ScalableTarget")
+    assert target["MinCapacity"] == 0
+    assert built.scaling.scale_from_zero is not None
+
+
 def test_a_target_the_model_predicts_breaks_the_slo_is_a_warning_naming_the_prop() -> None:
     built = service(
         slo=Slo(max_ms_per_token=50), target_concurrency_per_copy=4000, max_batch_size=1

@@ -651,7 +651,8 @@ class ComponentScaling(_Scaling):
         """
         :param component: the component whose copies scale (created here or imported).
         :param max_copies: most copies (at least 1). Managed instance scaling must be able to
-            place them: max_instance_count x copies per instance.
+            place them beside the endpoint's other components: more than its
+            max_instance_count instances hold is a ValidationError.
         :param min_copies: fewest copies; default 1. 0 scales to zero when idle and adds the
             scale-from-zero policy and alarm; it needs the endpoint's ``min_instance_count=0``.
         """
