@@ -26,12 +26,16 @@ def test_size_json_reproduces_the_published_example(capsys: pytest.CaptureFixtur
     assert code == 0
     data = json.loads(capsys.readouterr().out)
     assert data["fits"] is True
-    assert data["weights_gib"] == pytest.approx(12.55, abs=0.01)
+    assert data["weights_gb"] == pytest.approx(13.48, abs=0.01)  # one unit: decimal GB
+    assert not any(key.endswith("_gib") for key in data)
     assert data["kv_cache_bytes_per_token"] == 524_288
     assert data["max_concurrent_sequences"] == 3  # 3.97 sequences once 2 GB overhead is taken
     assert data["recommended_tensor_parallel_degree"] == 1
     assert data["copies_per_instance"] == 1
+    assert data["serves"] is True
+    assert data["single_request_ms_per_token"] > 0
     assert data["reasoning"]
+    assert not any("1 copies" in line for line in data["reasoning"])
 
 
 def test_size_text_with_hugging_face_id_dtype_and_degree(
@@ -52,14 +56,52 @@ def test_size_text_with_hugging_face_id_dtype_and_degree(
     )
     assert code == 0
     out = capsys.readouterr().out
-    assert "tensor_parallel_degree              4" in out
-    assert "recommended_tensor_parallel_degree  2" in out
+    assert "tensor_parallel_degree                    4" in out
+    assert "recommended_tensor_parallel_degree        4" in out
     assert "reasoning:" in out and "int4" in out
 
 
 def test_size_exits_1_when_the_model_does_not_fit(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["size", "--model", "falcon-180b", "--instance-type", "ml.g5.48xlarge"]) == 1
-    assert "fits                                False" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "fits                                      False" in out
+    # A model that does not fit puts no copy on an instance.
+    assert "copies_per_instance                       0" in out
+
+
+def test_size_exits_1_when_the_degree_does_not_shard_the_heads(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Falcon 7B's 71 attention heads shard over no degree above 1: a verdict, not a warning."""
+    argv = ["size", "--model", "falcon-7b", "--instance-type", "ml.g5.12xlarge"]
+    assert main([*argv, "--tensor-parallel-degree", "2", "--format", "json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["fits"] is True and data["serves"] is False
+    assert data["head_problem"] == "71 attention heads do not divide over 2 accelerators"
+    assert data["copies_per_instance"] == 0
+    assert data["recommended_tensor_parallel_degree"] == 1
+    assert main([*argv, "--format", "json"]) == 0
+
+
+def test_size_takes_a_custom_model_spec_from_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    custom = [
+        "--model", "my-7b", "--parameters", "7.24e9", "--layers", "32",
+        "--attention-heads", "32", "--kv-heads", "8", "--head-dim", "128",
+        "--max-context", "32768",
+    ]  # fmt: skip
+    code = main(["size", *custom, "--instance-type", "ml.g5.xlarge", "--format", "json"])
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["model"] == "my-7b"
+    assert data["kv_cache_bytes_per_token"] == 131_072  # same as the Mistral 7B preset
+
+
+def test_unknown_model_names_the_cli_flags_not_python(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["size", "--model", "gpt-9", "--instance-type", "ml.g5.xlarge"]) == 2
+    err = capsys.readouterr().err
+    assert "--parameters" in err and "ModelSpec.custom" not in err
+    assert main(["size", "--parameters", "7e9", "--instance-type", "ml.g5.xlarge"]) == 2
+    assert "--layers, --attention-heads, --head-dim, --max-context" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -85,15 +85,27 @@ def test_fit_and_recommended_degree() -> None:
     g5_12 = InstanceType.G5_12XLARGE
     assert not fits(ModelSpec.LLAMA_2_13B, InstanceType.G5_XLARGE)
     assert fits(ModelSpec.LLAMA_2_13B, g5_12, tensor_parallel_degree=2)
-    assert recommended_tensor_parallel_degree(ModelSpec.LLAMA_3_8B, g5_12) == 1
+    # Short sequences: one copy per A10G serves most (each holds 44 sequences of 1,024 tokens).
+    assert (
+        recommended_tensor_parallel_degree(ModelSpec.LLAMA_3_8B, g5_12, max_total_tokens=1024) == 1
+    )
+    # 4,096-token sequences: TP1 leaves 6 GB of KV cache per copy (11 sequences); TP4 frees the
+    # memory three replicas of the weights would take and serves more.
+    assert recommended_tensor_parallel_degree(ModelSpec.LLAMA_3_8B, g5_12) == 4
     assert copies_per_instance(g5_12, 1) == 4
-    # 70B fp16 (138 GB) needs 4 of p4d's 40 GB A100s; AWQ int4 brings it to 2 A10Gs.
-    assert recommended_tensor_parallel_degree(ModelSpec.LLAMA_2_70B, InstanceType.P4D_24XLARGE) == 4
+    # 70B fp16 (138 GB) fits on 4 of p4d's 40 GB A100s with KV room for 19 sequences per copy;
+    # TP8 holds 141 and serves more. AWQ int4 fits on 2 A10Gs, but there a 3,072-token prompt
+    # takes ~5 s to prefill: one request per copy stays within 100 ms/token, TP4 serves more.
+    assert fits(ModelSpec.LLAMA_2_70B, InstanceType.P4D_24XLARGE, tensor_parallel_degree=4)
+    assert recommended_tensor_parallel_degree(ModelSpec.LLAMA_2_70B, InstanceType.P4D_24XLARGE) == 8
+    assert fits(
+        ModelSpec.LLAMA_3_70B, g5_12, tensor_parallel_degree=2, precision=Precision.INT4_AWQ
+    )
     assert (
         recommended_tensor_parallel_degree(
             ModelSpec.LLAMA_3_70B, g5_12, precision=Precision.INT4_AWQ
         )
-        == 2
+        == 4
     )
     assert recommended_tensor_parallel_degree(ModelSpec.FALCON_180B, g5_12) is None
 

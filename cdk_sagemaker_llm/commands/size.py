@@ -1,4 +1,5 @@
-"""``cdk-sagemaker-llm size``: does a model fit on an instance type, and how many sequences."""
+"""``cdk-sagemaker-llm size``: does a model fit on an instance type, how many sequences its KV
+cache holds, and which tensor-parallel layout serves the most (sizes in decimal GB)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import sys
 from typing import Any
 
 from ..catalog.instance_types import InstanceType
-from ..catalog.model_specs import PRESETS, ModelSpec, Precision
 from ..errors import ValidationError
 from ..planning.sizing import size
+from .model_options import add_model_arguments, model_spec, precision
 
 
 def register(subparsers: Any) -> None:
@@ -19,18 +20,14 @@ def register(subparsers: Any) -> None:
         "size",
         help="size a model on an instance type (fit, KV cache, concurrency, parallelism)",
         description="Size a model on a SageMaker instance type with the library's formulas: "
-        "weights, KV cache per token, concurrent sequences, recommended tensor-parallel degree.",
+        "weights, KV cache per token, concurrent sequences, and the tensor-parallel degree "
+        "whose layout serves the most tokens/s within 100 ms/token (performance model). "
+        "Sizes are decimal GB (10^9 bytes). Exit 0 when the model serves at the degree, "
+        "1 when it does not fit or its heads do not shard, 2 on bad input.",
     )
-    parser.add_argument(
-        "--model",
-        required=True,
-        help=f"a preset ({', '.join(sorted(PRESETS))}) or a well-known Hugging Face id",
-    )
+    add_model_arguments(parser)
     parser.add_argument("--instance-type", required=True, help="e.g. ml.g5.12xlarge")
     parser.add_argument("--tensor-parallel-degree", type=int, help="default: recommended")
-    parser.add_argument(
-        "--dtype", default="fp16", help="fp32, fp16, bf16, fp8, int8 or int4 (AWQ); default fp16"
-    )
     parser.add_argument(
         "--max-total-tokens",
         type=int,
@@ -40,19 +37,14 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run)
 
 
-def _spec(name: str) -> ModelSpec:
-    found = ModelSpec.from_hugging_face_id(name)
-    return found if found is not None else ModelSpec.preset(name)
-
-
 def run(args: argparse.Namespace) -> int:
-    """Print the sizing report; exit 0 when the model fits, 1 when not, 2 on bad input."""
+    """Print the sizing report; exit 0 when the model serves, 1 when not, 2 on bad input."""
     try:
         report = size(
-            _spec(args.model),
+            model_spec(args),
             InstanceType.of(args.instance_type),
             tensor_parallel_degree=args.tensor_parallel_degree,
-            precision=Precision.of(args.dtype),
+            precision=precision(args),
             max_total_tokens=args.max_total_tokens,
         )
     except ValidationError as error:
@@ -69,4 +61,4 @@ def run(args: argparse.Namespace) -> int:
         print("reasoning:")
         for line in report.reasoning:
             print(f"  - {line}")
-    return 0 if report.fits else 1
+    return 0 if report.serves else 1

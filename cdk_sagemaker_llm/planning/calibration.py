@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..catalog.model_specs import ModelSpec, Precision
@@ -23,8 +23,8 @@ from .performance import (
     Efficiency,
     Layout,
     Workload,
-    copy_limits,
 )
+from .placement import copy_memory
 
 _MEMORY_GRID = [round(0.30 + 0.025 * i, 3) for i in range(29)]  # 0.30 .. 1.00
 _OVERHEAD_GRID_MS = [0.5 * i for i in range(61)]  # 0 .. 30 ms
@@ -170,15 +170,6 @@ def _workload(results: Mapping[str, Any], workload: Workload | None) -> Workload
     return Workload(input_tokens, output_tokens)
 
 
-def _error(model: CopyModel, capacity: int, copies: int, levels: list[MeasuredLevel]) -> float:
-    total = 0.0
-    for level in levels:
-        ms, _, _, tput = model.level(level.concurrency / copies, capacity)
-        total += math.log(ms / level.ms_per_token) ** 2
-        total += math.log(tput * copies / level.tokens_per_s) ** 2
-    return total
-
-
 def calibrate(
     results: Mapping[str, Any] | Any,
     spec: ModelSpec,
@@ -210,38 +201,17 @@ def calibrate(
             "benchmark at several concurrencies, e.g. 1,2,4,8",
         )
     load = _workload(document, workload)
-    copies = layout.copies
-    best: tuple[float, Efficiency] | None = None
-    for memory in _MEMORY_GRID:
-        for overhead in _OVERHEAD_GRID_MS:
-            for compute in _COMPUTE_GRID:
-                efficiency = Efficiency(
-                    memory, compute, DEFAULT_EFFICIENCY.prefill_compute, overhead
-                )
-                model = CopyModel(
-                    spec,
-                    layout.instance_type,
-                    layout.tensor_parallel_degree,
-                    precision,
-                    load,
-                    efficiency,
-                )
-                limits, _ = copy_limits(model)
-                error = _error(model, max(1, limits.capacity), copies, levels)
-                if best is None or error < best[0]:
-                    best = (error, efficiency)
-    assert best is not None
-    efficiency = best[1]
+    fit = _Fit(spec, layout, precision, load, levels)
+    efficiency = fit.decode(DEFAULT_EFFICIENCY)
     with_ttft = [level for level in levels if level.ttft_ms is not None]
     if with_ttft:
-        efficiency = _fit_prefill(spec, layout, precision, load, efficiency, with_ttft[0])
+        efficiency = fit.decode(fit.prefill(efficiency, with_ttft[0]))
+    efficiency = fit.decode(fit.compute(efficiency))
     model = CopyModel(
         spec, layout.instance_type, layout.tensor_parallel_degree, precision, load, efficiency
     )
-    limits, _ = copy_limits(model)
-    capacity = max(1, limits.capacity)
     relative = [
-        model.level(level.concurrency / copies, capacity)[0] / level.ms_per_token - 1
+        model.level(level.concurrency / layout.copies, fit.capacity)[0] / level.ms_per_token - 1
         for level in levels
     ]
     return Calibration(
@@ -249,7 +219,7 @@ def calibrate(
         model=spec.name,
         instance_type=layout.instance_type.name,
         tensor_parallel_degree=layout.tensor_parallel_degree,
-        copies=copies,
+        copies=layout.copies,
         precision=precision.value,
         input_tokens=load.input_tokens,
         output_tokens=load.output_tokens,
@@ -260,31 +230,73 @@ def calibrate(
     )
 
 
-def _fit_prefill(
-    spec: ModelSpec,
-    layout: Layout,
-    precision: Precision,
-    load: Workload,
-    efficiency: Efficiency,
-    level: MeasuredLevel,
-) -> Efficiency:
-    """The prefill efficiency whose predicted TTFT at the lowest streamed level is closest."""
-    assert level.ttft_ms is not None
-    best: tuple[float, Efficiency] | None = None
-    for prefill in _PREFILL_GRID:
-        candidate = Efficiency(
-            efficiency.memory_bandwidth,
-            efficiency.decode_compute,
-            prefill,
-            efficiency.step_overhead_ms,
+class _Fit:
+    """Least-squares search of one factor group at a time (coordinate descent)."""
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        layout: Layout,
+        precision: Precision,
+        load: Workload,
+        levels: list[MeasuredLevel],
+    ) -> None:
+        self.spec, self.layout, self.precision, self.load = spec, layout, precision, load
+        self.levels = levels
+        memory = copy_memory(
+            spec, layout.instance_type, layout.tensor_parallel_degree, precision, load.total_tokens
         )
-        model = CopyModel(
-            spec, layout.instance_type, layout.tensor_parallel_degree, precision, load, candidate
+        # The batch limit is unknown here: the largest measured concurrency per copy bounds it.
+        most = max(level.concurrency for level in levels) / layout.copies
+        self.capacity = max(1, min(memory.sequences, math.ceil(most)))
+
+    def _model(self, efficiency: Efficiency) -> CopyModel:
+        return CopyModel(
+            self.spec,
+            self.layout.instance_type,
+            self.layout.tensor_parallel_degree,
+            self.precision,
+            self.load,
+            efficiency,
         )
-        limits, _ = copy_limits(model)
-        ttft = model.level(level.concurrency / layout.copies, max(1, limits.capacity))[1]
-        error = abs(math.log(ttft / level.ttft_ms))
-        if best is None or error < best[0]:
-            best = (error, candidate)
-    assert best is not None
-    return best[1]
+
+    def error(self, efficiency: Efficiency) -> float:
+        """Sum of squared log errors of ms/token and tokens/s over the levels."""
+        model = self._model(efficiency)
+        copies = self.layout.copies
+        total = 0.0
+        for level in self.levels:
+            ms, _, _, tput = model.level(level.concurrency / copies, self.capacity)
+            total += math.log(ms / level.ms_per_token) ** 2
+            total += math.log(tput * copies / level.tokens_per_s) ** 2
+        return total
+
+    def _best(self, candidates: list[Efficiency]) -> Efficiency:
+        return min(candidates, key=self.error)
+
+    def decode(self, start: Efficiency) -> Efficiency:
+        """Memory-bandwidth efficiency and per-step overhead."""
+        return self._best(
+            [
+                replace(start, memory_bandwidth=memory, step_overhead_ms=overhead)
+                for memory in _MEMORY_GRID
+                for overhead in _OVERHEAD_GRID_MS
+            ]
+        )
+
+    def compute(self, start: Efficiency) -> Efficiency:
+        """Decode compute efficiency (matters only where decode is compute-bound)."""
+        return self._best([replace(start, decode_compute=c) for c in _COMPUTE_GRID])
+
+    def prefill(self, start: Efficiency, level: MeasuredLevel) -> Efficiency:
+        """Prefill efficiency from the TTFT of the lowest streamed level."""
+        assert level.ttft_ms is not None
+        measured = level.ttft_ms
+
+        def error(candidate: Efficiency) -> float:
+            ttft = self._model(candidate).level(
+                level.concurrency / self.layout.copies, self.capacity
+            )[1]
+            return abs(math.log(ttft / measured))
+
+        return min((replace(start, prefill_compute=p) for p in _PREFILL_GRID), key=error)

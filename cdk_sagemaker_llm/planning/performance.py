@@ -42,7 +42,15 @@ from typing import TYPE_CHECKING, Any
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
-from .sizing import FRAMEWORK_OVERHEAD_BYTES, GB, MIB
+from .placement import (
+    GB,
+    MIN_KV_HEADROOM_BYTES,
+    Memory,
+    copy_memory,
+    head_divisibility_problem,
+    host_memory_problem,
+    kv_bytes_per_token_per_copy,
+)
 
 if TYPE_CHECKING:
     from .calibration import Calibration
@@ -50,9 +58,6 @@ if TYPE_CHECKING:
 INVOCATION_TIMEOUT_S = 60.0
 """SageMaker real-time InvokeEndpoint times out after 60 s (SageMaker developer guide,
 "InvokeEndpoint": the container must answer within 60 seconds)."""
-MIN_KV_HEADROOM_BYTES = 1 * GB
-"""A layout must leave at least 1 GB for the KV cache on each copy: with less, the server can
-hold only a few short sequences and its memory profiling (vLLM, TGI warm-up) refuses to start."""
 DEFAULT_MAX_BATCH_SIZE = 64
 """The server's per-copy batch limit assumed when none is given: the top of the range LMI's
 documentation recommends for 7B-70B models (djl-serving, LMI "Instance Type Selection":
@@ -150,7 +155,7 @@ class Efficiency:
     prefill_compute: float = 0.6
     """Fraction of peak FLOPS prefill reaches. Default 0.6 (large GEMMs; vLLM/TGI prefill
     measurements at 50-70 % MFU)."""
-    step_overhead_ms: float = 3.0
+    step_overhead_ms: float = 2.0
     """Fixed per-step cost (scheduler, sampling, kernel launches), ms. Default 3 ms: the gap
     between measured single-request latency and the bandwidth floor in the same sources."""
 
@@ -264,34 +269,6 @@ def hidden_size(spec: ModelSpec) -> int:
     return spec.attention_heads * spec.head_dim
 
 
-def head_divisibility_problem(spec: ModelSpec, tensor_parallel_degree: int) -> str | None:
-    """Why ``tensor_parallel_degree`` cannot shard ``spec``'s heads, or None when it can.
-
-    Each device must hold whole attention heads, and either whole KV heads or a replica of one
-    (vLLM's rule: KV heads divisible by TP, or TP divisible by KV heads).
-    """
-    if spec.attention_heads % tensor_parallel_degree:
-        return (
-            f"{spec.attention_heads} attention heads do not divide over {tensor_parallel_degree} "
-            "accelerators"
-        )
-    if spec.kv_heads % tensor_parallel_degree and tensor_parallel_degree % spec.kv_heads:
-        return (
-            f"{spec.kv_heads} KV heads neither divide over nor replicate evenly onto "
-            f"{tensor_parallel_degree} accelerators"
-        )
-    return None
-
-
-def kv_bytes_per_token_per_copy(
-    spec: ModelSpec, tensor_parallel_degree: int, precision: Precision
-) -> int:
-    """KV-cache bytes one token takes in one copy, counting KV heads replicated when TP
-    exceeds the KV heads (each device then keeps a whole KV head)."""
-    kv_heads = max(spec.kv_heads, tensor_parallel_degree)
-    return 2 * spec.layers * kv_heads * spec.head_dim * precision.kv_bytes_per_element
-
-
 def weight_bytes_read(spec: ModelSpec, precision: Precision, batch: int) -> float:
     """Weight bytes one decode step reads. Dense models read every weight; a mixture of experts
     reads the shared weights plus the experts its batch's tokens route to (expected distinct
@@ -303,49 +280,6 @@ def weight_bytes_read(spec: ModelSpec, precision: Precision, batch: int) -> floa
     shared = spec.parameters - spec.experts * expert
     touched = spec.experts * (1 - (1 - spec.experts_per_token / spec.experts) ** batch)
     return (shared + touched * expert) * precision.bytes_per_parameter
-
-
-@dataclass(frozen=True)
-class Memory:
-    """Where one copy's memory goes."""
-
-    usable_bytes: float
-    weights_bytes: float
-    overhead_bytes: float
-    kv_bytes_per_sequence: int
-
-    @property
-    def kv_free_bytes(self) -> float:
-        """What is left for the KV cache (negative when the weights do not fit)."""
-        return self.usable_bytes - self.weights_bytes - self.overhead_bytes
-
-    @property
-    def sequences(self) -> int:
-        """Whole sequences the KV cache holds (0 without the 1 GB headroom)."""
-        if self.kv_free_bytes < MIN_KV_HEADROOM_BYTES:
-            return 0
-        return math.floor(self.kv_free_bytes / self.kv_bytes_per_sequence)
-
-
-def copy_memory(
-    spec: ModelSpec,
-    instance_type: InstanceType,
-    tensor_parallel_degree: int,
-    precision: Precision,
-    sequence_tokens: int,
-) -> Memory:
-    """One copy's memory: usable memory of its accelerators, weights, ~2 GB framework overhead
-    per accelerator (CUDA context, activations, graphs: each shard has its own), and the KV
-    cache of one sequence of ``sequence_tokens``."""
-    accelerator = instance_type.accelerator
-    memory_mib = accelerator.memory_mib if accelerator else 0
-    return Memory(
-        usable_bytes=memory_mib * MIB * tensor_parallel_degree,
-        weights_bytes=spec.parameters * precision.bytes_per_parameter,
-        overhead_bytes=FRAMEWORK_OVERHEAD_BYTES * tensor_parallel_degree,
-        kv_bytes_per_sequence=kv_bytes_per_token_per_copy(spec, tensor_parallel_degree, precision)
-        * sequence_tokens,
-    )
 
 
 # ----- The copy model -------------------------------------------------------------------------
@@ -590,6 +524,16 @@ def copy_limits(
     return CopyLimits(kv, max_batch_size, _timeout_sequences(model, capacity)), memory
 
 
+def _compute_bound_note(model: CopyModel) -> str:
+    critical = model.critical_batch()
+    if critical >= 100_000:
+        return (
+            "decode stays memory-bound at any batch: each sequence's KV reads grow as fast as "
+            "its FLOPs"
+        )
+    return f"decode turns compute-bound near batch {critical}"
+
+
 def copy_knee(model: CopyModel, limits: CopyLimits, slo_ms_per_token: float | None = None) -> Knee:
     """The knee of one copy: the last concurrency before doubling it buys < 10 % throughput,
     breaks the SLO, or passes the copy's limits."""
@@ -609,13 +553,11 @@ def copy_knee(model: CopyModel, limits: CopyLimits, slo_ms_per_token: float | No
             doublings = math.log2(concurrency / previous)
             gain = (tput / before) ** (1 / doublings) - 1 if before > 0 else 0.0
             if gain < KNEE_MIN_GAIN_PER_DOUBLING:
-                critical = model.critical_batch()
                 return Knee(
                     previous,
                     f"throughput gain per doubling falls below "
-                    f"{KNEE_MIN_GAIN_PER_DOUBLING:.0%} past {previous} per copy (decode turns "
-                    f"compute-bound near batch {critical}; prefill and per-step costs grow "
-                    "with the batch)",
+                    f"{KNEE_MIN_GAIN_PER_DOUBLING:.0%} past {previous} per copy "
+                    f"({_compute_bound_note(model)}; KV reads and prefills grow with the batch)",
                 )
         if concurrency >= limit:
             return Knee(limit, f"{limit} per copy is the most {limits.reason()} allows")
@@ -649,7 +591,9 @@ def _deployment_level(
     )
 
 
-def _check_fit(spec: ModelSpec, layout: Layout, memory: Memory) -> None:
+def _check_fit(
+    spec: ModelSpec, layout: Layout, memory: Memory, memory_precision: Precision
+) -> None:
     problem = head_divisibility_problem(spec, layout.tensor_parallel_degree)
     if problem:
         raise ValidationError(
@@ -657,6 +601,14 @@ def _check_fit(spec: ModelSpec, layout: Layout, memory: Memory) -> None:
             layout.tensor_parallel_degree,
             problem,
             "use a degree that divides the attention and KV heads",
+        )
+    problem = host_memory_problem(spec, layout.instance_type, memory_precision)
+    if problem:
+        raise ValidationError(
+            "instance_type",
+            layout.instance_type.name,
+            problem,
+            "use a larger Neuron instance (more host memory) or a GPU instance",
         )
     if memory.sequences < 1:
         raise ValidationError(
@@ -700,7 +652,7 @@ def predict(
         spec, layout.instance_type, layout.tensor_parallel_degree, precision, workload, efficiency
     )
     limits, memory = copy_limits(model, max_batch_size)
-    _check_fit(spec, layout, memory)
+    _check_fit(spec, layout, memory, precision)
     copies = layout.copies
     knee = copy_knee(model, limits)
     levels = [_deployment_level(model, copies, c, limits.capacity) for c in sorted(levels_in)]
@@ -752,8 +704,7 @@ def describe_assumptions(
         f"within the {INVOCATION_TIMEOUT_S:g} s invocation timeout; max concurrency set by "
         f"{limits.reason()}",
         f"decode step at batch 1: {model.step_s(1) * 1000:.1f} ms; prefill of one request "
-        f"{model.prefill_s() * 1000:.1f} ms; decode turns compute-bound near batch "
-        f"{model.critical_batch()}",
+        f"{model.prefill_s() * 1000:.1f} ms; {_compute_bound_note(model)}",
     ]
     if degree > 1:
         link = interconnect_of(layout.instance_type)
@@ -795,7 +746,9 @@ def max_throughput_within(
 ) -> LayoutCapacity | None:
     """The highest-throughput concurrency per copy whose ms/token (and TTFT) meet the limits,
     or None when even one request per copy misses them or the layout does not fit."""
-    if head_divisibility_problem(spec, layout.tensor_parallel_degree):
+    if head_divisibility_problem(spec, layout.tensor_parallel_degree) or host_memory_problem(
+        spec, layout.instance_type, precision
+    ):
         return None
     model = CopyModel(
         spec, layout.instance_type, layout.tensor_parallel_degree, precision, workload, efficiency

@@ -27,7 +27,6 @@ from .calibration import Calibration
 from .performance import (
     DEFAULT_EFFICIENCY,
     DEFAULT_MAX_BATCH_SIZE,
-    MIN_KV_HEADROOM_BYTES,
     CopyLimits,
     CopyModel,
     Layout,
@@ -37,11 +36,10 @@ from .performance import (
     _deployment_level,
     copy_knee,
     copy_limits,
-    head_divisibility_problem,
     interconnect_of,
     max_throughput_within,
 )
-from .sizing import GB
+from .placement import GB, MIN_KV_HEADROOM_BYTES, head_divisibility_problem, host_memory_problem
 
 
 @dataclass(frozen=True)
@@ -133,6 +131,8 @@ class Option:
     """The region of the price (it may differ from the region asked for; see reasoning)."""
     max_concurrency_per_copy: int = 0
     """The most in-flight requests per copy within the SLO."""
+    max_tokens_per_s_within_slo: float = 0.0
+    """Output tokens/s of the whole option at its most in-flight requests within the SLO."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (one entry of ``recommend --format json``'s ``options``)."""
@@ -229,6 +229,9 @@ def _reject_reason(
     problem = head_divisibility_problem(spec, degree)
     if problem:
         return f"head divisibility: {problem}"
+    problem = host_memory_problem(spec, instance_type, precision)
+    if problem:
+        return f"memory: {problem}"
     if limits.kv_sequences < 1:
         if kv_free < MIN_KV_HEADROOM_BYTES:
             return (
@@ -356,11 +359,16 @@ def recommend(
     return Recommendation(options[:top], rejected, assumptions)
 
 
-def _rank(option: Option) -> tuple[bool, float, float]:
+def _rank(option: Option) -> tuple[bool, float, float, float, float]:
+    """Price per hour; then cost per 1M tokens at the traffic; then, at equal price and
+    traffic, the option serving more within the SLO (lower cost per 1M tokens at capacity);
+    then the lower predicted ms/token."""
     return (
         option.price_per_hour is None,
         option.price_per_hour if option.price_per_hour is not None else 0.0,
-        option.cost_per_million_tokens if option.cost_per_million_tokens is not None else 0.0,
+        round(option.cost_per_million_tokens or 0.0, 6),
+        -option.max_tokens_per_s_within_slo,
+        option.predicted.ms_per_token,
     )
 
 
@@ -464,6 +472,7 @@ def _evaluate(
             reasoning=reasoning,
             price_region=prices.region if unit is not None else None,
             max_concurrency_per_copy=per_copy,
+            max_tokens_per_s_within_slo=capacity.level.tokens_per_s / layout.copies * copies,
         ),
         None,
     )
@@ -495,6 +504,12 @@ def _reasoning(
         f"{level.tokens_per_s:.0f} tokens/s at {level.concurrency} in flight",
         f"knee: {knee_reason}",
     ]
+    if layout.instance_type.is_neuron:
+        lines.append(
+            "Neuron: modeled at chip level like a GPU; serving needs artifacts compiled for this "
+            "batch size, sequence length and degree, and the figures are approximate: calibrate "
+            "with a benchmark"
+        )
     if degree > 1:
         link = interconnect_of(layout.instance_type)
         lines.append(
@@ -598,10 +613,16 @@ def _explain_winner(ranked: list[RankedLayout]) -> list[RankedLayout]:
                 head + ": wider sharding splits the weight reads but not the per-step overhead, "
                 "adds all-reduces to every step, and leaves fewer copies to batch requests"
             )
+        elif loser.capacity.concurrency_per_copy < loser.capacity.limits.capacity:
+            why.append(
+                head + f": its copies are slower (fewer accelerators each), so only "
+                f"{loser.capacity.concurrency_per_copy} in flight per copy stay within the "
+                "latency limit"
+            )
         else:
             why.append(
                 head + ": each copy keeps a whole copy of the weights, leaving less memory for "
-                "the KV cache"
+                f"the KV cache ({loser.capacity.limits.kv_sequences} sequences per copy)"
             )
     if not why:
         return ranked

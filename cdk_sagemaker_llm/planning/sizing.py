@@ -1,9 +1,14 @@
-"""Sizing: does a model fit, how many sequences its KV cache holds, what it costs.
+"""Sizing: does a model fit, how many sequences its KV cache holds, which layout serves most,
+what it costs.
 
 The formulas are domain.md's ("Sizing formulas", "Cost"): weights are parameters x bytes per
-parameter plus about 2 GB of framework overhead; the KV cache takes
+parameter plus about 2 GB of framework overhead per accelerator; the KV cache takes
 2 (K and V) x layers x KV heads x head dimension x bytes per element per token; the sequences
-that fit are what is left of the accelerators' usable memory divided by one sequence's KV cache.
+that fit are what is left of the accelerators' usable memory divided by one sequence's KV cache,
+provided at least 1 GB is left (``planning.placement``). The recommended tensor-parallel degree
+is the layout that serves the most output tokens/s within 100 ms/token according to the
+performance model (``planning.performance``, ``planning.recommend.rank_layouts``), not the
+smallest degree that fits. Every size is in decimal GB.
 """
 
 from __future__ import annotations
@@ -17,16 +22,20 @@ from ..catalog.instance_types import Accelerator, InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
 from ..errors import ValidationError
+from .performance import DEFAULT_EFFICIENCY, CopyModel, Workload
+from .placement import (
+    FRAMEWORK_OVERHEAD_BYTES,
+    GB,
+    GIB,
+    MIB,
+    MIN_KV_HEADROOM_BYTES,
+    head_divisibility_problem,
+    kv_bytes_per_token_per_copy,
+)
+from .recommend import RankedLayout, rank_layouts
 
-GB = 1_000_000_000
-"""Bytes in a (decimal) gigabyte."""
-GIB = 1024**3
-"""Bytes in a gibibyte."""
-MIB = 1024**2
-"""Bytes in a mebibyte."""
-FRAMEWORK_OVERHEAD_BYTES = 2 * GB
-"""Memory the serving framework takes besides weights and KV cache (CUDA context,
-activations): about 2 GB per model copy (domain.md)."""
+SIZING_SLO_MS_PER_TOKEN = 100.0
+"""The per-token latency the recommended layout must meet (domain.md's example limit)."""
 DEFAULT_MAX_TOTAL_TOKENS = 4096
 """Sequence length assumed when none is configured: the model's context, capped at 4096."""
 BLENDED_INPUT_OUTPUT_RATIO = 3
@@ -80,6 +89,31 @@ def default_max_total_tokens(spec: ModelSpec) -> int:
     return min(spec.max_context, DEFAULT_MAX_TOTAL_TOKENS)
 
 
+def sizing_workload(max_total_tokens: int) -> Workload:
+    """The request sizing ranks layouts with: ``max_total_tokens`` split 3:1 input:output (the
+    ratio of the published blended-price definition)."""
+    output = max(1, max_total_tokens // (BLENDED_INPUT_OUTPUT_RATIO + 1))
+    return Workload(max(1, max_total_tokens - output), output)
+
+
+def kv_free_bytes(
+    spec: ModelSpec,
+    instance_type: InstanceType,
+    *,
+    tensor_parallel_degree: int | None = None,
+    precision: Precision = Precision.FP16,
+    overhead_bytes: float = FRAMEWORK_OVERHEAD_BYTES,
+) -> float:
+    """Memory left for the KV cache of one copy: N accelerators x (memory - overhead) - weights
+    (N defaults to all of the instance's accelerators; negative when the weights do not fit)."""
+    degree = tensor_parallel_degree or instance_type.accelerator_count
+    return (
+        usable_memory_bytes(instance_type, degree)
+        - overhead_bytes * degree
+        - weights_bytes(spec, precision)
+    )
+
+
 def max_concurrent_sequences(
     spec: ModelSpec,
     instance_type: InstanceType,
@@ -90,17 +124,21 @@ def max_concurrent_sequences(
     overhead_bytes: float = FRAMEWORK_OVERHEAD_BYTES,
 ) -> int:
     """Sequences of ``max_total_tokens`` whose KV cache fits beside one copy of the model:
-    (N accelerators x memory - weights - overhead) / KV bytes per sequence, rounded down
-    (0 when the weights alone do not fit). N defaults to all of the instance's accelerators."""
+    (N accelerators x (memory - overhead) - weights) / KV bytes per sequence, rounded down; 0
+    when less than 1 GB is left. N defaults to all of the instance's accelerators;
+    ``overhead_bytes`` is per accelerator."""
     tokens = max_total_tokens or default_max_total_tokens(spec)
-    free = (
-        usable_memory_bytes(instance_type, tensor_parallel_degree)
-        - weights_bytes(spec, precision)
-        - overhead_bytes
+    degree = tensor_parallel_degree or instance_type.accelerator_count
+    free = kv_free_bytes(
+        spec,
+        instance_type,
+        tensor_parallel_degree=degree,
+        precision=precision,
+        overhead_bytes=overhead_bytes,
     )
-    if free <= 0:
+    if free < MIN_KV_HEADROOM_BYTES:
         return 0
-    return math.floor(free / kv_cache_bytes(spec, precision, seq_len=tokens))
+    return math.floor(free / (kv_bytes_per_token_per_copy(spec, degree, precision) * tokens))
 
 
 def fits(
@@ -112,8 +150,8 @@ def fits(
     precision: Precision = Precision.FP16,
     overhead_bytes: float = FRAMEWORK_OVERHEAD_BYTES,
 ) -> bool:
-    """True when weights + overhead + the KV cache of one sequence of ``max_total_tokens`` fit
-    in the usable memory of ``tensor_parallel_degree`` accelerators (default all)."""
+    """True when weights + overhead leave at least 1 GB and one sequence of
+    ``max_total_tokens`` of KV cache on ``tensor_parallel_degree`` accelerators (default all)."""
     return (
         max_concurrent_sequences(
             spec,
@@ -129,13 +167,32 @@ def fits(
 
 def tensor_parallel_candidates(spec: ModelSpec, instance_type: InstanceType) -> list[int]:
     """Degrees a copy can be sharded over on this type: they divide the instance's accelerator
-    count (whole copies per instance) and the attention heads (whole heads per device)."""
+    count (whole copies per instance) and the attention and KV heads (whole heads per device)."""
     count = instance_type.accelerator_count
     return [
         degree
         for degree in range(1, count + 1)
-        if count % degree == 0 and spec.attention_heads % degree == 0
+        if count % degree == 0 and head_divisibility_problem(spec, degree) is None
     ]
+
+
+def ranked_layouts(
+    spec: ModelSpec,
+    instance_type: InstanceType,
+    *,
+    max_total_tokens: int | None = None,
+    precision: Precision = Precision.FP16,
+) -> list[RankedLayout]:
+    """The instance's TP x copies layouts ranked by the output tokens/s they serve within
+    100 ms/token on the sizing workload (``sizing_workload``)."""
+    tokens = max_total_tokens or default_max_total_tokens(spec)
+    return rank_layouts(
+        spec,
+        instance_type,
+        sizing_workload(tokens),
+        max_ms_per_token=SIZING_SLO_MS_PER_TOKEN,
+        precision=precision,
+    )
 
 
 def recommended_tensor_parallel_degree(
@@ -146,11 +203,20 @@ def recommended_tensor_parallel_degree(
     precision: Precision = Precision.FP16,
     overhead_bytes: float = FRAMEWORK_OVERHEAD_BYTES,
 ) -> int | None:
-    """The smallest degree at which the model fits, or None when it fits at none.
+    """The degree whose layout serves the most within 100 ms/token; when none meets that
+    latency, the smallest degree that fits; None when none fits.
 
-    Small degrees win: several copies with a low degree usually serve more than one copy
-    sharded over every accelerator (domain.md, "Inference components").
+    Not simply the smallest degree that fits: Llama 2 13B on ml.p4d.24xlarge fits at TP1 with
+    room for a handful of sequences per copy, and TP2 x 4 copies serves far more.
+
+    :param overhead_bytes: per accelerator; a non-default value skips the ranking (the
+        performance model assumes the default) and returns the smallest degree that fits.
     """
+    ranked = ranked_layouts(
+        spec, instance_type, max_total_tokens=max_total_tokens, precision=precision
+    )
+    if ranked and ranked[0].capacity is not None and overhead_bytes == FRAMEWORK_OVERHEAD_BYTES:
+        return ranked[0].layout.tensor_parallel_degree
     for degree in tensor_parallel_candidates(spec, instance_type):
         if fits(
             spec,
@@ -247,7 +313,8 @@ def blended_price_per_million_tokens(
 
 @dataclass(frozen=True)
 class SizingReport:
-    """Everything sizing says about one model on one instance type at one degree."""
+    """Everything sizing says about one model on one instance type at one degree (sizes in
+    decimal GB)."""
 
     model: str
     instance_type: str
@@ -255,16 +322,30 @@ class SizingReport:
     tensor_parallel_degree: int
     max_total_tokens: int
     fits: bool
+    """Memory verdict: weights + overhead leave >= 1 GB and one sequence of KV cache."""
     weights_bytes: float
     overhead_bytes: float
+    """Framework overhead of the whole copy (per accelerator x degree)."""
     usable_memory_bytes: int
     kv_cache_bytes_per_token: int
     kv_cache_bytes_per_sequence: int
     max_concurrent_sequences: int
     recommended_tensor_parallel_degree: int | None
     copies_per_instance: int
+    """Copies one instance holds at this degree; 0 when the copy cannot serve."""
     critical_batch_size: float | None
     reasoning: list[str] = field(default_factory=list)
+    head_problem: str | None = None
+    """Why the degree cannot shard the attention/KV heads, or None."""
+    single_request_ms_per_token: float | None = None
+    """Predicted decode ms/token of one request alone at this degree (performance model)."""
+    max_tokens_per_s_within_slo: float | None = None
+    """Predicted output tokens/s of one instance at this degree within 100 ms/token."""
+
+    @property
+    def serves(self) -> bool:
+        """The verdict: the copy fits in memory and its degree shards the heads evenly."""
+        return self.fits and self.head_problem is None
 
     @property
     def weights_gib(self) -> float:
@@ -272,12 +353,17 @@ class SizingReport:
         return self.weights_bytes / GIB
 
     @property
+    def weights_gb(self) -> float:
+        """Weights (without overhead) in GB."""
+        return self.weights_bytes / GB
+
+    @property
     def needed_bytes(self) -> float:
         """Weights + overhead + the KV cache of one sequence: what fitting means."""
         return self.weights_bytes + self.overhead_bytes + self.kv_cache_bytes_per_sequence
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dictionary (rounded where human-facing)."""
+        """A JSON-ready dictionary (rounded where human-facing; sizes in GB)."""
         return {
             "model": self.model,
             "instance_type": self.instance_type,
@@ -285,19 +371,34 @@ class SizingReport:
             "tensor_parallel_degree": self.tensor_parallel_degree,
             "max_total_tokens": self.max_total_tokens,
             "fits": self.fits,
-            "weights_gib": round(self.weights_gib, 2),
-            "overhead_gib": round(self.overhead_bytes / GIB, 2),
-            "usable_memory_gib": round(self.usable_memory_bytes / GIB, 2),
+            "serves": self.serves,
+            "head_problem": self.head_problem,
+            "weights_gb": round(self.weights_bytes / GB, 2),
+            "overhead_gb": round(self.overhead_bytes / GB, 2),
+            "usable_memory_gb": round(self.usable_memory_bytes / GB, 2),
+            "kv_cache_free_gb": round(
+                (self.usable_memory_bytes - self.weights_bytes - self.overhead_bytes) / GB, 2
+            ),
             "kv_cache_bytes_per_token": self.kv_cache_bytes_per_token,
-            "kv_cache_gib_per_sequence": round(self.kv_cache_bytes_per_sequence / GIB, 3),
+            "kv_cache_gb_per_sequence": round(self.kv_cache_bytes_per_sequence / GB, 3),
             "max_concurrent_sequences": self.max_concurrent_sequences,
             "recommended_tensor_parallel_degree": self.recommended_tensor_parallel_degree,
             "copies_per_instance": self.copies_per_instance,
             "critical_batch_size": round(self.critical_batch_size, 1)
             if self.critical_batch_size is not None
             else None,
+            "single_request_ms_per_token": None
+            if self.single_request_ms_per_token is None
+            else round(self.single_request_ms_per_token, 1),
+            "max_tokens_per_s_within_100_ms_per_token": None
+            if self.max_tokens_per_s_within_slo is None
+            else round(self.max_tokens_per_s_within_slo, 0),
             "reasoning": list(self.reasoning),
         }
+
+
+def _copies(count: int) -> str:
+    return f"{count} cop{'y' if count == 1 else 'ies'}"
 
 
 def size(
@@ -315,6 +416,7 @@ def size(
         all accelerators when the model fits at none).
     :param max_total_tokens: prompt + output tokens per sequence; default the model's
         context capped at 4096.
+    :param overhead_bytes: framework overhead per accelerator. Default 2 GB.
     """
     if instance_type.accelerator is None:
         raise ValidationError(
@@ -327,6 +429,11 @@ def size(
     if tokens < 1:
         raise ValidationError("max_total_tokens", tokens, "must be positive", "pass e.g. 4096")
     count = instance_type.accelerator_count
+    ranked = (
+        ranked_layouts(spec, instance_type, max_total_tokens=tokens, precision=precision)
+        if overhead_bytes == FRAMEWORK_OVERHEAD_BYTES
+        else []
+    )
     recommended = recommended_tensor_parallel_degree(
         spec,
         instance_type,
@@ -343,9 +450,11 @@ def size(
             f"pass a degree between 1 and {count}",
         )
     weights = weights_bytes(spec, precision)
-    per_token = kv_cache_bytes_per_token(spec, precision)
+    per_token = kv_bytes_per_token_per_copy(spec, degree, precision)
     per_sequence = per_token * tokens
     usable = usable_memory_bytes(instance_type, degree)
+    overhead = overhead_bytes * degree
+    free = usable - weights - overhead
     sequences = max_concurrent_sequences(
         spec,
         instance_type,
@@ -354,14 +463,17 @@ def size(
         precision=precision,
         overhead_bytes=overhead_bytes,
     )
+    head_problem = head_divisibility_problem(spec, degree)
+    serves = sequences >= 1 and head_problem is None
     accelerator = instance_type.accelerator
     reasoning = [
         f"weights: {spec.parameters / 1e9:.2f}B parameters x {precision.bytes_per_parameter:g} "
-        f"bytes ({precision.value}) = {weights / GB:.1f} GB, plus {overhead_bytes / GB:.1f} GB "
-        "framework overhead",
-        f"KV cache: 2 x {spec.layers} layers x {spec.kv_heads} KV heads x {spec.head_dim} "
-        f"head dim x {precision.kv_bytes_per_element} bytes = {per_token:,} bytes per token, "
-        f"{per_sequence / GB:.2f} GB per sequence of {tokens} tokens"
+        f"bytes ({precision.value}) = {weights / GB:.1f} GB, plus "
+        f"{overhead_bytes / GB:.1f} GB framework overhead on each of {degree} accelerator"
+        f"{'s' if degree > 1 else ''}",
+        f"KV cache: 2 x {spec.layers} layers x {max(spec.kv_heads, degree)} KV heads x "
+        f"{spec.head_dim} head dim x {precision.kv_bytes_per_element} bytes = {per_token:,} bytes "
+        f"per token, {per_sequence / GB:.2f} GB per sequence of {tokens} tokens"
         + (
             f" (grouped-query attention: {spec.grouped_query_factor:g}x smaller than multi-head)"
             if spec.kv_heads < spec.attention_heads
@@ -371,38 +483,54 @@ def size(
         f"({accelerator.memory_mib:,} MiB each)",
     ]
     if sequences >= 1:
-        free = usable - weights - overhead_bytes
         reasoning.append(
             f"fits: {free / GB:.1f} GB left for the KV cache holds {sequences} sequences of "
             f"{tokens} tokens"
         )
+    elif free > 0:
+        reasoning.append(
+            f"does not fit: {free / GB:.1f} GB left for the KV cache, below the "
+            f"{MIN_KV_HEADROOM_BYTES / GB:g} GB headroom or one {per_sequence / GB:.2f} GB sequence"
+        )
     else:
         reasoning.append(
-            f"does not fit: needs {(weights + overhead_bytes + per_sequence) / GB:.1f} GB "
+            f"does not fit: needs {(weights + overhead + per_sequence) / GB:.1f} GB "
             f"(weights + overhead + one sequence), {degree} accelerators have {usable / GB:.1f} GB"
         )
-    if spec.attention_heads % degree != 0:
+    if head_problem:
         reasoning.append(
-            f"warning: {spec.attention_heads} attention heads do not divide evenly over "
-            f"{degree} accelerators; serving containers refuse such a degree"
+            f"cannot serve at tensor-parallel degree {degree}: {head_problem}; serving "
+            "containers refuse such a degree"
         )
     if recommended is None:
         reasoning.append(
             f"no degree fits on {instance_type.name}: use a larger instance type, an "
             "instance with more accelerators, or quantization (fp8/int8, int4 AWQ)"
         )
+    elif ranked and ranked[0].capacity is not None:
+        reasoning.append(
+            f"recommended: tensor-parallel degree {recommended}, "
+            f"{_copies(count // recommended)} per instance, the layout serving the most "
+            f"tokens/s within {SIZING_SLO_MS_PER_TOKEN:g} ms/token "
+            f"({sizing_workload(tokens).input_tokens} in / "
+            f"{sizing_workload(tokens).output_tokens} out): {ranked[0].reason}"
+        )
     else:
         reasoning.append(
             f"recommended: tensor-parallel degree {recommended}, "
-            f"{count // recommended} copies per instance (the smallest degree that fits; "
-            "more copies with less sharding usually serve more)"
+            f"{_copies(count // recommended)} per instance (the smallest degree that fits; no "
+            f"layout meets {SIZING_SLO_MS_PER_TOKEN:g} ms/token)"
         )
+    chosen = next((r for r in ranked if r.layout.tensor_parallel_degree == degree), None)
     b_star = critical_batch_size(accelerator)
     reasoning.append(
         f"critical batch size: {accelerator.fp16_tflops:g} TFLOPS / "
         f"{accelerator.memory_bandwidth_gbps:g} GB/s = {b_star:.0f}; below it decode is "
         "memory-bound"
     )
+    single = None
+    if serves:
+        single = _single_request_ms_per_token(spec, instance_type, degree, precision, tokens)
     return SizingReport(
         model=spec.name,
         instance_type=instance_type.name,
@@ -411,16 +539,28 @@ def size(
         max_total_tokens=tokens,
         fits=sequences >= 1,
         weights_bytes=weights,
-        overhead_bytes=overhead_bytes,
+        overhead_bytes=overhead,
         usable_memory_bytes=usable,
         kv_cache_bytes_per_token=per_token,
         kv_cache_bytes_per_sequence=per_sequence,
         max_concurrent_sequences=sequences,
         recommended_tensor_parallel_degree=recommended,
-        copies_per_instance=count // degree,
+        copies_per_instance=count // degree if serves else 0,
         critical_batch_size=b_star,
         reasoning=reasoning,
+        head_problem=head_problem,
+        single_request_ms_per_token=single,
+        max_tokens_per_s_within_slo=chosen.tokens_per_s if chosen and chosen.capacity else None,
     )
+
+
+def _single_request_ms_per_token(
+    spec: ModelSpec, instance_type: InstanceType, degree: int, precision: Precision, tokens: int
+) -> float:
+    model = CopyModel(
+        spec, instance_type, degree, precision, sizing_workload(tokens), DEFAULT_EFFICIENCY
+    )
+    return model.step_s(1) * 1000
 
 
 # ----- What a serving container's environment says -------------------------------------------

@@ -1,0 +1,121 @@
+"""Command-line options that name a model: a preset, a Hugging Face id, or a custom spec from
+its ``config.json`` facts (shared by ``size``, ``predict`` and ``recommend``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..catalog.model_specs import PRESETS, ModelSpec, Precision
+from ..errors import ValidationError
+
+CUSTOM_SPEC_FLAGS = "--parameters, --layers, --attention-heads, --head-dim and --max-context"
+"""The flags that describe a model no preset covers."""
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--model``, the custom-spec flags and ``--dtype`` to ``parser``."""
+    parser.add_argument(
+        "--model",
+        help=f"a preset ({', '.join(sorted(PRESETS))}) or a well-known Hugging Face id; with "
+        f"the custom-spec flags, the name of the custom model",
+    )
+    custom = parser.add_argument_group(
+        "custom model spec",
+        f"describe a model no preset covers ({CUSTOM_SPEC_FLAGS} are required; read them from "
+        "its config.json)",
+    )
+    custom.add_argument("--parameters", type=float, help="total parameters, e.g. 7.24e9")
+    custom.add_argument("--layers", type=int, help="num_hidden_layers")
+    custom.add_argument("--attention-heads", type=int, help="num_attention_heads")
+    custom.add_argument(
+        "--kv-heads", type=int, help="num_key_value_heads (default: the attention heads)"
+    )
+    custom.add_argument("--head-dim", type=int, help="hidden_size / num_attention_heads")
+    custom.add_argument("--max-context", type=int, help="max_position_embeddings")
+    custom.add_argument("--experts", type=int, help="mixture of experts: num_local_experts")
+    custom.add_argument(
+        "--experts-per-token", type=int, help="mixture of experts: num_experts_per_tok"
+    )
+    custom.add_argument(
+        "--active-parameters", type=float, help="mixture of experts: parameters one token uses"
+    )
+    parser.add_argument(
+        "--dtype", default="fp16", help="fp32, fp16, bf16, fp8, int8 or int4 (AWQ); default fp16"
+    )
+
+
+def _custom(args: argparse.Namespace) -> ModelSpec:
+    missing = [
+        flag
+        for flag, value in (
+            ("--layers", args.layers),
+            ("--attention-heads", args.attention_heads),
+            ("--head-dim", args.head_dim),
+            ("--max-context", args.max_context),
+        )
+        if value is None
+    ]
+    if missing:
+        raise ValidationError(
+            "custom model spec",
+            ", ".join(missing),
+            "missing: a custom model needs every architecture fact",
+            f"pass {CUSTOM_SPEC_FLAGS} (and --kv-heads for grouped-query attention)",
+        )
+    experts = args.experts or 1
+    return ModelSpec(
+        name=args.model or "custom",
+        parameters=args.parameters,
+        layers=args.layers,
+        attention_heads=args.attention_heads,
+        kv_heads=args.kv_heads or args.attention_heads,
+        head_dim=args.head_dim,
+        max_context=args.max_context,
+        experts=experts,
+        experts_per_token=args.experts_per_token or (2 if experts > 1 else 1),
+        active_parameters_per_token=args.active_parameters,
+    )
+
+
+def model_spec(args: argparse.Namespace) -> ModelSpec:
+    """The spec the options name; ValidationError naming the flags to fix otherwise."""
+    if args.parameters is not None:
+        return _custom(args)
+    if not args.model:
+        raise ValidationError(
+            "--model",
+            None,
+            "a model is required",
+            "pass --model with a preset or Hugging Face id, or describe the model with "
+            + CUSTOM_SPEC_FLAGS,
+        )
+    found = ModelSpec.from_hugging_face_id(args.model)
+    if found is not None:
+        return found
+    key = str(args.model).strip().lower()
+    if key in PRESETS:
+        return PRESETS[key]
+    raise ValidationError(
+        "--model",
+        args.model,
+        "neither a preset nor a Hugging Face id the catalog knows",
+        f"use one of {', '.join(sorted(PRESETS))}, or describe the model with {CUSTOM_SPEC_FLAGS}",
+    )
+
+
+def precision(args: argparse.Namespace) -> Precision:
+    """The ``--dtype`` option as a Precision."""
+    return Precision.of(args.dtype)
+
+
+def int_list(text: str) -> list[int]:
+    """``1,2,4`` as ``[1, 2, 4]`` (argparse type)."""
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of integers"
+        ) from error
+    if not values or any(value < 1 for value in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: pass positive integers such as 1,2,4,8")
+    return values

@@ -1,0 +1,137 @@
+"""``cdk-sagemaker-llm predict``: per-token latency, TTFT and throughput of a layout at several
+concurrencies, from the performance model (optionally calibrated by a benchmark)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..catalog.instance_types import InstanceType
+from ..errors import ValidationError
+from ..planning.calibration import Calibration, calibrate
+from ..planning.performance import DEFAULT_MAX_BATCH_SIZE, Layout, Prediction, Workload, predict
+from ..planning.sizing import recommended_tensor_parallel_degree
+from .model_options import add_model_arguments, int_list, model_spec, precision
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``predict`` subcommand."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "predict",
+        help="predict ms/token, TTFT and tokens/s of a layout at several concurrencies",
+        description="Predict a deployment's per-token latency, time to first token and "
+        "throughput from first principles (memory bandwidth, FLOPS, interconnect, KV cache, "
+        "60 s timeout). Concurrency is for the whole deployment (instances x copies). Pass a "
+        "benchmark's results.json with --calibration to fit the efficiency factors.",
+    )
+    add_model_arguments(parser)
+    parser.add_argument("--instance-type", required=True, help="e.g. ml.p4d.24xlarge")
+    parser.add_argument(
+        "--tensor-parallel-degree", type=int, help="accelerators per copy; default: recommended"
+    )
+    parser.add_argument(
+        "--copies", type=int, help="copies per instance; default: every accelerator used"
+    )
+    parser.add_argument("--instance-count", type=int, default=1, help="default 1")
+    parser.add_argument("--input-tokens", type=int, required=True)
+    parser.add_argument("--output-tokens", type=int, required=True)
+    parser.add_argument(
+        "--concurrency", type=int_list, required=True, help="whole deployment, e.g. 1,2,4,8,16"
+    )
+    parser.add_argument(
+        "--max-batch-size",
+        type=int,
+        default=DEFAULT_MAX_BATCH_SIZE,
+        help=f"the server's batch limit per copy; default {DEFAULT_MAX_BATCH_SIZE}",
+    )
+    parser.add_argument(
+        "--calibration", help="results.json of a benchmark of this model and layout"
+    )
+    parser.add_argument("--format", choices=("json", "markdown"), default="markdown")
+    parser.set_defaults(handler=run)
+
+
+def _calibration(path: str | None, *args: Any) -> Calibration | None:
+    if path is None:
+        return None
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ValidationError(
+            "--calibration", path, f"cannot be read: {error}", "pass the benchmark's results.json"
+        ) from error
+    return calibrate(document, *args, source=Path(path).name)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the prediction; exit 0, or 2 on bad input."""
+    try:
+        spec = model_spec(args)
+        dtype = precision(args)
+        instance_type = InstanceType.of(args.instance_type)
+        workload = Workload(args.input_tokens, args.output_tokens)
+        degree = args.tensor_parallel_degree or recommended_tensor_parallel_degree(
+            spec,
+            instance_type,
+            max_total_tokens=workload.total_tokens,
+            precision=dtype,
+        )
+        if degree is None:
+            raise ValidationError(
+                "--instance-type",
+                instance_type.name,
+                f"{spec.name} fits at no tensor-parallel degree there",
+                "use a larger instance type or quantization (--dtype int4)",
+            )
+        copies = args.copies or max(1, instance_type.accelerator_count // degree)
+        layout = Layout(instance_type, degree, copies, args.instance_count)
+        calibration = _calibration(args.calibration, spec, layout, dtype)
+        prediction = predict(
+            spec,
+            layout,
+            workload,
+            args.concurrency,
+            precision=dtype,
+            calibration=calibration,
+            max_batch_size=args.max_batch_size,
+        )
+    except ValidationError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.format == "json":
+        print(json.dumps(prediction.to_dict(), indent=2))
+    else:
+        sys.stdout.write(render_markdown(spec.name, prediction))
+    return 0
+
+
+def render_markdown(model: str, prediction: Prediction) -> str:
+    """The prediction as a Markdown table with its knee, limit and assumptions."""
+    layout, workload = prediction.layout, prediction.workload
+    lines = [
+        f"### Predicted: {model} on {layout.describe()}",
+        "",
+        f"{workload.input_tokens} input + {workload.output_tokens} output tokens per request; "
+        "concurrency for the whole deployment.",
+        "",
+        "| concurrency | ms/token | TTFT ms | tokens/s | requests/s |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for level in prediction.levels:
+        lines.append(
+            f"| {level.concurrency} | {level.ms_per_token:.1f} | {level.ttft_ms:.0f} | "
+            f"{level.tokens_per_s:.0f} | {level.requests_per_s:.2f} |"
+        )
+    lines += [
+        "",
+        f"**Knee:** {prediction.knee.concurrency} ({prediction.knee.reason})",
+        f"**Max concurrency:** {prediction.max_concurrency} ({prediction.max_concurrency_reason})",
+        "",
+        "Assumptions:",
+        *(f"- {line}" for line in prediction.assumptions),
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,134 @@
+"""``cdk-sagemaker-llm recommend``: the cheapest instance type x TP degree x copies x instance
+count that meets a latency SLO at a traffic, from the performance model."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ..catalog.instance_types import InstanceType
+from ..catalog.prices import DEFAULT_PRICE_LIST
+from ..errors import ValidationError
+from ..planning.performance import DEFAULT_MAX_BATCH_SIZE, Workload
+from ..planning.recommend import PriceBasis, Recommendation, Slo, Traffic, recommend
+from .model_options import add_model_arguments, model_spec, precision
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``recommend`` subcommand."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "recommend",
+        help="recommend the cheapest layout (instance type, TP, copies, count) meeting an SLO",
+        description="Search instance type x tensor-parallel degree x copies per instance x "
+        "instance count for the layouts that serve the traffic within the SLO (performance "
+        "model; Little's law for a request rate), and rank them by price per hour, then by "
+        "cost per 1M output tokens. Exit 0 with at least one option, 1 with none, 2 on bad "
+        "input.",
+    )
+    add_model_arguments(parser)
+    parser.add_argument("--input-tokens", type=int, required=True)
+    parser.add_argument("--output-tokens", type=int, required=True)
+    parser.add_argument("--max-ms-per-token", type=float, required=True)
+    parser.add_argument("--max-ttft-ms", type=float, help="time-to-first-token limit")
+    traffic = parser.add_mutually_exclusive_group(required=True)
+    traffic.add_argument("--requests-per-second", type=float, help="expected request rate")
+    traffic.add_argument("--concurrency", type=int, help="expected in-flight requests")
+    parser.add_argument(
+        "--instance-types", help="comma-separated candidates; default every GPU/Neuron type"
+    )
+    parser.add_argument("--max-instance-count", type=int, default=16, help="default 16")
+    parser.add_argument(
+        "--region",
+        help=f"where the endpoint runs; prices are {DEFAULT_PRICE_LIST.region} list prices "
+        "and are marked so elsewhere",
+    )
+    parser.add_argument(
+        "--price-basis",
+        choices=[basis.value for basis in PriceBasis],
+        default=PriceBasis.ON_DEMAND.value,
+    )
+    parser.add_argument(
+        "--max-batch-size",
+        type=int,
+        default=DEFAULT_MAX_BATCH_SIZE,
+        help=f"the server's batch limit per copy; default {DEFAULT_MAX_BATCH_SIZE}",
+    )
+    parser.add_argument("--top", type=int, default=5, help="options to list; default 5")
+    parser.add_argument("--format", choices=("json", "markdown"), default="markdown")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the recommendation; exit 0 with an option, 1 without, 2 on bad input."""
+    try:
+        spec = model_spec(args)
+        candidates = (
+            [InstanceType.of(name.strip()) for name in args.instance_types.split(",") if name]
+            if args.instance_types
+            else None
+        )
+        result = recommend(
+            spec,
+            Workload(args.input_tokens, args.output_tokens),
+            Slo(args.max_ms_per_token, args.max_ttft_ms),
+            Traffic(requests_per_second=args.requests_per_second, concurrency=args.concurrency),
+            precision=precision(args),
+            instance_types=candidates,
+            max_instance_count=args.max_instance_count,
+            price_basis=PriceBasis(args.price_basis),
+            top=args.top,
+            region=args.region,
+            max_batch_size=args.max_batch_size,
+        )
+    except ValidationError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.format == "json":
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        sys.stdout.write(render_markdown(spec.name, result))
+    return 0 if result.options else 1
+
+
+def _money(value: float | None) -> str:
+    return "n/a" if value is None else f"${value:,.2f}"
+
+
+def render_markdown(model: str, result: Recommendation) -> str:
+    """The recommendation as Markdown for a pull-request comment."""
+    lines = [f"### Recommended layouts for {model}", ""]
+    if result.options:
+        lines += [
+            "| # | instances | TP x copies | in flight per copy | ms/token | TTFT ms | tokens/s "
+            "| $/hour | $/1M tokens |",
+            "|---:|---|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for rank, option in enumerate(result.options, 1):
+            layout, level = option.layout, option.predicted
+            lines.append(
+                f"| {rank} | {layout.instance_count} x {layout.instance_type.name} | "
+                f"TP{layout.tensor_parallel_degree} x {layout.copies_per_instance} | "
+                f"{option.concurrency_per_copy} | {level.ms_per_token:.1f} | "
+                f"{level.ttft_ms:.0f} | {level.tokens_per_s:.0f} | "
+                f"{_money(option.price_per_hour)} | {_money(option.cost_per_million_tokens)} |"
+            )
+        best = result.options[0]
+        lines += ["", "<details><summary>Why the first option</summary>", ""]
+        lines += [f"- {line}" for line in best.reasoning]
+        lines += ["", "</details>"]
+    else:
+        lines.append("**No layout meets the SLO at this traffic.**")
+    if result.rejected:
+        lines += ["", f"<details><summary>Rejected ({len(result.rejected)})</summary>", ""]
+        for rejection in result.rejected:
+            degree = (
+                f" TP{rejection.tensor_parallel_degree}"
+                if rejection.tensor_parallel_degree is not None
+                else ""
+            )
+            lines.append(f"- {rejection.instance_type}{degree}: {rejection.reason}")
+        lines += ["", "</details>"]
+    lines += ["", "Assumptions:", *(f"- {line}" for line in result.assumptions), ""]
+    return "\n".join(lines)

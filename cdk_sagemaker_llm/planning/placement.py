@@ -1,0 +1,129 @@
+"""Placing one copy of a model on accelerators: where its memory goes and whether its attention
+heads shard evenly.
+
+Memory (domain.md "Sizing formulas"): weights are parameters x bytes per parameter; each
+accelerator of a copy loses about 2 GB to the framework (CUDA context, activations, CUDA graphs);
+the KV cache takes 2 (K and V) x layers x KV heads x head dimension x bytes per element per token.
+What is left must hold at least 1 GB and one whole sequence, or the copy cannot serve.
+Units: decimal gigabytes (GB, 10^9 bytes) throughout; accelerator memory is reported by the
+driver in MiB and converted.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..catalog.instance_types import InstanceType
+from ..catalog.model_specs import ModelSpec, Precision
+
+GB = 1_000_000_000
+"""Bytes in a (decimal) gigabyte: the unit every report uses."""
+GIB = 1024**3
+"""Bytes in a gibibyte."""
+MIB = 1024**2
+"""Bytes in a mebibyte (the unit drivers report accelerator memory in)."""
+FRAMEWORK_OVERHEAD_BYTES = 2 * GB
+"""Memory the serving framework takes on each accelerator besides weights and KV cache (CUDA
+context, activations, CUDA graphs): about 2 GB (domain.md)."""
+MIN_KV_HEADROOM_BYTES = 1 * GB
+"""A layout must leave at least 1 GB for the KV cache on each copy: with less, the server can
+hold only a few short sequences and its memory profiling (vLLM, TGI warm-up) refuses to start."""
+
+
+def head_divisibility_problem(spec: ModelSpec, tensor_parallel_degree: int) -> str | None:
+    """Why ``tensor_parallel_degree`` cannot shard ``spec``'s heads, or None when it can.
+
+    Each device must hold whole attention heads, and either whole KV heads or a replica of one
+    (vLLM's rule: KV heads divisible by TP, or TP divisible by KV heads).
+    """
+    if spec.attention_heads % tensor_parallel_degree:
+        return (
+            f"{spec.attention_heads} attention heads do not divide over {tensor_parallel_degree} "
+            "accelerators"
+        )
+    if spec.kv_heads % tensor_parallel_degree and tensor_parallel_degree % spec.kv_heads:
+        return (
+            f"{spec.kv_heads} KV heads neither divide over nor replicate evenly onto "
+            f"{tensor_parallel_degree} accelerators"
+        )
+    return None
+
+
+def kv_bytes_per_token_per_copy(
+    spec: ModelSpec, tensor_parallel_degree: int, precision: Precision
+) -> int:
+    """KV-cache bytes one token takes in one copy, counting KV heads replicated when TP
+    exceeds the KV heads (each device then keeps a whole KV head)."""
+    kv_heads = max(spec.kv_heads, tensor_parallel_degree)
+    return 2 * spec.layers * kv_heads * spec.head_dim * precision.kv_bytes_per_element
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Where one copy's memory goes."""
+
+    usable_bytes: float
+    weights_bytes: float
+    overhead_bytes: float
+    kv_bytes_per_sequence: int
+
+    @property
+    def kv_free_bytes(self) -> float:
+        """What is left for the KV cache (negative when the weights do not fit)."""
+        return self.usable_bytes - self.weights_bytes - self.overhead_bytes
+
+    @property
+    def sequences(self) -> int:
+        """Whole sequences the KV cache holds (0 without the 1 GB headroom)."""
+        if self.kv_free_bytes < MIN_KV_HEADROOM_BYTES:
+            return 0
+        return math.floor(self.kv_free_bytes / self.kv_bytes_per_sequence)
+
+
+def copy_memory(
+    spec: ModelSpec,
+    instance_type: InstanceType,
+    tensor_parallel_degree: int,
+    precision: Precision,
+    sequence_tokens: int,
+) -> Memory:
+    """One copy's memory: usable memory of its accelerators, weights, ~2 GB framework overhead
+    per accelerator (CUDA context, activations, graphs: each shard has its own), and the KV
+    cache of one sequence of ``sequence_tokens``."""
+    accelerator = instance_type.accelerator
+    memory_mib = accelerator.memory_mib if accelerator else 0
+    return Memory(
+        usable_bytes=memory_mib * MIB * tensor_parallel_degree,
+        weights_bytes=spec.parameters * precision.bytes_per_parameter,
+        overhead_bytes=FRAMEWORK_OVERHEAD_BYTES * tensor_parallel_degree,
+        kv_bytes_per_sequence=kv_bytes_per_token_per_copy(spec, tensor_parallel_degree, precision)
+        * sequence_tokens,
+    )
+
+
+HOST_RESERVED_BYTES = 2 * GB
+"""Host memory the operating system, the model server and the runtime keep for themselves."""
+
+
+def host_memory_problem(
+    spec: ModelSpec, instance_type: InstanceType, precision: Precision
+) -> str | None:
+    """Why the instance's host memory cannot stage the weights, or None.
+
+    The Neuron runtime loads a compiled model's weights through host memory before copying them
+    to the devices (AWS Neuron documentation, "Neuron runtime": the model is loaded into host
+    memory, then onto the NeuronCores), so an Inferentia/Trainium instance needs host memory
+    for the whole weights (ml.inf2.xlarge: 16 GiB). GPU servers stream safetensors shards to
+    the devices and are not held to this.
+    """
+    if not instance_type.is_neuron or instance_type.memory_mib is None:
+        return None
+    weights = spec.parameters * precision.bytes_per_parameter
+    host = instance_type.memory_mib * MIB
+    if weights <= host - HOST_RESERVED_BYTES:
+        return None
+    return (
+        f"{weights / GB:.1f} GB of weights do not fit in the {host / GB:.1f} GB host memory "
+        f"(less {HOST_RESERVED_BYTES / GB:g} GB reserved) the Neuron runtime loads them through"
+    )

@@ -1,0 +1,134 @@
+"""Calibration: fitting the efficiency factors to a benchmark's results.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cdk_sagemaker_llm.benchmarking.engine import (
+    BenchmarkResult,
+    LevelResult,
+    PayloadSpec,
+    find_knee,
+)
+from cdk_sagemaker_llm.catalog.instance_types import InstanceType
+from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
+from cdk_sagemaker_llm.cli import main
+from cdk_sagemaker_llm.errors import ValidationError
+from cdk_sagemaker_llm.planning.calibration import calibrate
+from cdk_sagemaker_llm.planning.performance import (
+    CopyModel,
+    Efficiency,
+    Layout,
+    Workload,
+    copy_limits,
+    predict,
+)
+
+G5 = InstanceType.G5_2XLARGE
+LOAD = Workload(256, 128)
+TRUE = Efficiency(
+    memory_bandwidth=0.6, decode_compute=0.5, prefill_compute=0.4, step_overhead_ms=5.0
+)
+
+
+def _results(concurrencies: list[int], efficiency: Efficiency = TRUE) -> dict[str, Any]:
+    """A results.json as the benchmark writes it, for a server that behaves like the model
+    with ``efficiency`` (what a real endpoint with those efficiencies would measure)."""
+    model = CopyModel(ModelSpec.LLAMA_2_7B, G5, 1, Precision.FP16, LOAD, efficiency)
+    limits, _ = copy_limits(model)
+    levels = []
+    for c in concurrencies:
+        ms, ttft, e2e, tput = model.level(c, limits.capacity)
+        levels.append(
+            LevelResult(
+                concurrency=c, requests=4 * c, errors=0, errors_by_kind={}, error_rate=0.0,
+                duration_s=4 * e2e / 1000, p50_latency_s=e2e / 1000, p90_latency_s=e2e / 1000,
+                p99_latency_s=e2e / 1000, p50_ms_per_token=ms, p90_ms_per_token=ms,
+                output_tokens=4 * c * LOAD.output_tokens, output_tokens_per_s=tput,
+                requests_per_s=tput / LOAD.output_tokens, p50_ttft_s=ttft / 1000,
+            )
+        )  # fmt: skip
+    payload = PayloadSpec(input_tokens=LOAD.input_tokens, output_tokens=LOAD.output_tokens)
+    result = BenchmarkResult(payload=payload.describe(), levels=levels, knee=find_knee(levels))
+    return result.to_dict()
+
+
+def test_calibration_recovers_the_efficiency_of_the_measured_server() -> None:
+    document = _results([1, 2, 4, 8, 16])
+    calibration = calibrate(document, ModelSpec.LLAMA_2_7B, Layout(G5, 1, 1))
+    fitted = calibration.efficiency
+    assert fitted.memory_bandwidth == pytest.approx(0.6, abs=0.03)
+    assert fitted.step_overhead_ms == pytest.approx(5.0, abs=0.6)
+    assert fitted.prefill_compute == pytest.approx(0.4, abs=0.06)
+    assert calibration.rms_error < 0.02
+    assert (calibration.input_tokens, calibration.output_tokens) == (256, 128)
+    assert calibration.concurrency_range == (1, 16)
+    # Calibrated predictions match the measurement better than the defaults do.
+    layout = Layout(G5, 1, 1)
+    measured = {level["concurrency"]: level["p50_ms_per_token"] for level in document["levels"]}
+    calibrated = predict(ModelSpec.LLAMA_2_7B, layout, LOAD, [8], calibration=calibration)
+    default = predict(ModelSpec.LLAMA_2_7B, layout, LOAD, [8])
+    assert abs(calibrated.levels[0].ms_per_token - measured[8]) < abs(
+        default.levels[0].ms_per_token - measured[8]
+    )
+    assert not calibrated.extrapolated
+    assert any("calibrated on results.json" in line for line in calibrated.assumptions)
+
+
+def test_a_benchmark_result_object_works_too_and_extrapolation_is_stated() -> None:
+    document = _results([1, 4])
+    calibration = calibrate(
+        BenchmarkResult.from_dict(document), ModelSpec.LLAMA_2_7B, Layout(G5, 1, 1)
+    )
+    prediction = predict(
+        ModelSpec.LLAMA_2_13B, Layout(InstanceType.G5_12XLARGE, 2, 2), Workload(2048, 128),
+        [64], calibration=calibration,
+    )  # fmt: skip
+    assert prediction.extrapolated
+    notes = " / ".join(prediction.assumptions)
+    assert "calibrated on llama-2-7b, predicting llama-2-13b" in notes
+    assert "calibrated on ml.g5.2xlarge" in notes
+    assert "calibrated at TP1, predicting TP2" in notes
+    assert "2048 input tokens, calibrated at 256" in notes
+    assert "concurrency 64 is outside the calibrated 1-4 per copy" in notes
+
+
+def test_unusable_results_are_validation_errors() -> None:
+    spec, layout = ModelSpec.LLAMA_2_7B, Layout(G5, 1, 1)
+    with pytest.raises(ValidationError, match="at least two levels"):
+        calibrate(_results([1]), spec, layout)
+    document = _results([1, 2])
+    document["payload"]["input_tokens"] = None  # prompts from a file: token count unknown
+    with pytest.raises(ValidationError, match="input and output tokens"):
+        calibrate(document, spec, layout)
+    assert calibrate(document, spec, layout, workload=LOAD).input_tokens == 256
+    with pytest.raises(ValidationError, match="list of levels"):
+        calibrate({"levels": None}, spec, layout)
+    # Levels where most requests failed are not evidence of speed.
+    document = _results([1, 2, 4])
+    for level in document["levels"][1:]:
+        level["error_rate"] = 0.9
+    with pytest.raises(ValidationError, match="at least two levels"):
+        calibrate(document, spec, layout)
+
+
+def test_predict_command_reads_a_calibration_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(_results([1, 2, 4, 8])), encoding="utf-8")
+    argv = [
+        "predict", "--model", "llama-2-7b", "--instance-type", "ml.g5.2xlarge",
+        "--input-tokens", "256", "--output-tokens", "128", "--concurrency", "1,2,4,8",
+        "--format", "json",
+    ]  # fmt: skip
+    assert main([*argv, "--calibration", str(path)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert any("calibrated on results.json" in line for line in data["assumptions"])
+    assert not any("extrapolated" in line for line in data["assumptions"])
+    assert main([*argv, "--calibration", str(tmp_path / "missing.json")]) == 2
+    assert "--calibration" in capsys.readouterr().err

@@ -1,0 +1,128 @@
+"""``cdk-sagemaker-llm predict`` and ``recommend``: flags, JSON documents, Markdown, exit codes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cdk_sagemaker_llm.cli import main
+
+PREDICT = [
+    "predict", "--model", "llama-2-7b", "--instance-type", "ml.p4d.24xlarge",
+    "--input-tokens", "256", "--output-tokens", "128",
+]  # fmt: skip
+RECOMMEND = [
+    "recommend", "--model", "llama-3-8b", "--input-tokens", "512", "--output-tokens", "256",
+    "--max-ms-per-token", "60",
+]  # fmt: skip
+
+
+def test_predict_json_has_exactly_the_documented_fields(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [*PREDICT, "--tensor-parallel-degree", "2", "--copies", "4", "--instance-count", "2"]
+    assert main([*argv, "--concurrency", "1,2,4,8,1024", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data) == {"levels", "knee", "max_concurrency", "assumptions"}
+    assert [level["concurrency"] for level in data["levels"]] == [1, 2, 4, 8, 1024]
+    for level in data["levels"]:
+        assert set(level) == {
+            "concurrency",
+            "ms_per_token",
+            "ttft_ms",
+            "tokens_per_s",
+            "requests_per_s",
+        }
+    assert set(data["knee"]) == {"concurrency", "reason"}
+    # Whole deployment: 2 instances x 4 copies x a batch limit of 64.
+    assert data["max_concurrency"] == 512
+    assert any(
+        "2 x ml.p4d.24xlarge, TP2 x 4 copies each = 8 copies" in a for a in data["assumptions"]
+    )
+    assert any("extrapolated" in a for a in data["assumptions"])
+
+
+def test_predict_defaults_to_the_recommended_layout_and_prints_markdown(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main([*PREDICT, "--concurrency", "8,64"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("### Predicted: llama-2-7b on 1 x ml.p4d.24xlarge, TP1 x 8 copies each")
+    assert "| concurrency | ms/token | TTFT ms | tokens/s | requests/s |" in out
+    assert "**Knee:**" in out and "**Max concurrency:**" in out
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--concurrency", "1,x"], None),
+        (["--concurrency", "1", "--tensor-parallel-degree", "3"], "attention heads"),
+        (["--concurrency", "1", "--copies", "9"], "copies_per_instance"),
+        (["--concurrency", "0"], None),
+    ],
+)
+def test_predict_bad_input_exits_2(
+    extra: list[str], message: str | None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if message is None:
+        with pytest.raises(SystemExit) as exit_info:
+            main([*PREDICT, *extra])
+        assert exit_info.value.code == 2
+    else:
+        assert main([*PREDICT, *extra]) == 2
+        assert message in capsys.readouterr().err
+
+
+def test_recommend_json_is_cheapest_first_with_the_documented_fields(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = [*RECOMMEND, "--requests-per-second", "4", "--top", "3", "--format", "json"]
+    assert (
+        main(
+            [*argv, "--instance-types", "ml.g5.xlarge,ml.g6e.xlarge,ml.p4d.24xlarge,ml.g5.12xlarge"]
+        )
+        == 0
+    )
+    data = json.loads(capsys.readouterr().out)
+    assert {"options", "rejected"} <= set(data)
+    assert 1 <= len(data["options"]) <= 3
+    prices = [option["price_per_hour"] for option in data["options"]]
+    assert prices == sorted(prices)
+    for option in data["options"]:
+        assert {
+            "instance_type", "tensor_parallel_degree", "copies_per_instance", "instance_count",
+            "concurrency_per_copy", "predicted", "price_per_hour", "cost_per_million_tokens",
+            "reasoning",
+        } <= set(option)  # fmt: skip
+        assert option["predicted"]["ms_per_token"] <= 60
+        assert option["reasoning"]
+    for rejection in data["rejected"]:
+        assert {"instance_type", "reason"} <= set(rejection)
+
+
+def test_recommend_markdown_for_a_pull_request_and_price_basis(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = [*RECOMMEND, "--concurrency", "16", "--instance-types", "ml.g5.xlarge,ml.g5.12xlarge"]
+    assert main([*argv, "--price-basis", "savings-plan-1y", "--region", "eu-west-1"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("### Recommended layouts for llama-3-8b")
+    assert "| # | instances | TP x copies |" in out
+    assert "<details><summary>Why the first option</summary>" in out
+    assert "savings-plan-1y" in out and "no eu-west-1 prices" in out
+
+
+def test_recommend_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    # No layout: 1, with the rejections listed.
+    strict = [
+        "recommend", "--model", "llama-3-8b", "--input-tokens", "512", "--output-tokens", "256",
+        "--max-ms-per-token", "5", "--concurrency", "4", "--instance-types", "ml.g5.xlarge",
+    ]  # fmt: skip
+    assert main(strict) == 1
+    assert "No layout meets the SLO" in capsys.readouterr().out
+    # Bad input: 2.
+    assert main([*RECOMMEND, "--concurrency", "4", "--instance-types", "g5.xlarge"]) == 2
+    with pytest.raises(SystemExit):
+        main([*RECOMMEND])  # neither a rate nor a concurrency
+    with pytest.raises(SystemExit):
+        main([*RECOMMEND, "--concurrency", "4", "--requests-per-second", "2"])
+    assert main([*RECOMMEND, "--concurrency", "4", "--instance-types", "ml.g5.xlarge"]) == 0

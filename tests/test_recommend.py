@@ -1,0 +1,234 @@
+"""recommend(): rejection reasons, sizing by traffic (Little's law), ranking, prices, and
+rank_layouts (the layout serving the most on one instance)."""
+
+from __future__ import annotations
+
+import pytest
+
+from cdk_sagemaker_llm.catalog.instance_types import InstanceType
+from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
+from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST, PriceList
+from cdk_sagemaker_llm.errors import ValidationError
+from cdk_sagemaker_llm.planning.performance import Workload
+from cdk_sagemaker_llm.planning.recommend import (
+    PriceBasis,
+    Slo,
+    Traffic,
+    rank_layouts,
+    recommend,
+)
+from cdk_sagemaker_llm.planning.sizing import recommended_tensor_parallel_degree
+
+P4D, G5_12, G5_48 = InstanceType.P4D_24XLARGE, InstanceType.G5_12XLARGE, InstanceType.G5_48XLARGE
+SHORT = Workload(256, 128)  # the benchmark's default payload
+
+
+def _reasons(result: object, instance: InstanceType) -> dict[int | None, str]:
+    return {
+        r.tensor_parallel_degree: r.reason
+        for r in result.rejected  # type: ignore[attr-defined]
+        if r.instance_type == instance.name
+    }
+
+
+def test_a_7b_model_on_p4d_serves_most_as_8_single_gpu_copies_and_says_why() -> None:
+    """Published example: one replica per GPU beats sharding a 7B model over the p4d's GPUs."""
+    ranked = rank_layouts(ModelSpec.LLAMA_2_7B, P4D, SHORT)
+    assert [(r.layout.tensor_parallel_degree, r.layout.copies_per_instance) for r in ranked] == [
+        (1, 8),
+        (2, 4),
+        (4, 2),
+        (8, 1),
+    ]
+    assert ranked[0].tokens_per_s > 1.2 * ranked[1].tokens_per_s
+    assert ranked[0].tokens_per_s > 3 * ranked[-1].tokens_per_s
+    why = ranked[0].reason
+    assert "TP8 x 1 serves" in why
+    assert "wider sharding splits the weight reads but not the per-step overhead" in why
+    assert "all-reduces" in why
+    # recommend() for the most traffic one p4d carries picks the same layout; the others need
+    # more instances.
+    result = recommend(
+        ModelSpec.LLAMA_2_7B, SHORT, Slo(100), Traffic(concurrency=512),
+        instance_types=[P4D], max_instance_count=1,
+    )  # fmt: skip
+    best = result.options[0]
+    assert (best.layout.tensor_parallel_degree, best.layout.copies_per_instance) == (1, 8)
+    assert best.max_tokens_per_s_within_slo == pytest.approx(ranked[0].tokens_per_s)
+    assert [r.reason.split(":")[0] for r in result.rejected] == ["instance count"] * 3
+
+
+def test_llama_2_13b_on_p4d_is_not_tp1_the_smallest_degree_that_fits() -> None:
+    """Published: TP2 x 4 copies serves more than TP1 x 8 for Llama 2 13B on ml.p4d.24xlarge
+    (TP1 leaves ~13 GB of KV cache per copy)."""
+    ranked = {
+        r.layout.tensor_parallel_degree: r
+        for r in rank_layouts(ModelSpec.LLAMA_2_13B, P4D, Workload(512, 256))
+    }
+    assert ranked[2].tokens_per_s > 1.3 * ranked[1].tokens_per_s
+    assert recommended_tensor_parallel_degree(ModelSpec.LLAMA_2_13B, P4D) != 1
+    assert recommended_tensor_parallel_degree(ModelSpec.LLAMA_2_13B, P4D, max_total_tokens=768) == 2
+
+
+def test_each_rejection_reason() -> None:
+    # memory: < 1 GB of KV headroom (Falcon 40B TP2 on p4d) and weights that do not fit.
+    falcon = recommend(
+        ModelSpec.FALCON_40B, SHORT, Slo(200), Traffic(concurrency=4), instance_types=[P4D]
+    )
+    reasons = _reasons(falcon, P4D)
+    assert reasons[1].startswith("memory:") and reasons[2].startswith("memory:")
+    assert "< 1 GB headroom" in reasons[2]
+    assert {o.layout.tensor_parallel_degree for o in falcon.options} == {4, 8}
+    # memory: Mixtral TP4 on ml.g5.12xlarge.
+    mixtral = recommend(
+        ModelSpec.MIXTRAL_8X7B, SHORT, Slo(200), Traffic(concurrency=4), instance_types=[G5_12]
+    )
+    assert _reasons(mixtral, G5_12)[4].startswith("memory:")
+    assert not mixtral.options
+    # head divisibility: Falcon 7B (71 heads) serves only at TP1; attention and KV heads.
+    falcon7 = recommend(
+        ModelSpec.FALCON_7B, SHORT, Slo(100), Traffic(concurrency=4), instance_types=[G5_12]
+    )
+    reasons = _reasons(falcon7, G5_12)
+    assert reasons[2] == "head divisibility: 71 attention heads do not divide over 2 accelerators"
+    assert [o.layout.tensor_parallel_degree for o in falcon7.options] == [1]
+    odd = ModelSpec.custom(
+        "odd-gqa", parameters=7e9, layers=32, attention_heads=48, kv_heads=6, head_dim=128,
+        max_context=4096,
+    )  # fmt: skip
+    assert (
+        "6 KV heads"
+        in _reasons(
+            recommend(odd, SHORT, Slo(100), Traffic(concurrency=1), instance_types=[G5_12]), G5_12
+        )[4]
+    )
+    # slo: per-token latency and TTFT.
+    slow = recommend(
+        ModelSpec.LLAMA_2_13B, SHORT, Slo(20), Traffic(concurrency=1), instance_types=[G5_12]
+    )
+    assert _reasons(slow, G5_12)[2].startswith("slo: one request alone takes")
+    ttft = recommend(
+        ModelSpec.LLAMA_2_7B,
+        Workload(4000, 64),
+        Slo(200, max_ttft_ms=100),
+        Traffic(concurrency=1),
+        instance_types=[InstanceType.G5_XLARGE],
+    )
+    assert "to first token > 100" in _reasons(ttft, InstanceType.G5_XLARGE)[1]
+    # instance count: more traffic than max_instance_count instances carry.
+    busy = recommend(
+        ModelSpec.LLAMA_2_7B,
+        SHORT,
+        Slo(100),
+        Traffic(requests_per_second=500),
+        instance_types=[InstanceType.G5_XLARGE],
+        max_instance_count=4,
+    )
+    assert _reasons(busy, InstanceType.G5_XLARGE)[1].startswith("instance count: needs")
+    # timeout: one answer longer than 60 s.
+    long = recommend(
+        ModelSpec.LLAMA_3_70B,
+        Workload(2048, 2048),
+        Slo(1000),
+        Traffic(concurrency=1),
+        precision=Precision.INT4_AWQ,
+        instance_types=[G5_12],
+    )
+    assert _reasons(long, G5_12)[2].startswith("timeout:")
+    # memory: the Neuron runtime stages the weights in host memory (ml.inf2.xlarge: 16 GiB).
+    inf2 = InstanceType.INF2_XLARGE
+    neuron = recommend(
+        ModelSpec.LLAMA_3_8B, SHORT, Slo(100), Traffic(concurrency=1), instance_types=[inf2]
+    )
+    assert "host memory" in _reasons(neuron, inf2)[1]
+    small = recommend(
+        ModelSpec.LLAMA_2_7B, SHORT, Slo(100), Traffic(concurrency=1), instance_types=[inf2]
+    )
+    assert any("Neuron: modeled at chip level" in line for line in small.options[0].reasoning)
+    # not an accelerated type.
+    cpu = recommend(
+        ModelSpec.LLAMA_2_7B,
+        SHORT,
+        Slo(100),
+        Traffic(concurrency=1),
+        instance_types=[InstanceType.of("ml.c7i.4xlarge")],
+    )
+    assert cpu.rejected[0].reason == "not an accelerated instance type the catalog knows"
+
+
+def test_options_are_sized_by_littles_law_and_ranked_cheapest_first() -> None:
+    rate = 8.0
+    result = recommend(
+        ModelSpec.LLAMA_3_8B, SHORT, Slo(60), Traffic(requests_per_second=rate),
+        instance_types=[InstanceType.G5_XLARGE, InstanceType.G6_XLARGE, G5_12, P4D], top=10,
+    )  # fmt: skip
+    assert result.options
+    prices = [o.price_per_hour for o in result.options]
+    assert prices == sorted(prices)  # type: ignore[type-var]
+    for option in result.options:
+        level = option.predicted
+        # The fewest instances that carry the rate, each within the SLO.
+        assert level.requests_per_s >= rate
+        assert level.ms_per_token <= 60
+        # Little's law: in flight = rate x end-to-end latency (within one request's rounding).
+        assert level.concurrency == pytest.approx(
+            level.requests_per_s * level.e2e_ms / 1000, rel=0.05
+        )
+        unit = DEFAULT_PRICE_LIST.price_per_hour(option.layout.instance_type)
+        assert unit is not None
+        assert option.price_per_hour == pytest.approx(unit * option.layout.instance_count)
+        assert option.cost_per_million_tokens == pytest.approx(
+            option.price_per_hour / (level.tokens_per_s * 3600 / 1e6)
+        )
+        assert option.concurrency_per_copy <= option.max_concurrency_per_copy
+        assert 1 <= option.knee_concurrency_per_copy <= option.max_batch_size
+        data = option.to_dict()
+        assert set(data) >= {
+            "instance_type", "tensor_parallel_degree", "copies_per_instance", "instance_count",
+            "concurrency_per_copy", "predicted", "price_per_hour", "cost_per_million_tokens",
+            "reasoning",
+        }  # fmt: skip
+        assert set(data["predicted"]) == {"ms_per_token", "ttft_ms", "tokens_per_s"}
+    # Fewer instances of a smaller type beat a p4d for this traffic.
+    assert result.options[0].layout.instance_type.name != P4D.name
+    # A concurrency traffic: every copy serves its share.
+    result = recommend(
+        ModelSpec.LLAMA_3_8B,
+        SHORT,
+        Slo(60),
+        Traffic(concurrency=100),
+        instance_types=[InstanceType.G5_XLARGE],
+    )
+    option = result.options[0]
+    assert option.layout.copies * option.concurrency_per_copy >= 100
+    assert option.predicted.concurrency == 100
+
+
+def test_price_basis_and_region() -> None:
+    args = (ModelSpec.LLAMA_3_8B, SHORT, Slo(60), Traffic(concurrency=10))
+    on_demand = recommend(*args, instance_types=[InstanceType.G5_XLARGE]).options[0]
+    saving = recommend(
+        *args, instance_types=[InstanceType.G5_XLARGE], price_basis=PriceBasis.SAVINGS_PLAN_1Y
+    ).options[0]
+    assert saving.price_per_hour == pytest.approx(on_demand.price_per_hour * 0.75)  # type: ignore[operator]
+    abroad = recommend(*args, instance_types=[InstanceType.G5_XLARGE], region="eu-west-1")
+    assert abroad.options[0].price_region == "us-east-1"
+    assert any("no eu-west-1 prices" in line for line in abroad.options[0].reasoning)
+    assert any("no eu-west-1 prices" in line for line in abroad.assumptions)
+    no_prices = PriceList(as_of="2025-01-01", source="test", region="us-east-1", prices={})
+    unpriced = recommend(*args, instance_types=[InstanceType.G5_XLARGE], prices=no_prices)
+    assert unpriced.options[0].price_per_hour is None
+    assert unpriced.options[0].to_dict()["price_region"] is None
+
+
+def test_bad_input_is_a_validation_error() -> None:
+    with pytest.raises(ValidationError, match="exactly one"):
+        Traffic()
+    with pytest.raises(ValidationError, match="exactly one"):
+        Traffic(requests_per_second=1, concurrency=1)
+    with pytest.raises(ValidationError, match="max_ms_per_token"):
+        Slo(0)
+    with pytest.raises(ValidationError, match="max_instance_count"):
+        recommend(
+            ModelSpec.LLAMA_3_8B, SHORT, Slo(60), Traffic(concurrency=1), max_instance_count=0
+        )
