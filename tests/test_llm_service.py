@@ -225,6 +225,32 @@ def test_layout_overrides_win_and_are_recorded() -> None:
     assert choices["copies_per_instance"]["source"] == "recommended"
 
 
+def test_fewer_copies_per_instance_spread_the_same_copies_over_more_instances() -> None:
+    traffic = ExpectedTraffic.concurrency(64)
+    full = service(
+        traffic=traffic, instance_type=InstanceType.G5_12XLARGE, tensor_parallel_degree=1
+    )
+    spread = service(
+        traffic=traffic,
+        instance_type=InstanceType.G5_12XLARGE,
+        tensor_parallel_degree=1,
+        copies_per_instance=2,
+    )
+    copies = full.option.layout.copies
+    layout = spread.option.layout
+    assert (layout.copies_per_instance, layout.instance_count) == (2, math.ceil(copies / 2))
+    assert spread.option.price_per_hour == pytest.approx(
+        DEFAULT_PRICE_LIST.prices["ml.g5.12xlarge"] * layout.instance_count
+    )
+    template = template_of(spread)
+    (variant,) = one(template, "AWS::SageMaker::EndpointConfig")["ProductionVariants"]
+    assert variant["ManagedInstanceScaling"]["MaxInstanceCount"] == math.ceil(spread.max_copies / 2)
+    decision = decision_of(template)
+    assert decision["choices"]["copies_per_instance"] == {"value": 2, "source": "override"}
+    assert "copies_per_instance override" in decision["reasoning"][-1]
+    raises("copies_per_instance", instance_type=InstanceType.G5_12XLARGE, copies_per_instance=99)
+
+
 def test_scaling_and_serving_overrides_win() -> None:
     built = service(
         max_batch_size=4,

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aws_cdk import Annotations, Duration, Size, Stack
@@ -45,7 +45,15 @@ from ..planning.performance import (
     copy_limits,
     predict,
 )
-from ..planning.recommend import Option, PriceBasis, Recommendation, Slo, Traffic, recommend
+from ..planning.recommend import (
+    Option,
+    PriceBasis,
+    Recommendation,
+    Slo,
+    Traffic,
+    recommend,
+    unit_price,
+)
 from ..template_metadata import SERVICE
 from .autoscaling import ComponentScaling
 from .benchmark import BenchmarkGate, EndpointBenchmark, PayloadFormat
@@ -196,7 +204,9 @@ class LlmService(Construct):
             model's uncalibrated constants.
         :param instance_type: override: serve on this type (it joins the candidates).
         :param tensor_parallel_degree: override: accelerators each copy is sharded over.
-        :param copies_per_instance: override: copies on each instance.
+        :param copies_per_instance: override: copies on each instance; fewer than fit leaves
+            accelerators free for other components and spreads the same copies over more
+            instances.
         :param max_batch_size: override: the server's batch limit per copy; default the
             recommendation's. Above what the KV cache holds is an error.
         :param max_model_len: override: longest sequence served; default input + output tokens.
@@ -253,9 +263,19 @@ class LlmService(Construct):
             recommendation,
             instance_type=instance_type,
             tensor_parallel_degree=tensor_parallel_degree,
-            copies_per_instance=copies_per_instance,
             max_instance_count=max_instance_count,
         )
+        if copies_per_instance is not None:
+            option = _repack(
+                option,
+                copies_per_instance,
+                spec=spec,
+                workload=workload,
+                precision=precision,
+                calibration=calibration,
+                price=unit_price(option.layout.instance_type, prices, price_basis),
+                max_instance_count=max_instance_count,
+            )
         self.recommendation = recommendation
         """Every option and rejection the performance model produced."""
         self.option = option
@@ -711,7 +731,6 @@ def _choose(
     *,
     instance_type: InstanceType | None,
     tensor_parallel_degree: int | None,
-    copies_per_instance: int | None,
     max_instance_count: int,
 ) -> Option:
     """The cheapest option that meets every layout override; an error naming the override
@@ -719,7 +738,6 @@ def _choose(
     overrides = {
         "instance_type": instance_type.name if instance_type is not None else None,
         "tensor_parallel_degree": tensor_parallel_degree,
-        "copies_per_instance": copies_per_instance,
     }
     options = list(recommendation.options)
     if not options:
@@ -752,6 +770,61 @@ def _choose(
             )
         options = kept
     return options[0]
+
+
+def _repack(
+    option: Option,
+    copies_per_instance: int,
+    *,
+    spec: ModelSpec,
+    workload: Workload,
+    precision: Precision,
+    calibration: Calibration | None,
+    price: float | None,
+    max_instance_count: int,
+) -> Option:
+    """The option with its copies spread at ``copies_per_instance`` per instance (leaving
+    accelerators free for other components): the same copies, on more instances."""
+    check_range("copies_per_instance", copies_per_instance, minimum=1)
+    layout = option.layout
+    copies = layout.copies
+    count = math.ceil(copies / copies_per_instance)
+    if count > max_instance_count:
+        raise ValidationError(
+            "copies_per_instance",
+            copies_per_instance,
+            f"the peak needs {copies} copies; at {copies_per_instance} per "
+            f"{layout.instance_type.name} they need {count} instances, above "
+            f"max_instance_count ({max_instance_count})",
+            f"raise copies_per_instance (up to {layout.copies_per_instance}) or max_instance_count",
+        )
+    spread = Layout(layout.instance_type, layout.tensor_parallel_degree, copies_per_instance, count)
+    level = predict(
+        spec,
+        spread,
+        workload,
+        [option.predicted.concurrency],
+        precision=precision,
+        calibration=calibration,
+        max_batch_size=option.max_batch_size,
+    ).levels[0]
+    hourly = None if price is None else price * count
+    return replace(
+        option,
+        layout=spread,
+        predicted=level,
+        concurrency_per_copy=math.ceil(level.concurrency / spread.copies),
+        price_per_hour=hourly,
+        cost_per_million_tokens=None
+        if hourly is None or level.tokens_per_s <= 0
+        else hourly / (level.tokens_per_s * 3600 / 1e6),
+        reasoning=[
+            *option.reasoning,
+            f"copies_per_instance override: {copies_per_instance} of the "
+            f"{layout.copies_per_instance} copies that fit per {layout.instance_type.name}, so "
+            f"{copies} copies take {count} instances",
+        ],
+    )
 
 
 def _attribute(option: Option, prop: str) -> Any:
