@@ -259,3 +259,18 @@ def test_precision_names_and_serving_environment() -> None:
         Precision.BF16,
     )
     assert serving_facts({"OPTION_TENSOR_PARALLEL_DEGREE": "max"}).tensor_parallel_degree is None
+
+
+def test_issue_10_decision_errors_are_fixed() -> None:
+    """Each of these was wrong before the performance model (issue 10)."""
+    p4d, g5_12 = InstanceType.P4D_24XLARGE, InstanceType.G5_12XLARGE
+    # < 1 GB left for the KV cache is no fit (before: accepted, 0.3 GB and 0.6 GB).
+    assert not fits(ModelSpec.FALCON_40B, p4d, tensor_parallel_degree=2)
+    assert not fits(ModelSpec.MIXTRAL_8X7B, g5_12, tensor_parallel_degree=4)
+    # Ranked by what a layout serves, not the smallest degree that fits (before: TP1).
+    assert recommended_tensor_parallel_degree(ModelSpec.LLAMA_2_13B, p4d) != 1
+    # Head divisibility is part of the verdict (before: a warning beside fits=True).
+    falcon = size(ModelSpec.FALCON_7B, g5_12, tensor_parallel_degree=2)
+    assert falcon.fits and not falcon.serves and falcon.copies_per_instance == 0
+    # A model that does not fit puts no copy on an instance (before: 1).
+    assert size(ModelSpec.FALCON_180B, InstanceType.G5_48XLARGE).copies_per_instance == 0

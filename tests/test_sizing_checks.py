@@ -78,7 +78,8 @@ def test_a_component_gets_the_more_accelerators_fix() -> None:
     stack = new_stack()
     model = _model(stack, "meta-llama/Llama-2-13b-chat-hf", LmiOptions(tensor_parallel_degree=1))
     endpoint = InferenceComponentEndpoint(stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE)
-    with pytest.raises(ValidationError, match=r"tensor-parallel degree 2 fits on ml.g5.12xlarge"):
+    # The suggested degree is the one serving most (4,096-token sequences: TP4 on ml.g5.12xlarge).
+    with pytest.raises(ValidationError, match=r"tensor-parallel degree 4 fits on ml.g5.12xlarge"):
         endpoint.add_inference_component(
             "Component", model=model, accelerators=1, min_memory=Size.gibibytes(16)
         )

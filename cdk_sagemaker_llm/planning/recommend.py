@@ -582,8 +582,13 @@ def rank_layouts(
                 f"TP{degree} x {layout.copies_per_instance}: {capacity.level.tokens_per_s:.0f} "
                 f"tokens/s with {capacity.concurrency_per_copy} in flight per copy "
                 f"(KV holds {limits.kv_sequences}, batch limit {limits.batch_limit}; "
-                f"{model.step_s(capacity.concurrency_per_copy) * 1000:.1f} ms per step of which "
-                f"{model.all_reduce_s(capacity.concurrency_per_copy) * 1000:.1f} ms all-reduce)"
+                f"{model.step_s(capacity.concurrency_per_copy) * 1000:.1f} ms per step"
+                + (
+                    f" of which {model.all_reduce_s(capacity.concurrency_per_copy) * 1000:.1f}"
+                    " ms all-reduce)"
+                    if degree > 1
+                    else ")"
+                )
             )
         ranked.append(RankedLayout(layout, capacity, reason))
     ranked.sort(key=lambda r: -r.tokens_per_s)

@@ -469,8 +469,8 @@ def size(
     reasoning = [
         f"weights: {spec.parameters / 1e9:.2f}B parameters x {precision.bytes_per_parameter:g} "
         f"bytes ({precision.value}) = {weights / GB:.1f} GB, plus "
-        f"{overhead_bytes / GB:.1f} GB framework overhead on each of {degree} accelerator"
-        f"{'s' if degree > 1 else ''}",
+        f"{overhead_bytes / GB:.1f} GB framework overhead "
+        + ("on its accelerator" if degree == 1 else f"on each of its {degree} accelerators"),
         f"KV cache: 2 x {spec.layers} layers x {max(spec.kv_heads, degree)} KV heads x "
         f"{spec.head_dim} head dim x {precision.kv_bytes_per_element} bytes = {per_token:,} bytes "
         f"per token, {per_sequence / GB:.2f} GB per sequence of {tokens} tokens"
