@@ -6,7 +6,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
-    from .benchmarking import KneeRule, Slo
+    from .benchmarking import GoodputSlo, KneeRule
     from .catalog.containers import ContainerFamily
     from .catalog.instance_types import Accelerator, AcceleratorKind, InstanceType
     from .catalog.model_specs import ModelSpec, Precision
@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .constructs.images import ContainerImage
     from .constructs.inference_component import InferenceComponent, InferenceComponentBase
     from .constructs.interfaces import IEndpoint, IInferenceComponent
+    from .constructs.llm_service import ExpectedTraffic, LlmService
     from .constructs.model import Model, ModelBase
     from .constructs.model_source import ModelSource, ModelSourceKind
     from .constructs.optimization_job import (
@@ -83,6 +84,7 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     )
     from .errors import ValidationError
     from .planning import sizing
+    from .planning.recommend import PriceBasis, Slo
     from .planning.sizing import SizingReport
 
 _EXPORTS: dict[str, str] = {
@@ -112,6 +114,7 @@ _EXPORTS: dict[str, str] = {
     "Endpoint": ".constructs.endpoint",
     "EndpointBase": ".constructs.endpoint_base",
     "EndpointBenchmark": ".constructs.benchmark",
+    "ExpectedTraffic": ".constructs.llm_service",
     "HandlerPlacement": ".constructs.deploy_time",
     "IEndpoint": ".constructs.interfaces",
     "IInferenceComponent": ".constructs.interfaces",
@@ -121,8 +124,9 @@ _EXPORTS: dict[str, str] = {
     "InferenceComponentEndpoint": ".constructs.endpoint",
     "InstancePool": ".constructs.variant_options",
     "InstanceType": ".catalog.instance_types",
+    "GoodputSlo": ".benchmarking",
     "KneeRule": ".benchmarking",
-    "Slo": ".benchmarking",
+    "LlmService": ".constructs.llm_service",
     "LmiBackend": ".constructs.serving_options",
     "LmiOptions": ".constructs.serving_options",
     "Model": ".constructs.model",
@@ -137,6 +141,7 @@ _EXPORTS: dict[str, str] = {
     "Precision": ".catalog.model_specs",
     "PredefinedMetric": ".constructs.autoscaling",
     "PrefixAwareRouting": ".constructs.variant_options",
+    "PriceBasis": ".planning.recommend",
     "PriceList": ".catalog.prices",
     "ProductionVariant": ".constructs.endpoint",
     "Quantization": ".constructs.serving_options",
@@ -151,6 +156,7 @@ _EXPORTS: dict[str, str] = {
     "ServerlessConfig": ".constructs.serverless",
     "ServerlessScaling": ".constructs.serverless",
     "SizingReport": ".planning.sizing",
+    "Slo": ".planning.recommend",
     "SpeculativeDecoding": ".constructs.speculative_decoding",
     "StepPolicy": ".constructs.autoscaling",
     "TargetTrackingPolicy": ".constructs.autoscaling",

@@ -23,7 +23,7 @@ from .catalog.model_specs import ModelSpec
 from .catalog.prices import DEFAULT_PRICE_LIST, PriceList
 from .errors import ValidationError
 from .planning.sizing import serving_facts, size
-from .template_metadata import IMAGE, MODEL_SPEC
+from .template_metadata import IMAGE, MODEL_SPEC, SERVICE
 
 COPY_COUNT_DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
 INSTANCE_COUNT_DIMENSION = "sagemaker:variant:DesiredInstanceCount"
@@ -110,6 +110,8 @@ class ComponentPlan:
     notes: list[str] = field(default_factory=list)
     options: list[str] = field(default_factory=list)
     """Per-instance-type specifications, scheduling, container metrics."""
+    decision: dict[str, Any] | None = None
+    """An ``LlmService``'s decision: choices and their sources, reasoning, predicted figures."""
 
 
 @dataclass
@@ -825,6 +827,9 @@ def _component_plan(
     )
     if base is None and instance_type is not None and instance_type.is_known:
         plan.sizing = _sizing(container, instance_type, accelerators)
+    decision = template.metadata(component_id).get(SERVICE)
+    if isinstance(decision, dict):
+        plan.decision = decision
     if (
         variant is not None
         and plan.max_copies
@@ -1199,8 +1204,55 @@ def _endpoint_markdown(endpoint: EndpointPlan) -> list[str]:
             out.append(_row("Options", component.options))
         if component.notes:
             out.append(_row("Notes", [f"⚠️ {note}" for note in component.notes]))
+        if component.decision is not None:
+            out += _decision_rows(component.decision)
         out.append("")
     return out
+
+
+def _decision_rows(decision: dict[str, Any]) -> list[str]:
+    """An LlmService's decision: goal, choices (recommended or overridden), predicted
+    figures, the option's price, reasoning, alternatives and rejections."""
+    choices = decision.get("choices") or {}
+    predicted = decision.get("predicted") or {}
+
+    def choice(name: str) -> str:
+        entry = choices.get(name) or {}
+        value = entry.get("value")
+        source = entry.get("source", "?")
+        if source == "benchmark":
+            return f"{name}: deploy-time benchmark's measured knee (predicted {value})"
+        return f"{name}: {value} ({source})"
+
+    goal = [
+        f"{decision.get('model')} ({decision.get('precision')}), {decision.get('workload')}",
+        f"SLO {decision.get('slo')}; {decision.get('traffic')}",
+        f"candidates: {', '.join(decision.get('candidates') or [])}",
+        f"{decision.get('calibration')} model; {decision.get('prices')}",
+    ]
+    figures = [
+        f"at peak: {predicted.get('concurrency')} requests in flight "
+        f"({predicted.get('concurrency_per_copy')} per copy)",
+        f"{predicted.get('ms_per_token')} ms/token, TTFT {predicted.get('ttft_ms')} ms",
+        f"{predicted.get('tokens_per_s')} tokens/s, {predicted.get('requests_per_s')} requests/s",
+        f"knee: {predicted.get('knee_concurrency_per_copy')} in flight per copy",
+        f"option price {_money(decision.get('price_per_hour'))}/h at peak, "
+        f"{_money(decision.get('cost_per_million_tokens'))} per 1M output tokens",
+    ]
+    rejected = decision.get("rejected") or []
+    count = decision.get("rejected_count", len(rejected))
+    rows = [
+        _row("Service goal", goal),
+        _row("Service decision", [choice(name) for name in sorted(choices)]),
+        _row("Predicted", figures),
+        _row("Reasoning", list(decision.get("reasoning") or []) or ["none given"]),
+        _row("Alternatives", list(decision.get("alternatives") or []) or ["none"]),
+        _row(f"Rejected ({count})", list(rejected) or ["none"]),
+    ]
+    warnings = decision.get("warnings") or []
+    if warnings:
+        rows.append(_row("Override warnings", [f"⚠️ {warning}" for warning in warnings]))
+    return rows
 
 
 def _custom_markdown(title: str, resources: list[CustomResourcePlan]) -> list[str]:

@@ -277,7 +277,7 @@ def test_the_price_of_an_instance_endpoint_is_derived_from_its_variant() -> None
     )
     bench = EndpointBenchmark(stack, "Bench", endpoint=endpoint, concurrencies=[1, 2])
     assert bench.price_per_hour == pytest.approx(2 * DEFAULT_PRICE_LIST.prices["ml.g5.2xlarge"])
-    assert bench.copies == 1
+    assert bench.copies == 2  # one copy of the model on each of the 2 instances
 
 
 def definition_hash(build: Callable[[cdk.Stack, InferenceComponent], Any], model_id: str) -> str:

@@ -18,7 +18,7 @@ from test_endpoint_benchmark_waiter import as_cloudformation
 from cdk_sagemaker_llm.benchmarking import BenchmarkResult
 from cdk_sagemaker_llm.benchmarking._clock import now
 from cdk_sagemaker_llm.benchmarking.arrivals import achieved_rate
-from cdk_sagemaker_llm.benchmarking.goodput import Slo
+from cdk_sagemaker_llm.benchmarking.goodput import GoodputSlo
 from cdk_sagemaker_llm.benchmarking.simulator import Simulator, SimulatorConfig
 from cdk_sagemaker_llm.constructs.benchmark import (
     DEFAULT_WORKER_RATE_CAPACITY,
@@ -133,7 +133,7 @@ def test_a_max_rate_search_gates_on_the_sustainable_rate() -> None:
     )  # about 80 requests/s of 10 tokens; overload is throttled
     run = rate_run(
         Rates=[20, 320], Search="max-rate", WorkerRateCapacity=200, Stream=True,
-        Slo={"TtftMs": 200}, Gate={"MinSustainableRate": 1000},
+        GoodputSlo={"TtftMs": 200}, Gate={"MinSustainableRate": 1000},
     )  # fmt: skip
     s3 = FakeS3()
     with Simulator(config) as sim:
@@ -163,8 +163,8 @@ def test_a_max_rate_search_gates_on_the_sustainable_rate() -> None:
         ({"Arrival": "bursty"}, "Run.Arrival"),
         ({"Seed": -1}, "Run.Seed"),
         ({"MaxConcurrency": 5000}, "Run.MaxConcurrency"),
-        ({"Slo": {"TtftMs": 0}}, "Run.Slo.TtftMs"),
-        ({"Slo": {"Fraction": 2}}, "Run.Slo.Fraction"),
+        ({"Slo": {"TtftMs": 0}}, "Run.GoodputSlo.TtftMs"),
+        ({"Slo": {"Fraction": 2}}, "Run.GoodputSlo.Fraction"),
         ({"Slo": {"P99": 1}}, "unknown properties"),
         ({"Rates": [100_000], "WorkerRateCapacity": 1}, "Run.WorkerRateCapacity"),
     ],
@@ -205,7 +205,7 @@ def synth_run(**props: Any) -> tuple[dict[str, Any], dict[str, Any], EndpointBen
 def test_the_construct_runs_a_rate_sweep_its_handler_accepts() -> None:
     run, plan, bench = synth_run(
         request_rates=[5, 10, 250], arrival=Arrival.CONSTANT, seed=7, max_concurrency=300,
-        slo=Slo(ttft_ms=500, fraction=0.9), gate=BenchmarkGate(min_sustainable_requests_per_s=8),
+        slo=GoodputSlo(ttft_ms=500, fraction=0.9), gate=BenchmarkGate(min_sustainable_requests_per_s=8),
     )  # fmt: skip
     assert run["Mode"] == "rate" and run["Rates"] == [5, 10, 250] and run["Concurrencies"] == []
     assert (run["Arrival"], run["Seed"], run["MaxConcurrency"]) == ("constant", 7, 300)

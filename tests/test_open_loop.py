@@ -19,7 +19,7 @@ from cdk_sagemaker_llm.benchmarking import (
     sweep,
 )
 from cdk_sagemaker_llm.benchmarking.arrivals import achieved_rate, schedule, share
-from cdk_sagemaker_llm.benchmarking.goodput import Slo
+from cdk_sagemaker_llm.benchmarking.goodput import GoodputSlo
 from cdk_sagemaker_llm.benchmarking.open_loop import (
     backlog_growth,
     peak_in_flight,
@@ -99,7 +99,7 @@ def stream_sample(scheduled: float, ttft: float, latency: float, tokens: int = 1
 
 
 def test_slo_meets_every_objective() -> None:
-    slo = Slo(ms_per_token=50, ttft_ms=100)
+    slo = GoodputSlo(ms_per_token=50, ttft_ms=100)
     assert slo.meets(stream_sample(0, 0.05, 0.4))
     assert not slo.meets(stream_sample(0, 0.15, 0.4))  # TTFT
     assert not slo.meets(stream_sample(0, 0.05, 0.6))  # 60 ms/token
@@ -107,17 +107,17 @@ def test_slo_meets_every_objective() -> None:
     failed.error = "throttling"
     assert not slo.meets(failed)
     no_stream = RequestSample(start=0, end=0.1, output_tokens=10)
-    assert not slo.meets(no_stream) and Slo(ms_per_token=50).meets(no_stream)
+    assert not slo.meets(no_stream) and GoodputSlo(ms_per_token=50).meets(no_stream)
     with pytest.raises(ValueError, match="fraction"):
-        Slo(fraction=1.5)
+        GoodputSlo(fraction=1.5)
     with pytest.raises(ValueError, match="positive"):
-        Slo(ttft_ms=0)
+        GoodputSlo(ttft_ms=0)
 
 
 def test_summary_of_a_kept_up_and_of_a_falling_behind_level() -> None:
     rate = 10.0
     kept_up = [stream_sample(i / rate, 0.02, 0.15) for i in range(40)]
-    level = summarize_rate_level(kept_up, rate, Slo(ttft_ms=50))
+    level = summarize_rate_level(kept_up, rate, GoodputSlo(ttft_ms=50))
     assert level.achieved_rate_per_s == pytest.approx(rate)
     assert level.p50_schedule_lag_s == pytest.approx(0.001)
     assert level.good_requests == 40 and level.goodput_requests_per_s == pytest.approx(rate)
@@ -128,7 +128,7 @@ def test_summary_of_a_kept_up_and_of_a_falling_behind_level() -> None:
     behind = [stream_sample(i / rate, 0.02 + i * 0.1, 0.2 + i * 0.1) for i in range(40)]
     growth = backlog_growth(behind)
     assert growth is not None and 4.0 < growth < 6.0
-    level = summarize_rate_level(behind, rate, Slo(ttft_ms=50))
+    level = summarize_rate_level(behind, rate, GoodputSlo(ttft_ms=50))
     assert level.backlog_growing is True and level.sustainable is False
     assert level.good_requests == 1
     data = level.to_dict()
@@ -246,7 +246,7 @@ def test_max_concurrency_caps_requests_in_flight() -> None:
 def test_goodput_counts_the_requests_meeting_the_slo_by_ground_truth() -> None:
     # About 33 requests/s of 10 tokens; at 30/s some requests queue for a batch slot.
     config = SimulatorConfig(max_batch=4, step_base_s=0.01, step_per_sequence_s=0.0005)
-    slo = Slo(ttft_ms=50, ms_per_token=20)
+    slo = GoodputSlo(ttft_ms=50, ms_per_token=20)
     with Simulator(config) as sim:
         client = invoker(sim)
         spec = PayloadSpec(input_tokens=4, output_tokens=10, stream=True)

@@ -82,9 +82,12 @@ def scaled_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "Custom", model=unknown, accelerators=1, min_memory=Size.gibibytes(16)
     )
     scaling = ComponentScaling(
-        stack, "CopyScaling", component=component, max_copies=8, min_copies=0
+        stack, "CopyScaling", component=component, max_copies=4, min_copies=0
     )
     scaling.scale_on_concurrent_requests(target=4)
+    # More copies than the endpoint's one instance holds: ComponentScaling refuses that at
+    # synth time, but plan also reads templates written by other tools, so it flags it too.
+    scaling.scalable_target.max_capacity = 8
 
     # Stand-ins shaped like the optimization-job and benchmark custom resources.
     token = "arn:aws:lambda:us-west-2:123456789012:function:x"
@@ -124,46 +127,57 @@ def test_plan_of_the_reference_app(reference_assembly: Path) -> None:
     plan = build_plan(reference_assembly)
     (stack,) = plan.stacks
     assert stack.name == "LlamaInferenceComponents"
-    # The endpoint of the Llama 3 component (the reference app may hold more endpoints).
-    endpoint = next(e for e in stack.endpoints if e.logical_id.startswith("Endpoint"))
+    # The Llama 3 service: LlmService chose the layout from its SLO and traffic.
+    endpoint = next(e for e in stack.endpoints if e.logical_id.startswith("Llama3Endpoint"))
     assert endpoint.kind == "inference components"
     (variant,) = endpoint.variants
     assert (variant.instance_type, variant.min_instances, variant.max_instances) == (
-        "ml.g5.12xlarge",
+        "ml.g6e.2xlarge",
         1,
         2,
     )
-    assert endpoint.cost_per_hour_min == pytest.approx(7.09)
-    assert endpoint.cost_per_hour_max == pytest.approx(14.18)
-    component = next(c for c in endpoint.components if c.logical_id.startswith("Llama3Component"))
+    price = DEFAULT_PRICE_LIST.prices["ml.g6e.2xlarge"]
+    assert endpoint.cost_per_hour_min == pytest.approx(price)
+    assert endpoint.cost_per_hour_max == pytest.approx(2 * price)
+    (component,) = endpoint.components
     assert component.accelerators_per_copy == 1
-    assert component.copies_per_instance == 4
-    assert component.initial_copies == 2
+    assert component.copies_per_instance == 1
+    assert (component.initial_copies, component.min_copies, component.max_copies) == (1, 1, 2)
     assert component.image is not None and component.image.caching_eligible
     assert component.image.caching_applies
     assert component.model == "meta-llama/Meta-Llama-3-8B-Instruct (llama-3-8b)"
     assert component.sizing is not None and component.sizing.fits
-    # 22,888 MiB - 15 GiB of fp16 weights - 2 GB overhead holds 11 sequences of 4,096 tokens,
-    # more than the 8 the reference model batches: no warning.
-    assert component.sizing.report and component.sizing.report["max_concurrent_sequences"] == 11
     assert component.sizing.warnings == []
+    assert component.decision is not None
+    choices = component.decision["choices"]
+    assert choices["instance_type"] == {"value": "ml.g6e.2xlarge", "source": "recommended"}
+    assert choices["target_concurrency_per_copy"]["source"] == "benchmark"
+    assert component.decision["reasoning"]
 
     markdown = render_markdown(plan)
     assert markdown.startswith("## cdk-sagemaker-llm plan")
     for expected in (
-        "#### Endpoint `EndpointEEF1FD8F` (inference components)",
-        "| Cost per hour | $7.09 at min, $14.18 at max |",
-        "ml.g5.12xlarge (4 x NVIDIA A10G)<br>instances: initial 1, min 1, max 2",
+        f"#### Endpoint `{endpoint.logical_id}` (inference components)",
+        f"| Cost per hour | ${price:,.2f} at min, ${2 * price:,.2f} at max |",
+        "ml.g6e.2xlarge (1 x NVIDIA L40S)<br>instances: initial 1, min 1, max 2",
         "| Container caching | eligible (lmi 0.31.0); applies: accelerator instance type |",
-        "| Copies per instance | 4 |",
-        "✅ fits: llama-3-8b fp16 at tensor-parallel degree 1",
+        "| Service goal | llama-3-8b (fp16), 512 in / 256 out tokens",
+        "SLO <= 50 ms/token, TTFT <= 2000 ms; peak 8 requests/s, minimum 1 requests/s",
+        "instance_type: ml.g6e.2xlarge (recommended)",
+        "target_concurrency_per_copy: deploy-time benchmark's measured knee",
+        "| Predicted | at peak:",
         "djl-inference:0.31.0-lmi13.0.0-cu124",
         DEFAULT_PRICE_LIST.as_of,
     ):
         assert expected in markdown, expected
     data = json.loads(render_json(plan))
     costs = {e["logical_id"]: e["cost_per_hour_max"] for e in data["stacks"][0]["endpoints"]}
-    assert costs[endpoint.logical_id] == pytest.approx(14.18)
+    assert costs[endpoint.logical_id] == pytest.approx(2 * price)
+
+    # The hand-built scale-to-zero endpoint: no decision recorded.
+    sporadic = next(e for e in stack.endpoints if e.logical_id.startswith("Sporadic"))
+    (hand_built,) = sporadic.components
+    assert hand_built.decision is None and hand_built.min_copies == 0
 
 
 def test_plan_is_deterministic(reference_assembly: Path) -> None:

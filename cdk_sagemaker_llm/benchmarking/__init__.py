@@ -18,7 +18,7 @@ from .engine import (
     summarize_level,
     sweep,
 )
-from .goodput import Slo
+from .goodput import GoodputSlo
 from .invokers import AsyncInvoker, BotoInvoker, Invoker
 from .open_loop import rate_sweep, run_rate_level, summarize_rate_level, sustainable_rate
 from .payload import InvocationRequest, PayloadSpec, synthetic_prompt
@@ -31,6 +31,7 @@ __all__ = [
     "AsyncInvoker",
     "BenchmarkResult",
     "BotoInvoker",
+    "GoodputSlo",
     "InvocationRequest",
     "Invoker",
     "Knee",
@@ -39,7 +40,6 @@ __all__ = [
     "PayloadSpec",
     "RequestSample",
     "SearchRule",
-    "Slo",
     "cost_per_million_tokens",
     "find_knee",
     "percentile",

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ._clock import now
-from .goodput import Slo, goodput
+from .goodput import GoodputSlo, goodput
 from .invokers import Invoker
 from .payload import InvocationRequest, PayloadSpec, RequestFactory
 from .samples import ERROR_KINDS, RequestSample
@@ -185,7 +185,7 @@ _OPTIONAL_FIELDS = (
 
 
 def summarize_level(
-    samples: Iterable[RequestSample], concurrency: int | None = None, slo: Slo | None = None
+    samples: Iterable[RequestSample], concurrency: int | None = None, slo: GoodputSlo | None = None
 ) -> LevelResult:
     """Summarize the raw samples of one level (possibly merged from several workers).
 
@@ -464,7 +464,7 @@ def sweep(
     progress: Progress | None = None,
     s3_client: Any = None,
     warmup_requests: int = 1,
-    slo: Slo | None = None,
+    slo: GoodputSlo | None = None,
 ) -> BenchmarkResult:
     """Run :func:`run_level` at each concurrency (ascending), summarize, find the knee.
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import ValidationError
 from .samples import RequestSample
 
 DEFAULT_FRACTION = 0.95
@@ -25,7 +26,7 @@ DEFAULT_FRACTION = 0.95
 
 
 @dataclass(frozen=True)
-class Slo:
+class GoodputSlo:
     """Service-level objectives a request must meet to count towards goodput."""
 
     ms_per_token: float | None = None
@@ -39,9 +40,13 @@ class Slo:
         for name in ("ms_per_token", "ttft_ms"):
             value = getattr(self, name)
             if value is not None and not value > 0:
-                raise ValueError(f"{name}={value}: an SLO must be positive")
+                raise ValidationError(
+                    name, value, "an objective must be positive", "pass e.g. 100, or omit it"
+                )
         if not 0 < self.fraction <= 1:
-            raise ValueError(f"fraction={self.fraction}: must be in (0, 1]")
+            raise ValidationError(
+                "fraction", self.fraction, "must be in (0, 1]", "pass e.g. 0.95 (the default)"
+            )
 
     @property
     def stated(self) -> bool:
@@ -81,7 +86,7 @@ class Slo:
         }
 
 
-def goodput(samples: Sequence[RequestSample], slo: Slo, window_s: float) -> dict[str, Any]:
+def goodput(samples: Sequence[RequestSample], slo: GoodputSlo, window_s: float) -> dict[str, Any]:
     """``good_requests``, ``goodput_requests_per_s`` and ``goodput_tokens_per_s`` of a level
     whose per-second base is ``window_s`` (see the module docstring)."""
     good = [sample for sample in samples if slo.meets(sample)]

@@ -46,7 +46,7 @@ from .engine import (
     run_level,
     summarize_level,
 )
-from .goodput import Slo, goodput
+from .goodput import GoodputSlo, goodput
 from .invokers import AsyncInvoker, _Connection, _stale
 from .payload import InvocationRequest, PayloadSpec, RequestFactory
 from .samples import RequestSample
@@ -199,14 +199,14 @@ def peak_in_flight(samples: Sequence[RequestSample]) -> int:
 def summarize_rate_level(
     samples: Sequence[RequestSample],
     rate: float,
-    slo: Slo | None = None,
+    slo: GoodputSlo | None = None,
 ) -> LevelResult:
     """A :class:`LevelResult` of an open-loop level at ``rate`` (see the module docstring).
 
     ``concurrency`` is the peak number of requests in flight."""
     if not samples:
         raise ValueError("no samples to summarize")
-    slo = slo or Slo()
+    slo = slo or GoodputSlo()
     level = summarize_level(samples, peak_in_flight(samples))
     lags = [lag for lag in (s.schedule_lag_s for s in samples) if lag is not None]
     achieved = achieved_rate([s.start for s in samples])
@@ -256,7 +256,7 @@ def open_loop_settings(arrival: str, seed: int, max_concurrency: int | None) -> 
     }
 
 
-def goodput_section(slo: Slo, levels: Sequence[LevelResult]) -> dict[str, Any]:
+def goodput_section(slo: GoodputSlo, levels: Sequence[LevelResult]) -> dict[str, Any]:
     """The ``goodput`` section of an open-loop result: the SLOs and the sustainable rate."""
     return {**slo.to_dict(), "sustainable_rate_per_s": sustainable_rate(levels)}
 
@@ -276,7 +276,7 @@ class RateRunner:
         arrival: str = "poisson",
         seed: int = 0,
         max_concurrency: int | None = None,
-        slo: Slo | None = None,
+        slo: GoodputSlo | None = None,
         requests_per_level: int | None = None,
         duration_s: float | None = None,
         keep_samples: bool = False,
@@ -288,7 +288,7 @@ class RateRunner:
         self.arrival = arrival
         self.seed = seed
         self.max_concurrency = max_concurrency
-        self.slo = slo or Slo()
+        self.slo = slo or GoodputSlo()
         self.requests_per_level = requests_per_level
         self.duration_s = duration_s
         self.keep_samples = keep_samples
@@ -326,7 +326,7 @@ def rate_sweep(
     arrival: str = "poisson",
     seed: int = 0,
     max_concurrency: int | None = None,
-    slo: Slo | None = None,
+    slo: GoodputSlo | None = None,
     requests_per_level: int | None = None,
     duration_s: float | None = None,
     price_per_hour: float | None = None,
@@ -340,7 +340,7 @@ def rate_sweep(
 
     Each level sends ``requests_per_level`` requests, else ``rate x duration_s``, else
     ``rate x 10 s`` (at least 32)."""
-    slo = slo or Slo()
+    slo = slo or GoodputSlo()
     factory: RequestFactory = spec.build(s3_client)
     started = now()
     if warmup_requests > 0:

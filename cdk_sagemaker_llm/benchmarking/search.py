@@ -43,7 +43,7 @@ from .engine import (
     summarize_level,
     trip_reason,
 )
-from .goodput import Slo
+from .goodput import GoodputSlo
 from .invokers import AsyncInvoker, Invoker
 from .open_loop import OPEN_LOOP_KNEE, RateRunner, goodput_section, open_loop_settings
 from .payload import PayloadSpec
@@ -200,7 +200,7 @@ def search_knee(
     knee_rule: KneeRule | None = None,
     requests_per_level: int | None = None,
     duration_s: float | None = None,
-    slo: Slo | None = None,
+    slo: GoodputSlo | None = None,
     price_per_hour: float | None = None,
     target: dict[str, Any] | None = None,
     keep_samples: bool = False,
@@ -265,7 +265,7 @@ def search_max_rate(
     arrival: str = "poisson",
     seed: int = 0,
     max_concurrency: int | None = None,
-    slo: Slo | None = None,
+    slo: GoodputSlo | None = None,
     requests_per_level: int | None = None,
     duration_s: float | None = None,
     price_per_hour: float | None = None,
@@ -278,7 +278,7 @@ def search_max_rate(
     """Find the highest sustainable request rate by bracketing and bisection (open loop)."""
     if rule.kind != "max-rate":
         raise ValueError("search_max_rate needs a SearchRule of kind 'max-rate'")
-    slo = slo or Slo()
+    slo = slo or GoodputSlo()
     factory = spec.build(s3_client)
     started = now()
     if warmup_requests > 0:

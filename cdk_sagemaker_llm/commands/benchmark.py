@@ -10,7 +10,7 @@ from typing import Any
 
 from ..benchmarking.arrivals import ARRIVALS
 from ..benchmarking.engine import BenchmarkResult, KneeRule, sweep
-from ..benchmarking.goodput import DEFAULT_FRACTION, Slo
+from ..benchmarking.goodput import DEFAULT_FRACTION, GoodputSlo
 from ..benchmarking.invokers import AsyncInvoker, BotoInvoker, Invoker
 from ..benchmarking.open_loop import rate_sweep
 from ..benchmarking.payload import FORMATS, PayloadSpec
@@ -113,7 +113,7 @@ def _run_mode(
     args: argparse.Namespace, invoker: Invoker, spec: PayloadSpec, **common: Any
 ) -> BenchmarkResult:
     """The run the flags ask for: a closed-loop sweep, a rate sweep, or a search."""
-    slo = Slo(args.slo_ms_per_token, args.slo_ttft_ms, args.sustainable_fraction)
+    slo = GoodputSlo(args.slo_ms_per_token, args.slo_ttft_ms, args.sustainable_fraction)
     sizing = {"requests_per_level": args.requests_per_level, "duration_s": args.duration_per_level}
     rule = KneeRule(
         min_gain_per_doubling=args.min_gain_per_doubling,

@@ -655,7 +655,8 @@ class ComponentScaling(_Scaling):
         """
         :param component: the component whose copies scale (created here or imported).
         :param max_copies: most copies (at least 1). Managed instance scaling must be able to
-            place them: max_instance_count x copies per instance.
+            place them beside the endpoint's other components: more than its
+            max_instance_count instances hold is a ValidationError.
         :param min_copies: fewest copies; default 1. 0 scales to zero when idle and adds the
             scale-from-zero policy and alarm; it needs the endpoint's ``min_instance_count=0``.
         """
@@ -663,6 +664,8 @@ class ComponentScaling(_Scaling):
         to_zero = min_copies == 0 and not is_unresolved(min_copies)
         endpoint_checked = _check_endpoint_allows_zero(component) if to_zero else True
         _check_component(component, max_copies)
+        if isinstance(component.endpoint, EndpointBase) and isinstance(component, Construct):
+            component.endpoint.check_copies(component, max_copies, "max_copies")
         default_child = component.node.default_child if isinstance(component, Construct) else None
         super().__init__(
             scope,

@@ -71,7 +71,7 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from ..benchmarking import KneeRule
-from ..benchmarking.goodput import Slo
+from ..benchmarking.goodput import GoodputSlo
 from ..benchmarking.search import DEFAULT_RESOLUTION
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
 from .deploy_time import (
@@ -213,7 +213,7 @@ class EndpointBenchmark(Construct):
         arrival: Arrival = Arrival.POISSON,
         seed: int = 0,
         max_concurrency: int | None = None,
-        slo: Slo | None = None,
+        slo: GoodputSlo | None = None,
         search: BenchmarkSearch | None = None,
         search_resolution: float = DEFAULT_RESOLUTION,
         input_tokens: int = 256,
@@ -269,8 +269,10 @@ class EndpointBenchmark(Construct):
             default derived from ``price_list`` when the instance type is known (a component:
             its share of the instance's accelerators x copies), else none.
         :param price_list: prices used to derive ``price_per_hour``; default the library's.
-        :param copies: copies serving the load while the sweep runs, for the per-copy knee;
-            default the component's ``copy_count`` (1 for an endpoint or imported component).
+        :param copies: copies serving the load on the whole endpoint while the sweep runs
+            (instances x copies per instance), for the per-copy knee; default the component's
+            ``copy_count``, an instance endpoint's total ``initial_instance_count`` (one copy
+            per instance), else 1 (imported).
         :param worker_capacity: concurrent requests one worker Lambda keeps in flight (1-1024);
             levels above it are split across parallel workers; default 256 (measured: see
             ``benchmarks/worker_capacity.py``).
@@ -400,8 +402,9 @@ class EndpointBenchmark(Construct):
             fix="set max_duration between 1 minute and 11 hours 45 minutes (CloudFormation "
             "waits at most 12 hours, 15 minutes longer than the sweep)",
         )
-        self.copies = _copies(copies, inference_component)
-        """Copies serving the load during the sweep (divides the knee for the per-copy knee)."""
+        self.copies = _copies(copies, endpoint, inference_component)
+        """Copies serving the load during the sweep on the whole endpoint (instances x copies
+        per instance); the knee divided by it is the per-copy knee."""
         price: float | None = price_per_hour
         if price_per_hour is not None:
             check_range("price_per_hour", price_per_hour, minimum=0)
@@ -739,7 +742,7 @@ def _check_mode(
     arrival: Arrival,
     seed: int,
     max_concurrency: int | None,
-    slo: Slo | None,
+    slo: GoodputSlo | None,
     search: BenchmarkSearch | None,
     resolution: float,
 ) -> dict[str, Any]:
@@ -760,8 +763,10 @@ def _check_mode(
             raise ValidationError(
                 prop, value, f"not a {kind.__name__}", f"pass one of {[m.name for m in kind]}"
             )
-    if slo is not None and not isinstance(slo, Slo):
-        raise ValidationError("slo", slo, "not an Slo", "pass Slo(ms_per_token=..., ttft_ms=...)")
+    if slo is not None and not isinstance(slo, GoodputSlo):
+        raise ValidationError(
+            "slo", slo, "not an Slo", "pass GoodputSlo(ms_per_token=..., ttft_ms=...)"
+        )
     check_range("seed", seed, minimum=0, maximum=2**31 - 1)
     check_range("search_resolution", resolution, minimum=0.01, maximum=10)
     keys: dict[str, Any] = {}
@@ -938,15 +943,18 @@ def _check_prefix(prefix: str) -> None:
         )
 
 
-def _copies(copies: int | None, component: IInferenceComponent | None) -> int:
+def _copies(copies: int | None, endpoint: IEndpoint, component: IInferenceComponent | None) -> int:
+    """Copies sharing the sweep's load: a component's ``copy_count`` (its copies on the whole
+    endpoint, over all instances), or an instance endpoint's instances (one copy of the model
+    per instance) over all its variants."""
     if copies is not None:
         check_range("copies", copies, minimum=1, fix="pass the copies serving during the sweep")
         return copies
-    count = (
-        getattr(component, "copy_count", None)
-        if isinstance(component, InferenceComponent)
-        else None
-    )
+    count: object = None
+    if isinstance(component, InferenceComponent):
+        count = component.copy_count
+    elif component is None and isinstance(endpoint, Endpoint):
+        count = sum(variant.initial_instance_count or 1 for variant in endpoint.variants)
     return count if isinstance(count, int) and not is_unresolved(count) and count >= 1 else 1
 
 
@@ -1051,7 +1059,7 @@ def _mode_details(
             f"{mode['SearchResolution']:.0%})"
         )
     if "Slo" in mode:
-        details["Goodput"] = Slo(
+        details["Goodput"] = GoodputSlo(
             mode["Slo"].get("MsPerToken"), mode["Slo"].get("TtftMs"), mode["Slo"]["Fraction"]
         ).describe()
     return details

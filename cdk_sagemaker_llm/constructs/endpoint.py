@@ -14,6 +14,7 @@ from constructs import Construct
 from ..catalog.instance_types import InstanceType
 from .async_inference import AsyncInference
 from .availability import require_inference_components
+from .capacity import CopyDemand, check_capacity
 from .data_capture import DataCapture
 from .deployment import RollingDeployment
 from .endpoint_base import (
@@ -539,6 +540,8 @@ class InferenceComponentEndpoint(EndpointBase):
         """Whether containers are denied network access."""
         self.components: list[InferenceComponent] = []
         """Components added with ``add_inference_component``."""
+        self._most_copies: dict[str, int] = {}
+        """Each component's autoscaling maximum, by construct path, once it scales."""
         self.role: iam.IRole = role or create_execution_role(
             self, "ExecutionRole", description=f"SageMaker execution role of {self.node.path}"
         )
@@ -612,6 +615,35 @@ class InferenceComponentEndpoint(EndpointBase):
             "instance scaling between min_instance_count and max_instance_count)",
             "scale the components with ComponentScaling and set the instance bounds on the "
             "InferenceComponentEndpoint",
+        )
+
+    def check_copies(self, component: Construct, copies: int, prop: str) -> None:
+        """Raise ValidationError when ``max_instance_count`` instances cannot hold ``copies``
+        copies of ``component`` (its copy count or scaling maximum) and every other component's
+        most copies (see ``capacity``)."""
+        if is_unresolved(copies):
+            return
+        path = component.node.path
+        if prop == "max_copies":
+            self._most_copies[path] = copies
+        demands = []
+        for hosted in self.components:
+            most = self._most_copies.get(hosted.node.path, hosted.copy_count)
+            if hosted.node.path == path:
+                most = copies
+            if hosted.base_component or is_unresolved(most):
+                continue
+            demands.append(
+                CopyDemand(
+                    hosted.node.path,
+                    most,
+                    hosted.accelerators,
+                    hosted.min_memory_mib,
+                    hosted.cpu_cores,
+                )
+            )
+        check_capacity(
+            self.instance_type, self.max_instance_count, demands, prop=prop, value=copies
         )
 
     def check_scale_to_zero(self) -> bool:

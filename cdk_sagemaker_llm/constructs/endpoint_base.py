@@ -36,6 +36,11 @@ class EndpointBase(Construct):
         zero would need released; False when that cannot be checked (imported endpoint)."""
         return False
 
+    def check_copies(self, component: Construct, copies: int, prop: str) -> None:
+        """Raise ValidationError when this endpoint's instances cannot hold ``copies`` copies of
+        ``component`` beside its other components' copies (``prop`` names the count). An
+        endpoint without shared instances, or an imported one, has nothing to check."""
+
     def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
         """Allow ``grantee`` to invoke this endpoint, streaming included."""
         return iam.Grant.add_to_principal(

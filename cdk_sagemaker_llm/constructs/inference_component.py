@@ -196,7 +196,15 @@ class InferenceComponent(InferenceComponentBase):
         self.model = model
         """The model served, when given as a Model."""
         self.copy_count = copy_count
-        """Copies at creation."""
+        """Copies at creation (on the whole endpoint)."""
+        self.base_component = base_component
+        """The component this adapter runs in, or None."""
+        self.min_memory_mib = 0
+        """Host memory reserved per copy (MiB) on the first-priority instance type; 0 for an
+        adapter."""
+        self.cpu_cores = cpu_cores
+        """CPU cores reserved per copy, or None."""
+        self._min_memory_mib_by_instance_type: dict[str, int] = {}
 
         specifications_prop = None
         if base_component is not None:
@@ -276,6 +284,7 @@ class InferenceComponent(InferenceComponentBase):
                 )
             self.accelerators = self.accelerators_by_instance_type[endpoint.instance_type.name]
             """Accelerators reserved per copy (on the first-priority instance type)."""
+            self.min_memory_mib = self._min_memory_mib_by_instance_type[endpoint.instance_type.name]
             common: dict[str, Any] = {
                 "startup_parameters": _startup(
                     container_startup_health_check_timeout, model_data_download_timeout
@@ -327,6 +336,7 @@ class InferenceComponent(InferenceComponentBase):
             deployment_config=deployment.for_component() if deployment else None,
         )
         endpoint.components.append(self)
+        endpoint.check_copies(self, copy_count, "copy_count")
         if model is None and self.image is not None:
             spec = ModelSpec.from_hugging_face_id(artifact.model_id if artifact else None)
             add_plan_metadata(self.resource, image=self.image, spec=spec)
@@ -427,6 +437,7 @@ class InferenceComponent(InferenceComponentBase):
                 prop=prop,
             )
         min_mib, max_mib = _memory(min_memory, max_memory, instance_type.memory_mib)
+        self._min_memory_mib_by_instance_type[instance_type.name] = min_mib
         _check_fit(reserved, cpu_cores, instance_type)
         return (
             sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty(

@@ -70,7 +70,7 @@ from ...benchmarking import (
 )
 from ...benchmarking._clock import now as epoch_now
 from ...benchmarking.arrivals import ARRIVALS, share
-from ...benchmarking.goodput import Slo
+from ...benchmarking.goodput import GoodputSlo
 from ...benchmarking.open_loop import (
     OPEN_LOOP_KNEE,
     goodput_section,
@@ -312,7 +312,7 @@ def _check_mode(run: Mapping[str, Any], where: str) -> dict[str, Any]:
         raise EventError(f"{where}.Arrival: expected poisson or constant, got {shown(arrival)}")
     slo = run.get("Slo") or {}
     if not isinstance(slo, Mapping):
-        raise EventError(f"{where}.Slo: expected an object")
+        raise EventError(f"{where}.GoodputSlo: expected an object")
     _known(slo, SLO_KEYS, f"{where}.Slo")
     fraction = _optional_float(slo, "Fraction", f"{where}.Slo", 1.0)
     checked_slo = {
@@ -322,7 +322,7 @@ def _check_mode(run: Mapping[str, Any], where: str) -> dict[str, Any]:
     }
     for key, value in checked_slo.items():
         if value is not None and value <= 0:
-            raise EventError(f"{where}.Slo.{key}: expected a number above 0, got {value}")
+            raise EventError(f"{where}.GoodputSlo.{key}: expected a number above 0, got {value}")
     return {
         "Mode": mode,
         "Concurrencies": concurrencies,
@@ -950,10 +950,10 @@ def aggregate_level(
     return merged, record
 
 
-def slo_of(run: Mapping[str, Any]) -> Slo:
+def slo_of(run: Mapping[str, Any]) -> GoodputSlo:
     """The run's goodput SLOs."""
     slo = run["Slo"]
-    return Slo(slo["MsPerToken"], slo["TtftMs"], slo["Fraction"])
+    return GoodputSlo(slo["MsPerToken"], slo["TtftMs"], slo["Fraction"])
 
 
 def plan_level(

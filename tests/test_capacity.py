@@ -1,0 +1,195 @@
+"""Multi-instance correctness: copies against what max_instance_count instances hold, and the
+benchmark's per-copy figures over instances x copies per instance (issue 10, item 6)."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import Size
+from conftest import new_stack
+
+from cdk_sagemaker_llm.catalog.instance_types import InstanceType
+from cdk_sagemaker_llm.constructs.autoscaling import ComponentScaling
+from cdk_sagemaker_llm.constructs.benchmark import EndpointBenchmark
+from cdk_sagemaker_llm.constructs.capacity import CopyDemand, instances_needed
+from cdk_sagemaker_llm.constructs.endpoint import (
+    Endpoint,
+    InferenceComponentEndpoint,
+    ProductionVariant,
+)
+from cdk_sagemaker_llm.constructs.images import ContainerImage
+from cdk_sagemaker_llm.constructs.inference_component import InferenceComponent
+from cdk_sagemaker_llm.constructs.model import Model
+from cdk_sagemaker_llm.constructs.model_source import ModelSource
+from cdk_sagemaker_llm.constructs.serving_options import LmiOptions
+from cdk_sagemaker_llm.errors import ValidationError
+
+LLAMA = "meta-llama/Meta-Llama-3-8B-Instruct"
+
+
+def model(stack: cdk.Stack, id: str = "Model") -> Model:
+    return Model(
+        stack,
+        id,
+        image=ContainerImage.lmi("0.31.0"),
+        source=ModelSource.from_hugging_face(LLAMA),
+        serving=LmiOptions(tensor_parallel_degree=1, max_rolling_batch_size=8, max_model_len=4096),
+    )
+
+
+def endpoint(stack: cdk.Stack, max_instance_count: int = 1) -> InferenceComponentEndpoint:
+    return InferenceComponentEndpoint(
+        stack,
+        "Endpoint",
+        instance_type=InstanceType.G5_12XLARGE,
+        max_instance_count=max_instance_count,
+    )
+
+
+def component(
+    stack: cdk.Stack,
+    ep: InferenceComponentEndpoint,
+    id: str = "Component",
+    *,
+    copies: int = 1,
+    memory_gib: int = 16,
+    cpu_cores: float | None = None,
+) -> InferenceComponent:
+    return InferenceComponent(
+        stack,
+        id,
+        endpoint=ep,
+        model=model(stack, f"{id}Model"),
+        accelerators=1,
+        min_memory=Size.gibibytes(memory_gib),
+        cpu_cores=cpu_cores,
+        copy_count=copies,
+    )
+
+
+def test_twelve_one_gpu_copies_do_not_fit_one_four_gpu_instance() -> None:
+    stack = new_stack()
+    ep = endpoint(stack, max_instance_count=1)
+    comp = component(stack, ep)
+    with pytest.raises(ValidationError) as raised:
+        ComponentScaling(stack, "Scaling", component=comp, max_copies=12)
+    error = raised.value
+    assert (error.prop, error.value) == ("max_copies", 12)
+    assert "at least 3 x ml.g5.12xlarge" in error.problem
+    assert "max_instance_count is 1" in error.problem
+    assert "max_instance_count to at least 3" in error.fix
+
+
+def test_the_same_copies_fit_three_instances() -> None:
+    stack = new_stack()
+    comp = component(stack, endpoint(stack, max_instance_count=3))
+    scaling = ComponentScaling(stack, "Scaling", component=comp, max_copies=12)
+    assert scaling.max_copies == 12
+
+
+def test_copies_at_creation_are_checked_too() -> None:
+    stack = new_stack()
+    with pytest.raises(ValidationError) as raised:
+        component(stack, endpoint(stack), copies=5)
+    assert (raised.value.prop, raised.value.value) == ("copy_count", 5)
+
+
+def test_every_component_on_the_endpoint_counts_with_its_scaling_maximum() -> None:
+    stack = new_stack()
+    ep = endpoint(stack, max_instance_count=2)
+    first = component(stack, ep, "First", copies=2)
+    ComponentScaling(stack, "FirstScaling", component=first, max_copies=7)  # 7 of 8 GPUs
+    with pytest.raises(ValidationError) as raised:
+        component(stack, ep, "Second", copies=2)  # 7 + 2 > 8
+    assert raised.value.prop == "copy_count"
+    assert "First 7" in raised.value.problem and "Second 2" in raised.value.problem
+
+
+def test_a_later_scaling_maximum_is_checked_against_the_components_already_there() -> None:
+    stack = new_stack()
+    ep = endpoint(stack, max_instance_count=2)
+    first = component(stack, ep, "First", copies=1)
+    component(stack, ep, "Second", copies=1)
+    ComponentScaling(stack, "FirstScaling", component=first, max_copies=7)  # 7 + 1 = 8 fits
+    other = new_stack()
+    ep = endpoint(other, max_instance_count=2)
+    first = component(other, ep, "First", copies=1)
+    component(other, ep, "Second", copies=2)
+    with pytest.raises(ValidationError) as raised:
+        ComponentScaling(other, "FirstScaling", component=first, max_copies=7)  # 7 + 2 > 8
+    assert raised.value.prop == "max_copies"
+
+
+def test_host_memory_counts_as_well_as_accelerators() -> None:
+    stack = new_stack()
+    comp = component(stack, endpoint(stack), memory_gib=64)  # 192 GiB per instance: 3 copies
+    with pytest.raises(ValidationError) as raised:
+        ComponentScaling(stack, "Scaling", component=comp, max_copies=4)
+    assert "MiB of host memory" in raised.value.problem
+
+
+def test_copies_are_placed_whole_on_one_instance() -> None:
+    # 18 of 48 cores per copy: 2 copies per instance, so 5 copies need 3 instances even though
+    # 5 x 18 = 90 cores are fewer than the 96 of two instances.
+    stack = new_stack()
+    comp = component(stack, endpoint(stack, max_instance_count=2), cpu_cores=18)
+    with pytest.raises(ValidationError) as raised:
+        ComponentScaling(stack, "Scaling", component=comp, max_copies=5)
+    assert "2 per ml.g5.12xlarge" in raised.value.problem
+    assert "at least 3" in raised.value.fix
+
+
+def test_instances_needed_is_a_lower_bound_over_every_resource() -> None:
+    g5 = InstanceType.G5_12XLARGE
+    assert instances_needed(g5, [CopyDemand("a", 4, 1, 1024, None)])[0] == 1
+    assert instances_needed(g5, [CopyDemand("a", 5, 1, 1024, None)])[0] == 2
+    assert (
+        instances_needed(g5, [CopyDemand("a", 3, 1, 1024, 0.25), CopyDemand("b", 3, 1, 1024, 1)])[0]
+        == 2
+    )
+    assert instances_needed(g5, [])[0] == 0
+
+
+def test_an_adapter_takes_no_capacity_of_its_own() -> None:
+    stack = new_stack()
+    ep = endpoint(stack)
+    base = component(stack, ep, "Base", copies=4)
+    InferenceComponent(
+        stack,
+        "Adapter",
+        endpoint=ep,
+        base_component=base,
+        artifact=ModelSource.from_s3_tarball(
+            cdk.aws_s3.Bucket.from_bucket_name(stack, "Adapters", "adapters"), "a.tar.gz"
+        ),
+    )
+
+
+def test_the_benchmark_of_an_instance_endpoint_divides_its_knee_over_every_instance() -> None:
+    stack = new_stack()
+    ep = Endpoint(
+        stack,
+        "Ep",
+        variants=[
+            ProductionVariant(
+                model=model(stack), instance_type=InstanceType.G5_2XLARGE, initial_instance_count=3
+            )
+        ],
+    )
+    bench = EndpointBenchmark(stack, "Bench", endpoint=ep, concurrencies=[1, 2, 4])
+    assert bench.copies == 3
+    custom = next(
+        r
+        for r in stack.resolve(cdk.assertions.Template.from_stack(stack).to_json())[
+            "Resources"
+        ].values()
+        if r["Type"] == "Custom::SageMakerEndpointBenchmark"
+    )
+    assert custom["Properties"]["Run"]["Copies"] == 3
+
+
+def test_a_components_benchmark_divides_over_its_copies_on_every_instance() -> None:
+    stack = new_stack()
+    comp = component(stack, endpoint(stack, max_instance_count=2), copies=6)
+    bench = EndpointBenchmark(stack, "Bench", inference_component=comp, concurrencies=[1, 2])
+    assert bench.copies == 6

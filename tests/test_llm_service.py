@@ -1,0 +1,437 @@
+"""LlmService: the layout the performance model recommends, emitted, overridable, recorded."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import Size
+from aws_cdk import aws_s3 as s3
+from aws_cdk.assertions import Annotations, Match
+from conftest import CDK_CONTEXT, assert_cfn_lint_clean, new_stack, resources_of_type
+
+from cdk_sagemaker_llm.catalog.instance_types import InstanceType
+from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
+from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST
+from cdk_sagemaker_llm.constructs.images import ContainerImage
+from cdk_sagemaker_llm.constructs.llm_service import ExpectedTraffic, LlmService
+from cdk_sagemaker_llm.constructs.model_source import ModelSource
+from cdk_sagemaker_llm.constructs.optimization_job import (
+    OptimizationJob,
+    OptimizationTechnique,
+    QuantizationMethod,
+)
+from cdk_sagemaker_llm.errors import ValidationError
+from cdk_sagemaker_llm.plan import build_plan, render_json, render_markdown
+from cdk_sagemaker_llm.planning.performance import Workload
+from cdk_sagemaker_llm.planning.recommend import Option, Slo, recommend
+from cdk_sagemaker_llm.template_metadata import SERVICE
+
+LLAMA = "meta-llama/Meta-Llama-3-8B-Instruct"
+CANDIDATES = [
+    InstanceType.G5_2XLARGE,
+    InstanceType.G5_12XLARGE,
+    InstanceType.G6E_2XLARGE,
+    InstanceType.P4D_24XLARGE,
+]
+SLO = Slo(max_ms_per_token=50, max_ttft_ms=2000)
+WORKLOAD = Workload(input_tokens=512, output_tokens=256)
+
+
+def service(
+    stack: cdk.Stack | None = None,
+    *,
+    traffic: ExpectedTraffic | None = None,
+    slo: Slo = SLO,
+    **overrides: Any,
+) -> LlmService:
+    props: dict[str, Any] = {
+        "image": ContainerImage.lmi("0.31.0"),
+        "source": ModelSource.from_hugging_face(LLAMA),
+        "input_tokens": WORKLOAD.input_tokens,
+        "output_tokens": WORKLOAD.output_tokens,
+        "slo": slo,
+        "traffic": traffic or ExpectedTraffic.requests_per_second(4, minimum=0.5),
+        "instance_types": CANDIDATES,
+        "max_instance_count": 4,
+        **overrides,
+    }
+    return LlmService(stack or new_stack(), "Service", **props)
+
+
+def expected_option(traffic: ExpectedTraffic, **filters: Any) -> Option:
+    """What recommend() itself ranks first (after the layout overrides in ``filters``)."""
+    found = recommend(
+        ModelSpec.LLAMA_3_8B,
+        WORKLOAD,
+        SLO,
+        traffic.peak,
+        instance_types=CANDIDATES,
+        max_instance_count=4,
+        top=1000,
+        region="us-west-2",  # the test stacks' region: the price note says so
+    )
+    options = [
+        o
+        for o in found.options
+        if all(getattr(o.layout, key) == value for key, value in filters.items())
+    ]
+    return options[0]
+
+
+def template_of(built: LlmService) -> dict[str, Any]:
+    return assert_cfn_lint_clean(cdk.Stack.of(built))
+
+
+def one(template: dict[str, Any], kind: str) -> dict[str, Any]:
+    (found,) = resources_of_type(template, kind)
+    return found
+
+
+def environment_of(template: dict[str, Any]) -> dict[str, str]:
+    return dict(one(template, "AWS::SageMaker::Model")["PrimaryContainer"]["Environment"])
+
+
+def decision_of(template: dict[str, Any]) -> dict[str, Any]:
+    (component,) = [
+        r
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::SageMaker::InferenceComponent"
+    ]
+    return dict(component["Metadata"][SERVICE])
+
+
+@pytest.mark.parametrize(
+    "traffic",
+    [
+        ExpectedTraffic.requests_per_second(4, minimum=0.5),
+        ExpectedTraffic.concurrency(64, minimum=8),
+    ],
+    ids=["rate", "concurrency"],
+)
+def test_emits_the_recommended_layout(traffic: ExpectedTraffic) -> None:
+    built = service(traffic=traffic)
+    option = expected_option(traffic)
+    layout = option.layout
+    assert built.option == option
+    template = template_of(built)
+
+    config = one(template, "AWS::SageMaker::EndpointConfig")
+    (variant,) = config["ProductionVariants"]
+    assert variant["InstanceType"] == layout.instance_type.name
+    assert variant["RoutingConfig"] == {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}
+    per_instance = layout.copies_per_instance
+    assert built.max_copies >= layout.instance_count * per_instance
+    assert built.max_copies >= math.ceil(
+        option.predicted.concurrency / option.knee_concurrency_per_copy
+    )
+    managed = variant["ManagedInstanceScaling"]
+    assert managed["MaxInstanceCount"] == math.ceil(built.max_copies / per_instance) <= 4
+    assert managed["MinInstanceCount"] == math.ceil(built.min_copies / per_instance)
+
+    component = one(template, "AWS::SageMaker::InferenceComponent")
+    requirements = component["Specification"]["ComputeResourceRequirements"]
+    assert requirements["NumberOfAcceleratorDevicesRequired"] == layout.tensor_parallel_degree
+    share = layout.instance_type.memory_mib * layout.tensor_parallel_degree
+    share //= layout.instance_type.accelerator_count
+    assert requirements["MinMemoryRequiredInMb"] == share // 2 // 1024 * 1024
+    assert component["RuntimeConfig"]["CopyCount"] == max(1, built.min_copies)
+
+    environment = environment_of(template)
+    assert environment["OPTION_TENSOR_PARALLEL_DEGREE"] == str(layout.tensor_parallel_degree)
+    assert environment["OPTION_MAX_ROLLING_BATCH_SIZE"] == str(option.max_batch_size)
+    assert environment["OPTION_MAX_MODEL_LEN"] == "768"  # 512 in + 256 out
+    assert environment["OPTION_DTYPE"] == "fp16"
+
+    target = one(template, "AWS::ApplicationAutoScaling::ScalableTarget")
+    assert (target["MinCapacity"], target["MaxCapacity"]) == (built.min_copies, built.max_copies)
+    policy = one(template, "AWS::ApplicationAutoScaling::ScalingPolicy")
+    tracking = policy["TargetTrackingScalingPolicyConfiguration"]
+    assert tracking["TargetValue"] == option.knee_concurrency_per_copy
+    assert tracking["PredefinedMetricSpecification"]["PredefinedMetricType"] == (
+        "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"
+    )
+
+
+def test_more_traffic_gets_more_copies_and_the_minimum_follows_the_least_traffic() -> None:
+    quiet = service(traffic=ExpectedTraffic.concurrency(4, minimum=1))
+    busy = service(traffic=ExpectedTraffic.concurrency(200, minimum=100))
+    assert busy.max_copies * busy.option.knee_concurrency_per_copy >= 200
+    assert busy.max_copies > quiet.max_copies
+    assert quiet.min_copies == 1
+    knee = busy.option.knee_concurrency_per_copy
+    assert busy.min_copies == min(busy.max_copies, math.ceil(100 / knee))
+
+
+def test_tgi_images_get_tgi_limits() -> None:
+    built = service(image=ContainerImage.tgi("2.4.0"))
+    option = built.option
+    environment = environment_of(template_of(built))
+    assert environment["SM_NUM_GPUS"] == str(option.layout.tensor_parallel_degree)
+    assert environment["MAX_INPUT_TOKENS"] == "512"
+    assert environment["MAX_TOTAL_TOKENS"] == "768"
+    # TGI bounds the batch by tokens: the batch limit x the tokens of one request.
+    assert environment["MAX_BATCH_TOTAL_TOKENS"] == str(option.max_batch_size * 768)
+    prefill = int(environment["MAX_BATCH_PREFILL_TOKENS"])
+    assert 512 <= prefill <= option.max_batch_size * 768
+
+
+def test_an_optimization_jobs_output_is_served_at_its_precision_on_its_instance_type() -> None:
+    stack = new_stack()
+    models = s3.Bucket.from_bucket_name(stack, "Models", "models")
+    job = OptimizationJob(
+        stack,
+        "Awq",
+        source=ModelSource.from_s3(models, "llama/"),
+        instance_type=InstanceType.G5_2XLARGE,
+        techniques=[OptimizationTechnique.quantization_of(QuantizationMethod.AWQ)],
+        output_bucket=models,
+    )
+    built = LlmService(
+        stack,
+        "Service",
+        optimization_job=job,
+        spec=ModelSpec.LLAMA_3_8B,
+        input_tokens=512,
+        output_tokens=256,
+        slo=SLO,
+        traffic=ExpectedTraffic.concurrency(4),
+    )
+    assert built.option.layout.instance_type == InstanceType.G5_2XLARGE
+    template = template_of(built)
+    assert environment_of(template)["OPTION_QUANTIZE"] == "awq"
+    assert decision_of(template)["precision"] == Precision.INT4_AWQ.value
+
+
+# ----- overrides --------------------------------------------------------------------------------
+
+
+def test_layout_overrides_win_and_are_recorded() -> None:
+    built = service(instance_type=InstanceType.G5_12XLARGE, tensor_parallel_degree=1)
+    layout = built.option.layout
+    assert (layout.instance_type, layout.tensor_parallel_degree) == (InstanceType.G5_12XLARGE, 1)
+    assert built.option == expected_option(
+        ExpectedTraffic.requests_per_second(4, minimum=0.5),
+        instance_type=InstanceType.G5_12XLARGE,
+        tensor_parallel_degree=1,
+    )
+    choices = decision_of(template_of(built))["choices"]
+    assert choices["instance_type"] == {"value": "ml.g5.12xlarge", "source": "override"}
+    assert choices["tensor_parallel_degree"] == {"value": 1, "source": "override"}
+    assert choices["copies_per_instance"]["source"] == "recommended"
+
+
+def test_fewer_copies_per_instance_spread_the_same_copies_over_more_instances() -> None:
+    traffic = ExpectedTraffic.concurrency(64)
+    full = service(
+        traffic=traffic, instance_type=InstanceType.G5_12XLARGE, tensor_parallel_degree=1
+    )
+    spread = service(
+        traffic=traffic,
+        instance_type=InstanceType.G5_12XLARGE,
+        tensor_parallel_degree=1,
+        copies_per_instance=2,
+    )
+    copies = full.option.layout.copies
+    layout = spread.option.layout
+    assert (layout.copies_per_instance, layout.instance_count) == (2, math.ceil(copies / 2))
+    assert spread.option.price_per_hour == pytest.approx(
+        DEFAULT_PRICE_LIST.prices["ml.g5.12xlarge"] * layout.instance_count
+    )
+    template = template_of(spread)
+    (variant,) = one(template, "AWS::SageMaker::EndpointConfig")["ProductionVariants"]
+    assert variant["ManagedInstanceScaling"]["MaxInstanceCount"] == math.ceil(spread.max_copies / 2)
+    decision = decision_of(template)
+    assert decision["choices"]["copies_per_instance"] == {"value": 2, "source": "override"}
+    assert "copies_per_instance override" in decision["reasoning"][-1]
+    raises("copies_per_instance", instance_type=InstanceType.G5_12XLARGE, copies_per_instance=99)
+
+
+def test_scaling_and_serving_overrides_win() -> None:
+    built = service(
+        max_batch_size=4,
+        max_model_len=1024,
+        min_copies=2,
+        max_copies=4,
+        target_concurrency_per_copy=2,
+        min_memory_per_copy=Size.gibibytes(8),
+        cpu_cores_per_copy=2,
+    )
+    template = template_of(built)
+    environment = environment_of(template)
+    assert environment["OPTION_MAX_ROLLING_BATCH_SIZE"] == "4"
+    assert environment["OPTION_MAX_MODEL_LEN"] == "1024"
+    target = one(template, "AWS::ApplicationAutoScaling::ScalableTarget")
+    assert (target["MinCapacity"], target["MaxCapacity"]) == (2, 4)
+    policy = one(template, "AWS::ApplicationAutoScaling::ScalingPolicy")
+    assert policy["TargetTrackingScalingPolicyConfiguration"]["TargetValue"] == 2
+    requirements = one(template, "AWS::SageMaker::InferenceComponent")["Specification"][
+        "ComputeResourceRequirements"
+    ]
+    assert requirements["MinMemoryRequiredInMb"] == 8192
+    assert requirements["NumberOfCpuCoresRequired"] == 2
+    choices = decision_of(template)["choices"]
+    for name in ("max_batch_size", "max_model_len", "min_copies", "max_copies"):
+        assert choices[name]["source"] == "override", name
+
+
+def test_min_copies_zero_lets_the_endpoint_release_every_instance() -> None:
+    built = service(min_copies=0)
+    template = template_of(built)
+    (variant,) = one(template, "AWS::SageMaker::EndpointConfig")["ProductionVariants"]
+    assert variant["ManagedInstanceScaling"]["MinInstanceCount"] == 0
+    assert variant["InitialInstanceCount"] == 1
+    target = one(template, "AWS::ApplicationAutoScaling::ScalableTarget")
+    assert target["MinCapacity"] == 0
+    assert built.scaling.scale_from_zero is not None
+
+
+def test_a_target_the_model_predicts_breaks_the_slo_is_a_warning_naming_the_prop() -> None:
+    built = service(
+        slo=Slo(max_ms_per_token=50), target_concurrency_per_copy=4000, max_batch_size=1
+    )
+    annotations = Annotations.from_stack(cdk.Stack.of(built))
+    annotations.has_warning(
+        "/TestStack/Service", Match.string_like_regexp("target_concurrency_per_copy=4000")
+    )
+    assert any("target_concurrency_per_copy" in w for w in built.decision["warnings"])
+
+
+def test_too_few_max_copies_for_the_peak_is_a_warning() -> None:
+    built = service(traffic=ExpectedTraffic.concurrency(200), max_copies=1)
+    assert any(w.startswith("max_copies=1") for w in built.decision["warnings"])
+
+
+# ----- validation errors -------------------------------------------------------------------------
+
+
+def raises(prop: str, **props: Any) -> ValidationError:
+    with pytest.raises(ValidationError) as raised:
+        service(**props)
+    assert raised.value.prop == prop, raised.value
+    return raised.value
+
+
+def test_a_batch_above_what_the_kv_cache_holds_is_an_error() -> None:
+    error = raises("max_batch_size", max_batch_size=100_000)
+    assert "holds at most" in error.problem
+
+
+def test_more_copies_than_max_instance_count_instances_hold_is_an_error() -> None:
+    error = raises("max_copies", max_copies=10_000)
+    assert "max_instance_count" in error.problem
+
+
+def test_an_slo_nothing_meets_is_an_error_with_the_reasons() -> None:
+    error = raises("slo", slo=Slo(max_ms_per_token=0.01))
+    assert "relax the SLO" in error.fix
+
+
+def test_an_instance_type_that_cannot_serve_is_an_error_naming_it() -> None:
+    with pytest.raises(ValidationError) as raised:
+        LlmService(
+            new_stack(),
+            "Service",
+            image=ContainerImage.lmi("0.31.0"),
+            source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-70B-Instruct"),
+            input_tokens=512,
+            output_tokens=256,
+            slo=SLO,
+            traffic=ExpectedTraffic.concurrency(4),
+            instance_types=[InstanceType.G5_2XLARGE, InstanceType.P4D_24XLARGE],
+            instance_type=InstanceType.G5_2XLARGE,
+        )
+    assert raised.value.prop == "instance_type"
+    assert raised.value.value == "ml.g5.2xlarge"
+
+
+def test_a_tensor_parallel_degree_no_layout_uses_is_an_error() -> None:
+    error = raises("tensor_parallel_degree", tensor_parallel_degree=3)
+    assert "drop the override" in error.fix
+
+
+def test_bad_inputs_name_their_prop() -> None:
+    raises("spec", source=ModelSource.from_hugging_face("my-org/unknown-model"))
+    raises("image", image=ContainerImage.lmi_neuronx("0.29.0"))
+    raises("instance_types[0]", instance_types=[InstanceType.INF2_XLARGE])
+    raises("precision", precision=Precision.INT8)
+    raises("input_tokens", input_tokens=0)
+    raises("source", source=None)
+    with pytest.raises(ValidationError) as raised:
+        ExpectedTraffic.concurrency(4, minimum=8)
+    assert raised.value.prop == "traffic.minimum (concurrency)"
+
+
+# ----- the benchmark ---------------------------------------------------------------------------
+
+
+def test_a_benchmark_gates_on_the_slo_and_its_knee_becomes_the_target() -> None:
+    built = service(benchmark=True)
+    assert built.benchmark is not None
+    template = template_of(built)
+    (custom,) = resources_of_type(template, "Custom::SageMakerEndpointBenchmark")
+    run = custom["Run"]
+    assert run["Gate"] == {"MaxP50MsPerToken": 50}
+    assert run["Rule"]["SloMsPerToken"] == 50
+    assert (run["InputTokens"], run["OutputTokens"], run["Stream"]) == (512, 256, True)
+    assert run["Copies"] == max(1, built.min_copies)
+    levels = run["Concurrencies"]
+    assert levels[0] == 1 and levels == sorted(set(levels))
+    assert levels[-1] >= built.option.knee_concurrency_per_copy * run["Copies"]
+    policy = one(template, "AWS::ApplicationAutoScaling::ScalingPolicy")
+    value = policy["TargetTrackingScalingPolicyConfiguration"]["TargetValue"]
+    assert value["Fn::GetAtt"][1] == "KneeConcurrencyPerCopy"
+    choice = decision_of(template)["choices"]["target_concurrency_per_copy"]
+    assert choice == {"value": built.option.knee_concurrency_per_copy, "source": "benchmark"}
+
+
+# ----- metadata and plan -----------------------------------------------------------------------
+
+
+def test_the_decision_is_recorded_with_its_reasoning_and_predicted_figures() -> None:
+    built = service()
+    decision = decision_of(template_of(built))
+    option = built.option
+    assert decision["model"] == "llama-3-8b"
+    assert decision["slo"] == "<= 50 ms/token, TTFT <= 2000 ms"
+    assert decision["traffic"] == "peak 4 requests/s, minimum 0.5 requests/s"
+    assert decision["candidates"] == [t.name for t in CANDIDATES]
+    assert decision["predicted"]["ms_per_token"] == round(option.predicted.ms_per_token, 2)
+    assert decision["predicted"]["knee_concurrency_per_copy"] == option.knee_concurrency_per_copy
+    assert decision["price_per_hour"] == round(option.price_per_hour or 0, 4)
+    assert decision["reasoning"] == list(option.reasoning) and decision["reasoning"]
+    assert decision["rejected_count"] == len(built.recommendation.rejected)
+    assert decision["choices"]["max_model_len"] == {"value": 768, "source": "derived"}
+    assert DEFAULT_PRICE_LIST.as_of in decision["prices"]
+
+
+def test_plan_shows_the_decision_beside_the_cost(tmp_path: Path) -> None:
+    app = cdk.App(outdir=str(tmp_path), context=CDK_CONTEXT)
+    stack = cdk.Stack(app, "Svc", env=cdk.Environment(region="us-west-2"))
+    built = service(stack)
+    app.synth()
+    plan = build_plan(tmp_path)
+    (endpoint,) = plan.stacks[0].endpoints
+    (component,) = endpoint.components
+    assert component.decision is not None
+    assert component.decision["choices"]["instance_type"]["value"] == (
+        built.option.layout.instance_type.name
+    )
+    markdown = render_markdown(plan)
+    layout = built.option.layout
+    for expected in (
+        "| Service goal | llama-3-8b (fp16), 512 in / 256 out tokens",
+        f"instance_type: {layout.instance_type.name} (recommended)",
+        f"tensor_parallel_degree: {layout.tensor_parallel_degree} (recommended)",
+        "| Predicted | at peak:",
+        "| Reasoning |",
+        "| Cost per hour |",
+    ):
+        assert expected in markdown, expected
+    data = json.loads(render_json(plan))
+    (component_data,) = data["stacks"][0]["endpoints"][0]["components"]
+    assert component_data["decision"]["choices"]["max_model_len"]["value"] == 768
