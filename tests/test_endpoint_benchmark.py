@@ -280,6 +280,20 @@ def test_the_price_of_an_instance_endpoint_is_derived_from_its_variant() -> None
     assert bench.copies == 1
 
 
+def test_the_chat_completions_schema_reaches_the_workers() -> None:
+    stack, component = component_stack()
+    EndpointBenchmark(
+        stack,
+        "Bench",
+        inference_component=component,
+        concurrencies=[1, 2],
+        stream=True,
+        payload_format=PayloadFormat.MESSAGES,
+    )
+    (custom,) = resources_of_type(template_of(stack), "Custom::SageMakerEndpointBenchmark")
+    assert (custom["Run"]["Stream"], custom["Run"]["Format"]) == (True, "messages")
+
+
 def definition_hash(build: Callable[[cdk.Stack, InferenceComponent], Any], model_id: str) -> str:
     stack, component = component_stack(model_id)
     bench = EndpointBenchmark(

@@ -156,6 +156,24 @@ def test_a_worker_measures_what_the_simulator_saw() -> None:
     assert record["Distribution"]["start_skew_s"] == 0.0
 
 
+@pytest.mark.parametrize("fmt", ["lmi", "messages"])
+def test_a_streaming_worker_asks_the_container_to_stream(fmt: str) -> None:
+    config = SimulatorConfig(max_batch=2, step_base_s=0.004, step_per_sequence_s=0.001)
+    run = run_config(RequestsPerLevel=6, Stream=True, Format=fmt)
+    s3 = FakeS3()
+    with Simulator(config) as sim:
+        run_level_on_workers(sim, run, s3, 2, lead_s=0.05)
+        truth = {record.request_id: record for record in sim.truth()}
+    samples, record = h.aggregate_level(s3, run, 2, 1)
+    assert {(r.stream, r.streamed) for r in truth.values()} == {(True, True)}
+    assert {r.api for r in truth.values()} == {"messages" if fmt == "messages" else "inputs"}
+    for sample in samples:
+        t = truth[sample.request_id]  # type: ignore[index]
+        assert sample.ok and sample.output_tokens == t.output_tokens == 20
+        assert close(sample.ttft_s, t.ttft_s)
+    assert record["Level"]["p50_ttft_s"] > 0 and record["Level"]["p50_itl_s"] > 0
+
+
 def test_errors_are_counted_by_kind_across_the_worker_and_the_aggregation() -> None:
     config = SimulatorConfig(
         max_batch=2, max_queue=2, step_base_s=0.003, model_error_every=7, invocation_timeout_s=0.12
@@ -344,7 +362,7 @@ def test_a_missing_worker_result_is_a_clear_error() -> None:
         ({"InputTokens": -3}, "InputTokens: expected an integer"),
         ({"OutputTokens": True}, "OutputTokens: expected an integer"),
         ({"Stream": "maybe"}, "Stream: expected true or false"),
-        ({"Format": "xml"}, "Format: expected one of auto, lmi, tgi"),
+        ({"Format": "xml"}, "Format: expected one of auto, lmi, tgi, messages"),
         ({"HandleUrl": "http://attacker.example/"}, "HandleUrl: expected an https:// URL"),
         ({"Prefix": "/abs"}, "Prefix: expected a key prefix ending in '/'"),
         ({"WorkerCapacity": 5000}, "WorkerCapacity: expected an integer from 1 to 1024"),

@@ -51,8 +51,19 @@ def register(subparsers: Any) -> None:
         help="requests per level (default max(4 x concurrency, 16) unless --duration-per-level)",
     )
     parser.add_argument("--duration-per-level", type=float, help="seconds per level")
-    parser.add_argument("--stream", action="store_true", help="InvokeEndpointWithResponseStream")
-    parser.add_argument("--format", choices=FORMATS, default="auto", dest="response_format")
+    parser.add_argument(
+        "--stream",
+        action="store_true",
+        help='InvokeEndpointWithResponseStream with "stream": true in the body (TTFT, ITL)',
+    )
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="auto",
+        dest="response_format",
+        help="request schema: the inputs API (auto, lmi, tgi) or OpenAI chat completions "
+        "(messages); default auto",
+    )
     parser.add_argument("--latency-slo-ms-per-token", type=float, help="p50 ms/token limit")
     parser.add_argument(
         "--min-gain-per-doubling",

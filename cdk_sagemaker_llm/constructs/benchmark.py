@@ -118,14 +118,22 @@ LAMBDA_RETRY_ERRORS = [
 
 
 class PayloadFormat(Enum):
-    """The response format of the serving container."""
+    """The request schema sent to the serving container and the response format it answers in.
+
+    Streaming benchmarks add ``"stream": true`` to the body: the containers stream only when
+    the body asks.
+    """
 
     AUTO = "auto"
-    """Detected from each response (LMI or TGI)."""
+    """The inputs API (``{"inputs", "parameters"}``); LMI or TGI answers detected per response."""
     LMI = "lmi"
     """LMI (DJL Serving): ``{"generated_text", "details"}``, JSON-lines streams."""
     TGI = "tgi"
     """Hugging Face TGI: ``[{"generated_text", "details"}]``, server-sent-event streams."""
+    MESSAGES = "messages"
+    """OpenAI chat completions (``{"messages", "max_tokens"}``, served by LMI and TGI): SSE
+    ``choices[0].delta.content`` chunks; token counts from ``usage`` (streams ask for it with
+    ``stream_options.include_usage``). For chat-tuned models."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -196,7 +204,8 @@ class EndpointBenchmark(Construct):
             every level reaches its concurrency); default 4 x the level's concurrency, at least 16.
         :param stream: use InvokeEndpointWithResponseStream (measures TTFT and inter-token
             latency); default False.
-        :param payload_format: the container's response format; default AUTO (detected).
+        :param payload_format: the request schema and response format (``MESSAGES`` for the
+            chat-completions API); default AUTO (the inputs API, LMI or TGI detected).
         :param knee_rule: when more concurrency stops paying off; default ``KneeRule()``
             (throughput gain per doubling below 10 %, no latency SLO).
         :param gate: figures that fail the deployment when unmet; default none.
@@ -263,7 +272,7 @@ class EndpointBenchmark(Construct):
                 "payload_format",
                 payload_format,
                 "not a PayloadFormat",
-                "pass PayloadFormat.AUTO, PayloadFormat.LMI or PayloadFormat.TGI",
+                "pass PayloadFormat.AUTO, LMI, TGI or MESSAGES",
             )
         rule = knee_rule or KneeRule()
         _check_rule(rule)

@@ -65,6 +65,7 @@ from ...benchmarking import (
     summarize_level,
 )
 from ...benchmarking._clock import now as epoch_now
+from ...benchmarking.payload import FORMATS
 from ...benchmarking.report import render_svg
 from ..runtime_support import (
     HTTPS_URL,
@@ -101,7 +102,6 @@ MAX_WORKER_CAPACITY = 1024
 MAX_WORKERS = 64
 MAX_REQUESTS = 100_000
 MAX_TOKENS = 200_000
-FORMATS = ("auto", "lmi", "tgi")
 REQUEST_TYPES = ("Create", "Update", "Delete")
 MAX_SWEEP_SECONDS = 43_200
 
