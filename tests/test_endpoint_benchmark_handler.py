@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from contracts import checked
 
 from cdk_sagemaker_llm.benchmarking import AsyncInvoker, RequestSample, percentile, summarize_level
 from cdk_sagemaker_llm.benchmarking._clock import now
@@ -135,7 +136,7 @@ def peak_in_flight(truth: list[TruthRecord]) -> int:
 def test_a_worker_measures_what_the_simulator_saw() -> None:
     config = SimulatorConfig(max_batch=2, step_base_s=0.004, step_per_sequence_s=0.001)
     run = run_config(RequestsPerLevel=10)
-    s3 = FakeS3()
+    s3 = checked(FakeS3(), "s3")
     with Simulator(config) as sim:
         (result,) = run_level_on_workers(sim, run, s3, 4, lead_s=0.05)
         truth = {record.request_id: record for record in sim.truth()}
@@ -160,7 +161,7 @@ def test_a_worker_measures_what_the_simulator_saw() -> None:
 def test_a_streaming_worker_asks_the_container_to_stream(fmt: str) -> None:
     config = SimulatorConfig(max_batch=2, step_base_s=0.004, step_per_sequence_s=0.001)
     run = run_config(RequestsPerLevel=6, Stream=True, Format=fmt)
-    s3 = FakeS3()
+    s3 = checked(FakeS3(), "s3")
     with Simulator(config) as sim:
         run_level_on_workers(sim, run, s3, 2, lead_s=0.05)
         truth = {record.request_id: record for record in sim.truth()}
@@ -179,7 +180,7 @@ def test_errors_are_counted_by_kind_across_the_worker_and_the_aggregation() -> N
         max_batch=2, max_queue=2, step_base_s=0.003, model_error_every=7, invocation_timeout_s=0.12
     )
     run = run_config(OutputTokens=30, RequestsPerLevel=60)
-    s3 = FakeS3()
+    s3 = checked(FakeS3(), "s3")
     with Simulator(config) as sim:
         run_level_on_workers(sim, run, s3, 8, lead_s=0.05)
         truth = sim.truth()
@@ -197,7 +198,7 @@ def test_errors_are_counted_by_kind_across_the_worker_and_the_aggregation() -> N
 def test_the_sweep_finds_the_knee_where_the_simulator_saturates() -> None:
     config = SimulatorConfig(max_batch=4, step_base_s=0.002, step_per_sequence_s=0.0002)
     run = run_config(OutputTokens=40, RequestsPerLevel=12, PricePerHour=3.6)
-    s3 = FakeS3()
+    s3 = checked(FakeS3(), "s3")
     signals: list[tuple[str, dict[str, Any]]] = []
     state: dict[str, Any] = {"Run": run, "Levels": [], "Done": False}
     with Simulator(config) as sim:
@@ -230,7 +231,7 @@ def test_the_sweep_finds_the_knee_where_the_simulator_saturates() -> None:
 def test_a_level_beyond_one_worker_is_split_and_its_percentiles_come_from_all_samples() -> None:
     config = SimulatorConfig(max_batch=16, step_base_s=0.003, step_per_sequence_s=0.0003)
     run = run_config(Concurrencies=[6], WorkerCapacity=2, RequestsPerLevel=30, OutputTokens=12)
-    s3 = FakeS3()
+    s3 = checked(FakeS3(), "s3")
     with Simulator(config) as sim:
         results = run_level_on_workers(sim, run, s3, 6, lead_s=0.3)
         truth = sim.truth()
@@ -273,7 +274,7 @@ def test_merging_is_not_averaging_percentiles() -> None:
 
 def test_a_duplicate_worker_event_sends_no_more_load() -> None:
     run = run_config(RequestsPerLevel=4)
-    s3 = FakeS3()
+    s3 = checked(FakeS3(), "s3")
     with Simulator(SimulatorConfig(step_base_s=0.001)) as sim:
         item = h.plan_level(run, 2, now(), 0.0)["Slices"][0]
         first = h.run_worker(
@@ -289,7 +290,7 @@ def test_a_duplicate_worker_event_sends_no_more_load() -> None:
 
 def test_a_worker_stops_starting_requests_before_its_lambda_deadline() -> None:
     run = run_config(RequestsPerLevel=10_000, OutputTokens=10)
-    s3 = FakeS3()
+    s3 = checked(FakeS3(), "s3")
     with Simulator(SimulatorConfig(step_base_s=0.002)) as sim:
         item = h.plan_level(run, 2, now(), 0.0)["Slices"][0]
         began = now()
@@ -311,7 +312,7 @@ def test_a_worker_stops_starting_requests_before_its_lambda_deadline() -> None:
 
 def test_a_worker_past_the_sweeps_deadline_sends_nothing_and_the_sweep_fails() -> None:
     run = run_config(Deadline=now() - 1, RequestsPerLevel=8)
-    s3 = FakeS3()
+    s3 = checked(FakeS3(), "s3")
     signals: list[dict[str, Any]] = []
     with Simulator(SimulatorConfig(step_base_s=0.001)) as sim:
         item = h.plan_level(run, 1, now(), 0.0)["Slices"][0]
@@ -330,7 +331,7 @@ def test_a_worker_past_the_sweeps_deadline_sends_nothing_and_the_sweep_fails() -
 
 def test_every_request_failing_stops_the_sweep_with_the_error() -> None:
     run = run_config(RequestsPerLevel=4)
-    s3 = FakeS3()
+    s3 = checked(FakeS3(), "s3")
     signals: list[dict[str, Any]] = []
     with Simulator(SimulatorConfig(model_error_every=1, step_base_s=0.001)) as sim:
         state: dict[str, Any] = h.advance_step(
@@ -346,7 +347,7 @@ def test_every_request_failing_stops_the_sweep_with_the_error() -> None:
 def test_a_missing_worker_result_is_a_clear_error() -> None:
     run = run_config()
     with pytest.raises(h.EventError, match="worker 0 of level 2 wrote no samples"):
-        h.aggregate_level(FakeS3(), run, 2, 1)
+        h.aggregate_level(checked(FakeS3(), "s3"), run, 2, 1)
 
 
 # ----- untrusted events ----------------------------------------------------------------------
@@ -402,7 +403,7 @@ def test_malformed_worker_slices_are_rejected(item: Any, message: str) -> None:
         h.run_worker(
             {"Run": run_config(), "Slice": item},
             invoker=None,  # type: ignore[arg-type]
-            s3=FakeS3(),
+            s3=checked(FakeS3(), "s3"),
             remaining_s=600,
         )
 
@@ -457,7 +458,7 @@ def cfn_event(request_type: str = "Create", **props: Any) -> dict[str, Any]:
 
 
 def test_create_starts_one_run_and_duplicates_start_nothing() -> None:
-    sfn = FakeStepFunctions()
+    sfn = checked(FakeStepFunctions(), "stepfunctions")
     first = h.handle_event(cfn_event(), sfn=sfn, now=1000.0)
     again = h.handle_event(cfn_event(), sfn=sfn, now=1005.0)
     name = first["PhysicalResourceId"]
@@ -470,7 +471,7 @@ def test_create_starts_one_run_and_duplicates_start_nothing() -> None:
 
 
 def test_update_with_the_same_definition_and_handle_runs_nothing() -> None:
-    sfn = FakeStepFunctions()
+    sfn = checked(FakeStepFunctions(), "stepfunctions")
     name = h.handle_event(cfn_event(), sfn=sfn, now=1.0)["PhysicalResourceId"]
     sfn.executions.clear()
     event = {**cfn_event("Update"), "PhysicalResourceId": name}
@@ -502,11 +503,13 @@ def test_delete_is_a_no_op_that_always_succeeds(physical: str | None) -> None:
 def test_a_permanent_error_is_reported_to_cloudformation_with_its_message() -> None:
     event = cfn_event(SweepSeconds="-5")
     body = h.respond(
-        event, lambda *_: None, lambda: h.handle_event(event, sfn=FakeStepFunctions(), now=0)
+        event,
+        lambda *_: None,
+        lambda: h.handle_event(event, sfn=checked(FakeStepFunctions(), "stepfunctions"), now=0),
     )
     assert body["Status"] == "FAILED"
     assert body["Reason"].startswith("ResourceProperties.SweepSeconds: expected an integer")
-    throttled = FakeStepFunctions()
+    throttled = checked(FakeStepFunctions(), "stepfunctions")
     throttled.start_execution = lambda **_: (_ for _ in ()).throw(ClientError("AccessDenied"))  # type: ignore[method-assign]
     body = h.respond(
         cfn_event(), lambda *_: None, lambda: h.handle_event(cfn_event(), sfn=throttled, now=0)
