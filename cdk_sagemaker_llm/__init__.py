@@ -7,7 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .benchmarking import KneeRule
-    from .constructs import sizing
+    from .catalog.containers import ContainerFamily
+    from .catalog.instance_types import Accelerator, AcceleratorKind, InstanceType
+    from .catalog.model_specs import ModelSpec, Precision
+    from .catalog.prices import DEFAULT_PRICE_LIST, PriceList
     from .constructs.autoscaling import (
         ComponentScaling,
         PredefinedMetric,
@@ -24,22 +27,16 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .constructs.deployment import RollingDeployment
     from .constructs.endpoint import (
         Endpoint,
-        EndpointBase,
-        IEndpoint,
         InferenceComponentEndpoint,
         ProductionVariant,
         RoutingStrategy,
     )
-    from .constructs.images import ContainerFamily, ContainerImage
-    from .constructs.inference_component import (
-        IInferenceComponent,
-        InferenceComponent,
-        InferenceComponentBase,
-    )
-    from .constructs.instance_type import Accelerator, AcceleratorKind, InstanceType
+    from .constructs.endpoint_base import EndpointBase
+    from .constructs.images import ContainerImage
+    from .constructs.inference_component import InferenceComponent, InferenceComponentBase
+    from .constructs.interfaces import IEndpoint, IInferenceComponent
     from .constructs.model import Model
     from .constructs.model_source import ModelSource, ModelSourceKind
-    from .constructs.model_spec import ModelSpec, Precision
     from .constructs.optimization_job import (
         CompilationTarget,
         OptimizationJob,
@@ -47,7 +44,6 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
         QuantizationMethod,
         TechniqueKind,
     )
-    from .constructs.pricing import DEFAULT_PRICE_LIST, PriceList
     from .constructs.serving_options import (
         DataType,
         LmiBackend,
@@ -55,45 +51,46 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
         Quantization,
         TgiOptions,
     )
-    from .constructs.sizing import SizingReport
     from .constructs.speculative_decoding import DraftModelKind, SpeculativeDecoding
-    from .constructs.validation import ValidationError
+    from .errors import ValidationError
+    from .planning import sizing
+    from .planning.sizing import SizingReport
 
 _EXPORTS: dict[str, str] = {
-    "Accelerator": ".constructs.instance_type",
-    "AcceleratorKind": ".constructs.instance_type",
+    "Accelerator": ".catalog.instance_types",
+    "AcceleratorKind": ".catalog.instance_types",
     "BenchmarkGate": ".constructs.benchmark",
     "CompilationTarget": ".constructs.optimization_job",
     "ComponentScaling": ".constructs.autoscaling",
-    "ContainerFamily": ".constructs.images",
+    "ContainerFamily": ".catalog.containers",
     "ContainerImage": ".constructs.images",
-    "DEFAULT_PRICE_LIST": ".constructs.pricing",
+    "DEFAULT_PRICE_LIST": ".catalog.prices",
     "DataCapture": ".constructs.data_capture",
     "DataType": ".constructs.serving_options",
     "DraftModelKind": ".constructs.speculative_decoding",
     "Endpoint": ".constructs.endpoint",
-    "EndpointBase": ".constructs.endpoint",
+    "EndpointBase": ".constructs.endpoint_base",
     "EndpointBenchmark": ".constructs.benchmark",
     "HandlerPlacement": ".constructs.deploy_time",
-    "IEndpoint": ".constructs.endpoint",
-    "IInferenceComponent": ".constructs.inference_component",
+    "IEndpoint": ".constructs.interfaces",
+    "IInferenceComponent": ".constructs.interfaces",
     "InferenceComponent": ".constructs.inference_component",
     "InferenceComponentBase": ".constructs.inference_component",
     "InferenceComponentEndpoint": ".constructs.endpoint",
-    "InstanceType": ".constructs.instance_type",
+    "InstanceType": ".catalog.instance_types",
     "KneeRule": ".benchmarking",
     "LmiBackend": ".constructs.serving_options",
     "LmiOptions": ".constructs.serving_options",
     "Model": ".constructs.model",
     "ModelSource": ".constructs.model_source",
     "ModelSourceKind": ".constructs.model_source",
-    "ModelSpec": ".constructs.model_spec",
+    "ModelSpec": ".catalog.model_specs",
     "OptimizationJob": ".constructs.optimization_job",
     "OptimizationTechnique": ".constructs.optimization_job",
     "PayloadFormat": ".constructs.benchmark",
-    "Precision": ".constructs.model_spec",
+    "Precision": ".catalog.model_specs",
     "PredefinedMetric": ".constructs.autoscaling",
-    "PriceList": ".constructs.pricing",
+    "PriceList": ".catalog.prices",
     "ProductionVariant": ".constructs.endpoint",
     "Quantization": ".constructs.serving_options",
     "QuantizationMethod": ".constructs.optimization_job",
@@ -102,15 +99,15 @@ _EXPORTS: dict[str, str] = {
     "ScaleFromZeroPolicy": ".constructs.autoscaling",
     "ScalingPolicy": ".constructs.autoscaling",
     "ScalingPolicyKind": ".constructs.autoscaling",
-    "SizingReport": ".constructs.sizing",
+    "SizingReport": ".planning.sizing",
     "SpeculativeDecoding": ".constructs.speculative_decoding",
     "StepPolicy": ".constructs.autoscaling",
     "TargetTrackingPolicy": ".constructs.autoscaling",
     "TechniqueKind": ".constructs.optimization_job",
     "TgiOptions": ".constructs.serving_options",
-    "ValidationError": ".constructs.validation",
+    "ValidationError": ".errors",
     "VariantScaling": ".constructs.autoscaling",
-    "sizing": ".constructs.sizing",
+    "sizing": ".planning.sizing",
 }
 """Each public name and the module that defines it."""
 

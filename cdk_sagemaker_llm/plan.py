@@ -16,13 +16,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .constructs.images import ContainerImage
-from .constructs.instance_type import InstanceType
-from .constructs.model_spec import ModelSpec
-from .constructs.plan_metadata import IMAGE, MODEL_SPEC
-from .constructs.pricing import DEFAULT_PRICE_LIST, PriceList
-from .constructs.sizing import serving_facts, size
-from .constructs.validation import ValidationError
+from .catalog.containers import recognize_dlc_uri
+from .catalog.instance_types import InstanceType
+from .catalog.model_specs import ModelSpec
+from .catalog.prices import DEFAULT_PRICE_LIST, PriceList
+from .errors import ValidationError
+from .planning.sizing import serving_facts, size
+from .template_metadata import IMAGE, MODEL_SPEC
 
 COPY_COUNT_DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
 INSTANCE_COUNT_DIMENSION = "sagemaker:variant:DesiredInstanceCount"
@@ -345,14 +345,11 @@ def _image_plan(uri_value: Any, metadata: dict[str, Any], *, on_components: bool
     if isinstance(facts, dict):
         family, release = facts.get("family"), facts.get("release")
         eligible = bool(facts.get("containerCachingEligible"))
-    elif isinstance(uri_value, str):
-        try:
-            image = ContainerImage.from_uri(uri_value)
-        except ValidationError:
-            image = None
-        if image is not None:
-            family, release = image.family.value, image.release
-            eligible = image.container_caching_eligible
+    elif isinstance(uri_value, str) and (recognized := recognize_dlc_uri(uri_value)):
+        image_family, line, _, tag = recognized
+        family = image_family.value
+        release = line.release_of(tag) if line else None
+        eligible = line is not None and line.is_cached(tag)
     return ImagePlan(
         uri=uri,
         family=family,

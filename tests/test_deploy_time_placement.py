@@ -16,9 +16,9 @@ from conftest import assert_cfn_lint_clean, resources_of_type
 from test_endpoint_benchmark import component_stack
 
 from cdk_sagemaker_llm import ModelSource, ValidationError
+from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.constructs.benchmark import EndpointBenchmark
 from cdk_sagemaker_llm.constructs.deploy_time import HandlerPlacement
-from cdk_sagemaker_llm.constructs.instance_type import InstanceType
 from cdk_sagemaker_llm.constructs.optimization_job import (
     OptimizationJob,
     OptimizationTechnique,

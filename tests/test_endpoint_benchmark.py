@@ -14,6 +14,8 @@ from aws_cdk import aws_s3 as s3
 from conftest import assert_cfn_lint_clean, new_stack, resources_of_type
 
 from cdk_sagemaker_llm.benchmarking import KneeRule
+from cdk_sagemaker_llm.catalog.instance_types import InstanceType
+from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST
 from cdk_sagemaker_llm.constructs.autoscaling import ComponentScaling
 from cdk_sagemaker_llm.constructs.benchmark import (
     BenchmarkGate,
@@ -28,12 +30,10 @@ from cdk_sagemaker_llm.constructs.endpoint import (
 )
 from cdk_sagemaker_llm.constructs.images import ContainerImage
 from cdk_sagemaker_llm.constructs.inference_component import InferenceComponent
-from cdk_sagemaker_llm.constructs.instance_type import InstanceType
 from cdk_sagemaker_llm.constructs.model import Model
 from cdk_sagemaker_llm.constructs.model_source import ModelSource
-from cdk_sagemaker_llm.constructs.pricing import DEFAULT_PRICE_LIST
 from cdk_sagemaker_llm.constructs.serving_options import LmiOptions
-from cdk_sagemaker_llm.constructs.validation import ValidationError
+from cdk_sagemaker_llm.errors import ValidationError
 
 
 def component_stack(

@@ -29,7 +29,7 @@ from cdk_sagemaker_llm import (
     TgiOptions,
     ValidationError,
 )
-from cdk_sagemaker_llm.constructs.instance_type import CATALOG
+from cdk_sagemaker_llm.catalog.instance_types import CATALOG
 
 MAX_EXAMPLES = int(os.environ.get("HYPOTHESIS_MAX_EXAMPLES", "60"))
 OUTCOMES: Counter[str] = Counter()

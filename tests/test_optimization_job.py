@@ -15,10 +15,11 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
 from conftest import assert_cfn_lint_clean, new_stack, resources_of_type
 
+from cdk_sagemaker_llm.catalog.containers import ContainerFamily
+from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.constructs.endpoint import InferenceComponentEndpoint
-from cdk_sagemaker_llm.constructs.images import ContainerFamily, ContainerImage
+from cdk_sagemaker_llm.constructs.images import ContainerImage
 from cdk_sagemaker_llm.constructs.inference_component import InferenceComponent
-from cdk_sagemaker_llm.constructs.instance_type import InstanceType
 from cdk_sagemaker_llm.constructs.model import Model
 from cdk_sagemaker_llm.constructs.model_source import ModelSource
 from cdk_sagemaker_llm.constructs.optimization_job import (
@@ -28,7 +29,7 @@ from cdk_sagemaker_llm.constructs.optimization_job import (
     OptimizationTechnique,
     QuantizationMethod,
 )
-from cdk_sagemaker_llm.constructs.validation import ValidationError
+from cdk_sagemaker_llm.errors import ValidationError
 
 AWQ = OptimizationTechnique.quantization_of(QuantizationMethod.AWQ)
 

@@ -38,7 +38,7 @@ from test_optimization_job_handler import (
     properties,
 )
 
-from cdk_sagemaker_llm.constructs.instance_type import InstanceType
+from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.constructs.model_source import ModelSource
 from cdk_sagemaker_llm.constructs.optimization_job import (
     SIGNAL_MARGIN,

@@ -19,7 +19,7 @@ from aws_cdk.assertions import Template
 from conftest import new_stack
 from contracts import checked
 
-from cdk_sagemaker_llm.constructs.instance_type import InstanceType
+from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.constructs.model_source import ModelSource
 from cdk_sagemaker_llm.constructs.optimization_job import (
     OptimizationJob,

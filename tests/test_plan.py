@@ -12,6 +12,8 @@ from aws_cdk import Size
 from conftest import CDK_CONTEXT
 
 from app import build_app
+from cdk_sagemaker_llm.catalog.instance_types import InstanceType
+from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST
 from cdk_sagemaker_llm.cli import main
 from cdk_sagemaker_llm.constructs.autoscaling import ComponentScaling, VariantScaling
 from cdk_sagemaker_llm.constructs.endpoint import (
@@ -20,10 +22,8 @@ from cdk_sagemaker_llm.constructs.endpoint import (
     ProductionVariant,
 )
 from cdk_sagemaker_llm.constructs.images import ContainerImage
-from cdk_sagemaker_llm.constructs.instance_type import InstanceType
 from cdk_sagemaker_llm.constructs.model import Model
 from cdk_sagemaker_llm.constructs.model_source import ModelSource
-from cdk_sagemaker_llm.constructs.pricing import DEFAULT_PRICE_LIST
 from cdk_sagemaker_llm.constructs.serving_options import LmiOptions, TgiOptions
 from cdk_sagemaker_llm.plan import build_plan, render_json, render_markdown
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from cdk_sagemaker_llm.constructs.instance_type import A10G, A100_40GB, CATALOG, InstanceType
-from cdk_sagemaker_llm.constructs.model_spec import PRESETS, ModelSpec, Precision
-from cdk_sagemaker_llm.constructs.pricing import DEFAULT_PRICE_LIST, PriceList
-from cdk_sagemaker_llm.constructs.sizing import (
+from cdk_sagemaker_llm.catalog.instance_types import A10G, A100_40GB, CATALOG, InstanceType
+from cdk_sagemaker_llm.catalog.model_specs import PRESETS, ModelSpec, Precision
+from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST, PriceList
+from cdk_sagemaker_llm.errors import ValidationError
+from cdk_sagemaker_llm.planning.sizing import (
     GB,
     blended_price_per_million_tokens,
     copies_per_instance,
@@ -26,7 +27,6 @@ from cdk_sagemaker_llm.constructs.sizing import (
     weights_bytes,
     weights_memory_bytes,
 )
-from cdk_sagemaker_llm.constructs.validation import ValidationError
 
 
 def test_published_example_llama_2_7b_fp16_on_one_a10g_holds_a_batch_of_about_4() -> None:

@@ -8,23 +8,23 @@ from aws_cdk import Size
 from aws_cdk.assertions import Annotations, Match, Template
 from conftest import new_stack
 
+from cdk_sagemaker_llm.catalog.instance_types import InstanceType
+from cdk_sagemaker_llm.catalog.model_specs import ModelSpec
 from cdk_sagemaker_llm.constructs.endpoint import (
     Endpoint,
     InferenceComponentEndpoint,
     ProductionVariant,
 )
 from cdk_sagemaker_llm.constructs.images import ContainerImage
-from cdk_sagemaker_llm.constructs.instance_type import InstanceType
 from cdk_sagemaker_llm.constructs.model import Model
 from cdk_sagemaker_llm.constructs.model_source import ModelSource
-from cdk_sagemaker_llm.constructs.model_spec import ModelSpec
 from cdk_sagemaker_llm.constructs.plan_metadata import IMAGE, MODEL_SPEC
 from cdk_sagemaker_llm.constructs.serving_options import (
     LmiOptions,
     Quantization,
     TgiOptions,
 )
-from cdk_sagemaker_llm.constructs.validation import ValidationError
+from cdk_sagemaker_llm.errors import ValidationError
 
 
 def _model(

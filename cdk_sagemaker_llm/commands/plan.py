@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from ..constructs.validation import ValidationError
+from ..errors import ValidationError
 from ..plan import build_plan, render_json, render_markdown
 
 

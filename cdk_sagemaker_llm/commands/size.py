@@ -7,10 +7,10 @@ import json
 import sys
 from typing import Any
 
-from ..constructs.instance_type import InstanceType
-from ..constructs.model_spec import PRESETS, ModelSpec, Precision
-from ..constructs.sizing import size
-from ..constructs.validation import ValidationError
+from ..catalog.instance_types import InstanceType
+from ..catalog.model_specs import PRESETS, ModelSpec, Precision
+from ..errors import ValidationError
+from ..planning.sizing import size
 
 
 def register(subparsers: Any) -> None:

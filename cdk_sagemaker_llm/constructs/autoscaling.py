@@ -32,8 +32,8 @@ from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct, IValidation
 
-from .endpoint import Endpoint, IEndpoint, InferenceComponentEndpoint
-from .inference_component import IInferenceComponent
+from .endpoint_base import EndpointBase
+from .interfaces import IEndpoint, IInferenceComponent
 from .validation import ValidationError, check_range, is_unresolved
 
 SERVICE_NAMESPACE = "sagemaker"
@@ -781,15 +781,6 @@ class VariantScaling(_Scaling):
         :param min_instances: fewest instances; default 1 (variants cannot scale to zero).
         :param variant_name: the variant scaled; default the endpoint's first variant.
         """
-        if isinstance(endpoint, InferenceComponentEndpoint):
-            raise ValidationError(
-                "endpoint",
-                endpoint.node.path,
-                "an inference-component endpoint's instances follow its components (managed "
-                "instance scaling between min_instance_count and max_instance_count)",
-                "scale the components with ComponentScaling and set the instance bounds on the "
-                "InferenceComponentEndpoint",
-            )
         check_range(
             "min_instances",
             min_instances,
@@ -799,8 +790,8 @@ class VariantScaling(_Scaling):
         )
         variant = variant_name or endpoint.default_variant_name
         depends_on = None
-        if isinstance(endpoint, Endpoint):
-            _check_variant(endpoint, variant, min_instances, max_instances)
+        if isinstance(endpoint, EndpointBase):
+            endpoint.check_variant_scaling(variant, min_instances, max_instances)
             depends_on = _explicit_dependency(endpoint.endpoint_name, endpoint.resource)
         super().__init__(
             scope,
@@ -889,17 +880,7 @@ def _explicit_dependency(name: str, resource: object) -> CfnResource | None:
 def _check_endpoint_allows_zero(component: IInferenceComponent) -> bool:
     """Raise when the endpoint keeps instances; False when it cannot be checked (imported)."""
     endpoint = component.endpoint
-    if not isinstance(endpoint, InferenceComponentEndpoint):
-        return False
-    if endpoint.min_instance_count != 0:
-        raise ValidationError(
-            "min_copies",
-            0,
-            "scale to zero needs the endpoint's managed instance scaling to allow 0 instances, "
-            f"but {endpoint.node.path} has min_instance_count={endpoint.min_instance_count}",
-            "set min_instance_count=0 on the InferenceComponentEndpoint, or min_copies >= 1",
-        )
-    return True
+    return isinstance(endpoint, EndpointBase) and endpoint.check_scale_to_zero()
 
 
 def _check_component(component: IInferenceComponent, max_copies: int) -> None:
@@ -926,26 +907,4 @@ def _check_component(component: IInferenceComponent, max_copies: int) -> None:
             f"is below the component's copy_count ({copy_count}); the first scaling action "
             "would remove copies right after the deployment",
             f"raise max_copies to at least {copy_count} or lower the component's copy_count",
-        )
-
-
-def _check_variant(
-    endpoint: Endpoint, variant: str, min_instances: int, max_instances: int
-) -> None:
-    if variant not in endpoint.variant_names:
-        raise ValidationError(
-            "variant_name",
-            variant,
-            f"{endpoint.node.path} has no such variant (it has {endpoint.variant_names})",
-            "pass one of the endpoint's variant names",
-        )
-    initial = endpoint.variants[endpoint.variant_names.index(variant)].initial_instance_count
-    if is_unresolved(max_instances) or not isinstance(max_instances, int):
-        return
-    if initial > max_instances:
-        raise ValidationError(
-            "max_instances",
-            max_instances,
-            f"is below the variant's initial_instance_count ({initial})",
-            f"raise max_instances to at least {initial} or lower initial_instance_count",
         )

@@ -61,6 +61,7 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from ..benchmarking import KneeRule
+from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
 from .deploy_time import (
     CUSTOM_RESOURCE_TIMEOUT,
     HandlerAsset,
@@ -73,7 +74,6 @@ from .deploy_time import (
 from .endpoint import Endpoint, IEndpoint, InferenceComponentEndpoint
 from .inference_component import IInferenceComponent, InferenceComponent
 from .nag import acknowledge, acknowledge_wildcard_resources
-from .pricing import DEFAULT_PRICE_LIST, PriceList
 from .validation import ValidationError, check_range, is_unresolved
 
 HANDLER_ASSET = HandlerAsset(

@@ -5,34 +5,44 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
-from aws_cdk import Annotations, Arn, ArnFormat, Duration, Size, Stack
-from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import Annotations, Duration, Size
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from ..catalog.instance_types import InstanceType
 from .availability import require_inference_components
 from .data_capture import DataCapture
 from .deployment import RollingDeployment
+from .endpoint_base import (
+    DEFAULT_VARIANT_NAME,
+    INVOKE_ACTIONS,
+    EndpointBase,
+    import_endpoint_by_arn,
+    import_endpoint_by_name,
+)
 from .execution_role import create_execution_role, depend_on_role_policy
-from .instance_type import InstanceType
+from .inference_component import InferenceComponent
+from .interfaces import IEndpoint
 from .model import Model
 from .networking import place_in_vpc
-from .validation import ValidationError, check_range, check_sagemaker_name
+from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
 
 if TYPE_CHECKING:  # annotations only: importing these costs synth time
     from aws_cdk import aws_ec2 as ec2
     from aws_cdk import aws_kms as kms
 
-if TYPE_CHECKING:
-    from .inference_component import InferenceComponent
-
-INVOKE_ACTIONS = ["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"]
-"""What invoking a model takes: plain and streaming invocations."""
-
-DEFAULT_VARIANT_NAME = "AllTraffic"
+__all__ = [
+    "INVOKE_ACTIONS",
+    "Endpoint",
+    "EndpointBase",
+    "IEndpoint",
+    "InferenceComponentEndpoint",
+    "ProductionVariant",
+    "RoutingStrategy",
+]
 
 
 class RoutingStrategy(Enum):
@@ -40,129 +50,6 @@ class RoutingStrategy(Enum):
 
     LEAST_OUTSTANDING_REQUESTS = "LEAST_OUTSTANDING_REQUESTS"
     RANDOM = "RANDOM"
-
-
-@runtime_checkable
-class IEndpoint(Protocol):
-    """An endpoint, created here or imported: what other constructs consume."""
-
-    @property
-    def endpoint_name(self) -> str: ...
-    @property
-    def endpoint_arn(self) -> str: ...
-    @property
-    def default_variant_name(self) -> str: ...
-
-    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant: ...
-    def metric(
-        self,
-        metric_name: str,
-        *,
-        variant_name: str | None = None,
-        namespace: str = "AWS/SageMaker",
-        statistic: str = "Sum",
-        period: Duration = Duration.minutes(1),
-    ) -> cloudwatch.Metric: ...
-
-
-class EndpointBase(Construct):
-    """What every endpoint offers: invoke grants and CloudWatch metrics."""
-
-    endpoint_name: str
-    endpoint_arn: str
-    default_variant_name: str = DEFAULT_VARIANT_NAME
-
-    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Allow ``grantee`` to invoke this endpoint, streaming included."""
-        return iam.Grant.add_to_principal(
-            grantee=grantee, actions=INVOKE_ACTIONS, resource_arns=[self.endpoint_arn]
-        )
-
-    def metric(
-        self,
-        metric_name: str,
-        *,
-        variant_name: str | None = None,
-        namespace: str = "AWS/SageMaker",
-        statistic: str = "Sum",
-        period: Duration = Duration.minutes(1),
-    ) -> cloudwatch.Metric:
-        """Any metric of one production variant of this endpoint."""
-        return cloudwatch.Metric(
-            namespace=namespace,
-            metric_name=metric_name,
-            dimensions_map={
-                "EndpointName": self.endpoint_name,
-                "VariantName": variant_name or self.default_variant_name,
-            },
-            statistic=statistic,
-            period=period,
-        )
-
-    def metric_invocations(self, *, variant_name: str | None = None) -> cloudwatch.Metric:
-        """Requests sent to the variant (Sum per minute)."""
-        return self.metric("Invocations", variant_name=variant_name)
-
-    def metric_model_latency(self, *, variant_name: str | None = None) -> cloudwatch.Metric:
-        """Time the container took to answer, in microseconds (p90 per minute)."""
-        return self.metric("ModelLatency", variant_name=variant_name, statistic="p90")
-
-    def metric_invocation_errors(
-        self, *, variant_name: str | None = None, status_class: str = "5XX"
-    ) -> cloudwatch.Metric:
-        """Requests that failed with a ``4XX`` or ``5XX`` status (Sum per minute)."""
-        if status_class not in ("4XX", "5XX"):
-            raise ValidationError(
-                "status_class", status_class, "must be 4XX or 5XX", 'pass "4XX" or "5XX"'
-            )
-        return self.metric(f"Invocation{status_class}Errors", variant_name=variant_name)
-
-    def metric_concurrent_requests(self, *, variant_name: str | None = None) -> cloudwatch.Metric:
-        """In-flight requests per model copy, streaming included (high resolution, 10 s)."""
-        return self.metric(
-            "ConcurrentRequestsPerModel",
-            variant_name=variant_name,
-            statistic="Maximum",
-            period=Duration.seconds(10),
-        )
-
-    def metric_gpu_utilization(self, *, variant_name: str | None = None) -> cloudwatch.Metric:
-        """GPU utilization of the variant's instances, percent summed over GPUs (Average)."""
-        return self.metric(
-            "GPUUtilization",
-            variant_name=variant_name,
-            namespace="/aws/sagemaker/Endpoints",
-            statistic="Average",
-        )
-
-
-class _ImportedEndpoint(EndpointBase):
-    def __init__(self, scope: Construct, id: str, *, name: str, arn: str) -> None:
-        super().__init__(scope, id)
-        self.endpoint_name = name
-        self.endpoint_arn = arn
-
-
-def import_endpoint_by_name(scope: Construct, id: str, endpoint_name: str) -> EndpointBase:
-    """An existing endpoint by name."""
-    check_sagemaker_name("endpoint_name", endpoint_name)
-    arn = Stack.of(scope).format_arn(
-        service="sagemaker", resource="endpoint", resource_name=endpoint_name.lower()
-    )
-    return _ImportedEndpoint(scope, id, name=endpoint_name, arn=arn)
-
-
-def import_endpoint_by_arn(scope: Construct, id: str, endpoint_arn: str) -> EndpointBase:
-    """An existing endpoint by ARN."""
-    name = Arn.split(endpoint_arn, ArnFormat.SLASH_RESOURCE_NAME).resource_name
-    if name is None:
-        raise ValidationError(
-            "endpoint_arn",
-            endpoint_arn,
-            "not an endpoint ARN",
-            "pass arn:<partition>:sagemaker:<region>:<account>:endpoint/<name>",
-        )
-    return _ImportedEndpoint(scope, id, name=name, arn=endpoint_arn)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -344,6 +231,29 @@ class Endpoint(EndpointBase):
         self.endpoint_name = self.resource.attr_endpoint_name
         self.endpoint_arn = self.resource.ref
 
+    def check_variant_scaling(
+        self, variant_name: str, min_instances: int, max_instances: int
+    ) -> None:
+        """Raise ValidationError when the variant does not exist or its initial instance count
+        lies above ``max_instances``."""
+        if variant_name not in self.variant_names:
+            raise ValidationError(
+                "variant_name",
+                variant_name,
+                f"{self.node.path} has no such variant (it has {self.variant_names})",
+                "pass one of the endpoint's variant names",
+            )
+        initial = self.variants[self.variant_names.index(variant_name)].initial_instance_count
+        if is_unresolved(max_instances) or not isinstance(max_instances, int):
+            return
+        if initial > max_instances:
+            raise ValidationError(
+                "max_instances",
+                max_instances,
+                f"is below the variant's initial_instance_count ({initial})",
+                f"raise max_instances to at least {initial} or lower initial_instance_count",
+            )
+
 
 class InferenceComponentEndpoint(EndpointBase):
     """An endpoint that hosts inference components on shared instances.
@@ -500,9 +410,32 @@ class InferenceComponentEndpoint(EndpointBase):
 
     def add_inference_component(self, id: str, **props: Any) -> InferenceComponent:
         """Add a component to this endpoint; ``props`` are ``InferenceComponent``'s."""
-        from .inference_component import InferenceComponent
-
         return InferenceComponent(self, id, endpoint=self, **props)
+
+    def check_variant_scaling(
+        self, variant_name: str, min_instances: int, max_instances: int
+    ) -> None:
+        """Always raises: this endpoint's instances follow its components' copies."""
+        raise ValidationError(
+            "endpoint",
+            self.node.path,
+            "an inference-component endpoint's instances follow its components (managed "
+            "instance scaling between min_instance_count and max_instance_count)",
+            "scale the components with ComponentScaling and set the instance bounds on the "
+            "InferenceComponentEndpoint",
+        )
+
+    def check_scale_to_zero(self) -> bool:
+        """Raise ValidationError unless managed instance scaling may release every instance."""
+        if self.min_instance_count != 0:
+            raise ValidationError(
+                "min_copies",
+                0,
+                "scale to zero needs the endpoint's managed instance scaling to allow 0 "
+                f"instances, but {self.node.path} has min_instance_count={self.min_instance_count}",
+                "set min_instance_count=0 on the InferenceComponentEndpoint, or min_copies >= 1",
+            )
+        return True
 
 
 def _routing(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING
 
 from aws_cdk import Duration, Names, Size, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -11,44 +11,26 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from ..catalog.instance_types import InstanceType
+from ..catalog.model_specs import ModelSpec
+from .autoscaling import ComponentScaling
 from .deployment import RollingDeployment
-from .endpoint import INVOKE_ACTIONS, IEndpoint, InferenceComponentEndpoint, import_endpoint_by_name
+from .endpoint_base import INVOKE_ACTIONS, import_endpoint_by_name
+from .fit_check import check_fit
 from .images import ContainerImage
-from .instance_type import InstanceType
+from .interfaces import IEndpoint, IInferenceComponent
 from .model import Model, check_image_on_instance, merge_environment
 from .model_source import ModelSource, ModelSourceKind
-from .model_spec import ModelSpec
 from .plan_metadata import add_plan_metadata
 from .serving_options import ServingOptions
-from .sizing import check_fit
 from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
 
-if TYPE_CHECKING:
-    from .autoscaling import ComponentScaling
+if TYPE_CHECKING:  # the endpoint module builds on this one (add_inference_component)
+    from .endpoint import InferenceComponentEndpoint
+
+__all__ = ["IInferenceComponent", "InferenceComponent", "InferenceComponentBase"]
 
 MIN_MEMORY_MIB = 128
-
-
-@runtime_checkable
-class IInferenceComponent(Protocol):
-    """A component, created here or imported: what scaling policies and benchmarks consume."""
-
-    @property
-    def inference_component_name(self) -> str: ...
-    @property
-    def inference_component_arn(self) -> str: ...
-    @property
-    def endpoint(self) -> IEndpoint: ...
-
-    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant: ...
-    def metric(
-        self,
-        metric_name: str,
-        *,
-        namespace: str = "AWS/SageMaker",
-        statistic: str = "Sum",
-        period: Duration = Duration.minutes(1),
-    ) -> cloudwatch.Metric: ...
 
 
 class InferenceComponentBase(Construct):
@@ -119,8 +101,6 @@ class InferenceComponentBase(Construct):
 
     def auto_scale_copies(self, *, max_copies: int, min_copies: int = 1) -> ComponentScaling:
         """Scale this component's copies; add policies to the result (see ``ComponentScaling``)."""
-        from .autoscaling import ComponentScaling
-
         return ComponentScaling(
             self, "CopyScaling", component=self, min_copies=min_copies, max_copies=max_copies
         )

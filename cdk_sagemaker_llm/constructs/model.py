@@ -9,15 +9,15 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from ..catalog.instance_types import InstanceType
+from ..catalog.model_specs import ModelSpec
 from .execution_role import create_execution_role, depend_on_role_policy
+from .fit_check import check_fit
 from .images import ContainerImage
-from .instance_type import InstanceType
 from .model_source import ModelSource
-from .model_spec import ModelSpec
 from .networking import place_in_vpc
 from .plan_metadata import add_plan_metadata
 from .serving_options import ServingOptions
-from .sizing import check_fit
 from .speculative_decoding import SpeculativeDecoding
 from .validation import ValidationError, check_sagemaker_name
 

@@ -73,6 +73,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from ..catalog.instance_types import InstanceType
 from .deploy_time import (
     CUSTOM_RESOURCE_TIMEOUT,
     HandlerAsset,
@@ -85,7 +86,6 @@ from .deploy_time import (
 from .execution_role import depend_on_role_policy
 from .images import ContainerFamily, ContainerImage
 from .images import _grant_pull as grant_pull
-from .instance_type import InstanceType
 from .model import Model, merge_environment
 from .model_source import BoundModelSource, ModelSource, ModelSourceKind
 from .nag import acknowledge_wildcard_resources

@@ -12,13 +12,9 @@ from typing import Any
 
 from aws_cdk import CfnResource
 
+from ..catalog.model_specs import ModelSpec
+from ..template_metadata import IMAGE, MODEL_SPEC
 from .images import ContainerImage
-from .model_spec import ModelSpec
-
-MODEL_SPEC = "cdk-sagemaker-llm:model-spec"
-"""Metadata key: the model's architecture (``ModelSpec.to_metadata()``)."""
-IMAGE = "cdk-sagemaker-llm:image"
-"""Metadata key: the serving image's family, release and container-caching eligibility."""
 
 
 def image_metadata(image: ContainerImage) -> dict[str, Any]:

@@ -7,19 +7,9 @@ from typing import Any
 
 from aws_cdk import Token
 
+from ..errors import ValidationError
 
-class ValidationError(ValueError):
-    """A construct property is invalid; raised at synth time, before anything is deployed.
-
-    The message always has three parts: which property, which value, and how to fix it.
-    """
-
-    def __init__(self, prop: str, value: Any, problem: str, fix: str) -> None:
-        self.prop = prop
-        self.value = value
-        self.problem = problem
-        self.fix = fix
-        super().__init__(f"{prop}={value!r}: {problem}. Fix: {fix}")
+__all__ = ["ValidationError", "check_range", "check_sagemaker_name", "is_unresolved"]
 
 
 def is_unresolved(value: Any) -> bool:

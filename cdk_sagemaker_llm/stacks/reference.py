@@ -11,16 +11,16 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from ..benchmarking import KneeRule
+from ..catalog.instance_types import InstanceType
+from ..catalog.model_specs import ModelSpec
 from ..constructs.autoscaling import ComponentScaling
 from ..constructs.benchmark import BenchmarkGate, EndpointBenchmark, PayloadFormat
 from ..constructs.deployment import RollingDeployment
 from ..constructs.endpoint import InferenceComponentEndpoint, RoutingStrategy
 from ..constructs.images import ContainerImage
 from ..constructs.inference_component import InferenceComponent
-from ..constructs.instance_type import InstanceType
 from ..constructs.model import Model
 from ..constructs.model_source import ModelSource
-from ..constructs.model_spec import ModelSpec
 from ..constructs.nag import acknowledge
 from ..constructs.optimization_job import (
     OptimizationJob,

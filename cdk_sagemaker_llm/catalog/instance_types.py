@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import ClassVar
 
-from .validation import ValidationError
+from ..errors import ValidationError
 
 
 class AcceleratorKind(Enum):

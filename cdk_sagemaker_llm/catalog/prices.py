@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from .instance_type import InstanceType
-from .validation import ValidationError
+from ..errors import ValidationError
+from .instance_types import InstanceType
 
 
 @dataclass(frozen=True)

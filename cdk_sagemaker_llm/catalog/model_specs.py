@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, ClassVar
 
-from .validation import ValidationError
+from ..errors import ValidationError
 
 
 class Precision(Enum):

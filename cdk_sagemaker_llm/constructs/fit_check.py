@@ -1,0 +1,96 @@
+"""The synth-time fit check: does a model's copy fit on the accelerators it is given?
+
+The arithmetic is ``planning.sizing``'s; this module turns its verdict into a synth error (the
+model does not fit) or a warning (a configured concurrency the KV cache cannot hold).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from aws_cdk import Annotations
+from constructs import Construct
+
+from ..catalog.instance_types import InstanceType
+from ..catalog.model_specs import ModelSpec
+from ..planning.sizing import GB, SizingReport, serving_facts, size
+from .validation import ValidationError
+
+
+def check_fit(
+    scope: Construct,
+    *,
+    spec: ModelSpec | None,
+    environment: Mapping[str, Any],
+    instance_type: InstanceType,
+    accelerators: int | None,
+    prop: str,
+) -> SizingReport | None:
+    """The synth-time fit check of a model placed on ``accelerators`` of ``instance_type``.
+
+    Raises ValidationError when weights + overhead + one sequence's KV cache exceed the
+    accelerators' usable memory at the copy's tensor-parallel degree; warns when a configured
+    max concurrency exceeds the sequences the KV cache holds; notes (info) when the check is
+    skipped because the model spec or the hardware is unknown.
+    """
+    if spec is None:
+        Annotations.of(scope).add_info(
+            "Sizing skipped: the model's architecture is unknown. Pass spec=ModelSpec.preset(...) "
+            "or ModelSpec.custom(...) to check at synth time that it fits."
+        )
+        return None
+    if instance_type.accelerator is None or not instance_type.is_known:
+        Annotations.of(scope).add_info(
+            f"Sizing skipped: the catalog has no accelerator facts for {instance_type.name}."
+        )
+        return None
+    facts = serving_facts(environment)
+    degree = facts.tensor_parallel_degree or accelerators or instance_type.accelerator_count
+    degree = min(degree, instance_type.accelerator_count)
+    report = size(
+        spec,
+        instance_type,
+        tensor_parallel_degree=degree,
+        precision=facts.precision,
+        max_total_tokens=facts.max_total_tokens,
+    )
+    if not report.fits:
+        fixes = []
+        if report.recommended_tensor_parallel_degree is not None:
+            fixes.append(
+                f"shard over more accelerators (tensor-parallel degree "
+                f"{report.recommended_tensor_parallel_degree} fits on {instance_type.name})"
+            )
+        else:
+            fixes.append("use an instance type with more or larger accelerators")
+        fixes.append("use a larger instance type")
+        if facts.precision.bytes_per_parameter > 0.5:
+            fixes.append("quantize the weights (fp8/int8, or int4 AWQ)")
+        if report.max_total_tokens > 1024:
+            fixes.append("or lower the max total tokens per sequence")
+        raise ValidationError(
+            prop,
+            instance_type.name,
+            f"{spec.name} ({facts.precision.value}) does not fit on {degree} x "
+            f"{instance_type.accelerator.name}: weights {report.weights_bytes / GB:.1f} GB + "
+            f"overhead {report.overhead_bytes / GB:.1f} GB + KV cache of one "
+            f"{report.max_total_tokens}-token sequence "
+            f"{report.kv_cache_bytes_per_sequence / GB:.2f} GB = "
+            f"{report.needed_bytes / GB:.1f} GB, above the {report.usable_memory_bytes / GB:.1f} "
+            "GB usable",
+            "; ".join(fixes),
+        )
+    if (
+        facts.max_concurrency is not None
+        and facts.max_concurrency > report.max_concurrent_sequences
+    ):
+        Annotations.of(scope).add_warning_v2(
+            "cdk-sagemaker-llm:kv-cache-concurrency",
+            f"{prop}: max concurrency {facts.max_concurrency} exceeds what the KV cache holds: "
+            f"{report.max_concurrent_sequences} sequences of {report.max_total_tokens} tokens "
+            f"({spec.name}, {facts.precision.value}, {degree} x {instance_type.accelerator.name}). "
+            "Requests beyond that queue or are preempted; lower the max concurrency or the max "
+            "total tokens, or add accelerators.",
+        )
+    return report
