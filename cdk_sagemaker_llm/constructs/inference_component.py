@@ -181,6 +181,9 @@ class InferenceComponent(InferenceComponentBase):
             )
         if deployment is not None:
             deployment.validate("deployment")
+            deployment.check_batch_size("deployment", copy_count, "copy count", "copy_count")
+        self.deployment = deployment
+        """The rolling deployment of later changes, if any."""
         self.endpoint = endpoint
         self.model = model
         """The model served, when given as a Model."""
@@ -299,6 +302,9 @@ class InferenceComponent(InferenceComponentBase):
             deployment_config=deployment.for_component() if deployment else None,
         )
         endpoint.components.append(self)
+        if deployment is not None:
+            # Guardrails read the rollback alarms with the execution role(s).
+            deployment.grant_alarm_reads([endpoint.role, *([model.role] if model else [])])
         if model is None and self.image is not None:
             spec = ModelSpec.from_hugging_face_id(artifact.model_id if artifact else None)
             add_plan_metadata(self.resource, image=self.image, spec=spec)
