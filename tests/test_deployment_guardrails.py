@@ -87,20 +87,20 @@ def test_an_endpoints_batch_is_5_to_50_percent_of_each_variants_instances() -> N
 
 
 @pytest.mark.parametrize(
-    ("deployment", "prop"),
+    ("rollback", "prop"),
     [
-        (RollingDeployment(batch_size=1, rollback_batch_percent=0), "rollback_batch_percent"),
-        (RollingDeployment(batch_size=1, rollback_batch_percent=101), "rollback_batch_percent"),
-        (RollingDeployment(batch_size=1, rollback_batch_size=0), "rollback_batch_size"),
+        ({"rollback_batch_percent": 0}, "rollback_batch_percent"),
+        ({"rollback_batch_percent": 101}, "rollback_batch_percent"),
+        ({"rollback_batch_size": 0}, "rollback_batch_size"),
         (
-            RollingDeployment(batch_size=1, rollback_batch_size=1, rollback_batch_percent=10),
+            {"rollback_batch_size": 1, "rollback_batch_percent": 10},
             "rollback_batch_percent/rollback_batch_size",
         ),
     ],
 )
-def test_rollback_batch_ranges(deployment: RollingDeployment, prop: str) -> None:
+def test_rollback_batch_ranges(rollback: dict[str, int], prop: str) -> None:
     with pytest.raises(ValidationError, match=f"deployment.{prop}="):
-        component(new_stack(), 2, deployment)
+        component(new_stack(), 2, RollingDeployment(batch_size=1, **rollback))
 
 
 def test_the_rollback_batch_is_rendered() -> None:
