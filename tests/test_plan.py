@@ -152,7 +152,9 @@ def test_plan_of_the_reference_app(reference_assembly: Path) -> None:
     assert markdown.startswith("## cdk-sagemaker-llm plan")
     for expected in (
         "#### Endpoint `EndpointEEF1FD8F` (inference components)",
-        "| Cost per hour | $7.09 at min, $14.18 at max |",
+        "| Cost per hour | $7.09 at min, $14.18 at max (us-east-1 on-demand USD, as of "
+        f"{DEFAULT_PRICE_LIST.as_of}; resources in {stack.region}, where prices differ: pass "
+        "that region's prices) |",
         "ml.g5.12xlarge (4 x NVIDIA A10G)<br>instances: initial 1, min 1, max 2",
         "| Container caching | eligible (lmi 0.31.0); applies: inference-component endpoint |",
         "| Copies per instance | 4 |",
@@ -240,6 +242,32 @@ def test_plan_command_formats_and_errors(
     assert "## cdk-sagemaker-llm plan" in capsys.readouterr().out
     assert main(["plan", str(tmp_path / "missing")]) == 2
     assert "cdk synth" in capsys.readouterr().err
+
+
+def test_costs_say_whose_prices_they_are_and_take_the_users_prices_and_discount(
+    reference_assembly: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (stack,) = build_plan(reference_assembly).stacks
+    assert stack.region and stack.region != "us-east-1"
+    assert all(f"resources in {stack.region}" in e.price_basis for e in stack.endpoints)
+    arguments = ["plan", str(reference_assembly), "--format", "json"]
+    assert main([*arguments, "--price", "ml.g5.12xlarge=10", "--price-region", stack.region,
+                 "--discount", "0.3"]) == 0  # fmt: skip
+    data: dict[str, Any] = json.loads(capsys.readouterr().out)
+    endpoint = next(
+        e for e in data["stacks"][0]["endpoints"] if e["logical_id"].startswith("Endpoint")
+    )
+    assert endpoint["cost_per_hour_min"] == pytest.approx(7.0)  # 10 x (1 - 0.3)
+    assert (
+        endpoint["price_basis"] == f"{stack.region} on-demand USD, as of given, less 30% discount"
+    )
+    assert "given on the command line" in data["prices"]
+    # Another region's list holds only the given prices: the others are unknown, not us-east-1's.
+    assert main([*arguments, "--price-region", stack.region]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {e["cost_per_hour_min"] for e in data["stacks"][0]["endpoints"]} == {None}
+    assert main([*arguments, "--discount", "1.5"]) == 2
+    assert "discount" in capsys.readouterr().err
 
 
 def test_plan_without_manifest_reads_templates_and_ignores_unknown_resources(
