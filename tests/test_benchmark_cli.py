@@ -10,6 +10,7 @@ import pytest
 
 from cdk_sagemaker_llm.benchmarking import percentile
 from cdk_sagemaker_llm.benchmarking.simulator import Simulator, SimulatorConfig, TruthRecord
+from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST
 from cdk_sagemaker_llm.cli import main
 
 
@@ -120,3 +121,30 @@ def test_without_stream_no_body_asks_to_stream(tmp_path: Path, fmt: str) -> None
         assert main(arguments) == 0
         truth = sim.truth()
     assert len(truth) == 5 and {(r.stream, r.streamed) for r in truth} == {(False, False)}
+
+
+def test_costs_carry_their_price_basis_and_discount(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "results.json"
+    with Simulator(SimulatorConfig(step_base_s=0.001)) as sim:
+        common = [
+            "benchmark", "--endpoint-name", "ep", "--region", "us-west-2",
+            "--endpoint-url", sim.endpoint_url, "--concurrency", "1", "--input-tokens", "4",
+            "--output-tokens", "3", "--requests-per-level", "2", "--out", str(out),
+        ]  # fmt: skip
+        assert main([*common, "--instance-type", "ml.g5.12xlarge", "--instance-count", "2",
+                     "--discount", "0.25"]) == 0  # fmt: skip
+        cost = json.loads(out.read_text())["cost"]
+        assert cost["price_per_hour"] == pytest.approx(
+            2 * DEFAULT_PRICE_LIST.prices["ml.g5.12xlarge"]
+        )
+        assert cost["effective_price_per_hour"] == pytest.approx(0.75 * cost["price_per_hour"])
+        assert cost["price_basis"].startswith("us-east-1 on-demand USD")
+        assert "resources in us-west-2, where prices differ" in cost["price_basis"]
+        assert main(["report", str(out)]) == 0
+        assert "less 25%; us-east-1 on-demand" in capsys.readouterr().out
+        assert main([*common, "--price-per-hour", "9", "--price-basis", "us-west-2 on-demand"]) == 0
+        cost = json.loads(out.read_text())["cost"]
+        assert (cost["price_basis"], cost["discount"]) == ("us-west-2 on-demand", 0.0)
+        assert main([*common, "--price-per-hour", "9", "--discount", "1"]) == 2

@@ -10,6 +10,7 @@ from typing import Any
 from ..benchmarking.engine import KneeRule, sweep
 from ..benchmarking.invokers import AsyncInvoker, BotoInvoker, Invoker
 from ..benchmarking.payload import FORMATS, PayloadSpec
+from ..catalog.prices import DEFAULT_PRICE_LIST, check_discount
 
 
 def _concurrency_list(text: str) -> list[int]:
@@ -71,7 +72,18 @@ def register(subparsers: Any) -> None:
         default=0.10,
         help="knee rule: throughput gain per doubling of concurrency; default 0.10",
     )
-    parser.add_argument("--price-per-hour", type=float, help="instance price, for cost per 1M")
+    parser.add_argument(
+        "--price-per-hour", type=float, help="your price per hour of what is measured, for cost"
+    )
+    parser.add_argument("--price-basis", help="what --price-per-hour is; default 'given'")
+    parser.add_argument(
+        "--instance-type",
+        help="without --price-per-hour: price from the library's us-east-1 on-demand list",
+    )
+    parser.add_argument("--instance-count", type=int, default=1, help="with --instance-type")
+    parser.add_argument(
+        "--discount", type=float, default=0.0, help="savings-plan discount, e.g. 0.3 for 30 %%"
+    )
     parser.add_argument(
         "--client",
         choices=("async", "threads"),
@@ -99,6 +111,17 @@ def _invoker(args: argparse.Namespace) -> Invoker:
     )
 
 
+def _price(args: argparse.Namespace, region: str | None) -> tuple[float | None, str | None]:
+    """The price per hour and its basis: given, or from the default list (region-marked)."""
+    check_discount("--discount", args.discount)
+    if args.price_per_hour is not None or not args.instance_type:
+        return args.price_per_hour, args.price_basis or "given"
+    hourly = DEFAULT_PRICE_LIST.price_per_hour(args.instance_type)
+    if hourly is None:
+        raise ValueError(f"no price for {args.instance_type}: pass --price-per-hour")
+    return hourly * args.instance_count, DEFAULT_PRICE_LIST.basis(region)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the sweep, write ``--out``; exit 0, or 2 on bad input."""
     try:
@@ -110,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
             prompts=args.prompts,
         )
         invoker = _invoker(args)
+        price, basis = _price(args, getattr(invoker, "region", args.region))
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -135,7 +159,9 @@ def run(args: argparse.Namespace) -> int:
                 min_gain_per_doubling=args.min_gain_per_doubling,
                 slo_ms_per_token=args.latency_slo_ms_per_token,
             ),
-            price_per_hour=args.price_per_hour,
+            price_per_hour=price,
+            price_basis=basis if price is not None else None,
+            discount=args.discount,
             target={key: value for key, value in target.items() if value is not None},
             keep_samples=args.keep_samples,
             progress=progress,
