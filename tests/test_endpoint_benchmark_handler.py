@@ -197,7 +197,9 @@ def test_errors_are_counted_by_kind_across_the_worker_and_the_aggregation() -> N
 
 def test_the_sweep_finds_the_knee_where_the_simulator_saturates() -> None:
     config = SimulatorConfig(max_batch=4, step_base_s=0.002, step_per_sequence_s=0.0002)
-    run = run_config(OutputTokens=40, RequestsPerLevel=12, PricePerHour=3.6)
+    run = run_config(
+        OutputTokens=40, RequestsPerLevel=12, PricePerHour=3.6, PriceSource="us-west-2 contract"
+    )
     s3 = checked(FakeS3(), "s3")
     signals: list[tuple[str, dict[str, Any]]] = []
     state: dict[str, Any] = {"Run": run, "Levels": [], "Done": False}
@@ -225,6 +227,7 @@ def test_the_sweep_finds_the_knee_where_the_simulator_saturates() -> None:
     assert figures["KneeConcurrency"] == 4 and figures["KneeFound"] is True
     assert figures["ResultsS3Uri"] == f"s3://results/{run['Prefix']}results.json"
     assert results["cost"]["price_per_hour"] == 3.6
+    assert results["cost"]["price_basis"] == "us-west-2 contract"  # stated with every cost
     assert s3.objects[("results", f"{run['Prefix']}chart.svg")].startswith(b"<svg")
 
 

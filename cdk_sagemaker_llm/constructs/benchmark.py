@@ -61,7 +61,7 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from ..benchmarking import KneeRule
-from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
+from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList, check_discount
 from .deploy_time import (
     CUSTOM_RESOURCE_TIMEOUT,
     HandlerAsset,
@@ -184,6 +184,7 @@ class EndpointBenchmark(Construct):
         gate: BenchmarkGate | None = None,
         price_per_hour: float | None = None,
         price_list: PriceList = DEFAULT_PRICE_LIST,
+        discount: float = 0.0,
         copies: int | None = None,
         worker_capacity: int = 256,
         results_bucket: s3.IBucket | None = None,
@@ -212,7 +213,10 @@ class EndpointBenchmark(Construct):
         :param price_per_hour: USD per hour of what is measured, for the cost per 1M tokens;
             default derived from ``price_list`` when the instance type is known (a component:
             its share of the instance's accelerators x copies), else none.
-        :param price_list: prices used to derive ``price_per_hour``; default the library's.
+        :param price_list: prices used to derive ``price_per_hour``; default the library's
+            (us-east-1 on-demand: the results say so, and when the stack runs elsewhere).
+        :param discount: savings-plan discount (0 to below 1) off ``price_per_hour`` or the
+            list's prices (replacing the list's own discount); default none.
         :param copies: copies serving the load while the sweep runs, for the per-copy knee;
             default the component's ``copy_count`` (1 for an endpoint or imported component).
         :param worker_capacity: concurrent requests one worker Lambda keeps in flight (1-1024);
@@ -308,13 +312,17 @@ class EndpointBenchmark(Construct):
         )
         self.copies = _copies(copies, inference_component)
         """Copies serving the load during the sweep (divides the knee for the per-copy knee)."""
+        check_discount("discount", discount)
         price: float | None = price_per_hour
         if price_per_hour is not None:
             check_range("price_per_hour", price_per_hour, minimum=0)
-            price_source = "given"
+            price = price_per_hour * (1 - discount)
+            price_source = f"given{f', less {discount:.0%} discount' if discount else ''}"
         else:
+            listed = price_list.with_discount(discount) if discount else price_list
+            region = None if is_unresolved(stack.region) else stack.region
             price, price_source = _derive_price(
-                endpoint, inference_component, self.copies, price_list
+                endpoint, inference_component, self.copies, listed, region
             )
         self.price_per_hour = price
         """USD per hour of what is measured, or None when unknown."""
@@ -722,9 +730,11 @@ def _derive_price(
     component: IInferenceComponent | None,
     copies: int,
     prices: PriceList,
+    region: str | None,
 ) -> tuple[float | None, str]:
-    """Price per hour of what is measured, from the price list, when the types are known."""
-    where = f"{prices.describe()}"
+    """Price per hour of what is measured, from the price list, when the types are known;
+    the source states the list's basis (and the stack's region when it differs)."""
+    where = prices.basis(region)
     if isinstance(component, InferenceComponent) and isinstance(
         endpoint, InferenceComponentEndpoint
     ):

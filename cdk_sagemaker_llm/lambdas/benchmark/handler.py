@@ -915,6 +915,7 @@ def build_result(
         target=target,
         slo_ms_per_token=rule.slo_ms_per_token,
         price_per_hour=run["PricePerHour"],
+        price_basis=run["PriceSource"] or None,
         started_at=run["StartedAt"],
         finished_at=now,
     )
