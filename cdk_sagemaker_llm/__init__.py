@@ -6,11 +6,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
-    from .benchmarking import KneeRule
+    from .benchmarking import KneeRule, Slo
     from .catalog.containers import ContainerFamily
     from .catalog.instance_types import Accelerator, AcceleratorKind, InstanceType
     from .catalog.model_specs import ModelSpec, Precision
     from .catalog.prices import DEFAULT_PRICE_LIST, PriceList
+    from .constructs.async_inference import (
+        AsyncInference,
+        AsyncScaling,
+        BacklogScaleFromZeroPolicy,
+        BacklogTrackingPolicy,
+    )
     from .constructs.autoscaling import (
         ComponentScaling,
         PredefinedMetric,
@@ -21,7 +27,20 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
         TargetTrackingPolicy,
         VariantScaling,
     )
-    from .constructs.benchmark import BenchmarkGate, EndpointBenchmark, PayloadFormat
+    from .constructs.benchmark import (
+        Arrival,
+        BenchmarkGate,
+        BenchmarkSearch,
+        EndpointBenchmark,
+        PayloadFormat,
+    )
+    from .constructs.component_options import (
+        AzBalanceEnforcement,
+        ComponentScheduling,
+        ComponentSpecification,
+        ContainerMetrics,
+        PlacementStrategy,
+    )
     from .constructs.data_capture import DataCapture
     from .constructs.deploy_time import HandlerPlacement
     from .constructs.deployment import RollingDeployment
@@ -29,13 +48,12 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
         Endpoint,
         InferenceComponentEndpoint,
         ProductionVariant,
-        RoutingStrategy,
     )
     from .constructs.endpoint_base import EndpointBase
     from .constructs.images import ContainerImage
     from .constructs.inference_component import InferenceComponent, InferenceComponentBase
     from .constructs.interfaces import IEndpoint, IInferenceComponent
-    from .constructs.model import Model
+    from .constructs.model import Model, ModelBase
     from .constructs.model_source import ModelSource, ModelSourceKind
     from .constructs.optimization_job import (
         CompilationTarget,
@@ -44,6 +62,7 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
         QuantizationMethod,
         TechniqueKind,
     )
+    from .constructs.serverless import ServerlessConfig, ServerlessScaling
     from .constructs.serving_options import (
         DataType,
         LmiBackend,
@@ -52,6 +71,16 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
         TgiOptions,
     )
     from .constructs.speculative_decoding import DraftModelKind, SpeculativeDecoding
+    from .constructs.variant_options import (
+        CapacityReservation,
+        CapacityReservationPreference,
+        InferenceAmiVersion,
+        InstancePool,
+        PrefixAwareRouting,
+        RoutingStrategy,
+        ScaleInPolicy,
+        ScaleInStrategy,
+    )
     from .errors import ValidationError
     from .planning import sizing
     from .planning.sizing import SizingReport
@@ -59,11 +88,23 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
 _EXPORTS: dict[str, str] = {
     "Accelerator": ".catalog.instance_types",
     "AcceleratorKind": ".catalog.instance_types",
+    "Arrival": ".constructs.benchmark",
+    "AsyncInference": ".constructs.async_inference",
+    "AsyncScaling": ".constructs.async_inference",
+    "AzBalanceEnforcement": ".constructs.component_options",
+    "BacklogScaleFromZeroPolicy": ".constructs.async_inference",
+    "BacklogTrackingPolicy": ".constructs.async_inference",
     "BenchmarkGate": ".constructs.benchmark",
+    "BenchmarkSearch": ".constructs.benchmark",
+    "CapacityReservation": ".constructs.variant_options",
+    "CapacityReservationPreference": ".constructs.variant_options",
     "CompilationTarget": ".constructs.optimization_job",
     "ComponentScaling": ".constructs.autoscaling",
+    "ComponentScheduling": ".constructs.component_options",
+    "ComponentSpecification": ".constructs.component_options",
     "ContainerFamily": ".catalog.containers",
     "ContainerImage": ".constructs.images",
+    "ContainerMetrics": ".constructs.component_options",
     "DEFAULT_PRICE_LIST": ".catalog.prices",
     "DataCapture": ".constructs.data_capture",
     "DataType": ".constructs.serving_options",
@@ -74,31 +115,41 @@ _EXPORTS: dict[str, str] = {
     "HandlerPlacement": ".constructs.deploy_time",
     "IEndpoint": ".constructs.interfaces",
     "IInferenceComponent": ".constructs.interfaces",
+    "InferenceAmiVersion": ".constructs.variant_options",
     "InferenceComponent": ".constructs.inference_component",
     "InferenceComponentBase": ".constructs.inference_component",
     "InferenceComponentEndpoint": ".constructs.endpoint",
+    "InstancePool": ".constructs.variant_options",
     "InstanceType": ".catalog.instance_types",
     "KneeRule": ".benchmarking",
+    "Slo": ".benchmarking",
     "LmiBackend": ".constructs.serving_options",
     "LmiOptions": ".constructs.serving_options",
     "Model": ".constructs.model",
+    "ModelBase": ".constructs.model",
     "ModelSource": ".constructs.model_source",
     "ModelSourceKind": ".constructs.model_source",
     "ModelSpec": ".catalog.model_specs",
     "OptimizationJob": ".constructs.optimization_job",
     "OptimizationTechnique": ".constructs.optimization_job",
     "PayloadFormat": ".constructs.benchmark",
+    "PlacementStrategy": ".constructs.component_options",
     "Precision": ".catalog.model_specs",
     "PredefinedMetric": ".constructs.autoscaling",
+    "PrefixAwareRouting": ".constructs.variant_options",
     "PriceList": ".catalog.prices",
     "ProductionVariant": ".constructs.endpoint",
     "Quantization": ".constructs.serving_options",
     "QuantizationMethod": ".constructs.optimization_job",
     "RollingDeployment": ".constructs.deployment",
-    "RoutingStrategy": ".constructs.endpoint",
+    "RoutingStrategy": ".constructs.variant_options",
     "ScaleFromZeroPolicy": ".constructs.autoscaling",
+    "ScaleInPolicy": ".constructs.variant_options",
+    "ScaleInStrategy": ".constructs.variant_options",
     "ScalingPolicy": ".constructs.autoscaling",
     "ScalingPolicyKind": ".constructs.autoscaling",
+    "ServerlessConfig": ".constructs.serverless",
+    "ServerlessScaling": ".constructs.serverless",
     "SizingReport": ".planning.sizing",
     "SpeculativeDecoding": ".constructs.speculative_decoding",
     "StepPolicy": ".constructs.autoscaling",

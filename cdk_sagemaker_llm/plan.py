@@ -104,6 +104,8 @@ class ComponentPlan:
     sizing: SizingVerdict | None
     adapter_of: str | None = None
     notes: list[str] = field(default_factory=list)
+    options: list[str] = field(default_factory=list)
+    """Per-instance-type specifications, scheduling, container metrics."""
 
 
 @dataclass
@@ -124,6 +126,8 @@ class VariantPlan:
     accelerators_per_copy: int | None = None
     copies_per_instance: int | None = None
     sizing: SizingVerdict | None = None
+    options: list[str] = field(default_factory=list)
+    """Instance pools, serverless, routing, scale-in, reservations, AMI, SSM access."""
 
 
 @dataclass
@@ -135,6 +139,8 @@ class EndpointPlan:
     kind: str
     variants: list[VariantPlan]
     components: list[ComponentPlan] = field(default_factory=list)
+    options: list[str] = field(default_factory=list)
+    """Asynchronous inference settings."""
     price_basis: str = ""
     """What the costs are: the price list's region, basis and date, any discount, and a warning
     when the stack's region differs."""
@@ -710,6 +716,7 @@ def _endpoint_plan(
         name=_display_name(endpoint_id, endpoint_name),
         kind="inference components" if is_component_endpoint else "instance-based",
         variants=variants,
+        options=_async_options(config.get("AsyncInferenceConfig")),
     )
     for component_id, component in components:
         variant_name = component.get("VariantName")
@@ -734,7 +741,16 @@ def _variant_plan(
     on_components: bool,
 ) -> VariantPlan:
     name = _render(variant.get("VariantName", ""))
-    type_name = _render(variant.get("InstanceType", ""))
+    options = _variant_options(variant)
+    pools = sorted(
+        variant.get("InstancePools") or [], key=lambda pool: _literal_int(pool.get("Priority")) or 0
+    )
+    if pools:
+        type_name = _render(pools[0].get("InstanceType", ""))
+    elif variant.get("ServerlessConfig") is not None:
+        type_name = "serverless"
+    else:
+        type_name = _render(variant.get("InstanceType", ""))
     try:
         instance_type = InstanceType.of(type_name)
     except ValidationError:
@@ -759,6 +775,7 @@ def _variant_plan(
         cost_per_hour_min=_cost(prices, type_name, low),
         cost_per_hour_max=_cost(prices, type_name, high),
         scaling=variant_scaling,
+        options=options,
     )
     model_id = template.referenced(variant.get("ModelName"), "AWS::SageMaker::Model")
     if model_id is not None and not on_components:
@@ -784,7 +801,15 @@ def _component_plan(
     variant: VariantPlan | None,
 ) -> ComponentPlan:
     name = component.get("InferenceComponentName")
-    specification = component.get("Specification") or {}
+    per_type = component.get("Specifications") or []
+    specification = component.get("Specification") or next(
+        (
+            entry
+            for entry in per_type
+            if instance_type is not None and entry.get("InstanceType") == instance_type.name
+        ),
+        per_type[0] if per_type else {},
+    )
     requirements = specification.get("ComputeResourceRequirements") or {}
     accelerators = _literal_int(requirements.get("NumberOfAcceleratorDevicesRequired"))
     runtime = component.get("RuntimeConfig") or {}
@@ -817,6 +842,7 @@ def _component_plan(
         scaling=copy_scaling,
         sizing=None,
         adapter_of=_render(base) if base is not None else None,
+        options=_component_options(specification, per_type),
     )
     if base is None and instance_type is not None and instance_type.is_known:
         plan.sizing = _sizing(container, instance_type, accelerators)
@@ -833,6 +859,115 @@ def _component_plan(
                 f"per instance, but the endpoint stops at {variant.max_instances}"
             )
     return plan
+
+
+def _variant_options(variant: dict[str, Any]) -> list[str]:
+    """What a variant runs on besides one instance type, one line each."""
+    options = []
+    pools = sorted(
+        variant.get("InstancePools") or [], key=lambda pool: _literal_int(pool.get("Priority")) or 0
+    )
+    if pools:
+        listed = ", ".join(
+            f"{_render(pool.get('InstanceType'))} (priority {_render(pool.get('Priority'))}"
+            + (
+                f", model {_render(pool['ModelNameOverride'])}"
+                if "ModelNameOverride" in pool
+                else ""
+            )
+            + ")"
+            for pool in pools
+        )
+        options.append(f"instance pools: {listed}")
+    timeout = variant.get("VariantInstanceProvisionTimeoutInSeconds")
+    if timeout is not None:
+        options.append(f"provisioning timeout: {_render(timeout)} s")
+    serverless = variant.get("ServerlessConfig")
+    if serverless is not None:
+        provisioned = serverless.get("ProvisionedConcurrency")
+        options.append(
+            f"serverless: {_render(serverless.get('MemorySizeInMB'))} MB, max concurrency "
+            f"{_render(serverless.get('MaxConcurrency'))}, provisioned "
+            f"{_render(provisioned) if provisioned is not None else 'none (cold starts)'}"
+        )
+    routing = variant.get("RoutingConfig") or {}
+    if routing:
+        prefix = routing.get("PrefixAwareRoutingConfig")
+        detail = (
+            f" (prefix {_render(prefix.get('PrefixLength'))}, concurrency threshold "
+            f"{_render(prefix.get('ConcurrencyThreshold'))})"
+            if prefix
+            else ""
+        )
+        options.append(f"routing: {_render(routing.get('RoutingStrategy'))}{detail}")
+    scale_in = (variant.get("ManagedInstanceScaling") or {}).get("ScaleInPolicy")
+    if scale_in:
+        details = []
+        if "CooldownInMinutes" in scale_in:
+            details.append(f"cooldown {_render(scale_in['CooldownInMinutes'])} min")
+        if "MaximumStepSize" in scale_in:
+            details.append(f"step {_render(scale_in['MaximumStepSize'])}")
+        suffix = f" ({', '.join(details)})" if details else ""
+        options.append(f"scale-in: {_render(scale_in.get('Strategy'))}{suffix}")
+    reservation = variant.get("CapacityReservationConfig")
+    if reservation:
+        options.append(
+            f"capacity reservation: {_render(reservation.get('MlReservationArn'))} "
+            f"({_render(reservation.get('CapacityReservationPreference'))})"
+        )
+    if variant.get("InferenceAmiVersion") is not None:
+        options.append(f"inference AMI: {_render(variant['InferenceAmiVersion'])}")
+    if variant.get("EnableSSMAccess") is True:
+        options.append("SSM access: enabled")
+    return options
+
+
+def _component_options(specification: dict[str, Any], per_type: list[dict[str, Any]]) -> list[str]:
+    """Per-type specifications, scheduling and container metrics, one line each."""
+    options = []
+    for entry in per_type:
+        requirements = entry.get("ComputeResourceRequirements") or {}
+        options.append(
+            f"on {_render(entry.get('InstanceType'))}: "
+            f"{_render(requirements.get('NumberOfAcceleratorDevicesRequired', 0))} accelerators, "
+            f"{_render(requirements.get('MinMemoryRequiredInMb'))} MiB per copy"
+        )
+    scheduling = specification.get("SchedulingConfig")
+    if scheduling:
+        balance = scheduling.get("AvailabilityZoneBalance") or {}
+        imbalance = balance.get("MaxImbalance")
+        options.append(
+            f"scheduling: {_render(scheduling.get('PlacementStrategy'))}, zone balance "
+            f"{_render(balance.get('EnforcementMode'))}"
+            + (f" (max imbalance {_render(imbalance)})" if imbalance is not None else "")
+        )
+    metrics = ((specification.get("Container") or {}).get("ContainerMetricsConfig") or {}).get(
+        "MetricsEndpoints"
+    ) or []
+    for endpoint in metrics:
+        frequency = endpoint.get("MetricPublishFrequencyInSeconds")
+        options.append(
+            f"container metrics: {_render(endpoint.get('MetricsEndpointPath'))} every "
+            f"{_render(frequency) + ' s' if frequency is not None else '60 s (default)'}"
+        )
+    return options
+
+
+def _async_options(config: dict[str, Any] | None) -> list[str]:
+    """An asynchronous endpoint's queue, results and notifications, one line each."""
+    if not config:
+        return []
+    output = config.get("OutputConfig") or {}
+    notification = output.get("NotificationConfig") or {}
+    client = config.get("ClientConfig") or {}
+    topics = [kind for kind in ("SuccessTopic", "ErrorTopic") if kind in notification]
+    per_instance = client.get("MaxConcurrentInvocationsPerInstance")
+    return [
+        f"asynchronous: results to {_render(output.get('S3OutputPath'))}, failures to "
+        f"{_render(output.get('S3FailurePath'))}",
+        f"asynchronous: {_render(per_instance) if per_instance else 'SageMaker-chosen'} "
+        f"concurrent requests per instance; notifications: {', '.join(topics) or 'none'}",
+    ]
 
 
 def _copies_per_instance(
@@ -1022,6 +1157,8 @@ def _endpoint_markdown(endpoint: EndpointPlan) -> list[str]:
             ],
         ),
     ]
+    if endpoint.options:
+        out.append(_row("Options", endpoint.options))
     for variant in endpoint.variants:
         prefix = f"Variant `{variant.name}`"
         out.append(
@@ -1034,6 +1171,8 @@ def _endpoint_markdown(endpoint: EndpointPlan) -> list[str]:
                 ],
             )
         )
+        if variant.options:
+            out.append(_row(f"{prefix} options", variant.options))
         if variant.scaling is not None:
             out.append(_row(f"{prefix} scaling", _scaling_lines(variant.scaling, "instances")))
         if variant.model is not None:
@@ -1077,6 +1216,8 @@ def _endpoint_markdown(endpoint: EndpointPlan) -> list[str]:
             _row("Scaling", _scaling_lines(component.scaling, "copies")),
             _row("Sizing", _sizing_lines(component.sizing)),
         ]
+        if component.options:
+            out.append(_row("Options", component.options))
         if component.notes:
             out.append(_row("Notes", [f"⚠️ {note}" for note in component.notes]))
         out.append("")

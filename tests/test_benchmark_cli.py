@@ -148,3 +148,112 @@ def test_costs_carry_their_price_basis_and_discount(
         cost = json.loads(out.read_text())["cost"]
         assert (cost["price_basis"], cost["discount"]) == ("us-west-2 on-demand", 0.0)
         assert main([*common, "--price-per-hour", "9", "--discount", "1"]) == 2
+
+
+def test_request_rate_sweep_with_goodput_then_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "rates.json"
+    config = SimulatorConfig(max_batch=4, step_base_s=0.004)
+    with Simulator(config) as sim:
+        code = main(
+            [
+                "benchmark", "--endpoint-name", "ep", "--region", "us-west-2",
+                "--endpoint-url", sim.endpoint_url, "--request-rate", "40,20",
+                "--arrival", "constant", "--seed", "3", "--max-concurrency", "16",
+                "--input-tokens", "4", "--output-tokens", "6", "--requests-per-level", "24",
+                "--stream", "--slo-ttft-ms", "1000", "--slo-ms-per-token", "500",
+                "--out", str(out),
+            ]
+        )  # fmt: skip
+        truth = sim.truth()
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "rate 20/s (achieved" in err and "sustainable rate: 40" in err
+    data = json.loads(out.read_text())
+    assert data["mode"] == "rate" and len(truth) == 1 + 2 * 24
+    assert data["open_loop"]["arrival"] == "constant" and data["open_loop"]["max_concurrency"] == 16
+    assert (
+        data["goodput"]["slo_ttft_ms"] == 1000 and data["goodput"]["sustainable_fraction"] == 0.95
+    )
+    for level, rate in zip(data["levels"], [20, 40], strict=True):
+        assert level["target_rate_per_s"] == rate and level["requests"] == 24
+        assert level["good_requests"] == 24 and level["sustainable"] is True
+        assert level["p50_tpot_s"] > 0 and level["p99_schedule_lag_s"] >= 0
+    markdown = tmp_path / "report.md"
+    chart = tmp_path / "chart.svg"
+    assert main(["report", str(out), "--markdown", str(markdown), "--chart", str(chart)]) == 0
+    text = markdown.read_text()
+    assert "| rate/s | achieved/s |" in text and "Sustainable rate: **40" in text
+    assert "40/s" in chart.read_text()
+
+
+@pytest.mark.parametrize(
+    ("flags", "found"),
+    [(["--search", "knee", "--concurrency", "1,16"], "search (bracket: run concurrency 1"),
+     (["--search", "max-rate", "--request-rate", "10,40"], "search (bracket: run request rate 10")],
+)  # fmt: skip
+def test_search_modes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], found: str
+) -> None:
+    out = tmp_path / "search.json"
+    with Simulator(SimulatorConfig(max_batch=2, step_base_s=0.002)) as sim:
+        code = main(
+            [
+                "benchmark", "--endpoint-name", "ep", "--region", "us-west-2",
+                "--endpoint-url", sim.endpoint_url, "--input-tokens", "4",
+                "--output-tokens", "6", "--requests-per-level", "16", "--out", str(out), *flags,
+            ]
+        )  # fmt: skip
+        truth = sim.truth()
+    assert code == 0
+    err = capsys.readouterr().err
+    assert found in err
+    data = json.loads(out.read_text())
+    assert data["search"]["requests"] == 16 * len(data["search"]["levels_run"]) == len(truth) - 1
+    assert data["search"]["found"] is not None
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--concurrency", "1,2", "--request-rate", "5"], "not both"),
+        (["--search", "max-rate"], "give --request-rate"),
+        (["--max-concurrency", "4"], "give --request-rate"),
+        (["--request-rate", "5", "--search", "knee"], "give --concurrency"),
+        (["--request-rate", "5", "--client", "threads"], "asyncio client"),
+    ],
+)
+def test_mode_flags_that_do_not_go_together(
+    capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    assert main(["benchmark", "--endpoint-name", "e", "--out", "x", *flags]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_bad_rates_are_refused() -> None:
+    for rates in ("0", "-1,2", "fast"):
+        with pytest.raises(SystemExit):
+            main(["benchmark", "--endpoint-name", "e", "--request-rate", rates, "--out", "x"])
+
+
+def test_closed_loop_goodput_is_reported(tmp_path: Path) -> None:
+    out, markdown = tmp_path / "results.json", tmp_path / "report.md"
+    with Simulator(SimulatorConfig(max_batch=2, step_base_s=0.002)) as sim:
+        code = main(
+            [
+                "benchmark", "--endpoint-name", "ep", "--region", "us-west-2",
+                "--endpoint-url", sim.endpoint_url, "--concurrency", "1,2", "--stream",
+                "--input-tokens", "4", "--output-tokens", "6", "--requests-per-level", "8",
+                "--slo-ms-per-token", "1000", "--slo-ttft-ms", "0.001", "--out", str(out),
+            ]
+        )  # fmt: skip
+    assert code == 0
+    data = json.loads(out.read_text())
+    assert data["goodput"]["slo_ttft_ms"] == 0.001
+    for level in data["levels"]:  # nobody's first token comes within a microsecond
+        assert level["good_requests"] == 0 and level["goodput_requests_per_s"] == 0
+        assert level["p50_tpot_s"] > 0
+    assert main(["report", str(out), "--markdown", str(markdown)]) == 0
+    text = markdown.read_text()
+    assert "goodput req/s" in text and "p50 TPOT ms" in text and "TTFT <= 0.001 ms" in text

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ._clock import now
+from .goodput import Slo, goodput
 from .invokers import Invoker
 from .payload import InvocationRequest, PayloadSpec, RequestFactory
 from .samples import ERROR_KINDS, RequestSample
@@ -138,11 +139,33 @@ class LevelResult:
     p99_ttft_s: float | None = None
     p50_itl_s: float | None = None
     p90_itl_s: float | None = None
+    p50_tpot_s: float | None = None
+    """Time per output token after the first, (latency - TTFT) / (tokens - 1): vLLM's TPOT,
+    aiperf's inter-token latency (streaming only)."""
+    p90_tpot_s: float | None = None
+    p99_tpot_s: float | None = None
+    good_requests: int | None = None
+    """Requests that met every SLO (see :mod:`.goodput`); set when SLOs are stated."""
+    goodput_requests_per_s: float | None = None
+    goodput_tokens_per_s: float | None = None
+    target_rate_per_s: float | None = None
+    """Open loop: the offered request rate (see :mod:`.open_loop`)."""
+    achieved_rate_per_s: float | None = None
+    """Open loop: the rate the requests were actually sent at, (n - 1) / send span."""
+    p50_schedule_lag_s: float | None = None
+    """Open loop: how late requests were sent against their schedule."""
+    p99_schedule_lag_s: float | None = None
+    backlog_growth_per_s: float | None = None
+    """Open loop: growth of the requests due but unfinished over the level's second half."""
+    backlog_growing: bool | None = None
+    sustainable: bool | None = None
+    """Open loop: goodput kept up with the offered rate and the backlog did not grow."""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form; streaming-only fields are left out when not measured."""
+        """JSON-ready form; fields not measured in this mode (streaming, SLOs, open loop)
+        are left out."""
         data = asdict(self)
-        for key in ("p50_ttft_s", "p90_ttft_s", "p99_ttft_s", "p50_itl_s", "p90_itl_s"):
+        for key in _OPTIONAL_FIELDS:
             if data[key] is None:
                 del data[key]
         return data
@@ -153,14 +176,22 @@ class LevelResult:
         return cls(**data)
 
 
+_OPTIONAL_FIELDS = (
+    "p50_ttft_s", "p90_ttft_s", "p99_ttft_s", "p50_itl_s", "p90_itl_s", "p50_tpot_s",
+    "p90_tpot_s", "p99_tpot_s", "good_requests", "goodput_requests_per_s",
+    "goodput_tokens_per_s", "target_rate_per_s", "achieved_rate_per_s", "p50_schedule_lag_s",
+    "p99_schedule_lag_s", "backlog_growth_per_s", "backlog_growing", "sustainable",
+)  # fmt: skip
+
+
 def summarize_level(
-    samples: Iterable[RequestSample], concurrency: int | None = None
+    samples: Iterable[RequestSample], concurrency: int | None = None, slo: Slo | None = None
 ) -> LevelResult:
     """Summarize the raw samples of one level (possibly merged from several workers).
 
     Latency percentiles are over successful requests; throughput is successful output tokens
     (and requests) over the level's wall time, from the first request's start to the last
-    one's end.
+    one's end. With ``slo`` stating objectives, goodput over the same wall time.
     """
     items = list(samples)
     if not items:
@@ -177,9 +208,10 @@ def summarize_level(
     per_token = [v for v in (s.ms_per_token for s in ok) if v is not None]
     ttfts = [v for v in (s.ttft_s for s in ok) if v is not None]
     itls = [v for v in (s.itl_s for s in ok) if v is not None]
+    tpots = [v for v in (s.tpot_s for s in ok) if v is not None]
     tokens = sum(s.output_tokens for s in ok)
     errors = len(items) - len(ok)
-    return LevelResult(
+    result = LevelResult(
         concurrency=concurrency,
         requests=len(items),
         errors=errors,
@@ -199,7 +231,14 @@ def summarize_level(
         p99_ttft_s=percentile(ttfts, 99),
         p50_itl_s=percentile(itls, 50),
         p90_itl_s=percentile(itls, 90),
+        p50_tpot_s=percentile(tpots, 50),
+        p90_tpot_s=percentile(tpots, 90),
+        p99_tpot_s=percentile(tpots, 99),
     )
+    if slo is not None and slo.stated:
+        for key, value in goodput(items, slo, duration).items():
+            setattr(result, key, value)
+    return result
 
 
 @dataclass(frozen=True)
@@ -250,7 +289,9 @@ class Knee:
         return asdict(self)
 
 
-def _trip_reason(rule: KneeRule, level: LevelResult, previous: LevelResult | None) -> str | None:
+def trip_reason(rule: KneeRule, level: LevelResult, previous: LevelResult | None) -> str | None:
+    """Why ``level`` trips ``rule`` against ``previous`` (``throughput``, ``slo``,
+    ``errors``), or ``None``."""
     if rule.max_error_rate is not None and level.error_rate > rule.max_error_rate:
         return "errors"
     if rule.slo_ms_per_token is not None and (
@@ -272,7 +313,7 @@ def find_knee(levels: Sequence[LevelResult], rule: KneeRule | None = None) -> Kn
     ordered = sorted(levels, key=lambda level: level.concurrency)
     previous: LevelResult | None = None
     for level in ordered:
-        reason = _trip_reason(rule, level, previous)
+        reason = trip_reason(rule, level, previous)
         if reason is not None:
             return Knee(
                 concurrency=previous.concurrency if previous else None,
@@ -310,6 +351,16 @@ class BenchmarkResult:
     finished_at: float = 0.0
     samples: list[RequestSample] | None = None
     """Raw samples of every level, when kept."""
+    mode: str = "concurrency"
+    """``concurrency`` (closed loop: levels keep N in flight) or ``rate`` (open loop: levels
+    send at a request rate, see :mod:`.open_loop`)."""
+    open_loop: dict[str, Any] | None = None
+    """Open loop: the arrival process, its seed, the concurrency cap, the backlog rule."""
+    goodput: dict[str, Any] | None = None
+    """With SLOs: the objectives, the sustainable fraction and the sustainable rate."""
+    search: dict[str, Any] | None = None
+    """Adaptive search: the rule, the levels run in order with their verdicts, the requests
+    spent and what was found (see :mod:`.search`)."""
 
     @property
     def knee_level(self) -> LevelResult | None:
@@ -338,6 +389,7 @@ class BenchmarkResult:
         best = self.max_throughput_level
         knee_level = self.knee_level
         data: dict[str, Any] = {
+            "mode": self.mode,
             "target": self.target,
             "payload": self.payload,
             "levels": [level.to_dict() for level in self.levels],
@@ -373,6 +425,9 @@ class BenchmarkResult:
                 if best
                 else None,
             }
+        for key in ("open_loop", "goodput", "search"):
+            if getattr(self, key) is not None:
+                data[key] = getattr(self, key)
         if self.samples is not None:
             data["samples"] = [sample.to_dict() for sample in self.samples]
         return data
@@ -398,6 +453,10 @@ class BenchmarkResult:
             started_at=data.get("started_at", 0.0),
             finished_at=data.get("finished_at", 0.0),
             samples=None if samples is None else [RequestSample.from_dict(s) for s in samples],
+            mode=data.get("mode", "concurrency"),
+            open_loop=data.get("open_loop"),
+            goodput=data.get("goodput"),
+            search=data.get("search"),
         )
 
 
@@ -417,13 +476,15 @@ def sweep(
     progress: Progress | None = None,
     s3_client: Any = None,
     warmup_requests: int = 1,
+    slo: Slo | None = None,
 ) -> BenchmarkResult:
     """Run :func:`run_level` at each concurrency (ascending), summarize, find the knee.
 
     Without ``requests_per_level`` or ``duration_s``, each level sends
     ``max(4 x concurrency, 16)`` requests. ``progress`` receives one line per level.
     ``warmup_requests`` unmeasured requests go first (credentials, code paths, the server).
-    Costs use ``price_per_hour`` less ``discount``, stated with ``price_basis``.
+    ``slo`` adds each level's goodput. Costs use ``price_per_hour`` less ``discount``, stated
+    with ``price_basis``.
     """
     rule = rule or KneeRule()
     factory: RequestFactory = spec.build(s3_client)
@@ -438,7 +499,7 @@ def sweep(
     for concurrency in sorted(set(concurrencies)):
         count = requests_per_level
         if count is None and duration_s is None:
-            count = max(4 * concurrency, 16)
+            count = level_requests(concurrency)
         if progress is not None:
             what = f"{count} requests" if count is not None else f"{duration_s:g} s"
             progress(f"concurrency {concurrency}: {what} ...")
@@ -451,12 +512,12 @@ def sweep(
             first_index=next_index,
         )
         next_index += len(samples)
-        level = summarize_level(samples, concurrency)
+        level = summarize_level(samples, concurrency, slo)
         levels.append(level)
         if keep_samples:
             kept.extend(samples)
         if progress is not None:
-            progress(_progress_line(level))
+            progress(progress_line(level))
     return BenchmarkResult(
         payload=spec.describe(),
         levels=levels,
@@ -469,19 +530,39 @@ def sweep(
         started_at=started,
         finished_at=now(),
         samples=kept if keep_samples else None,
+        goodput=slo.to_dict() if slo is not None and slo.stated else None,
     )
+
+
+def level_requests(concurrency: int) -> int:
+    """Requests of a closed-loop level without a stated count: ``max(4 x concurrency, 16)``."""
+    return max(4 * concurrency, 16)
 
 
 def _fmt(value: float | None, scale: float = 1.0, digits: int = 1) -> str:
     return "-" if value is None else f"{value * scale:.{digits}f}"
 
 
-def _progress_line(level: LevelResult) -> str:
+def progress_line(level: LevelResult) -> str:
+    """One line of a level's figures."""
+    name = (
+        f"concurrency {level.concurrency}"
+        if level.target_rate_per_s is None
+        else f"rate {level.target_rate_per_s:g}/s (achieved {_fmt(level.achieved_rate_per_s, 1, 2)}"
+        f", lag p50 {_fmt(level.p50_schedule_lag_s, 1000)} ms p99 "
+        f"{_fmt(level.p99_schedule_lag_s, 1000)} ms, peak in flight {level.concurrency})"
+    )
     line = (
-        f"concurrency {level.concurrency}: {level.requests} requests, {level.errors} errors, "
+        f"{name}: {level.requests} requests, {level.errors} errors, "
         f"p50 {_fmt(level.p50_latency_s, 1, 3)} s, p99 {_fmt(level.p99_latency_s, 1, 3)} s, "
         f"{_fmt(level.p50_ms_per_token)} ms/token, {_fmt(level.output_tokens_per_s)} tokens/s"
     )
     if level.p50_ttft_s is not None:
         line += f", TTFT p50 {_fmt(level.p50_ttft_s, 1000)} ms"
+    if level.good_requests is not None:
+        line += f", goodput {_fmt(level.goodput_requests_per_s, 1, 2)} req/s"
+    if level.sustainable is not None:
+        line += ", sustainable" if level.sustainable else ", UNSUSTAINABLE"
+        if level.backlog_growing:
+            line += " (backlog growing)"
     return line

@@ -38,7 +38,7 @@ def render_svg(result: BenchmarkResult) -> str:
     concurrency level, the knee circled, the SLO as a dashed line."""
     points = [
         level
-        for level in sorted(result.levels, key=lambda lv: lv.concurrency)
+        for level in sorted(result.levels, key=_position)
         if level.p50_ms_per_token is not None
     ]
     title = "Latency vs throughput"
@@ -115,8 +115,13 @@ def render_svg(result: BenchmarkResult) -> str:
     for level in points:
         x, y = sx(level.output_tokens_per_s), sy(level.p50_ms_per_token or 0)
         out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="#1f77b4"/>')
-        out.append(f'<text x="{x + 7:.1f}" y="{y - 7:.1f}">c={level.concurrency}</text>')
-        if level.concurrency == result.knee.concurrency:
+        name = (
+            f"c={level.concurrency}"
+            if level.target_rate_per_s is None
+            else f"{level.target_rate_per_s:g}/s"
+        )
+        out.append(f'<text x="{x + 7:.1f}" y="{y - 7:.1f}">{escape(name)}</text>')
+        if level.target_rate_per_s is None and level.concurrency == result.knee.concurrency:
             out.append(
                 f'<circle cx="{x:.1f}" cy="{y:.1f}" r="10" fill="none" stroke="#d62728" '
                 f'stroke-width="2"/>'
@@ -126,11 +131,16 @@ def render_svg(result: BenchmarkResult) -> str:
     return "\n".join(out) + "\n"
 
 
+def _position(level: LevelResult) -> float:
+    """Where a level sits on its sweep's axis: its request rate (open loop) or concurrency."""
+    return level.target_rate_per_s if level.target_rate_per_s is not None else level.concurrency
+
+
 def _cell(value: float | None, digits: int = 1, scale: float = 1.0) -> str:
     return "-" if value is None else f"{value * scale:,.{digits}f}"
 
 
-def _row(level: LevelResult, knee: int | None, stream: bool) -> str:
+def _row(level: LevelResult, knee: int | None, stream: bool, goodput: bool) -> str:
     cells = [
         f"**{level.concurrency}**" if level.concurrency == knee else str(level.concurrency),
         str(level.requests),
@@ -143,12 +153,72 @@ def _row(level: LevelResult, knee: int | None, stream: bool) -> str:
         _cell(level.requests_per_s, 2),
     ]
     if stream:
-        cells += [_cell(level.p50_ttft_s, 1, 1000), _cell(level.p50_itl_s, 1, 1000)]
+        cells += [
+            _cell(level.p50_ttft_s, 1, 1000),
+            _cell(level.p50_itl_s, 1, 1000),
+            _cell(level.p50_tpot_s, 1, 1000),
+        ]
+    if goodput:
+        cells.append(_cell(level.goodput_requests_per_s, 2))
     return "| " + " | ".join(cells) + " |"
 
 
+def _rate_row(level: LevelResult, stream: bool) -> str:
+    cells = [
+        f"{level.target_rate_per_s:g}",
+        _cell(level.achieved_rate_per_s, 2),
+        f"{_cell(level.p50_schedule_lag_s, 1, 1000)} / {_cell(level.p99_schedule_lag_s, 1, 1000)}",
+        str(level.concurrency),
+        str(level.requests),
+        f"{level.errors} ({level.error_rate:.1%})",
+        _cell(level.p50_latency_s, 3),
+        _cell(level.p99_latency_s, 3),
+        _cell(level.p50_ms_per_token),
+        _cell(level.output_tokens_per_s),
+        _cell(level.goodput_requests_per_s, 2),
+        "yes" if level.sustainable else ("no, backlog grows" if level.backlog_growing else "no"),
+    ]
+    if stream:
+        cells += [_cell(level.p50_ttft_s, 1, 1000), _cell(level.p50_tpot_s, 1, 1000)]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _rate_table(result: BenchmarkResult, stream: bool) -> list[str]:
+    header = (
+        "| rate/s | achieved/s | lag p50 / p99 ms | peak in flight | requests | errors | "
+        "p50 latency s | p99 latency s | p50 ms/token | output tokens/s | goodput req/s | "
+        "sustainable |" + (" p50 TTFT ms | p50 TPOT ms |" if stream else "")
+    )
+    lines = [header, "|" + "---:|" * (14 if stream else 12)]
+    lines += [_rate_row(level, stream) for level in sorted(result.levels, key=_position)]
+    lines.append("")
+    goodput = result.goodput or {}
+    lines.append(
+        f"- Sustainable rate: **{goodput.get('sustainable_rate_per_s')}** requests/s "
+        f"({goodput.get('rule')}; goodput >= {goodput.get('sustainable_fraction', 0):.0%} of "
+        "the offered rate, backlog not growing)."
+    )
+    open_loop = result.open_loop or {}
+    lines.append(
+        f"- Arrivals: {open_loop.get('arrival')} (seed {open_loop.get('seed')}), max "
+        f"concurrency {open_loop.get('max_concurrency') or 'none'}."
+    )
+    return lines
+
+
+def _search_lines(result: BenchmarkResult) -> list[str]:
+    search = result.search
+    if search is None:
+        return []
+    return [
+        f"- Search ({search['kind']}): found **{search['found']}** with {search['requests']} "
+        f"requests over levels {search['levels_run']} (in run order). Rule: {search['rule']}."
+    ]
+
+
 def render_markdown(result: BenchmarkResult) -> str:
-    """A Markdown report: the payload, one table row per level, the knee, throughput, cost."""
+    """A Markdown report: the payload, one table row per level, the knee (closed loop) or the
+    sustainable rate (open loop), throughput, cost, the search if any."""
     payload = result.payload
     stream = any(level.p50_ttft_s is not None for level in result.levels)
     lines = ["# Benchmark results", ""]
@@ -160,11 +230,18 @@ def render_markdown(result: BenchmarkResult) -> str:
         "Payload: "
         + ", ".join(f"{key} `{value}`" for key, value in payload.items() if value is not None)
     )
+    if result.mode == "rate":
+        lines += ["", *_rate_table(result, stream), *_search_lines(result)]
+        return "\n".join(lines) + "\n"
+    goodput = any(level.good_requests is not None for level in result.levels)
     lines += ["", "| concurrency | requests | errors | p50 latency s | p90 latency s | "
               "p99 latency s | p50 ms/token | output tokens/s | requests/s |"
-              + (" p50 TTFT ms | p50 ITL ms |" if stream else "")]  # fmt: skip
-    lines.append("|" + "---:|" * (11 if stream else 9))
-    lines += [_row(level, result.knee.concurrency, stream) for level in result.levels]
+              + (" p50 TTFT ms | p50 ITL ms | p50 TPOT ms |" if stream else "")
+              + (" goodput req/s |" if goodput else "")]  # fmt: skip
+    lines.append("|" + "---:|" * (9 + (3 if stream else 0) + (1 if goodput else 0)))
+    lines += [_row(level, result.knee.concurrency, stream, goodput) for level in result.levels]
+    if goodput and result.goodput:
+        lines += ["", f"- Goodput: {result.goodput.get('rule')}."]
     lines.append("")
     knee = result.knee
     tripped = (
@@ -197,4 +274,5 @@ def render_markdown(result: BenchmarkResult) -> str:
                     f"(at ${cost['price_per_hour']:g}/hour{discount}; "
                     f"{cost.get('price_basis') or 'given'})."
                 )
+    lines += _search_lines(result)
     return "\n".join(lines) + "\n"

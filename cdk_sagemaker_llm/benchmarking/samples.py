@@ -40,6 +40,8 @@ class RequestSample:
     """``x-amzn-RequestId`` of the response."""
     concurrency: int = 0
     """The level this sample belongs to."""
+    scheduled: float | None = None
+    """When an open-loop schedule meant the request to be sent (``None``: closed loop)."""
 
     @property
     def ok(self) -> bool:
@@ -62,6 +64,21 @@ class RequestSample:
         if self.first_token is None or self.last_token is None or self.stream_tokens < 2:
             return None
         return (self.last_token - self.first_token) / (self.stream_tokens - 1)
+
+    @property
+    def schedule_lag_s(self) -> float | None:
+        """How late the request was sent against its open-loop schedule."""
+        return None if self.scheduled is None else self.start - self.scheduled
+
+    @property
+    def tpot_s(self) -> float | None:
+        """Time per output token after the first: (latency - TTFT) / (output tokens - 1).
+
+        vLLM ``bench serve``'s TPOT and aiperf's inter-token latency (streaming only)."""
+        ttft = self.ttft_s
+        if not self.ok or ttft is None or self.output_tokens < 2:
+            return None
+        return (self.latency_s - ttft) / (self.output_tokens - 1)
 
     @property
     def ms_per_token(self) -> float | None:

@@ -1,4 +1,5 @@
-"""``cdk-sagemaker-llm benchmark``: a concurrency sweep against an endpoint or component."""
+"""``cdk-sagemaker-llm benchmark``: concurrency or request-rate sweeps, or an adaptive search,
+against an endpoint or inference component."""
 
 from __future__ import annotations
 
@@ -7,9 +8,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..benchmarking.engine import KneeRule, sweep
+from ..benchmarking.arrivals import ARRIVALS
+from ..benchmarking.engine import BenchmarkResult, KneeRule, sweep
+from ..benchmarking.goodput import DEFAULT_FRACTION, Slo
 from ..benchmarking.invokers import AsyncInvoker, BotoInvoker, Invoker
+from ..benchmarking.open_loop import rate_sweep
 from ..benchmarking.payload import FORMATS, PayloadSpec
+from ..benchmarking.search import (
+    DEFAULT_RESOLUTION,
+    SEARCHES,
+    SearchRule,
+    search_knee,
+    search_max_rate,
+)
 from ..catalog.prices import DEFAULT_PRICE_LIST, check_discount
 
 
@@ -23,15 +34,123 @@ def _concurrency_list(text: str) -> list[int]:
     return sorted(set(values))
 
 
+def _rate_list(text: str) -> list[float]:
+    try:
+        values = [float(item) for item in text.split(",") if item.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected rates like 1,2,4.5") from None
+    if not values or min(values) <= 0 or max(values) > 100_000:
+        raise argparse.ArgumentTypeError(f"{text!r}: rates are requests/s above 0")
+    return sorted(set(values))
+
+
+def _positive(kind: type) -> Any:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected a number") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"{text!r}: must be positive")
+        return value
+
+    return parse
+
+
+def _add_open_loop_and_search(parser: argparse.ArgumentParser) -> None:
+    """Open-loop rates, goodput SLOs and adaptive search (see ``benchmarking.open_loop``)."""
+    group = parser.add_argument_group("open loop, goodput and search")
+    group.add_argument(
+        "--request-rate",
+        type=_rate_list,
+        metavar="R1,R2,...",
+        help="open loop: send at these requests/s instead of keeping N in flight",
+    )
+    group.add_argument("--arrival", choices=ARRIVALS, default="poisson", help="default poisson")
+    group.add_argument("--seed", type=int, default=0, help="arrival schedule seed; default 0")
+    group.add_argument(
+        "--max-concurrency", type=_positive(int), help="open loop: cap requests in flight"
+    )
+    group.add_argument(
+        "--slo-ms-per-token", type=_positive(float), help="goodput SLO: end-to-end ms/token"
+    )
+    group.add_argument("--slo-ttft-ms", type=_positive(float), help="goodput SLO: TTFT (stream)")
+    group.add_argument(
+        "--sustainable-fraction",
+        type=_positive(float),
+        default=DEFAULT_FRACTION,
+        help="a rate is sustainable while goodput >= this x the offered rate; default 0.95",
+    )
+    group.add_argument(
+        "--search",
+        choices=SEARCHES,
+        help="knee: bracket and bisect the --concurrency range (closed loop); max-rate: the "
+        "--request-rate range (open loop), instead of running every level",
+    )
+    group.add_argument(
+        "--search-resolution", type=_positive(float), default=DEFAULT_RESOLUTION,
+        help="bisection stops when the bracket is within this ratio; default 0.25",
+    )  # fmt: skip
+
+
+def _mode_error(args: argparse.Namespace) -> str | None:
+    """Why the mode flags do not go together, or None."""
+    if args.request_rate is not None and args.concurrency is not None:
+        return "give --concurrency (closed loop) or --request-rate (open loop), not both"
+    if args.request_rate is None:
+        if args.search == "max-rate":
+            return "--search max-rate searches the --request-rate range: give --request-rate"
+        if args.max_concurrency is not None:
+            return "--max-concurrency caps an open-loop level: give --request-rate"
+        return None
+    if args.search == "knee":
+        return "--search knee searches the --concurrency range: give --concurrency"
+    if args.client != "async":
+        return "open-loop levels need the asyncio client (--client async)"
+    return None
+
+
+def _run_mode(
+    args: argparse.Namespace, invoker: Invoker, spec: PayloadSpec, **common: Any
+) -> BenchmarkResult:
+    """The run the flags ask for: a closed-loop sweep, a rate sweep, or a search."""
+    slo = Slo(args.slo_ms_per_token, args.slo_ttft_ms, args.sustainable_fraction)
+    sizing = {"requests_per_level": args.requests_per_level, "duration_s": args.duration_per_level}
+    rule = KneeRule(
+        min_gain_per_doubling=args.min_gain_per_doubling,
+        slo_ms_per_token=args.latency_slo_ms_per_token,
+    )
+    if args.request_rate is None:
+        levels = args.concurrency or [1, 2, 4, 8]
+        if args.search == "knee":
+            search = SearchRule("knee", levels[0], levels[-1], args.search_resolution)
+            return search_knee(invoker, spec, search, knee_rule=rule, slo=slo, **sizing, **common)
+        return sweep(invoker, spec, levels, rule=rule, slo=slo, **sizing, **common)
+    assert isinstance(invoker, AsyncInvoker)
+    rates = args.request_rate
+    open_loop = {
+        "arrival": args.arrival,
+        "seed": args.seed,
+        "max_concurrency": args.max_concurrency,
+    }
+    if args.search == "max-rate":
+        search = SearchRule("max-rate", rates[0], rates[-1], args.search_resolution)
+        return search_max_rate(invoker, spec, search, slo=slo, **open_loop, **sizing, **common)
+    return rate_sweep(invoker, spec, rates, slo=slo, **open_loop, **sizing, **common)
+
+
 def register(subparsers: Any) -> None:
     """Add the ``benchmark`` subcommand."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "benchmark",
-        help="sweep concurrency levels against an endpoint and write results JSON",
+        help="sweep concurrency levels or request rates against an endpoint; write results JSON",
         description="Closed-loop concurrency sweep against a SageMaker endpoint (or one of its "
         "inference components) with a stated payload: at each level exactly N requests are in "
         "flight. Reports latency percentiles, ms/token, throughput, errors by kind, the knee "
-        "and cost per 1M output tokens. Progress goes to stderr.",
+        "and cost per 1M output tokens. With --request-rate, an open-loop sweep instead "
+        "(seeded Poisson or constant arrivals): achieved rate, schedule lag, backlog growth, "
+        "goodput against SLOs and the sustainable rate. --search finds the knee or the "
+        "sustainable rate by bracketing and bisection. Progress goes to stderr.",
     )
     parser.add_argument("--endpoint-name", required=True)
     parser.add_argument("--inference-component", help="inference component to invoke")
@@ -41,7 +160,7 @@ def register(subparsers: Any) -> None:
         help="any SageMaker-Runtime-compatible server (e.g. the loopback simulator)",
     )
     parser.add_argument(
-        "--concurrency", type=_concurrency_list, default=[1, 2, 4, 8], help="default 1,2,4,8"
+        "--concurrency", type=_concurrency_list, help="closed-loop levels; default 1,2,4,8"
     )
     parser.add_argument("--input-tokens", type=int, default=256, help="default 256")
     parser.add_argument("--output-tokens", type=int, default=128, help="default 128")
@@ -92,6 +211,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--keep-samples", action="store_true", help="raw samples in results")
     parser.add_argument("--out", required=True, help="results JSON file")
+    _add_open_loop_and_search(parser)
     parser.set_defaults(handler=run)
 
 
@@ -124,6 +244,10 @@ def _price(args: argparse.Namespace, region: str | None) -> tuple[float | None, 
 
 def run(args: argparse.Namespace) -> int:
     """Run the sweep, write ``--out``; exit 0, or 2 on bad input."""
+    problem = _mode_error(args)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     try:
         spec = PayloadSpec(
             input_tokens=args.input_tokens,
@@ -149,19 +273,11 @@ def run(args: argparse.Namespace) -> int:
         "client": args.client,
     }
     try:
-        result = sweep(
+        result = _run_mode(
+            args,
             invoker,
             spec,
-            args.concurrency,
-            requests_per_level=args.requests_per_level,
-            duration_s=args.duration_per_level,
-            rule=KneeRule(
-                min_gain_per_doubling=args.min_gain_per_doubling,
-                slo_ms_per_token=args.latency_slo_ms_per_token,
-            ),
             price_per_hour=price,
-            price_basis=basis if price is not None else None,
-            discount=args.discount,
             target={key: value for key, value in target.items() if value is not None},
             keep_samples=args.keep_samples,
             progress=progress,
@@ -169,7 +285,21 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if price is not None:  # every cost is stated with its basis and discount
+        result.price_basis, result.discount = basis, args.discount
     Path(args.out).write_text(result.to_json() + "\n", encoding="utf-8")
-    knee = result.knee
-    progress(f"knee: concurrency {knee.concurrency} ({knee.rule}); results in {args.out}")
+    if result.mode == "rate":
+        assert result.goodput is not None
+        rate = result.goodput["sustainable_rate_per_s"]
+        progress(f"sustainable rate: {rate} requests/s ({result.goodput['rule']})")
+    else:
+        knee = result.knee
+        progress(f"knee: concurrency {knee.concurrency} ({knee.rule})")
+    if result.search is not None:
+        search = result.search
+        progress(
+            f"search ({search['rule']}): levels {search['levels_run']}, found {search['found']}, "
+            f"{search['requests']} requests"
+        )
+    progress(f"results in {args.out}")
     return 0

@@ -76,6 +76,10 @@ class PredefinedMetric(Enum):
     """In-flight requests per model (instance), streaming included; published every 10 s."""
     VARIANT_INVOCATIONS_PER_INSTANCE = "SageMakerVariantInvocationsPerInstance"
     """Requests per instance per minute."""
+    VARIANT_PROVISIONED_CONCURRENCY_UTILIZATION = (
+        "SageMakerVariantProvisionedConcurrencyUtilization"
+    )
+    """Used share of a serverless variant's provisioned concurrency (a ratio, 0-1)."""
 
     @property
     def high_resolution(self) -> bool:
@@ -787,13 +791,7 @@ class VariantScaling(_Scaling):
         :param min_instances: fewest instances; default 1 (variants cannot scale to zero).
         :param variant_name: the variant scaled; default the endpoint's first variant.
         """
-        check_range(
-            "min_instances",
-            min_instances,
-            minimum=1,
-            fix="keep at least 1 instance; scale to zero is for inference components "
-            "(ComponentScaling with min_copies=0)",
-        )
+        self._check_min_instances(min_instances)
         variant = variant_name or endpoint.default_variant_name
         depends_on = None
         if isinstance(endpoint, EndpointBase):
@@ -865,6 +863,16 @@ class VariantScaling(_Scaling):
             scale_in_cooldown,
             scale_out_cooldown,
             disable_scale_in,
+        )
+
+    @staticmethod
+    def _check_min_instances(min_instances: int) -> None:
+        check_range(
+            "min_instances",
+            min_instances,
+            minimum=1,
+            fix="keep at least 1 instance; scale to zero is for inference components "
+            "(ComponentScaling with min_copies=0) and asynchronous endpoints (AsyncScaling)",
         )
 
     def _check_scheduled_min(self, min_capacity: int | None) -> None:

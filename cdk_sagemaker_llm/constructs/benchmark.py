@@ -1,4 +1,4 @@
-"""A concurrency sweep run while the stack deploys, whose figures other resources consume.
+"""A benchmark run while the stack deploys, whose figures other resources consume.
 
 ``EndpointBenchmark`` runs after its endpoint (or inference component) is in service, sweeps
 concurrency levels with a stated payload, writes ``results.json`` and ``chart.svg`` to S3 and
@@ -20,8 +20,16 @@ attributes, e.g. as an autoscaling target. The same wait design as ``Optimizatio
 4. ``Custom::SageMakerEndpointBenchmarkOutput`` (after the wait condition) turns the signal's
    data into attributes.
 
+Modes (the CLI's, with the same ``results.json``): closed-loop ``concurrencies`` (default), or
+open-loop ``request_rates`` (seeded Poisson or constant arrivals, optional ``max_concurrency``;
+see ``benchmarking.open_loop``), goodput against an ``slo``, and a ``search`` for the knee or
+the sustainable rate by bracketing and bisection, whose next level ``Advance`` plans from the
+levels measured so far (``benchmarking.search``).
+
 Load beyond one worker: a level of concurrency ``c`` runs on ``ceil(c / worker_capacity)``
-workers started together by the Map, each keeping its share in flight. All of them wait for a
+workers started together by the Map, each keeping its share in flight; a level of rate ``r``
+on ``ceil(r / worker_rate_capacity)`` workers, each sending its seeded share of the level's
+arrival process. All of them wait for a
 common start time planned 10 s ahead; the results record each worker's first request start
 and the skew between them (stated limit: 1 s).
 
@@ -36,7 +44,9 @@ already running finish their share of the current level, then no further level s
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -61,6 +71,8 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from ..benchmarking import KneeRule
+from ..benchmarking.goodput import Slo
+from ..benchmarking.search import DEFAULT_RESOLUTION
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList, check_discount
 from .deploy_time import (
     CUSTOM_RESOURCE_TIMEOUT,
@@ -102,7 +114,16 @@ SIGNAL_MARGIN = Duration.minutes(15)
 the results are written, the signal is sent."""
 MAX_LEVELS = 16
 MAX_CONCURRENCY = 4096
+MAX_RATE = 100_000.0
 MAX_WORKER_CAPACITY = 1024
+MAX_WORKER_RATE = 10_000.0
+DEFAULT_CONCURRENCIES = (1, 2, 4, 8, 16, 32)
+DEFAULT_WORKER_CAPACITY = 256
+"""Concurrent streams per worker Lambda (1 vCPU): the highest level measured within 2 % p50 and
+5 % TTFT error of the server's truth (``benchmarks/worker_capacity.py``)."""
+DEFAULT_WORKER_RATE_CAPACITY = 100.0
+"""Open-loop requests/s per worker Lambda, measured with the same script (schedule lag and TTFT
+error within the limits with headroom)."""
 MAX_WORKERS = 64
 MAX_REQUESTS = 100_000
 MAX_TOKENS = 200_000
@@ -115,6 +136,24 @@ LAMBDA_RETRY_ERRORS = [
     "Lambda.TooManyRequestsException",
 ]
 """Transient Lambda errors retried by the workflow (with backoff and full jitter)."""
+
+
+class Arrival(Enum):
+    """How an open-loop level's requests arrive (seeded)."""
+
+    POISSON = "poisson"
+    """Exponential gaps (a Poisson process), scaled so the level's rate is exact."""
+    CONSTANT = "constant"
+    """One request every 1 / rate seconds."""
+
+
+class BenchmarkSearch(Enum):
+    """An adaptive search instead of running every level (bracketing, then bisection)."""
+
+    KNEE = "knee"
+    """The knee over the range of ``concurrencies`` (closed loop)."""
+    MAX_RATE = "max-rate"
+    """The highest sustainable rate over the range of ``request_rates`` (open loop)."""
 
 
 class PayloadFormat(Enum):
@@ -148,6 +187,9 @@ class BenchmarkGate:
     min_output_tokens_per_s: float | None = None
     """Fail when the max output throughput (within the knee rule's SLO) is below this.
     Default: not checked."""
+    min_sustainable_requests_per_s: float | None = None
+    """Open loop: fail when the sustainable rate is below this (requests/s). Default: not
+    checked."""
 
 
 # ----- the construct -------------------------------------------------------------------------
@@ -174,7 +216,14 @@ class EndpointBenchmark(Construct):
         *,
         endpoint: IEndpoint | None = None,
         inference_component: IInferenceComponent | None = None,
-        concurrencies: Sequence[int] = (1, 2, 4, 8, 16, 32),
+        concurrencies: Sequence[int] | None = None,
+        request_rates: Sequence[float] | None = None,
+        arrival: Arrival = Arrival.POISSON,
+        seed: int = 0,
+        max_concurrency: int | None = None,
+        slo: Slo | None = None,
+        search: BenchmarkSearch | None = None,
+        search_resolution: float = DEFAULT_RESOLUTION,
         input_tokens: int = 256,
         output_tokens: int = 128,
         requests_per_level: int | None = None,
@@ -186,7 +235,8 @@ class EndpointBenchmark(Construct):
         price_list: PriceList = DEFAULT_PRICE_LIST,
         discount: float = 0.0,
         copies: int | None = None,
-        worker_capacity: int = 256,
+        worker_capacity: int = DEFAULT_WORKER_CAPACITY,
+        worker_rate_capacity: float = DEFAULT_WORKER_RATE_CAPACITY,
         results_bucket: s3.IBucket | None = None,
         results_encryption_key: kms.IKey | None = None,
         results_prefix: str = "endpoint-benchmarks/",
@@ -197,8 +247,23 @@ class EndpointBenchmark(Construct):
         :param endpoint: the endpoint to load; default the inference component's endpoint.
         :param inference_component: load this component of the endpoint; default none (the
             endpoint itself).
-        :param concurrencies: the levels, positive and increasing (at most 16, each at most
-            4096); default 1, 2, 4, 8, 16, 32.
+        :param concurrencies: the closed-loop levels, positive and increasing (at most 16, each
+            at most 4096); default 1, 2, 4, 8, 16, 32 unless ``request_rates`` is given.
+        :param request_rates: open-loop levels instead (requests/s, increasing, at most 16):
+            each level sends at its rate whether or not the endpoint keeps up and reports the
+            achieved rate, schedule lag, backlog growth, goodput and whether it is sustainable;
+            default none (closed loop).
+        :param arrival: how open-loop requests arrive; default POISSON.
+        :param seed: the arrival schedule's seed; default 0.
+        :param max_concurrency: open loop: cap on requests in flight (a request due beyond it
+            waits, and shows as schedule lag); default none.
+        :param slo: goodput objectives (ms/token, TTFT) and the sustainable fraction; default
+            none (open loop: every successful request is good, fraction 95 %).
+        :param search: find the knee (``KNEE``, over the range of ``concurrencies``) or the
+            sustainable rate (``MAX_RATE``, over the range of ``request_rates``) by bracketing
+            and bisection instead of running every level; default none (a full sweep).
+        :param search_resolution: bisection stops when the bracket is within this ratio;
+            default 0.25.
         :param input_tokens: tokens of each synthetic prompt; default 256.
         :param output_tokens: ``max_new_tokens`` of each request; default 128.
         :param requests_per_level: requests per level (at least the highest concurrency, so
@@ -220,7 +285,10 @@ class EndpointBenchmark(Construct):
         :param copies: copies serving the load while the sweep runs, for the per-copy knee;
             default the component's ``copy_count`` (1 for an endpoint or imported component).
         :param worker_capacity: concurrent requests one worker Lambda keeps in flight (1-1024);
-            levels above it are split across parallel workers; default 256.
+            levels above it are split across parallel workers; default 256 (measured: see
+            ``benchmarks/worker_capacity.py``).
+        :param worker_rate_capacity: open loop: requests/s one worker Lambda sends (0.1-10000);
+            faster levels are split across parallel workers; default 100 (measured likewise).
         :param results_bucket: where results, charts and raw samples go; default a new
             bucket (KMS encryption, SSL enforced, public access blocked, retained).
         :param results_encryption_key: the customer key of the bucket the benchmark creates;
@@ -259,10 +327,24 @@ class EndpointBenchmark(Construct):
         """The endpoint loaded."""
         self.inference_component = inference_component
         """The component loaded, if any."""
-        levels = _check_concurrencies(concurrencies)
+        mode = _check_mode(
+            concurrencies, request_rates, arrival, seed, max_concurrency, slo, search,
+            search_resolution,
+        )  # fmt: skip
+        rates: list[float] = mode.get("Rates", [])
+        levels: list[int] = mode.get("Concurrencies", [])
         check_range("input_tokens", input_tokens, minimum=1, maximum=MAX_TOKENS)
         check_range("output_tokens", output_tokens, minimum=1, maximum=MAX_TOKENS)
-        if requests_per_level is not None:
+        if requests_per_level is not None and rates:
+            check_range(
+                "requests_per_level",
+                requests_per_level,
+                minimum=2,
+                maximum=MAX_REQUESTS,
+                fix="send at least 2 requests per level (a rate needs two sends), or omit it "
+                "for 10 s at each rate (at least 32)",
+            )
+        elif requests_per_level is not None:
             check_range(
                 "requests_per_level",
                 requests_per_level,
@@ -281,7 +363,7 @@ class EndpointBenchmark(Construct):
         rule = knee_rule or KneeRule()
         _check_rule(rule)
         gate = gate or BenchmarkGate()
-        _check_gate(gate)
+        _check_gate(gate, open_loop=bool(rates))
         check_range(
             "worker_capacity",
             worker_capacity,
@@ -289,15 +371,36 @@ class EndpointBenchmark(Construct):
             maximum=MAX_WORKER_CAPACITY,
             fix="keep 1 to 1024 requests in flight per worker Lambda",
         )
-        self.max_workers = max(-(-level // worker_capacity) for level in levels)
+        check_range(
+            "worker_rate_capacity",
+            worker_rate_capacity,
+            minimum=0.1,
+            maximum=MAX_WORKER_RATE,
+            fix="send 0.1 to 10000 requests/s per worker Lambda",
+        )
+        capped = mode.get("MaxConcurrency", 0)
+        if rates:
+            self.max_workers = max(
+                math.ceil(rates[-1] / worker_rate_capacity - 1e-9),
+                -(-capped // worker_capacity) if capped else 1,
+            )
+        else:
+            self.max_workers = max(-(-level // worker_capacity) for level in levels)
         """Workers of the largest level: the Map's MaxConcurrency."""
         if self.max_workers > MAX_WORKERS:
+            prop, value, top, need = (
+                ("worker_rate_capacity", worker_rate_capacity, rates[-1],
+                 f"{rates[-1] / MAX_WORKERS:g}")
+                if rates and rates[-1] / worker_rate_capacity > MAX_WORKERS
+                else ("worker_capacity", worker_capacity, (levels or [capped])[-1],
+                      str(-(-(levels or [capped])[-1] // MAX_WORKERS)))
+            )  # fmt: skip
             raise ValidationError(
-                "worker_capacity",
-                worker_capacity,
-                f"the highest level ({levels[-1]}) would need {self.max_workers} workers, "
+                prop,
+                value,
+                f"the highest level ({top:g}) would need {self.max_workers} workers, "
                 f"more than {MAX_WORKERS}",
-                f"raise worker_capacity to at least {-(-levels[-1] // MAX_WORKERS)}",
+                f"raise {prop} to at least {need}",
             )
         _check_prefix(results_prefix)
         sweep_seconds = int(max_duration.to_seconds())
@@ -349,7 +452,7 @@ class EndpointBenchmark(Construct):
             "OutputTokens": output_tokens,
             "Stream": stream,
             "Format": payload_format.value,
-            "Concurrencies": levels,
+            **mode,
             "RequestsPerLevel": requests_per_level or 0,
             "WorkerCapacity": worker_capacity,
             "Copies": self.copies,
@@ -365,9 +468,12 @@ class EndpointBenchmark(Construct):
                     "MaxP50MsPerToken": gate.max_p50_ms_per_token,
                     "MinKneeConcurrency": gate.min_knee_concurrency,
                     "MinOutputTokensPerS": gate.min_output_tokens_per_s,
+                    "MinSustainableRate": gate.min_sustainable_requests_per_s,
                 }
             ),
         }
+        if rates:
+            run["WorkerRateCapacity"] = worker_rate_capacity
         if price is not None:
             run["PricePerHour"] = round(price, 6)
             run["PriceSource"] = price_source
@@ -511,7 +617,8 @@ class EndpointBenchmark(Construct):
                 gate,
                 worker_capacity,
                 max_duration,
-            ),
+            )
+            | _mode_details(mode, gate, self.max_workers, worker_rate_capacity, requests_per_level),
         )
         for function in (worker, advance, starter):
             depend_on_policy_only(function, function.role)
@@ -539,6 +646,12 @@ class EndpointBenchmark(Construct):
         """``s3://bucket/<prefix><run>/results.json`` (the CLI's results schema + distribution)."""
         self.chart_s3_uri: str = self._output.get_att_string("ChartS3Uri")
         """``s3://bucket/<prefix><run>/chart.svg``: latency vs throughput, the knee circled."""
+        self.sustainable_requests_per_second: float = Token.as_number(
+            self._output.get_att("SustainableRequestsPerSecond")
+        )
+        """Open loop: the highest rate sustainable from the lowest level up (goodput at least
+        the SLO's fraction of the offered rate, backlog not growing); 0 when none was, or
+        for a closed-loop benchmark. A number token."""
 
     # ----- internals -------------------------------------------------------------------------
 
@@ -637,6 +750,118 @@ def _results_bucket(scope: Construct, key: kms.IKey | None) -> s3.Bucket:
     return bucket
 
 
+def _check_mode(
+    concurrencies: Sequence[int] | None,
+    request_rates: Sequence[float] | None,
+    arrival: Arrival,
+    seed: int,
+    max_concurrency: int | None,
+    slo: Slo | None,
+    search: BenchmarkSearch | None,
+    resolution: float,
+) -> dict[str, Any]:
+    """The run keys of the load mode, validated; keys at their defaults are left out (a
+    closed-loop sweep's run is then what it always was)."""
+    if concurrencies is not None and request_rates is not None:
+        raise ValidationError(
+            "request_rates",
+            list(request_rates),
+            "a benchmark is closed loop (concurrencies) or open loop (request_rates), not both",
+            "drop concurrencies for a request-rate sweep, or request_rates for a concurrency one",
+        )
+    for prop, value, kind in (
+        ("arrival", arrival, Arrival),
+        ("search", search, BenchmarkSearch),
+    ):
+        if value is not None and not isinstance(value, kind):
+            raise ValidationError(
+                prop, value, f"not a {kind.__name__}", f"pass one of {[m.name for m in kind]}"
+            )
+    if slo is not None and not isinstance(slo, Slo):
+        raise ValidationError("slo", slo, "not an Slo", "pass Slo(ms_per_token=..., ttft_ms=...)")
+    check_range("seed", seed, minimum=0, maximum=2**31 - 1)
+    check_range("search_resolution", resolution, minimum=0.01, maximum=10)
+    keys: dict[str, Any] = {}
+    if request_rates is None:
+        keys["Concurrencies"] = _check_concurrencies(
+            DEFAULT_CONCURRENCIES if concurrencies is None else concurrencies
+        )
+        open_loop_only: tuple[tuple[str, Any, Any], ...] = (
+            ("max_concurrency", max_concurrency, None),
+            ("arrival", arrival, Arrival.POISSON),
+            ("seed", seed, 0),
+        )
+        for prop, value, default in open_loop_only:
+            if value != default:
+                raise ValidationError(
+                    prop, value, "applies to open-loop levels only",
+                    "give request_rates, or drop it",
+                )  # fmt: skip
+    else:
+        keys.update(
+            Mode="rate",
+            Concurrencies=[],
+            Rates=_check_rates(request_rates),
+            Arrival=arrival.value,
+            Seed=seed,
+        )
+        if max_concurrency is not None:
+            check_range("max_concurrency", max_concurrency, minimum=1, maximum=MAX_CONCURRENCY)
+            keys["MaxConcurrency"] = max_concurrency
+    if search is not None:
+        wanted = BenchmarkSearch.MAX_RATE if request_rates is not None else BenchmarkSearch.KNEE
+        if search is not wanted:
+            raise ValidationError(
+                "search",
+                search.name,
+                "KNEE searches concurrencies (closed loop), MAX_RATE searches request_rates "
+                "(open loop)",
+                f"use search=BenchmarkSearch.{wanted.name} with these levels",
+            )
+        keys["Search"] = search.value
+        keys["SearchResolution"] = resolution
+    if slo is not None and (slo.stated or request_rates is not None):
+        keys["Slo"] = {
+            key: value
+            for key, value in (
+                ("MsPerToken", slo.ms_per_token),
+                ("TtftMs", slo.ttft_ms),
+                ("Fraction", slo.fraction),
+            )
+            if value is not None
+        }
+    return keys
+
+
+def _check_rates(request_rates: Sequence[float]) -> list[float]:
+    rates = list(request_rates)
+    if not 1 <= len(rates) <= MAX_LEVELS:
+        raise ValidationError(
+            "request_rates", rates, f"a sweep has 1 to {MAX_LEVELS} levels",
+            "pass e.g. [1, 2, 4, 8] (requests/s)",
+        )  # fmt: skip
+    for index, rate in enumerate(rates):
+        if (
+            is_unresolved(rate)
+            or not isinstance(rate, int | float)
+            or isinstance(rate, bool)
+            or not 0 < rate <= MAX_RATE
+        ):
+            raise ValidationError(
+                f"request_rates[{index}]",
+                rate,
+                f"a rate is a number of requests/s above 0 and at most {MAX_RATE:g}, known at "
+                "synth time",
+                "pass literal positive numbers, e.g. [1, 2, 4, 8]",
+            )
+    if any(b <= a for a, b in itertools.pairwise(rates)):
+        raise ValidationError(
+            "request_rates", rates, "rates must increase",
+            f"sort them and drop repeats: {sorted(set(rates))}",
+        )  # fmt: skip
+    return [float(rate) for rate in rates]
+
+
 def _check_concurrencies(concurrencies: Sequence[int]) -> list[int]:
     levels = list(concurrencies)
     if not 1 <= len(levels) <= MAX_LEVELS:
@@ -682,7 +907,24 @@ def _check_rule(rule: KneeRule) -> None:
         check_range("knee_rule.max_error_rate", rule.max_error_rate, minimum=0, maximum=1)
 
 
-def _check_gate(gate: BenchmarkGate) -> None:
+def _check_gate(gate: BenchmarkGate, *, open_loop: bool) -> None:
+    if gate.min_sustainable_requests_per_s is not None:
+        if not open_loop:
+            raise ValidationError(
+                "gate.min_sustainable_requests_per_s", gate.min_sustainable_requests_per_s,
+                "only an open-loop benchmark measures a sustainable rate",
+                "give request_rates, or drop this gate",
+            )  # fmt: skip
+        check_range(
+            "gate.min_sustainable_requests_per_s", gate.min_sustainable_requests_per_s,
+            minimum=0.001, maximum=MAX_RATE,
+        )  # fmt: skip
+    if open_loop and gate.min_knee_concurrency is not None:
+        raise ValidationError(
+            "gate.min_knee_concurrency", gate.min_knee_concurrency,
+            "an open-loop benchmark has no knee (a closed-loop figure)",
+            "gate on min_sustainable_requests_per_s, or sweep concurrencies",
+        )  # fmt: skip
     if gate.max_p50_ms_per_token is not None:
         check_range("gate.max_p50_ms_per_token", gate.max_p50_ms_per_token, minimum=0.001)
     if gate.min_knee_concurrency is not None:
@@ -750,10 +992,12 @@ def _derive_price(
         )
     if component is None and isinstance(endpoint, Endpoint) and len(endpoint.variants) == 1:
         variant = endpoint.variants[0]
+        if variant.instance_type is None:  # instance pools or serverless: no single price
+            return None, ""
         hourly = prices.price_per_hour(variant.instance_type)
         if hourly is None:
             return None, ""
-        count = variant.initial_instance_count
+        count = variant.initial_instance_count or 1
         return hourly * count, f"{count} x {variant.instance_type.name} at {hourly:g}/h ({where})"
     return None, ""
 
@@ -802,6 +1046,36 @@ def _references(value: Any) -> list[str]:
     return []
 
 
+def _mode_details(
+    mode: dict[str, Any],
+    gate: BenchmarkGate,
+    workers: int,
+    rate_capacity: float,
+    requests_per_level: int | None,
+) -> dict[str, Any]:
+    """What ``plan`` shows of an open-loop benchmark, a search or goodput SLOs."""
+    details: dict[str, Any] = {}
+    if mode.get("Rates"):
+        details["Concurrencies"] = "open loop (request rates)"
+        details["RequestRates"] = ", ".join(f"{rate:g}/s" for rate in mode["Rates"])
+        details["Arrival"] = f"{mode['Arrival']} (seed {mode['Seed']})" + (
+            f", at most {mode['MaxConcurrency']} in flight" if mode.get("MaxConcurrency") else ""
+        )
+        if not requests_per_level:
+            details["RequestsPerLevel"] = "rate x 10 s (at least 32)"
+        details["Workers"] = f"up to {workers} in parallel ({rate_capacity:g} requests/s each)"
+    if "Search" in mode:
+        details["Search"] = (
+            f"{mode['Search']} by bracketing and bisection (resolution "
+            f"{mode['SearchResolution']:.0%})"
+        )
+    if "Slo" in mode:
+        details["Goodput"] = Slo(
+            mode["Slo"].get("MsPerToken"), mode["Slo"].get("TtftMs"), mode["Slo"]["Fraction"]
+        ).describe()
+    return details
+
+
 def _plan_details(
     endpoint: IEndpoint,
     component: IInferenceComponent | None,
@@ -819,12 +1093,15 @@ def _plan_details(
     """What ``plan`` shows for the benchmark."""
     gates = []
     if gate.max_p50_ms_per_token is not None:
-        gates.append(f"p50 ms/token at concurrency {levels[0]} <= {gate.max_p50_ms_per_token:g}")
+        lowest = f"concurrency {levels[0]}" if levels else "the lowest rate"
+        gates.append(f"p50 ms/token at {lowest} <= {gate.max_p50_ms_per_token:g}")
     if gate.min_knee_concurrency is not None:
         gates.append(f"knee >= {gate.min_knee_concurrency}")
     if gate.min_output_tokens_per_s is not None:
         gates.append(f"max throughput >= {gate.min_output_tokens_per_s:g} tokens/s")
-    workers = max(-(-level // worker_capacity) for level in levels)
+    if gate.min_sustainable_requests_per_s is not None:
+        gates.append(f"sustainable rate >= {gate.min_sustainable_requests_per_s:g}/s")
+    workers = max((-(-level // worker_capacity) for level in levels), default=1)
     return {
         "Target": component.inference_component_name
         if component is not None

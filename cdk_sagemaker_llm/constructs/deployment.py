@@ -88,7 +88,7 @@ class RollingDeployment:
         )
         check_range(f"{prop}.rollback_batch_size", self.rollback_batch_size, minimum=1)
 
-    def check_batch_size(self, prop: str, count: int, unit: str, why: str) -> None:
+    def check_batch_size(self, prop: str, count: int | None, unit: str, why: str) -> None:
         """Raise ValidationError unless ``batch_size`` is 5 %-50 % of ``count`` (the fewest
         instances or copies the deployment can meet: ``why`` says where that count comes from).
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Annotations, Duration, Size
@@ -13,6 +12,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from ..catalog.instance_types import InstanceType
+from .async_inference import AsyncInference
 from .availability import require_inference_components
 from .data_capture import DataCapture
 from .deployment import RollingDeployment
@@ -26,9 +26,19 @@ from .endpoint_base import (
 from .execution_role import create_execution_role, depend_on_role_policy
 from .inference_component import InferenceComponent
 from .interfaces import IEndpoint
-from .model import Model
+from .model import ModelBase
 from .networking import place_in_vpc
+from .serverless import ServerlessConfig
 from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
+from .variant_options import (
+    CapacityReservation,
+    InferenceAmiVersion,
+    InstancePool,
+    PrefixAwareRouting,
+    RoutingStrategy,
+    ScaleInPolicy,
+    VariantPlatform,
+)
 
 if TYPE_CHECKING:  # annotations only: importing these costs synth time
     from aws_cdk import aws_ec2 as ec2
@@ -45,23 +55,16 @@ __all__ = [
 ]
 
 
-class RoutingStrategy(Enum):
-    """How an endpoint spreads requests over instances (``RoutingConfig``)."""
-
-    LEAST_OUTSTANDING_REQUESTS = "LEAST_OUTSTANDING_REQUESTS"
-    RANDOM = "RANDOM"
-
-
 @dataclass(frozen=True, kw_only=True)
 class ProductionVariant:
     """One weighted production variant of an instance-based endpoint."""
 
-    model: Model
-    """The model served."""
-    instance_type: InstanceType
-    """Instance type of the variant."""
-    initial_instance_count: int = 1
-    """Instances at creation; default 1."""
+    model: ModelBase
+    """The model served (created, or imported with ``Model.from_model_name``)."""
+    instance_type: InstanceType | None = None
+    """Instance type of the variant; required unless ``instance_pools`` or ``serverless``."""
+    initial_instance_count: int | None = None
+    """Instances at creation; default 1 (none for a serverless variant)."""
     initial_weight: float = 1.0
     """Traffic weight relative to the other variants; default 1."""
     variant_name: str | None = None
@@ -74,6 +77,33 @@ class ProductionVariant:
     """How long downloading the model data may take (60-3600 s)."""
     routing_strategy: RoutingStrategy | None = None
     """How requests are spread over the variant's instances; default SageMaker's (random)."""
+    prefix_aware_routing: PrefixAwareRouting | None = None
+    """Settings of ``RoutingStrategy.PREFIX_AWARE`` (required with it; implies it)."""
+    instance_pools: Sequence[InstancePool] | None = None
+    """1-5 instance types by priority, tried in turn when capacity is short; replaces
+    ``instance_type``; default none."""
+    provision_timeout: Duration | None = None
+    """How long provisioning (across pools) may take, 300-3600 s; default SageMaker's."""
+    capacity_reservation: CapacityReservation | None = None
+    """Launch into an ML capacity reservation; default on-demand capacity."""
+    inference_ami_version: InferenceAmiVersion | None = None
+    """The inference AMI (drivers, CUDA/Neuron); default SageMaker's."""
+    enable_ssm_access: bool | None = None
+    """Allow AWS Systems Manager sessions into the containers; default off."""
+    serverless: ServerlessConfig | None = None
+    """Serve serverlessly (memory and concurrency, no instances); default instance-based."""
+
+    def platform(self) -> VariantPlatform:
+        """The variant's instance-type, routing and capacity options."""
+        return VariantPlatform(
+            instance_pools=self.instance_pools,
+            provision_timeout=self.provision_timeout,
+            routing_strategy=self.routing_strategy,
+            prefix_aware_routing=self.prefix_aware_routing,
+            capacity_reservation=self.capacity_reservation,
+            inference_ami_version=self.inference_ami_version,
+            enable_ssm_access=self.enable_ssm_access,
+        )
 
 
 def _check_instance_storage(
@@ -96,6 +126,90 @@ def _check_instance_storage(
             "storage volume (the instance store is encrypted by hardware)",
             "drop kms_key for this instance type, or pick a type without local storage",
         )
+
+
+def _instance_variant(
+    variant: ProductionVariant, prop: str, kms_key: kms.IKey | None
+) -> dict[str, Any]:
+    """Check an instance-based variant on each of its instance types; its L1 arguments."""
+    count = variant.initial_instance_count if variant.initial_instance_count is not None else 1
+    check_range(f"{prop}.initial_instance_count", count, minimum=1)
+    platform = variant.platform()
+    instance_types = platform.instance_types(variant.instance_type, prop)
+    platform.check_ami(instance_types, prop)
+    models = {pool.instance_type.name: pool.model for pool in variant.instance_pools or []}
+    for instance_type in instance_types:
+        where = (
+            f"{prop}.instance_pools[{instance_type.name}]"
+            if variant.instance_pools
+            else f"{prop}.instance_type"
+        )
+        model = models.get(instance_type.name) or variant.model
+        model.check_placement(instance_type, instance_type.accelerator_count or None, where)
+        _check_instance_storage(instance_type, variant.volume_size, kms_key, prop)
+    return {
+        "instance_type": variant.instance_type.name if variant.instance_type else None,
+        "initial_instance_count": count,
+        **platform.render(prop),
+    }
+
+
+def _serverless_variant(
+    variant: ProductionVariant,
+    prop: str,
+    variant_count: int,
+    kms_key: kms.IKey | None,
+    data_capture: DataCapture | None,
+    async_inference: AsyncInference | None,
+) -> dict[str, Any]:
+    """Check a serverless variant against what serverless inference excludes; its L1 args."""
+    assert variant.serverless is not None
+    instance_only = {
+        "instance_type": variant.instance_type,
+        "initial_instance_count": variant.initial_instance_count,
+        "instance_pools": variant.instance_pools,
+        "provision_timeout": variant.provision_timeout,
+        "volume_size": variant.volume_size,
+        "routing_strategy": variant.routing_strategy,
+        "prefix_aware_routing": variant.prefix_aware_routing,
+        "capacity_reservation": variant.capacity_reservation,
+        "inference_ami_version": variant.inference_ami_version,
+        "enable_ssm_access": variant.enable_ssm_access,
+    }
+    for name, value in instance_only.items():
+        if value is not None:
+            raise ValidationError(
+                f"{prop}.{name}",
+                getattr(value, "name", value),
+                "a serverless variant has no instances; this option is for instance-based variants",
+                f"drop {name}, or drop serverless",
+            )
+    excluded: tuple[tuple[str, object, str], ...] = (
+        (
+            "variants",
+            variant_count if variant_count > 1 else None,
+            "a serverless endpoint has exactly one variant",
+        ),
+        (
+            "kms_key",
+            kms_key,
+            "the key encrypts the instances' ML storage volumes, and a serverless variant has none",
+        ),
+        ("data_capture", data_capture, "serverless endpoints do not support data capture"),
+        ("async_inference", async_inference, "asynchronous inference runs on instances"),
+    )
+    for name, excluded_value, problem in excluded:
+        if excluded_value is not None:
+            raise ValidationError(
+                name,
+                excluded_value
+                if isinstance(excluded_value, int)
+                else type(excluded_value).__name__,
+                problem,
+                f"drop {name}, or serve on instances",
+            )
+    ServerlessConfig.check_model(variant.model, f"{prop}")
+    return {"serverless_config": variant.serverless.render(f"{prop}.serverless")}
 
 
 def _timeouts(
@@ -138,6 +252,7 @@ class Endpoint(EndpointBase):
         kms_key: kms.IKey | None = None,
         data_capture: DataCapture | None = None,
         deployment: RollingDeployment | None = None,
+        async_inference: AsyncInference | None = None,
     ) -> None:
         """
         :param variants: the production variants (at least one, at most 10).
@@ -147,6 +262,8 @@ class Endpoint(EndpointBase):
         :param data_capture: capture requests/responses to S3; default off.
         :param deployment: rolling update with alarm rollback for later changes; default
             SageMaker's blue/green all-at-once.
+        :param async_inference: make it an asynchronous endpoint (requests and results in S3,
+            scale to zero with ``AsyncScaling``); default real-time.
         """
         super().__init__(scope, id)
         check_sagemaker_name("endpoint_name", endpoint_name)
@@ -183,8 +300,7 @@ class Endpoint(EndpointBase):
         for index, (variant, name) in enumerate(zip(variants, names, strict=True)):
             prop = f"variants[{index}]"
             check_sagemaker_name(f"{prop}.variant_name", name)
-            check_range(f"{prop}.initial_instance_count", variant.initial_instance_count, minimum=1)
-            if deployment is not None:
+            if deployment is not None and variant.serverless is None:
                 deployment.check_batch_size(
                     "deployment",
                     variant.initial_instance_count,
@@ -192,40 +308,44 @@ class Endpoint(EndpointBase):
                     f"{prop}.initial_instance_count",
                 )
             check_range(f"{prop}.initial_weight", variant.initial_weight, minimum=0)
-            variant.model.check_placement(
-                variant.instance_type,
-                variant.instance_type.accelerator_count or None,
-                f"{prop}.instance_type",
-            )
-            _check_instance_storage(variant.instance_type, variant.volume_size, kms_key, prop)
             startup, download = _timeouts(
                 f"{prop}.",
                 variant.container_startup_health_check_timeout,
                 variant.model_data_download_timeout,
             )
+            if variant.serverless is not None:
+                placement = _serverless_variant(
+                    variant, prop, len(variants), kms_key, data_capture, async_inference
+                )
+            else:
+                placement = _instance_variant(variant, prop, kms_key)
             rendered.append(
                 sagemaker.CfnEndpointConfig.ProductionVariantProperty(
                     variant_name=name,
                     model_name=variant.model.model_name,
-                    instance_type=variant.instance_type.name,
-                    initial_instance_count=variant.initial_instance_count,
                     initial_variant_weight=variant.initial_weight,
                     volume_size_in_gb=_volume_gib(prop, variant.volume_size),
                     container_startup_health_check_timeout_in_seconds=startup,
                     model_data_download_timeout_in_seconds=download,
-                    routing_config=_routing(variant.routing_strategy),
+                    **placement,
                 )
             )
         roles: list[iam.IRole] = []
-        for variant in variants:
-            if not any(role is variant.model.role for role in roles):
-                roles.append(variant.model.role)
+        for model in [v.model for v in variants] + [
+            pool.model for v in variants for pool in v.instance_pools or [] if pool.model
+        ]:
+            role = model.role
+            if role is not None and not any(known is role for known in roles):
+                roles.append(role)
+        self.async_inference = async_inference
+        """The asynchronous-inference settings; None for a real-time endpoint."""
         self.endpoint_config = sagemaker.CfnEndpointConfig(
             self,
             "Config",
             production_variants=rendered,
             kms_key_id=kms_key.key_arn if kms_key else None,
             data_capture_config=data_capture.bind(roles) if data_capture else None,
+            async_inference_config=async_inference.bind(roles) if async_inference else None,
         )
         if kms_key is not None:
             for role in roles:
@@ -242,12 +362,24 @@ class Endpoint(EndpointBase):
         self.endpoint_name = self.resource.attr_endpoint_name
         self.endpoint_arn = self.resource.ref
 
-    def check_variant_scaling(
-        self, variant_name: str, min_instances: int, max_instances: int
-    ) -> None:
-        """Raise ValidationError when the variant does not exist, its initial instance count
-        lies above ``max_instances``, or the rolling deployment's batch is not 5 %-50 % of
-        ``min_instances``."""
+    def grant_invoke_async(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Allow ``grantee`` to call ``InvokeEndpointAsync``, upload requests under the input
+        prefix and read results and failures; only for an ``async_inference`` endpoint."""
+        if self.async_inference is None:
+            raise ValidationError(
+                "endpoint",
+                self.node.path,
+                "is a real-time endpoint; it accepts no asynchronous invocations",
+                "create it with async_inference=AsyncInference(...), or use grant_invoke",
+            )
+        return self.async_inference.grant_invoke(grantee, self.endpoint_arn)
+
+    def serverless_config(self, variant_name: str) -> ServerlessConfig | None:
+        """The serverless settings of a variant; None for an instance-based variant."""
+        self._check_variant_name(variant_name)
+        return self.variants[self.variant_names.index(variant_name)].serverless
+
+    def _check_variant_name(self, variant_name: str) -> None:
         if variant_name not in self.variant_names:
             raise ValidationError(
                 "variant_name",
@@ -255,7 +387,21 @@ class Endpoint(EndpointBase):
                 f"{self.node.path} has no such variant (it has {self.variant_names})",
                 "pass one of the endpoint's variant names",
             )
-        initial = self.variants[self.variant_names.index(variant_name)].initial_instance_count
+
+    def check_variant_scaling(
+        self, variant_name: str, min_instances: int, max_instances: int
+    ) -> None:
+        """Raise ValidationError when the variant does not exist, is serverless, its initial
+        instance count lies above ``max_instances``, or the rolling deployment's batch is not
+        5 %-50 % of ``min_instances``."""
+        if self.serverless_config(variant_name) is not None:
+            raise ValidationError(
+                "variant_name",
+                variant_name,
+                "a serverless variant has no instances to scale",
+                "scale its provisioned concurrency with ServerlessScaling",
+            )
+        initial = self.variants[self.variant_names.index(variant_name)].initial_instance_count or 1
         if self.deployment is not None:
             self.deployment.check_batch_size(
                 "endpoint.deployment", min_instances, "variant's instance count", "min_instances"
@@ -288,12 +434,19 @@ class InferenceComponentEndpoint(EndpointBase):
         scope: Construct,
         id: str,
         *,
-        instance_type: InstanceType,
+        instance_type: InstanceType | None = None,
         initial_instance_count: int = 1,
         min_instance_count: int = 1,
         max_instance_count: int | None = None,
         variant_name: str = DEFAULT_VARIANT_NAME,
         routing_strategy: RoutingStrategy | None = None,
+        prefix_aware_routing: PrefixAwareRouting | None = None,
+        instance_pools: Sequence[InstancePool] | None = None,
+        provision_timeout: Duration | None = None,
+        scale_in_policy: ScaleInPolicy | None = None,
+        capacity_reservation: CapacityReservation | None = None,
+        inference_ami_version: InferenceAmiVersion | None = None,
+        enable_ssm_access: bool | None = None,
         volume_size: Size | None = None,
         container_startup_health_check_timeout: Duration | None = None,
         model_data_download_timeout: Duration | None = None,
@@ -307,13 +460,27 @@ class InferenceComponentEndpoint(EndpointBase):
         endpoint_name: str | None = None,
     ) -> None:
         """
-        :param instance_type: the instance type every component shares.
+        :param instance_type: the instance type every component shares; or give
+            ``instance_pools``.
         :param initial_instance_count: instances at creation; default 1.
         :param min_instance_count: fewest instances managed scaling keeps; default 1. 0 allows
             scale to zero (not accepted in every region).
         :param max_instance_count: most instances; default ``initial_instance_count``.
         :param variant_name: the variant name; default ``AllTraffic``.
         :param routing_strategy: request routing; default SageMaker's.
+        :param prefix_aware_routing: settings of ``RoutingStrategy.PREFIX_AWARE`` (required
+            with it; implies it).
+        :param instance_pools: 1-5 instance types by priority (fallback when capacity is
+            short), replacing ``instance_type``; components are checked on each, and may give
+            per-type ``specifications``. Default none.
+        :param provision_timeout: how long provisioning across pools may take (300-3600 s);
+            default SageMaker's.
+        :param scale_in_policy: how managed scaling releases instances (idle release or
+            consolidation); default SageMaker's.
+        :param capacity_reservation: launch into an ML capacity reservation; default
+            on-demand.
+        :param inference_ami_version: the inference AMI; default SageMaker's.
+        :param enable_ssm_access: allow SSM sessions into the containers; default off.
         :param volume_size: ML storage volume (1-512 GiB); not allowed with local NVMe storage.
         :param container_startup_health_check_timeout: default for components (60-3600 s).
         :param model_data_download_timeout: default for components (60-3600 s).
@@ -354,12 +521,32 @@ class InferenceComponentEndpoint(EndpointBase):
                 "min_instance_count=0 (scale to zero) is not accepted in every region; check "
                 "that yours supports it before deploying.",
             )
-        _check_instance_storage(instance_type, volume_size, kms_key, "endpoint")
+        platform = VariantPlatform(
+            instance_pools=instance_pools,
+            provision_timeout=provision_timeout,
+            routing_strategy=routing_strategy,
+            prefix_aware_routing=prefix_aware_routing,
+            capacity_reservation=capacity_reservation,
+            inference_ami_version=inference_ami_version,
+            enable_ssm_access=enable_ssm_access,
+        )
+        if any(pool.model is not None for pool in instance_pools or []):
+            raise ValidationError(
+                "instance_pools[].model",
+                [pool.model.node.path for pool in instance_pools or [] if pool.model],
+                "an inference-component endpoint's variant serves no model of its own",
+                "drop model from the pools and give components per-type specifications",
+            )
+        self.instance_types = platform.instance_types(instance_type, "endpoint")
+        """The instance types components run on, in priority order (one without pools)."""
+        platform.check_ami(self.instance_types, "endpoint")
+        for each in self.instance_types:
+            _check_instance_storage(each, volume_size, kms_key, "endpoint")
         startup, download = _timeouts(
             "", container_startup_health_check_timeout, model_data_download_timeout
         )
-        self.instance_type = instance_type
-        """The instance type every component shares."""
+        self.instance_type = self.instance_types[0]
+        """The (first-priority) instance type."""
         self.min_instance_count = min_instance_count
         """Fewest instances managed scaling keeps."""
         self.max_instance_count = maximum
@@ -400,14 +587,17 @@ class InferenceComponentEndpoint(EndpointBase):
             production_variants=[
                 sagemaker.CfnEndpointConfig.ProductionVariantProperty(
                     variant_name=variant_name,
-                    instance_type=instance_type.name,
+                    instance_type=instance_type.name if instance_type else None,
                     initial_instance_count=initial_instance_count,
                     managed_instance_scaling=sagemaker.CfnEndpointConfig.ManagedInstanceScalingProperty(
                         status="ENABLED",
                         min_instance_count=min_instance_count,
                         max_instance_count=maximum,
+                        scale_in_policy=scale_in_policy.render("scale_in_policy")
+                        if scale_in_policy
+                        else None,
                     ),
-                    routing_config=_routing(routing_strategy),
+                    **platform.render("endpoint"),
                     volume_size_in_gb=_volume_gib("endpoint", volume_size),
                     container_startup_health_check_timeout_in_seconds=startup,
                     model_data_download_timeout_in_seconds=download,
@@ -452,11 +642,3 @@ class InferenceComponentEndpoint(EndpointBase):
                 "set min_instance_count=0 on the InferenceComponentEndpoint, or min_copies >= 1",
             )
         return True
-
-
-def _routing(
-    strategy: RoutingStrategy | None,
-) -> sagemaker.CfnEndpointConfig.RoutingConfigProperty | None:
-    if strategy is None:
-        return None
-    return sagemaker.CfnEndpointConfig.RoutingConfigProperty(routing_strategy=strategy.value)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from aws_cdk import Annotations, Arn, ArnFormat, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
@@ -19,7 +20,7 @@ from .networking import place_in_vpc
 from .plan_metadata import add_plan_metadata
 from .serving_options import ServingOptions
 from .speculative_decoding import SpeculativeDecoding
-from .validation import ValidationError, check_sagemaker_name
+from .validation import ValidationError, check_sagemaker_name, is_unresolved
 
 if TYPE_CHECKING:  # annotations only: importing these costs synth time
     from aws_cdk import aws_ec2 as ec2
@@ -43,7 +44,82 @@ def merge_environment(
     return dict(sorted(merged.items()))
 
 
-class Model(Construct):
+class ModelBase(Construct):
+    """What endpoints and components consume of a model, created here or imported."""
+
+    model_name: str
+    """The SageMaker model name."""
+    model_arn: str
+    """The SageMaker model ARN."""
+    role: iam.IRole | None = None
+    """The execution role, when known (grants for KMS and data capture go to it)."""
+    image: ContainerImage | None = None
+    """The serving container, when known."""
+    serving: ServingOptions | None = None
+    """The typed serving options, when known."""
+    speculative_decoding: SpeculativeDecoding | None = None
+    """The draft model, when known."""
+    spec: ModelSpec | None = None
+    """The architecture, when known."""
+
+    def check_placement(
+        self, instance_type: InstanceType, accelerators: int | None, prop: str
+    ) -> None:
+        """An imported model's container is unknown: note that the checks are skipped."""
+        Annotations.of(self).add_info(
+            f"Placement and sizing checks skipped for {prop} ({instance_type.name}): the model "
+            f"{self.node.path} is imported, so its container and architecture are unknown."
+        )
+
+
+class _ImportedModel(ModelBase):
+    def __init__(
+        self, scope: Construct, id: str, *, name: str, arn: str, role: iam.IRole | None
+    ) -> None:
+        super().__init__(scope, id)
+        self.model_name = name
+        self.model_arn = arn
+        self.role = role
+
+
+def import_model_by_name(
+    scope: Construct, id: str, model_name: str, *, role: iam.IRole | None = None
+) -> ModelBase:
+    """An existing SageMaker model by name (in the stack's account and region).
+
+    :param role: the model's execution role, if grants (an endpoint's KMS key, data capture)
+        should reach it; default none (those grants are then yours to add).
+    """
+    check_sagemaker_name("model_name", model_name)
+    arn = Stack.of(scope).format_arn(
+        service="sagemaker", resource="model", resource_name=model_name.lower()
+    )
+    return _ImportedModel(scope, id, name=model_name, arn=arn, role=role)
+
+
+def import_model_by_arn(
+    scope: Construct, id: str, model_arn: str, *, role: iam.IRole | None = None
+) -> ModelBase:
+    """An existing SageMaker model by ARN; its name is the ARN's resource name (SageMaker
+    writes ARNs in lower case and matches names case-insensitively).
+
+    :param role: the model's execution role, if grants should reach it; default none.
+    """
+    parts = Arn.split(model_arn, ArnFormat.SLASH_RESOURCE_NAME)
+    if parts.resource_name is None or (
+        not is_unresolved(parts.resource) and parts.resource != "model"
+    ):
+        raise ValidationError(
+            "model_arn",
+            model_arn,
+            "not a SageMaker model ARN",
+            "pass arn:<partition>:sagemaker:<region>:<account>:model/<name>",
+        )
+    check_sagemaker_name("model_arn (name)", parts.resource_name)
+    return _ImportedModel(scope, id, name=parts.resource_name, arn=model_arn, role=role)
+
+
+class Model(ModelBase):
     """A SageMaker model (``AWS::SageMaker::Model``) built from an image and a model source.
 
     Typed serving options (``LmiOptions``, ``TgiOptions``) are validated against the image and
@@ -52,6 +128,9 @@ class Model(Construct):
     exactly this model's S3 location) unless ``role`` is given, in which case the same grants
     are added to it.
     """
+
+    from_model_name = staticmethod(import_model_by_name)
+    from_model_arn = staticmethod(import_model_by_arn)
 
     def __init__(
         self,
@@ -112,6 +191,8 @@ class Model(Construct):
         """The typed serving options, if given."""
         self.speculative_decoding = speculative_decoding
         """The draft model for speculative decoding, if given."""
+        self.network_isolation = network_isolation
+        """Whether the container is denied network access."""
         self.spec = spec or (
             ModelSpec.from_hugging_face_id(source.model_id)
             if source is not None and source.model_id
@@ -175,7 +256,8 @@ class Model(Construct):
     ) -> None:
         """Raise ValidationError when this model cannot run with ``accelerators`` devices of
         ``instance_type`` (wrong accelerator kind, or a tensor-parallel degree above them)."""
-        check_image_on_instance(self.image, instance_type, prop)
+        if self.image is not None:
+            check_image_on_instance(self.image, instance_type, prop)
         degree = self.serving.accelerators_per_copy if self.serving else None
         if degree is not None and accelerators is not None and degree > accelerators:
             raise ValidationError(

@@ -9,12 +9,14 @@ repository and in the asset. Entry points (``index.py`` of the asset re-exports 
   ``Custom::SageMakerEndpointBenchmarkOutput`` turns the wait condition's data into
   attributes (knee concurrency, max throughput, p50 ms/token at the knee).
 - ``advance``: one step of the sweep: aggregate the level the workers just ran (from their
-  raw samples in S3), then plan the next level, or finish: write ``results.json`` and
+  raw samples in S3), then plan the next level (the sweep's next, or the search's, from the
+  levels measured so far), or finish: write ``results.json`` and
   ``chart.svg``, apply the gate, signal the wait condition. With ``Error`` set (the workflow's
   catch), signal FAILURE with the error instead.
 - ``worker``: one worker's share of one level: wait for the common start time, keep its share
-  of the concurrency in flight for its share of the requests, stop starting requests before
-  the Lambda's (or the sweep's) deadline, write the raw samples to S3.
+  of the concurrency in flight for its share of the requests (closed loop), or send its
+  seeded share of the level's arrival schedule from that start time (open loop), stop
+  starting requests before the Lambda's (or the sweep's) deadline, write the raw samples to S3.
 
 The logic is in pure functions over clients, a clock and a sleep passed in
 (``handle_event``, ``handle_output_event``, ``advance_step``, ``run_worker``,
@@ -54,8 +56,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ...benchmarking import (
+    AsyncInvoker,
     BenchmarkResult,
     Invoker,
+    Knee,
     KneeRule,
     LevelResult,
     PayloadSpec,
@@ -65,8 +69,26 @@ from ...benchmarking import (
     summarize_level,
 )
 from ...benchmarking._clock import now as epoch_now
+from ...benchmarking.arrivals import ARRIVALS, share
+from ...benchmarking.goodput import Slo
+from ...benchmarking.open_loop import (
+    OPEN_LOOP_KNEE,
+    goodput_section,
+    open_loop_settings,
+    run_rate_level,
+    summarize_rate_level,
+    sustainable_rate,
+)
+from ...benchmarking.open_loop import level_requests as rate_level_requests
 from ...benchmarking.payload import FORMATS
 from ...benchmarking.report import render_svg
+from ...benchmarking.search import (
+    SearchRule,
+    knee_judge,
+    next_level,
+    search_section,
+    sustainable_judge,
+)
 from ..runtime_support import (
     HTTPS_URL,
     Budget,
@@ -97,8 +119,14 @@ WORKER_MARGIN_S = 90.0
 """A worker stops starting requests this long before its Lambda's timeout: requests in flight
 finish within the invoker's 70 s read timeout, and the samples are written."""
 MAX_LEVELS = 16
+MAX_RUN_LEVELS = 32
+"""Levels a run may measure: a sweep's (at most ``MAX_LEVELS``) or a search's."""
 MAX_CONCURRENCY = 4096
+MAX_RATE = 100_000.0
 MAX_WORKER_CAPACITY = 1024
+MAX_WORKER_RATE = 10_000.0
+MODES = ("concurrency", "rate")
+SEARCHES = ("", "knee", "max-rate")
 MAX_WORKERS = 64
 MAX_REQUESTS = 100_000
 MAX_TOKENS = 200_000
@@ -154,11 +182,15 @@ RUN_KEYS = frozenset(
         "Name", "HandleUrl", "Deadline", "StartedAt", "Bucket", "Prefix", "EndpointName",
         "InferenceComponentName", "InputTokens", "OutputTokens", "Stream", "Format",
         "Concurrencies", "RequestsPerLevel", "WorkerCapacity", "Copies", "Rule", "Gate",
-        "PricePerHour", "PriceSource",
+        "PricePerHour", "PriceSource", "Mode", "Rates", "Arrival", "Seed", "MaxConcurrency",
+        "WorkerRateCapacity", "Slo", "Search", "SearchResolution",
     }
 )  # fmt: skip
 RULE_KEYS = frozenset({"MinGainPerDoubling", "SloMsPerToken", "MaxErrorRate"})
-GATE_KEYS = frozenset({"MaxP50MsPerToken", "MinKneeConcurrency", "MinOutputTokensPerS"})
+GATE_KEYS = frozenset(
+    {"MaxP50MsPerToken", "MinKneeConcurrency", "MinOutputTokensPerS", "MinSustainableRate"}
+)
+SLO_KEYS = frozenset({"MsPerToken", "TtftMs", "Fraction"})
 
 
 def _known(data: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:
@@ -228,18 +260,96 @@ def _https_url(value: Any, where: str) -> str:
     return url
 
 
+def _levels(raw: Any, where: str, number: Callable[[Any, str], float]) -> list[Any]:
+    """A sweep's levels: 1 to ``MAX_LEVELS`` increasing numbers."""
+    if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_LEVELS:
+        raise EventError(f"{where}: expected a list of 1 to {MAX_LEVELS} levels")
+    values = [number(value, f"{where}[{index}]") for index, value in enumerate(raw)]
+    if any(b <= a for a, b in itertools.pairwise(values)):
+        raise EventError(f"{where}: expected increasing levels, got {values}")
+    return values
+
+
+def _concurrency(value: Any, where: str) -> int:
+    return _int(value, where, 1, MAX_CONCURRENCY)
+
+
+def _rate(value: Any, where: str) -> float:
+    rate = _float(value, where, 0.0, MAX_RATE)
+    if rate <= 0:
+        raise EventError(f"{where}: a request rate is above 0, got {shown(value)}")
+    return rate
+
+
+def _check_mode(run: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The mode keys of a run: closed-loop concurrencies or open-loop rates, the search, the
+    arrival process, the goodput SLOs (absent keys take their defaults)."""
+    mode = run.get("Mode", "concurrency")
+    if mode not in MODES:
+        raise EventError(f"{where}.Mode: expected one of {', '.join(MODES)}, got {shown(mode)}")
+    search = run.get("Search", "")
+    if search not in SEARCHES:
+        raise EventError(f"{where}.Search: expected knee, max-rate or empty, got {shown(search)}")
+    if mode == "concurrency":
+        concurrencies = _levels(
+            _field(run, "Concurrencies", where), f"{where}.Concurrencies", _concurrency
+        )
+        if run.get("Rates"):
+            raise EventError(f"{where}.Rates: only an open-loop run (Mode rate) has rates")
+        rates: list[float] = []
+    else:
+        rates = _levels(_field(run, "Rates", where), f"{where}.Rates", _rate)
+        if run.get("Concurrencies"):
+            raise EventError(f"{where}.Concurrencies: an open-loop run has rates, not these")
+        concurrencies = []
+    if search and (search == "knee") != (mode == "concurrency"):
+        raise EventError(
+            f"{where}.Search: {search} searches "
+            f"{'concurrency (Mode concurrency)' if search == 'knee' else 'rates (Mode rate)'}"
+        )
+    arrival = run.get("Arrival", "poisson")
+    if arrival not in ARRIVALS:
+        raise EventError(f"{where}.Arrival: expected poisson or constant, got {shown(arrival)}")
+    slo = run.get("Slo") or {}
+    if not isinstance(slo, Mapping):
+        raise EventError(f"{where}.Slo: expected an object")
+    _known(slo, SLO_KEYS, f"{where}.Slo")
+    fraction = _optional_float(slo, "Fraction", f"{where}.Slo", 1.0)
+    checked_slo = {
+        "MsPerToken": _optional_float(slo, "MsPerToken", f"{where}.Slo", 1e6),
+        "TtftMs": _optional_float(slo, "TtftMs", f"{where}.Slo", 1e7),
+        "Fraction": 0.95 if fraction is None else fraction,
+    }
+    for key, value in checked_slo.items():
+        if value is not None and value <= 0:
+            raise EventError(f"{where}.Slo.{key}: expected a number above 0, got {value}")
+    return {
+        "Mode": mode,
+        "Concurrencies": concurrencies,
+        "Rates": rates,
+        "Search": search,
+        "SearchResolution": _float(
+            run.get("SearchResolution", 0.25), f"{where}.SearchResolution", 0.01, 10.0
+        ),
+        "Arrival": arrival,
+        "Seed": _int(run.get("Seed", 0), f"{where}.Seed", 0, 2**31 - 1),
+        "MaxConcurrency": _int(
+            run.get("MaxConcurrency", 0), f"{where}.MaxConcurrency", 0, MAX_CONCURRENCY
+        ),
+        "WorkerRateCapacity": _float(
+            run.get("WorkerRateCapacity", 200.0), f"{where}.WorkerRateCapacity", 0.1,
+            MAX_WORKER_RATE,
+        ),
+        "Slo": checked_slo,
+    }  # fmt: skip
+
+
 def check_run(run: Any, where: str = "Run") -> dict[str, Any]:
     """The sweep's configuration, validated (it travels in the workflow's state)."""
-    concurrencies_raw = _field(run, "Concurrencies", where)
+    if not isinstance(run, Mapping):
+        raise EventError(f"{where}: expected an object, got {type(run).__name__}")
     _known(run, RUN_KEYS, where)
-    if not isinstance(concurrencies_raw, list) or not 1 <= len(concurrencies_raw) <= MAX_LEVELS:
-        raise EventError(f"{where}.Concurrencies: expected a list of 1 to {MAX_LEVELS} levels")
-    concurrencies = [
-        _int(c, f"{where}.Concurrencies[{i}]", 1, MAX_CONCURRENCY)
-        for i, c in enumerate(concurrencies_raw)
-    ]
-    if any(b <= a for a, b in itertools.pairwise(concurrencies)):
-        raise EventError(f"{where}.Concurrencies: expected increasing levels, got {concurrencies}")
+    modes = _check_mode(run, where)
     fmt = _str(_field(run, "Format", where), f"{where}.Format")
     if fmt not in FORMATS:
         raise EventError(f"{where}.Format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
@@ -260,10 +370,12 @@ def check_run(run: Any, where: str = "Run") -> dict[str, Any]:
     capacity = _int(
         _field(run, "WorkerCapacity", where), f"{where}.WorkerCapacity", 1, MAX_WORKER_CAPACITY
     )
-    if workers_for(concurrencies[-1], capacity) > MAX_WORKERS:
+    top = (modes["Concurrencies"] or modes["Rates"])[-1]
+    needed = workers_of({**modes, "WorkerCapacity": capacity}, top)
+    if needed > MAX_WORKERS:
+        what = "WorkerCapacity" if modes["Mode"] == "concurrency" else "WorkerRateCapacity"
         raise EventError(
-            f"{where}.WorkerCapacity: level {concurrencies[-1]} would need "
-            f"{workers_for(concurrencies[-1], capacity)} workers, more than {MAX_WORKERS}"
+            f"{where}.{what}: level {top:g} would need {needed} workers, more than {MAX_WORKERS}"
         )
     component = _str(
         run.get("InferenceComponentName", ""),
@@ -293,7 +405,7 @@ def check_run(run: Any, where: str = "Run") -> dict[str, Any]:
         ),
         "Stream": _bool(_field(run, "Stream", where), f"{where}.Stream"),
         "Format": fmt,
-        "Concurrencies": concurrencies,
+        **modes,
         "RequestsPerLevel": _int(
             run.get("RequestsPerLevel", 0), f"{where}.RequestsPerLevel", 0, MAX_REQUESTS
         ),
@@ -317,6 +429,9 @@ def check_run(run: Any, where: str = "Run") -> dict[str, Any]:
             "MinOutputTokensPerS": _optional_float(
                 gate, "MinOutputTokensPerS", f"{where}.Gate", 1e9
             ),
+            "MinSustainableRate": _optional_float(
+                gate, "MinSustainableRate", f"{where}.Gate", MAX_RATE
+            ),
         },
         "PricePerHour": None
         if price is None or price == ""
@@ -327,9 +442,41 @@ def check_run(run: Any, where: str = "Run") -> dict[str, Any]:
     }
 
 
-def requests_for(run: Mapping[str, Any], concurrency: int) -> int:
-    """Requests of one level: the configured count, else 4 x concurrency and at least 16."""
-    return int(run["RequestsPerLevel"]) or max(4 * concurrency, 16)
+def requests_for(run: Mapping[str, Any], level: float) -> int:
+    """Requests of one level: the configured count, else 4 x concurrency and at least 16
+    (closed loop), or the rate x 10 s and at least 32 (open loop)."""
+    if run["Mode"] == "rate":
+        return rate_level_requests(level, int(run["RequestsPerLevel"]) or None)
+    return int(run["RequestsPerLevel"]) or max(4 * int(level), 16)
+
+
+def workers_of(run: Mapping[str, Any], level: float) -> int:
+    """Workers a level needs: one per ``WorkerCapacity`` requests in flight (closed loop), or
+    per ``WorkerRateCapacity`` requests/s and ``WorkerCapacity`` of the concurrency cap (open
+    loop)."""
+    if run["Mode"] == "rate":
+        capped = run["MaxConcurrency"]
+        return max(
+            math.ceil(level / run["WorkerRateCapacity"] - 1e-9),
+            workers_for(capped, run["WorkerCapacity"]) if capped else 1,
+        )
+    return workers_for(int(level), run["WorkerCapacity"])
+
+
+def check_level(value: Any, run: Mapping[str, Any], where: str) -> Any:
+    """A level of this run: one of its sweep's, or within its search's range."""
+    level = _rate(value, where) if run["Mode"] == "rate" else _concurrency(value, where)
+    listed = run["Rates"] if run["Mode"] == "rate" else run["Concurrencies"]
+    within = listed[0] <= level <= listed[-1] if run["Search"] else level in listed
+    if not within:
+        raise EventError(f"{where}: {level} is not a level of this run")
+    return level
+
+
+def level_of(record: Mapping[str, Any]) -> Any:
+    """The level a record measured: its rate (open loop) or concurrency."""
+    distribution = record["Distribution"]
+    return distribution["rate"] if "rate" in distribution else distribution["concurrency"]
 
 
 def split(total: int, parts: int) -> list[int]:
@@ -342,9 +489,11 @@ def workers_for(concurrency: int, capacity: int) -> int:
     return max(1, math.ceil(concurrency / capacity))
 
 
-def samples_key(run: Mapping[str, Any], concurrency: int, worker: int) -> str:
+def samples_key(run: Mapping[str, Any], level: float, worker: int) -> str:
     """Where one worker writes the raw samples of one level (without the extension)."""
-    return f"{run['Prefix']}samples/level-{concurrency:05d}/worker-{worker:03d}"
+    if run["Mode"] == "rate":
+        return f"{run['Prefix']}samples/rate-{level:g}/worker-{worker:03d}"
+    return f"{run['Prefix']}samples/level-{int(level):05d}/worker-{worker:03d}"
 
 
 def results_key(run: Mapping[str, Any], name: str) -> str:
@@ -518,6 +667,7 @@ ATTRIBUTES = (
     "MaxOutputTokensPerSecond",
     "MaxThroughputConcurrency",
     "LowestLevelP50MsPerToken",
+    "SustainableRequestsPerSecond",
     "ResultsS3Uri",
     "ChartS3Uri",
     "RunName",
@@ -567,22 +717,24 @@ def handle_output_event(event: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def check_slice(item: Any, run: Mapping[str, Any], where: str = "Slice") -> dict[str, Any]:
-    """One worker's share of one level, validated against the run."""
-    level = _int(_field(item, "Level", where), f"{where}.Level", 1, MAX_CONCURRENCY)
-    if level not in run["Concurrencies"]:
-        raise EventError(f"{where}.Level: {level} is not a level of this run")
+    """One worker's share of one level, validated against the run.
+
+    ``Concurrency`` is the worker's share of the requests in flight (closed loop) or of the
+    concurrency cap (open loop; 0: no cap)."""
+    level = check_level(_field(item, "Level", where), run, f"{where}.Level")
     workers = _int(_field(item, "Workers", where), f"{where}.Workers", 1, MAX_WORKERS)
-    if workers != workers_for(level, run["WorkerCapacity"]):
+    if workers != workers_of(run, level):
         raise EventError(
-            f"{where}.Workers: level {level} runs on "
-            f"{workers_for(level, run['WorkerCapacity'])} workers, not {workers}"
+            f"{where}.Workers: level {level} runs on {workers_of(run, level)} workers, "
+            f"not {workers}"
         )
     worker = _int(_field(item, "Worker", where), f"{where}.Worker", 0, workers - 1)
+    in_flight = level if run["Mode"] == "concurrency" else run["MaxConcurrency"]
     return {
         "Level": level,
         "Workers": workers,
         "Worker": worker,
-        "Concurrency": split(level, workers)[worker],
+        "Concurrency": split(in_flight, workers)[worker],
         "Requests": split(requests_for(run, level), workers)[worker],
         "FirstIndex": sum(split(requests_for(run, level), workers)[:worker]),
         "StartAt": _float(_field(item, "StartAt", where), f"{where}.StartAt", 0, 1e11),
@@ -649,13 +801,33 @@ def run_worker(
     late = max(0.0, started - piece["StartAt"])
     duration = stop_at - started
     samples: list[RequestSample] = []
-    if duration > 0 and piece["Requests"] > 0:
-        spec = PayloadSpec(
-            input_tokens=run["InputTokens"],
-            output_tokens=run["OutputTokens"],
-            stream=run["Stream"],
-            response_format=run["Format"],
+    spec = PayloadSpec(
+        input_tokens=run["InputTokens"],
+        output_tokens=run["OutputTokens"],
+        stream=run["Stream"],
+        response_format=run["Format"],
+    )
+    if duration > 0 and piece["Requests"] > 0 and run["Mode"] == "rate":
+        if not isinstance(invoker, AsyncInvoker):
+            raise EventError("an open-loop level needs the asyncio client")
+        offsets = share(
+            piece["Level"],
+            requests_for(run, piece["Level"]),
+            piece["Worker"],
+            piece["Workers"],
+            arrival=run["Arrival"],
+            seed=run["Seed"],
         )
+        samples = run_rate_level(
+            invoker,
+            spec,
+            offsets,
+            max_concurrency=piece["Concurrency"] or None,
+            first_index=piece["FirstIndex"],
+            start_at=piece["StartAt"],
+            deadline=stop_at,
+        )
+    elif duration > 0 and piece["Requests"] > 0:
         samples = run_level(
             invoker,
             spec,
@@ -665,7 +837,7 @@ def run_worker(
             first_index=piece["FirstIndex"],
         )
     for sample in samples:
-        sample.concurrency = piece["Level"]
+        sample.concurrency = piece["Concurrency"] if run["Mode"] == "rate" else piece["Level"]
     body = {
         "level": piece["Level"],
         "worker": piece["Worker"],
@@ -724,7 +896,7 @@ def start_skew(first_starts: Sequence[float]) -> float:
 
 
 def aggregate_level(
-    s3: Any, run: Mapping[str, Any], level: int, workers: int, budget: Budget | None = None
+    s3: Any, run: Mapping[str, Any], level: Any, workers: int, budget: Budget | None = None
 ) -> tuple[list[RequestSample], dict[str, Any]]:
     """Merge the raw samples of every worker of ``level``; returns them and the level's record.
 
@@ -749,10 +921,12 @@ def aggregate_level(
             first_starts.append(min(sample.start for sample in samples))
         merged.extend(samples)
     skew = start_skew(first_starts)
+    rate = run["Mode"] == "rate"
+    in_flight = run["MaxConcurrency"] if rate else level
     distribution = {
-        "concurrency": level,
+        **({"rate": level} if rate else {"concurrency": level}),
         "workers": workers,
-        "worker_concurrency": split(level, workers),
+        "worker_concurrency": split(in_flight, workers) if in_flight else None,
         "first_start_per_worker": first_starts,
         "late_s_per_worker": late,
         "start_skew_s": skew,
@@ -761,7 +935,13 @@ def aggregate_level(
     }
     record: dict[str, Any] = {"Distribution": distribution, "Level": None, "FirstError": None}
     if merged:
-        record["Level"] = summarize_level(merged, level).to_dict()
+        slo = slo_of(run)
+        summary = (
+            summarize_rate_level(merged, level, slo)
+            if rate
+            else summarize_level(merged, level, slo if slo.stated else None)
+        )
+        record["Level"] = summary.to_dict()
         failed = [s for s in merged if s.error is not None]
         if failed:
             code, _ = Counter(s.error_code or s.error or "" for s in failed).most_common(1)[0]
@@ -770,38 +950,77 @@ def aggregate_level(
     return merged, record
 
 
+def slo_of(run: Mapping[str, Any]) -> Slo:
+    """The run's goodput SLOs."""
+    slo = run["Slo"]
+    return Slo(slo["MsPerToken"], slo["TtftMs"], slo["Fraction"])
+
+
 def plan_level(
-    run: Mapping[str, Any], concurrency: int, now: float, lead_s: float = START_LEAD_S
+    run: Mapping[str, Any], level: Any, now: float, lead_s: float = START_LEAD_S
 ) -> dict[str, Any]:
     """The Map items of one level: one per worker, all with the same start time."""
-    workers = workers_for(concurrency, run["WorkerCapacity"])
+    workers = workers_of(run, level)
     start_at = round(now + lead_s, 3)
     return {
-        "Pending": {"Level": concurrency, "Workers": workers, "StartAt": start_at},
+        "Pending": {"Level": level, "Workers": workers, "StartAt": start_at},
         "Slices": [
-            {"Level": concurrency, "Workers": workers, "Worker": index, "StartAt": start_at}
+            {"Level": level, "Workers": workers, "Worker": index, "StartAt": start_at}
             for index in range(workers)
         ],
     }
+
+
+def search_rule(run: Mapping[str, Any]) -> SearchRule | None:
+    """The run's search over its levels' range, if it searches."""
+    if not run["Search"]:
+        return None
+    listed = run["Rates"] if run["Mode"] == "rate" else run["Concurrencies"]
+    return SearchRule(run["Search"], listed[0], listed[-1], run["SearchResolution"])
+
+
+def knee_rule_of(run: Mapping[str, Any]) -> KneeRule:
+    """The run's knee rule."""
+    return KneeRule(
+        min_gain_per_doubling=run["Rule"]["MinGainPerDoubling"],
+        slo_ms_per_token=run["Rule"]["SloMsPerToken"],
+        max_error_rate=run["Rule"]["MaxErrorRate"],
+    )
+
+
+def next_planned(run: Mapping[str, Any], levels: Sequence[Mapping[str, Any]]) -> Any:
+    """The next level to run: the sweep's next, or the search's (``None``: done)."""
+    rule = search_rule(run)
+    if rule is None:
+        done = {level_of(record) for record in levels}
+        listed = run["Rates"] if run["Mode"] == "rate" else run["Concurrencies"]
+        return next((level for level in listed if level not in done), None)
+    measured = [LevelResult.from_dict(dict(r["Level"])) for r in levels if r.get("Level")]
+    judge = knee_judge(knee_rule_of(run)) if rule.kind == "knee" else sustainable_judge
+    found = next_level(rule, measured, judge).next
+    if found is None:
+        return None
+    return int(found) if rule.integer else found
 
 
 def check_levels(levels: Any, run: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The records of the levels already run (they travel in the workflow's state)."""
     if levels is None:
         return []
-    if not isinstance(levels, list) or len(levels) > MAX_LEVELS:
-        raise EventError(f"state.Levels: expected a list of at most {MAX_LEVELS} records")
+    if not isinstance(levels, list) or len(levels) > MAX_RUN_LEVELS:
+        raise EventError(f"state.Levels: expected a list of at most {MAX_RUN_LEVELS} records")
     for index, record in enumerate(levels):
         where = f"state.Levels[{index}]"
         distribution = _field(record, "Distribution", where)
-        level = _int(
-            _field(distribution, "concurrency", f"{where}.Distribution"),
-            f"{where}.Distribution.concurrency",
-            1,
-            MAX_CONCURRENCY,
-        )
-        if level not in run["Concurrencies"]:
-            raise EventError(f"{where}: level {level} is not a level of this run")
+        key = "rate" if run["Mode"] == "rate" else "concurrency"
+        try:
+            check_level(
+                _field(distribution, key, f"{where}.Distribution"),
+                run,
+                f"{where}.Distribution.{key}",
+            )
+        except EventError as error:
+            raise EventError(f"{where}: level is not a level of this run ({error})") from error
         summary = record.get("Level")
         if summary is not None:
             try:
@@ -831,21 +1050,19 @@ def advance_step(
     levels = check_levels(state.get("Levels"), run)
     pending = state.get("Pending")
     if pending:
-        level = _int(
-            _field(pending, "Level", "state.Pending"), "state.Pending.Level", 1, MAX_CONCURRENCY
-        )
-        if level not in run["Concurrencies"]:
-            raise EventError(f"state.Pending.Level: {level} is not a level of this run")
+        level = check_level(_field(pending, "Level", "state.Pending"), run, "state.Pending.Level")
         workers = _int(
             _field(pending, "Workers", "state.Pending"), "state.Pending.Workers", 1, MAX_WORKERS
         )
-        if workers != workers_for(level, run["WorkerCapacity"]):
+        if workers != workers_of(run, level):
             raise EventError(
                 f"state.Pending.Workers: level {level} runs on "
-                f"{workers_for(level, run['WorkerCapacity'])} workers, not {workers}"
+                f"{workers_of(run, level)} workers, not {workers}"
             )
+        if len(levels) >= MAX_RUN_LEVELS:
+            raise EventError(f"state.Levels: a run measures at most {MAX_RUN_LEVELS} levels")
         _, record = aggregate_level(s3, run, level, workers, budget)
-        levels = [r for r in levels if r["Distribution"]["concurrency"] != level] + [record]
+        levels = [r for r in levels if level_of(r) != level] + [record]
         summary = record["Level"]
         if summary is None:
             return finish(
@@ -867,9 +1084,8 @@ def advance_step(
                 budget=budget,
                 failure=f"every request of level {level} failed ({record['FirstError']})",
             )
-    done = {r["Distribution"]["concurrency"] for r in levels}
-    remaining = [c for c in run["Concurrencies"] if c not in done]
-    if not remaining:
+    upcoming = next_planned(run, levels)
+    if upcoming is None:
         return finish(run, levels, s3=s3, put=put, now=now, budget=budget)
     if now >= run["Deadline"]:
         return finish(
@@ -879,26 +1095,51 @@ def advance_step(
             put=put,
             now=now,
             budget=budget,
-            failure=f"the sweep ran out of time before levels {remaining}",
+            failure=f"the search ran out of time before level {upcoming}"
+            if run["Search"]
+            else f"the sweep ran out of time before levels {remaining_levels(run, levels)}",
         )
     return {
         "Run": run,
         "Levels": levels,
         "Done": False,
-        **plan_level(run, remaining[0], now, lead_s),
+        **plan_level(run, upcoming, now, lead_s),
     }
+
+
+def remaining_levels(run: Mapping[str, Any], levels: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """The sweep's levels not run yet."""
+    done = {level_of(record) for record in levels}
+    listed = run["Rates"] if run["Mode"] == "rate" else run["Concurrencies"]
+    return [level for level in listed if level not in done]
 
 
 def build_result(
     run: Mapping[str, Any], levels: Sequence[Mapping[str, Any]], now: float
 ) -> BenchmarkResult:
-    """The sweep as a :class:`BenchmarkResult` (the CLI's results schema)."""
-    rule = KneeRule(
-        min_gain_per_doubling=run["Rule"]["MinGainPerDoubling"],
-        slo_ms_per_token=run["Rule"]["SloMsPerToken"],
-        max_error_rate=run["Rule"]["MaxErrorRate"],
+    """The sweep as a :class:`BenchmarkResult` (the CLI's results schema, whatever the mode)."""
+    rule = knee_rule_of(run)
+    in_run_order = [LevelResult.from_dict(dict(r["Level"])) for r in levels if r.get("Level")]
+    rate = run["Mode"] == "rate"
+    measured = sorted(
+        in_run_order, key=lambda lv: (lv.target_rate_per_s or 0.0) if rate else lv.concurrency
     )
-    measured = [LevelResult.from_dict(dict(r["Level"])) for r in levels if r.get("Level")]
+    slo = slo_of(run)
+    search = search_rule(run)
+    searched = None
+    if search is not None:
+        judge = knee_judge(rule) if search.kind == "knee" else sustainable_judge
+        pass_rule = (
+            rule.describe() if search.kind == "knee" else open_loop_settings("poisson", 0, None)
+            ["sustainable_rule"]
+        )  # fmt: skip
+        searched = search_section(
+            search,
+            next_level(search, in_run_order, judge),
+            sum(level.requests for level in in_run_order),
+            pass_rule,
+        )
+    max_concurrency = run["MaxConcurrency"] or None
     spec = PayloadSpec(
         input_tokens=run["InputTokens"],
         output_tokens=run["OutputTokens"],
@@ -911,20 +1152,27 @@ def build_result(
     return BenchmarkResult(
         payload=spec.describe(),
         levels=measured,
-        knee=find_knee(measured, rule),
+        knee=Knee(None, OPEN_LOOP_KNEE) if rate else find_knee(measured, rule),
         target=target,
-        slo_ms_per_token=rule.slo_ms_per_token,
+        slo_ms_per_token=slo.ms_per_token if rate else rule.slo_ms_per_token,
         price_per_hour=run["PricePerHour"],
         price_basis=run["PriceSource"] or None,
         started_at=run["StartedAt"],
         finished_at=now,
+        mode=run["Mode"],
+        open_loop=open_loop_settings(run["Arrival"], run["Seed"], max_concurrency)
+        if rate
+        else None,
+        goodput=goodput_section(slo, measured) if rate else (slo.to_dict() if slo.stated else None),
+        search=searched,
     )
 
 
 def figures_of(run: Mapping[str, Any], result: BenchmarkResult) -> dict[str, Any]:
     """The attributes other resources consume. When even the lowest level trips the knee
-    rule, the knee attributes fall back to the lowest level (``KneeFound`` false)."""
-    lowest = min(result.levels, key=lambda lv: lv.concurrency, default=None)
+    rule, the knee attributes fall back to the lowest level (``KneeFound`` false); an open-loop
+    run has no knee (the same fallback) but a sustainable rate (0: none, or closed loop)."""
+    lowest = result.levels[0] if result.levels else None
     knee_level = result.knee_level or lowest
     best = result.max_throughput_level
     knee = knee_level.concurrency if knee_level else 0
@@ -937,6 +1185,9 @@ def figures_of(run: Mapping[str, Any], result: BenchmarkResult) -> dict[str, Any
         "MaxOutputTokensPerSecond": round(best.output_tokens_per_s, 3) if best else 0,
         "MaxThroughputConcurrency": best.concurrency if best else 0,
         "LowestLevelP50MsPerToken": round(lowest.p50_ms_per_token or 0.0, 3) if lowest else 0,
+        "SustainableRequestsPerSecond": sustainable_rate(result.levels) or 0
+        if result.mode == "rate"
+        else 0,
         "ResultsS3Uri": f"s3://{run['Bucket']}/{results_key(run, 'results.json')}",
         "ChartS3Uri": f"s3://{run['Bucket']}/{results_key(run, 'chart.svg')}",
     }
@@ -946,13 +1197,13 @@ def gate_failures(run: Mapping[str, Any], result: BenchmarkResult) -> list[str]:
     """Why the measured figures fail the gate (empty: they pass, or there is no gate)."""
     gate = run["Gate"]
     failures = []
-    lowest = min(result.levels, key=lambda lv: lv.concurrency, default=None)
+    lowest = result.levels[0] if result.levels else None
     limit = gate["MaxP50MsPerToken"]
     if limit is not None and lowest is not None:
         measured = lowest.p50_ms_per_token
         if measured is None or measured > limit:
             failures.append(
-                f"p50 ms/token at concurrency {lowest.concurrency} is {_fmt(measured)}, "
+                f"p50 ms/token at {_level_name(lowest)} is {_fmt(measured)}, "
                 f"above the SLO of {limit:g}"
             )
     minimum = gate["MinKneeConcurrency"]
@@ -969,7 +1220,21 @@ def gate_failures(run: Mapping[str, Any], result: BenchmarkResult) -> list[str]:
             f"max output throughput is {_fmt(best.output_tokens_per_s if best else 0.0)} tokens/s, "
             f"below the minimum of {tokens:g}"
         )
+    rate = gate["MinSustainableRate"]
+    if rate is not None:
+        found = sustainable_rate(result.levels) if result.mode == "rate" else None
+        if found is None or found < rate:
+            failures.append(
+                f"sustainable rate is {found if found is not None else 'none'} requests/s, "
+                f"below the minimum of {rate:g}"
+            )
     return failures
+
+
+def _level_name(level: LevelResult) -> str:
+    if level.target_rate_per_s is not None:
+        return f"{level.target_rate_per_s:g} requests/s"
+    return f"concurrency {level.concurrency}"
 
 
 def _measured(figures: Mapping[str, Any]) -> str:
@@ -979,7 +1244,13 @@ def _measured(figures: Mapping[str, Any]) -> str:
         f" at {figures['KneeP50MsPerToken']} ms/token p50, max "
         f"{figures['MaxOutputTokensPerSecond']} output tokens/s at concurrency "
         f"{figures['MaxThroughputConcurrency']}, lowest level {figures['LowestLevelP50MsPerToken']}"
-        f" ms/token p50. Results: {figures['ResultsS3Uri']}"
+        f" ms/token p50"
+        + (
+            f", sustainable rate {figures['SustainableRequestsPerSecond']} requests/s"
+            if figures["SustainableRequestsPerSecond"]
+            else ""
+        )
+        + f". Results: {figures['ResultsS3Uri']}"
     )
 
 
@@ -1003,6 +1274,7 @@ def finish(
     data["run"] = {
         "name": run["Name"],
         "worker_capacity": run["WorkerCapacity"],
+        "worker_rate_capacity": run["WorkerRateCapacity"] if run["Mode"] == "rate" else None,
         "copies": run["Copies"],
         "price_source": run["PriceSource"] or None,
         "start_skew_limit_s": START_SKEW_LIMIT_S,

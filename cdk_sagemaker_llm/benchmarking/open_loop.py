@@ -1,0 +1,374 @@
+"""Open-loop load: requests sent at a rate whether or not the endpoint keeps up.
+
+A closed-loop level (:func:`~.engine.run_level`) sends the next request when one completes,
+so a slow endpoint slows its own load. Production traffic does not wait: an open-loop level
+sends request ``i`` at its scheduled time (:mod:`.arrivals`: Poisson or constant, seeded)
+however many are still in flight, optionally capped by ``max_concurrency`` (a request due
+while the cap is reached waits for a slot, and its wait shows as schedule lag, as with vLLM's
+``bench serve --max-concurrency``).
+
+Per level (:func:`summarize_rate_level`), besides the closed-loop figures:
+
+* target and achieved rate: achieved is ``(n - 1) / (last send - first send)``;
+* schedule lag (send time - scheduled time), p50 and p99: the client's own fidelity;
+* TTFT (first token - send) and TPOT ((latency - TTFT) / (output tokens - 1)), the
+  definitions of vLLM's ``bench serve`` and aiperf (aiperf calls the latter inter-token
+  latency); ``p50_itl_s`` stays the mean gap between token events of a request;
+* the backlog: requests due (scheduled) but not finished, at each scheduled time. Its growth is
+  the least-squares slope over the level's second half; a level whose backlog grows faster than
+  ``BACKLOG_GROWTH_LIMIT`` x the offered rate is queueing without bound: unsustainable;
+* goodput (:mod:`.goodput`) over the sending window ``n / achieved rate``. A level is
+  *sustainable* when its goodput is at least the SLO's fraction (default 95 %) of the offered
+  rate and its backlog does not grow. Without SLOs every successful request is good.
+
+The sustainable rate of a sweep is the highest rate of the levels that are sustainable from
+the lowest level up (the first unsustainable level ends the run of them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import math
+import ssl
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ._clock import now
+from .arrivals import ARRIVALS, achieved_rate, schedule
+from .engine import (
+    BenchmarkResult,
+    Knee,
+    LevelResult,
+    Progress,
+    percentile,
+    progress_line,
+    run_level,
+    summarize_level,
+)
+from .goodput import Slo, goodput
+from .invokers import AsyncInvoker, _Connection, _stale
+from .payload import InvocationRequest, PayloadSpec, RequestFactory
+from .samples import RequestSample
+
+BACKLOG_GROWTH_LIMIT = 0.10
+"""A backlog growing faster than this fraction of the offered rate (requests/s) marks the
+level unsustainable: completions fall more than 10 % short of arrivals."""
+
+DEFAULT_LEVEL_SECONDS = 10.0
+"""Without a stated count or duration, an open-loop level sends ``rate`` x this many requests
+(at least ``MIN_LEVEL_REQUESTS``)."""
+MIN_LEVEL_REQUESTS = 32
+
+
+def level_requests(
+    rate: float, requests: int | None = None, duration_s: float | None = None
+) -> int:
+    """Requests of an open-loop level: the stated count, else ``rate x duration_s``, else
+    ``rate x 10 s``; at least 32 unless a count is stated."""
+    if requests is not None:
+        return requests
+    seconds = DEFAULT_LEVEL_SECONDS if duration_s is None else duration_s
+    return max(MIN_LEVEL_REQUESTS, math.ceil(rate * seconds))
+
+
+def run_rate_level(
+    invoker: AsyncInvoker,
+    spec: PayloadSpec | Callable[[int], InvocationRequest],
+    offsets: Sequence[float],
+    *,
+    max_concurrency: int | None = None,
+    first_index: int = 0,
+    start_at: float | None = None,
+    deadline: float | None = None,
+) -> list[RequestSample]:
+    """Send request ``first_index + i`` at ``start_at + offsets[i]`` (default start: now),
+    open loop; return every request's raw sample with its ``scheduled`` time.
+
+    Requests scheduled at or after ``deadline`` are not sent. Needs the asyncio client: a
+    thread per request in flight would make the client, not the endpoint, the bottleneck.
+    """
+    if not isinstance(invoker, AsyncInvoker):
+        raise ValueError("open-loop levels need the asyncio client (AsyncInvoker)")
+    if max_concurrency is not None and max_concurrency < 1:
+        raise ValueError(f"max_concurrency={max_concurrency}: must be at least 1")
+    factory = spec.build() if isinstance(spec, PayloadSpec) else spec
+    t0 = now() if start_at is None else start_at
+    plan = [
+        (t0 + offset, factory(first_index + index))
+        for index, offset in enumerate(offsets)
+        if deadline is None or t0 + offset < deadline
+    ]
+    samples = asyncio.run(_drive(invoker, plan, max_concurrency))
+    samples.sort(key=lambda s: s.scheduled or s.start)
+    return samples
+
+
+async def _drive(
+    invoker: AsyncInvoker,
+    plan: Sequence[tuple[float, InvocationRequest]],
+    max_concurrency: int | None,
+) -> list[RequestSample]:
+    """Start each request at its time on a pooled keep-alive connection (a new one when
+    none is idle); requests beyond ``max_concurrency`` wait for a slot in order."""
+    ssl_context = ssl.create_default_context() if invoker._tls else None
+    idle: list[_Connection] = []
+    samples: list[RequestSample] = []
+    slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+
+    async def send(scheduled: float, request: InvocationRequest) -> None:
+        if slots is not None:
+            await slots.acquire()
+        try:
+            connection = idle.pop() if idle else None
+            reused = connection is not None
+            for _attempt in range(2):
+                if connection is None:
+                    reused = False
+                    start = now()
+                    try:
+                        connection = await invoker._connect(ssl_context)
+                    except (TimeoutError, OSError) as exc:
+                        sample = invoker._failure(start, "ConnectionError", str(exc))
+                        break
+                sample, keep = await invoker._invoke(connection, request)
+                if not keep:
+                    connection.close()
+                    connection = None
+                # A keep-alive connection closed by the server while idle: retry once anew.
+                if not (reused and _stale(sample)):
+                    break
+            sample.scheduled = scheduled
+            samples.append(sample)
+            if connection is not None:
+                idle.append(connection)
+        finally:
+            if slots is not None:
+                slots.release()
+
+    tasks = []
+    try:
+        for scheduled, request in plan:
+            delay = scheduled - now()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(send(scheduled, request)))
+        await asyncio.gather(*tasks)
+    finally:
+        for connection in idle:
+            connection.close()
+    return samples
+
+
+def backlog(samples: Sequence[RequestSample]) -> list[tuple[float, int]]:
+    """``(scheduled time, requests scheduled earlier and not finished by then)`` for each
+    request of an open-loop level, in schedule order."""
+    ordered = sorted(samples, key=lambda s: s.scheduled if s.scheduled is not None else s.start)
+    ends = sorted(s.end for s in ordered)
+    points = []
+    for index, sample in enumerate(ordered):
+        t = sample.scheduled if sample.scheduled is not None else sample.start
+        points.append((t, index - bisect.bisect_right(ends, t)))
+    return points
+
+
+def backlog_growth(samples: Sequence[RequestSample]) -> float | None:
+    """Least-squares slope (requests/s) of the backlog over the level's second half."""
+    points = backlog(samples)
+    tail = points[len(points) // 2 :]
+    if len(tail) < 3:
+        return None
+    mean_t = sum(t for t, _ in tail) / len(tail)
+    mean_b = sum(b for _, b in tail) / len(tail)
+    spread = sum((t - mean_t) ** 2 for t, _ in tail)
+    if spread <= 0:
+        return None
+    return sum((t - mean_t) * (b - mean_b) for t, b in tail) / spread
+
+
+def peak_in_flight(samples: Sequence[RequestSample]) -> int:
+    """The most requests in flight at once (from send and end times)."""
+    events = sorted([(s.start, 1) for s in samples] + [(s.end, -1) for s in samples])
+    peak = current = 0
+    for _, step in events:
+        current += step
+        peak = max(peak, current)
+    return peak
+
+
+def summarize_rate_level(
+    samples: Sequence[RequestSample],
+    rate: float,
+    slo: Slo | None = None,
+) -> LevelResult:
+    """A :class:`LevelResult` of an open-loop level at ``rate`` (see the module docstring).
+
+    ``concurrency`` is the peak number of requests in flight."""
+    if not samples:
+        raise ValueError("no samples to summarize")
+    slo = slo or Slo()
+    level = summarize_level(samples, peak_in_flight(samples))
+    lags = [lag for lag in (s.schedule_lag_s for s in samples) if lag is not None]
+    achieved = achieved_rate([s.start for s in samples])
+    window = len(samples) / (achieved or rate)
+    for key, value in goodput(samples, slo, window).items():
+        setattr(level, key, value)
+    growth = backlog_growth(samples)
+    level.target_rate_per_s = rate
+    level.achieved_rate_per_s = achieved
+    level.p50_schedule_lag_s = percentile(lags, 50)
+    level.p99_schedule_lag_s = percentile(lags, 99)
+    level.backlog_growth_per_s = growth
+    level.backlog_growing = growth is not None and growth > BACKLOG_GROWTH_LIMIT * rate
+    level.sustainable = bool(
+        not level.backlog_growing
+        and level.goodput_requests_per_s is not None
+        and level.goodput_requests_per_s >= slo.fraction * rate
+    )
+    return level
+
+
+def sustainable_rate(levels: Sequence[LevelResult]) -> float | None:
+    """The highest rate of the levels sustainable from the lowest rate up."""
+    found = None
+    for level in sorted(levels, key=lambda lv: lv.target_rate_per_s or 0.0):
+        if not level.sustainable:
+            break
+        found = level.target_rate_per_s
+    return found
+
+
+def open_loop_settings(arrival: str, seed: int, max_concurrency: int | None) -> dict[str, Any]:
+    """The ``open_loop`` section of results: how requests were scheduled and judged."""
+    if arrival not in ARRIVALS:
+        raise ValueError(f"arrival={arrival!r}: use one of {', '.join(ARRIVALS)}")
+    return {
+        "arrival": arrival,
+        "seed": seed,
+        "max_concurrency": max_concurrency,
+        "achieved_rate": "(requests - 1) / (last send - first send)",
+        "schedule_lag": "send time - scheduled time",
+        "backlog_rule": "unsustainable when the backlog (requests due but unfinished) grows "
+        f"faster than {BACKLOG_GROWTH_LIMIT:.0%} of the offered rate over the level's second "
+        "half",
+        "sustainable_rule": "goodput >= the sustainable fraction of the offered rate and the "
+        "backlog does not grow",
+    }
+
+
+def goodput_section(slo: Slo, levels: Sequence[LevelResult]) -> dict[str, Any]:
+    """The ``goodput`` section of an open-loop result: the SLOs and the sustainable rate."""
+    return {**slo.to_dict(), "sustainable_rate_per_s": sustainable_rate(levels)}
+
+
+OPEN_LOOP_KNEE = "open loop: no knee (a closed-loop figure); see goodput.sustainable_rate_per_s"
+
+
+class RateRunner:
+    """Runs open-loop levels one after another with one payload factory, numbering requests
+    across levels (the prompt rotation continues) and counting the requests spent."""
+
+    def __init__(
+        self,
+        invoker: AsyncInvoker,
+        factory: Callable[[int], InvocationRequest],
+        *,
+        arrival: str = "poisson",
+        seed: int = 0,
+        max_concurrency: int | None = None,
+        slo: Slo | None = None,
+        requests_per_level: int | None = None,
+        duration_s: float | None = None,
+        keep_samples: bool = False,
+        progress: Progress | None = None,
+    ) -> None:
+        open_loop_settings(arrival, seed, max_concurrency)  # validates
+        self.invoker = invoker
+        self.factory = factory
+        self.arrival = arrival
+        self.seed = seed
+        self.max_concurrency = max_concurrency
+        self.slo = slo or Slo()
+        self.requests_per_level = requests_per_level
+        self.duration_s = duration_s
+        self.keep_samples = keep_samples
+        self.progress = progress
+        self.spent = 0
+        self.kept: list[RequestSample] = []
+
+    def __call__(self, rate: float) -> LevelResult:
+        """Run and summarize one level at ``rate`` requests/s."""
+        count = level_requests(rate, self.requests_per_level, self.duration_s)
+        if self.progress is not None:
+            self.progress(f"rate {rate:g}/s ({self.arrival}): {count} requests ...")
+        offsets = schedule(rate, count, arrival=self.arrival, seed=self.seed)
+        samples = run_rate_level(
+            self.invoker,
+            self.factory,
+            offsets,
+            max_concurrency=self.max_concurrency,
+            first_index=self.spent,
+        )
+        self.spent += len(samples)
+        if self.keep_samples:
+            self.kept.extend(samples)
+        level = summarize_rate_level(samples, rate, self.slo)
+        if self.progress is not None:
+            self.progress(progress_line(level))
+        return level
+
+
+def rate_sweep(
+    invoker: AsyncInvoker,
+    spec: PayloadSpec,
+    rates: Sequence[float],
+    *,
+    arrival: str = "poisson",
+    seed: int = 0,
+    max_concurrency: int | None = None,
+    slo: Slo | None = None,
+    requests_per_level: int | None = None,
+    duration_s: float | None = None,
+    price_per_hour: float | None = None,
+    target: dict[str, Any] | None = None,
+    keep_samples: bool = False,
+    progress: Progress | None = None,
+    s3_client: Any = None,
+    warmup_requests: int = 1,
+) -> BenchmarkResult:
+    """An open-loop level at each rate (ascending); see the module docstring.
+
+    Each level sends ``requests_per_level`` requests, else ``rate x duration_s``, else
+    ``rate x 10 s`` (at least 32)."""
+    slo = slo or Slo()
+    factory: RequestFactory = spec.build(s3_client)
+    started = now()
+    if warmup_requests > 0:
+        run_level(invoker, factory, 1, requests=warmup_requests)
+    runner = RateRunner(
+        invoker,
+        factory,
+        arrival=arrival,
+        seed=seed,
+        max_concurrency=max_concurrency,
+        slo=slo,
+        requests_per_level=requests_per_level,
+        duration_s=duration_s,
+        keep_samples=keep_samples,
+        progress=progress,
+    )
+    levels = [runner(rate) for rate in sorted(set(rates))]
+    return BenchmarkResult(
+        payload=spec.describe(),
+        levels=levels,
+        knee=Knee(None, OPEN_LOOP_KNEE),
+        target=dict(target or {}),
+        slo_ms_per_token=slo.ms_per_token,
+        price_per_hour=price_per_hour,
+        started_at=started,
+        finished_at=now(),
+        samples=runner.kept if keep_samples else None,
+        mode="rate",
+        open_loop=open_loop_settings(arrival, seed, max_concurrency),
+        goodput=goodput_section(slo, levels),
+    )

@@ -1,0 +1,196 @@
+"""Serverless inference: a variant with memory and concurrency instead of instances, and the
+scaling of its provisioned concurrency.
+
+Facts (SageMaker API reference ``ProductionVariantServerlessConfig``; developer guide
+"Deploy models with Amazon SageMaker Serverless Inference" and "Automatically scale Provisioned
+Concurrency for a serverless endpoint"): memory 1,024-6,144 MB in 1 GB steps, max concurrency
+1-200, provisioned concurrency 1-200 and at most the max concurrency. Serverless endpoints run on
+CPUs (no GPUs) and exclude VPC configuration, network isolation, data capture and multiple
+production variants. Provisioned concurrency scales on the scalable dimension
+``sagemaker:variant:DesiredProvisionedConcurrency`` with target tracking on
+``SageMakerVariantProvisionedConcurrencyUtilization`` (a ratio, e.g. 0.5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from aws_cdk import Duration, Size
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from .autoscaling import (
+    PredefinedMetric,
+    TargetTrackingPolicy,
+    _explicit_dependency,
+    _Scaling,
+)
+from .validation import ValidationError, check_range, is_unresolved
+
+if TYPE_CHECKING:
+    from .endpoint import Endpoint
+    from .model import ModelBase
+
+__all__ = ["PROVISIONED_CONCURRENCY_DIMENSION", "ServerlessConfig", "ServerlessScaling"]
+
+PROVISIONED_CONCURRENCY_DIMENSION = "sagemaker:variant:DesiredProvisionedConcurrency"
+MAX_SERVERLESS_CONCURRENCY = 200
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerlessConfig:
+    """A serverless variant (``ServerlessConfig``): for small CPU models, tests and spiky,
+    cold-start-tolerant traffic. Give it to ``ProductionVariant(serverless=...)`` instead of an
+    instance type."""
+
+    memory_size: Size
+    """Memory of each concurrent execution: 1-6 GiB in whole GiB."""
+    max_concurrency: int
+    """Most concurrent invocations (1-200)."""
+    provisioned_concurrency: int | None = None
+    """Executions kept warm (1-200, at most ``max_concurrency``); default none (on demand,
+    cold starts). ``ServerlessScaling`` scales it."""
+
+    def render(self, prop: str) -> sagemaker.CfnEndpointConfig.ServerlessConfigProperty:
+        """Check the ranges and return the L1 property."""
+        mib = self.memory_size.to_mebibytes()
+        if is_unresolved(mib) or mib % 1024 or not 1024 <= mib <= 6144:
+            raise ValidationError(
+                f"{prop}.memory_size (MiB)",
+                mib,
+                "serverless memory is 1 to 6 GiB in whole GiB (1024, 2048, ... 6144 MB)",
+                "pass Size.gibibytes(n) with n from 1 to 6",
+            )
+        check_range(
+            f"{prop}.max_concurrency",
+            self.max_concurrency,
+            minimum=1,
+            maximum=MAX_SERVERLESS_CONCURRENCY,
+        )
+        check_range(
+            f"{prop}.provisioned_concurrency",
+            self.provisioned_concurrency,
+            minimum=1,
+            maximum=self.max_concurrency,
+            fix="provision between 1 and max_concurrency executions, or omit it",
+        )
+        return sagemaker.CfnEndpointConfig.ServerlessConfigProperty(
+            memory_size_in_mb=int(mib),
+            max_concurrency=self.max_concurrency,
+            provisioned_concurrency=self.provisioned_concurrency,
+        )
+
+    @staticmethod
+    def check_model(model: ModelBase, prop: str) -> None:
+        """Raise when the model needs what serverless lacks (accelerators, a VPC, isolation)."""
+        image = model.image
+        if image is not None and (image.family.needs_gpu or image.family.needs_neuron):
+            raise ValidationError(
+                f"{prop}.model",
+                image.family.value,
+                "serverless inference runs on CPUs; this image needs GPUs or Neuron devices",
+                "serve it on instances (instance_type=...), or use a CPU image "
+                "(ContainerImage.pytorch_cpu(...))",
+            )
+        if getattr(model, "security_groups", None) or getattr(model, "network_isolation", False):
+            raise ValidationError(
+                f"{prop}.model",
+                model.node.path,
+                "serverless inference supports neither a VPC configuration nor network isolation",
+                "create the model without vpc and network_isolation, or serve it on instances",
+            )
+
+
+class ServerlessScaling(_Scaling):
+    """Scale the provisioned concurrency of a serverless variant (target tracking on
+    ``SageMakerVariantProvisionedConcurrencyUtilization``). The variant must be created with
+    ``provisioned_concurrency``.
+
+    Example::
+
+        scaling = ServerlessScaling(self, "Warm", endpoint=endpoint, max_concurrency=10)
+        scaling.scale_on_utilization(target=0.5)
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        endpoint: Endpoint,
+        max_concurrency: int,
+        min_concurrency: int = 1,
+        variant_name: str | None = None,
+    ) -> None:
+        """
+        :param endpoint: the endpoint with the serverless variant.
+        :param max_concurrency: most provisioned concurrency (at most the variant's
+            ``max_concurrency``).
+        :param min_concurrency: least provisioned concurrency; default 1.
+        :param variant_name: default the endpoint's first variant.
+        """
+        variant = variant_name or endpoint.default_variant_name
+        config = endpoint.serverless_config(variant)
+        if config is None or config.provisioned_concurrency is None:
+            raise ValidationError(
+                "endpoint",
+                f"{endpoint.node.path}/{variant}",
+                "only a serverless variant with provisioned_concurrency has provisioned "
+                "concurrency to scale",
+                "set ServerlessConfig(provisioned_concurrency=...) on the variant",
+            )
+        check_range("min_concurrency", min_concurrency, minimum=1)
+        check_range(
+            "max_concurrency",
+            max_concurrency,
+            minimum=1,
+            maximum=config.max_concurrency,
+            fix=f"keep max_concurrency within the variant's max_concurrency "
+            f"({config.max_concurrency})",
+        )
+        super().__init__(
+            scope,
+            id,
+            resource_id=f"endpoint/{endpoint.endpoint_name}/variant/{variant}",
+            scalable_dimension=PROVISIONED_CONCURRENCY_DIMENSION,
+            min_capacity=min_concurrency,
+            max_capacity=max_concurrency,
+            min_prop="min_concurrency",
+            max_prop="max_concurrency",
+            depends_on=_explicit_dependency(endpoint.endpoint_name, endpoint.resource),
+        )
+        self.endpoint = endpoint
+        """The endpoint whose variant scales."""
+        self.variant_name = variant
+        """The serverless variant scaled."""
+
+    def scale_on_utilization(
+        self,
+        *,
+        target: float = 0.5,
+        scale_in_cooldown: Duration | None = None,
+        scale_out_cooldown: Duration | None = None,
+        disable_scale_in: bool = False,
+    ) -> TargetTrackingPolicy:
+        """Hold the used share of provisioned concurrency at ``target``.
+
+        :param target: utilization ratio in (0, 1]; default 0.5 (AWS's example).
+        :param scale_in_cooldown: 0-3600 s; default Application Auto Scaling's.
+        :param scale_out_cooldown: 0-3600 s; default Application Auto Scaling's.
+        :param disable_scale_in: only scale out; default False.
+        """
+        check_range(
+            "target",
+            target,
+            maximum=1,
+            fix="pass a utilization ratio such as 0.5 (not a percentage)",
+        )
+        return self._track(
+            "UtilizationPolicy",
+            PredefinedMetric.VARIANT_PROVISIONED_CONCURRENCY_UTILIZATION,
+            target,
+            scale_in_cooldown,
+            scale_out_cooldown,
+            disable_scale_in,
+        )

@@ -1,0 +1,289 @@
+"""EndpointBenchmark in open-loop and search modes: the construct's run and validation, and the
+handlers over loopback against the simulator (the Advance/worker loop of the workflow, levels
+split across workers, the same results.json as the CLI)."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Template
+from conftest import new_stack
+from test_endpoint_benchmark_handler import HANDLE, FakeS3, invoker, run_config
+from test_endpoint_benchmark_waiter import as_cloudformation
+
+from cdk_sagemaker_llm.benchmarking import BenchmarkResult
+from cdk_sagemaker_llm.benchmarking._clock import now
+from cdk_sagemaker_llm.benchmarking.arrivals import achieved_rate
+from cdk_sagemaker_llm.benchmarking.goodput import Slo
+from cdk_sagemaker_llm.benchmarking.simulator import Simulator, SimulatorConfig
+from cdk_sagemaker_llm.constructs.benchmark import (
+    DEFAULT_WORKER_RATE_CAPACITY,
+    Arrival,
+    BenchmarkGate,
+    BenchmarkSearch,
+    EndpointBenchmark,
+)
+from cdk_sagemaker_llm.constructs.inference_component import InferenceComponent
+from cdk_sagemaker_llm.errors import ValidationError
+from cdk_sagemaker_llm.lambdas.benchmark import handler as h
+
+
+@pytest.fixture(autouse=True)
+def dummy_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "dummy")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "dummy")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+
+def rate_run(**overrides: Any) -> dict[str, Any]:
+    return run_config(
+        **{"Mode": "rate", "Concurrencies": [], "Rates": [20, 40], "Arrival": "poisson",
+           "Seed": 4, "WorkerRateCapacity": 15, "OutputTokens": 10, "RequestsPerLevel": 40,
+           **overrides}
+    )  # fmt: skip
+
+
+def workflow(
+    sim: Simulator, run: dict[str, Any], s3: FakeS3
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """What the state machine does: Advance, then the level's workers at once (one thread each,
+    like the Map's iterations), until done."""
+    signals: list[dict[str, Any]] = []
+    maps: list[dict[str, Any]] = []
+    state: dict[str, Any] = {"Run": run, "Levels": [], "Done": False}
+    for _ in range(40):
+        state = h.advance_step(
+            state, s3=s3, put=lambda url, body: signals.append(dict(body)), now=now(), lead_s=0.05
+        )
+        if state["Done"]:
+            return state, signals, maps
+        maps.append(state["Pending"])
+        threads = [
+            threading.Thread(
+                target=h.run_worker,
+                args=({"Run": run, "Slice": item},),
+                kwargs={"invoker": invoker(sim), "s3": s3, "remaining_s": 600},
+            )
+            for item in state["Slices"]
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    raise AssertionError("the workflow did not finish")
+
+
+def test_a_rate_sweep_splits_levels_across_workers_and_writes_the_cli_schema() -> None:
+    config = SimulatorConfig(max_batch=8, step_base_s=0.004, step_per_sequence_s=0.0002)
+    run = rate_run()
+    s3 = FakeS3()
+    with Simulator(config) as sim:
+        state, signals, maps = workflow(sim, run, s3)
+        truth = sim.truth()
+    assert state["Outcome"] == "SUCCESS", signals
+    assert [(m["Level"], m["Workers"]) for m in maps] == [(20, 2), (40, 3)]  # 15/s per worker
+    assert len(truth) == 80 and all(r.outcome == "ok" for r in truth)
+    results = s3.json(f"{run['Prefix']}results.json")
+    parsed = BenchmarkResult.from_dict(results)
+    assert parsed.mode == "rate" and parsed.open_loop and parsed.open_loop["seed"] == 4
+    for level in parsed.levels:
+        assert level.requests == 40 and level.target_rate_per_s in (20, 40)
+        assert level.achieved_rate_per_s is not None and level.sustainable is not None
+        assert level.p50_schedule_lag_s is not None and level.good_requests == 40
+    assert {d["rate"]: d["workers"] for d in results["distribution"]} == {20: 2, 40: 3}
+    assert results["goodput"]["sustainable_rate_per_s"] in (20, 40)
+    assert results["knee"]["concurrency"] is None
+    figures = json.loads(signals[0]["Data"])
+    assert figures["SustainableRequestsPerSecond"] == results["goodput"]["sustainable_rate_per_s"]
+    # The workers' shares make up one Poisson process of the level's rate, as the server saw it:
+    # the first 40 arrivals are the 20/s level.
+    first = sorted(r.arrival for r in truth)[:40]
+    assert achieved_rate(first) == pytest.approx(20, rel=0.25)
+
+
+def test_a_knee_search_in_the_workflow_finds_the_simulators_batch() -> None:
+    config = SimulatorConfig(max_batch=4, step_base_s=0.004, step_per_sequence_s=0.0002)
+    run = run_config(
+        Concurrencies=[1, 64], Search="knee", OutputTokens=8, Rule={"MinGainPerDoubling": 0.25}
+    )
+    s3 = FakeS3()
+    with Simulator(config) as sim:
+        state, signals, maps = workflow(sim, run, s3)
+        truth = sim.truth()
+    assert state["Outcome"] == "SUCCESS"
+    results = s3.json(f"{run['Prefix']}results.json")
+    search = results["search"]
+    assert [m["Level"] for m in maps] == search["levels_run"]
+    assert search["levels_run"][:4] == [1, 2, 4, 8]
+    assert search["found"] == results["knee"]["concurrency"]
+    assert abs(math.log2(search["found"] / 4)) < 1  # batch 4: the knee of a full sweep
+    assert search["requests"] == len(truth) == sum(lv["requests"] for lv in results["levels"])
+    full_sweep = sum(max(4 * c, 16) for c in (1, 2, 4, 8, 16, 32, 64))
+    assert search["requests"] <= 0.5 * full_sweep
+    assert json.loads(signals[0]["Data"])["KneeConcurrency"] == search["found"]
+
+
+def test_a_max_rate_search_gates_on_the_sustainable_rate() -> None:
+    config = SimulatorConfig(
+        max_batch=4, step_base_s=0.004, step_per_sequence_s=0.0002, max_queue=4
+    )  # about 80 requests/s of 10 tokens; overload is throttled
+    run = rate_run(
+        Rates=[20, 320], Search="max-rate", WorkerRateCapacity=200, Stream=True,
+        Slo={"TtftMs": 200}, Gate={"MinSustainableRate": 1000},
+    )  # fmt: skip
+    s3 = FakeS3()
+    with Simulator(config) as sim:
+        state, signals, maps = workflow(sim, run, s3)
+    assert state["Outcome"] == "FAILURE"
+    results = s3.json(f"{run['Prefix']}results.json")
+    found = results["goodput"]["sustainable_rate_per_s"]
+    assert found is not None and 20 <= found <= 80
+    assert results["search"]["found"] == found
+    assert [m["Level"] for m in maps][:3] == [20, 40, 80]
+    assert (
+        "sustainable rate is" in signals[0]["Reason"] and "minimum of 1000" in signals[0]["Reason"]
+    )
+    assert results["gate"]["passed"] is False
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"Mode": "burst"}, "Run.Mode"),
+        ({"Rates": []}, "Run.Rates"),
+        ({"Rates": [10, 5]}, "increasing"),
+        ({"Rates": [0]}, "above 0"),
+        ({"Concurrencies": [1]}, "Run.Concurrencies: an open-loop run"),
+        ({"Search": "knee"}, "knee searches concurrency"),
+        ({"Search": "fastest"}, "Run.Search"),
+        ({"Arrival": "bursty"}, "Run.Arrival"),
+        ({"Seed": -1}, "Run.Seed"),
+        ({"MaxConcurrency": 5000}, "Run.MaxConcurrency"),
+        ({"Slo": {"TtftMs": 0}}, "Run.Slo.TtftMs"),
+        ({"Slo": {"Fraction": 2}}, "Run.Slo.Fraction"),
+        ({"Slo": {"P99": 1}}, "unknown properties"),
+        ({"Rates": [100_000], "WorkerRateCapacity": 1}, "Run.WorkerRateCapacity"),
+    ],
+)
+def test_malformed_open_loop_runs_are_rejected(overrides: dict[str, Any], message: str) -> None:
+    with pytest.raises(h.EventError, match=message):
+        rate_run(**overrides)
+
+
+def test_a_searched_level_must_lie_in_the_range_and_a_swept_one_in_the_list() -> None:
+    run = rate_run(Search="max-rate")
+    assert h.check_slice({"Level": 27.5, "Workers": 2, "Worker": 1, "StartAt": 1}, run)
+    with pytest.raises(h.EventError, match="not a level of this run"):
+        h.check_slice({"Level": 50, "Workers": 4, "Worker": 0, "StartAt": 1}, run)
+    with pytest.raises(h.EventError, match="not a level of this run"):
+        h.check_slice({"Level": 27.5, "Workers": 2, "Worker": 0, "StartAt": 1}, rate_run())
+    assert HANDLE.startswith("https://")
+
+
+# ----- the construct ------------------------------------------------------------------------
+
+
+def synth_run(**props: Any) -> tuple[dict[str, Any], dict[str, Any], EndpointBenchmark]:
+    stack = new_stack()
+    component = InferenceComponent.from_inference_component_name(
+        stack, "Ic", inference_component_name="ic", endpoint_name="ep"
+    )
+    bench = EndpointBenchmark(stack, "Bench", inference_component=component, **props)
+    template = Template.from_stack(stack).to_json()
+    (custom,) = [
+        r
+        for r in template["Resources"].values()
+        if r["Type"] == "Custom::SageMakerEndpointBenchmark"
+    ]
+    return custom["Properties"]["Run"], custom["Metadata"]["cdk-sagemaker-llm:benchmark"], bench
+
+
+def test_the_construct_runs_a_rate_sweep_its_handler_accepts() -> None:
+    run, plan, bench = synth_run(
+        request_rates=[5, 10, 250], arrival=Arrival.CONSTANT, seed=7, max_concurrency=300,
+        slo=Slo(ttft_ms=500, fraction=0.9), gate=BenchmarkGate(min_sustainable_requests_per_s=8),
+    )  # fmt: skip
+    assert run["Mode"] == "rate" and run["Rates"] == [5, 10, 250] and run["Concurrencies"] == []
+    assert (run["Arrival"], run["Seed"], run["MaxConcurrency"]) == ("constant", 7, 300)
+    assert run["Slo"] == {"TtftMs": 500, "Fraction": 0.9}
+    assert run["Gate"] == {"MinSustainableRate": 8}
+    assert run["WorkerRateCapacity"] == DEFAULT_WORKER_RATE_CAPACITY
+    assert bench.max_workers == 3  # 250/s at 100/s per worker
+    assert plan["RequestRates"] == "5/s, 10/s, 250/s" and "constant" in plan["Arrival"]
+    assert "sustainable rate >= 8/s" in plan["Gate"] and "TTFT <= 500 ms" in plan["Goodput"]
+    assert plan["Workers"].startswith("up to 3")
+    checked = h.check_run(
+        {**run, "Name": "bench-1-abcdef", "HandleUrl": HANDLE, "Deadline": 1e9, "StartedAt": 1.0,
+         "Bucket": "results", "Prefix": "p/bench-1-abcdef/"}
+    )  # fmt: skip
+    assert checked["Mode"] == "rate" and h.workers_of(checked, 250) == 3
+    # CloudFormation hands the handler every scalar as a string.
+    resolved = {**run, "Bucket": "results"}
+    extra = {"Name": "bench-1-abcdef", "HandleUrl": HANDLE, "Deadline": 1e9, "StartedAt": 1.0,
+             "Prefix": "p/bench-1-abcdef/"}  # fmt: skip
+    assert h.check_run({**as_cloudformation(resolved), **extra}) == h.check_run(
+        {**resolved, **extra}
+    )
+    assert isinstance(bench.sustainable_requests_per_second, float)
+
+
+def test_the_construct_runs_searches_and_keeps_a_plain_sweeps_run_unchanged() -> None:
+    plain, _, _ = synth_run()
+    assert plain["Concurrencies"] == [1, 2, 4, 8, 16, 32]
+    assert not {"Mode", "Rates", "Search", "Slo", "WorkerRateCapacity"} & set(plain)
+    knee, plan, _ = synth_run(concurrencies=[1, 256], search=BenchmarkSearch.KNEE)
+    assert (knee["Search"], knee["SearchResolution"], knee["Concurrencies"]) == (
+        "knee",
+        0.25,
+        [1, 256],
+    )
+    assert plan["Search"].startswith("knee by bracketing")
+    rates, _, _ = synth_run(request_rates=[1, 512], search=BenchmarkSearch.MAX_RATE)
+    assert rates["Search"] == "max-rate" and "Slo" not in rates  # the handler's default: 95 %
+
+
+@pytest.mark.parametrize(
+    ("props", "prop"),
+    [
+        ({"concurrencies": [1, 2], "request_rates": [1]}, "request_rates"),
+        ({"request_rates": []}, "request_rates"),
+        ({"request_rates": [0]}, "request_rates[0]"),
+        ({"request_rates": [4, 2]}, "request_rates"),
+        ({"request_rates": [1, "2"]}, "request_rates[1]"),
+        ({"max_concurrency": 4}, "max_concurrency"),
+        ({"seed": 3}, "seed"),
+        ({"request_rates": [1], "seed": -1}, "seed"),
+        ({"request_rates": [1], "max_concurrency": 0}, "max_concurrency"),
+        ({"request_rates": [1], "arrival": "poisson"}, "arrival"),
+        ({"search": BenchmarkSearch.MAX_RATE}, "search"),
+        ({"request_rates": [1, 8], "search": BenchmarkSearch.KNEE}, "search"),
+        ({"search": "knee"}, "search"),
+        ({"search": BenchmarkSearch.KNEE, "search_resolution": 0}, "search_resolution"),
+        ({"slo": {"ttft_ms": 5}}, "slo"),
+        ({"request_rates": [1], "requests_per_level": 1}, "requests_per_level"),
+        ({"request_rates": [1], "worker_rate_capacity": 0}, "worker_rate_capacity"),
+        ({"request_rates": [10_000], "worker_rate_capacity": 100}, "worker_rate_capacity"),
+        ({"request_rates": [1], "max_concurrency": 4096, "worker_capacity": 16}, "worker_capacity"),
+        (
+            {"gate": BenchmarkGate(min_sustainable_requests_per_s=1)},
+            "gate.min_sustainable_requests_per_s",
+        ),
+        (
+            {"request_rates": [1], "gate": BenchmarkGate(min_knee_concurrency=2)},
+            "gate.min_knee_concurrency",
+        ),
+    ],
+)
+def test_every_invalid_mode_prop_names_itself(props: dict[str, Any], prop: str) -> None:
+    stack = new_stack()
+    component = InferenceComponent.from_inference_component_name(
+        stack, "Ic", inference_component_name="ic", endpoint_name="ep"
+    )
+    with pytest.raises(ValidationError) as raised:
+        EndpointBenchmark(stack, "Bench", inference_component=component, **props)
+    assert raised.value.prop == prop
+    assert raised.value.fix
