@@ -147,6 +147,9 @@ class EndpointPlan:
     components: list[ComponentPlan] = field(default_factory=list)
     options: list[str] = field(default_factory=list)
     """Asynchronous inference settings."""
+    price_basis: str = ""
+    """What the costs are: the price list's region, basis and date, any discount, and a warning
+    when the stack's region differs."""
 
     @property
     def cost_per_hour_min(self) -> float | None:
@@ -175,6 +178,8 @@ class StackPlan:
     name: str
     endpoints: list[EndpointPlan] = field(default_factory=list)
     optimization_jobs: list[CustomResourcePlan] = field(default_factory=list)
+    region: str | None = None
+    """The stack's region, when its environment names one."""
     benchmarks: list[CustomResourcePlan] = field(default_factory=list)
 
 
@@ -247,12 +252,40 @@ def _read_assembly(root: Path, templates: dict[str, dict[str, Any]]) -> None:
 def build_plan(assembly_dir: str | Path, *, prices: PriceList = DEFAULT_PRICE_LIST) -> Plan:
     """Read the assembly at ``assembly_dir`` and plan every stack in it."""
     templates = read_templates(assembly_dir)
+    regions = stack_regions(assembly_dir)
     return Plan(
         prices=prices.describe(),
         stacks=[
-            plan_template(name, template, prices=prices) for name, template in templates.items()
+            plan_template(name, template, prices=prices, region=regions.get(name))
+            for name, template in templates.items()
         ],
     )
+
+
+def stack_regions(assembly_dir: str | Path) -> dict[str, str]:
+    """The region of each stack whose environment names one (``aws://account/region``)."""
+    regions: dict[str, str] = {}
+
+    def read(root: Path) -> None:
+        manifest_path = root / "manifest.json"
+        if not manifest_path.is_file():
+            return
+        for artifact_id, artifact in (
+            json.loads(manifest_path.read_text()).get("artifacts", {}).items()
+        ):
+            properties = artifact.get("properties", {})
+            if artifact.get("type") == "cdk:cloud-assembly" and properties.get("directoryName"):
+                read(root / properties["directoryName"])
+            region = str(artifact.get("environment", "")).rpartition("/")[2]
+            if artifact.get("type") == "aws:cloudformation:stack" and region not in (
+                "",
+                "unknown-region",
+            ):
+                name = artifact.get("displayName") or properties.get("stackName") or artifact_id
+                regions[name] = region
+
+    read(Path(assembly_dir))
+    return regions
 
 
 # ----- Template helpers ---------------------------------------------------------------------
@@ -627,12 +660,17 @@ def _accelerators_label(instance_type: InstanceType) -> str:
 
 
 def plan_template(
-    name: str, template_data: dict[str, Any], *, prices: PriceList = DEFAULT_PRICE_LIST
+    name: str,
+    template_data: dict[str, Any],
+    *,
+    prices: PriceList = DEFAULT_PRICE_LIST,
+    region: str | None = None,
 ) -> StackPlan:
-    """Plan one stack's template."""
+    """Plan one stack's template (in ``region``, when known: costs say whether the prices are
+    that region's)."""
     template = _Template(template_data)
     scaling = _scaling_plans(template)
-    stack = StackPlan(name=name)
+    stack = StackPlan(name=name, region=region)
     for endpoint_id, _ in template.of_type("AWS::SageMaker::Endpoint"):
         endpoint = template.properties(endpoint_id)
         config_id = template.referenced(
@@ -640,9 +678,9 @@ def plan_template(
         )
         if config_id is None:
             continue
-        stack.endpoints.append(
-            _endpoint_plan(template, scaling, prices, endpoint_id, endpoint, config_id)
-        )
+        endpoint_plan = _endpoint_plan(template, scaling, prices, endpoint_id, endpoint, config_id)
+        endpoint_plan.price_basis = prices.basis(region)
+        stack.endpoints.append(endpoint_plan)
     for logical_id, resource in template.resources.items():
         kind = _custom_kind(resource)
         if kind is None:
@@ -1137,7 +1175,7 @@ def _endpoint_markdown(endpoint: EndpointPlan) -> list[str]:
             "Cost per hour",
             [
                 f"{_money(endpoint.cost_per_hour_min)} at min, "
-                f"{_money(endpoint.cost_per_hour_max)} at max"
+                f"{_money(endpoint.cost_per_hour_max)} at max ({endpoint.price_basis})"
             ],
         ),
     ]

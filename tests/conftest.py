@@ -33,6 +33,27 @@ def new_stack(region: str | None = "us-west-2", account: str | None = "123456789
     return cdk.Stack(app, "TestStack", env=env)
 
 
+@pytest.fixture(autouse=True)
+def api_contract(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every boto3 call a test makes (moto, Stubber, real clients) is validated against
+    botocore's service model, enums included, before it is sent (``contracts.py``).
+    Returns the ``service:Operation`` names called, in order."""
+    import botocore.client
+    from contracts import validate_operation
+
+    calls: list[str] = []
+    original = botocore.client.BaseClient._make_api_call
+
+    def make_api_call(self: Any, operation_name: str, api_params: dict[str, Any]) -> Any:
+        model = self.meta.service_model
+        validate_operation(model.operation_model(operation_name), api_params)
+        calls.append(f"{model.service_name}:{operation_name}")
+        return original(self, operation_name, api_params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", make_api_call)
+    return calls
+
+
 @pytest.fixture
 def stack() -> cdk.Stack:
     """A fresh stack in us-west-2."""

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from cdk_sagemaker_llm.benchmarking.simulator import Simulator, SimulatorConfig
+from cdk_sagemaker_llm.benchmarking import percentile
+from cdk_sagemaker_llm.benchmarking.simulator import Simulator, SimulatorConfig, TruthRecord
+from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST
 from cdk_sagemaker_llm.cli import main
 
 
@@ -70,6 +72,82 @@ def test_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "missing.json"
     assert main(["report", str(missing)]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+def truth_p50s(truth: list[TruthRecord]) -> tuple[float, float]:
+    """The simulator's p50 TTFT and p50 inter-token latency over its successful requests."""
+    ok = [r for r in truth if r.outcome == "ok"]
+    ttfts = [r.ttft_s or 0.0 for r in ok]
+    itls = [((r.end or 0.0) - (r.first_token or 0.0)) / (r.output_tokens - 1) for r in ok]
+    return percentile(ttfts, 50) or 0.0, percentile(itls, 50) or 0.0
+
+
+@pytest.mark.parametrize(("container", "fmt"), [("lmi", "lmi"), ("tgi", "tgi"),
+                                                ("lmi", "messages"), ("tgi", "messages")])  # fmt: skip
+def test_streaming_ttft_and_itl_at_64_streams_match_the_truth(
+    tmp_path: Path, container: str, fmt: str
+) -> None:
+    """Acceptance: --stream --format lmi|tgi|messages within 5 % of the simulator's truth."""
+    out = tmp_path / "results.json"
+    config = SimulatorConfig(
+        response_format=container, max_batch=32, step_base_s=0.02, step_per_sequence_s=0.0005
+    )
+    with Simulator(config) as sim:
+        arguments = [
+            "benchmark", "--endpoint-name", "ep", "--region", "us-east-1",
+            "--endpoint-url", sim.endpoint_url, "--concurrency", "64", "--input-tokens", "16",
+            "--output-tokens", "16", "--requests-per-level", "128", "--stream",
+            "--format", fmt, "--out", str(out),
+        ]  # fmt: skip
+        assert main(arguments) == 0
+        truth = sim.truth()[1:]  # after the warm-up request
+    (level,) = json.loads(out.read_text())["levels"]
+    assert level["requests"] == len(truth) == 128 and level["errors"] == 0
+    assert {(r.stream, r.streamed) for r in truth} == {(True, True)}
+    ttft, itl = truth_p50s(truth)
+    assert level["p50_ttft_s"] == pytest.approx(ttft, rel=0.05)
+    assert level["p50_itl_s"] == pytest.approx(itl, rel=0.05)
+
+
+@pytest.mark.parametrize("fmt", ["auto", "lmi", "tgi", "messages"])
+def test_without_stream_no_body_asks_to_stream(tmp_path: Path, fmt: str) -> None:
+    with Simulator(SimulatorConfig(step_base_s=0.001)) as sim:
+        arguments = [
+            "benchmark", "--endpoint-name", "ep", "--region", "us-east-1",
+            "--endpoint-url", sim.endpoint_url, "--concurrency", "2", "--input-tokens", "4",
+            "--output-tokens", "3", "--requests-per-level", "4", "--format", fmt,
+            "--out", str(tmp_path / "r.json"),
+        ]  # fmt: skip
+        assert main(arguments) == 0
+        truth = sim.truth()
+    assert len(truth) == 5 and {(r.stream, r.streamed) for r in truth} == {(False, False)}
+
+
+def test_costs_carry_their_price_basis_and_discount(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "results.json"
+    with Simulator(SimulatorConfig(step_base_s=0.001)) as sim:
+        common = [
+            "benchmark", "--endpoint-name", "ep", "--region", "us-west-2",
+            "--endpoint-url", sim.endpoint_url, "--concurrency", "1", "--input-tokens", "4",
+            "--output-tokens", "3", "--requests-per-level", "2", "--out", str(out),
+        ]  # fmt: skip
+        assert main([*common, "--instance-type", "ml.g5.12xlarge", "--instance-count", "2",
+                     "--discount", "0.25"]) == 0  # fmt: skip
+        cost = json.loads(out.read_text())["cost"]
+        assert cost["price_per_hour"] == pytest.approx(
+            2 * DEFAULT_PRICE_LIST.prices["ml.g5.12xlarge"]
+        )
+        assert cost["effective_price_per_hour"] == pytest.approx(0.75 * cost["price_per_hour"])
+        assert cost["price_basis"].startswith("us-east-1 on-demand USD")
+        assert "resources in us-west-2, where prices differ" in cost["price_basis"]
+        assert main(["report", str(out)]) == 0
+        assert "less 25%; us-east-1 on-demand" in capsys.readouterr().out
+        assert main([*common, "--price-per-hour", "9", "--price-basis", "us-west-2 on-demand"]) == 0
+        cost = json.loads(out.read_text())["cost"]
+        assert (cost["price_basis"], cost["discount"]) == ("us-west-2 on-demand", 0.0)
+        assert main([*common, "--price-per-hour", "9", "--discount", "1"]) == 2
 
 
 def test_request_rate_sweep_with_goodput_then_report(

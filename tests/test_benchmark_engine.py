@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -23,6 +24,7 @@ from cdk_sagemaker_llm.benchmarking import (
 )
 from cdk_sagemaker_llm.benchmarking.payload import (
     ResponseFormatError,
+    StreamModelError,
     StreamParser,
     classify_error,
     parse_response,
@@ -214,3 +216,79 @@ def test_classify_error() -> None:
     assert classify_error("ModelInvocationTimeExceeded") == "timeout"
     assert classify_error("ReadTimeout") == "timeout"
     assert classify_error("InternalFailure") == "other"
+
+
+def test_stream_flag_sent_only_when_streaming() -> None:
+    """LMI and TGI stream only when the body asks; without streaming nothing asks."""
+    for fmt in ("auto", "lmi", "tgi"):
+        plain = json.loads(PayloadSpec(response_format=fmt).build()(0).body)
+        streamed = json.loads(PayloadSpec(response_format=fmt, stream=True).build()(0).body)
+        assert "stream" not in plain and "stream" not in plain["parameters"]
+        assert streamed["stream"] is True and "stream" not in streamed["parameters"]
+    plain = json.loads(PayloadSpec(response_format="messages", output_tokens=5).build()(0).body)
+    assert plain == {"messages": [{"role": "user", "content": synthetic_prompt(256)}],
+                     "max_tokens": 5}  # fmt: skip
+    spec = PayloadSpec(response_format="messages", stream=True, parameters={"temperature": 0})
+    streamed = json.loads(spec.build()(0).body)
+    assert streamed["stream"] is True and streamed["temperature"] == 0
+    assert streamed["stream_options"] == {"include_usage": True}
+
+
+def test_messages_prompts(tmp_path: Path) -> None:
+    path = tmp_path / "chat.jsonl"
+    chat = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
+    path.write_text(json.dumps({"messages": chat, "parameters": {"max_tokens": 4}}) + "\n"
+                    + json.dumps("hello"))  # fmt: skip
+    factory = PayloadSpec(response_format="messages", prompts=str(path)).build()
+    first, second = json.loads(factory(0).body), json.loads(factory(1).body)
+    assert first["messages"] == chat and first["max_tokens"] == 4
+    assert second["messages"] == [{"role": "user", "content": "hello"}]
+    with pytest.raises(ValueError, match="--format messages"):
+        PayloadSpec(response_format="lmi", prompts=str(path)).build()
+
+
+def test_parse_chat_completions() -> None:
+    answer = {"choices": [{"message": {"role": "assistant", "content": "a b c"}}]}
+    assert parse_response(json.dumps(answer).encode(), "messages") == 3
+    with_usage = {**answer, "usage": {"completion_tokens": 7}}
+    assert parse_response(json.dumps(with_usage).encode()) == 7  # auto detects chat
+    with pytest.raises(ResponseFormatError):
+        parse_response(json.dumps({"generated_text": "x"}).encode(), "messages")
+    chunk = {"choices": [{"delta": {"role": "assistant", "content": ""}}]}  # role only
+    stream = b"data: " + json.dumps(chunk).encode() + b"\n\n"
+    for k in range(3):
+        chunk = {"choices": [{"delta": {"content": f" w{k}"}, "finish_reason": None}]}
+        stream += b"data: " + json.dumps(chunk).encode() + b"\n\n"
+    stream += b'data: {"choices": [], "usage": {"completion_tokens": 4}}\n\ndata: [DONE]\n\n'
+    parser = StreamParser("messages")
+    for i, byte in enumerate(stream):
+        parser.feed(bytes([byte]), float(i))
+    parser.close(1e9)
+    assert (parser.tokens, parser.output_tokens, parser.done) == (3, 4, True)
+    assert parser.first_token is not None and parser.first_token > 80  # not the role chunk
+    lines = StreamParser("messages")  # LMI rolling-batch chat streams the chunks as JSON lines
+    lines.feed(json.dumps(chunk).encode() + b"\n", 1.0)
+    assert lines.tokens == 1
+
+
+@pytest.mark.parametrize(
+    ("fmt", "answer"),
+    [
+        ("lmi", {"generated_text": "a b", "details": {"generated_tokens": 2}}),
+        ("auto", [{"generated_text": "a b", "details": {"generated_tokens": 2}}]),
+        ("messages", {"choices": [{"message": {"content": "a b"}}]}),
+    ],
+)
+def test_a_streaming_request_answered_in_one_piece_is_an_error(fmt: str, answer: Any) -> None:
+    parser = StreamParser(fmt)
+    with pytest.raises(ResponseFormatError, match="stream"):
+        parser.feed(json.dumps(answer).encode() + b"\n", 1.0)
+
+
+def test_model_errors_inside_streams() -> None:
+    lmi_error = {"token": {"id": -1, "text": "", "log_prob": -1, "special_token": True},
+                 "generated_text": "", "details": {"finish_reason": "error"}}  # fmt: skip
+    with pytest.raises(StreamModelError):
+        StreamParser("lmi").feed(json.dumps(lmi_error).encode() + b"\n", 1.0)
+    with pytest.raises(StreamModelError):
+        StreamParser("tgi").feed(b'data:{"error": "overloaded"}\n\n', 1.0)

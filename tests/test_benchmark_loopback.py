@@ -48,14 +48,19 @@ def close(measured: float | None, truth: float | None) -> bool:
 
 @pytest.mark.parametrize("stream", [False, True], ids=["invoke", "stream"])
 @pytest.mark.parametrize("client", sorted(INVOKERS))
-@pytest.mark.parametrize("fmt", ["lmi", "tgi"])
-def test_per_request_metrics_match_ground_truth(client: str, stream: bool, fmt: str) -> None:
+@pytest.mark.parametrize(
+    ("container", "fmt"),
+    [("lmi", "auto"), ("tgi", "auto"), ("lmi", "messages"), ("tgi", "messages")],
+)  # fmt: skip
+def test_per_request_metrics_match_ground_truth(
+    client: str, stream: bool, container: str, fmt: str
+) -> None:
     config = SimulatorConfig(
-        response_format=fmt, max_batch=2, step_base_s=0.004, step_per_sequence_s=0.001
+        response_format=container, max_batch=2, step_base_s=0.004, step_per_sequence_s=0.001
     )
     with Simulator(config) as sim:
         invoker = INVOKERS[client](sim, "ic-1")
-        spec = PayloadSpec(input_tokens=8, output_tokens=12, stream=stream, response_format="auto")
+        spec = PayloadSpec(input_tokens=8, output_tokens=12, stream=stream, response_format=fmt)
         run_level(invoker, spec, 4, requests=4)  # warm-up: boto3's first calls are slow
         sim.reset()
         samples = run_level(invoker, spec, 4, requests=10)
@@ -64,6 +69,9 @@ def test_per_request_metrics_match_ground_truth(client: str, stream: bool, fmt: 
     assert all(s.ok and s.concurrency == 4 for s in samples)
     assert {r.inference_component for r in truth.values()} == {"ic-1"}
     assert {r.input_tokens for r in truth.values()} == {8}
+    # The container streamed exactly when the benchmark streamed: the body asked for it.
+    assert {(r.stream, r.streamed) for r in truth.values()} == {(stream, stream)}
+    assert {r.api for r in truth.values()} == {"messages" if fmt == "messages" else "inputs"}
     assert max(r.queue_s or 0 for r in truth.values()) > 0  # 4 in flight, batch of 2: queueing
     for s in samples:
         t = truth[s.request_id]  # type: ignore[index]

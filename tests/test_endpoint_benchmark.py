@@ -138,6 +138,9 @@ def test_emits_the_wait_design_and_is_cfn_lint_clean(
     expected_price = DEFAULT_PRICE_LIST.prices["ml.g5.12xlarge"] * 2 / 4
     assert run["PricePerHour"] == pytest.approx(expected_price)
     assert "ml.g5.12xlarge" in run["PriceSource"]
+    # The stack runs in us-west-2; the library's prices are us-east-1's, and the run says so.
+    assert "us-east-1 on-demand USD" in run["PriceSource"]
+    assert "resources in us-west-2, where prices differ" in run["PriceSource"]
     assert custom["Metadata"]["cdk-sagemaker-llm:benchmark"]["Workers"].startswith("up to 2")
 
 
@@ -257,6 +260,25 @@ def test_a_given_bucket_and_endpoint_and_kms_key() -> None:
     assert custom["ResultsPrefix"] == "bench/"
 
 
+def test_a_savings_plan_discount_applies_to_given_and_listed_prices() -> None:
+    stack = new_stack()
+    endpoint = Endpoint.from_endpoint_name(stack, "Ep", "my-endpoint")
+    given = EndpointBenchmark(
+        stack, "Given", endpoint=endpoint, concurrencies=[1], price_per_hour=2.0, discount=0.25
+    )
+    assert given.price_per_hour == pytest.approx(1.5)
+    stack, component = component_stack()
+    listed = EndpointBenchmark(
+        stack, "Bench", inference_component=component, concurrencies=[1], discount=0.3
+    )
+    undiscounted = DEFAULT_PRICE_LIST.prices["ml.g5.12xlarge"] * 2 / 4
+    assert listed.price_per_hour == pytest.approx(0.7 * undiscounted)
+    (custom,) = resources_of_type(template_of(stack), "Custom::SageMakerEndpointBenchmark")
+    assert "less 30% discount" in custom["Run"]["PriceSource"]
+    with pytest.raises(ValidationError, match="discount=1"):
+        EndpointBenchmark(new_stack(), "B", endpoint=endpoint, concurrencies=[1], discount=1)
+
+
 def test_the_price_of_an_instance_endpoint_is_derived_from_its_variant() -> None:
     stack = new_stack()
     model = Model(
@@ -278,6 +300,20 @@ def test_the_price_of_an_instance_endpoint_is_derived_from_its_variant() -> None
     bench = EndpointBenchmark(stack, "Bench", endpoint=endpoint, concurrencies=[1, 2])
     assert bench.price_per_hour == pytest.approx(2 * DEFAULT_PRICE_LIST.prices["ml.g5.2xlarge"])
     assert bench.copies == 2  # one copy of the model on each of the 2 instances
+
+
+def test_the_chat_completions_schema_reaches_the_workers() -> None:
+    stack, component = component_stack()
+    EndpointBenchmark(
+        stack,
+        "Bench",
+        inference_component=component,
+        concurrencies=[1, 2],
+        stream=True,
+        payload_format=PayloadFormat.MESSAGES,
+    )
+    (custom,) = resources_of_type(template_of(stack), "Custom::SageMakerEndpointBenchmark")
+    assert (custom["Run"]["Stream"], custom["Run"]["Format"]) == (True, "messages")
 
 
 def definition_hash(build: Callable[[cdk.Stack, InferenceComponent], Any], model_id: str) -> str:

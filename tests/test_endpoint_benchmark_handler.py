@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from contracts import checked
 
 from cdk_sagemaker_llm.benchmarking import AsyncInvoker, RequestSample, percentile, summarize_level
 from cdk_sagemaker_llm.benchmarking._clock import now
@@ -135,7 +136,7 @@ def peak_in_flight(truth: list[TruthRecord]) -> int:
 def test_a_worker_measures_what_the_simulator_saw() -> None:
     config = SimulatorConfig(max_batch=2, step_base_s=0.004, step_per_sequence_s=0.001)
     run = run_config(RequestsPerLevel=10)
-    s3 = FakeS3()
+    s3 = checked(FakeS3(), "s3")
     with Simulator(config) as sim:
         (result,) = run_level_on_workers(sim, run, s3, 4, lead_s=0.05)
         truth = {record.request_id: record for record in sim.truth()}
@@ -156,12 +157,30 @@ def test_a_worker_measures_what_the_simulator_saw() -> None:
     assert record["Distribution"]["start_skew_s"] == 0.0
 
 
+@pytest.mark.parametrize("fmt", ["lmi", "messages"])
+def test_a_streaming_worker_asks_the_container_to_stream(fmt: str) -> None:
+    config = SimulatorConfig(max_batch=2, step_base_s=0.004, step_per_sequence_s=0.001)
+    run = run_config(RequestsPerLevel=6, Stream=True, Format=fmt)
+    s3 = checked(FakeS3(), "s3")
+    with Simulator(config) as sim:
+        run_level_on_workers(sim, run, s3, 2, lead_s=0.05)
+        truth = {record.request_id: record for record in sim.truth()}
+    samples, record = h.aggregate_level(s3, run, 2, 1)
+    assert {(r.stream, r.streamed) for r in truth.values()} == {(True, True)}
+    assert {r.api for r in truth.values()} == {"messages" if fmt == "messages" else "inputs"}
+    for sample in samples:
+        t = truth[sample.request_id]  # type: ignore[index]
+        assert sample.ok and sample.output_tokens == t.output_tokens == 20
+        assert close(sample.ttft_s, t.ttft_s)
+    assert record["Level"]["p50_ttft_s"] > 0 and record["Level"]["p50_itl_s"] > 0
+
+
 def test_errors_are_counted_by_kind_across_the_worker_and_the_aggregation() -> None:
     config = SimulatorConfig(
         max_batch=2, max_queue=2, step_base_s=0.003, model_error_every=7, invocation_timeout_s=0.12
     )
     run = run_config(OutputTokens=30, RequestsPerLevel=60)
-    s3 = FakeS3()
+    s3 = checked(FakeS3(), "s3")
     with Simulator(config) as sim:
         run_level_on_workers(sim, run, s3, 8, lead_s=0.05)
         truth = sim.truth()
@@ -178,8 +197,10 @@ def test_errors_are_counted_by_kind_across_the_worker_and_the_aggregation() -> N
 
 def test_the_sweep_finds_the_knee_where_the_simulator_saturates() -> None:
     config = SimulatorConfig(max_batch=4, step_base_s=0.002, step_per_sequence_s=0.0002)
-    run = run_config(OutputTokens=40, RequestsPerLevel=12, PricePerHour=3.6)
-    s3 = FakeS3()
+    run = run_config(
+        OutputTokens=40, RequestsPerLevel=12, PricePerHour=3.6, PriceSource="us-west-2 contract"
+    )
+    s3 = checked(FakeS3(), "s3")
     signals: list[tuple[str, dict[str, Any]]] = []
     state: dict[str, Any] = {"Run": run, "Levels": [], "Done": False}
     with Simulator(config) as sim:
@@ -206,13 +227,14 @@ def test_the_sweep_finds_the_knee_where_the_simulator_saturates() -> None:
     assert figures["KneeConcurrency"] == 4 and figures["KneeFound"] is True
     assert figures["ResultsS3Uri"] == f"s3://results/{run['Prefix']}results.json"
     assert results["cost"]["price_per_hour"] == 3.6
+    assert results["cost"]["price_basis"] == "us-west-2 contract"  # stated with every cost
     assert s3.objects[("results", f"{run['Prefix']}chart.svg")].startswith(b"<svg")
 
 
 def test_a_level_beyond_one_worker_is_split_and_its_percentiles_come_from_all_samples() -> None:
     config = SimulatorConfig(max_batch=16, step_base_s=0.003, step_per_sequence_s=0.0003)
     run = run_config(Concurrencies=[6], WorkerCapacity=2, RequestsPerLevel=30, OutputTokens=12)
-    s3 = FakeS3()
+    s3 = checked(FakeS3(), "s3")
     with Simulator(config) as sim:
         results = run_level_on_workers(sim, run, s3, 6, lead_s=0.3)
         truth = sim.truth()
@@ -255,7 +277,7 @@ def test_merging_is_not_averaging_percentiles() -> None:
 
 def test_a_duplicate_worker_event_sends_no_more_load() -> None:
     run = run_config(RequestsPerLevel=4)
-    s3 = FakeS3()
+    s3 = checked(FakeS3(), "s3")
     with Simulator(SimulatorConfig(step_base_s=0.001)) as sim:
         item = h.plan_level(run, 2, now(), 0.0)["Slices"][0]
         first = h.run_worker(
@@ -271,7 +293,7 @@ def test_a_duplicate_worker_event_sends_no_more_load() -> None:
 
 def test_a_worker_stops_starting_requests_before_its_lambda_deadline() -> None:
     run = run_config(RequestsPerLevel=10_000, OutputTokens=10)
-    s3 = FakeS3()
+    s3 = checked(FakeS3(), "s3")
     with Simulator(SimulatorConfig(step_base_s=0.002)) as sim:
         item = h.plan_level(run, 2, now(), 0.0)["Slices"][0]
         began = now()
@@ -293,7 +315,7 @@ def test_a_worker_stops_starting_requests_before_its_lambda_deadline() -> None:
 
 def test_a_worker_past_the_sweeps_deadline_sends_nothing_and_the_sweep_fails() -> None:
     run = run_config(Deadline=now() - 1, RequestsPerLevel=8)
-    s3 = FakeS3()
+    s3 = checked(FakeS3(), "s3")
     signals: list[dict[str, Any]] = []
     with Simulator(SimulatorConfig(step_base_s=0.001)) as sim:
         item = h.plan_level(run, 1, now(), 0.0)["Slices"][0]
@@ -312,7 +334,7 @@ def test_a_worker_past_the_sweeps_deadline_sends_nothing_and_the_sweep_fails() -
 
 def test_every_request_failing_stops_the_sweep_with_the_error() -> None:
     run = run_config(RequestsPerLevel=4)
-    s3 = FakeS3()
+    s3 = checked(FakeS3(), "s3")
     signals: list[dict[str, Any]] = []
     with Simulator(SimulatorConfig(model_error_every=1, step_base_s=0.001)) as sim:
         state: dict[str, Any] = h.advance_step(
@@ -328,7 +350,7 @@ def test_every_request_failing_stops_the_sweep_with_the_error() -> None:
 def test_a_missing_worker_result_is_a_clear_error() -> None:
     run = run_config()
     with pytest.raises(h.EventError, match="worker 0 of level 2 wrote no samples"):
-        h.aggregate_level(FakeS3(), run, 2, 1)
+        h.aggregate_level(checked(FakeS3(), "s3"), run, 2, 1)
 
 
 # ----- untrusted events ----------------------------------------------------------------------
@@ -344,7 +366,7 @@ def test_a_missing_worker_result_is_a_clear_error() -> None:
         ({"InputTokens": -3}, "InputTokens: expected an integer"),
         ({"OutputTokens": True}, "OutputTokens: expected an integer"),
         ({"Stream": "maybe"}, "Stream: expected true or false"),
-        ({"Format": "xml"}, "Format: expected one of auto, lmi, tgi"),
+        ({"Format": "xml"}, "Format: expected one of auto, lmi, tgi, messages"),
         ({"HandleUrl": "http://attacker.example/"}, "HandleUrl: expected an https:// URL"),
         ({"Prefix": "/abs"}, "Prefix: expected a key prefix ending in '/'"),
         ({"WorkerCapacity": 5000}, "WorkerCapacity: expected an integer from 1 to 1024"),
@@ -384,7 +406,7 @@ def test_malformed_worker_slices_are_rejected(item: Any, message: str) -> None:
         h.run_worker(
             {"Run": run_config(), "Slice": item},
             invoker=None,  # type: ignore[arg-type]
-            s3=FakeS3(),
+            s3=checked(FakeS3(), "s3"),
             remaining_s=600,
         )
 
@@ -439,7 +461,7 @@ def cfn_event(request_type: str = "Create", **props: Any) -> dict[str, Any]:
 
 
 def test_create_starts_one_run_and_duplicates_start_nothing() -> None:
-    sfn = FakeStepFunctions()
+    sfn = checked(FakeStepFunctions(), "stepfunctions")
     first = h.handle_event(cfn_event(), sfn=sfn, now=1000.0)
     again = h.handle_event(cfn_event(), sfn=sfn, now=1005.0)
     name = first["PhysicalResourceId"]
@@ -452,7 +474,7 @@ def test_create_starts_one_run_and_duplicates_start_nothing() -> None:
 
 
 def test_update_with_the_same_definition_and_handle_runs_nothing() -> None:
-    sfn = FakeStepFunctions()
+    sfn = checked(FakeStepFunctions(), "stepfunctions")
     name = h.handle_event(cfn_event(), sfn=sfn, now=1.0)["PhysicalResourceId"]
     sfn.executions.clear()
     event = {**cfn_event("Update"), "PhysicalResourceId": name}
@@ -484,11 +506,13 @@ def test_delete_is_a_no_op_that_always_succeeds(physical: str | None) -> None:
 def test_a_permanent_error_is_reported_to_cloudformation_with_its_message() -> None:
     event = cfn_event(SweepSeconds="-5")
     body = h.respond(
-        event, lambda *_: None, lambda: h.handle_event(event, sfn=FakeStepFunctions(), now=0)
+        event,
+        lambda *_: None,
+        lambda: h.handle_event(event, sfn=checked(FakeStepFunctions(), "stepfunctions"), now=0),
     )
     assert body["Status"] == "FAILED"
     assert body["Reason"].startswith("ResourceProperties.SweepSeconds: expected an integer")
-    throttled = FakeStepFunctions()
+    throttled = checked(FakeStepFunctions(), "stepfunctions")
     throttled.start_execution = lambda **_: (_ for _ in ()).throw(ClientError("AccessDenied"))  # type: ignore[method-assign]
     body = h.respond(
         cfn_event(), lambda *_: None, lambda: h.handle_event(cfn_event(), sfn=throttled, now=0)

@@ -133,7 +133,7 @@ def test_a_max_rate_search_gates_on_the_sustainable_rate() -> None:
     )  # about 80 requests/s of 10 tokens; overload is throttled
     run = rate_run(
         Rates=[20, 320], Search="max-rate", WorkerRateCapacity=200, Stream=True,
-        GoodputSlo={"TtftMs": 200}, Gate={"MinSustainableRate": 1000},
+        Slo={"TtftMs": 200}, Gate={"MinSustainableRate": 1000},
     )  # fmt: skip
     s3 = FakeS3()
     with Simulator(config) as sim:
@@ -163,8 +163,8 @@ def test_a_max_rate_search_gates_on_the_sustainable_rate() -> None:
         ({"Arrival": "bursty"}, "Run.Arrival"),
         ({"Seed": -1}, "Run.Seed"),
         ({"MaxConcurrency": 5000}, "Run.MaxConcurrency"),
-        ({"Slo": {"TtftMs": 0}}, "Run.GoodputSlo.TtftMs"),
-        ({"Slo": {"Fraction": 2}}, "Run.GoodputSlo.Fraction"),
+        ({"Slo": {"TtftMs": 0}}, "Run.Slo.TtftMs"),
+        ({"Slo": {"Fraction": 2}}, "Run.Slo.Fraction"),
         ({"Slo": {"P99": 1}}, "unknown properties"),
         ({"Rates": [100_000], "WorkerRateCapacity": 1}, "Run.WorkerRateCapacity"),
     ],

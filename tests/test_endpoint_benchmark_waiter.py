@@ -19,6 +19,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Template
 from conftest import new_stack
+from contracts import checked
 
 from cdk_sagemaker_llm.benchmarking import KneeRule, RequestSample
 from cdk_sagemaker_llm.benchmarking.payload import InvocationRequest
@@ -296,7 +297,7 @@ def deploy(
     assert h.handle_event(event, sfn=Sfn(), now=clock.now) == created  # duplicate event
     (state_input,) = executions.values()
     condition = FakeWaitCondition(clock, timeout)
-    s3 = FakeS3()
+    s3 = checked(FakeS3(), "s3")
     advance_arn, worker_arn = (
         definition["States"]["AdvanceSweep"]["Resource"],
         definition["States"]["RunLevel"]["ItemProcessor"]["States"]["RunWorker"]["Resource"],

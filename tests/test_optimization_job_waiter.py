@@ -17,6 +17,7 @@ import pytest
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
 from conftest import new_stack
+from contracts import checked
 
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.constructs.model_source import ModelSource
@@ -242,6 +243,7 @@ def deploy(
 ) -> tuple[FakeWaitCondition, StateMachineDriver, str, str]:
     """Create the job resource, then run the workflow until it ends."""
     props, definition, timeout = synthesize(max_runtime)
+    sagemaker = checked(sagemaker, "sagemaker")  # every call held to botocore's model
     handle_url = "https://cloudformation-waitcondition-us-west-2.s3.amazonaws.com/handle?sig=1"
     props = {
         **props,
@@ -250,7 +252,7 @@ def deploy(
         "StateMachineArn": "arn:aws:states:us-west-2:1:stateMachine:Workflow",
     }
     event = {"RequestType": "Create", "ResourceProperties": props}
-    sfn = FakeStepFunctions()
+    sfn = checked(FakeStepFunctions(), "stepfunctions")
     created = h.handle_job_event(
         event, sagemaker=sagemaker, sfn=sfn, now=clock.now, sleep=clock.sleep
     )

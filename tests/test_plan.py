@@ -158,7 +158,9 @@ def test_plan_of_the_reference_app(reference_assembly: Path) -> None:
     assert markdown.startswith("## cdk-sagemaker-llm plan")
     for expected in (
         f"#### Endpoint `{endpoint.logical_id}` (inference components)",
-        f"| Cost per hour | ${price:,.2f} at min, ${2 * price:,.2f} at max |",
+        f"| Cost per hour | ${price:,.2f} at min, ${2 * price:,.2f} at max (us-east-1 on-demand USD, "
+        f"as of {DEFAULT_PRICE_LIST.as_of}; resources in {stack.region}, where prices differ: pass "
+        "that region's prices) |",
         "ml.g6e.2xlarge (1 x NVIDIA L40S)<br>instances: initial 1, min 1, max 2",
         "| Container caching | eligible (lmi 0.31.0); applies: accelerator instance type |",
         "| Service goal | llama-3-8b (fp16), 512 in / 256 out tokens",
@@ -255,6 +257,32 @@ def test_plan_command_formats_and_errors(
     assert "## cdk-sagemaker-llm plan" in capsys.readouterr().out
     assert main(["plan", str(tmp_path / "missing")]) == 2
     assert "cdk synth" in capsys.readouterr().err
+
+
+def test_costs_say_whose_prices_they_are_and_take_the_users_prices_and_discount(
+    reference_assembly: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (stack,) = build_plan(reference_assembly).stacks
+    assert stack.region and stack.region != "us-east-1"
+    assert all(f"resources in {stack.region}" in e.price_basis for e in stack.endpoints)
+    arguments = ["plan", str(reference_assembly), "--format", "json"]
+    assert main([*arguments, "--price", "ml.g6e.2xlarge=10", "--price-region", stack.region,
+                 "--discount", "0.3"]) == 0  # fmt: skip
+    data: dict[str, Any] = json.loads(capsys.readouterr().out)
+    endpoint = next(
+        e for e in data["stacks"][0]["endpoints"] if e["logical_id"].startswith("Llama3Endpoint")
+    )
+    assert endpoint["cost_per_hour_min"] == pytest.approx(7.0)  # 10 x (1 - 0.3)
+    assert (
+        endpoint["price_basis"] == f"{stack.region} on-demand USD, as of given, less 30% discount"
+    )
+    assert "given on the command line" in data["prices"]
+    # Another region's list holds only the given prices: the others are unknown, not us-east-1's.
+    assert main([*arguments, "--price-region", stack.region]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {e["cost_per_hour_min"] for e in data["stacks"][0]["endpoints"]} == {None}
+    assert main([*arguments, "--discount", "1.5"]) == 2
+    assert "discount" in capsys.readouterr().err
 
 
 def test_plan_without_manifest_reads_templates_and_ignores_unknown_resources(

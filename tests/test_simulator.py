@@ -21,6 +21,8 @@ from cdk_sagemaker_llm.benchmarking.simulator import (
 )
 
 BODY = json.dumps({"inputs": "one two three", "parameters": {"max_new_tokens": 5, "details": True}})
+STREAM_BODY = json.dumps({**json.loads(BODY), "stream": True})
+CHAT = {"messages": [{"role": "user", "content": "one two three"}], "max_tokens": 5}
 
 
 @pytest.fixture(autouse=True)
@@ -81,12 +83,15 @@ def test_invoke_endpoint_lmi_with_inference_component(lmi: Simulator) -> None:
 
 
 def test_stream_lmi_json_lines_parsed_by_botocore(lmi: Simulator) -> None:
-    response = client(lmi).invoke_endpoint_with_response_stream(EndpointName="e", Body=BODY)
+    response = client(lmi).invoke_endpoint_with_response_stream(EndpointName="e", Body=STREAM_BODY)
     assert response["ContentType"] == "application/jsonlines"
-    lines = b"".join(event["PayloadPart"]["Bytes"] for event in response["Body"]).splitlines()
-    events = [json.loads(line) for line in lines]
-    assert [e["token"]["id"] for e in events if "token" in e] == [0, 1, 2, 3, 4]
-    assert events[-1]["details"]["generated_tokens"] == 5
+    parts = [event["PayloadPart"]["Bytes"] for event in response["Body"]]
+    events = [json.loads(line) for line in b"".join(parts).splitlines()]
+    assert len(parts) == 5  # token by token
+    assert [e["token"]["id"] for e in events] == [0, 1, 2, 3, 4]
+    # The last line carries the token and the summary together (LMI's documented schema).
+    assert events[-1]["details"]["generated_tokens"] == 5 and "generated_text" in events[-1]
+    assert all("details" not in e for e in events[:-1])
     (truth,) = lmi.truth()
     assert truth.stream and truth.inference_component is None
 
@@ -96,7 +101,8 @@ def test_tgi_formats() -> None:
         runtime = client(sim)
         body = json.loads(runtime.invoke_endpoint(EndpointName="e", Body=BODY)["Body"].read())
         assert isinstance(body, list) and body[0]["details"]["generated_tokens"] == 5
-        response = runtime.invoke_endpoint_with_response_stream(EndpointName="e", Body=BODY)
+        response = runtime.invoke_endpoint_with_response_stream(EndpointName="e", Body=STREAM_BODY)
+        assert response["ContentType"] == "text/event-stream"
         raw = b"".join(event["PayloadPart"]["Bytes"] for event in response["Body"])
     events = [json.loads(chunk[5:]) for chunk in raw.split(b"\n\n") if chunk]
     assert len(events) == 5 and all(chunk.startswith(b"data:") for chunk in raw.split(b"\n\n")[:5])
@@ -135,7 +141,7 @@ def test_model_error_shape() -> None:
 
 def test_timeout_before_first_token_and_mid_stream() -> None:
     config = SimulatorConfig(max_batch=1, step_base_s=0.01, invocation_timeout_s=0.1)
-    long_body = json.dumps({"inputs": "x", "parameters": {"max_new_tokens": 50}})
+    long_body = json.dumps({"inputs": "x", "parameters": {"max_new_tokens": 50}, "stream": True})
     with Simulator(config) as sim:
         runtime = client(sim)
         response = runtime.invoke_endpoint_with_response_stream(EndpointName="e", Body=long_body)
@@ -161,9 +167,98 @@ def test_truth_over_http(lmi: Simulator) -> None:
     assert lmi.truth() == []
 
 
-def test_unknown_path_and_bad_body(lmi: Simulator) -> None:
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"not json",
+        b"[1]",
+        json.dumps({"inputs": 3}),
+        json.dumps({"inputs": "x", "stream": "yes"}),
+        json.dumps({"inputs": "x", "parameters": {"max_new_tokens": 0}}),
+        json.dumps({"messages": []}),
+        json.dumps({"messages": [{"role": "robot", "content": "x"}]}),
+        json.dumps({**CHAT, "stream_options": {"include_usage": True}}),  # without stream
+    ],
+)
+def test_bad_bodies_are_refused_by_the_container(lmi: Simulator, body: str | bytes) -> None:
     runtime = client(lmi)
-    with pytest.raises(ClientError) as caught:
-        runtime.invoke_endpoint(EndpointName="e", Body=b"not json")
-    assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    with pytest.raises(runtime.exceptions.ModelError) as caught:
+        runtime.invoke_endpoint(EndpointName="e", Body=body)
+    response = caught.value.response
+    assert response["ResponseMetadata"]["HTTPStatusCode"] == 424
+    assert response["OriginalStatusCode"] == 424  # LMI's payload-validation status
+    assert "Received client error (424)" in response["Error"]["Message"]
     assert lmi.truth() == []
+
+
+def test_streams_only_when_the_body_asks(lmi: Simulator) -> None:
+    """LMI and TGI stream only on ``"stream": true``; the streaming route alone is not enough."""
+    runtime = client(lmi)
+    response = runtime.invoke_endpoint_with_response_stream(EndpointName="e", Body=BODY)
+    assert response["ContentType"] == "application/json"
+    parts = [event["PayloadPart"]["Bytes"] for event in response["Body"]]
+    assert len(parts) == 1  # the whole answer at once
+    assert json.loads(parts[0])["details"]["generated_tokens"] == 5
+    # Older LMI releases read the flag inside "parameters": the simulated LMI does too.
+    nested = {"inputs": "a", "parameters": {"max_new_tokens": 3, "stream": True}}
+    response = runtime.invoke_endpoint_with_response_stream(
+        EndpointName="e", Body=json.dumps(nested)
+    )
+    assert len(list(response["Body"])) == 3
+    # InvokeEndpoint on a body that asks to stream returns the stream's text in one body.
+    lines = runtime.invoke_endpoint(EndpointName="e", Body=STREAM_BODY)["Body"].read()
+    assert len(lines.splitlines()) == 5
+    assert [(t.stream, t.streamed) for t in lmi.truth()] == [
+        (True, False), (True, True), (False, True)
+    ]  # fmt: skip
+
+
+def test_tgi_reads_stream_only_at_the_top_level() -> None:
+    with Simulator(SimulatorConfig(response_format="tgi", step_base_s=0.001)) as sim:
+        nested = {"inputs": "a", "parameters": {"max_new_tokens": 3, "stream": True}}
+        response = client(sim).invoke_endpoint_with_response_stream(
+            EndpointName="e", Body=json.dumps(nested)
+        )
+        (part,) = [event["PayloadPart"]["Bytes"] for event in response["Body"]]
+        assert response["ContentType"] == "application/json"
+        assert json.loads(part)[0]["details"]["generated_tokens"] == 3
+        with pytest.raises(ClientError) as caught:
+            client(sim).invoke_endpoint(EndpointName="e", Body=b"{}")
+    assert caught.value.response["OriginalStatusCode"] == 422  # TGI's JSON rejection
+
+
+@pytest.mark.parametrize("fmt", ["lmi", "tgi"])
+def test_messages_api(fmt: str) -> None:
+    with Simulator(SimulatorConfig(response_format=fmt, step_base_s=0.001)) as sim:
+        runtime = client(sim)
+        answer = json.loads(
+            runtime.invoke_endpoint(EndpointName="e", Body=json.dumps(CHAT))["Body"].read()
+        )
+        stream_body = {**CHAT, "stream": True, "stream_options": {"include_usage": True}}
+        response = runtime.invoke_endpoint_with_response_stream(
+            EndpointName="e", Body=json.dumps(stream_body)
+        )
+        parts = [event["PayloadPart"]["Bytes"] for event in response["Body"]]
+        plain = runtime.invoke_endpoint_with_response_stream(
+            EndpointName="e", Body=json.dumps({**CHAT, "stream": True})
+        )
+        plain_raw = b"".join(event["PayloadPart"]["Bytes"] for event in plain["Body"])
+    assert answer["object"] == "chat.completion"
+    assert answer["choices"][0]["message"]["role"] == "assistant"
+    assert len(answer["choices"][0]["message"]["content"].split()) == 5
+    assert answer["usage"] == {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8}
+    assert response["ContentType"] == "text/event-stream"
+    assert len(parts) == 5
+    events = [chunk for chunk in b"".join(parts).split(b"\n\n") if chunk]
+    assert all(event.startswith(b"data: ") for event in events)
+    assert events[-1] == b"data: [DONE]"
+    chunks = [json.loads(event[6:]) for event in events[:-1]]
+    assert [c["object"] for c in chunks] == ["chat.completion.chunk"] * 6
+    assert [c["choices"][0]["delta"]["content"] for c in chunks[:5]] == [
+        " the", " of", " and", " to", " in"
+    ]  # fmt: skip
+    assert chunks[4]["choices"][0]["finish_reason"] == "length"
+    assert chunks[5]["choices"] == [] and chunks[5]["usage"]["completion_tokens"] == 5
+    assert b'"usage"' not in plain_raw and plain_raw.endswith(b"data: [DONE]\n\n")
+    assert {t.api for t in sim.truth()} == {"messages"}
+    assert [t.input_tokens for t in sim.truth()] == [3, 3, 3]

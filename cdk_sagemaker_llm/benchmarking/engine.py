@@ -343,6 +343,10 @@ class BenchmarkResult:
     """What was measured: endpoint name, inference component, region or URL, client."""
     slo_ms_per_token: float | None = None
     price_per_hour: float | None = None
+    price_basis: str | None = None
+    """What ``price_per_hour`` is (region, on-demand or given, date), stated next to every cost."""
+    discount: float = 0.0
+    """Savings-plan discount off ``price_per_hour`` applied to the costs (0 to below 1)."""
     started_at: float = 0.0
     finished_at: float = 0.0
     samples: list[RequestSample] | None = None
@@ -403,16 +407,20 @@ class BenchmarkResult:
             "finished_at": self.finished_at,
         }
         if self.price_per_hour is not None:
+            price = self.price_per_hour * (1 - self.discount)
             data["cost"] = {
                 "price_per_hour": self.price_per_hour,
-                "formula": "price_per_hour / (output_tokens_per_s * 3600 / 1e6)",
+                "price_basis": self.price_basis or "given",
+                "discount": self.discount,
+                "effective_price_per_hour": price,
+                "formula": "effective_price_per_hour / (output_tokens_per_s * 3600 / 1e6)",
                 "per_1m_output_tokens_at_knee": cost_per_million_tokens(
-                    self.price_per_hour, knee_level.output_tokens_per_s
+                    price, knee_level.output_tokens_per_s
                 )
                 if knee_level
                 else None,
                 "per_1m_output_tokens_at_max_throughput": cost_per_million_tokens(
-                    self.price_per_hour, best.output_tokens_per_s
+                    price, best.output_tokens_per_s
                 )
                 if best
                 else None,
@@ -440,6 +448,8 @@ class BenchmarkResult:
             target=data.get("target", {}),
             slo_ms_per_token=data.get("slo_ms_per_token"),
             price_per_hour=cost.get("price_per_hour"),
+            price_basis=cost.get("price_basis"),
+            discount=cost.get("discount", 0.0),
             started_at=data.get("started_at", 0.0),
             finished_at=data.get("finished_at", 0.0),
             samples=None if samples is None else [RequestSample.from_dict(s) for s in samples],
@@ -459,6 +469,8 @@ def sweep(
     duration_s: float | None = None,
     rule: KneeRule | None = None,
     price_per_hour: float | None = None,
+    price_basis: str | None = None,
+    discount: float = 0.0,
     target: dict[str, Any] | None = None,
     keep_samples: bool = False,
     progress: Progress | None = None,
@@ -471,7 +483,8 @@ def sweep(
     Without ``requests_per_level`` or ``duration_s``, each level sends
     ``max(4 x concurrency, 16)`` requests. ``progress`` receives one line per level.
     ``warmup_requests`` unmeasured requests go first (credentials, code paths, the server).
-    ``slo`` adds each level's goodput.
+    ``slo`` adds each level's goodput. Costs use ``price_per_hour`` less ``discount``, stated
+    with ``price_basis``.
     """
     rule = rule or KneeRule()
     factory: RequestFactory = spec.build(s3_client)
@@ -512,6 +525,8 @@ def sweep(
         target=dict(target or {}),
         slo_ms_per_token=rule.slo_ms_per_token,
         price_per_hour=price_per_hour,
+        price_basis=price_basis,
+        discount=discount,
         started_at=started,
         finished_at=now(),
         samples=kept if keep_samples else None,

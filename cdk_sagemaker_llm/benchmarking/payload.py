@@ -1,15 +1,39 @@
-"""What a benchmark sends and how it reads what comes back (LMI and TGI formats).
+"""What a benchmark sends and how it reads what comes back: the containers' request schemas.
 
-Request payload (both containers)::
+Three request schemas (``response_format``), each as the serving containers document it:
 
-    {"inputs": "...", "parameters": {"max_new_tokens": N, "details": true}}
+* ``lmi`` / ``tgi`` / ``auto`` (the *inputs* API)::
 
-Responses: LMI ``{"generated_text", "details": {"finish_reason", "generated_tokens", ...}}``,
-TGI ``[{"generated_text", "details": {...}}]``. Streams: LMI JSON lines
-``{"token": {"id", "text", "log_prob"}}`` with ``generated_text``/``details`` last, TGI
-server-sent events ``data:{...}``. Output tokens come from ``details.generated_tokens`` when
-present, otherwise they are counted (stream token events, or whitespace-separated words of
-``generated_text`` without streaming).
+      {"inputs": "...", "parameters": {"max_new_tokens": N, "details": true}, "stream": true}
+
+  ``"stream": true`` is sent only for streaming benchmarks: both containers stream only when
+  the body asks. LMI reads ``stream`` at the top level of the body (djl-serving's input
+  parser moves it into the request's parameters; releases that read ``parameters.stream``
+  overwrite or default it from the top-level field, so the top level works for all of them;
+  "LMI handlers Inference API Schema", djl-serving ``lmi_input_output_schema.md``). TGI's
+  ``CompatGenerateRequest`` (SageMaker's ``/invocations`` route) has ``stream: bool``
+  defaulting to false at the top level (text-generation-inference ``router/src/lib.rs``).
+  Responses: LMI ``{"generated_text", "details": {"finish_reason", "generated_tokens", ...}}``,
+  TGI ``[{"generated_text", "details": {...}}]``. Streams: LMI JSON lines
+  ``{"token": {"id", "text", "log_prob"}}``, the last line also carrying ``generated_text``
+  and ``details``; TGI server-sent events ``data:{"token": {..., "special"}, ...}``.
+* ``messages`` (OpenAI chat completions, served on ``/invocations`` by LMI >= 0.28 and TGI
+  >= 1.4 whenever the body has ``messages``; djl-serving ``chat_input_output_schema.md``,
+  TGI ``docs/source/messages_api.md``)::
+
+      {"messages": [{"role": "user", "content": "..."}], "max_tokens": N,
+       "stream": true, "stream_options": {"include_usage": true}}
+
+  Response ``{"choices": [{"message": {"content"}}], "usage": {"completion_tokens"}}``.
+  Stream: server-sent events ``data: {"choices": [{"delta": {"content"}}]}`` (LMI releases
+  before the vLLM async engine send the same chunks as JSON lines; both are read), a last
+  chunk with ``usage`` (and empty ``choices``) when ``include_usage`` is set, then
+  ``data: [DONE]``.
+
+Output tokens come from ``details.generated_tokens`` or ``usage.completion_tokens`` when
+present, otherwise they are counted (stream token events, or whitespace-separated words of the
+generated text without streaming). A streaming request answered in one piece (a container
+that was not asked to stream) is a :class:`ResponseFormatError`, not a silent lack of TTFT.
 """
 
 from __future__ import annotations
@@ -26,8 +50,11 @@ _WORDS = (
     "he", "by", "at", "from", "his", "an", "be", "this", "are", "or", "not", "but", "had",
 )  # fmt: skip
 
-FORMATS = ("auto", "lmi", "tgi")
+FORMATS = ("auto", "lmi", "tgi", "messages")
 """Accepted values of ``response_format``."""
+
+INPUTS_FORMATS = ("auto", "lmi", "tgi")
+"""The formats that send the inputs API (``{"inputs", "parameters"}``)."""
 
 
 def synthetic_prompt(input_tokens: int, index: int = 0) -> str:
@@ -56,22 +83,26 @@ class PayloadSpec:
 
     Either synthetic prompts of ``input_tokens`` tokens, or prompts read from a JSONL file
     (``prompts``: local path or ``s3://bucket/key``; each line ``{"inputs": ...}``,
-    ``{"prompt": ...}``, ``{"text": ...}`` or a JSON string). ``output_tokens`` becomes
-    ``max_new_tokens`` unless a JSONL line sets its own.
+    ``{"prompt": ...}``, ``{"text": ...}``, a JSON string, or, for the ``messages`` format,
+    ``{"messages": [...]}``). ``output_tokens`` becomes ``max_new_tokens`` (``max_tokens``
+    for ``messages``) unless a JSONL line sets its own.
     """
 
     input_tokens: int = 256
     """Input tokens of synthetic prompts. Default 256."""
     output_tokens: int = 128
-    """``max_new_tokens`` of each request. Default 128."""
+    """``max_new_tokens`` (``max_tokens``) of each request. Default 128."""
     stream: bool = False
-    """Use InvokeEndpointWithResponseStream (measures TTFT and inter-token latency)."""
+    """Use InvokeEndpointWithResponseStream and ask the container to stream (measures TTFT
+    and inter-token latency). Default False: no ``"stream"`` in the body."""
     response_format: str = "auto"
-    """``lmi``, ``tgi`` or ``auto`` (detected from each response). Default auto."""
+    """``lmi``, ``tgi``, ``messages`` (OpenAI chat completions) or ``auto`` (the inputs API,
+    response format detected from each response). Default auto."""
     prompts: str | None = None
     """JSONL prompts file (local path or S3 URI) instead of synthetic prompts."""
     parameters: dict[str, Any] = field(default_factory=dict)
-    """Extra generation parameters merged into every request's ``parameters``."""
+    """Extra generation parameters merged into every request's ``parameters`` (the body's top
+    level for ``messages``, e.g. ``temperature``)."""
 
     def __post_init__(self) -> None:
         if self.response_format not in FORMATS:
@@ -101,7 +132,8 @@ class PayloadSpec:
 
 
 def load_prompts(location: str, s3_client: Any = None) -> list[dict[str, Any]]:
-    """Prompts from a JSONL file, local or ``s3://bucket/key``, as ``{"inputs", "parameters"}``."""
+    """Prompts from a JSONL file, local or ``s3://bucket/key``: ``{"inputs", "parameters"}``
+    or, for lines with a ``messages`` list, ``{"messages", "parameters"}``."""
     if location.startswith("s3://"):
         bucket, _, key = location[5:].partition("/")
         if s3_client is None:
@@ -119,10 +151,20 @@ def load_prompts(location: str, s3_client: Any = None) -> list[dict[str, Any]]:
         item = json.loads(raw)
         if isinstance(item, str):
             item = {"inputs": item}
+        parameters = dict(item.get("parameters") or {})
+        messages = item.get("messages")
+        if messages is not None:
+            if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+                raise ValueError(f"{location}:{number}: 'messages' must be a list of objects")
+            prompts.append({"messages": messages, "parameters": parameters})
+            continue
         inputs = item.get("inputs", item.get("prompt", item.get("text")))
         if not isinstance(inputs, str):
-            raise ValueError(f"{location}:{number}: expected a string 'inputs', 'prompt' or 'text'")
-        prompts.append({"inputs": inputs, "parameters": dict(item.get("parameters") or {})})
+            raise ValueError(
+                f"{location}:{number}: expected a string 'inputs', 'prompt' or 'text', "
+                "or a 'messages' list"
+            )
+        prompts.append({"inputs": inputs, "parameters": parameters})
     if not prompts:
         raise ValueError(f"{location}: no prompts")
     return prompts
@@ -135,39 +177,77 @@ class RequestFactory:
         self.spec = spec
         self._prompts = prompts
         self._synthetic_cache: dict[int, bytes] = {}
+        if (
+            prompts
+            and spec.response_format != "messages"
+            and any("messages" in prompt for prompt in prompts)
+        ):
+            raise ValueError(
+                f"{spec.prompts}: 'messages' prompts need response_format='messages' "
+                "(--format messages)"
+            )
+
+    def body(self, prompt: dict[str, Any]) -> dict[str, Any]:
+        """The request body of one prompt (``inputs`` or ``messages``, plus ``parameters``)."""
+        spec = self.spec
+        if spec.response_format == "messages":
+            messages = prompt.get("messages") or [{"role": "user", "content": prompt["inputs"]}]
+            body: dict[str, Any] = {"messages": messages, "max_tokens": spec.output_tokens}
+            body.update(spec.parameters)
+            body.update(prompt["parameters"])
+            if spec.stream:
+                body["stream"] = True
+                body["stream_options"] = {"include_usage": True}
+            return body
+        parameters = {"max_new_tokens": spec.output_tokens, "details": True}
+        parameters.update(spec.parameters)
+        parameters.update(prompt["parameters"])
+        body = {"inputs": prompt["inputs"], "parameters": parameters}
+        if spec.stream:
+            body["stream"] = True
+        return body
 
     def __call__(self, index: int) -> InvocationRequest:
         spec = self.spec
         if self._prompts is None:
             key = index % len(_WORDS)
-            body = self._synthetic_cache.get(key)
-            if body is None:
-                parameters = {"max_new_tokens": spec.output_tokens, "details": True}
-                parameters.update(spec.parameters)
-                payload = {
-                    "inputs": synthetic_prompt(spec.input_tokens, key),
-                    "parameters": parameters,
-                }
-                body = self._synthetic_cache[key] = json.dumps(payload).encode("utf-8")
+            data = self._synthetic_cache.get(key)
+            if data is None:
+                prompt = {"inputs": synthetic_prompt(spec.input_tokens, key), "parameters": {}}
+                data = self._synthetic_cache[key] = json.dumps(self.body(prompt)).encode()
         else:
-            prompt = self._prompts[index % len(self._prompts)]
-            parameters = {"max_new_tokens": spec.output_tokens, "details": True}
-            parameters.update(spec.parameters)
-            parameters.update(prompt["parameters"])
-            body = json.dumps({"inputs": prompt["inputs"], "parameters": parameters}).encode()
-        return InvocationRequest(body, spec.stream, spec.response_format, index)
+            data = json.dumps(self.body(self._prompts[index % len(self._prompts)])).encode()
+        return InvocationRequest(data, spec.stream, spec.response_format, index)
 
 
 class ResponseFormatError(ValueError):
     """A response that is not in the expected (or any known) format."""
 
 
+def _chat_tokens(data: dict[str, Any], body: bytes) -> int:
+    usage = data.get("usage")
+    if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
+        return int(usage["completion_tokens"])
+    choices = data.get("choices")
+    message = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, str):
+        raise ResponseFormatError(f"no choices[0].message.content in response: {body[:80]!r}")
+    return len(content.split())
+
+
 def parse_response(body: bytes, response_format: str = "auto") -> int:
-    """Output tokens of a non-streaming LMI or TGI response."""
+    """Output tokens of a non-streaming LMI, TGI or chat-completions response."""
     try:
         data = json.loads(body)
     except ValueError as exc:
         raise ResponseFormatError(f"response is not JSON: {body[:80]!r}") from exc
+    if response_format == "messages" or (
+        response_format == "auto" and isinstance(data, dict) and "choices" in data
+    ):
+        if not isinstance(data, dict) or "choices" not in data:
+            raise ResponseFormatError(f"not a chat completion: {body[:80]!r}")
+        return _chat_tokens(data, body)
     if isinstance(data, list):
         if response_format == "lmi" or not data or not isinstance(data[0], dict):
             raise ResponseFormatError(f"unexpected TGI-style response: {body[:80]!r}")
@@ -184,18 +264,28 @@ def parse_response(body: bytes, response_format: str = "auto") -> int:
 
 
 class StreamModelError(Exception):
-    """An error object inside a model's stream (TGI ``data:{"error": ...}``)."""
+    """An error inside a model's stream (TGI ``data:{"error": ...}``, LMI
+    ``finish_reason: "error"``)."""
+
+
+_SSE_FIELDS = (b":", b"event:", b"id:", b"retry:")
+_NOT_STREAMED = (
+    "the container answered a streaming request in one piece: it streams only when the body "
+    'asks ("stream": true)'
+)
 
 
 class StreamParser:
-    """Incremental parser of a streamed LMI (JSON lines) or TGI (SSE) response.
+    """Incremental parser of a streamed LMI (JSON lines), TGI (SSE) or chat-completions (SSE
+    or JSON lines) response.
 
     Feed it each ``PayloadPart``'s bytes with its arrival time; lines may be split across
-    parts. Records the arrival time of the first and last token and counts token events.
+    parts. Records the arrival time of the first and last token and counts token events
+    (chat chunks with non-empty ``delta.content``).
     """
 
-    __slots__ = ("_buffer", "first_token", "generated_tokens", "last_token", "response_format",
-                 "tokens")  # fmt: skip
+    __slots__ = ("_buffer", "done", "first_token", "generated_tokens", "last_token",
+                 "response_format", "tokens")  # fmt: skip
 
     def __init__(self, response_format: str = "auto") -> None:
         self.response_format = response_format
@@ -204,6 +294,8 @@ class StreamParser:
         self.first_token: float | None = None
         self.last_token: float | None = None
         self.generated_tokens: int | None = None
+        self.done = False
+        """A chat stream's ``[DONE]`` arrived."""
 
     def feed(self, data: bytes, t: float) -> None:
         """Parse the complete lines of ``data`` (plus any remainder of earlier parts)."""
@@ -221,6 +313,12 @@ class StreamParser:
             self._line(self._buffer, t)
         self._buffer = b""
 
+    def _token(self, t: float) -> None:
+        self.tokens += 1
+        if self.first_token is None:
+            self.first_token = t
+        self.last_token = t
+
     def _line(self, line: bytes, t: float) -> None:
         line = line.strip()
         if not line:
@@ -228,32 +326,62 @@ class StreamParser:
         if line.startswith(b"data:"):
             if self.response_format == "lmi":
                 raise ResponseFormatError("server-sent events in an LMI stream")
-            line = line[5:]
-        elif self.response_format == "tgi":
-            if line.startswith((b":", b"event:", b"id:", b"retry:")):
+            line = line[5:].strip()
+            if line == b"[DONE]":
+                self.done = True
                 return
+        elif self.response_format != "lmi" and line.startswith(_SSE_FIELDS):
+            return  # an SSE comment or a field other than data
+        elif self.response_format == "tgi":
             raise ResponseFormatError(f"not a server-sent event: {line[:80]!r}")
         try:
             event = json.loads(line)
         except ValueError as exc:
             raise ResponseFormatError(f"stream line is not JSON: {line[:80]!r}") from exc
         if not isinstance(event, dict):
+            if isinstance(event, list) and self.tokens == 0:
+                raise ResponseFormatError(_NOT_STREAMED)  # TGI's non-streamed [{...}]
             return
         if event.get("error"):
             raise StreamModelError(str(event["error"]))
+        if "choices" in event or "usage" in event:
+            self._chat_chunk(event, t)
+        elif self.response_format == "messages":
+            raise ResponseFormatError(f"not a chat completion chunk: {line[:80]!r}")
+        else:
+            self._inputs_event(event, t)
+
+    def _inputs_event(self, event: dict[str, Any], t: float) -> None:
         token = event.get("token")
-        if isinstance(token, dict) and not token.get("special", False):
-            self.tokens += 1
-            if self.first_token is None:
-                self.first_token = t
-            self.last_token = t
         details = event.get("details")
+        if isinstance(details, dict) and details.get("finish_reason") == "error":
+            raise StreamModelError("the model stopped with finish_reason 'error'")
+        if isinstance(token, dict):
+            if not token.get("special", False) and not token.get("special_token", False):
+                self._token(t)
+        elif "generated_text" in event and self.tokens == 0:
+            raise ResponseFormatError(_NOT_STREAMED)
         if isinstance(details, dict) and isinstance(details.get("generated_tokens"), int):
             self.generated_tokens = int(details["generated_tokens"])
 
+    def _chat_chunk(self, event: dict[str, Any], t: float) -> None:
+        choices = event.get("choices") or []
+        choice = choices[0] if choices and isinstance(choices[0], dict) else {}
+        if "message" in choice and self.tokens == 0:
+            raise ResponseFormatError(_NOT_STREAMED)  # a non-streamed chat.completion
+        delta = choice.get("delta")
+        if isinstance(delta, dict) and delta.get("content"):
+            self._token(t)
+        if choice.get("finish_reason") == "error":
+            raise StreamModelError("the model stopped with finish_reason 'error'")
+        usage = event.get("usage")
+        if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
+            self.generated_tokens = int(usage["completion_tokens"])
+
     @property
     def output_tokens(self) -> int:
-        """``details.generated_tokens`` if the stream carried it, else the token events."""
+        """``details.generated_tokens`` or ``usage.completion_tokens`` if the stream carried
+        it, else the token events."""
         return self.generated_tokens if self.generated_tokens is not None else self.tokens
 
 

@@ -268,9 +268,11 @@ def render_markdown(result: BenchmarkResult) -> str:
             ("per_1m_output_tokens_at_max_throughput", "at max throughput"),
         ):
             if cost.get(key) is not None:
+                discount = f" less {cost['discount']:.0%}" if cost.get("discount") else ""
                 lines.append(
                     f"- Cost per 1M output tokens {label}: ${cost[key]:,.2f} "
-                    f"(at ${cost['price_per_hour']:g}/hour)."
+                    f"(at ${cost['price_per_hour']:g}/hour{discount}; "
+                    f"{cost.get('price_basis') or 'given'})."
                 )
     lines += _search_lines(result)
     return "\n".join(lines) + "\n"

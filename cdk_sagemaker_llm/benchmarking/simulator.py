@@ -7,6 +7,47 @@ an ``application/vnd.amazon.eventstream`` body of ``PayloadPart`` events), so a 
 credentials; signatures are not checked). The ``X-Amzn-SageMaker-Inference-Component`` header
 names an inference component.
 
+Request and response schemas (strict: what the containers accept and send; sources below):
+
+* **Inputs API** ``{"inputs": str, "parameters": {"max_new_tokens": int, ...}, "stream": bool}``.
+  The container streams only when the body asks: ``"stream": true`` at the top level (TGI
+  reads nothing else; LMI, whose input parser moves the top-level field into the parameters,
+  also honours ``parameters.stream`` when the top level has none).
+  Non-streamed answer: LMI ``{"generated_text", "details": {"finish_reason",
+  "generated_tokens", "inputs"}}``, TGI the same object in a one-element list.
+  Streamed answer: LMI JSON lines (``application/jsonlines``) ``{"token": {"id", "text",
+  "log_prob"}}``, the last line also carrying ``generated_text`` and ``details``; TGI
+  server-sent events (``text/event-stream``) ``data:{"index", "token": {"id", "text",
+  "logprob", "special"}, "generated_text", "details"}`` (both null until the last event).
+  Sources: djl-serving ``serving/docs/lmi/user_guides/lmi_input_output_schema.md`` and
+  ``djl_python/input_parser.py``; text-generation-inference ``router/src/lib.rs``
+  (``CompatGenerateRequest``, ``StreamResponse``) and ``router/src/server.rs``
+  (``/invocations`` dispatch).
+* **Messages API** (OpenAI chat completions; both containers switch to it when the body has
+  ``messages``): ``{"messages": [{"role", "content"}], "max_tokens": int, "stream": bool,
+  "stream_options": {"include_usage": bool}}`` (``stream_options`` only with ``"stream":
+  true``). Non-streamed answer ``{"id", "object": "chat.completion", "choices": [{"index",
+  "message": {"role", "content"}, "finish_reason"}], "usage": {"prompt_tokens",
+  "completion_tokens", "total_tokens"}}``. Streamed answer: server-sent events ``data: {...,
+  "object": "chat.completion.chunk", "choices": [{"delta": {"role", "content"},
+  "finish_reason"}]}`` per token, with ``include_usage`` one more chunk with ``"choices": []``
+  and ``usage``, then ``data: [DONE]``. Sources: djl-serving
+  ``serving/docs/lmi/user_guides/chat_input_output_schema.md``; TGI
+  ``docs/source/messages_api.md``; OpenAI's chat-completions reference (``stream_options``).
+* **Routes.** ``InvokeEndpointWithResponseStream`` relays what the container sends as
+  ``PayloadPart`` events (the ``X-Amzn-SageMaker-Content-Type`` header carries the
+  container's content type): token by token when the body asked to stream, otherwise the whole
+  answer in one part at the end. ``InvokeEndpoint`` returns the container's whole body, so a
+  body that asked to stream gets the stream's text in one piece.
+* **Errors.** A body the container refuses, or a container failure, is SageMaker's
+  ``ModelError`` (HTTP 424, ``x-amzn-ErrorType``, ``OriginalStatusCode`` and
+  ``OriginalMessage``: 424 for LMI's payload validation, 422 for TGI's, 500 for a failure).
+  SageMaker's invocation limit is 60 s: a request unfinished ``invocation_timeout_s`` after
+  arrival fails with ``ModelError`` before its first byte and with ``ModelStreamError``
+  (``ModelInvocationTimeExceeded``) in the middle of a stream. Sources: the SageMaker Runtime
+  API reference (``InvokeEndpoint``, ``InvokeEndpointWithResponseStream``, errors) and
+  botocore's ``sagemaker-runtime`` service model.
+
 Model of the server (all times configurable and small by default, for fast tests):
 
 * A scheduler runs decode *steps*. Each step emits one token for every request in the batch
@@ -14,9 +55,6 @@ Model of the server (all times configurable and small by default, for fast tests
   join the batch at that step (``prefill_per_input_token_s x input tokens``): per-token time
   grows with the batch.
 * At most ``max_batch`` requests decode at once; the rest queue and join at step boundaries.
-* A request still unfinished ``invocation_timeout_s`` after arrival (SageMaker's 60 s) fails:
-  ``ModelError`` (HTTP 424) before its first byte, ``ModelStreamError``
-  (``ModelInvocationTimeExceeded``) in the middle of a stream.
 * With ``max_queue`` set, a request arriving while that many already wait is refused at once
   with ``ThrottlingException`` (HTTP 429, ``x-amzn-ErrorType`` header, JSON body), which
   botocore maps to a ``ClientError`` with that code.
@@ -64,7 +102,8 @@ class SimulatorConfig:
     """
 
     response_format: str = "lmi"
-    """``"lmi"`` or ``"tgi"``: response and stream formats of that container."""
+    """``"lmi"`` or ``"tgi"``: the container whose inputs-API formats are served (both serve
+    the messages API). Default lmi."""
     max_batch: int = 8
     """Requests decoded together; more queue. Default 8."""
     step_base_s: float = 0.005
@@ -91,8 +130,13 @@ class TruthRecord:
     endpoint_name: str
     inference_component: str | None
     stream: bool
+    """Called on the streaming route (InvokeEndpointWithResponseStream)."""
     input_tokens: int
     arrival: float
+    streamed: bool = False
+    """The body asked the container to stream (so the answer came token by token)."""
+    api: str = "inputs"
+    """``inputs`` (LMI/TGI generate schema) or ``messages`` (chat completions)."""
     outcome: str = "pending"
     """``ok``, ``throttled``, ``model_error``, ``timeout`` or ``pending``."""
     start: float | None = None
@@ -131,8 +175,11 @@ class _Request:
     max_new_tokens: int
     writer: asyncio.StreamWriter
     done: asyncio.Future[None]
+    include_usage: bool = False
     words: list[str] = field(default_factory=list)
     headers_sent: bool = False
+    buffered: list[bytes] = field(default_factory=list)
+    """The container's streamed bytes when the non-streaming route was called."""
 
 
 def _http_response(
@@ -314,42 +361,28 @@ class Simulator:
             writer.write(_error(404, "Not Found", "UnknownOperationException", request_id))
             return
         try:
-            payload = json.loads(body)
-            inputs = payload["inputs"]
-            parameters = payload.get("parameters") or {}
-            max_new_tokens = int(
-                parameters.get("max_new_tokens", self.config.default_max_new_tokens)
-            )
+            parsed = self._parse_body(body)
         except (ValueError, KeyError, TypeError) as exc:
-            writer.write(
-                _error(400, "Bad Request", "ValidationError", request_id, message=str(exc))
-            )
+            # The container refuses the body; SageMaker relays that as ModelError (424).
+            status = 422 if self.config.response_format == "tgi" else 424
+            writer.write(_model_error(request_id, status, f"invalid request body: {exc}"))
             return
         truth = TruthRecord(
             request_id=request_id,
             endpoint_name=unquote(match.group(1)),
             inference_component=headers.get("x-amzn-sagemaker-inference-component"),
             stream=match.group(2) == "invocations-response-stream",
-            input_tokens=len(str(inputs).split()),
+            input_tokens=parsed.input_tokens,
             arrival=now(),
+            streamed=parsed.stream,
+            api=parsed.api,
         )
         self._truth.append(truth)
         self._invocations += 1
         every = self.config.model_error_every
         if every and self._invocations % every == 0:
             truth.outcome, truth.end = "model_error", now()
-            writer.write(
-                _error(
-                    424,
-                    "Failed Dependency",
-                    "ModelError",
-                    request_id,
-                    message="Received server error (500) from primary with message "
-                    '"simulated container failure".',
-                    OriginalStatusCode=500,
-                    OriginalMessage="simulated container failure",
-                )
-            )
+            writer.write(_model_error(request_id, 500, "simulated container failure"))
             return
         in_server = len(self._queue) + len(self._active)
         max_queue = self.config.max_queue
@@ -366,7 +399,13 @@ class Simulator:
             )
             return
         assert self._loop is not None and self._wake is not None
-        request = _Request(truth, max(1, max_new_tokens), writer, self._loop.create_future())
+        request = _Request(
+            truth,
+            max(1, parsed.max_tokens),
+            writer,
+            self._loop.create_future(),
+            include_usage=parsed.include_usage,
+        )
         self._queue.append(request)
         self._wake.set()
         await request.done
@@ -450,13 +489,32 @@ class Simulator:
             # Recorded before the last bytes go out: a client that reads the truth as soon as
             # its response ends must find the request complete.
             truth.outcome, truth.end = "ok", t
-        if truth.stream:
-            self._stream_token(request, index, word, last)
+        if truth.streamed:
+            data = self._stream_chunk(request, index, word, last)
+            if truth.stream:
+                self._send_part(request, data, last, self._stream_content_type(truth))
+            else:
+                request.buffered.append(data)
         if last:
-            if not truth.stream:
-                request.writer.write(self._full_response(request))
+            if not truth.streamed:
+                body = json.dumps(self._full_body(request)).encode("utf-8")
+                if truth.stream:  # one PayloadPart with the whole answer, as SageMaker relays it
+                    self._send_part(request, body, True, "application/json")
+                else:
+                    request.writer.write(self._response(request, body, "application/json"))
+            elif not truth.stream:  # InvokeEndpoint returns the whole stream as one body
+                request.writer.write(
+                    self._response(
+                        request, b"".join(request.buffered), self._stream_content_type(truth)
+                    )
+                )
             request.done.set_result(None)
         return last
+
+    def _stream_content_type(self, truth: TruthRecord) -> str:
+        if truth.api == "inputs" and self.config.response_format == "lmi":
+            return "application/jsonlines"
+        return "text/event-stream"
 
     def _details(self, request: _Request) -> dict[str, Any]:
         return {
@@ -465,32 +523,95 @@ class Simulator:
             "inputs": None,
         }
 
-    def _full_response(self, request: _Request) -> bytes:
-        result: dict[str, Any] = {
-            "generated_text": "".join(request.words),
-            "details": self._details(request),
+    def _usage(self, request: _Request) -> dict[str, int]:
+        truth = request.truth
+        return {
+            "prompt_tokens": truth.input_tokens,
+            "completion_tokens": truth.output_tokens,
+            "total_tokens": truth.input_tokens + truth.output_tokens,
         }
-        body = json.dumps([result] if self.config.response_format == "tgi" else result)
+
+    def _chat_head(self, request: _Request, kind: str) -> dict[str, Any]:
+        return {
+            "id": f"chatcmpl-{request.truth.request_id}",
+            "object": kind,
+            "created": int(request.truth.arrival),
+            "model": "simulated",
+        }
+
+    def _full_body(self, request: _Request) -> Any:
+        text = "".join(request.words)
+        if request.truth.api == "messages":
+            return {
+                **self._chat_head(request, "chat.completion"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "logprobs": None,
+                        "finish_reason": "length",
+                    }
+                ],
+                "usage": self._usage(request),
+            }
+        result = {"generated_text": text, "details": self._details(request)}
+        return [result] if self.config.response_format == "tgi" else result
+
+    def _response(self, request: _Request, body: bytes, content_type: str) -> bytes:
         return _http_response(
             200,
             "OK",
             {
                 "x-amzn-RequestId": request.truth.request_id,
-                "Content-Type": "application/json",
+                "Content-Type": content_type,
                 "x-Amzn-Invoked-Production-Variant": "AllTraffic",
             },
-            body.encode("utf-8"),
+            body,
         )
 
-    def _stream_token(self, request: _Request, index: int, word: str, last: bool) -> None:
+    def _stream_chunk(self, request: _Request, index: int, word: str, last: bool) -> bytes:
+        """The container's streamed bytes for one token (see the module's schemas)."""
+        if request.truth.api == "messages":
+            chunk = {
+                **self._chat_head(request, "chat.completion.chunk"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {"role": "assistant", "content": word},
+                        "logprobs": None,
+                        "finish_reason": "length" if last else None,
+                    }
+                ],
+            }
+            out = b"data: " + json.dumps(chunk).encode("utf-8") + b"\n\n"
+            if last:
+                if request.include_usage:
+                    usage = {
+                        **self._chat_head(request, "chat.completion.chunk"),
+                        "choices": [],
+                        "usage": self._usage(request),
+                    }
+                    out += b"data: " + json.dumps(usage).encode("utf-8") + b"\n\n"
+                out += b"data: [DONE]\n\n"
+            return out
+        if self.config.response_format == "tgi":
+            event: dict[str, Any] = {
+                "index": index,
+                "token": {"id": index, "text": word, "logprob": -0.5, "special": False},
+                "generated_text": "".join(request.words) if last else None,
+                "details": self._details(request) if last else None,
+            }
+            return b"data:" + json.dumps(event).encode("utf-8") + b"\n\n"
+        event = {"token": {"id": index, "text": word, "log_prob": -0.5}}
+        if last:
+            event["generated_text"] = "".join(request.words)
+            event["details"] = self._details(request)
+        return json.dumps(event).encode("utf-8") + b"\n"
+
+    def _send_part(self, request: _Request, data: bytes, last: bool, content_type: str) -> None:
         out = b""
         if not request.headers_sent:
             request.headers_sent = True
-            content_type = (
-                "text/event-stream"
-                if self.config.response_format == "tgi"
-                else "application/jsonlines"
-            )
             out += _http_response(
                 200,
                 "OK",
@@ -502,27 +623,101 @@ class Simulator:
                 },
                 chunked=True,
             )
-        if self.config.response_format == "tgi":
-            event: dict[str, Any] = {
-                "index": index,
-                "token": {"id": index, "text": word, "logprob": -0.5, "special": False},
-                "generated_text": "".join(request.words) if last else None,
-                "details": self._details(request) if last else None,
-            }
-            line = b"data:" + json.dumps(event).encode("utf-8") + b"\n\n"
-        else:
-            event = {"token": {"id": index, "text": word, "log_prob": -0.5}}
-            line = json.dumps(event).encode("utf-8") + b"\n"
-            if last:
-                final = {
-                    "generated_text": "".join(request.words),
-                    "details": self._details(request),
-                }
-                line += json.dumps(final).encode("utf-8") + b"\n"
-        out += _chunk(eventstream.payload_part(line))
+        out += _chunk(eventstream.payload_part(data))
         if last:
             out += b"0\r\n\r\n"
         request.writer.write(out)
+
+    def _parse_body(self, body: bytes) -> _ParsedBody:
+        """What the container reads from a request body (strict, as the containers are)."""
+        payload = json.loads(body)
+        if not isinstance(payload, dict):
+            raise TypeError("the body must be a JSON object")
+        default = self.config.default_max_new_tokens
+        if "messages" in payload:
+            messages = payload["messages"]
+            if not isinstance(messages, list) or not messages:
+                raise ValueError("'messages' must be a non-empty list")
+            words = 0
+            for message in messages:
+                if not isinstance(message, dict) or message.get("role") not in _ROLES:
+                    raise ValueError(f"each message needs a role in {_ROLES}")
+                words += len(_content_text(message.get("content")).split())
+            stream = _flag(payload, "stream")
+            options = payload.get("stream_options")
+            if options is not None and (not stream or not isinstance(options, dict)):
+                raise ValueError("'stream_options' is allowed only with \"stream\": true")
+            return _ParsedBody(
+                api="messages",
+                input_tokens=words,
+                max_tokens=_count(payload, "max_tokens", default),
+                stream=stream,
+                include_usage=bool(options and _flag(options, "include_usage")),
+            )
+        inputs = payload["inputs"]
+        if not isinstance(inputs, str):
+            raise TypeError("'inputs' must be a string")
+        parameters = payload.get("parameters") or {}
+        if not isinstance(parameters, dict):
+            raise TypeError("'parameters' must be an object")
+        if "stream" in payload or self.config.response_format == "tgi":
+            stream = _flag(payload, "stream")  # TGI reads only the top level
+        else:
+            stream = _flag(parameters, "stream")  # LMI falls back to parameters.stream
+        return _ParsedBody(
+            api="inputs",
+            input_tokens=len(inputs.split()),
+            max_tokens=_count(parameters, "max_new_tokens", default),
+            stream=stream,
+        )
+
+
+_ROLES = ("system", "user", "assistant", "tool")
+
+
+@dataclass(frozen=True)
+class _ParsedBody:
+    api: str
+    input_tokens: int
+    max_tokens: int
+    stream: bool
+    include_usage: bool = False
+
+
+def _flag(data: dict[str, Any], key: str) -> bool:
+    value = data.get(key, False)
+    if not isinstance(value, bool):
+        raise TypeError(f"'{key}' must be true or false")
+    return value
+
+
+def _count(data: dict[str, Any], key: str, default: int) -> int:
+    value = data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"'{key}' must be a positive integer")
+    return value
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}, ...]
+        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    raise ValueError("a message's content must be a string or a list of parts")
+
+
+def _model_error(request_id: str, status: int, message: str) -> bytes:
+    """SageMaker's ``ModelError`` (424) relaying a container's error status and message."""
+    kind = "client" if status < 500 else "server"
+    return _error(
+        424,
+        "Failed Dependency",
+        "ModelError",
+        request_id,
+        message=f'Received {kind} error ({status}) from primary with message "{message}".',
+        OriginalStatusCode=status,
+        OriginalMessage=message,
+    )
 
 
 def fetch_truth(endpoint_url: str) -> list[TruthRecord]:

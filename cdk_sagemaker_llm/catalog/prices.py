@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from ..errors import ValidationError
@@ -14,9 +14,11 @@ from .instance_types import InstanceType
 class PriceList:
     """On-demand USD prices per instance-hour of SageMaker real-time inference in one region.
 
-    Prices change and differ per region: every list states when it was read and where from.
-    Pass your own (``PriceList(as_of=..., source=..., region=..., prices={...})``) or override a
-    few entries of the default (``DEFAULT_PRICE_LIST.with_prices({"ml.g5.xlarge": 1.2})``).
+    Prices change and differ per region: every list states its region, when it was read and
+    where from, and every cost computed from it carries :meth:`basis`. Pass your own
+    (``PriceList(as_of=..., source=..., region=..., prices={...})``), override a few entries
+    of the default (``DEFAULT_PRICE_LIST.with_prices({"ml.g5.xlarge": 1.2}, region=...)``),
+    or apply a savings-plan discount (``DEFAULT_PRICE_LIST.with_discount(0.3)``).
     """
 
     as_of: str
@@ -29,11 +31,15 @@ class PriceList:
     """USD per instance-hour, by instance type name (``ml.g5.xlarge``)."""
     currency: str = "USD"
     """The currency of ``prices``."""
+    discount: float = 0.0
+    """Your savings-plan (or negotiated) discount off ``prices``, applied to every cost, 0 to
+    below 1; default none."""
     savings_plan_1y_discount: float = 0.25
-    """Discount of a 1-year, no-upfront SageMaker AI Savings Plan off these prices. Default 0.25,
-    an assumed flat rate: AWS publishes only "up to 64%" (SageMaker AI Savings Plans page, the
-    3-year all-upfront ceiling) and the 1-year rate differs per instance; published guides put
-    it at 20-40% for inference instances. Pass the rate your Savings Plans page shows."""
+    """Discount of a 1-year, no-upfront SageMaker AI Savings Plan that ``recommend
+    --price-basis savings-plan-1y`` applies on top of ``discount``. Default 0.25, an assumed flat
+    rate: AWS publishes only "up to 64%" (SageMaker AI Savings Plans page, the 3-year
+    all-upfront ceiling) and the 1-year rate differs per instance; published guides put it at
+    20-40% for inference instances. Pass the rate your Savings Plans page shows."""
 
     def __post_init__(self) -> None:
         for name, price in self.prices.items():
@@ -41,24 +47,30 @@ class PriceList:
                 raise ValidationError(
                     f"prices[{name!r}]", price, "must be a non-negative number", "fix the price"
                 )
-        discount = self.savings_plan_1y_discount
-        if (
-            isinstance(discount, bool)
-            or not isinstance(discount, int | float)
-            or not 0 <= discount < 1
-        ):
-            raise ValidationError(
-                "savings_plan_1y_discount",
-                discount,
-                "must be a fraction in [0, 1)",
-                "pass e.g. 0.25 for 25% off on-demand",
-            )
+        check_discount("savings_plan_1y_discount", self.savings_plan_1y_discount)
         object.__setattr__(self, "prices", MappingProxyType(dict(sorted(self.prices.items()))))
+        check_discount("discount", self.discount)
 
     def price_per_hour(self, instance_type: InstanceType | str) -> float | None:
-        """USD per hour of one instance, or None when the list has no price for the type."""
+        """Price per hour of one instance after :attr:`discount`, or None when the list has
+        no price for the type."""
         name = instance_type.name if isinstance(instance_type, InstanceType) else instance_type
-        return self.prices.get(name)
+        price = self.prices.get(name)
+        return None if price is None else price * (1 - self.discount)
+
+    def with_discount(self, discount: float) -> PriceList:
+        """A copy with a savings-plan discount (e.g. 0.3 for 30 %) off every price."""
+        return replace(self, discount=discount)
+
+    def basis(self, region: str | None = None) -> str:
+        """Short statement of what the prices are, for every figure computed from them; when
+        ``region`` (where the resources run) differs from the list's, it says so."""
+        text = f"{self.region} on-demand {self.currency}, as of {self.as_of}"
+        if self.discount:
+            text += f", less {self.discount:.0%} discount"
+        if region and region != self.region:
+            text += f"; resources in {region}, where prices differ: pass that region's prices"
+        return text
 
     def with_prices(
         self,
@@ -75,13 +87,24 @@ class PriceList:
             region=region or self.region,
             prices={**self.prices, **prices},
             currency=self.currency,
+            discount=self.discount,
             savings_plan_1y_discount=self.savings_plan_1y_discount,
         )
 
     def describe(self) -> str:
-        """One line naming the list's region, date and source."""
+        """One line naming the list's region, date, discount and source."""
+        discount = f", less {self.discount:.0%} discount" if self.discount else ""
         return (
-            f"on-demand {self.currency} prices, {self.region}, as of {self.as_of} ({self.source})"
+            f"on-demand {self.currency} prices, {self.region}, as of {self.as_of}{discount} "
+            f"({self.source})"
+        )
+
+
+def check_discount(prop: str, discount: float) -> None:
+    """Raise ValidationError unless ``discount`` is a fraction in [0, 1)."""
+    if not isinstance(discount, int | float) or isinstance(discount, bool) or not 0 <= discount < 1:
+        raise ValidationError(
+            prop, discount, "must be a fraction from 0 to below 1", "pass e.g. 0.3 for 30 % off"
         )
 
 

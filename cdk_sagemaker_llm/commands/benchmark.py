@@ -21,6 +21,7 @@ from ..benchmarking.search import (
     search_knee,
     search_max_rate,
 )
+from ..catalog.prices import DEFAULT_PRICE_LIST, check_discount
 
 
 def _concurrency_list(text: str) -> list[int]:
@@ -170,8 +171,19 @@ def register(subparsers: Any) -> None:
         help="requests per level (default max(4 x concurrency, 16) unless --duration-per-level)",
     )
     parser.add_argument("--duration-per-level", type=float, help="seconds per level")
-    parser.add_argument("--stream", action="store_true", help="InvokeEndpointWithResponseStream")
-    parser.add_argument("--format", choices=FORMATS, default="auto", dest="response_format")
+    parser.add_argument(
+        "--stream",
+        action="store_true",
+        help='InvokeEndpointWithResponseStream with "stream": true in the body (TTFT, ITL)',
+    )
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="auto",
+        dest="response_format",
+        help="request schema: the inputs API (auto, lmi, tgi) or OpenAI chat completions "
+        "(messages); default auto",
+    )
     parser.add_argument("--latency-slo-ms-per-token", type=float, help="p50 ms/token limit")
     parser.add_argument(
         "--min-gain-per-doubling",
@@ -179,7 +191,18 @@ def register(subparsers: Any) -> None:
         default=0.10,
         help="knee rule: throughput gain per doubling of concurrency; default 0.10",
     )
-    parser.add_argument("--price-per-hour", type=float, help="instance price, for cost per 1M")
+    parser.add_argument(
+        "--price-per-hour", type=float, help="your price per hour of what is measured, for cost"
+    )
+    parser.add_argument("--price-basis", help="what --price-per-hour is; default 'given'")
+    parser.add_argument(
+        "--instance-type",
+        help="without --price-per-hour: price from the library's us-east-1 on-demand list",
+    )
+    parser.add_argument("--instance-count", type=int, default=1, help="with --instance-type")
+    parser.add_argument(
+        "--discount", type=float, default=0.0, help="savings-plan discount, e.g. 0.3 for 30 %%"
+    )
     parser.add_argument(
         "--client",
         choices=("async", "threads"),
@@ -208,6 +231,17 @@ def _invoker(args: argparse.Namespace) -> Invoker:
     )
 
 
+def _price(args: argparse.Namespace, region: str | None) -> tuple[float | None, str | None]:
+    """The price per hour and its basis: given, or from the default list (region-marked)."""
+    check_discount("--discount", args.discount)
+    if args.price_per_hour is not None or not args.instance_type:
+        return args.price_per_hour, args.price_basis or "given"
+    hourly = DEFAULT_PRICE_LIST.price_per_hour(args.instance_type)
+    if hourly is None:
+        raise ValueError(f"no price for {args.instance_type}: pass --price-per-hour")
+    return hourly * args.instance_count, DEFAULT_PRICE_LIST.basis(region)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the sweep, write ``--out``; exit 0, or 2 on bad input."""
     problem = _mode_error(args)
@@ -223,6 +257,7 @@ def run(args: argparse.Namespace) -> int:
             prompts=args.prompts,
         )
         invoker = _invoker(args)
+        price, basis = _price(args, getattr(invoker, "region", args.region))
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -242,7 +277,7 @@ def run(args: argparse.Namespace) -> int:
             args,
             invoker,
             spec,
-            price_per_hour=args.price_per_hour,
+            price_per_hour=price,
             target={key: value for key, value in target.items() if value is not None},
             keep_samples=args.keep_samples,
             progress=progress,
@@ -250,6 +285,8 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if price is not None:  # every cost is stated with its basis and discount
+        result.price_basis, result.discount = basis, args.discount
     Path(args.out).write_text(result.to_json() + "\n", encoding="utf-8")
     if result.mode == "rate":
         assert result.goodput is not None

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
 from ..errors import ValidationError
 from ..plan import build_plan, render_json, render_markdown
 
@@ -23,13 +24,59 @@ def register(subparsers: Any) -> None:
         "assembly_dir", nargs="?", default="cdk.out", help="the assembly directory; default cdk.out"
     )
     parser.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    add_price_arguments(parser)
     parser.set_defaults(handler=run)
+
+
+def _price(text: str) -> tuple[str, float]:
+    name, _, value = text.partition("=")
+    try:
+        return name.strip(), float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected TYPE=USD, e.g. ml.g5.2xlarge=1.7"
+        ) from None
+
+
+def add_price_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--price TYPE=USD`` (repeatable), ``--price-region`` and ``--discount``."""
+    parser.add_argument(
+        "--price",
+        type=_price,
+        action="append",
+        default=[],
+        metavar="TYPE=USD",
+        help="your own price per instance-hour (repeatable); default the library's us-east-1 "
+        "on-demand list",
+    )
+    parser.add_argument("--price-region", help="the region your --price values are for")
+    parser.add_argument(
+        "--discount", type=float, default=0.0, help="savings-plan discount, e.g. 0.3 for 30 %%"
+    )
+
+
+def price_list(args: argparse.Namespace) -> PriceList:
+    """The library's price list with the user's prices and discount applied; for another
+    ``--price-region``, only the user's prices (the library's are us-east-1's)."""
+    given = dict(args.price)
+    region = args.price_region or DEFAULT_PRICE_LIST.region
+    if region != DEFAULT_PRICE_LIST.region:
+        prices = PriceList(
+            as_of="given", source="given on the command line", region=region, prices=given
+        )
+    elif given:
+        prices = DEFAULT_PRICE_LIST.with_prices(
+            given, source=f"given on the command line, else {DEFAULT_PRICE_LIST.source}"
+        )
+    else:
+        prices = DEFAULT_PRICE_LIST
+    return prices.with_discount(args.discount)
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the plan; exit 2 when the assembly cannot be read."""
     try:
-        plan = build_plan(args.assembly_dir)
+        plan = build_plan(args.assembly_dir, prices=price_list(args))
     except ValidationError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -32,6 +32,7 @@ from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct, IValidation
 
+from .deployment import RollingDeployment
 from .endpoint_base import EndpointBase
 from .interfaces import IEndpoint, IInferenceComponent
 from .validation import ValidationError, check_range, is_unresolved
@@ -666,6 +667,11 @@ class ComponentScaling(_Scaling):
         _check_component(component, max_copies)
         if isinstance(component.endpoint, EndpointBase) and isinstance(component, Construct):
             component.endpoint.check_copies(component, max_copies, "max_copies")
+        deployment = getattr(component, "deployment", None)
+        if isinstance(deployment, RollingDeployment):
+            deployment.check_batch_size(
+                "component.deployment", min_copies, "copy count", "min_copies"
+            )
         default_child = component.node.default_child if isinstance(component, Construct) else None
         super().__init__(
             scope,

@@ -73,7 +73,7 @@ from constructs import Construct
 from ..benchmarking import KneeRule
 from ..benchmarking.goodput import GoodputSlo
 from ..benchmarking.search import DEFAULT_RESOLUTION
-from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
+from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList, check_discount
 from .deploy_time import (
     CUSTOM_RESOURCE_TIMEOUT,
     HandlerAsset,
@@ -90,6 +90,7 @@ from .validation import ValidationError, check_range, is_unresolved
 
 HANDLER_ASSET = HandlerAsset(
     sources=(
+        "errors.py",
         "lambdas/runtime_support.py",
         "lambdas/benchmark/__init__.py",
         "lambdas/benchmark/handler.py",
@@ -157,14 +158,22 @@ class BenchmarkSearch(Enum):
 
 
 class PayloadFormat(Enum):
-    """The response format of the serving container."""
+    """The request schema sent to the serving container and the response format it answers in.
+
+    Streaming benchmarks add ``"stream": true`` to the body: the containers stream only when
+    the body asks.
+    """
 
     AUTO = "auto"
-    """Detected from each response (LMI or TGI)."""
+    """The inputs API (``{"inputs", "parameters"}``); LMI or TGI answers detected per response."""
     LMI = "lmi"
     """LMI (DJL Serving): ``{"generated_text", "details"}``, JSON-lines streams."""
     TGI = "tgi"
     """Hugging Face TGI: ``[{"generated_text", "details"}]``, server-sent-event streams."""
+    MESSAGES = "messages"
+    """OpenAI chat completions (``{"messages", "max_tokens"}``, served by LMI and TGI): SSE
+    ``choices[0].delta.content`` chunks; token counts from ``usage`` (streams ask for it with
+    ``stream_options.include_usage``). For chat-tuned models."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -225,6 +234,7 @@ class EndpointBenchmark(Construct):
         gate: BenchmarkGate | None = None,
         price_per_hour: float | None = None,
         price_list: PriceList = DEFAULT_PRICE_LIST,
+        discount: float = 0.0,
         copies: int | None = None,
         worker_capacity: int = DEFAULT_WORKER_CAPACITY,
         worker_rate_capacity: float = DEFAULT_WORKER_RATE_CAPACITY,
@@ -261,14 +271,18 @@ class EndpointBenchmark(Construct):
             every level reaches its concurrency); default 4 x the level's concurrency, at least 16.
         :param stream: use InvokeEndpointWithResponseStream (measures TTFT and inter-token
             latency); default False.
-        :param payload_format: the container's response format; default AUTO (detected).
+        :param payload_format: the request schema and response format (``MESSAGES`` for the
+            chat-completions API); default AUTO (the inputs API, LMI or TGI detected).
         :param knee_rule: when more concurrency stops paying off; default ``KneeRule()``
             (throughput gain per doubling below 10 %, no latency SLO).
         :param gate: figures that fail the deployment when unmet; default none.
         :param price_per_hour: USD per hour of what is measured, for the cost per 1M tokens;
             default derived from ``price_list`` when the instance type is known (a component:
             its share of the instance's accelerators x copies), else none.
-        :param price_list: prices used to derive ``price_per_hour``; default the library's.
+        :param price_list: prices used to derive ``price_per_hour``; default the library's
+            (us-east-1 on-demand: the results say so, and when the stack runs elsewhere).
+        :param discount: savings-plan discount (0 to below 1) off ``price_per_hour`` or the
+            list's prices (replacing the list's own discount); default none.
         :param copies: copies serving the load on the whole endpoint while the sweep runs
             (instances x copies per instance), for the per-copy knee; default the component's
             ``copy_count``, an instance endpoint's total ``initial_instance_count`` (one copy
@@ -347,7 +361,7 @@ class EndpointBenchmark(Construct):
                 "payload_format",
                 payload_format,
                 "not a PayloadFormat",
-                "pass PayloadFormat.AUTO, PayloadFormat.LMI or PayloadFormat.TGI",
+                "pass PayloadFormat.AUTO, LMI, TGI or MESSAGES",
             )
         rule = knee_rule or KneeRule()
         _check_rule(rule)
@@ -405,13 +419,17 @@ class EndpointBenchmark(Construct):
         self.copies = _copies(copies, endpoint, inference_component)
         """Copies serving the load during the sweep on the whole endpoint (instances x copies
         per instance); the knee divided by it is the per-copy knee."""
+        check_discount("discount", discount)
         price: float | None = price_per_hour
         if price_per_hour is not None:
             check_range("price_per_hour", price_per_hour, minimum=0)
-            price_source = "given"
+            price = price_per_hour * (1 - discount)
+            price_source = f"given{f', less {discount:.0%} discount' if discount else ''}"
         else:
+            listed = price_list.with_discount(discount) if discount else price_list
+            region = None if is_unresolved(stack.region) else stack.region
             price, price_source = _derive_price(
-                endpoint, inference_component, self.copies, price_list
+                endpoint, inference_component, self.copies, listed, region
             )
         self.price_per_hour = price
         """USD per hour of what is measured, or None when unknown."""
@@ -963,9 +981,11 @@ def _derive_price(
     component: IInferenceComponent | None,
     copies: int,
     prices: PriceList,
+    region: str | None,
 ) -> tuple[float | None, str]:
-    """Price per hour of what is measured, from the price list, when the types are known."""
-    where = f"{prices.describe()}"
+    """Price per hour of what is measured, from the price list, when the types are known;
+    the source states the list's basis (and the stack's region when it differs)."""
+    where = prices.basis(region)
     if isinstance(component, InferenceComponent) and isinstance(
         endpoint, InferenceComponentEndpoint
     ):

@@ -291,6 +291,8 @@ class Endpoint(EndpointBase):
             )
         self.variants = list(variants)
         """The production variants."""
+        self.deployment = deployment
+        """The rolling deployment of later changes, if any."""
         self.variant_names = names
         """The variant names, in order."""
         self.default_variant_name = names[0]
@@ -299,6 +301,13 @@ class Endpoint(EndpointBase):
         for index, (variant, name) in enumerate(zip(variants, names, strict=True)):
             prop = f"variants[{index}]"
             check_sagemaker_name(f"{prop}.variant_name", name)
+            if deployment is not None and variant.serverless is None:
+                deployment.check_batch_size(
+                    "deployment",
+                    variant.initial_instance_count,
+                    "variant's instance count",
+                    f"{prop}.initial_instance_count",
+                )
             check_range(f"{prop}.initial_weight", variant.initial_weight, minimum=0)
             startup, download = _timeouts(
                 f"{prop}.",
@@ -342,6 +351,8 @@ class Endpoint(EndpointBase):
         if kms_key is not None:
             for role in roles:
                 kms_key.grant_encrypt_decrypt(role)
+        if deployment is not None:
+            deployment.grant_alarm_reads(roles)  # guardrails read the alarms with these roles
         self.resource = sagemaker.CfnEndpoint(
             self,
             "Resource",
@@ -381,8 +392,9 @@ class Endpoint(EndpointBase):
     def check_variant_scaling(
         self, variant_name: str, min_instances: int, max_instances: int
     ) -> None:
-        """Raise ValidationError when the variant does not exist, is serverless, or its initial
-        instance count lies above ``max_instances``."""
+        """Raise ValidationError when the variant does not exist, is serverless, its initial
+        instance count lies above ``max_instances``, or the rolling deployment's batch is not
+        5 %-50 % of ``min_instances``."""
         if self.serverless_config(variant_name) is not None:
             raise ValidationError(
                 "variant_name",
@@ -391,6 +403,10 @@ class Endpoint(EndpointBase):
                 "scale its provisioned concurrency with ServerlessScaling",
             )
         initial = self.variants[self.variant_names.index(variant_name)].initial_instance_count or 1
+        if self.deployment is not None:
+            self.deployment.check_batch_size(
+                "endpoint.deployment", min_instances, "variant's instance count", "min_instances"
+            )
         if is_unresolved(max_instances) or not isinstance(max_instances, int):
             return
         if initial > max_instances:

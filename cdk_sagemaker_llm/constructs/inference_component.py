@@ -192,6 +192,9 @@ class InferenceComponent(InferenceComponentBase):
             )
         if deployment is not None:
             deployment.validate("deployment")
+            deployment.check_batch_size("deployment", copy_count, "copy count", "copy_count")
+        self.deployment = deployment
+        """The rolling deployment of later changes, if any."""
         self.endpoint = endpoint
         self.model = model
         """The model served, when given as a Model."""
@@ -337,6 +340,10 @@ class InferenceComponent(InferenceComponentBase):
         )
         endpoint.components.append(self)
         endpoint.check_copies(self, copy_count, "copy_count")
+        if deployment is not None:
+            # Guardrails read the rollback alarms with the execution role(s).
+            model_role = model.role if model is not None else None
+            deployment.grant_alarm_reads([endpoint.role, *([model_role] if model_role else [])])
         if model is None and self.image is not None:
             spec = ModelSpec.from_hugging_face_id(artifact.model_id if artifact else None)
             add_plan_metadata(self.resource, image=self.image, spec=spec)

@@ -61,7 +61,8 @@ class ModelSource:
         self.model_id = model_id
         """The Hugging Face model id, for Hugging Face sources."""
         self.token_secret = token_secret
-        """The Secrets Manager secret holding a Hugging Face token, if any."""
+        """The Secrets Manager secret holding a Hugging Face token, if any (readable in the
+        model's environment through DescribeModel: see :meth:`from_hugging_face`)."""
         self.bucket = bucket
         """The S3 bucket, for S3 sources."""
         self.key = key
@@ -72,8 +73,18 @@ class ModelSource:
         model_id: str, *, token_secret: secretsmanager.ISecret | None = None
     ) -> ModelSource:
         """A Hugging Face Hub model id; ``token_secret`` (a Secrets Manager secret whose value
-        is the token) for gated models. The token reaches the container through a
-        CloudFormation dynamic reference, never as a literal in the template."""
+        is the token) for gated models; default no token.
+
+        The token reaches the container through a CloudFormation dynamic reference, never as a
+        literal in the template, but SageMaker stores it as the model's ``HF_TOKEN``
+        environment variable: anyone allowed ``sagemaker:DescribeModel`` (or
+        ``DescribeInferenceComponent`` for a component's container) can read it in plain text,
+        and it stays there until the model is deleted. To keep the token out of SageMaker, copy
+        the weights to S3 once (with the token, outside the deployment) and serve them with
+        :meth:`from_s3`; with the weights in S3 the model also runs with
+        ``network_isolation=True`` (no internet access at all), which a Hub download cannot.
+        If the Hub is a must, use a read-only, fine-grained token for the one repository and
+        rotate it."""
         if not isinstance(model_id, str) or (
             not Token.is_unresolved(model_id) and (not model_id or " " in model_id)
         ):

@@ -80,6 +80,7 @@ from ...benchmarking.open_loop import (
     sustainable_rate,
 )
 from ...benchmarking.open_loop import level_requests as rate_level_requests
+from ...benchmarking.payload import FORMATS
 from ...benchmarking.report import render_svg
 from ...benchmarking.search import (
     SearchRule,
@@ -129,7 +130,6 @@ SEARCHES = ("", "knee", "max-rate")
 MAX_WORKERS = 64
 MAX_REQUESTS = 100_000
 MAX_TOKENS = 200_000
-FORMATS = ("auto", "lmi", "tgi")
 REQUEST_TYPES = ("Create", "Update", "Delete")
 MAX_SWEEP_SECONDS = 43_200
 
@@ -312,7 +312,7 @@ def _check_mode(run: Mapping[str, Any], where: str) -> dict[str, Any]:
         raise EventError(f"{where}.Arrival: expected poisson or constant, got {shown(arrival)}")
     slo = run.get("Slo") or {}
     if not isinstance(slo, Mapping):
-        raise EventError(f"{where}.GoodputSlo: expected an object")
+        raise EventError(f"{where}.Slo: expected an object")
     _known(slo, SLO_KEYS, f"{where}.Slo")
     fraction = _optional_float(slo, "Fraction", f"{where}.Slo", 1.0)
     checked_slo = {
@@ -322,7 +322,7 @@ def _check_mode(run: Mapping[str, Any], where: str) -> dict[str, Any]:
     }
     for key, value in checked_slo.items():
         if value is not None and value <= 0:
-            raise EventError(f"{where}.GoodputSlo.{key}: expected a number above 0, got {value}")
+            raise EventError(f"{where}.Slo.{key}: expected a number above 0, got {value}")
     return {
         "Mode": mode,
         "Concurrencies": concurrencies,
@@ -1156,6 +1156,7 @@ def build_result(
         target=target,
         slo_ms_per_token=slo.ms_per_token if rate else rule.slo_ms_per_token,
         price_per_hour=run["PricePerHour"],
+        price_basis=run["PriceSource"] or None,
         started_at=run["StartedAt"],
         finished_at=now,
         mode=run["Mode"],
