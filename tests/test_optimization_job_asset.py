@@ -12,6 +12,9 @@ from cdk_sagemaker_llm.constructs.optimization_job import HANDLER_ASSET
 
 ASSET_SCRIPT = """
 import builtins, json, sys
+# The editable install's finder would quietly serve modules the asset lacks: drop it, so the
+# asset runs as in the Lambda, from its own files only.
+sys.meta_path = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
 real_import = builtins.__import__
 def guarded(name, *args, **kwargs):
     if name == "aws_cdk" or name.startswith(("aws_cdk.", "jsii", "constructs")):

@@ -208,3 +208,32 @@ def test_an_image_component_is_checked_against_its_hugging_face_artifact() -> No
     (metadata,) = [resource["Metadata"] for resource in resources.values()]
     assert metadata[MODEL_SPEC]["name"] == "mistral-7b"
     assert metadata[IMAGE]["containerCachingEligible"] is True
+
+
+def test_a_degree_that_cannot_shard_the_heads_is_a_synth_error() -> None:
+    """Falcon 7B has 71 attention heads: only degree 1 shards them (was a warning)."""
+    stack = new_stack()
+    model = _model(stack, "tiiuae/falcon-7b", serving=LmiOptions(tensor_parallel_degree=2))
+    endpoint = InferenceComponentEndpoint(
+        stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE, max_instance_count=1
+    )
+    with pytest.raises(ValidationError) as error:
+        endpoint.add_inference_component(
+            "Falcon", model=model, accelerators=2, min_memory=Size.gibibytes(16)
+        )
+    message = str(error.value)
+    assert "falcon-7b cannot be sharded at that degree" in message
+    assert "71 attention heads do not divide over 2 accelerators" in message
+    assert "e.g. 1" in message
+
+
+def test_a_degree_that_shards_the_heads_passes() -> None:
+    stack = new_stack()
+    model = _model(stack, "tiiuae/falcon-7b", serving=LmiOptions(tensor_parallel_degree=1))
+    endpoint = InferenceComponentEndpoint(
+        stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE, max_instance_count=1
+    )
+    endpoint.add_inference_component(
+        "Falcon", model=model, accelerators=1, min_memory=Size.gibibytes(16)
+    )
+    Template.from_stack(stack).resource_count_is("AWS::SageMaker::InferenceComponent", 1)

@@ -14,6 +14,7 @@ from constructs import Construct
 
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec
+from ..planning.placement import head_divisibility_problem
 from ..planning.sizing import GB, SizingReport, serving_facts, size
 from .validation import ValidationError
 
@@ -29,10 +30,11 @@ def check_fit(
 ) -> SizingReport | None:
     """The synth-time fit check of a model placed on ``accelerators`` of ``instance_type``.
 
-    Raises ValidationError when weights + overhead + one sequence's KV cache exceed the
-    accelerators' usable memory at the copy's tensor-parallel degree; warns when a configured
-    max concurrency exceeds the sequences the KV cache holds; notes (info) when the check is
-    skipped because the model spec or the hardware is unknown.
+    Raises ValidationError when the copy's tensor-parallel degree cannot shard the model's
+    attention or KV heads (serving containers refuse it), or when weights + overhead + one
+    sequence's KV cache exceed the accelerators' usable memory at that degree; warns when a
+    configured max concurrency exceeds the sequences the KV cache holds; notes (info) when the
+    check is skipped because the model spec or the hardware is unknown.
     """
     if spec is None:
         Annotations.of(scope).add_info(
@@ -56,6 +58,18 @@ def check_fit(
         precision=facts.precision,
         max_total_tokens=facts.max_total_tokens,
     )
+    if report.head_problem is not None:
+        shardable = [
+            d for d in range(1, degree) if head_divisibility_problem(spec, d) is None
+        ]  # degree 1 always shards
+        raise ValidationError(
+            prop,
+            f"tensor-parallel degree {degree} on {instance_type.name}",
+            f"{spec.name} cannot be sharded at that degree: {report.head_problem}; LMI and TGI "
+            "refuse to start",
+            f"use a degree that divides the heads (e.g. {max(shardable)}): set the serving "
+            "options' tensor_parallel_degree and the accelerators per copy to it",
+        )
     if not report.fits:
         fixes = []
         if report.recommended_tensor_parallel_degree is not None:
