@@ -10,6 +10,7 @@ from typing import Any
 from ..benchmarking.engine import KneeRule, sweep
 from ..benchmarking.invokers import AsyncInvoker, BotoInvoker, Invoker
 from ..benchmarking.payload import FORMATS, PayloadSpec
+from .aws_environment import aws_environment_problem
 
 
 def _concurrency_list(text: str) -> list[int]:
@@ -90,6 +91,10 @@ def _invoker(args: argparse.Namespace) -> Invoker:
 
 def run(args: argparse.Namespace) -> int:
     """Run the sweep, write ``--out``; exit 0, or 2 on bad input."""
+    problem = aws_environment_problem(args.region)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     try:
         spec = PayloadSpec(
             input_tokens=args.input_tokens,

@@ -34,6 +34,7 @@ from constructs import Construct, IValidation
 
 from .endpoint_base import EndpointBase
 from .interfaces import IEndpoint, IInferenceComponent
+from .prop_types import typed_props
 from .validation import ValidationError, check_range, is_unresolved
 
 SERVICE_NAMESPACE = "sagemaker"
@@ -120,6 +121,7 @@ class ScalingPolicy(Construct):
         return Duration.seconds(int(self.detection_period.to_seconds()) * self.detection_datapoints)
 
 
+@typed_props
 class TargetTrackingPolicy(ScalingPolicy):
     """Target tracking on a predefined SageMaker metric (one ``ScalingPolicy`` resource).
 
@@ -189,6 +191,7 @@ class TargetTrackingPolicy(ScalingPolicy):
         self.policy_arn = self.resource.ref
 
 
+@typed_props
 class StepPolicy(ScalingPolicy):
     """Step scaling on any CloudWatch metric: an upper and/or a lower alarm with their steps.
 
@@ -266,6 +269,7 @@ class StepPolicy(ScalingPolicy):
         self.policy_arn = action.scaling_policy_arn
 
 
+@typed_props
 class ScaleFromZeroPolicy(ScalingPolicy):
     """The scale-from-zero recipe: +1 copy when a request finds no copy.
 
@@ -625,6 +629,7 @@ class _Scaling(Construct):
         check_range("min_capacity", min_capacity, minimum=0)
 
 
+@typed_props
 class ComponentScaling(_Scaling):
     """Scale the copy count of an inference component (``DesiredCopyCount``).
 
@@ -756,6 +761,7 @@ class ComponentScaling(_Scaling):
             )
 
 
+@typed_props
 class VariantScaling(_Scaling):
     """Scale the instance count of a variant of an instance-based endpoint.
 

@@ -74,6 +74,7 @@ from .deploy_time import (
 from .endpoint import Endpoint, IEndpoint, InferenceComponentEndpoint
 from .inference_component import IInferenceComponent, InferenceComponent
 from .nag import acknowledge, acknowledge_wildcard_resources
+from .prop_types import typed_props
 from .validation import ValidationError, check_range, is_unresolved
 
 HANDLER_ASSET = HandlerAsset(
@@ -128,6 +129,7 @@ class PayloadFormat(Enum):
     """Hugging Face TGI: ``[{"generated_text", "details"}]``, server-sent-event streams."""
 
 
+@typed_props
 @dataclass(frozen=True, kw_only=True)
 class BenchmarkGate:
     """Measured figures below which the deployment fails (with the figures as the reason)."""
@@ -145,6 +147,7 @@ class BenchmarkGate:
 # ----- the construct -------------------------------------------------------------------------
 
 
+@typed_props
 class EndpointBenchmark(Construct):
     """A concurrency sweep against an endpoint or inference component, run at deploy time.
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 
+from .prop_types import typed_props
 from .validation import ValidationError, check_range
 
 if TYPE_CHECKING:  # annotations only: importing these costs synth time
@@ -15,6 +16,7 @@ if TYPE_CHECKING:  # annotations only: importing these costs synth time
     from aws_cdk import aws_s3 as s3
 
 
+@typed_props
 @dataclass(frozen=True, kw_only=True)
 class DataCapture:
     """Write a sample of an endpoint's requests and responses to S3 (``DataCaptureConfig``)."""

@@ -28,6 +28,7 @@ from .inference_component import InferenceComponent
 from .interfaces import IEndpoint
 from .model import Model
 from .networking import place_in_vpc
+from .prop_types import typed_props
 from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
 
 if TYPE_CHECKING:  # annotations only: importing these costs synth time
@@ -52,6 +53,7 @@ class RoutingStrategy(Enum):
     RANDOM = "RANDOM"
 
 
+@typed_props
 @dataclass(frozen=True, kw_only=True)
 class ProductionVariant:
     """One weighted production variant of an instance-based endpoint."""
@@ -122,6 +124,7 @@ def _volume_gib(prop: str, size: Size | None) -> int | None:
     return gib
 
 
+@typed_props
 class Endpoint(EndpointBase):
     """An instance-based endpoint: one or more weighted variants, each serving one model."""
 
@@ -255,6 +258,7 @@ class Endpoint(EndpointBase):
             )
 
 
+@typed_props
 class InferenceComponentEndpoint(EndpointBase):
     """An endpoint that hosts inference components on shared instances.
 

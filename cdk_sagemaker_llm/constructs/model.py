@@ -17,6 +17,7 @@ from .images import ContainerImage
 from .model_source import ModelSource
 from .networking import place_in_vpc
 from .plan_metadata import add_plan_metadata
+from .prop_types import typed_props
 from .serving_options import ServingOptions
 from .speculative_decoding import SpeculativeDecoding
 from .validation import ValidationError, check_sagemaker_name
@@ -43,6 +44,7 @@ def merge_environment(
     return dict(sorted(merged.items()))
 
 
+@typed_props
 class Model(Construct):
     """A SageMaker model (``AWS::SageMaker::Model``) built from an image and a model source.
 
