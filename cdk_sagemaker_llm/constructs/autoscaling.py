@@ -35,7 +35,7 @@ from constructs import Construct, IValidation
 from .endpoint_base import EndpointBase
 from .interfaces import IEndpoint, IInferenceComponent
 from .prop_types import typed_props
-from .validation import ValidationError, check_range, is_unresolved
+from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
 
 SERVICE_NAMESPACE = "sagemaker"
 COPY_COUNT_DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
@@ -291,6 +291,7 @@ class ScaleFromZeroPolicy(ScalingPolicy):
         :param scaling_target: the component's copy-count scalable target.
         :param inference_component_name: the component the alarm watches.
         """
+        check_sagemaker_name("inference_component_name", inference_component_name)
         super().__init__(scope, id)
         self.kind = ScalingPolicyKind.SCALE_FROM_ZERO
         self.detection_period = SCALE_FROM_ZERO_PERIOD

@@ -81,8 +81,11 @@ def unchecked_props(cls: type) -> list[str]:
 
 
 def _is_token(value: Any) -> bool:
+    """True for a CDK token standing for a string, number or list (known at deploy time)."""
     cdk = sys.modules.get("aws_cdk")  # no aws_cdk loaded: no token can exist
-    return cdk is not None and bool(cdk.Token.is_unresolved(value))
+    if cdk is None or isinstance(value, bool) or not isinstance(value, str | int | float | list):
+        return False
+    return bool(cdk.Token.is_unresolved(value))
 
 
 def _jsii_interface_proxy(expected: type) -> type | None:
@@ -215,6 +218,8 @@ def _fix(value: Any, expected: Any, prop: str) -> str:
             return f"use Duration.seconds({value!r}) (or Duration.minutes/hours)"
         if cls.__name__ == "Size" and isinstance(value, numbers.Real):
             return f"use Size.mebibytes({value!r}) or Size.gibibytes(...)"
+        if cls in (int, float) and isinstance(value, bool):
+            return f"pass a number, not {value}"
         if cls in (int, float) and isinstance(value, str):
             example = value.strip() if value.strip().replace(".", "", 1).isdigit() else "1"
             return f"pass a number without quotes, e.g. {prop}={example}"
@@ -226,7 +231,7 @@ def _fix(value: Any, expected: Any, prop: str) -> str:
         if factories:
             shown = ", ".join(f"{cls.__name__}.{name}(...)" for name in factories[:4])
             return f"build one with {shown}"
-    return f"pass a {_describe(expected)}"
+    return f"pass a value of type {_describe(expected)}"
 
 
 def check_type(prop: str, value: Any, expected: Any, owner: str) -> None:
