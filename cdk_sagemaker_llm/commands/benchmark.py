@@ -10,6 +10,7 @@ from typing import Any
 from ..benchmarking.engine import KneeRule, sweep
 from ..benchmarking.invokers import AsyncInvoker, BotoInvoker, Invoker
 from ..benchmarking.payload import FORMATS, PayloadSpec
+from ..benchmarking.progress import LiveProgress
 from .aws_environment import aws_environment_problem
 
 
@@ -31,7 +32,8 @@ def register(subparsers: Any) -> None:
         description="Closed-loop concurrency sweep against a SageMaker endpoint (or one of its "
         "inference components) with a stated payload: at each level exactly N requests are in "
         "flight. Reports latency percentiles, ms/token, throughput, errors by kind, the knee "
-        "and cost per 1M output tokens. Progress goes to stderr.",
+        "and cost per 1M output tokens. Progress goes to stderr (on a terminal, live within each "
+        "level: requests done, errors, elapsed).",
     )
     parser.add_argument("--endpoint-name", required=True)
     parser.add_argument("--inference-component", help="inference component to invoke")
@@ -108,8 +110,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
 
-    def progress(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
+    live = LiveProgress(sys.stderr)
+    progress = live.line
+    if isinstance(invoker, AsyncInvoker | BotoInvoker):
+        invoker.on_sample = live.record
 
     target = {
         "endpoint_name": args.endpoint_name,
