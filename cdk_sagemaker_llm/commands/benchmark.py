@@ -24,6 +24,16 @@ def _concurrency_list(text: str) -> list[int]:
     return sorted(set(values))
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be at least 1")
+    return value
+
+
 def register(subparsers: Any) -> None:
     """Add the ``benchmark`` subcommand."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
@@ -45,12 +55,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--concurrency", type=_concurrency_list, default=[1, 2, 4, 8], help="default 1,2,4,8"
     )
-    parser.add_argument("--input-tokens", type=int, default=256, help="default 256")
-    parser.add_argument("--output-tokens", type=int, default=128, help="default 128")
+    parser.add_argument("--input-tokens", type=_positive_int, default=256, help="default 256")
+    parser.add_argument("--output-tokens", type=_positive_int, default=128, help="default 128")
     parser.add_argument("--prompts", help="JSONL prompts file (path or s3://) instead of synthetic")
     parser.add_argument(
         "--requests-per-level",
-        type=int,
+        type=_positive_int,
         help="requests per level (default max(4 x concurrency, 16) unless --duration-per-level)",
     )
     parser.add_argument("--duration-per-level", type=float, help="seconds per level")
