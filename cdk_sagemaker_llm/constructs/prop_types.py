@@ -147,8 +147,6 @@ def _matches(value: Any, expected: Any) -> bool:
         return value in arguments
     if origin is collections.abc.Callable:
         return callable(value)
-    if origin is typing.ClassVar:
-        return _matches(value, arguments[0])
     if origin in (list, tuple, set, frozenset, collections.abc.Sequence, collections.abc.Set):
         if isinstance(value, str) or not isinstance(value, origin):
             return _is_token(value)
