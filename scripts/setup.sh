@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Idempotent set-up: a virtual environment with the package and its dev tools, and the
-# pinned AWS CDK CLI from npm. Re-installs only when pyproject.toml or package*.json change.
+# Idempotent set-up: a virtual environment with the package and its dev tools (at the versions
+# of constraints/tested.txt), a wheelhouse of the runtime dependencies for the wheel test, and
+# from npm the pinned AWS CDK CLI and Node 22 (jsii no longer supports Node 20).
+# Re-installs only when pyproject.toml, the constraints or package*.json change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,12 +11,16 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv" >&2
   "$python" -m venv .venv
 fi
-wanted=$(cat pyproject.toml package.json package-lock.json | sha256sum | cut -d' ' -f1)
+wanted=$(cat pyproject.toml constraints/tested.txt package.json package-lock.json | sha256sum | cut -d' ' -f1)
 if [ "$(cat .venv/.setup-stamp 2>/dev/null)" != "$wanted" ]; then
+  pip=(.venv/bin/python -m pip --quiet --disable-pip-version-check)
   echo "setup: installing Python packages" >&2
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
-  echo "setup: installing the CDK CLI" >&2
+  "${pip[@]}" install --upgrade pip
+  "${pip[@]}" install -e '.[dev]' -c constraints/tested.txt
+  echo "setup: filling .venv/wheelhouse (from pip's cache: no second download)" >&2
+  rm -rf .venv/wheelhouse
+  "${pip[@]}" download -d .venv/wheelhouse -c constraints/tested.txt aws-cdk-lib constructs boto3
+  echo "setup: installing the CDK CLI and Node 22" >&2
   npm ci --no-audit --no-fund --loglevel=error
   echo "$wanted" > .venv/.setup-stamp
 fi

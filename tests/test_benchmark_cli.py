@@ -257,3 +257,33 @@ def test_closed_loop_goodput_is_reported(tmp_path: Path) -> None:
     assert main(["report", str(out), "--markdown", str(markdown)]) == 0
     text = markdown.read_text()
     assert "goodput req/s" in text and "p50 TPOT ms" in text and "TTFT <= 0.001 ms" in text
+
+
+@pytest.mark.parametrize("flag", ["--input-tokens", "--output-tokens", "--requests-per-level"])
+def test_bad_numbers_name_their_flag(flag: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["benchmark", "--endpoint-name", "e", "--out", "x", flag, "0"])
+    assert f"argument {flag}: '0': must be at least 1" in capsys.readouterr().err
+
+
+def test_no_region_names_the_flag(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for variable in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/dev/null")
+    assert main(["benchmark", "--endpoint-name", "e", "--out", "x"]) == 2
+    assert "pass --region" in capsys.readouterr().err
+
+
+def test_no_credentials_gives_a_hint(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/dev/null")
+    code = main(["benchmark", "--endpoint-name", "e", "--region", "us-west-2", "--out", "x"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "no AWS credentials found" in err and "AWS_ACCESS_KEY_ID" in err

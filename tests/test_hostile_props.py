@@ -7,29 +7,55 @@ summary line counts accepted and rejected combinations.
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import aws_cdk as cdk
+import pytest
 from aws_cdk import Duration, Size
 from aws_cdk.assertions import Template
 from conftest import cfn_lint_findings, new_stack
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+import cdk_sagemaker_llm
 from cdk_sagemaker_llm import (
+    BenchmarkGate,
+    ComponentScaling,
     ContainerImage,
+    DataCapture,
     DataType,
+    DraftModelKind,
+    Endpoint,
+    EndpointBenchmark,
+    HandlerPlacement,
     InferenceComponent,
     InferenceComponentEndpoint,
     InstanceType,
+    LmiBackend,
     LmiOptions,
     Model,
+    ModelSource,
+    OptimizationJob,
+    OptimizationTechnique,
+    PredefinedMetric,
+    ProductionVariant,
+    QuantizationMethod,
+    RollingDeployment,
+    ScaleFromZeroPolicy,
+    SpeculativeDecoding,
+    StepPolicy,
+    TargetTrackingPolicy,
+    TechniqueKind,
     TgiOptions,
     ValidationError,
+    VariantScaling,
 )
 from cdk_sagemaker_llm.catalog.instance_types import CATALOG
+from cdk_sagemaker_llm.constructs.prop_types import unchecked_props
 
 MAX_EXAMPLES = int(os.environ.get("HYPOTHESIS_MAX_EXAMPLES", "60"))
 OUTCOMES: Counter[str] = Counter()
@@ -210,10 +236,243 @@ def test_props_synthesize_cleanly_or_fail_with_our_error(props: dict[str, Any]) 
     OUTCOMES["synthesized, cfn-lint clean"] += 1
 
 
+# Wrong types: every prop of every public construct and props class, given a value of another
+# type, is our ValidationError naming the prop, the value, the expected type and a fix.
+
+
+def _baselines(
+    stack: cdk.Stack,
+) -> dict[str, Callable[[], tuple[Callable[..., Any], dict[str, Any]]]]:
+    """For each public class, a valid call: what to call and its keyword props."""
+    from aws_cdk import aws_applicationautoscaling as appscaling
+    from aws_cdk import aws_cloudwatch as cloudwatch
+    from aws_cdk import aws_s3 as s3
+
+    bucket = s3.Bucket.from_bucket_name(stack, "Bucket", "models")
+    model = Model(stack, "BaseModel", image=ContainerImage.lmi("0.31.0"))
+    shared = InferenceComponentEndpoint(
+        stack, "BaseShared", instance_type=InstanceType.G5_12XLARGE, max_instance_count=2
+    )
+    component = shared.add_inference_component(
+        "BaseComponent", model=model, accelerators=1, min_memory=Size.gibibytes(16)
+    )
+    variant = ProductionVariant(model=model, instance_type=InstanceType.G5_2XLARGE)
+    dedicated = Endpoint(stack, "BaseDedicated", variants=[variant])
+    cfn_target = appscaling.CfnScalableTarget(
+        stack,
+        "BaseTarget",
+        max_capacity=2,
+        min_capacity=1,
+        resource_id="inference-component/ic",
+        scalable_dimension="sagemaker:inference-component:DesiredCopyCount",
+        service_namespace="sagemaker",
+    )
+    target = appscaling.ScalableTarget(
+        stack,
+        "BaseScalableTarget",
+        service_namespace=appscaling.ServiceNamespace.SAGEMAKER,
+        resource_id="inference-component/ic",
+        scalable_dimension="sagemaker:inference-component:DesiredCopyCount",
+        min_capacity=1,
+        max_capacity=2,
+    )
+    ids = iter(range(1_000_000))
+
+    def construct(
+        cls: Any, **props: Any
+    ) -> Callable[[], tuple[Callable[..., Any], dict[str, Any]]]:
+        return lambda: (lambda **kw: cls(stack, f"{cls.__name__}{next(ids)}", **kw), props)
+
+    def plain(cls: Any, **props: Any) -> Callable[[], tuple[Callable[..., Any], dict[str, Any]]]:
+        return lambda: (cls, props)
+
+    return {
+        "Model": construct(Model, image=ContainerImage.lmi("0.31.0")),
+        "InferenceComponentEndpoint": construct(
+            InferenceComponentEndpoint, instance_type=InstanceType.G5_12XLARGE
+        ),
+        "Endpoint": construct(Endpoint, variants=[variant]),
+        "ProductionVariant": plain(
+            ProductionVariant, model=model, instance_type=InstanceType.G5_2XLARGE
+        ),
+        "InferenceComponent": construct(
+            InferenceComponent,
+            endpoint=shared,
+            model=model,
+            accelerators=1,
+            min_memory=Size.gibibytes(16),
+        ),
+        "ComponentScaling": construct(ComponentScaling, component=component, max_copies=2),
+        "VariantScaling": construct(VariantScaling, endpoint=dedicated, max_instances=2),
+        "TargetTrackingPolicy": construct(
+            TargetTrackingPolicy,
+            scalable_target=cfn_target,
+            metric=PredefinedMetric.INFERENCE_COMPONENT_INVOCATIONS_PER_COPY,
+            target=100,
+        ),
+        "StepPolicy": construct(
+            StepPolicy,
+            scaling_target=target,
+            metric=cloudwatch.Metric(namespace="AWS/SageMaker", metric_name="GPUUtilization"),
+            scaling_steps=[
+                appscaling.ScalingInterval(upper=20, change=-1),
+                appscaling.ScalingInterval(lower=70, change=1),
+            ],
+        ),
+        "ScaleFromZeroPolicy": construct(
+            ScaleFromZeroPolicy, scaling_target=target, inference_component_name="ic"
+        ),
+        "EndpointBenchmark": construct(EndpointBenchmark, inference_component=component),
+        "BenchmarkGate": plain(BenchmarkGate),
+        "OptimizationJob": construct(
+            OptimizationJob,
+            source=ModelSource.from_s3(bucket, "weights/"),
+            instance_type=InstanceType.G5_12XLARGE,
+            techniques=[OptimizationTechnique.quantization_of(QuantizationMethod.AWQ)],
+            output_bucket=bucket,
+        ),
+        "OptimizationTechnique": plain(OptimizationTechnique, kind=TechniqueKind.SHARDING),
+        "SpeculativeDecoding": plain(SpeculativeDecoding, kind=DraftModelKind.PROVIDER),
+        "LmiOptions": plain(LmiOptions),
+        "TgiOptions": plain(TgiOptions),
+        "RollingDeployment": plain(RollingDeployment, batch_size=1),
+        "DataCapture": plain(DataCapture, bucket=bucket),
+        "HandlerPlacement": plain(HandlerPlacement),
+    }
+
+
+PUBLIC_CLASSES = [
+    "Model", "InferenceComponentEndpoint", "Endpoint", "ProductionVariant", "InferenceComponent",
+    "ComponentScaling", "VariantScaling", "TargetTrackingPolicy", "StepPolicy",
+    "ScaleFromZeroPolicy", "EndpointBenchmark", "BenchmarkGate", "OptimizationJob",
+    "OptimizationTechnique", "SpeculativeDecoding", "LmiOptions", "TgiOptions",
+    "RollingDeployment", "DataCapture", "HandlerPlacement",
+]  # fmt: skip
+
+
+def _props(name: str) -> list[str]:
+    """The keyword props of a public class (scope and id excluded)."""
+    parameters = inspect.signature(getattr(cdk_sagemaker_llm, name).__init__).parameters
+    return [p for p in parameters if p not in ("self", "scope", "id")]
+
+
+@pytest.fixture(scope="module")
+def baselines() -> dict[str, Callable[[], tuple[Callable[..., Any], dict[str, Any]]]]:
+    return _baselines(new_stack())
+
+
+def test_every_public_construct_and_props_class_is_covered() -> None:
+    """Each public class with props is type-checked and has a baseline here."""
+    constructs_with_props = {
+        name
+        for name in cdk_sagemaker_llm.__all__
+        if isinstance(getattr(cdk_sagemaker_llm, name), type)
+        and hasattr(getattr(cdk_sagemaker_llm, name).__init__, "__wrapped__")
+    }
+    assert constructs_with_props == set(PUBLIC_CLASSES)
+    for name in PUBLIC_CLASSES:
+        assert unchecked_props(getattr(cdk_sagemaker_llm, name)) == [], name
+
+
+class _Alien:
+    """A value of a type no prop accepts."""
+
+    def __repr__(self) -> str:
+        return "<alien>"
+
+
+@pytest.mark.parametrize(
+    ("name", "prop"), [(name, prop) for name in PUBLIC_CLASSES for prop in _props(name)]
+)
+def test_a_value_of_a_foreign_type_names_the_prop(
+    baselines: dict[str, Any], name: str, prop: str
+) -> None:
+    call, props = baselines[name]()
+    with pytest.raises(ValidationError) as raised:
+        call(**{**props, prop: _Alien()})
+    assert raised.value.prop == prop and raised.value.fix
+    assert f"{prop}=<alien>" in str(raised.value) and "expects" in raised.value.problem
+
+
+@pytest.mark.parametrize(
+    ("build_call", "prop", "fix"),
+    [
+        (
+            lambda: InferenceComponentEndpoint(new_stack(), "E", instance_type="ml.g5.12xlarge"),
+            "instance_type",
+            "InstanceType.of('ml.g5.12xlarge')",
+        ),
+        (lambda: LmiOptions(backend="vllm"), "backend", "LmiBackend.VLLM"),
+        (lambda: LmiOptions(tensor_parallel_degree="2"), "tensor_parallel_degree", "=2"),
+        (lambda: TgiOptions(dtype="bf16"), "dtype", "DataType.BF16"),
+        (lambda: RollingDeployment(wait_interval=60), "wait_interval", "Duration.seconds(60)"),
+        (lambda: BenchmarkGate(min_knee_concurrency=True), "min_knee_concurrency", "a number"),
+    ],
+)
+def test_the_issue_examples_get_a_specific_fix(build_call: Any, prop: str, fix: str) -> None:
+    with pytest.raises(ValidationError) as raised:
+        build_call()
+    assert raised.value.prop == prop
+    assert fix in raised.value.fix, raised.value.fix
+
+
+def test_min_memory_as_a_number_suggests_size(baselines: dict[str, Any]) -> None:
+    call, props = baselines["InferenceComponent"]()
+    with pytest.raises(ValidationError, match=r"min_memory=32768: .*Size\.mebibytes\(32768\)"):
+        call(**{**props, "min_memory": 32768})
+
+
+def test_tokens_pass_where_strings_and_numbers_are_expected(baselines: dict[str, Any]) -> None:
+    stack = new_stack()
+    name = cdk.CfnParameter(stack, "Name")
+    InferenceComponentEndpoint(
+        stack, "Tokens", instance_type=InstanceType.G5_12XLARGE, endpoint_name=name.value_as_string
+    )
+    call, props = baselines["TargetTrackingPolicy"]()
+    knee = cdk.Token.as_number(cdk.Fn.get_att("Benchmark", "KneeConcurrency"))
+    call(**{**props, "target": knee})
+
+
+wrong_values = st.one_of(
+    st.text(max_size=12),
+    st.integers(min_value=-5, max_value=100_000),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.booleans(),
+    st.lists(st.integers(min_value=0, max_value=9), max_size=3),
+    st.dictionaries(st.text(max_size=4), st.integers(), max_size=2),
+    st.builds(Duration.seconds, st.integers(min_value=0, max_value=4000)),
+    st.builds(Size.gibibytes, st.integers(min_value=0, max_value=600)),
+    st.sampled_from([*LmiBackend, *DataType, InstanceType.G5_12XLARGE]),
+)
+
+
+@settings(
+    max_examples=MAX_EXAMPLES * 2,
+    deadline=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_wrong_types_are_our_error_never_a_raw_exception(
+    baselines: dict[str, Any], data: st.DataObject
+) -> None:
+    name = data.draw(st.sampled_from(PUBLIC_CLASSES), label="class")
+    prop = data.draw(st.sampled_from(_props(name)), label="prop")
+    value = data.draw(wrong_values, label="value")
+    call, props = baselines[name]()
+    try:
+        call(**{**props, prop: value})
+    except ValidationError as error:
+        assert error.prop and "Fix: " in str(error) and error.fix
+        OUTCOMES[f"wrong type rejected: {name}.{prop}"] += 1
+        return
+    OUTCOMES["wrong-typed draw accepted (it was of a valid type)"] += 1
+
+
 def test_outcome_summary() -> None:
     """Prints what the property test saw (run with -s); runs after it in file order."""
     total = sum(OUTCOMES.values())
-    rejected = total - OUTCOMES["synthesized, cfn-lint clean"]
+    rejected = sum(n for outcome, n in OUTCOMES.items() if "rejected" in outcome)
     print(f"\nhostile props: {total} combinations, {rejected} rejected with our errors")
     for outcome, count in OUTCOMES.most_common():
         print(f"  {count:4d}  {outcome}")

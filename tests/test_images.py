@@ -316,3 +316,18 @@ def _statements(stack: cdk.Stack) -> list[dict]:
 
 def _as_list(value: str | list[str]) -> list[str]:
     return value if isinstance(value, list) else [value]
+
+
+def test_known_versions_accept_the_family_value() -> None:
+    assert ContainerImage.known_versions("lmi") == ContainerImage.known_versions(
+        ContainerFamily.LMI
+    )
+    assert ContainerImage.known_versions("lmi")
+    assert ContainerImage.known_versions("TGI_NEURONX") == ContainerImage.known_versions(
+        ContainerFamily.TGI_NEURONX
+    )
+
+
+def test_known_versions_of_an_unknown_family_is_our_error() -> None:
+    with pytest.raises(ValidationError, match=r"family='vllm'.*ContainerFamily.LMI"):
+        ContainerImage.known_versions("vllm")

@@ -31,3 +31,41 @@ def test_the_pack_really_runs(tmp_path: Path) -> None:
     role.add_to_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=["*"]))
     with pytest.raises(RuntimeError, match="AwsSolutions-IAM5"):
         app.synth()
+
+
+@pytest.mark.parametrize("kind", ["instance", "inference-component"])
+def test_data_capture_with_a_customer_key_is_nag_clean(tmp_path: Path, kind: str) -> None:
+    """The README's claim: our constructs acknowledge their own findings, DataCapture's too."""
+    from aws_cdk import aws_kms as kms
+    from aws_cdk import aws_s3 as s3
+    from cdk_nag import AwsSolutionsChecks
+
+    from cdk_sagemaker_llm import (
+        ContainerImage,
+        DataCapture,
+        Endpoint,
+        InferenceComponentEndpoint,
+        InstanceType,
+        Model,
+        ProductionVariant,
+    )
+
+    app = cdk.App(outdir=str(tmp_path), context=CDK_CONTEXT)
+    stack = cdk.Stack(app, "Capture", env=cdk.Environment(region="us-west-2"))
+    key = kms.Key(stack, "Key", enable_key_rotation=True)
+    bucket = s3.Bucket.from_bucket_name(stack, "Bucket", "captures")
+    capture = DataCapture(bucket=bucket, kms_key=key)
+    if kind == "instance":
+        model = Model(stack, "Model", image=ContainerImage.lmi("0.31.0"))
+        Endpoint(
+            stack,
+            "Endpoint",
+            variants=[ProductionVariant(model=model, instance_type=InstanceType.G5_2XLARGE)],
+            data_capture=capture,
+        )
+    else:
+        InferenceComponentEndpoint(
+            stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE, data_capture=capture
+        )
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()  # raises on any unacknowledged finding

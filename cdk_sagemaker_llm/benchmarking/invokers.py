@@ -100,6 +100,9 @@ class AsyncInvoker:
     one). Requests are not retried: a throttled request is recorded as a throttling error.
     """
 
+    on_sample: Callable[[RequestSample], None] | None = None
+    """Called with each finished request's sample (e.g. live progress); default none."""
+
     def __init__(
         self,
         endpoint_name: str,
@@ -174,6 +177,8 @@ class AsyncInvoker:
                             break
                     reused = connection is not None
                     samples.append(sample)
+                    if self.on_sample is not None:
+                        self.on_sample(sample)
             finally:
                 if connection is not None:
                     connection.close()
@@ -371,6 +376,9 @@ class BotoInvoker:
     ``adaptive`` mode also rate-limits the client after throttling, which changes the load).
     """
 
+    on_sample: Callable[[RequestSample], None] | None = None
+    """Called with each finished request's sample (e.g. live progress); default none."""
+
     def __init__(
         self,
         endpoint_name: str,
@@ -492,6 +500,8 @@ class BotoInvoker:
                 sample = self.invoke_one(client, request)
                 with lock:
                     samples.append(sample)
+                if self.on_sample is not None:
+                    self.on_sample(sample)
 
         with ThreadPoolExecutor(max_workers=concurrency) as pool:
             for future in [pool.submit(worker) for _ in range(concurrency)]:

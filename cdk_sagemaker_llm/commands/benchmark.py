@@ -14,6 +14,7 @@ from ..benchmarking.goodput import DEFAULT_FRACTION, GoodputSlo
 from ..benchmarking.invokers import AsyncInvoker, BotoInvoker, Invoker
 from ..benchmarking.open_loop import rate_sweep
 from ..benchmarking.payload import FORMATS, PayloadSpec
+from ..benchmarking.progress import LiveProgress
 from ..benchmarking.search import (
     DEFAULT_RESOLUTION,
     SEARCHES,
@@ -22,6 +23,7 @@ from ..benchmarking.search import (
     search_max_rate,
 )
 from ..catalog.prices import DEFAULT_PRICE_LIST, check_discount
+from .aws_environment import aws_environment_problem
 
 
 def _concurrency_list(text: str) -> list[int]:
@@ -139,6 +141,16 @@ def _run_mode(
     return rate_sweep(invoker, spec, rates, slo=slo, **open_loop, **sizing, **common)
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be at least 1")
+    return value
+
+
 def register(subparsers: Any) -> None:
     """Add the ``benchmark`` subcommand."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
@@ -150,7 +162,8 @@ def register(subparsers: Any) -> None:
         "and cost per 1M output tokens. With --request-rate, an open-loop sweep instead "
         "(seeded Poisson or constant arrivals): achieved rate, schedule lag, backlog growth, "
         "goodput against SLOs and the sustainable rate. --search finds the knee or the "
-        "sustainable rate by bracketing and bisection. Progress goes to stderr.",
+        "sustainable rate by bracketing and bisection. Progress goes to stderr (on a terminal, "
+        "live within each level: requests done, errors, elapsed).",
     )
     parser.add_argument("--endpoint-name", required=True)
     parser.add_argument("--inference-component", help="inference component to invoke")
@@ -162,12 +175,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--concurrency", type=_concurrency_list, help="closed-loop levels; default 1,2,4,8"
     )
-    parser.add_argument("--input-tokens", type=int, default=256, help="default 256")
-    parser.add_argument("--output-tokens", type=int, default=128, help="default 128")
+    parser.add_argument("--input-tokens", type=_positive_int, default=256, help="default 256")
+    parser.add_argument("--output-tokens", type=_positive_int, default=128, help="default 128")
     parser.add_argument("--prompts", help="JSONL prompts file (path or s3://) instead of synthetic")
     parser.add_argument(
         "--requests-per-level",
-        type=int,
+        type=_positive_int,
         help="requests per level (default max(4 x concurrency, 16) unless --duration-per-level)",
     )
     parser.add_argument("--duration-per-level", type=float, help="seconds per level")
@@ -244,7 +257,7 @@ def _price(args: argparse.Namespace, region: str | None) -> tuple[float | None, 
 
 def run(args: argparse.Namespace) -> int:
     """Run the sweep, write ``--out``; exit 0, or 2 on bad input."""
-    problem = _mode_error(args)
+    problem = _mode_error(args) or aws_environment_problem(args.region)
     if problem is not None:
         print(f"error: {problem}", file=sys.stderr)
         return 2
@@ -262,8 +275,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
 
-    def progress(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
+    live = LiveProgress(sys.stderr)
+    progress = live.line
+    if isinstance(invoker, AsyncInvoker | BotoInvoker):
+        invoker.on_sample = live.record
 
     target = {
         "endpoint_name": args.endpoint_name,

@@ -35,7 +35,8 @@ from constructs import Construct, IValidation
 from .deployment import RollingDeployment
 from .endpoint_base import EndpointBase
 from .interfaces import IEndpoint, IInferenceComponent
-from .validation import ValidationError, check_range, is_unresolved
+from .prop_types import typed_props
+from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
 
 SERVICE_NAMESPACE = "sagemaker"
 COPY_COUNT_DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
@@ -125,6 +126,7 @@ class ScalingPolicy(Construct):
         return Duration.seconds(int(self.detection_period.to_seconds()) * self.detection_datapoints)
 
 
+@typed_props
 class TargetTrackingPolicy(ScalingPolicy):
     """Target tracking on a predefined SageMaker metric (one ``ScalingPolicy`` resource).
 
@@ -194,6 +196,7 @@ class TargetTrackingPolicy(ScalingPolicy):
         self.policy_arn = self.resource.ref
 
 
+@typed_props
 class StepPolicy(ScalingPolicy):
     """Step scaling on any CloudWatch metric: an upper and/or a lower alarm with their steps.
 
@@ -271,6 +274,7 @@ class StepPolicy(ScalingPolicy):
         self.policy_arn = action.scaling_policy_arn
 
 
+@typed_props
 class ScaleFromZeroPolicy(ScalingPolicy):
     """The scale-from-zero recipe: +1 copy when a request finds no copy.
 
@@ -292,6 +296,7 @@ class ScaleFromZeroPolicy(ScalingPolicy):
         :param scaling_target: the component's copy-count scalable target.
         :param inference_component_name: the component the alarm watches.
         """
+        check_sagemaker_name("inference_component_name", inference_component_name)
         super().__init__(scope, id)
         self.kind = ScalingPolicyKind.SCALE_FROM_ZERO
         self.detection_period = SCALE_FROM_ZERO_PERIOD
@@ -630,6 +635,7 @@ class _Scaling(Construct):
         check_range("min_capacity", min_capacity, minimum=0)
 
 
+@typed_props
 class ComponentScaling(_Scaling):
     """Scale the copy count of an inference component (``DesiredCopyCount``).
 
@@ -769,6 +775,7 @@ class ComponentScaling(_Scaling):
             )
 
 
+@typed_props
 class VariantScaling(_Scaling):
     """Scale the instance count of a variant of an instance-based endpoint.
 

@@ -86,6 +86,7 @@ from .deploy_time import (
 from .endpoint import Endpoint, IEndpoint, InferenceComponentEndpoint
 from .inference_component import IInferenceComponent, InferenceComponent
 from .nag import acknowledge, acknowledge_wildcard_resources
+from .prop_types import typed_props
 from .validation import ValidationError, check_range, is_unresolved
 
 HANDLER_ASSET = HandlerAsset(
@@ -176,6 +177,7 @@ class PayloadFormat(Enum):
     ``stream_options.include_usage``). For chat-tuned models."""
 
 
+@typed_props
 @dataclass(frozen=True, kw_only=True)
 class BenchmarkGate:
     """Measured figures below which the deployment fails (with the figures as the reason)."""
@@ -196,6 +198,7 @@ class BenchmarkGate:
 # ----- the construct -------------------------------------------------------------------------
 
 
+@typed_props
 class EndpointBenchmark(Construct):
     """A concurrency sweep against an endpoint or inference component, run at deploy time.
 

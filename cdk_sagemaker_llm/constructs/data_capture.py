@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 
+from .nag import acknowledge_wildcard_actions, acknowledge_wildcard_resources
+from .prop_types import typed_props
 from .validation import ValidationError, check_range
 
 if TYPE_CHECKING:  # annotations only: importing these costs synth time
@@ -15,6 +17,7 @@ if TYPE_CHECKING:  # annotations only: importing these costs synth time
     from aws_cdk import aws_s3 as s3
 
 
+@typed_props
 @dataclass(frozen=True, kw_only=True)
 class DataCapture:
     """Write a sample of an endpoint's requests and responses to S3 (``DataCaptureConfig``)."""
@@ -57,10 +60,21 @@ class DataCapture:
                 actions=["s3:PutObject"],
                 resource_arns=[self.bucket.arn_for_objects(self.prefix + "*")],
             )
-            if self.kms_key is not None:
-                self.kms_key.grant_encrypt(role)
-            elif self.bucket.encryption_key is not None:
-                self.bucket.encryption_key.grant_encrypt(role)
+            acknowledge_wildcard_resources(
+                role,
+                [self.bucket.arn_for_objects(self.prefix + "*")],
+                "SageMaker writes captured requests under keys it generates below the capture "
+                "prefix (endpoint, variant, date); the grant is exactly that prefix",
+            )
+            key = self.kms_key if self.kms_key is not None else self.bucket.encryption_key
+            if key is not None:
+                key.grant_encrypt(role)
+                acknowledge_wildcard_actions(
+                    role,
+                    ["kms:GenerateDataKey*", "kms:ReEncrypt*"],
+                    "Key.grant_encrypt's action families on exactly the capture key: SageMaker "
+                    "generates data keys to encrypt the captured objects",
+                )
         modes = [
             mode
             for mode, on in (("Input", self.capture_input), ("Output", self.capture_output))

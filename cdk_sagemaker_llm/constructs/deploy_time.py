@@ -34,6 +34,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from .nag import acknowledge, acknowledge_wildcard_resources
+from .prop_types import typed_props
 from .validation import ValidationError
 
 HANDLER_RUNTIME = lambda_.Runtime.PYTHON_3_13
@@ -47,6 +48,7 @@ CUSTOM_RESOURCE_TIMEOUT = Duration.minutes(5)
 wait condition)."""
 
 
+@typed_props
 @dataclass(frozen=True, kw_only=True)
 class HandlerPlacement:
     """Where a construct's handler Lambdas run, and which key encrypts their logs."""

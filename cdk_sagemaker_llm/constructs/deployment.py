@@ -22,9 +22,11 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 
+from .prop_types import typed_props
 from .validation import ValidationError, check_range, is_unresolved
 
 
+@typed_props
 @dataclass(frozen=True, kw_only=True)
 class RollingDeployment:
     """Replace capacity in batches, watching alarms; roll back when one fires.

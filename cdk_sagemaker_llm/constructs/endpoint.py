@@ -29,6 +29,7 @@ from .inference_component import InferenceComponent
 from .interfaces import IEndpoint
 from .model import ModelBase
 from .networking import place_in_vpc
+from .prop_types import typed_props
 from .serverless import ServerlessConfig
 from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
 from .variant_options import (
@@ -56,6 +57,7 @@ __all__ = [
 ]
 
 
+@typed_props
 @dataclass(frozen=True, kw_only=True)
 class ProductionVariant:
     """One weighted production variant of an instance-based endpoint."""
@@ -237,6 +239,7 @@ def _volume_gib(prop: str, size: Size | None) -> int | None:
     return gib
 
 
+@typed_props
 class Endpoint(EndpointBase):
     """An instance-based endpoint: one or more weighted variants, each serving one model."""
 
@@ -418,6 +421,7 @@ class Endpoint(EndpointBase):
             )
 
 
+@typed_props
 class InferenceComponentEndpoint(EndpointBase):
     """An endpoint that hosts inference components on shared instances.
 

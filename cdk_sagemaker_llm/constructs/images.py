@@ -106,8 +106,24 @@ class ContainerImage:
         return ContainerImage._dlc(ContainerFamily.TRITON, version)
 
     @staticmethod
-    def known_versions(family: ContainerFamily) -> list[str]:
-        """The short versions the catalog knows for a container family, oldest first."""
+    def known_versions(family: ContainerFamily | str) -> list[str]:
+        """The short versions the catalog knows for a container family, oldest first.
+
+        ``family`` is a ``ContainerFamily`` or its value (``"lmi"``, ``"tgi-neuronx"`` ...); an
+        unknown family is a ValidationError, and a family without a catalog line (``CUSTOM``)
+        knows no versions.
+        """
+        if not isinstance(family, ContainerFamily):
+            known = {f.value: f for f in ContainerFamily} | {f.name: f for f in ContainerFamily}
+            if not isinstance(family, str) or (family not in known and family.upper() not in known):
+                raise ValidationError(
+                    "family",
+                    family,
+                    "not a container family",
+                    "pass a ContainerFamily such as ContainerFamily.LMI, or one of "
+                    + ", ".join(repr(f.value) for f in ContainerFamily),
+                )
+            family = known.get(family) or known[family.upper()]
         line = DLC_LINES.get(family)
         if line is None:
             return []

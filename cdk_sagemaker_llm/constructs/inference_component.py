@@ -23,6 +23,7 @@ from .interfaces import IEndpoint, IInferenceComponent
 from .model import ModelBase, check_image_on_instance, merge_environment
 from .model_source import ModelSource, ModelSourceKind
 from .plan_metadata import add_plan_metadata
+from .prop_types import typed_props
 from .serving_options import ServingOptions
 from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
 
@@ -117,6 +118,7 @@ class _ImportedInferenceComponent(InferenceComponentBase):
         self.endpoint = endpoint
 
 
+@typed_props
 class InferenceComponent(InferenceComponentBase):
     """One inference component: a model, or a container + artifact, with its compute share.
 

@@ -18,6 +18,7 @@ from .images import ContainerImage
 from .model_source import ModelSource
 from .networking import place_in_vpc
 from .plan_metadata import add_plan_metadata
+from .prop_types import typed_props
 from .serving_options import ServingOptions
 from .speculative_decoding import SpeculativeDecoding
 from .validation import ValidationError, check_sagemaker_name, is_unresolved
@@ -119,6 +120,7 @@ def import_model_by_arn(
     return _ImportedModel(scope, id, name=parts.resource_name, arn=model_arn, role=role)
 
 
+@typed_props
 class Model(ModelBase):
     """A SageMaker model (``AWS::SageMaker::Model``) built from an image and a model source.
 

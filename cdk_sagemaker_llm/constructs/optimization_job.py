@@ -90,6 +90,7 @@ from .model import Model, merge_environment
 from .model_source import BoundModelSource, ModelSource, ModelSourceKind
 from .nag import acknowledge_wildcard_resources
 from .networking import place_in_vpc
+from .prop_types import typed_props
 from .validation import SAGEMAKER_NAME, ValidationError, check_range
 
 HANDLER_ASSET = HandlerAsset(
@@ -213,6 +214,7 @@ class CompilationTarget(Enum):
     """TensorRT-LLM engines for NVIDIA GPUs."""
 
 
+@typed_props
 @dataclass(frozen=True)
 class OptimizationTechnique:
     """One technique of an optimization job; build it with the static factories."""
@@ -343,6 +345,7 @@ class OptimizationTechnique:
         return {self.kind.value: config}
 
 
+@typed_props
 class OptimizationJob(Construct):
     """A SageMaker optimization job, run while the stack deploys and waited for up to 12 hours.
 

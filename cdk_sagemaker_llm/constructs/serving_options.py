@@ -10,6 +10,7 @@ from typing import Any
 from aws_cdk import Duration
 
 from .images import ContainerFamily, ContainerImage
+from .prop_types import typed_props
 from .validation import ValidationError, check_range
 
 
@@ -53,6 +54,7 @@ def _positive(prop: str, value: int | None) -> None:
     check_range(prop, value, minimum=1, fix=f"set {prop} to a positive integer or leave it unset")
 
 
+@typed_props
 @dataclass(frozen=True, kw_only=True)
 class LmiOptions:
     """Serving options of an LMI (DJL Serving) container, rendered as ``OPTION_*`` variables.
@@ -186,6 +188,7 @@ class LmiOptions:
         return env
 
 
+@typed_props
 @dataclass(frozen=True, kw_only=True)
 class TgiOptions:
     """Serving options of a Hugging Face TGI container, rendered as TGI's variables.

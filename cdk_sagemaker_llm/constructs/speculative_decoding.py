@@ -31,6 +31,7 @@ from aws_cdk import aws_s3 as s3
 
 from .images import ContainerFamily, ContainerImage
 from .model_source import ModelSource
+from .prop_types import typed_props
 from .validation import ValidationError
 
 DRAFT_MODEL_VARIABLE = "OPTION_SPECULATIVE_DRAFT_MODEL"
@@ -54,6 +55,7 @@ class DraftModelKind(Enum):
     """Uncompressed weights under an S3 prefix."""
 
 
+@typed_props
 class SpeculativeDecoding:
     """A draft model for speculative decoding, set on a ``Model``'s serving container.
 

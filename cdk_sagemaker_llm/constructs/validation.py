@@ -8,8 +8,9 @@ from typing import Any
 from aws_cdk import Token
 
 from ..errors import ValidationError
+from .prop_types import typed_props
 
-__all__ = ["ValidationError", "check_range", "check_sagemaker_name", "is_unresolved"]
+__all__ = ["ValidationError", "check_range", "check_sagemaker_name", "is_unresolved", "typed_props"]
 
 
 def is_unresolved(value: Any) -> bool:

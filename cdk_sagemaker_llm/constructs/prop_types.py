@@ -1,0 +1,290 @@
+"""Run-time type checks of construct props: a wrong type is a ValidationError, not a raw
+``AttributeError`` from deep inside a construct or a jsii ``TypeError``.
+
+``@typed_props`` on a construct class (or a props dataclass) checks every argument of its
+``__init__`` against the annotations at call time. It understands unions and ``None``,
+``Sequence``/``Mapping``/``list``/``dict`` (element types too), ``Literal``, enums, our own
+protocols (``IEndpoint``), jsii classes and interfaces (``iam.IRole``, ``Duration``, ``Size``),
+and lets CDK tokens through where a string or number is expected: their value is only known at
+deploy time.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import functools
+import importlib
+import inspect
+import numbers
+import sys
+import types
+import typing
+from collections.abc import Callable, Mapping
+from enum import Enum
+from typing import Any, TypeVar
+
+from ..errors import ValidationError
+
+__all__ = ["typed_props", "unchecked_props"]
+
+T = TypeVar("T", bound=type)
+
+_UNRESOLVED = object()
+"""An annotation that names a type this module cannot import (left unchecked)."""
+
+
+class _Namespace(dict[str, Any]):
+    """Names an annotation may use beyond its module's globals: the module aliases of
+    ``aws_cdk`` (``ec2``, ``kms`` ...) and the package's public names, which modules import
+    only for type checkers."""
+
+    def __missing__(self, name: str) -> Any:
+        try:
+            return importlib.import_module(f"aws_cdk.aws_{name}")
+        except ImportError:
+            pass
+        package = importlib.import_module("cdk_sagemaker_llm")
+        try:
+            return getattr(package, name)
+        except AttributeError:
+            raise KeyError(name) from None
+
+
+def _resolve(function: Callable[..., Any]) -> dict[str, Any]:
+    """The evaluated annotation of each parameter (``_UNRESOLVED`` when it cannot be)."""
+    module = sys.modules[function.__module__]
+    hints: dict[str, Any] = {}
+    for name, parameter in inspect.signature(function).parameters.items():
+        annotation = parameter.annotation
+        if name == "self" or annotation is inspect.Parameter.empty:
+            continue
+        if isinstance(annotation, str):
+            try:
+                annotation = eval(annotation, dict(vars(module)), _Namespace())
+            except (NameError, AttributeError, TypeError, SyntaxError):
+                annotation = _UNRESOLVED
+        hints[name] = annotation
+    return hints
+
+
+def _init_of(cls: type) -> Callable[..., None]:
+    init: Callable[..., None] = getattr(cls, "__init__")  # noqa: B009 (mypy: no instance access)
+    return init
+
+
+def unchecked_props(cls: type) -> list[str]:
+    """The ``__init__`` parameters of a ``@typed_props`` class whose annotation names a type
+    that cannot be imported (tests assert there are none)."""
+    init = _init_of(cls)
+    hints = _resolve(getattr(init, "__wrapped__", init))
+    return sorted(name for name, hint in hints.items() if hint is _UNRESOLVED)
+
+
+def _is_token(value: Any) -> bool:
+    """True for a CDK token standing for a string, number or list (known at deploy time)."""
+    cdk = sys.modules.get("aws_cdk")  # no aws_cdk loaded: no token can exist
+    if cdk is None or isinstance(value, bool) or not isinstance(value, str | int | float | list):
+        return False
+    return bool(cdk.Token.is_unresolved(value))
+
+
+def _jsii_interface_proxy(expected: type) -> type | None:
+    proxy = getattr(expected, "__jsii_proxy_class__", None)
+    return proxy() if callable(proxy) and getattr(expected, "_is_protocol", False) else None
+
+
+def _declares(value: Any, interface: type) -> bool:
+    """True when ``value``'s class says it implements the jsii ``interface`` (or a sub-one)."""
+    for cls in type(value).__mro__:
+        for declared in getattr(cls, "__jsii_ifaces__", ()):
+            if interface in declared.__mro__:
+                return True
+    return False
+
+
+def _protocol_members(protocol: type) -> set[str]:
+    members: set[str] = set()
+    for cls in protocol.__mro__:
+        if cls in (object, typing.Generic) or cls.__name__ == "Protocol":
+            continue
+        members.update(getattr(cls, "__annotations__", {}))
+        members.update(name for name in vars(cls) if not name.startswith("_"))
+    return members
+
+
+def _matches_class(value: Any, expected: type) -> bool:
+    if expected is Any or expected is object:
+        return True
+    if expected is bool:
+        return isinstance(value, bool)
+    if expected is int:
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, float) and _is_token(value)
+        )
+    if expected is float:
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    proxy = _jsii_interface_proxy(expected)
+    if proxy is not None:
+        delegates = getattr(value, "_delegates", None)  # an imported resource's proxy
+        candidates = [value, *(delegates if isinstance(delegates, list) else [])]
+        return any(isinstance(c, proxy) or _declares(c, expected) for c in candidates)
+    if getattr(expected, "_is_protocol", False):
+        return all(hasattr(value, member) for member in _protocol_members(expected))
+    return isinstance(value, expected)
+
+
+def _matches(value: Any, expected: Any) -> bool:
+    """True when ``value`` is of the annotated type ``expected``."""
+    if expected is _UNRESOLVED or expected is Any or isinstance(expected, TypeVar):
+        return True
+    if expected is None or expected is type(None):
+        return value is None
+    origin = typing.get_origin(expected)
+    arguments = typing.get_args(expected)
+    if origin in (typing.Union, types.UnionType):
+        return any(_matches(value, option) for option in arguments)
+    if origin is typing.Literal:
+        return value in arguments
+    if origin is collections.abc.Callable:
+        return callable(value)
+    if origin in (list, tuple, set, frozenset, collections.abc.Sequence, collections.abc.Set):
+        if isinstance(value, str) or not isinstance(value, origin):
+            return _is_token(value)
+        if origin is tuple and arguments and arguments[-1] is not Ellipsis:
+            return len(value) == len(arguments) and all(
+                _matches(item, kind) for item, kind in zip(value, arguments, strict=True)
+            )
+        item_type = arguments[0] if arguments else Any
+        return all(_matches(item, item_type) for item in value)
+    if origin in (dict, collections.abc.Mapping, collections.abc.MutableMapping):
+        if not isinstance(value, origin):
+            return _is_token(value)
+        key_type, item_type = arguments if arguments else (Any, Any)
+        return all(_matches(k, key_type) and _matches(v, item_type) for k, v in value.items())
+    if origin is type:
+        return isinstance(value, type)
+    if isinstance(expected, type):
+        return _matches_class(value, expected)
+    return True  # an annotation form this checker does not model: leave it to the construct
+
+
+def _describe(expected: Any) -> str:
+    """The annotation as a reader writes it (``InstanceType | None``, ``Sequence[str]``)."""
+    if expected is None or expected is type(None):
+        return "None"
+    origin = typing.get_origin(expected)
+    arguments = typing.get_args(expected)
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(_describe(option) for option in arguments)
+    if origin is typing.Literal:
+        return " or ".join(repr(option) for option in arguments)
+    if origin is not None:
+        inner = ", ".join("..." if a is Ellipsis else _describe(a) for a in arguments)
+        return f"{getattr(origin, '__name__', str(origin))}[{inner}]" if inner else str(origin)
+    return getattr(expected, "__name__", str(expected))
+
+
+def _classes(expected: Any) -> list[type]:
+    """The plain classes an annotation allows, ``None`` excluded."""
+    if typing.get_origin(expected) in (typing.Union, types.UnionType):
+        return [cls for option in typing.get_args(expected) for cls in _classes(option)]
+    return [expected] if isinstance(expected, type) and expected is not type(None) else []
+
+
+def _factories(cls: type) -> list[str]:
+    """A class's public static factories (``InstanceType.of``, ``ContainerImage.lmi`` ...)."""
+    return [
+        name
+        for name, member in vars(cls).items()
+        if not name.startswith("_") and isinstance(member, staticmethod | classmethod)
+    ]
+
+
+def _fix(value: Any, expected: Any, prop: str) -> str:
+    """How to pass ``value`` as the expected type, as specific as the value allows."""
+    for cls in _classes(expected):
+        if issubclass(cls, Enum):
+            for member in cls:
+                if isinstance(value, str) and value.lower() in (
+                    member.name.lower(),
+                    str(member.value).lower(),
+                ):
+                    return f"use {cls.__name__}.{member.name}"
+            names = ", ".join(f"{cls.__name__}.{member.name}" for member in cls)
+            return f"use one of {names}"
+        if cls.__name__ == "Duration" and isinstance(value, numbers.Real):
+            return f"use Duration.seconds({value!r}) (or Duration.minutes/hours)"
+        if cls.__name__ == "Size" and isinstance(value, numbers.Real):
+            return f"use Size.mebibytes({value!r}) or Size.gibibytes(...)"
+        if cls in (int, float) and isinstance(value, bool):
+            return f"pass a number, not {value}"
+        if cls in (int, float) and isinstance(value, str):
+            example = value.strip() if value.strip().replace(".", "", 1).isdigit() else "1"
+            return f"pass a number without quotes, e.g. {prop}={example}"
+        if cls is bool:
+            return f"pass True or False, e.g. {prop}=True"
+        factories = _factories(cls)
+        if isinstance(value, str) and "of" in factories:
+            return f"use {cls.__name__}.of({value!r})"
+        if factories:
+            shown = ", ".join(f"{cls.__name__}.{name}(...)" for name in factories[:4])
+            return f"build one with {shown}"
+    return f"pass a value of type {_describe(expected)}"
+
+
+def check_type(prop: str, value: Any, expected: Any, owner: str) -> None:
+    """Raise ValidationError when ``value`` is not of the annotated type ``expected``; a wrong
+    element of a list or mapping is named by its index or key (``concurrencies[1]``)."""
+    if _matches(value, expected):
+        return
+    container = expected
+    if typing.get_origin(expected) in (typing.Union, types.UnionType):
+        options = [o for o in typing.get_args(expected) if o is not type(None)]
+        container = options[0] if len(options) == 1 else expected
+    origin, arguments = typing.get_origin(container), typing.get_args(container)
+    if origin in (list, collections.abc.Sequence) and isinstance(value, origin) and arguments:
+        for index, item in enumerate(value):
+            check_type(f"{prop}[{index}]", item, arguments[0], owner)
+    if origin in (dict, collections.abc.Mapping) and isinstance(value, origin) and arguments:
+        for key, item in value.items():
+            check_type(f"{prop}[{key!r}]", item, arguments[1], owner)
+    raise ValidationError(
+        prop,
+        value,
+        f"{owner} expects {prop} to be {_describe(expected)}, not {type(value).__name__}",
+        _fix(value, expected, prop),
+    )
+
+
+def typed_props(cls: T) -> T:
+    """Class decorator: check the types of every ``__init__`` argument at call time.
+
+    Put it above ``@dataclass`` on a props dataclass, so it wraps the generated ``__init__``.
+    """
+    init = _init_of(cls)
+    signature = inspect.signature(init)
+    owner = cls.__name__
+
+    @functools.cache
+    def hints() -> Mapping[str, Any]:  # resolved on first use: annotations may refer ahead
+        return _resolve(init)
+
+    @functools.wraps(init)
+    def checked_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            bound = signature.bind(self, *args, **kwargs)
+        except TypeError as error:  # an unknown or missing prop
+            raise ValidationError(
+                owner, f"{args!r}, {kwargs!r}", str(error), f"see help({owner})"
+            ) from None
+        resolved = hints()
+        for name, value in bound.arguments.items():
+            if name in resolved and signature.parameters[name].kind not in (
+                inspect.Parameter.VAR_POSITIONAL,
+                inspect.Parameter.VAR_KEYWORD,
+            ):
+                check_type(name, value, resolved[name], owner)
+        init(self, *args, **kwargs)
+
+    cls.__init__ = checked_init  # type: ignore[misc]
+    return cls

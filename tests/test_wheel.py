@@ -1,0 +1,179 @@
+"""The package as a user gets it: the wheel built from this tree, installed into a clean virtual
+environment with no dev extras, runs every documented command.
+
+The wheel is built once per session (``python -m build --wheel --no-isolation``, a few seconds)
+and installed without network from the wheelhouse ``scripts/setup.sh`` fills with exactly the
+versions of ``constraints/tested.txt`` (``$CDK_SAGEMAKER_LLM_WHEELHOUSE`` overrides its place).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import PROJECT_ROOT
+
+from cdk_sagemaker_llm.benchmarking.simulator import Simulator, SimulatorConfig
+from cdk_sagemaker_llm.commands import COMMAND_MODULES
+
+WHEELHOUSE = Path(
+    os.environ.get("CDK_SAGEMAKER_LLM_WHEELHOUSE", PROJECT_ROOT / ".venv" / "wheelhouse")
+)
+
+QUICK_START_APP = """
+import sys
+from aws_cdk import App, Environment, Size, Stack
+from cdk_sagemaker_llm import ContainerImage, InferenceComponentEndpoint, InstanceType, Model
+
+app = App(outdir=sys.argv[1])
+stack = Stack(app, "Llm", env=Environment(region="us-west-2"))
+model = Model(stack, "Model", image=ContainerImage.lmi("0.31.0"))
+endpoint = InferenceComponentEndpoint(stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE)
+endpoint.add_inference_component("Component", model=model, accelerators=1, min_memory=Size.gibibytes(16))
+app.synth()
+"""
+
+
+class CleanVenv:
+    """A virtual environment with nothing but what the wheel's dependencies bring."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.python = root / "bin" / "python"
+        self.cli = root / "bin" / "cdk-sagemaker-llm"
+        # The user's view: no dev venv on PATH for Python, but Node (for jsii) stays reachable.
+        self.env = {
+            **{
+                k: v
+                for k, v in os.environ.items()
+                if not k.startswith(("VIRTUAL_ENV", "PYTHON", "AWS_"))
+            },
+            "PATH": f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+
+    def install(self, *requirements: str) -> None:
+        """Install from the local wheelhouse only (no index, no network)."""
+        subprocess.run(
+            [sys.executable, "-m", "pip", "--python", str(self.python), "install", "--quiet",
+             "--no-compile", "--no-index", "--find-links", str(WHEELHOUSE), *requirements],
+            check=True, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+
+    def run(
+        self, *args: str, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(self.cli), *args], capture_output=True, text=True, timeout=300,
+            env={**self.env, **(env or {})}, cwd=self.root,
+        )  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), "."],
+        cwd=PROJECT_ROOT, check=True, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    (built,) = out.glob("cdk_sagemaker_llm-*.whl")
+    return built
+
+
+@pytest.fixture(scope="session")
+def clean_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[CleanVenv]:
+    if not any(WHEELHOUSE.glob("aws_cdk_lib-*.whl")):
+        pytest.fail(f"no wheelhouse at {WHEELHOUSE}: run `bash scripts/setup.sh` (it fills it)")
+    root = tmp_path_factory.mktemp("clean-venv")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
+    venv = CleanVenv(root)
+    venv.install(str(wheel))
+    yield venv
+
+
+def test_the_wheel_ships_the_type_marker_and_the_handlers(wheel: Path) -> None:
+    import zipfile
+
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert "cdk_sagemaker_llm/py.typed" in names
+    assert "cdk_sagemaker_llm/lambdas/benchmark/handler.py" in names
+    assert "cdk_sagemaker_llm/lambdas/optimization_job/handler.py" in names
+    assert not any(name.startswith("tests/") for name in names)
+
+
+def test_building_leaves_no_build_folder_in_the_tree(wheel: Path) -> None:
+    assert not (PROJECT_ROOT / "build").exists()
+
+
+def test_every_command_is_documented_in_the_readme() -> None:
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    for command in COMMAND_MODULES:
+        assert f"cdk-sagemaker-llm {command}" in readme, command
+
+
+@pytest.mark.parametrize("command", ["", *COMMAND_MODULES])
+def test_help_of_every_command(clean_venv: CleanVenv, command: str) -> None:
+    result = clean_venv.run(*([command] if command else []), "--help")
+    assert result.returncode == 0, result.stderr
+    assert "usage: cdk-sagemaker-llm" in result.stdout
+    assert result.stderr == ""  # no banner, no warning
+
+
+def test_size_runs(clean_venv: CleanVenv) -> None:
+    result = clean_venv.run(
+        "size", "--model", "llama-3-8b", "--instance-type", "ml.g5.12xlarge", "--format", "json"
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)
+
+
+def test_a_cdk_app_synthesizes_and_plan_reads_it(clean_venv: CleanVenv) -> None:
+    app = clean_venv.root / "app.py"
+    app.write_text(QUICK_START_APP)
+    synth = subprocess.run(
+        [str(clean_venv.python), str(app), str(clean_venv.root / "cdk.out")],
+        capture_output=True, text=True, timeout=300, env=clean_venv.env,
+    )  # fmt: skip
+    assert synth.returncode == 0, synth.stderr
+    assert "b'!!" not in synth.stderr  # jsii's raw end-of-life banner
+    plan = clean_venv.run("plan", str(clean_venv.root / "cdk.out"), "--format", "json")
+    assert plan.returncode == 0, plan.stderr
+    assert "ml.g5.12xlarge" in plan.stdout
+
+
+def test_benchmark_needs_the_extra_then_runs_and_report_reads_it(clean_venv: CleanVenv) -> None:
+    out = clean_venv.root / "results.json"
+    credentials = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
+    config = SimulatorConfig(response_format="tgi", max_batch=2, step_base_s=0.002)
+    with Simulator(config) as sim:
+        args = (
+            "benchmark", "--endpoint-name", "ep", "--endpoint-url", sim.endpoint_url,
+            "--concurrency", "1,2", "--input-tokens", "6", "--output-tokens", "4",
+            "--requests-per-level", "4", "--out", str(out),
+        )  # fmt: skip
+        without_boto3 = clean_venv.run(*args, "--region", "us-west-2", env=credentials)
+        assert without_boto3.returncode == 2
+        assert "pip install 'cdk-sagemaker-llm[benchmark]'" in without_boto3.stderr
+        assert "Traceback" not in without_boto3.stderr
+
+        clean_venv.install("boto3")
+        no_region = clean_venv.run(*args, env={**credentials, "AWS_CONFIG_FILE": "/dev/null"})
+        assert no_region.returncode == 2 and "--region" in no_region.stderr, no_region.stderr
+        no_credentials = clean_venv.run(
+            *args, "--region", "us-west-2",
+            env={"AWS_SHARED_CREDENTIALS_FILE": "/dev/null", "AWS_CONFIG_FILE": "/dev/null"},
+        )  # fmt: skip
+        assert no_credentials.returncode == 2 and "AWS_ACCESS_KEY_ID" in no_credentials.stderr
+
+        result = clean_venv.run(*args, "--region", "us-west-2", env=credentials)
+        assert result.returncode == 0, result.stderr
+        assert len(sim.truth()) == 1 + 4 + 4  # warm-up, then two levels of 4
+    assert [level["requests"] for level in json.loads(out.read_text())["levels"]] == [4, 4]
+    report = clean_venv.run("report", str(out))
+    assert report.returncode == 0, report.stderr
+    assert "| concurrency |" in report.stdout
