@@ -23,7 +23,6 @@ import jsii
 from aws_cdk import Duration, Names
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
@@ -37,6 +36,7 @@ from .autoscaling import (
     VariantScaling,
     check_target,
     cooldown_seconds,
+    one_step_from_zero,
 )
 from .nag import acknowledge_wildcard_resources
 from .validation import ValidationError, check_range, is_unresolved
@@ -294,33 +294,23 @@ class BacklogScaleFromZeroPolicy(ScalingPolicy):
         self.detection_period = SCALE_FROM_BACKLOG_PERIOD
         self.detection_datapoints = SCALE_FROM_BACKLOG_DATAPOINTS
         self.description = "scale from zero: +1 instance on HasBacklogWithoutCapacity >= 1"
-        self.action = appscaling.StepScalingAction(
+        self.action, self.alarm = one_step_from_zero(
             self,
-            "Policy",
-            scaling_target=scaling_target,
-            adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
+            scaling_target,
             cooldown=SCALE_FROM_BACKLOG_COOLDOWN,
-            metric_aggregation_type=appscaling.MetricAggregationType.AVERAGE,
-        )
-        """The single-step scaling policy."""
-        self.action.add_adjustment(adjustment=1, lower_bound=0)
-        self.alarm = cloudwatch.Alarm(
-            self,
-            "BacklogWithoutCapacityAlarm",
+            aggregation=appscaling.MetricAggregationType.AVERAGE,
+            alarm_id="BacklogWithoutCapacityAlarm",
             alarm_description=(
                 f"Requests to {endpoint_name} wait with no instance running: add one."
             ),
             metric=_backlog_metric(endpoint_name, "HasBacklogWithoutCapacity").with_(
                 period=SCALE_FROM_BACKLOG_PERIOD
             ),
-            threshold=1,
-            evaluation_periods=SCALE_FROM_BACKLOG_DATAPOINTS,
-            datapoints_to_alarm=SCALE_FROM_BACKLOG_DATAPOINTS,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            datapoints=SCALE_FROM_BACKLOG_DATAPOINTS,
             treat_missing_data=cloudwatch.TreatMissingData.MISSING,
         )
-        """The ``HasBacklogWithoutCapacity`` alarm that fires the policy."""
-        self.alarm.add_alarm_action(cloudwatch_actions.ApplicationScalingAction(self.action))
+        """The single-step scaling policy, and the ``HasBacklogWithoutCapacity`` alarm that
+        fires it."""
         self.policy_arn = self.action.scaling_policy_arn
 
 

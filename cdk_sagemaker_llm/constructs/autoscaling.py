@@ -302,19 +302,12 @@ class ScaleFromZeroPolicy(ScalingPolicy):
         self.detection_period = SCALE_FROM_ZERO_PERIOD
         self.detection_datapoints = 1
         self.description = "scale from zero: +1 copy on NoCapacityInvocationFailures >= 1"
-        self.action = appscaling.StepScalingAction(
+        self.action, self.alarm = one_step_from_zero(
             self,
-            "Policy",
-            scaling_target=scaling_target,
-            adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
+            scaling_target,
             cooldown=SCALE_FROM_ZERO_COOLDOWN,
-            metric_aggregation_type=appscaling.MetricAggregationType.MAXIMUM,
-        )
-        """The single-step scaling policy."""
-        self.action.add_adjustment(adjustment=1, lower_bound=0)
-        self.alarm = cloudwatch.Alarm(
-            self,
-            "NoCapacityAlarm",
+            aggregation=appscaling.MetricAggregationType.MAXIMUM,
+            alarm_id="NoCapacityAlarm",
             alarm_description=(
                 f"Requests to {inference_component_name} found no copy: add one (scale from zero)."
             ),
@@ -325,14 +318,51 @@ class ScaleFromZeroPolicy(ScalingPolicy):
                 statistic="Sum",
                 period=SCALE_FROM_ZERO_PERIOD,
             ),
-            threshold=1,
-            evaluation_periods=1,
-            datapoints_to_alarm=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            datapoints=1,
         )
-        """The ``NoCapacityInvocationFailures`` alarm that fires the policy."""
-        self.alarm.add_alarm_action(cloudwatch_actions.ApplicationScalingAction(self.action))
+        """The single-step scaling policy, and the ``NoCapacityInvocationFailures`` alarm that
+        fires it."""
         self.policy_arn = self.action.scaling_policy_arn
+
+
+def one_step_from_zero(
+    scope: Construct,
+    scaling_target: appscaling.IScalableTarget,
+    *,
+    cooldown: Duration,
+    aggregation: appscaling.MetricAggregationType,
+    alarm_id: str,
+    alarm_description: str,
+    metric: cloudwatch.IMetric,
+    datapoints: int,
+    treat_missing_data: cloudwatch.TreatMissingData | None = None,
+) -> tuple[appscaling.StepScalingAction, cloudwatch.Alarm]:
+    """The scale-from-zero recipe: one +1 step (``ChangeInCapacity``) fired by an alarm on
+    ``metric`` >= 1 for ``datapoints`` of as many periods. CDK's ``StepScalingPolicy`` insists
+    on two intervals, so the step is a ``StepScalingAction``. Components use it on
+    ``NoCapacityInvocationFailures``, asynchronous endpoints on ``HasBacklogWithoutCapacity``."""
+    action = appscaling.StepScalingAction(
+        scope,
+        "Policy",
+        scaling_target=scaling_target,
+        adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
+        cooldown=cooldown,
+        metric_aggregation_type=aggregation,
+    )
+    action.add_adjustment(adjustment=1, lower_bound=0)
+    alarm = cloudwatch.Alarm(
+        scope,
+        alarm_id,
+        alarm_description=alarm_description,
+        metric=metric,
+        threshold=1,
+        evaluation_periods=datapoints,
+        datapoints_to_alarm=datapoints,
+        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treat_missing_data=treat_missing_data,
+    )
+    alarm.add_alarm_action(cloudwatch_actions.ApplicationScalingAction(action))
+    return action, alarm
 
 
 def check_target(prop: str, target: float) -> None:
