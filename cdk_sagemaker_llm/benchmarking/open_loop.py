@@ -295,6 +295,53 @@ class RateRunner:
         self.progress = progress
         self.spent = 0
         self.kept: list[RequestSample] = []
+        self.started_at = now()
+
+    @classmethod
+    def warmed_up(
+        cls,
+        invoker: AsyncInvoker,
+        spec: PayloadSpec,
+        *,
+        s3_client: Any,
+        warmup_requests: int,
+        **settings: Any,
+    ) -> RateRunner:
+        """A runner for ``spec``'s requests after ``warmup_requests`` unmeasured ones; it
+        records when the run started (``started_at``)."""
+        factory: RequestFactory = spec.build(s3_client)
+        started_at = now()
+        if warmup_requests > 0:
+            run_level(invoker, factory, 1, requests=warmup_requests)
+        runner = cls(invoker, factory, **settings)
+        runner.started_at = started_at
+        return runner
+
+    def result(
+        self,
+        spec: PayloadSpec,
+        levels: list[LevelResult],
+        *,
+        target: dict[str, Any] | None,
+        price_per_hour: float | None,
+        **extra: Any,
+    ) -> BenchmarkResult:
+        """The rate-mode results of ``levels`` run by this runner (``extra``: e.g. ``search``)."""
+        return BenchmarkResult(
+            payload=spec.describe(),
+            levels=levels,
+            knee=Knee(None, OPEN_LOOP_KNEE),
+            target=dict(target or {}),
+            slo_ms_per_token=self.slo.ms_per_token,
+            price_per_hour=price_per_hour,
+            started_at=self.started_at,
+            finished_at=now(),
+            samples=self.kept if self.keep_samples else None,
+            mode="rate",
+            open_loop=open_loop_settings(self.arrival, self.seed, self.max_concurrency),
+            goodput=goodput_section(self.slo, levels),
+            **extra,
+        )
 
     def __call__(self, rate: float) -> LevelResult:
         """Run and summarize one level at ``rate`` requests/s."""
@@ -340,14 +387,11 @@ def rate_sweep(
 
     Each level sends ``requests_per_level`` requests, else ``rate x duration_s``, else
     ``rate x 10 s`` (at least 32)."""
-    slo = slo or GoodputSlo()
-    factory: RequestFactory = spec.build(s3_client)
-    started = now()
-    if warmup_requests > 0:
-        run_level(invoker, factory, 1, requests=warmup_requests)
-    runner = RateRunner(
+    runner = RateRunner.warmed_up(
         invoker,
-        factory,
+        spec,
+        s3_client=s3_client,
+        warmup_requests=warmup_requests,
         arrival=arrival,
         seed=seed,
         max_concurrency=max_concurrency,
@@ -358,17 +402,4 @@ def rate_sweep(
         progress=progress,
     )
     levels = [runner(rate) for rate in sorted(set(rates))]
-    return BenchmarkResult(
-        payload=spec.describe(),
-        levels=levels,
-        knee=Knee(None, OPEN_LOOP_KNEE),
-        target=dict(target or {}),
-        slo_ms_per_token=slo.ms_per_token,
-        price_per_hour=price_per_hour,
-        started_at=started,
-        finished_at=now(),
-        samples=runner.kept if keep_samples else None,
-        mode="rate",
-        open_loop=open_loop_settings(arrival, seed, max_concurrency),
-        goodput=goodput_section(slo, levels),
-    )
+    return runner.result(spec, levels, target=target, price_per_hour=price_per_hour)

@@ -32,7 +32,6 @@ from typing import Any
 from ._clock import now
 from .engine import (
     BenchmarkResult,
-    Knee,
     KneeRule,
     LevelResult,
     Progress,
@@ -45,7 +44,7 @@ from .engine import (
 )
 from .goodput import GoodputSlo
 from .invokers import AsyncInvoker, Invoker
-from .open_loop import OPEN_LOOP_KNEE, RateRunner, goodput_section, open_loop_settings
+from .open_loop import RateRunner, open_loop_settings
 from .payload import PayloadSpec
 from .samples import RequestSample
 
@@ -278,14 +277,11 @@ def search_max_rate(
     """Find the highest sustainable request rate by bracketing and bisection (open loop)."""
     if rule.kind != "max-rate":
         raise ValueError("search_max_rate needs a SearchRule of kind 'max-rate'")
-    slo = slo or GoodputSlo()
-    factory = spec.build(s3_client)
-    started = now()
-    if warmup_requests > 0:
-        run_level(invoker, factory, 1, requests=warmup_requests)
-    runner = RateRunner(
+    runner = RateRunner.warmed_up(
         invoker,
-        factory,
+        spec,
+        s3_client=s3_client,
+        warmup_requests=warmup_requests,
         arrival=arrival,
         seed=seed,
         max_concurrency=max_concurrency,
@@ -299,19 +295,11 @@ def search_max_rate(
     while (state := next_level(rule, levels, sustainable_judge)).next is not None:
         levels.append(runner(state.next))
     ordered = sorted(levels, key=lambda lv: lv.target_rate_per_s or 0.0)
-    settings = open_loop_settings(arrival, seed, max_concurrency)
-    return BenchmarkResult(
-        payload=spec.describe(),
-        levels=ordered,
-        knee=Knee(None, OPEN_LOOP_KNEE),
-        target=dict(target or {}),
-        slo_ms_per_token=slo.ms_per_token,
+    rule_text = open_loop_settings(arrival, seed, max_concurrency)["sustainable_rule"]
+    return runner.result(
+        spec,
+        ordered,
+        target=target,
         price_per_hour=price_per_hour,
-        started_at=started,
-        finished_at=now(),
-        samples=runner.kept if keep_samples else None,
-        mode="rate",
-        open_loop=settings,
-        goodput=goodput_section(slo, ordered),
-        search=search_section(rule, state, runner.spent, settings["sustainable_rule"]),
+        search=search_section(rule, state, runner.spent, rule_text),
     )
