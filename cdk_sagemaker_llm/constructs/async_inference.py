@@ -38,14 +38,13 @@ from .autoscaling import (
     cooldown_seconds,
     one_step_from_zero,
 )
+from .interfaces import IAsyncEndpoint
 from .nag import acknowledge_wildcard_resources
 from .validation import ValidationError, check_range, is_unresolved
 
 if TYPE_CHECKING:
     from aws_cdk import aws_kms as kms
     from aws_cdk import aws_sns as sns
-
-    from .endpoint import Endpoint
 
 __all__ = [
     "INVOKE_ASYNC_ACTION",
@@ -350,7 +349,7 @@ class AsyncScaling(VariantScaling):
         scope: Construct,
         id: str,
         *,
-        endpoint: Endpoint,
+        endpoint: IAsyncEndpoint,
         max_instances: int,
         min_instances: int = 0,
         variant_name: str | None = None,

@@ -26,7 +26,7 @@ from .endpoint_base import (
 )
 from .execution_role import create_execution_role, depend_on_role_policy
 from .inference_component import InferenceComponent
-from .interfaces import IEndpoint
+from .interfaces import IEndpoint, IHostedComponent
 from .model import ModelBase
 from .networking import place_in_vpc
 from .prop_types import typed_props
@@ -558,8 +558,8 @@ class InferenceComponentEndpoint(EndpointBase):
         self.default_variant_name = variant_name
         self.network_isolation = network_isolation
         """Whether containers are denied network access."""
-        self.components: list[InferenceComponent] = []
-        """Components added with ``add_inference_component``."""
+        self.components: list[IHostedComponent] = []
+        """Components this endpoint hosts, in the order they were created."""
         self._most_copies: dict[str, int] = {}
         """Each component's autoscaling maximum, by construct path, once it scales."""
         self.role: iam.IRole = role or create_execution_role(
@@ -624,6 +624,12 @@ class InferenceComponentEndpoint(EndpointBase):
         """Add a component to this endpoint; ``props`` are ``InferenceComponent``'s."""
         return InferenceComponent(self, id, endpoint=self, **props)
 
+    def host(self, component: IHostedComponent) -> None:
+        """Count ``component`` among the hosted ones; raise ValidationError when
+        ``max_instance_count`` instances can no longer hold every component's copies."""
+        self.components.append(component)
+        self._check_copies(component.node.path, component.copy_count, "copy_count")
+
     def check_variant_scaling(
         self, variant_name: str, min_instances: int, max_instances: int
     ) -> None:
@@ -641,9 +647,11 @@ class InferenceComponentEndpoint(EndpointBase):
         """Raise ValidationError when ``max_instance_count`` instances cannot hold ``copies``
         copies of ``component`` (its copy count or scaling maximum) and every other component's
         most copies (see ``capacity``)."""
+        self._check_copies(component.node.path, copies, prop)
+
+    def _check_copies(self, path: str, copies: int, prop: str) -> None:
         if is_unresolved(copies):
             return
-        path = component.node.path
         if prop == "max_copies":
             self._most_copies[path] = copies
         demands = []

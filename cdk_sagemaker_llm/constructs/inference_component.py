@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aws_cdk import Duration, Names, Size, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -19,16 +19,13 @@ from .deployment import RollingDeployment
 from .endpoint_base import INVOKE_ACTIONS, import_endpoint_by_name
 from .fit_check import check_fit
 from .images import ContainerImage
-from .interfaces import IEndpoint, IInferenceComponent
+from .interfaces import IComponentHost, IEndpoint, IInferenceComponent
 from .model import ModelBase, check_image_on_instance, merge_environment
 from .model_source import ModelSource, ModelSourceKind
 from .plan_metadata import add_plan_metadata
 from .prop_types import typed_props
 from .serving_options import ServingOptions
 from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
-
-if TYPE_CHECKING:  # the endpoint module builds on this one (add_inference_component)
-    from .endpoint import InferenceComponentEndpoint
 
 __all__ = ["IInferenceComponent", "InferenceComponent", "InferenceComponentBase"]
 
@@ -132,7 +129,7 @@ class InferenceComponent(InferenceComponentBase):
         scope: Construct,
         id: str,
         *,
-        endpoint: InferenceComponentEndpoint,
+        endpoint: IComponentHost,
         model: ModelBase | None = None,
         image: ContainerImage | None = None,
         artifact: ModelSource | None = None,
@@ -340,8 +337,7 @@ class InferenceComponent(InferenceComponentBase):
             else None,
             deployment_config=deployment.for_component() if deployment else None,
         )
-        endpoint.components.append(self)
-        endpoint.check_copies(self, copy_count, "copy_count")
+        endpoint.host(self)
         if deployment is not None:
             # Guardrails read the rollback alarms with the execution role(s).
             model_role = model.role if model is not None else None
@@ -374,7 +370,7 @@ class InferenceComponent(InferenceComponentBase):
         artifact: ModelSource | None,
         serving: ServingOptions | None,
         environment: Mapping[str, str] | None,
-        endpoint: InferenceComponentEndpoint,
+        endpoint: IComponentHost,
         metrics: ContainerMetrics | None = None,
     ) -> sagemaker.CfnInferenceComponent.InferenceComponentContainerSpecificationProperty:
         rendered: dict[str, str] = {}
@@ -459,7 +455,7 @@ class InferenceComponent(InferenceComponentBase):
 
     @staticmethod
     def _hugging_face_environment(
-        artifact: ModelSource, endpoint: InferenceComponentEndpoint
+        artifact: ModelSource, endpoint: IComponentHost
     ) -> dict[str, str]:
         if artifact.kind is not ModelSourceKind.HUGGING_FACE:
             raise ValidationError(
@@ -472,7 +468,7 @@ class InferenceComponent(InferenceComponentBase):
         return artifact.bind(endpoint.role).environment
 
     @staticmethod
-    def _artifact_url(artifact: ModelSource, endpoint: InferenceComponentEndpoint) -> str:
+    def _artifact_url(artifact: ModelSource, endpoint: IComponentHost) -> str:
         if artifact.kind is not ModelSourceKind.S3_TARBALL:
             raise ValidationError(
                 "artifact",
@@ -486,7 +482,7 @@ class InferenceComponent(InferenceComponentBase):
 
 
 def _entries(
-    endpoint: InferenceComponentEndpoint,
+    endpoint: IComponentHost,
     specifications: Sequence[ComponentSpecification] | None,
 ) -> list[tuple[InstanceType, ComponentSpecification | None]]:
     """The instance types a component is placed on, each with its own specification if any."""

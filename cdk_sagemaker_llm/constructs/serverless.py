@@ -26,10 +26,10 @@ from .autoscaling import (
     _explicit_dependency,
     _Scaling,
 )
+from .interfaces import IServerlessEndpoint
 from .validation import ValidationError, check_range, is_unresolved
 
 if TYPE_CHECKING:
-    from .endpoint import Endpoint
     from .model import ModelBase
 
 __all__ = ["PROVISIONED_CONCURRENCY_DIMENSION", "ServerlessConfig", "ServerlessScaling"]
@@ -118,7 +118,7 @@ class ServerlessScaling(_Scaling):
         scope: Construct,
         id: str,
         *,
-        endpoint: Endpoint,
+        endpoint: IServerlessEndpoint,
         max_concurrency: int,
         min_concurrency: int = 1,
         variant_name: str | None = None,
