@@ -35,18 +35,14 @@ _UNRESOLVED = object()
 
 class _Namespace(dict[str, Any]):
     """Names an annotation may use beyond its module's globals: the module aliases of
-    ``aws_cdk`` (``ec2``, ``kms`` ...) and the package's public names, which modules import
-    only for type checkers."""
+    ``aws_cdk`` (``ec2``, ``kms`` ...), which modules import only for type checkers (importing
+    them costs synth time). A name of this package must be imported at run time by the module
+    that annotates with it (``unchecked_props`` finds one that is not)."""
 
     def __missing__(self, name: str) -> Any:
         try:
             return importlib.import_module(f"aws_cdk.aws_{name}")
         except ImportError:
-            pass
-        package = importlib.import_module("cdk_sagemaker_llm")
-        try:
-            return getattr(package, name)
-        except AttributeError:
             raise KeyError(name) from None
 
 
