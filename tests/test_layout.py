@@ -200,6 +200,52 @@ def test_nothing_in_the_package_imports_its_root(graph: dict[str, set[str]]) -> 
     assert sorted(module for module, edges in graph.items() if ROOT in edges) == []
 
 
+LAYERS: dict[str, set[str]] = {
+    "errors": set(),
+    "template_metadata": {"errors"},
+    "catalog": {"errors"},
+    "planning": {"catalog", "errors"},
+    "benchmarking": {"catalog", "planning", "errors"},
+    "lambdas": {"benchmarking", "catalog", "planning", "errors"},
+    "constructs": {"benchmarking", "catalog", "planning", "errors", "template_metadata"},
+    "stacks": {"constructs", "benchmarking", "catalog", "planning", "errors"},
+    "plan": {"catalog", "planning", "errors", "template_metadata"},
+    "commands": {"plan", "benchmarking", "catalog", "planning", "errors"},
+    "cli": {"commands"},
+    "snapshot": set(),
+}
+"""What each top-level module or subpackage may import besides itself (ARCHITECTURE.md): layers
+import downward only, and nothing but ``stacks`` builds on ``constructs``."""
+
+
+def _layer(module: str) -> str:
+    return module.split(".")[1]
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """The edges from one layer to another that ``LAYERS`` does not allow (root excluded)."""
+    return sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        if module != ROOT
+        for target in targets
+        if _layer(target) != _layer(module) and _layer(target) not in LAYERS[_layer(module)]
+    )
+
+
+def test_layers_import_downward_only(graph: dict[str, set[str]]) -> None:
+    assert {_layer(module) for module in graph if module != ROOT} == set(LAYERS)
+    assert upward_imports(graph) == []
+
+
+def test_the_layer_check_finds_an_upward_import(graph: dict[str, set[str]]) -> None:
+    """Negative control: a planning module that named a construct (if only for type checkers)
+    would be reported."""
+    planner = f"{ROOT}.planning.recommend"
+    upward = {**graph, planner: graph[planner] | {f"{ROOT}.constructs.endpoint"}}
+    assert upward_imports(upward) == [f"{planner} -> {ROOT}.constructs.endpoint"]
+
+
 def test_the_check_finds_a_circle(tmp_path: Path) -> None:
     """Negative control: circles closed by an import under TYPE_CHECKING, by one inside a
     function, and through the root's lazy exports are found; a one-way import is none."""
