@@ -451,7 +451,7 @@ class _Scaling(Construct):
         max_prop: str,
         depends_on: CfnResource | None,
     ) -> None:
-        super().__init__(scope, id)
+        # Checked before joining the construct tree: a rejected scaling leaves nothing behind.
         for prop, value in ((min_prop, min_capacity), (max_prop, max_capacity)):
             if not is_unresolved(value) and (isinstance(value, bool) or not isinstance(value, int)):
                 raise ValidationError(prop, value, "must be a whole number", f"pass an int {prop}")
@@ -468,7 +468,8 @@ class _Scaling(Construct):
                 f"{min_prop} must not exceed {max_prop}",
                 f"raise {max_prop} to at least {min_capacity} or lower {min_prop}",
             )
-        self._check_unique(resource_id, scalable_dimension)
+        _check_unique(scope, id, resource_id, scalable_dimension)
+        super().__init__(scope, id)
         self.resource_id = resource_id
         """The Application Auto Scaling ``ResourceId``."""
         self.scalable_dimension = scalable_dimension
@@ -510,23 +511,6 @@ class _Scaling(Construct):
         if not times:
             return None
         return min(times, key=lambda time: time.to_seconds())
-
-    def _check_unique(self, resource_id: str, dimension: str) -> None:
-        for construct in Stack.of(self).node.find_all():
-            if (
-                isinstance(construct, _Scaling)
-                and construct is not self
-                and construct.resource_id == resource_id
-                and construct.scalable_dimension == dimension
-            ):
-                raise ValidationError(
-                    "scope/id",
-                    self.node.path,
-                    f"{construct.node.path} already registers a scalable target for "
-                    f"{resource_id}; Application Auto Scaling allows one per resource and "
-                    "dimension",
-                    f"add the policies to {construct.node.path} instead of creating another",
-                )
 
     def _track(
         self,
@@ -922,6 +906,24 @@ class VariantScaling(_Scaling):
             minimum=1,
             fix="schedule at least 1 instance; variants cannot scale to zero",
         )
+
+
+def _check_unique(scope: Construct, id: str, resource_id: str, dimension: str) -> None:
+    """Application Auto Scaling allows one scalable target per resource and dimension."""
+    for construct in Stack.of(scope).node.find_all():
+        if (
+            isinstance(construct, _Scaling)
+            and construct.resource_id == resource_id
+            and construct.scalable_dimension == dimension
+        ):
+            raise ValidationError(
+                "scope/id",
+                f"{scope.node.path}/{id}",
+                f"{construct.node.path} already registers a scalable target for "
+                f"{resource_id}; Application Auto Scaling allows one per resource and "
+                "dimension",
+                f"add the policies to {construct.node.path} instead of creating another",
+            )
 
 
 def _explicit_dependency(name: str, resource: object) -> CfnResource | None:
