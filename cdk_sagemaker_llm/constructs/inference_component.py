@@ -232,19 +232,25 @@ class InferenceComponent(InferenceComponentBase):
                 else None
             )
             entries = _entries(endpoint, specifications)
-            compute = self._compute_by_instance_type(
-                entries,
-                model,
-                image,
-                artifact,
-                serving,
-                environment,
-                accelerators,
-                min_memory,
-                max_memory,
-                cpu_cores,
-                specified=bool(specifications),
-            )
+            self.accelerators_by_instance_type = {}
+            """Accelerators reserved per copy, by instance type."""
+            compute = {
+                instance_type.name: self._requirements(
+                    instance_type,
+                    entry,
+                    model=model,
+                    image=image,
+                    artifact=artifact,
+                    serving=serving,
+                    environment=environment,
+                    accelerators=accelerators,
+                    min_memory=min_memory,
+                    max_memory=max_memory,
+                    cpu_cores=cpu_cores,
+                    specified=bool(specifications),
+                )
+                for instance_type, entry in entries
+            }
             self.accelerators = self.accelerators_by_instance_type[endpoint.instance_type.name]
             """Accelerators reserved per copy (on the first-priority instance type)."""
             self.min_memory_mib = self._min_memory_mib_by_instance_type[endpoint.instance_type.name]
@@ -283,47 +289,6 @@ class InferenceComponent(InferenceComponentBase):
                 artifact_url=self._artifact_url(artifact, endpoint)
             ),
         )
-
-    def _compute_by_instance_type(
-        self,
-        entries: list[tuple[InstanceType, ComponentSpecification | None]],
-        model: ModelBase | None,
-        image: ContainerImage | None,
-        artifact: ModelSource | None,
-        serving: ServingOptions | None,
-        environment: Mapping[str, str] | None,
-        accelerators: int | None,
-        min_memory: Size | None,
-        max_memory: Size | None,
-        cpu_cores: float | None,
-        *,
-        specified: bool,
-    ) -> dict[
-        str, sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty
-    ]:
-        """A copy's compute requirements on each instance type it may be placed on (a
-        specification's own values first), each checked there."""
-        self.accelerators_by_instance_type = {}
-        """Accelerators reserved per copy, by instance type."""
-        compute = {}
-        for instance_type, entry in entries:
-            entry_model = entry.model if entry and entry.model else model
-            compute[instance_type.name] = self._requirements(
-                instance_type,
-                model=entry_model,
-                image=image if entry_model is None else None,
-                artifact=artifact,
-                serving=serving,
-                environment=environment,
-                accelerators=entry.accelerators if entry and entry.accelerators else accelerators,
-                min_memory=entry.min_memory if entry and entry.min_memory else min_memory,
-                max_memory=entry.max_memory if entry and entry.max_memory else max_memory,
-                cpu_cores=entry.cpu_cores if entry and entry.cpu_cores else cpu_cores,
-                prop=f"specifications[{instance_type.name}]"
-                if specified
-                else f"accelerators (on {instance_type.name})",
-            )
-        return compute
 
     def _resource(
         self,
@@ -408,6 +373,7 @@ class InferenceComponent(InferenceComponentBase):
     def _requirements(
         self,
         instance_type: InstanceType,
+        entry: ComponentSpecification | None,
         *,
         model: ModelBase | None,
         image: ContainerImage | None,
@@ -418,10 +384,24 @@ class InferenceComponent(InferenceComponentBase):
         min_memory: Size | None,
         max_memory: Size | None,
         cpu_cores: float | None,
-        prop: str,
+        specified: bool,
     ) -> sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty:
         """Check that a copy fits on one ``instance_type`` (accelerator kind, tensor-parallel
-        degree, model size, memory, vCPUs); record and return its compute requirements."""
+        degree, model size, memory, vCPUs), with the values of its specification ``entry``
+        first; record and return its compute requirements."""
+        prop = (
+            f"specifications[{instance_type.name}]"
+            if specified
+            else f"accelerators (on {instance_type.name})"
+        )
+        if entry is not None:
+            model = entry.model or model
+            accelerators = entry.accelerators or accelerators
+            min_memory = entry.min_memory or min_memory
+            max_memory = entry.max_memory or max_memory
+            cpu_cores = entry.cpu_cores or cpu_cores
+        if model is not None:
+            image = None
         per_copy = serving.accelerators_per_copy if serving and image is not None else None
         if model is not None and model.serving is not None:
             per_copy = model.serving.accelerators_per_copy
