@@ -204,7 +204,7 @@ LAYERS: dict[str, set[str]] = {
     "errors": set(),
     "prop_types": {"errors"},
     "template_metadata": {"errors"},
-    "catalog": {"errors"},
+    "catalog": {"errors", "prop_types"},
     "planning": {"catalog", "errors", "prop_types"},
     "benchmarking": {"catalog", "planning", "errors", "prop_types"},
     "lambdas": {"benchmarking", "catalog", "planning", "errors"},
