@@ -223,6 +223,11 @@ def _fix(value: Any, expected: Any, prop: str) -> str:
             return f"pass a number without quotes, e.g. {prop}={example}"
         if cls is bool:
             return f"pass True or False, e.g. {prop}=True"
+        if getattr(cls, "_is_protocol", False) and cls.__doc__:
+            # An interface: say what it is, as its docstring's opening says (up to ": ").
+            summary = cls.__doc__.split("\n\n")[0].split(": ")[0]
+            article = "an" if cls.__name__[0] in "AEIOU" else "a"
+            return f"pass {article} {cls.__name__}: " + " ".join(summary.replace("``", "").split())
         factories = _factories(cls)
         if isinstance(value, str) and "of" in factories:
             return f"use {cls.__name__}.of({value!r})"
