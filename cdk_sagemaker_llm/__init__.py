@@ -50,6 +50,7 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
         ProductionVariant,
     )
     from .constructs.endpoint_base import EndpointBase
+    from .constructs.endpoint_metrics import EndpointMetrics
     from .constructs.images import ContainerImage
     from .constructs.inference_component import InferenceComponent, InferenceComponentBase
     from .constructs.interfaces import IEndpoint, IInferenceComponent
@@ -114,6 +115,7 @@ _EXPORTS: dict[str, str] = {
     "Endpoint": ".constructs.endpoint",
     "EndpointBase": ".constructs.endpoint_base",
     "EndpointBenchmark": ".constructs.benchmark",
+    "EndpointMetrics": ".constructs.endpoint_metrics",
     "ExpectedTraffic": ".constructs.llm_service",
     "HandlerPlacement": ".constructs.deploy_time",
     "IEndpoint": ".constructs.interfaces",
