@@ -68,6 +68,7 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .constructs.serving_options import (
         DataType,
         LmiBackend,
+        LmiLora,
         LmiOptions,
         Quantization,
         TgiOptions,
@@ -130,6 +131,7 @@ _EXPORTS: dict[str, str] = {
     "KneeRule": ".benchmarking",
     "LlmService": ".constructs.llm_service",
     "LmiBackend": ".constructs.serving_options",
+    "LmiLora": ".constructs.serving_options",
     "LmiOptions": ".constructs.serving_options",
     "Model": ".constructs.model",
     "ModelBase": ".constructs.model",

@@ -31,11 +31,13 @@ from cdk_sagemaker_llm import (
     DraftModelKind,
     Endpoint,
     EndpointBenchmark,
+    EndpointMetrics,
     HandlerPlacement,
     InferenceComponent,
     InferenceComponentEndpoint,
     InstanceType,
     LmiBackend,
+    LmiLora,
     LmiOptions,
     Model,
     ModelSource,
@@ -334,6 +336,8 @@ def _baselines(
         "OptimizationTechnique": plain(OptimizationTechnique, kind=TechniqueKind.SHARDING),
         "SpeculativeDecoding": plain(SpeculativeDecoding, kind=DraftModelKind.PROVIDER),
         "LmiOptions": plain(LmiOptions),
+        "LmiLora": plain(LmiLora),
+        "EndpointMetrics": plain(EndpointMetrics, enhanced_metrics=True),
         "TgiOptions": plain(TgiOptions),
         "RollingDeployment": plain(RollingDeployment, batch_size=1),
         "DataCapture": plain(DataCapture, bucket=bucket),
@@ -346,7 +350,7 @@ PUBLIC_CLASSES = [
     "ComponentScaling", "VariantScaling", "TargetTrackingPolicy", "StepPolicy",
     "ScaleFromZeroPolicy", "EndpointBenchmark", "BenchmarkGate", "OptimizationJob",
     "OptimizationTechnique", "SpeculativeDecoding", "LmiOptions", "TgiOptions",
-    "RollingDeployment", "DataCapture", "HandlerPlacement",
+    "RollingDeployment", "DataCapture", "HandlerPlacement", "LmiLora", "EndpointMetrics",
 ]  # fmt: skip
 
 

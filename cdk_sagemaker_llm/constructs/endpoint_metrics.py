@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from aws_cdk import Duration
 from aws_cdk import aws_sagemaker as sagemaker
 
-from .component_options import METRIC_PUBLISH_FREQUENCIES
+from .component_options import publish_frequency_seconds
 from .prop_types import typed_props
 from .validation import ValidationError
 
@@ -58,18 +58,10 @@ class EndpointMetrics:
                 "set enhanced_metrics, detailed_observability or publish_frequency, or drop "
                 f"{prop}",
             )
-        seconds = None
-        if self.publish_frequency is not None:
-            seconds = self.publish_frequency.to_seconds()
-            if seconds not in METRIC_PUBLISH_FREQUENCIES:
-                raise ValidationError(
-                    f"{prop}.publish_frequency (seconds)",
-                    seconds,
-                    f"must be one of {list(METRIC_PUBLISH_FREQUENCIES)}",
-                    "pick one of those, e.g. Duration.seconds(10)",
-                )
         return sagemaker.CfnEndpointConfig.MetricsConfigProperty(
             enable_enhanced_metrics=self.enhanced_metrics,
             enable_detailed_observability=self.detailed_observability,
-            metric_publish_frequency_in_seconds=int(seconds) if seconds is not None else None,
+            metric_publish_frequency_in_seconds=publish_frequency_seconds(
+                f"{prop}.publish_frequency", self.publish_frequency
+            ),
         )
