@@ -7,6 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .benchmarking import GoodputSlo, KneeRule
+    from .benchmarking.arrivals import Arrival
+    from .benchmarking.load import BenchmarkLoad
+    from .benchmarking.payload import PayloadFormat, RequestProtocol
+    from .benchmarking.pricing import BenchmarkPricing
     from .catalog.containers import ContainerFamily
     from .catalog.instance_types import Accelerator, AcceleratorKind, InstanceType
     from .catalog.model_specs import ModelSpec, Precision
@@ -27,13 +31,8 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
         TargetTrackingPolicy,
         VariantScaling,
     )
-    from .constructs.benchmark import (
-        Arrival,
-        BenchmarkGate,
-        BenchmarkSearch,
-        EndpointBenchmark,
-        PayloadFormat,
-    )
+    from .constructs.benchmark import EndpointBenchmark
+    from .constructs.benchmark_options import BenchmarkEngine, BenchmarkGate, BenchmarkResults
     from .constructs.component_options import (
         AzBalanceEnforcement,
         ComponentScheduling,
@@ -88,18 +87,22 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .planning import sizing
     from .planning.recommend import PriceBasis, Slo
     from .planning.sizing import SizingReport
+    from .planning.workload import Workload
 
 _EXPORTS: dict[str, str] = {
     "Accelerator": ".catalog.instance_types",
     "AcceleratorKind": ".catalog.instance_types",
-    "Arrival": ".constructs.benchmark",
+    "Arrival": ".benchmarking.arrivals",
     "AsyncInference": ".constructs.async_inference",
     "AsyncScaling": ".constructs.async_inference",
     "AzBalanceEnforcement": ".constructs.component_options",
     "BacklogScaleFromZeroPolicy": ".constructs.async_inference",
     "BacklogTrackingPolicy": ".constructs.async_inference",
-    "BenchmarkGate": ".constructs.benchmark",
-    "BenchmarkSearch": ".constructs.benchmark",
+    "BenchmarkEngine": ".constructs.benchmark_options",
+    "BenchmarkGate": ".constructs.benchmark_options",
+    "BenchmarkLoad": ".benchmarking.load",
+    "BenchmarkPricing": ".benchmarking.pricing",
+    "BenchmarkResults": ".constructs.benchmark_options",
     "CapacityReservation": ".constructs.variant_options",
     "CapacityReservationPreference": ".constructs.variant_options",
     "CompilationTarget": ".constructs.optimization_job",
@@ -140,7 +143,7 @@ _EXPORTS: dict[str, str] = {
     "ModelSpec": ".catalog.model_specs",
     "OptimizationJob": ".constructs.optimization_job",
     "OptimizationTechnique": ".constructs.optimization_job",
-    "PayloadFormat": ".constructs.benchmark",
+    "PayloadFormat": ".benchmarking.payload",
     "PlacementStrategy": ".constructs.component_options",
     "Precision": ".catalog.model_specs",
     "PredefinedMetric": ".constructs.autoscaling",
@@ -150,6 +153,7 @@ _EXPORTS: dict[str, str] = {
     "ProductionVariant": ".constructs.endpoint",
     "Quantization": ".constructs.serving_options",
     "QuantizationMethod": ".constructs.optimization_job",
+    "RequestProtocol": ".benchmarking.payload",
     "RollingDeployment": ".constructs.deployment",
     "RoutingStrategy": ".constructs.variant_options",
     "ScaleFromZeroPolicy": ".constructs.autoscaling",
@@ -168,6 +172,7 @@ _EXPORTS: dict[str, str] = {
     "TgiOptions": ".constructs.serving_options",
     "ValidationError": ".errors",
     "VariantScaling": ".constructs.autoscaling",
+    "Workload": ".planning.workload",
     "sizing": ".planning.sizing",
 }
 """Each public name and the module that defines it."""

@@ -160,7 +160,7 @@ def test_request_rate_sweep_with_goodput_then_report(
             [
                 "benchmark", "--endpoint-name", "ep", "--region", "us-west-2",
                 "--endpoint-url", sim.endpoint_url, "--request-rate", "40,20",
-                "--arrival", "constant", "--seed", "3", "--max-concurrency", "16",
+                "--arrival", "constant", "--max-concurrency", "16",
                 "--input-tokens", "4", "--output-tokens", "6", "--requests-per-level", "24",
                 "--stream", "--slo-ttft-ms", "1000", "--slo-ms-per-token", "500",
                 "--out", str(out),
@@ -222,12 +222,41 @@ def test_search_modes(
         (["--max-concurrency", "4"], "give --request-rate"),
         (["--request-rate", "5", "--search", "knee"], "give --concurrency"),
         (["--request-rate", "5", "--client", "threads"], "asyncio client"),
+        (["--arrival", "constant"], "--arrival applies to open-loop levels"),
+        (["--seed", "3"], "--seed applies to open-loop levels"),
+        (["--request-rate", "5", "--arrival", "constant", "--seed", "3"], "--seed seeds poisson"),
+        (["--sustainable-fraction", "0.8"], "give --request-rate"),
+        (["--search-resolution", "0.5"], "give --search"),
+        (["--discount", "0.3"], "give --price-per-hour or --instance-type"),
     ],
 )
 def test_mode_flags_that_do_not_go_together(
     capsys: pytest.CaptureFixture[str], flags: list[str], message: str
 ) -> None:
     assert main(["benchmark", "--endpoint-name", "e", "--out", "x", *flags]) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--concurrency", "1,8", "--requests-per-level", "4"],
+            "BenchmarkLoad.concurrency(requests_per_level)=4",
+        ),
+        (["--concurrency", "4", "--search", "knee"], "BenchmarkLoad.knee_search(high)=4"),
+        (["--concurrency", ",".join(map(str, range(1, 18)))], "a sweep has 1 to 16 levels"),
+        (["--request-rate", "1", "--max-concurrency", "5000"], "request_rates(max_concurrency)"),
+        (["--price-per-hour", "9", "--discount", "1"], "BenchmarkPricing.per_hour(discount)=1"),
+    ],
+)
+def test_values_are_checked_by_the_objects_the_construct_takes(
+    capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    """The flags build the same BenchmarkLoad and BenchmarkPricing as EndpointBenchmark takes:
+    one definition of what is valid."""
+    arguments = ["benchmark", "--endpoint-name", "e", "--region", "us-west-2", "--out", "x"]
+    assert main([*arguments, *flags]) == 2
     assert message in capsys.readouterr().err
 
 

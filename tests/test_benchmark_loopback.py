@@ -8,14 +8,15 @@ import pytest
 
 from cdk_sagemaker_llm.benchmarking import (
     AsyncInvoker,
+    BenchmarkLoad,
     BotoInvoker,
     Invoker,
     KneeRule,
     PayloadSpec,
     percentile,
+    run_benchmark,
     run_level,
     summarize_level,
-    sweep,
 )
 from cdk_sagemaker_llm.benchmarking.simulator import Simulator, SimulatorConfig, TruthRecord
 
@@ -132,13 +133,15 @@ def test_knee_where_the_simulator_saturates() -> None:
     config = SimulatorConfig(max_batch=4, step_base_s=0.002, step_per_sequence_s=0.0002)
     with Simulator(config) as sim:
         invoker = INVOKERS["async"](sim, None)
-        result = sweep(
+        result = run_benchmark(
             invoker,
             PayloadSpec(input_tokens=4, output_tokens=40),
-            [1, 2, 4, 8],
-            requests_per_level=12,
+            BenchmarkLoad.concurrency(
+                [1, 2, 4, 8],
+                requests_per_level=12,
+                knee_rule=KneeRule(min_gain_per_doubling=0.10),
+            ),
             warmup_requests=0,
-            rule=KneeRule(min_gain_per_doubling=0.10),
             price_per_hour=3.6,
         )
         truth = sim.truth()

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from cdk_sagemaker_llm.benchmarking.engine import sweep
+from cdk_sagemaker_llm.benchmarking import BenchmarkLoad, run_benchmark
 from cdk_sagemaker_llm.benchmarking.invokers import AsyncInvoker
 from cdk_sagemaker_llm.benchmarking.payload import PayloadSpec
 from cdk_sagemaker_llm.benchmarking.progress import ERASE_LINE, LiveProgress
@@ -66,11 +66,10 @@ def test_the_invoker_reports_every_request_of_a_sweep(monkeypatch: pytest.Monkey
     with Simulator(config) as sim:
         invoker = AsyncInvoker("ep", region="us-west-2", endpoint_url=sim.endpoint_url)
         invoker.on_sample = progress.record
-        sweep(
+        run_benchmark(
             invoker,
             PayloadSpec(input_tokens=4, output_tokens=4),
-            [1, 2],
-            requests_per_level=5,
+            BenchmarkLoad.concurrency([1, 2], requests_per_level=5),
             progress=progress.line,
         )
     text = terminal.getvalue()

@@ -8,6 +8,7 @@ import pytest
 from aws_cdk import Size
 from conftest import new_stack
 
+from cdk_sagemaker_llm.benchmarking import BenchmarkLoad
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.constructs.autoscaling import ComponentScaling
 from cdk_sagemaker_llm.constructs.benchmark import EndpointBenchmark
@@ -180,7 +181,9 @@ def test_the_benchmark_of_an_instance_endpoint_divides_its_knee_over_every_insta
             )
         ],
     )
-    bench = EndpointBenchmark(stack, "Bench", endpoint=ep, concurrencies=[1, 2, 4])
+    bench = EndpointBenchmark(
+        stack, "Bench", endpoint=ep, load=BenchmarkLoad.concurrency([1, 2, 4])
+    )
     assert bench.copies == 3
     custom = next(
         r
@@ -195,5 +198,7 @@ def test_the_benchmark_of_an_instance_endpoint_divides_its_knee_over_every_insta
 def test_a_components_benchmark_divides_over_its_copies_on_every_instance() -> None:
     stack = new_stack()
     comp = component(stack, endpoint(stack, max_instance_count=2), copies=6)
-    bench = EndpointBenchmark(stack, "Bench", inference_component=comp, concurrencies=[1, 2])
+    bench = EndpointBenchmark(
+        stack, "Bench", inference_component=comp, load=BenchmarkLoad.concurrency([1, 2])
+    )
     assert bench.copies == 6

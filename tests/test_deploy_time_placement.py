@@ -15,7 +15,7 @@ from aws_cdk import aws_s3 as s3
 from conftest import assert_cfn_lint_clean, resources_of_type
 from test_endpoint_benchmark import component_stack
 
-from cdk_sagemaker_llm import ModelSource, ValidationError
+from cdk_sagemaker_llm import BenchmarkResults, ModelSource, ValidationError
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.constructs.benchmark import EndpointBenchmark
 from cdk_sagemaker_llm.constructs.deploy_time import HandlerPlacement
@@ -68,7 +68,7 @@ def test_benchmark_handlers_in_vpc_with_encrypted_logs_and_bucket_key() -> None:
         "Benchmark",
         inference_component=component,
         handler_placement=placement,
-        results_encryption_key=results_key,
+        results=BenchmarkResults.in_new_bucket(encryption_key=results_key),
     )
     template = assert_cfn_lint_clean(stack)
     assert_every_handler_is_placed(template, stack, log_key)
@@ -102,18 +102,13 @@ def test_optimization_job_handlers_in_vpc_with_encrypted_logs() -> None:
     assert_every_handler_is_placed(template, stack, key)
 
 
-def test_given_bucket_keeps_its_own_key() -> None:
-    stack, component = component_stack()
-    with pytest.raises(
-        ValidationError,
-        match=r"results_encryption_key=.*a given results_bucket keeps its own encryption",
-    ):
-        EndpointBenchmark(
-            stack,
-            "Benchmark",
-            inference_component=component,
-            results_bucket=s3.Bucket(stack, "Mine", enforce_ssl=True),
-            results_encryption_key=kms.Key(stack, "Key"),
+def test_a_given_bucket_keeps_its_own_key() -> None:
+    """A key applies only to the bucket the benchmark creates: the factory of a given bucket
+    takes none, so the combination cannot be written."""
+    stack, _ = component_stack()
+    with pytest.raises(ValidationError, match=r"unexpected keyword argument 'encryption_key'"):
+        BenchmarkResults.in_bucket(  # type: ignore[call-arg]
+            s3.Bucket(stack, "Mine", enforce_ssl=True), encryption_key=kms.Key(stack, "Key")
         )
 
 

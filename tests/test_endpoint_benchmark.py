@@ -13,16 +13,22 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from conftest import assert_cfn_lint_clean, new_stack, resources_of_type
 
-from cdk_sagemaker_llm.benchmarking import KneeRule
+from cdk_sagemaker_llm import (
+    BenchmarkEngine,
+    BenchmarkGate,
+    BenchmarkLoad,
+    BenchmarkPricing,
+    BenchmarkResults,
+    EndpointBenchmark,
+    KneeRule,
+    PayloadFormat,
+    RequestProtocol,
+    Workload,
+)
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST
 from cdk_sagemaker_llm.constructs.autoscaling import ComponentScaling
-from cdk_sagemaker_llm.constructs.benchmark import (
-    BenchmarkGate,
-    EndpointBenchmark,
-    PayloadFormat,
-    asset_hash,
-)
+from cdk_sagemaker_llm.constructs.benchmark import asset_hash
 from cdk_sagemaker_llm.constructs.endpoint import (
     Endpoint,
     InferenceComponentEndpoint,
@@ -87,12 +93,12 @@ def benchmarked() -> tuple[dict[str, Any], EndpointBenchmark]:
         stack,
         "Bench",
         inference_component=component,
-        concurrencies=[1, 2, 4, 8, 16, 300],
-        input_tokens=512,
-        output_tokens=256,
-        stream=True,
-        payload_format=PayloadFormat.LMI,
-        knee_rule=KneeRule(min_gain_per_doubling=0.15, slo_ms_per_token=60),
+        load=BenchmarkLoad.concurrency(
+            [1, 2, 4, 8, 16, 300],
+            knee_rule=KneeRule(min_gain_per_doubling=0.15, slo_ms_per_token=60),
+        ),
+        workload=Workload(input_tokens=512, output_tokens=256),
+        protocol=RequestProtocol(payload_format=PayloadFormat.LMI, stream=True),
         gate=BenchmarkGate(max_p50_ms_per_token=50, min_knee_concurrency=2),
     )
     scaling = ComponentScaling(stack, "Scaling", component=component, max_copies=4)
@@ -242,10 +248,9 @@ def test_a_given_bucket_and_endpoint_and_kms_key() -> None:
         stack,
         "Bench",
         endpoint=endpoint,
-        results_bucket=bucket,
-        results_prefix="bench/",
-        concurrencies=[1, 4],
-        price_per_hour=1.5,
+        results=BenchmarkResults.in_bucket(bucket, prefix="bench/"),
+        load=BenchmarkLoad.concurrency([1, 4]),
+        pricing=BenchmarkPricing.per_hour(1.5),
     )
     template = template_of(stack)
     assert len(resources_of_type(template, "AWS::S3::Bucket")) == 1
@@ -264,19 +269,29 @@ def test_a_savings_plan_discount_applies_to_given_and_listed_prices() -> None:
     stack = new_stack()
     endpoint = Endpoint.from_endpoint_name(stack, "Ep", "my-endpoint")
     given = EndpointBenchmark(
-        stack, "Given", endpoint=endpoint, concurrencies=[1], price_per_hour=2.0, discount=0.25
+        stack,
+        "Given",
+        endpoint=endpoint,
+        load=BenchmarkLoad.concurrency([1]),
+        pricing=BenchmarkPricing.per_hour(2.0, discount=0.25),
     )
     assert given.price_per_hour == pytest.approx(1.5)
     stack, component = component_stack()
     listed = EndpointBenchmark(
-        stack, "Bench", inference_component=component, concurrencies=[1], discount=0.3
+        stack,
+        "Bench",
+        inference_component=component,
+        load=BenchmarkLoad.concurrency([1]),
+        pricing=BenchmarkPricing.from_price_list(discount=0.3),
     )
     undiscounted = DEFAULT_PRICE_LIST.prices["ml.g5.12xlarge"] * 2 / 4
     assert listed.price_per_hour == pytest.approx(0.7 * undiscounted)
     (custom,) = resources_of_type(template_of(stack), "Custom::SageMakerEndpointBenchmark")
     assert "less 30% discount" in custom["Run"]["PriceSource"]
-    with pytest.raises(ValidationError, match="discount=1"):
-        EndpointBenchmark(new_stack(), "B", endpoint=endpoint, concurrencies=[1], discount=1)
+    with pytest.raises(ValidationError, match=r"BenchmarkPricing.per_hour\(discount\)=1"):
+        BenchmarkPricing.per_hour(2.0, discount=1)
+    with pytest.raises(ValidationError, match=r"from_price_list\(discount\)=1"):
+        BenchmarkPricing.from_price_list(discount=1)
 
 
 def test_the_price_of_an_instance_endpoint_is_derived_from_its_variant() -> None:
@@ -297,7 +312,9 @@ def test_the_price_of_an_instance_endpoint_is_derived_from_its_variant() -> None
             )
         ],
     )
-    bench = EndpointBenchmark(stack, "Bench", endpoint=endpoint, concurrencies=[1, 2])
+    bench = EndpointBenchmark(
+        stack, "Bench", endpoint=endpoint, load=BenchmarkLoad.concurrency([1, 2])
+    )
     assert bench.price_per_hour == pytest.approx(2 * DEFAULT_PRICE_LIST.prices["ml.g5.2xlarge"])
     assert bench.copies == 2  # one copy of the model on each of the 2 instances
 
@@ -308,9 +325,8 @@ def test_the_chat_completions_schema_reaches_the_workers() -> None:
         stack,
         "Bench",
         inference_component=component,
-        concurrencies=[1, 2],
-        stream=True,
-        payload_format=PayloadFormat.MESSAGES,
+        load=BenchmarkLoad.concurrency([1, 2]),
+        protocol=RequestProtocol(payload_format=PayloadFormat.MESSAGES, stream=True),
     )
     (custom,) = resources_of_type(template_of(stack), "Custom::SageMakerEndpointBenchmark")
     assert (custom["Run"]["Stream"], custom["Run"]["Format"]) == (True, "messages")
@@ -326,54 +342,85 @@ def definition_hash(build: Callable[[cdk.Stack, InferenceComponent], Any], model
 
 def test_reruns_only_when_the_target_or_the_load_changes() -> None:
     llama = "meta-llama/Meta-Llama-3-8B-Instruct"
-    base = definition_hash(lambda *_: {"concurrencies": [1, 2, 4]}, llama)
-    assert definition_hash(lambda *_: {"concurrencies": [1, 2, 4]}, llama) == base
-    assert definition_hash(lambda *_: {"concurrencies": [1, 2, 8]}, llama) != base
-    assert (
-        definition_hash(lambda *_: {"concurrencies": [1, 2, 4], "output_tokens": 64}, llama) != base
-    )
+
+    def levels(*levels: int) -> Callable[..., dict[str, Any]]:
+        return lambda *_: {"load": BenchmarkLoad.concurrency(levels)}
+
+    base = definition_hash(levels(1, 2, 4), llama)
+    assert definition_hash(levels(1, 2, 4), llama) == base
+    assert definition_hash(levels(1, 2, 8), llama) != base
+    shorter = {"load": BenchmarkLoad.concurrency([1, 2, 4]), "workload": Workload(256, 64)}
+    assert definition_hash(lambda *_: shorter, llama) != base
     # A different model behind the same component name: the model's resource changed.
-    assert definition_hash(lambda *_: {"concurrencies": [1, 2, 4]}, "my-org/other-8b") != base
+    assert definition_hash(levels(1, 2, 4), "my-org/other-8b") != base
+
+
+LOAD = BenchmarkLoad
 
 
 @pytest.mark.parametrize(
     ("props", "prop"),
     [
-        ({"concurrencies": []}, "concurrencies"),
-        ({"concurrencies": [1, 4, 2]}, "concurrencies"),
-        ({"concurrencies": [1, 1]}, "concurrencies"),
-        ({"concurrencies": [0, 1]}, "concurrencies[0]"),
-        ({"concurrencies": [1, 2.5]}, "concurrencies[1]"),
-        ({"concurrencies": list(range(1, 18))}, "concurrencies"),
-        ({"concurrencies": [1, 5000]}, "concurrencies[1]"),
-        ({"input_tokens": 0}, "input_tokens"),
-        ({"output_tokens": -1}, "output_tokens"),
-        ({"concurrencies": [1, 8], "requests_per_level": 4}, "requests_per_level"),
-        ({"payload_format": "lmi"}, "payload_format"),
-        ({"knee_rule": KneeRule(min_gain_per_doubling=-0.1)}, "knee_rule.min_gain_per_doubling"),
-        ({"knee_rule": KneeRule(slo_ms_per_token=0)}, "knee_rule.slo_ms_per_token"),
-        ({"knee_rule": KneeRule(max_error_rate=1.5)}, "knee_rule.max_error_rate"),
-        ({"gate": BenchmarkGate(max_p50_ms_per_token=0)}, "gate.max_p50_ms_per_token"),
-        ({"gate": BenchmarkGate(min_knee_concurrency=0)}, "gate.min_knee_concurrency"),
-        ({"gate": BenchmarkGate(min_output_tokens_per_s=-5)}, "gate.min_output_tokens_per_s"),
-        ({"worker_capacity": 0}, "worker_capacity"),
-        ({"concurrencies": [1, 4096], "worker_capacity": 16}, "worker_capacity"),
-        ({"results_prefix": "no-slash"}, "results_prefix"),
-        ({"results_prefix": "/abs/"}, "results_prefix"),
-        ({"results_prefix": ""}, "results_prefix"),
-        ({"max_duration": cdk.Duration.seconds(30)}, "max_duration (seconds)"),
-        ({"max_duration": cdk.Duration.hours(12)}, "max_duration (seconds)"),
-        ({"price_per_hour": -1.0}, "price_per_hour"),
-        ({"copies": 0}, "copies"),
+        (lambda: {"load": LOAD.concurrency([])}, "BenchmarkLoad.concurrency(levels)"),
+        (lambda: {"load": LOAD.concurrency([1, 4, 2])}, "BenchmarkLoad.concurrency(levels)"),
+        (lambda: {"load": LOAD.concurrency([1, 1])}, "BenchmarkLoad.concurrency(levels)"),
+        (lambda: {"load": LOAD.concurrency([0, 1])}, "BenchmarkLoad.concurrency(levels)[0]"),
+        (lambda: {"load": LOAD.concurrency([1, 2.5])}, "BenchmarkLoad.concurrency(levels)[1]"),
+        (lambda: {"load": LOAD.concurrency(range(1, 18))}, "BenchmarkLoad.concurrency(levels)"),
+        (lambda: {"load": LOAD.concurrency([1, 5000])}, "BenchmarkLoad.concurrency(levels)[1]"),
+        (
+            lambda: {"load": LOAD.concurrency([1, 8], requests_per_level=4)},
+            "BenchmarkLoad.concurrency(requests_per_level)",
+        ),
+        (lambda: {"workload": Workload(0, 128)}, "input_tokens"),
+        (lambda: {"workload": Workload(256, -1)}, "output_tokens"),
+        (lambda: {"workload": Workload(300_000, 128)}, "workload.input_tokens"),
+        (lambda: {"protocol": RequestProtocol(payload_format="lmi")}, "payload_format"),
+        (
+            lambda: {"load": LOAD.concurrency(knee_rule="fast")},
+            "BenchmarkLoad.concurrency(knee_rule)",
+        ),
+        (lambda: {"gate": BenchmarkGate(max_p50_ms_per_token=0)}, "max_p50_ms_per_token"),
+        (lambda: {"gate": BenchmarkGate(min_knee_concurrency=0)}, "min_knee_concurrency"),
+        (lambda: {"gate": BenchmarkGate(min_output_tokens_per_s=-5)}, "min_output_tokens_per_s"),
+        (
+            lambda: {"engine": BenchmarkEngine.lambda_workers(worker_capacity=0)},
+            "BenchmarkEngine.lambda_workers(worker_capacity)",
+        ),
+        (
+            lambda: {
+                "load": LOAD.concurrency([1, 4096]),
+                "engine": BenchmarkEngine.lambda_workers(worker_capacity=16),
+            },
+            "BenchmarkEngine.lambda_workers(worker_capacity)",
+        ),
+        (
+            lambda: {"results": BenchmarkResults.in_new_bucket(prefix="no-slash")},
+            "BenchmarkResults.in_new_bucket(prefix)",
+        ),
+        (
+            lambda: {"results": BenchmarkResults.in_new_bucket(prefix="/abs/")},
+            "BenchmarkResults.in_new_bucket(prefix)",
+        ),
+        (
+            lambda: {"results": BenchmarkResults.in_new_bucket(prefix="")},
+            "BenchmarkResults.in_new_bucket(prefix)",
+        ),
+        (lambda: {"max_duration": cdk.Duration.seconds(30)}, "max_duration (seconds)"),
+        (lambda: {"max_duration": cdk.Duration.hours(12)}, "max_duration (seconds)"),
+        (lambda: {"pricing": BenchmarkPricing.per_hour(-1.0)}, "BenchmarkPricing.per_hour(price)"),
+        (lambda: {"copies": 0}, "copies"),
     ],
 )
-def test_every_invalid_prop_names_itself(props: dict[str, Any], prop: str) -> None:
+def test_every_invalid_prop_names_itself(props: Callable[[], dict[str, Any]], prop: str) -> None:
+    """Each value is refused where it is written: by the factory or value type that takes it,
+    else by the construct."""
     stack = new_stack()
     component = InferenceComponent.from_inference_component_name(
         stack, "Ic", inference_component_name="ic", endpoint_name="ep"
     )
     with pytest.raises(ValidationError) as raised:
-        EndpointBenchmark(stack, "Bench", inference_component=component, **props)
+        EndpointBenchmark(stack, "Bench", inference_component=component, **props())
     assert raised.value.prop == prop
     assert raised.value.fix
 

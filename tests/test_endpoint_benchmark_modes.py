@@ -15,18 +15,19 @@ from conftest import new_stack
 from test_endpoint_benchmark_handler import HANDLE, FakeS3, invoker, run_config
 from test_endpoint_benchmark_waiter import as_cloudformation
 
+from cdk_sagemaker_llm import (
+    Arrival,
+    BenchmarkEngine,
+    BenchmarkGate,
+    BenchmarkLoad,
+    EndpointBenchmark,
+    GoodputSlo,
+)
 from cdk_sagemaker_llm.benchmarking import BenchmarkResult
 from cdk_sagemaker_llm.benchmarking._clock import now
 from cdk_sagemaker_llm.benchmarking.arrivals import achieved_rate
-from cdk_sagemaker_llm.benchmarking.goodput import GoodputSlo
 from cdk_sagemaker_llm.benchmarking.simulator import Simulator, SimulatorConfig
-from cdk_sagemaker_llm.constructs.benchmark import (
-    DEFAULT_WORKER_RATE_CAPACITY,
-    Arrival,
-    BenchmarkGate,
-    BenchmarkSearch,
-    EndpointBenchmark,
-)
+from cdk_sagemaker_llm.constructs.benchmark_options import DEFAULT_WORKER_RATE_CAPACITY
 from cdk_sagemaker_llm.constructs.inference_component import InferenceComponent
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.lambdas.benchmark import handler as h
@@ -204,11 +205,14 @@ def synth_run(**props: Any) -> tuple[dict[str, Any], dict[str, Any], EndpointBen
 
 def test_the_construct_runs_a_rate_sweep_its_handler_accepts() -> None:
     run, plan, bench = synth_run(
-        request_rates=[5, 10, 250], arrival=Arrival.CONSTANT, seed=7, max_concurrency=300,
-        slo=GoodputSlo(ttft_ms=500, fraction=0.9), gate=BenchmarkGate(min_sustainable_requests_per_s=8),
+        load=BenchmarkLoad.request_rates(
+            [5, 10, 250], arrival=Arrival.constant(), max_concurrency=300,
+            slo=GoodputSlo(ttft_ms=500, fraction=0.9),
+        ),
+        gate=BenchmarkGate(min_sustainable_requests_per_s=8),
     )  # fmt: skip
     assert run["Mode"] == "rate" and run["Rates"] == [5, 10, 250] and run["Concurrencies"] == []
-    assert (run["Arrival"], run["Seed"], run["MaxConcurrency"]) == ("constant", 7, 300)
+    assert (run["Arrival"], run["Seed"], run["MaxConcurrency"]) == ("constant", 0, 300)
     assert run["Slo"] == {"TtftMs": 500, "Fraction": 0.9}
     assert run["Gate"] == {"MinSustainableRate": 8}
     assert run["WorkerRateCapacity"] == DEFAULT_WORKER_RATE_CAPACITY
@@ -235,55 +239,114 @@ def test_the_construct_runs_searches_and_keeps_a_plain_sweeps_run_unchanged() ->
     plain, _, _ = synth_run()
     assert plain["Concurrencies"] == [1, 2, 4, 8, 16, 32]
     assert not {"Mode", "Rates", "Search", "Slo", "WorkerRateCapacity"} & set(plain)
-    knee, plan, _ = synth_run(concurrencies=[1, 256], search=BenchmarkSearch.KNEE)
+    knee, plan, _ = synth_run(load=BenchmarkLoad.knee_search(low=1, high=256))
     assert (knee["Search"], knee["SearchResolution"], knee["Concurrencies"]) == (
         "knee",
         0.25,
         [1, 256],
     )
     assert plan["Search"].startswith("knee by bracketing")
-    rates, _, _ = synth_run(request_rates=[1, 512], search=BenchmarkSearch.MAX_RATE)
+    rates, _, _ = synth_run(load=BenchmarkLoad.max_rate_search(low=1, high=512))
+    poisson, _, _ = synth_run(load=BenchmarkLoad.request_rates([1, 2]))
+    assert (poisson["Arrival"], poisson["Seed"]) == ("poisson", 0)
     assert rates["Search"] == "max-rate" and "Slo" not in rates  # the handler's default: 95 %
+
+
+@pytest.mark.parametrize(
+    ("build", "prop"),
+    [
+        (lambda: BenchmarkLoad.request_rates([]), "BenchmarkLoad.request_rates(rates)"),
+        (lambda: BenchmarkLoad.request_rates([0]), "BenchmarkLoad.request_rates(rates)[0]"),
+        (lambda: BenchmarkLoad.request_rates([4, 2]), "BenchmarkLoad.request_rates(rates)"),
+        (lambda: BenchmarkLoad.request_rates([1, "2"]), "BenchmarkLoad.request_rates(rates)[1]"),
+        (lambda: BenchmarkLoad.concurrency(max_concurrency=4), "BenchmarkLoad.concurrency"),
+        (lambda: BenchmarkLoad.concurrency(arrival=Arrival.poisson()), "BenchmarkLoad.concurrency"),
+        (lambda: Arrival.poisson(seed=-1), "Arrival.poisson(seed)"),
+        (lambda: Arrival.constant(seed=3), "Arrival.constant"),
+        (
+            lambda: BenchmarkLoad.request_rates([1], max_concurrency=0),
+            "BenchmarkLoad.request_rates(max_concurrency)",
+        ),
+        (
+            lambda: BenchmarkLoad.request_rates([1], arrival="poisson"),
+            "BenchmarkLoad.request_rates(arrival)",
+        ),
+        (
+            lambda: BenchmarkLoad.max_rate_search(low=8, high=1),
+            "BenchmarkLoad.max_rate_search(high)",
+        ),
+        (lambda: BenchmarkLoad.knee_search(low=1, high=8.5), "BenchmarkLoad.knee_search(high)"),
+        (
+            lambda: BenchmarkLoad.knee_search(high=8, resolution=0),
+            "BenchmarkLoad.knee_search(resolution)",
+        ),
+        (
+            lambda: BenchmarkLoad.concurrency(slo={"ttft_ms": 5}),
+            "BenchmarkLoad.concurrency(slo)",
+        ),
+        (
+            lambda: BenchmarkLoad.concurrency(slo=GoodputSlo(fraction=0.8)),
+            "BenchmarkLoad.concurrency(slo)",
+        ),
+        (
+            lambda: BenchmarkLoad.knee_search(high=8, slo=GoodputSlo(ttft_ms=5, fraction=0.8)),
+            "BenchmarkLoad.knee_search(slo).fraction",
+        ),
+        (
+            lambda: BenchmarkLoad.request_rates([1], requests_per_level=1),
+            "BenchmarkLoad.request_rates(requests_per_level)",
+        ),
+        (
+            lambda: BenchmarkEngine.lambda_workers(worker_rate_capacity=0),
+            "BenchmarkEngine.lambda_workers(worker_rate_capacity)",
+        ),
+    ],
+)
+def test_every_invalid_load_names_its_factory_argument(build: Any, prop: str) -> None:
+    """A load is checked where it is written: combinations that mean nothing (an arrival
+    process for concurrency levels) have no argument to write them with."""
+    with pytest.raises(ValidationError) as raised:
+        build()
+    assert raised.value.prop == prop
+    assert raised.value.fix
 
 
 @pytest.mark.parametrize(
     ("props", "prop"),
     [
-        ({"concurrencies": [1, 2], "request_rates": [1]}, "request_rates"),
-        ({"request_rates": []}, "request_rates"),
-        ({"request_rates": [0]}, "request_rates[0]"),
-        ({"request_rates": [4, 2]}, "request_rates"),
-        ({"request_rates": [1, "2"]}, "request_rates[1]"),
-        ({"max_concurrency": 4}, "max_concurrency"),
-        ({"seed": 3}, "seed"),
-        ({"request_rates": [1], "seed": -1}, "seed"),
-        ({"request_rates": [1], "max_concurrency": 0}, "max_concurrency"),
-        ({"request_rates": [1], "arrival": "poisson"}, "arrival"),
-        ({"search": BenchmarkSearch.MAX_RATE}, "search"),
-        ({"request_rates": [1, 8], "search": BenchmarkSearch.KNEE}, "search"),
-        ({"search": "knee"}, "search"),
-        ({"search": BenchmarkSearch.KNEE, "search_resolution": 0}, "search_resolution"),
-        ({"slo": {"ttft_ms": 5}}, "slo"),
-        ({"request_rates": [1], "requests_per_level": 1}, "requests_per_level"),
-        ({"request_rates": [1], "worker_rate_capacity": 0}, "worker_rate_capacity"),
-        ({"request_rates": [10_000], "worker_rate_capacity": 100}, "worker_rate_capacity"),
-        ({"request_rates": [1], "max_concurrency": 4096, "worker_capacity": 16}, "worker_capacity"),
         (
-            {"gate": BenchmarkGate(min_sustainable_requests_per_s=1)},
+            lambda: {
+                "load": BenchmarkLoad.request_rates([10_000]),
+                "engine": BenchmarkEngine.lambda_workers(worker_rate_capacity=100),
+            },
+            "BenchmarkEngine.lambda_workers(worker_rate_capacity)",
+        ),
+        (
+            lambda: {
+                "load": BenchmarkLoad.request_rates([1], max_concurrency=4096),
+                "engine": BenchmarkEngine.lambda_workers(worker_capacity=16),
+            },
+            "BenchmarkEngine.lambda_workers(worker_capacity)",
+        ),
+        (
+            lambda: {"gate": BenchmarkGate(min_sustainable_requests_per_s=1)},
             "gate.min_sustainable_requests_per_s",
         ),
         (
-            {"request_rates": [1], "gate": BenchmarkGate(min_knee_concurrency=2)},
+            lambda: {
+                "load": BenchmarkLoad.request_rates([1]),
+                "gate": BenchmarkGate(min_knee_concurrency=2),
+            },
             "gate.min_knee_concurrency",
         ),
     ],
 )
-def test_every_invalid_mode_prop_names_itself(props: dict[str, Any], prop: str) -> None:
+def test_a_load_the_engine_or_gate_cannot_serve_names_the_prop(props: Any, prop: str) -> None:
     stack = new_stack()
     component = InferenceComponent.from_inference_component_name(
         stack, "Ic", inference_component_name="ic", endpoint_name="ep"
     )
     with pytest.raises(ValidationError) as raised:
-        EndpointBenchmark(stack, "Bench", inference_component=component, **props)
+        EndpointBenchmark(stack, "Bench", inference_component=component, **props())
     assert raised.value.prop == prop
     assert raised.value.fix

@@ -21,9 +21,15 @@ from aws_cdk.assertions import Template
 from conftest import new_stack
 from contracts import checked
 
+from cdk_sagemaker_llm import (
+    BenchmarkEngine,
+    BenchmarkGate,
+    BenchmarkLoad,
+    EndpointBenchmark,
+    Workload,
+)
 from cdk_sagemaker_llm.benchmarking import KneeRule, RequestSample
 from cdk_sagemaker_llm.benchmarking.payload import InvocationRequest
-from cdk_sagemaker_llm.constructs.benchmark import BenchmarkGate, EndpointBenchmark
 from cdk_sagemaker_llm.constructs.inference_component import InferenceComponent
 from cdk_sagemaker_llm.lambdas.benchmark import handler as h
 
@@ -333,19 +339,22 @@ def deploy(
     return Deployment(execution, condition, interpreter, s3, run)
 
 
-SWEEP: dict[str, Any] = {
-    "concurrencies": [1, 2, 4, 8, 16],
-    "output_tokens": OUTPUT_TOKENS,
-    "requests_per_level": 32,
-    "worker_capacity": 4,
-    "copies": 2,
-}
+def sweep(knee_rule: KneeRule | None = None) -> dict[str, Any]:
+    """A sweep of five levels, each split across workers of 4 requests in flight."""
+    return {
+        "load": BenchmarkLoad.concurrency(
+            [1, 2, 4, 8, 16], requests_per_level=32, knee_rule=knee_rule
+        ),
+        "workload": Workload(input_tokens=256, output_tokens=OUTPUT_TOKENS),
+        "engine": BenchmarkEngine.lambda_workers(worker_capacity=4),
+        "copies": 2,
+    }
 
 
 def test_a_sweep_longer_than_a_lambda_completes_and_feeds_the_attributes() -> None:
     lates = {8: {1: 3.0}, 16: {2: 12.5}}  # worker 2 of level 16 starts 2.5 s after the others
     deployment = deploy(
-        cold_start=lambda item: lates.get(item["Level"], {}).get(item["Worker"], 0.0), **SWEEP
+        cold_start=lambda item: lates.get(item["Level"], {}).get(item["Worker"], 0.0), **sweep()
     )
     assert deployment.execution == "SUCCEEDED"
     status, reason = deployment.condition.outcome()
@@ -375,7 +384,7 @@ def test_a_sweep_longer_than_a_lambda_completes_and_feeds_the_attributes() -> No
 
 def test_a_failing_slo_gate_fails_the_deployment_with_the_measured_figures() -> None:
     deployment = deploy(
-        gate=BenchmarkGate(max_p50_ms_per_token=15, min_knee_concurrency=8), **SWEEP
+        gate=BenchmarkGate(max_p50_ms_per_token=15, min_knee_concurrency=8), **sweep()
     )
     assert deployment.execution == "SUCCEEDED"  # the workflow worked; the figures failed
     status, reason = deployment.condition.outcome()
@@ -389,10 +398,10 @@ def test_a_failing_slo_gate_fails_the_deployment_with_the_measured_figures() -> 
 
 
 def test_a_latency_slo_in_the_knee_rule_moves_the_knee() -> None:
-    deployment = deploy(knee_rule=KneeRule(min_gain_per_doubling=0.1, slo_ms_per_token=30), **SWEEP)
+    deployment = deploy(**sweep(KneeRule(min_gain_per_doubling=0.1, slo_ms_per_token=30)))
     results = json.loads(deployment.s3.objects[f"{deployment.run['Prefix']}results.json"])
     assert results["knee"]["concurrency"] == 4
-    deployment = deploy(knee_rule=KneeRule(min_gain_per_doubling=0.0, slo_ms_per_token=50), **SWEEP)
+    deployment = deploy(**sweep(KneeRule(min_gain_per_doubling=0.0, slo_ms_per_token=50)))
     results = json.loads(deployment.s3.objects[f"{deployment.run['Prefix']}results.json"])
     assert (results["knee"]["concurrency"], results["knee"]["reason"]) == (8, "slo")
 
@@ -405,14 +414,14 @@ def test_throttled_lambda_invocations_are_retried_and_a_broken_worker_is_reporte
             throttled.append(1)
             raise LambdaError("Lambda.TooManyRequestsException", "Rate exceeded")
 
-    deployment = deploy(worker_hook=throttle_once, **SWEEP)
+    deployment = deploy(worker_hook=throttle_once, **sweep())
     assert throttled and deployment.condition.outcome()[0] == "CREATE_COMPLETE"
 
     def broken(item: dict[str, Any]) -> None:
         if item["Level"] == 4:
             raise RuntimeError("AccessDeniedException: not authorized to InvokeEndpoint")
 
-    deployment = deploy(worker_hook=broken, **SWEEP)
+    deployment = deploy(worker_hook=broken, **sweep())
     assert deployment.execution == "FAILED"
     status, reason = deployment.condition.outcome()
     assert status == "CREATE_FAILED"
@@ -420,7 +429,7 @@ def test_throttled_lambda_invocations_are_retried_and_a_broken_worker_is_reporte
 
 
 def test_a_sweep_past_its_max_duration_fails_before_the_wait_times_out() -> None:
-    deployment = deploy(max_duration=cdk.Duration.minutes(12), **SWEEP)
+    deployment = deploy(max_duration=cdk.Duration.minutes(12), **sweep())
     status, reason = deployment.condition.outcome()
     assert status == "CREATE_FAILED"
     assert "ran out of time before levels" in reason or "sent no request" in reason

@@ -23,7 +23,12 @@ from hypothesis import strategies as st
 
 import cdk_sagemaker_llm
 from cdk_sagemaker_llm import (
+    Arrival,
+    BenchmarkEngine,
     BenchmarkGate,
+    BenchmarkLoad,
+    BenchmarkPricing,
+    BenchmarkResults,
     ComponentScaling,
     ContainerImage,
     DataCapture,
@@ -32,10 +37,12 @@ from cdk_sagemaker_llm import (
     Endpoint,
     EndpointBenchmark,
     EndpointMetrics,
+    GoodputSlo,
     HandlerPlacement,
     InferenceComponent,
     InferenceComponentEndpoint,
     InstanceType,
+    KneeRule,
     LmiBackend,
     LmiLora,
     LmiOptions,
@@ -46,6 +53,7 @@ from cdk_sagemaker_llm import (
     PredefinedMetric,
     ProductionVariant,
     QuantizationMethod,
+    RequestProtocol,
     RollingDeployment,
     ScaleFromZeroPolicy,
     SpeculativeDecoding,
@@ -55,9 +63,10 @@ from cdk_sagemaker_llm import (
     TgiOptions,
     ValidationError,
     VariantScaling,
+    Workload,
 )
 from cdk_sagemaker_llm.catalog.instance_types import CATALOG
-from cdk_sagemaker_llm.constructs.prop_types import unchecked_props
+from cdk_sagemaker_llm.prop_types import unchecked_props
 
 MAX_EXAMPLES = int(os.environ.get("HYPOTHESIS_MAX_EXAMPLES", "60"))
 OUTCOMES: Counter[str] = Counter()
@@ -342,6 +351,10 @@ def _baselines(
         "RollingDeployment": plain(RollingDeployment, batch_size=1),
         "DataCapture": plain(DataCapture, bucket=bucket),
         "HandlerPlacement": plain(HandlerPlacement),
+        "Workload": plain(Workload, input_tokens=512, output_tokens=128),
+        "RequestProtocol": plain(RequestProtocol),
+        "KneeRule": plain(KneeRule),
+        "GoodputSlo": plain(GoodputSlo),
     }
 
 
@@ -350,7 +363,8 @@ PUBLIC_CLASSES = [
     "ComponentScaling", "VariantScaling", "TargetTrackingPolicy", "StepPolicy",
     "ScaleFromZeroPolicy", "EndpointBenchmark", "BenchmarkGate", "OptimizationJob",
     "OptimizationTechnique", "SpeculativeDecoding", "LmiOptions", "TgiOptions",
-    "RollingDeployment", "DataCapture", "HandlerPlacement", "LmiLora", "EndpointMetrics",
+    "RollingDeployment", "DataCapture", "HandlerPlacement", "Workload", "RequestProtocol",
+    "KneeRule", "GoodputSlo", "LmiLora", "EndpointMetrics",
 ]  # fmt: skip
 
 
@@ -396,6 +410,38 @@ def test_a_value_of_a_foreign_type_names_the_prop(
         call(**{**props, prop: _Alien()})
     assert raised.value.prop == prop and raised.value.fix
     assert f"{prop}=<alien>" in str(raised.value) and "expects" in raised.value.problem
+
+
+FACTORIES: dict[Callable[..., Any], dict[str, Any]] = {
+    BenchmarkLoad.concurrency: {"levels": [1, 2]},
+    BenchmarkLoad.request_rates: {"rates": [1.0, 2.0]},
+    BenchmarkLoad.knee_search: {"high": 8},
+    BenchmarkLoad.max_rate_search: {"low": 1.0, "high": 8.0},
+    Arrival.poisson: {},
+    BenchmarkPricing.from_price_list: {},
+    BenchmarkPricing.per_hour: {"price": 1.0},
+    BenchmarkResults.in_new_bucket: {},
+    BenchmarkEngine.lambda_workers: {},
+}
+"""Each public static factory with typed arguments, and a valid call of it."""
+
+
+@pytest.mark.parametrize(
+    ("factory", "argument"),
+    [
+        (factory, argument)
+        for factory in FACTORIES
+        for argument in inspect.signature(factory).parameters
+    ],
+    ids=lambda value: getattr(value, "__qualname__", value),
+)
+def test_a_factory_argument_of_a_foreign_type_names_the_factory(
+    factory: Callable[..., Any], argument: str
+) -> None:
+    with pytest.raises(ValidationError) as raised:
+        factory(**{**FACTORIES[factory], argument: _Alien()})
+    assert raised.value.prop == f"{factory.__qualname__}({argument})" and raised.value.fix
+    assert f"expects {argument} to be" in raised.value.problem
 
 
 @pytest.mark.parametrize(

@@ -10,31 +10,26 @@ import statistics
 import pytest
 
 from cdk_sagemaker_llm.benchmarking import (
+    Arrival,
     AsyncInvoker,
+    BenchmarkLoad,
     BenchmarkResult,
     KneeRule,
     LevelResult,
     PayloadSpec,
     RequestSample,
-    sweep,
+    run_benchmark,
 )
 from cdk_sagemaker_llm.benchmarking.arrivals import achieved_rate, schedule, share
 from cdk_sagemaker_llm.benchmarking.goodput import GoodputSlo
 from cdk_sagemaker_llm.benchmarking.open_loop import (
     backlog_growth,
     peak_in_flight,
-    rate_sweep,
     run_rate_level,
     summarize_rate_level,
     sustainable_rate,
 )
-from cdk_sagemaker_llm.benchmarking.search import (
-    SearchRule,
-    knee_judge,
-    next_level,
-    search_knee,
-    search_max_rate,
-)
+from cdk_sagemaker_llm.benchmarking.search import SearchRule, knee_judge, next_level
 from cdk_sagemaker_llm.benchmarking.simulator import Simulator, SimulatorConfig
 
 # Loopback overheads are around a millisecond alone on the machine; a loaded 2-core box was seen
@@ -59,12 +54,13 @@ def invoker(sim: Simulator) -> AsyncInvoker:
 
 def test_constant_schedule_is_evenly_spaced() -> None:
     assert schedule(4.0, 5, arrival="constant") == [0.0, 0.25, 0.5, 0.75, 1.0]
+    assert Arrival.constant().schedule(4.0, 5) == schedule(4.0, 5, arrival="constant")
     assert achieved_rate(schedule(4.0, 5, arrival="constant")) == pytest.approx(4.0)
 
 
 def test_poisson_schedule_is_seeded_exact_in_rate_and_bursty() -> None:
     offsets = schedule(50.0, 2001, seed=7)
-    assert offsets == schedule(50.0, 2001, seed=7)
+    assert offsets == schedule(50.0, 2001, seed=7) == Arrival.poisson(seed=7).schedule(50.0, 2001)
     assert offsets != schedule(50.0, 2001, seed=8)
     assert achieved_rate(offsets) == pytest.approx(50.0)
     gaps = [b - a for a, b in itertools.pairwise(offsets)]
@@ -77,6 +73,7 @@ def test_worker_shares_make_up_the_level() -> None:
     parts = [share(10.0, 10, part, 3, arrival="constant") for part in range(3)]
     assert sorted(x for part in parts for x in part) == pytest.approx(whole)
     poisson = [share(30.0, 10, part, 3, seed=1) for part in range(3)]
+    assert poisson == [Arrival.poisson(seed=1).share(30.0, 10, part, 3) for part in range(3)]
     assert [len(p) for p in poisson] == [4, 3, 3]
     assert poisson[0] != poisson[1]
     with pytest.raises(ValueError, match="part=3"):
@@ -294,8 +291,12 @@ def test_knee_search_matches_a_full_sweep_with_half_its_requests() -> None:
     spec = PayloadSpec(input_tokens=4, output_tokens=8)
     rule = KneeRule(min_gain_per_doubling=0.25)
     with Simulator(config) as sim:
-        full = sweep(invoker(sim), spec, [1, 2, 4, 8, 16, 32, 64], rule=rule)
-        searched = search_knee(invoker(sim), spec, SearchRule("knee", 1, 64), knee_rule=rule)
+        full = run_benchmark(
+            invoker(sim), spec, BenchmarkLoad.concurrency([1, 2, 4, 8, 16, 32, 64], knee_rule=rule)
+        )
+        searched = run_benchmark(
+            invoker(sim), spec, BenchmarkLoad.knee_search(low=1, high=64, knee_rule=rule)
+        )
     full_requests = sum(level.requests for level in full.levels)
     assert searched.search is not None
     search_requests = searched.search["requests"]
@@ -321,10 +322,12 @@ def test_max_rate_search_matches_a_full_rate_sweep_with_half_its_requests() -> N
         max_batch=8, step_base_s=0.004, step_per_sequence_s=0.0002, max_queue=16
     )
     spec = PayloadSpec(input_tokens=4, output_tokens=10)
-    kwargs = {"duration_s": 0.5, "seed": 5}
+    arrival = Arrival.poisson(seed=5)
+    rates = BenchmarkLoad.request_rates([32, 64, 128, 256, 512, 1024], arrival=arrival)
+    search = BenchmarkLoad.max_rate_search(low=32, high=1024, arrival=arrival)
     with Simulator(config) as sim:
-        full = rate_sweep(invoker(sim), spec, [32, 64, 128, 256, 512, 1024], **kwargs)
-        searched = search_max_rate(invoker(sim), spec, SearchRule("max-rate", 32, 1024), **kwargs)
+        full = run_benchmark(invoker(sim), spec, rates, duration_s=0.5)
+        searched = run_benchmark(invoker(sim), spec, search, duration_s=0.5)
     assert full.goodput is not None and searched.goodput is not None
     assert searched.search is not None
     full_rate = full.goodput["sustainable_rate_per_s"]

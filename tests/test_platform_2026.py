@@ -1,4 +1,4 @@
-"""Issue 21's options together: the README examples and one stack with every new option (endpoint
+"""Issue 21's options together: the guides' examples and one stack with every new option (endpoint
 metrics, the g7/g7e/p6-b300/p6e-gb200 types, LoRA adapters, LMI async mode) are cfn-lint and
 cdk-nag (AwsSolutions) clean."""
 
@@ -10,7 +10,7 @@ import aws_cdk as cdk
 from aws_cdk import Duration, Size
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
-from conftest import CDK_CONTEXT, cfn_lint_findings, resources_of_type
+from conftest import CDK_CONTEXT, PROJECT_ROOT, cfn_lint_findings, resources_of_type
 from test_platform import run_readme_example
 
 from cdk_sagemaker_llm import (
@@ -29,7 +29,7 @@ from cdk_sagemaker_llm import (
 LLAMA = "meta-llama/Meta-Llama-3-8B-Instruct"
 
 
-def test_the_readme_examples_emit_what_they_say() -> None:
+def test_the_guide_examples_emit_what_they_say() -> None:
     template, _ = run_readme_example("endpoint-metrics")
     (config,) = resources_of_type(template, "AWS::SageMaker::EndpointConfig")
     assert config["MetricsConfig"] == {
@@ -37,7 +37,9 @@ def test_the_readme_examples_emit_what_they_say() -> None:
         "EnableEnhancedMetrics": True,
         "MetricPublishFrequencyInSeconds": 10,
     }
-    template, _ = run_readme_example("lora-adapters")
+    template, _ = run_readme_example(
+        "lora-adapters", PROJECT_ROOT / "docs" / "guides" / "inference-components.md"
+    )
     components = resources_of_type(template, "AWS::SageMaker::InferenceComponent")
     (base,) = [c for c in components if "BaseInferenceComponentName" not in c["Specification"]]
     environment = base["Specification"]["Container"]["Environment"]

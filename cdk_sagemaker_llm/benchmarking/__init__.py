@@ -1,11 +1,12 @@
-"""Benchmarking LLM endpoints on SageMaker: closed-loop and open-loop (request-rate) levels,
-goodput, adaptive search, invokers, reports, loopback simulator.
+"""Benchmarking LLM endpoints on SageMaker: the load (``BenchmarkLoad``: closed-loop and
+open-loop levels, adaptive search), goodput, invokers, ``run_benchmark``, reports, loopback
+simulator.
 
 Plain Python over boto3/botocore and the standard library, with no dependency on aws_cdk,
 so a Lambda function can ship this package as is.
 """
 
-from .arrivals import ARRIVALS, schedule
+from .arrivals import ARRIVALS, Arrival, schedule
 from .engine import (
     BenchmarkResult,
     Knee,
@@ -16,19 +17,28 @@ from .engine import (
     percentile,
     run_level,
     summarize_level,
-    sweep,
 )
 from .goodput import GoodputSlo
 from .invokers import AsyncInvoker, BotoInvoker, Invoker
-from .open_loop import rate_sweep, run_rate_level, summarize_rate_level, sustainable_rate
-from .payload import InvocationRequest, PayloadSpec, synthetic_prompt
+from .load import BenchmarkLoad
+from .open_loop import run_rate_level, summarize_rate_level, sustainable_rate
+from .payload import (
+    InvocationRequest,
+    PayloadFormat,
+    PayloadSpec,
+    RequestProtocol,
+    synthetic_prompt,
+)
+from .run import run_benchmark
 from .samples import ERROR_KINDS, RequestSample
-from .search import SearchRule, search_knee, search_max_rate
+from .search import SearchRule
 
 __all__ = [
     "ARRIVALS",
     "ERROR_KINDS",
+    "Arrival",
     "AsyncInvoker",
+    "BenchmarkLoad",
     "BenchmarkResult",
     "BotoInvoker",
     "GoodputSlo",
@@ -37,21 +47,20 @@ __all__ = [
     "Knee",
     "KneeRule",
     "LevelResult",
+    "PayloadFormat",
     "PayloadSpec",
+    "RequestProtocol",
     "RequestSample",
     "SearchRule",
     "cost_per_million_tokens",
     "find_knee",
     "percentile",
-    "rate_sweep",
+    "run_benchmark",
     "run_level",
     "run_rate_level",
     "schedule",
-    "search_knee",
-    "search_max_rate",
     "summarize_level",
     "summarize_rate_level",
     "sustainable_rate",
-    "sweep",
     "synthetic_prompt",
 ]

@@ -1,13 +1,13 @@
 """Open-loop arrival schedules: when each request of a request-rate level is sent.
 
-Two processes, both seeded and reproducible:
+Two processes, each an :class:`Arrival` built by a factory, reproducible:
 
-* ``constant``: one request every ``1 / rate`` seconds.
-* ``poisson``: exponentially distributed gaps (a Poisson process, the arrival model of vLLM's
-  ``bench serve`` and aiperf's request-rate mode), *conditioned on the level's count*: the
-  ``n - 1`` gaps are drawn, then scaled so the schedule's own rate ``(n - 1) / (last - first)``
-  is exactly the target. Given the number of arrivals in an interval, the arrival times of a
-  Poisson process are uniform order statistics, so the scaled gaps keep the process's
+* ``Arrival.constant()``: one request every ``1 / rate`` seconds.
+* ``Arrival.poisson(seed=0)``: exponentially distributed gaps (a Poisson process, the arrival
+  model of vLLM's ``bench serve`` and aiperf's request-rate mode), *conditioned on the level's
+  count*: the ``n - 1`` gaps are drawn, then scaled so the schedule's own rate ``(n - 1) / (last
+  - first)`` is exactly the target. Given the number of arrivals in an interval, the arrival
+  times of a Poisson process are uniform order statistics, so the scaled gaps keep the process's
   burstiness while a finite level's rate stays the stated one (an unconditioned draw of 100
   requests misses its rate by about 10 % at one standard deviation). The *achieved* rate then
   measures only how well the client kept to the schedule.
@@ -21,9 +21,59 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..errors import ValidationError
+from ..prop_types import typed_factory
 
 ARRIVALS = ("poisson", "constant")
-"""Accepted arrival processes."""
+"""The arrival processes, by name (the CLI's ``--arrival``, the deploy-time run's ``Arrival``)."""
+MAX_SEED = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """How an open-loop level's requests arrive: ``Arrival.poisson(seed=0)`` or
+    ``Arrival.constant()`` (see the module docstring)."""
+
+    kind: str
+    """The process's name, one of ``ARRIVALS``."""
+    seed: int = 0
+    """The seed of the random gaps (0 for constant arrivals, which draw none)."""
+
+    def __post_init__(self) -> None:
+        if self.kind not in ARRIVALS:
+            raise ValidationError(
+                "Arrival(kind)", self.kind, "not an arrival process",
+                "use Arrival.poisson(seed=...) or Arrival.constant()",
+            )  # fmt: skip
+        if not 0 <= self.seed <= MAX_SEED:
+            raise ValidationError(
+                f"Arrival.{self.kind}(seed)", self.seed, f"a seed is 0 to {MAX_SEED}",
+                "pass e.g. seed=0",
+            )  # fmt: skip
+
+    @staticmethod
+    @typed_factory
+    def poisson(seed: int = 0) -> Arrival:
+        """Exponential gaps (a Poisson process, as vLLM's ``bench serve``), scaled so that each
+        level's own rate is exactly its target; ``seed`` makes the schedule reproducible
+        (default 0)."""
+        return Arrival("poisson", seed)
+
+    @staticmethod
+    @typed_factory
+    def constant() -> Arrival:
+        """One request every ``1 / rate`` seconds."""
+        return Arrival("constant")
+
+    def schedule(self, rate: float, requests: int) -> list[float]:
+        """Send offsets of one level (see :func:`schedule`)."""
+        return schedule(rate, requests, arrival=self.kind, seed=self.seed)
+
+    def share(self, rate: float, requests: int, part: int, parts: int) -> list[float]:
+        """Send offsets of worker ``part`` of ``parts`` sharing one level (see :func:`share`)."""
+        return share(rate, requests, part, parts, arrival=self.kind, seed=self.seed)
 
 
 def schedule(rate: float, requests: int, *, arrival: str = "poisson", seed: int = 0) -> list[float]:

@@ -7,7 +7,8 @@ invocations and merges the raw samples of parallel workers):
 * :func:`summarize_level` — a :class:`LevelResult` computed from raw samples (percentiles are
   always taken over the merged raw samples, never averaged across workers).
 * :func:`find_knee` — the knee under a stated :class:`KneeRule`.
-* :func:`sweep` — all of it, returning a :class:`BenchmarkResult` (``to_json()``).
+* :class:`ClosedLoopRunner` — levels one after another, and their :class:`BenchmarkResult`
+  (``to_json()``); ``benchmarking.run.run_benchmark`` runs a whole load with it.
 
 Formulas (domain reference): ms/token = end-to-end latency / output tokens; output tokens/s =
 successful output tokens / level wall time; cost per 1M output tokens =
@@ -21,8 +22,10 @@ import math
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Self
 
+from ..errors import check_range
+from ..prop_types import typed_props
 from ._clock import now
 from .goodput import GoodputSlo, goodput
 from .invokers import Invoker
@@ -241,6 +244,7 @@ def summarize_level(
     return result
 
 
+@typed_props
 @dataclass(frozen=True)
 class KneeRule:
     """When more concurrency stops paying off.
@@ -260,6 +264,11 @@ class KneeRule:
     """p50 ms/token limit. Default: none."""
     max_error_rate: float | None = None
     """Error rate limit (0-1). Default: none."""
+
+    def __post_init__(self) -> None:
+        check_range("min_gain_per_doubling", self.min_gain_per_doubling, minimum=0, maximum=10)
+        check_range("slo_ms_per_token", self.slo_ms_per_token, minimum=0.001)
+        check_range("max_error_rate", self.max_error_rate, minimum=0, maximum=1)
 
     def describe(self) -> str:
         """The rule in words, as stated in results."""
@@ -460,78 +469,134 @@ class BenchmarkResult:
         )
 
 
-def sweep(
-    invoker: Invoker,
-    spec: PayloadSpec,
-    concurrencies: Sequence[int],
-    *,
-    requests_per_level: int | None = None,
-    duration_s: float | None = None,
-    rule: KneeRule | None = None,
-    price_per_hour: float | None = None,
-    price_basis: str | None = None,
-    discount: float = 0.0,
-    target: dict[str, Any] | None = None,
-    keep_samples: bool = False,
-    progress: Progress | None = None,
-    s3_client: Any = None,
-    warmup_requests: int = 1,
-    slo: GoodputSlo | None = None,
-) -> BenchmarkResult:
-    """Run :func:`run_level` at each concurrency (ascending), summarize, find the knee.
+class LevelRunner:
+    """Runs the levels of one benchmark one after another with one request factory: numbers
+    requests across levels (the prompt rotation continues), counts the requests spent and keeps
+    the raw samples when asked. :class:`ClosedLoopRunner` and the open-loop ``RateRunner`` run
+    one level each; a sweep or a search (``benchmarking.run``) decides which levels."""
 
-    Without ``requests_per_level`` or ``duration_s``, each level sends
-    ``max(4 x concurrency, 16)`` requests. ``progress`` receives one line per level.
-    ``warmup_requests`` unmeasured requests go first (credentials, code paths, the server).
-    ``slo`` adds each level's goodput. Costs use ``price_per_hour`` less ``discount``, stated
-    with ``price_basis``.
-    """
-    rule = rule or KneeRule()
-    factory: RequestFactory = spec.build(s3_client)
-    started = now()
-    levels: list[LevelResult] = []
-    kept: list[RequestSample] = []
-    next_index = 0
-    if warmup_requests > 0:
-        if progress is not None:
-            progress(f"warm-up: {warmup_requests} requests ...")
-        run_level(invoker, factory, 1, requests=warmup_requests)
-    for concurrency in sorted(set(concurrencies)):
-        count = requests_per_level
-        if count is None and duration_s is None:
+    def __init__(
+        self,
+        invoker: Invoker,
+        factory: Callable[[int], InvocationRequest],
+        *,
+        slo: GoodputSlo | None = None,
+        requests_per_level: int | None = None,
+        duration_s: float | None = None,
+        keep_samples: bool = False,
+        progress: Progress | None = None,
+    ) -> None:
+        self.invoker = invoker
+        self.factory = factory
+        self.slo = slo
+        self.requests_per_level = requests_per_level
+        self.duration_s = duration_s
+        self.keep_samples = keep_samples
+        self.progress = progress
+        self.spent = 0
+        """Requests measured so far (the warm-up is not counted)."""
+        self.kept: list[RequestSample] = []
+        self.started_at = now()
+
+    @classmethod
+    def warmed_up(
+        cls,
+        invoker: Invoker,
+        spec: PayloadSpec,
+        *,
+        s3_client: Any = None,
+        warmup_requests: int = 1,
+        **settings: Any,
+    ) -> Self:
+        """A runner for ``spec``'s requests after ``warmup_requests`` unmeasured ones
+        (credentials, code paths, the server); it records when the run started."""
+        factory: RequestFactory = spec.build(s3_client)
+        started_at = now()
+        runner = cls(invoker, factory, **settings)
+        if warmup_requests > 0:
+            runner._say(f"warm-up: {warmup_requests} requests ...")
+            run_level(invoker, factory, 1, requests=warmup_requests)
+        runner.started_at = started_at
+        return runner
+
+    def _say(self, message: str) -> None:
+        if self.progress is not None:
+            self.progress(message)
+
+    def _measured(self, samples: list[RequestSample], level: LevelResult) -> LevelResult:
+        """Count a level's samples (keep them when asked) and report its figures."""
+        self.spent += len(samples)
+        if self.keep_samples:
+            self.kept.extend(samples)
+        self._say(progress_line(level))
+        return level
+
+    def __call__(self, level: float) -> LevelResult:
+        """Run and summarize one level."""
+        raise NotImplementedError
+
+    def result(
+        self, spec: PayloadSpec, levels: list[LevelResult], **fields: Any
+    ) -> BenchmarkResult:
+        """The results of ``levels`` run by this runner; ``fields``: the mode's own (knee,
+        goodput ...) and the run's (price, target, search)."""
+        return BenchmarkResult(
+            payload=spec.describe(),
+            levels=levels,
+            started_at=self.started_at,
+            finished_at=now(),
+            samples=self.kept if self.keep_samples else None,
+            **fields,
+        )
+
+
+class ClosedLoopRunner(LevelRunner):
+    """Closed-loop levels: exactly ``concurrency`` requests in flight (:func:`run_level`).
+
+    A level sends ``requests_per_level`` requests, else runs ``duration_s`` seconds, else
+    sends ``max(4 x concurrency, 16)`` requests; ``slo`` adds each level's goodput."""
+
+    def __init__(
+        self,
+        invoker: Invoker,
+        factory: Callable[[int], InvocationRequest],
+        *,
+        knee_rule: KneeRule | None = None,
+        **settings: Any,
+    ) -> None:
+        super().__init__(invoker, factory, **settings)
+        self.knee_rule = knee_rule or KneeRule()
+
+    def __call__(self, level: float) -> LevelResult:
+        concurrency = int(level)
+        count = self.requests_per_level
+        if count is None and self.duration_s is None:
             count = level_requests(concurrency)
-        if progress is not None:
-            what = f"{count} requests" if count is not None else f"{duration_s:g} s"
-            progress(f"concurrency {concurrency}: {what} ...")
+        what = f"{count} requests" if count is not None else f"{self.duration_s:g} s"
+        self._say(f"concurrency {concurrency}: {what} ...")
         samples = run_level(
-            invoker,
-            factory,
+            self.invoker,
+            self.factory,
             concurrency,
             requests=count,
-            duration_s=duration_s,
-            first_index=next_index,
+            duration_s=self.duration_s,
+            first_index=self.spent,
         )
-        next_index += len(samples)
-        level = summarize_level(samples, concurrency, slo)
-        levels.append(level)
-        if keep_samples:
-            kept.extend(samples)
-        if progress is not None:
-            progress(progress_line(level))
-    return BenchmarkResult(
-        payload=spec.describe(),
-        levels=levels,
-        knee=find_knee(levels, rule),
-        target=dict(target or {}),
-        slo_ms_per_token=rule.slo_ms_per_token,
-        price_per_hour=price_per_hour,
-        price_basis=price_basis,
-        discount=discount,
-        started_at=started,
-        finished_at=now(),
-        samples=kept if keep_samples else None,
-        goodput=slo.to_dict() if slo is not None and slo.stated else None,
-    )
+        return self._measured(samples, summarize_level(samples, concurrency, self.slo))
+
+    def result(
+        self, spec: PayloadSpec, levels: list[LevelResult], **fields: Any
+    ) -> BenchmarkResult:
+        """Closed-loop results: the levels by concurrency, their knee under the rule."""
+        ordered = sorted(levels, key=lambda lv: lv.concurrency)
+        return super().result(
+            spec,
+            ordered,
+            knee=find_knee(ordered, self.knee_rule),
+            slo_ms_per_token=self.knee_rule.slo_ms_per_token,
+            goodput=self.slo.to_dict() if self.slo is not None and self.slo.stated else None,
+            **fields,
+        )
 
 
 def level_requests(concurrency: int) -> int:

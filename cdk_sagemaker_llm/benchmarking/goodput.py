@@ -19,12 +19,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ValidationError
+from ..prop_types import typed_props
 from .samples import RequestSample
 
 DEFAULT_FRACTION = 0.95
 """A rate is sustainable while its goodput stays at least this fraction of the offered rate."""
 
 
+@typed_props
 @dataclass(frozen=True)
 class GoodputSlo:
     """Service-level objectives a request must meet to count towards goodput."""

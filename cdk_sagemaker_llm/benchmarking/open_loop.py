@@ -2,10 +2,10 @@
 
 A closed-loop level (:func:`~.engine.run_level`) sends the next request when one completes,
 so a slow endpoint slows its own load. Production traffic does not wait: an open-loop level
-sends request ``i`` at its scheduled time (:mod:`.arrivals`: Poisson or constant, seeded)
-however many are still in flight, optionally capped by ``max_concurrency`` (a request due
-while the cap is reached waits for a slot, and its wait shows as schedule lag, as with vLLM's
-``bench serve --max-concurrency``).
+sends request ``i`` at its scheduled time (:class:`~.arrivals.Arrival`: Poisson, seeded, or
+constant) however many are still in flight, optionally capped by ``max_concurrency`` (a request
+due while the cap is reached waits for a slot, and its wait shows as schedule lag, as with
+vLLM's ``bench serve --max-concurrency``).
 
 Per level (:func:`summarize_rate_level`), besides the closed-loop figures:
 
@@ -35,20 +35,18 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._clock import now
-from .arrivals import ARRIVALS, achieved_rate, schedule
+from .arrivals import Arrival, achieved_rate
 from .engine import (
     BenchmarkResult,
     Knee,
     LevelResult,
-    Progress,
+    LevelRunner,
     percentile,
-    progress_line,
-    run_level,
     summarize_level,
 )
 from .goodput import GoodputSlo, goodput
-from .invokers import AsyncInvoker, _Connection, _stale
-from .payload import InvocationRequest, PayloadSpec, RequestFactory
+from .invokers import AsyncInvoker, Invoker, _Connection, _stale
+from .payload import InvocationRequest, PayloadSpec
 from .samples import RequestSample
 
 BACKLOG_GROWTH_LIMIT = 0.10
@@ -238,21 +236,24 @@ def sustainable_rate(levels: Sequence[LevelResult]) -> float | None:
     return found
 
 
-def open_loop_settings(arrival: str, seed: int, max_concurrency: int | None) -> dict[str, Any]:
+SUSTAINABLE_RULE = (
+    "goodput >= the sustainable fraction of the offered rate and the backlog does not grow"
+)
+"""When an open-loop level is sustainable (the max-rate search's pass rule)."""
+
+
+def open_loop_settings(arrival: Arrival, max_concurrency: int | None) -> dict[str, Any]:
     """The ``open_loop`` section of results: how requests were scheduled and judged."""
-    if arrival not in ARRIVALS:
-        raise ValueError(f"arrival={arrival!r}: use one of {', '.join(ARRIVALS)}")
     return {
-        "arrival": arrival,
-        "seed": seed,
+        "arrival": arrival.kind,
+        "seed": arrival.seed,
         "max_concurrency": max_concurrency,
         "achieved_rate": "(requests - 1) / (last send - first send)",
         "schedule_lag": "send time - scheduled time",
         "backlog_rule": "unsustainable when the backlog (requests due but unfinished) grows "
         f"faster than {BACKLOG_GROWTH_LIMIT:.0%} of the offered rate over the level's second "
         "half",
-        "sustainable_rule": "goodput >= the sustainable fraction of the offered rate and the "
-        "backlog does not grow",
+        "sustainable_rule": SUSTAINABLE_RULE,
     }
 
 
@@ -264,142 +265,58 @@ def goodput_section(slo: GoodputSlo, levels: Sequence[LevelResult]) -> dict[str,
 OPEN_LOOP_KNEE = "open loop: no knee (a closed-loop figure); see goodput.sustainable_rate_per_s"
 
 
-class RateRunner:
-    """Runs open-loop levels one after another with one payload factory, numbering requests
-    across levels (the prompt rotation continues) and counting the requests spent."""
+class RateRunner(LevelRunner):
+    """Open-loop levels: each sends on its ``arrival`` schedule at its rate
+    (:func:`run_rate_level`), at most ``max_concurrency`` in flight when given.
+
+    A level sends ``requests_per_level`` requests, else ``rate x duration_s``, else
+    ``rate x 10 s`` (at least 32); every request counts towards goodput by ``slo`` (default:
+    every successful one)."""
+
+    invoker: AsyncInvoker
+    slo: GoodputSlo
 
     def __init__(
         self,
-        invoker: AsyncInvoker,
+        invoker: Invoker,
         factory: Callable[[int], InvocationRequest],
         *,
-        arrival: str = "poisson",
-        seed: int = 0,
+        arrival: Arrival | None = None,
         max_concurrency: int | None = None,
         slo: GoodputSlo | None = None,
-        requests_per_level: int | None = None,
-        duration_s: float | None = None,
-        keep_samples: bool = False,
-        progress: Progress | None = None,
-    ) -> None:
-        open_loop_settings(arrival, seed, max_concurrency)  # validates
-        self.invoker = invoker
-        self.factory = factory
-        self.arrival = arrival
-        self.seed = seed
-        self.max_concurrency = max_concurrency
-        self.slo = slo or GoodputSlo()
-        self.requests_per_level = requests_per_level
-        self.duration_s = duration_s
-        self.keep_samples = keep_samples
-        self.progress = progress
-        self.spent = 0
-        self.kept: list[RequestSample] = []
-        self.started_at = now()
-
-    @classmethod
-    def warmed_up(
-        cls,
-        invoker: AsyncInvoker,
-        spec: PayloadSpec,
-        *,
-        s3_client: Any,
-        warmup_requests: int,
         **settings: Any,
-    ) -> RateRunner:
-        """A runner for ``spec``'s requests after ``warmup_requests`` unmeasured ones; it
-        records when the run started (``started_at``)."""
-        factory: RequestFactory = spec.build(s3_client)
-        started_at = now()
-        if warmup_requests > 0:
-            run_level(invoker, factory, 1, requests=warmup_requests)
-        runner = cls(invoker, factory, **settings)
-        runner.started_at = started_at
-        return runner
+    ) -> None:
+        if not isinstance(invoker, AsyncInvoker):
+            raise ValueError("open-loop levels need the asyncio client (AsyncInvoker)")
+        super().__init__(invoker, factory, slo=slo or GoodputSlo(), **settings)
+        self.arrival = arrival or Arrival.poisson()
+        self.max_concurrency = max_concurrency
 
-    def result(
-        self,
-        spec: PayloadSpec,
-        levels: list[LevelResult],
-        *,
-        target: dict[str, Any] | None,
-        price_per_hour: float | None,
-        **extra: Any,
-    ) -> BenchmarkResult:
-        """The rate-mode results of ``levels`` run by this runner (``extra``: e.g. ``search``)."""
-        return BenchmarkResult(
-            payload=spec.describe(),
-            levels=levels,
-            knee=Knee(None, OPEN_LOOP_KNEE),
-            target=dict(target or {}),
-            slo_ms_per_token=self.slo.ms_per_token,
-            price_per_hour=price_per_hour,
-            started_at=self.started_at,
-            finished_at=now(),
-            samples=self.kept if self.keep_samples else None,
-            mode="rate",
-            open_loop=open_loop_settings(self.arrival, self.seed, self.max_concurrency),
-            goodput=goodput_section(self.slo, levels),
-            **extra,
-        )
-
-    def __call__(self, rate: float) -> LevelResult:
-        """Run and summarize one level at ``rate`` requests/s."""
+    def __call__(self, level: float) -> LevelResult:
+        rate = level
         count = level_requests(rate, self.requests_per_level, self.duration_s)
-        if self.progress is not None:
-            self.progress(f"rate {rate:g}/s ({self.arrival}): {count} requests ...")
-        offsets = schedule(rate, count, arrival=self.arrival, seed=self.seed)
+        self._say(f"rate {rate:g}/s ({self.arrival.kind}): {count} requests ...")
         samples = run_rate_level(
             self.invoker,
             self.factory,
-            offsets,
+            self.arrival.schedule(rate, count),
             max_concurrency=self.max_concurrency,
             first_index=self.spent,
         )
-        self.spent += len(samples)
-        if self.keep_samples:
-            self.kept.extend(samples)
-        level = summarize_rate_level(samples, rate, self.slo)
-        if self.progress is not None:
-            self.progress(progress_line(level))
-        return level
+        return self._measured(samples, summarize_rate_level(samples, rate, self.slo))
 
-
-def rate_sweep(
-    invoker: AsyncInvoker,
-    spec: PayloadSpec,
-    rates: Sequence[float],
-    *,
-    arrival: str = "poisson",
-    seed: int = 0,
-    max_concurrency: int | None = None,
-    slo: GoodputSlo | None = None,
-    requests_per_level: int | None = None,
-    duration_s: float | None = None,
-    price_per_hour: float | None = None,
-    target: dict[str, Any] | None = None,
-    keep_samples: bool = False,
-    progress: Progress | None = None,
-    s3_client: Any = None,
-    warmup_requests: int = 1,
-) -> BenchmarkResult:
-    """An open-loop level at each rate (ascending); see the module docstring.
-
-    Each level sends ``requests_per_level`` requests, else ``rate x duration_s``, else
-    ``rate x 10 s`` (at least 32)."""
-    runner = RateRunner.warmed_up(
-        invoker,
-        spec,
-        s3_client=s3_client,
-        warmup_requests=warmup_requests,
-        arrival=arrival,
-        seed=seed,
-        max_concurrency=max_concurrency,
-        slo=slo,
-        requests_per_level=requests_per_level,
-        duration_s=duration_s,
-        keep_samples=keep_samples,
-        progress=progress,
-    )
-    levels = [runner(rate) for rate in sorted(set(rates))]
-    return runner.result(spec, levels, target=target, price_per_hour=price_per_hour)
+    def result(
+        self, spec: PayloadSpec, levels: list[LevelResult], **fields: Any
+    ) -> BenchmarkResult:
+        """Rate-mode results: the levels by rate, no knee, goodput and the sustainable rate."""
+        ordered = sorted(levels, key=lambda lv: lv.target_rate_per_s or 0.0)
+        return super().result(
+            spec,
+            ordered,
+            knee=Knee(None, OPEN_LOOP_KNEE),
+            slo_ms_per_token=self.slo.ms_per_token,
+            mode="rate",
+            open_loop=open_loop_settings(self.arrival, self.max_concurrency),
+            goodput=goodput_section(self.slo, ordered),
+            **fields,
+        )

@@ -41,7 +41,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
+
+from ..planning.workload import Workload
+from ..prop_types import typed_props
 
 # Common English words that are a single token in the usual BPE vocabularies (Llama, Mistral,
 # GPT-2 style), so ``n`` space-separated words are about ``n`` input tokens.
@@ -50,11 +54,47 @@ _WORDS = (
     "he", "by", "at", "from", "his", "an", "be", "this", "are", "or", "not", "but", "had",
 )  # fmt: skip
 
-FORMATS = ("auto", "lmi", "tgi", "messages")
-"""Accepted values of ``response_format``."""
 
-INPUTS_FORMATS = ("auto", "lmi", "tgi")
-"""The formats that send the inputs API (``{"inputs", "parameters"}``)."""
+class PayloadFormat(Enum):
+    """The request schema sent to the serving container and the response format it answers in.
+
+    Streaming benchmarks add ``"stream": true`` to the body: the containers stream only when
+    the body asks.
+    """
+
+    AUTO = "auto"
+    """The inputs API (``{"inputs", "parameters"}``); LMI or TGI answers detected per response."""
+    LMI = "lmi"
+    """LMI (DJL Serving): ``{"generated_text", "details"}``, JSON-lines streams."""
+    TGI = "tgi"
+    """Hugging Face TGI: ``[{"generated_text", "details"}]``, server-sent-event streams."""
+    MESSAGES = "messages"
+    """OpenAI chat completions (``{"messages", "max_tokens"}``, served by LMI and TGI): SSE
+    ``choices[0].delta.content`` chunks; token counts from ``usage`` (streams ask for it with
+    ``stream_options.include_usage``). For chat-tuned models."""
+
+
+FORMATS = tuple(member.value for member in PayloadFormat)
+"""Accepted values of ``response_format`` (the CLI's ``--format``)."""
+
+
+@typed_props
+@dataclass(frozen=True)
+class RequestProtocol:
+    """How each request travels, whatever the workload: the container's request schema and
+    whether the response streams.
+
+    ::
+
+        RequestProtocol(payload_format=PayloadFormat.MESSAGES, stream=True)
+    """
+
+    payload_format: PayloadFormat = PayloadFormat.AUTO
+    """The request schema and response format (``MESSAGES`` for the chat-completions API);
+    default AUTO (the inputs API, LMI or TGI answers detected)."""
+    stream: bool = False
+    """Use InvokeEndpointWithResponseStream and ask the container to stream (measures TTFT
+    and inter-token latency); default False."""
 
 
 def synthetic_prompt(input_tokens: int, index: int = 0) -> str:
@@ -111,6 +151,20 @@ class PayloadSpec:
             )
         if self.input_tokens < 1 or self.output_tokens < 1:
             raise ValueError("input_tokens and output_tokens must be at least 1")
+
+    @staticmethod
+    def of(
+        workload: Workload, protocol: RequestProtocol, *, prompts: str | None = None
+    ) -> PayloadSpec:
+        """The payload of ``workload``'s requests sent by ``protocol`` (with ``prompts``, a
+        JSONL file's prompts instead of synthetic ones of ``workload.input_tokens``)."""
+        return PayloadSpec(
+            input_tokens=workload.input_tokens,
+            output_tokens=workload.output_tokens,
+            stream=protocol.stream,
+            response_format=protocol.payload_format.value,
+            prompts=prompts,
+        )
 
     def describe(self) -> dict[str, Any]:
         """The payload as stated in results (JSON-ready)."""

@@ -20,6 +20,7 @@ search itself, and the answer is within one doubling of a full doubling sweep's.
 
 :func:`next_level` replays the levels run so far (in run order) and names the next one; it is
 pure, so the deploy-time benchmark plans each step from the levels in its state.
+:func:`run_search` runs a search level by level in one process (the CLI).
 """
 
 from __future__ import annotations
@@ -29,24 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._clock import now
-from .engine import (
-    BenchmarkResult,
-    KneeRule,
-    LevelResult,
-    Progress,
-    find_knee,
-    level_requests,
-    progress_line,
-    run_level,
-    summarize_level,
-    trip_reason,
-)
-from .goodput import GoodputSlo
-from .invokers import AsyncInvoker, Invoker
-from .open_loop import RateRunner, open_loop_settings
-from .payload import PayloadSpec
-from .samples import RequestSample
+from .engine import KneeRule, LevelResult, trip_reason
 
 SEARCHES = ("knee", "max-rate")
 """Accepted search kinds."""
@@ -191,115 +175,12 @@ def search_section(
     }
 
 
-def search_knee(
-    invoker: Invoker,
-    spec: PayloadSpec,
-    rule: SearchRule,
-    *,
-    knee_rule: KneeRule | None = None,
-    requests_per_level: int | None = None,
-    duration_s: float | None = None,
-    slo: GoodputSlo | None = None,
-    price_per_hour: float | None = None,
-    target: dict[str, Any] | None = None,
-    keep_samples: bool = False,
-    progress: Progress | None = None,
-    s3_client: Any = None,
-    warmup_requests: int = 1,
-) -> BenchmarkResult:
-    """Find the closed-loop knee by bracketing and bisection (see the module docstring).
-
-    Levels are sized as in :func:`~.engine.sweep`. ``search.requests`` counts the measured
-    requests (the warm-up is not counted)."""
-    if rule.kind != "knee":
-        raise ValueError("search_knee needs a SearchRule of kind 'knee'")
-    knee_rule = knee_rule or KneeRule()
-    judge = knee_judge(knee_rule)
-    factory = spec.build(s3_client)
-    started = now()
-    if warmup_requests > 0:
-        run_level(invoker, factory, 1, requests=warmup_requests)
+def run_search(
+    rule: SearchRule, run: Callable[[float], LevelResult], judge: Judge
+) -> tuple[list[LevelResult], SearchState]:
+    """Run the levels ``rule`` names, one at a time (``run``), until the search is over;
+    returns them in run order and the search's final state."""
     levels: list[LevelResult] = []
-    kept: list[RequestSample] = []
-    spent = 0
     while (state := next_level(rule, levels, judge)).next is not None:
-        concurrency = int(state.next)
-        count = requests_per_level
-        if count is None and duration_s is None:
-            count = level_requests(concurrency)
-        if progress is not None:
-            what = f"{count} requests" if count is not None else f"{duration_s:g} s"
-            progress(f"search: concurrency {concurrency}: {what} ...")
-        samples = run_level(
-            invoker, factory, concurrency, requests=count, duration_s=duration_s, first_index=spent
-        )
-        spent += len(samples)
-        if keep_samples:
-            kept.extend(samples)
-        level = summarize_level(samples, concurrency, slo)
-        levels.append(level)
-        if progress is not None:
-            progress(progress_line(level))
-    ordered = sorted(levels, key=lambda lv: lv.concurrency)
-    return BenchmarkResult(
-        payload=spec.describe(),
-        levels=ordered,
-        knee=find_knee(ordered, knee_rule),
-        target=dict(target or {}),
-        slo_ms_per_token=knee_rule.slo_ms_per_token,
-        price_per_hour=price_per_hour,
-        started_at=started,
-        finished_at=now(),
-        samples=kept if keep_samples else None,
-        goodput=slo.to_dict() if slo is not None and slo.stated else None,
-        search=search_section(rule, state, spent, knee_rule.describe()),
-    )
-
-
-def search_max_rate(
-    invoker: AsyncInvoker,
-    spec: PayloadSpec,
-    rule: SearchRule,
-    *,
-    arrival: str = "poisson",
-    seed: int = 0,
-    max_concurrency: int | None = None,
-    slo: GoodputSlo | None = None,
-    requests_per_level: int | None = None,
-    duration_s: float | None = None,
-    price_per_hour: float | None = None,
-    target: dict[str, Any] | None = None,
-    keep_samples: bool = False,
-    progress: Progress | None = None,
-    s3_client: Any = None,
-    warmup_requests: int = 1,
-) -> BenchmarkResult:
-    """Find the highest sustainable request rate by bracketing and bisection (open loop)."""
-    if rule.kind != "max-rate":
-        raise ValueError("search_max_rate needs a SearchRule of kind 'max-rate'")
-    runner = RateRunner.warmed_up(
-        invoker,
-        spec,
-        s3_client=s3_client,
-        warmup_requests=warmup_requests,
-        arrival=arrival,
-        seed=seed,
-        max_concurrency=max_concurrency,
-        slo=slo,
-        requests_per_level=requests_per_level,
-        duration_s=duration_s,
-        keep_samples=keep_samples,
-        progress=progress,
-    )
-    levels: list[LevelResult] = []
-    while (state := next_level(rule, levels, sustainable_judge)).next is not None:
-        levels.append(runner(state.next))
-    ordered = sorted(levels, key=lambda lv: lv.target_rate_per_s or 0.0)
-    rule_text = open_loop_settings(arrival, seed, max_concurrency)["sustainable_rule"]
-    return runner.result(
-        spec,
-        ordered,
-        target=target,
-        price_per_hour=price_per_hour,
-        search=search_section(rule, state, runner.spent, rule_text),
-    )
+        levels.append(run(int(state.next) if rule.integer else state.next))
+    return levels, state

@@ -8,21 +8,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..benchmarking.arrivals import ARRIVALS
-from ..benchmarking.engine import BenchmarkResult, KneeRule, sweep
+from ..benchmarking.arrivals import ARRIVALS, Arrival
+from ..benchmarking.engine import KneeRule
 from ..benchmarking.goodput import DEFAULT_FRACTION, GoodputSlo
 from ..benchmarking.invokers import AsyncInvoker, BotoInvoker, Invoker
-from ..benchmarking.open_loop import rate_sweep
-from ..benchmarking.payload import FORMATS, PayloadSpec
+from ..benchmarking.load import BenchmarkLoad
+from ..benchmarking.payload import FORMATS, PayloadFormat, PayloadSpec, RequestProtocol
+from ..benchmarking.pricing import BenchmarkPricing
 from ..benchmarking.progress import LiveProgress
-from ..benchmarking.search import (
-    DEFAULT_RESOLUTION,
-    SEARCHES,
-    SearchRule,
-    search_knee,
-    search_max_rate,
-)
-from ..catalog.prices import DEFAULT_PRICE_LIST, check_discount
+from ..benchmarking.run import run_benchmark
+from ..benchmarking.search import DEFAULT_RESOLUTION, SEARCHES
+from ..planning.workload import Workload
 from .aws_environment import aws_environment_problem
 
 
@@ -68,8 +64,8 @@ def _add_open_loop_and_search(parser: argparse.ArgumentParser) -> None:
         metavar="R1,R2,...",
         help="open loop: send at these requests/s instead of keeping N in flight",
     )
-    group.add_argument("--arrival", choices=ARRIVALS, default="poisson", help="default poisson")
-    group.add_argument("--seed", type=int, default=0, help="arrival schedule seed; default 0")
+    group.add_argument("--arrival", choices=ARRIVALS, help="default poisson")
+    group.add_argument("--seed", type=int, help="poisson arrivals' seed; default 0")
     group.add_argument(
         "--max-concurrency", type=_positive(int), help="open loop: cap requests in flight"
     )
@@ -80,8 +76,8 @@ def _add_open_loop_and_search(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--sustainable-fraction",
         type=_positive(float),
-        default=DEFAULT_FRACTION,
-        help="a rate is sustainable while goodput >= this x the offered rate; default 0.95",
+        help="open loop: a rate is sustainable while goodput >= this x the offered rate; "
+        f"default {DEFAULT_FRACTION}",
     )
     group.add_argument(
         "--search",
@@ -90,55 +86,76 @@ def _add_open_loop_and_search(parser: argparse.ArgumentParser) -> None:
         "--request-rate range (open loop), instead of running every level",
     )
     group.add_argument(
-        "--search-resolution", type=_positive(float), default=DEFAULT_RESOLUTION,
-        help="bisection stops when the bracket is within this ratio; default 0.25",
+        "--search-resolution", type=_positive(float),
+        help=f"bisection stops when the bracket is within this ratio; default {DEFAULT_RESOLUTION}",
     )  # fmt: skip
 
 
 def _mode_error(args: argparse.Namespace) -> str | None:
-    """Why the mode flags do not go together, or None."""
+    """Why the mode flags do not go together, or None (the values themselves are checked by the
+    ``BenchmarkLoad`` factories)."""
     if args.request_rate is not None and args.concurrency is not None:
         return "give --concurrency (closed loop) or --request-rate (open loop), not both"
+    if args.search_resolution is not None and args.search is None:
+        return "--search-resolution applies to a search: give --search"
+    if args.discount is not None and args.price_per_hour is None and not args.instance_type:
+        return "--discount applies to a price: give --price-per-hour or --instance-type"
     if args.request_rate is None:
         if args.search == "max-rate":
             return "--search max-rate searches the --request-rate range: give --request-rate"
-        if args.max_concurrency is not None:
-            return "--max-concurrency caps an open-loop level: give --request-rate"
+        for flag, value in (
+            ("--max-concurrency", args.max_concurrency),
+            ("--arrival", args.arrival),
+            ("--seed", args.seed),
+            ("--sustainable-fraction", args.sustainable_fraction),
+        ):
+            if value is not None:
+                return f"{flag} applies to open-loop levels: give --request-rate"
         return None
     if args.search == "knee":
         return "--search knee searches the --concurrency range: give --concurrency"
+    if args.arrival == "constant" and args.seed is not None:
+        return "--seed seeds poisson arrivals: drop it with --arrival constant"
     if args.client != "async":
         return "open-loop levels need the asyncio client (--client async)"
     return None
 
 
-def _run_mode(
-    args: argparse.Namespace, invoker: Invoker, spec: PayloadSpec, **common: Any
-) -> BenchmarkResult:
-    """The run the flags ask for: a closed-loop sweep, a rate sweep, or a search."""
-    slo = GoodputSlo(args.slo_ms_per_token, args.slo_ttft_ms, args.sustainable_fraction)
-    sizing = {"requests_per_level": args.requests_per_level, "duration_s": args.duration_per_level}
-    rule = KneeRule(
-        min_gain_per_doubling=args.min_gain_per_doubling,
-        slo_ms_per_token=args.latency_slo_ms_per_token,
+def _load(args: argparse.Namespace) -> BenchmarkLoad:
+    """The load the flags ask for: a concurrency sweep, a rate sweep, or a search."""
+    slo = GoodputSlo(
+        args.slo_ms_per_token, args.slo_ttft_ms, args.sustainable_fraction or DEFAULT_FRACTION
     )
+    resolution = args.search_resolution or DEFAULT_RESOLUTION
     if args.request_rate is None:
         levels = args.concurrency or [1, 2, 4, 8]
+        closed_loop: dict[str, Any] = {
+            "requests_per_level": args.requests_per_level,
+            "knee_rule": KneeRule(
+                min_gain_per_doubling=args.min_gain_per_doubling,
+                slo_ms_per_token=args.latency_slo_ms_per_token,
+            ),
+            "slo": slo if slo.stated else None,
+        }
         if args.search == "knee":
-            search = SearchRule("knee", levels[0], levels[-1], args.search_resolution)
-            return search_knee(invoker, spec, search, knee_rule=rule, slo=slo, **sizing, **common)
-        return sweep(invoker, spec, levels, rule=rule, slo=slo, **sizing, **common)
-    assert isinstance(invoker, AsyncInvoker)
-    rates = args.request_rate
-    open_loop = {
-        "arrival": args.arrival,
-        "seed": args.seed,
+            return BenchmarkLoad.knee_search(
+                low=levels[0], high=levels[-1], resolution=resolution, **closed_loop
+            )
+        return BenchmarkLoad.concurrency(levels, **closed_loop)
+    open_loop: dict[str, Any] = {
+        "arrival": Arrival.constant()
+        if args.arrival == "constant"
+        else Arrival.poisson(seed=args.seed or 0),
         "max_concurrency": args.max_concurrency,
+        "requests_per_level": args.requests_per_level,
+        "slo": slo,
     }
+    rates = args.request_rate
     if args.search == "max-rate":
-        search = SearchRule("max-rate", rates[0], rates[-1], args.search_resolution)
-        return search_max_rate(invoker, spec, search, slo=slo, **open_loop, **sizing, **common)
-    return rate_sweep(invoker, spec, rates, slo=slo, **open_loop, **sizing, **common)
+        return BenchmarkLoad.max_rate_search(
+            low=rates[0], high=rates[-1], resolution=resolution, **open_loop
+        )
+    return BenchmarkLoad.request_rates(rates, **open_loop)
 
 
 def _positive_int(text: str) -> int:
@@ -214,7 +231,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--instance-count", type=int, default=1, help="with --instance-type")
     parser.add_argument(
-        "--discount", type=float, default=0.0, help="savings-plan discount, e.g. 0.3 for 30 %%"
+        "--discount", type=float, help="savings-plan discount, e.g. 0.3 for 30 %%; default none"
     )
     parser.add_argument(
         "--client",
@@ -244,15 +261,29 @@ def _invoker(args: argparse.Namespace) -> Invoker:
     )
 
 
-def _price(args: argparse.Namespace, region: str | None) -> tuple[float | None, str | None]:
-    """The price per hour and its basis: given, or from the default list (region-marked)."""
-    check_discount("--discount", args.discount)
-    if args.price_per_hour is not None or not args.instance_type:
-        return args.price_per_hour, args.price_basis or "given"
-    hourly = DEFAULT_PRICE_LIST.price_per_hour(args.instance_type)
+def _pricing(args: argparse.Namespace) -> BenchmarkPricing | None:
+    """The price the flags state: given, from the library's list, or none."""
+    discount = args.discount or 0.0
+    if args.price_per_hour is not None:
+        return BenchmarkPricing.per_hour(
+            args.price_per_hour, discount=discount, basis=args.price_basis or "given"
+        )
+    if args.instance_type:
+        return BenchmarkPricing.from_price_list(discount=discount)
+    return None
+
+
+def _price(
+    args: argparse.Namespace, pricing: BenchmarkPricing | None, region: str | None
+) -> tuple[float | None, str | None]:
+    """The undiscounted price per hour and its basis: given, or from the list (of
+    ``--instance-count`` instances, region-marked)."""
+    if pricing is None or pricing.price_list is None:
+        return (None, None) if pricing is None else (pricing.price_per_hour, pricing.basis)
+    hourly = pricing.price_list.price_per_hour(args.instance_type)
     if hourly is None:
         raise ValueError(f"no price for {args.instance_type}: pass --price-per-hour")
-    return hourly * args.instance_count, DEFAULT_PRICE_LIST.basis(region)
+    return hourly * args.instance_count, pricing.price_list.basis(region)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -262,15 +293,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     try:
-        spec = PayloadSpec(
-            input_tokens=args.input_tokens,
-            output_tokens=args.output_tokens,
-            stream=args.stream,
-            response_format=args.response_format,
+        load = _load(args)
+        spec = PayloadSpec.of(
+            Workload(args.input_tokens, args.output_tokens),
+            RequestProtocol(PayloadFormat(args.response_format), args.stream),
             prompts=args.prompts,
         )
+        pricing = _pricing(args)
         invoker = _invoker(args)
-        price, basis = _price(args, getattr(invoker, "region", args.region))
+        price, basis = _price(args, pricing, getattr(invoker, "region", args.region))
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -288,11 +319,14 @@ def run(args: argparse.Namespace) -> int:
         "client": args.client,
     }
     try:
-        result = _run_mode(
-            args,
+        result = run_benchmark(
             invoker,
             spec,
+            load,
+            duration_s=args.duration_per_level,
             price_per_hour=price,
+            price_basis=basis,  # every cost is stated with its basis and discount
+            discount=pricing.discount if pricing is not None else 0.0,
             target={key: value for key, value in target.items() if value is not None},
             keep_samples=args.keep_samples,
             progress=progress,
@@ -300,8 +334,6 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    if price is not None:  # every cost is stated with its basis and discount
-        result.price_basis, result.discount = basis, args.discount
     Path(args.out).write_text(result.to_json() + "\n", encoding="utf-8")
     if result.mode == "rate":
         assert result.goodput is not None

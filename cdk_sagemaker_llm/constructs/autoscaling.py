@@ -32,10 +32,10 @@ from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct, IValidation
 
+from ..prop_types import typed_props
 from .deployment import RollingDeployment
 from .endpoint_base import EndpointBase
 from .interfaces import IEndpoint, IInferenceComponent
-from .prop_types import typed_props
 from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
 
 SERVICE_NAMESPACE = "sagemaker"

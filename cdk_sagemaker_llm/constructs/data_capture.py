@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 
+from ..prop_types import typed_props
 from .nag import acknowledge_wildcard_actions, acknowledge_wildcard_resources
-from .prop_types import typed_props
 from .validation import ValidationError, check_range
 
 if TYPE_CHECKING:  # annotations only: importing these costs synth time

@@ -33,8 +33,8 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from ..prop_types import typed_props
 from .nag import acknowledge, acknowledge_wildcard_resources
-from .prop_types import typed_props
 from .validation import ValidationError
 
 HANDLER_RUNTIME = lambda_.Runtime.PYTHON_3_13

@@ -22,7 +22,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 
-from .prop_types import typed_props
+from ..prop_types import typed_props
 from .validation import ValidationError, check_range, is_unresolved
 
 

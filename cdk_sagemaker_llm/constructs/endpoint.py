@@ -12,6 +12,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from ..catalog.instance_types import InstanceType
+from ..prop_types import typed_props
 from .async_inference import AsyncInference
 from .availability import require_inference_components
 from .capacity import CopyDemand, check_capacity
@@ -30,7 +31,6 @@ from .inference_component import InferenceComponent
 from .interfaces import IEndpoint
 from .model import ModelBase
 from .networking import place_in_vpc
-from .prop_types import typed_props
 from .serverless import ServerlessConfig
 from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
 from .variant_options import (

@@ -16,7 +16,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_sagemaker as sagemaker
 
 from .component_options import publish_frequency_seconds
-from .prop_types import typed_props
+from ..prop_types import typed_props
 from .validation import ValidationError
 
 __all__ = ["EndpointMetrics"]

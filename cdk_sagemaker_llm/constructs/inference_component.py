@@ -13,6 +13,7 @@ from constructs import Construct
 
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec
+from ..prop_types import typed_props
 from .autoscaling import ComponentScaling
 from .component_options import ComponentScheduling, ComponentSpecification, ContainerMetrics
 from .deployment import RollingDeployment
@@ -24,7 +25,6 @@ from .lora_adapters import LoraAdapters, LoraServer
 from .model import ModelBase, check_image_on_instance, merge_environment
 from .model_source import ModelSource, ModelSourceKind
 from .plan_metadata import add_plan_metadata
-from .prop_types import typed_props
 from .serving_options import MAX_LORA_RANKS, ServingOptions
 from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
 

@@ -31,7 +31,7 @@ from typing import Any
 from aws_cdk import Annotations, Duration, Size, Stack
 from constructs import Construct
 
-from ..benchmarking import KneeRule
+from ..benchmarking import BenchmarkLoad, KneeRule, PayloadFormat, RequestProtocol
 from ..catalog.containers import ContainerFamily
 from ..catalog.instance_types import CATALOG, InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
@@ -56,7 +56,8 @@ from ..planning.recommend import (
 )
 from ..template_metadata import SERVICE
 from .autoscaling import ComponentScaling
-from .benchmark import BenchmarkGate, EndpointBenchmark, PayloadFormat
+from .benchmark import EndpointBenchmark
+from .benchmark_options import BenchmarkGate
 from .deployment import RollingDeployment
 from .endpoint import InferenceComponentEndpoint, RoutingStrategy
 from .images import ContainerImage
@@ -528,16 +529,17 @@ class LlmService(Construct):
         """A sweep of the initial copies up to twice their predicted knee, gated on the SLO."""
         top = min(4096, max(2, 2 * option.knee_concurrency_per_copy * copies))
         levels = [2**power for power in range(0, MAX_SWEEP_LEVELS) if 2**power < top] + [top]
+        rule = KneeRule(min_gain_per_doubling=0.10, slo_ms_per_token=slo.max_ms_per_token)
         return EndpointBenchmark(
             self,
             "Benchmark",
             inference_component=self.component,
-            concurrencies=levels[-MAX_SWEEP_LEVELS:],
-            input_tokens=workload.input_tokens,
-            output_tokens=workload.output_tokens,
-            stream=True,
-            payload_format=PayloadFormat.TGI if image.family.is_tgi else PayloadFormat.LMI,
-            knee_rule=KneeRule(min_gain_per_doubling=0.10, slo_ms_per_token=slo.max_ms_per_token),
+            load=BenchmarkLoad.concurrency(levels[-MAX_SWEEP_LEVELS:], knee_rule=rule),
+            workload=workload,
+            protocol=RequestProtocol(
+                payload_format=PayloadFormat.TGI if image.family.is_tgi else PayloadFormat.LMI,
+                stream=True,
+            ),
             gate=BenchmarkGate(max_p50_ms_per_token=slo.max_ms_per_token),
             max_duration=max_duration,
         )

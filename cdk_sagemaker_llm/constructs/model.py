@@ -12,13 +12,13 @@ from constructs import Construct
 
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec
+from ..prop_types import typed_props
 from .execution_role import create_execution_role, depend_on_role_policy
 from .fit_check import check_fit
 from .images import ContainerImage
 from .model_source import ModelSource
 from .networking import place_in_vpc
 from .plan_metadata import add_plan_metadata
-from .prop_types import typed_props
 from .serving_options import ServingOptions
 from .speculative_decoding import SpeculativeDecoding
 from .validation import ValidationError, check_sagemaker_name, is_unresolved

@@ -74,6 +74,7 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from ..catalog.instance_types import InstanceType
+from ..prop_types import typed_props
 from .deploy_time import (
     CUSTOM_RESOURCE_TIMEOUT,
     HandlerAsset,
@@ -90,7 +91,6 @@ from .model import Model, merge_environment
 from .model_source import BoundModelSource, ModelSource, ModelSourceKind
 from .nag import acknowledge_wildcard_resources
 from .networking import place_in_vpc
-from .prop_types import typed_props
 from .validation import SAGEMAKER_NAME, ValidationError, check_range
 
 HANDLER_ASSET = HandlerAsset(

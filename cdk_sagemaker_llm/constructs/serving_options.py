@@ -9,8 +9,8 @@ from typing import Any
 
 from aws_cdk import Duration
 
+from ..prop_types import typed_props
 from .images import ContainerFamily, ContainerImage
-from .prop_types import typed_props
 from .validation import ValidationError, check_range
 
 

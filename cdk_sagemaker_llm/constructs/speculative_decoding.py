@@ -29,9 +29,9 @@ from aws_cdk import Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 
+from ..prop_types import typed_props
 from .images import ContainerFamily, ContainerImage
 from .model_source import ModelSource
-from .prop_types import typed_props
 from .validation import ValidationError
 
 DRAFT_MODEL_VARIABLE = "OPTION_SPECULATIVE_DRAFT_MODEL"

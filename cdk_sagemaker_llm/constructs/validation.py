@@ -7,8 +7,8 @@ from typing import Any
 
 from aws_cdk import Token
 
-from ..errors import ValidationError
-from .prop_types import typed_props
+from ..errors import ValidationError, check_range
+from ..prop_types import typed_props
 
 __all__ = ["ValidationError", "check_range", "check_sagemaker_name", "is_unresolved", "typed_props"]
 
@@ -35,27 +35,3 @@ def check_sagemaker_name(prop: str, name: str | None) -> None:
             "shorten the name or replace other characters with hyphens, or omit it to get "
             "a generated name",
         )
-
-
-def check_range(
-    prop: str,
-    value: float | None,
-    *,
-    minimum: float | None = None,
-    maximum: float | None = None,
-    fix: str | None = None,
-) -> None:
-    """Check ``minimum <= value <= maximum`` for a literal number (tokens pass unchecked)."""
-    if value is None or is_unresolved(value):
-        return
-    low_ok = minimum is None or value >= minimum
-    high_ok = maximum is None or value <= maximum
-    if low_ok and high_ok:
-        return
-    if minimum is not None and maximum is not None:
-        bounds = f"must be between {minimum} and {maximum}"
-    elif minimum is not None:
-        bounds = f"must be at least {minimum}"
-    else:
-        bounds = f"must be at most {maximum}"
-    raise ValidationError(prop, value, bounds, fix or f"set {prop} within that range")

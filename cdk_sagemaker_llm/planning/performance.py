@@ -52,6 +52,7 @@ from .placement import (
     host_memory_problem,
     kv_bytes_per_token_per_copy,
 )
+from .workload import Workload
 
 if TYPE_CHECKING:
     from .calibration import Calibration
@@ -230,30 +231,6 @@ class Layout:
             f" x {self.copies_per_instance} cop{'y' if self.copies_per_instance == 1 else 'ies'}"
             " each"
         )
-
-
-@dataclass(frozen=True)
-class Workload:
-    """What one request looks like: input (prompt) tokens and output (generated) tokens."""
-
-    input_tokens: int
-    output_tokens: int
-
-    def __post_init__(self) -> None:
-        for prop in ("input_tokens", "output_tokens"):
-            value = getattr(self, prop)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValidationError(prop, value, "must be a positive integer", "pass e.g. 512")
-
-    @property
-    def total_tokens(self) -> int:
-        """Input + output tokens: the KV cache one sequence reaches."""
-        return self.input_tokens + self.output_tokens
-
-    @property
-    def mean_context(self) -> float:
-        """Mean context length while decoding: input + half the output."""
-        return self.input_tokens + self.output_tokens / 2
 
 
 # ----- Architecture arithmetic ----------------------------------------------------------------

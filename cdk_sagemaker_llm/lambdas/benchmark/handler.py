@@ -69,10 +69,11 @@ from ...benchmarking import (
     summarize_level,
 )
 from ...benchmarking._clock import now as epoch_now
-from ...benchmarking.arrivals import ARRIVALS, share
+from ...benchmarking.arrivals import ARRIVALS, Arrival
 from ...benchmarking.goodput import GoodputSlo
 from ...benchmarking.open_loop import (
     OPEN_LOOP_KNEE,
+    SUSTAINABLE_RULE,
     goodput_section,
     open_loop_settings,
     run_rate_level,
@@ -80,7 +81,7 @@ from ...benchmarking.open_loop import (
     sustainable_rate,
 )
 from ...benchmarking.open_loop import level_requests as rate_level_requests
-from ...benchmarking.payload import FORMATS
+from ...benchmarking.payload import FORMATS, PayloadFormat, RequestProtocol
 from ...benchmarking.report import render_svg
 from ...benchmarking.search import (
     SearchRule,
@@ -89,6 +90,7 @@ from ...benchmarking.search import (
     search_section,
     sustainable_judge,
 )
+from ...planning.workload import Workload
 from ..runtime_support import (
     HTTPS_URL,
     Budget,
@@ -801,22 +803,12 @@ def run_worker(
     late = max(0.0, started - piece["StartAt"])
     duration = stop_at - started
     samples: list[RequestSample] = []
-    spec = PayloadSpec(
-        input_tokens=run["InputTokens"],
-        output_tokens=run["OutputTokens"],
-        stream=run["Stream"],
-        response_format=run["Format"],
-    )
+    spec = payload_of(run)
     if duration > 0 and piece["Requests"] > 0 and run["Mode"] == "rate":
         if not isinstance(invoker, AsyncInvoker):
             raise EventError("an open-loop level needs the asyncio client")
-        offsets = share(
-            piece["Level"],
-            requests_for(run, piece["Level"]),
-            piece["Worker"],
-            piece["Workers"],
-            arrival=run["Arrival"],
-            seed=run["Seed"],
+        offsets = arrival_of(run).share(
+            piece["Level"], requests_for(run, piece["Level"]), piece["Worker"], piece["Workers"]
         )
         samples = run_rate_level(
             invoker,
@@ -948,6 +940,19 @@ def aggregate_level(
             example = next(s for s in failed if (s.error_code or s.error or "") == code)
             record["FirstError"] = f"{code}: {example.error_message or ''}".strip()
     return merged, record
+
+
+def payload_of(run: Mapping[str, Any]) -> PayloadSpec:
+    """The run's requests: its workload, sent by its protocol."""
+    return PayloadSpec.of(
+        Workload(run["InputTokens"], run["OutputTokens"]),
+        RequestProtocol(PayloadFormat(run["Format"]), run["Stream"]),
+    )
+
+
+def arrival_of(run: Mapping[str, Any]) -> Arrival:
+    """The run's arrival process (open loop)."""
+    return Arrival(run["Arrival"], run["Seed"])
 
 
 def slo_of(run: Mapping[str, Any]) -> GoodputSlo:
@@ -1129,10 +1134,7 @@ def build_result(
     searched = None
     if search is not None:
         judge = knee_judge(rule) if search.kind == "knee" else sustainable_judge
-        pass_rule = (
-            rule.describe() if search.kind == "knee" else open_loop_settings("poisson", 0, None)
-            ["sustainable_rule"]
-        )  # fmt: skip
+        pass_rule = rule.describe() if search.kind == "knee" else SUSTAINABLE_RULE
         searched = search_section(
             search,
             next_level(search, in_run_order, judge),
@@ -1140,12 +1142,7 @@ def build_result(
             pass_rule,
         )
     max_concurrency = run["MaxConcurrency"] or None
-    spec = PayloadSpec(
-        input_tokens=run["InputTokens"],
-        output_tokens=run["OutputTokens"],
-        stream=run["Stream"],
-        response_format=run["Format"],
-    )
+    spec = payload_of(run)
     target = {"endpoint_name": run["EndpointName"], "client": "EndpointBenchmark (Lambda workers)"}
     if run["InferenceComponentName"]:
         target["inference_component"] = run["InferenceComponentName"]
@@ -1160,9 +1157,7 @@ def build_result(
         started_at=run["StartedAt"],
         finished_at=now,
         mode=run["Mode"],
-        open_loop=open_loop_settings(run["Arrival"], run["Seed"], max_concurrency)
-        if rate
-        else None,
+        open_loop=open_loop_settings(arrival_of(run), max_concurrency) if rate else None,
         goodput=goodput_section(slo, measured) if rate else (slo.to_dict() if slo.stated else None),
         search=searched,
     )

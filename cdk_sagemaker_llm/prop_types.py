@@ -2,7 +2,8 @@
 ``AttributeError`` from deep inside a construct or a jsii ``TypeError``.
 
 ``@typed_props`` on a construct class (or a props dataclass) checks every argument of its
-``__init__`` against the annotations at call time. It understands unions and ``None``,
+``__init__`` against the annotations at call time; ``@typed_factory`` does the same for a
+static factory (``BenchmarkLoad.concurrency(...)``). It understands unions and ``None``,
 ``Sequence``/``Mapping``/``list``/``dict`` (element types too), ``Literal``, enums, our own
 protocols (``IEndpoint``), jsii classes and interfaces (``iam.IRole``, ``Duration``, ``Size``),
 and lets CDK tokens through where a string or number is expected: their value is only known at
@@ -11,6 +12,7 @@ deploy time.
 
 from __future__ import annotations
 
+import builtins
 import collections.abc
 import functools
 import importlib
@@ -21,13 +23,15 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from enum import Enum
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from ..errors import ValidationError
+from .errors import ValidationError, is_token
 
-__all__ = ["typed_props", "unchecked_props"]
+__all__ = ["typed_factory", "typed_props", "unchecked_props"]
 
 T = TypeVar("T", bound=type)
+R = TypeVar("R")
+F = TypeVar("F", bound=Callable[..., Any])
 
 _UNRESOLVED = object()
 """An annotation that names a type this module cannot import (left unchecked)."""
@@ -36,9 +40,16 @@ _UNRESOLVED = object()
 class _Namespace(dict[str, Any]):
     """Names an annotation may use beyond its module's globals: the module aliases of
     ``aws_cdk`` (``ec2``, ``kms`` ...) and the package's public names, which modules import
-    only for type checkers."""
+    only for type checkers. Names the module or the builtins define are theirs (``eval`` looks
+    here first), so checking a pure module's annotations imports no aws_cdk."""
+
+    def __init__(self, module_globals: Mapping[str, Any]) -> None:
+        super().__init__()
+        self._globals = module_globals
 
     def __missing__(self, name: str) -> Any:
+        if name in self._globals or hasattr(builtins, name):
+            raise KeyError(name)
         try:
             return importlib.import_module(f"aws_cdk.aws_{name}")
         except ImportError:
@@ -60,7 +71,7 @@ def _resolve(function: Callable[..., Any]) -> dict[str, Any]:
             continue
         if isinstance(annotation, str):
             try:
-                annotation = eval(annotation, dict(vars(module)), _Namespace())
+                annotation = eval(annotation, dict(vars(module)), _Namespace(vars(module)))
             except (NameError, AttributeError, TypeError, SyntaxError):
                 annotation = _UNRESOLVED
         hints[name] = annotation
@@ -78,14 +89,6 @@ def unchecked_props(cls: type) -> list[str]:
     init = _init_of(cls)
     hints = _resolve(getattr(init, "__wrapped__", init))
     return sorted(name for name, hint in hints.items() if hint is _UNRESOLVED)
-
-
-def _is_token(value: Any) -> bool:
-    """True for a CDK token standing for a string, number or list (known at deploy time)."""
-    cdk = sys.modules.get("aws_cdk")  # no aws_cdk loaded: no token can exist
-    if cdk is None or isinstance(value, bool) or not isinstance(value, str | int | float | list):
-        return False
-    return bool(cdk.Token.is_unresolved(value))
 
 
 def _jsii_interface_proxy(expected: type) -> type | None:
@@ -119,7 +122,7 @@ def _matches_class(value: Any, expected: type) -> bool:
         return isinstance(value, bool)
     if expected is int:
         return (isinstance(value, int) and not isinstance(value, bool)) or (
-            isinstance(value, float) and _is_token(value)
+            isinstance(value, float) and is_token(value)
         )
     if expected is float:
         return isinstance(value, numbers.Real) and not isinstance(value, bool)
@@ -149,7 +152,7 @@ def _matches(value: Any, expected: Any) -> bool:
         return callable(value)
     if origin in (list, tuple, set, frozenset, collections.abc.Sequence, collections.abc.Set):
         if isinstance(value, str) or not isinstance(value, origin):
-            return _is_token(value)
+            return is_token(value)
         if origin is tuple and arguments and arguments[-1] is not Ellipsis:
             return len(value) == len(arguments) and all(
                 _matches(item, kind) for item, kind in zip(value, arguments, strict=True)
@@ -158,7 +161,7 @@ def _matches(value: Any, expected: Any) -> bool:
         return all(_matches(item, item_type) for item in value)
     if origin in (dict, collections.abc.Mapping, collections.abc.MutableMapping):
         if not isinstance(value, origin):
-            return _is_token(value)
+            return is_token(value)
         key_type, item_type = arguments if arguments else (Any, Any)
         return all(_matches(k, key_type) and _matches(v, item_type) for k, v in value.items())
     if origin is type:
@@ -232,9 +235,12 @@ def _fix(value: Any, expected: Any, prop: str) -> str:
     return f"pass a value of type {_describe(expected)}"
 
 
-def check_type(prop: str, value: Any, expected: Any, owner: str) -> None:
+def check_type(
+    prop: str, value: Any, expected: Any, owner: str, *, qualified: bool = False
+) -> None:
     """Raise ValidationError when ``value`` is not of the annotated type ``expected``; a wrong
-    element of a list or mapping is named by its index or key (``concurrencies[1]``)."""
+    element of a list or mapping is named by its index or key (``concurrencies[1]``), an
+    argument of a factory by its owner too (``BenchmarkLoad.concurrency(levels)[1]``)."""
     if _matches(value, expected):
         return
     container = expected
@@ -244,35 +250,32 @@ def check_type(prop: str, value: Any, expected: Any, owner: str) -> None:
     origin, arguments = typing.get_origin(container), typing.get_args(container)
     if origin in (list, collections.abc.Sequence) and isinstance(value, origin) and arguments:
         for index, item in enumerate(value):
-            check_type(f"{prop}[{index}]", item, arguments[0], owner)
+            check_type(f"{prop}[{index}]", item, arguments[0], owner, qualified=qualified)
     if origin in (dict, collections.abc.Mapping) and isinstance(value, origin) and arguments:
         for key, item in value.items():
-            check_type(f"{prop}[{key!r}]", item, arguments[1], owner)
+            check_type(f"{prop}[{key!r}]", item, arguments[1], owner, qualified=qualified)
+    argument, _, element = prop.partition("[")
     raise ValidationError(
-        prop,
+        f"{owner}({argument}){'[' if element else ''}{element}" if qualified else prop,
         value,
         f"{owner} expects {prop} to be {_describe(expected)}, not {type(value).__name__}",
         _fix(value, expected, prop),
     )
 
 
-def typed_props(cls: T) -> T:
-    """Class decorator: check the types of every ``__init__`` argument at call time.
-
-    Put it above ``@dataclass`` on a props dataclass, so it wraps the generated ``__init__``.
-    """
-    init = _init_of(cls)
-    signature = inspect.signature(init)
-    owner = cls.__name__
+def _checked(function: Callable[..., R], owner: str, qualified: bool) -> Callable[..., R]:
+    """``function`` checking each argument against its annotation before it runs; a wrong type
+    is named ``arg`` (a constructor's prop) or ``Owner(arg)`` (a factory's argument)."""
+    signature = inspect.signature(function)
 
     @functools.cache
     def hints() -> Mapping[str, Any]:  # resolved on first use: annotations may refer ahead
-        return _resolve(init)
+        return _resolve(function)
 
-    @functools.wraps(init)
-    def checked_init(self: Any, *args: Any, **kwargs: Any) -> None:
+    @functools.wraps(function)
+    def checked(*args: Any, **kwargs: Any) -> R:
         try:
-            bound = signature.bind(self, *args, **kwargs)
+            bound = signature.bind(*args, **kwargs)
         except TypeError as error:  # an unknown or missing prop
             raise ValidationError(
                 owner, f"{args!r}, {kwargs!r}", str(error), f"see help({owner})"
@@ -283,8 +286,23 @@ def typed_props(cls: T) -> T:
                 inspect.Parameter.VAR_POSITIONAL,
                 inspect.Parameter.VAR_KEYWORD,
             ):
-                check_type(name, value, resolved[name], owner)
-        init(self, *args, **kwargs)
+                check_type(name, value, resolved[name], owner, qualified=qualified)
+        return function(*args, **kwargs)
 
-    cls.__init__ = checked_init  # type: ignore[misc]
+    return checked
+
+
+def typed_props(cls: T) -> T:
+    """Class decorator: check the types of every ``__init__`` argument at call time.
+
+    Put it above ``@dataclass`` on a props dataclass, so it wraps the generated ``__init__``.
+    """
+    cls.__init__ = _checked(_init_of(cls), cls.__name__, qualified=False)  # type: ignore[misc]
     return cls
+
+
+def typed_factory(function: F) -> F:
+    """Decorator of a static factory (below ``@staticmethod``): check the types of its
+    arguments at call time; a wrong one is named ``Class.factory(argument)``, as the factory's
+    own validation names it."""
+    return cast(F, _checked(function, function.__qualname__, qualified=True))

@@ -1,0 +1,226 @@
+"""The deploy-time benchmark's own options: where its results go, what runs its load, and the
+figures that fail the deployment. (The load, the workload, the request protocol and the pricing
+are shared with the CLI: ``benchmarking`` and ``planning.workload``.)"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from ..benchmarking.load import MAX_CONCURRENCY, MAX_RATE, BenchmarkLoad
+from ..prop_types import typed_factory, typed_props
+from .nag import acknowledge
+from .validation import ValidationError, check_range, is_unresolved
+
+DEFAULT_RESULTS_PREFIX = "endpoint-benchmarks/"
+MAX_WORKERS = 64
+"""Parallel workers of one level (the Map's MaxConcurrency)."""
+MAX_WORKER_CAPACITY = 1024
+MAX_WORKER_RATE = 10_000.0
+DEFAULT_WORKER_CAPACITY = 256
+"""Concurrent streams per worker Lambda (1 vCPU): the highest level measured within 2 % p50 and
+5 % TTFT error of the server's truth (``benchmarks/worker_capacity.py``)."""
+DEFAULT_WORKER_RATE_CAPACITY = 100.0
+"""Open-loop requests/s per worker Lambda, measured with the same script (schedule lag and TTFT
+error within the limits with headroom)."""
+
+
+class BenchmarkResults:
+    """Where a benchmark writes ``results.json``, ``chart.svg`` and the raw samples:
+    ``BenchmarkResults.in_new_bucket()`` or ``BenchmarkResults.in_bucket(bucket)``."""
+
+    def __init__(
+        self, *, bucket: s3.IBucket | None, encryption_key: kms.IKey | None, prefix: str
+    ) -> None:
+        """Use the factories."""
+        self.bucket = bucket
+        """The given bucket; None: the benchmark creates one."""
+        self.encryption_key = encryption_key
+        """The customer key of the bucket the benchmark creates; None: ``aws/s3``."""
+        self.prefix = prefix
+        """Key prefix (ending in ``/``) of every run's folder."""
+
+    @staticmethod
+    @typed_factory
+    def in_new_bucket(
+        *, encryption_key: kms.IKey | None = None, prefix: str = DEFAULT_RESULTS_PREFIX
+    ) -> BenchmarkResults:
+        """A bucket the benchmark creates: KMS-encrypted (``encryption_key``, default the
+        AWS-managed ``aws/s3`` key), SSL only, public access blocked, retained on delete;
+        ``prefix`` (ending in ``/``) default ``endpoint-benchmarks/``."""
+        _check_prefix("BenchmarkResults.in_new_bucket(prefix)", prefix)
+        return BenchmarkResults(bucket=None, encryption_key=encryption_key, prefix=prefix)
+
+    @staticmethod
+    @typed_factory
+    def in_bucket(bucket: s3.IBucket, *, prefix: str = DEFAULT_RESULTS_PREFIX) -> BenchmarkResults:
+        """An existing bucket, which keeps its own encryption (the functions get its key's
+        encrypt/decrypt); ``prefix`` (ending in ``/``) default ``endpoint-benchmarks/``."""
+        _check_prefix("BenchmarkResults.in_bucket(prefix)", prefix)
+        return BenchmarkResults(bucket=bucket, encryption_key=None, prefix=prefix)
+
+    def bind(self, scope: Construct) -> s3.IBucket:
+        """The bucket: the given one, or a new one (``Results``) in ``scope``."""
+        if self.bucket is not None:
+            return self.bucket
+        key = self.encryption_key
+        bucket = s3.Bucket(
+            scope,
+            "Results",
+            encryption=s3.BucketEncryption.KMS if key else s3.BucketEncryption.KMS_MANAGED,
+            encryption_key=key,
+            bucket_key_enabled=True,
+            enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            versioned=False,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        acknowledge(
+            bucket,
+            "AwsSolutions-S1",
+            "Benchmark results written only by this benchmark's functions; pass "
+            "results=BenchmarkResults.in_bucket(...) to use a bucket with server access logging.",
+        )
+        return bucket
+
+
+def _check_prefix(prop: str, prefix: str) -> None:
+    if is_unresolved(prefix):
+        raise ValidationError(
+            prop,
+            prefix,
+            "the prefix scopes the workers' write permission, so it must be known at synth time",
+            "pass a literal prefix such as 'endpoint-benchmarks/'",
+        )
+    if not prefix or prefix.startswith("/") or not prefix.endswith("/"):
+        raise ValidationError(
+            prop,
+            prefix,
+            "a key prefix must be non-empty, end with '/' and not start with '/'",
+            f"pass {(prefix.strip('/') or 'endpoint-benchmarks') + '/'!r}",
+        )
+
+
+class BenchmarkEngine:
+    """What runs the load: ``BenchmarkEngine.lambda_workers(...)``, a Step Functions workflow
+    of worker Lambdas (see ``EndpointBenchmark``)."""
+
+    def __init__(self, *, worker_capacity: int, worker_rate_capacity: float) -> None:
+        """Use the factories."""
+        self.worker_capacity = worker_capacity
+        """Concurrent requests one worker Lambda keeps in flight."""
+        self.worker_rate_capacity = worker_rate_capacity
+        """Open loop: requests/s one worker Lambda sends."""
+
+    @staticmethod
+    @typed_factory
+    def lambda_workers(
+        *,
+        worker_capacity: int = DEFAULT_WORKER_CAPACITY,
+        worker_rate_capacity: float = DEFAULT_WORKER_RATE_CAPACITY,
+    ) -> BenchmarkEngine:
+        """Each level runs on parallel worker Lambdas (1 vCPU each) started together by a Map
+        state: a level of concurrency ``c`` on ``ceil(c / worker_capacity)`` of them, a level of
+        rate ``r`` on ``ceil(r / worker_rate_capacity)`` (and enough for the load's
+        ``max_concurrency`` at ``worker_capacity`` each), at most 64.
+
+        :param worker_capacity: concurrent requests per worker, 1 to 1024; default 256
+            (measured: ``benchmarks/worker_capacity.py``).
+        :param worker_rate_capacity: open loop: requests/s per worker, 0.1 to 10,000; default
+            100 (measured likewise).
+        """
+        check_range(
+            "BenchmarkEngine.lambda_workers(worker_capacity)", worker_capacity,
+            minimum=1, maximum=MAX_WORKER_CAPACITY,
+            fix="keep 1 to 1024 requests in flight per worker Lambda",
+        )  # fmt: skip
+        check_range(
+            "BenchmarkEngine.lambda_workers(worker_rate_capacity)", worker_rate_capacity,
+            minimum=0.1, maximum=MAX_WORKER_RATE,
+            fix="send 0.1 to 10000 requests/s per worker Lambda",
+        )  # fmt: skip
+        return BenchmarkEngine(
+            worker_capacity=worker_capacity, worker_rate_capacity=worker_rate_capacity
+        )
+
+    def max_workers(self, load: BenchmarkLoad) -> int:
+        """Workers of ``load``'s largest level (at most ``MAX_WORKERS``)."""
+        top = load.highest
+        capped = load.max_concurrency or 0
+        if load.open_loop:
+            needed = max(
+                math.ceil(top / self.worker_rate_capacity - 1e-9),
+                -(-capped // self.worker_capacity) if capped else 1,
+            )
+        else:
+            needed = -(-int(top) // self.worker_capacity)
+        if needed <= MAX_WORKERS:
+            return needed
+        if load.open_loop and top / self.worker_rate_capacity > MAX_WORKERS:
+            prop, value, level, least = (
+                "worker_rate_capacity",
+                self.worker_rate_capacity,
+                top,
+                f"{top / MAX_WORKERS:g}",
+            )
+        else:
+            in_flight = capped if load.open_loop else int(top)
+            prop, value, level, least = (
+                "worker_capacity", self.worker_capacity, in_flight,
+                str(-(-in_flight // MAX_WORKERS)),
+            )  # fmt: skip
+        raise ValidationError(
+            f"BenchmarkEngine.lambda_workers({prop})",
+            value,
+            f"the highest level ({level:g}) would need {needed} workers, more than {MAX_WORKERS}",
+            f"raise {prop} to at least {least}",
+        )
+
+
+@typed_props
+@dataclass(frozen=True, kw_only=True)
+class BenchmarkGate:
+    """Measured figures below which the deployment fails (with the figures as the reason)."""
+
+    max_p50_ms_per_token: float | None = None
+    """The SLO at the lowest level (concurrency 1 in the default sweep): fail when its p50
+    ms/token is above this. Default: not checked."""
+    min_knee_concurrency: int | None = None
+    """Closed loop: fail when the knee is below this concurrency. Default: not checked."""
+    min_output_tokens_per_s: float | None = None
+    """Fail when the max output throughput (within the knee rule's SLO) is below this.
+    Default: not checked."""
+    min_sustainable_requests_per_s: float | None = None
+    """Open loop: fail when the sustainable rate is below this (requests/s). Default: not
+    checked."""
+
+    def __post_init__(self) -> None:
+        check_range("max_p50_ms_per_token", self.max_p50_ms_per_token, minimum=0.001)
+        check_range(
+            "min_knee_concurrency", self.min_knee_concurrency, minimum=1, maximum=MAX_CONCURRENCY
+        )
+        check_range("min_output_tokens_per_s", self.min_output_tokens_per_s, minimum=0.001)
+        check_range(
+            "min_sustainable_requests_per_s", self.min_sustainable_requests_per_s,
+            minimum=0.001, maximum=MAX_RATE,
+        )  # fmt: skip
+
+    def check_applies_to(self, load: BenchmarkLoad) -> None:
+        """Raise ValidationError for a figure ``load`` does not measure."""
+        if self.min_sustainable_requests_per_s is not None and not load.open_loop:
+            raise ValidationError(
+                "gate.min_sustainable_requests_per_s", self.min_sustainable_requests_per_s,
+                "only an open-loop load measures a sustainable rate",
+                "use BenchmarkLoad.request_rates or max_rate_search, or drop this gate",
+            )  # fmt: skip
+        if self.min_knee_concurrency is not None and load.open_loop:
+            raise ValidationError(
+                "gate.min_knee_concurrency", self.min_knee_concurrency,
+                "an open-loop load has no knee (a closed-loop figure)",
+                "gate on min_sustainable_requests_per_s, or use BenchmarkLoad.concurrency",
+            )  # fmt: skip
