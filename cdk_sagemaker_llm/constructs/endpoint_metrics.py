@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from aws_cdk import Duration
 from aws_cdk import aws_sagemaker as sagemaker
 
-from .component_options import publish_frequency_seconds
 from ..prop_types import typed_props
+from .component_options import publish_frequency_seconds
 from .validation import ValidationError
 
 __all__ = ["EndpointMetrics"]
