@@ -124,8 +124,9 @@ class InferenceComponent(InferenceComponentBase):
     """One inference component: a model, or a container + artifact, with its compute share.
 
     The compute requirements reserve accelerators, memory and CPU for each copy; they must fit
-    on one instance of the endpoint's type. For LoRA adapters, pass ``base_component`` and an
-    ``artifact`` and no compute requirements: the adapter shares its base's copies.
+    on one instance of the endpoint's type. For LoRA adapters, pass ``base_component``, an
+    ``artifact`` and the adapter's ``lora_rank``, and no compute requirements: the adapter
+    shares its base's copies, and its base's LMI LoRA options are set or checked for it.
     """
 
     def __init__(

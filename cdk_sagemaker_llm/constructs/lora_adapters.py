@@ -55,11 +55,15 @@ class LoraServer:
     settable: bool
     """True for the component's own container, whose LoRA options the library may set."""
 
-    def explicit_int(self, name: str) -> int | None:
-        """A LoRA bound set in the environment, when it is a literal number."""
+    def bound(self, name: str, lmi_default: int) -> int | None:
+        """The LoRA bound ``name`` adapters must fit: the number set in the environment, else
+        LMI's default on a container the library may not change; None when the library sets
+        it (or it is a token)."""
         value = (self.environment or {}).get(name)
+        if value is None:
+            return None if self.settable else lmi_default
         try:
-            return int(str(value)) if value is not None else None
+            return int(str(value))
         except ValueError:
             return None
 
@@ -122,9 +126,7 @@ class LoraAdapters:
                 "serve the base with LmiOptions(lora=LmiLora(...)) (a shared Model is never "
                 "changed by the library)",
             )
-        most = server.explicit_int(MAX_LORAS)
-        if most is None and not server.settable:
-            most = LMI_DEFAULT_MAX_LORAS
+        most = server.bound(MAX_LORAS, LMI_DEFAULT_MAX_LORAS)
         if most is not None and count > most:
             raise ValidationError(
                 "base_component",
@@ -133,9 +135,7 @@ class LoraAdapters:
                 f"({server.where}): not every adapter could be in one batch",
                 f"raise LmiLora(max_adapters=...) to at least {count}, or attach fewer adapters",
             )
-        largest = server.explicit_int(MAX_LORA_RANK)
-        if largest is None and not server.settable:
-            largest = LMI_DEFAULT_MAX_LORA_RANK
+        largest = server.bound(MAX_LORA_RANK, LMI_DEFAULT_MAX_LORA_RANK)
         if largest is not None and rank > largest:
             raise ValidationError(
                 "lora_rank",
