@@ -1,4 +1,5 @@
-"""Rewrite the README's example of `cdk-sagemaker-llm plan` from the reference app's assembly.
+"""Rewrite the plan guide's example of `cdk-sagemaker-llm plan` (docs/guides/plan.md) from the
+reference app's assembly.
 
 Run after changing the reference stacks: ``.venv/bin/python scripts/update_readme_plan.py``.
 """
@@ -21,6 +22,7 @@ import aws_cdk as cdk  # noqa: E402
 from app import build_app  # noqa: E402
 from cdk_sagemaker_llm.plan import build_plan, render_markdown  # noqa: E402
 
+GUIDE = ROOT / "docs" / "guides" / "plan.md"
 MARKER = "On the reference app it prints:"
 FENCE = "````"
 
@@ -32,12 +34,11 @@ def main() -> None:
         build_app(app)
         app.synth()
         plan = render_markdown(build_plan(Path(outdir)))
-    readme = (ROOT / "README.md").read_text()
-    before, after = readme.split(MARKER, 1)
+    before, after = GUIDE.read_text().split(MARKER, 1)
     opening, rest = after.split(f"{FENCE}markdown\n", 1)
     _, closing = rest.split(FENCE, 1)
     block = f"{FENCE}markdown\n{plan.rstrip()}\n{FENCE}"
-    (ROOT / "README.md").write_text(f"{before}{MARKER}{opening}{block}{closing}")
+    GUIDE.write_text(f"{before}{MARKER}{opening}{block}{closing}")
 
 
 if __name__ == "__main__":

@@ -295,13 +295,13 @@ def test_plan_without_manifest_reads_templates_and_ignores_unknown_resources(
     assert "No SageMaker endpoints" in capsys.readouterr().out
 
 
-def test_the_readme_shows_the_plan_of_the_reference_app(reference_assembly: Path) -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    shown = readme.split("On the reference app it prints:", 1)[1].split("````markdown\n", 1)[1]
+def test_the_plan_guide_shows_the_plan_of_the_reference_app(reference_assembly: Path) -> None:
+    guide = (Path(__file__).resolve().parent.parent / "docs" / "guides" / "plan.md").read_text()
+    shown = guide.split("On the reference app it prints:", 1)[1].split("````markdown\n", 1)[1]
     shown = shown.split("````", 1)[0]
     actual = render_markdown(build_plan(reference_assembly))
     headings = [line for line in shown.splitlines() if line.startswith("#")]
     assert headings and headings == [
         line for line in actual.splitlines() if line.startswith("#")
-    ], "README's plan example is stale: run `python scripts/update_readme_plan.py`"
+    ], "the plan guide's example is stale: run `python scripts/update_readme_plan.py`"
     assert shown.splitlines()[0] == actual.splitlines()[0]

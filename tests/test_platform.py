@@ -1,4 +1,4 @@
-"""Platform options (issue 12): the README's examples run as written, cfn-lint accepts what they
+"""Platform options (issue 12): the guide's examples (docs/guides/platform-options.md) run as written, cfn-lint accepts what they
 emit, the emitted properties are the documented ones, and every validation error fires."""
 
 from __future__ import annotations
@@ -46,17 +46,16 @@ from cdk_sagemaker_llm import (
 from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST
 from cdk_sagemaker_llm.plan import Plan, plan_template, render_markdown
 
+PLATFORM_GUIDE = PROJECT_ROOT / "docs" / "guides" / "platform-options.md"
 EXAMPLE = re.compile(r"```python\n(# example: ([a-z-]+)\n.*?)```", re.DOTALL)
 
 
 def run_readme_example(name: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Execute the README block ``# example: <name>`` exactly as written; return its stack's
+    """Execute the guide's block ``# example: <name>`` exactly as written; return its stack's
     template (after asserting cfn-lint finds nothing) and the block's namespace."""
-    blocks = {
-        match[1]: match[0] for match in EXAMPLE.findall((PROJECT_ROOT / "README.md").read_text())
-    }
+    blocks = {match[1]: match[0] for match in EXAMPLE.findall(PLATFORM_GUIDE.read_text())}
     namespace: dict[str, Any] = {}
-    exec(compile(blocks[name], f"README.md#{name}", "exec"), namespace)
+    exec(compile(blocks[name], f"{PLATFORM_GUIDE.name}#{name}", "exec"), namespace)
     template = Template.from_stack(namespace["stack"]).to_json()
     findings = cfn_lint_findings(template, "us-west-2")
     assert findings == [], "\n".join(findings)
@@ -69,7 +68,7 @@ def only(template: dict[str, Any], resource_type: str) -> dict[str, Any]:
     return found[0]
 
 
-# --- README examples: emitted properties -------------------------------------------------
+# --- Guide examples: emitted properties ----------------------------------------------------
 
 
 def test_instance_pools_example_emits_pools_specifications_and_options() -> None:
@@ -203,7 +202,7 @@ def test_serverless_example_emits_config_and_provisioned_concurrency_scaling() -
 
 
 def test_readme_examples_raise_no_nag_finding_on_what_the_library_creates() -> None:
-    """cdk-nag (AwsSolutions) over the README stacks: only the examples' own bucket and topics
+    """cdk-nag (AwsSolutions) over the guide's stacks: only the examples' own bucket and topics
     (the reader's resources, acknowledged here) have findings; the library's have none."""
     from cdk_nag import AwsSolutionsChecks
 
@@ -215,7 +214,7 @@ def test_readme_examples_raise_no_nag_finding_on_what_the_library_creates() -> N
             if construct is not None:
                 for rule in ("AwsSolutions-S1", "AwsSolutions-SNS2"):
                     cdk.Validations.of(construct).acknowledge(
-                        cdk.Acknowledgment(id=rule, reason="the README reader's own resource")
+                        cdk.Acknowledgment(id=rule, reason="the guide reader's own resource")
                     )
         app = namespace["app"]
         cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))

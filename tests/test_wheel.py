@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import PROJECT_ROOT
+from documentation import documentation_text
 
 from cdk_sagemaker_llm.benchmarking.simulator import Simulator, SimulatorConfig
 from cdk_sagemaker_llm.commands import COMMAND_MODULES
@@ -111,10 +112,10 @@ def test_building_leaves_no_build_folder_in_the_tree(wheel: Path) -> None:
     assert not (PROJECT_ROOT / "build").exists()
 
 
-def test_every_command_is_documented_in_the_readme() -> None:
-    readme = (PROJECT_ROOT / "README.md").read_text()
+def test_every_command_is_documented() -> None:
+    documentation = documentation_text()
     for command in COMMAND_MODULES:
-        assert f"cdk-sagemaker-llm {command}" in readme, command
+        assert f"cdk-sagemaker-llm {command}" in documentation, command
 
 
 @pytest.mark.parametrize("command", ["", *COMMAND_MODULES])
