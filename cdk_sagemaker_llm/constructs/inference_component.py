@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from aws_cdk import Duration, Names, Size, Stack
+from aws_cdk import Annotations, Duration, Names, Size, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
@@ -21,10 +21,11 @@ from .endpoint_base import INVOKE_ACTIONS, import_endpoint_by_name
 from .fit_check import check_fit
 from .images import ContainerImage
 from .interfaces import IEndpoint, IInferenceComponent
+from .lora_adapters import LoraAdapters, LoraServer
 from .model import ModelBase, check_image_on_instance, merge_environment
 from .model_source import ModelSource, ModelSourceKind
 from .plan_metadata import add_plan_metadata
-from .serving_options import ServingOptions
+from .serving_options import MAX_LORA_RANKS, ServingOptions
 from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
 
 if TYPE_CHECKING:  # the endpoint module builds on this one (add_inference_component)
@@ -123,8 +124,9 @@ class InferenceComponent(InferenceComponentBase):
     """One inference component: a model, or a container + artifact, with its compute share.
 
     The compute requirements reserve accelerators, memory and CPU for each copy; they must fit
-    on one instance of the endpoint's type. For LoRA adapters, pass ``base_component`` and an
-    ``artifact`` and no compute requirements: the adapter shares its base's copies.
+    on one instance of the endpoint's type. For LoRA adapters, pass ``base_component``, an
+    ``artifact`` and the adapter's ``lora_rank``, and no compute requirements: the adapter
+    shares its base's copies, and its base's LMI LoRA options are set or checked for it.
     """
 
     def __init__(
@@ -152,6 +154,7 @@ class InferenceComponent(InferenceComponentBase):
         scheduling: ComponentScheduling | None = None,
         container_metrics: ContainerMetrics | None = None,
         specifications: Sequence[ComponentSpecification] | None = None,
+        lora_rank: int | None = None,
     ) -> None:
         """
         :param endpoint: the inference-component endpoint that hosts this component.
@@ -182,6 +185,9 @@ class InferenceComponent(InferenceComponentBase):
         :param specifications: on an endpoint with instance pools, what runs on each instance
             type (one per pool type, 2-5); default one specification for every type, checked
             on each.
+        :param lora_rank: with ``base_component``: the adapter's LoRA rank (``r`` in its
+            ``adapter_config.json``), 1-512; required when the base runs LMI, whose LoRA
+            options are set and checked against every adapter (see ``LmiLora``).
         """
         super().__init__(scope, id)
         check_sagemaker_name("inference_component_name", inference_component_name)
@@ -210,6 +216,8 @@ class InferenceComponent(InferenceComponentBase):
         self.cpu_cores = cpu_cores
         """CPU cores reserved per copy, or None."""
         self._min_memory_mib_by_instance_type: dict[str, int] = {}
+        self.lora_adapters: LoraAdapters | None = None
+        """The adapter components attached to this one; None for an adapter."""
 
         specifications_prop = None
         if base_component is not None:
@@ -231,7 +239,16 @@ class InferenceComponent(InferenceComponentBase):
                     artifact_url=self._artifact_url(artifact, endpoint)
                 ),
             )
+            _attach_adapter(self, base_component, lora_rank)
         else:
+            if lora_rank is not None:
+                raise ValidationError(
+                    "lora_rank",
+                    lora_rank,
+                    "is the rank of an adapter, and this component has no base_component",
+                    "drop lora_rank, or pass base_component to make this an adapter",
+                )
+            self.lora_adapters = LoraAdapters(self)
             if (model is None) == (image is None):
                 raise ValidationError(
                     "model/image",
@@ -256,6 +273,16 @@ class InferenceComponent(InferenceComponentBase):
                         "use your own draft (SpeculativeDecoding.from_s3 or .from_hugging_face), "
                         "or serve the model on a single-model Endpoint",
                     )
+            served_models = [model] + [entry.model for entry in specifications or []]
+            for served_model in dict.fromkeys(m for m in served_models if m is not None):
+                self.lora_adapters.serve(
+                    LoraServer(
+                        served_model.node.path,
+                        served_model.image,
+                        served_model.environment,
+                        settable=False,
+                    )
+                )
             self.image = model.image if model is not None else image
             if image is not None and serving is not None:
                 serving.validate(image)
@@ -395,10 +422,12 @@ class InferenceComponent(InferenceComponentBase):
         if serving is not None:
             rendered.update(serving.environment())
         merged = merge_environment(rendered, environment, "environment")
+        assert self.lora_adapters is not None
         return sagemaker.CfnInferenceComponent.InferenceComponentContainerSpecificationProperty(
             image=image.bind(self, endpoint.role),
             artifact_url=artifact_url,
-            environment=merged or None,
+            # Lazy: adapters attached later may add LMI's LoRA options (lora_adapters.py).
+            environment=self.lora_adapters.serve(LoraServer("image", image, merged, True)),
             container_metrics_config=metrics.render("container_metrics") if metrics else None,
         )
 
@@ -576,6 +605,27 @@ def _check_adapter(
             "an adapter shares its base component's compute and takes no requirements",
             "drop the compute requirements from the adapter",
         )
+
+
+def _attach_adapter(
+    adapter: InferenceComponent, base: IInferenceComponent, lora_rank: int | None
+) -> None:
+    """Check the adapter against its base's LoRA options (and let them grow to fit it)."""
+    if isinstance(base, InferenceComponent):
+        if base.lora_adapters is None:
+            raise ValidationError(
+                "base_component",
+                base.node.path,
+                "is itself an adapter; an adapter's base serves a model",
+                "pass the component that serves the base model",
+            )
+        base.lora_adapters.attach(adapter, lora_rank)
+        return
+    check_range("lora_rank", lora_rank, minimum=1, maximum=MAX_LORA_RANKS[-1])
+    Annotations.of(adapter).add_info(
+        f"LoRA options of the imported base component {base.inference_component_name} not "
+        "checked: its container is unknown."
+    )
 
 
 def _accelerators(requested: int | None, per_copy: int | None, available: int | None) -> int:
