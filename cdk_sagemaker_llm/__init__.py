@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
         ProductionVariant,
     )
     from .constructs.endpoint_base import EndpointBase
+    from .constructs.endpoint_metrics import EndpointMetrics
     from .constructs.images import ContainerImage
     from .constructs.inference_component import InferenceComponent, InferenceComponentBase
     from .constructs.interfaces import IEndpoint, IInferenceComponent
@@ -66,6 +67,7 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .constructs.serving_options import (
         DataType,
         LmiBackend,
+        LmiLora,
         LmiOptions,
         Quantization,
         TgiOptions,
@@ -117,6 +119,7 @@ _EXPORTS: dict[str, str] = {
     "Endpoint": ".constructs.endpoint",
     "EndpointBase": ".constructs.endpoint_base",
     "EndpointBenchmark": ".constructs.benchmark",
+    "EndpointMetrics": ".constructs.endpoint_metrics",
     "ExpectedTraffic": ".constructs.llm_service",
     "HandlerPlacement": ".constructs.deploy_time",
     "IEndpoint": ".constructs.interfaces",
@@ -131,6 +134,7 @@ _EXPORTS: dict[str, str] = {
     "KneeRule": ".benchmarking",
     "LlmService": ".constructs.llm_service",
     "LmiBackend": ".constructs.serving_options",
+    "LmiLora": ".constructs.serving_options",
     "LmiOptions": ".constructs.serving_options",
     "Model": ".constructs.model",
     "ModelBase": ".constructs.model",

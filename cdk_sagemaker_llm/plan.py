@@ -146,7 +146,7 @@ class EndpointPlan:
     variants: list[VariantPlan]
     components: list[ComponentPlan] = field(default_factory=list)
     options: list[str] = field(default_factory=list)
-    """Asynchronous inference settings."""
+    """Asynchronous inference settings and the endpoint's metrics."""
     price_basis: str = ""
     """What the costs are: the price list's region, basis and date, any discount, and a warning
     when the stack's region differs."""
@@ -735,7 +735,8 @@ def _endpoint_plan(
         name=_display_name(endpoint_id, endpoint_name),
         kind="inference components" if is_component_endpoint else "instance-based",
         variants=variants,
-        options=_async_options(config.get("AsyncInferenceConfig")),
+        options=_async_options(config.get("AsyncInferenceConfig"))
+        + _metrics_options(config.get("MetricsConfig")),
     )
     for component_id, component in components:
         variant_name = component.get("VariantName")
@@ -989,6 +990,27 @@ def _async_options(config: dict[str, Any] | None) -> list[str]:
         f"{_render(output.get('S3FailurePath'))}",
         f"asynchronous: {_render(per_instance) if per_instance else 'SageMaker-chosen'} "
         f"concurrent requests per instance; notifications: {', '.join(topics) or 'none'}",
+    ]
+
+
+def _metrics_options(config: dict[str, Any] | None) -> list[str]:
+    """The endpoint's ``MetricsConfig`` in one line; SageMaker's default for what is unset."""
+    if not config:
+        return []
+
+    def switch(name: str, default: str) -> str:
+        value = config.get(name)
+        if value is None:
+            return f"{default} (default)"
+        if isinstance(value, bool):
+            return "on" if value else "off"
+        return _render(value)
+
+    frequency = config.get("MetricPublishFrequencyInSeconds")
+    return [
+        f"metrics: enhanced {switch('EnableEnhancedMetrics', 'off')}, detailed observability "
+        f"{switch('EnableDetailedObservability', 'on')}, published every "
+        f"{_render(frequency) + ' s' if frequency is not None else '60 s (default)'}"
     ]
 
 

@@ -85,6 +85,17 @@ def lint_clean() -> Callable[[cdk.Stack], dict[str, Any]]:
     return assert_cfn_lint_clean
 
 
+def cloudformation_schema(resource_type: str, region: str = "us-east-1") -> dict[str, Any]:
+    """CloudFormation's resource schema for ``resource_type`` as the installed cfn-lint ships it
+    (the schema the tests lint templates against)."""
+    from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
+
+    schema: dict[str, Any] = PROVIDER_SCHEMA_MANAGER.get_resource_schema(
+        region, resource_type
+    ).schema
+    return schema
+
+
 def resources_of_type(template: dict[str, Any], resource_type: str) -> list[dict[str, Any]]:
     """The properties of every resource of ``resource_type`` in ``template``."""
     return [

@@ -503,6 +503,7 @@ def test_adapter_cannot_scale() -> None:
         "Adapter",
         base_component=base,
         artifact=ModelSource.from_s3_tarball(bucket, "adapter.tar.gz"),
+        lora_rank=16,
     )
     with pytest.raises(ValidationError, match="base component"):
         ComponentScaling(stack, "Scaling", component=adapter, max_copies=2)

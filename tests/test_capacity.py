@@ -22,19 +22,21 @@ from cdk_sagemaker_llm.constructs.images import ContainerImage
 from cdk_sagemaker_llm.constructs.inference_component import InferenceComponent
 from cdk_sagemaker_llm.constructs.model import Model
 from cdk_sagemaker_llm.constructs.model_source import ModelSource
-from cdk_sagemaker_llm.constructs.serving_options import LmiOptions
+from cdk_sagemaker_llm.constructs.serving_options import LmiLora, LmiOptions
 from cdk_sagemaker_llm.errors import ValidationError
 
 LLAMA = "meta-llama/Meta-Llama-3-8B-Instruct"
 
 
-def model(stack: cdk.Stack, id: str = "Model") -> Model:
+def model(stack: cdk.Stack, id: str = "Model", lora: LmiLora | None = None) -> Model:
     return Model(
         stack,
         id,
         image=ContainerImage.lmi("0.31.0"),
         source=ModelSource.from_hugging_face(LLAMA),
-        serving=LmiOptions(tensor_parallel_degree=1, max_rolling_batch_size=8, max_model_len=4096),
+        serving=LmiOptions(
+            tensor_parallel_degree=1, max_rolling_batch_size=8, max_model_len=4096, lora=lora
+        ),
     )
 
 
@@ -55,12 +57,13 @@ def component(
     copies: int = 1,
     memory_gib: int = 16,
     cpu_cores: float | None = None,
+    lora: LmiLora | None = None,
 ) -> InferenceComponent:
     return InferenceComponent(
         stack,
         id,
         endpoint=ep,
-        model=model(stack, f"{id}Model"),
+        model=model(stack, f"{id}Model", lora),
         accelerators=1,
         min_memory=Size.gibibytes(memory_gib),
         cpu_cores=cpu_cores,
@@ -154,12 +157,13 @@ def test_instances_needed_is_a_lower_bound_over_every_resource() -> None:
 def test_an_adapter_takes_no_capacity_of_its_own() -> None:
     stack = new_stack()
     ep = endpoint(stack)
-    base = component(stack, ep, "Base", copies=4)
+    base = component(stack, ep, "Base", copies=4, lora=LmiLora())
     InferenceComponent(
         stack,
         "Adapter",
         endpoint=ep,
         base_component=base,
+        lora_rank=8,
         artifact=ModelSource.from_s3_tarball(
             cdk.aws_s3.Bucket.from_bucket_name(stack, "Adapters", "adapters"), "a.tar.gz"
         ),

@@ -25,7 +25,19 @@ from test_endpoint_benchmark_handler import HANDLE, cfn_event, run_config
 
 from cdk_sagemaker_llm.benchmarking import RequestSample
 from cdk_sagemaker_llm.lambdas import runtime_support as runtime
-from cdk_sagemaker_llm.lambdas.benchmark import handler as h
+from cdk_sagemaker_llm.lambdas.benchmark.advance import advance_step, plan_level
+from cdk_sagemaker_llm.lambdas.benchmark.custom_resource import (
+    ATTRIBUTES,
+    OUTPUT_RESOURCE_TYPE,
+    dispatch,
+    respond,
+    run_name,
+)
+from cdk_sagemaker_llm.lambdas.benchmark.events import EventError
+from cdk_sagemaker_llm.lambdas.benchmark.run import results_key, samples_key
+from cdk_sagemaker_llm.lambdas.benchmark.signal import report_error
+from cdk_sagemaker_llm.lambdas.benchmark.worker import WORKER_CALL_SECONDS, run_worker
+from cdk_sagemaker_llm.lambdas.runtime_support import Budget
 
 STARTER_TIMEOUT = 60.0  # the construct's Starter function
 ADVANCE_TIMEOUT = 300.0  # the construct's Advance function
@@ -56,8 +68,8 @@ class Clock:
     def get_remaining_time_in_millis(self) -> int:
         return max(0, int((self.end - self.now) * 1000))
 
-    def budget(self, **kwargs: Any) -> h.Budget:
-        return h.Budget.of(self, jitter=lambda: 0.5, sleep=self.sleep, **kwargs)
+    def budget(self, **kwargs: Any) -> Budget:
+        return Budget.of(self, jitter=lambda: 0.5, sleep=self.sleep, **kwargs)
 
 
 class Calls(list[tuple[str, float]]):
@@ -168,7 +180,7 @@ def event(request_type: str = "Create", physical: str | None = None, **props: An
     return ev
 
 
-NAME = h.run_name("x-bench-980695c5-60b9b797", HANDLE)
+NAME = run_name("x-bench-980695c5-60b9b797", HANDLE)
 EXECUTION = f"arn:aws:states:us-west-2:1:execution:W:{NAME}"
 
 
@@ -188,8 +200,8 @@ def answer(ev: Any, clock: Clock, sfn_client: Any, puts: Puts | None = None) -> 
     """What CloudFormation receives: ``respond`` around ``dispatch``, as ``on_event`` runs it."""
     puts = puts if puts is not None else Puts(clock)
     budget = clock.budget()
-    body = h.respond(
-        ev, puts, lambda: h.dispatch(ev, sfn=sfn_client, now=1000.0, budget=budget), budget
+    body = respond(
+        ev, puts, lambda: dispatch(ev, sfn=sfn_client, now=1000.0, budget=budget), budget
     )
     (url, sent, at) = puts[-1]
     assert url == RESPONSE_URL and sent == body
@@ -470,8 +482,8 @@ def test_an_unknown_resource_type_fails(clock: Clock, sfn: Any, kind: Any) -> No
         "not json",
         "[]",
         json.dumps({"a": "{}", "b": "{}"}),
-        json.dumps({"a": json.dumps({key: [1] for key in h.ATTRIBUTES})}),
-        json.dumps({"a": json.dumps({key: "x" * 5000 for key in h.ATTRIBUTES})}),
+        json.dumps({"a": json.dumps({key: [1] for key in ATTRIBUTES})}),
+        json.dumps({"a": json.dumps({key: "x" * 5000 for key in ATTRIBUTES})}),
         "[" * 100_000,
         42,
     ],
@@ -480,7 +492,7 @@ def test_output_hostile_wait_data_fails_with_a_clear_reason(
     clock: Clock, sfn: Any, wait_data: Any
 ) -> None:
     sf, _, _ = sfn
-    ev = {**event(), "ResourceType": h.OUTPUT_RESOURCE_TYPE}
+    ev = {**event(), "ResourceType": OUTPUT_RESOURCE_TYPE}
     ev["ResourceProperties"] = {"WaitData": wait_data}
     body = answer(ev, clock, sf)
     assert body["Status"] == "FAILED" and "WaitData" in body["Reason"]
@@ -491,10 +503,10 @@ def test_output_hostile_wait_data_fails_with_a_clear_reason(
 @pytest.mark.parametrize("ev", [None, [], "Create", {"RequestType": "Create"}])
 def test_events_without_a_usable_response_url_are_not_answered_and_do_not_raise(ev: Any) -> None:
     puts: list[Any] = []
-    body = h.respond(
+    body = respond(
         ev,
         lambda *a: puts.append(a),
-        lambda: h.dispatch(ev, sfn=None, now=0.0, budget=h.Budget()),
+        lambda: dispatch(ev, sfn=None, now=0.0, budget=Budget()),
     )
     assert body["Status"] == "FAILED" and puts == []
 
@@ -502,10 +514,10 @@ def test_events_without_a_usable_response_url_are_not_answered_and_do_not_raise(
 def test_the_response_put_is_retried_then_raises_for_lambdas_own_retry(clock: Clock) -> None:
     ev = event("Delete", physical="failed-req")
     puts = Puts(clock, failures=1)
-    body = h.respond(ev, puts, lambda: {"PhysicalResourceId": "p", "Data": {}}, clock.budget())
+    body = respond(ev, puts, lambda: {"PhysicalResourceId": "p", "Data": {}}, clock.budget())
     assert body["Status"] == "SUCCESS" and len(puts) == 1 and clock.sleeps == [0.5]
     with pytest.raises(OSError):
-        h.respond(ev, Puts(clock, failures=9), lambda: {"PhysicalResourceId": "p"}, clock.budget())
+        respond(ev, Puts(clock, failures=9), lambda: {"PhysicalResourceId": "p"}, clock.budget())
 
 
 # ===== advance (one step of the sweep) ========================================================
@@ -521,15 +533,15 @@ def samples_body(level: int, count: int = 4) -> bytes:
 
 def pending_state(level: int = 1) -> dict[str, Any]:
     run = run_config(Concurrencies=[1], Deadline=10_000.0, StartedAt=1.0)
-    return {"Run": run, "Levels": [], "Done": False, **h.plan_level(run, level, 50.0, 0.0)}
+    return {"Run": run, "Levels": [], "Done": False, **plan_level(run, level, 50.0, 0.0)}
 
 
 def key_of(run: dict[str, Any], name: str) -> str:
-    return h.results_key(run, name)
+    return results_key(run, name)
 
 
 def got(stub: Stubber, run: dict[str, Any], level: int, body: bytes) -> None:
-    key = f"{h.samples_key(run, level, 0)}.json"
+    key = f"{samples_key(run, level, 0)}.json"
     stub.add_response(
         "get_object", {"Body": io.BytesIO(body)}, {"Bucket": run["Bucket"], "Key": key}
     )
@@ -540,9 +552,7 @@ def put_ok(stub: Stubber) -> None:
 
 
 def advance(state: dict[str, Any], s3_client: Any, clock: Clock, puts: Puts) -> dict[str, Any]:
-    return h.advance_step(
-        state, s3=s3_client, put=puts, now=200.0, lead_s=0.0, budget=clock.budget()
-    )
+    return advance_step(state, s3=s3_client, put=puts, now=200.0, lead_s=0.0, budget=clock.budget())
 
 
 def test_advance_retries_throttled_reads_and_writes_then_signals(s3: Any) -> None:
@@ -574,7 +584,7 @@ def test_advance_retries_exhausted_raise_the_service_message_for_the_catch(s3: A
     # The workflow's catch then signals FAILURE with that message.
     puts = Puts(clock)
     cause = json.dumps({"errorType": "ClientError", "errorMessage": str(raised.value)})
-    h.report_error(
+    report_error(
         {**pending_state(), "Error": {"Error": "ClientError", "Cause": cause}},
         put=puts,
         budget=clock.budget(),
@@ -607,7 +617,7 @@ def test_a_missing_worker_file_is_a_clear_error_without_retries(s3: Any) -> None
     client_, stub, _ = s3
     clock = Clock(ADVANCE_TIMEOUT)
     error(stub, "get_object", "NoSuchKey", 404, "The specified key does not exist.")
-    with pytest.raises(h.EventError, match="worker 0 of level 1 wrote no samples"):
+    with pytest.raises(EventError, match="worker 0 of level 1 wrote no samples"):
         advance(pending_state(), client_, clock, Puts(clock))
     assert clock.sleeps == []
 
@@ -626,7 +636,7 @@ def test_advance_rejects_malformed_worker_files(s3: Any, body: bytes, reason: st
     clock = Clock(ADVANCE_TIMEOUT)
     state = pending_state()
     got(stub, state["Run"], 1, body)
-    with pytest.raises(h.EventError, match=reason):
+    with pytest.raises(EventError, match=reason):
         advance(state, client_, clock, Puts(clock))
 
 
@@ -667,7 +677,7 @@ def test_advance_hostile_state_is_a_clear_validation_error_without_calls(
     client_, _, calls = s3
     clock = Clock(ADVANCE_TIMEOUT)
     puts = Puts(clock)
-    with pytest.raises(h.EventError, match=reason.replace("[", r"\[").replace(".", r"\.")):
+    with pytest.raises(EventError, match=reason.replace("[", r"\[").replace(".", r"\.")):
         advance(state, client_, clock, puts)
     assert calls == [] and puts == []
 
@@ -687,7 +697,7 @@ def test_report_error_signals_any_caught_error_within_limits(caught: Any) -> Non
     clock = Clock(ADVANCE_TIMEOUT)
     puts = Puts(clock, failures=1)
     state = {**pending_state(), "Error": caught}
-    assert h.report_error(state, put=puts, budget=clock.budget())["Outcome"] == "FAILURE"
+    assert report_error(state, put=puts, budget=clock.budget())["Outcome"] == "FAILURE"
     (_, signal, _), *_ = puts
     assert signal["Status"] == "FAILURE" and len(signal["Reason"]) <= runtime.MAX_REASON
 
@@ -704,8 +714,8 @@ def test_report_error_signals_any_caught_error_within_limits(caught: Any) -> Non
 )
 def test_report_error_without_a_usable_handle_raises_and_puts_nothing(state: Any) -> None:
     puts = Puts(Clock())
-    with pytest.raises(h.EventError, match="HandleUrl"):
-        h.report_error(state, put=puts)
+    with pytest.raises(EventError, match="HandleUrl"):
+        report_error(state, put=puts)
     assert puts == []
 
 
@@ -721,7 +731,7 @@ class NoLoad:
 
 def worker_event(**overrides: Any) -> dict[str, Any]:
     run = run_config(Concurrencies=[1, 2], Deadline=1.0, **overrides)  # past: no load is sent
-    return {"Run": run, "Slice": h.plan_level(run, 2, 0.0, 0.0)["Slices"][0]}
+    return {"Run": run, "Slice": plan_level(run, 2, 0.0, 0.0)["Slices"][0]}
 
 
 def worker_clock() -> Clock:
@@ -731,15 +741,15 @@ def worker_clock() -> Clock:
     return clock
 
 
-def run_worker(ev: Any, s3_client: Any, clock: Clock) -> dict[str, Any]:
-    return h.run_worker(
+def run_one_worker(ev: Any, s3_client: Any, clock: Clock) -> dict[str, Any]:
+    return run_worker(
         ev,
         invoker=NoLoad(),
         s3=s3_client,
         remaining_s=clock.end - clock.now,
         clock=clock,
         sleep=clock.sleep,
-        budget=clock.budget(reserve=0.0, call_seconds=h.WORKER_CALL_SECONDS),  # as ``worker``
+        budget=clock.budget(reserve=0.0, call_seconds=WORKER_CALL_SECONDS),  # as ``worker``
     )
 
 
@@ -751,7 +761,7 @@ def test_worker_retries_throttled_and_failing_writes(s3: Any) -> None:
     error(stub, "put_object", "InternalError", 500)  # the samples
     error(stub, "put_object", "ServiceUnavailable", 503)
     put_ok(stub)
-    result = run_worker(worker_event(), client_, clock)
+    result = run_one_worker(worker_event(), client_, clock)
     assert result["Samples"] == 0 and "Duplicate" not in result
     assert calls.operations() == ["PutObject"] * 5 and clock.sleeps == [0.5, 0.5, 1.0]
 
@@ -760,7 +770,7 @@ def test_a_duplicate_worker_event_runs_nothing(s3: Any) -> None:
     client_, stub, calls = s3
     clock = worker_clock()
     error(stub, "put_object", "PreconditionFailed", 412, "At least one precondition failed")
-    assert run_worker(worker_event(), client_, clock)["Duplicate"] is True
+    assert run_one_worker(worker_event(), client_, clock)["Duplicate"] is True
     assert len(calls) == 1 and clock.sleeps == []
 
 
@@ -769,7 +779,7 @@ def test_worker_access_denied_is_raised_at_once(s3: Any) -> None:
     clock = worker_clock()
     error(stub, "put_object", "AccessDenied", 403, "no s3:PutObject")
     with pytest.raises(ClientError, match="no s3:PutObject"):
-        run_worker(worker_event(), client_, clock)
+        run_one_worker(worker_event(), client_, clock)
     assert clock.sleeps == []
 
 
@@ -779,7 +789,7 @@ def test_worker_never_sleeps_past_its_lambda(s3: Any) -> None:
     clock.now = clock.end - 0.3  # the backoff (0.5 s) would outlast the Lambda
     error(stub, "put_object", "SlowDown", 503)
     with pytest.raises(runtime.OutOfTime, match="Gave up on put_object after ClientError"):
-        run_worker(worker_event(), client_, clock)
+        run_one_worker(worker_event(), client_, clock)
     assert clock.sleeps == [] and len(calls) == 1
 
 
@@ -805,6 +815,6 @@ def test_worker_hostile_event_is_a_clear_validation_error_without_calls(
     client_, _, calls = s3
     ev = worker_event()
     mutation(ev)
-    with pytest.raises(h.EventError, match=reason.replace("[", r"\[").replace(".", r"\.")):
-        run_worker(ev, client_, worker_clock())
+    with pytest.raises(EventError, match=reason.replace("[", r"\[").replace(".", r"\.")):
+        run_one_worker(ev, client_, worker_clock())
     assert calls == []

@@ -21,7 +21,19 @@ from cdk_sagemaker_llm.benchmarking import AsyncInvoker, RequestSample, percenti
 from cdk_sagemaker_llm.benchmarking._clock import now
 from cdk_sagemaker_llm.benchmarking.simulator import Simulator, SimulatorConfig, TruthRecord
 from cdk_sagemaker_llm.constructs.benchmark import bundle_handler
-from cdk_sagemaker_llm.lambdas.benchmark import handler as h
+from cdk_sagemaker_llm.lambdas.benchmark.advance import advance_step, plan_level
+from cdk_sagemaker_llm.lambdas.benchmark.custom_resource import (
+    ATTRIBUTES,
+    RESOURCE_TYPE,
+    handle_event,
+    handle_output_event,
+    respond,
+)
+from cdk_sagemaker_llm.lambdas.benchmark.events import EventError
+from cdk_sagemaker_llm.lambdas.benchmark.results import aggregate_level
+from cdk_sagemaker_llm.lambdas.benchmark.run import check_run, samples_key
+from cdk_sagemaker_llm.lambdas.benchmark.signal import report_error
+from cdk_sagemaker_llm.lambdas.benchmark.worker import check_slice, run_worker
 
 ABS_S = 0.03
 REL = 0.10
@@ -84,7 +96,7 @@ def run_config(**overrides: Any) -> dict[str, Any]:
         "Gate": {},
     }
     run.update(overrides)
-    return h.check_run(run)
+    return check_run(run)
 
 
 def invoker(sim: Simulator, component: str | None = "ic-1") -> AsyncInvoker:
@@ -97,11 +109,11 @@ def run_level_on_workers(
     sim: Simulator, run: dict[str, Any], s3: FakeS3, level: int, lead_s: float = 0.2
 ) -> list[dict[str, Any]]:
     """What the Map state does: every worker of the level at once, one thread each."""
-    plan = h.plan_level(run, level, now(), lead_s)
+    plan = plan_level(run, level, now(), lead_s)
     results: list[dict[str, Any]] = [{} for _ in plan["Slices"]]
 
     def work(index: int, item: dict[str, Any]) -> None:
-        results[index] = h.run_worker(
+        results[index] = run_worker(
             {"Run": run, "Slice": item}, invoker=invoker(sim), s3=s3, remaining_s=600
         )
 
@@ -141,7 +153,7 @@ def test_a_worker_measures_what_the_simulator_saw() -> None:
         (result,) = run_level_on_workers(sim, run, s3, 4, lead_s=0.05)
         truth = {record.request_id: record for record in sim.truth()}
     assert result["Samples"] == 10 and not result["Truncated"]
-    samples, record = h.aggregate_level(s3, run, 4, 1)
+    samples, record = aggregate_level(s3, run, 4, 1)
     assert len(samples) == len(truth) == 10
     assert {r.inference_component for r in truth.values()} == {"ic-1"}
     for sample in samples:
@@ -165,7 +177,7 @@ def test_a_streaming_worker_asks_the_container_to_stream(fmt: str) -> None:
     with Simulator(config) as sim:
         run_level_on_workers(sim, run, s3, 2, lead_s=0.05)
         truth = {record.request_id: record for record in sim.truth()}
-    samples, record = h.aggregate_level(s3, run, 2, 1)
+    samples, record = aggregate_level(s3, run, 2, 1)
     assert {(r.stream, r.streamed) for r in truth.values()} == {(True, True)}
     assert {r.api for r in truth.values()} == {"messages" if fmt == "messages" else "inputs"}
     for sample in samples:
@@ -184,7 +196,7 @@ def test_errors_are_counted_by_kind_across_the_worker_and_the_aggregation() -> N
     with Simulator(config) as sim:
         run_level_on_workers(sim, run, s3, 8, lead_s=0.05)
         truth = sim.truth()
-    _, record = h.aggregate_level(s3, run, 8, 1)
+    _, record = aggregate_level(s3, run, 8, 1)
     expected = {"throttling": 0, "model_error": 0, "timeout": 0, "other": 0}
     for t in truth:
         kind = {"ok": None, "throttled": "throttling"}.get(t.outcome, t.outcome)
@@ -205,14 +217,14 @@ def test_the_sweep_finds_the_knee_where_the_simulator_saturates() -> None:
     state: dict[str, Any] = {"Run": run, "Levels": [], "Done": False}
     with Simulator(config) as sim:
         for _ in range(10):
-            state = h.advance_step(
+            state = advance_step(
                 state, s3=s3, put=lambda url, body: signals.append((url, dict(body))), now=now(),
                 lead_s=0.02,
             )  # fmt: skip
             if state["Done"]:
                 break
             for item in state["Slices"]:
-                h.run_worker(
+                run_worker(
                     {"Run": run, "Slice": item}, invoker=invoker(sim), s3=s3, remaining_s=600
                 )
         truth = sim.truth()
@@ -242,9 +254,9 @@ def test_a_level_beyond_one_worker_is_split_and_its_percentiles_come_from_all_sa
     assert [r["Samples"] for r in results] == [10, 10, 10]
     # The three workers overlapped: the server saw the level's whole concurrency at once.
     assert peak_in_flight(truth) == 6
-    merged, record = h.aggregate_level(s3, run, 6, 3)
+    merged, record = aggregate_level(s3, run, 6, 3)
     per_worker = [
-        [RequestSample.from_dict(s) for s in s3.json(f"{h.samples_key(run, 6, i)}.json")["samples"]]
+        [RequestSample.from_dict(s) for s in s3.json(f"{samples_key(run, 6, i)}.json")["samples"]]
         for i in range(3)
     ]
     everything = [sample for samples in per_worker for sample in samples]
@@ -279,11 +291,11 @@ def test_a_duplicate_worker_event_sends_no_more_load() -> None:
     run = run_config(RequestsPerLevel=4)
     s3 = checked(FakeS3(), "s3")
     with Simulator(SimulatorConfig(step_base_s=0.001)) as sim:
-        item = h.plan_level(run, 2, now(), 0.0)["Slices"][0]
-        first = h.run_worker(
+        item = plan_level(run, 2, now(), 0.0)["Slices"][0]
+        first = run_worker(
             {"Run": run, "Slice": item}, invoker=invoker(sim), s3=s3, remaining_s=600
         )
-        again = h.run_worker(
+        again = run_worker(
             {"Run": run, "Slice": item}, invoker=invoker(sim), s3=s3, remaining_s=600
         )
         assert len(sim.truth()) == 4
@@ -295,9 +307,9 @@ def test_a_worker_stops_starting_requests_before_its_lambda_deadline() -> None:
     run = run_config(RequestsPerLevel=10_000, OutputTokens=10)
     s3 = checked(FakeS3(), "s3")
     with Simulator(SimulatorConfig(step_base_s=0.002)) as sim:
-        item = h.plan_level(run, 2, now(), 0.0)["Slices"][0]
+        item = plan_level(run, 2, now(), 0.0)["Slices"][0]
         began = now()
-        result = h.run_worker(
+        result = run_worker(
             {"Run": run, "Slice": item}, invoker=invoker(sim), s3=s3, remaining_s=1.3, margin_s=1.0
         )
         returned = now()
@@ -318,13 +330,13 @@ def test_a_worker_past_the_sweeps_deadline_sends_nothing_and_the_sweep_fails() -
     s3 = checked(FakeS3(), "s3")
     signals: list[dict[str, Any]] = []
     with Simulator(SimulatorConfig(step_base_s=0.001)) as sim:
-        item = h.plan_level(run, 1, now(), 0.0)["Slices"][0]
-        result = h.run_worker(
+        item = plan_level(run, 1, now(), 0.0)["Slices"][0]
+        result = run_worker(
             {"Run": run, "Slice": item}, invoker=invoker(sim), s3=s3, remaining_s=600
         )
         assert result["Samples"] == 0 and sim.truth() == []
     pending = {"Level": 1, "Workers": 1, "StartAt": item["StartAt"]}
-    state = h.advance_step(
+    state = advance_step(
         {"Run": run, "Levels": [], "Pending": pending},
         s3=s3, put=lambda _, body: signals.append(dict(body)), now=now(),
     )  # fmt: skip
@@ -337,20 +349,20 @@ def test_every_request_failing_stops_the_sweep_with_the_error() -> None:
     s3 = checked(FakeS3(), "s3")
     signals: list[dict[str, Any]] = []
     with Simulator(SimulatorConfig(model_error_every=1, step_base_s=0.001)) as sim:
-        state: dict[str, Any] = h.advance_step(
+        state: dict[str, Any] = advance_step(
             {"Run": run, "Levels": []}, s3=s3, put=lambda *_: None, now=now(), lead_s=0.0
         )
         for item in state["Slices"]:
-            h.run_worker({"Run": run, "Slice": item}, invoker=invoker(sim), s3=s3, remaining_s=600)
-    state = h.advance_step(state, s3=s3, put=lambda _, b: signals.append(dict(b)), now=now())
+            run_worker({"Run": run, "Slice": item}, invoker=invoker(sim), s3=s3, remaining_s=600)
+    state = advance_step(state, s3=s3, put=lambda _, b: signals.append(dict(b)), now=now())
     assert state["Done"] and state["Outcome"] == "FAILURE"
     assert "every request of level 1 failed (ModelError:" in signals[0]["Reason"]
 
 
 def test_a_missing_worker_result_is_a_clear_error() -> None:
     run = run_config()
-    with pytest.raises(h.EventError, match="worker 0 of level 2 wrote no samples"):
-        h.aggregate_level(checked(FakeS3(), "s3"), run, 2, 1)
+    with pytest.raises(EventError, match="worker 0 of level 2 wrote no samples"):
+        aggregate_level(checked(FakeS3(), "s3"), run, 2, 1)
 
 
 # ----- untrusted events ----------------------------------------------------------------------
@@ -378,7 +390,7 @@ def test_a_missing_worker_result_is_a_clear_error() -> None:
 def test_malformed_run_configuration_is_rejected_with_the_field(
     change: dict[str, Any], message: str
 ) -> None:
-    with pytest.raises(h.EventError, match=message):
+    with pytest.raises(EventError, match=message):
         run_config(**change)
 
 
@@ -402,8 +414,8 @@ def test_cloudformation_strings_are_accepted() -> None:
     ],
 )
 def test_malformed_worker_slices_are_rejected(item: Any, message: str) -> None:
-    with pytest.raises(h.EventError, match=message):
-        h.run_worker(
+    with pytest.raises(EventError, match=message):
+        run_worker(
             {"Run": run_config(), "Slice": item},
             invoker=None,  # type: ignore[arg-type]
             s3=checked(FakeS3(), "s3"),
@@ -413,7 +425,7 @@ def test_malformed_worker_slices_are_rejected(item: Any, message: str) -> None:
 
 def test_slices_share_requests_and_concurrency_evenly() -> None:
     run = run_config(Concurrencies=[10], WorkerCapacity=4, RequestsPerLevel=25)
-    slices = [h.check_slice(item, run) for item in h.plan_level(run, 10, 100.0, 10.0)["Slices"]]
+    slices = [check_slice(item, run) for item in plan_level(run, 10, 100.0, 10.0)["Slices"]]
     assert [s["Concurrency"] for s in slices] == [4, 3, 3]
     assert [s["Requests"] for s in slices] == [9, 8, 8]
     assert [s["FirstIndex"] for s in slices] == [0, 9, 17]
@@ -451,7 +463,7 @@ def cfn_event(request_type: str = "Create", **props: Any) -> dict[str, Any]:
     }
     return {
         "RequestType": request_type,
-        "ResourceType": h.RESOURCE_TYPE,
+        "ResourceType": RESOURCE_TYPE,
         "ResourceProperties": properties,
         "StackId": "stack",
         "RequestId": "req",
@@ -462,8 +474,8 @@ def cfn_event(request_type: str = "Create", **props: Any) -> dict[str, Any]:
 
 def test_create_starts_one_run_and_duplicates_start_nothing() -> None:
     sfn = checked(FakeStepFunctions(), "stepfunctions")
-    first = h.handle_event(cfn_event(), sfn=sfn, now=1000.0)
-    again = h.handle_event(cfn_event(), sfn=sfn, now=1005.0)
+    first = handle_event(cfn_event(), sfn=sfn, now=1000.0)
+    again = handle_event(cfn_event(), sfn=sfn, now=1005.0)
     name = first["PhysicalResourceId"]
     assert again["PhysicalResourceId"] == name and list(sfn.executions) == [name]
     assert name.startswith("x-bench-980695c5-60b9b797-") and len(name) <= 80
@@ -475,14 +487,14 @@ def test_create_starts_one_run_and_duplicates_start_nothing() -> None:
 
 def test_update_with_the_same_definition_and_handle_runs_nothing() -> None:
     sfn = checked(FakeStepFunctions(), "stepfunctions")
-    name = h.handle_event(cfn_event(), sfn=sfn, now=1.0)["PhysicalResourceId"]
+    name = handle_event(cfn_event(), sfn=sfn, now=1.0)["PhysicalResourceId"]
     sfn.executions.clear()
     event = {**cfn_event("Update"), "PhysicalResourceId": name}
-    assert h.handle_event(event, sfn=sfn, now=2.0)["PhysicalResourceId"] == name
+    assert handle_event(event, sfn=sfn, now=2.0)["PhysicalResourceId"] == name
     assert sfn.executions == {}
     renewed = cfn_event("Update", WaitHandle=HANDLE + "2")
     assert (
-        h.handle_event({**renewed, "PhysicalResourceId": name}, sfn=sfn, now=3.0)[
+        handle_event({**renewed, "PhysicalResourceId": name}, sfn=sfn, now=3.0)[
             "PhysicalResourceId"
         ]
         != name
@@ -495,46 +507,46 @@ def test_delete_is_a_no_op_that_always_succeeds(physical: str | None) -> None:
     puts: list[dict[str, Any]] = []
     event = {"RequestType": "Delete", "ResourceProperties": "garbage", "RequestId": "r",
              "ResponseURL": "https://x", "PhysicalResourceId": physical}  # fmt: skip
-    body = h.respond(
-        event, lambda _, b: puts.append(dict(b)), lambda: h.handle_event(event, sfn=None, now=0)
+    body = respond(
+        event, lambda _, b: puts.append(dict(b)), lambda: handle_event(event, sfn=None, now=0)
     )
     assert body["Status"] == "SUCCESS" and puts == [body]
-    exploding = h.respond(event, lambda *_: None, lambda: 1 / 0)  # type: ignore[arg-type,return-value]
+    exploding = respond(event, lambda *_: None, lambda: 1 / 0)  # type: ignore[arg-type,return-value]
     assert exploding["Status"] == "SUCCESS"
 
 
 def test_a_permanent_error_is_reported_to_cloudformation_with_its_message() -> None:
     event = cfn_event(SweepSeconds="-5")
-    body = h.respond(
+    body = respond(
         event,
         lambda *_: None,
-        lambda: h.handle_event(event, sfn=checked(FakeStepFunctions(), "stepfunctions"), now=0),
+        lambda: handle_event(event, sfn=checked(FakeStepFunctions(), "stepfunctions"), now=0),
     )
     assert body["Status"] == "FAILED"
     assert body["Reason"].startswith("ResourceProperties.SweepSeconds: expected an integer")
     throttled = checked(FakeStepFunctions(), "stepfunctions")
     throttled.start_execution = lambda **_: (_ for _ in ()).throw(ClientError("AccessDenied"))  # type: ignore[method-assign]
-    body = h.respond(
-        cfn_event(), lambda *_: None, lambda: h.handle_event(cfn_event(), sfn=throttled, now=0)
+    body = respond(
+        cfn_event(), lambda *_: None, lambda: handle_event(cfn_event(), sfn=throttled, now=0)
     )
     assert body["Status"] == "FAILED" and "Starting the benchmark" in body["Reason"]
 
 
 def test_the_output_resource_turns_the_signal_data_into_attributes() -> None:
-    figures = {key: 1 for key in h.ATTRIBUTES} | {"RunName": "run-1", "KneeConcurrency": 8}
+    figures = {key: 1 for key in ATTRIBUTES} | {"RunName": "run-1", "KneeConcurrency": 8}
     data = json.dumps({"run-1": json.dumps(figures)})
-    out = h.handle_output_event({"RequestType": "Create", "ResourceProperties": {"WaitData": data}})
+    out = handle_output_event({"RequestType": "Create", "ResourceProperties": {"WaitData": data}})
     assert out["PhysicalResourceId"] == "run-1-output"
     assert out["Data"]["KneeConcurrency"] == "8"
-    with pytest.raises(h.EventError, match="expected one signal carrying"):
-        h.handle_output_event({"RequestType": "Create", "ResourceProperties": {"WaitData": "{}"}})
-    assert h.handle_output_event({"RequestType": "Delete", "PhysicalResourceId": "p"})["Data"] == {}
+    with pytest.raises(EventError, match="expected one signal carrying"):
+        handle_output_event({"RequestType": "Create", "ResourceProperties": {"WaitData": "{}"}})
+    assert handle_output_event({"RequestType": "Delete", "PhysicalResourceId": "p"})["Data"] == {}
 
 
 def test_report_error_signals_the_lambda_error_message() -> None:
     signals: list[dict[str, Any]] = []
     cause = json.dumps({"errorType": "EventError", "errorMessage": "Slice.Level: missing"})
-    h.report_error(
+    report_error(
         {
             "Run": {"HandleUrl": HANDLE, "Name": "run-1"},
             "Error": {"Error": "EventError", "Cause": cause},
@@ -563,7 +575,8 @@ import cdk_sagemaker_llm
 from cdk_sagemaker_llm.benchmarking import AsyncInvoker
 from cdk_sagemaker_llm.benchmarking._clock import now
 from cdk_sagemaker_llm.benchmarking.simulator import Simulator, SimulatorConfig
-from cdk_sagemaker_llm.lambdas.benchmark import handler as h
+from cdk_sagemaker_llm.lambdas.benchmark.advance import plan_level
+from cdk_sagemaker_llm.lambdas.benchmark.worker import run_worker
 
 class S3:
     objects = {}
@@ -572,9 +585,9 @@ class S3:
 run = json.loads(sys.argv[1])
 run["Deadline"] = now() + 600
 with Simulator(SimulatorConfig(step_base_s=0.001)) as sim:
-    item = h.plan_level(run, 2, now(), 0.0)["Slices"][0]
+    item = plan_level(run, 2, now(), 0.0)["Slices"][0]
     invoker = AsyncInvoker("ep", region="us-east-1", endpoint_url=sim.endpoint_url)
-    result = h.run_worker({"Run": run, "Slice": item}, invoker=invoker, s3=S3(), remaining_s=600)
+    result = run_worker({"Run": run, "Slice": item}, invoker=invoker, s3=S3(), remaining_s=600)
 print(json.dumps({"file": cdk_sagemaker_llm.__file__, "entry": [index.worker.__name__,
     index.advance.__name__, index.on_event.__name__], "result": result,
     "cdk": [m for m in sys.modules if m.startswith("aws_cdk")]}))

@@ -30,7 +30,10 @@ from cdk_sagemaker_llm.benchmarking.simulator import Simulator, SimulatorConfig
 from cdk_sagemaker_llm.constructs.benchmark_options import DEFAULT_WORKER_RATE_CAPACITY
 from cdk_sagemaker_llm.constructs.inference_component import InferenceComponent
 from cdk_sagemaker_llm.errors import ValidationError
-from cdk_sagemaker_llm.lambdas.benchmark import handler as h
+from cdk_sagemaker_llm.lambdas.benchmark.advance import advance_step
+from cdk_sagemaker_llm.lambdas.benchmark.events import EventError
+from cdk_sagemaker_llm.lambdas.benchmark.run import check_run, workers_of
+from cdk_sagemaker_llm.lambdas.benchmark.worker import check_slice, run_worker
 
 
 @pytest.fixture(autouse=True)
@@ -57,7 +60,7 @@ def workflow(
     maps: list[dict[str, Any]] = []
     state: dict[str, Any] = {"Run": run, "Levels": [], "Done": False}
     for _ in range(40):
-        state = h.advance_step(
+        state = advance_step(
             state, s3=s3, put=lambda url, body: signals.append(dict(body)), now=now(), lead_s=0.05
         )
         if state["Done"]:
@@ -65,7 +68,7 @@ def workflow(
         maps.append(state["Pending"])
         threads = [
             threading.Thread(
-                target=h.run_worker,
+                target=run_worker,
                 args=({"Run": run, "Slice": item},),
                 kwargs={"invoker": invoker(sim), "s3": s3, "remaining_s": 600},
             )
@@ -171,17 +174,17 @@ def test_a_max_rate_search_gates_on_the_sustainable_rate() -> None:
     ],
 )
 def test_malformed_open_loop_runs_are_rejected(overrides: dict[str, Any], message: str) -> None:
-    with pytest.raises(h.EventError, match=message):
+    with pytest.raises(EventError, match=message):
         rate_run(**overrides)
 
 
 def test_a_searched_level_must_lie_in_the_range_and_a_swept_one_in_the_list() -> None:
     run = rate_run(Search="max-rate")
-    assert h.check_slice({"Level": 27.5, "Workers": 2, "Worker": 1, "StartAt": 1}, run)
-    with pytest.raises(h.EventError, match="not a level of this run"):
-        h.check_slice({"Level": 50, "Workers": 4, "Worker": 0, "StartAt": 1}, run)
-    with pytest.raises(h.EventError, match="not a level of this run"):
-        h.check_slice({"Level": 27.5, "Workers": 2, "Worker": 0, "StartAt": 1}, rate_run())
+    assert check_slice({"Level": 27.5, "Workers": 2, "Worker": 1, "StartAt": 1}, run)
+    with pytest.raises(EventError, match="not a level of this run"):
+        check_slice({"Level": 50, "Workers": 4, "Worker": 0, "StartAt": 1}, run)
+    with pytest.raises(EventError, match="not a level of this run"):
+        check_slice({"Level": 27.5, "Workers": 2, "Worker": 0, "StartAt": 1}, rate_run())
     assert HANDLE.startswith("https://")
 
 
@@ -220,18 +223,16 @@ def test_the_construct_runs_a_rate_sweep_its_handler_accepts() -> None:
     assert plan["RequestRates"] == "5/s, 10/s, 250/s" and "constant" in plan["Arrival"]
     assert "sustainable rate >= 8/s" in plan["Gate"] and "TTFT <= 500 ms" in plan["Goodput"]
     assert plan["Workers"].startswith("up to 3")
-    checked = h.check_run(
+    checked = check_run(
         {**run, "Name": "bench-1-abcdef", "HandleUrl": HANDLE, "Deadline": 1e9, "StartedAt": 1.0,
          "Bucket": "results", "Prefix": "p/bench-1-abcdef/"}
     )  # fmt: skip
-    assert checked["Mode"] == "rate" and h.workers_of(checked, 250) == 3
+    assert checked["Mode"] == "rate" and workers_of(checked, 250) == 3
     # CloudFormation hands the handler every scalar as a string.
     resolved = {**run, "Bucket": "results"}
     extra = {"Name": "bench-1-abcdef", "HandleUrl": HANDLE, "Deadline": 1e9, "StartedAt": 1.0,
              "Prefix": "p/bench-1-abcdef/"}  # fmt: skip
-    assert h.check_run({**as_cloudformation(resolved), **extra}) == h.check_run(
-        {**resolved, **extra}
-    )
+    assert check_run({**as_cloudformation(resolved), **extra}) == check_run({**resolved, **extra})
     assert isinstance(bench.sustainable_requests_per_second, float)
 
 

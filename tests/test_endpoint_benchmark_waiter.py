@@ -31,7 +31,14 @@ from cdk_sagemaker_llm import (
 from cdk_sagemaker_llm.benchmarking import KneeRule, RequestSample
 from cdk_sagemaker_llm.benchmarking.payload import InvocationRequest
 from cdk_sagemaker_llm.constructs.inference_component import InferenceComponent
-from cdk_sagemaker_llm.lambdas.benchmark import handler as h
+from cdk_sagemaker_llm.lambdas.benchmark.advance import advance_step
+from cdk_sagemaker_llm.lambdas.benchmark.custom_resource import (
+    RESOURCE_TYPE,
+    handle_event,
+    handle_output_event,
+)
+from cdk_sagemaker_llm.lambdas.benchmark.signal import report_error
+from cdk_sagemaker_llm.lambdas.benchmark.worker import run_worker
 
 START = 1_700_000_000.0
 LAMBDA_LIMIT_S = 900.0
@@ -253,7 +260,7 @@ def synthesize(**props: Any) -> tuple[dict[str, Any], dict[str, Any], float]:
         )
     )
     timeout = float(of_type("AWS::CloudFormation::WaitCondition")["Properties"]["Timeout"])
-    return of_type(h.RESOURCE_TYPE)["Properties"], definition, timeout
+    return of_type(RESOURCE_TYPE)["Properties"], definition, timeout
 
 
 def as_cloudformation(value: Any) -> Any:
@@ -299,8 +306,8 @@ def deploy(
                 raise ClientError("ExecutionAlreadyExists")
             executions[name] = input
 
-    created = h.handle_event(event, sfn=Sfn(), now=clock.now)
-    assert h.handle_event(event, sfn=Sfn(), now=clock.now) == created  # duplicate event
+    created = handle_event(event, sfn=Sfn(), now=clock.now)
+    assert handle_event(event, sfn=Sfn(), now=clock.now) == created  # duplicate event
     (state_input,) = executions.values()
     condition = FakeWaitCondition(clock, timeout)
     s3 = checked(FakeS3(), "s3")
@@ -315,7 +322,7 @@ def deploy(
                 clock.sleep(cold_start(data["Slice"]))
                 worker_hook(data["Slice"])
                 began = clock.now
-                return h.run_worker(
+                return run_worker(
                     data,
                     invoker=FakeInvoker(clock, data["Slice"]["Level"]),
                     s3=s3,
@@ -325,8 +332,8 @@ def deploy(
                 )
             assert resource == advance_arn
             if "Error" in data:
-                return h.report_error(data, put=condition.put)
-            return h.advance_step(data, s3=s3, put=condition.put, now=clock.now)
+                return report_error(data, put=condition.put)
+            return advance_step(data, s3=s3, put=condition.put, now=clock.now)
         except LambdaError:
             raise
         except Exception as error:  # a Lambda error: Step Functions sees its type and message
@@ -362,7 +369,7 @@ def test_a_sweep_longer_than_a_lambda_completes_and_feeds_the_attributes() -> No
     ((signalled_at, _),) = deployment.condition.signals
     assert signalled_at - START > 15 * 60  # longer than any one Lambda may run
     assert deployment.interpreter.map_concurrency == [1, 1, 1, 2, 4]
-    output = h.handle_output_event(
+    output = handle_output_event(
         {"RequestType": "Create", "ResourceProperties": {"WaitData": deployment.condition.data()}}
     )["Data"]
     assert output["KneeConcurrency"] == "4"  # saturates at 4: no gain from 4 to 8

@@ -36,6 +36,7 @@ from cdk_sagemaker_llm import (
     DraftModelKind,
     Endpoint,
     EndpointBenchmark,
+    EndpointMetrics,
     GoodputSlo,
     HandlerPlacement,
     InferenceComponent,
@@ -43,6 +44,7 @@ from cdk_sagemaker_llm import (
     InstanceType,
     KneeRule,
     LmiBackend,
+    LmiLora,
     LmiOptions,
     Model,
     ModelSource,
@@ -343,6 +345,8 @@ def _baselines(
         "OptimizationTechnique": plain(OptimizationTechnique, kind=TechniqueKind.SHARDING),
         "SpeculativeDecoding": plain(SpeculativeDecoding, kind=DraftModelKind.PROVIDER),
         "LmiOptions": plain(LmiOptions),
+        "LmiLora": plain(LmiLora),
+        "EndpointMetrics": plain(EndpointMetrics, enhanced_metrics=True),
         "TgiOptions": plain(TgiOptions),
         "RollingDeployment": plain(RollingDeployment, batch_size=1),
         "DataCapture": plain(DataCapture, bucket=bucket),
@@ -360,7 +364,7 @@ PUBLIC_CLASSES = [
     "ScaleFromZeroPolicy", "EndpointBenchmark", "BenchmarkGate", "OptimizationJob",
     "OptimizationTechnique", "SpeculativeDecoding", "LmiOptions", "TgiOptions",
     "RollingDeployment", "DataCapture", "HandlerPlacement", "Workload", "RequestProtocol",
-    "KneeRule", "GoodputSlo",
+    "KneeRule", "GoodputSlo", "LmiLora", "EndpointMetrics",
 ]  # fmt: skip
 
 

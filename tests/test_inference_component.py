@@ -18,6 +18,7 @@ from cdk_sagemaker_llm import (
     InferenceComponent,
     InferenceComponentEndpoint,
     InstanceType,
+    LmiLora,
     LmiOptions,
     Model,
     ModelSource,
@@ -138,7 +139,12 @@ def test_adapter_on_base_component() -> None:
     endpoint = endpoint_on(stack)
     base = endpoint.add_inference_component(
         "Base",
-        model=Model(stack, "Model", image=ContainerImage.lmi("0.31.0")),
+        model=Model(
+            stack,
+            "Model",
+            image=ContainerImage.lmi("0.31.0"),
+            serving=LmiOptions(lora=LmiLora(max_adapters=2, max_rank=16)),
+        ),
         min_memory=Size.gibibytes(8),
     )
     bucket = s3.Bucket.from_bucket_name(stack, "Adapters", "adapters")
@@ -146,6 +152,7 @@ def test_adapter_on_base_component() -> None:
         "Adapter",
         base_component=base,
         artifact=ModelSource.from_s3_tarball(bucket, "sql/adapter.tar.gz"),
+        lora_rank=16,
     )
     template = assert_cfn_lint_clean(stack)
     adapter = next(

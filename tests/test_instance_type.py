@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import cloudformation_schema
 
 from cdk_sagemaker_llm import Accelerator, AcceleratorKind, InstanceType, ValidationError
 from cdk_sagemaker_llm.catalog.instance_types import CATALOG
@@ -120,3 +121,60 @@ def test_a_catalog_type_keeps_its_own_accelerators() -> None:
 def test_of_rejects_malformed_names(name: str) -> None:
     with pytest.raises(ValidationError, match="instance_type="):
         InstanceType.of(name)
+
+
+def test_blackwell_families_from_aws_and_nvidia_figures() -> None:
+    """g7, g7e, p6-b300 and p6e-gb200: EC2's DescribeInstanceTypes figures (vCPUs, host memory,
+    GPUs, usable GPU memory, NVMe), the vendors' bandwidth and FLOPS where published."""
+    g7 = InstanceType.G7_12XLARGE
+    assert (g7.vcpus, g7.memory_mib, g7.accelerator_count, g7.local_nvme_gb) == (
+        48,
+        192 * 1024,
+        2,
+        1_900,
+    )
+    assert g7.accelerator is Accelerator.RTX_PRO_4500_SERVER and g7.interconnect == "PCIe Gen5"
+    assert InstanceType.G7_8XLARGE.accelerator_count == 1  # 1 GPU, not 2
+    g7e = InstanceType.G7E_48XLARGE
+    assert (g7e.vcpus, g7e.memory_mib, g7e.accelerator_count, g7e.local_nvme_gb) == (
+        192,
+        2_048 * 1024,
+        8,
+        15_200,
+    )
+    assert g7e.accelerator_memory_mib == 8 * 98_304 and g7e.has_local_nvme_storage
+    assert InstanceType.G7E_12XLARGE.accelerator_count == 2
+    b300 = InstanceType.P6_B300_48XLARGE
+    assert b300 is InstanceType.of("ml.p6-b300.48xlarge") and b300.family == "p6-b300"
+    assert (b300.vcpus, b300.memory_mib, b300.accelerator_count) == (192, 4_096 * 1024, 8)
+    assert b300.accelerator is Accelerator.B300 and Accelerator.B300.memory_mib == 275_040
+    assert (b300.interconnect, b300.interconnect_gbps) == ("NVLink", 1_800)
+    gb200 = InstanceType.P6E_GB200_36XLARGE
+    assert (gb200.vcpus, gb200.memory_mib, gb200.accelerator_count) == (144, 960 * 1024, 4)
+    assert gb200.accelerator is Accelerator.GB200 and gb200.family == "p6e-gb200"
+    assert Accelerator.B300.performance_known and Accelerator.GB200.performance_known
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "missing"),
+    [
+        (Accelerator.RTX_PRO_4500_SERVER, "memory bandwidth and dense FP16"),
+        (Accelerator.RTX_PRO_6000_SERVER, "dense FP16/BF16 tensor TFLOPS"),
+    ],
+)
+def test_figures_the_vendor_does_not_publish_are_unknown_not_guessed(
+    accelerator: Accelerator, missing: str
+) -> None:
+    assert accelerator.fp16_tflops is None and not accelerator.performance_known
+    assert accelerator.unpublished is not None and missing in accelerator.unpublished
+    with pytest.raises(ValidationError, match="cannot be predicted on NVIDIA RTX PRO"):
+        accelerator.require_performance("instance_type", "ml.g7e.2xlarge")
+    assert Accelerator.RTX_PRO_6000_SERVER.memory_bandwidth_gbps == 1_597  # published
+
+
+def test_every_catalog_type_is_in_cloudformations_list() -> None:
+    """CloudFormation's AWS::SageMaker::EndpointConfig schema (as cfn-lint ships it) lists the
+    instance types a template may name: a catalog type it lacked could not be deployed."""
+    schema = cloudformation_schema("AWS::SageMaker::EndpointConfig")
+    listed = set(schema["definitions"]["ProductionVariant"]["properties"]["InstanceType"]["enum"])
+    assert set(CATALOG) <= listed

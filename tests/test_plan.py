@@ -8,7 +8,7 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import Size
+from aws_cdk import Duration, Size
 from conftest import CDK_CONTEXT
 
 from app import build_app
@@ -21,6 +21,7 @@ from cdk_sagemaker_llm.constructs.endpoint import (
     InferenceComponentEndpoint,
     ProductionVariant,
 )
+from cdk_sagemaker_llm.constructs.endpoint_metrics import EndpointMetrics
 from cdk_sagemaker_llm.constructs.images import ContainerImage
 from cdk_sagemaker_llm.constructs.model import Model
 from cdk_sagemaker_llm.constructs.model_source import ModelSource
@@ -59,6 +60,7 @@ def scaled_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 model=mistral, instance_type=InstanceType.G6E_XLARGE, initial_instance_count=1
             )
         ],
+        metrics=EndpointMetrics(enhanced_metrics=True, publish_frequency=Duration.seconds(10)),
     )
     VariantScaling(
         stack, "VariantScaling", endpoint=instance_endpoint, max_instances=3
@@ -70,6 +72,7 @@ def scaled_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
         instance_type=InstanceType.G5_12XLARGE,
         min_instance_count=0,
         max_instance_count=1,
+        metrics=EndpointMetrics(detailed_observability=False),
     )
     unknown = Model(
         stack,
@@ -212,7 +215,14 @@ def test_plan_reads_scaling_policies_custom_resources_and_instance_endpoints(
     assert variant.sizing is not None and variant.sizing.fits
     assert variant.copies_per_instance == 1
 
+    assert instances.options == [
+        "metrics: enhanced on, detailed observability on (default), published every 10 s"
+    ]
     shared = by_kind["inference components"]
+    assert shared.options == [
+        "metrics: enhanced off (default), detailed observability off, published every "
+        "60 s (default)"
+    ]
     assert shared.cost_per_hour_min == 0
     (component,) = shared.components
     assert (component.min_copies, component.max_copies) == (0, 8)

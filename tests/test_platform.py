@@ -4,6 +4,7 @@ emit, the emitted properties are the documented ones, and every validation error
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
@@ -50,12 +51,14 @@ PLATFORM_GUIDE = PROJECT_ROOT / "docs" / "guides" / "platform-options.md"
 EXAMPLE = re.compile(r"```python\n(# example: ([a-z-]+)\n.*?)```", re.DOTALL)
 
 
-def run_readme_example(name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def run_readme_example(
+    name: str, guide: Path = PLATFORM_GUIDE
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Execute the guide's block ``# example: <name>`` exactly as written; return its stack's
     template (after asserting cfn-lint finds nothing) and the block's namespace."""
-    blocks = {match[1]: match[0] for match in EXAMPLE.findall(PLATFORM_GUIDE.read_text())}
+    blocks = {match[1]: match[0] for match in EXAMPLE.findall(guide.read_text())}
     namespace: dict[str, Any] = {}
-    exec(compile(blocks[name], f"{PLATFORM_GUIDE.name}#{name}", "exec"), namespace)
+    exec(compile(blocks[name], f"{guide.name}#{name}", "exec"), namespace)
     template = Template.from_stack(namespace["stack"]).to_json()
     findings = cfn_lint_findings(template, "us-west-2")
     assert findings == [], "\n".join(findings)

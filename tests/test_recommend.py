@@ -232,3 +232,24 @@ def test_bad_input_is_a_validation_error() -> None:
         recommend(
             ModelSpec.LLAMA_3_8B, SHORT, Slo(60), Traffic(concurrency=1), max_instance_count=0
         )
+
+
+def test_the_blackwell_families_take_part_where_their_figures_are_known() -> None:
+    """Over the whole catalog: p6-b300 and p6e-gb200 (published bandwidth and FLOPS, no default
+    price) are options ranked after every priced one and flagged; g7 and g7e (FLOPS not
+    published) are rejected with the reason, not predicted from a guess."""
+    result = recommend(
+        ModelSpec.LLAMA_2_7B, SHORT, Slo(100), Traffic(requests_per_second=5), top=1_000
+    )
+    names = [option.layout.instance_type.name for option in result.options]
+    for name in ("ml.p6-b300.48xlarge", "ml.p6e-gb200.36xlarge"):
+        option = result.options[names.index(name)]
+        assert option.price_per_hour is None and option.cost_per_million_tokens is None
+        assert f"no on-demand price for {name} in the list" in option.reasoning
+    unpriced = [option.price_per_hour is None for option in result.options]
+    assert unpriced == sorted(unpriced)  # every priced option first
+    for instance in (InstanceType.G7_2XLARGE, InstanceType.G7E_48XLARGE):
+        (reason,) = _reasons(result, instance).values()
+        assert reason.startswith("performance unknown: its ")
+        assert "not published" in reason
+    assert not any(name.startswith(("ml.g7.", "ml.g7e.")) for name in names)

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from cdk_sagemaker_llm.catalog.instance_types import A10G, A100_40GB, CATALOG, InstanceType
+from cdk_sagemaker_llm.catalog.instance_types import (
+    A10G,
+    A100_40GB,
+    CATALOG,
+    Accelerator,
+    InstanceType,
+)
 from cdk_sagemaker_llm.catalog.model_specs import PRESETS, ModelSpec, Precision
 from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST, PriceList
 from cdk_sagemaker_llm.errors import ValidationError
+from cdk_sagemaker_llm.planning.performance import Layout, Workload, predict
 from cdk_sagemaker_llm.planning.sizing import (
     GB,
     blended_price_per_million_tokens,
@@ -141,7 +148,7 @@ def test_size_rejects_unknown_hardware_and_bad_degrees() -> None:
 
 def test_stated_accelerators_make_an_unknown_type_sizable() -> None:
     """A type the catalog does not know sizes once its accelerators are stated."""
-    stated = InstanceType.of("ml.p6-b300.48xlarge", accelerator=A100_40GB, accelerator_count=8)
+    stated = InstanceType.of("ml.p3.16xlarge", accelerator=A100_40GB, accelerator_count=8)
     report = size(ModelSpec.LLAMA_3_8B, stated)
     assert report.fits and report.usable_memory_bytes == 40_960 * 2**20  # degree 1
     assert report.copies_per_instance == 8
@@ -288,3 +295,23 @@ def test_issue_10_decision_errors_are_fixed() -> None:
     assert falcon.fits and not falcon.serves and falcon.copies_per_instance == 0
     # A model that does not fit puts no copy on an instance (before: 1).
     assert size(ModelSpec.FALCON_180B, InstanceType.G5_48XLARGE).copies_per_instance == 0
+
+
+def test_sizing_on_an_accelerator_without_published_flops_checks_memory_only() -> None:
+    """g7e's GPU has published memory (EC2: 98,304 MiB) but no dense FP16 TFLOPS: the fit is
+    checked, latency is not predicted, and the report says why."""
+    report = size(ModelSpec.LLAMA_2_13B, InstanceType.G7E_2XLARGE)
+    assert report.fits and report.tensor_parallel_degree == 1
+    assert report.critical_batch_size is None and report.single_request_ms_per_token is None
+    assert "latency cannot be ranked" in report.reasoning[-2]
+    assert report.reasoning[-1].startswith(
+        "latency not predicted on NVIDIA RTX PRO 6000 Blackwell Server Edition"
+    )
+    assert critical_batch_size(Accelerator.RTX_PRO_6000_SERVER) is None
+    with pytest.raises(ValidationError, match="cannot be predicted on NVIDIA RTX PRO 6000"):
+        predict(
+            ModelSpec.LLAMA_2_13B,
+            Layout(InstanceType.G7E_2XLARGE, 1, 1),
+            Workload(256, 128),
+            [1],
+        )

@@ -148,7 +148,7 @@ def test_an_unknown_instance_type_skips_the_check_with_a_note() -> None:
 
 def test_stated_accelerators_of_an_unknown_type_are_checked() -> None:
     """The same unknown type, its accelerators stated: 70B fp16 does not fit on one L4."""
-    unknown = InstanceType.of("ml.g7.2xlarge")
+    unknown = InstanceType.of("ml.p3.2xlarge")
     stack = new_stack()
     _variant_endpoint(stack, _model(stack, "meta-llama/Llama-2-70b-hf"), unknown)
     Annotations.from_stack(stack).has_info(

@@ -155,27 +155,9 @@ class AsyncInvoker:
 
         async def worker() -> None:
             connection: _Connection | None = None
-            reused = False
             try:
                 while (request := next_request()) is not None:
-                    for _attempt in range(2):
-                        if connection is None:
-                            reused = False
-                            start = now()
-                            try:
-                                connection = await self._connect(ssl_context)
-                            except (TimeoutError, OSError) as exc:
-                                sample = self._failure(start, "ConnectionError", str(exc))
-                                break
-                        sample, keep = await self._invoke(connection, request)
-                        if not keep:
-                            connection.close()
-                            connection = None
-                        # A keep-alive connection the server closed while idle fails before
-                        # any response: not the endpoint's error, so retry once on a new one.
-                        if not (reused and _stale(sample)):
-                            break
-                    reused = connection is not None
+                    sample, connection = await self._send(request, connection, ssl_context)
                     samples.append(sample)
                     if self.on_sample is not None:
                         self.on_sample(sample)
@@ -187,6 +169,33 @@ class AsyncInvoker:
         return samples
 
     # -- one request ---------------------------------------------------------------------
+
+    async def _send(
+        self,
+        request: InvocationRequest,
+        connection: _Connection | None,
+        ssl_context: ssl.SSLContext | None,
+    ) -> tuple[RequestSample, _Connection | None]:
+        """Send ``request`` on ``connection`` (a kept-alive one) or a new one; returns its
+        sample and the connection to keep for the next request (None: closed)."""
+        reused = connection is not None
+        for _attempt in range(2):
+            if connection is None:
+                reused = False
+                start = now()
+                try:
+                    connection = await self._connect(ssl_context)
+                except (TimeoutError, OSError) as exc:
+                    return self._failure(start, "ConnectionError", str(exc)), None
+            sample, keep = await self._invoke(connection, request)
+            if not keep:
+                connection.close()
+                connection = None
+            # A keep-alive connection the server closed while idle fails before any
+            # response: not the endpoint's error, so retry once on a new one.
+            if not (reused and _stale(sample)):
+                break
+        return sample, connection
 
     async def _connect(self, ssl_context: ssl.SSLContext | None) -> _Connection:
         reader, writer = await asyncio.wait_for(

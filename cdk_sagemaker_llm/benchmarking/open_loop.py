@@ -45,7 +45,7 @@ from .engine import (
     summarize_level,
 )
 from .goodput import GoodputSlo, goodput
-from .invokers import AsyncInvoker, Invoker, _Connection, _stale
+from .invokers import AsyncInvoker, Invoker, _Connection
 from .payload import InvocationRequest, PayloadSpec
 from .samples import RequestSample
 
@@ -119,23 +119,7 @@ async def _drive(
             await slots.acquire()
         try:
             connection = idle.pop() if idle else None
-            reused = connection is not None
-            for _attempt in range(2):
-                if connection is None:
-                    reused = False
-                    start = now()
-                    try:
-                        connection = await invoker._connect(ssl_context)
-                    except (TimeoutError, OSError) as exc:
-                        sample = invoker._failure(start, "ConnectionError", str(exc))
-                        break
-                sample, keep = await invoker._invoke(connection, request)
-                if not keep:
-                    connection.close()
-                    connection = None
-                # A keep-alive connection closed by the server while idle: retry once anew.
-                if not (reused and _stale(sample)):
-                    break
+            sample, connection = await invoker._send(request, connection, ssl_context)
             sample.scheduled = scheduled
             samples.append(sample)
             if connection is not None:

@@ -1,12 +1,19 @@
 """SageMaker hosting instance types and the accelerators they carry.
 
 Figures are public specifications. Accelerators: NVIDIA's datasheets (T4, A10G via the EC2 G5
-page, L4, L40S, A100, H100, H200, HGX B200) and AWS Neuron's architecture pages (Inferentia2,
-Trainium, Trainium2); TFLOPS are dense (no structured sparsity) tensor-core FP16/BF16.
+page, L4, L40S, A100, H100, H200, HGX B200, HGX B300, GB200 NVL72, RTX PRO Server Edition) and
+AWS Neuron's architecture pages (Inferentia2, Trainium, Trainium2); TFLOPS are dense (no
+structured sparsity) tensor-core FP16/BF16. A figure the vendor does not publish is None and
+the accelerator's ``unpublished`` says which: the planner then says it cannot predict latency on
+that accelerator instead of guessing.
 Instances: the EC2 instance-type pages (https://aws.amazon.com/ec2/instance-types/g4/, /g5/,
-/g6/, /g6e/, /p4/, /p5/, /p6/, /inf2/, /trn1/, /trn2/) for vCPUs, host memory, accelerator
-count, local NVMe and interconnect. Which ``ml.*`` types SageMaker hosts comes from botocore's
-``ProductionVariantInstanceType`` enum.
+/g6/, /g6e/, /g7/, /g7e/, /p4/, /p5/, /p6/, /inf2/, /trn1/, /trn2/) for vCPUs, host memory,
+accelerator count, local NVMe and interconnect; for g7, g7e and p6-b300 EC2's own
+DescribeInstanceTypes figures (as AWS's Karpenter provider publishes them in
+``website/content/en/preview/reference/instance-types.md``), for p6e-gb200 the SageMaker
+HyperPod CLI's instance table (``aws/sagemaker-hyperpod-cli``,
+``src/sagemaker/hyperpod/training/constants.py``). Which ``ml.*`` types SageMaker hosts comes
+from botocore's ``ProductionVariantInstanceType`` enum.
 """
 
 from __future__ import annotations
@@ -31,19 +38,24 @@ class Accelerator:
     """One accelerator device: usable memory, memory bandwidth and dense FP16/BF16 compute.
 
     Usable memory is what the driver reports (EC2 reports A10G/L4 as 22,888 MiB and L40S as
-    45,776 MiB), which is what sizing must use.
+    45,776 MiB), which is what sizing must use. Bandwidth and FLOPS are None when the vendor
+    does not publish them (``unpublished`` says which): memory checks still run, latency
+    predictions do not.
     """
 
     name: str
     kind: AcceleratorKind
     memory_mib: int
     """Usable device memory in MiB."""
-    memory_bandwidth_gbps: float
-    """Device memory bandwidth in GB/s."""
-    fp16_tflops: float
-    """Dense FP16 tensor TFLOPS."""
+    memory_bandwidth_gbps: float | None
+    """Device memory bandwidth in GB/s; None when not published."""
+    fp16_tflops: float | None
+    """Dense FP16 tensor TFLOPS; None when not published."""
     bf16_tflops: float | None = None
-    """Dense BF16 tensor TFLOPS; None when the device has no BF16 (T4)."""
+    """Dense BF16 tensor TFLOPS; None when the device has no BF16 (T4) or it is not published."""
+    unpublished: str | None = None
+    """Which figures the vendor does not publish, and where that was checked; None when every
+    figure is published."""
 
     # Named devices are attached below the class body.
     T4: ClassVar[Accelerator]
@@ -55,9 +67,33 @@ class Accelerator:
     H100: ClassVar[Accelerator]
     H200: ClassVar[Accelerator]
     B200: ClassVar[Accelerator]
+    B300: ClassVar[Accelerator]
+    GB200: ClassVar[Accelerator]
+    RTX_PRO_4500_SERVER: ClassVar[Accelerator]
+    RTX_PRO_6000_SERVER: ClassVar[Accelerator]
     INFERENTIA2: ClassVar[Accelerator]
     TRAINIUM: ClassVar[Accelerator]
     TRAINIUM2: ClassVar[Accelerator]
+
+    @property
+    def performance_known(self) -> bool:
+        """True when memory bandwidth and dense FP16 TFLOPS are both published, so the
+        performance model can predict latency and throughput on this accelerator."""
+        return self.memory_bandwidth_gbps is not None and self.fp16_tflops is not None
+
+    def require_performance(self, prop: str, instance_type: str) -> tuple[float, float]:
+        """(memory bandwidth GB/s, dense FP16 TFLOPS); raises ValidationError naming the figure
+        the vendor does not publish when one is unknown."""
+        if self.memory_bandwidth_gbps is None or self.fp16_tflops is None:
+            raise ValidationError(
+                prop,
+                instance_type,
+                f"latency and throughput cannot be predicted on {self.name}: "
+                f"{self.unpublished or 'its bandwidth or FLOPS are unknown'}",
+                "pick an instance type whose accelerator figures are published, or measure "
+                "this one with a benchmark (EndpointBenchmark, cdk-sagemaker-llm benchmark)",
+            )
+        return self.memory_bandwidth_gbps, self.fp16_tflops
 
 
 _GPU = AcceleratorKind.NVIDIA_GPU
@@ -75,6 +111,40 @@ H200 = Accelerator("NVIDIA H200", _GPU, 144_384, 4_800, 989, 989)
 # B200 (HGX B200): 180 GB HBM3e at 8 TB/s; 36 PFLOPS FP16/BF16 per 8 GPUs with sparsity,
 # 2.25 PFLOPS dense per GPU.
 B200 = Accelerator("NVIDIA B200", _GPU, 184_320, 8_000, 2_250, 2_250)
+# B300 (Blackwell Ultra, HGX B300): EC2 reports 275,040 MiB per GPU on p6-b300.48xlarge; 8 TB/s
+# HBM3e; NVIDIA's HGX table gives FP16/BF16 36 PFLOPS with sparsity per 8 GPUs, the same as
+# HGX B200: 2.25 PFLOPS dense per GPU.
+B300 = Accelerator("NVIDIA B300", _GPU, 275_040, 8_000, 2_250, 2_250)
+# GB200 (GB200 NVL72, the GPUs of p6e-gb200): 186 GB HBM3e per GPU (13.4 TB per 72 GPUs; the
+# HyperPod CLI's full-GPU MIG profile is mig-7g.186gb); 576 TB/s per 72 GPUs = 8 TB/s each;
+# FP16/BF16 360 PFLOPS with sparsity per 72 GPUs = 2.5 PFLOPS dense each. EC2's usable MiB for
+# this type is not published in the sources read: 186 GB (decimal) = 177,383 MiB, a lower bound.
+GB200 = Accelerator("NVIDIA GB200", _GPU, 177_383, 8_000, 2_500, 2_500)
+# RTX PRO 4500 Blackwell Server Edition (g7): EC2 reports 32,768 MiB (32 GB GDDR7). Neither
+# AWS's G7 announcement nor an NVIDIA page we could read states its memory bandwidth (a reseller
+# lists 800 GB/s; the Workstation Edition's 896 GB/s is another SKU) or a dense FP16 tensor
+# TFLOPS figure: both unknown.
+RTX_PRO_4500_SERVER = Accelerator(
+    "NVIDIA RTX PRO 4500 Blackwell Server Edition",
+    _GPU,
+    32_768,
+    None,
+    None,
+    unpublished="its memory bandwidth and dense FP16/BF16 tensor TFLOPS are not published in "
+    "the AWS and NVIDIA sources checked",
+)
+# RTX PRO 6000 Blackwell Server Edition (g7e): EC2 reports 98,304 MiB (96 GB GDDR7); 1,597 GB/s
+# (NVIDIA's datasheet and AWS's G7e announcement). NVIDIA's datasheet omits FP16/BF16; its web
+# page advertises "1 PFLOP" FP16/BF16 without saying dense or sparse: unknown.
+RTX_PRO_6000_SERVER = Accelerator(
+    "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+    _GPU,
+    98_304,
+    1_597,
+    None,
+    unpublished="its dense FP16/BF16 tensor TFLOPS are not published (NVIDIA's datasheet omits "
+    'them; its web page\'s "1 PFLOP" FP16/BF16 does not say dense or sparse)',
+)
 # Inferentia2 and Trainium: 32 GiB HBM at 820 GB/s, 190 TFLOPS FP16/BF16 per chip.
 INFERENTIA2 = Accelerator("AWS Inferentia2", _NEURON, 32_768, 820, 190, 190)
 TRAINIUM = Accelerator("AWS Trainium", _NEURON, 32_768, 820, 190, 190)
@@ -91,6 +161,10 @@ for _device_name, _device in {
     "H100": H100,
     "H200": H200,
     "B200": B200,
+    "B300": B300,
+    "GB200": GB200,
+    "RTX_PRO_4500_SERVER": RTX_PRO_4500_SERVER,
+    "RTX_PRO_6000_SERVER": RTX_PRO_6000_SERVER,
     "INFERENTIA2": INFERENTIA2,
     "TRAINIUM": TRAINIUM,
     "TRAINIUM2": TRAINIUM2,
@@ -170,6 +244,20 @@ class InstanceType:
     P5E_48XLARGE: ClassVar[InstanceType]
     P5EN_48XLARGE: ClassVar[InstanceType]
     P6_B200_48XLARGE: ClassVar[InstanceType]
+    P6_B300_48XLARGE: ClassVar[InstanceType]
+    P6E_GB200_36XLARGE: ClassVar[InstanceType]
+    G7_2XLARGE: ClassVar[InstanceType]
+    G7_4XLARGE: ClassVar[InstanceType]
+    G7_8XLARGE: ClassVar[InstanceType]
+    G7_12XLARGE: ClassVar[InstanceType]
+    G7_24XLARGE: ClassVar[InstanceType]
+    G7_48XLARGE: ClassVar[InstanceType]
+    G7E_2XLARGE: ClassVar[InstanceType]
+    G7E_4XLARGE: ClassVar[InstanceType]
+    G7E_8XLARGE: ClassVar[InstanceType]
+    G7E_12XLARGE: ClassVar[InstanceType]
+    G7E_24XLARGE: ClassVar[InstanceType]
+    G7E_48XLARGE: ClassVar[InstanceType]
     INF2_XLARGE: ClassVar[InstanceType]
     INF2_8XLARGE: ClassVar[InstanceType]
     INF2_24XLARGE: ClassVar[InstanceType]
@@ -212,6 +300,20 @@ class InstanceType:
                 "InstanceType.of(name, accelerator=..., accelerator_count=...)",
             )
         return self.accelerator_count
+
+    def accelerator_figures(self, prop: str) -> tuple[float, float]:
+        """(memory bandwidth GB/s, dense FP16 TFLOPS) of one accelerator, for the performance
+        model; raises ValidationError when the type has no known accelerator or its vendor
+        does not publish these figures."""
+        if self.accelerator is None:
+            raise ValidationError(
+                prop,
+                self.name,
+                "predictions need an accelerated instance type whose accelerators are known",
+                "use a GPU or Neuron type of the catalog, or state them with "
+                "InstanceType.of(name, accelerator=..., accelerator_count=...)",
+            )
+        return self.accelerator.require_performance(prop, self.name)
 
     @property
     def accelerator_memory_mib(self) -> int:
@@ -305,6 +407,7 @@ _PCIE_GEN4 = ("PCIe Gen4", 64.0)
 _NVLINK_A100 = ("NVLink", 600.0)
 _NVLINK_H100 = ("NVLink", 900.0)
 _NVLINK_B200 = ("NVLink", 1_800.0)
+_PCIE_GEN5 = ("PCIe Gen5", 128.0)
 
 # size: (vCPUs, accelerators, local NVMe GB) of the G families (EC2 instance-type pages).
 _SIZES_G4DN = {
@@ -334,6 +437,25 @@ _SIZES_G6 = {
     "16xlarge": (64, 1, 1_880),
     "24xlarge": (96, 4, 3_760),
     "48xlarge": (192, 8, 7_520),
+}
+
+# size: (vCPUs, host memory GiB, accelerators, local NVMe GB) of g7 and g7e, as EC2's
+# DescribeInstanceTypes reports them (g7e matches AWS's G7e announcement table).
+_SIZES_G7 = {
+    "2xlarge": (8, 32, 1, 440),
+    "4xlarge": (16, 64, 1, 875),
+    "8xlarge": (32, 128, 1, 930),
+    "12xlarge": (48, 192, 2, 1_900),
+    "24xlarge": (96, 384, 4, 3_800),
+    "48xlarge": (192, 768, 8, 7_600),
+}
+_SIZES_G7E = {
+    "2xlarge": (8, 64, 1, 1_900),
+    "4xlarge": (16, 128, 1, 1_900),
+    "8xlarge": (32, 256, 1, 1_900),
+    "12xlarge": (48, 512, 2, 3_800),
+    "24xlarge": (96, 1_024, 4, 7_600),
+    "48xlarge": (192, 2_048, 8, 15_200),
 }
 
 
@@ -380,6 +502,24 @@ def _catalog() -> dict[str, InstanceType]:
                     link,
                 )
             )
+    # g7/g7e GPUs talk over PCIe Gen5 x16 (GPUDirect P2P; no NVLink on the RTX PRO Server
+    # Editions).
+    for family, accelerator, blackwell_sizes in (
+        ("g7", RTX_PRO_4500_SERVER, _SIZES_G7),
+        ("g7e", RTX_PRO_6000_SERVER, _SIZES_G7E),
+    ):
+        for size, (vcpus, memory_gib, count, nvme_gb) in blackwell_sizes.items():
+            types.append(
+                _accelerated(
+                    f"ml.{family}.{size}",
+                    vcpus,
+                    memory_gib,
+                    accelerator,
+                    count,
+                    nvme_gb,
+                    _PCIE_GEN5,
+                )
+            )
     types += [
         _accelerated("ml.p4d.24xlarge", 96, 1_152, A100_40GB, 8, 8_000, _NVLINK_A100),
         _accelerated("ml.p4de.24xlarge", 96, 1_152, A100_80GB, 8, 8_000, _NVLINK_A100),
@@ -388,6 +528,12 @@ def _catalog() -> dict[str, InstanceType]:
         _accelerated("ml.p5e.48xlarge", 192, 2_048, H200, 8, 30_720, _NVLINK_H100),
         _accelerated("ml.p5en.48xlarge", 192, 2_048, H200, 8, 30_720, _NVLINK_H100),
         _accelerated("ml.p6-b200.48xlarge", 192, 2_048, B200, 8, 30_720, _NVLINK_B200),
+        # EC2 DescribeInstanceTypes: 192 vCPUs, 4 TiB, 8 x B300, 30,400 GB NVMe; NVLink 5.
+        _accelerated("ml.p6-b300.48xlarge", 192, 4_096, B300, 8, 30_400, _NVLINK_B200),
+        # One compute tray of a GB200 NVL72 UltraServer: 144 Arm (Grace) vCPUs, 960 GiB and
+        # 4 GPUs (HyperPod CLI); 405 TB of NVMe per 18-instance UltraServer (AWS) = 22,500 GB.
+        # Its CPUs are Arm: serving images must be built for arm64.
+        _accelerated("ml.p6e-gb200.36xlarge", 144, 960, GB200, 4, 22_500, _NVLINK_B200),
         # Inferentia2 chips of inf2.24xlarge/48xlarge form a NeuronLink ring; AWS publishes no
         # per-chip bandwidth for it, so the interconnect is left unknown.
         InstanceType("ml.inf2.xlarge", 4, 16 * 1024, INFERENTIA2, 1, local_nvme_gb=0),

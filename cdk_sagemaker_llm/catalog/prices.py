@@ -152,5 +152,7 @@ DEFAULT_PRICE_LIST = PriceList(
     },
 )
 """The library's default prices: us-east-1 on-demand, for the catalog's instance types whose
-price was read (g4dn, p5.4xlarge, p5e, p5en, p6-b200, trn1n and trn2 have none yet: cost figures
-for them say the price is unknown until you add it with ``with_prices``)."""
+price was read (g4dn, p5.4xlarge, p5e, p5en, p6-b200, trn1n and trn2 have none yet, nor do g7,
+g7e, p6-b300 and p6e-gb200, whose SageMaker prices were not in the sources read: cost figures
+for them say the price is unknown, and ``recommend`` ranks them after every priced option,
+until you add them with ``with_prices``)."""

@@ -101,24 +101,32 @@ class ContainerMetrics:
                 "'.' or '-', and no '..'",
                 "pass the container's metrics path, e.g. /metrics",
             )
-        seconds = None
-        if self.publish_frequency is not None:
-            seconds = self.publish_frequency.to_seconds()
-            if seconds not in METRIC_PUBLISH_FREQUENCIES:
-                raise ValidationError(
-                    f"{prop}.publish_frequency (seconds)",
-                    seconds,
-                    f"must be one of {list(METRIC_PUBLISH_FREQUENCIES)}",
-                    "pick one of those, e.g. Duration.seconds(60)",
-                )
         return sagemaker.CfnInferenceComponent.ContainerMetricsConfigProperty(
             metrics_endpoints=[
                 sagemaker.CfnInferenceComponent.MetricsEndpointProperty(
                     metrics_endpoint_path=self.path,
-                    metric_publish_frequency_in_seconds=int(seconds) if seconds else None,
+                    metric_publish_frequency_in_seconds=publish_frequency_seconds(
+                        f"{prop}.publish_frequency", self.publish_frequency
+                    ),
                 )
             ]
         )
+
+
+def publish_frequency_seconds(prop: str, frequency: Duration | None) -> int | None:
+    """A metric publish frequency in whole seconds; ValidationError unless it is one of
+    ``METRIC_PUBLISH_FREQUENCIES``."""
+    if frequency is None:
+        return None
+    seconds = frequency.to_seconds()
+    if seconds not in METRIC_PUBLISH_FREQUENCIES:
+        raise ValidationError(
+            f"{prop} (seconds)",
+            seconds,
+            f"must be one of {list(METRIC_PUBLISH_FREQUENCIES)}",
+            "pick one of those, e.g. Duration.seconds(60)",
+        )
+    return int(seconds)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aws_cdk import Duration, Names, Size, Stack
+from aws_cdk import Annotations, Duration, Names, Size, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
@@ -21,10 +21,11 @@ from .endpoint_base import INVOKE_ACTIONS, import_endpoint_by_name
 from .fit_check import check_fit
 from .images import ContainerImage
 from .interfaces import IComponentHost, IEndpoint, IInferenceComponent
+from .lora_adapters import LoraAdapters, LoraServer
 from .model import ModelBase, check_image_on_instance, merge_environment
 from .model_source import ModelSource, ModelSourceKind
 from .plan_metadata import add_plan_metadata
-from .serving_options import ServingOptions
+from .serving_options import MAX_LORA_RANKS, ServingOptions
 from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
 
 __all__ = ["IInferenceComponent", "InferenceComponent", "InferenceComponentBase"]
@@ -120,8 +121,9 @@ class InferenceComponent(InferenceComponentBase):
     """One inference component: a model, or a container + artifact, with its compute share.
 
     The compute requirements reserve accelerators, memory and CPU for each copy; they must fit
-    on one instance of the endpoint's type. For LoRA adapters, pass ``base_component`` and an
-    ``artifact`` and no compute requirements: the adapter shares its base's copies.
+    on one instance of the endpoint's type. For LoRA adapters, pass ``base_component``, an
+    ``artifact`` and the adapter's ``lora_rank``, and no compute requirements: the adapter
+    shares its base's copies, and its base's LMI LoRA options are set or checked for it.
     """
 
     def __init__(
@@ -149,6 +151,7 @@ class InferenceComponent(InferenceComponentBase):
         scheduling: ComponentScheduling | None = None,
         container_metrics: ContainerMetrics | None = None,
         specifications: Sequence[ComponentSpecification] | None = None,
+        lora_rank: int | None = None,
     ) -> None:
         """
         :param endpoint: the inference-component endpoint that hosts this component.
@@ -179,6 +182,9 @@ class InferenceComponent(InferenceComponentBase):
         :param specifications: on an endpoint with instance pools, what runs on each instance
             type (one per pool type, 2-5); default one specification for every type, checked
             on each.
+        :param lora_rank: with ``base_component``: the adapter's LoRA rank (``r`` in its
+            ``adapter_config.json``), 1-512; required when the base runs LMI, whose LoRA
+            options are set and checked against every adapter (see ``LmiLora``).
         """
         super().__init__(scope, id)
         _check_creation(inference_component_name, copy_count, deployment)
@@ -197,6 +203,8 @@ class InferenceComponent(InferenceComponentBase):
         self.cpu_cores = cpu_cores
         """CPU cores reserved per copy, or None."""
         self._min_memory_mib_by_instance_type: dict[str, int] = {}
+        self.lora_adapters: LoraAdapters | None = None
+        """The adapter components attached to this one; None for an adapter."""
 
         specifications_prop = None
         if base_component is not None:
@@ -219,10 +227,20 @@ class InferenceComponent(InferenceComponentBase):
             specification: (
                 sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty | None
             ) = self._adapter_specification(base_component, artifact, endpoint)
+            _attach_adapter(self, base_component, lora_rank)
         else:
             _check_served(
-                model, image, artifact, serving, environment, container_metrics, specifications
+                model,
+                image,
+                artifact,
+                serving,
+                environment,
+                container_metrics,
+                specifications,
+                lora_rank,
             )
+            self.lora_adapters = LoraAdapters(self)
+            self._serve_models_to_adapters(model, specifications)
             self.image = model.image if model is not None else image
             if image is not None and serving is not None:
                 serving.validate(image)
@@ -289,6 +307,23 @@ class InferenceComponent(InferenceComponentBase):
                 artifact_url=self._artifact_url(artifact, endpoint)
             ),
         )
+
+    def _serve_models_to_adapters(
+        self, model: ModelBase | None, specifications: Sequence[ComponentSpecification] | None
+    ) -> None:
+        """Register each Model this component serves with its LoRA adapters (their options
+        are checked against a Model's environment, not set in it)."""
+        assert self.lora_adapters is not None
+        served_models = [model] + [entry.model for entry in specifications or []]
+        for served_model in dict.fromkeys(m for m in served_models if m is not None):
+            self.lora_adapters.serve(
+                LoraServer(
+                    served_model.node.path,
+                    served_model.image,
+                    served_model.environment,
+                    settable=False,
+                )
+            )
 
     def _resource(
         self,
@@ -363,10 +398,12 @@ class InferenceComponent(InferenceComponentBase):
         if serving is not None:
             rendered.update(serving.environment())
         merged = merge_environment(rendered, environment, "environment")
+        assert self.lora_adapters is not None
         return sagemaker.CfnInferenceComponent.InferenceComponentContainerSpecificationProperty(
             image=image.bind(self, endpoint.role),
             artifact_url=artifact_url,
-            environment=merged or None,
+            # Lazy: adapters attached later may add LMI's LoRA options (lora_adapters.py).
+            environment=self.lora_adapters.serve(LoraServer("image", image, merged, True)),
             container_metrics_config=metrics.render("container_metrics") if metrics else None,
         )
 
@@ -553,8 +590,16 @@ def _check_served(
     environment: Mapping[str, str] | None,
     container_metrics: ContainerMetrics | None,
     specifications: Sequence[ComponentSpecification] | None,
+    lora_rank: int | None,
 ) -> None:
     """What a component with copies of its own serves: a Model or an image, not both."""
+    if lora_rank is not None:
+        raise ValidationError(
+            "lora_rank",
+            lora_rank,
+            "is the rank of an adapter, and this component has no base_component",
+            "drop lora_rank, or pass base_component to make this an adapter",
+        )
     if (model is None) == (image is None):
         raise ValidationError(
             "model/image",
@@ -662,6 +707,27 @@ def _check_adapter(
             "an adapter has no copies or container of its own",
             "set them on the base component",
         )
+
+
+def _attach_adapter(
+    adapter: InferenceComponent, base: IInferenceComponent, lora_rank: int | None
+) -> None:
+    """Check the adapter against its base's LoRA options (and let them grow to fit it)."""
+    if isinstance(base, InferenceComponent):
+        if base.lora_adapters is None:
+            raise ValidationError(
+                "base_component",
+                base.node.path,
+                "is itself an adapter; an adapter's base serves a model",
+                "pass the component that serves the base model",
+            )
+        base.lora_adapters.attach(adapter, lora_rank)
+        return
+    check_range("lora_rank", lora_rank, minimum=1, maximum=MAX_LORA_RANKS[-1])
+    Annotations.of(adapter).add_info(
+        f"LoRA options of the imported base component {base.inference_component_name} not "
+        "checked: its container is unknown."
+    )
 
 
 def _accelerators(requested: int | None, per_copy: int | None, available: int | None) -> int:

@@ -58,6 +58,8 @@ class ModelBase(Construct):
     """The serving container, when known."""
     serving: ServingOptions | None = None
     """The typed serving options, when known."""
+    environment: Mapping[str, str] | None = None
+    """The container environment as rendered into the template, when known."""
     speculative_decoding: SpeculativeDecoding | None = None
     """The draft model, when known."""
     spec: ModelSpec | None = None

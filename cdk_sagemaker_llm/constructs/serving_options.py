@@ -54,6 +54,57 @@ def _positive(prop: str, value: int | None) -> None:
     check_range(prop, value, minimum=1, fix=f"set {prop} to a positive integer or leave it unset")
 
 
+MAX_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+"""The ``max_lora_rank`` values vLLM accepts (``vllm/config/lora.py``, ``MaxLoRARanks``)."""
+LMI_DEFAULT_MAX_LORAS = 4
+"""LMI's default ``OPTION_MAX_LORAS`` (djl-serving docs, "Adapters")."""
+LMI_DEFAULT_MAX_LORA_RANK = 16
+"""LMI's default ``OPTION_MAX_LORA_RANK`` (djl-serving docs, "Adapters")."""
+LMI_VLLM_ASYNC_ENTRYPOINT = "djl_python.lmi_vllm.vllm_async_service"
+"""The handler LMI's vLLM async mode runs (djl-serving docs, "Stateful Sessions Support")."""
+
+
+@typed_props
+@dataclass(frozen=True, kw_only=True)
+class LmiLora:
+    """LMI's multi-LoRA settings: ``OPTION_ENABLE_LORA=true`` plus the two bounds below
+    (djl-serving docs, "Adapters": vLLM is the only LMI backend that hosts LoRA adapters).
+
+    A component's own LMI container gets these set from the adapter components attached to it
+    (``base_component=``) when you leave them out; give them to fix the bounds yourself (room
+    for adapters added later) or on a ``Model``, which may be shared and is never changed.
+    """
+
+    max_adapters: int | None = None
+    """Most distinct adapters in one batch (``OPTION_MAX_LORAS``); every attached adapter must
+    fit. Default: the number of adapter components attached (a component's own container), or
+    LMI's 4."""
+    max_rank: int | None = None
+    """Largest adapter rank served (``OPTION_MAX_LORA_RANK``), one of vLLM's 1, 8, 16, 32, 64,
+    128, 256, 320, 512; a larger bound reserves more GPU memory. Default: the smallest of those
+    covering every attached adapter's rank (a component's own container), or LMI's 16."""
+
+    def validate(self) -> None:
+        """Raise ValidationError on a bound vLLM refuses."""
+        _positive("serving.lora.max_adapters", self.max_adapters)
+        if self.max_rank is not None and self.max_rank not in MAX_LORA_RANKS:
+            raise ValidationError(
+                "serving.lora.max_rank",
+                self.max_rank,
+                f"vLLM accepts only {list(MAX_LORA_RANKS)}",
+                "pick the smallest of those at least as large as your adapters' ranks",
+            )
+
+    def environment(self) -> dict[str, str]:
+        """The ``OPTION_*`` LoRA variables."""
+        env = {"OPTION_ENABLE_LORA": "true"}
+        if self.max_adapters is not None:
+            env["OPTION_MAX_LORAS"] = str(self.max_adapters)
+        if self.max_rank is not None:
+            env["OPTION_MAX_LORA_RANK"] = str(self.max_rank)
+        return env
+
+
 @typed_props
 @dataclass(frozen=True, kw_only=True)
 class LmiOptions:
@@ -84,6 +135,14 @@ class LmiOptions:
     """Longest sequence (input + output tokens) served (``OPTION_MAX_MODEL_LEN``)."""
     model_loading_timeout: Duration | None = None
     """How long the container may take to load the model (``OPTION_MODEL_LOADING_TIMEOUT``)."""
+    async_mode: bool = False
+    """Serve through vLLM's async engine (``OPTION_ASYNC_MODE=true`` with
+    ``OPTION_ROLLING_BATCH=disable`` and LMI's ``vllm_async_service`` entry point; djl-serving
+    docs, "vLLM Engine User Guide": async mode and rolling batch are mutually exclusive, and
+    from LMI 17 async is vLLM's default). Default False: rolling batch."""
+    lora: LmiLora | None = None
+    """Host LoRA adapters (``OPTION_ENABLE_LORA`` and its bounds). Default: off, unless adapter
+    components are attached to a component running this container, which sets it."""
 
     @property
     def accelerators_per_copy(self) -> int | None:
@@ -159,11 +218,42 @@ class LmiOptions:
                 maximum=3600,
                 fix="keep it within the container start-up health-check limit of 3600 s",
             )
+        for prop, wanted in (("async_mode", self.async_mode), ("lora", self.lora is not None)):
+            if wanted:
+                self._require_vllm(prop, image)
+        if self.lora is not None:
+            self.lora.validate()
+
+    def _require_vllm(self, prop: str, image: ContainerImage) -> None:
+        """Async mode and LoRA adapters run on LMI's vLLM engine only."""
+        if self.backend not in (None, LmiBackend.VLLM) or image.family in (
+            ContainerFamily.LMI_TENSORRT_LLM,
+            ContainerFamily.LMI_NEURONX,
+        ):
+            engine = self.backend.name if self.backend else image.family.value
+            raise ValidationError(
+                f"serving.{prop}",
+                engine,
+                f"{prop} runs on LMI's vLLM engine only",
+                "use ContainerImage.lmi(...) with backend=LmiBackend.VLLM (or no backend), or "
+                f"drop {prop}",
+            )
+        if not self.continuous_batching:
+            raise ValidationError(
+                f"serving.{prop}",
+                "continuous_batching=False",
+                f"{prop} needs vLLM's continuous batching (rolling batch or async mode)",
+                "leave continuous_batching on",
+            )
 
     def environment(self) -> dict[str, str]:
         """The ``OPTION_*`` variables these options render to."""
         env: dict[str, str] = {}
-        if not self.continuous_batching:
+        if self.async_mode:
+            env["OPTION_ASYNC_MODE"] = "true"
+            env["OPTION_ROLLING_BATCH"] = "disable"
+            env["OPTION_ENTRYPOINT"] = LMI_VLLM_ASYNC_ENTRYPOINT
+        elif not self.continuous_batching:
             env["OPTION_ROLLING_BATCH"] = "disable"
         elif self.backend is not None:
             env["OPTION_ROLLING_BATCH"] = self.backend.value
@@ -185,6 +275,8 @@ class LmiOptions:
             else None,
         }
         env.update({name: str(value) for name, value in optional.items() if value is not None})
+        if self.lora is not None:
+            env.update(self.lora.environment())
         return env
 
 

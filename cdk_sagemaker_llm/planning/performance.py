@@ -264,22 +264,23 @@ class CopyModel:
     precision: Precision
     workload: Workload
     efficiency: Efficiency
+    _figures: tuple[float, float] = field(init=False, repr=False, compare=False)
+    """(memory bandwidth GB/s, dense FP16 TFLOPS) of one accelerator."""
+
+    def __post_init__(self) -> None:
+        # A ValidationError here when the vendor does not publish the figures: no guessing.
+        object.__setattr__(
+            self, "_figures", self.instance_type.accelerator_figures("instance_type")
+        )
 
     @property
     def _bandwidth(self) -> float:
-        accelerator = self.instance_type.accelerator
-        assert accelerator is not None
-        return (
-            accelerator.memory_bandwidth_gbps
-            * 1e9
-            * self.tensor_parallel_degree
-            * self.efficiency.memory_bandwidth
-        )
+        bandwidth_gbps, _ = self._figures
+        return bandwidth_gbps * 1e9 * self.tensor_parallel_degree * self.efficiency.memory_bandwidth
 
     def _flops_rate(self, efficiency: float) -> float:
-        accelerator = self.instance_type.accelerator
-        assert accelerator is not None
-        return accelerator.fp16_tflops * 1e12 * self.tensor_parallel_degree * efficiency
+        _, tflops = self._figures
+        return tflops * 1e12 * self.tensor_parallel_degree * efficiency
 
     def all_reduce_s(self, tokens: float) -> float:
         """Seconds of the all-reduces of one forward pass over ``tokens`` tokens (0 at TP1)."""
@@ -688,8 +689,8 @@ def describe_assumptions(
         "deployment, spread evenly over the copies",
         f"workload: {model.workload.input_tokens} input + {model.workload.output_tokens} output "
         "tokens per request, closed loop (each client sends its next request when the last ends)",
-        f"{accelerator.name}: {accelerator.memory_bandwidth_gbps:g} GB/s, "
-        f"{accelerator.fp16_tflops:g} dense FP16 TFLOPS each (aws-facts; NVIDIA/AWS datasheets)",
+        f"{accelerator.name}: {model._figures[0]:g} GB/s, "
+        f"{model._figures[1]:g} dense FP16 TFLOPS each (aws-facts; NVIDIA/AWS datasheets)",
         f"efficiency: {model.efficiency.describe()}",
         f"memory per copy: {memory.usable_bytes / GB:.1f} GB usable - "
         f"{memory.weights_bytes / GB:.1f} GB weights - "

@@ -313,6 +313,15 @@ def recommend(
                 Rejection(instance_type.name, "not an accelerated instance type the catalog knows")
             )
             continue
+        if not instance_type.accelerator.performance_known:
+            rejected.append(
+                Rejection(
+                    instance_type.name,
+                    f"performance unknown: {instance_type.accelerator.unpublished}, so its "
+                    "latency cannot be predicted",
+                )
+            )
+            continue
         found_any = False
         for degree in degrees(instance_type):
             layout = Layout(instance_type, degree, instance_type.accelerator_devices // degree)

@@ -186,6 +186,8 @@ def ranked_layouts(
     """The instance's TP x copies layouts ranked by the output tokens/s they serve within
     100 ms/token on the sizing workload (``sizing_workload``)."""
     tokens = max_total_tokens or default_max_total_tokens(spec)
+    if instance_type.accelerator is None or not instance_type.accelerator.performance_known:
+        return []  # nothing to rank by: the smallest degree that fits is recommended
     return rank_layouts(
         spec,
         instance_type,
@@ -242,9 +244,11 @@ def copies_per_instance(instance_type: InstanceType, tensor_parallel_degree: int
     return (instance_type.accelerator_count or 0) // tensor_parallel_degree
 
 
-def critical_batch_size(accelerator: Accelerator) -> float:
+def critical_batch_size(accelerator: Accelerator) -> float | None:
     """B* = FLOPS / memory bandwidth (ops per byte): below this batch, decode is memory-bound
-    (A10G: 70 TFLOPS / 600 GB/s = about 116)."""
+    (A10G: 70 TFLOPS / 600 GB/s = about 116); None when the vendor does not publish them."""
+    if accelerator.memory_bandwidth_gbps is None or accelerator.fp16_tflops is None:
+        return None
     return accelerator.fp16_tflops * 1e12 / (accelerator.memory_bandwidth_gbps * 1e9)
 
 
@@ -520,20 +524,30 @@ def size(
             f"{sizing_workload(tokens).output_tokens} out): {ranked[0].reason}"
         )
     else:
+        why = (
+            f"no layout meets {SIZING_SLO_MS_PER_TOKEN:g} ms/token"
+            if accelerator.performance_known
+            else "latency cannot be ranked, see below"
+        )
         reasoning.append(
             f"recommended: tensor-parallel degree {recommended}, "
-            f"{_copies(count // recommended)} per instance (the smallest degree that fits; no "
-            f"layout meets {SIZING_SLO_MS_PER_TOKEN:g} ms/token)"
+            f"{_copies(count // recommended)} per instance (the smallest degree that fits; {why})"
         )
     chosen = next((r for r in ranked if r.layout.tensor_parallel_degree == degree), None)
     b_star = critical_batch_size(accelerator)
-    reasoning.append(
-        f"critical batch size: {accelerator.fp16_tflops:g} TFLOPS / "
-        f"{accelerator.memory_bandwidth_gbps:g} GB/s = {b_star:.0f}; below it decode is "
-        "memory-bound"
-    )
+    if b_star is None:
+        reasoning.append(
+            f"latency not predicted on {accelerator.name}: {accelerator.unpublished}; the "
+            "memory checks above still hold"
+        )
+    else:
+        reasoning.append(
+            f"critical batch size: {accelerator.fp16_tflops:g} TFLOPS / "
+            f"{accelerator.memory_bandwidth_gbps:g} GB/s = {b_star:.0f}; below it decode is "
+            "memory-bound"
+        )
     single = None
-    if serves:
+    if serves and b_star is not None:
         single = _single_request_ms_per_token(spec, instance_type, degree, precision, tokens)
     return SizingReport(
         model=spec.name,

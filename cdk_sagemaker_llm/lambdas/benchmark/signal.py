@@ -1,0 +1,136 @@
+"""The signal that ends the wait: the gate applied to the measured figures, then SUCCESS with
+the figures as data, or FAILURE with the reasons and the figures; and the workflow's catch,
+which signals FAILURE with the caught error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...benchmarking import BenchmarkResult, LevelResult
+from ...benchmarking.open_loop import sustainable_rate
+from ..runtime_support import HTTPS_URL, Budget, Put, send, wait_condition_signal
+from .events import RUN_NAME, EventError
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def gate_failures(run: Mapping[str, Any], result: BenchmarkResult) -> list[str]:
+    """Why the measured figures fail the gate (empty: they pass, or there is no gate)."""
+    gate = run["Gate"]
+    failures = []
+    lowest = result.levels[0] if result.levels else None
+    limit = gate["MaxP50MsPerToken"]
+    if limit is not None and lowest is not None:
+        measured = lowest.p50_ms_per_token
+        if measured is None or measured > limit:
+            failures.append(
+                f"p50 ms/token at {_level_name(lowest)} is {_fmt(measured)}, "
+                f"above the SLO of {limit:g}"
+            )
+    minimum = gate["MinKneeConcurrency"]
+    if minimum is not None and (result.knee.concurrency or 0) < minimum:
+        failures.append(
+            f"knee concurrency is {result.knee.concurrency or 'none'} "
+            f"(first level tripping the rule: {result.knee.tripped_at}, {result.knee.reason}), "
+            f"below the minimum of {minimum:g}"
+        )
+    tokens = gate["MinOutputTokensPerS"]
+    best = result.max_throughput_level
+    if tokens is not None and (best is None or best.output_tokens_per_s < tokens):
+        failures.append(
+            f"max output throughput is {_fmt(best.output_tokens_per_s if best else 0.0)} tokens/s, "
+            f"below the minimum of {tokens:g}"
+        )
+    rate = gate["MinSustainableRate"]
+    if rate is not None:
+        found = sustainable_rate(result.levels) if result.mode == "rate" else None
+        if found is None or found < rate:
+            failures.append(
+                f"sustainable rate is {found if found is not None else 'none'} requests/s, "
+                f"below the minimum of {rate:g}"
+            )
+    return failures
+
+
+def _level_name(level: LevelResult) -> str:
+    if level.target_rate_per_s is not None:
+        return f"{level.target_rate_per_s:g} requests/s"
+    return f"concurrency {level.concurrency}"
+
+
+def _measured(figures: Mapping[str, Any]) -> str:
+    return (
+        f"Measured: knee {figures['KneeConcurrency']}"
+        f"{'' if figures['KneeFound'] else ' (no level met the knee rule: lowest level)'}"
+        f" at {figures['KneeP50MsPerToken']} ms/token p50, max "
+        f"{figures['MaxOutputTokensPerSecond']} output tokens/s at concurrency "
+        f"{figures['MaxThroughputConcurrency']}, lowest level {figures['LowestLevelP50MsPerToken']}"
+        f" ms/token p50"
+        + (
+            f", sustainable rate {figures['SustainableRequestsPerSecond']} requests/s"
+            if figures["SustainableRequestsPerSecond"]
+            else ""
+        )
+        + f". Results: {figures['ResultsS3Uri']}"
+    )
+
+
+def signal_outcome(
+    run: Mapping[str, Any],
+    figures: Mapping[str, Any],
+    failures: Sequence[str],
+    *,
+    put: Put,
+    budget: Budget,
+) -> str:
+    """Signal the wait condition: FAILURE with ``failures`` and the figures, else SUCCESS
+    with the figures as data; returns the status sent."""
+    if failures:
+        reason = f"Benchmark {run['Name']} failed: {'; '.join(failures)}. {_measured(figures)}"
+        send(run["HandleUrl"], wait_condition_signal("FAILURE", reason, run["Name"]), put, budget)
+        return "FAILURE"
+    reason = f"Benchmark {run['Name']} completed. {_measured(figures)}"
+    compact = json.dumps(figures, separators=(",", ":"), sort_keys=True)
+    send(
+        run["HandleUrl"],
+        wait_condition_signal("SUCCESS", reason, run["Name"], compact),
+        put,
+        budget,
+    )
+    return "SUCCESS"
+
+
+def report_error(
+    state: Mapping[str, Any], *, put: Put, budget: Budget | None = None
+) -> dict[str, Any]:
+    """The workflow's catch: signal FAILURE with the caught error's message (any error shape).
+
+    Only a state without a usable handle raises (there is no one to signal)."""
+    run = state.get("Run") if isinstance(state, Mapping) else None
+    handle = run.get("HandleUrl") if isinstance(run, Mapping) else None
+    name = run.get("Name", "benchmark") if isinstance(run, Mapping) else "benchmark"
+    if not (isinstance(handle, str) and len(handle) <= 2048 and HTTPS_URL.fullmatch(handle)):
+        raise EventError("state.Run.HandleUrl: missing or not an https URL, cannot signal")
+    name = name if isinstance(name, str) and RUN_NAME.fullmatch(name) else "benchmark"
+    assert isinstance(state, Mapping)
+    error = state.get("Error") or {}
+    cause = (
+        str(error.get("Cause") or error.get("Error") or "unknown error")
+        if isinstance(error, Mapping)
+        else str(error)
+    )
+    cause = cause[:65536]
+    try:  # Lambda errors arrive as a JSON cause {"errorMessage", "errorType", ...}
+        parsed = json.loads(cause)
+        if isinstance(parsed, dict) and parsed.get("errorMessage"):
+            cause = f"{parsed.get('errorType', 'Error')}: {parsed['errorMessage']}"
+    except (ValueError, RecursionError):
+        pass
+    signal = wait_condition_signal("FAILURE", f"Benchmark {name} failed: {cause}", name)
+    send(handle, signal, put, budget or Budget())
+    return {"Done": True, "Outcome": "FAILURE"}
