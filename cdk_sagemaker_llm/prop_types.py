@@ -39,9 +39,11 @@ _UNRESOLVED = object()
 
 class _Namespace(dict[str, Any]):
     """Names an annotation may use beyond its module's globals: the module aliases of
-    ``aws_cdk`` (``ec2``, ``kms`` ...) and the package's public names, which modules import
-    only for type checkers. Names the module or the builtins define are theirs (``eval`` looks
-    here first), so checking a pure module's annotations imports no aws_cdk."""
+    ``aws_cdk`` (``ec2``, ``kms`` ...), which modules import only for type checkers (importing
+    them costs synth time). Names the module or the builtins define are theirs (``eval`` looks
+    here first), so checking a pure module's annotations imports no aws_cdk. A name of this
+    package must be imported at run time by the module that annotates with it
+    (``unchecked_props`` finds one that is not)."""
 
     def __init__(self, module_globals: Mapping[str, Any]) -> None:
         super().__init__()
@@ -53,11 +55,6 @@ class _Namespace(dict[str, Any]):
         try:
             return importlib.import_module(f"aws_cdk.aws_{name}")
         except ImportError:
-            pass
-        package = importlib.import_module("cdk_sagemaker_llm")
-        try:
-            return getattr(package, name)
-        except AttributeError:
             raise KeyError(name) from None
 
 
@@ -226,6 +223,11 @@ def _fix(value: Any, expected: Any, prop: str) -> str:
             return f"pass a number without quotes, e.g. {prop}={example}"
         if cls is bool:
             return f"pass True or False, e.g. {prop}=True"
+        if getattr(cls, "_is_protocol", False) and cls.__doc__:
+            # An interface: say what it is, as its docstring's opening says (up to ": ").
+            summary = cls.__doc__.split("\n\n")[0].split(": ")[0]
+            article = "an" if cls.__name__[0] in "AEIOU" else "a"
+            return f"pass {article} {cls.__name__}: " + " ".join(summary.replace("``", "").split())
         factories = _factories(cls)
         if isinstance(value, str) and "of" in factories:
             return f"use {cls.__name__}.of({value!r})"

@@ -450,6 +450,16 @@ def test_one_scalable_target_per_component() -> None:
         ComponentScaling(stack, "Again", component=component, max_copies=3)
 
 
+def test_a_rejected_scaling_leaves_nothing_behind() -> None:
+    """Bounds are checked before the construct joins the tree: the next scaling in the stack
+    is checked against real ones only (it used to meet a half-built one: AttributeError)."""
+    stack, component = fresh_component()
+    with pytest.raises(ValidationError, match="min_copies must not exceed max_copies"):
+        ComponentScaling(stack, "Inverted", component=component, max_copies=2, min_copies=5)
+    assert stack.node.try_find_child("Inverted") is None
+    ComponentScaling(stack, "Scaling", component=component, max_copies=2)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "prop"),
     [

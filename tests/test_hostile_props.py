@@ -444,6 +444,16 @@ def test_a_factory_argument_of_a_foreign_type_names_the_factory(
     assert f"expects {argument} to be" in raised.value.problem
 
 
+def _component_on_an_instance_endpoint() -> None:
+    stack = new_stack()
+    model = Model(stack, "Model", image=ContainerImage.lmi("0.31.0"))
+    variant = ProductionVariant(model=model, instance_type=InstanceType.G5_2XLARGE)
+    endpoint = Endpoint(stack, "Dedicated", variants=[variant])
+    InferenceComponent(
+        stack, "C", endpoint=endpoint, model=model, accelerators=1, min_memory=Size.gibibytes(16)
+    )
+
+
 @pytest.mark.parametrize(
     ("build_call", "prop", "fix"),
     [
@@ -457,6 +467,12 @@ def test_a_factory_argument_of_a_foreign_type_names_the_factory(
         (lambda: TgiOptions(dtype="bf16"), "dtype", "DataType.BF16"),
         (lambda: RollingDeployment(wait_interval=60), "wait_interval", "Duration.seconds(60)"),
         (lambda: BenchmarkGate(min_knee_concurrency=True), "min_knee_concurrency", "a number"),
+        (
+            lambda: _component_on_an_instance_endpoint(),
+            "endpoint",
+            "pass an IComponentHost: An endpoint whose shared instances host components "
+            "(InferenceComponentEndpoint)",
+        ),
     ],
 )
 def test_the_issue_examples_get_a_specific_fix(build_call: Any, prop: str, fix: str) -> None:

@@ -1,5 +1,6 @@
 """The layout: pure domain packages (catalog, planning) and the commands that synthesize nothing
-import no aws_cdk, so they start fast and can be reused outside a CDK app."""
+import no aws_cdk, so they start fast and can be reused outside a CDK app; and no module of the
+package imports, even only for type checkers, a module that imports it back."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+import cdk_sagemaker_llm
 import cdk_sagemaker_llm.catalog
-import cdk_sagemaker_llm.constructs
 import cdk_sagemaker_llm.planning
 
 PURE_MODULES = sorted(
@@ -63,29 +66,215 @@ def test_the_probe_would_see_aws_cdk() -> None:
     assert result.stdout.strip() == "True"
 
 
-def _runtime_imports(module: Path) -> set[str]:
-    """Sibling modules ``module`` imports at run time (``TYPE_CHECKING`` blocks excluded)."""
-    tree = ast.parse(module.read_text())
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            node.body = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
-            found.add(node.module.split(".")[0])
-    return found
+ROOT = "cdk_sagemaker_llm"
 
 
-def test_the_constructs_import_no_module_that_imports_them_back() -> None:
-    folder = Path(cdk_sagemaker_llm.constructs.__file__).parent
-    graph = {path.stem: _runtime_imports(path) for path in folder.glob("*.py")}
-    assert "interfaces" in graph["autoscaling"]
+def _modules(folder: Path, package: str) -> dict[str, Path]:
+    """Every module under ``folder`` by dotted name (a package by its own name)."""
+    modules = {}
+    for path in sorted(folder.rglob("*.py")):
+        parts = [package, *path.relative_to(folder).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
 
-    def reaches(start: str, goal: str, seen: set[str]) -> bool:
-        for nxt in graph.get(start, set()):
-            if nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt})):
-                return True
-        return False
 
-    cycles = sorted(name for name in graph if reaches(name, name, set()))
-    assert cycles == [], f"import cycles through {cycles}"
+def _imported(node: ast.AST, module: str, is_package: bool, modules: set[str]) -> list[str]:
+    """The modules an import statement names: ``from .a import b`` names ``pkg.a.b`` when
+    that is a module, else ``pkg.a`` (``b`` is then a name defined there)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    base = module if is_package else module.rpartition(".")[0]
+    for _ in range(node.level - 1):
+        base = base.rpartition(".")[0]
+    source = ".".join(filter(None, [base if node.level else "", node.module or ""]))
+    return [
+        f"{source}.{alias.name}" if f"{source}.{alias.name}" in modules else source
+        for alias in node.names
+    ]
+
+
+def _lazy_exports(tree: ast.Module, module: str) -> list[str]:
+    """The modules a PEP 562 ``_EXPORTS`` table (name -> relative module) imports on use."""
+    for node in tree.body:
+        target = node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(target, ast.Name) and target.id == "_EXPORTS" and node.value is not None:
+            table = ast.literal_eval(node.value)
+            return [module + relative for relative in table.values()]
+    return []
+
+
+def import_graph(folder: Path, package: str) -> dict[str, set[str]]:
+    """Each module of the package and the package's modules it imports.
+
+    Every import statement counts: at module level, inside functions, and under
+    ``if TYPE_CHECKING:`` (an annotation is knowledge of the other module too); so does a lazy
+    ``_EXPORTS`` table, whose modules are imported on first use. Importing ``a.b.c`` also runs
+    the packages on the way (``a/b/__init__.py``), except those enclosing the importer, which
+    Python initialized before it.
+    """
+    modules = _modules(folder, package)
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text())
+        is_package = path.name == "__init__.py"
+        named = [
+            name
+            for node in ast.walk(tree)
+            for name in _imported(node, module, is_package, set(modules))
+        ]
+        edges = set()
+        for name in [*named, *_lazy_exports(tree, module)]:
+            parts = name.split(".")
+            edges.update(
+                ".".join(parts[:end])
+                for end in range(1, len(parts))
+                if not f"{module}.".startswith(".".join(parts[:end]) + ".")
+            )
+            edges.add(name)
+        graph[module] = {edge for edge in edges if edge in modules and edge != module}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that reach each other through imports (Tarjan's strongly connected
+    components of more than one module), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in sorted(graph.get(module, ())):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == module:
+                    break
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(cycles)
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    return import_graph(Path(cdk_sagemaker_llm.__file__).parent, ROOT)
+
+
+def test_the_graph_counts_every_kind_of_import(graph: dict[str, set[str]]) -> None:
+    """Positive controls: a plain import, one under TYPE_CHECKING, one inside a function, a
+    subpackage's ``__init__`` run on the way, and the root's lazy exports are all edges."""
+    assert "cdk_sagemaker_llm.constructs.interfaces" in graph[f"{ROOT}.constructs.autoscaling"]
+    assert f"{ROOT}.constructs.model" in graph[f"{ROOT}.constructs.variant_options"]  # guarded
+    assert f"{ROOT}.benchmarking" in graph[f"{ROOT}.constructs.benchmark"]
+    assert f"{ROOT}.planning.performance" in graph[f"{ROOT}.planning.calibration"]
+    assert f"{ROOT}.benchmarking" in graph[f"{ROOT}.lambdas.benchmark.handler"]  # in a function
+    assert f"{ROOT}.constructs.endpoint" in graph[ROOT]  # _EXPORTS
+    assert {f"{ROOT}.cli", f"{ROOT}.plan", f"{ROOT}.stacks.reference"} <= set(graph)
+
+
+def test_no_module_imports_one_that_imports_it_back(graph: dict[str, set[str]]) -> None:
+    assert import_cycles(graph) == []
+
+
+def test_nothing_in_the_package_imports_its_root(graph: dict[str, set[str]]) -> None:
+    """The root ``__init__`` is the public facade: its lazy exports (and the matching
+    TYPE_CHECKING imports) are edges down to every public module, so a module that imported
+    the root would close a circle; none does."""
+    assert sorted(module for module, edges in graph.items() if ROOT in edges) == []
+
+
+LAYERS: dict[str, set[str]] = {
+    "errors": set(),
+    "prop_types": {"errors"},
+    "template_metadata": {"errors"},
+    "catalog": {"errors", "prop_types"},
+    "planning": {"catalog", "errors", "prop_types"},
+    "benchmarking": {"catalog", "planning", "errors", "prop_types"},
+    "lambdas": {"benchmarking", "catalog", "planning", "errors"},
+    "constructs": {
+        "benchmarking",
+        "catalog",
+        "planning",
+        "errors",
+        "prop_types",
+        "template_metadata",
+    },
+    "stacks": {"constructs", "benchmarking", "catalog", "planning", "errors"},
+    "plan": {"catalog", "planning", "errors", "template_metadata"},
+    "commands": {"plan", "benchmarking", "catalog", "planning", "errors"},
+    "cli": {"commands"},
+    "snapshot": set(),
+}
+"""What each top-level module or subpackage may import besides itself (ARCHITECTURE.md): layers
+import downward only, and nothing but ``stacks`` builds on ``constructs``."""
+
+
+def _layer(module: str) -> str:
+    return module.split(".")[1]
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """The edges from one layer to another that ``LAYERS`` does not allow (root excluded)."""
+    return sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        if module != ROOT
+        for target in targets
+        if _layer(target) != _layer(module) and _layer(target) not in LAYERS[_layer(module)]
+    )
+
+
+def test_layers_import_downward_only(graph: dict[str, set[str]]) -> None:
+    assert {_layer(module) for module in graph if module != ROOT} == set(LAYERS)
+    assert upward_imports(graph) == []
+
+
+def test_the_layer_check_finds_an_upward_import(graph: dict[str, set[str]]) -> None:
+    """Negative control: a planning module that named a construct (if only for type checkers)
+    would be reported."""
+    planner = f"{ROOT}.planning.recommend"
+    upward = {**graph, planner: graph[planner] | {f"{ROOT}.constructs.endpoint"}}
+    assert upward_imports(upward) == [f"{planner} -> {ROOT}.constructs.endpoint"]
+
+
+def test_the_check_finds_a_circle(tmp_path: Path) -> None:
+    """Negative control: circles closed by an import under TYPE_CHECKING, by one inside a
+    function, and through the root's lazy exports are found; a one-way import is none."""
+    package = tmp_path / "demo"
+    (package / "sub").mkdir(parents=True)
+    files = {
+        "__init__.py": '_EXPORTS: dict[str, str] = {"E": ".e"}\n',
+        "a.py": "from .b import B\n",
+        "b.py": "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from .a import A\n",
+        "c.py": "def late():\n    from .sub import d\n",
+        "sub/__init__.py": "",
+        "sub/d.py": "from .. import c\n",
+        "e.py": "import demo\n",
+        "one_way.py": "from .sub.d import late\n",
+    }
+    for name, text in files.items():
+        (package / name).write_text(text)
+    graph = import_graph(package, "demo")
+    assert graph["demo.one_way"] == {"demo.sub", "demo.sub.d"}
+    assert import_cycles(graph) == [
+        ["demo", "demo.e"],
+        ["demo.a", "demo.b"],
+        ["demo.c", "demo.sub.d"],
+    ]

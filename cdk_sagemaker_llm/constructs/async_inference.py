@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import jsii
-from aws_cdk import Duration, Names
+from aws_cdk import Duration
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
@@ -30,22 +30,19 @@ from constructs import Construct, IValidation
 
 from .autoscaling import (
     STANDARD_METRIC_PERIOD,
-    TARGET_TRACKING_SCALE_OUT_DATAPOINTS,
     ScalingPolicy,
     ScalingPolicyKind,
+    TrackingPolicyBase,
     VariantScaling,
-    check_target,
-    cooldown_seconds,
     one_step_from_zero,
 )
+from .interfaces import IAsyncEndpoint
 from .nag import acknowledge_wildcard_resources
 from .validation import ValidationError, check_range, is_unresolved
 
 if TYPE_CHECKING:
     from aws_cdk import aws_kms as kms
     from aws_cdk import aws_sns as sns
-
-    from .endpoint import Endpoint
 
 __all__ = [
     "INVOKE_ASYNC_ACTION",
@@ -216,7 +213,7 @@ def _backlog_metric(endpoint_name: str, metric_name: str) -> cloudwatch.Metric:
     )
 
 
-class BacklogTrackingPolicy(ScalingPolicy):
+class BacklogTrackingPolicy(TrackingPolicyBase):
     """Target tracking on ``ApproximateBacklogSizePerInstance`` (a customized metric): queued
     requests per instance. Application Auto Scaling owns the alarms (60 s x 3)."""
 
@@ -238,39 +235,27 @@ class BacklogTrackingPolicy(ScalingPolicy):
         :param scale_in_cooldown: 0-3600 s; default Application Auto Scaling's (300 s).
         :param scale_out_cooldown: 0-3600 s; default Application Auto Scaling's (300 s).
         """
-        super().__init__(scope, id)
-        check_target("target", target)
-        self.kind = ScalingPolicyKind.TARGET_TRACKING
-        self.target = target
-        """Queued requests per instance to hold."""
-        self.detection_period = STANDARD_METRIC_PERIOD
-        self.detection_datapoints = TARGET_TRACKING_SCALE_OUT_DATAPOINTS
-        shown = "a deploy-time value" if is_unresolved(target) else f"{target:g}"
-        self.description = f"target tracking: ApproximateBacklogSizePerInstance at {shown}"
-        self.resource = appscaling.CfnScalingPolicy(
-            self,
-            "Resource",
-            policy_name=Names.unique_resource_name(self, max_length=255),
-            policy_type="TargetTrackingScaling",
-            scaling_target_id=scalable_target.ref,
-            target_tracking_scaling_policy_configuration=appscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
-                target_value=target,
-                customized_metric_specification=appscaling.CfnScalingPolicy.CustomizedMetricSpecificationProperty(
-                    metric_name="ApproximateBacklogSizePerInstance",
-                    namespace="AWS/SageMaker",
-                    dimensions=[
-                        appscaling.CfnScalingPolicy.MetricDimensionProperty(
-                            name="EndpointName", value=endpoint_name
-                        )
-                    ],
-                    statistic="Average",
-                ),
-                scale_in_cooldown=cooldown_seconds("scale_in_cooldown", scale_in_cooldown),
-                scale_out_cooldown=cooldown_seconds("scale_out_cooldown", scale_out_cooldown),
+        super().__init__(
+            scope,
+            id,
+            scalable_target=scalable_target,
+            target=target,
+            metric_name="ApproximateBacklogSizePerInstance",
+            customized=appscaling.CfnScalingPolicy.CustomizedMetricSpecificationProperty(
+                metric_name="ApproximateBacklogSizePerInstance",
+                namespace="AWS/SageMaker",
+                dimensions=[
+                    appscaling.CfnScalingPolicy.MetricDimensionProperty(
+                        name="EndpointName", value=endpoint_name
+                    )
+                ],
+                statistic="Average",
             ),
+            detection_period=STANDARD_METRIC_PERIOD,
+            scale_in_cooldown=scale_in_cooldown,
+            scale_out_cooldown=scale_out_cooldown,
+            disable_scale_in=False,
         )
-        """The emitted ``AWS::ApplicationAutoScaling::ScalingPolicy``."""
-        self.policy_arn = self.resource.ref
 
 
 class BacklogScaleFromZeroPolicy(ScalingPolicy):
@@ -350,7 +335,7 @@ class AsyncScaling(VariantScaling):
         scope: Construct,
         id: str,
         *,
-        endpoint: Endpoint,
+        endpoint: IAsyncEndpoint,
         max_instances: int,
         min_instances: int = 0,
         variant_name: str | None = None,
@@ -425,17 +410,17 @@ class AsyncScaling(VariantScaling):
                 "fight each other",
                 "keep one backlog policy (change its target instead)",
             )
-        policy = BacklogTrackingPolicy(
-            self,
-            "BacklogPolicy",
-            scalable_target=self.scalable_target,
-            endpoint_name=self.endpoint.endpoint_name,
-            target=target,
-            scale_in_cooldown=scale_in_cooldown,
-            scale_out_cooldown=scale_out_cooldown,
+        return self._added(
+            BacklogTrackingPolicy(
+                self,
+                "BacklogPolicy",
+                scalable_target=self.scalable_target,
+                endpoint_name=self.endpoint.endpoint_name,
+                target=target,
+                scale_in_cooldown=scale_in_cooldown,
+                scale_out_cooldown=scale_out_cooldown,
+            )
         )
-        self.policies.append(policy)
-        return policy
 
     def metric_backlog_size(self) -> cloudwatch.Metric:
         """Requests queued at the endpoint (``ApproximateBacklogSize``, Average per minute)."""

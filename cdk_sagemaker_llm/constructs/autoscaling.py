@@ -23,6 +23,7 @@ import datetime
 import re
 from collections.abc import Sequence
 from enum import Enum
+from typing import ClassVar, TypedDict, TypeVar, Unpack
 
 import jsii
 from aws_cdk import Annotations, CfnResource, Duration, Names, Stack, TimeZone
@@ -56,6 +57,8 @@ SCALE_FROM_ZERO_COOLDOWN = Duration.seconds(60)
 """Cooldown of the scale-from-zero step policy (the documented recipe)."""
 SCALE_FROM_ZERO_PERIOD = Duration.seconds(60)
 """Period of the ``NoCapacityInvocationFailures`` alarm (the documented recipe)."""
+
+PolicyT = TypeVar("PolicyT", bound="ScalingPolicy")
 
 _SCHEDULED_ACTION_NAME = re.compile(
     r"^[^\s:/|\x00-\x1f\x7f-\x9f](?:[^:/|\x00-\x1f\x7f-\x9f]*[^\s:/|\x00-\x1f\x7f-\x9f])?$"
@@ -126,8 +129,64 @@ class ScalingPolicy(Construct):
         return Duration.seconds(int(self.detection_period.to_seconds()) * self.detection_datapoints)
 
 
+class TrackingPolicyBase(ScalingPolicy):
+    """One target-tracking ``AWS::ApplicationAutoScaling::ScalingPolicy`` on the metric a
+    subclass gives (``predefined`` or ``customized``). Application Auto Scaling creates and owns the
+    alarms: scale-out after 3 datapoints above the target."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        scalable_target: appscaling.CfnScalableTarget,
+        target: float,
+        metric_name: str,
+        predefined: appscaling.CfnScalingPolicy.PredefinedMetricSpecificationProperty | None = None,
+        customized: appscaling.CfnScalingPolicy.CustomizedMetricSpecificationProperty | None = None,
+        detection_period: Duration,
+        scale_in_cooldown: Duration | None,
+        scale_out_cooldown: Duration | None,
+        disable_scale_in: bool,
+    ) -> None:
+        super().__init__(scope, id)
+        check_target("target", target)
+        in_seconds = cooldown_seconds("scale_in_cooldown", scale_in_cooldown)
+        out_seconds = cooldown_seconds("scale_out_cooldown", scale_out_cooldown)
+        self.kind = ScalingPolicyKind.TARGET_TRACKING
+        self.target = target
+        """The target value (may be a token)."""
+        self.scale_in_cooldown = scale_in_cooldown
+        """Wait after a scale-in; None means Application Auto Scaling's default."""
+        self.scale_out_cooldown = scale_out_cooldown
+        """Wait after a scale-out; None means Application Auto Scaling's default."""
+        self.disable_scale_in = disable_scale_in
+        """Whether the policy never scales in."""
+        self.detection_period = detection_period
+        self.detection_datapoints = TARGET_TRACKING_SCALE_OUT_DATAPOINTS
+        shown = "a deploy-time value" if is_unresolved(target) else f"{target:g}"
+        self.description = f"target tracking: {metric_name} at {shown}"
+        self.resource = appscaling.CfnScalingPolicy(
+            self,
+            "Resource",
+            policy_name=Names.unique_resource_name(self, max_length=255),
+            policy_type="TargetTrackingScaling",
+            scaling_target_id=scalable_target.ref,
+            target_tracking_scaling_policy_configuration=appscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
+                target_value=target,
+                predefined_metric_specification=predefined,
+                customized_metric_specification=customized,
+                scale_in_cooldown=in_seconds,
+                scale_out_cooldown=out_seconds,
+                disable_scale_in=True if disable_scale_in else None,
+            ),
+        )
+        """The emitted ``AWS::ApplicationAutoScaling::ScalingPolicy``."""
+        self.policy_arn = self.resource.ref
+
+
 @typed_props
-class TargetTrackingPolicy(ScalingPolicy):
+class TargetTrackingPolicy(TrackingPolicyBase):
     """Target tracking on a predefined SageMaker metric (one ``ScalingPolicy`` resource).
 
     Application Auto Scaling creates and owns the alarms: scale-out after 3 datapoints above
@@ -157,43 +216,22 @@ class TargetTrackingPolicy(ScalingPolicy):
             Scaling's (300 s for endpoint variants).
         :param disable_scale_in: only ever scale out; default False.
         """
-        super().__init__(scope, id)
-        check_target("target", target)
-        in_seconds = cooldown_seconds("scale_in_cooldown", scale_in_cooldown)
-        out_seconds = cooldown_seconds("scale_out_cooldown", scale_out_cooldown)
-        self.kind = ScalingPolicyKind.TARGET_TRACKING
+        super().__init__(
+            scope,
+            id,
+            scalable_target=scalable_target,
+            target=target,
+            metric_name=metric.value,
+            predefined=appscaling.CfnScalingPolicy.PredefinedMetricSpecificationProperty(
+                predefined_metric_type=metric.value
+            ),
+            detection_period=metric.alarm_period,
+            scale_in_cooldown=scale_in_cooldown,
+            scale_out_cooldown=scale_out_cooldown,
+            disable_scale_in=disable_scale_in,
+        )
         self.metric = metric
         """The predefined metric tracked."""
-        self.target = target
-        """The target value (may be a token)."""
-        self.scale_in_cooldown = scale_in_cooldown
-        """Wait after a scale-in; None means Application Auto Scaling's default."""
-        self.scale_out_cooldown = scale_out_cooldown
-        """Wait after a scale-out; None means Application Auto Scaling's default."""
-        self.disable_scale_in = disable_scale_in
-        """Whether the policy never scales in."""
-        self.detection_period = metric.alarm_period
-        self.detection_datapoints = TARGET_TRACKING_SCALE_OUT_DATAPOINTS
-        shown = "a deploy-time value" if is_unresolved(target) else f"{target:g}"
-        self.description = f"target tracking: {metric.value} at {shown}"
-        self.resource = appscaling.CfnScalingPolicy(
-            self,
-            "Resource",
-            policy_name=Names.unique_resource_name(self, max_length=255),
-            policy_type="TargetTrackingScaling",
-            scaling_target_id=scalable_target.ref,
-            target_tracking_scaling_policy_configuration=appscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
-                target_value=target,
-                predefined_metric_specification=appscaling.CfnScalingPolicy.PredefinedMetricSpecificationProperty(
-                    predefined_metric_type=metric.value
-                ),
-                scale_in_cooldown=in_seconds,
-                scale_out_cooldown=out_seconds,
-                disable_scale_in=True if disable_scale_in else None,
-            ),
-        )
-        """The emitted ``AWS::ApplicationAutoScaling::ScalingPolicy``."""
-        self.policy_arn = self.resource.ref
 
 
 @typed_props
@@ -325,6 +363,29 @@ class ScaleFromZeroPolicy(ScalingPolicy):
         self.policy_arn = self.action.scaling_policy_arn
 
 
+class TargetTrackingOptions(TypedDict, total=False):
+    """How a ``scale_on_*`` target-tracking policy reacts besides its target: the optional
+    props of ``TargetTrackingPolicy`` (``scale_in_cooldown``, ``scale_out_cooldown``: 0-3600 s,
+    default Application Auto Scaling's, 300 s for a variant; ``disable_scale_in``: default
+    False)."""
+
+    scale_in_cooldown: Duration | None
+    scale_out_cooldown: Duration | None
+    disable_scale_in: bool
+
+
+class StepScalingOptions(TypedDict, total=False):
+    """The optional props of ``StepPolicy``, for ``scale_on_metric``: ``adjustment_type``,
+    ``cooldown``, ``evaluation_periods``, ``datapoints_to_alarm``,
+    ``metric_aggregation_type``."""
+
+    adjustment_type: appscaling.AdjustmentType
+    cooldown: Duration | None
+    evaluation_periods: int
+    datapoints_to_alarm: int | None
+    metric_aggregation_type: appscaling.MetricAggregationType | None
+
+
 def one_step_from_zero(
     scope: Construct,
     scaling_target: appscaling.IScalableTarget,
@@ -451,7 +512,7 @@ class _Scaling(Construct):
         max_prop: str,
         depends_on: CfnResource | None,
     ) -> None:
-        super().__init__(scope, id)
+        # Checked before joining the construct tree: a rejected scaling leaves nothing behind.
         for prop, value in ((min_prop, min_capacity), (max_prop, max_capacity)):
             if not is_unresolved(value) and (isinstance(value, bool) or not isinstance(value, int)):
                 raise ValidationError(prop, value, "must be a whole number", f"pass an int {prop}")
@@ -468,7 +529,8 @@ class _Scaling(Construct):
                 f"{min_prop} must not exceed {max_prop}",
                 f"raise {max_prop} to at least {min_capacity} or lower {min_prop}",
             )
-        self._check_unique(resource_id, scalable_dimension)
+        _check_unique(scope, id, resource_id, scalable_dimension)
+        super().__init__(scope, id)
         self.resource_id = resource_id
         """The Application Auto Scaling ``ResourceId``."""
         self.scalable_dimension = scalable_dimension
@@ -511,31 +573,17 @@ class _Scaling(Construct):
             return None
         return min(times, key=lambda time: time.to_seconds())
 
-    def _check_unique(self, resource_id: str, dimension: str) -> None:
-        for construct in Stack.of(self).node.find_all():
-            if (
-                isinstance(construct, _Scaling)
-                and construct is not self
-                and construct.resource_id == resource_id
-                and construct.scalable_dimension == dimension
-            ):
-                raise ValidationError(
-                    "scope/id",
-                    self.node.path,
-                    f"{construct.node.path} already registers a scalable target for "
-                    f"{resource_id}; Application Auto Scaling allows one per resource and "
-                    "dimension",
-                    f"add the policies to {construct.node.path} instead of creating another",
-                )
+    def _added(self, policy: PolicyT) -> PolicyT:
+        """``policy``, now listed among this target's policies."""
+        self.policies.append(policy)
+        return policy
 
     def _track(
         self,
         id: str,
         metric: PredefinedMetric,
         target: float,
-        scale_in_cooldown: Duration | None,
-        scale_out_cooldown: Duration | None,
-        disable_scale_in: bool,
+        **options: Unpack[TargetTrackingOptions],
     ) -> TargetTrackingPolicy:
         existing = self._tracked.get(metric)
         if existing is not None:
@@ -547,18 +595,10 @@ class _Scaling(Construct):
                 "keep one policy per metric (change its target instead)",
             )
         policy = TargetTrackingPolicy(
-            self,
-            id,
-            scalable_target=self.scalable_target,
-            metric=metric,
-            target=target,
-            scale_in_cooldown=scale_in_cooldown,
-            scale_out_cooldown=scale_out_cooldown,
-            disable_scale_in=disable_scale_in,
+            self, id, scalable_target=self.scalable_target, metric=metric, target=target, **options
         )
         self._tracked[metric] = policy
-        self.policies.append(policy)
-        return policy
+        return self._added(policy)
 
     def scale_on_metric(
         self,
@@ -566,27 +606,19 @@ class _Scaling(Construct):
         *,
         metric: cloudwatch.IMetric,
         scaling_steps: Sequence[appscaling.ScalingInterval],
-        adjustment_type: appscaling.AdjustmentType = appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
-        cooldown: Duration | None = None,
-        evaluation_periods: int = 1,
-        datapoints_to_alarm: int | None = None,
-        metric_aggregation_type: appscaling.MetricAggregationType | None = None,
+        **options: Unpack[StepScalingOptions],
     ) -> StepPolicy:
         """Step scaling on any CloudWatch metric; see ``StepPolicy`` for the parameters."""
-        policy = StepPolicy(
-            self,
-            id,
-            scaling_target=self._target_ref,
-            metric=metric,
-            scaling_steps=scaling_steps,
-            adjustment_type=adjustment_type,
-            cooldown=cooldown,
-            evaluation_periods=evaluation_periods,
-            datapoints_to_alarm=datapoints_to_alarm,
-            metric_aggregation_type=metric_aggregation_type,
+        return self._added(
+            StepPolicy(
+                self,
+                id,
+                scaling_target=self._target_ref,
+                metric=metric,
+                scaling_steps=scaling_steps,
+                **options,
+            )
         )
-        self.policies.append(policy)
-        return policy
 
     def scale_on_schedule(
         self,
@@ -665,8 +697,41 @@ class _Scaling(Construct):
         check_range("min_capacity", min_capacity, minimum=0)
 
 
+class _RequestScaling(_Scaling):
+    """A scalable target whose capacity serves requests: target tracking on SageMaker's
+    predefined per-copy (component) or per-instance (variant) request metrics."""
+
+    _CONCURRENT_REQUESTS_METRIC: ClassVar[PredefinedMetric]
+    _INVOCATIONS_METRIC: ClassVar[PredefinedMetric]
+
+    def scale_on_concurrent_requests(
+        self, *, target: float, **options: Unpack[TargetTrackingOptions]
+    ) -> TargetTrackingPolicy:
+        """Hold in-flight requests (streaming included) per copy of a component, or per model
+        of a variant, at ``target`` (high resolution: 10 s x 3 = 30 s to notice).
+
+        :param target: concurrent requests per copy or model, e.g. the benchmark's knee; > 0
+            or a token.
+        :param options: cooldowns and ``disable_scale_in`` (``TargetTrackingOptions``).
+        """
+        return self._track(
+            "ConcurrentRequestsPolicy", self._CONCURRENT_REQUESTS_METRIC, target, **options
+        )
+
+    def scale_on_invocations(
+        self, *, target: float, **options: Unpack[TargetTrackingOptions]
+    ) -> TargetTrackingPolicy:
+        """Hold requests per minute per copy of a component, or per instance of a variant, at
+        ``target`` (standard resolution: 60 s x 3 = 3 minutes to notice).
+
+        :param target: invocations per copy or instance per minute; > 0 or a token.
+        :param options: cooldowns and ``disable_scale_in`` (``TargetTrackingOptions``).
+        """
+        return self._track("InvocationsPolicy", self._INVOCATIONS_METRIC, target, **options)
+
+
 @typed_props
-class ComponentScaling(_Scaling):
+class ComponentScaling(_RequestScaling):
     """Scale the copy count of an inference component (``DesiredCopyCount``).
 
     Register bounds here, then add policies: ``scale_on_concurrent_requests`` (high-resolution,
@@ -679,6 +744,11 @@ class ComponentScaling(_Scaling):
         scaling = ComponentScaling(self, "Scaling", component=component, max_copies=8)
         scaling.scale_on_concurrent_requests(target=4)
     """
+
+    _CONCURRENT_REQUESTS_METRIC = (
+        PredefinedMetric.INFERENCE_COMPONENT_CONCURRENT_REQUESTS_PER_COPY_HIGH_RESOLUTION
+    )
+    _INVOCATIONS_METRIC = PredefinedMetric.INFERENCE_COMPONENT_INVOCATIONS_PER_COPY
 
     def __init__(
         self,
@@ -744,54 +814,6 @@ class ComponentScaling(_Scaling):
             self.policies.append(self.scale_from_zero)
             self.node.add_validation(_NeedsScaleIn(self))
 
-    def scale_on_concurrent_requests(
-        self,
-        *,
-        target: float,
-        scale_in_cooldown: Duration | None = None,
-        scale_out_cooldown: Duration | None = None,
-        disable_scale_in: bool = False,
-    ) -> TargetTrackingPolicy:
-        """Hold in-flight requests per copy at ``target`` (high resolution: 10 s x 3 = 30 s).
-
-        :param target: concurrent requests per copy, e.g. the benchmark's knee; > 0 or a token.
-        :param scale_in_cooldown: 0-3600 s; default Application Auto Scaling's.
-        :param scale_out_cooldown: 0-3600 s; default Application Auto Scaling's.
-        :param disable_scale_in: only scale out; default False.
-        """
-        return self._track(
-            "ConcurrentRequestsPolicy",
-            PredefinedMetric.INFERENCE_COMPONENT_CONCURRENT_REQUESTS_PER_COPY_HIGH_RESOLUTION,
-            target,
-            scale_in_cooldown,
-            scale_out_cooldown,
-            disable_scale_in,
-        )
-
-    def scale_on_invocations(
-        self,
-        *,
-        target: float,
-        scale_in_cooldown: Duration | None = None,
-        scale_out_cooldown: Duration | None = None,
-        disable_scale_in: bool = False,
-    ) -> TargetTrackingPolicy:
-        """Hold requests per copy per minute at ``target`` (standard: 60 s x 3 = 3 minutes).
-
-        :param target: invocations per copy per minute; > 0 or a token.
-        :param scale_in_cooldown: 0-3600 s; default Application Auto Scaling's.
-        :param scale_out_cooldown: 0-3600 s; default Application Auto Scaling's.
-        :param disable_scale_in: only scale out; default False.
-        """
-        return self._track(
-            "InvocationsPolicy",
-            PredefinedMetric.INFERENCE_COMPONENT_INVOCATIONS_PER_COPY,
-            target,
-            scale_in_cooldown,
-            scale_out_cooldown,
-            disable_scale_in,
-        )
-
     def _check_scheduled_min(self, min_capacity: int | None) -> None:
         super()._check_scheduled_min(min_capacity)
         if min_capacity == 0 and not is_unresolved(min_capacity) and self.min_copies != 0:
@@ -806,7 +828,7 @@ class ComponentScaling(_Scaling):
 
 
 @typed_props
-class VariantScaling(_Scaling):
+class VariantScaling(_RequestScaling):
     """Scale the instance count of a variant of an instance-based endpoint.
 
     Policies: ``scale_on_invocations`` (per instance), ``scale_on_concurrent_requests``
@@ -814,6 +836,11 @@ class VariantScaling(_Scaling):
     ``scale_on_schedule``. Inference-component endpoints scale instances themselves (managed
     instance scaling): scale their components with ``ComponentScaling`` instead.
     """
+
+    _CONCURRENT_REQUESTS_METRIC = (
+        PredefinedMetric.VARIANT_CONCURRENT_REQUESTS_PER_MODEL_HIGH_RESOLUTION
+    )
+    _INVOCATIONS_METRIC = PredefinedMetric.VARIANT_INVOCATIONS_PER_INSTANCE
 
     def __init__(
         self,
@@ -857,54 +884,6 @@ class VariantScaling(_Scaling):
         self.max_instances = max_instances
         """Most instances."""
 
-    def scale_on_invocations(
-        self,
-        *,
-        target: float,
-        scale_in_cooldown: Duration | None = None,
-        scale_out_cooldown: Duration | None = None,
-        disable_scale_in: bool = False,
-    ) -> TargetTrackingPolicy:
-        """Hold requests per instance per minute at ``target`` (standard: 60 s x 3 = 3 minutes).
-
-        :param target: invocations per instance per minute; > 0 or a token.
-        :param scale_in_cooldown: 0-3600 s; default 300 s (Application Auto Scaling's).
-        :param scale_out_cooldown: 0-3600 s; default 300 s (Application Auto Scaling's).
-        :param disable_scale_in: only scale out; default False.
-        """
-        return self._track(
-            "InvocationsPolicy",
-            PredefinedMetric.VARIANT_INVOCATIONS_PER_INSTANCE,
-            target,
-            scale_in_cooldown,
-            scale_out_cooldown,
-            disable_scale_in,
-        )
-
-    def scale_on_concurrent_requests(
-        self,
-        *,
-        target: float,
-        scale_in_cooldown: Duration | None = None,
-        scale_out_cooldown: Duration | None = None,
-        disable_scale_in: bool = False,
-    ) -> TargetTrackingPolicy:
-        """Hold in-flight requests per model at ``target`` (high resolution: 10 s x 3 = 30 s).
-
-        :param target: concurrent requests per model; > 0 or a token.
-        :param scale_in_cooldown: 0-3600 s; default 300 s (Application Auto Scaling's).
-        :param scale_out_cooldown: 0-3600 s; default 300 s (Application Auto Scaling's).
-        :param disable_scale_in: only scale out; default False.
-        """
-        return self._track(
-            "ConcurrentRequestsPolicy",
-            PredefinedMetric.VARIANT_CONCURRENT_REQUESTS_PER_MODEL_HIGH_RESOLUTION,
-            target,
-            scale_in_cooldown,
-            scale_out_cooldown,
-            disable_scale_in,
-        )
-
     @staticmethod
     def _check_min_instances(min_instances: int) -> None:
         check_range(
@@ -922,6 +901,24 @@ class VariantScaling(_Scaling):
             minimum=1,
             fix="schedule at least 1 instance; variants cannot scale to zero",
         )
+
+
+def _check_unique(scope: Construct, id: str, resource_id: str, dimension: str) -> None:
+    """Application Auto Scaling allows one scalable target per resource and dimension."""
+    for construct in Stack.of(scope).node.find_all():
+        if (
+            isinstance(construct, _Scaling)
+            and construct.resource_id == resource_id
+            and construct.scalable_dimension == dimension
+        ):
+            raise ValidationError(
+                "scope/id",
+                f"{scope.node.path}/{id}",
+                f"{construct.node.path} already registers a scalable target for "
+                f"{resource_id}; Application Auto Scaling allows one per resource and "
+                "dimension",
+                f"add the policies to {construct.node.path} instead of creating another",
+            )
 
 
 def _explicit_dependency(name: str, resource: object) -> CfnResource | None:

@@ -28,7 +28,7 @@ from .endpoint_base import (
 from .endpoint_metrics import EndpointMetrics
 from .execution_role import create_execution_role, depend_on_role_policy
 from .inference_component import InferenceComponent
-from .interfaces import IEndpoint
+from .interfaces import IEndpoint, IHostedComponent
 from .model import ModelBase
 from .networking import place_in_vpc
 from .serverless import ServerlessConfig
@@ -216,6 +216,65 @@ def _serverless_variant(
     return {"serverless_config": variant.serverless.render(f"{prop}.serverless")}
 
 
+def _component_instance_types(
+    platform: VariantPlatform,
+    instance_type: InstanceType | None,
+    instance_pools: Sequence[InstancePool] | None,
+    volume_size: Size | None,
+    kms_key: kms.IKey | None,
+) -> list[InstanceType]:
+    """The instance types an inference-component endpoint's variant may use, in priority
+    order, each checked (AMI, storage); its pools bring no model (components do)."""
+    if any(pool.model is not None for pool in instance_pools or []):
+        raise ValidationError(
+            "instance_pools[].model",
+            [pool.model.node.path for pool in instance_pools or [] if pool.model],
+            "an inference-component endpoint's variant serves no model of its own",
+            "drop model from the pools and give components per-type specifications",
+        )
+    instance_types = platform.instance_types(instance_type, "endpoint")
+    platform.check_ami(instance_types, "endpoint")
+    for each in instance_types:
+        _check_instance_storage(each, volume_size, kms_key, "endpoint")
+    return instance_types
+
+
+def _variant_names(variants: Sequence[ProductionVariant]) -> list[str]:
+    """The variants' names (``AllTraffic`` for a single one, ``Variant<n>`` by default), after
+    checking there are 1 to 10, named uniquely."""
+    if not variants or len(variants) > 10:
+        raise ValidationError(
+            "variants",
+            len(variants),
+            "an endpoint has 1 to 10 variants",
+            "pass 1 to 10 variants",
+        )
+    names = [
+        v.variant_name or (DEFAULT_VARIANT_NAME if len(variants) == 1 else f"Variant{index + 1}")
+        for index, v in enumerate(variants)
+    ]
+    if len(set(names)) != len(names):
+        raise ValidationError(
+            "variants[].variant_name",
+            names,
+            "variant names must be unique",
+            "rename the duplicates",
+        )
+    return names
+
+
+def _model_roles(variants: Sequence[ProductionVariant]) -> list[iam.IRole]:
+    """The execution roles of the variants' models (pool models included), each once."""
+    roles: list[iam.IRole] = []
+    for model in [v.model for v in variants] + [
+        pool.model for v in variants for pool in v.instance_pools or [] if pool.model
+    ]:
+        role = model.role
+        if role is not None and not any(known is role for known in roles):
+            roles.append(role)
+    return roles
+
+
 def _timeouts(
     prefix: str,
     startup: Duration | None,
@@ -275,27 +334,9 @@ class Endpoint(EndpointBase):
         """
         super().__init__(scope, id)
         check_sagemaker_name("endpoint_name", endpoint_name)
-        if not variants or len(variants) > 10:
-            raise ValidationError(
-                "variants",
-                len(variants),
-                "an endpoint has 1 to 10 variants",
-                "pass 1 to 10 variants",
-            )
+        names = _variant_names(variants)
         if deployment is not None:
             deployment.validate("deployment")
-        names = [
-            v.variant_name
-            or (DEFAULT_VARIANT_NAME if len(variants) == 1 else f"Variant{index + 1}")
-            for index, v in enumerate(variants)
-        ]
-        if len(set(names)) != len(names):
-            raise ValidationError(
-                "variants[].variant_name",
-                names,
-                "variant names must be unique",
-                "rename the duplicates",
-            )
         self.variants = list(variants)
         """The production variants."""
         self.deployment = deployment
@@ -303,50 +344,14 @@ class Endpoint(EndpointBase):
         self.variant_names = names
         """The variant names, in order."""
         self.default_variant_name = names[0]
-
-        rendered = []
-        for index, (variant, name) in enumerate(zip(variants, names, strict=True)):
-            prop = f"variants[{index}]"
-            check_sagemaker_name(f"{prop}.variant_name", name)
-            if deployment is not None and variant.serverless is None:
-                deployment.check_batch_size(
-                    "deployment",
-                    variant.initial_instance_count,
-                    "variant's instance count",
-                    f"{prop}.initial_instance_count",
-                )
-            check_range(f"{prop}.initial_weight", variant.initial_weight, minimum=0)
-            startup, download = _timeouts(
-                f"{prop}.",
-                variant.container_startup_health_check_timeout,
-                variant.model_data_download_timeout,
-            )
-            if variant.serverless is not None:
-                placement = _serverless_variant(
-                    variant, prop, len(variants), kms_key, data_capture, async_inference
-                )
-            else:
-                placement = _instance_variant(variant, prop, kms_key)
-            rendered.append(
-                sagemaker.CfnEndpointConfig.ProductionVariantProperty(
-                    variant_name=name,
-                    model_name=variant.model.model_name,
-                    initial_variant_weight=variant.initial_weight,
-                    volume_size_in_gb=_volume_gib(prop, variant.volume_size),
-                    container_startup_health_check_timeout_in_seconds=startup,
-                    model_data_download_timeout_in_seconds=download,
-                    **placement,
-                )
-            )
-        roles: list[iam.IRole] = []
-        for model in [v.model for v in variants] + [
-            pool.model for v in variants for pool in v.instance_pools or [] if pool.model
-        ]:
-            role = model.role
-            if role is not None and not any(known is role for known in roles):
-                roles.append(role)
         self.async_inference = async_inference
         """The asynchronous-inference settings; None for a real-time endpoint."""
+
+        rendered = [
+            self._render_variant(index, kms_key, data_capture)
+            for index in range(len(self.variants))
+        ]
+        roles = _model_roles(self.variants)
         self.endpoint_config = sagemaker.CfnEndpointConfig(
             self,
             "Config",
@@ -370,6 +375,41 @@ class Endpoint(EndpointBase):
         )
         self.endpoint_name = self.resource.attr_endpoint_name
         self.endpoint_arn = self.resource.ref
+
+    def _render_variant(
+        self, index: int, kms_key: kms.IKey | None, data_capture: DataCapture | None
+    ) -> sagemaker.CfnEndpointConfig.ProductionVariantProperty:
+        """Check variant ``index`` (instance-based or serverless); its L1 property."""
+        variant, name, prop = self.variants[index], self.variant_names[index], f"variants[{index}]"
+        check_sagemaker_name(f"{prop}.variant_name", name)
+        if self.deployment is not None and variant.serverless is None:
+            self.deployment.check_batch_size(
+                "deployment",
+                variant.initial_instance_count,
+                "variant's instance count",
+                f"{prop}.initial_instance_count",
+            )
+        check_range(f"{prop}.initial_weight", variant.initial_weight, minimum=0)
+        startup, download = _timeouts(
+            f"{prop}.",
+            variant.container_startup_health_check_timeout,
+            variant.model_data_download_timeout,
+        )
+        if variant.serverless is not None:
+            placement = _serverless_variant(
+                variant, prop, len(self.variants), kms_key, data_capture, self.async_inference
+            )
+        else:
+            placement = _instance_variant(variant, prop, kms_key)
+        return sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+            variant_name=name,
+            model_name=variant.model.model_name,
+            initial_variant_weight=variant.initial_weight,
+            volume_size_in_gb=_volume_gib(prop, variant.volume_size),
+            container_startup_health_check_timeout_in_seconds=startup,
+            model_data_download_timeout_in_seconds=download,
+            **placement,
+        )
 
     def grant_invoke_async(self, grantee: iam.IGrantable) -> iam.Grant:
         """Allow ``grantee`` to call ``InvokeEndpointAsync``, upload requests under the input
@@ -512,27 +552,7 @@ class InferenceComponentEndpoint(EndpointBase):
         check_sagemaker_name("endpoint_name", endpoint_name)
         check_sagemaker_name("variant_name", variant_name)
         maximum = max_instance_count if max_instance_count is not None else initial_instance_count
-        check_range(
-            "initial_instance_count",
-            initial_instance_count,
-            minimum=1,
-            fix="create with at least 1 instance; scale to zero afterwards",
-        )
-        check_range("min_instance_count", min_instance_count, minimum=0)
-        check_range("max_instance_count", maximum, minimum=1)
-        if not min_instance_count <= initial_instance_count <= maximum:
-            raise ValidationError(
-                "min_instance_count/initial_instance_count/max_instance_count",
-                (min_instance_count, initial_instance_count, maximum),
-                "must satisfy min <= initial <= max",
-                "raise max_instance_count or lower min_instance_count",
-            )
-        if min_instance_count == 0:
-            Annotations.of(self).add_warning_v2(
-                "cdk-sagemaker-llm:min-instance-count-zero",
-                "min_instance_count=0 (scale to zero) is not accepted in every region; check "
-                "that yours supports it before deploying.",
-            )
+        self._check_instance_counts(min_instance_count, initial_instance_count, maximum)
         platform = VariantPlatform(
             instance_pools=instance_pools,
             provision_timeout=provision_timeout,
@@ -542,18 +562,10 @@ class InferenceComponentEndpoint(EndpointBase):
             inference_ami_version=inference_ami_version,
             enable_ssm_access=enable_ssm_access,
         )
-        if any(pool.model is not None for pool in instance_pools or []):
-            raise ValidationError(
-                "instance_pools[].model",
-                [pool.model.node.path for pool in instance_pools or [] if pool.model],
-                "an inference-component endpoint's variant serves no model of its own",
-                "drop model from the pools and give components per-type specifications",
-            )
-        self.instance_types = platform.instance_types(instance_type, "endpoint")
+        self.instance_types = _component_instance_types(
+            platform, instance_type, instance_pools, volume_size, kms_key
+        )
         """The instance types components run on, in priority order (one without pools)."""
-        platform.check_ami(self.instance_types, "endpoint")
-        for each in self.instance_types:
-            _check_instance_storage(each, volume_size, kms_key, "endpoint")
         startup, download = _timeouts(
             "", container_startup_health_check_timeout, model_data_download_timeout
         )
@@ -566,27 +578,15 @@ class InferenceComponentEndpoint(EndpointBase):
         self.default_variant_name = variant_name
         self.network_isolation = network_isolation
         """Whether containers are denied network access."""
-        self.components: list[InferenceComponent] = []
-        """Components added with ``add_inference_component``."""
+        self.components: list[IHostedComponent] = []
+        """Components this endpoint hosts, in the order they were created."""
         self._most_copies: dict[str, int] = {}
         """Each component's autoscaling maximum, by construct path, once it scales."""
         self.role: iam.IRole = role or create_execution_role(
             self, "ExecutionRole", description=f"SageMaker execution role of {self.node.path}"
         )
         """The execution role of the endpoint's component containers."""
-
-        network = place_in_vpc(
-            self, vpc=vpc, vpc_subnets=vpc_subnets, security_groups=security_groups, role=self.role
-        )
-        self.security_groups: list[ec2.ISecurityGroup] = network.security_groups if network else []
-        """Security groups of the containers' network interfaces (empty without a VPC)."""
-        vpc_config = (
-            sagemaker.CfnEndpointConfig.VpcConfigProperty(
-                security_group_ids=network.security_group_ids, subnets=network.subnet_ids
-            )
-            if network
-            else None
-        )
+        vpc_config = self._vpc_config(vpc, vpc_subnets, security_groups)
         if kms_key is not None:
             kms_key.grant_encrypt_decrypt(self.role)
 
@@ -629,9 +629,59 @@ class InferenceComponentEndpoint(EndpointBase):
         self.endpoint_name = self.resource.attr_endpoint_name
         self.endpoint_arn = self.resource.ref
 
+    def _check_instance_counts(self, minimum: int, initial: int, maximum: int) -> None:
+        """Managed instance scaling keeps ``minimum <= initial <= maximum`` instances; it starts
+        with at least 1, and scaling to 0 is not accepted in every region (a warning)."""
+        check_range(
+            "initial_instance_count",
+            initial,
+            minimum=1,
+            fix="create with at least 1 instance; scale to zero afterwards",
+        )
+        check_range("min_instance_count", minimum, minimum=0)
+        check_range("max_instance_count", maximum, minimum=1)
+        if not minimum <= initial <= maximum:
+            raise ValidationError(
+                "min_instance_count/initial_instance_count/max_instance_count",
+                (minimum, initial, maximum),
+                "must satisfy min <= initial <= max",
+                "raise max_instance_count or lower min_instance_count",
+            )
+        if minimum == 0:
+            Annotations.of(self).add_warning_v2(
+                "cdk-sagemaker-llm:min-instance-count-zero",
+                "min_instance_count=0 (scale to zero) is not accepted in every region; check "
+                "that yours supports it before deploying.",
+            )
+
+    def _vpc_config(
+        self,
+        vpc: ec2.IVpc | None,
+        vpc_subnets: ec2.SubnetSelection | None,
+        security_groups: Sequence[ec2.ISecurityGroup] | None,
+    ) -> sagemaker.CfnEndpointConfig.VpcConfigProperty | None:
+        """Place the containers in ``vpc`` (security groups and ENI rights for the role); the
+        L1 property, None without a VPC."""
+        network = place_in_vpc(
+            self, vpc=vpc, vpc_subnets=vpc_subnets, security_groups=security_groups, role=self.role
+        )
+        self.security_groups: list[ec2.ISecurityGroup] = network.security_groups if network else []
+        """Security groups of the containers' network interfaces (empty without a VPC)."""
+        if network is None:
+            return None
+        return sagemaker.CfnEndpointConfig.VpcConfigProperty(
+            security_group_ids=network.security_group_ids, subnets=network.subnet_ids
+        )
+
     def add_inference_component(self, id: str, **props: Any) -> InferenceComponent:
         """Add a component to this endpoint; ``props`` are ``InferenceComponent``'s."""
         return InferenceComponent(self, id, endpoint=self, **props)
+
+    def host(self, component: IHostedComponent) -> None:
+        """Count ``component`` among the hosted ones; raise ValidationError when
+        ``max_instance_count`` instances can no longer hold every component's copies."""
+        self.components.append(component)
+        self._check_copies(component.node.path, component.copy_count, "copy_count")
 
     def check_variant_scaling(
         self, variant_name: str, min_instances: int, max_instances: int
@@ -650,9 +700,11 @@ class InferenceComponentEndpoint(EndpointBase):
         """Raise ValidationError when ``max_instance_count`` instances cannot hold ``copies``
         copies of ``component`` (its copy count or scaling maximum) and every other component's
         most copies (see ``capacity``)."""
+        self._check_copies(component.node.path, copies, prop)
+
+    def _check_copies(self, path: str, copies: int, prop: str) -> None:
         if is_unresolved(copies):
             return
-        path = component.node.path
         if prop == "max_copies":
             self._most_copies[path] = copies
         demands = []

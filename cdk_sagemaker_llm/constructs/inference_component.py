@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aws_cdk import Annotations, Duration, Names, Size, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -20,16 +20,13 @@ from .deployment import RollingDeployment
 from .endpoint_base import INVOKE_ACTIONS, import_endpoint_by_name
 from .fit_check import check_fit
 from .images import ContainerImage
-from .interfaces import IEndpoint, IInferenceComponent
+from .interfaces import IComponentHost, IEndpoint, IInferenceComponent
 from .lora_adapters import LoraAdapters, LoraServer
 from .model import ModelBase, check_image_on_instance, merge_environment
 from .model_source import ModelSource, ModelSourceKind
 from .plan_metadata import add_plan_metadata
 from .serving_options import MAX_LORA_RANKS, ServingOptions
 from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
-
-if TYPE_CHECKING:  # the endpoint module builds on this one (add_inference_component)
-    from .endpoint import InferenceComponentEndpoint
 
 __all__ = ["IInferenceComponent", "InferenceComponent", "InferenceComponentBase"]
 
@@ -134,7 +131,7 @@ class InferenceComponent(InferenceComponentBase):
         scope: Construct,
         id: str,
         *,
-        endpoint: InferenceComponentEndpoint,
+        endpoint: IComponentHost,
         model: ModelBase | None = None,
         image: ContainerImage | None = None,
         artifact: ModelSource | None = None,
@@ -190,17 +187,7 @@ class InferenceComponent(InferenceComponentBase):
             options are set and checked against every adapter (see ``LmiLora``).
         """
         super().__init__(scope, id)
-        check_sagemaker_name("inference_component_name", inference_component_name)
-        if not is_unresolved(copy_count) and (not isinstance(copy_count, int) or copy_count < 1):
-            raise ValidationError(
-                "copy_count",
-                copy_count,
-                "SageMaker refuses to create a component with fewer than 1 copy",
-                "create with copy_count >= 1 and let a scaling policy (min_copies=0) scale to zero",
-            )
-        if deployment is not None:
-            deployment.validate("deployment")
-            deployment.check_batch_size("deployment", copy_count, "copy count", "copy_count")
+        _check_creation(inference_component_name, copy_count, deployment)
         self.deployment = deployment
         """The rolling deployment of later changes, if any."""
         self.endpoint = endpoint
@@ -221,68 +208,39 @@ class InferenceComponent(InferenceComponentBase):
 
         specifications_prop = None
         if base_component is not None:
-            _check_adapter(model, image, artifact, accelerators, min_memory, max_memory, cpu_cores)
-            if scheduling or container_metrics or specifications:
-                raise ValidationError(
-                    "scheduling/container_metrics/specifications",
-                    "given with base_component",
-                    "an adapter has no copies or container of its own",
-                    "set them on the base component",
-                )
+            _check_adapter(
+                model,
+                image,
+                artifact,
+                accelerators,
+                min_memory,
+                max_memory,
+                cpu_cores,
+                scheduling,
+                container_metrics,
+                specifications,
+            )
             assert artifact is not None
             self.image: ContainerImage | None = None
             self.accelerators = 0
             self.accelerators_by_instance_type: dict[str, int] = {}
-            specification = sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty(
-                base_inference_component_name=base_component.inference_component_name,
-                container=sagemaker.CfnInferenceComponent.InferenceComponentContainerSpecificationProperty(
-                    artifact_url=self._artifact_url(artifact, endpoint)
-                ),
-            )
+            specification: (
+                sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty | None
+            ) = self._adapter_specification(base_component, artifact, endpoint)
             _attach_adapter(self, base_component, lora_rank)
         else:
-            if lora_rank is not None:
-                raise ValidationError(
-                    "lora_rank",
-                    lora_rank,
-                    "is the rank of an adapter, and this component has no base_component",
-                    "drop lora_rank, or pass base_component to make this an adapter",
-                )
+            _check_served(
+                model,
+                image,
+                artifact,
+                serving,
+                environment,
+                container_metrics,
+                specifications,
+                lora_rank,
+            )
             self.lora_adapters = LoraAdapters(self)
-            if (model is None) == (image is None):
-                raise ValidationError(
-                    "model/image",
-                    (model, image),
-                    "a component runs exactly one of a Model or a container image",
-                    "pass model=Model(...) or image=ContainerImage.<family>(...), not both",
-                )
-            if model is not None and (artifact or serving or environment or container_metrics):
-                raise ValidationError(
-                    "artifact/serving/environment/container_metrics",
-                    "given with model",
-                    "these describe a container given by image; a Model carries its own",
-                    "set them on the Model, or pass image instead of model",
-                )
-            for served in [model] + [entry.model for entry in specifications or []]:
-                draft = served.speculative_decoding if served is not None else None
-                if draft is not None and draft.is_provider_draft:
-                    raise ValidationError(
-                        "model.speculative_decoding",
-                        "provider_draft()",
-                        "SageMaker's own draft model is not supported on inference components",
-                        "use your own draft (SpeculativeDecoding.from_s3 or .from_hugging_face), "
-                        "or serve the model on a single-model Endpoint",
-                    )
-            served_models = [model] + [entry.model for entry in specifications or []]
-            for served_model in dict.fromkeys(m for m in served_models if m is not None):
-                self.lora_adapters.serve(
-                    LoraServer(
-                        served_model.node.path,
-                        served_model.image,
-                        served_model.environment,
-                        settable=False,
-                    )
-                )
+            self._serve_models_to_adapters(model, specifications)
             self.image = model.image if model is not None else image
             if image is not None and serving is not None:
                 serving.validate(image)
@@ -291,29 +249,26 @@ class InferenceComponent(InferenceComponentBase):
                 if image is not None
                 else None
             )
+            entries = _entries(endpoint, specifications)
             self.accelerators_by_instance_type = {}
             """Accelerators reserved per copy, by instance type."""
-            compute = {}
-            entries = _entries(endpoint, specifications)
-            for instance_type, entry in entries:
-                entry_model = entry.model if entry and entry.model else model
-                compute[instance_type.name] = self._requirements(
+            compute = {
+                instance_type.name: self._requirements(
                     instance_type,
-                    model=entry_model,
-                    image=image if entry_model is None else None,
+                    entry,
+                    model=model,
+                    image=image,
                     artifact=artifact,
                     serving=serving,
                     environment=environment,
-                    accelerators=entry.accelerators
-                    if entry and entry.accelerators
-                    else accelerators,
-                    min_memory=entry.min_memory if entry and entry.min_memory else min_memory,
-                    max_memory=entry.max_memory if entry and entry.max_memory else max_memory,
-                    cpu_cores=entry.cpu_cores if entry and entry.cpu_cores else cpu_cores,
-                    prop=f"specifications[{instance_type.name}]"
-                    if specifications
-                    else f"accelerators (on {instance_type.name})",
+                    accelerators=accelerators,
+                    min_memory=min_memory,
+                    max_memory=max_memory,
+                    cpu_cores=cpu_cores,
+                    specified=bool(specifications),
                 )
+                for instance_type, entry in entries
+            }
             self.accelerators = self.accelerators_by_instance_type[endpoint.instance_type.name]
             """Accelerators reserved per copy (on the first-priority instance type)."""
             self.min_memory_mib = self._min_memory_mib_by_instance_type[endpoint.instance_type.name]
@@ -324,51 +279,14 @@ class InferenceComponent(InferenceComponentBase):
                 "data_cache_config": _data_cache(data_cache),
                 "scheduling_config": scheduling.render("scheduling") if scheduling else None,
             }
-            if specifications is None:
-                specification = (
-                    sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty(
-                        model_name=model.model_name if model is not None else None,
-                        container=container,
-                        compute_resource_requirements=compute[endpoint.instance_type.name],
-                        **common,
-                    )
-                )
-            else:
-                specification = None
-                specifications_prop = []
-                for instance_type, entry in entries:
-                    entry_model = entry.model if entry and entry.model else model
-                    specifications_prop.append(
-                        sagemaker.CfnInferenceComponent.InferenceComponentSpecificationForInstanceTypeProperty(
-                            instance_type=instance_type.name,
-                            model_name=entry_model.model_name if entry_model else None,
-                            container=_for_instance_type(container)
-                            if entry_model is None
-                            else None,
-                            compute_resource_requirements=compute[instance_type.name],
-                            **common,
-                        )
-                    )
-
-        self.resource = sagemaker.CfnInferenceComponent(
-            self,
-            "Resource",
-            endpoint_name=endpoint.endpoint_name,
-            variant_name=endpoint.default_variant_name,
-            # A name known at synth time lets scaling policies and metrics refer to it directly.
-            inference_component_name=inference_component_name
-            or Names.unique_resource_name(self, max_length=63, separator="-"),
-            specification=specification,
-            specifications=specifications_prop,
-            runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(
-                copy_count=copy_count
+            specification, specifications_prop = _specifications(
+                model, container, compute, entries, common, endpoint.instance_type, specifications
             )
-            if base_component is None
-            else None,
-            deployment_config=deployment.for_component() if deployment else None,
+
+        self.resource = self._resource(
+            inference_component_name, copy_count, specification, specifications_prop
         )
-        endpoint.components.append(self)
-        endpoint.check_copies(self, copy_count, "copy_count")
+        endpoint.host(self)
         if deployment is not None:
             # Guardrails read the rollback alarms with the execution role(s).
             model_role = model.role if model is not None else None
@@ -378,6 +296,64 @@ class InferenceComponent(InferenceComponentBase):
             add_plan_metadata(self.resource, image=self.image, spec=spec)
         self.inference_component_name = self.resource.inference_component_name or ""
         self.inference_component_arn = self.resource.attr_inference_component_arn
+
+    def _adapter_specification(
+        self, base_component: IInferenceComponent, artifact: ModelSource, endpoint: IComponentHost
+    ) -> sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty:
+        """An adapter's specification: its weights, run in its base component's copies."""
+        return sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty(
+            base_inference_component_name=base_component.inference_component_name,
+            container=sagemaker.CfnInferenceComponent.InferenceComponentContainerSpecificationProperty(
+                artifact_url=self._artifact_url(artifact, endpoint)
+            ),
+        )
+
+    def _serve_models_to_adapters(
+        self, model: ModelBase | None, specifications: Sequence[ComponentSpecification] | None
+    ) -> None:
+        """Register each Model this component serves with its LoRA adapters (their options
+        are checked against a Model's environment, not set in it)."""
+        assert self.lora_adapters is not None
+        served_models = [model] + [entry.model for entry in specifications or []]
+        for served_model in dict.fromkeys(m for m in served_models if m is not None):
+            self.lora_adapters.serve(
+                LoraServer(
+                    served_model.node.path,
+                    served_model.image,
+                    served_model.environment,
+                    settable=False,
+                )
+            )
+
+    def _resource(
+        self,
+        inference_component_name: str | None,
+        copy_count: int,
+        specification: sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty
+        | None,
+        specifications: list[
+            sagemaker.CfnInferenceComponent.InferenceComponentSpecificationForInstanceTypeProperty
+        ]
+        | None,
+    ) -> sagemaker.CfnInferenceComponent:
+        """The ``AWS::SageMaker::InferenceComponent``."""
+        return sagemaker.CfnInferenceComponent(
+            self,
+            "Resource",
+            endpoint_name=self.endpoint.endpoint_name,
+            variant_name=self.endpoint.default_variant_name,
+            # A name known at synth time lets scaling policies and metrics refer to it directly.
+            inference_component_name=inference_component_name
+            or Names.unique_resource_name(self, max_length=63, separator="-"),
+            specification=specification,
+            specifications=specifications,
+            runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(
+                copy_count=copy_count
+            )
+            if self.base_component is None
+            else None,
+            deployment_config=self.deployment.for_component() if self.deployment else None,
+        )
 
     @property
     def container_caching_eligible(self) -> bool:
@@ -401,7 +377,7 @@ class InferenceComponent(InferenceComponentBase):
         artifact: ModelSource | None,
         serving: ServingOptions | None,
         environment: Mapping[str, str] | None,
-        endpoint: InferenceComponentEndpoint,
+        endpoint: IComponentHost,
         metrics: ContainerMetrics | None = None,
     ) -> sagemaker.CfnInferenceComponent.InferenceComponentContainerSpecificationProperty:
         rendered: dict[str, str] = {}
@@ -434,6 +410,7 @@ class InferenceComponent(InferenceComponentBase):
     def _requirements(
         self,
         instance_type: InstanceType,
+        entry: ComponentSpecification | None,
         *,
         model: ModelBase | None,
         image: ContainerImage | None,
@@ -444,10 +421,24 @@ class InferenceComponent(InferenceComponentBase):
         min_memory: Size | None,
         max_memory: Size | None,
         cpu_cores: float | None,
-        prop: str,
+        specified: bool,
     ) -> sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty:
         """Check that a copy fits on one ``instance_type`` (accelerator kind, tensor-parallel
-        degree, model size, memory, vCPUs); record and return its compute requirements."""
+        degree, model size, memory, vCPUs), with the values of its specification ``entry``
+        first; record and return its compute requirements."""
+        prop = (
+            f"specifications[{instance_type.name}]"
+            if specified
+            else f"accelerators (on {instance_type.name})"
+        )
+        if entry is not None:
+            model = entry.model or model
+            accelerators = entry.accelerators or accelerators
+            min_memory = entry.min_memory or min_memory
+            max_memory = entry.max_memory or max_memory
+            cpu_cores = entry.cpu_cores or cpu_cores
+        if model is not None:
+            image = None
         per_copy = serving.accelerators_per_copy if serving and image is not None else None
         if model is not None and model.serving is not None:
             per_copy = model.serving.accelerators_per_copy
@@ -488,7 +479,7 @@ class InferenceComponent(InferenceComponentBase):
 
     @staticmethod
     def _hugging_face_environment(
-        artifact: ModelSource, endpoint: InferenceComponentEndpoint
+        artifact: ModelSource, endpoint: IComponentHost
     ) -> dict[str, str]:
         if artifact.kind is not ModelSourceKind.HUGGING_FACE:
             raise ValidationError(
@@ -501,7 +492,7 @@ class InferenceComponent(InferenceComponentBase):
         return artifact.bind(endpoint.role).environment
 
     @staticmethod
-    def _artifact_url(artifact: ModelSource, endpoint: InferenceComponentEndpoint) -> str:
+    def _artifact_url(artifact: ModelSource, endpoint: IComponentHost) -> str:
         if artifact.kind is not ModelSourceKind.S3_TARBALL:
             raise ValidationError(
                 "artifact",
@@ -515,7 +506,7 @@ class InferenceComponent(InferenceComponentBase):
 
 
 def _entries(
-    endpoint: InferenceComponentEndpoint,
+    endpoint: IComponentHost,
     specifications: Sequence[ComponentSpecification] | None,
 ) -> list[tuple[InstanceType, ComponentSpecification | None]]:
     """The instance types a component is placed on, each with its own specification if any."""
@@ -575,6 +566,107 @@ def _data_cache(
     )
 
 
+def _check_creation(
+    inference_component_name: str | None, copy_count: int, deployment: RollingDeployment | None
+) -> None:
+    check_sagemaker_name("inference_component_name", inference_component_name)
+    if not is_unresolved(copy_count) and (not isinstance(copy_count, int) or copy_count < 1):
+        raise ValidationError(
+            "copy_count",
+            copy_count,
+            "SageMaker refuses to create a component with fewer than 1 copy",
+            "create with copy_count >= 1 and let a scaling policy (min_copies=0) scale to zero",
+        )
+    if deployment is not None:
+        deployment.validate("deployment")
+        deployment.check_batch_size("deployment", copy_count, "copy count", "copy_count")
+
+
+def _check_served(
+    model: ModelBase | None,
+    image: ContainerImage | None,
+    artifact: ModelSource | None,
+    serving: ServingOptions | None,
+    environment: Mapping[str, str] | None,
+    container_metrics: ContainerMetrics | None,
+    specifications: Sequence[ComponentSpecification] | None,
+    lora_rank: int | None,
+) -> None:
+    """What a component with copies of its own serves: a Model or an image, not both."""
+    if lora_rank is not None:
+        raise ValidationError(
+            "lora_rank",
+            lora_rank,
+            "is the rank of an adapter, and this component has no base_component",
+            "drop lora_rank, or pass base_component to make this an adapter",
+        )
+    if (model is None) == (image is None):
+        raise ValidationError(
+            "model/image",
+            (model, image),
+            "a component runs exactly one of a Model or a container image",
+            "pass model=Model(...) or image=ContainerImage.<family>(...), not both",
+        )
+    if model is not None and (artifact or serving or environment or container_metrics):
+        raise ValidationError(
+            "artifact/serving/environment/container_metrics",
+            "given with model",
+            "these describe a container given by image; a Model carries its own",
+            "set them on the Model, or pass image instead of model",
+        )
+    for served in [model] + [entry.model for entry in specifications or []]:
+        draft = served.speculative_decoding if served is not None else None
+        if draft is not None and draft.is_provider_draft:
+            raise ValidationError(
+                "model.speculative_decoding",
+                "provider_draft()",
+                "SageMaker's own draft model is not supported on inference components",
+                "use your own draft (SpeculativeDecoding.from_s3 or .from_hugging_face), "
+                "or serve the model on a single-model Endpoint",
+            )
+
+
+def _specifications(
+    model: ModelBase | None,
+    container: sagemaker.CfnInferenceComponent.InferenceComponentContainerSpecificationProperty
+    | None,
+    compute: Mapping[
+        str, sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty
+    ],
+    entries: list[tuple[InstanceType, ComponentSpecification | None]],
+    common: Mapping[str, Any],
+    first: InstanceType,
+    specifications: Sequence[ComponentSpecification] | None,
+) -> tuple[
+    sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty | None,
+    list[sagemaker.CfnInferenceComponent.InferenceComponentSpecificationForInstanceTypeProperty]
+    | None,
+]:
+    """The L1 ``Specification`` (one for every instance type), or else the per-instance-type
+    ``Specifications``."""
+    l1 = sagemaker.CfnInferenceComponent
+    if specifications is None:
+        return l1.InferenceComponentSpecificationProperty(
+            model_name=model.model_name if model is not None else None,
+            container=container,
+            compute_resource_requirements=compute[first.name],
+            **common,
+        ), None
+    per_instance_type = []
+    for instance_type, entry in entries:
+        entry_model = entry.model if entry and entry.model else model
+        per_instance_type.append(
+            l1.InferenceComponentSpecificationForInstanceTypeProperty(
+                instance_type=instance_type.name,
+                model_name=entry_model.model_name if entry_model else None,
+                container=_for_instance_type(container) if entry_model is None else None,
+                compute_resource_requirements=compute[instance_type.name],
+                **common,
+            )
+        )
+    return None, per_instance_type
+
+
 def _check_adapter(
     model: ModelBase | None,
     image: ContainerImage | None,
@@ -583,6 +675,9 @@ def _check_adapter(
     min_memory: Size | None,
     max_memory: Size | None,
     cpu_cores: float | None,
+    scheduling: ComponentScheduling | None,
+    container_metrics: ContainerMetrics | None,
+    specifications: Sequence[ComponentSpecification] | None,
 ) -> None:
     if model is not None or image is not None:
         raise ValidationError(
@@ -604,6 +699,13 @@ def _check_adapter(
             "given with base_component",
             "an adapter shares its base component's compute and takes no requirements",
             "drop the compute requirements from the adapter",
+        )
+    if scheduling or container_metrics or specifications:
+        raise ValidationError(
+            "scheduling/container_metrics/specifications",
+            "given with base_component",
+            "an adapter has no copies or container of its own",
+            "set them on the base component",
         )
 
 

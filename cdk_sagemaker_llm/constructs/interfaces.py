@@ -1,16 +1,23 @@
 """What other constructs consume: endpoints and inference components, created here or imported.
 
-Scaling policies and benchmarks depend on these protocols, not on the concrete constructs, so
-``autoscaling`` needs neither ``endpoint`` nor ``inference_component`` (which build on it).
+Scaling policies, benchmarks, components and options depend on these protocols, not on the
+concrete constructs (as aws-cdk-lib's ``IEventSource.bind(target: IFunction)`` knows the
+interface, not the class). So ``autoscaling`` needs neither ``endpoint`` nor
+``inference_component``; and ``inference_component``, ``async_inference`` and ``serverless``,
+which ``endpoint`` builds on, do not name the endpoint classes back.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from aws_cdk import Duration
+from aws_cdk import CfnResource, Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
+from constructs import Node
+
+from ..catalog.instance_types import InstanceType
 
 
 @runtime_checkable
@@ -56,3 +63,71 @@ class IInferenceComponent(Protocol):
         statistic: str = "Sum",
         period: Duration = Duration.minutes(1),
     ) -> cloudwatch.Metric: ...
+
+
+class IHostedComponent(IInferenceComponent, Protocol):
+    """A component as the endpoint that hosts it counts its copies (``capacity``)."""
+
+    @property
+    def node(self) -> Node: ...
+    @property
+    def copy_count(self) -> int: ...
+    @property
+    def base_component(self) -> IInferenceComponent | None: ...
+    @property
+    def accelerators(self) -> int: ...
+    @property
+    def min_memory_mib(self) -> int: ...
+    @property
+    def cpu_cores(self) -> float | None: ...
+
+
+@runtime_checkable
+class IComponentHost(IEndpoint, Protocol):
+    """An endpoint whose shared instances host components (``InferenceComponentEndpoint``):
+    what an ``InferenceComponent`` needs of it."""
+
+    @property
+    def role(self) -> iam.IRole: ...
+    @property
+    def instance_type(self) -> InstanceType: ...
+    @property
+    def instance_types(self) -> Sequence[InstanceType]: ...
+    @property
+    def network_isolation(self) -> bool: ...
+
+    def host(self, component: IHostedComponent) -> None:
+        """Count ``component`` among the hosted ones; raise ValidationError when the instances
+        can no longer hold every component's copies."""
+        ...
+
+
+class IServerlessConcurrency(Protocol):
+    """The concurrency of a serverless variant (``ServerlessConfig``)."""
+
+    @property
+    def max_concurrency(self) -> int: ...
+    @property
+    def provisioned_concurrency(self) -> int | None: ...
+
+
+class IServerlessEndpoint(IEndpoint, Protocol):
+    """An endpoint that may have serverless variants (``Endpoint``): what
+    ``ServerlessScaling`` scales."""
+
+    @property
+    def node(self) -> Node: ...
+    @property
+    def resource(self) -> CfnResource | None: ...
+
+    def serverless_config(self, variant_name: str) -> IServerlessConcurrency | None: ...
+
+
+class IAsyncEndpoint(IEndpoint, Protocol):
+    """An endpoint that may take asynchronous invocations (``Endpoint``, asynchronous when
+    created with ``async_inference``): what ``AsyncScaling`` scales."""
+
+    @property
+    def node(self) -> Node: ...
+
+    def grant_invoke_async(self, grantee: iam.IGrantable) -> iam.Grant: ...

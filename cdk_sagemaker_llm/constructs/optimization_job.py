@@ -79,6 +79,7 @@ from .deploy_time import (
     CUSTOM_RESOURCE_TIMEOUT,
     HandlerAsset,
     HandlerPlacement,
+    SignalledWork,
     depend_on_policy_only,
     handler_function,
     logged_workflow,
@@ -419,144 +420,50 @@ class OptimizationJob(Construct):
         """
         super().__init__(scope, id)
         self._placement = handler_placement or HandlerPlacement()
-        stack = Stack.of(self)
         self.instance_type = instance_type
         """The instance type the optimized model is for."""
         self.techniques = list(techniques)
         """The techniques applied, in order."""
-        _check_instance_type(instance_type)
-        _check_techniques(self.techniques, instance_type)
-        max_runtime_seconds = int(max_runtime.to_seconds())
-        check_range(
-            "max_runtime (seconds)",
-            max_runtime_seconds,
-            minimum=1,
-            maximum=MAX_RUNTIME_SECONDS,
-            fix=f"set max_runtime between 1 second and {MAX_RUNTIME_SECONDS // 60} minutes (the "
-            "deployment waits 30 minutes longer, and CloudFormation waits at most 12 hours)",
+        max_runtime_seconds = _check_job(
+            instance_type, self.techniques, max_runtime, poll_interval, environment, output_prefix
         )
-        check_range(
-            "poll_interval (seconds)", int(poll_interval.to_seconds()), minimum=10, maximum=600
-        )
-        _check_environment("environment", environment)
-        _check_prefix("output_prefix", output_prefix)
-        prefix = job_name_prefix or Names.unique_resource_name(
-            self, max_length=MAX_PREFIX_LENGTH, separator="-"
-        ).lower().strip("-")
-        _check_job_name_prefix(prefix)
-        self.job_name_prefix = prefix
+        self.job_name_prefix = self._job_name_prefix(job_name_prefix)
         """Every job of this construct is named ``<prefix>-<definition hash>-<handle hash>``."""
         self.output_bucket = output_bucket
         """The bucket the artifacts are written to."""
         self.output_kms_key = output_kms_key
         """The key encrypting the artifacts, if given."""
-
         self.role: iam.IRole = role or _create_job_role(self)
         """The role the job runs as."""
 
-        request: dict[str, Any] = {
-            "RoleArn": self.role.role_arn,
-            "ModelSource": self._render_source(source, accept_eula),
-            "DeploymentInstanceType": instance_type.name,
-            "OptimizationConfigs": [t.render(self, self.role) for t in self.techniques],
-            "OutputConfig": {"KmsKeyId": output_kms_key.key_arn} if output_kms_key else {},
-            "StoppingCondition": {"MaxRuntimeInSeconds": max_runtime_seconds},
-        }
-        if environment:
-            request["OptimizationEnvironment"] = dict(sorted(environment.items()))
-        network = place_in_vpc(
-            self, vpc=vpc, vpc_subnets=vpc_subnets, security_groups=security_groups, role=self.role
+        request = self._request(
+            source, accept_eula, environment, max_runtime_seconds, vpc, vpc_subnets, security_groups
         )
-        if network is not None:
-            _check_count("security_groups", network.security_group_ids, 5)
-            _check_count("vpc_subnets", network.subnet_ids, 16)
-            request["VpcConfig"] = {
-                "SecurityGroupIds": network.security_group_ids,
-                "Subnets": network.subnet_ids,
-            }
         location_stem = f"s3://{output_bucket.bucket_name}/{output_prefix}"
-        definition = stack.resolve({"Request": request, "Output": location_stem, "Prefix": prefix})
-        self.definition_hash = hashlib.sha256(
-            json.dumps(definition, sort_keys=True).encode()
-        ).hexdigest()[:DEFINITION_HASH_LENGTH]
+        self.definition_hash = self._definition_hash(request, location_stem)
         """A hash of the synthesized job definition: a new one starts a new job."""
-        name_stem = f"{prefix}-{self.definition_hash}"
+        name_stem = f"{self.job_name_prefix}-{self.definition_hash}"
         self._grant_job_output(output_prefix + name_stem)
 
         wait_seconds = min(MAX_WAIT_SECONDS, max_runtime_seconds + int(START_MARGIN.to_seconds()))
         self.wait_timeout = Duration.seconds(wait_seconds)
         """How long the deployment waits for the job."""
-        job_arns = stack.format_arn(
+        job_arns = Stack.of(self).format_arn(
             service="sagemaker",
             resource="optimization-job",
-            resource_name=f"{prefix}*",
+            resource_name=f"{self.job_name_prefix}*",
             arn_format=ArnFormat.SLASH_RESOURCE_NAME,
         )
         code = HANDLER_ASSET.code()
-        poller = handler_function(
-            self,
-            "Poller",
-            placement=self._placement,
-            code=code,
-            handler="handler.poll",
-            timeout=Duration.minutes(1),
-            description="Polls the optimization job and signals the CloudFormation wait condition",
-        )
-        poller.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["sagemaker:DescribeOptimizationJob", "sagemaker:StopOptimizationJob"],
-                resources=[job_arns],
-            )
-        )
+        poller = self._poller(code, job_arns)
         self.state_machine = self._state_machine(poller, poll_interval, self.wait_timeout)
         """The Step Functions workflow that polls the job and signals the wait condition."""
-
-        handler = handler_function(
-            self,
-            "Handler",
-            placement=self._placement,
-            code=code,
-            handler="handler.on_event",
-            timeout=Duration.minutes(2),
-            description="Starts, adopts and stops the optimization job (CloudFormation custom "
-            "resource)",
-        )
-        handler.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=[
-                    "sagemaker:CreateOptimizationJob",
-                    "sagemaker:DescribeOptimizationJob",
-                    "sagemaker:StopOptimizationJob",
-                ],
-                resources=[job_arns],
-            )
-        )
-        handler.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["iam:PassRole"],
-                resources=[self.role.role_arn],
-                conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
-            )
-        )
-        self.state_machine.grant_start_execution(handler)
+        handler = self._handler(code, job_arns)
         if removal_policy is RemovalPolicy.DESTROY:
             _grant_delete(handler, output_bucket, output_prefix + name_stem)
 
-        work = signalled_work(
-            self,
-            definition_hash=self.definition_hash,
-            handler=handler,
-            resource_type="Custom::SageMakerOptimizationJob",
-            properties={
-                "JobNamePrefix": prefix,
-                "JobNameStem": name_stem,
-                "Request": request,
-                "OutputLocationStem": location_stem,
-                "WaitSeconds": str(wait_seconds - int(SIGNAL_MARGIN.to_seconds())),
-                "StateMachineArn": self.state_machine.state_machine_arn,
-                "RemovalPolicy": "destroy" if removal_policy is RemovalPolicy.DESTROY else "retain",
-            },
-            wait_seconds=wait_seconds,
+        work = self._job_resource(
+            handler, request, name_stem, location_stem, wait_seconds, removal_policy
         )
         self._job = work.resource
         depend_on_role_policy(self._job, self.role)
@@ -564,25 +471,13 @@ class OptimizationJob(Construct):
         """Holds the deployment until the job has completed (or fails it)."""
 
         self._requires_image = False
-        self._output = CustomResource(
-            self,
-            "Output",
-            service_token=handler.function_arn,
-            resource_type="Custom::SageMakerOptimizationJobOutput",
-            service_timeout=CUSTOM_RESOURCE_TIMEOUT,
-            properties={
-                "JobName": self._job.ref,
-                "RequireRecommendedImage": Lazy.string(_ImageRequired(self)),
-            },
-        )
-        self._output.node.add_dependency(self.wait_condition)
-
-        for construct, role in (
+        self._output = self._output_resource(handler)
+        for construct, function_role in (
             (poller, poller.role),
             (handler, handler.role),
             (self.state_machine, self.state_machine.role),
         ):
-            depend_on_policy_only(construct, role)
+            depend_on_policy_only(construct, function_role)
         self._acknowledge_findings(job_arns)
 
         self.job_name: str = self._job.ref
@@ -628,6 +523,157 @@ class OptimizationJob(Construct):
         _grant_read(grantee, self.output_bucket, self.output_key_prefix, True)
         if self.output_kms_key is not None:
             self.output_kms_key.grant_decrypt(grantee)
+
+    # ----- building the job --------------------------------------------------------------------
+
+    def _job_name_prefix(self, given: str | None) -> str:
+        """The given prefix, or one derived from the construct path; checked."""
+        prefix = given or Names.unique_resource_name(
+            self, max_length=MAX_PREFIX_LENGTH, separator="-"
+        ).lower().strip("-")
+        _check_job_name_prefix(prefix)
+        return prefix
+
+    def _request(
+        self,
+        source: ModelSource | Model | str,
+        accept_eula: bool,
+        environment: Mapping[str, str] | None,
+        max_runtime_seconds: int,
+        vpc: ec2.IVpc | None,
+        vpc_subnets: ec2.SubnetSelection | None,
+        security_groups: Sequence[ec2.ISecurityGroup] | None,
+    ) -> dict[str, Any]:
+        """The ``CreateOptimizationJob`` request (all but the job name), granting the role
+        what it reads and placing the job in the VPC if one is given."""
+        request: dict[str, Any] = {
+            "RoleArn": self.role.role_arn,
+            "ModelSource": self._render_source(source, accept_eula),
+            "DeploymentInstanceType": self.instance_type.name,
+            "OptimizationConfigs": [t.render(self, self.role) for t in self.techniques],
+            "OutputConfig": {"KmsKeyId": self.output_kms_key.key_arn}
+            if self.output_kms_key
+            else {},
+            "StoppingCondition": {"MaxRuntimeInSeconds": max_runtime_seconds},
+        }
+        if environment:
+            request["OptimizationEnvironment"] = dict(sorted(environment.items()))
+        network = place_in_vpc(
+            self, vpc=vpc, vpc_subnets=vpc_subnets, security_groups=security_groups, role=self.role
+        )
+        if network is not None:
+            _check_count("security_groups", network.security_group_ids, 5)
+            _check_count("vpc_subnets", network.subnet_ids, 16)
+            request["VpcConfig"] = {
+                "SecurityGroupIds": network.security_group_ids,
+                "Subnets": network.subnet_ids,
+            }
+        return request
+
+    def _definition_hash(self, request: Mapping[str, Any], location_stem: str) -> str:
+        """A hash of everything that defines the job: a change starts a new job."""
+        definition = Stack.of(self).resolve(
+            {"Request": request, "Output": location_stem, "Prefix": self.job_name_prefix}
+        )
+        return hashlib.sha256(json.dumps(definition, sort_keys=True).encode()).hexdigest()[
+            :DEFINITION_HASH_LENGTH
+        ]
+
+    def _poller(self, code: lambda_.Code, job_arns: str) -> lambda_.Function:
+        """The Lambda function the workflow runs: describes the job, stops it on timeout."""
+        poller = handler_function(
+            self,
+            "Poller",
+            placement=self._placement,
+            code=code,
+            handler="handler.poll",
+            timeout=Duration.minutes(1),
+            description="Polls the optimization job and signals the CloudFormation wait condition",
+        )
+        poller.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["sagemaker:DescribeOptimizationJob", "sagemaker:StopOptimizationJob"],
+                resources=[job_arns],
+            )
+        )
+        return poller
+
+    def _handler(self, code: lambda_.Code, job_arns: str) -> lambda_.Function:
+        """The custom-resource handler: starts, adopts and stops jobs, passing the job role
+        and starting the polling workflow."""
+        handler = handler_function(
+            self,
+            "Handler",
+            placement=self._placement,
+            code=code,
+            handler="handler.on_event",
+            timeout=Duration.minutes(2),
+            description="Starts, adopts and stops the optimization job (CloudFormation custom "
+            "resource)",
+        )
+        handler.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=[
+                    "sagemaker:CreateOptimizationJob",
+                    "sagemaker:DescribeOptimizationJob",
+                    "sagemaker:StopOptimizationJob",
+                ],
+                resources=[job_arns],
+            )
+        )
+        handler.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["iam:PassRole"],
+                resources=[self.role.role_arn],
+                conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
+            )
+        )
+        self.state_machine.grant_start_execution(handler)
+        return handler
+
+    def _job_resource(
+        self,
+        handler: lambda_.IFunction,
+        request: Mapping[str, Any],
+        name_stem: str,
+        location_stem: str,
+        wait_seconds: int,
+        removal_policy: RemovalPolicy,
+    ) -> SignalledWork:
+        """The custom resource that starts the job, and the wait condition the workflow
+        signals when it has completed."""
+        return signalled_work(
+            self,
+            definition_hash=self.definition_hash,
+            handler=handler,
+            resource_type="Custom::SageMakerOptimizationJob",
+            properties={
+                "JobNamePrefix": self.job_name_prefix,
+                "JobNameStem": name_stem,
+                "Request": request,
+                "OutputLocationStem": location_stem,
+                "WaitSeconds": str(wait_seconds - int(SIGNAL_MARGIN.to_seconds())),
+                "StateMachineArn": self.state_machine.state_machine_arn,
+                "RemovalPolicy": "destroy" if removal_policy is RemovalPolicy.DESTROY else "retain",
+            },
+            wait_seconds=wait_seconds,
+        )
+
+    def _output_resource(self, handler: lambda_.IFunction) -> CustomResource:
+        """The completed job's output (location, recommended image), read after the wait."""
+        output = CustomResource(
+            self,
+            "Output",
+            service_token=handler.function_arn,
+            resource_type="Custom::SageMakerOptimizationJobOutput",
+            service_timeout=CUSTOM_RESOURCE_TIMEOUT,
+            properties={
+                "JobName": self._job.ref,
+                "RequireRecommendedImage": Lazy.string(_ImageRequired(self)),
+            },
+        )
+        output.node.add_dependency(self.wait_condition)
+        return output
 
     # ----- internals -------------------------------------------------------------------------
 
@@ -897,6 +943,32 @@ def _grant_delete(grantee: iam.IGrantable, bucket: s3.IBucket, key_stem: str) ->
 def is_neuron_deployment(instance_type: InstanceType) -> bool:
     """True for Inferentia / Trainium deployment types; the API's others all have GPUs."""
     return instance_type.family in NEURON_FAMILIES
+
+
+def _check_job(
+    instance_type: InstanceType,
+    techniques: list[OptimizationTechnique],
+    max_runtime: Duration,
+    poll_interval: Duration,
+    environment: Mapping[str, str] | None,
+    output_prefix: str,
+) -> int:
+    """Check the job's props; the maximum runtime in seconds."""
+    _check_instance_type(instance_type)
+    _check_techniques(techniques, instance_type)
+    max_runtime_seconds = int(max_runtime.to_seconds())
+    check_range(
+        "max_runtime (seconds)",
+        max_runtime_seconds,
+        minimum=1,
+        maximum=MAX_RUNTIME_SECONDS,
+        fix=f"set max_runtime between 1 second and {MAX_RUNTIME_SECONDS // 60} minutes (the "
+        "deployment waits 30 minutes longer, and CloudFormation waits at most 12 hours)",
+    )
+    check_range("poll_interval (seconds)", int(poll_interval.to_seconds()), minimum=10, maximum=600)
+    _check_environment("environment", environment)
+    _check_prefix("output_prefix", output_prefix)
+    return max_runtime_seconds
 
 
 def _check_instance_type(instance_type: InstanceType) -> None:

@@ -14,22 +14,23 @@ production variants. Provisioned concurrency scales on the scalable dimension
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
-from aws_cdk import Duration, Size
+from aws_cdk import Size
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from .autoscaling import (
     PredefinedMetric,
+    TargetTrackingOptions,
     TargetTrackingPolicy,
     _explicit_dependency,
     _Scaling,
 )
+from .interfaces import IServerlessEndpoint
 from .validation import ValidationError, check_range, is_unresolved
 
 if TYPE_CHECKING:
-    from .endpoint import Endpoint
     from .model import ModelBase
 
 __all__ = ["PROVISIONED_CONCURRENCY_DIMENSION", "ServerlessConfig", "ServerlessScaling"]
@@ -118,7 +119,7 @@ class ServerlessScaling(_Scaling):
         scope: Construct,
         id: str,
         *,
-        endpoint: Endpoint,
+        endpoint: IServerlessEndpoint,
         max_concurrency: int,
         min_concurrency: int = 1,
         variant_name: str | None = None,
@@ -166,19 +167,12 @@ class ServerlessScaling(_Scaling):
         """The serverless variant scaled."""
 
     def scale_on_utilization(
-        self,
-        *,
-        target: float = 0.5,
-        scale_in_cooldown: Duration | None = None,
-        scale_out_cooldown: Duration | None = None,
-        disable_scale_in: bool = False,
+        self, *, target: float = 0.5, **options: Unpack[TargetTrackingOptions]
     ) -> TargetTrackingPolicy:
         """Hold the used share of provisioned concurrency at ``target``.
 
         :param target: utilization ratio in (0, 1]; default 0.5 (AWS's example).
-        :param scale_in_cooldown: 0-3600 s; default Application Auto Scaling's.
-        :param scale_out_cooldown: 0-3600 s; default Application Auto Scaling's.
-        :param disable_scale_in: only scale out; default False.
+        :param options: cooldowns and ``disable_scale_in`` (``TargetTrackingOptions``).
         """
         check_range(
             "target",
@@ -190,7 +184,5 @@ class ServerlessScaling(_Scaling):
             "UtilizationPolicy",
             PredefinedMetric.VARIANT_PROVISIONED_CONCURRENCY_UTILIZATION,
             target,
-            scale_in_cooldown,
-            scale_out_cooldown,
-            disable_scale_in,
+            **options,
         )

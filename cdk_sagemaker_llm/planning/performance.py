@@ -38,7 +38,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
@@ -53,9 +53,6 @@ from .placement import (
     kv_bytes_per_token_per_copy,
 )
 from .workload import Workload
-
-if TYPE_CHECKING:
-    from .calibration import Calibration
 
 INVOCATION_TIMEOUT_S = 60.0
 """SageMaker real-time InvokeEndpoint times out after 60 s (SageMaker developer guide,
@@ -601,6 +598,26 @@ def _check_fit(
         )
 
 
+class MeasuredEfficiency(Protocol):
+    """Efficiency factors measured on a benchmark, as ``predict`` uses them: a
+    ``planning.calibration.Calibration`` (which builds on this module, so the need is declared
+    here rather than imported)."""
+
+    @property
+    def efficiency(self) -> Efficiency: ...
+
+    def describe(self) -> str: ...
+
+    def coverage_notes(
+        self,
+        spec: ModelSpec,
+        layout: Layout,
+        workload: Workload,
+        precision: Precision,
+        concurrency: Sequence[int],
+    ) -> list[str]: ...
+
+
 def predict(
     spec: ModelSpec,
     layout: Layout,
@@ -608,7 +625,7 @@ def predict(
     concurrency: Sequence[int],
     *,
     precision: Precision = Precision.FP16,
-    calibration: Calibration | None = None,
+    calibration: MeasuredEfficiency | None = None,
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
 ) -> Prediction:
     """Predict ms/token, TTFT and throughput of ``layout`` serving ``workload`` at each
