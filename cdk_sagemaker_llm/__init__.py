@@ -85,7 +85,8 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     )
     from .errors import ValidationError
     from .planning import sizing
-    from .planning.recommend import PriceBasis, Slo
+    from .planning.engine_profiles import EngineProfile
+    from .planning.recommend import PriceBasis, Risk, Slo
     from .planning.sizing import SizingReport
     from .planning.workload import Workload
 
@@ -120,6 +121,7 @@ _EXPORTS: dict[str, str] = {
     "EndpointBase": ".constructs.endpoint_base",
     "EndpointBenchmark": ".constructs.benchmark",
     "EndpointMetrics": ".constructs.endpoint_metrics",
+    "EngineProfile": ".planning.engine_profiles",
     "ExpectedTraffic": ".constructs.llm_service",
     "HandlerPlacement": ".constructs.deploy_time",
     "IEndpoint": ".constructs.interfaces",
@@ -154,6 +156,7 @@ _EXPORTS: dict[str, str] = {
     "Quantization": ".constructs.serving_options",
     "QuantizationMethod": ".constructs.optimization_job",
     "RequestProtocol": ".benchmarking.payload",
+    "Risk": ".planning.recommend",
     "RollingDeployment": ".constructs.deployment",
     "RoutingStrategy": ".constructs.variant_options",
     "ScaleFromZeroPolicy": ".constructs.autoscaling",

@@ -12,7 +12,8 @@ from typing import Any
 from ..catalog.instance_types import InstanceType
 from ..errors import ValidationError
 from ..planning.calibration import Calibration, calibrate
-from ..planning.performance import DEFAULT_MAX_BATCH_SIZE, Layout, Prediction, Workload, predict
+from ..planning.engine_profiles import engine_argument
+from ..planning.performance import Layout, Prediction, Workload, predict
 from ..planning.sizing import recommended_tensor_parallel_degree
 from .model_options import add_model_arguments, int_list, model_spec, precision
 
@@ -44,14 +45,25 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--max-batch-size",
         type=int,
-        default=DEFAULT_MAX_BATCH_SIZE,
-        help=f"the server's batch limit per copy; default {DEFAULT_MAX_BATCH_SIZE}",
+        help="the server's request cap per copy; default the engine's (vLLM/LMI 256, TGI a "
+        "KV-token budget)",
     )
+    add_engine_argument(parser)
     parser.add_argument(
         "--calibration", help="results.json of a benchmark of this model and layout"
     )
     parser.add_argument("--format", choices=("json", "markdown"), default="markdown")
     parser.set_defaults(handler=run)
+
+
+def add_engine_argument(parser: argparse.ArgumentParser) -> None:
+    """``--engine``: an engine profile name or a container ``family:version``."""
+    parser.add_argument(
+        "--engine",
+        help="the serving engine's profile (tgi-1, tgi-2-3, lmi-vllm-v0, lmi-vllm-v1, "
+        "lmi-trtllm, lmi-neuronx, generic) or a container image as family:version (e.g. "
+        "tgi:1.4.5, lmi:0.33.0); default lmi-vllm-v1",
+    )
 
 
 def _calibration(path: str | None, *args: Any) -> Calibration | None:
@@ -97,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
             precision=dtype,
             calibration=calibration,
             max_batch_size=args.max_batch_size,
+            engine=engine_argument(args.engine),
         )
     except ValidationError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -117,14 +130,20 @@ def render_markdown(model: str, prediction: Prediction) -> str:
         f"{workload.input_tokens} input + {workload.output_tokens} output tokens per request; "
         "concurrency for the whole deployment.",
         "",
-        "| concurrency | ms/token | TTFT ms | tokens/s | requests/s |",
-        "|---:|---:|---:|---:|---:|",
+        "| concurrency | ms/token | ms/token p10-p90 | TTFT ms | tokens/s | tokens/s p10-p90 "
+        "| requests/s |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for level in prediction.levels:
+        ms_band = level.ms_per_token_band or (level.ms_per_token, level.ms_per_token)
+        tokens_band = level.tokens_per_s_band or (level.tokens_per_s, level.tokens_per_s)
         lines.append(
-            f"| {level.concurrency} | {level.ms_per_token:.1f} | {level.ttft_ms:.0f} | "
-            f"{level.tokens_per_s:.0f} | {level.requests_per_s:.2f} |"
+            f"| {level.concurrency} | {level.ms_per_token:.1f} | {ms_band[0]:.1f}-"
+            f"{ms_band[1]:.1f} | {level.ttft_ms:.0f} | {level.tokens_per_s:.0f} | "
+            f"{tokens_band[0]:.0f}-{tokens_band[1]:.0f} | {level.requests_per_s:.2f} |"
         )
+    if prediction.band is not None:
+        lines += ["", f"**Engine:** {prediction.engine}; **band:** {prediction.band.describe()}"]
     lines += [
         "",
         f"**Knee:** {prediction.knee.concurrency} ({prediction.knee.reason})",

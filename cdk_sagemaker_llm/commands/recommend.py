@@ -11,9 +11,11 @@ from typing import Any
 from ..catalog.instance_types import InstanceType
 from ..catalog.prices import DEFAULT_PRICE_LIST
 from ..errors import ValidationError
-from ..planning.performance import DEFAULT_MAX_BATCH_SIZE, Workload
-from ..planning.recommend import PriceBasis, Recommendation, Slo, Traffic, recommend
+from ..planning.engine_profiles import engine_argument
+from ..planning.performance import Workload
+from ..planning.recommend import PriceBasis, Recommendation, Risk, Slo, Traffic, recommend
 from .model_options import add_model_arguments, model_spec, precision
+from .predict import add_engine_argument
 
 
 def register(subparsers: Any) -> None:
@@ -52,8 +54,16 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--max-batch-size",
         type=int,
-        default=DEFAULT_MAX_BATCH_SIZE,
-        help=f"the server's batch limit per copy; default {DEFAULT_MAX_BATCH_SIZE}",
+        help="the server's request cap per copy; default the engine's (vLLM/LMI 256, TGI a "
+        "KV-token budget)",
+    )
+    add_engine_argument(parser)
+    parser.add_argument(
+        "--risk",
+        choices=[risk.value for risk in Risk],
+        default=Risk.PESSIMISTIC.value,
+        help="size on the pessimistic side of each prediction's band (default: no published "
+        "measurement in the validation data would be under-provisioned) or at its median",
     )
     parser.add_argument("--top", type=int, default=5, help="options to list; default 5")
     parser.add_argument("--format", choices=("json", "markdown"), default="markdown")
@@ -81,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
             top=args.top,
             region=args.region,
             max_batch_size=args.max_batch_size,
+            engine=engine_argument(args.engine),
+            risk=Risk(args.risk),
         )
     except ValidationError as error:
         print(f"error: {error}", file=sys.stderr)
