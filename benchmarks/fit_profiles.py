@@ -73,6 +73,7 @@ def fitted_document(name: str, rows: list[pf.Row], held: list[pf.HeldOutPredicti
         "base_ms": efficiency.step_overhead_ms,
         "per_layer_ms": efficiency.per_layer_ms,
         "per_layer_per_extra_rank_ms": round(efficiency.per_layer_per_extra_rank_ms, 4),
+        "per_extra_rank_ms": efficiency.per_extra_rank_ms,
         "all_reduce_scale": efficiency.all_reduce_scale,
     }
     own_held = [h for h in held if h.row.profile == name]

@@ -71,8 +71,7 @@ def _sweeps(held: Sequence[pf.HeldOutPrediction]) -> list[list[pf.HeldOutPredict
         for h in members:
             if current and (
                 h.row.input_tokens > current[0].row.input_tokens * 1.15
-                or h.row.output_tokens > current[0].row.output_tokens * 1.5
-                or h.row.output_tokens < current[0].row.output_tokens / 1.5
+                or (h.row.static_batch and h.row.output_tokens != current[0].row.output_tokens)
             ):
                 sweeps.append(current)
                 current = []

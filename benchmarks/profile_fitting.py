@@ -72,6 +72,7 @@ INSTANCE_OF_GPU = {
 FITTED_PARAMETERS = (
     "memory_bandwidth",
     "step_overhead_ms",
+    "per_extra_rank_ms",
     "per_layer_per_extra_rank_ms",
     "prefill_compute",
     "all_reduce_scale",
@@ -83,11 +84,18 @@ GRIDS: Mapping[str, Sequence[float]] = {
     "step_overhead_ms": [0.5 * i for i in range(41)],  # 0 .. 20
     "per_layer_ms": [0.0, 0.005, 0.01, 0.02, 0.03, 0.05, 0.08, 0.12],
     "per_layer_per_extra_rank_ms": [0.005 * i for i in range(41)],  # 0 .. 0.2
+    "per_extra_rank_ms": [0.25 * i for i in range(25)],  # 0 .. 6
     "decode_compute": [0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8],
     "prefill_compute": [0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8],
     "all_reduce_scale": [0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0],
 }
 ROUNDS = 3
+LITTLE_MIN_RATIO = 0.7
+"""A closed-loop row's tokens/s must be at least this share of what Little's law gives from
+its own concurrency and end-to-end latency (c x output tokens / e2e); below it the source's
+throughput counts idle client time (FMBench waits for each concurrent batch to finish), which
+no endpoint model predicts, and only the row's latency is used. Rows dropped this way are
+listed by ``model_validation.py``."""
 MIN_ROWS_TO_FIT = 8
 """A profile with fewer rows (after leaving a source out) keeps its prior."""
 
@@ -198,6 +206,10 @@ def _row(index: int, raw: Mapping[str, str]) -> tuple[Row | None, str]:
     rps = _float(raw["requests_per_s"])
     if tokens is None and rps is not None:
         tokens = rps * output_tokens
+    if tokens is not None and e2e is not None and not static and concurrency_text:
+        closed_loop = concurrency * output_tokens / e2e
+        if tokens < LITTLE_MIN_RATIO * closed_loop:
+            tokens = None  # not a closed-loop steady state: its latency still counts
     ttft = _float(raw["ttft_ms"])
     if ms is None and itl is None and tokens is None and ttft is None:
         return None, "no metric"
@@ -295,6 +307,7 @@ def prior_efficiency(profile: EngineProfile) -> Efficiency:
         step_overhead_ms=prior["base_ms"],
         per_layer_ms=prior["per_layer_ms"],
         per_layer_per_extra_rank_ms=prior["per_layer_per_extra_rank_ms"],
+        per_extra_rank_ms=prior.get("per_extra_rank_ms", 0.0),
         all_reduce_scale=prior["all_reduce_scale"],
     )
 
@@ -376,6 +389,7 @@ def profile_with(profile: EngineProfile, efficiency: Efficiency) -> EngineProfil
         base_overhead_ms=efficiency.step_overhead_ms,
         per_layer_ms=efficiency.per_layer_ms,
         per_layer_per_extra_rank_ms=efficiency.per_layer_per_extra_rank_ms,
+        per_extra_rank_ms=efficiency.per_extra_rank_ms,
         all_reduce_scale=efficiency.all_reduce_scale,
     )
 

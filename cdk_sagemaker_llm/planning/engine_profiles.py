@@ -185,8 +185,10 @@ class EngineProfile:
     per_layer_per_extra_rank_ms: float
     """Per-step cost per layer for each accelerator beyond the first (synchronisation of the
     tensor-parallel ranks: what makes SageMaker containers flat from TP1 to TP4), ms."""
+    per_extra_rank_ms: float
+    """Per-step cost for each accelerator beyond the first, ms."""
     all_reduce_scale: float
-    """Multiplier on the interconnect's all-reduce time (1.0 = nccl-tests bandwidth)."""
+    """Multiplier on the all-reduce transfer time (1.0 = nccl-tests bandwidth)."""
     batching: Batching
     kernels: Mapping[str, KernelSpeed]
     """Precision value (``int4``, ``int8``, ``fp8``) -> kernel speed."""
@@ -196,12 +198,13 @@ class EngineProfile:
     raw: Mapping[str, Any] = field(repr=False, compare=False, default_factory=dict)
 
     def step_overhead_ms(self, layers: int, tensor_parallel_degree: int) -> float:
-        """Fixed cost of one forward step: base + per layer x layers + per layer per extra
-        rank x layers x (TP - 1)."""
+        """Fixed cost of one forward step, ms: base + per layer x layers + (per extra rank +
+        per layer per extra rank x layers) x (TP - 1)."""
         return (
             self.base_overhead_ms
             + self.per_layer_ms * layers
-            + self.per_layer_per_extra_rank_ms * layers * (tensor_parallel_degree - 1)
+            + (self.per_extra_rank_ms + self.per_layer_per_extra_rank_ms * layers)
+            * (tensor_parallel_degree - 1)
         )
 
     def kernel(self, precision: Precision) -> KernelSpeed | None:
@@ -258,7 +261,8 @@ class EngineProfile:
         return (
             f"engine profile {self.name} ({self.description}; {fitted}): "
             f"{self.base_overhead_ms:g} ms + {self.per_layer_ms:g} ms/layer + "
-            f"{self.per_layer_per_extra_rank_ms:g} ms/layer per extra TP rank per step, "
+            f"({self.per_extra_rank_ms:g} ms + {self.per_layer_per_extra_rank_ms:g} ms/layer) "
+            "per extra TP rank per step, "
             f"batch limit {self.describe_batching()}"
         )
 
@@ -386,6 +390,7 @@ def profile_from_dict(data: Mapping[str, Any]) -> EngineProfile:
         base_overhead_ms=float(overhead["base_ms"]),
         per_layer_ms=float(overhead["per_layer_ms"]),
         per_layer_per_extra_rank_ms=float(overhead["per_layer_per_extra_rank_ms"]),
+        per_extra_rank_ms=float(overhead.get("per_extra_rank_ms", 0.0)),
         all_reduce_scale=float(overhead["all_reduce_scale"]),
         batching=Batching(
             limit=BatchLimit(batching["limit"]),

@@ -174,8 +174,12 @@ class Efficiency:
     per_layer_ms: float = 0.0
     """Per-step cost per transformer layer, ms (an engine profile's; 0 in the defaults)."""
     per_layer_per_extra_rank_ms: float = 0.0
-    """Per-step cost per layer for each tensor-parallel rank beyond the first, ms: the rank
-    synchronisation that keeps SageMaker containers' latency flat from TP1 to TP4."""
+    """Per-step cost per layer for each tensor-parallel rank beyond the first, ms (an engine
+    profile's; 0 in the defaults)."""
+    per_extra_rank_ms: float = 0.0
+    """Per-step cost for each tensor-parallel rank beyond the first, ms: the rank
+    synchronisation that keeps SageMaker containers' latency flat from TP1 to TP4 (an engine
+    profile's; 0 in the defaults)."""
     all_reduce_scale: float = 1.0
     """Multiplier on the all-reduce transfer time (bytes / nccl-tests bandwidth): the engine's
     all-reduce of large (prefill) messages is often slower than the interconnect allows."""
@@ -191,6 +195,7 @@ class Efficiency:
             "step_overhead_ms",
             "per_layer_ms",
             "per_layer_per_extra_rank_ms",
+            "per_extra_rank_ms",
             "all_reduce_scale",
         ):
             if getattr(self, prop) < 0:
@@ -202,12 +207,13 @@ class Efficiency:
                 )
 
     def step_overhead_s(self, layers: int, tensor_parallel_degree: int) -> float:
-        """Fixed cost of one forward step, seconds: base + per layer x layers + per layer per
-        extra rank x layers x (TP - 1)."""
+        """Fixed cost of one forward step, seconds: base + per layer x layers + (per extra
+        rank + per layer per extra rank x layers) x (TP - 1)."""
         return (
             self.step_overhead_ms
             + self.per_layer_ms * layers
-            + self.per_layer_per_extra_rank_ms * layers * (tensor_parallel_degree - 1)
+            + (self.per_extra_rank_ms + self.per_layer_per_extra_rank_ms * layers)
+            * (tensor_parallel_degree - 1)
         ) / 1000
 
     def describe(self) -> str:
@@ -217,10 +223,10 @@ class Efficiency:
             f"{self.decode_compute:.0%}, prefill compute {self.prefill_compute:.0%}, "
             f"{self.step_overhead_ms:g} ms per-step overhead"
         )
-        if self.per_layer_ms or self.per_layer_per_extra_rank_ms:
+        if self.per_layer_ms or self.per_layer_per_extra_rank_ms or self.per_extra_rank_ms:
             text += (
-                f" + {self.per_layer_ms:g} ms per layer + {self.per_layer_per_extra_rank_ms:g} "
-                "ms per layer per extra TP rank"
+                f" + {self.per_layer_ms:g} ms per layer + ({self.per_extra_rank_ms:g} ms + "
+                f"{self.per_layer_per_extra_rank_ms:g} ms per layer) per extra TP rank"
             )
         if self.all_reduce_scale != 1.0:
             text += f", all-reduces x{self.all_reduce_scale:g}"
@@ -240,6 +246,7 @@ def efficiency_of(profile: EngineProfile) -> Efficiency:
         step_overhead_ms=profile.base_overhead_ms,
         per_layer_ms=profile.per_layer_ms,
         per_layer_per_extra_rank_ms=profile.per_layer_per_extra_rank_ms,
+        per_extra_rank_ms=profile.per_extra_rank_ms,
         all_reduce_scale=profile.all_reduce_scale,
     )
 
