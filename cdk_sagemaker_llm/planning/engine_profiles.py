@@ -496,10 +496,11 @@ DEFAULT_PROFILE_NAME = "lmi-vllm-v1"
 library's recommended serving image."""
 
 
-def resolve_profile(engine: EngineProfile | str | None) -> EngineProfile:
-    """``engine`` as a profile: a profile, a profile name, or None for the default."""
+def resolve_profile(engine: EngineProfile | str | None, neuron: bool = False) -> EngineProfile:
+    """``engine`` as a profile: a profile, a profile name, or None for the default
+    (``lmi-neuronx`` on Inferentia/Trainium, ``DEFAULT_PROFILE_NAME`` elsewhere)."""
     if engine is None:
-        return engine_profile(DEFAULT_PROFILE_NAME)
+        return engine_profile("lmi-neuronx" if neuron else DEFAULT_PROFILE_NAME)
     if isinstance(engine, EngineProfile):
         return engine
     return engine_profile(str(engine))

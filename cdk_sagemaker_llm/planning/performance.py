@@ -847,7 +847,8 @@ def predict(
     :param max_batch_size: the server's per-copy request cap; default the engine's (vLLM/LMI
         256, TGI none: a KV-token budget).
     :param engine: the engine profile (``planning.engine_profiles``), its name, or None for the
-        default (``lmi-vllm-v1``); ``ContainerImage.engine_profile`` gives an image's.
+        default (``lmi-vllm-v1``; ``lmi-neuronx`` on Inferentia/Trainium);
+        ``ContainerImage.engine_profile`` gives an image's.
     """
     levels_in = list(concurrency)
     if not levels_in or any(
@@ -858,7 +859,7 @@ def predict(
         )
     if max_batch_size is not None and max_batch_size < 1:
         raise ValidationError("max_batch_size", max_batch_size, "must be positive", "pass 256")
-    profile = resolve_profile(engine)
+    profile = resolve_profile(engine, layout.instance_type.is_neuron)
     model = profile_model(
         spec,
         layout.instance_type,
@@ -1005,7 +1006,7 @@ def max_throughput_within(
         )
         limits, _ = copy_limits(model, max_batch_size)
     else:
-        profile = resolve_profile(engine)
+        profile = resolve_profile(engine, layout.instance_type.is_neuron)
         model = profile_model(
             spec,
             layout.instance_type,

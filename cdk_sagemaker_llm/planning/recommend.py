@@ -326,7 +326,8 @@ def recommend(
     :param region: where the endpoint runs; prices from another region are marked as such.
     :param max_batch_size: the server's request cap per copy; default the engine profile's
         (vLLM/LMI 256; TGI a KV-token budget).
-    :param engine: the engine profile (or its name); default ``lmi-vllm-v1``.
+    :param engine: the engine profile (or its name); default ``lmi-vllm-v1`` on GPUs and
+        ``lmi-neuronx`` on Inferentia/Trainium.
     :param risk: size on the pessimistic side of each prediction's band (default: no
         validation measurement would be under-provisioned) or at its median.
     :param tensor_parallel_degrees: only these degrees; default every degree that splits an
@@ -369,7 +370,8 @@ def recommend(
             if tensor_parallel_degrees is not None and degree not in tensor_parallel_degrees:
                 continue
             layout = Layout(instance_type, degree, instance_type.accelerator_devices // degree)
-            band = prediction_band(profile, spec, layout, workload, precision)
+            layout_profile = resolve_profile(engine, instance_type.is_neuron)
+            band = prediction_band(layout_profile, spec, layout, workload, precision)
             option, rejection = _evaluate(
                 spec,
                 layout,
@@ -383,7 +385,7 @@ def recommend(
                     degree,
                     precision,
                     workload,
-                    profile,
+                    layout_profile,
                     measured,
                     risk.slowdown(band),
                 ),
@@ -392,7 +394,7 @@ def recommend(
                 price_basis=price_basis,
                 max_batch_size=max_batch_size,
                 region_note=region_note,
-                profile=profile,
+                profile=layout_profile,
                 risk=risk,
                 band=band,
             )
@@ -412,7 +414,7 @@ def recommend(
             slo,
             traffic,
             precision=precision,
-            profile=profile,
+            profile=resolve_profile(engine, option.layout.instance_type.is_neuron),
             measured=measured,
             max_instance_count=max_instance_count,
             prices=prices,
@@ -430,7 +432,8 @@ def recommend(
     assumptions = [
         f"workload: {workload.input_tokens} input + {workload.output_tokens} output tokens; "
         f"SLO {slo.describe()}; traffic {traffic.describe()}",
-        profile.describe(),
+        profile.describe()
+        + ("; on Inferentia/Trainium the lmi-neuronx profile" if engine is None else ""),
         f"efficiency: {efficiency.describe()}"
         + (f" ({calibration.describe()})" if calibration else f" ({profile.name} profile)"),
         _risk_note(risk),
