@@ -8,12 +8,14 @@ descent visits parameters in a fixed order and keeps the first of equal errors.
 What a row measures (``benchmarks/measurements/README.md``):
 
 - ``ms_per_token``: end-to-end latency / output tokens (prefill included), except rows whose
-  notes say ``ITL`` (streaming inter-token latency, prefill excluded);
+  notes say ``ITL`` or ``TPOT`` (streaming inter-token latency, prefill excluded);
   when blank, ``e2e_latency_s`` / ``output_tokens`` gives it.
 - ``output_tokens_per_s``: output tokens/s of the endpoint (else requests/s x output tokens).
 - ``ttft_ms``: time to first token.
 - rows without a concurrency whose notes state ``batch size N`` are offline static-batch runs:
-  N sequences at once, modelled as N closed-loop clients with a batch limit of N.
+  N sequences at once, modelled as N closed-loop clients with a batch limit of N; rows whose
+  notes say ``all N requests sent at once`` are offline bursts, modelled as N clients within
+  the engine's own batch limit.
 """
 
 from __future__ import annotations
@@ -144,7 +146,24 @@ def _float(text: str) -> float | None:
     return float(text) if text else None
 
 
+EXTRA_SPECS = {
+    # Qwen/Qwen3-4B config.json: 36 layers, 32 query / 8 KV heads of 128, 40,960 positions.
+    "qwen/qwen3-4b": ModelSpec.custom(
+        "qwen3-4b",
+        parameters=4.02e9,
+        layers=36,
+        attention_heads=32,
+        kv_heads=8,
+        head_dim=128,
+        max_context=40_960,
+    ),
+}
+"""Measured models the catalog has no preset for."""
+
+
 def _spec(name: str) -> ModelSpec | None:
+    if name.strip().lower() in EXTRA_SPECS:
+        return EXTRA_SPECS[name.strip().lower()]
     key = MODEL_ALIASES.get(name.strip().lower(), name.strip().lower())
     try:
         return ModelSpec.preset(key)
@@ -188,8 +207,12 @@ def _row(index: int, raw: Mapping[str, str]) -> tuple[Row | None, str]:
     notes = raw["notes"]
     concurrency_text = raw["concurrency"].strip()
     static = False
+    burst = re.search(r"all (\d+) requests sent at once", notes)
     if concurrency_text:
         concurrency = int(float(concurrency_text))
+    elif burst is not None:
+        # An offline burst: N requests in flight at first, drained by the engine's batch.
+        concurrency = int(burst.group(1))
     else:
         match = re.search(r"batch size (\d+)", notes)
         if match is None:
@@ -197,7 +220,7 @@ def _row(index: int, raw: Mapping[str, str]) -> tuple[Row | None, str]:
         concurrency, static = int(match.group(1)), True
     ms = _float(raw["ms_per_token"])
     itl = None
-    if ms is not None and re.search(r"\bITL\b", notes):
+    if ms is not None and re.search(r"\bITL\b|\bTPOT\b", notes):
         itl, ms = ms, None
     e2e = _float(raw["e2e_latency_s"])
     if ms is None and itl is None and e2e is not None and output_tokens > 1:

@@ -313,9 +313,10 @@ def test_recommend_says_which_side_it_sized_on_and_what_it_costs() -> None:
     median = recommend(*args, risk=Risk.MEDIAN, **kwargs).options[0]  # type: ignore[arg-type]
     assert pessimistic.layout.instance_count >= median.layout.instance_count
     assert pessimistic.median_instance_count == median.layout.instance_count
-    line = pessimistic.reasoning[-1]
-    assert line.startswith("sized on the pessimistic side of the band")
+    line = next(r for r in pessimistic.reasoning if r.startswith("sized on the pessimistic"))
     assert "at the median" in line and "instance(s)" in line and "/hour" in line
+    assert pessimistic.reasoning[-1].startswith("at the median the cheapest option would be")
+    assert "sizing on the pessimistic side costs +$" in pessimistic.reasoning[-1]
     assert median.reasoning[-1].startswith("sized at the median of the band")
     assert pessimistic.to_dict()["risk"] == "pessimistic"
     assert median.to_dict()["risk"] == "median"

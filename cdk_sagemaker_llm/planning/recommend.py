@@ -447,7 +447,46 @@ def recommend(
     ]
     if region_note:
         assumptions.append(region_note)
+    if risk is Risk.PESSIMISTIC and kept:
+        median = recommend(
+            spec,
+            workload,
+            slo,
+            traffic,
+            precision=precision,
+            instance_types=candidates,
+            max_instance_count=max_instance_count,
+            prices=prices,
+            price_basis=price_basis,
+            calibration=calibration,
+            top=1,
+            region=region,
+            max_batch_size=max_batch_size,
+            engine=engine,
+            risk=Risk.MEDIAN,
+            tensor_parallel_degrees=tensor_parallel_degrees,
+        )
+        line = _pessimism_cost(kept[0], median.options[0] if median.options else None)
+        assumptions.append(line)
+        kept[0] = replace(kept[0], reasoning=[*kept[0].reasoning, line])
     return Recommendation(kept, rejected, assumptions)
+
+
+def _pessimism_cost(pessimistic: Option, median: Option | None) -> str:
+    """What sizing on the pessimistic side costs against the cheapest option at the median."""
+    if median is None:
+        return "at the median no option would serve either"
+    text = f"at the median the cheapest option would be {median.layout.describe()}" + (
+        f" at ${median.price_per_hour:,.2f}/hour" if median.price_per_hour is not None else ""
+    )
+    if pessimistic.price_per_hour is not None and median.price_per_hour is not None:
+        extra = pessimistic.price_per_hour - median.price_per_hour
+        text += (
+            f": sizing on the pessimistic side costs {'+' if extra >= 0 else '-'}"
+            f"${abs(extra):,.2f}/hour (${pessimistic.price_per_hour:,.2f} vs "
+            f"${median.price_per_hour:,.2f})"
+        )
+    return text
 
 
 def _risk_note(risk: Risk) -> str:
