@@ -6,7 +6,7 @@ import argparse
 import importlib
 from collections.abc import Sequence
 
-from . import __version__
+from ._version import __version__
 from .commands import COMMAND_MODULES
 
 

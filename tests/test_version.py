@@ -23,7 +23,7 @@ def test_pyproject_reads_the_version_from_the_package() -> None:
     pyproject = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())
     assert "version" not in pyproject["project"]
     assert pyproject["project"]["dynamic"] == ["version"]
-    assert pyproject["tool"]["hatch"]["version"]["path"] == "cdk_sagemaker_llm/__init__.py"
+    assert pyproject["tool"]["hatch"]["version"]["path"] == "cdk_sagemaker_llm/_version.py"
 
 
 def test_the_changelog_names_the_version_as_its_latest_release() -> None:

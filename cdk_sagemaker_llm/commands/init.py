@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
+from .._version import __version__
 
 CDK_CLI_VERSION = "2.1148.1"
 """The AWS CDK CLI the scaffold pins: the one this project tests with (its package.json)."""
