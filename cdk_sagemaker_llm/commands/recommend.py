@@ -88,10 +88,7 @@ def run(args: argparse.Namespace) -> int:
         result = recommend(
             spec,
             Workload(args.input_tokens, args.output_tokens),
-            Slo(
-                math.inf if args.max_ms_per_token is None else args.max_ms_per_token,
-                args.max_ttft_ms,
-            ),
+            _slo(args),
             Traffic(requests_per_second=args.requests_per_second, concurrency=args.concurrency),
             precision=precision(args),
             instance_types=candidates,
@@ -115,6 +112,13 @@ def run(args: argparse.Namespace) -> int:
     return 0 if result.options else 1
 
 
+def _slo(args: argparse.Namespace) -> Slo:
+    """The SLO the flags ask for (no --max-ms-per-token: a TTFT-only SLO)."""
+    return Slo(
+        math.inf if args.max_ms_per_token is None else args.max_ms_per_token, args.max_ttft_ms
+    )
+
+
 def _decision(
     args: argparse.Namespace, spec: Any, result: Recommendation
 ) -> ServiceDecision | None:
@@ -127,7 +131,7 @@ def _decision(
     request = ServiceRequest(
         spec=spec,
         workload=Workload(args.input_tokens, args.output_tokens),
-        slo=Slo(args.max_ms_per_token, args.max_ttft_ms),
+        slo=_slo(args),
         traffic=ExpectedTraffic(peak),
         candidates=[first],
         max_instance_count=args.max_instance_count,
