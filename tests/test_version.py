@@ -38,3 +38,10 @@ def test_the_command_line_prints_it(capsys: pytest.CaptureFixture[str]) -> None:
         main(["--version"])
     assert exit_info.value.code == 0
     assert capsys.readouterr().out.strip() == f"cdk-sagemaker-llm {cdk_sagemaker_llm.__version__}"
+
+
+def test_the_readme_states_the_versioning_policy() -> None:
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    policy = readme.split("## Versioning", 1)[1]
+    assert "Semantic Versioning" in policy and "breaking" in policy
+    assert "replaces or deletes a deployed resource" in " ".join(policy.split())
