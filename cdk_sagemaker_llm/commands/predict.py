@@ -15,7 +15,13 @@ from ..planning.calibration import Calibration, calibrate
 from ..planning.engine_profiles import engine_argument
 from ..planning.performance import Layout, Prediction, Workload, predict
 from ..planning.sizing import recommended_tensor_parallel_degree
-from .model_options import add_model_arguments, int_list, model_spec, precision
+from .model_options import (
+    add_model_arguments,
+    check_tensor_parallel_degree,
+    int_list,
+    model_spec,
+    precision,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -85,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
         dtype = precision(args)
         instance_type = InstanceType.of(args.instance_type)
         workload = Workload(args.input_tokens, args.output_tokens)
+        check_tensor_parallel_degree(instance_type, args.tensor_parallel_degree)
         degree = args.tensor_parallel_degree or recommended_tensor_parallel_degree(
             spec,
             instance_type,
