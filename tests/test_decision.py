@@ -62,7 +62,9 @@ def test_the_predictions_carry_their_sources() -> None:
     sources = decide(REQUEST).predicted.sources
     assert any(line.startswith("accelerator: NVIDIA") for line in sources)
     assert any(line.startswith("model: llama-3-8b, 32 layers") for line in sources)
-    assert any("uncalibrated defaults" in line for line in sources)
+    # Uncalibrated: the engine profile's efficiencies, fitted to published measurements.
+    assert any(line.startswith("engine: engine profile lmi-vllm-v1") for line in sources)
+    assert any("profile, fitted to published measurements" in line for line in sources)
     assert any(line.startswith("price: on-demand;") for line in sources)
 
 

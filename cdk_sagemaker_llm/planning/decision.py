@@ -27,7 +27,16 @@ from ..catalog.model_specs import ModelSpec, Precision
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
 from ..errors import ValidationError, check_range
 from .calibration import Calibration
-from .performance import DEFAULT_EFFICIENCY, CopyModel, Layout, Workload, copy_limits, predict
+from .engine_profiles import resolve_profile
+from .performance import (
+    DEFAULT_EFFICIENCY,
+    CopyModel,
+    Layout,
+    Workload,
+    copy_limits,
+    efficiency_of,
+    predict,
+)
 from .placement import head_divisibility_problem
 from .recommend import (
     Option,
@@ -772,12 +781,14 @@ def prediction_sources(request: ServiceRequest, layout: Layout) -> list[str]:
         f"model: {spec.name}, {spec.layers} layers, {spec.attention_heads} attention / "
         f"{spec.kv_heads} KV heads (model catalog, from its Hugging Face config)"
     )
+    profile = resolve_profile(None, instance.is_neuron)
+    lines.append(f"engine: {profile.describe()}")
     if request.calibration is not None:
         lines.append(f"efficiency: {request.calibration.describe()}")
     else:
         lines.append(
-            f"efficiency: {DEFAULT_EFFICIENCY.describe()} (uncalibrated defaults of the "
-            "performance model; calibrate with a deploy-time benchmark)"
+            f"efficiency: {efficiency_of(profile).describe()} (the {profile.name} profile, "
+            "fitted to published measurements; calibrate with a deploy-time benchmark)"
         )
     lines.append(f"price: {request.price_basis.value}; {request.prices.describe()}")
     return lines
