@@ -85,6 +85,7 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     )
     from .errors import ValidationError
     from .planning import sizing
+    from .planning.calibration import Calibration, EngineRelease
     from .planning.recommend import PriceBasis, Slo
     from .planning.sizing import SizingReport
     from .planning.workload import Workload
@@ -103,6 +104,7 @@ _EXPORTS: dict[str, str] = {
     "BenchmarkLoad": ".benchmarking.load",
     "BenchmarkPricing": ".benchmarking.pricing",
     "BenchmarkResults": ".constructs.benchmark_options",
+    "Calibration": ".planning.calibration",
     "CapacityReservation": ".constructs.variant_options",
     "CapacityReservationPreference": ".constructs.variant_options",
     "CompilationTarget": ".constructs.optimization_job",
@@ -120,6 +122,7 @@ _EXPORTS: dict[str, str] = {
     "EndpointBase": ".constructs.endpoint_base",
     "EndpointBenchmark": ".constructs.benchmark",
     "EndpointMetrics": ".constructs.endpoint_metrics",
+    "EngineRelease": ".planning.calibration",
     "ExpectedTraffic": ".constructs.llm_service",
     "HandlerPlacement": ".constructs.deploy_time",
     "IEndpoint": ".constructs.interfaces",

@@ -14,6 +14,7 @@ from ..catalog.prices import DEFAULT_PRICE_LIST
 from ..errors import ValidationError
 from ..planning.performance import DEFAULT_MAX_BATCH_SIZE, Workload
 from ..planning.recommend import PriceBasis, Recommendation, Slo, Traffic, recommend
+from .calibrate import add_calibration_arguments, engine_option, load_calibration
 from .model_options import add_model_arguments, model_spec, precision
 
 
@@ -63,6 +64,7 @@ def register(subparsers: Any) -> None:
         default=DEFAULT_MAX_BATCH_SIZE,
         help=f"the server's batch limit per copy; default {DEFAULT_MAX_BATCH_SIZE}",
     )
+    add_calibration_arguments(parser)
     parser.add_argument("--top", type=int, default=5, help="options to list; default 5")
     parser.add_argument("--format", choices=("json", "markdown"), default="markdown")
     parser.set_defaults(handler=run)
@@ -99,6 +101,8 @@ def run(args: argparse.Namespace) -> int:
             top=args.top,
             region=args.region,
             max_batch_size=args.max_batch_size,
+            calibration=load_calibration(args.calibration),
+            engine=engine_option(args.engine),
         )
     except ValidationError as error:
         print(f"error: {error}", file=sys.stderr)
