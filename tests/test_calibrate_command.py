@@ -321,3 +321,21 @@ def test_bad_calibration_files_are_clear_errors(
     ]  # fmt: skip
     assert main([*argv, "--calibration", str(results)]) == 2
     assert "--calibration" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("deployment", "message"),
+    [
+        ({"Injected": "x"}, "unknown properties"),
+        ({"TensorParallelDegree": "0"}, "Run.Deployment.TensorParallelDegree"),
+        ({"Model": 7}, "Run.Deployment.Model"),
+        ("tgi", "Run.Deployment: expected an object"),
+    ],
+)
+def test_a_malformed_deployment_in_the_run_is_rejected_with_the_field(
+    deployment: Any, message: str, s3: Any
+) -> None:
+    from cdk_sagemaker_llm.lambdas.benchmark.events import EventError
+
+    with pytest.raises(EventError, match=message):
+        _write(s3, deployment)
