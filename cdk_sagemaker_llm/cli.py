@@ -7,16 +7,9 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
 
+from . import __version__
 from .commands import COMMAND_MODULES
-
-
-def _version() -> str:
-    try:
-        return version("cdk-sagemaker-llm")
-    except PackageNotFoundError:  # running from a source tree that was not installed
-        return "unknown"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,7 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="cdk-sagemaker-llm",
         description="Plan, size and benchmark LLM deployments built with cdk-sagemaker-llm.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(f"{__package__}.commands.{name}").register(subparsers)

@@ -11,6 +11,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "recommend",
     "benchmark",
     "report",
+    "simulate",
     "calibrate",
 )
 """Modules under ``cdk_sagemaker_llm.commands`` registered with the command line, in order."""

@@ -12,6 +12,8 @@ from typing import Any
 from ..catalog.instance_types import InstanceType
 from ..catalog.prices import DEFAULT_PRICE_LIST
 from ..errors import ValidationError
+from ..planning.calibration import Calibration
+from ..planning.decision import ExpectedTraffic, ServiceDecision, ServiceRequest, decide
 from ..planning.performance import DEFAULT_MAX_BATCH_SIZE, Workload
 from ..planning.recommend import PriceBasis, Recommendation, Slo, Traffic, recommend
 from .calibrate import add_calibration_arguments, engine_option, load_calibration
@@ -81,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
                 "pass --max-ms-per-token 100, --max-ttft-ms 2000, or both",
             )
         spec = model_spec(args)
+        calibration = load_calibration(args.calibration)
         candidates = (
             [InstanceType.of(name.strip()) for name in args.instance_types.split(",") if name]
             if args.instance_types
@@ -89,10 +92,7 @@ def run(args: argparse.Namespace) -> int:
         result = recommend(
             spec,
             Workload(args.input_tokens, args.output_tokens),
-            Slo(
-                math.inf if args.max_ms_per_token is None else args.max_ms_per_token,
-                args.max_ttft_ms,
-            ),
+            _slo(args),
             Traffic(requests_per_second=args.requests_per_second, concurrency=args.concurrency),
             precision=precision(args),
             instance_types=candidates,
@@ -101,25 +101,66 @@ def run(args: argparse.Namespace) -> int:
             top=args.top,
             region=args.region,
             max_batch_size=args.max_batch_size,
-            calibration=load_calibration(args.calibration),
+            calibration=calibration,
             engine=engine_option(args.engine),
         )
     except ValidationError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    decision = _decision(args, spec, result, calibration)
     if args.format == "json":
-        print(json.dumps(result.to_dict(), indent=2))
+        data = result.to_dict()
+        if decision is not None:
+            data["decision"] = decision.to_metadata()
+        print(json.dumps(data, indent=2))
     else:
-        sys.stdout.write(render_markdown(spec.name, result))
+        sys.stdout.write(render_markdown(spec.name, result, decision))
     return 0 if result.options else 1
+
+
+def _slo(args: argparse.Namespace) -> Slo:
+    """The SLO the flags ask for (no --max-ms-per-token: a TTFT-only SLO)."""
+    return Slo(
+        math.inf if args.max_ms_per_token is None else args.max_ms_per_token, args.max_ttft_ms
+    )
+
+
+def _decision(
+    args: argparse.Namespace,
+    spec: Any,
+    result: Recommendation,
+    calibration: Calibration | None = None,
+) -> ServiceDecision | None:
+    """What ``LlmService`` would deploy from the first option: the same ``ServiceDecision``
+    (serving options, scaling bounds and target, sources)."""
+    if not result.options:
+        return None
+    first = result.options[0].layout.instance_type
+    peak = Traffic(requests_per_second=args.requests_per_second, concurrency=args.concurrency)
+    request = ServiceRequest(
+        spec=spec,
+        workload=Workload(args.input_tokens, args.output_tokens),
+        slo=_slo(args),
+        traffic=ExpectedTraffic(peak),
+        candidates=[first],
+        max_instance_count=args.max_instance_count,
+        precision=precision(args),
+        price_basis=PriceBasis(args.price_basis),
+        region=args.region,
+        calibration=calibration,
+    )
+    return decide(request, recommendation=result)
 
 
 def _money(value: float | None) -> str:
     return "price unknown" if value is None else f"${value:,.2f}"
 
 
-def render_markdown(model: str, result: Recommendation) -> str:
-    """The recommendation as Markdown for a pull-request comment."""
+def render_markdown(
+    model: str, result: Recommendation, decision: ServiceDecision | None = None
+) -> str:
+    """The recommendation as Markdown for a pull-request comment; with the first option's
+    ``decision``, what LlmService would deploy from it."""
     lines = [f"### Recommended layouts for {model}", ""]
     if result.options:
         lines += [
@@ -152,6 +193,8 @@ def render_markdown(model: str, result: Recommendation) -> str:
         lines += ["", "<details><summary>Why the first option</summary>", ""]
         lines += [f"- {line}" for line in best.reasoning]
         lines += ["", "</details>"]
+        if decision is not None:
+            lines += ["", *_decision_lines(decision)]
     else:
         lines.append("**No layout meets the SLO at this traffic.**")
     if result.rejected:
@@ -166,3 +209,20 @@ def render_markdown(model: str, result: Recommendation) -> str:
         lines += ["", "</details>"]
     lines += ["", "Assumptions:", *(f"- {line}" for line in result.assumptions), ""]
     return "\n".join(lines)
+
+
+def _decision_lines(decision: ServiceDecision) -> list[str]:
+    """What LlmService deploys from the first option: serving options, scaling, sources."""
+    serving, scaling = decision.serving, decision.scaling
+    return [
+        "<details><summary>As an LlmService</summary>",
+        "",
+        f"- serving: batch limit {serving.max_batch_size} per copy, longest sequence "
+        f"{serving.max_model_len} tokens (TGI: {serving.max_batch_total_tokens} batch tokens)",
+        f"- scaling: {scaling.min_copies}-{scaling.max_copies} copies on "
+        f"{scaling.min_instances}-{scaling.max_instances} instances, target "
+        f"{scaling.target_concurrency_per_copy:g} in flight per copy",
+        *(f"- source: {line}" for line in decision.predicted.sources),
+        "",
+        "</details>",
+    ]
