@@ -213,9 +213,19 @@ def test_another_model_transfers_only_engine_and_hardware_factors_and_warns(
         "--calibration", str(out), "--format", "json",
     ]  # fmt: skip
     assert main(argv) == 0
-    notes = " / ".join(json.loads(capsys.readouterr().out)["assumptions"])
+    captured = capsys.readouterr()
+    notes = " / ".join(json.loads(captured.out)["assumptions"])
     assert "calibrated on llama-2-7b, applied to llama-3-8b: only the engine- and " in notes
     assert "hardware-level factors transfer" in notes
+    # Said on stderr too, where a script reading the JSON still shows it.
+    assert "warning: calibrated on llama-2-7b, applied to llama-3-8b" in captured.err
+    recommend_argv = [
+        "recommend", "--model", "llama-3-8b", "--input-tokens", "256", "--output-tokens",
+        "128", "--max-ms-per-token", "100", "--concurrency", "4", "--instance-types",
+        "ml.g5.2xlarge", "--calibration", str(out), "--format", "json",
+    ]  # fmt: skip
+    assert main(recommend_argv) == 0
+    assert "warning: calibrated on llama-2-7b, applied to llama-3-8b" in capsys.readouterr().err
     # In Python: the factors that transfer, and on other hardware only the engine's overhead.
     calibration = Calibration.from_file(out)
     other = calibration.applied_to(ModelSpec.LLAMA_3_8B, G5, engine=EngineRelease("tgi", "3.3.6"))

@@ -134,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
     except ValidationError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    for note in getattr(calibration, "warnings", []):
+        print(f"warning: {note}", file=sys.stderr)
     if args.format == "json":
         print(json.dumps(prediction.to_dict(), indent=2))
     else:

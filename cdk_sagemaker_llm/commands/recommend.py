@@ -107,6 +107,9 @@ def run(args: argparse.Namespace) -> int:
     except ValidationError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    for line in result.assumptions:
+        if line.startswith("calibration: "):
+            print(f"warning: {line.removeprefix('calibration: ')}", file=sys.stderr)
     decision = _decision(args, spec, result, calibration)
     if args.format == "json":
         data = result.to_dict()
