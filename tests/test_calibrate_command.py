@@ -135,7 +135,9 @@ def _calibrate_file(
     uri = _write(s3, DEPLOYMENT)
     out = tmp_path / "calibration.json"
     assert main(["calibrate", uri, "--out", str(out), *extra]) == 0
-    assert f"wrote {out}" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert f"wrote {out}" in captured.out
+    assert "warning: decode compute efficiency 0.2 is the lowest value" in captured.err
     return out
 
 
@@ -158,6 +160,12 @@ def test_results_from_s3_become_a_versioned_calibration_file(
     # The fit recovers the slower server.
     assert calibration.efficiency.memory_bandwidth == pytest.approx(0.45, abs=0.03)
     assert calibration.efficiency.step_overhead_ms == pytest.approx(8.0, abs=1.0)
+    # Decode never turns compute-bound at these levels: its efficiency is not pinned, and
+    # the fit says so instead of passing the grid's end off as a measurement.
+    assert calibration.fit_notes() == [
+        "decode compute efficiency 0.2 is the lowest value the fit tries: these levels may "
+        "not constrain it, or the server is outside the model's range there"
+    ]
     # The run folder works too, and a local copy gives the same factors.
     folder = tmp_path / "folder.json"
     assert main(["calibrate", "s3://results/endpoint-benchmarks/bench-1234abcd-abcdef/",

@@ -299,4 +299,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: --out {args.out}: {error}", file=sys.stderr)
         return 2
     print(f"wrote {args.out}: {calibration.describe()}")
+    for note in calibration.fit_notes():
+        print(f"warning: {note}", file=sys.stderr)
     return 0

@@ -233,6 +233,26 @@ class Calibration:
             )
         return notes
 
+    def fit_notes(self) -> list[str]:
+        """Factors the fit left at an end of the range it searches: the levels do not pin
+        them (e.g. decode never turns compute-bound), or the server lies outside what the
+        model expresses there; predictions that lean on them are less certain."""
+        factors = (
+            ("memory bandwidth efficiency", self.efficiency.memory_bandwidth, _MEMORY_GRID),
+            ("decode compute efficiency", self.efficiency.decode_compute, _COMPUTE_GRID),
+            ("prefill compute efficiency", self.efficiency.prefill_compute, _PREFILL_GRID),
+            ("per-step overhead (ms)", self.efficiency.step_overhead_ms, _OVERHEAD_GRID_MS),
+        )
+        notes = []
+        for name, value, grid in factors:
+            if value in (grid[0], grid[-1]):
+                end = "lowest" if value == grid[0] else "highest"
+                notes.append(
+                    f"{name} {value:g} is the {end} value the fit tries: these levels may not "
+                    "constrain it, or the server is outside the model's range there"
+                )
+        return notes
+
     # ----- the calibration file -------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
