@@ -253,7 +253,7 @@ def calibration_from_results(
     if missing:
         raise ValidationError(
             ", ".join(missing),
-            None,
+            "not stated",
             f"{name} does not say which {'/'.join(m.lstrip('-') for m in missing)} it measured, "
             "and a calibration is keyed by engine, hardware, degree and model",
             f"pass {' and '.join(missing)} (e.g. --model llama-3-8b --instance-type "

@@ -175,6 +175,8 @@ class Calibration:
     """The accelerator of ``instance_type`` (e.g. ``NVIDIA A10G``): the hardware key."""
     layers: int | None = None
     """Layers of the calibrated model (for the record of what was measured)."""
+    file: str | None = field(default=None, compare=False)
+    """The calibration file it was read from (``from_file``), for error messages."""
 
     def describe(self) -> str:
         """Where the factors come from, in one line."""
@@ -356,7 +358,7 @@ class Calibration:
                 f"cannot be read: {error}",
                 "pass the file `cdk-sagemaker-llm calibrate --out` wrote",
             ) from error
-        return Calibration.from_dict(document, where=str(path))
+        return replace(Calibration.from_dict(document, where=str(path)), file=str(path))
 
     def to_file(self, path: str | Path) -> None:
         """Write the calibration file (``to_dict``, indented, keys in a stable order)."""
@@ -375,7 +377,7 @@ class Calibration:
         ):
             raise ValidationError(
                 "calibration",
-                self.source,
+                self.file or self.source,
                 f"measures {self.engine.describe()}, but the target runs {engine.describe()}: "
                 "a calibration holds only for the engine it measured",
                 f"benchmark the deployment on {engine.describe()} and run `cdk-sagemaker-llm "
