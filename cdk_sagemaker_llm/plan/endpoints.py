@@ -21,6 +21,7 @@ from .model import (
     EndpointPlan,
     Plan,
     ScalingPlan,
+    SizingVerdict,
     StackPlan,
     VariantPlan,
 )
@@ -31,8 +32,22 @@ from .options import (
     metrics_options,
     variant_options,
 )
-from .scaling import COPY_COUNT_DIMENSION, scaling_for, scaling_plans, variant_scaling
-from .serving import Container, image_plan, model_container, model_label, sizing_verdict, spec_of
+from .scaling import (
+    COPY_COUNT_DIMENSION,
+    PROVISIONED_CONCURRENCY_DIMENSION,
+    scaling_for,
+    scaling_plans,
+    variant_scaling,
+)
+from .serving import (
+    Container,
+    image_plan,
+    model_container,
+    model_data_of,
+    model_label,
+    sizing_verdict,
+    spec_of,
+)
 from .template import Template, display_name, environment_of, literal_int, refs, shown
 
 
@@ -153,10 +168,10 @@ def _variant_plan(
     pools = sorted(
         variant.get("InstancePools") or [], key=lambda pool: literal_int(pool.get("Priority")) or 0
     )
+    if variant.get("ServerlessConfig") is not None:
+        return _serverless_plan(template, scaling, endpoint_id, endpoint_name, variant, options)
     if pools:
         type_name = shown(pools[0].get("InstanceType", ""))
-    elif variant.get("ServerlessConfig") is not None:
-        type_name = "serverless"
     else:
         type_name = shown(variant.get("InstanceType", ""))
     try:
@@ -202,6 +217,56 @@ def _variant_plan(
     return plan
 
 
+def _serverless_plan(
+    template: Template,
+    scaling: dict[str, ScalingPlan],
+    endpoint_id: str,
+    endpoint_name: Any,
+    variant: dict[str, Any],
+    options: list[str],
+) -> VariantPlan:
+    """A serverless variant: no instances, no accelerators, no instance-hour price; its
+    scaling is the provisioned concurrency (``ServerlessScaling``)."""
+    name = shown(variant.get("VariantName", ""))
+    plan = VariantPlan(
+        name=name,
+        instance_type="serverless",
+        accelerators="none: serverless endpoints run on CPU",
+        initial_instances=None,
+        min_instances=None,
+        max_instances=None,
+        cost_per_hour_min=None,
+        cost_per_hour_max=None,
+        scaling=variant_scaling(
+            template,
+            scaling,
+            endpoint_id,
+            endpoint_name,
+            name,
+            PROVISIONED_CONCURRENCY_DIMENSION,
+        ),
+        options=options,
+        serverless=True,
+    )
+    model_id = template.referenced(variant.get("ModelName"), "AWS::SageMaker::Model")
+    if model_id is not None:
+        container = model_container(template, model_id)
+        spec = spec_of(container)
+        plan.model = model_label(container, spec) or model_id
+        plan.image = image_plan(container.image_value, container.metadata, None)
+        if plan.image.caching_eligible:
+            plan.image.caching_unapplied_reason = (
+                "serverless endpoints have no instance type (caching applies to accelerator "
+                "instance types)"
+            )
+        plan.sizing = SizingVerdict(
+            spec.name if spec else None,
+            None,
+            "not checked: a serverless endpoint has no accelerator memory to size",
+        )
+    return plan
+
+
 def _component_plan(
     template: Template,
     scaling: dict[str, ScalingPlan],
@@ -235,6 +300,7 @@ def _component_plan(
             image_value=own.get("Image"),
             environment=environment_of(own.get("Environment")),
             metadata=template.metadata(component_id),
+            model_data=model_data_of(own),
         )
     spec = spec_of(container)
     plan = ComponentPlan(

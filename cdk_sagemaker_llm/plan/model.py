@@ -103,6 +103,9 @@ class VariantPlan:
     sizing: SizingVerdict | None = None
     options: list[str] = field(default_factory=list)
     """Instance pools, serverless, routing, scale-in, reservations, AMI, SSM access."""
+    serverless: bool = False
+    """A serverless variant: no instances, billed per request, scaled by provisioned
+    concurrency."""
 
 
 @dataclass

@@ -6,7 +6,15 @@ import json
 from typing import Any
 
 from ..planning.decision import ServiceDecision
-from .model import CustomResourcePlan, EndpointPlan, ImagePlan, Plan, ScalingPlan, SizingVerdict
+from .model import (
+    CustomResourcePlan,
+    EndpointPlan,
+    ImagePlan,
+    Plan,
+    ScalingPlan,
+    SizingVerdict,
+    VariantPlan,
+)
 
 
 def _money(value: float | None) -> str:
@@ -76,52 +84,68 @@ def render_markdown(plan: Plan) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+SERVERLESS_PRICING = (
+    "not billed per instance-hour: serverless inference bills each request's compute time "
+    "(by memory size) and the data processed, and provisioned concurrency by the hour; the "
+    "price list has no serverless prices"
+)
+"""How serverless inference is billed (Amazon SageMaker AI pricing page, serverless
+inference)."""
+
+
+def _cost_line(endpoint: EndpointPlan) -> str:
+    if endpoint.variants and all(variant.serverless for variant in endpoint.variants):
+        return SERVERLESS_PRICING
+    return (
+        f"{_money(endpoint.cost_per_hour_min)} at min, "
+        f"{_money(endpoint.cost_per_hour_max)} at max ({endpoint.price_basis})"
+    )
+
+
+def _variant_rows(variant: VariantPlan) -> list[str]:
+    prefix = f"Variant `{variant.name}`"
+    unit = "provisioned concurrency" if variant.serverless else "instances"
+    capacity = (
+        "instances: none (serverless)"
+        if variant.serverless
+        else f"instances: initial {_count(variant.initial_instances)}, min "
+        f"{_count(variant.min_instances)}, max {_count(variant.max_instances)}"
+    )
+    out = [_row(prefix, [f"{variant.instance_type} ({variant.accelerators})", capacity])]
+    if variant.options:
+        out.append(_row(f"{prefix} options", variant.options))
+    if variant.scaling is not None:
+        out.append(_row(f"{prefix} scaling", _scaling_lines(variant.scaling, unit)))
+    if variant.model is None:
+        return out
+    copies = (
+        "none: serverless endpoints run on CPU"
+        if variant.serverless
+        else f"{_count(variant.accelerators_per_copy)} "
+        f"({_count(variant.copies_per_instance)} copies per instance)"
+    )
+    return [
+        *out,
+        _row(f"{prefix} model", [variant.model]),
+        _row(f"{prefix} image", [f"`{variant.image.uri}`" if variant.image else "n/a"]),
+        _row(f"{prefix} container caching", [_caching(variant.image)]),
+        _row(f"{prefix} accelerators per copy", [copies]),
+        _row(f"{prefix} sizing", _sizing_lines(variant.sizing)),
+    ]
+
+
 def _endpoint_markdown(endpoint: EndpointPlan) -> list[str]:
     out = [
         f"#### Endpoint `{endpoint.logical_id}` ({endpoint.kind})",
         "",
         "| | |",
         "|---|---|",
-        _row(
-            "Cost per hour",
-            [
-                f"{_money(endpoint.cost_per_hour_min)} at min, "
-                f"{_money(endpoint.cost_per_hour_max)} at max ({endpoint.price_basis})"
-            ],
-        ),
+        _row("Cost per hour", [_cost_line(endpoint)]),
     ]
     if endpoint.options:
         out.append(_row("Options", endpoint.options))
     for variant in endpoint.variants:
-        prefix = f"Variant `{variant.name}`"
-        out.append(
-            _row(
-                prefix,
-                [
-                    f"{variant.instance_type} ({variant.accelerators})",
-                    f"instances: initial {_count(variant.initial_instances)}, min "
-                    f"{_count(variant.min_instances)}, max {_count(variant.max_instances)}",
-                ],
-            )
-        )
-        if variant.options:
-            out.append(_row(f"{prefix} options", variant.options))
-        if variant.scaling is not None:
-            out.append(_row(f"{prefix} scaling", _scaling_lines(variant.scaling, "instances")))
-        if variant.model is not None:
-            out += [
-                _row(f"{prefix} model", [variant.model]),
-                _row(f"{prefix} image", [f"`{variant.image.uri}`" if variant.image else "n/a"]),
-                _row(f"{prefix} container caching", [_caching(variant.image)]),
-                _row(
-                    f"{prefix} accelerators per copy",
-                    [
-                        f"{_count(variant.accelerators_per_copy)} "
-                        f"({_count(variant.copies_per_instance)} copies per instance)"
-                    ],
-                ),
-                _row(f"{prefix} sizing", _sizing_lines(variant.sizing)),
-            ]
+        out += _variant_rows(variant)
     out.append("")
     for component in endpoint.components:
         out += [

@@ -11,6 +11,8 @@ from .template import Template, literal_int, refs, shown
 
 COPY_COUNT_DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
 INSTANCE_COUNT_DIMENSION = "sagemaker:variant:DesiredInstanceCount"
+PROVISIONED_CONCURRENCY_DIMENSION = "sagemaker:variant:DesiredProvisionedConcurrency"
+"""A serverless variant's provisioned concurrency (``ServerlessScaling``)."""
 TARGET_TRACKING_SCALE_OUT_DATAPOINTS = 3
 """Target tracking's scale-out alarm fires after 3 datapoints above the target."""
 HIGH_RESOLUTION_PERIOD_SECONDS = 10
@@ -134,9 +136,12 @@ def variant_scaling(
     endpoint_id: str,
     endpoint_name: Any,
     variant: str,
+    dimension: str = INSTANCE_COUNT_DIMENSION,
 ) -> ScalingPlan | None:
+    """The scaling of one variant's instances (or, for a serverless variant, its provisioned
+    concurrency)."""
     for target_id, plan in scaling.items():
-        if plan.dimension != INSTANCE_COUNT_DIMENSION:
+        if plan.dimension != dimension:
             continue
         resource_id = template.properties(target_id).get("ResourceId")
         rendered = shown(resource_id)

@@ -58,6 +58,19 @@ class Container:
     image_value: Any
     environment: dict[str, str]
     metadata: dict[str, Any]
+    model_data: Any = None
+    """Where the weights come from in S3 (``ModelDataUrl``, ``ModelDataSource`` or a
+    component's ``ArtifactUrl``), or None."""
+
+
+def model_data_of(container: dict[str, Any]) -> Any:
+    """The S3 location of a container's weights, or None (a Hugging Face id, say)."""
+    if container.get("ModelDataUrl") is not None:
+        return container["ModelDataUrl"]
+    if container.get("ArtifactUrl") is not None:
+        return container["ArtifactUrl"]
+    source = (container.get("ModelDataSource") or {}).get("S3DataSource") or {}
+    return source.get("S3Uri")
 
 
 def model_container(template: Template, model_id: str) -> Container:
@@ -73,6 +86,7 @@ def model_container(template: Template, model_id: str) -> Container:
         image_value=container.get("Image"),
         environment=environment_of(container.get("Environment")),
         metadata=template.metadata(model_id),
+        model_data=model_data_of(container),
     )
 
 
@@ -88,7 +102,11 @@ def spec_of(container: Container) -> ModelSpec | None:
 
 
 def model_label(container: Container, spec: ModelSpec | None) -> str | None:
+    """The Hugging Face id, or the S3 location the weights come from (the container's
+    ``HF_MODEL_ID`` is then the local ``/opt/ml/model``), with the architecture when known."""
     model_id = container.environment.get("HF_MODEL_ID")
+    if container.model_data is not None and (not model_id or model_id.startswith("/")):
+        model_id = shown(container.model_data)
     if model_id and spec:
         return f"{model_id} ({spec.name})"
     return model_id or (spec.name if spec else None)

@@ -45,6 +45,8 @@ def shown(value: Any) -> str:
             return str(item[0]).join(shown(part) for part in item[1])
         if key == "Fn::FindInMap" and isinstance(item, list):
             return "${" + ".".join(shown(part) for part in item) + "}"
+        if key == "Fn::ImportValue":
+            return "${import:" + shown(item) + "}"
         if key == "Fn::Sub":
             return shown(item[0] if isinstance(item, list) else item)
     return "${" + json.dumps(value, sort_keys=True) + "}"
