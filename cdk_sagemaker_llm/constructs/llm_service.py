@@ -85,7 +85,7 @@ class LlmService(Construct):
     See the module documentation for what is decided and emitted.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - known offender (issue 18 item 5): group the props
         self,
         scope: Construct,
         id: str,
