@@ -108,6 +108,18 @@ def test_the_wheel_ships_the_type_marker_and_the_handlers(wheel: Path) -> None:
     assert not any(name.startswith("tests/") for name in names)
 
 
+def test_the_wheel_carries_the_single_sourced_version(wheel: Path) -> None:
+    import zipfile
+
+    import cdk_sagemaker_llm
+
+    assert wheel.name.startswith(f"cdk_sagemaker_llm-{cdk_sagemaker_llm.__version__}-")
+    with zipfile.ZipFile(wheel) as archive:
+        (metadata,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        text = archive.read(metadata).decode()
+    assert f"\nVersion: {cdk_sagemaker_llm.__version__}\n" in text
+
+
 def test_building_leaves_no_build_folder_in_the_tree(wheel: Path) -> None:
     assert not (PROJECT_ROOT / "build").exists()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
 
@@ -31,8 +32,15 @@ def register(subparsers: Any) -> None:
     add_model_arguments(parser)
     parser.add_argument("--input-tokens", type=int, required=True)
     parser.add_argument("--output-tokens", type=int, required=True)
-    parser.add_argument("--max-ms-per-token", type=float, required=True)
-    parser.add_argument("--max-ttft-ms", type=float, help="time-to-first-token limit")
+    parser.add_argument(
+        "--max-ms-per-token",
+        type=float,
+        help="per-token latency limit (end-to-end latency / output tokens); this, "
+        "--max-ttft-ms or both",
+    )
+    parser.add_argument(
+        "--max-ttft-ms", type=float, help="time-to-first-token limit; alone, a TTFT-only SLO"
+    )
     traffic = parser.add_mutually_exclusive_group(required=True)
     traffic.add_argument("--requests-per-second", type=float, help="expected request rate")
     traffic.add_argument("--concurrency", type=int, help="expected in-flight requests")
@@ -64,6 +72,13 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the recommendation; exit 0 with an option, 1 without, 2 on bad input."""
     try:
+        if args.max_ms_per_token is None and args.max_ttft_ms is None:
+            raise ValidationError(
+                "--max-ms-per-token / --max-ttft-ms",
+                None,
+                "an SLO needs at least one bound",
+                "pass --max-ms-per-token 100, --max-ttft-ms 2000, or both",
+            )
         spec = model_spec(args)
         candidates = (
             [InstanceType.of(name.strip()) for name in args.instance_types.split(",") if name]
@@ -73,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         result = recommend(
             spec,
             Workload(args.input_tokens, args.output_tokens),
-            Slo(args.max_ms_per_token, args.max_ttft_ms),
+            _slo(args),
             Traffic(requests_per_second=args.requests_per_second, concurrency=args.concurrency),
             precision=precision(args),
             instance_types=candidates,
@@ -97,6 +112,13 @@ def run(args: argparse.Namespace) -> int:
     return 0 if result.options else 1
 
 
+def _slo(args: argparse.Namespace) -> Slo:
+    """The SLO the flags ask for (no --max-ms-per-token: a TTFT-only SLO)."""
+    return Slo(
+        math.inf if args.max_ms_per_token is None else args.max_ms_per_token, args.max_ttft_ms
+    )
+
+
 def _decision(
     args: argparse.Namespace, spec: Any, result: Recommendation
 ) -> ServiceDecision | None:
@@ -109,7 +131,7 @@ def _decision(
     request = ServiceRequest(
         spec=spec,
         workload=Workload(args.input_tokens, args.output_tokens),
-        slo=Slo(args.max_ms_per_token, args.max_ttft_ms),
+        slo=_slo(args),
         traffic=ExpectedTraffic(peak),
         candidates=[first],
         max_instance_count=args.max_instance_count,
@@ -121,7 +143,7 @@ def _decision(
 
 
 def _money(value: float | None) -> str:
-    return "n/a" if value is None else f"${value:,.2f}"
+    return "price unknown" if value is None else f"${value:,.2f}"
 
 
 def render_markdown(
@@ -145,6 +167,18 @@ def render_markdown(
                 f"{level.ttft_ms:.0f} | {level.tokens_per_s:.0f} | "
                 f"{_money(option.price_per_hour)} | {_money(option.cost_per_million_tokens)} |"
             )
+        unpriced = [
+            option.layout.instance_type.name
+            for option in result.options
+            if option.price_per_hour is None
+        ]
+        if unpriced:
+            lines += [
+                "",
+                f"**Price unknown** for {', '.join(sorted(set(unpriced)))}: no price in the list, "
+                "so these options are ranked after every priced option whatever they cost; "
+                "check their price before choosing one.",
+            ]
         best = result.options[0]
         lines += ["", "<details><summary>Why the first option</summary>", ""]
         lines += [f"- {line}" for line in best.reasoning]
