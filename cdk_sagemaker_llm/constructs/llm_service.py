@@ -322,7 +322,9 @@ class LlmService(Construct):
         top = min(4096, max(2, 2 * knee * copies))
         levels = [2**power for power in range(0, MAX_SWEEP_LEVELS) if 2**power < top] + [top]
         slo = request.slo
-        rule = KneeRule(min_gain_per_doubling=0.10, slo_ms_per_token=slo.max_ms_per_token)
+        # A TTFT-only SLO has no per-token limit to stop the sweep or gate the deployment on.
+        per_token = slo.max_ms_per_token if slo.limits_ms_per_token else None
+        rule = KneeRule(min_gain_per_doubling=0.10, slo_ms_per_token=per_token)
         return EndpointBenchmark(
             self,
             "Benchmark",
@@ -333,7 +335,7 @@ class LlmService(Construct):
                 payload_format=PayloadFormat.TGI if image.family.is_tgi else PayloadFormat.LMI,
                 stream=True,
             ),
-            gate=BenchmarkGate(max_p50_ms_per_token=slo.max_ms_per_token),
+            gate=BenchmarkGate(max_p50_ms_per_token=per_token) if per_token else None,
             max_duration=max_duration,
         )
 
