@@ -220,13 +220,7 @@ class LlmService(Construct):
         """The inference-component endpoint on the chosen instance type."""
         self.component = self._render_component(min_memory_per_copy, cpu_cores_per_copy, deployment)
         """The component: accelerators = the tensor-parallel degree per copy."""
-        self.scaling = ComponentScaling(
-            self,
-            "Scaling",
-            component=self.component,
-            min_copies=self.decision.scaling.min_copies,
-            max_copies=self.decision.scaling.max_copies,
-        )
+        self.scaling = self._render_scaling()
         """Copy autoscaling between the minimum and the peak traffic's copies."""
         self.benchmark: EndpointBenchmark | None = None
         """The deploy-time benchmark, when ``benchmark`` is True."""
@@ -238,9 +232,23 @@ class LlmService(Construct):
         """Fewest copies."""
         self.max_copies = self.decision.scaling.max_copies
         """Most copies."""
-        self.component.resource.add_metadata(SERVICE, self.decision.to_metadata())
+        self._render_metadata()
 
     # ----- rendering the decision -----------------------------------------------------------
+
+    def _render_scaling(self) -> ComponentScaling:
+        scaling = self.decision.scaling
+        return ComponentScaling(
+            self,
+            "Scaling",
+            component=self.component,
+            min_copies=scaling.min_copies,
+            max_copies=scaling.max_copies,
+        )
+
+    def _render_metadata(self) -> None:
+        """The decision, for ``cdk-sagemaker-llm plan`` (``ServiceDecision.from_metadata``)."""
+        self.component.resource.add_metadata(SERVICE, self.decision.to_metadata())
 
     def _annotate_warnings(self) -> None:
         """Each override the model predicts will hurt becomes a synth warning naming it."""
