@@ -421,3 +421,11 @@ def test_s3_sources_show_their_location_and_cross_stack_values_read_as_imports(
     assert any(m and m.endswith("/llama/ (llama-3-8b)") for m in models)
     markdown = render_markdown(build_plan(serverless_assembly))
     assert "/opt/ml/model" not in markdown and "Fn::ImportValue" not in markdown
+
+
+def test_a_cross_stack_import_reads_as_the_export_it_names() -> None:
+    from cdk_sagemaker_llm.plan.template import shown
+
+    assert shown({"Fn::ImportValue": "Data:BucketName"}) == "${import:Data:BucketName}"
+    joined = {"Fn::Join": ["", ["s3://", {"Fn::ImportValue": "Data:Bucket"}, "/llama/"]]}
+    assert shown(joined) == "s3://${import:Data:Bucket}/llama/"
