@@ -5,10 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-"""The package's version, its single source: hatch reads it into the wheel's metadata
-(``[tool.hatch.version]`` in pyproject.toml) and ``cdk-sagemaker-llm --version`` prints it.
-Semantic Versioning; see "Versioning" in the README."""
+from ._version import __version__
 
 if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .benchmarking import GoodputSlo, KneeRule

@@ -114,3 +114,16 @@ def _environment() -> dict[str, str]:
         "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
         "AWS_EC2_METADATA_DISABLED": "true",
     }
+
+
+def test_every_option_is_in_the_guide_table() -> None:
+    import argparse
+
+    from cdk_sagemaker_llm.benchmarking.simulator import add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    guide = GUIDE.read_text()
+    for action in parser._actions:
+        if action.dest != "help":
+            assert any(f"| `{flag}" in guide for flag in action.option_strings), action.dest

@@ -23,7 +23,7 @@ def test_pyproject_reads_the_version_from_the_package() -> None:
     pyproject = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())
     assert "version" not in pyproject["project"]
     assert pyproject["project"]["dynamic"] == ["version"]
-    assert pyproject["tool"]["hatch"]["version"]["path"] == "cdk_sagemaker_llm/__init__.py"
+    assert pyproject["tool"]["hatch"]["version"]["path"] == "cdk_sagemaker_llm/_version.py"
 
 
 def test_the_changelog_names_the_version_as_its_latest_release() -> None:
@@ -38,3 +38,10 @@ def test_the_command_line_prints_it(capsys: pytest.CaptureFixture[str]) -> None:
         main(["--version"])
     assert exit_info.value.code == 0
     assert capsys.readouterr().out.strip() == f"cdk-sagemaker-llm {cdk_sagemaker_llm.__version__}"
+
+
+def test_the_readme_states_the_versioning_policy() -> None:
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    policy = readme.split("## Versioning", 1)[1]
+    assert "Semantic Versioning" in policy and "breaking" in policy
+    assert "replaces or deletes a deployed resource" in " ".join(policy.split())

@@ -801,9 +801,9 @@ def serve_until_interrupted(config: SimulatorConfig, port: int) -> int:
         except OSError as error:  # the port is taken
             print(f"error: cannot listen on 127.0.0.1:{port}: {error.strerror}", file=sys.stderr)
             raise SystemExit(2) from None
-        print(simulator.endpoint_url, flush=True)
         stop = asyncio.Event()
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+        print(simulator.endpoint_url, flush=True)  # after the handler: SIGTERM now stops cleanly
         await stop.wait()
         await simulator.aclose()
 

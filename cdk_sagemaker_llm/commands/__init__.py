@@ -5,6 +5,7 @@ with ``set_defaults``. Add the module's name to ``COMMAND_MODULES`` to make it a
 """
 
 COMMAND_MODULES: tuple[str, ...] = (
+    "init",
     "plan",
     "size",
     "predict",
