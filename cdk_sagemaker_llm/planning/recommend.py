@@ -344,19 +344,9 @@ def recommend(
             f"({prices.describe()})"
         )
     for instance_type in candidates:
-        if instance_type.accelerator is None:
-            rejected.append(
-                Rejection(instance_type.name, "not an accelerated instance type the catalog knows")
-            )
-            continue
-        if not instance_type.accelerator.performance_known:
-            rejected.append(
-                Rejection(
-                    instance_type.name,
-                    f"performance unknown: {instance_type.accelerator.unpublished}, so its "
-                    "latency cannot be predicted",
-                )
-            )
+        unusable = _unpredictable(instance_type)
+        if unusable is not None:
+            rejected.append(unusable)
             continue
         found_any = False
         measured = efficiency
@@ -408,6 +398,20 @@ def recommend(
         assumptions.append(region_note)
     assumptions += [f"calibration: {note}" for note in calibration_notes]
     return Recommendation(options[:top], rejected, assumptions)
+
+
+def _unpredictable(instance_type: InstanceType) -> Rejection | None:
+    """Why the model cannot predict ``instance_type`` (no accelerator, unpublished figures);
+    None when it can."""
+    if instance_type.accelerator is None:
+        return Rejection(instance_type.name, "not an accelerated instance type the catalog knows")
+    if not instance_type.accelerator.performance_known:
+        return Rejection(
+            instance_type.name,
+            f"performance unknown: {instance_type.accelerator.unpublished}, so its latency "
+            "cannot be predicted",
+        )
+    return None
 
 
 def _rank(option: Option) -> tuple[bool, float, float, float, float]:
