@@ -157,6 +157,26 @@ def evaluate(held: Sequence[pf.HeldOutPrediction]) -> dict[str, object]:
     }
 
 
+def _fill_tp_tables(
+    members: Sequence[pf.HeldOutPrediction],
+    fastest: dict[str, dict[int, float]],
+    serving: dict[str, dict[int, float]],
+) -> None:
+    """One TP degree's single-request ms/token and best tokens/s per instance, both ways."""
+    degree = members[0].row.tensor_parallel_degree
+    gpus = members[0].row.instance_type.accelerator_devices
+    for h in members:
+        if h.row.concurrency == 1 and not h.row.static_batch:
+            measured, predicted = _ms(h, True), _ms(h, False)
+            if measured is not None and predicted is not None:
+                fastest["measured"][degree] = measured
+                fastest["predicted"][degree] = predicted
+    for side, flag in (("measured", True), ("predicted", False)):
+        best = _max_within(members, flag)
+        if best is not None:
+            serving[side][degree] = best * (gpus // degree)
+
+
 def _tp_orderings(sweeps: Sequence[Sequence[pf.HeldOutPrediction]]) -> list[dict[str, object]]:
     """Per TP sweep: the fastest TP per copy and the best layout per instance, both ways."""
     groups: dict[tuple[object, ...], list[Sequence[pf.HeldOutPrediction]]] = defaultdict(list)
@@ -182,18 +202,7 @@ def _tp_orderings(sweeps: Sequence[Sequence[pf.HeldOutPrediction]]) -> list[dict
         fastest: dict[str, dict[int, float]] = {"measured": {}, "predicted": {}}
         serving: dict[str, dict[int, float]] = {"measured": {}, "predicted": {}}
         for members in members_list:
-            degree = members[0].row.tensor_parallel_degree
-            gpus = members[0].row.instance_type.accelerator_devices
-            for h in members:
-                if h.row.concurrency == 1 and not h.row.static_batch:
-                    measured, predicted = _ms(h, True), _ms(h, False)
-                    if measured is not None and predicted is not None:
-                        fastest["measured"][degree] = measured
-                        fastest["predicted"][degree] = predicted
-            for side, flag in (("measured", True), ("predicted", False)):
-                best = _max_within(members, flag)
-                if best is not None:
-                    serving[side][degree] = best * (gpus // degree)
+            _fill_tp_tables(members, fastest, serving)
         for name, table in (("fastest TP per copy", fastest), ("most per instance", serving)):
             both = set(table["measured"]) & set(table["predicted"])
             if len(both) < 2:

@@ -10,11 +10,19 @@ from pathlib import Path
 from typing import Any
 
 from ..catalog.instance_types import InstanceType
+from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
-from ..planning.calibration import Calibration, calibrate
-from ..planning.engine_profiles import engine_argument
-from ..planning.performance import Layout, Prediction, Workload, predict
+from ..planning.calibration import EngineRelease, calibrate
+from ..planning.engine_profiles import PROFILE_NAMES, EngineProfile, engine_profile
+from ..planning.performance import (
+    Layout,
+    MeasuredEfficiency,
+    Prediction,
+    Workload,
+    predict,
+)
 from ..planning.sizing import recommended_tensor_parallel_degree
+from .calibrate import add_calibration_arguments, engine_option, load_calibration
 from .model_options import (
     add_model_arguments,
     check_tensor_parallel_degree,
@@ -32,7 +40,8 @@ def register(subparsers: Any) -> None:
         description="Predict a deployment's per-token latency, time to first token and "
         "throughput from first principles (memory bandwidth, FLOPS, interconnect, KV cache, "
         "60 s timeout). Concurrency is for the whole deployment (instances x copies). Pass a "
-        "benchmark's results.json with --calibration to fit the efficiency factors.",
+        "calibration file (`cdk-sagemaker-llm calibrate`) with --calibration to use measured "
+        "efficiency factors; a benchmark's results.json there is fitted to this layout.",
     )
     add_model_arguments(parser)
     parser.add_argument("--instance-type", required=True, help="e.g. ml.p4d.24xlarge")
@@ -54,34 +63,47 @@ def register(subparsers: Any) -> None:
         help="the server's request cap per copy; default the engine's (vLLM/LMI 256, TGI a "
         "KV-token budget)",
     )
-    add_engine_argument(parser)
-    parser.add_argument(
-        "--calibration", help="results.json of a benchmark of this model and layout"
-    )
+    add_calibration_arguments(parser)
     parser.add_argument("--format", choices=("json", "markdown"), default="markdown")
     parser.set_defaults(handler=run)
 
 
-def add_engine_argument(parser: argparse.ArgumentParser) -> None:
-    """``--engine``: an engine profile name or a container ``family:version``."""
-    parser.add_argument(
-        "--engine",
-        help="the serving engine's profile (tgi-1, tgi-2-3, lmi-vllm-v0, lmi-vllm-v1, "
-        "lmi-trtllm, lmi-neuronx, generic) or a container image as family:version (e.g. "
-        "tgi:1.4.5, lmi:0.33.0); default lmi-vllm-v1",
-    )
+def engine_choice(text: str | None) -> EngineRelease | EngineProfile | None:
+    """``--engine``: an engine profile name (``tgi-1``, ``lmi-vllm-v1`` ...) or the container
+    ``FAMILY[:VERSION]`` (which also chooses the profile: ``planning.engine_profiles``)."""
+    if text is not None and text.strip() in PROFILE_NAMES:
+        return engine_profile(text.strip())
+    return engine_option(text)
 
 
-def _calibration(path: str | None, *args: Any) -> Calibration | None:
+def _calibration(
+    path: str | None,
+    engine: EngineRelease | EngineProfile | None,
+    spec: ModelSpec,
+    layout: Layout,
+    dtype: Precision,
+) -> MeasuredEfficiency | None:
+    """The ``--calibration`` file applied to this target (``Calibration.applied_to``); a
+    benchmark's results.json (the earlier form of the flag) is fitted to this layout."""
+    if isinstance(engine, EngineProfile):
+        engine = None  # a profile name says nothing about the calibrated container
     if path is None:
         return None
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise ValidationError(
-            "--calibration", path, f"cannot be read: {error}", "pass the benchmark's results.json"
+            "--calibration",
+            path,
+            f"cannot be read: {error}",
+            "pass the file `cdk-sagemaker-llm calibrate --out` wrote",
         ) from error
-    return calibrate(document, *args, source=Path(path).name)
+    if isinstance(document, dict) and "levels" in document and "format" not in document:
+        fitted = calibrate(document, spec, layout, dtype, source=Path(path).name, engine=engine)
+        return fitted.applied_to(spec, layout.instance_type, engine=engine)
+    calibration = load_calibration(path)
+    assert calibration is not None
+    return calibration.applied_to(spec, layout.instance_type, engine=engine)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -107,7 +129,9 @@ def run(args: argparse.Namespace) -> int:
             )
         copies = args.copies or max(1, instance_type.accelerator_devices // degree)
         layout = Layout(instance_type, degree, copies, args.instance_count)
-        calibration = _calibration(args.calibration, spec, layout, dtype)
+        calibration = _calibration(
+            args.calibration, engine_choice(args.engine), spec, layout, dtype
+        )
         prediction = predict(
             spec,
             layout,
@@ -116,11 +140,13 @@ def run(args: argparse.Namespace) -> int:
             precision=dtype,
             calibration=calibration,
             max_batch_size=args.max_batch_size,
-            engine=engine_argument(args.engine),
+            engine=engine_choice(args.engine),
         )
     except ValidationError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    for note in getattr(calibration, "warnings", []):
+        print(f"warning: {note}", file=sys.stderr)
     if args.format == "json":
         print(json.dumps(prediction.to_dict(), indent=2))
     else:

@@ -12,12 +12,13 @@ from typing import Any
 from ..catalog.instance_types import InstanceType
 from ..catalog.prices import DEFAULT_PRICE_LIST
 from ..errors import ValidationError
+from ..planning.calibration import Calibration
 from ..planning.decision import ExpectedTraffic, ServiceDecision, ServiceRequest, decide
-from ..planning.engine_profiles import engine_argument
 from ..planning.performance import Workload
 from ..planning.recommend import PriceBasis, Recommendation, Risk, Slo, Traffic, recommend
+from .calibrate import add_calibration_arguments, load_calibration
 from .model_options import add_model_arguments, model_spec, precision
-from .predict import add_engine_argument
+from .predict import engine_choice
 
 
 def register(subparsers: Any) -> None:
@@ -66,7 +67,6 @@ def register(subparsers: Any) -> None:
         help="the server's request cap per copy; default the engine's (vLLM/LMI 256, TGI a "
         "KV-token budget)",
     )
-    add_engine_argument(parser)
     parser.add_argument(
         "--risk",
         choices=[risk.value for risk in Risk],
@@ -74,6 +74,7 @@ def register(subparsers: Any) -> None:
         help="size on the pessimistic side of each prediction's band (default: no published "
         "measurement in the validation data would be under-provisioned) or at its median",
     )
+    add_calibration_arguments(parser)
     parser.add_argument("--top", type=int, default=5, help="options to list; default 5")
     parser.add_argument("--format", choices=("json", "markdown"), default="markdown")
     parser.set_defaults(handler=run)
@@ -90,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
                 "pass --max-ms-per-token 100, --max-ttft-ms 2000, or both",
             )
         spec = model_spec(args)
+        calibration = load_calibration(args.calibration)
         candidates = (
             [InstanceType.of(name.strip()) for name in args.instance_types.split(",") if name]
             if args.instance_types
@@ -107,13 +109,17 @@ def run(args: argparse.Namespace) -> int:
             top=args.top,
             region=args.region,
             max_batch_size=args.max_batch_size,
-            engine=engine_argument(args.engine),
+            calibration=calibration,
+            engine=engine_choice(args.engine),
             risk=Risk(args.risk),
         )
     except ValidationError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    decision = _decision(args, spec, result)
+    for line in result.assumptions:
+        if line.startswith("calibration: "):
+            print(f"warning: {line.removeprefix('calibration: ')}", file=sys.stderr)
+    decision = _decision(args, spec, result, calibration)
     if args.format == "json":
         data = result.to_dict()
         if decision is not None:
@@ -132,7 +138,10 @@ def _slo(args: argparse.Namespace) -> Slo:
 
 
 def _decision(
-    args: argparse.Namespace, spec: Any, result: Recommendation
+    args: argparse.Namespace,
+    spec: Any,
+    result: Recommendation,
+    calibration: Calibration | None = None,
 ) -> ServiceDecision | None:
     """What ``LlmService`` would deploy from the first option: the same ``ServiceDecision``
     (serving options, scaling bounds and target, sources)."""
@@ -150,6 +159,7 @@ def _decision(
         precision=precision(args),
         price_basis=PriceBasis(args.price_basis),
         region=args.region,
+        calibration=calibration,
         risk=Risk(args.risk),
     )
     return decide(request, recommendation=result)

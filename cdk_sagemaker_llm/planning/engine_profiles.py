@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, Protocol
 
 from ..catalog.containers import ContainerFamily, version_tuple
 from ..catalog.model_specs import ModelSpec, Precision
@@ -491,19 +491,35 @@ def profile_for_image(family: ContainerFamily | str, version: str | None) -> Eng
     return engine_profile(profile_name_for(family, version))
 
 
+class ContainerRelease(Protocol):
+    """A serving container's family and release (``planning.calibration.EngineRelease`` is
+    one): enough to choose its profile."""
+
+    @property
+    def family(self) -> str: ...
+
+    @property
+    def version(self) -> str | None: ...
+
+
 DEFAULT_PROFILE_NAME = "lmi-vllm-v1"
 """The profile used when no image or engine is given: the newest LMI (vLLM V1) line, the
 library's recommended serving image."""
 
 
-def resolve_profile(engine: EngineProfile | str | None, neuron: bool = False) -> EngineProfile:
-    """``engine`` as a profile: a profile, a profile name, or None for the default
-    (``lmi-neuronx`` on Inferentia/Trainium, ``DEFAULT_PROFILE_NAME`` elsewhere)."""
+def resolve_profile(
+    engine: EngineProfile | str | Any | None, neuron: bool = False
+) -> EngineProfile:
+    """``engine`` as a profile: a profile, a profile name, a ``calibration.EngineRelease``
+    (its container family and version choose it), or None for the default (``lmi-neuronx`` on
+    Inferentia/Trainium, ``DEFAULT_PROFILE_NAME`` elsewhere)."""
     if engine is None:
         return engine_profile("lmi-neuronx" if neuron else DEFAULT_PROFILE_NAME)
     if isinstance(engine, EngineProfile):
         return engine
-    return engine_profile(str(engine))
+    if not isinstance(engine, str):  # a calibration.EngineRelease: the container it names
+        return profile_for_image(engine.family, engine.version)
+    return engine_profile(engine)
 
 
 def row_profile_name(engine: str, engine_version: str | None) -> str:

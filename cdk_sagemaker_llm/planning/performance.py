@@ -46,6 +46,7 @@ from ..errors import ValidationError
 from .engine_profiles import (
     Band,
     BatchLimit,
+    ContainerRelease,
     EngineProfile,
     KernelSpeed,
     band_of,
@@ -836,7 +837,7 @@ def predict(
     precision: Precision = Precision.FP16,
     calibration: MeasuredEfficiency | None = None,
     max_batch_size: int | None = None,
-    engine: EngineProfile | str | None = None,
+    engine: EngineProfile | ContainerRelease | str | None = None,
 ) -> Prediction:
     """Predict ms/token, TTFT and throughput of ``layout`` serving ``workload`` at each
     ``concurrency`` (whole deployment), its knee, its maximum concurrency and the band of
@@ -977,7 +978,7 @@ def max_throughput_within(
     efficiency: Efficiency | None = None,
     max_batch_size: int | None = DEFAULT_MAX_BATCH_SIZE,
     max_ttft_ms: float | None = None,
-    engine: EngineProfile | str | None = None,
+    engine: EngineProfile | ContainerRelease | str | None = None,
     slowdown: float = 1.0,
 ) -> LayoutCapacity | None:
     """The highest-throughput concurrency per copy whose ms/token (and TTFT) meet the limits,

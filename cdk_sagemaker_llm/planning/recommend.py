@@ -23,13 +23,14 @@ from ..catalog.instance_types import CATALOG, InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
 from ..errors import ValidationError
-from .calibration import Calibration
-from .engine_profiles import Band, EngineProfile, resolve_profile
+from .calibration import Calibration, EngineRelease
+from .engine_profiles import Band, ContainerRelease, EngineProfile, resolve_profile
 from .performance import (
     DEFAULT_EFFICIENCY,
     DEFAULT_MAX_BATCH_SIZE,
     CopyLimits,
     CopyModel,
+    Efficiency,
     Layout,
     LayoutCapacity,
     LevelPrediction,
@@ -327,7 +328,79 @@ def _deployment_for_rate(
     return _deployment_level(model, copies, low, capacity)
 
 
-def recommend(
+@dataclass(frozen=True)
+class _Search:
+    """What every layout of a ``recommend`` search shares."""
+
+    spec: ModelSpec
+    workload: Workload
+    slo: Slo
+    traffic: Traffic
+    precision: Precision
+    max_instance_count: int
+    prices: PriceList
+    price_basis: PriceBasis
+    max_batch_size: int | None
+    region_note: str | None
+    engine: EngineProfile | ContainerRelease | str | None
+    risk: Risk
+    tensor_parallel_degrees: Sequence[int] | None
+
+
+def _search_instance(
+    search: _Search, instance_type: InstanceType, measured: Efficiency | None
+) -> tuple[list[Option], list[Rejection]]:
+    """The options and rejections of every tensor-parallel degree of one instance type."""
+    options: list[Option] = []
+    rejected: list[Rejection] = []
+    wanted = search.tensor_parallel_degrees
+    for degree in degrees(instance_type):
+        if wanted is not None and degree not in wanted:
+            continue
+        layout = Layout(instance_type, degree, instance_type.accelerator_devices // degree)
+        profile = resolve_profile(search.engine, instance_type.is_neuron)
+        band = prediction_band(profile, search.spec, layout, search.workload, search.precision)
+        option, rejection = _evaluate(
+            search.spec,
+            layout,
+            search.workload,
+            search.slo,
+            search.traffic,
+            precision=search.precision,
+            efficiency_model=profile_model(
+                search.spec,
+                instance_type,
+                degree,
+                search.precision,
+                search.workload,
+                profile,
+                measured,
+                search.risk.slowdown(band),
+            ),
+            max_instance_count=search.max_instance_count,
+            prices=search.prices,
+            price_basis=search.price_basis,
+            max_batch_size=search.max_batch_size,
+            region_note=search.region_note,
+            side=_Side(profile, search.risk, band),
+        )
+        if option is not None:
+            options.append(option)
+        elif rejection is not None:
+            rejected.append(rejection)
+    return options, rejected
+
+
+@dataclass(frozen=True)
+class _Side:
+    """The engine profile of a layout, the side of its band it is sized on, and the band."""
+
+    profile: EngineProfile
+    risk: Risk
+    band: Band
+
+
+def recommend(  # noqa: PLR0913 - known offender (issue 18 item 5): group the options
     spec: ModelSpec,
     workload: Workload,
     slo: Slo,
@@ -342,11 +415,18 @@ def recommend(
     top: int = 5,
     region: str | None = None,
     max_batch_size: int | None = None,
-    engine: EngineProfile | str | None = None,
+    engine: EngineProfile | ContainerRelease | str | None = None,
     risk: Risk = Risk.PESSIMISTIC,
     tensor_parallel_degrees: Sequence[int] | None = None,
 ) -> Recommendation:
     """The cheapest layouts that serve ``traffic`` within ``slo`` (see the module docstring).
+
+    :param calibration: measured factors (``Calibration.from_file``), applied to each
+        candidate by ``Calibration.applied_to``: in full on the calibrated accelerator, only
+        the engine-level overhead elsewhere; another model gets only the engine- and
+        hardware-level factors, and the assumptions say so.
+    :param engine: the engine that will serve; a calibration of another engine is a
+        ValidationError (None: the calibrated engine is assumed, and said).
 
     :param instance_types: candidates; default every accelerated type of the catalog.
     :param max_instance_count: the most instances one option may use. Default 16.
@@ -367,7 +447,9 @@ def recommend(
     if top < 1:
         raise ValidationError("top", top, "must be at least 1", "pass e.g. 5")
     profile = resolve_profile(engine)
-    measured = calibration.efficiency if calibration else None
+    release = engine if isinstance(engine, EngineRelease) else None
+    efficiency = calibration.efficiency if calibration else None
+    calibration_notes = calibration.engine_notes(release) if calibration else []
     candidates = list(instance_types) if instance_types is not None else default_instance_types()
     options: list[Option] = []
     rejected: list[Rejection] = []
@@ -378,58 +460,38 @@ def recommend(
             f"({prices.describe()})"
         )
     for instance_type in candidates:
-        if instance_type.accelerator is None:
-            rejected.append(
-                Rejection(instance_type.name, "not an accelerated instance type the catalog knows")
-            )
-            continue
-        if not instance_type.accelerator.performance_known:
-            rejected.append(
-                Rejection(
-                    instance_type.name,
-                    f"performance unknown: {instance_type.accelerator.unpublished}, so its "
-                    "latency cannot be predicted",
-                )
-            )
+        unusable = _unpredictable(instance_type)
+        if unusable is not None:
+            rejected.append(unusable)
             continue
         found_any = False
-        for degree in degrees(instance_type):
-            if tensor_parallel_degrees is not None and degree not in tensor_parallel_degrees:
-                continue
-            layout = Layout(instance_type, degree, instance_type.accelerator_devices // degree)
-            layout_profile = resolve_profile(engine, instance_type.is_neuron)
-            band = prediction_band(layout_profile, spec, layout, workload, precision)
-            option, rejection = _evaluate(
+        measured = efficiency
+        if calibration is not None:
+            applied = calibration.applied_to(spec, instance_type, engine=release)
+            measured = applied.efficiency
+            calibration_notes += [n for n in applied.warnings if n not in calibration_notes]
+        found, refused = _search_instance(
+            _Search(
                 spec,
-                layout,
                 workload,
                 slo,
                 traffic,
-                precision=precision,
-                efficiency_model=profile_model(
-                    spec,
-                    instance_type,
-                    degree,
-                    precision,
-                    workload,
-                    layout_profile,
-                    measured,
-                    risk.slowdown(band),
-                ),
-                max_instance_count=max_instance_count,
-                prices=prices,
-                price_basis=price_basis,
-                max_batch_size=max_batch_size,
-                region_note=region_note,
-                profile=layout_profile,
-                risk=risk,
-                band=band,
-            )
-            if option is not None:
-                options.append(option)
-                found_any = True
-            elif rejection is not None:
-                rejected.append(rejection)
+                precision,
+                max_instance_count,
+                prices,
+                price_basis,
+                max_batch_size,
+                region_note,
+                engine,
+                risk,
+                tensor_parallel_degrees,
+            ),
+            instance_type,
+            measured,
+        )
+        options += found
+        rejected += refused
+        found_any = bool(found)
         if not found_any and not any(r.instance_type == instance_type.name for r in rejected):
             rejected.append(Rejection(instance_type.name, "no layout fits"))
     options.sort(key=_rank)
@@ -442,7 +504,11 @@ def recommend(
             traffic,
             precision=precision,
             profile=resolve_profile(engine, option.layout.instance_type.is_neuron),
-            measured=measured,
+            measured=None
+            if calibration is None
+            else calibration.applied_to(
+                spec, option.layout.instance_type, engine=release
+            ).efficiency,
             max_instance_count=max_instance_count,
             prices=prices,
             price_basis=price_basis,
@@ -450,7 +516,7 @@ def recommend(
         )
         for option in options[:top]
     ]
-    efficiency = measured if measured is not None else efficiency_of(profile)
+    shown = efficiency if efficiency is not None else efficiency_of(profile)
     batch_limit = (
         f"server batch limit {max_batch_size} per copy"
         if max_batch_size is not None
@@ -461,7 +527,7 @@ def recommend(
         f"SLO {slo.describe()}; traffic {traffic.describe()}",
         profile.describe()
         + ("; on Inferentia/Trainium the lmi-neuronx profile" if engine is None else ""),
-        f"efficiency: {efficiency.describe()}"
+        f"efficiency: {shown.describe()}"
         + (f" ({calibration.describe()})" if calibration else f" ({profile.name} profile)"),
         _risk_note(risk),
         f"{batch_limit}; every accelerator of an instance holds a copy",
@@ -474,6 +540,7 @@ def recommend(
     ]
     if region_note:
         assumptions.append(region_note)
+    assumptions += [f"calibration: {note}" for note in calibration_notes]
     if risk is Risk.PESSIMISTIC and kept:
         median = recommend(
             spec,
@@ -581,9 +648,7 @@ def _with_median_cost(
         price_basis=price_basis,
         max_batch_size=max_batch_size,
         region_note=None,
-        profile=profile,
-        risk=Risk.MEDIAN,
-        band=band,
+        side=_Side(profile, Risk.MEDIAN, band),
     )
     if median is None:
         line += "; at the median no fewer instances would do"
@@ -598,6 +663,20 @@ def _with_median_cost(
         f"{extra:+d} instance(s){cost}"
     )
     return replace(option, reasoning=[*option.reasoning, line], median_instance_count=count)
+
+
+def _unpredictable(instance_type: InstanceType) -> Rejection | None:
+    """Why the model cannot predict ``instance_type`` (no accelerator, unpublished figures);
+    None when it can."""
+    if instance_type.accelerator is None:
+        return Rejection(instance_type.name, "not an accelerated instance type the catalog knows")
+    if not instance_type.accelerator.performance_known:
+        return Rejection(
+            instance_type.name,
+            f"performance unknown: {instance_type.accelerator.unpublished}, so its latency "
+            "cannot be predicted",
+        )
+    return None
 
 
 def _rank(option: Option) -> tuple[bool, float, float, float, float]:
@@ -627,10 +706,9 @@ def _evaluate(
     price_basis: PriceBasis,
     max_batch_size: int | None,
     region_note: str | None,
-    profile: EngineProfile,
-    risk: Risk,
-    band: Band,
+    side: _Side,
 ) -> tuple[Option | None, Rejection | None]:
+    profile, risk, band = side.profile, side.risk, side.band
     instance_type = layout.instance_type
     degree = layout.tensor_parallel_degree
     limits, memory = profile_limits(efficiency_model, profile, max_batch_size)
