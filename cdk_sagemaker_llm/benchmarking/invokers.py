@@ -30,6 +30,7 @@ from urllib.parse import quote, urlsplit
 from ._clock import now
 from .eventstream import EventStreamDecoder
 from .payload import (
+    PREFIX_AWARE_HEADER,
     InvocationRequest,
     ResponseFormatError,
     StreamModelError,
@@ -222,6 +223,8 @@ class AsyncInvoker:
         }
         if self.inference_component:
             headers["X-Amzn-SageMaker-Inference-Component"] = self.inference_component
+        if request.prefix_aware_id:
+            headers[PREFIX_AWARE_HEADER] = request.prefix_aware_id
         aws_request = AWSRequest(
             method="POST", url=self.endpoint_url + path[len(self._base_path) :], data=request.body,
             headers=headers,
@@ -451,6 +454,8 @@ class BotoInvoker:
         }
         if self.inference_component:
             kwargs["InferenceComponentName"] = self.inference_component
+        if request.prefix_aware_id:
+            kwargs["PrefixAwareId"] = request.prefix_aware_id
         start = now()
         sample = RequestSample(start=start, end=start)
         status: int | None = None

@@ -66,10 +66,12 @@ from constructs import Construct
 from ..benchmarking.load import BenchmarkLoad
 from ..benchmarking.payload import RequestProtocol
 from ..benchmarking.pricing import BenchmarkPricing
+from ..benchmarking.workloads import run_keys
 from ..catalog.prices import PriceList
 from ..planning.workload import Workload
 from ..prop_types import typed_props
 from .benchmark_options import BenchmarkEngine, BenchmarkGate, BenchmarkResults
+from .benchmark_workload import check_deploy_time
 from .deploy_time import (
     CUSTOM_RESOURCE_TIMEOUT,
     HandlerAsset,
@@ -170,7 +172,8 @@ class EndpointBenchmark(Construct):
             of either), with their requests per level, knee rule or arrivals and goodput SLO;
             default ``BenchmarkLoad.concurrency([1, 2, 4, 8, 16, 32])``.
         :param workload: what each request carries: synthetic prompts of ``input_tokens`` (at
-            most 200,000), ``output_tokens`` generated; default 256 in, 128 out.
+            most 200,000), ``output_tokens`` generated, or a shape (``Workload.shared_prefix``,
+            ``multi_turn``, ``trace`` of at most 1,000 requests); default 256 in, 128 out.
         :param protocol: the request schema and whether responses stream (streaming measures
             TTFT and inter-token latency); default ``RequestProtocol()`` (the inputs API, LMI
             or TGI answers detected, not streaming).
@@ -207,6 +210,7 @@ class EndpointBenchmark(Construct):
         workload = workload or DEFAULT_WORKLOAD
         for prop in ("input_tokens", "output_tokens"):
             check_range(f"workload.{prop}", getattr(workload, prop), maximum=MAX_TOKENS)
+        check_deploy_time(workload, self.load)
         protocol = protocol or RequestProtocol()
         gate = gate or BenchmarkGate()
         gate.check_applies_to(self.load)
@@ -312,6 +316,7 @@ class EndpointBenchmark(Construct):
         }
         if load.open_loop:
             run["WorkerRateCapacity"] = engine.worker_rate_capacity
+        run.update(run_keys(workload.shape, protocol.prefix_aware_id))
         if price is not None:
             run["PricePerHour"] = round(price, 6)
             run["PriceSource"] = price_source
