@@ -70,6 +70,7 @@ from ..benchmarking.workloads import run_keys
 from ..catalog.prices import PriceList
 from ..planning.workload import Workload
 from ..prop_types import typed_props
+from . import managed_benchmark
 from .benchmark_options import BenchmarkEngine, BenchmarkGate, BenchmarkResults
 from .benchmark_workload import check_deploy_time
 from .deploy_time import (
@@ -83,6 +84,7 @@ from .deploy_time import (
 )
 from .endpoint import Endpoint, IEndpoint, InferenceComponentEndpoint
 from .inference_component import IInferenceComponent, InferenceComponent
+from .managed_benchmark import ManagedBenchmarkOptions
 from .nag import acknowledge_wildcard_resources
 from .validation import ValidationError, check_range, is_unresolved
 
@@ -215,6 +217,8 @@ class EndpointBenchmark(Construct):
         gate = gate or BenchmarkGate()
         gate.check_applies_to(self.load)
         engine = engine or BenchmarkEngine.lambda_workers()
+        if engine.job is not None:
+            engine.job.check_serves(self.load, workload, protocol)
         self.max_workers = engine.max_workers(self.load)
         """Workers of the largest level: the Map's MaxConcurrency."""
         results = results or BenchmarkResults.in_new_bucket()
@@ -231,6 +235,8 @@ class EndpointBenchmark(Construct):
         """Key prefix of every run's folder."""
 
         run = self._run(workload, protocol, gate, engine, price, price_source)
+        if engine.job is not None:
+            run.update(engine.job.run_keys())
         self.definition_hash = self._definition_hash(run, sweep_seconds)
         """A hash of the target's resources, the payload and the load: a new one reruns."""
         name_prefix = (
@@ -242,7 +248,11 @@ class EndpointBenchmark(Construct):
         objects = self.results_bucket.arn_for_objects(
             f"{self.results_prefix}{self.run_name_stem}-*"
         )
-        starter = self._workflow(objects, sweep_seconds)
+        starter = (
+            self._workflow(objects, sweep_seconds)
+            if engine.job is None
+            else self._managed_workflow(engine.job, run, objects, sweep_seconds)
+        )
         self._start(starter, run, sweep_seconds)
         default_child = self._resource.node.default_child
         assert isinstance(default_child, CfnResource)
@@ -412,6 +422,29 @@ class EndpointBenchmark(Construct):
             depend_on_policy_only(function, function.role)
         depend_on_policy_only(self.state_machine, self.state_machine.role)
         self._acknowledge_findings(objects, advance, worker)
+        return starter
+
+    def _managed_workflow(
+        self, options: ManagedBenchmarkOptions, run: dict[str, Any], objects: str, seconds: int
+    ) -> lambda_.IFunction:
+        """The SageMaker AI benchmark job's resources (``managed_benchmark``) instead of the
+        Lambda workers'; returns the function that starts it."""
+        target = self.inference_component or self.endpoint
+        starter, self.state_machine = managed_benchmark.build(
+            self,
+            options,
+            run,
+            managed_benchmark.ManagedTarget(
+                grant_invoke=target.grant_invoke,
+                bucket=self.results_bucket,
+                objects=objects,
+                folder_pattern=f"{self.results_prefix}{self.run_name_stem}-*",
+                run_name_stem=self.run_name_stem,
+                definition_hash=self.definition_hash,
+            ),
+            placement=self._placement,
+            timeout=Duration.seconds(seconds + int(SIGNAL_MARGIN.to_seconds())),
+        )
         return starter
 
     def _start(self, starter: lambda_.IFunction, run: dict[str, Any], sweep_seconds: int) -> None:
@@ -780,6 +813,9 @@ def _plan_details(
         "KneeRule": load.knee_rule.describe(),
         "Gate": "; ".join(gates) or "none",
         "Workers": f"up to {bench.max_workers} in parallel "
-        f"({engine.worker_capacity} requests in flight each)",
+        f"({engine.worker_capacity} requests in flight each)"
+        if engine.job is None
+        else "a SageMaker AI benchmark job (AIPerf), polled every "
+        f"{int(engine.job.poll_interval.to_seconds())} s",
         "MaxDuration": f"{int(max_duration.to_seconds())} s",
     }

@@ -35,7 +35,7 @@ from .events import (
     optional_number,
     string,
 )
-from .workload import check_workload, shape_of
+from .workload import check_engine, check_workload, shape_of
 
 # The limits EndpointBenchmark enforces at synth time (BenchmarkEngine.lambda_workers, the
 # workload's tokens), checked again here on the run the workflow carries; the levels' limits
@@ -53,6 +53,7 @@ RUN_KEYS = frozenset(
         "Concurrencies", "RequestsPerLevel", "WorkerCapacity", "Copies", "Rule", "Gate",
         "PricePerHour", "PriceSource", "Mode", "Rates", "Arrival", "Seed", "MaxConcurrency",
         "WorkerRateCapacity", "Slo", "Search", "SearchResolution", "Workload", "PrefixAwareId",
+        "Engine", "Managed",
     }
 )  # fmt: skip
 RULE_KEYS = frozenset({"MinGainPerDoubling", "SloMsPerToken", "MaxErrorRate"})
@@ -242,6 +243,7 @@ def check_run(run: Any, where: str = "Run") -> dict[str, Any]:
             run.get("PriceSource", ""), f"{where}.PriceSource", max_length=300, allow_empty=True
         ),
         **check_workload(run, where),
+        **check_engine(run, where),
     }
 
 

@@ -1,8 +1,8 @@
-"""A deploy-time run's workload shape and ``PrefixAwareId`` (run keys ``Workload`` and
-``PrefixAwareId``): validated at every step like the rest of the run (CloudFormation hands
-numbers over as strings), and turned back into the ``planning.workload`` shape the benchmark
-engine builds requests from. ``EndpointBenchmark`` writes them
-(``benchmarking.workloads.run_keys``)."""
+"""A deploy-time run's workload shape, ``PrefixAwareId`` and engine (run keys ``Workload``,
+``PrefixAwareId``, ``Engine`` and ``Managed``): validated at every step like the rest of the
+run (CloudFormation hands numbers over as strings), and the shape turned back into the
+``planning.workload`` one the benchmark engine builds requests from. ``EndpointBenchmark``
+writes them (``benchmarking.workloads.run_keys``, ``ManagedBenchmarkOptions.run_keys``)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ...benchmarking.aiperf import MANAGED_ENGINE
 from ...benchmarking.workloads import MAX_RUN_TRACE_BLOCKS, MAX_RUN_TRACE_RECORDS
 from ...planning.workload import (
     MAX_GROUPS,
@@ -122,3 +123,52 @@ def shape_of(run: Mapping[str, Any]) -> Shape | None:
         "run",
         raw["BlockTokens"],
     )
+
+
+ENGINES = ("lambda-workers", MANAGED_ENGINE)
+AI_ENTITY_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
+ROLE_ARN = re.compile(r"arn:aws[a-z\-]*:iam::\d{12}:role/?[a-zA-Z_0-9+=,.@\-_/]+")
+TOOL_VALUE = re.compile(r"[A-Za-z0-9_.\-/]{1,200}")
+_MANAGED_KEYS = frozenset(
+    {"PollSeconds", "Tokenizer", "ToolingVersion", "WorkloadConfig", "RoleArn"}
+)
+
+
+def check_engine(run: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The run's ``Engine`` (absent: the Lambda workers) and, for a SageMaker AI benchmark job,
+    its ``Managed`` settings: a closed-loop sweep, the workload configuration's name, the job's
+    role (the patterns of botocore's ``AIEntityName`` and ``RoleArn``), the poll interval."""
+    engine = run.get("Engine") or "lambda-workers"
+    if engine not in ENGINES:
+        raise EventError(
+            f"{where}.Engine: expected one of {', '.join(ENGINES)}, got {shown(engine)}"
+        )
+    if engine != MANAGED_ENGINE:
+        if run.get("Managed"):
+            raise EventError(f"{where}.Managed: only a benchmark job's run (Engine) has these")
+        return {"Engine": engine, "Managed": None}
+    raw = field(run, "Managed", where)
+    at = f"{where}.Managed"
+    if not isinstance(raw, Mapping):
+        raise EventError(f"{at}: expected an object")
+    known(raw, _MANAGED_KEYS, at)
+    if run.get("Mode", "concurrency") != "concurrency" or run.get("Search"):
+        raise EventError(f"{where}.Mode: a benchmark job runs a closed-loop concurrency sweep")
+    managed: dict[str, Any] = {
+        "PollSeconds": integer(field(raw, "PollSeconds", at), f"{at}.PollSeconds", 10, 3600),
+        "WorkloadConfig": string(
+            field(raw, "WorkloadConfig", at), f"{at}.WorkloadConfig", max_length=63
+        ),
+        "RoleArn": string(field(raw, "RoleArn", at), f"{at}.RoleArn", max_length=2048),
+    }
+    if not AI_ENTITY_NAME.fullmatch(managed["WorkloadConfig"]):
+        raise EventError(f"{at}.WorkloadConfig: {shown(managed['WorkloadConfig'])} is not a name")
+    if not ROLE_ARN.fullmatch(managed["RoleArn"]):
+        raise EventError(f"{at}.RoleArn: {shown(managed['RoleArn'])} is not a role ARN")
+    for key in ("Tokenizer", "ToolingVersion"):
+        if raw.get(key):
+            value = string(raw[key], f"{at}.{key}", max_length=200)
+            if not TOOL_VALUE.fullmatch(value):
+                raise EventError(f"{at}.{key}: {shown(value)} is not allowed")
+            managed[key] = value
+    return {"Engine": engine, "Managed": managed}
