@@ -22,6 +22,7 @@ from .catalog.instance_types import InstanceType
 from .catalog.model_specs import ModelSpec
 from .catalog.prices import DEFAULT_PRICE_LIST, PriceList
 from .errors import ValidationError
+from .planning.decision import ServiceDecision
 from .planning.sizing import serving_facts, size
 from .template_metadata import IMAGE, MODEL_SPEC, SERVICE
 
@@ -1270,48 +1271,52 @@ def _endpoint_markdown(endpoint: EndpointPlan) -> list[str]:
     return out
 
 
-def _decision_rows(decision: dict[str, Any]) -> list[str]:
-    """An LlmService's decision: goal, choices (recommended or overridden), predicted
-    figures, the option's price, reasoning, alternatives and rejections."""
-    choices = decision.get("choices") or {}
-    predicted = decision.get("predicted") or {}
+def _decision_rows(metadata: dict[str, Any]) -> list[str]:
+    """An LlmService's decision (``ServiceDecision``, read back from its metadata): goal,
+    choices (recommended or overridden), predicted figures and their sources, the option's
+    price, reasoning, alternatives and rejections."""
+    decision = ServiceDecision.from_metadata(metadata)
+    goal = decision.goal
+    predicted = decision.predicted
 
     def choice(name: str) -> str:
-        entry = choices.get(name) or {}
-        value = entry.get("value")
-        source = entry.get("source", "?")
-        if source == "benchmark":
-            return f"{name}: deploy-time benchmark's measured knee (predicted {value})"
-        return f"{name}: {value} ({source})"
+        entry = decision.choices[name]
+        if entry.source == "benchmark":
+            return f"{name}: deploy-time benchmark's measured knee (predicted {entry.value})"
+        return f"{name}: {entry.value} ({entry.source})"
 
-    goal = [
-        f"{decision.get('model')} ({decision.get('precision')}), {decision.get('workload')}",
-        f"SLO {decision.get('slo')}; {decision.get('traffic')}",
-        f"candidates: {', '.join(decision.get('candidates') or [])}",
-        f"{decision.get('calibration')} model; {decision.get('prices')}",
-    ]
-    figures = [
-        f"at peak: {predicted.get('concurrency')} requests in flight "
-        f"({predicted.get('concurrency_per_copy')} per copy)",
-        f"{predicted.get('ms_per_token')} ms/token, TTFT {predicted.get('ttft_ms')} ms",
-        f"{predicted.get('tokens_per_s')} tokens/s, {predicted.get('requests_per_s')} requests/s",
-        f"knee: {predicted.get('knee_concurrency_per_copy')} in flight per copy",
-        f"option price {_money(decision.get('price_per_hour'))}/h at peak, "
-        f"{_money(decision.get('cost_per_million_tokens'))} per 1M output tokens",
-    ]
-    rejected = decision.get("rejected") or []
-    count = decision.get("rejected_count", len(rejected))
     rows = [
-        _row("Service goal", goal),
-        _row("Service decision", [choice(name) for name in sorted(choices)]),
-        _row("Predicted", figures),
-        _row("Reasoning", list(decision.get("reasoning") or []) or ["none given"]),
-        _row("Alternatives", list(decision.get("alternatives") or []) or ["none"]),
-        _row(f"Rejected ({count})", list(rejected) or ["none"]),
+        _row(
+            "Service goal",
+            [
+                f"{goal.get('model')} ({goal.get('precision')}), {goal.get('workload')}",
+                f"SLO {goal.get('slo')}; {goal.get('traffic')}",
+                f"candidates: {', '.join(goal.get('candidates') or [])}",
+                f"{goal.get('calibration')} model; {goal.get('prices')}",
+            ],
+        ),
+        _row("Service decision", [choice(name) for name in sorted(decision.choices)]),
+        _row(
+            "Predicted",
+            [
+                f"at peak: {predicted.concurrency} requests in flight "
+                f"({predicted.concurrency_per_copy} per copy)",
+                f"{predicted.ms_per_token} ms/token, TTFT {predicted.ttft_ms} ms",
+                f"{predicted.tokens_per_s} tokens/s, {predicted.requests_per_s} requests/s",
+                f"knee: {predicted.knee_concurrency_per_copy} in flight per copy",
+                f"option price {_money(decision.price_per_hour)}/h at peak, "
+                f"{_money(decision.cost_per_million_tokens)} per 1M output tokens",
+            ],
+        ),
+        _row("Sources", list(predicted.sources) or ["not recorded"]),
+        _row("Reasoning", list(decision.reasoning) or ["none given"]),
+        _row("Alternatives", list(decision.alternatives) or ["none"]),
+        _row(f"Rejected ({decision.rejected_count})", list(decision.rejected) or ["none"]),
     ]
-    warnings = decision.get("warnings") or []
-    if warnings:
-        rows.append(_row("Override warnings", [f"⚠️ {warning}" for warning in warnings]))
+    if decision.warnings:
+        rows.append(
+            _row("Override warnings", [f"⚠️ {warning.message}" for warning in decision.warnings])
+        )
     return rows
 
 

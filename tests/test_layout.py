@@ -218,8 +218,9 @@ LAYERS: dict[str, set[str]] = {
     },
     "stacks": {"constructs", "benchmarking", "catalog", "planning", "errors"},
     "plan": {"catalog", "planning", "errors", "template_metadata"},
-    "commands": {"plan", "benchmarking", "catalog", "planning", "errors"},
-    "cli": {"commands"},
+    "commands": {"plan", "benchmarking", "catalog", "planning", "errors", "_version"},
+    "cli": {"commands", "_version"},
+    "_version": set(),
     "snapshot": set(),
 }
 """What each top-level module or subpackage may import besides itself (ARCHITECTURE.md): layers

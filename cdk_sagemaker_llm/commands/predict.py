@@ -14,7 +14,13 @@ from ..errors import ValidationError
 from ..planning.calibration import Calibration, calibrate
 from ..planning.performance import DEFAULT_MAX_BATCH_SIZE, Layout, Prediction, Workload, predict
 from ..planning.sizing import recommended_tensor_parallel_degree
-from .model_options import add_model_arguments, int_list, model_spec, precision
+from .model_options import (
+    add_model_arguments,
+    check_tensor_parallel_degree,
+    int_list,
+    model_spec,
+    precision,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -73,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         dtype = precision(args)
         instance_type = InstanceType.of(args.instance_type)
         workload = Workload(args.input_tokens, args.output_tokens)
+        check_tensor_parallel_degree(instance_type, args.tensor_parallel_degree)
         degree = args.tensor_parallel_degree or recommended_tensor_parallel_degree(
             spec,
             instance_type,

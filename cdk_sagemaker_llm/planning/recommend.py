@@ -44,27 +44,48 @@ from .placement import GB, MIN_KV_HEADROOM_BYTES, head_divisibility_problem, hos
 
 @dataclass(frozen=True)
 class Slo:
-    """The latency a deployment must meet."""
+    """The latency a deployment must meet: a per-token limit, a time-to-first-token limit, or
+    both (at least one). ``Slo(max_ttft_ms=2000)`` is a TTFT-only SLO."""
 
-    max_ms_per_token: float
-    """Per-token latency limit (end-to-end latency / output tokens), ms."""
+    max_ms_per_token: float = math.inf
+    """Per-token latency limit (end-to-end latency / output tokens), ms. Default: none
+    (``math.inf``; then ``max_ttft_ms`` is required)."""
     max_ttft_ms: float | None = None
     """Time-to-first-token limit, ms. Default: none."""
 
     def __post_init__(self) -> None:
-        if not self.max_ms_per_token > 0:
+        if self.max_ms_per_token == math.inf and self.max_ttft_ms is None:
             raise ValidationError(
-                "max_ms_per_token", self.max_ms_per_token, "must be positive", "pass e.g. 100"
+                "slo",
+                {"max_ms_per_token": None, "max_ttft_ms": None},
+                "an SLO needs at least one bound",
+                "pass Slo(max_ms_per_token=100), Slo(max_ttft_ms=2000) or both",
             )
-        if self.max_ttft_ms is not None and not self.max_ttft_ms > 0:
+        if not self.max_ms_per_token > 0:  # NaN too
+            raise ValidationError(
+                "max_ms_per_token",
+                self.max_ms_per_token,
+                "must be positive",
+                "pass e.g. 100, or omit it for a TTFT-only SLO",
+            )
+        if self.max_ttft_ms is not None and not 0 < self.max_ttft_ms < math.inf:
             raise ValidationError(
                 "max_ttft_ms", self.max_ttft_ms, "must be positive", "pass e.g. 2000, or omit it"
             )
 
+    @property
+    def limits_ms_per_token(self) -> bool:
+        """False for a TTFT-only SLO."""
+        return self.max_ms_per_token != math.inf
+
     def describe(self) -> str:
-        """E.g. ``<= 100 ms/token, TTFT <= 2000 ms``."""
-        text = f"<= {self.max_ms_per_token:g} ms/token"
-        return text + (f", TTFT <= {self.max_ttft_ms:g} ms" if self.max_ttft_ms else "")
+        """E.g. ``<= 100 ms/token, TTFT <= 2000 ms`` or ``TTFT <= 2000 ms``."""
+        parts = []
+        if self.limits_ms_per_token:
+            parts.append(f"<= {self.max_ms_per_token:g} ms/token")
+        if self.max_ttft_ms is not None:
+            parts.append(f"TTFT <= {self.max_ttft_ms:g} ms")
+        return ", ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -243,7 +264,13 @@ def _reject_reason(
             f"{workload.total_tokens} tokens ({per_sequence / GB:.2f} GB)"
         )
     if limits.timeout_sequences < 1:
-        return "timeout: one request takes longer than the 60 s invocation timeout"
+        alone = efficiency_model.cycle_s(1)
+        return (
+            f"timeout: one request alone ({workload.input_tokens} in + "
+            f"{workload.output_tokens} out) takes {alone:.0f} s "
+            f"({alone * 1000 / workload.output_tokens:.1f} ms/token), longer than the 60 s "
+            "invocation timeout: fewer output tokens per request or a faster layout"
+        )
     ms, ttft, _, _ = efficiency_model.level(1, limits.capacity)
     if ms > slo.max_ms_per_token:
         return f"slo: one request alone takes {ms:.1f} ms/token > {slo.max_ms_per_token:g}"
