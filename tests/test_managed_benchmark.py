@@ -42,7 +42,8 @@ from cdk_sagemaker_llm.lambdas.managed_benchmark.job import dispatch_managed, po
 
 CHAT = RequestProtocol(payload_format=PayloadFormat.MESSAGES, stream=True)
 ROLE = "arn:aws:iam::123456789012:role/JobRole"
-MANAGED = {"PollSeconds": 60, "WorkloadConfig": "benchconfig1234abcd", "RoleArn": ROLE}
+CONFIG = "arn:aws:sagemaker:us-west-2:123456789012:ai-workload-config/benchconfig1234abcd"
+MANAGED = {"PollSeconds": 60, "WorkloadConfig": CONFIG, "RoleArn": ROLE}
 
 
 @pytest.fixture(autouse=True)
@@ -191,7 +192,8 @@ def test_the_template_holds_the_workload_configuration_and_least_privilege() -> 
     (custom,) = [r for r in template["Resources"].values()
                  if r["Type"] == "Custom::SageMakerEndpointBenchmark"]  # fmt: skip
     run = custom["Properties"]["Run"]
-    assert run["Engine"] == MANAGED_ENGINE and run["Managed"]["WorkloadConfig"] == name
+    assert run["Engine"] == MANAGED_ENGINE
+    assert run["Managed"]["WorkloadConfig"]["Fn::GetAtt"][1] == "AIWorkloadConfigArn"
     assert run["Managed"]["Tokenizer"] == "meta-llama/Meta-Llama-3-8B-Instruct"
     assert "Fn::GetAtt" in run["Managed"]["RoleArn"]
     poll = statements(template, "BenchPollRole")

@@ -181,7 +181,9 @@ def build(
     )
     run["Managed"] = {
         **run["Managed"],
-        "WorkloadConfig": config.ai_workload_config_name,
+        # The ARN (a name would do) makes the run reference the configuration, so CloudFormation
+        # creates it before the job is started and deletes it after the job is stopped.
+        "WorkloadConfig": config.attr_ai_workload_config_arn,
         "RoleArn": role.role_arn,
     }
     code = MANAGED_ASSET.code()

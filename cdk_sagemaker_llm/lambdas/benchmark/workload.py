@@ -126,7 +126,11 @@ def shape_of(run: Mapping[str, Any]) -> Shape | None:
 
 
 ENGINES = ("lambda-workers", MANAGED_ENGINE)
-AI_ENTITY_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
+AI_RESOURCE_IDENTIFIER = re.compile(
+    r"(arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:[a-z\-]*/)?"
+    r"([a-zA-Z0-9]([a-zA-Z0-9\-]){0,62})(?<!-)"
+)
+"""botocore's ``AIResourceIdentifier``: a workload configuration's name or ARN."""
 ROLE_ARN = re.compile(r"arn:aws[a-z\-]*:iam::\d{12}:role/?[a-zA-Z_0-9+=,.@\-_/]+")
 TOOL_VALUE = re.compile(r"[A-Za-z0-9_.\-/]{1,200}")
 _MANAGED_KEYS = frozenset(
@@ -136,8 +140,9 @@ _MANAGED_KEYS = frozenset(
 
 def check_engine(run: Mapping[str, Any], where: str) -> dict[str, Any]:
     """The run's ``Engine`` (absent: the Lambda workers) and, for a SageMaker AI benchmark job,
-    its ``Managed`` settings: a closed-loop sweep, the workload configuration's name, the job's
-    role (the patterns of botocore's ``AIEntityName`` and ``RoleArn``), the poll interval."""
+    its ``Managed`` settings: a closed-loop sweep, the workload configuration's name or ARN, the
+    job's role (the patterns of botocore's ``AIResourceIdentifier`` and ``RoleArn``), the poll
+    interval."""
     engine = run.get("Engine") or "lambda-workers"
     if engine not in ENGINES:
         raise EventError(
@@ -157,11 +162,11 @@ def check_engine(run: Mapping[str, Any], where: str) -> dict[str, Any]:
     managed: dict[str, Any] = {
         "PollSeconds": integer(field(raw, "PollSeconds", at), f"{at}.PollSeconds", 10, 3600),
         "WorkloadConfig": string(
-            field(raw, "WorkloadConfig", at), f"{at}.WorkloadConfig", max_length=63
+            field(raw, "WorkloadConfig", at), f"{at}.WorkloadConfig", max_length=256
         ),
         "RoleArn": string(field(raw, "RoleArn", at), f"{at}.RoleArn", max_length=2048),
     }
-    if not AI_ENTITY_NAME.fullmatch(managed["WorkloadConfig"]):
+    if not AI_RESOURCE_IDENTIFIER.fullmatch(managed["WorkloadConfig"]):
         raise EventError(f"{at}.WorkloadConfig: {shown(managed['WorkloadConfig'])} is not a name")
     if not ROLE_ARN.fullmatch(managed["RoleArn"]):
         raise EventError(f"{at}.RoleArn: {shown(managed['RoleArn'])} is not a role ARN")
