@@ -87,6 +87,7 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     )
     from .errors import ValidationError
     from .planning import sizing
+    from .planning.calibration import Calibration, EngineRelease
     from .planning.decision import ExpectedTraffic, ServiceDecision
     from .planning.recommend import PriceBasis, Slo
     from .planning.sizing import SizingReport
@@ -106,6 +107,7 @@ _EXPORTS: dict[str, str] = {
     "BenchmarkLoad": ".benchmarking.load",
     "BenchmarkPricing": ".benchmarking.pricing",
     "BenchmarkResults": ".constructs.benchmark_options",
+    "Calibration": ".planning.calibration",
     "CapacityReservation": ".constructs.variant_options",
     "CapacityReservationPreference": ".constructs.variant_options",
     "CompilationTarget": ".constructs.optimization_job",
@@ -123,6 +125,7 @@ _EXPORTS: dict[str, str] = {
     "EndpointBase": ".constructs.endpoint_base",
     "EndpointBenchmark": ".constructs.benchmark",
     "EndpointMetrics": ".constructs.endpoint_metrics",
+    "EngineRelease": ".planning.calibration",
     "ExpectedTraffic": ".planning.decision",
     "HandlerPlacement": ".constructs.deploy_time",
     "IEndpoint": ".constructs.interfaces",

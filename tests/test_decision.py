@@ -111,3 +111,18 @@ def test_recommend_command_shows_the_same_decision(capsys: pytest.CaptureFixture
     out = capsys.readouterr().out
     assert "<details><summary>As an LlmService</summary>" in out
     assert "- source: accelerator: NVIDIA" in out
+
+
+def test_a_custom_model_is_cited_as_given_not_as_a_catalog_entry() -> None:
+    custom = ModelSpec.custom(
+        "my-8b",
+        parameters=8.0e9,
+        layers=32,
+        attention_heads=32,
+        kv_heads=8,
+        head_dim=128,
+        max_context=8192,
+    )
+    request = ServiceRequest(**{**REQUEST.__dict__, "spec": custom})
+    (model,) = [s for s in decide(request).predicted.sources if s.startswith("model:")]
+    assert model.endswith("(given with ModelSpec.custom)")

@@ -424,6 +424,18 @@ def test_a_benchmark_gates_on_the_slo_and_its_knee_becomes_the_target() -> None:
     assert choice == {"value": built.option.knee_concurrency_per_copy, "source": "benchmark"}
 
 
+def test_a_ttft_only_slo_benchmarks_without_a_per_token_gate() -> None:
+    """A TTFT-only SLO (Slo(max_ttft_ms=...)) has no per-token limit: the sweep's knee rule
+    and the gate must not carry an infinite one into the template."""
+    built = service(slo=Slo(max_ttft_ms=2000), benchmark=True)
+    template = template_of(built)
+    (custom,) = resources_of_type(template, "Custom::SageMakerEndpointBenchmark")
+    run = custom["Run"]
+    assert "Gate" not in run or not run["Gate"]
+    assert "SloMsPerToken" not in run["Rule"]
+    assert "Infinity" not in json.dumps(template)
+
+
 # ----- metadata and plan -----------------------------------------------------------------------
 
 

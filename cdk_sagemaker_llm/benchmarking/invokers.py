@@ -439,14 +439,8 @@ class BotoInvoker:
         )
         return self.client
 
-    def invoke_one(self, client: Any, request: InvocationRequest) -> RequestSample:
-        """Send one request with ``client`` and measure it."""
-        from botocore.exceptions import (
-            ClientError,
-            EventStreamError,
-            ReadTimeoutError,
-        )
-
+    def _parameters(self, request: InvocationRequest) -> dict[str, Any]:
+        """The invocation's parameters, but ``Accept`` (its name differs between the calls)."""
         kwargs: dict[str, Any] = {
             "EndpointName": self.endpoint_name,
             "Body": request.body,
@@ -456,6 +450,17 @@ class BotoInvoker:
             kwargs["InferenceComponentName"] = self.inference_component
         if request.prefix_aware_id:
             kwargs["PrefixAwareId"] = request.prefix_aware_id
+        return kwargs
+
+    def invoke_one(self, client: Any, request: InvocationRequest) -> RequestSample:
+        """Send one request with ``client`` and measure it."""
+        from botocore.exceptions import (
+            ClientError,
+            EventStreamError,
+            ReadTimeoutError,
+        )
+
+        kwargs = self._parameters(request)
         start = now()
         sample = RequestSample(start=start, end=start)
         status: int | None = None

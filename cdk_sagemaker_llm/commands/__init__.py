@@ -13,5 +13,6 @@ COMMAND_MODULES: tuple[str, ...] = (
     "benchmark",
     "report",
     "simulate",
+    "calibrate",
 )
 """Modules under ``cdk_sagemaker_llm.commands`` registered with the command line, in order."""

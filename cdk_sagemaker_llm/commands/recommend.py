@@ -12,9 +12,11 @@ from typing import Any
 from ..catalog.instance_types import InstanceType
 from ..catalog.prices import DEFAULT_PRICE_LIST
 from ..errors import ValidationError
+from ..planning.calibration import Calibration
 from ..planning.decision import ExpectedTraffic, ServiceDecision, ServiceRequest, decide
 from ..planning.performance import DEFAULT_MAX_BATCH_SIZE, Workload
 from ..planning.recommend import PriceBasis, Recommendation, Slo, Traffic, recommend
+from .calibrate import add_calibration_arguments, engine_option, load_calibration
 from .model_options import add_model_arguments, model_spec, precision
 
 
@@ -64,6 +66,7 @@ def register(subparsers: Any) -> None:
         default=DEFAULT_MAX_BATCH_SIZE,
         help=f"the server's batch limit per copy; default {DEFAULT_MAX_BATCH_SIZE}",
     )
+    add_calibration_arguments(parser)
     parser.add_argument("--top", type=int, default=5, help="options to list; default 5")
     parser.add_argument("--format", choices=("json", "markdown"), default="markdown")
     parser.set_defaults(handler=run)
@@ -80,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
                 "pass --max-ms-per-token 100, --max-ttft-ms 2000, or both",
             )
         spec = model_spec(args)
+        calibration = load_calibration(args.calibration)
         candidates = (
             [InstanceType.of(name.strip()) for name in args.instance_types.split(",") if name]
             if args.instance_types
@@ -97,11 +101,16 @@ def run(args: argparse.Namespace) -> int:
             top=args.top,
             region=args.region,
             max_batch_size=args.max_batch_size,
+            calibration=calibration,
+            engine=engine_option(args.engine),
         )
     except ValidationError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    decision = _decision(args, spec, result)
+    for line in result.assumptions:
+        if line.startswith("calibration: "):
+            print(f"warning: {line.removeprefix('calibration: ')}", file=sys.stderr)
+    decision = _decision(args, spec, result, calibration)
     if args.format == "json":
         data = result.to_dict()
         if decision is not None:
@@ -120,7 +129,10 @@ def _slo(args: argparse.Namespace) -> Slo:
 
 
 def _decision(
-    args: argparse.Namespace, spec: Any, result: Recommendation
+    args: argparse.Namespace,
+    spec: Any,
+    result: Recommendation,
+    calibration: Calibration | None = None,
 ) -> ServiceDecision | None:
     """What ``LlmService`` would deploy from the first option: the same ``ServiceDecision``
     (serving options, scaling bounds and target, sources)."""
@@ -138,6 +150,7 @@ def _decision(
         precision=precision(args),
         price_basis=PriceBasis(args.price_basis),
         region=args.region,
+        calibration=calibration,
     )
     return decide(request, recommendation=result)
 

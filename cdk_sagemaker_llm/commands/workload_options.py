@@ -70,42 +70,57 @@ def add_arguments(parser: argparse.ArgumentParser, positive_int: Any) -> None:
 
 def problem(args: argparse.Namespace) -> str | None:
     """Why the workload flags do not go together, or None."""
+    return _shape_problem(args) or _replay_problem(args)
+
+
+def _shape_problem(args: argparse.Namespace) -> str | None:
+    """Why the shape flags do not go together, or None."""
     shared = [name for name in _SHARED if getattr(args, name) is not None]
     turns = [name for name in _TURNS if getattr(args, name) is not None]
     shapes = [kind for kind, on in (("shared-prefix", shared), ("multi-turn", turns),
                                     ("trace", args.trace)) if on]  # fmt: skip
+    incomplete = (
+        (shared and len(shared) < len(_SHARED), "a shared-prefix workload needs "
+         "--shared-prefixes, --prefix-tokens and --requests-per-prefix"),
+        (turns and len(turns) < len(_TURNS),
+         "a multi-turn workload needs --conversations, --turns and --turn-tokens"),
+        (args.suffix_tokens is not None and not shared,
+         "--suffix-tokens applies to a shared-prefix workload: give --shared-prefixes"),
+        (args.system_tokens is not None and not turns,
+         "--system-tokens applies to a multi-turn workload: give --conversations"),
+        (args.trace_block_tokens is not None and not args.trace,
+         "--trace-block-tokens applies to --trace"),
+        (args.trace and args.output_tokens is not None,
+         "a trace sets each request's output tokens: drop --output-tokens"),
+    )  # fmt: skip
     if len(shapes) > 1:
         return f"give one workload shape, not {' and '.join(shapes)}"
-    if shared and len(shared) < len(_SHARED):
-        return "a shared-prefix workload needs --shared-prefixes, --prefix-tokens and " \
-            "--requests-per-prefix"  # fmt: skip
-    if turns and len(turns) < len(_TURNS):
-        return "a multi-turn workload needs --conversations, --turns and --turn-tokens"
-    if args.suffix_tokens is not None and not shared:
-        return "--suffix-tokens applies to a shared-prefix workload: give --shared-prefixes"
-    if args.system_tokens is not None and not turns:
-        return "--system-tokens applies to a multi-turn workload: give --conversations"
-    if args.trace_block_tokens is not None and not args.trace:
-        return "--trace-block-tokens applies to --trace"
+    found = next((message for wrong, message in incomplete if wrong), None)
+    if found is not None:
+        return found
     if shapes and args.prompts:
         return f"a {shapes[0]} workload builds its own prompts: drop --prompts"
     if shapes and args.input_tokens is not None:
         return f"a {shapes[0]} workload sets its own input tokens: drop --input-tokens"
-    if args.trace and args.output_tokens is not None:
-        return "a trace sets each request's output tokens: drop --output-tokens"
-    if args.replay_speedup is not None:
-        if not args.trace:
-            return "--replay-speedup replays a trace: give --trace"
-        for flag, value in (
-            ("--concurrency", args.concurrency), ("--request-rate", args.request_rate),
-            ("--search", args.search), ("--requests-per-level", args.requests_per_level),
-            ("--duration-per-level", args.duration_per_level), ("--arrival", args.arrival),
-            ("--seed", args.seed),
-        ):  # fmt: skip
-            if value is not None:
-                return f"--replay-speedup sends the trace at its timestamps: drop {flag}"
-        if args.client != "async":
-            return "a replay is open loop: it needs the asyncio client (--client async)"
+    return None
+
+
+def _replay_problem(args: argparse.Namespace) -> str | None:
+    """Why ``--replay-speedup`` does not go with the other flags, or None."""
+    if args.replay_speedup is None:
+        return None
+    if not args.trace:
+        return "--replay-speedup replays a trace: give --trace"
+    for flag, value in (
+        ("--concurrency", args.concurrency), ("--request-rate", args.request_rate),
+        ("--search", args.search), ("--requests-per-level", args.requests_per_level),
+        ("--duration-per-level", args.duration_per_level), ("--arrival", args.arrival),
+        ("--seed", args.seed),
+    ):  # fmt: skip
+        if value is not None:
+            return f"--replay-speedup sends the trace at its timestamps: drop {flag}"
+    if args.client != "async":
+        return "a replay is open loop: it needs the asyncio client (--client async)"
     return None
 
 

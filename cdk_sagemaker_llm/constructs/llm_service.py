@@ -85,7 +85,7 @@ class LlmService(Construct):
     See the module documentation for what is decided and emitted.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - known offender (issue 18 item 5): group the props
         self,
         scope: Construct,
         id: str,
@@ -220,13 +220,7 @@ class LlmService(Construct):
         """The inference-component endpoint on the chosen instance type."""
         self.component = self._render_component(min_memory_per_copy, cpu_cores_per_copy, deployment)
         """The component: accelerators = the tensor-parallel degree per copy."""
-        self.scaling = ComponentScaling(
-            self,
-            "Scaling",
-            component=self.component,
-            min_copies=self.decision.scaling.min_copies,
-            max_copies=self.decision.scaling.max_copies,
-        )
+        self.scaling = self._render_scaling()
         """Copy autoscaling between the minimum and the peak traffic's copies."""
         self.benchmark: EndpointBenchmark | None = None
         """The deploy-time benchmark, when ``benchmark`` is True."""
@@ -238,9 +232,23 @@ class LlmService(Construct):
         """Fewest copies."""
         self.max_copies = self.decision.scaling.max_copies
         """Most copies."""
-        self.component.resource.add_metadata(SERVICE, self.decision.to_metadata())
+        self._render_metadata()
 
     # ----- rendering the decision -----------------------------------------------------------
+
+    def _render_scaling(self) -> ComponentScaling:
+        scaling = self.decision.scaling
+        return ComponentScaling(
+            self,
+            "Scaling",
+            component=self.component,
+            min_copies=scaling.min_copies,
+            max_copies=scaling.max_copies,
+        )
+
+    def _render_metadata(self) -> None:
+        """The decision, for ``cdk-sagemaker-llm plan`` (``ServiceDecision.from_metadata``)."""
+        self.component.resource.add_metadata(SERVICE, self.decision.to_metadata())
 
     def _annotate_warnings(self) -> None:
         """Each override the model predicts will hurt becomes a synth warning naming it."""
@@ -322,7 +330,9 @@ class LlmService(Construct):
         top = min(4096, max(2, 2 * knee * copies))
         levels = [2**power for power in range(0, MAX_SWEEP_LEVELS) if 2**power < top] + [top]
         slo = request.slo
-        rule = KneeRule(min_gain_per_doubling=0.10, slo_ms_per_token=slo.max_ms_per_token)
+        # A TTFT-only SLO has no per-token limit to stop the sweep or gate the deployment on.
+        per_token = slo.max_ms_per_token if slo.limits_ms_per_token else None
+        rule = KneeRule(min_gain_per_doubling=0.10, slo_ms_per_token=per_token)
         return EndpointBenchmark(
             self,
             "Benchmark",
@@ -333,7 +343,7 @@ class LlmService(Construct):
                 payload_format=PayloadFormat.TGI if image.family.is_tgi else PayloadFormat.LMI,
                 stream=True,
             ),
-            gate=BenchmarkGate(max_p50_ms_per_token=slo.max_ms_per_token),
+            gate=BenchmarkGate(max_p50_ms_per_token=per_token) if per_token else None,
             max_duration=max_duration,
         )
 

@@ -754,9 +754,14 @@ def prediction_sources(request: ServiceRequest, layout: Layout) -> list[str]:
             f"{accelerator.fp16_tflops or '?'} dense FP16 TFLOPS (instance catalog, from the "
             "vendor's datasheet)"
         )
+    origin = (
+        "model catalog, from its Hugging Face config"
+        if spec.hugging_face_ids
+        else "given with ModelSpec.custom"
+    )
     lines.append(
         f"model: {spec.name}, {spec.layers} layers, {spec.attention_heads} attention / "
-        f"{spec.kv_heads} KV heads (model catalog, from its Hugging Face config)"
+        f"{spec.kv_heads} KV heads ({origin})"
     )
     if request.calibration is not None:
         lines.append(f"efficiency: {request.calibration.describe()}")

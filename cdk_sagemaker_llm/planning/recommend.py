@@ -23,7 +23,7 @@ from ..catalog.instance_types import CATALOG, InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
 from ..errors import ValidationError
-from .calibration import Calibration
+from .calibration import Calibration, EngineRelease
 from .performance import (
     DEFAULT_EFFICIENCY,
     DEFAULT_MAX_BATCH_SIZE,
@@ -310,8 +310,16 @@ def recommend(
     top: int = 5,
     region: str | None = None,
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+    engine: EngineRelease | None = None,
 ) -> Recommendation:
     """The cheapest layouts that serve ``traffic`` within ``slo`` (see the module docstring).
+
+    :param calibration: measured factors (``Calibration.from_file``), applied to each
+        candidate by ``Calibration.applied_to``: in full on the calibrated accelerator, only
+        the engine-level overhead elsewhere; another model gets only the engine- and
+        hardware-level factors, and the assumptions say so.
+    :param engine: the engine that will serve; a calibration of another engine is a
+        ValidationError (None: the calibrated engine is assumed, and said).
 
     :param instance_types: candidates; default every accelerated type of the catalog.
     :param max_instance_count: the most instances one option may use. Default 16.
@@ -325,6 +333,7 @@ def recommend(
     if top < 1:
         raise ValidationError("top", top, "must be at least 1", "pass e.g. 5")
     efficiency = calibration.efficiency if calibration else DEFAULT_EFFICIENCY
+    calibration_notes = calibration.engine_notes(engine) if calibration else []
     candidates = list(instance_types) if instance_types is not None else default_instance_types()
     options: list[Option] = []
     rejected: list[Rejection] = []
@@ -335,21 +344,16 @@ def recommend(
             f"({prices.describe()})"
         )
     for instance_type in candidates:
-        if instance_type.accelerator is None:
-            rejected.append(
-                Rejection(instance_type.name, "not an accelerated instance type the catalog knows")
-            )
-            continue
-        if not instance_type.accelerator.performance_known:
-            rejected.append(
-                Rejection(
-                    instance_type.name,
-                    f"performance unknown: {instance_type.accelerator.unpublished}, so its "
-                    "latency cannot be predicted",
-                )
-            )
+        unusable = _unpredictable(instance_type)
+        if unusable is not None:
+            rejected.append(unusable)
             continue
         found_any = False
+        measured = efficiency
+        if calibration is not None:
+            applied = calibration.applied_to(spec, instance_type, engine=engine)
+            measured = applied.efficiency
+            calibration_notes += [n for n in applied.warnings if n not in calibration_notes]
         for degree in degrees(instance_type):
             layout = Layout(instance_type, degree, instance_type.accelerator_devices // degree)
             option, rejection = _evaluate(
@@ -360,7 +364,7 @@ def recommend(
                 traffic,
                 precision=precision,
                 efficiency_model=CopyModel(
-                    spec, instance_type, degree, precision, workload, efficiency
+                    spec, instance_type, degree, precision, workload, measured
                 ),
                 max_instance_count=max_instance_count,
                 prices=prices,
@@ -392,7 +396,22 @@ def recommend(
     ]
     if region_note:
         assumptions.append(region_note)
+    assumptions += [f"calibration: {note}" for note in calibration_notes]
     return Recommendation(options[:top], rejected, assumptions)
+
+
+def _unpredictable(instance_type: InstanceType) -> Rejection | None:
+    """Why the model cannot predict ``instance_type`` (no accelerator, unpublished figures);
+    None when it can."""
+    if instance_type.accelerator is None:
+        return Rejection(instance_type.name, "not an accelerated instance type the catalog knows")
+    if not instance_type.accelerator.performance_known:
+        return Rejection(
+            instance_type.name,
+            f"performance unknown: {instance_type.accelerator.unpublished}, so its latency "
+            "cannot be predicted",
+        )
+    return None
 
 
 def _rank(option: Option) -> tuple[bool, float, float, float, float]:

@@ -406,6 +406,21 @@ def _copies(count: int) -> str:
     return f"{count} cop{'y' if count == 1 else 'ies'}"
 
 
+def _require_accelerators(instance_type: InstanceType) -> None:
+    """Sizing needs the instance type's accelerators."""
+    if instance_type.accelerator is None or instance_type.accelerator_count is None:
+        raise ValidationError(
+            "instance_type",
+            instance_type.name,
+            "sizing needs an accelerated instance type whose accelerators are known"
+            if instance_type.accelerators_known
+            else "the catalog does not know this type's accelerators, so sizing cannot check it",
+            "use a GPU or Neuron type such as ml.g5.xlarge, ml.g6e.12xlarge, ml.inf2.48xlarge, "
+            "or state the accelerators: InstanceType.of(name, accelerator=Accelerator.H100, "
+            "accelerator_count=8)",
+        )
+
+
 def size(
     spec: ModelSpec,
     instance_type: InstanceType,
@@ -423,17 +438,8 @@ def size(
         context capped at 4096.
     :param overhead_bytes: framework overhead per accelerator. Default 2 GB.
     """
-    if instance_type.accelerator is None or instance_type.accelerator_count is None:
-        raise ValidationError(
-            "instance_type",
-            instance_type.name,
-            "sizing needs an accelerated instance type whose accelerators are known"
-            if instance_type.accelerators_known
-            else "the catalog does not know this type's accelerators, so sizing cannot check it",
-            "use a GPU or Neuron type such as ml.g5.xlarge, ml.g6e.12xlarge, ml.inf2.48xlarge, "
-            "or state the accelerators: InstanceType.of(name, accelerator=Accelerator.H100, "
-            "accelerator_count=8)",
-        )
+    _require_accelerators(instance_type)
+    assert instance_type.accelerator is not None and instance_type.accelerator_count is not None
     tokens = max_total_tokens or default_max_total_tokens(spec)
     if tokens < 1:
         raise ValidationError("max_total_tokens", tokens, "must be positive", "pass e.g. 4096")
