@@ -425,16 +425,16 @@ def recommend(  # noqa: PLR0913 - known offender (issue 18 item 5): group the op
         candidate by ``Calibration.applied_to``: in full on the calibrated accelerator, only
         the engine-level overhead elsewhere; another model gets only the engine- and
         hardware-level factors, and the assumptions say so.
-    :param engine: the engine that will serve; a calibration of another engine is a
-        ValidationError (None: the calibrated engine is assumed, and said).
-
     :param instance_types: candidates; default every accelerated type of the catalog.
     :param max_instance_count: the most instances one option may use. Default 16.
     :param region: where the endpoint runs; prices from another region are marked as such.
     :param max_batch_size: the server's request cap per copy; default the engine profile's
         (vLLM/LMI 256; TGI a KV-token budget).
-    :param engine: the engine profile (or its name); default ``lmi-vllm-v1`` on GPUs and
-        ``lmi-neuronx`` on Inferentia/Trainium.
+    :param engine: the engine that will serve: a container ``EngineRelease`` (it chooses the
+        engine profile, and a calibration of another engine is a ValidationError), an
+        ``EngineProfile`` or a profile name; None: profile ``lmi-vllm-v1`` on GPUs and
+        ``lmi-neuronx`` on Inferentia/Trainium, and the calibrated engine is assumed (and
+        said).
     :param risk: size on the pessimistic side of each prediction's band (default: no
         validation measurement would be under-provisioned) or at its median.
     :param tensor_parallel_degrees: only these degrees; default every degree that splits an
