@@ -18,7 +18,7 @@ from cdk_sagemaker_llm.planning.decision import (
     decide,
 )
 from cdk_sagemaker_llm.planning.performance import Workload
-from cdk_sagemaker_llm.planning.recommend import Slo, recommend
+from cdk_sagemaker_llm.planning.recommend import Risk, Slo, recommend
 
 CANDIDATES = [InstanceType.G5_2XLARGE, InstanceType.G5_12XLARGE, InstanceType.G6E_2XLARGE]
 REQUEST = ServiceRequest(
@@ -43,6 +43,7 @@ def test_the_decision_is_recommends_first_option_with_serving_and_scaling() -> N
         max_instance_count=4,
         top=1000,
         region="us-west-2",
+        risk=Risk.MEDIAN,  # a ServiceRequest's default until LlmService(risk=...) is wired
     ).options[0]
     assert decision.option == first
     assert decision.layout == first.layout
@@ -61,7 +62,9 @@ def test_the_predictions_carry_their_sources() -> None:
     sources = decide(REQUEST).predicted.sources
     assert any(line.startswith("accelerator: NVIDIA") for line in sources)
     assert any(line.startswith("model: llama-3-8b, 32 layers") for line in sources)
-    assert any("uncalibrated defaults" in line for line in sources)
+    # Uncalibrated: the engine profile's efficiencies, fitted to published measurements.
+    assert any(line.startswith("engine: engine profile lmi-vllm-v1") for line in sources)
+    assert any("profile, fitted to published measurements" in line for line in sources)
     assert any(line.startswith("price: on-demand;") for line in sources)
 
 
@@ -96,7 +99,7 @@ def test_recommend_command_shows_the_same_decision(capsys: pytest.CaptureFixture
         "recommend", "--model", "llama-3-8b", "--input-tokens", "512", "--output-tokens", "256",
         "--max-ms-per-token", "50", "--max-ttft-ms", "2000", "--requests-per-second", "4",
         "--instance-types", "ml.g5.2xlarge,ml.g5.12xlarge,ml.g6e.2xlarge",
-        "--max-instance-count", "4", "--region", "us-west-2",
+        "--max-instance-count", "4", "--region", "us-west-2", "--risk", "median",
     ]  # fmt: skip
     assert main([*argv, "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)

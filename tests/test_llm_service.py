@@ -28,7 +28,7 @@ from cdk_sagemaker_llm.constructs.optimization_job import (
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.plan import build_plan, render_json, render_markdown
 from cdk_sagemaker_llm.planning.performance import Workload
-from cdk_sagemaker_llm.planning.recommend import Option, Slo, recommend
+from cdk_sagemaker_llm.planning.recommend import Option, Risk, Slo, recommend
 from cdk_sagemaker_llm.template_metadata import SERVICE
 
 LLAMA = "meta-llama/Meta-Llama-3-8B-Instruct"
@@ -74,6 +74,7 @@ def expected_option(traffic: ExpectedTraffic, **filters: Any) -> Option:
         max_instance_count=4,
         top=1000,
         region="us-west-2",  # the test stacks' region: the price note says so
+        risk=Risk.MEDIAN,  # a ServiceRequest's default until LlmService(risk=...) is wired
     )
     options = [
         o

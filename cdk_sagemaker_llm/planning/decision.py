@@ -27,9 +27,27 @@ from ..catalog.model_specs import ModelSpec, Precision
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
 from ..errors import ValidationError, check_range
 from .calibration import Calibration
-from .performance import DEFAULT_EFFICIENCY, CopyModel, Layout, Workload, copy_limits, predict
+from .engine_profiles import resolve_profile
+from .performance import (
+    DEFAULT_EFFICIENCY,
+    CopyModel,
+    Layout,
+    Workload,
+    copy_limits,
+    efficiency_of,
+    predict,
+)
 from .placement import head_divisibility_problem
-from .recommend import Option, PriceBasis, Recommendation, Slo, Traffic, recommend, unit_price
+from .recommend import (
+    Option,
+    PriceBasis,
+    Recommendation,
+    Risk,
+    Slo,
+    Traffic,
+    recommend,
+    unit_price,
+)
 
 HOST_MEMORY_SHARE = 0.5
 """Of a copy's share of host memory (its accelerators' share of the instance), the part its
@@ -105,6 +123,10 @@ class ServiceRequest:
     region: str | None = None
     tgi: bool = False
     """The engine batches by tokens (TGI) rather than by requests (LMI)."""
+    risk: Risk = Risk.MEDIAN
+    """The side of each prediction's band the layout is sized on (``recommend``'s ``risk``).
+    The median until ``LlmService(risk=...)`` is wired; ``recommend`` itself defaults to
+    ``Risk.PESSIMISTIC``."""
 
 
 @dataclass(frozen=True)
@@ -429,6 +451,7 @@ class _Decider:
             top=len(request.candidates) * 64,
             region=request.region,
             prices=request.prices,
+            risk=request.risk,
         )
         option = choose(
             self.recommendation,
@@ -763,12 +786,14 @@ def prediction_sources(request: ServiceRequest, layout: Layout) -> list[str]:
         f"model: {spec.name}, {spec.layers} layers, {spec.attention_heads} attention / "
         f"{spec.kv_heads} KV heads ({origin})"
     )
+    profile = resolve_profile(None, instance.is_neuron)
+    lines.append(f"engine: {profile.describe()}")
     if request.calibration is not None:
         lines.append(f"efficiency: {request.calibration.describe()}")
     else:
         lines.append(
-            f"efficiency: {DEFAULT_EFFICIENCY.describe()} (uncalibrated defaults of the "
-            "performance model; calibrate with a deploy-time benchmark)"
+            f"efficiency: {efficiency_of(profile).describe()} (the {profile.name} profile, "
+            "fitted to published measurements; calibrate with a deploy-time benchmark)"
         )
     lines.append(f"price: {request.price_basis.value}; {request.prices.describe()}")
     return lines
