@@ -27,11 +27,15 @@ from typing import Any, TypeVar, cast
 
 from .errors import ValidationError, is_token
 
-__all__ = ["typed_factory", "typed_props", "unchecked_props"]
+__all__ = ["is_typed", "typed_factory", "typed_props", "unchecked_props", "unresolved_arguments"]
 
 T = TypeVar("T", bound=type)
 R = TypeVar("R")
 F = TypeVar("F", bound=Callable[..., Any])
+
+_TYPED = "__typed_checked__"
+"""The attribute that marks a function whose arguments ``_checked`` checks."""
+_PACKAGE = __name__.rpartition(".")[0]
 
 _UNRESOLVED = object()
 """An annotation that names a type this module cannot import (left unchecked)."""
@@ -85,6 +89,14 @@ def unchecked_props(cls: type) -> list[str]:
     that cannot be imported (tests assert there are none)."""
     init = _init_of(cls)
     hints = _resolve(getattr(init, "__wrapped__", init))
+    return sorted(name for name, hint in hints.items() if hint is _UNRESOLVED)
+
+
+def unresolved_arguments(function: Callable[..., Any]) -> list[str]:
+    """The arguments of a function (checked or not) whose annotation names a type that cannot
+    be imported at run time (tests assert there are none)."""
+    function = getattr(function, "__func__", function)
+    hints = _resolve(getattr(function, "__wrapped__", function))
     return sorted(name for name, hint in hints.items() if hint is _UNRESOLVED)
 
 
@@ -223,6 +235,12 @@ def _fix(value: Any, expected: Any, prop: str) -> str:
             return f"pass a number without quotes, e.g. {prop}={example}"
         if cls is bool:
             return f"pass True or False, e.g. {prop}=True"
+        if cls.__name__ == "IBucket" and isinstance(value, str):
+            name = value.removeprefix("s3://").split("/")[0] or "my-bucket"
+            return (
+                f"pass a bucket, not its name: s3.Bucket.from_bucket_name(self, 'Weights', "
+                f"{name!r}) for an existing bucket, or a bucket your stack creates"
+            )
         if getattr(cls, "_is_protocol", False) and cls.__doc__:
             # An interface: say what it is, as its docstring's opening says (up to ": ").
             summary = cls.__doc__.split("\n\n")[0].split(": ")[0]
@@ -265,6 +283,39 @@ def check_type(
     )
 
 
+@functools.cache
+def _option_types(options: type) -> Mapping[str, Any]:
+    """The evaluated annotation of each key of a ``TypedDict``."""
+    module = sys.modules[options.__module__]
+    resolved: dict[str, Any] = {}
+    for key, annotation in getattr(options, "__annotations__", {}).items():
+        if isinstance(annotation, str):
+            try:
+                annotation = eval(annotation, dict(vars(module)), _Namespace(vars(module)))
+            except (NameError, AttributeError, TypeError, SyntaxError):
+                annotation = _UNRESOLVED
+        resolved[key] = annotation
+    return resolved
+
+
+def _check_options(values: Mapping[str, Any], expected: Any, owner: str, qualified: bool) -> None:
+    """Check ``**options: Unpack[SomeOptions]``: each key is one of the ``TypedDict``'s, each
+    value of its type."""
+    if typing.get_origin(expected) is not typing.Unpack:
+        return
+    options = typing.get_args(expected)[0]
+    types_by_key = _option_types(options)
+    for key, value in values.items():
+        if key not in types_by_key:
+            raise ValidationError(
+                f"{owner}({key})" if qualified else key,
+                value,
+                f"{owner} takes no option {key!r}",
+                f"use one of {', '.join(sorted(types_by_key))} (see help({options.__name__}))",
+            )
+        check_type(key, value, types_by_key[key], owner, qualified=qualified)
+
+
 def _checked(function: Callable[..., R], owner: str, qualified: bool) -> Callable[..., R]:
     """``function`` checking each argument against its annotation before it runs; a wrong type
     is named ``arg`` (a constructor's prop) or ``Owner(arg)`` (a factory's argument)."""
@@ -284,22 +335,80 @@ def _checked(function: Callable[..., R], owner: str, qualified: bool) -> Callabl
             ) from None
         resolved = hints()
         for name, value in bound.arguments.items():
-            if name in resolved and signature.parameters[name].kind not in (
-                inspect.Parameter.VAR_POSITIONAL,
-                inspect.Parameter.VAR_KEYWORD,
-            ):
+            kind = signature.parameters[name].kind
+            if name not in resolved or kind is inspect.Parameter.VAR_POSITIONAL:
+                continue
+            if kind is inspect.Parameter.VAR_KEYWORD:
+                _check_options(value, resolved[name], owner, qualified)
+            else:
                 check_type(name, value, resolved[name], owner, qualified=qualified)
         return function(*args, **kwargs)
 
+    setattr(checked, _TYPED, True)
     return checked
+
+
+def is_typed(function: Any) -> bool:
+    """True for a function (or static/class method) whose arguments are checked at call time,
+    or one with no argument to check (``self`` or ``cls`` only)."""
+    function = getattr(function, "__func__", function)
+    if getattr(function, _TYPED, False):
+        return True
+    try:
+        parameters = list(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        return False
+    return not [name for name in parameters if name not in ("self", "cls")]
+
+
+def _foreign_names(cls: type) -> set[str]:
+    """Names a base class from outside this package (a jsii class, ``Construct``, ``Enum``)
+    or an implemented jsii interface defines: methods the jsii kernel may call back (``bind``,
+    ``validate``), which keep their exact signature."""
+    names: set[str] = set()
+    for base in cls.__mro__[1:]:
+        if not base.__module__.startswith(_PACKAGE):
+            names.update(vars(base))
+    for base in cls.__mro__:
+        for interface in getattr(base, "__jsii_ifaces__", ()):
+            for declared in interface.__mro__:
+                names.update(vars(declared))
+    return names
+
+
+def _check_methods(cls: type) -> None:
+    """Wrap each public method, static method and class method ``cls`` defines whose arguments
+    carry annotations, so a wrong type is named ``Class.method(argument)``."""
+    foreign = _foreign_names(cls)
+    for name, member in list(vars(cls).items()):
+        if name.startswith("_") or name in foreign:
+            continue
+        function = getattr(member, "__func__", member)
+        if not inspect.isfunction(function) or is_typed(function):
+            continue
+        checked = _checked(function, function.__qualname__, qualified=True)
+        if isinstance(member, staticmethod):
+            setattr(cls, name, staticmethod(checked))
+        elif isinstance(member, classmethod):
+            setattr(cls, name, classmethod(checked))
+        else:
+            setattr(cls, name, checked)
 
 
 def typed_props(cls: T) -> T:
     """Class decorator: check the types of every ``__init__`` argument at call time.
 
     Put it above ``@dataclass`` on a props dataclass, so it wraps the generated ``__init__``.
+    The public methods, static methods and class methods the class defines are checked too
+    (a wrong type is named ``Class.method(argument)``), except those that implement a jsii
+    base class or interface. An ``__init__`` inherited from outside this package (an abstract
+    construct base's, an enum's) is left alone.
     """
-    cls.__init__ = _checked(_init_of(cls), cls.__name__, qualified=False)  # type: ignore[misc]
+    init = _init_of(cls)
+    ours = getattr(init, "__module__", "").startswith(_PACKAGE)  # not Construct's or Enum's
+    if ours and ("__init__" in vars(cls) or not getattr(init, _TYPED, False)):
+        cls.__init__ = _checked(init, cls.__name__, qualified=False)  # type: ignore[misc]
+    _check_methods(cls)
     return cls
 
 

@@ -23,39 +23,59 @@ from hypothesis import strategies as st
 
 import cdk_sagemaker_llm
 from cdk_sagemaker_llm import (
+    DEFAULT_PRICE_LIST,
     Arrival,
+    AsyncInference,
+    AsyncScaling,
+    BacklogScaleFromZeroPolicy,
+    BacklogTrackingPolicy,
     BenchmarkEngine,
     BenchmarkGate,
     BenchmarkLoad,
     BenchmarkPricing,
     BenchmarkResults,
+    CapacityReservation,
     ComponentScaling,
+    ComponentScheduling,
+    ComponentSpecification,
     ContainerImage,
+    ContainerMetrics,
     DataCapture,
     DataType,
     DraftModelKind,
     Endpoint,
     EndpointBenchmark,
     EndpointMetrics,
+    ExpectedTraffic,
     GoodputSlo,
     HandlerPlacement,
     InferenceComponent,
     InferenceComponentEndpoint,
+    InstancePool,
     InstanceType,
     KneeRule,
+    LlmService,
     LmiBackend,
     LmiLora,
     LmiOptions,
     Model,
     ModelSource,
+    ModelSpec,
     OptimizationJob,
     OptimizationTechnique,
+    PlacementStrategy,
     PredefinedMetric,
+    PrefixAwareRouting,
     ProductionVariant,
     QuantizationMethod,
     RequestProtocol,
     RollingDeployment,
     ScaleFromZeroPolicy,
+    ScaleInPolicy,
+    ScaleInStrategy,
+    ServerlessConfig,
+    ServerlessScaling,
+    Slo,
     SpeculativeDecoding,
     StepPolicy,
     TargetTrackingPolicy,
@@ -64,6 +84,7 @@ from cdk_sagemaker_llm import (
     ValidationError,
     VariantScaling,
     Workload,
+    sizing,
 )
 from cdk_sagemaker_llm.catalog.instance_types import CATALOG
 from cdk_sagemaker_llm.prop_types import unchecked_props
@@ -297,7 +318,80 @@ def _baselines(
     def plain(cls: Any, **props: Any) -> Callable[[], tuple[Callable[..., Any], dict[str, Any]]]:
         return lambda: (cls, props)
 
+    def like(instance: Any) -> Callable[[], tuple[Callable[..., Any], dict[str, Any]]]:
+        """A valid call of ``instance``'s class: its own attributes as props."""
+        parameters = inspect.signature(type(instance).__init__).parameters
+        props = {
+            p: getattr(instance, p) for p in parameters if p != "self" and hasattr(instance, p)
+        }
+        return plain(type(instance), **props)
+
+    from aws_cdk import aws_sns as sns
+
+    cpu_model = Model(stack, "BaseCpuModel", image=ContainerImage.pytorch_cpu("2.5.1"))
+    serverless_variant = ProductionVariant(
+        model=cpu_model, serverless=ServerlessConfig(memory_size=Size.gibibytes(4), max_concurrency=2)
+    )
+    serverless = Endpoint(stack, "BaseServerless", variants=[serverless_variant])
+    async_endpoint = Endpoint(
+        stack,
+        "BaseAsync",
+        variants=[ProductionVariant(model=model, instance_type=InstanceType.G5_2XLARGE)],
+        async_inference=AsyncInference(bucket=bucket),
+    )
+    topic = sns.Topic.from_topic_arn(stack, "Topic", "arn:aws:sns:us-west-2:123456789012:t")
+    spec = ModelSpec.preset("llama-3.1-8b")
     return {
+        "Accelerator": like(InstanceType.G5_2XLARGE.accelerator),
+        "InstanceType": like(InstanceType.G5_2XLARGE),
+        "ModelSpec": like(spec),
+        "PriceList": like(DEFAULT_PRICE_LIST),
+        "SizingReport": like(sizing.size(spec, InstanceType.G5_12XLARGE)),
+        "Slo": plain(Slo, max_ms_per_token=50),
+        "ExpectedTraffic": like(ExpectedTraffic.concurrency(8, minimum=1)),
+        "Arrival": like(Arrival.poisson()),
+        "BenchmarkLoad": like(BenchmarkLoad.concurrency([1, 2])),
+        "BenchmarkPricing": like(BenchmarkPricing.per_hour(1.0)),
+        "BenchmarkEngine": like(BenchmarkEngine.lambda_workers()),
+        "BenchmarkResults": like(BenchmarkResults.in_new_bucket()),
+        "ContainerImage": like(ContainerImage.lmi("0.31.0")),
+        "ModelSource": like(ModelSource.from_s3(bucket, "weights/")),
+        "CapacityReservation": plain(
+            CapacityReservation,
+            ml_reservation_arn="arn:aws:sagemaker:us-west-2:123456789012:training-plan/p",
+        ),
+        "InstancePool": plain(InstancePool, instance_type=InstanceType.G5_2XLARGE, priority=1),
+        "PrefixAwareRouting": plain(
+            PrefixAwareRouting, prefix_length=2048, concurrency_threshold=8
+        ),
+        "ScaleInPolicy": plain(ScaleInPolicy, strategy=ScaleInStrategy.IDLE_RELEASE),
+        "ComponentScheduling": plain(ComponentScheduling, placement=PlacementStrategy.SPREAD),
+        "ComponentSpecification": plain(
+            ComponentSpecification, instance_type=InstanceType.G5_12XLARGE
+        ),
+        "ContainerMetrics": plain(ContainerMetrics),
+        "AsyncInference": plain(AsyncInference, bucket=bucket, success_topic=topic),
+        "ServerlessConfig": plain(
+            ServerlessConfig, memory_size=Size.gibibytes(4), max_concurrency=2
+        ),
+        "AsyncScaling": construct(AsyncScaling, endpoint=async_endpoint, max_instances=2),
+        "ServerlessScaling": construct(ServerlessScaling, endpoint=serverless, max_concurrency=2),
+        "BacklogTrackingPolicy": construct(
+            BacklogTrackingPolicy, scalable_target=cfn_target, endpoint_name="e", target=5
+        ),
+        "BacklogScaleFromZeroPolicy": construct(
+            BacklogScaleFromZeroPolicy, scaling_target=target, endpoint_name="e"
+        ),
+        "LlmService": construct(
+            LlmService,
+            image=ContainerImage.lmi("0.31.0"),
+            source=ModelSource.from_hugging_face("meta-llama/Llama-3.1-8B-Instruct"),
+            slo=Slo(max_ms_per_token=60),
+            traffic=ExpectedTraffic.concurrency(8),
+            input_tokens=512,
+            output_tokens=128,
+            instance_types=[InstanceType.G5_12XLARGE],
+        ),
         "Model": construct(Model, image=ContainerImage.lmi("0.31.0")),
         "InferenceComponentEndpoint": construct(
             InferenceComponentEndpoint, instance_type=InstanceType.G5_12XLARGE
@@ -365,6 +459,13 @@ PUBLIC_CLASSES = [
     "OptimizationTechnique", "SpeculativeDecoding", "LmiOptions", "TgiOptions",
     "RollingDeployment", "DataCapture", "HandlerPlacement", "Workload", "RequestProtocol",
     "KneeRule", "GoodputSlo", "LmiLora", "EndpointMetrics",
+    # issue 19: every public class, the newest included
+    "Accelerator", "InstanceType", "ModelSpec", "PriceList", "SizingReport", "Slo",
+    "ExpectedTraffic", "Arrival", "BenchmarkLoad", "BenchmarkPricing", "BenchmarkEngine",
+    "BenchmarkResults", "ContainerImage", "ModelSource", "CapacityReservation", "InstancePool",
+    "PrefixAwareRouting", "ScaleInPolicy", "ComponentScheduling", "ComponentSpecification",
+    "ContainerMetrics", "AsyncInference", "ServerlessConfig", "AsyncScaling",
+    "ServerlessScaling", "BacklogTrackingPolicy", "BacklogScaleFromZeroPolicy", "LlmService",
 ]  # fmt: skip
 
 

@@ -24,6 +24,7 @@ from enum import Enum
 from typing import ClassVar
 
 from ..errors import ValidationError
+from ..prop_types import typed_props
 
 
 class AcceleratorKind(Enum):
@@ -33,6 +34,7 @@ class AcceleratorKind(Enum):
     AWS_NEURON = "aws-neuron"
 
 
+@typed_props
 @dataclass(frozen=True)
 class Accelerator:
     """One accelerator device: usable memory, memory bandwidth and dense FP16/BF16 compute.
@@ -172,6 +174,7 @@ for _device_name, _device in {
     setattr(Accelerator, _device_name, _device)
 
 
+@typed_props
 @dataclass(frozen=True)
 class InstanceType:
     """A SageMaker hosting instance type (``ml.*``).

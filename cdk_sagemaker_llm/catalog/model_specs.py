@@ -7,8 +7,10 @@ from enum import Enum
 from typing import Any, ClassVar
 
 from ..errors import ValidationError
+from ..prop_types import typed_props
 
 
+@typed_props
 class Precision(Enum):
     """How the weights are stored on the accelerator; decides bytes per parameter.
 
@@ -90,6 +92,7 @@ _ALIASES = {
 }
 
 
+@typed_props
 @dataclass(frozen=True)
 class ModelSpec:
     """The architecture facts sizing needs about one model.

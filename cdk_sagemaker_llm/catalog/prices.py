@@ -7,9 +7,11 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from ..errors import ValidationError
+from ..prop_types import typed_props
 from .instance_types import InstanceType
 
 
+@typed_props
 @dataclass(frozen=True)
 class PriceList:
     """On-demand USD prices per instance-hour of SageMaker real-time inference in one region.

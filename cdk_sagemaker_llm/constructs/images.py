@@ -19,6 +19,7 @@ from ..catalog.containers import (
     version_tuple,
 )
 from ..catalog.registries import ecr_domain
+from ..prop_types import typed_props
 from .nag import acknowledge_wildcard_resources
 from .validation import ValidationError
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:  # annotations only: importing these costs synth time
     from aws_cdk import aws_ecr as ecr
 
 
+@typed_props
 class ContainerImage:
     """A serving container image for a SageMaker model or inference component.
 

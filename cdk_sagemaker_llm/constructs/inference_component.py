@@ -33,6 +33,7 @@ __all__ = ["IInferenceComponent", "InferenceComponent", "InferenceComponentBase"
 MIN_MEMORY_MIB = 128
 
 
+@typed_props
 class InferenceComponentBase(Construct):
     """What every component offers: invoke grants and CloudWatch metrics."""
 
@@ -286,7 +287,9 @@ class InferenceComponent(InferenceComponentBase):
         self.resource = self._resource(
             inference_component_name, copy_count, specification, specifications_prop
         )
-        endpoint.host(self)
+        self.inference_component_name = self.resource.inference_component_name or ""
+        self.inference_component_arn = self.resource.attr_inference_component_arn
+        endpoint.host(self)  # a whole IHostedComponent by now (its name and ARN set)
         if deployment is not None:
             # Guardrails read the rollback alarms with the execution role(s).
             model_role = model.role if model is not None else None
@@ -294,8 +297,6 @@ class InferenceComponent(InferenceComponentBase):
         if model is None and self.image is not None:
             spec = ModelSpec.from_hugging_face_id(artifact.model_id if artifact else None)
             add_plan_metadata(self.resource, image=self.image, spec=spec)
-        self.inference_component_name = self.resource.inference_component_name or ""
-        self.inference_component_arn = self.resource.attr_inference_component_arn
 
     def _adapter_specification(
         self, base_component: IInferenceComponent, artifact: ModelSource, endpoint: IComponentHost

@@ -54,6 +54,7 @@ from ..planning.recommend import (
     recommend,
     unit_price,
 )
+from ..prop_types import typed_props
 from ..template_metadata import SERVICE
 from .autoscaling import ComponentScaling
 from .benchmark import EndpointBenchmark
@@ -79,6 +80,7 @@ TGI_DEFAULT_PREFILL_TOKENS = 4096
 """TGI's default ``MAX_BATCH_PREFILL_TOKENS``; a longer prompt needs it raised."""
 
 
+@typed_props
 @dataclass(frozen=True)
 class ExpectedTraffic:
     """The traffic the service must carry: its peak, and the least it sees (what it keeps).
@@ -131,6 +133,7 @@ class _Choice:
     source: str  # "recommended", "predicted", "override", "benchmark"
 
 
+@typed_props
 class LlmService(Construct):
     """A model served on an inference-component endpoint laid out from an SLO and traffic.
 

@@ -10,6 +10,7 @@ from aws_cdk import Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 
+from ..prop_types import typed_props
 from .validation import ValidationError
 
 if TYPE_CHECKING:  # annotations only: importing these costs synth time
@@ -37,6 +38,7 @@ class BoundModelSource:
     model_data_source: sagemaker.CfnModel.ModelDataSourceProperty | None = None
 
 
+@typed_props
 class ModelSource:
     """The model weights a serving container loads.
 

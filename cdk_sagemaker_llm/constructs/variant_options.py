@@ -15,16 +15,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aws_cdk import Duration
 from aws_cdk import aws_sagemaker as sagemaker
 
 from ..catalog.instance_types import InstanceType
+from ..prop_types import typed_props
+from .model import ModelBase
 from .validation import ValidationError, check_range, is_unresolved
-
-if TYPE_CHECKING:
-    from .model import ModelBase
 
 __all__ = [
     "CapacityReservation",
@@ -55,6 +54,7 @@ class RoutingStrategy(Enum):
     """Requests sharing a prefix go to the same instance (and copy): KV-cache reuse."""
 
 
+@typed_props
 @dataclass(frozen=True, kw_only=True)
 class PrefixAwareRouting:
     """``PrefixAwareRoutingConfig``: the two settings ``RoutingStrategy.PREFIX_AWARE`` needs."""
@@ -78,6 +78,7 @@ class PrefixAwareRouting:
         )
 
 
+@typed_props
 @dataclass(frozen=True, kw_only=True)
 class InstancePool:
     """One instance type a variant may be provisioned on, by priority (``InstancePool``).
@@ -106,6 +107,7 @@ class ScaleInStrategy(Enum):
     e.g. it never worsens an availability-zone imbalance)."""
 
 
+@typed_props
 @dataclass(frozen=True, kw_only=True)
 class ScaleInPolicy:
     """``ManagedInstanceScaling.ScaleInPolicy`` of an inference-component endpoint."""
@@ -161,6 +163,7 @@ _ML_RESERVATION_ARN = re.compile(
 )
 
 
+@typed_props
 @dataclass(frozen=True, kw_only=True)
 class CapacityReservation:
     """Run a variant's instances in an ML capacity reservation (``CapacityReservationConfig``),
@@ -191,6 +194,7 @@ class CapacityReservation:
         )
 
 
+@typed_props
 class InferenceAmiVersion(Enum):
     """Preconfigured inference AMIs (``InferenceAmiVersion``): driver and CUDA/Neuron versions,
     as listed in the SageMaker API reference."""

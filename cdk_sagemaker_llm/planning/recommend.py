@@ -23,6 +23,7 @@ from ..catalog.instance_types import CATALOG, InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
 from ..errors import ValidationError
+from ..prop_types import typed_props
 from .calibration import Calibration
 from .performance import (
     DEFAULT_EFFICIENCY,
@@ -42,6 +43,7 @@ from .performance import (
 from .placement import GB, MIN_KV_HEADROOM_BYTES, head_divisibility_problem, host_memory_problem
 
 
+@typed_props
 @dataclass(frozen=True)
 class Slo:
     """The latency a deployment must meet."""
