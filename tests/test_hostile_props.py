@@ -330,7 +330,8 @@ def _baselines(
 
     cpu_model = Model(stack, "BaseCpuModel", image=ContainerImage.pytorch_cpu("2.5.1"))
     serverless_variant = ProductionVariant(
-        model=cpu_model, serverless=ServerlessConfig(memory_size=Size.gibibytes(4), max_concurrency=2)
+        model=cpu_model,
+        serverless=ServerlessConfig(memory_size=Size.gibibytes(4), max_concurrency=2),
     )
     serverless = Endpoint(stack, "BaseServerless", variants=[serverless_variant])
     async_endpoint = Endpoint(
