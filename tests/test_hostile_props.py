@@ -11,6 +11,7 @@ import inspect
 import os
 from collections import Counter
 from collections.abc import Callable
+from enum import Enum
 from typing import Any
 
 import aws_cdk as cdk
@@ -331,7 +332,9 @@ def _baselines(
     cpu_model = Model(stack, "BaseCpuModel", image=ContainerImage.pytorch_cpu("2.5.1"))
     serverless_variant = ProductionVariant(
         model=cpu_model,
-        serverless=ServerlessConfig(memory_size=Size.gibibytes(4), max_concurrency=2),
+        serverless=ServerlessConfig(
+            memory_size=Size.gibibytes(4), max_concurrency=2, provisioned_concurrency=1
+        ),
     )
     serverless = Endpoint(stack, "BaseServerless", variants=[serverless_variant])
     async_endpoint = Endpoint(
@@ -644,3 +647,88 @@ def test_outcome_summary() -> None:
     print(f"\nhostile props: {total} combinations, {rejected} rejected with our errors")
     for outcome, count in OUTCOMES.most_common():
         print(f"  {count:4d}  {outcome}")
+
+
+# Every public callable (issue 19): constructors, factories, class methods, public methods and
+# the sizing functions, drawn with hostile values for each argument.
+
+
+def _every_callable() -> dict[str, Callable[..., Any]]:
+    from test_type_coverage import public_callables
+
+    return public_callables()
+
+
+EVERY_CALLABLE = sorted(_every_callable())
+
+
+INSTANCES: dict[str, Any] = {}
+"""One instance per class whose methods the hostile draws call (built once: a second scaling
+of the same endpoint would be refused)."""
+
+
+def _owner_instance(baselines: dict[str, Any], name: str) -> Any:
+    """A valid instance of the class that defines the method ``name`` (``Class.method``)."""
+    owner = name.split(".")[0].removesuffix("()")
+    if owner not in INSTANCES:
+        INSTANCES[owner] = _build_instance(baselines, owner)
+    return INSTANCES[owner]
+
+
+def _build_instance(baselines: dict[str, Any], owner: str) -> Any:
+    cls = getattr(cdk_sagemaker_llm, owner, None)
+    if owner in baselines:
+        call, props = baselines[owner]()
+        return call(**props)
+    for candidate in PUBLIC_CLASSES:  # an abstract base: one of its public subclasses
+        if isinstance(cls, type) and issubclass(getattr(cdk_sagemaker_llm, candidate), cls):
+            call, props = baselines[candidate]()
+            return call(**props)
+    if isinstance(cls, type) and issubclass(cls, Enum):
+        return next(iter(cls))
+    return None
+
+
+def _arguments(function: Callable[..., Any]) -> list[str]:
+    return [
+        p.name
+        for p in inspect.signature(function).parameters.values()
+        if p.name not in ("self", "cls")
+        and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    ]
+
+
+@settings(
+    max_examples=MAX_EXAMPLES * 4,
+    deadline=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_hostile_values_over_every_public_callable_are_our_error(
+    baselines: dict[str, Any], data: st.DataObject
+) -> None:
+    """Any public callable, each argument a hostile value (of a wrong type or not): it runs, or
+    raises our ValidationError with the prop, the value and a fix; never a raw exception."""
+    name = data.draw(st.sampled_from(EVERY_CALLABLE), label="callable")
+    function = _every_callable()[name]
+    arguments = {p: data.draw(wrong_values, label=p) for p in _arguments(function)}
+    parameters = list(inspect.signature(function).parameters)
+    head: list[Any] = []
+    if parameters and parameters[0] == "self":
+        instance = _owner_instance(baselines, name)
+        if instance is None:
+            OUTCOMES[f"no instance for {name}"] += 1
+            return
+        head.append(instance)
+    if "scope" in arguments:
+        arguments["scope"] = new_stack()
+    if "id" in arguments:
+        arguments["id"] = f"Hostile{abs(hash(name)) % 10_000}"
+    try:
+        function(*head, **arguments)
+    except ValidationError as error:
+        assert error.prop and "Fix: " in str(error) and error.fix
+        OUTCOMES[f"hostile call rejected: {name}"] += 1
+        return
+    OUTCOMES[f"hostile call accepted: {name}"] += 1

@@ -37,6 +37,9 @@ class Arrival:
     """How an open-loop level's requests arrive: ``Arrival.poisson(seed=0)`` or
     ``Arrival.constant()`` (see the module docstring)."""
 
+    __synth_decision__ = "The arrival schedule is drawn"
+    """Numbers given here decide at synth: a deploy-time token is refused (``typed_props``)."""
+
     kind: str
     """The process's name, one of ``ARRIVALS``."""
     seed: int = 0

@@ -102,6 +102,9 @@ class ModelSpec:
     model with ``ModelSpec.custom(...)``.
     """
 
+    __synth_decision__ = "The model's architecture decides what fits (sizing)"
+    """Numbers given here decide at synth: a deploy-time token is refused (``typed_props``)."""
+
     name: str
     """A short name, e.g. ``llama-3-8b``."""
     parameters: float

@@ -23,6 +23,9 @@ class PriceList:
     or apply a savings-plan discount (``DEFAULT_PRICE_LIST.with_discount(0.3)``).
     """
 
+    __synth_decision__ = "The price list ranks the layouts and prices the plan"
+    """Numbers given here decide at synth: a deploy-time token is refused (``typed_props``)."""
+
     as_of: str
     """When the prices were read (ISO date)."""
     source: str
@@ -52,6 +55,14 @@ class PriceList:
         check_discount("savings_plan_1y_discount", self.savings_plan_1y_discount)
         object.__setattr__(self, "prices", MappingProxyType(dict(sorted(self.prices.items()))))
         check_discount("discount", self.discount)
+
+    def __repr__(self) -> str:
+        """Short: a signature's default (``help(LlmService)``) shows no whole price list."""
+        discount = f", discount={self.discount:g}" if self.discount else ""
+        return (
+            f"PriceList(region={self.region!r}, as_of={self.as_of!r}, "
+            f"{len(self.prices)} prices{discount})"
+        )
 
     def price_per_hour(self, instance_type: InstanceType | str) -> float | None:
         """Price per hour of one instance after :attr:`discount`, or None when the list has

@@ -89,6 +89,9 @@ class ExpectedTraffic:
     ``ExpectedTraffic.concurrency(peak, minimum=...)``.
     """
 
+    __synth_decision__ = "LlmService sizes the copies and instances from the traffic"
+    """Numbers given here decide at synth: a deploy-time token is refused (``typed_props``)."""
+
     peak: Traffic
     """The most traffic, served within the SLO at the most copies."""
     minimum: float = 0
@@ -149,6 +152,9 @@ class LlmService(Construct):
 
     See the module documentation for what is decided and emitted.
     """
+
+    __synth_decision__ = "LlmService decides the layout from its numbers"
+    """Numbers given here decide at synth: a deploy-time token is refused (``typed_props``)."""
 
     def __init__(
         self,

@@ -23,7 +23,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from ..catalog.instance_types import InstanceType
 from ..prop_types import typed_props
 from .model import ModelBase
-from .validation import ValidationError, check_range, is_unresolved
+from .validation import ValidationError, check_range, is_unresolved, note_unchecked
 
 __all__ = [
     "CapacityReservation",
@@ -163,6 +163,25 @@ _ML_RESERVATION_ARN = re.compile(
 )
 
 
+def _check_unique_priorities(pools: Sequence[InstancePool], prop: str) -> None:
+    """API reference, ``InstancePool.Priority``: "SageMaker attempts to provision instances in
+    order of priority, starting with the lowest value"; two pools of one priority leave that
+    order undefined (tokens are not compared: noted for synth's info message)."""
+    priorities = [pool.priority for pool in pools]
+    if any(is_unresolved(priority) for priority in priorities):
+        note_unchecked(f"{prop}.instance_pools[].priority", "that priorities are unique")
+        return
+    repeated = sorted({p for p in priorities if priorities.count(p) > 1})
+    if repeated:
+        raise ValidationError(
+            f"{prop}.instance_pools[].priority",
+            {pool.instance_type.name: pool.priority for pool in pools},
+            f"priority {repeated[0]} is given to more than one pool; SageMaker tries the pools "
+            "in priority order, which two equal priorities leave undefined",
+            "give each pool its own priority, 1 (tried first) to 5",
+        )
+
+
 @typed_props
 @dataclass(frozen=True, kw_only=True)
 class CapacityReservation:
@@ -283,6 +302,7 @@ class VariantPlatform:
             check_range(
                 f"{prop}.instance_pools[{index}].priority", pool.priority, minimum=1, maximum=5
             )
+        _check_unique_priorities(pools, prop)
         ordered = sorted(pools, key=lambda pool: pool.priority)
         return [pool.instance_type for pool in ordered]
 

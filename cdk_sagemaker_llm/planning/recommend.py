@@ -48,6 +48,9 @@ from .placement import GB, MIN_KV_HEADROOM_BYTES, head_divisibility_problem, hos
 class Slo:
     """The latency a deployment must meet."""
 
+    __synth_decision__ = "The SLO ranks the layouts (LlmService, recommend)"
+    """Numbers given here decide at synth: a deploy-time token is refused (``typed_props``)."""
+
     max_ms_per_token: float
     """Per-token latency limit (end-to-end latency / output tokens), ms."""
     max_ttft_ms: float | None = None

@@ -341,25 +341,42 @@ class SizingReport:
     """Everything sizing says about one model on one instance type at one degree (sizes in
     decimal GB)."""
 
+    __synth_decision__ = "A sizing report is computed"
+    """Numbers given here decide at synth: a deploy-time token is refused (``typed_props``)."""
+
     model: str
+    """The model's name (its spec's)."""
     instance_type: str
+    """The instance type's name, e.g. ``ml.g5.12xlarge``."""
     precision: str
+    """The weights' precision, e.g. ``fp16``."""
     tensor_parallel_degree: int
+    """Accelerators one copy is sharded over."""
     max_total_tokens: int
+    """The longest sequence (input + output tokens) one request may have."""
     fits: bool
     """Memory verdict: weights + overhead leave >= 1 GB and one sequence of KV cache."""
     weights_bytes: float
+    """The weights of one copy, in bytes."""
     overhead_bytes: float
     """Framework overhead of the whole copy (per accelerator x degree)."""
     usable_memory_bytes: int
+    """Accelerator memory one copy may use (its accelerators' usable memory), in bytes."""
     kv_cache_bytes_per_token: int
+    """KV cache one token takes in one copy, in bytes."""
     kv_cache_bytes_per_sequence: int
+    """KV cache one sequence of ``max_total_tokens`` takes, in bytes."""
     max_concurrent_sequences: int
+    """Sequences of ``max_total_tokens`` whose KV cache fits at once in one copy."""
     recommended_tensor_parallel_degree: int | None
+    """The smallest degree at which the model serves; None when none does."""
     copies_per_instance: int
     """Copies one instance holds at this degree; 0 when the copy cannot serve."""
     critical_batch_size: float | None
+    """The batch above which decode turns compute-bound on this accelerator (FLOPS over
+    bandwidth); None when the vendor publishes neither."""
     reasoning: list[str] = field(default_factory=list)
+    """How each figure was reached, one line each."""
     head_problem: str | None = None
     """Why the degree cannot shard the attention/KV heads, or None."""
     single_request_ms_per_token: float | None = None
