@@ -145,3 +145,30 @@ def test_an_error_never_shows_a_tokens_encoded_value() -> None:
     error = ValidationError("counts", (1, _token(float)), "must be ordered", "fix them")
     assert str(error) == "counts=(1, <deploy-time token>): must be ordered. Fix: fix them"
     assert "Token[" not in str(ValidationError("name", _token(str), "bad", "fix"))
+
+
+def test_the_capacity_check_is_skipped_on_a_token_max_instance_count() -> None:
+    from aws_cdk import Size
+    from aws_cdk.assertions import Annotations, Match
+
+    from cdk_sagemaker_llm import ContainerImage, InferenceComponentEndpoint, InstanceType
+
+    stack = new_stack()
+    most = cdk.CfnParameter(stack, "MostInstances", type="Number", default=2)
+    endpoint = InferenceComponentEndpoint(
+        stack,
+        "Endpoint",
+        instance_type=InstanceType.G5_12XLARGE,
+        max_instance_count=most.value_as_number,
+    )
+    component = endpoint.add_inference_component(
+        "Llm",
+        image=ContainerImage.lmi("0.31.0"),
+        accelerators=1,
+        min_memory=Size.gibibytes(8),
+        copy_count=6,
+    )
+    infos = Annotations.from_stack(stack).find_info(
+        f"/{component.node.path}", Match.string_like_regexp("whether the instances hold every copy")
+    )
+    assert infos
