@@ -47,6 +47,7 @@ from cdk_sagemaker_llm import (
     Endpoint,
     EndpointBenchmark,
     EndpointMetrics,
+    EngineRelease,
     ExpectedTraffic,
     GoodputSlo,
     HandlerPlacement,
@@ -345,7 +346,28 @@ def _baselines(
     )
     topic = sns.Topic.from_topic_arn(stack, "Topic", "arn:aws:sns:us-west-2:123456789012:t")
     spec = ModelSpec.preset("llama-3.1-8b")
+    from test_calibration import G5, _results
+
+    from cdk_sagemaker_llm.planning.calibration import calibrate
+    from cdk_sagemaker_llm.planning.performance import Layout
+
+    service = LlmService(
+        stack,
+        "BaseService",
+        image=ContainerImage.lmi("0.31.0"),
+        source=ModelSource.from_hugging_face("meta-llama/Llama-3.1-8B-Instruct"),
+        slo=Slo(max_ms_per_token=60),
+        traffic=ExpectedTraffic.concurrency(8),
+        input_tokens=512,
+        output_tokens=128,
+        instance_types=[InstanceType.G5_12XLARGE],
+    )
     return {
+        "Calibration": like(
+            calibrate(_results([1, 2, 4, 8]), ModelSpec.LLAMA_2_7B, Layout(G5, 1, 1))
+        ),
+        "EngineRelease": like(EngineRelease.parse("tgi:3.3.6")),
+        "ServiceDecision": like(service.decision),
         "Accelerator": like(InstanceType.G5_2XLARGE.accelerator),
         "InstanceType": like(InstanceType.G5_2XLARGE),
         "ModelSpec": like(spec),
@@ -470,6 +492,7 @@ PUBLIC_CLASSES = [
     "PrefixAwareRouting", "ScaleInPolicy", "ComponentScheduling", "ComponentSpecification",
     "ContainerMetrics", "AsyncInference", "ServerlessConfig", "AsyncScaling",
     "ServerlessScaling", "BacklogTrackingPolicy", "BacklogScaleFromZeroPolicy", "LlmService",
+    "Calibration", "EngineRelease", "ServiceDecision",
 ]  # fmt: skip
 
 

@@ -219,6 +219,7 @@ class DecisionWarning:
     message: str
 
 
+@typed_props
 @dataclass(frozen=True)
 class ServiceDecision:
     """What an ``LlmService`` deploys and why: decided by ``decide``, rendered by the
@@ -229,18 +230,29 @@ class ServiceDecision:
     layout: Layout
     """Instance type, tensor-parallel degree, copies per instance and instances at the peak."""
     serving: ServingSettings
+    """The serving settings rendered into the container (batch limit, longest sequence)."""
     scaling: ScalingBounds
+    """The copy and instance bounds autoscaling keeps."""
     min_memory_per_copy_mib: int
+    """Host memory each copy reserves, MiB."""
     choices: Mapping[str, Choice]
     """Every decided value and its source (the metadata's ``choices``)."""
     predicted: Prediction
+    """The performance model's figures for the layout at the traffic."""
     price_per_hour: float | None
+    """Price per hour of the layout at its most instances; None when unpriced."""
     cost_per_million_tokens: float | None
+    """Cost per 1M output tokens at the peak traffic; None when unpriced."""
     reasoning: tuple[str, ...]
+    """Why this layout, one line each."""
     alternatives: tuple[str, ...]
+    """The next-best layouts, described."""
     rejected: tuple[str, ...]
+    """Layouts rejected, with why (the first few)."""
     rejected_count: int
+    """How many layouts were rejected in all."""
     warnings: tuple[DecisionWarning, ...] = ()
+    """Overrides the model predicts break the SLO, and other warnings."""
     option: Option | None = field(default=None, compare=False, repr=False)
     """The recommendation's option served (None when read back from metadata)."""
     recommendation: Recommendation | None = field(default=None, compare=False, repr=False)
