@@ -76,6 +76,8 @@ ONE_PER_TARGET = {"ComponentScaling", "VariantScaling", "AsyncScaling", "Serverl
 REFUSED_WHATEVER_THE_VALUE = {
     ("InferenceComponent", "lora_rank"): "the baseline component has no base_component",
     ("Arrival", "kind"): "names the process (Arrival.poisson() or Arrival.constant())",
+    ("EngineRelease", "family"): "a calibration's engine, compared with the known families",
+    ("EngineRelease", "version"): "a calibration's engine release, compared at synth",
 }
 """Props the baseline refuses for a reason other than the value (the token is not shown)."""
 
