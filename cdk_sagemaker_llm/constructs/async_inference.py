@@ -28,6 +28,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct, IValidation
 
+from ..prop_types import typed_props
 from .autoscaling import (
     STANDARD_METRIC_PERIOD,
     ScalingPolicy,
@@ -72,6 +73,7 @@ def _prefix(prop: str, value: str) -> str:
     return value
 
 
+@typed_props
 @dataclass(frozen=True, kw_only=True)
 class AsyncInference:
     """``AsyncInferenceConfig`` of an instance-based ``Endpoint``: where requests and results
@@ -224,6 +226,7 @@ def _backlog_metric(endpoint_name: str, metric_name: str) -> cloudwatch.Metric:
     )
 
 
+@typed_props
 class BacklogTrackingPolicy(TrackingPolicyBase):
     """Target tracking on ``ApproximateBacklogSizePerInstance`` (a customized metric): queued
     requests per instance. Application Auto Scaling owns the alarms (60 s x 3)."""
@@ -269,6 +272,7 @@ class BacklogTrackingPolicy(TrackingPolicyBase):
         )
 
 
+@typed_props
 class BacklogScaleFromZeroPolicy(ScalingPolicy):
     """The documented scale-up-from-zero recipe for asynchronous endpoints: +1 instance when
     requests wait and no instance runs (alarm on ``HasBacklogWithoutCapacity``)."""
@@ -333,6 +337,7 @@ class _NeedsBacklogTracking:
         return [str(error)]
 
 
+@typed_props
 class AsyncScaling(VariantScaling):
     """Scale a variant of an asynchronous ``Endpoint`` on its queue, down to zero instances.
 

@@ -7,6 +7,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from ..prop_types import typed_props
 from .validation import ValidationError, check_sagemaker_name
 
 INVOKE_ACTIONS = ["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"]
@@ -15,6 +16,7 @@ INVOKE_ACTIONS = ["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithRespo
 DEFAULT_VARIANT_NAME = "AllTraffic"
 
 
+@typed_props
 class EndpointBase(Construct):
     """What every endpoint offers: invoke grants and CloudWatch metrics."""
 

@@ -33,6 +33,7 @@ __all__ = ["IInferenceComponent", "InferenceComponent", "InferenceComponentBase"
 MIN_MEMORY_MIB = 128
 
 
+@typed_props
 class InferenceComponentBase(Construct):
     """What every component offers: invoke grants and CloudWatch metrics."""
 
@@ -297,7 +298,9 @@ class InferenceComponent(InferenceComponentBase):
     ) -> None:
         """Join the endpoint, let the guardrails read their alarms, leave plan metadata, and
         expose the component's name and ARN."""
-        endpoint.host(self)
+        self.inference_component_name = self.resource.inference_component_name or ""
+        self.inference_component_arn = self.resource.attr_inference_component_arn
+        endpoint.host(self)  # a whole IHostedComponent by now (its name and ARN set)
         if deployment is not None:
             # Guardrails read the rollback alarms with the execution role(s).
             model_role = model.role if model is not None else None
@@ -305,8 +308,14 @@ class InferenceComponent(InferenceComponentBase):
         if model is None and self.image is not None:
             spec = ModelSpec.from_hugging_face_id(artifact.model_id if artifact else None)
             add_plan_metadata(self.resource, image=self.image, spec=spec)
-        self.inference_component_name = self.resource.inference_component_name or ""
-        self.inference_component_arn = self.resource.attr_inference_component_arn
+
+    def requirements_on(self, instance_type: InstanceType) -> tuple[int, int]:
+        """Accelerators and MiB of host memory each copy reserves on ``instance_type`` (its
+        specification's, or the first-priority type's when it has none)."""
+        return (
+            self.accelerators_by_instance_type.get(instance_type.name, self.accelerators),
+            self._min_memory_mib_by_instance_type.get(instance_type.name, self.min_memory_mib),
+        )
 
     def _adapter_specification(
         self, base_component: IInferenceComponent, artifact: ModelSource, endpoint: IComponentHost
@@ -409,6 +418,7 @@ class InferenceComponent(InferenceComponentBase):
         if serving is not None:
             rendered.update(serving.environment())
         merged = merge_environment(rendered, environment, "environment")
+        _check_environment_entries(merged, environment)
         assert self.lora_adapters is not None
         return sagemaker.CfnInferenceComponent.InferenceComponentContainerSpecificationProperty(
             image=image.bind(self, endpoint.role),
@@ -593,6 +603,27 @@ def _check_creation(
         deployment.check_batch_size("deployment", copy_count, "copy count", "copy_count")
 
 
+MAX_ENVIRONMENT_ENTRIES = 16
+"""SageMaker API reference, ``InferenceComponentContainerSpecification.Environment``: "We
+support up to 16 entries in the map" (botocore's shape allows 100, so schema checks pass)."""
+
+
+def _check_environment_entries(merged: Mapping[str, str], given: Mapping[str, str] | None) -> None:
+    """A component's own container takes at most ``MAX_ENVIRONMENT_ENTRIES`` variables, those
+    the library derives (serving options, the Hugging Face source) included."""
+    if len(merged) <= MAX_ENVIRONMENT_ENTRIES:
+        return
+    derived = len(merged) - len(given or {})
+    raise ValidationError(
+        "environment",
+        f"{len(merged)} entries ({len(given or {})} given, {derived} from serving/artifact)",
+        f"an inference component's container takes at most {MAX_ENVIRONMENT_ENTRIES} "
+        "environment entries (SageMaker API reference, InferenceComponentContainerSpecification)",
+        "drop the variables the container does not need, or serve a Model (model=...), whose "
+        "container takes more",
+    )
+
+
 def _check_served(
     model: ModelBase | None,
     image: ContainerImage | None,
@@ -618,12 +649,36 @@ def _check_served(
             "a component runs exactly one of a Model or a container image",
             "pass model=Model(...) or image=ContainerImage.<family>(...), not both",
         )
-    if model is not None and (artifact or serving or environment or container_metrics):
+    if model is not None and container_metrics is not None:
+        # ContainerMetricsConfig belongs to the component's own container specification
+        # (CreateInferenceComponent: InferenceComponentContainerSpecification), which a
+        # component that runs a Model (ModelName) does not render; Model has no such prop.
         raise ValidationError(
-            "artifact/serving/environment/container_metrics",
+            "container_metrics",
+            container_metrics,
+            "metrics are scraped from a container the component specifies itself (image=); "
+            "a component given model= runs the Model's container",
+            "pass image=ContainerImage.<family>(...) (with artifact=, serving=, environment=) "
+            "instead of model= to scrape its metrics, or drop container_metrics",
+        )
+    if model is not None and (artifact or serving or environment):
+        given = [
+            name
+            for name, value in (
+                ("artifact", artifact),
+                ("serving", serving),
+                ("environment", environment),
+            )
+            if value
+        ]
+        on_model = {"artifact": "source", "serving": "serving", "environment": "environment"}
+        raise ValidationError(
+            "/".join(given),
             "given with model",
             "these describe a container given by image; a Model carries its own",
-            "set them on the Model, or pass image instead of model",
+            "set them on the Model ("
+            + ", ".join(f"Model({on_model[name]}=...)" for name in given)
+            + "), or pass image instead of model",
         )
     for served in [model] + [entry.model for entry in specifications or []]:
         draft = served.speculative_decoding if served is not None else None

@@ -81,6 +81,11 @@ class IHostedComponent(IInferenceComponent, Protocol):
     @property
     def cpu_cores(self) -> float | None: ...
 
+    def requirements_on(self, instance_type: InstanceType) -> tuple[int, int]:
+        """Accelerators and MiB of host memory each copy reserves on ``instance_type`` (one of
+        the endpoint's instance pools)."""
+        ...
+
 
 @runtime_checkable
 class IComponentHost(IEndpoint, Protocol):

@@ -14,12 +14,13 @@ production variants. Provisioned concurrency scales on the scalable dimension
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Unpack
+from typing import Unpack
 
 from aws_cdk import Size
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from ..prop_types import typed_props
 from .autoscaling import (
     PredefinedMetric,
     TargetTrackingOptions,
@@ -28,10 +29,8 @@ from .autoscaling import (
     _Scaling,
 )
 from .interfaces import IServerlessEndpoint
+from .model import ModelBase
 from .validation import ValidationError, check_range, is_unresolved
-
-if TYPE_CHECKING:
-    from .model import ModelBase
 
 __all__ = ["PROVISIONED_CONCURRENCY_DIMENSION", "ServerlessConfig", "ServerlessScaling"]
 
@@ -39,6 +38,7 @@ PROVISIONED_CONCURRENCY_DIMENSION = "sagemaker:variant:DesiredProvisionedConcurr
 MAX_SERVERLESS_CONCURRENCY = 200
 
 
+@typed_props
 @dataclass(frozen=True, kw_only=True)
 class ServerlessConfig:
     """A serverless variant (``ServerlessConfig``): for small CPU models, tests and spiky,
@@ -103,6 +103,7 @@ class ServerlessConfig:
             )
 
 
+@typed_props
 class ServerlessScaling(_Scaling):
     """Scale the provisioned concurrency of a serverless variant (target tracking on
     ``SageMakerVariantProvisionedConcurrencyUtilization``). The variant must be created with
