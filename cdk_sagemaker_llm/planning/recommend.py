@@ -134,6 +134,7 @@ class Traffic:
         return f"{self.concurrency} concurrent requests"
 
 
+@typed_props
 class Risk(Enum):
     """Which side of a prediction's band ``recommend`` sizes on."""
 
