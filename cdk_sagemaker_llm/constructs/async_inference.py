@@ -37,7 +37,7 @@ from .autoscaling import (
     one_step_from_zero,
 )
 from .interfaces import IAsyncEndpoint
-from .nag import acknowledge_wildcard_resources
+from .nag import acknowledge_key_grant, acknowledge_wildcard_resources
 from .validation import ValidationError, check_range, is_unresolved
 
 if TYPE_CHECKING:
@@ -136,6 +136,13 @@ class AsyncInference:
             for topic in (self.success_topic, self.error_topic):
                 if topic is not None:
                     topic.grant_publish(role)
+                    if getattr(topic, "master_key", None) is not None:
+                        acknowledge_key_grant(
+                            role,
+                            "Topic.grant_publish's kms:GenerateDataKey* on exactly the "
+                            "encrypted topic's key: SageMaker publishes the notifications",
+                            ["kms:GenerateDataKey*"],
+                        )
             self._grant_bucket_key(role)
             if self.kms_key is not None:
                 iam.Grant.add_to_principal(
