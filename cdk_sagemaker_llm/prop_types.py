@@ -18,6 +18,7 @@ import functools
 import importlib
 import inspect
 import numbers
+import re
 import sys
 import types
 import typing
@@ -58,13 +59,14 @@ class _Namespace(dict[str, Any]):
             raise KeyError(name) from None
 
 
-def _resolve(function: Callable[..., Any]) -> dict[str, Any]:
-    """The evaluated annotation of each parameter (``_UNRESOLVED`` when it cannot be)."""
+def _resolve(function: Callable[..., Any], only: str | None = None) -> dict[str, Any]:
+    """The evaluated annotation of each parameter (``_UNRESOLVED`` when it cannot be); of
+    parameter ``only`` alone when given."""
     module = sys.modules[function.__module__]
     hints: dict[str, Any] = {}
     for name, parameter in inspect.signature(function).parameters.items():
         annotation = parameter.annotation
-        if name == "self" or annotation is inspect.Parameter.empty:
+        if name == "self" or annotation is inspect.Parameter.empty or only not in (None, name):
             continue
         if isinstance(annotation, str):
             try:
@@ -73,6 +75,16 @@ def _resolve(function: Callable[..., Any]) -> dict[str, Any]:
                 annotation = _UNRESOLVED
         hints[name] = annotation
     return hints
+
+
+_UNANNOTATED = object()
+"""A parameter with no annotation to check (``self``, or none written)."""
+_NONE_ALTERNATIVE = re.compile(r"(^|\|)\s*None\s*($|\|)")
+
+
+def _admits_none(annotation: Any) -> bool:
+    """True for a written annotation that lists ``None`` as an alternative (``X | None``)."""
+    return isinstance(annotation, str) and bool(_NONE_ALTERNATIVE.search(annotation))
 
 
 def _init_of(cls: type) -> Callable[..., None]:
@@ -271,8 +283,10 @@ def _checked(function: Callable[..., R], owner: str, qualified: bool) -> Callabl
     signature = inspect.signature(function)
 
     @functools.cache
-    def hints() -> Mapping[str, Any]:  # resolved on first use: annotations may refer ahead
-        return _resolve(function)
+    def hint(name: str) -> Any:
+        # Resolved on first use, one parameter at a time: annotations may refer ahead, and the
+        # aws_cdk module of a prop left at None (``ec2``, ``kms``) is never imported for it.
+        return _resolve(function, only=name).get(name, _UNANNOTATED)
 
     @functools.wraps(function)
     def checked(*args: Any, **kwargs: Any) -> R:
@@ -282,13 +296,16 @@ def _checked(function: Callable[..., R], owner: str, qualified: bool) -> Callabl
             raise ValidationError(
                 owner, f"{args!r}, {kwargs!r}", str(error), f"see help({owner})"
             ) from None
-        resolved = hints()
         for name, value in bound.arguments.items():
-            if name in resolved and signature.parameters[name].kind not in (
+            parameter = signature.parameters[name]
+            if parameter.kind in (
                 inspect.Parameter.VAR_POSITIONAL,
                 inspect.Parameter.VAR_KEYWORD,
-            ):
-                check_type(name, value, resolved[name], owner, qualified=qualified)
+            ) or (value is None and _admits_none(parameter.annotation)):
+                continue
+            expected = hint(name)
+            if expected is not _UNANNOTATED:
+                check_type(name, value, expected, owner, qualified=qualified)
         return function(*args, **kwargs)
 
     return checked
