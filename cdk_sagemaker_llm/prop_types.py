@@ -19,6 +19,7 @@ import importlib
 import inspect
 import itertools
 import numbers
+import re
 import sys
 import types
 import typing
@@ -69,13 +70,14 @@ class _Namespace(dict[str, Any]):
             raise KeyError(name) from None
 
 
-def _resolve(function: Callable[..., Any]) -> dict[str, Any]:
-    """The evaluated annotation of each parameter (``_UNRESOLVED`` when it cannot be)."""
+def _resolve(function: Callable[..., Any], only: str | None = None) -> dict[str, Any]:
+    """The evaluated annotation of each parameter (``_UNRESOLVED`` when it cannot be); of
+    parameter ``only`` alone when given."""
     module = sys.modules[function.__module__]
     hints: dict[str, Any] = {}
     for name, parameter in inspect.signature(function).parameters.items():
         annotation = parameter.annotation
-        if name == "self" or annotation is inspect.Parameter.empty:
+        if name == "self" or annotation is inspect.Parameter.empty or only not in (None, name):
             continue
         if isinstance(annotation, str):
             try:
@@ -84,6 +86,16 @@ def _resolve(function: Callable[..., Any]) -> dict[str, Any]:
                 annotation = _UNRESOLVED
         hints[name] = annotation
     return hints
+
+
+_UNANNOTATED = object()
+"""A parameter with no annotation to check (``self``, or none written)."""
+_NONE_ALTERNATIVE = re.compile(r"(^|\|)\s*None\s*($|\|)")
+
+
+def _admits_none(annotation: Any) -> bool:
+    """True for a written annotation that lists ``None`` as an alternative (``X | None``)."""
+    return isinstance(annotation, str) and bool(_NONE_ALTERNATIVE.search(annotation))
 
 
 def _init_of(cls: type) -> Callable[..., None]:
@@ -379,8 +391,10 @@ def _checked(
     signature = inspect.signature(function)
 
     @functools.cache
-    def hints() -> Mapping[str, Any]:  # resolved on first use: annotations may refer ahead
-        return _resolve(function)
+    def hint(name: str) -> Any:
+        # Resolved on first use, one parameter at a time: annotations may refer ahead, and the
+        # aws_cdk module of a prop left at None (``ec2``, ``kms``) is never imported for it.
+        return _resolve(function, only=name).get(name, _UNANNOTATED)
 
     @functools.wraps(function)
     def checked(*args: Any, **kwargs: Any) -> R:
@@ -390,16 +404,20 @@ def _checked(
             raise ValidationError(
                 owner, f"{args!r}, {kwargs!r}", str(error), f"see help({owner})"
             ) from None
-        resolved = hints()
         for name, value in bound.arguments.items():
-            kind = signature.parameters[name].kind
-            if name not in resolved or kind is inspect.Parameter.VAR_POSITIONAL:
+            parameter = signature.parameters[name]
+            if parameter.kind is inspect.Parameter.VAR_POSITIONAL or (
+                value is None and _admits_none(parameter.annotation)
+            ):
                 continue
-            if kind is inspect.Parameter.VAR_KEYWORD:
-                _check_options(value, resolved[name], owner, qualified)
+            expected = hint(name)
+            if expected is _UNANNOTATED:
                 continue
-            check_type(name, value, resolved[name], owner, qualified=qualified)
-            if decision is not None and _numeric(resolved[name]):
+            if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+                _check_options(value, expected, owner, qualified)
+                continue
+            check_type(name, value, expected, owner, qualified=qualified)
+            if decision is not None and _numeric(expected):
                 require_concrete(f"{owner}({name})" if qualified else name, value, decision)
         if not construct:
             return function(*args, **kwargs)

@@ -30,6 +30,7 @@ from .execution_role import create_execution_role, depend_on_role_policy
 from .inference_component import InferenceComponent
 from .interfaces import IEndpoint, IHostedComponent
 from .model import ModelBase
+from .nag import acknowledge_key_grant
 from .networking import place_in_vpc
 from .serverless import ServerlessConfig
 from .validation import (
@@ -63,6 +64,11 @@ __all__ = [
     "ProductionVariant",
     "RoutingStrategy",
 ]
+
+STORAGE_KEY_REASON = (
+    "Key.grant_encrypt_decrypt's action families on exactly the endpoint's storage-volume key "
+    "(KmsKeyId): SageMaker encrypts the ML storage volume with data keys of that key"
+)
 
 
 @typed_props
@@ -400,6 +406,7 @@ class Endpoint(EndpointBase):
         if kms_key is not None:
             for role in roles:
                 kms_key.grant_encrypt_decrypt(role)
+                acknowledge_key_grant(role, STORAGE_KEY_REASON)
         if deployment is not None:
             deployment.grant_alarm_reads(roles)  # guardrails read the alarms with these roles
         self.resource = sagemaker.CfnEndpoint(
@@ -631,6 +638,7 @@ class InferenceComponentEndpoint(EndpointBase):
         vpc_config = self._vpc_config(vpc, vpc_subnets, security_groups)
         if kms_key is not None:
             kms_key.grant_encrypt_decrypt(self.role)
+            acknowledge_key_grant(self.role, STORAGE_KEY_REASON)
 
         self.endpoint_config = sagemaker.CfnEndpointConfig(
             self,

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Annotations, Duration, Names, Size, Stack
-from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
@@ -14,7 +13,6 @@ from constructs import Construct
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec
 from ..prop_types import typed_props
-from .autoscaling import ComponentScaling
 from .component_options import ComponentScheduling, ComponentSpecification, ContainerMetrics
 from .deployment import RollingDeployment
 from .endpoint_base import INVOKE_ACTIONS, import_endpoint_by_name
@@ -27,6 +25,11 @@ from .model_source import ModelSource, ModelSourceKind
 from .plan_metadata import add_plan_metadata
 from .serving_options import MAX_LORA_RANKS, ServingOptions
 from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
+
+if TYPE_CHECKING:  # imported where used: importing them costs synth time
+    from aws_cdk import aws_cloudwatch as cloudwatch
+
+    from .autoscaling import ComponentScaling
 
 __all__ = ["IInferenceComponent", "InferenceComponent", "InferenceComponentBase"]
 
@@ -58,6 +61,8 @@ class InferenceComponentBase(Construct):
         period: Duration = Duration.minutes(1),
     ) -> cloudwatch.Metric:
         """Any metric of this component (dimension ``InferenceComponentName``)."""
+        from aws_cdk import aws_cloudwatch as cloudwatch
+
         return cloudwatch.Metric(
             namespace=namespace,
             metric_name=metric_name,
@@ -102,6 +107,8 @@ class InferenceComponentBase(Construct):
 
     def auto_scale_copies(self, *, max_copies: int, min_copies: int = 1) -> ComponentScaling:
         """Scale this component's copies; add policies to the result (see ``ComponentScaling``)."""
+        from .autoscaling import ComponentScaling
+
         return ComponentScaling(
             self, "CopyScaling", component=self, min_copies=min_copies, max_copies=max_copies
         )

@@ -10,14 +10,16 @@ which ``endpoint`` builds on, do not name the endpoint classes back.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from aws_cdk import CfnResource, Duration
-from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from constructs import Node
 
 from ..catalog.instance_types import InstanceType
+
+if TYPE_CHECKING:  # annotations only: importing it costs synth time
+    from aws_cdk import aws_cloudwatch as cloudwatch
 
 
 @runtime_checkable

@@ -12,6 +12,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 
 from ..prop_types import typed_props
+from .nag import acknowledge_wildcard_resources
 from .validation import ValidationError
 
 if TYPE_CHECKING:  # annotations only: importing these costs synth time
@@ -197,6 +198,12 @@ class ModelSource:
             resource_arns=[self.bucket.arn_for_objects(object_pattern)],
         )
         if self.kind is ModelSourceKind.S3_PREFIX:
+            acknowledge_wildcard_resources(
+                role,
+                [self.bucket.arn_for_objects(object_pattern)],
+                "Reads the objects under exactly the model's S3 prefix: uncompressed weights "
+                "are many files, named by the model's authors.",
+            )
             role.add_to_principal_policy(
                 iam.PolicyStatement(
                     actions=["s3:ListBucket"],

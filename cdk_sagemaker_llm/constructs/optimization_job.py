@@ -92,7 +92,7 @@ from .images import ContainerFamily, ContainerImage
 from .images import _grant_pull as grant_pull
 from .model import Model, merge_environment
 from .model_source import BoundModelSource, ModelSource, ModelSourceKind
-from .nag import acknowledge_wildcard_resources
+from .nag import acknowledge_key_grant, acknowledge_wildcard_resources
 from .networking import place_in_vpc
 from .validation import SAGEMAKER_NAME, ValidationError, check_range
 
@@ -769,6 +769,11 @@ class OptimizationJob(Construct):
         key = self.output_kms_key or self.output_bucket.encryption_key
         if key is not None:
             key.grant_encrypt_decrypt(self.role)
+            acknowledge_key_grant(
+                self.role,
+                "Key.grant_encrypt_decrypt's action families on exactly the output key: the "
+                "job writes (and reads back) its SSE-KMS artifacts",
+            )
 
     def _state_machine(
         self, poller: lambda_.IFunction, interval: Duration, timeout: Duration
