@@ -89,6 +89,7 @@ from cdk_sagemaker_llm import (
     sizing,
 )
 from cdk_sagemaker_llm.catalog.instance_types import CATALOG
+from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
 from cdk_sagemaker_llm.prop_types import unchecked_props
 
 MAX_EXAMPLES = int(os.environ.get("HYPOTHESIS_MAX_EXAMPLES", "60"))
@@ -367,6 +368,7 @@ def _baselines(
             calibrate(_results([1, 2, 4, 8]), ModelSpec.LLAMA_2_7B, Layout(G5, 1, 1))
         ),
         "EngineRelease": like(EngineRelease.parse("tgi:3.3.6")),
+        "EngineProfile": like(engine_profile("tgi-1")),
         "ServiceDecision": like(service.decision),
         "Accelerator": like(InstanceType.G5_2XLARGE.accelerator),
         "InstanceType": like(InstanceType.G5_2XLARGE),
@@ -492,7 +494,7 @@ PUBLIC_CLASSES = [
     "PrefixAwareRouting", "ScaleInPolicy", "ComponentScheduling", "ComponentSpecification",
     "ContainerMetrics", "AsyncInference", "ServerlessConfig", "AsyncScaling",
     "ServerlessScaling", "BacklogTrackingPolicy", "BacklogScaleFromZeroPolicy", "LlmService",
-    "Calibration", "EngineRelease", "ServiceDecision",
+    "Calibration", "EngineRelease", "ServiceDecision", "EngineProfile",
 ]  # fmt: skip
 
 
