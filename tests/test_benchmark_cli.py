@@ -40,7 +40,7 @@ def test_benchmark_then_report(
         truth = sim.truth()
     assert code == 0
     err = capsys.readouterr().err
-    assert "concurrency 1: 6 requests" in err and "knee: concurrency" in err
+    assert "concurrency 1: 6 requests" in err and "knee: " in err  # measured or "at least"
     data = json.loads(out.read_text())
     assert data["payload"]["input_tokens"] == 6 and data["payload"]["stream"] is True
     assert [level["concurrency"] for level in data["levels"]] == [1, 2, 4]
@@ -169,7 +169,7 @@ def test_request_rate_sweep_with_goodput_then_report(
         truth = sim.truth()
     assert code == 0
     err = capsys.readouterr().err
-    assert "rate 20/s (achieved" in err and "sustainable rate: 40" in err
+    assert "rate 20/s (achieved" in err and "sustainable rate: at least 40 requests/s" in err
     data = json.loads(out.read_text())
     assert data["mode"] == "rate" and len(truth) == 1 + 2 * 24
     assert data["open_loop"]["arrival"] == "constant" and data["open_loop"]["max_concurrency"] == 16
@@ -184,7 +184,9 @@ def test_request_rate_sweep_with_goodput_then_report(
     chart = tmp_path / "chart.svg"
     assert main(["report", str(out), "--markdown", str(markdown), "--chart", str(chart)]) == 0
     text = markdown.read_text()
-    assert "| rate/s | achieved/s |" in text and "Sustainable rate: **40" in text
+    assert "| rate/s | achieved/s |" in text and "Sustainable rate: **at least 40" in text
+    assert data["goodput"]["sustainable_rate_at_least"] is True
+    assert "--request-rate" in data["goodput"]["raise_with"]
     assert "40/s" in chart.read_text()
 
 

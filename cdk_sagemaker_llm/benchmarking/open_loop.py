@@ -241,9 +241,22 @@ def open_loop_settings(arrival: Arrival, max_concurrency: int | None) -> dict[st
     }
 
 
-def goodput_section(slo: GoodputSlo, levels: Sequence[LevelResult]) -> dict[str, Any]:
-    """The ``goodput`` section of an open-loop result: the SLOs and the sustainable rate."""
-    return {**slo.to_dict(), "sustainable_rate_per_s": sustainable_rate(levels)}
+def sustainable_rate_at_least(levels: Sequence[LevelResult]) -> bool:
+    """Whether every level was sustainable: the sustainable rate is then only a lower bound
+    (the highest rate run), not where the endpoint stops keeping up."""
+    return bool(levels) and all(level.sustainable for level in levels)
+
+
+def goodput_section(
+    slo: GoodputSlo, levels: Sequence[LevelResult], raise_with: str | None = None
+) -> dict[str, Any]:
+    """The ``goodput`` section of an open-loop result: the SLOs and the sustainable rate (with
+    ``sustainable_rate_at_least`` when no level failed, and ``raise_with``, what raises it)."""
+    section = {**slo.to_dict(), "sustainable_rate_per_s": sustainable_rate(levels)}
+    if sustainable_rate_at_least(levels):
+        section["sustainable_rate_at_least"] = True
+        section["raise_with"] = raise_with
+    return section
 
 
 OPEN_LOOP_KNEE = "open loop: no knee (a closed-loop figure); see goodput.sustainable_rate_per_s"
@@ -268,6 +281,7 @@ class RateRunner(LevelRunner):
         arrival: Arrival | None = None,
         max_concurrency: int | None = None,
         slo: GoodputSlo | None = None,
+        raise_with: str | None = None,
         **settings: Any,
     ) -> None:
         if not isinstance(invoker, AsyncInvoker):
@@ -275,6 +289,8 @@ class RateRunner(LevelRunner):
         super().__init__(invoker, factory, slo=slo or GoodputSlo(), **settings)
         self.arrival = arrival or Arrival.poisson()
         self.max_concurrency = max_concurrency
+        self.raise_with = raise_with
+        """What raises a sustainable rate that is only a lower bound (named in the results)."""
 
     def __call__(self, level: float) -> LevelResult:
         rate = level
@@ -301,6 +317,6 @@ class RateRunner(LevelRunner):
             slo_ms_per_token=self.slo.ms_per_token,
             mode="rate",
             open_loop=open_loop_settings(self.arrival, self.max_concurrency),
-            goodput=goodput_section(self.slo, ordered),
+            goodput=goodput_section(self.slo, ordered, self.raise_with),
             **fields,
         )

@@ -12,10 +12,12 @@ from ..benchmarking.arrivals import ARRIVALS, Arrival
 from ..benchmarking.engine import KneeRule
 from ..benchmarking.goodput import DEFAULT_FRACTION, GoodputSlo
 from ..benchmarking.invokers import AsyncInvoker, BotoInvoker, Invoker
-from ..benchmarking.load import BenchmarkLoad
+from ..benchmarking.load import DEFAULT_SEARCH_CAP, OPEN_SEARCH_MAX_ERROR_RATE, BenchmarkLoad
 from ..benchmarking.payload import FORMATS, PayloadFormat, PayloadSpec, RequestProtocol
 from ..benchmarking.pricing import BenchmarkPricing
 from ..benchmarking.progress import LiveProgress
+from ..benchmarking.region import resolve_region
+from ..benchmarking.report import summary_lines
 from ..benchmarking.run import run_benchmark
 from ..benchmarking.search import DEFAULT_RESOLUTION, SEARCHES
 from ..planning.workload import Workload
@@ -89,6 +91,21 @@ def _add_open_loop_and_search(parser: argparse.ArgumentParser) -> None:
         "--search-resolution", type=_positive(float),
         help=f"bisection stops when the bracket is within this ratio; default {DEFAULT_RESOLUTION}",
     )  # fmt: skip
+    group.add_argument(
+        "--search-cap", type=_positive(int), metavar="N",
+        help="--search knee without --concurrency: the highest level it may double to; default "
+        f"{DEFAULT_SEARCH_CAP} (it also stops where the rule trips or the error rate exceeds "
+        f"{OPEN_SEARCH_MAX_ERROR_RATE:.0%})",
+    )  # fmt: skip
+    group.add_argument(
+        "--expect-knee", type=_positive(int), metavar="N",
+        help="--search knee: the expected knee (e.g. `plan`'s prediction); the search brackets "
+        "around it and widens only where the measurement disagrees",
+    )  # fmt: skip
+    group.add_argument(
+        "--expect-rate", type=_positive(float), metavar="R",
+        help="--search max-rate: the expected sustainable rate (requests/s), bracketed likewise",
+    )  # fmt: skip
 
 
 def _mode_error(args: argparse.Namespace) -> str | None:
@@ -98,6 +115,12 @@ def _mode_error(args: argparse.Namespace) -> str | None:
         return "give --concurrency (closed loop) or --request-rate (open loop), not both"
     if args.search_resolution is not None and args.search is None:
         return "--search-resolution applies to a search: give --search"
+    if args.search_cap is not None and (args.search != "knee" or args.concurrency is not None):
+        return "--search-cap caps --search knee without --concurrency (the range it doubles in)"
+    if args.expect_knee is not None and args.search != "knee":
+        return "--expect-knee starts a knee search: give --search knee"
+    if args.expect_rate is not None and args.search != "max-rate":
+        return "--expect-rate starts a max-rate search: give --search max-rate"
     if args.discount is not None and args.price_per_hour is None and not args.instance_type:
         return "--discount applies to a price: give --price-per-hour or --instance-type"
     if args.request_rate is None:
@@ -137,10 +160,16 @@ def _load(args: argparse.Namespace) -> BenchmarkLoad:
             ),
             "slo": slo if slo.stated else None,
         }
+        if args.search == "knee" and args.concurrency is None:  # no range: double up to a cap
+            return BenchmarkLoad.knee_search(
+                high=None if args.search_cap is None else max(args.search_cap, 2),
+                resolution=resolution, expected=args.expect_knee, **closed_loop,
+            )  # fmt: skip
         if args.search == "knee":
             return BenchmarkLoad.knee_search(
-                low=levels[0], high=levels[-1], resolution=resolution, **closed_loop
-            )
+                low=levels[0], high=levels[-1], resolution=resolution, expected=args.expect_knee,
+                **closed_loop,
+            )  # fmt: skip
         return BenchmarkLoad.concurrency(levels, **closed_loop)
     open_loop: dict[str, Any] = {
         "arrival": Arrival.constant()
@@ -153,8 +182,9 @@ def _load(args: argparse.Namespace) -> BenchmarkLoad:
     rates = args.request_rate
     if args.search == "max-rate":
         return BenchmarkLoad.max_rate_search(
-            low=rates[0], high=rates[-1], resolution=resolution, **open_loop
-        )
+            low=rates[0], high=rates[-1], resolution=resolution, expected=args.expect_rate,
+            **open_loop,
+        )  # fmt: skip
     return BenchmarkLoad.request_rates(rates, **open_loop)
 
 
@@ -184,7 +214,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--endpoint-name", required=True)
     parser.add_argument("--inference-component", help="inference component to invoke")
-    parser.add_argument("--region", help="default: the usual AWS configuration chain")
+    parser.add_argument(
+        "--region",
+        help="default: AWS_REGION, else AWS_DEFAULT_REGION, else the profile's region (as the "
+        "AWS CLI reads them)",
+    )
     parser.add_argument(
         "--endpoint-url",
         help="any SageMaker-Runtime-compatible server (e.g. the loopback simulator)",
@@ -246,17 +280,18 @@ def register(subparsers: Any) -> None:
 
 
 def _invoker(args: argparse.Namespace) -> Invoker:
+    region = resolve_region(args.region)
     if args.client == "threads":
         return BotoInvoker(
             args.endpoint_name,
             inference_component=args.inference_component,
-            region=args.region,
+            region=region,
             endpoint_url=args.endpoint_url,
         )
     return AsyncInvoker(
         args.endpoint_name,
         inference_component=args.inference_component,
-        region=args.region,
+        region=region,
         endpoint_url=args.endpoint_url,
     )
 
@@ -335,18 +370,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     Path(args.out).write_text(result.to_json() + "\n", encoding="utf-8")
-    if result.mode == "rate":
-        assert result.goodput is not None
-        rate = result.goodput["sustainable_rate_per_s"]
-        progress(f"sustainable rate: {rate} requests/s ({result.goodput['rule']})")
-    else:
-        knee = result.knee
-        progress(f"knee: concurrency {knee.concurrency} ({knee.rule})")
-    if result.search is not None:
-        search = result.search
-        progress(
-            f"search ({search['rule']}): levels {search['levels_run']}, found {search['found']}, "
-            f"{search['requests']} requests"
-        )
+    for line in summary_lines(result):
+        progress(line)
     progress(f"results in {args.out}")
     return 0

@@ -74,7 +74,6 @@ HOST_MEMORY_SHARE = 0.5
 """Of a copy's share of host memory (its accelerators' share of the instance), the part its
 ``min_memory`` reserves by default: the rest stays free for SageMaker's agents, the OS and the
 page cache that loading weights goes through."""
-MAX_SWEEP_LEVELS = 12
 TGI_DEFAULT_PREFILL_TOKENS = 4096
 """TGI's default ``MAX_BATCH_PREFILL_TOKENS``; a longer prompt needs it raised."""
 
@@ -526,15 +525,19 @@ class LlmService(Construct):
         copies: int,
         max_duration: Duration,
     ) -> EndpointBenchmark:
-        """A sweep of the initial copies up to twice their predicted knee, gated on the SLO."""
-        top = min(4096, max(2, 2 * option.knee_concurrency_per_copy * copies))
-        levels = [2**power for power in range(0, MAX_SWEEP_LEVELS) if 2**power < top] + [top]
+        """A knee search of the initial copies that starts from their predicted knee (it
+        brackets around the prediction and widens only where the measurement disagrees, up to
+        four times the prediction), gated on the SLO."""
+        predicted = max(1, option.knee_concurrency_per_copy * copies)
+        top = min(4096, max(2, 4 * predicted))
         rule = KneeRule(min_gain_per_doubling=0.10, slo_ms_per_token=slo.max_ms_per_token)
         return EndpointBenchmark(
             self,
             "Benchmark",
             inference_component=self.component,
-            load=BenchmarkLoad.concurrency(levels[-MAX_SWEEP_LEVELS:], knee_rule=rule),
+            load=BenchmarkLoad.knee_search(
+                low=1, high=top, expected=min(predicted, top), knee_rule=rule
+            ),
             workload=workload,
             protocol=RequestProtocol(
                 payload_format=PayloadFormat.TGI if image.family.is_tgi else PayloadFormat.LMI,

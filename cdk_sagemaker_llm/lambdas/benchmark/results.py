@@ -41,6 +41,9 @@ from .run import (
     split,
 )
 
+RAISE_WITH = "the benchmark load's highest level (BenchmarkLoad levels, or a search's high)"
+"""What raises a deploy-time knee or sustainable rate that is only a lower bound."""
+
 START_SKEW_LIMIT_S = 1.0
 """The stated start skew: workers of one level start within this of each other (they all wait
 for the common start time; a worker that arrives late is recorded, and so is the skew)."""
@@ -150,16 +153,22 @@ def build_result(
             next_level(search, in_run_order, judge),
             sum(level.requests for level in in_run_order),
             pass_rule,
+            RAISE_WITH,
         )
     max_concurrency = run["MaxConcurrency"] or None
     spec = payload_of(run)
     target = {"endpoint_name": run["EndpointName"], "client": "EndpointBenchmark (Lambda workers)"}
     if run["InferenceComponentName"]:
         target["inference_component"] = run["InferenceComponentName"]
+    knee = Knee(None, OPEN_LOOP_KNEE) if rate else find_knee(measured, rule, raise_with=RAISE_WITH)
+    if rate:
+        goodput = goodput_section(slo, measured, RAISE_WITH)
+    else:
+        goodput = slo.to_dict() if slo.stated else None
     return BenchmarkResult(
         payload=spec.describe(),
         levels=measured,
-        knee=Knee(None, OPEN_LOOP_KNEE) if rate else find_knee(measured, rule),
+        knee=knee,
         target=target,
         slo_ms_per_token=slo.ms_per_token if rate else rule.slo_ms_per_token,
         price_per_hour=run["PricePerHour"],
@@ -168,7 +177,7 @@ def build_result(
         finished_at=now,
         mode=run["Mode"],
         open_loop=open_loop_settings(arrival_of(run), max_concurrency) if rate else None,
-        goodput=goodput_section(slo, measured) if rate else (slo.to_dict() if slo.stated else None),
+        goodput=goodput,
         search=searched,
     )
 
@@ -176,14 +185,17 @@ def build_result(
 def figures_of(run: Mapping[str, Any], result: BenchmarkResult) -> dict[str, Any]:
     """The attributes other resources consume. When even the lowest level trips the knee
     rule, the knee attributes fall back to the lowest level (``KneeFound`` false); an open-loop
-    run has no knee (the same fallback) but a sustainable rate (0: none, or closed loop)."""
+    run has no knee (the same fallback) but a sustainable rate (0: none, or closed loop). When
+    no level trips the rule, ``KneeConcurrency`` is only a lower bound: ``KneeAtLeast`` is
+    true and ``KneeFound`` false (the same for ``SustainableRateAtLeast``)."""
     lowest = result.levels[0] if result.levels else None
     knee_level = result.knee_level or lowest
     best = result.max_throughput_level
     knee = knee_level.concurrency if knee_level else 0
     return {
         "RunName": run["Name"],
-        "KneeFound": result.knee.concurrency is not None,
+        "KneeFound": result.knee.concurrency is not None and not result.knee.at_least,
+        "KneeAtLeast": result.knee.at_least,
         "KneeConcurrency": knee,
         "KneeConcurrencyPerCopy": max(1, knee // run["Copies"]) if knee else 0,
         "KneeP50MsPerToken": round(knee_level.p50_ms_per_token or 0.0, 3) if knee_level else 0,
@@ -193,6 +205,7 @@ def figures_of(run: Mapping[str, Any], result: BenchmarkResult) -> dict[str, Any
         "SustainableRequestsPerSecond": sustainable_rate(result.levels) or 0
         if result.mode == "rate"
         else 0,
+        "SustainableRateAtLeast": bool((result.goodput or {}).get("sustainable_rate_at_least")),
         "ResultsS3Uri": f"s3://{run['Bucket']}/{results_key(run, 'results.json')}",
         "ChartS3Uri": f"s3://{run['Bucket']}/{results_key(run, 'chart.svg')}",
     }

@@ -51,7 +51,7 @@ RUN_KEYS = frozenset(
         "InferenceComponentName", "InputTokens", "OutputTokens", "Stream", "Format",
         "Concurrencies", "RequestsPerLevel", "WorkerCapacity", "Copies", "Rule", "Gate",
         "PricePerHour", "PriceSource", "Mode", "Rates", "Arrival", "Seed", "MaxConcurrency",
-        "WorkerRateCapacity", "Slo", "Search", "SearchResolution",
+        "WorkerRateCapacity", "Slo", "Search", "SearchResolution", "SearchExpected",
     }
 )  # fmt: skip
 RULE_KEYS = frozenset({"MinGainPerDoubling", "SloMsPerToken", "MaxErrorRate"})
@@ -80,6 +80,16 @@ def _rate(value: Any, where: str) -> float:
     if rate <= 0:
         raise EventError(f"{where}: a request rate is above 0, got {shown(value)}")
     return rate
+
+
+def _expected(run: Mapping[str, Any], search: str, levels: list[Any], where: str) -> float | None:
+    """A search's expected answer (0 or absent: none), within its range."""
+    value = run.get("SearchExpected", 0)
+    if not value:
+        return None
+    if not search:
+        raise EventError(f"{where}.SearchExpected: only a search (Search) has an expectation")
+    return number(value, f"{where}.SearchExpected", float(levels[0]), float(levels[-1]))
 
 
 def _check_mode(run: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -132,6 +142,7 @@ def _check_mode(run: Mapping[str, Any], where: str) -> dict[str, Any]:
         "SearchResolution": number(
             run.get("SearchResolution", 0.25), f"{where}.SearchResolution", 0.01, 10.0
         ),
+        "SearchExpected": _expected(run, search, concurrencies or rates, where),
         "Arrival": arrival,
         "Seed": integer(run.get("Seed", 0), f"{where}.Seed", 0, 2**31 - 1),
         "MaxConcurrency": integer(
@@ -334,4 +345,6 @@ def search_rule(run: Mapping[str, Any]) -> SearchRule | None:
     if not run["Search"]:
         return None
     listed = run["Rates"] if run["Mode"] == "rate" else run["Concurrencies"]
-    return SearchRule(run["Search"], listed[0], listed[-1], run["SearchResolution"])
+    return SearchRule(
+        run["Search"], listed[0], listed[-1], run["SearchResolution"], run.get("SearchExpected")
+    )
