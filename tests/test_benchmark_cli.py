@@ -60,7 +60,9 @@ def test_benchmark_then_report(
     circles = svg.findall("{http://www.w3.org/2000/svg}circle")
     assert len(circles) == 3 + 1  # one per level, one around the knee
     text = markdown.read_text()
-    assert text.count("\n| ") == 4  # header and three rows
+    table, distributions = text.split("## Distributions")
+    assert table.count("\n| ") == 4  # header and three rows
+    assert distributions.count("| ttft_s |") == 3  # one distribution table per level
     assert "p50 TTFT ms" in text and "Knee: concurrency" in text and "Cost per 1M" in text
     assert main(["report", str(out)]) == 0
     assert "| concurrency |" in capsys.readouterr().out

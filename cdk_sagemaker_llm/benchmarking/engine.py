@@ -27,6 +27,7 @@ from typing import Any, Self
 from ..errors import check_range
 from ..prop_types import typed_props
 from ._clock import now
+from .distributions import level_distributions
 from .goodput import GoodputSlo, goodput
 from .invokers import Invoker
 from .payload import InvocationRequest, PayloadSpec, RequestFactory
@@ -163,6 +164,9 @@ class LevelResult:
     backlog_growing: bool | None = None
     sustainable: bool | None = None
     """Open loop: goodput kept up with the offered rate and the backlog did not grow."""
+    distributions: dict[str, Any] | None = None
+    """Full distributions (p1 ... p99.9, mean, std, min, max) of TTFT, ITL, TPOT and
+    end-to-end latency, by metric (see :mod:`.distributions` for the definitions)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form; fields not measured in this mode (streaming, SLOs, open loop)
@@ -184,6 +188,7 @@ _OPTIONAL_FIELDS = (
     "p90_tpot_s", "p99_tpot_s", "good_requests", "goodput_requests_per_s",
     "goodput_tokens_per_s", "target_rate_per_s", "achieved_rate_per_s", "p50_schedule_lag_s",
     "p99_schedule_lag_s", "backlog_growth_per_s", "backlog_growing", "sustainable",
+    "distributions",
 )  # fmt: skip
 
 
@@ -237,6 +242,7 @@ def summarize_level(
         p50_tpot_s=percentile(tpots, 50),
         p90_tpot_s=percentile(tpots, 90),
         p99_tpot_s=percentile(tpots, 99),
+        distributions=level_distributions(items) or None,
     )
     if slo is not None and slo.stated:
         for key, value in goodput(items, slo, duration).items():

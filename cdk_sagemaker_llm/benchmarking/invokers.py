@@ -374,6 +374,7 @@ class AsyncInvoker:
         sample.stream_tokens = parser.tokens
         sample.first_token = parser.first_token
         sample.last_token = parser.last_token
+        sample.itl_gaps_s = parser.gaps
 
 
 class BotoInvoker:
@@ -470,6 +471,7 @@ class BotoInvoker:
                 sample.stream_tokens = parser.tokens
                 sample.first_token = parser.first_token
                 sample.last_token = parser.last_token
+                sample.itl_gaps_s = parser.gaps
             else:
                 response = client.invoke_endpoint(Accept="application/json", **kwargs)
                 sample.request_id = response["ResponseMetadata"].get("RequestId")

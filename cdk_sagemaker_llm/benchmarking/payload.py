@@ -338,7 +338,7 @@ class StreamParser:
     (chat chunks with non-empty ``delta.content``).
     """
 
-    __slots__ = ("_buffer", "done", "first_token", "generated_tokens", "last_token",
+    __slots__ = ("_buffer", "done", "first_token", "gaps", "generated_tokens", "last_token",
                  "response_format", "tokens")  # fmt: skip
 
     def __init__(self, response_format: str = "auto") -> None:
@@ -348,6 +348,8 @@ class StreamParser:
         self.first_token: float | None = None
         self.last_token: float | None = None
         self.generated_tokens: int | None = None
+        self.gaps: list[float] = []
+        """Every gap between consecutive token events (seconds)."""
         self.done = False
         """A chat stream's ``[DONE]`` arrived."""
 
@@ -371,6 +373,9 @@ class StreamParser:
         self.tokens += 1
         if self.first_token is None:
             self.first_token = t
+        else:
+            assert self.last_token is not None
+            self.gaps.append(t - self.last_token)
         self.last_token = t
 
     def _line(self, line: bytes, t: float) -> None:

@@ -6,6 +6,7 @@ import math
 from html import escape
 from typing import Any
 
+from .distributions import METRICS, PERCENTILES, percentile_key
 from .engine import BenchmarkResult, Knee, LevelResult
 
 _WIDTH, _HEIGHT = 720, 440
@@ -277,6 +278,38 @@ def _search_lines(result: BenchmarkResult) -> list[str]:
     ]
 
 
+def _distribution_lines(result: BenchmarkResult) -> list[str]:
+    """One table per level: each measured distribution's mean, std and p1 ... p99.9 (ms)."""
+    stats = ("mean", "std", *(percentile_key(q) for q in PERCENTILES))
+    lines: list[str] = []
+    for level in sorted(result.levels, key=_position):
+        if not level.distributions:
+            continue
+        name = (
+            f"concurrency {level.concurrency}"
+            if level.target_rate_per_s is None
+            else f"rate {level.target_rate_per_s:g}/s"
+        )
+        lines += ["", f"### {name} (ms)", "", "| metric | n | " + " | ".join(stats) + " |"]
+        lines.append("|---|" + "---:|" * (len(stats) + 1))
+        for metric in METRICS:
+            values = level.distributions.get(metric)
+            if values:
+                cells = [_cell(values.get(stat), 2, 1000) for stat in stats]
+                lines.append(f"| {metric} | {values['count']} | " + " | ".join(cells) + " |")
+    if lines:
+        lines = ["", "## Distributions", "", DEFINITIONS, *lines]
+    return lines
+
+
+DEFINITIONS = (
+    "TTFT: first token - sent; TPOT: (latency - TTFT) / (output tokens - 1) per request (vLLM's "
+    "TPOT, AIPerf's inter-token latency); ITL: every gap between token events, pooled (vLLM's "
+    "ITL); ITL per request: each request's mean gap; e2e: last byte - sent. Percentiles by "
+    "linear interpolation, std over the population, as NumPy computes them for both tools."
+)
+
+
 def render_markdown(result: BenchmarkResult) -> str:
     """A Markdown report: the payload, one table row per level, the knee (closed loop) or the
     sustainable rate (open loop), throughput, cost, the search if any."""
@@ -293,7 +326,7 @@ def render_markdown(result: BenchmarkResult) -> str:
     )
     if result.mode == "rate":
         lines += ["", *_rate_table(result, stream), *_search_lines(result)]
-        return "\n".join(lines) + "\n"
+        return "\n".join([*lines, *_distribution_lines(result)]) + "\n"
     goodput = any(level.good_requests is not None for level in result.levels)
     lines += ["", "| concurrency | requests | errors | p50 latency s | p90 latency s | "
               "p99 latency s | p50 ms/token | output tokens/s | requests/s |"
@@ -330,4 +363,4 @@ def render_markdown(result: BenchmarkResult) -> str:
                     f"{cost.get('price_basis') or 'given'})."
                 )
     lines += _search_lines(result)
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *_distribution_lines(result)]) + "\n"

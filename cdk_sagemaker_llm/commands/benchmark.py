@@ -10,6 +10,7 @@ from typing import Any
 
 from ..benchmarking.arrivals import ARRIVALS, Arrival
 from ..benchmarking.engine import KneeRule
+from ..benchmarking.exports import EXPORTS, FILE_NAMES, export_files
 from ..benchmarking.goodput import DEFAULT_FRACTION, GoodputSlo
 from ..benchmarking.invokers import AsyncInvoker, BotoInvoker, Invoker
 from ..benchmarking.load import DEFAULT_SEARCH_CAP, OPEN_SEARCH_MAX_ERROR_RATE, BenchmarkLoad
@@ -42,6 +43,20 @@ def _rate_list(text: str) -> list[float]:
     if not values or min(values) <= 0 or max(values) > 100_000:
         raise argparse.ArgumentTypeError(f"{text!r}: rates are requests/s above 0")
     return sorted(set(values))
+
+
+def _export_list(text: str) -> list[str]:
+    values = [item.strip() for item in text.split(",") if item.strip()]
+    unknown = [value for value in values if value not in EXPORTS]
+    if not values or unknown:
+        raise argparse.ArgumentTypeError(f"{text!r}: formats are {', '.join(EXPORTS)}")
+    return list(dict.fromkeys(values))
+
+
+def export_paths(out: str, formats: list[str]) -> dict[str, Path]:
+    """Where ``--export`` writes each format: beside ``--out``, named after its stem."""
+    path = Path(out)
+    return {kind: path.with_name(f"{path.stem}.{FILE_NAMES[kind]}") for kind in formats}
 
 
 def _positive(kind: type) -> Any:
@@ -275,6 +290,14 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--keep-samples", action="store_true", help="raw samples in results")
     parser.add_argument("--out", required=True, help="results JSON file")
+    parser.add_argument(
+        "--export",
+        type=_export_list,
+        metavar="FORMAT[,FORMAT]",
+        help="also write beside --out (named after its stem): csv (one row per level, every "
+        "distribution flattened: STEM.levels.csv), jsonl (one line per request: "
+        "STEM.requests.jsonl), chart (STEM.chart.svg), markdown (STEM.report.md)",
+    )
     _add_open_loop_and_search(parser)
     parser.set_defaults(handler=run)
 
@@ -341,6 +364,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
 
+    exports = args.export or []
     live = LiveProgress(sys.stderr)
     progress = live.line
     if isinstance(invoker, AsyncInvoker | BotoInvoker):
@@ -363,13 +387,20 @@ def run(args: argparse.Namespace) -> int:
             price_basis=basis,  # every cost is stated with its basis and discount
             discount=pricing.discount if pricing is not None else 0.0,
             target={key: value for key, value in target.items() if value is not None},
-            keep_samples=args.keep_samples,
+            keep_samples=args.keep_samples or "jsonl" in exports,
             progress=progress,
         )
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    samples = result.samples
+    if not args.keep_samples:
+        result.samples = None  # kept for the per-request export only
     Path(args.out).write_text(result.to_json() + "\n", encoding="utf-8")
+    files = export_files(result, exports, samples)
+    for kind, path in export_paths(args.out, exports).items():
+        path.write_bytes(files[FILE_NAMES[kind]])
+        progress(f"{kind}: {path}")
     for line in summary_lines(result):
         progress(line)
     progress(f"results in {args.out}")

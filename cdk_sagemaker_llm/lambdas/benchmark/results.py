@@ -18,6 +18,7 @@ from ...benchmarking import (
     find_knee,
     summarize_level,
 )
+from ...benchmarking.exports import CONTENT_TYPES, EXPORTS, FILE_NAMES, export_files
 from ...benchmarking.open_loop import (
     OPEN_LOOP_KNEE,
     SUSTAINABLE_RULE,
@@ -26,13 +27,13 @@ from ...benchmarking.open_loop import (
     summarize_rate_level,
     sustainable_rate,
 )
-from ...benchmarking.report import render_svg
 from ...benchmarking.search import knee_judge, next_level, search_section, sustainable_judge
 from ..runtime_support import Budget, call_with_retry, error_code
 from .events import EventError, explain, number
 from .run import (
     arrival_of,
     knee_rule_of,
+    level_of,
     payload_of,
     results_key,
     samples_key,
@@ -161,6 +162,7 @@ def build_result(
     if run["InferenceComponentName"]:
         target["inference_component"] = run["InferenceComponentName"]
     knee = Knee(None, OPEN_LOOP_KNEE) if rate else find_knee(measured, rule, raise_with=RAISE_WITH)
+    goodput: dict[str, Any] | None
     if rate:
         goodput = goodput_section(slo, measured, RAISE_WITH)
     else:
@@ -222,7 +224,8 @@ def write_results(
     budget: Budget,
 ) -> None:
     """``results.json`` (the CLI's schema plus the distribution, the run, the gate and the
-    attributes) and ``chart.svg`` under the run's folder."""
+    attributes) and the CLI's exports under the run's folder: ``chart.svg``, ``levels.csv``,
+    ``requests.jsonl`` (every worker's samples, read back) and ``report.md``."""
     data = result.to_dict()
     data["distribution"] = [dict(r["Distribution"]) for r in levels]
     data["run"] = {
@@ -243,11 +246,20 @@ def write_results(
         Body=json.dumps(data, indent=2).encode(),
         ContentType="application/json",
     )
-    call_with_retry(
-        s3.put_object,
-        budget,
-        Bucket=run["Bucket"],
-        Key=results_key(run, "chart.svg"),
-        Body=render_svg(result).encode(),
-        ContentType="image/svg+xml",
-    )
+    samples = [
+        sample
+        for record in levels
+        for sample in aggregate_level(
+            s3, run, level_of(record), int(record["Distribution"]["workers"]), budget
+        )[0]
+    ]
+    files = export_files(result, EXPORTS, samples)
+    for kind in EXPORTS:
+        call_with_retry(
+            s3.put_object,
+            budget,
+            Bucket=run["Bucket"],
+            Key=results_key(run, FILE_NAMES[kind]),
+            Body=files[FILE_NAMES[kind]],
+            ContentType=CONTENT_TYPES[kind],
+        )
