@@ -202,10 +202,15 @@ def summarize_rate_level(
     level.p99_schedule_lag_s = percentile(lags, 99)
     level.backlog_growth_per_s = growth
     level.backlog_growing = growth is not None and growth > BACKLOG_GROWTH_LIMIT * rate
+    # What the schedule itself offered: the rate, or less under a ramp-up (its slow start).
+    scheduled = [s.scheduled for s in samples if s.scheduled is not None]
+    offered = (
+        min(rate, achieved_rate(scheduled) or rate) if len(scheduled) == len(samples) else rate
+    )
     level.sustainable = bool(
         not level.backlog_growing
         and level.goodput_requests_per_s is not None
-        and level.goodput_requests_per_s >= slo.fraction * rate
+        and level.goodput_requests_per_s >= slo.fraction * offered
     )
     return level
 
@@ -228,9 +233,10 @@ SUSTAINABLE_RULE = (
 
 def open_loop_settings(arrival: Arrival, max_concurrency: int | None) -> dict[str, Any]:
     """The ``open_loop`` section of results: how requests were scheduled and judged."""
-    return {
+    settings: dict[str, Any] = {
         "arrival": arrival.kind,
         "seed": arrival.seed,
+        "process": arrival.describe(),
         "max_concurrency": max_concurrency,
         "achieved_rate": "(requests - 1) / (last send - first send)",
         "schedule_lag": "send time - scheduled time",
@@ -239,6 +245,11 @@ def open_loop_settings(arrival: Arrival, max_concurrency: int | None) -> dict[st
         "half",
         "sustainable_rule": SUSTAINABLE_RULE,
     }
+    if arrival.kind == "gamma":
+        settings["burstiness"] = arrival.burstiness
+    if arrival.ramp_up_s > 0:
+        settings["ramp_up_s"] = arrival.ramp_up_s
+    return settings
 
 
 def sustainable_rate_at_least(levels: Sequence[LevelResult]) -> bool:

@@ -201,9 +201,11 @@ def _rate_table(result: BenchmarkResult, stream: bool) -> list[str]:
         "the offered rate, backlog not growing)."
     )
     open_loop = result.open_loop or {}
+    process = (
+        open_loop.get("process") or f"{open_loop.get('arrival')} (seed {open_loop.get('seed')})"
+    )
     lines.append(
-        f"- Arrivals: {open_loop.get('arrival')} (seed {open_loop.get('seed')}), max "
-        f"concurrency {open_loop.get('max_concurrency') or 'none'}."
+        f"- Arrivals: {process}, max concurrency {open_loop.get('max_concurrency') or 'none'}."
     )
     return lines
 

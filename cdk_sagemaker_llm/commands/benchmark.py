@@ -4,6 +4,7 @@ against an endpoint or inference component."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from ..benchmarking.exports import EXPORTS, FILE_NAMES, export_files
 from ..benchmarking.goodput import DEFAULT_FRACTION, GoodputSlo
 from ..benchmarking.invokers import AsyncInvoker, BotoInvoker, Invoker
 from ..benchmarking.load import DEFAULT_SEARCH_CAP, OPEN_SEARCH_MAX_ERROR_RATE, BenchmarkLoad
+from ..benchmarking.openai_target import ROUTES, TARGETS, OpenAIInvoker
 from ..benchmarking.payload import FORMATS, PayloadFormat, PayloadSpec, RequestProtocol
 from ..benchmarking.pricing import BenchmarkPricing
 from ..benchmarking.progress import LiveProgress
@@ -81,8 +83,19 @@ def _add_open_loop_and_search(parser: argparse.ArgumentParser) -> None:
         metavar="R1,R2,...",
         help="open loop: send at these requests/s instead of keeping N in flight",
     )
-    group.add_argument("--arrival", choices=ARRIVALS, help="default poisson")
-    group.add_argument("--seed", type=int, help="poisson arrivals' seed; default 0")
+    group.add_argument(
+        "--arrival", choices=ARRIVALS, help="default poisson; gamma: with --burstiness"
+    )
+    group.add_argument("--seed", type=int, help="poisson or gamma arrivals' seed; default 0")
+    group.add_argument(
+        "--burstiness", type=_positive(float),
+        help="gamma arrivals: the gaps' shape (1 = Poisson, below 1 burstier, above more "
+        "regular; vLLM bench serve's --burstiness); default 1",
+    )  # fmt: skip
+    group.add_argument(
+        "--ramp-up-s", type=_positive(float), metavar="S",
+        help="open loop: the rate rises linearly from 0 to each level's rate over S seconds",
+    )  # fmt: skip
     group.add_argument(
         "--max-concurrency", type=_positive(int), help="open loop: cap requests in flight"
     )
@@ -123,9 +136,42 @@ def _add_open_loop_and_search(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+def _target_error(args: argparse.Namespace) -> str | None:
+    """Why the target flags do not go together, or None."""
+    if args.target == "sagemaker":
+        for flag, value in (("--base-url", args.base_url), ("--model", args.model),
+                            ("--api-key", args.api_key)):  # fmt: skip
+            if value is not None:
+                return f"{flag} applies to --target openai"
+        if not args.endpoint_name:
+            return "--target sagemaker needs --endpoint-name"
+        if args.response_format == "completions":
+            return "--format completions is an OpenAI route: give --target openai --base-url"
+        return None
+    if not args.base_url:
+        return "--target openai needs --base-url (e.g. http://127.0.0.1:8000/v1)"
+    sagemaker_only = (
+        ("--endpoint-name", args.endpoint_name),
+        ("--inference-component", args.inference_component),
+        ("--region", args.region),
+        ("--endpoint-url", args.endpoint_url),
+    )
+    for flag, value in sagemaker_only:
+        if value is not None:
+            return f"{flag} applies to --target sagemaker; an OpenAI target is --base-url"
+    if args.response_format not in ("auto", "messages", "completions"):
+        return "--target openai takes --format messages (chat completions) or completions"
+    if args.client != "async":
+        return "--target openai runs on the asyncio client (drop --client threads)"
+    return None
+
+
 def _mode_error(args: argparse.Namespace) -> str | None:
     """Why the mode flags do not go together, or None (the values themselves are checked by the
     ``BenchmarkLoad`` factories)."""
+    problem = _target_error(args)
+    if problem is not None:
+        return problem
     if args.request_rate is not None and args.concurrency is not None:
         return "give --concurrency (closed loop) or --request-rate (open loop), not both"
     if args.search_resolution is not None and args.search is None:
@@ -146,6 +192,8 @@ def _mode_error(args: argparse.Namespace) -> str | None:
             ("--arrival", args.arrival),
             ("--seed", args.seed),
             ("--sustainable-fraction", args.sustainable_fraction),
+            ("--burstiness", args.burstiness),
+            ("--ramp-up-s", args.ramp_up_s),
         ):
             if value is not None:
                 return f"{flag} applies to open-loop levels: give --request-rate"
@@ -154,6 +202,8 @@ def _mode_error(args: argparse.Namespace) -> str | None:
         return "--search knee searches the --concurrency range: give --concurrency"
     if args.arrival == "constant" and args.seed is not None:
         return "--seed seeds poisson arrivals: drop it with --arrival constant"
+    if args.burstiness is not None and args.arrival != "gamma":
+        return "--burstiness shapes gamma arrivals: give --arrival gamma"
     if args.client != "async":
         return "open-loop levels need the asyncio client (--client async)"
     return None
@@ -187,9 +237,7 @@ def _load(args: argparse.Namespace) -> BenchmarkLoad:
             )  # fmt: skip
         return BenchmarkLoad.concurrency(levels, **closed_loop)
     open_loop: dict[str, Any] = {
-        "arrival": Arrival.constant()
-        if args.arrival == "constant"
-        else Arrival.poisson(seed=args.seed or 0),
+        "arrival": _arrival(args),
         "max_concurrency": args.max_concurrency,
         "requests_per_level": args.requests_per_level,
         "slo": slo,
@@ -201,6 +249,16 @@ def _load(args: argparse.Namespace) -> BenchmarkLoad:
             **open_loop,
         )  # fmt: skip
     return BenchmarkLoad.request_rates(rates, **open_loop)
+
+
+def _arrival(args: argparse.Namespace) -> Arrival:
+    """The arrival process the flags ask for."""
+    ramp = args.ramp_up_s or 0.0
+    if args.arrival == "constant":
+        return Arrival.constant(ramp_up_s=ramp)
+    if args.arrival == "gamma":
+        return Arrival.gamma(args.burstiness or 1.0, args.seed or 0, ramp_up_s=ramp)
+    return Arrival.poisson(args.seed or 0, ramp_up_s=ramp)
 
 
 def _positive_int(text: str) -> int:
@@ -227,7 +285,20 @@ def register(subparsers: Any) -> None:
         "sustainable rate by bracketing and bisection. Progress goes to stderr (on a terminal, "
         "live within each level: requests done, errors, elapsed).",
     )
-    parser.add_argument("--endpoint-name", required=True)
+    parser.add_argument(
+        "--target",
+        choices=TARGETS,
+        default="sagemaker",
+        help="sagemaker: SageMaker Runtime (default); openai: an OpenAI-compatible server at "
+        "--base-url (chat completions with --format messages, the default there, or "
+        "--format completions)",
+    )
+    parser.add_argument("--base-url", help="--target openai: e.g. http://127.0.0.1:8000/v1")
+    parser.add_argument("--model", help="--target openai: the body's model (vLLM checks it)")
+    parser.add_argument(
+        "--api-key", help="--target openai: sent as a bearer token; default OPENAI_API_KEY"
+    )
+    parser.add_argument("--endpoint-name", help="--target sagemaker (required there)")
     parser.add_argument("--inference-component", help="inference component to invoke")
     parser.add_argument(
         "--region",
@@ -302,7 +373,25 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run)
 
 
+def _spec(args: argparse.Namespace) -> PayloadSpec:
+    """The payload: the workload sent by the protocol (an OpenAI target: chat completions by
+    default, the body's ``model`` when given)."""
+    fmt = args.response_format
+    if args.target == "openai" and fmt == "auto":
+        fmt = "messages"
+    spec = PayloadSpec.of(
+        Workload(args.input_tokens, args.output_tokens),
+        RequestProtocol(PayloadFormat(fmt), args.stream),
+        prompts=args.prompts,
+    )
+    if args.model:
+        spec = dataclasses.replace(spec, parameters={"model": args.model})
+    return spec
+
+
 def _invoker(args: argparse.Namespace) -> Invoker:
+    if args.target == "openai":
+        return OpenAIInvoker(args.base_url, api_key=args.api_key)
     region = resolve_region(args.region)
     if args.client == "threads":
         return BotoInvoker(
@@ -346,17 +435,15 @@ def _price(
 
 def run(args: argparse.Namespace) -> int:
     """Run the sweep, write ``--out``; exit 0, or 2 on bad input."""
-    problem = _mode_error(args) or aws_environment_problem(args.region)
+    problem = _mode_error(args) or (
+        aws_environment_problem(args.region) if args.target == "sagemaker" else None
+    )
     if problem is not None:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     try:
         load = _load(args)
-        spec = PayloadSpec.of(
-            Workload(args.input_tokens, args.output_tokens),
-            RequestProtocol(PayloadFormat(args.response_format), args.stream),
-            prompts=args.prompts,
-        )
+        spec = _spec(args)
         pricing = _pricing(args)
         invoker = _invoker(args)
         price, basis = _price(args, pricing, getattr(invoker, "region", args.region))
@@ -370,13 +457,23 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(invoker, AsyncInvoker | BotoInvoker):
         invoker.on_sample = live.record
 
-    target = {
-        "endpoint_name": args.endpoint_name,
-        "inference_component": args.inference_component,
-        "region": getattr(invoker, "region", args.region),
-        "endpoint_url": args.endpoint_url,
-        "client": args.client,
-    }
+    target = (
+        {
+            "kind": "openai",
+            "base_url": args.base_url,
+            "route": ROUTES[spec.response_format],
+            "model": args.model,
+            "client": args.client,
+        }
+        if args.target == "openai"
+        else {
+            "endpoint_name": args.endpoint_name,
+            "inference_component": args.inference_component,
+            "region": getattr(invoker, "region", args.region),
+            "endpoint_url": args.endpoint_url,
+            "client": args.client,
+        }
+    )
     try:
         result = run_benchmark(
             invoker,

@@ -607,6 +607,10 @@ def _load_keys(load: BenchmarkLoad) -> dict[str, Any]:
             Arrival=load.arrival.kind,
             Seed=load.arrival.seed,
         )
+        if load.arrival.kind == "gamma":
+            keys["Burstiness"] = load.arrival.burstiness
+        if load.arrival.ramp_up_s > 0:
+            keys["RampUpS"] = load.arrival.ramp_up_s
         if load.max_concurrency is not None:
             keys["MaxConcurrency"] = load.max_concurrency
     else:
@@ -728,7 +732,7 @@ def _load_details(load: BenchmarkLoad, workers: int, engine: BenchmarkEngine) ->
         assert load.arrival is not None
         details["Concurrencies"] = "open loop (request rates)"
         details["RequestRates"] = ", ".join(f"{rate:g}/s" for rate in load.levels)
-        details["Arrival"] = f"{load.arrival.kind} (seed {load.arrival.seed})" + (
+        details["Arrival"] = load.arrival.describe() + (
             f", at most {load.max_concurrency} in flight" if load.max_concurrency else ""
         )
         if not load.requests_per_level:

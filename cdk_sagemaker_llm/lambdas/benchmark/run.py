@@ -51,6 +51,7 @@ RUN_KEYS = frozenset(
         "InferenceComponentName", "InputTokens", "OutputTokens", "Stream", "Format",
         "Concurrencies", "RequestsPerLevel", "WorkerCapacity", "Copies", "Rule", "Gate",
         "PricePerHour", "PriceSource", "Mode", "Rates", "Arrival", "Seed", "MaxConcurrency",
+        "Burstiness", "RampUpS",
         "WorkerRateCapacity", "Slo", "Search", "SearchResolution", "SearchExpected",
     }
 )  # fmt: skip
@@ -120,7 +121,9 @@ def _check_mode(run: Mapping[str, Any], where: str) -> dict[str, Any]:
         )
     arrival = run.get("Arrival", "poisson")
     if arrival not in ARRIVALS:
-        raise EventError(f"{where}.Arrival: expected poisson or constant, got {shown(arrival)}")
+        raise EventError(f"{where}.Arrival: expected {', '.join(ARRIVALS)}, got {shown(arrival)}")
+    if arrival != "gamma" and run.get("Burstiness", 1.0) not in (1, 1.0):
+        raise EventError(f"{where}.Burstiness: only gamma arrivals have a burstiness")
     slo = run.get("Slo") or {}
     if not isinstance(slo, Mapping):
         raise EventError(f"{where}.Slo: expected an object")
@@ -145,6 +148,8 @@ def _check_mode(run: Mapping[str, Any], where: str) -> dict[str, Any]:
         "SearchExpected": _expected(run, search, concurrencies or rates, where),
         "Arrival": arrival,
         "Seed": integer(run.get("Seed", 0), f"{where}.Seed", 0, 2**31 - 1),
+        "Burstiness": number(run.get("Burstiness", 1.0), f"{where}.Burstiness", 0.01, 100.0),
+        "RampUpS": number(run.get("RampUpS", 0.0), f"{where}.RampUpS", 0.0, 86_400.0),
         "MaxConcurrency": integer(
             run.get("MaxConcurrency", 0), f"{where}.MaxConcurrency", 0, MAX_CONCURRENCY
         ),
@@ -322,7 +327,7 @@ def payload_of(run: Mapping[str, Any]) -> PayloadSpec:
 
 def arrival_of(run: Mapping[str, Any]) -> Arrival:
     """The run's arrival process (open loop)."""
-    return Arrival(run["Arrival"], run["Seed"])
+    return Arrival(run["Arrival"], run["Seed"], run["Burstiness"], run["RampUpS"])
 
 
 def slo_of(run: Mapping[str, Any]) -> GoodputSlo:
