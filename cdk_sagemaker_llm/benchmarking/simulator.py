@@ -752,7 +752,12 @@ class Simulator:
             return _ParsedBody(
                 api="messages",
                 input_tokens=words,
-                max_tokens=_count(payload, "max_tokens", default),
+                # OpenAI's newer name first (vLLM's bench serve sends it), then max_tokens.
+                max_tokens=_count(
+                    payload,
+                    "max_completion_tokens" if "max_completion_tokens" in payload else "max_tokens",
+                    default,
+                ),
                 stream=stream,
                 include_usage=bool(options and _flag(options, "include_usage")),
             )
