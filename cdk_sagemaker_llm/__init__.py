@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__
+
 if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .benchmarking import GoodputSlo, KneeRule
     from .benchmarking.arrivals import Arrival
@@ -53,7 +55,7 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .constructs.images import ContainerImage
     from .constructs.inference_component import InferenceComponent, InferenceComponentBase
     from .constructs.interfaces import IEndpoint, IInferenceComponent
-    from .constructs.llm_service import ExpectedTraffic, LlmService
+    from .constructs.llm_service import LlmService
     from .constructs.model import Model, ModelBase
     from .constructs.model_source import ModelSource, ModelSourceKind
     from .constructs.optimization_job import (
@@ -85,6 +87,8 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     )
     from .errors import ValidationError
     from .planning import sizing
+    from .planning.calibration import Calibration, EngineRelease
+    from .planning.decision import ExpectedTraffic, ServiceDecision
     from .planning.recommend import PriceBasis, Slo
     from .planning.sizing import SizingReport
     from .planning.workload import Workload
@@ -103,6 +107,7 @@ _EXPORTS: dict[str, str] = {
     "BenchmarkLoad": ".benchmarking.load",
     "BenchmarkPricing": ".benchmarking.pricing",
     "BenchmarkResults": ".constructs.benchmark_options",
+    "Calibration": ".planning.calibration",
     "CapacityReservation": ".constructs.variant_options",
     "CapacityReservationPreference": ".constructs.variant_options",
     "CompilationTarget": ".constructs.optimization_job",
@@ -120,7 +125,8 @@ _EXPORTS: dict[str, str] = {
     "EndpointBase": ".constructs.endpoint_base",
     "EndpointBenchmark": ".constructs.benchmark",
     "EndpointMetrics": ".constructs.endpoint_metrics",
-    "ExpectedTraffic": ".constructs.llm_service",
+    "EngineRelease": ".planning.calibration",
+    "ExpectedTraffic": ".planning.decision",
     "HandlerPlacement": ".constructs.deploy_time",
     "IEndpoint": ".constructs.interfaces",
     "IInferenceComponent": ".constructs.interfaces",
@@ -164,6 +170,7 @@ _EXPORTS: dict[str, str] = {
     "ServerlessConfig": ".constructs.serverless",
     "ServerlessScaling": ".constructs.serverless",
     "SizingReport": ".planning.sizing",
+    "ServiceDecision": ".planning.decision",
     "Slo": ".planning.recommend",
     "SpeculativeDecoding": ".constructs.speculative_decoding",
     "StepPolicy": ".constructs.autoscaling",

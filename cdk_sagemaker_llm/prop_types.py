@@ -133,6 +133,26 @@ def _matches_class(value: Any, expected: type) -> bool:
     return isinstance(value, expected)
 
 
+_SEQUENCES = (list, tuple, set, frozenset, collections.abc.Sequence, collections.abc.Set)
+_MAPPINGS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
+_COLLECTIONS = _SEQUENCES + _MAPPINGS
+
+
+def _matches_collection(value: Any, origin: Any, arguments: tuple[Any, ...]) -> bool:
+    """True when ``value`` is the collection ``origin[arguments]`` (or a token for one)."""
+    if isinstance(value, str) or not isinstance(value, origin):
+        return is_token(value)
+    if origin in _MAPPINGS:
+        key_type, item_type = arguments if arguments else (Any, Any)
+        return all(_matches(k, key_type) and _matches(v, item_type) for k, v in value.items())
+    if origin is tuple and arguments and arguments[-1] is not Ellipsis:
+        return len(value) == len(arguments) and all(
+            _matches(item, kind) for item, kind in zip(value, arguments, strict=True)
+        )
+    item_type = arguments[0] if arguments else Any
+    return all(_matches(item, item_type) for item in value)
+
+
 def _matches(value: Any, expected: Any) -> bool:
     """True when ``value`` is of the annotated type ``expected``."""
     if expected is _UNRESOLVED or expected is Any or isinstance(expected, TypeVar):
@@ -147,20 +167,8 @@ def _matches(value: Any, expected: Any) -> bool:
         return value in arguments
     if origin is collections.abc.Callable:
         return callable(value)
-    if origin in (list, tuple, set, frozenset, collections.abc.Sequence, collections.abc.Set):
-        if isinstance(value, str) or not isinstance(value, origin):
-            return is_token(value)
-        if origin is tuple and arguments and arguments[-1] is not Ellipsis:
-            return len(value) == len(arguments) and all(
-                _matches(item, kind) for item, kind in zip(value, arguments, strict=True)
-            )
-        item_type = arguments[0] if arguments else Any
-        return all(_matches(item, item_type) for item in value)
-    if origin in (dict, collections.abc.Mapping, collections.abc.MutableMapping):
-        if not isinstance(value, origin):
-            return is_token(value)
-        key_type, item_type = arguments if arguments else (Any, Any)
-        return all(_matches(k, key_type) and _matches(v, item_type) for k, v in value.items())
+    if origin in _COLLECTIONS:
+        return _matches_collection(value, origin, arguments)
     if origin is type:
         return isinstance(value, type)
     if isinstance(expected, type):
@@ -200,29 +208,42 @@ def _factories(cls: type) -> list[str]:
     ]
 
 
+def _enum_fix(value: Any, cls: type[Enum]) -> str:
+    """The member a string names, else every member."""
+    for member in cls:
+        if isinstance(value, str) and value.lower() in (
+            member.name.lower(),
+            str(member.value).lower(),
+        ):
+            return f"use {cls.__name__}.{member.name}"
+    names = ", ".join(f"{cls.__name__}.{member.name}" for member in cls)
+    return f"use one of {names}"
+
+
+def _scalar_fix(value: Any, cls: type, prop: str) -> str | None:
+    """A number for a Duration or Size, a number for a quoted or boolean one, a bool."""
+    if cls.__name__ == "Duration" and isinstance(value, numbers.Real):
+        return f"use Duration.seconds({value!r}) (or Duration.minutes/hours)"
+    if cls.__name__ == "Size" and isinstance(value, numbers.Real):
+        return f"use Size.mebibytes({value!r}) or Size.gibibytes(...)"
+    if cls in (int, float) and isinstance(value, bool):
+        return f"pass a number, not {value}"
+    if cls in (int, float) and isinstance(value, str):
+        example = value.strip() if value.strip().replace(".", "", 1).isdigit() else "1"
+        return f"pass a number without quotes, e.g. {prop}={example}"
+    if cls is bool:
+        return f"pass True or False, e.g. {prop}=True"
+    return None
+
+
 def _fix(value: Any, expected: Any, prop: str) -> str:
     """How to pass ``value`` as the expected type, as specific as the value allows."""
     for cls in _classes(expected):
         if issubclass(cls, Enum):
-            for member in cls:
-                if isinstance(value, str) and value.lower() in (
-                    member.name.lower(),
-                    str(member.value).lower(),
-                ):
-                    return f"use {cls.__name__}.{member.name}"
-            names = ", ".join(f"{cls.__name__}.{member.name}" for member in cls)
-            return f"use one of {names}"
-        if cls.__name__ == "Duration" and isinstance(value, numbers.Real):
-            return f"use Duration.seconds({value!r}) (or Duration.minutes/hours)"
-        if cls.__name__ == "Size" and isinstance(value, numbers.Real):
-            return f"use Size.mebibytes({value!r}) or Size.gibibytes(...)"
-        if cls in (int, float) and isinstance(value, bool):
-            return f"pass a number, not {value}"
-        if cls in (int, float) and isinstance(value, str):
-            example = value.strip() if value.strip().replace(".", "", 1).isdigit() else "1"
-            return f"pass a number without quotes, e.g. {prop}={example}"
-        if cls is bool:
-            return f"pass True or False, e.g. {prop}=True"
+            return _enum_fix(value, cls)
+        scalar = _scalar_fix(value, cls, prop)
+        if scalar is not None:
+            return scalar
         if getattr(cls, "_is_protocol", False) and cls.__doc__:
             # An interface: say what it is, as its docstring's opening says (up to ": ").
             summary = cls.__doc__.split("\n\n")[0].split(": ")[0]

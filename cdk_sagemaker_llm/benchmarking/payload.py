@@ -398,21 +398,29 @@ class StreamParser:
             self.gaps.append(t - self.last_token)
         self.last_token = t
 
-    def _line(self, line: bytes, t: float) -> None:
+    def _payload(self, line: bytes) -> bytes | None:
+        """The JSON of one stream line (an SSE ``data:`` field's value, or an LMI JSON line);
+        None for a blank line, ``[DONE]``, or an SSE comment or other field."""
         line = line.strip()
         if not line:
-            return
+            return None
         if line.startswith(b"data:"):
             if self.response_format == "lmi":
                 raise ResponseFormatError("server-sent events in an LMI stream")
             line = line[5:].strip()
             if line == b"[DONE]":
                 self.done = True
-                return
+                return None
         elif self.response_format != "lmi" and line.startswith(_SSE_FIELDS):
-            return  # an SSE comment or a field other than data
+            return None  # an SSE comment or a field other than data
         elif self.response_format == "tgi":
             raise ResponseFormatError(f"not a server-sent event: {line[:80]!r}")
+        return line
+
+    def _line(self, raw: bytes, t: float) -> None:
+        line = self._payload(raw)
+        if line is None:
+            return
         try:
             event = json.loads(line)
         except ValueError as exc:

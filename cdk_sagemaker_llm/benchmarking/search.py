@@ -203,34 +203,14 @@ def _next_from_expected(
     """
     assert rule.expected is not None
     ordered = sorted(history, key=lambda level: axis(rule, level))
-    good: LevelResult | None = None
-    bad: LevelResult | None = None
-    judged: dict[float, bool] = {}
-    for level in ordered:
-        passed = judge(level, good)
-        judged[axis(rule, level)] = passed and bad is None
-        if bad is not None:
-            continue
-        if passed:
-            good = level
-        else:
-            bad = level
+    good, bad, judged = _judge_in_order(rule, ordered, judge)
     verdicts = [(axis(rule, level), judged[axis(rule, level)]) for level in history]
     state = SearchState(good, bad, verdicts, None)
     xs = [axis(rule, level) for level in ordered]
     expected = float(round(rule.expected)) if rule.integer else rule.expected
 
     def step(x: float, up: bool) -> float | None:
-        if (up and x >= rule.high) or (not up and x <= rule.low):
-            return None
-        factor = NEAR_STEP if x == expected else 2.0
-        y = x * factor if up else x / factor
-        y = min(y, rule.high) if up else max(y, rule.low)
-        if rule.integer:
-            y = float(max(round(y), x + 1) if up else min(round(y), x - 1))
-        else:
-            y = float(f"{y:.3g}")
-        return y
+        return _step(rule, expected, x, up)
 
     if not history:
         state.next = expected
@@ -254,6 +234,39 @@ def _next_from_expected(
     if state.next is not None and state.next in judged:
         state.next = None  # nothing new to learn (guards against a loop)
     return state
+
+
+def _judge_in_order(
+    rule: SearchRule, ordered: Sequence[LevelResult], judge: Judge
+) -> tuple[LevelResult | None, LevelResult | None, dict[float, bool]]:
+    """Levels judged in increasing order, each against the last passing one below it: the
+    last pass before the first failure, that failure, and each level's verdict."""
+    good: LevelResult | None = None
+    bad: LevelResult | None = None
+    judged: dict[float, bool] = {}
+    for level in ordered:
+        passed = judge(level, good)
+        judged[axis(rule, level)] = passed and bad is None
+        if bad is not None:
+            continue
+        if passed:
+            good = level
+        else:
+            bad = level
+    return good, bad, judged
+
+
+def _step(rule: SearchRule, expected: float, x: float, up: bool) -> float | None:
+    """One step from ``x``: sqrt(2) from the expected level, else a doubling (or halving),
+    within the range; None at its edge."""
+    if (up and x >= rule.high) or (not up and x <= rule.low):
+        return None
+    factor = NEAR_STEP if x == expected else 2.0
+    y = x * factor if up else x / factor
+    y = min(y, rule.high) if up else max(y, rule.low)
+    if rule.integer:
+        return float(max(round(y), x + 1) if up else min(round(y), x - 1))
+    return float(f"{y:.3g}")
 
 
 def search_section(

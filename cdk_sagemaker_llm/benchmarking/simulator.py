@@ -72,7 +72,8 @@ Model of the server (all times configurable and small by default, for fast tests
 It binds only to 127.0.0.1 (port 0 by default) and records server-side ground truth for every
 request (arrival, start of decoding, first token, end, tokens, outcome): :meth:`Simulator.truth`
 in-process, or ``GET /_simulator/truth`` (and ``POST /_simulator/reset``) from another process.
-Run standalone with ``python -m cdk_sagemaker_llm.benchmarking.simulator``; it prints its URL.
+Run standalone with ``cdk-sagemaker-llm simulate`` (or ``python -m
+cdk_sagemaker_llm.benchmarking.simulator``); it prints its URL.
 """
 
 from __future__ import annotations
@@ -720,20 +721,7 @@ class Simulator:
             raise TypeError("the body must be a JSON object")
         default = self.config.default_max_new_tokens
         if openai == "completions":
-            prompt = payload["prompt"]
-            if not isinstance(prompt, str):
-                raise TypeError("'prompt' must be a string")
-            stream = _flag(payload, "stream")
-            options = payload.get("stream_options")
-            if options is not None and (not stream or not isinstance(options, dict)):
-                raise ValueError("'stream_options' is allowed only with \"stream\": true")
-            return _ParsedBody(
-                api="completions",
-                input_tokens=len(prompt.split()),
-                max_tokens=_count(payload, "max_tokens", 16),  # OpenAI's default
-                stream=stream,
-                include_usage=bool(options and _flag(options, "include_usage")),
-            )
+            return _completion(payload)
         if openai == "messages" and "messages" not in payload:
             raise KeyError("messages")
         if "messages" in payload:
@@ -780,6 +768,24 @@ class Simulator:
 
 
 _ROLES = ("system", "user", "assistant", "tool")
+
+
+def _completion(payload: dict[str, Any]) -> _ParsedBody:
+    """What an OpenAI-compatible server reads from a completions body."""
+    prompt = payload["prompt"]
+    if not isinstance(prompt, str):
+        raise TypeError("'prompt' must be a string")
+    stream = _flag(payload, "stream")
+    options = payload.get("stream_options")
+    if options is not None and (not stream or not isinstance(options, dict)):
+        raise ValueError("'stream_options' is allowed only with \"stream\": true")
+    return _ParsedBody(
+        api="completions",
+        input_tokens=len(prompt.split()),
+        max_tokens=_count(payload, "max_tokens", 16),  # OpenAI's default
+        stream=stream,
+        include_usage=bool(options and _flag(options, "include_usage")),
+    )
 
 
 @dataclass(frozen=True)
@@ -844,32 +850,86 @@ def reset_truth(endpoint_url: str) -> None:
         pass
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Serve a simulator on 127.0.0.1 until interrupted; prints its URL on the first line."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--port", type=int, default=0)
+_OPTION_HELP = {
+    "response_format": "container whose inputs-API answers are served: lmi (jsonlines stream, "
+    "one object) or tgi (server-sent events, a one-element list); both serve the messages API",
+    "max_batch": "requests decoded together; more wait in the queue",
+    "step_base_s": "seconds one decode step takes with an empty batch",
+    "step_per_sequence_s": "seconds added to a decode step per sequence in the batch",
+    "prefill_per_input_token_s": "seconds added to the step a request joins, per input token",
+    "max_queue": "waiting requests beyond which new ones get ThrottlingException (HTTP 429); "
+    "default: no limit",
+    "invocation_timeout_s": "seconds after arrival at which an unfinished request fails "
+    "(SageMaker's limit is 60)",
+    "model_error_every": "fail every N-th invocation with ModelError (0: never)",
+    "default_max_new_tokens": "output tokens when a request sets no max_new_tokens / max_tokens",
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, default_port: int = 0) -> None:
+    """The simulator's options (``--port`` and one per :class:`SimulatorConfig` field),
+    shared by ``python -m ...simulator`` and ``cdk-sagemaker-llm simulate``."""
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=default_port,
+        help=f"port on 127.0.0.1 to listen on; 0 picks a free one (default {default_port})",
+    )
     defaults = SimulatorConfig()
     for item in dataclasses.fields(SimulatorConfig):
         value = getattr(defaults, item.name)
+        flags = ["--" + item.name.replace("_", "-")]
+        extra: dict[str, Any] = {}
+        if item.name == "response_format":
+            flags.append("--container")
+            extra["choices"] = ("lmi", "tgi")
         kind = float if isinstance(value, float) else str if isinstance(value, str) else int
         parser.add_argument(
-            "--" + item.name.replace("_", "-"),
+            *flags,
             type=kind,
             default=value,
             dest=item.name,
+            help=_OPTION_HELP[item.name] + ("" if value is None else f" (default {value})"),
+            **extra,
         )
-    args = vars(parser.parse_args(argv))
-    port = args.pop("port")
-    simulator = Simulator(SimulatorConfig(**args), port=port)
+
+
+def config_from_arguments(args: argparse.Namespace) -> tuple[SimulatorConfig, int]:
+    """The :class:`SimulatorConfig` and port that :func:`add_arguments`'s options name."""
+    values = {item.name: getattr(args, item.name) for item in dataclasses.fields(SimulatorConfig)}
+    return SimulatorConfig(**values), args.port
+
+
+def serve_until_interrupted(config: SimulatorConfig, port: int) -> int:
+    """Serve on 127.0.0.1 until interrupted (Ctrl-C or SIGTERM); prints the URL on the first
+    line of stdout once listening. Returns the exit code."""
+    import signal
+
+    simulator = Simulator(config, port=port)
 
     async def run() -> None:
-        await simulator.serve()
-        print(simulator.endpoint_url, flush=True)
-        await asyncio.Event().wait()
+        try:
+            await simulator.serve()
+        except OSError as error:  # the port is taken
+            print(f"error: cannot listen on 127.0.0.1:{port}: {error.strerror}", file=sys.stderr)
+            raise SystemExit(2) from None
+        stop = asyncio.Event()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+        print(simulator.endpoint_url, flush=True)  # after the handler: SIGTERM now stops cleanly
+        await stop.wait()
+        await simulator.aclose()
 
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(run())
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve a simulator on 127.0.0.1 until interrupted; prints its URL on the first line."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    add_arguments(parser)
+    config, port = config_from_arguments(parser.parse_args(argv))
+    return serve_until_interrupted(config, port)
 
 
 if __name__ == "__main__":

@@ -169,9 +169,15 @@ def _target_error(args: argparse.Namespace) -> str | None:
 def _mode_error(args: argparse.Namespace) -> str | None:
     """Why the mode flags do not go together, or None (the values themselves are checked by the
     ``BenchmarkLoad`` factories)."""
-    problem = _target_error(args)
-    if problem is not None:
-        return problem
+    for check in (_target_error, _search_error, _open_loop_error):
+        problem = check(args)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _search_error(args: argparse.Namespace) -> str | None:
+    """Why the search and price flags do not go together, or None."""
     if args.request_rate is not None and args.concurrency is not None:
         return "give --concurrency (closed loop) or --request-rate (open loop), not both"
     if args.search_resolution is not None and args.search is None:
@@ -184,6 +190,11 @@ def _mode_error(args: argparse.Namespace) -> str | None:
         return "--expect-rate starts a max-rate search: give --search max-rate"
     if args.discount is not None and args.price_per_hour is None and not args.instance_type:
         return "--discount applies to a price: give --price-per-hour or --instance-type"
+    return None
+
+
+def _open_loop_error(args: argparse.Namespace) -> str | None:
+    """Why the open-loop flags do not go with the mode, or None."""
     if args.request_rate is None:
         if args.search == "max-rate":
             return "--search max-rate searches the --request-rate range: give --request-rate"
@@ -198,15 +209,16 @@ def _mode_error(args: argparse.Namespace) -> str | None:
             if value is not None:
                 return f"{flag} applies to open-loop levels: give --request-rate"
         return None
-    if args.search == "knee":
-        return "--search knee searches the --concurrency range: give --concurrency"
-    if args.arrival == "constant" and args.seed is not None:
-        return "--seed seeds poisson arrivals: drop it with --arrival constant"
-    if args.burstiness is not None and args.arrival != "gamma":
-        return "--burstiness shapes gamma arrivals: give --arrival gamma"
-    if args.client != "async":
-        return "open-loop levels need the asyncio client (--client async)"
-    return None
+    problems = (
+        (args.search == "knee",
+         "--search knee searches the --concurrency range: give --concurrency"),
+        (args.arrival == "constant" and args.seed is not None,
+         "--seed seeds poisson arrivals: drop it with --arrival constant"),
+        (args.burstiness is not None and args.arrival != "gamma",
+         "--burstiness shapes gamma arrivals: give --arrival gamma"),
+        (args.client != "async", "open-loop levels need the asyncio client (--client async)"),
+    )  # fmt: skip
+    return next((message for failed, message in problems if failed), None)
 
 
 def _load(args: argparse.Namespace) -> BenchmarkLoad:

@@ -136,6 +136,7 @@ class AsyncInference:
             for topic in (self.success_topic, self.error_topic):
                 if topic is not None:
                     topic.grant_publish(role)
+            self._grant_bucket_key(role)
             if self.kms_key is not None:
                 iam.Grant.add_to_principal(
                     grantee=role,
@@ -178,6 +179,7 @@ class AsyncInference:
         reading results and failures (the caller polls ``OutputLocation``)."""
         self._grant_objects(grantee, ["s3:PutObject"], [self.input_prefix])
         self._grant_objects(grantee, ["s3:GetObject"], [self.output_prefix, self.failure_prefix])
+        self._grant_bucket_key(grantee)
         if self.kms_key is not None:
             iam.Grant.add_to_principal(
                 grantee=grantee, actions=["kms:Decrypt"], resource_arns=[self.kms_key.key_arn]
@@ -185,6 +187,15 @@ class AsyncInference:
         return iam.Grant.add_to_principal(
             grantee=grantee, actions=[INVOKE_ASYNC_ACTION], resource_arns=[endpoint_arn]
         )
+
+    def _grant_bucket_key(self, grantee: iam.IGrantable) -> None:
+        """The bucket's own KMS key, if it has one: SSE-KMS needs ``kms:Decrypt`` to read an
+        object and ``kms:GenerateDataKey`` to write one (S3 user guide, "Permissions for
+        SSE-KMS"). The execution role reads requests and writes results; callers write
+        requests and read results. No wildcard action, so no cdk-nag finding."""
+        key = self.bucket.encryption_key
+        if key is not None:
+            key.grant(grantee, "kms:Decrypt", "kms:GenerateDataKey")
 
     def _grant_objects(
         self, grantee: iam.IGrantable, actions: list[str], prefixes: list[str]

@@ -66,7 +66,9 @@ from constructs import Construct
 from ..benchmarking.load import BenchmarkLoad
 from ..benchmarking.payload import RequestProtocol
 from ..benchmarking.pricing import BenchmarkPricing
+from ..catalog.instance_types import InstanceType
 from ..catalog.prices import PriceList
+from ..planning.sizing import serving_facts
 from ..planning.workload import Workload
 from ..prop_types import typed_props
 from .benchmark_options import BenchmarkEngine, BenchmarkGate, BenchmarkResults
@@ -81,6 +83,7 @@ from .deploy_time import (
 )
 from .endpoint import Endpoint, IEndpoint, InferenceComponentEndpoint
 from .inference_component import IInferenceComponent, InferenceComponent
+from .model import Model
 from .nag import acknowledge_wildcard_resources
 from .validation import ValidationError, check_range, is_unresolved
 
@@ -312,6 +315,9 @@ class EndpointBenchmark(Construct):
         }
         if load.open_loop:
             run["WorkerRateCapacity"] = engine.worker_rate_capacity
+        deployment = _deployment(self.endpoint, component)
+        if deployment:
+            run["Deployment"] = deployment
         if price is not None:
             run["PricePerHour"] = round(price, 6)
             run["PriceSource"] = price_source
@@ -323,7 +329,9 @@ class EndpointBenchmark(Construct):
         stack = Stack.of(self)
         definition = stack.resolve(
             {
-                "Run": run,
+                # What was benchmarked follows from the target's resources (fingerprinted
+                # below): it changes no run, so adding it reran no benchmark.
+                "Run": {key: value for key, value in run.items() if key != "Deployment"},
                 "Prefix": self.results_prefix,
                 "SweepSeconds": sweep_seconds,
                 "Target": _fingerprint(stack, self.endpoint, self.inference_component),
@@ -644,6 +652,40 @@ def _copies(copies: int | None, endpoint: IEndpoint, component: IInferenceCompon
     elif component is None and isinstance(endpoint, Endpoint):
         count = sum(variant.initial_instance_count or 1 for variant in endpoint.variants)
     return count if isinstance(count, int) and not is_unresolved(count) and count >= 1 else 1
+
+
+def _deployment(endpoint: IEndpoint, component: IInferenceComponent | None) -> dict[str, Any]:
+    """What the sweep measures, for ``results.json``'s ``deployment`` section (the key
+    ``cdk-sagemaker-llm calibrate`` files a calibration under): the model, the serving engine
+    (container family and release), the instance type, the accelerators per copy and the
+    precision, as far as the target's constructs state them (empty for imported targets)."""
+    model: object = None
+    instance_type: InstanceType | None = None
+    degree: int | None = None
+    if isinstance(component, InferenceComponent) and isinstance(
+        endpoint, InferenceComponentEndpoint
+    ):
+        model, instance_type = component.model, endpoint.instance_type
+        accelerators = component.accelerators
+        degree = accelerators if isinstance(accelerators, int) and accelerators > 0 else None
+    elif component is None and isinstance(endpoint, Endpoint) and len(endpoint.variants) == 1:
+        variant = endpoint.variants[0]
+        model, instance_type = variant.model, variant.instance_type
+    if not isinstance(model, Model) or model.image is None or instance_type is None:
+        return {}
+    facts = serving_facts(
+        {key: value for key, value in model.environment.items() if not is_unresolved(value)}
+    )
+    degree = degree or facts.tensor_parallel_degree
+    found: dict[str, Any] = {
+        "Model": model.spec.name if model.spec is not None else None,
+        "EngineFamily": model.image.family.value,
+        "EngineVersion": model.image.release,
+        "InstanceType": instance_type.name,
+        "TensorParallelDegree": degree,
+        "Precision": facts.precision.value,
+    }
+    return {key: value for key, value in found.items() if value is not None}
 
 
 def _derive_price(

@@ -478,7 +478,7 @@ class InferenceComponentEndpoint(EndpointBase):
     from_endpoint_name = staticmethod(import_endpoint_by_name)
     from_endpoint_arn = staticmethod(import_endpoint_by_arn)
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - known offender (issue 18 item 5): group the props
         self,
         scope: Construct,
         id: str,

@@ -126,7 +126,7 @@ class InferenceComponent(InferenceComponentBase):
     shares its base's copies, and its base's LMI LoRA options are set or checked for it.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - known offender (issue 18 item 5): group the props
         self,
         scope: Construct,
         id: str,
@@ -286,6 +286,17 @@ class InferenceComponent(InferenceComponentBase):
         self.resource = self._resource(
             inference_component_name, copy_count, specification, specifications_prop
         )
+        self._register(endpoint, deployment, model, artifact)
+
+    def _register(
+        self,
+        endpoint: IComponentHost,
+        deployment: RollingDeployment | None,
+        model: ModelBase | None,
+        artifact: ModelSource | None,
+    ) -> None:
+        """Join the endpoint, let the guardrails read their alarms, leave plan metadata, and
+        expose the component's name and ARN."""
         endpoint.host(self)
         if deployment is not None:
             # Guardrails read the rollback alarms with the execution role(s).

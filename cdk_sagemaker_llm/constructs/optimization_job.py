@@ -364,7 +364,7 @@ class OptimizationJob(Construct):
     See the module documentation for how the wait works and what updates and deletes do.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - known offender (issue 18 item 5): group the props
         self,
         scope: Construct,
         id: str,
@@ -479,7 +479,10 @@ class OptimizationJob(Construct):
         ):
             depend_on_policy_only(construct, function_role)
         self._acknowledge_findings(job_arns)
+        self._expose_attributes()
 
+    def _expose_attributes(self) -> None:
+        """The job's and its output's attributes (tokens resolved at deploy time)."""
         self.job_name: str = self._job.ref
         """The job name (known at deploy time)."""
         self.job_arn: str = self._job.get_att_string("JobArn")

@@ -23,7 +23,7 @@ from ..catalog.instance_types import CATALOG, InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
 from ..errors import ValidationError
-from .calibration import Calibration
+from .calibration import Calibration, EngineRelease
 from .performance import (
     DEFAULT_EFFICIENCY,
     DEFAULT_MAX_BATCH_SIZE,
@@ -44,27 +44,48 @@ from .placement import GB, MIN_KV_HEADROOM_BYTES, head_divisibility_problem, hos
 
 @dataclass(frozen=True)
 class Slo:
-    """The latency a deployment must meet."""
+    """The latency a deployment must meet: a per-token limit, a time-to-first-token limit, or
+    both (at least one). ``Slo(max_ttft_ms=2000)`` is a TTFT-only SLO."""
 
-    max_ms_per_token: float
-    """Per-token latency limit (end-to-end latency / output tokens), ms."""
+    max_ms_per_token: float = math.inf
+    """Per-token latency limit (end-to-end latency / output tokens), ms. Default: none
+    (``math.inf``; then ``max_ttft_ms`` is required)."""
     max_ttft_ms: float | None = None
     """Time-to-first-token limit, ms. Default: none."""
 
     def __post_init__(self) -> None:
-        if not self.max_ms_per_token > 0:
+        if self.max_ms_per_token == math.inf and self.max_ttft_ms is None:
             raise ValidationError(
-                "max_ms_per_token", self.max_ms_per_token, "must be positive", "pass e.g. 100"
+                "slo",
+                {"max_ms_per_token": None, "max_ttft_ms": None},
+                "an SLO needs at least one bound",
+                "pass Slo(max_ms_per_token=100), Slo(max_ttft_ms=2000) or both",
             )
-        if self.max_ttft_ms is not None and not self.max_ttft_ms > 0:
+        if not self.max_ms_per_token > 0:  # NaN too
+            raise ValidationError(
+                "max_ms_per_token",
+                self.max_ms_per_token,
+                "must be positive",
+                "pass e.g. 100, or omit it for a TTFT-only SLO",
+            )
+        if self.max_ttft_ms is not None and not 0 < self.max_ttft_ms < math.inf:
             raise ValidationError(
                 "max_ttft_ms", self.max_ttft_ms, "must be positive", "pass e.g. 2000, or omit it"
             )
 
+    @property
+    def limits_ms_per_token(self) -> bool:
+        """False for a TTFT-only SLO."""
+        return self.max_ms_per_token != math.inf
+
     def describe(self) -> str:
-        """E.g. ``<= 100 ms/token, TTFT <= 2000 ms``."""
-        text = f"<= {self.max_ms_per_token:g} ms/token"
-        return text + (f", TTFT <= {self.max_ttft_ms:g} ms" if self.max_ttft_ms else "")
+        """E.g. ``<= 100 ms/token, TTFT <= 2000 ms`` or ``TTFT <= 2000 ms``."""
+        parts = []
+        if self.limits_ms_per_token:
+            parts.append(f"<= {self.max_ms_per_token:g} ms/token")
+        if self.max_ttft_ms is not None:
+            parts.append(f"TTFT <= {self.max_ttft_ms:g} ms")
+        return ", ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -243,7 +264,13 @@ def _reject_reason(
             f"{workload.total_tokens} tokens ({per_sequence / GB:.2f} GB)"
         )
     if limits.timeout_sequences < 1:
-        return "timeout: one request takes longer than the 60 s invocation timeout"
+        alone = efficiency_model.cycle_s(1)
+        return (
+            f"timeout: one request alone ({workload.input_tokens} in + "
+            f"{workload.output_tokens} out) takes {alone:.0f} s "
+            f"({alone * 1000 / workload.output_tokens:.1f} ms/token), longer than the 60 s "
+            "invocation timeout: fewer output tokens per request or a faster layout"
+        )
     ms, ttft, _, _ = efficiency_model.level(1, limits.capacity)
     if ms > slo.max_ms_per_token:
         return f"slo: one request alone takes {ms:.1f} ms/token > {slo.max_ms_per_token:g}"
@@ -283,8 +310,16 @@ def recommend(
     top: int = 5,
     region: str | None = None,
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+    engine: EngineRelease | None = None,
 ) -> Recommendation:
     """The cheapest layouts that serve ``traffic`` within ``slo`` (see the module docstring).
+
+    :param calibration: measured factors (``Calibration.from_file``), applied to each
+        candidate by ``Calibration.applied_to``: in full on the calibrated accelerator, only
+        the engine-level overhead elsewhere; another model gets only the engine- and
+        hardware-level factors, and the assumptions say so.
+    :param engine: the engine that will serve; a calibration of another engine is a
+        ValidationError (None: the calibrated engine is assumed, and said).
 
     :param instance_types: candidates; default every accelerated type of the catalog.
     :param max_instance_count: the most instances one option may use. Default 16.
@@ -298,6 +333,7 @@ def recommend(
     if top < 1:
         raise ValidationError("top", top, "must be at least 1", "pass e.g. 5")
     efficiency = calibration.efficiency if calibration else DEFAULT_EFFICIENCY
+    calibration_notes = calibration.engine_notes(engine) if calibration else []
     candidates = list(instance_types) if instance_types is not None else default_instance_types()
     options: list[Option] = []
     rejected: list[Rejection] = []
@@ -308,21 +344,16 @@ def recommend(
             f"({prices.describe()})"
         )
     for instance_type in candidates:
-        if instance_type.accelerator is None:
-            rejected.append(
-                Rejection(instance_type.name, "not an accelerated instance type the catalog knows")
-            )
-            continue
-        if not instance_type.accelerator.performance_known:
-            rejected.append(
-                Rejection(
-                    instance_type.name,
-                    f"performance unknown: {instance_type.accelerator.unpublished}, so its "
-                    "latency cannot be predicted",
-                )
-            )
+        unusable = _unpredictable(instance_type)
+        if unusable is not None:
+            rejected.append(unusable)
             continue
         found_any = False
+        measured = efficiency
+        if calibration is not None:
+            applied = calibration.applied_to(spec, instance_type, engine=engine)
+            measured = applied.efficiency
+            calibration_notes += [n for n in applied.warnings if n not in calibration_notes]
         for degree in degrees(instance_type):
             layout = Layout(instance_type, degree, instance_type.accelerator_devices // degree)
             option, rejection = _evaluate(
@@ -333,7 +364,7 @@ def recommend(
                 traffic,
                 precision=precision,
                 efficiency_model=CopyModel(
-                    spec, instance_type, degree, precision, workload, efficiency
+                    spec, instance_type, degree, precision, workload, measured
                 ),
                 max_instance_count=max_instance_count,
                 prices=prices,
@@ -365,7 +396,22 @@ def recommend(
     ]
     if region_note:
         assumptions.append(region_note)
+    assumptions += [f"calibration: {note}" for note in calibration_notes]
     return Recommendation(options[:top], rejected, assumptions)
+
+
+def _unpredictable(instance_type: InstanceType) -> Rejection | None:
+    """Why the model cannot predict ``instance_type`` (no accelerator, unpublished figures);
+    None when it can."""
+    if instance_type.accelerator is None:
+        return Rejection(instance_type.name, "not an accelerated instance type the catalog knows")
+    if not instance_type.accelerator.performance_known:
+        return Rejection(
+            instance_type.name,
+            f"performance unknown: {instance_type.accelerator.unpublished}, so its latency "
+            "cannot be predicted",
+        )
+    return None
 
 
 def _rank(option: Option) -> tuple[bool, float, float, float, float]:

@@ -22,7 +22,7 @@ from ..catalog.instance_types import Accelerator, InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
 from ..errors import ValidationError
-from .performance import DEFAULT_EFFICIENCY, CopyModel, Workload
+from .performance import DEFAULT_EFFICIENCY, INVOCATION_TIMEOUT_S, CopyModel, Workload
 from .placement import (
     FRAMEWORK_OVERHEAD_BYTES,
     GB,
@@ -342,7 +342,8 @@ class SizingReport:
     head_problem: str | None = None
     """Why the degree cannot shard the attention/KV heads, or None."""
     single_request_ms_per_token: float | None = None
-    """Predicted decode ms/token of one request alone at this degree (performance model)."""
+    """Predicted ms/token of one request alone at this degree on the sizing workload
+    (end-to-end latency / output tokens, as the 100 ms/token limit measures it)."""
     max_tokens_per_s_within_slo: float | None = None
     """Predicted output tokens/s of one instance at this degree within 100 ms/token."""
 
@@ -405,6 +406,21 @@ def _copies(count: int) -> str:
     return f"{count} cop{'y' if count == 1 else 'ies'}"
 
 
+def _require_accelerators(instance_type: InstanceType) -> None:
+    """Sizing needs the instance type's accelerators."""
+    if instance_type.accelerator is None or instance_type.accelerator_count is None:
+        raise ValidationError(
+            "instance_type",
+            instance_type.name,
+            "sizing needs an accelerated instance type whose accelerators are known"
+            if instance_type.accelerators_known
+            else "the catalog does not know this type's accelerators, so sizing cannot check it",
+            "use a GPU or Neuron type such as ml.g5.xlarge, ml.g6e.12xlarge, ml.inf2.48xlarge, "
+            "or state the accelerators: InstanceType.of(name, accelerator=Accelerator.H100, "
+            "accelerator_count=8)",
+        )
+
+
 def size(
     spec: ModelSpec,
     instance_type: InstanceType,
@@ -422,17 +438,8 @@ def size(
         context capped at 4096.
     :param overhead_bytes: framework overhead per accelerator. Default 2 GB.
     """
-    if instance_type.accelerator is None or instance_type.accelerator_count is None:
-        raise ValidationError(
-            "instance_type",
-            instance_type.name,
-            "sizing needs an accelerated instance type whose accelerators are known"
-            if instance_type.accelerators_known
-            else "the catalog does not know this type's accelerators, so sizing cannot check it",
-            "use a GPU or Neuron type such as ml.g5.xlarge, ml.g6e.12xlarge, ml.inf2.48xlarge, "
-            "or state the accelerators: InstanceType.of(name, accelerator=Accelerator.H100, "
-            "accelerator_count=8)",
-        )
+    _require_accelerators(instance_type)
+    assert instance_type.accelerator is not None and instance_type.accelerator_count is not None
     tokens = max_total_tokens or default_max_total_tokens(spec)
     if tokens < 1:
         raise ValidationError("max_total_tokens", tokens, "must be positive", "pass e.g. 4096")
@@ -525,7 +532,7 @@ def size(
         )
     else:
         why = (
-            f"no layout meets {SIZING_SLO_MS_PER_TOKEN:g} ms/token"
+            _why_none_ranks(ranked)
             if accelerator.performance_known
             else "latency cannot be ranked, see below"
         )
@@ -572,13 +579,30 @@ def size(
     )
 
 
+def _why_none_ranks(ranked: list[RankedLayout]) -> str:
+    """Why no layout serves within the sizing limit: each degree's binding reason (the 60 s
+    timeout, memory, heads or the latency itself), never a latency claim the figures contradict."""
+    if not ranked:
+        return f"no layout meets {SIZING_SLO_MS_PER_TOKEN:g} ms/token"
+    reasons = "; ".join(
+        f"TP{r.layout.tensor_parallel_degree}: {r.reason}" for r in ranked if r.capacity is None
+    )
+    return (
+        f"no layout serves the sizing workload within {SIZING_SLO_MS_PER_TOKEN:g} ms/token "
+        f"and the {INVOCATION_TIMEOUT_S:g} s invocation timeout: {reasons}"
+    )
+
+
 def _single_request_ms_per_token(
     spec: ModelSpec, instance_type: InstanceType, degree: int, precision: Precision, tokens: int
 ) -> float:
+    """ms/token of one request alone on the sizing workload, as the sizing limit measures it:
+    end-to-end latency (prefill + every decode step) / output tokens."""
     model = CopyModel(
         spec, instance_type, degree, precision, sizing_workload(tokens), DEFAULT_EFFICIENCY
     )
-    return model.step_s(1) * 1000
+    ms, _, _, _ = model.level(1, 1)
+    return ms
 
 
 # ----- What a serving container's environment says -------------------------------------------

@@ -32,6 +32,7 @@ from ..runtime_support import Budget, call_with_retry, error_code
 from .events import EventError, explain, number
 from .run import (
     arrival_of,
+    deployment_section,
     knee_rule_of,
     level_of,
     payload_of,
@@ -223,9 +224,10 @@ def write_results(
     s3: Any,
     budget: Budget,
 ) -> None:
-    """``results.json`` (the CLI's schema plus the distribution, the run, the gate and the
-    attributes) and the CLI's exports under the run's folder: ``chart.svg``, ``levels.csv``,
-    ``requests.jsonl`` (every worker's samples, read back) and ``report.md``."""
+    """``results.json`` (the CLI's schema plus the distribution, the run, the gate, the
+    attributes and, when the run states it, the ``deployment`` benchmarked) and the CLI's
+    exports under the run's folder: ``chart.svg``, ``levels.csv``, ``requests.jsonl`` (every
+    worker's samples, read back) and ``report.md``."""
     data = result.to_dict()
     data["distribution"] = [dict(r["Distribution"]) for r in levels]
     data["run"] = {
@@ -238,6 +240,9 @@ def write_results(
     }
     data["gate"] = {"limits": run["Gate"], "passed": not failures, "failures": list(failures)}
     data["attributes"] = dict(figures)
+    deployment = deployment_section(run)
+    if deployment is not None:
+        data["deployment"] = deployment
     call_with_retry(
         s3.put_object,
         budget,
