@@ -42,7 +42,7 @@ def test_benchmark_then_report(
         truth = sim.truth()
     assert code == 0
     err = capsys.readouterr().err
-    assert "concurrency 1: 6 requests" in err and "knee: concurrency" in err
+    assert "concurrency 1: 6 requests" in err and "knee: " in err  # measured or "at least"
     data = json.loads(out.read_text())
     assert data["payload"]["input_tokens"] == 6 and data["payload"]["stream"] is True
     assert [level["concurrency"] for level in data["levels"]] == [1, 2, 4]
@@ -62,7 +62,9 @@ def test_benchmark_then_report(
     circles = svg.findall("{http://www.w3.org/2000/svg}circle")
     assert len(circles) == 3 + 1  # one per level, one around the knee
     text = markdown.read_text()
-    assert text.count("\n| ") == 4  # header and three rows
+    table, distributions = text.split("## Distributions")
+    assert table.count("\n| ") == 4  # header and three rows
+    assert distributions.count("| ttft_s |") == 3  # one distribution table per level
     assert "p50 TTFT ms" in text and "Knee: concurrency" in text and "Cost per 1M" in text
     assert main(["report", str(out)]) == 0
     assert "| concurrency |" in capsys.readouterr().out
@@ -179,7 +181,7 @@ def test_request_rate_sweep_with_goodput_then_report(
         truth = sim.truth()
     assert code == 0
     err = capsys.readouterr().err
-    assert "rate 20/s (achieved" in err and "sustainable rate: 40" in err
+    assert "rate 20/s (achieved" in err and "sustainable rate: at least 40 requests/s" in err
     data = json.loads(out.read_text())
     assert data["mode"] == "rate" and len(truth) == 1 + 2 * 24
     assert data["open_loop"]["arrival"] == "constant" and data["open_loop"]["max_concurrency"] == 16
@@ -194,7 +196,9 @@ def test_request_rate_sweep_with_goodput_then_report(
     chart = tmp_path / "chart.svg"
     assert main(["report", str(out), "--markdown", str(markdown), "--chart", str(chart)]) == 0
     text = markdown.read_text()
-    assert "| rate/s | achieved/s |" in text and "Sustainable rate: **40" in text
+    assert "| rate/s | achieved/s |" in text and "Sustainable rate: **at least 40" in text
+    assert data["goodput"]["sustainable_rate_at_least"] is True
+    assert "--request-rate" in data["goodput"]["raise_with"]
     assert "40/s" in chart.read_text()
 
 

@@ -564,12 +564,16 @@ def test_advance_retries_throttled_reads_and_writes_then_signals(s3: Any) -> Non
     got(stub, run, 1, samples_body(1))
     error(stub, "put_object", "InternalError", 500)
     put_ok(stub)  # results.json
-    put_ok(stub)  # chart.svg
+    got(stub, run, 1, samples_body(1))  # the samples again, for requests.jsonl
+    for _ in range(4):
+        put_ok(stub)  # levels.csv, requests.jsonl, chart.svg, report.md
     puts = Puts(clock, failures=1)  # the signal PUT fails once too
     out = advance(state, client_, clock, puts)
     assert out["Done"] and out["Outcome"] == "SUCCESS"
     assert [body["Status"] for url, body, _ in puts] == ["SUCCESS"] and puts[0][0] == HANDLE
-    assert calls.operations() == ["GetObject", "GetObject", "PutObject", "PutObject", "PutObject"]
+    assert calls.operations() == [
+        "GetObject", "GetObject", "PutObject", "PutObject", "GetObject", *["PutObject"] * 4
+    ]  # fmt: skip
     assert clock.sleeps == [0.5, 0.5, 0.5]
 
 

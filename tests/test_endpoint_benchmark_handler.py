@@ -251,6 +251,14 @@ def test_the_sweep_finds_the_knee_where_the_simulator_saturates() -> None:
     assert results["cost"]["price_per_hour"] == 3.6
     assert results["cost"]["price_basis"] == "us-west-2 contract"  # stated with every cost
     assert s3.objects[("results", f"{run['Prefix']}chart.svg")].startswith(b"<svg")
+    # The CLI's exports, under the same names (the put_object calls hold botocore's contract).
+    rows = s3.objects[("results", f"{run['Prefix']}levels.csv")].decode().splitlines()
+    assert rows[0].startswith("concurrency,requests,") and len(rows) == 1 + 4
+    assert "e2e_latency_s_p99.9" in rows[0].split(",")
+    lines = s3.objects[("results", f"{run['Prefix']}requests.jsonl")].decode().splitlines()
+    assert len(lines) == 48 and {json.loads(line)["concurrency"] for line in lines} == {1, 2, 4, 8}
+    assert b"## Distributions" in s3.objects[("results", f"{run['Prefix']}report.md")]
+    assert results["levels"][0]["distributions"]["e2e_latency_s"]["count"] == 12
 
 
 @pytest.mark.timing

@@ -27,6 +27,7 @@ from typing import Any, Self
 from ..errors import check_range
 from ..prop_types import typed_props
 from ._clock import now
+from .distributions import level_distributions
 from .goodput import GoodputSlo, goodput
 from .invokers import Invoker
 from .payload import InvocationRequest, PayloadSpec, RequestFactory
@@ -163,6 +164,9 @@ class LevelResult:
     backlog_growing: bool | None = None
     sustainable: bool | None = None
     """Open loop: goodput kept up with the offered rate and the backlog did not grow."""
+    distributions: dict[str, Any] | None = None
+    """Full distributions (p1 ... p99.9, mean, std, min, max) of TTFT, ITL, TPOT and
+    end-to-end latency, by metric (see :mod:`.distributions` for the definitions)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form; fields not measured in this mode (streaming, SLOs, open loop)
@@ -184,6 +188,7 @@ _OPTIONAL_FIELDS = (
     "p90_tpot_s", "p99_tpot_s", "good_requests", "goodput_requests_per_s",
     "goodput_tokens_per_s", "target_rate_per_s", "achieved_rate_per_s", "p50_schedule_lag_s",
     "p99_schedule_lag_s", "backlog_growth_per_s", "backlog_growing", "sustainable",
+    "distributions",
 )  # fmt: skip
 
 
@@ -237,6 +242,7 @@ def summarize_level(
         p50_tpot_s=percentile(tpots, 50),
         p90_tpot_s=percentile(tpots, 90),
         p99_tpot_s=percentile(tpots, 99),
+        distributions=level_distributions(items) or None,
     )
     if slo is not None and slo.stated:
         for key, value in goodput(items, slo, duration).items():
@@ -292,10 +298,30 @@ class Knee:
     """The first level that tripped the rule (``None``: none did; the knee is the highest)."""
     reason: str | None = None
     """``throughput``, ``slo`` or ``errors``: why that level tripped."""
+    at_least: bool = False
+    """No level tripped the rule: the knee is *at least* ``concurrency`` (the highest level
+    run), not a measured knee."""
+    raise_with: str | None = None
+    """With ``at_least``: what raises the bound (a flag or a prop, e.g. ``--search-cap``)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return asdict(self)
+
+    def describe(self) -> str:
+        """The knee in words: measured, a lower bound, or none."""
+        if self.concurrency is None:
+            return f"none: even the lowest level trips the rule ({self.reason})"
+        if self.at_least:
+            hint = f"; raise it with {self.raise_with}" if self.raise_with else ""
+            return (
+                f"at least concurrency {self.concurrency} (no level tripped the rule, so the "
+                f"knee lies above the highest level run{hint})"
+            )
+        return (
+            f"concurrency {self.concurrency} ({self.reason} rule tripped at concurrency "
+            f"{self.tripped_at})"
+        )
 
 
 def trip_reason(rule: KneeRule, level: LevelResult, previous: LevelResult | None) -> str | None:
@@ -316,8 +342,11 @@ def trip_reason(rule: KneeRule, level: LevelResult, previous: LevelResult | None
     return None
 
 
-def find_knee(levels: Sequence[LevelResult], rule: KneeRule | None = None) -> Knee:
-    """The knee of ``levels`` under ``rule`` (see :class:`KneeRule`)."""
+def find_knee(
+    levels: Sequence[LevelResult], rule: KneeRule | None = None, *, raise_with: str | None = None
+) -> Knee:
+    """The knee of ``levels`` under ``rule`` (see :class:`KneeRule`); when no level trips the
+    rule, a lower bound (``at_least``) naming ``raise_with``, what raises it."""
     rule = rule or KneeRule()
     ordered = sorted(levels, key=lambda level: level.concurrency)
     previous: LevelResult | None = None
@@ -331,7 +360,9 @@ def find_knee(levels: Sequence[LevelResult], rule: KneeRule | None = None) -> Kn
                 reason=reason,
             )
         previous = level
-    return Knee(previous.concurrency if previous else None, rule.describe())
+    if previous is None:
+        return Knee(None, rule.describe())
+    return Knee(previous.concurrency, rule.describe(), at_least=True, raise_with=raise_with)
 
 
 def cost_per_million_tokens(price_per_hour: float, tokens_per_s: float) -> float | None:
@@ -562,10 +593,13 @@ class ClosedLoopRunner(LevelRunner):
         factory: Callable[[int], InvocationRequest],
         *,
         knee_rule: KneeRule | None = None,
+        raise_with: str | None = None,
         **settings: Any,
     ) -> None:
         super().__init__(invoker, factory, **settings)
         self.knee_rule = knee_rule or KneeRule()
+        self.raise_with = raise_with
+        """What raises a knee that is only a lower bound (named in the results)."""
 
     def __call__(self, level: float) -> LevelResult:
         concurrency = int(level)
@@ -592,7 +626,7 @@ class ClosedLoopRunner(LevelRunner):
         return super().result(
             spec,
             ordered,
-            knee=find_knee(ordered, self.knee_rule),
+            knee=find_knee(ordered, self.knee_rule, raise_with=self.raise_with),
             slo_ms_per_token=self.knee_rule.slo_ms_per_token,
             goodput=self.slo.to_dict() if self.slo is not None and self.slo.stated else None,
             **fields,

@@ -38,6 +38,7 @@ from .payload import (
     classify_error,
     parse_response,
 )
+from .region import REGION_SOURCES, resolve_region
 from .samples import RequestSample
 
 NextRequest = Callable[[], InvocationRequest | None]
@@ -121,9 +122,9 @@ class AsyncInvoker:
         if session is None:
             session = botocore.session.get_session()
         botocore_session = getattr(session, "_session", session)  # boto3.Session wraps one
-        region = region or botocore_session.get_config_variable("region")
+        region = resolve_region(region, botocore_session)
         if not region:
-            raise ValueError("no region: pass region= or configure AWS_REGION / a profile")
+            raise ValueError(f"no region: pass region= or set one of {REGION_SOURCES}")
         credentials = botocore_session.get_credentials()
         if credentials is None:
             raise ValueError("no AWS credentials found in the usual credential chain")
@@ -376,6 +377,7 @@ class AsyncInvoker:
         sample.stream_tokens = parser.tokens
         sample.first_token = parser.first_token
         sample.last_token = parser.last_token
+        sample.itl_gaps_s = parser.gaps
 
 
 class BotoInvoker:
@@ -424,6 +426,7 @@ class BotoInvoker:
         from botocore.config import Config
 
         session = self.session or boto3.session.Session()
+        self.region = resolve_region(self.region, session)
         retries: Any = {"total_max_attempts": self.max_attempts, "mode": self.retry_mode}
         self._owned_pool = max(10, concurrency)
         self.client = session.client(
@@ -478,6 +481,7 @@ class BotoInvoker:
                 sample.stream_tokens = parser.tokens
                 sample.first_token = parser.first_token
                 sample.last_token = parser.last_token
+                sample.itl_gaps_s = parser.gaps
             else:
                 response = client.invoke_endpoint(Accept="application/json", **kwargs)
                 sample.request_id = response["ResponseMetadata"].get("RequestId")

@@ -38,6 +38,11 @@ MAX_RATE = 100_000.0
 MAX_REQUESTS = 100_000
 """Requests of one level."""
 DEFAULT_CONCURRENCIES = (1, 2, 4, 8, 16, 32)
+DEFAULT_SEARCH_CAP = 1024
+"""The highest level a knee search given no range may reach (``high`` omitted)."""
+OPEN_SEARCH_MAX_ERROR_RATE = 0.05
+"""A knee search given no range also stops where the error rate rises above this (unless its
+knee rule states its own ``max_error_rate``)."""
 
 
 @typed_props
@@ -70,6 +75,11 @@ class BenchmarkLoad:
     replay: bool = False
     """Open loop: the levels are speedups of a trace replayed at its own timestamps
     (``trace_replay``); ``arrival`` is then None."""
+    expected: float | None = None
+    """A search's expected answer (a prediction): it brackets around it instead of doubling
+    from the bottom of its range; None: no prediction."""
+    open_ended: bool = False
+    """A knee search given no range: it doubles from ``low`` up to the cap ``levels[-1]``."""
 
     @staticmethod
     @typed_factory
@@ -136,18 +146,26 @@ class BenchmarkLoad:
     def knee_search(
         *,
         low: int = 1,
-        high: int,
+        high: int | None = None,
         resolution: float = DEFAULT_RESOLUTION,
         requests_per_level: int | None = None,
         knee_rule: KneeRule | None = None,
         slo: GoodputSlo | None = None,
+        expected: int | None = None,
     ) -> BenchmarkLoad:
         """Closed loop: find the knee between concurrencies ``low`` and ``high`` by bracketing
-        (doubling from ``low`` while levels pass the knee rule) and bisection, instead of
-        running every level (``benchmarking.search``).
+        (doubling from ``low`` while levels pass the knee rule, or around ``expected``) and
+        bisection, instead of running every level (``benchmarking.search``). When no level
+        trips the rule, the result is a lower bound (``knee.at_least``), never a knee.
 
         :param low: the first level; default 1.
-        :param high: the highest level the bracket may reach (above ``low``, at most 4096).
+        :param high: the highest level the bracket may reach (above ``low``, at most 4096);
+            default: no range, a cap of 1,024 (``DEFAULT_SEARCH_CAP``): the search doubles
+            until the rule trips, the error rate rises above 5 % (unless ``knee_rule`` states
+            its own limit) or the cap is reached.
+        :param expected: the expected knee (e.g. the performance model's prediction), within
+            the range: the search runs it and a level on either side, and widens only when the
+            measurement disagrees; default none (double from ``low``).
         :param resolution: bisection stops when the bracket is within this ratio (0.01 to 10);
             default 0.25.
         :param requests_per_level: at least ``high``, at most 100,000; default 4 x the level
@@ -156,14 +174,27 @@ class BenchmarkLoad:
         :param slo: objectives (ms/token, TTFT) of each level's goodput; default none.
         """
         owner = "BenchmarkLoad.knee_search"
+        open_ended = high is None
+        if open_ended:
+            high = max(DEFAULT_SEARCH_CAP, 2 * low)
+            rule = knee_rule or KneeRule()
+            if rule.max_error_rate is None:
+                knee_rule = replace(rule, max_error_rate=OPEN_SEARCH_MAX_ERROR_RATE)
+        levels = _range(owner, low, high, _concurrencies)
         load = _closed_loop(
             owner,
-            _range(owner, low, high, _concurrencies),
+            levels,
             requests_per_level=requests_per_level,
             knee_rule=knee_rule,
             slo=slo,
         )
-        return replace(load, search="knee", resolution=_resolution(owner, resolution))
+        return replace(
+            load,
+            search="knee",
+            resolution=_resolution(owner, resolution),
+            expected=_expected(owner, expected, levels, whole=True),
+            open_ended=open_ended,
+        )
 
     @staticmethod
     @typed_factory
@@ -176,9 +207,14 @@ class BenchmarkLoad:
         max_concurrency: int | None = None,
         requests_per_level: int | None = None,
         slo: GoodputSlo | None = None,
+        expected: float | None = None,
     ) -> BenchmarkLoad:
         """Open loop: find the highest sustainable rate between ``low`` and ``high``
-        requests/s by bracketing and bisection (``benchmarking.search``).
+        requests/s by bracketing and bisection (``benchmarking.search``). When every level is
+        sustainable, the result is a lower bound (``goodput.sustainable_rate_at_least``).
+
+        :param expected: the expected sustainable rate, within the range: the search brackets
+            around it and widens only when the measurement disagrees; default none.
 
         :param low: the first rate (requests/s, above 0).
         :param high: the highest rate the bracket may reach (above ``low``, at most 100,000).
@@ -191,15 +227,21 @@ class BenchmarkLoad:
             must reach; default none (every successful request, 95 %).
         """
         owner = "BenchmarkLoad.max_rate_search"
+        levels = _range(owner, low, high, _rates)
         load = _open_loop(
             owner,
-            _range(owner, low, high, _rates),
+            levels,
             arrival=arrival,
             max_concurrency=max_concurrency,
             requests_per_level=requests_per_level,
             slo=slo,
         )
-        return replace(load, search="max-rate", resolution=_resolution(owner, resolution))
+        return replace(
+            load,
+            search="max-rate",
+            resolution=_resolution(owner, resolution),
+            expected=_expected(owner, expected, levels, whole=False),
+        )
 
     @staticmethod
     @typed_factory
@@ -242,7 +284,18 @@ class BenchmarkLoad:
         """A search's rule over its range; None for a sweep."""
         if self.search is None:
             return None
-        return SearchRule(self.search, self.levels[0], self.levels[-1], self.resolution)
+        return SearchRule(
+            self.search, self.levels[0], self.levels[-1], self.resolution, self.expected
+        )
+
+    @property
+    def raise_with(self) -> str:
+        """What raises a result that is only a lower bound, as the CLI's flags name it."""
+        if self.open_ended:
+            return "--search-cap (the highest level a search given no range may reach)"
+        if self.open_loop:
+            return "--request-rate (a higher top rate)"
+        return "--concurrency (a higher top level)"
 
     @property
     def goodput_slo(self) -> GoodputSlo:
@@ -319,6 +372,29 @@ def _range(
             f"pass high above {low:g}, e.g. {2 * low:g} or more",
         )  # fmt: skip
     return checked_low, checked_high
+
+
+def _expected(
+    owner: str, expected: float | None, levels: tuple[Any, Any], *, whole: bool
+) -> float | None:
+    """A search's expected answer: within its range (a whole level for concurrency)."""
+    if expected is None:
+        return None
+    prop = f"{owner}(expected)"
+    fractional = whole and (not isinstance(expected, int) or isinstance(expected, bool))
+    if is_token(expected) or fractional:
+        raise ValidationError(
+            prop, expected, "the expected answer is a number known at synth time"
+            + (" (a whole concurrency)" if whole else ""),
+            "pass a literal, e.g. the performance model's predicted knee rounded",
+        )  # fmt: skip
+    low, high = levels
+    if not low <= expected <= high:
+        raise ValidationError(
+            prop, expected, f"the expected answer must lie in the search's range {low:g}-{high:g}",
+            "widen the range (low/high) or pass an expectation within it",
+        )  # fmt: skip
+    return float(expected)
 
 
 def _resolution(owner: str, resolution: float) -> float:

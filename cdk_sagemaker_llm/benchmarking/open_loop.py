@@ -202,10 +202,15 @@ def summarize_rate_level(
     level.p99_schedule_lag_s = percentile(lags, 99)
     level.backlog_growth_per_s = growth
     level.backlog_growing = growth is not None and growth > BACKLOG_GROWTH_LIMIT * rate
+    # What the schedule itself offered: the rate, or less under a ramp-up (its slow start).
+    scheduled = [s.scheduled for s in samples if s.scheduled is not None]
+    offered = (
+        min(rate, achieved_rate(scheduled) or rate) if len(scheduled) == len(samples) else rate
+    )
     level.sustainable = bool(
         not level.backlog_growing
         and level.goodput_requests_per_s is not None
-        and level.goodput_requests_per_s >= slo.fraction * rate
+        and level.goodput_requests_per_s >= slo.fraction * offered
     )
     return level
 
@@ -228,9 +233,10 @@ SUSTAINABLE_RULE = (
 
 def open_loop_settings(arrival: Arrival, max_concurrency: int | None) -> dict[str, Any]:
     """The ``open_loop`` section of results: how requests were scheduled and judged."""
-    return {
+    settings: dict[str, Any] = {
         "arrival": arrival.kind,
         "seed": arrival.seed,
+        "process": arrival.describe(),
         "max_concurrency": max_concurrency,
         "achieved_rate": "(requests - 1) / (last send - first send)",
         "schedule_lag": "send time - scheduled time",
@@ -239,11 +245,29 @@ def open_loop_settings(arrival: Arrival, max_concurrency: int | None) -> dict[st
         "half",
         "sustainable_rule": SUSTAINABLE_RULE,
     }
+    if arrival.kind == "gamma":
+        settings["burstiness"] = arrival.burstiness
+    if arrival.ramp_up_s > 0:
+        settings["ramp_up_s"] = arrival.ramp_up_s
+    return settings
 
 
-def goodput_section(slo: GoodputSlo, levels: Sequence[LevelResult]) -> dict[str, Any]:
-    """The ``goodput`` section of an open-loop result: the SLOs and the sustainable rate."""
-    return {**slo.to_dict(), "sustainable_rate_per_s": sustainable_rate(levels)}
+def sustainable_rate_at_least(levels: Sequence[LevelResult]) -> bool:
+    """Whether every level was sustainable: the sustainable rate is then only a lower bound
+    (the highest rate run), not where the endpoint stops keeping up."""
+    return bool(levels) and all(level.sustainable for level in levels)
+
+
+def goodput_section(
+    slo: GoodputSlo, levels: Sequence[LevelResult], raise_with: str | None = None
+) -> dict[str, Any]:
+    """The ``goodput`` section of an open-loop result: the SLOs and the sustainable rate (with
+    ``sustainable_rate_at_least`` when no level failed, and ``raise_with``, what raises it)."""
+    section = {**slo.to_dict(), "sustainable_rate_per_s": sustainable_rate(levels)}
+    if sustainable_rate_at_least(levels):
+        section["sustainable_rate_at_least"] = True
+        section["raise_with"] = raise_with
+    return section
 
 
 OPEN_LOOP_KNEE = "open loop: no knee (a closed-loop figure); see goodput.sustainable_rate_per_s"
@@ -268,6 +292,7 @@ class RateRunner(LevelRunner):
         arrival: Arrival | None = None,
         max_concurrency: int | None = None,
         slo: GoodputSlo | None = None,
+        raise_with: str | None = None,
         **settings: Any,
     ) -> None:
         if not isinstance(invoker, AsyncInvoker):
@@ -275,6 +300,8 @@ class RateRunner(LevelRunner):
         super().__init__(invoker, factory, slo=slo or GoodputSlo(), **settings)
         self.arrival = arrival or Arrival.poisson()
         self.max_concurrency = max_concurrency
+        self.raise_with = raise_with
+        """What raises a sustainable rate that is only a lower bound (named in the results)."""
 
     def __call__(self, level: float) -> LevelResult:
         rate = level
@@ -301,6 +328,6 @@ class RateRunner(LevelRunner):
             slo_ms_per_token=self.slo.ms_per_token,
             mode="rate",
             open_loop=open_loop_settings(self.arrival, self.max_concurrency),
-            goodput=goodput_section(self.slo, ordered),
+            goodput=goodput_section(self.slo, ordered, self.raise_with),
             **fields,
         )

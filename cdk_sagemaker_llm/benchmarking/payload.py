@@ -74,6 +74,10 @@ class PayloadFormat(Enum):
     """OpenAI chat completions (``{"messages", "max_tokens"}``, served by LMI and TGI): SSE
     ``choices[0].delta.content`` chunks; token counts from ``usage`` (streams ask for it with
     ``stream_options.include_usage``). For chat-tuned models."""
+    COMPLETIONS = "completions"
+    """OpenAI completions (``{"prompt", "max_tokens"}``): ``choices[0].text`` (streamed as SSE
+    ``choices[0].text`` chunks), token counts from ``usage``. Only for an OpenAI-compatible
+    target (``--target openai``), e.g. vLLM's ``/v1/completions``."""
 
 
 FORMATS = tuple(member.value for member in PayloadFormat)
@@ -300,6 +304,19 @@ class RequestFactory:
     def body(self, prompt: dict[str, Any]) -> dict[str, Any]:
         """The request body of one prompt (``inputs`` or ``messages``, plus ``parameters``)."""
         spec = self.spec
+        if spec.response_format == "completions":
+            if "messages" in prompt:
+                raise ValueError(f"{spec.prompts}: 'messages' prompts need --format messages")
+            completion: dict[str, Any] = {
+                "prompt": prompt["inputs"],
+                "max_tokens": spec.output_tokens,
+            }
+            completion.update(spec.parameters)
+            completion.update(prompt["parameters"])
+            if spec.stream:
+                completion["stream"] = True
+                completion["stream_options"] = {"include_usage": True}
+            return completion
         if spec.response_format == "messages":
             messages = prompt.get("messages") or [{"role": "user", "content": prompt["inputs"]}]
             body: dict[str, Any] = {"messages": messages, "max_tokens": spec.output_tokens}
@@ -345,7 +362,10 @@ def _chat_tokens(data: dict[str, Any], body: bytes) -> int:
     if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
         return int(usage["completion_tokens"])
     choices = data.get("choices")
-    message = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
+    first = choices[0] if choices and isinstance(choices[0], dict) else {}
+    if isinstance(first.get("text"), str):  # a completion
+        return len(first["text"].split())
+    message = first.get("message")
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, str):
         raise ResponseFormatError(f"no choices[0].message.content in response: {body[:80]!r}")
@@ -358,7 +378,7 @@ def parse_response(body: bytes, response_format: str = "auto") -> int:
         data = json.loads(body)
     except ValueError as exc:
         raise ResponseFormatError(f"response is not JSON: {body[:80]!r}") from exc
-    if response_format == "messages" or (
+    if response_format in ("messages", "completions") or (
         response_format == "auto" and isinstance(data, dict) and "choices" in data
     ):
         if not isinstance(data, dict) or "choices" not in data:
@@ -400,7 +420,7 @@ class StreamParser:
     (chat chunks with non-empty ``delta.content``).
     """
 
-    __slots__ = ("_buffer", "done", "first_token", "generated_tokens", "last_token",
+    __slots__ = ("_buffer", "done", "first_token", "gaps", "generated_tokens", "last_token",
                  "response_format", "tokens")  # fmt: skip
 
     def __init__(self, response_format: str = "auto") -> None:
@@ -410,6 +430,8 @@ class StreamParser:
         self.first_token: float | None = None
         self.last_token: float | None = None
         self.generated_tokens: int | None = None
+        self.gaps: list[float] = []
+        """Every gap between consecutive token events (seconds)."""
         self.done = False
         """A chat stream's ``[DONE]`` arrived."""
 
@@ -433,6 +455,9 @@ class StreamParser:
         self.tokens += 1
         if self.first_token is None:
             self.first_token = t
+        else:
+            assert self.last_token is not None
+            self.gaps.append(t - self.last_token)
         self.last_token = t
 
     def _payload(self, line: bytes) -> bytes | None:
@@ -470,8 +495,8 @@ class StreamParser:
             raise StreamModelError(str(event["error"]))
         if "choices" in event or "usage" in event:
             self._chat_chunk(event, t)
-        elif self.response_format == "messages":
-            raise ResponseFormatError(f"not a chat completion chunk: {line[:80]!r}")
+        elif self.response_format in ("messages", "completions"):
+            raise ResponseFormatError(f"not a completion chunk: {line[:80]!r}")
         else:
             self._inputs_event(event, t)
 
@@ -496,6 +521,8 @@ class StreamParser:
         delta = choice.get("delta")
         if isinstance(delta, dict) and delta.get("content"):
             self._token(t)
+        elif isinstance(choice.get("text"), str) and choice["text"]:
+            self._token(t)  # a completion chunk
         if choice.get("finish_reason") == "error":
             raise StreamModelError("the model stopped with finish_reason 'error'")
         usage = event.get("usage")

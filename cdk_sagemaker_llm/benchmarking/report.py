@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 from html import escape
+from typing import Any
 
-from .engine import BenchmarkResult, LevelResult
+from .distributions import METRICS, PERCENTILES, percentile_key
+from .engine import BenchmarkResult, Knee, LevelResult
 
 _WIDTH, _HEIGHT = 720, 440
 _LEFT, _RIGHT, _TOP, _BOTTOM = 80, 30, 50, 60
@@ -194,15 +196,76 @@ def _rate_table(result: BenchmarkResult, stream: bool) -> list[str]:
     lines.append("")
     goodput = result.goodput or {}
     lines.append(
-        f"- Sustainable rate: **{goodput.get('sustainable_rate_per_s')}** requests/s "
+        f"- Sustainable rate: **{sustainable_rate_words(goodput)}** "
         f"({goodput.get('rule')}; goodput >= {goodput.get('sustainable_fraction', 0):.0%} of "
         "the offered rate, backlog not growing)."
     )
     open_loop = result.open_loop or {}
-    lines.append(
-        f"- Arrivals: {open_loop.get('arrival')} (seed {open_loop.get('seed')}), max "
-        f"concurrency {open_loop.get('max_concurrency') or 'none'}."
+    process = (
+        open_loop.get("process") or f"{open_loop.get('arrival')} (seed {open_loop.get('seed')})"
     )
+    lines.append(
+        f"- Arrivals: {process}, max concurrency {open_loop.get('max_concurrency') or 'none'}."
+    )
+    return lines
+
+
+def _knee_markdown(knee: Knee) -> str:
+    if knee.concurrency is None:
+        return f"concurrency **none** (even the lowest level trips the {knee.reason} rule)"
+    if knee.at_least:
+        hint = f"; raise it with {knee.raise_with}" if knee.raise_with else ""
+        return (
+            f"concurrency **at least {knee.concurrency}** (no level tripped the rule: the knee "
+            f"lies above the highest level run, not at it{hint})"
+        )
+    return (
+        f"concurrency **{knee.concurrency}** ({knee.reason} rule tripped at concurrency "
+        f"{knee.tripped_at})"
+    )
+
+
+def sustainable_rate_words(goodput: dict[str, Any]) -> str:
+    """The sustainable rate in words: measured, a lower bound (naming what raises it), or
+    none."""
+    rate = goodput.get("sustainable_rate_per_s")
+    if rate is None:
+        return "none (the lowest rate is not sustainable)"
+    if goodput.get("sustainable_rate_at_least"):
+        hint = f"; raise it with {goodput['raise_with']}" if goodput.get("raise_with") else ""
+        return f"at least {rate:g} requests/s (every rate run was sustainable{hint})"
+    return f"{rate:g} requests/s"
+
+
+def search_words(search: dict[str, Any]) -> str:
+    """What a search found, beside its expectation when it had one."""
+    found = search["found"]
+    if found is None:
+        text = "nothing (the lowest level fails)"
+    elif search.get("at_least"):
+        hint = f"; raise it with {search['raise_with']}" if search.get("raise_with") else ""
+        text = f"at least {found:g} (no level failed{hint})"
+    else:
+        text = f"{found:g}"
+    if search.get("expected") is not None:
+        text = f"{text}, expected {search['expected']:g}"
+    return text
+
+
+def summary_lines(result: BenchmarkResult) -> list[str]:
+    """The headline figures, one per line: the knee or sustainable rate (a lower bound said
+    so), the search and its expectation."""
+    if result.mode == "rate":
+        goodput = result.goodput or {}
+        lines = [f"sustainable rate: {sustainable_rate_words(goodput)} ({goodput.get('rule')})"]
+    else:
+        lines = [f"knee: {result.knee.describe()}; rule: {result.knee.rule}"]
+    search = result.search
+    if search is not None:
+        lines.append(
+            f"search ({search['rule']}): found {search_words(search)}; levels "
+            f"{search['levels_run']}, {search['requests']} requests"
+        )
     return lines
 
 
@@ -211,9 +274,42 @@ def _search_lines(result: BenchmarkResult) -> list[str]:
     if search is None:
         return []
     return [
-        f"- Search ({search['kind']}): found **{search['found']}** with {search['requests']} "
-        f"requests over levels {search['levels_run']} (in run order). Rule: {search['rule']}."
+        f"- Search ({search['kind']}): found **{search_words(search)}** with "
+        f"{search['requests']} requests over levels {search['levels_run']} (in run order). "
+        f"Rule: {search['rule']}."
     ]
+
+
+def _distribution_lines(result: BenchmarkResult) -> list[str]:
+    """One table per level: each measured distribution's mean, std and p1 ... p99.9 (ms)."""
+    stats = ("mean", "std", *(percentile_key(q) for q in PERCENTILES))
+    lines: list[str] = []
+    for level in sorted(result.levels, key=_position):
+        if not level.distributions:
+            continue
+        name = (
+            f"concurrency {level.concurrency}"
+            if level.target_rate_per_s is None
+            else f"rate {level.target_rate_per_s:g}/s"
+        )
+        lines += ["", f"### {name} (ms)", "", "| metric | n | " + " | ".join(stats) + " |"]
+        lines.append("|---|" + "---:|" * (len(stats) + 1))
+        for metric in METRICS:
+            values = level.distributions.get(metric)
+            if values:
+                cells = [_cell(values.get(stat), 2, 1000) for stat in stats]
+                lines.append(f"| {metric} | {values['count']} | " + " | ".join(cells) + " |")
+    if lines:
+        lines = ["", "## Distributions", "", DEFINITIONS, *lines]
+    return lines
+
+
+DEFINITIONS = (
+    "TTFT: first token - sent; TPOT: (latency - TTFT) / (output tokens - 1) per request (vLLM's "
+    "TPOT, AIPerf's inter-token latency); ITL: every gap between token events, pooled (vLLM's "
+    "ITL); ITL per request: each request's mean gap; e2e: last byte - sent. Percentiles by "
+    "linear interpolation, std over the population, as NumPy computes them for both tools."
+)
 
 
 def render_markdown(result: BenchmarkResult) -> str:
@@ -232,7 +328,7 @@ def render_markdown(result: BenchmarkResult) -> str:
     )
     if result.mode == "rate":
         lines += ["", *_rate_table(result, stream), *_search_lines(result)]
-        return "\n".join(lines) + "\n"
+        return "\n".join([*lines, *_distribution_lines(result)]) + "\n"
     goodput = any(level.good_requests is not None for level in result.levels)
     lines += ["", "| concurrency | requests | errors | p50 latency s | p90 latency s | "
               "p99 latency s | p50 ms/token | output tokens/s | requests/s |"
@@ -243,13 +339,7 @@ def render_markdown(result: BenchmarkResult) -> str:
     if goodput and result.goodput:
         lines += ["", f"- Goodput: {result.goodput.get('rule')}."]
     lines.append("")
-    knee = result.knee
-    tripped = (
-        f" ({knee.reason} rule tripped at concurrency {knee.tripped_at})"
-        if knee.tripped_at is not None
-        else " (rule not tripped within the sweep)"
-    )
-    lines.append(f"- Knee: concurrency **{knee.concurrency}**{tripped}. Rule: {knee.rule}.")
+    lines.append(f"- Knee: {_knee_markdown(result.knee)}. Rule: {result.knee.rule}.")
     best = result.max_throughput_level
     if best is not None:
         within = (
@@ -275,4 +365,4 @@ def render_markdown(result: BenchmarkResult) -> str:
                     f"{cost.get('price_basis') or 'given'})."
                 )
     lines += _search_lines(result)
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *_distribution_lines(result)]) + "\n"

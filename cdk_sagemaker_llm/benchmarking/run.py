@@ -35,6 +35,7 @@ def run_benchmark(
     progress: Progress | None = None,
     s3_client: Any = None,
     warmup_requests: int = 1,
+    raise_with: str | None = None,
 ) -> BenchmarkResult:
     """Run ``load`` with ``spec``'s requests through ``invoker``.
 
@@ -47,7 +48,10 @@ def run_benchmark(
     :param progress: receives one line per level (and one before it starts).
     :param s3_client: reads an ``s3://`` prompts file.
     :param warmup_requests: unmeasured requests first (credentials, code paths, the server).
+    :param raise_with: what raises a knee or sustainable rate that is only a lower bound (no
+        level failed), as stated in the results; default the CLI's flag (``load.raise_with``).
     """
+    raise_with = raise_with or load.raise_with
     common: dict[str, Any] = {
         "requests_per_level": load.requests_per_level,
         "duration_s": duration_s,
@@ -67,14 +71,14 @@ def run_benchmark(
         runner = RateRunner.warmed_up(
             invoker, spec, s3_client=s3_client, warmup_requests=warmup_requests,
             arrival=load.arrival, max_concurrency=load.max_concurrency, slo=load.goodput_slo,
-            **common,
+            raise_with=raise_with, **common,
         )  # fmt: skip
         judge = sustainable_judge
         pass_rule = SUSTAINABLE_RULE
     else:
         runner = ClosedLoopRunner.warmed_up(
             invoker, spec, s3_client=s3_client, warmup_requests=warmup_requests,
-            knee_rule=load.knee_rule, slo=load.slo, **common,
+            knee_rule=load.knee_rule, slo=load.slo, raise_with=raise_with, **common,
         )  # fmt: skip
         judge = knee_judge(load.knee_rule)
         pass_rule = load.knee_rule.describe()
@@ -84,7 +88,7 @@ def run_benchmark(
         levels = [runner(level) for level in load.levels]
     else:
         levels, state = run_search(rule, runner, judge)
-        searched = search_section(rule, state, runner.spent, pass_rule)
+        searched = search_section(rule, state, runner.spent, pass_rule, raise_with)
     return runner.result(
         spec,
         levels,

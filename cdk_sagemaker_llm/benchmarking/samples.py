@@ -42,6 +42,10 @@ class RequestSample:
     """The level this sample belongs to."""
     scheduled: float | None = None
     """When an open-loop schedule meant the request to be sent (``None``: closed loop)."""
+    itl_gaps_s: list[float] | None = None
+    """Streaming: every gap between consecutive token events (the pooled ITL distribution).
+    Kept in memory only: :meth:`to_dict` leaves it out, so exports and the deploy-time
+    workers' samples stay one small record per request."""
 
     @property
     def ok(self) -> bool:
@@ -88,8 +92,10 @@ class RequestSample:
         return 1000.0 * self.latency_s / self.output_tokens
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return dataclasses.asdict(self)
+        """JSON-ready form (without the token gaps, see ``itl_gaps_s``)."""
+        data = dataclasses.asdict(self)
+        del data["itl_gaps_s"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RequestSample:

@@ -34,6 +34,15 @@ Request and response schemas (strict: what the containers accept and send; sourc
   and ``usage``, then ``data: [DONE]``. Sources: djl-serving
   ``serving/docs/lmi/user_guides/chat_input_output_schema.md``; TGI
   ``docs/source/messages_api.md``; OpenAI's chat-completions reference (``stream_options``).
+* **OpenAI-compatible routes** (the same simulated engine, as a serving container run locally
+  answers them): ``POST /v1/chat/completions`` (the messages API above) and
+  ``POST /v1/completions`` (``{"model", "prompt": str, "max_tokens", "stream",
+  "stream_options"}``; answer ``{"object": "text_completion", "choices": [{"text",
+  "finish_reason"}], "usage"}``, streamed as ``data: {"choices": [{"text"}]}`` chunks, the
+  usage chunk when asked, then ``data: [DONE]``), over plain HTTP: a stream is a chunked
+  ``text/event-stream`` body. Sources: OpenAI's API reference (chat completions and
+  completions, ``stream_options.include_usage``), vLLM's OpenAI-compatible server and TGI's
+  messages API.
 * **Routes.** ``InvokeEndpointWithResponseStream`` relays what the container sends as
   ``PayloadPart`` events (the ``X-Amzn-SageMaker-Content-Type`` header carries the
   container's content type): token by token when the body asked to stream, otherwise the whole
@@ -104,6 +113,7 @@ from . import eventstream
 from ._clock import now
 
 _PATH = re.compile(r"^/endpoints/([^/]+)/(invocations|invocations-response-stream)$")
+_OPENAI_PATHS = {"/v1/chat/completions": "messages", "/v1/completions": "completions"}
 _WORDS = ("the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "with", "on")
 _TIMEOUT_MESSAGE = (
     "Your invocation timed out while waiting for a response from container primary. "
@@ -178,7 +188,10 @@ class TruthRecord:
     streamed: bool = False
     """The body asked the container to stream (so the answer came token by token)."""
     api: str = "inputs"
-    """``inputs`` (LMI/TGI generate schema) or ``messages`` (chat completions)."""
+    """``inputs`` (LMI/TGI generate schema), ``messages`` (chat completions) or
+    ``completions`` (OpenAI completions)."""
+    route: str = "sagemaker"
+    """``sagemaker`` (SageMaker Runtime) or ``openai`` (the OpenAI-compatible routes)."""
     outcome: str = "pending"
     """``ok``, ``throttled``, ``model_error``, ``timeout`` or ``pending``."""
     start: float | None = None
@@ -437,6 +450,9 @@ class Simulator:
             self.reset()
             writer.write(_http_response(200, "OK", {}, b""))
             return
+        if method == "POST" and path in _OPENAI_PATHS:
+            await self._openai(_OPENAI_PATHS[path], body, writer, request_id)
+            return
         match = _PATH.match(path)
         if method != "POST" or match is None:
             writer.write(_error(404, "Not Found", "UnknownOperationException", request_id))
@@ -459,6 +475,14 @@ class Simulator:
             api=parsed.api,
             prefix_aware_id=headers.get("x-amzn-sagemaker-prefix-aware-id"),
         )
+        await self._admit(truth, parsed, body, writer)
+
+    async def _admit(
+        self, truth: TruthRecord, parsed: _ParsedBody, body: bytes, writer: asyncio.StreamWriter
+    ) -> None:
+        """Record ``truth``, then fail it, throttle it or route and queue it for the engine
+        (``body`` is what prefix-aware routing hashes)."""
+        request_id = truth.request_id
         self._truth.append(truth)
         self._invocations += 1
         every = self.config.model_error_every
@@ -532,6 +556,33 @@ class Simulator:
             instance.cache.popitem(last=False)
         # At least the last prompt token is always computed (as vLLM does on a full hit).
         return min(hits * config.prefix_block_tokens, max(0, len(prompt) - 1))
+
+    async def _openai(
+        self, api: str, body: bytes, writer: asyncio.StreamWriter, request_id: str
+    ) -> None:
+        """An OpenAI-compatible request (``messages`` or ``completions``) for the same engine:
+        streamed as a chunked ``text/event-stream`` body when the body asks, else one JSON."""
+        try:
+            parsed = self._parse_body(body, openai=api)
+        except (ValueError, KeyError, TypeError) as exc:
+            error = {
+                "error": {
+                    "message": f"invalid request body: {exc}",
+                    "type": "invalid_request_error",
+                    "code": 400,
+                }
+            }
+            writer.write(
+                _http_response(400, "Bad Request", {"Content-Type": "application/json"},
+                               json.dumps(error).encode("utf-8"))
+            )  # fmt: skip
+            return
+        truth = TruthRecord(
+            request_id=request_id, endpoint_name="openai", inference_component=None,
+            stream=parsed.stream, input_tokens=parsed.input_tokens, arrival=now(),
+            streamed=parsed.stream, api=parsed.api, route="openai",
+        )  # fmt: skip
+        await self._admit(truth, parsed, body, writer)
 
     # -- the continuous-batching model ------------------------------------------------------
 
@@ -613,13 +664,17 @@ class Simulator:
             # Recorded before the last bytes go out: a client that reads the truth as soon as
             # its response ends must find the request complete.
             truth.outcome, truth.end = "ok", t
-        if truth.streamed:
+        if truth.route == "openai":
+            self._emit_openai(request, index, word, last)
+        elif truth.streamed:
             data = self._stream_chunk(request, index, word, last)
             if truth.stream:
                 self._send_part(request, data, last, self._stream_content_type(truth))
             else:
                 request.buffered.append(data)
-        if last:
+        if last and truth.route == "openai":
+            request.done.set_result(None)
+        elif last:
             if not truth.streamed:
                 body = json.dumps(self._full_body(request)).encode("utf-8")
                 if truth.stream:  # one PayloadPart with the whole answer, as SageMaker relays it
@@ -634,6 +689,31 @@ class Simulator:
                 )
             request.done.set_result(None)
         return last
+
+    def _emit_openai(self, request: _Request, index: int, word: str, last: bool) -> None:
+        """An OpenAI-compatible route's bytes for one token: an SSE chunk of a chunked
+        ``text/event-stream`` body, or, without streaming, the whole JSON at the end."""
+        out = b""
+        if request.truth.streamed:
+            if not request.headers_sent:
+                request.headers_sent = True
+                out += _http_response(
+                    200, "OK",
+                    {"Content-Type": "text/event-stream", "x-request-id": request.truth.request_id},
+                    chunked=True,
+                )  # fmt: skip
+            out += _chunk(self._stream_chunk(request, index, word, last))
+            if last:
+                out += b"0\r\n\r\n"
+        elif last:
+            body = json.dumps(self._full_body(request)).encode("utf-8")
+            out = _http_response(
+                200, "OK",
+                {"Content-Type": "application/json", "x-request-id": request.truth.request_id},
+                body,
+            )  # fmt: skip
+        if out:
+            request.writer.write(out)
 
     def _stream_content_type(self, truth: TruthRecord) -> str:
         if truth.api == "inputs" and self.config.response_format == "lmi":
@@ -665,6 +745,14 @@ class Simulator:
 
     def _full_body(self, request: _Request) -> Any:
         text = "".join(request.words)
+        if request.truth.api == "completions":
+            return {
+                **self._chat_head(request, "text_completion"),
+                "choices": [
+                    {"index": 0, "text": text, "logprobs": None, "finish_reason": "length"}
+                ],
+                "usage": self._usage(request),
+            }
         if request.truth.api == "messages":
             return {
                 **self._chat_head(request, "chat.completion"),
@@ -695,23 +783,20 @@ class Simulator:
 
     def _stream_chunk(self, request: _Request, index: int, word: str, last: bool) -> bytes:
         """The container's streamed bytes for one token (see the module's schemas)."""
-        if request.truth.api == "messages":
-            chunk = {
-                **self._chat_head(request, "chat.completion.chunk"),
-                "choices": [
-                    {
-                        "index": 0,
-                        "delta": {"role": "assistant", "content": word},
-                        "logprobs": None,
-                        "finish_reason": "length" if last else None,
-                    }
-                ],
-            }
+        if request.truth.api in ("messages", "completions"):
+            kind = "chat.completion.chunk" if request.truth.api == "messages" else "text_completion"
+            choice: dict[str, Any] = (
+                {"index": 0, "delta": {"role": "assistant", "content": word}}
+                if request.truth.api == "messages"
+                else {"index": 0, "text": word}
+            )
+            choice.update(logprobs=None, finish_reason="length" if last else None)
+            chunk = {**self._chat_head(request, kind), "choices": [choice]}
             out = b"data: " + json.dumps(chunk).encode("utf-8") + b"\n\n"
             if last:
                 if request.include_usage:
                     usage = {
-                        **self._chat_head(request, "chat.completion.chunk"),
+                        **self._chat_head(request, kind),
                         "choices": [],
                         "usage": self._usage(request),
                     }
@@ -752,12 +837,17 @@ class Simulator:
             out += b"0\r\n\r\n"
         request.writer.write(out)
 
-    def _parse_body(self, body: bytes) -> _ParsedBody:
-        """What the container reads from a request body (strict, as the containers are)."""
+    def _parse_body(self, body: bytes, openai: str | None = None) -> _ParsedBody:
+        """What the container reads from a request body (strict, as the containers are);
+        ``openai``: the OpenAI-compatible route's API (``messages`` or ``completions``)."""
         payload = json.loads(body)
         if not isinstance(payload, dict):
             raise TypeError("the body must be a JSON object")
         default = self.config.default_max_new_tokens
+        if openai == "completions":
+            return _completion(payload)
+        if openai == "messages" and "messages" not in payload:
+            raise KeyError("messages")
         if "messages" in payload:
             messages = payload["messages"]
             if not isinstance(messages, list) or not messages:
@@ -775,7 +865,12 @@ class Simulator:
                 api="messages",
                 input_tokens=len(prompt),
                 prompt=tuple(prompt),
-                max_tokens=_count(payload, "max_tokens", default),
+                # OpenAI's newer name first (vLLM's bench serve sends it), then max_tokens.
+                max_tokens=_count(
+                    payload,
+                    "max_completion_tokens" if "max_completion_tokens" in payload else "max_tokens",
+                    default,
+                ),
                 stream=stream,
                 include_usage=bool(options and _flag(options, "include_usage")),
             )
@@ -799,6 +894,24 @@ class Simulator:
 
 
 _ROLES = ("system", "user", "assistant", "tool")
+
+
+def _completion(payload: dict[str, Any]) -> _ParsedBody:
+    """What an OpenAI-compatible server reads from a completions body."""
+    prompt = payload["prompt"]
+    if not isinstance(prompt, str):
+        raise TypeError("'prompt' must be a string")
+    stream = _flag(payload, "stream")
+    options = payload.get("stream_options")
+    if options is not None and (not stream or not isinstance(options, dict)):
+        raise ValueError("'stream_options' is allowed only with \"stream\": true")
+    return _ParsedBody(
+        api="completions",
+        input_tokens=len(prompt.split()),
+        max_tokens=_count(payload, "max_tokens", 16),  # OpenAI's default
+        stream=stream,
+        include_usage=bool(options and _flag(options, "include_usage")),
+    )
 
 
 @dataclass(frozen=True)

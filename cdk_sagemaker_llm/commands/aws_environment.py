@@ -22,9 +22,11 @@ def aws_environment_problem(region: str | None) -> str | None:
             "this command needs boto3, which a plain install leaves out: "
             "pip install 'cdk-sagemaker-llm[benchmark]'"
         )
+    from ..benchmarking.region import NO_REGION, resolve_region
+
     session = botocore.session.get_session()
-    if not (region or session.get_config_variable("region")):
-        return "no AWS region: pass --region (e.g. --region us-west-2) or set AWS_REGION"
+    if resolve_region(region, session) is None:
+        return NO_REGION
     if session.get_credentials() is None:
         return f"no AWS credentials found: {CREDENTIALS_HINT}"
     return None

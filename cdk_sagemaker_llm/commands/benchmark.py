@@ -4,18 +4,23 @@ against an endpoint or inference component."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
 
 from ..benchmarking.arrivals import ARRIVALS, Arrival
 from ..benchmarking.engine import KneeRule
+from ..benchmarking.exports import EXPORTS, FILE_NAMES, export_files
 from ..benchmarking.goodput import DEFAULT_FRACTION, GoodputSlo
 from ..benchmarking.invokers import AsyncInvoker, BotoInvoker, Invoker
-from ..benchmarking.load import BenchmarkLoad
+from ..benchmarking.load import DEFAULT_SEARCH_CAP, OPEN_SEARCH_MAX_ERROR_RATE, BenchmarkLoad
+from ..benchmarking.openai_target import ROUTES, TARGETS, OpenAIInvoker
 from ..benchmarking.payload import FORMATS, PayloadFormat, PayloadSpec, RequestProtocol
 from ..benchmarking.pricing import BenchmarkPricing
 from ..benchmarking.progress import LiveProgress
+from ..benchmarking.region import resolve_region
+from ..benchmarking.report import summary_lines
 from ..benchmarking.run import run_benchmark
 from ..benchmarking.search import DEFAULT_RESOLUTION, SEARCHES
 from . import workload_options
@@ -42,6 +47,20 @@ def _rate_list(text: str) -> list[float]:
     return sorted(set(values))
 
 
+def _export_list(text: str) -> list[str]:
+    values = [item.strip() for item in text.split(",") if item.strip()]
+    unknown = [value for value in values if value not in EXPORTS]
+    if not values or unknown:
+        raise argparse.ArgumentTypeError(f"{text!r}: formats are {', '.join(EXPORTS)}")
+    return list(dict.fromkeys(values))
+
+
+def export_paths(out: str, formats: list[str]) -> dict[str, Path]:
+    """Where ``--export`` writes each format: beside ``--out``, named after its stem."""
+    path = Path(out)
+    return {kind: path.with_name(f"{path.stem}.{FILE_NAMES[kind]}") for kind in formats}
+
+
 def _positive(kind: type) -> Any:
     def parse(text: str) -> Any:
         try:
@@ -64,8 +83,19 @@ def _add_open_loop_and_search(parser: argparse.ArgumentParser) -> None:
         metavar="R1,R2,...",
         help="open loop: send at these requests/s instead of keeping N in flight",
     )
-    group.add_argument("--arrival", choices=ARRIVALS, help="default poisson")
-    group.add_argument("--seed", type=int, help="poisson arrivals' seed; default 0")
+    group.add_argument(
+        "--arrival", choices=ARRIVALS, help="default poisson; gamma: with --burstiness"
+    )
+    group.add_argument("--seed", type=int, help="poisson or gamma arrivals' seed; default 0")
+    group.add_argument(
+        "--burstiness", type=_positive(float),
+        help="gamma arrivals: the gaps' shape (1 = Poisson, below 1 burstier, above more "
+        "regular; vLLM bench serve's --burstiness); default 1",
+    )  # fmt: skip
+    group.add_argument(
+        "--ramp-up-s", type=_positive(float), metavar="S",
+        help="open loop: the rate rises linearly from 0 to each level's rate over S seconds",
+    )  # fmt: skip
     group.add_argument(
         "--max-concurrency", type=_positive(int), help="open loop: cap requests in flight"
     )
@@ -89,17 +119,82 @@ def _add_open_loop_and_search(parser: argparse.ArgumentParser) -> None:
         "--search-resolution", type=_positive(float),
         help=f"bisection stops when the bracket is within this ratio; default {DEFAULT_RESOLUTION}",
     )  # fmt: skip
+    group.add_argument(
+        "--search-cap", type=_positive(int), metavar="N",
+        help="--search knee without --concurrency: the highest level it may double to; default "
+        f"{DEFAULT_SEARCH_CAP} (it also stops where the rule trips or the error rate exceeds "
+        f"{OPEN_SEARCH_MAX_ERROR_RATE:.0%})",
+    )  # fmt: skip
+    group.add_argument(
+        "--expect-knee", type=_positive(int), metavar="N",
+        help="--search knee: the expected knee (e.g. `plan`'s prediction); the search brackets "
+        "around it and widens only where the measurement disagrees",
+    )  # fmt: skip
+    group.add_argument(
+        "--expect-rate", type=_positive(float), metavar="R",
+        help="--search max-rate: the expected sustainable rate (requests/s), bracketed likewise",
+    )  # fmt: skip
+
+
+def _target_error(args: argparse.Namespace) -> str | None:
+    """Why the target flags do not go together, or None."""
+    if args.target == "sagemaker":
+        for flag, value in (("--base-url", args.base_url), ("--model", args.model),
+                            ("--api-key", args.api_key)):  # fmt: skip
+            if value is not None:
+                return f"{flag} applies to --target openai"
+        if not args.endpoint_name:
+            return "--target sagemaker needs --endpoint-name"
+        if args.response_format == "completions":
+            return "--format completions is an OpenAI route: give --target openai --base-url"
+        return None
+    if not args.base_url:
+        return "--target openai needs --base-url (e.g. http://127.0.0.1:8000/v1)"
+    sagemaker_only = (
+        ("--endpoint-name", args.endpoint_name),
+        ("--inference-component", args.inference_component),
+        ("--region", args.region),
+        ("--endpoint-url", args.endpoint_url),
+    )
+    for flag, value in sagemaker_only:
+        if value is not None:
+            return f"{flag} applies to --target sagemaker; an OpenAI target is --base-url"
+    if args.response_format not in ("auto", "messages", "completions"):
+        return "--target openai takes --format messages (chat completions) or completions"
+    if args.client != "async":
+        return "--target openai runs on the asyncio client (drop --client threads)"
+    return None
 
 
 def _mode_error(args: argparse.Namespace) -> str | None:
     """Why the mode flags do not go together, or None (the values themselves are checked by the
     ``BenchmarkLoad`` factories)."""
+    for check in (_target_error, _search_error, _open_loop_error):
+        problem = check(args)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _search_error(args: argparse.Namespace) -> str | None:
+    """Why the search and price flags do not go together, or None."""
     if args.request_rate is not None and args.concurrency is not None:
         return "give --concurrency (closed loop) or --request-rate (open loop), not both"
     if args.search_resolution is not None and args.search is None:
         return "--search-resolution applies to a search: give --search"
+    if args.search_cap is not None and (args.search != "knee" or args.concurrency is not None):
+        return "--search-cap caps --search knee without --concurrency (the range it doubles in)"
+    if args.expect_knee is not None and args.search != "knee":
+        return "--expect-knee starts a knee search: give --search knee"
+    if args.expect_rate is not None and args.search != "max-rate":
+        return "--expect-rate starts a max-rate search: give --search max-rate"
     if args.discount is not None and args.price_per_hour is None and not args.instance_type:
         return "--discount applies to a price: give --price-per-hour or --instance-type"
+    return None
+
+
+def _open_loop_error(args: argparse.Namespace) -> str | None:
+    """Why the open-loop flags do not go with the mode, or None."""
     if args.request_rate is None:
         if args.search == "max-rate":
             return "--search max-rate searches the --request-rate range: give --request-rate"
@@ -108,17 +203,22 @@ def _mode_error(args: argparse.Namespace) -> str | None:
             ("--arrival", args.arrival),
             ("--seed", args.seed),
             ("--sustainable-fraction", args.sustainable_fraction),
+            ("--burstiness", args.burstiness),
+            ("--ramp-up-s", args.ramp_up_s),
         ):
             if value is not None:
                 return f"{flag} applies to open-loop levels: give --request-rate"
         return None
-    if args.search == "knee":
-        return "--search knee searches the --concurrency range: give --concurrency"
-    if args.arrival == "constant" and args.seed is not None:
-        return "--seed seeds poisson arrivals: drop it with --arrival constant"
-    if args.client != "async":
-        return "open-loop levels need the asyncio client (--client async)"
-    return None
+    problems = (
+        (args.search == "knee",
+         "--search knee searches the --concurrency range: give --concurrency"),
+        (args.arrival == "constant" and args.seed is not None,
+         "--seed seeds poisson arrivals: drop it with --arrival constant"),
+        (args.burstiness is not None and args.arrival != "gamma",
+         "--burstiness shapes gamma arrivals: give --arrival gamma"),
+        (args.client != "async", "open-loop levels need the asyncio client (--client async)"),
+    )  # fmt: skip
+    return next((message for failed, message in problems if failed), None)
 
 
 def _load(args: argparse.Namespace) -> BenchmarkLoad:
@@ -137,15 +237,19 @@ def _load(args: argparse.Namespace) -> BenchmarkLoad:
             ),
             "slo": slo if slo.stated else None,
         }
+        if args.search == "knee" and args.concurrency is None:  # no range: double up to a cap
+            return BenchmarkLoad.knee_search(
+                high=None if args.search_cap is None else max(args.search_cap, 2),
+                resolution=resolution, expected=args.expect_knee, **closed_loop,
+            )  # fmt: skip
         if args.search == "knee":
             return BenchmarkLoad.knee_search(
-                low=levels[0], high=levels[-1], resolution=resolution, **closed_loop
-            )
+                low=levels[0], high=levels[-1], resolution=resolution, expected=args.expect_knee,
+                **closed_loop,
+            )  # fmt: skip
         return BenchmarkLoad.concurrency(levels, **closed_loop)
     open_loop: dict[str, Any] = {
-        "arrival": Arrival.constant()
-        if args.arrival == "constant"
-        else Arrival.poisson(seed=args.seed or 0),
+        "arrival": _arrival(args),
         "max_concurrency": args.max_concurrency,
         "requests_per_level": args.requests_per_level,
         "slo": slo,
@@ -153,9 +257,20 @@ def _load(args: argparse.Namespace) -> BenchmarkLoad:
     rates = args.request_rate
     if args.search == "max-rate":
         return BenchmarkLoad.max_rate_search(
-            low=rates[0], high=rates[-1], resolution=resolution, **open_loop
-        )
+            low=rates[0], high=rates[-1], resolution=resolution, expected=args.expect_rate,
+            **open_loop,
+        )  # fmt: skip
     return BenchmarkLoad.request_rates(rates, **open_loop)
+
+
+def _arrival(args: argparse.Namespace) -> Arrival:
+    """The arrival process the flags ask for."""
+    ramp = args.ramp_up_s or 0.0
+    if args.arrival == "constant":
+        return Arrival.constant(ramp_up_s=ramp)
+    if args.arrival == "gamma":
+        return Arrival.gamma(args.burstiness or 1.0, args.seed or 0, ramp_up_s=ramp)
+    return Arrival.poisson(args.seed or 0, ramp_up_s=ramp)
 
 
 def _positive_int(text: str) -> int:
@@ -182,9 +297,26 @@ def register(subparsers: Any) -> None:
         "sustainable rate by bracketing and bisection. Progress goes to stderr (on a terminal, "
         "live within each level: requests done, errors, elapsed).",
     )
-    parser.add_argument("--endpoint-name", required=True)
+    parser.add_argument(
+        "--target",
+        choices=TARGETS,
+        default="sagemaker",
+        help="sagemaker: SageMaker Runtime (default); openai: an OpenAI-compatible server at "
+        "--base-url (chat completions with --format messages, the default there, or "
+        "--format completions)",
+    )
+    parser.add_argument("--base-url", help="--target openai: e.g. http://127.0.0.1:8000/v1")
+    parser.add_argument("--model", help="--target openai: the body's model (vLLM checks it)")
+    parser.add_argument(
+        "--api-key", help="--target openai: sent as a bearer token; default OPENAI_API_KEY"
+    )
+    parser.add_argument("--endpoint-name", help="--target sagemaker (required there)")
     parser.add_argument("--inference-component", help="inference component to invoke")
-    parser.add_argument("--region", help="default: the usual AWS configuration chain")
+    parser.add_argument(
+        "--region",
+        help="default: AWS_REGION, else AWS_DEFAULT_REGION, else the profile's region (as the "
+        "AWS CLI reads them)",
+    )
     parser.add_argument(
         "--endpoint-url",
         help="any SageMaker-Runtime-compatible server (e.g. the loopback simulator)",
@@ -241,23 +373,50 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--keep-samples", action="store_true", help="raw samples in results")
     parser.add_argument("--out", required=True, help="results JSON file")
+    parser.add_argument(
+        "--export",
+        type=_export_list,
+        metavar="FORMAT[,FORMAT]",
+        help="also write beside --out (named after its stem): csv (one row per level, every "
+        "distribution flattened: STEM.levels.csv), jsonl (one line per request: "
+        "STEM.requests.jsonl), chart (STEM.chart.svg), markdown (STEM.report.md)",
+    )
     _add_open_loop_and_search(parser)
     workload_options.add_arguments(parser, _positive_int)
     parser.set_defaults(handler=run)
 
 
+def _spec(args: argparse.Namespace) -> PayloadSpec:
+    """The payload: the workload sent by the protocol (an OpenAI target: chat completions by
+    default, the body's ``model`` when given)."""
+    fmt = args.response_format
+    if args.target == "openai" and fmt == "auto":
+        fmt = "messages"
+    spec = PayloadSpec.of(
+        workload_options.workload(args),
+        RequestProtocol(PayloadFormat(fmt), args.stream, args.prefix_aware_id),
+        prompts=args.prompts,
+    )
+    if args.model:
+        spec = dataclasses.replace(spec, parameters={"model": args.model})
+    return spec
+
+
 def _invoker(args: argparse.Namespace) -> Invoker:
+    if args.target == "openai":
+        return OpenAIInvoker(args.base_url, api_key=args.api_key)
+    region = resolve_region(args.region)
     if args.client == "threads":
         return BotoInvoker(
             args.endpoint_name,
             inference_component=args.inference_component,
-            region=args.region,
+            region=region,
             endpoint_url=args.endpoint_url,
         )
     return AsyncInvoker(
         args.endpoint_name,
         inference_component=args.inference_component,
-        region=args.region,
+        region=region,
         endpoint_url=args.endpoint_url,
     )
 
@@ -292,18 +451,14 @@ def run(args: argparse.Namespace) -> int:
     problem = (
         workload_options.problem(args)
         or (None if args.replay_speedup else _mode_error(args))
-        or aws_environment_problem(args.region)
+        or (aws_environment_problem(args.region) if args.target == "sagemaker" else None)
     )
     if problem is not None:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     try:
         load = workload_options.replay_load(args) or _load(args)
-        spec = PayloadSpec.of(
-            workload_options.workload(args),
-            RequestProtocol(PayloadFormat(args.response_format), args.stream, args.prefix_aware_id),
-            prompts=args.prompts,
-        )
+        spec = _spec(args)
         pricing = _pricing(args)
         invoker = _invoker(args)
         price, basis = _price(args, pricing, getattr(invoker, "region", args.region))
@@ -311,18 +466,29 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
 
+    exports = args.export or []
     live = LiveProgress(sys.stderr)
     progress = live.line
     if isinstance(invoker, AsyncInvoker | BotoInvoker):
         invoker.on_sample = live.record
 
-    target = {
-        "endpoint_name": args.endpoint_name,
-        "inference_component": args.inference_component,
-        "region": getattr(invoker, "region", args.region),
-        "endpoint_url": args.endpoint_url,
-        "client": args.client,
-    }
+    target = (
+        {
+            "kind": "openai",
+            "base_url": args.base_url,
+            "route": ROUTES[spec.response_format],
+            "model": args.model,
+            "client": args.client,
+        }
+        if args.target == "openai"
+        else {
+            "endpoint_name": args.endpoint_name,
+            "inference_component": args.inference_component,
+            "region": getattr(invoker, "region", args.region),
+            "endpoint_url": args.endpoint_url,
+            "client": args.client,
+        }
+    )
     try:
         result = run_benchmark(
             invoker,
@@ -333,25 +499,21 @@ def run(args: argparse.Namespace) -> int:
             price_basis=basis,  # every cost is stated with its basis and discount
             discount=pricing.discount if pricing is not None else 0.0,
             target={key: value for key, value in target.items() if value is not None},
-            keep_samples=args.keep_samples,
+            keep_samples=args.keep_samples or "jsonl" in exports,
             progress=progress,
         )
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    samples = result.samples
+    if not args.keep_samples:
+        result.samples = None  # kept for the per-request export only
     Path(args.out).write_text(result.to_json() + "\n", encoding="utf-8")
-    if result.mode == "rate":
-        assert result.goodput is not None
-        rate = result.goodput["sustainable_rate_per_s"]
-        progress(f"sustainable rate: {rate} requests/s ({result.goodput['rule']})")
-    else:
-        knee = result.knee
-        progress(f"knee: concurrency {knee.concurrency} ({knee.rule})")
-    if result.search is not None:
-        search = result.search
-        progress(
-            f"search ({search['rule']}): levels {search['levels_run']}, found {search['found']}, "
-            f"{search['requests']} requests"
-        )
+    files = export_files(result, exports, samples)
+    for kind, path in export_paths(args.out, exports).items():
+        path.write_bytes(files[FILE_NAMES[kind]])
+        progress(f"{kind}: {path}")
+    for line in summary_lines(result):
+        progress(line)
     progress(f"results in {args.out}")
     return 0

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..benchmarking.engine import BenchmarkResult
+from ..benchmarking.exports import levels_csv, requests_jsonl
 from ..benchmarking.report import render_markdown, render_svg
 
 
@@ -23,6 +24,13 @@ def register(subparsers: Any) -> None:
     parser.add_argument("results", help="results JSON written by `benchmark --out`")
     parser.add_argument("--chart", help="write the chart to this .svg file")
     parser.add_argument("--markdown", help="write the Markdown report to this file")
+    parser.add_argument(
+        "--csv", help="write one row per level (every distribution flattened) to this file"
+    )
+    parser.add_argument(
+        "--jsonl",
+        help="write one line per request to this file (results written with --keep-samples)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -41,6 +49,17 @@ def run(args: argparse.Namespace) -> int:
             print("error: --chart writes SVG; name the file *.svg", file=sys.stderr)
             return 2
         Path(args.chart).write_text(render_svg(result), encoding="utf-8")
+    if args.csv:
+        Path(args.csv).write_text(levels_csv(result.levels), encoding="utf-8")
+    if args.jsonl:
+        if result.samples is None:
+            print(
+                f"error: {args.results} has no samples: run `benchmark` with --keep-samples "
+                "(or --export jsonl)",
+                file=sys.stderr,
+            )
+            return 2
+        Path(args.jsonl).write_text(requests_jsonl(result.samples), encoding="utf-8")
     if args.markdown:
         Path(args.markdown).write_text(markdown, encoding="utf-8")
     else:

@@ -508,6 +508,9 @@ class EndpointBenchmark(Construct):
             self._output.get_att("KneeConcurrencyPerCopy")
         )
         """The knee divided by ``copies`` (at least 1): a per-copy autoscaling target."""
+        self.knee_at_least: str = self._output.get_att_string("KneeAtLeast")
+        """``true`` when no level tripped the knee rule: ``knee_concurrency`` is then only a
+        lower bound (the highest level run), not a measured knee; ``false`` otherwise."""
         self.knee_p50_ms_per_token: float = Token.as_number(
             self._output.get_att("KneeP50MsPerToken")
         )
@@ -655,6 +658,10 @@ def _load_keys(load: BenchmarkLoad) -> dict[str, Any]:
             Arrival=load.arrival.kind,
             Seed=load.arrival.seed,
         )
+        if load.arrival.kind == "gamma":
+            keys["Burstiness"] = load.arrival.burstiness
+        if load.arrival.ramp_up_s > 0:
+            keys["RampUpS"] = load.arrival.ramp_up_s
         if load.max_concurrency is not None:
             keys["MaxConcurrency"] = load.max_concurrency
     else:
@@ -662,6 +669,8 @@ def _load_keys(load: BenchmarkLoad) -> dict[str, Any]:
     if load.search is not None:
         keys["Search"] = load.search
         keys["SearchResolution"] = load.resolution
+        if load.expected is not None:
+            keys["SearchExpected"] = load.expected
     if load.slo is not None:
         keys["Slo"] = _without_none(
             {
@@ -808,7 +817,7 @@ def _load_details(load: BenchmarkLoad, workers: int, engine: BenchmarkEngine) ->
         assert load.arrival is not None
         details["Concurrencies"] = "open loop (request rates)"
         details["RequestRates"] = ", ".join(f"{rate:g}/s" for rate in load.levels)
-        details["Arrival"] = f"{load.arrival.kind} (seed {load.arrival.seed})" + (
+        details["Arrival"] = load.arrival.describe() + (
             f", at most {load.max_concurrency} in flight" if load.max_concurrency else ""
         )
         if not load.requests_per_level:
@@ -820,6 +829,10 @@ def _load_details(load: BenchmarkLoad, workers: int, engine: BenchmarkEngine) ->
         details["Search"] = (
             f"{load.search} by bracketing and bisection (resolution {load.resolution:.0%})"
         )
+        if load.expected is not None:
+            details["Search"] += f", starting from the expected {load.expected:g}"
+        if not load.open_loop:
+            details["Concurrencies"] = f"searched from {load.levels[0]:g} to {load.levels[-1]:g}"
     if load.slo is not None:
         details["Goodput"] = load.slo.describe()
     return details

@@ -67,7 +67,6 @@ __all__ = ["HOST_MEMORY_SHARE", "TGI_DEFAULT_PREFILL_TOKENS", "ExpectedTraffic",
 
 SERVICE_FAMILIES = (ContainerFamily.LMI, ContainerFamily.LMI_TENSORRT_LLM, ContainerFamily.TGI)
 """Images whose serving options LlmService renders (GPU LMI and TGI)."""
-MAX_SWEEP_LEVELS = 12
 
 
 @typed_props
@@ -329,11 +328,12 @@ class LlmService(Construct):
     def _render_benchmark(
         self, image: ContainerImage, request: ServiceRequest, max_duration: Duration
     ) -> EndpointBenchmark:
-        """A sweep of the initial copies up to twice their predicted knee, gated on the SLO."""
+        """A knee search of the initial copies that starts from their predicted knee (it
+        brackets around the prediction and widens only where the measurement disagrees, up to
+        four times the prediction), gated on the SLO."""
         copies = max(1, self.decision.scaling.min_copies)
-        knee = self.decision.predicted.knee_concurrency_per_copy
-        top = min(4096, max(2, 2 * knee * copies))
-        levels = [2**power for power in range(0, MAX_SWEEP_LEVELS) if 2**power < top] + [top]
+        predicted = max(1, self.decision.predicted.knee_concurrency_per_copy * copies)
+        top = min(4096, max(2, 4 * predicted))
         slo = request.slo
         # A TTFT-only SLO has no per-token limit to stop the sweep or gate the deployment on.
         per_token = slo.max_ms_per_token if slo.limits_ms_per_token else None
@@ -342,7 +342,9 @@ class LlmService(Construct):
             self,
             "Benchmark",
             inference_component=self.component,
-            load=BenchmarkLoad.concurrency(levels[-MAX_SWEEP_LEVELS:], knee_rule=rule),
+            load=BenchmarkLoad.knee_search(
+                low=1, high=top, expected=min(predicted, top), knee_rule=rule
+            ),
             workload=request.workload,
             protocol=RequestProtocol(
                 payload_format=PayloadFormat.TGI if image.family.is_tgi else PayloadFormat.LMI,

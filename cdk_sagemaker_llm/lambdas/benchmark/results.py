@@ -18,6 +18,7 @@ from ...benchmarking import (
     find_knee,
     summarize_level,
 )
+from ...benchmarking.exports import CONTENT_TYPES, EXPORTS, FILE_NAMES, export_files
 from ...benchmarking.open_loop import (
     OPEN_LOOP_KNEE,
     SUSTAINABLE_RULE,
@@ -26,7 +27,6 @@ from ...benchmarking.open_loop import (
     summarize_rate_level,
     sustainable_rate,
 )
-from ...benchmarking.report import render_svg
 from ...benchmarking.search import knee_judge, next_level, search_section, sustainable_judge
 from ..runtime_support import Budget, call_with_retry, error_code
 from .events import EventError, explain, number
@@ -34,6 +34,7 @@ from .run import (
     arrival_of,
     deployment_section,
     knee_rule_of,
+    level_of,
     payload_of,
     results_key,
     samples_key,
@@ -41,6 +42,9 @@ from .run import (
     slo_of,
     split,
 )
+
+RAISE_WITH = "the benchmark load's highest level (BenchmarkLoad levels, or a search's high)"
+"""What raises a deploy-time knee or sustainable rate that is only a lower bound."""
 
 START_SKEW_LIMIT_S = 1.0
 """The stated start skew: workers of one level start within this of each other (they all wait
@@ -151,6 +155,7 @@ def build_result(
             next_level(search, in_run_order, judge),
             sum(level.requests for level in in_run_order),
             pass_rule,
+            RAISE_WITH,
         )
     max_concurrency = run["MaxConcurrency"] or None
     spec = payload_of(run)
@@ -162,10 +167,16 @@ def build_result(
     target = {"endpoint_name": run["EndpointName"], "client": client}
     if run["InferenceComponentName"]:
         target["inference_component"] = run["InferenceComponentName"]
+    knee = Knee(None, OPEN_LOOP_KNEE) if rate else find_knee(measured, rule, raise_with=RAISE_WITH)
+    goodput: dict[str, Any] | None
+    if rate:
+        goodput = goodput_section(slo, measured, RAISE_WITH)
+    else:
+        goodput = slo.to_dict() if slo.stated else None
     return BenchmarkResult(
         payload=spec.describe(),
         levels=measured,
-        knee=Knee(None, OPEN_LOOP_KNEE) if rate else find_knee(measured, rule),
+        knee=knee,
         target=target,
         slo_ms_per_token=slo.ms_per_token if rate else rule.slo_ms_per_token,
         price_per_hour=run["PricePerHour"],
@@ -174,7 +185,7 @@ def build_result(
         finished_at=now,
         mode=run["Mode"],
         open_loop=open_loop_settings(arrival_of(run), max_concurrency) if rate else None,
-        goodput=goodput_section(slo, measured) if rate else (slo.to_dict() if slo.stated else None),
+        goodput=goodput,
         search=searched,
     )
 
@@ -182,14 +193,17 @@ def build_result(
 def figures_of(run: Mapping[str, Any], result: BenchmarkResult) -> dict[str, Any]:
     """The attributes other resources consume. When even the lowest level trips the knee
     rule, the knee attributes fall back to the lowest level (``KneeFound`` false); an open-loop
-    run has no knee (the same fallback) but a sustainable rate (0: none, or closed loop)."""
+    run has no knee (the same fallback) but a sustainable rate (0: none, or closed loop). When
+    no level trips the rule, ``KneeConcurrency`` is only a lower bound: ``KneeAtLeast`` is
+    true and ``KneeFound`` false (the same for ``SustainableRateAtLeast``)."""
     lowest = result.levels[0] if result.levels else None
     knee_level = result.knee_level or lowest
     best = result.max_throughput_level
     knee = knee_level.concurrency if knee_level else 0
     return {
         "RunName": run["Name"],
-        "KneeFound": result.knee.concurrency is not None,
+        "KneeFound": result.knee.concurrency is not None and not result.knee.at_least,
+        "KneeAtLeast": result.knee.at_least,
         "KneeConcurrency": knee,
         "KneeConcurrencyPerCopy": max(1, knee // run["Copies"]) if knee else 0,
         "KneeP50MsPerToken": round(knee_level.p50_ms_per_token or 0.0, 3) if knee_level else 0,
@@ -199,6 +213,7 @@ def figures_of(run: Mapping[str, Any], result: BenchmarkResult) -> dict[str, Any
         "SustainableRequestsPerSecond": sustainable_rate(result.levels) or 0
         if result.mode == "rate"
         else 0,
+        "SustainableRateAtLeast": bool((result.goodput or {}).get("sustainable_rate_at_least")),
         "ResultsS3Uri": f"s3://{run['Bucket']}/{results_key(run, 'results.json')}",
         "ChartS3Uri": f"s3://{run['Bucket']}/{results_key(run, 'chart.svg')}",
     }
@@ -215,8 +230,9 @@ def write_results(
     budget: Budget,
 ) -> None:
     """``results.json`` (the CLI's schema plus the distribution, the run, the gate, the
-    attributes and, when the run states it, the ``deployment`` benchmarked) and ``chart.svg``
-    under the run's folder."""
+    attributes and, when the run states it, the ``deployment`` benchmarked) and the CLI's
+    exports under the run's folder: ``chart.svg``, ``levels.csv``, ``requests.jsonl`` (every
+    worker's samples, read back) and ``report.md``."""
     data = result.to_dict()
     data["distribution"] = [dict(r["Distribution"]) for r in levels]
     data["run"] = {
@@ -240,11 +256,20 @@ def write_results(
         Body=json.dumps(data, indent=2).encode(),
         ContentType="application/json",
     )
-    call_with_retry(
-        s3.put_object,
-        budget,
-        Bucket=run["Bucket"],
-        Key=results_key(run, "chart.svg"),
-        Body=render_svg(result).encode(),
-        ContentType="image/svg+xml",
-    )
+    samples = [
+        sample
+        for record in levels
+        for sample in aggregate_level(
+            s3, run, level_of(record), int(record["Distribution"]["workers"]), budget
+        )[0]
+    ]
+    files = export_files(result, EXPORTS, samples)
+    for kind in EXPORTS:
+        call_with_retry(
+            s3.put_object,
+            budget,
+            Bucket=run["Bucket"],
+            Key=results_key(run, FILE_NAMES[kind]),
+            Body=files[FILE_NAMES[kind]],
+            ContentType=CONTENT_TYPES[kind],
+        )

@@ -52,8 +52,8 @@ RUN_KEYS = frozenset(
         "InferenceComponentName", "InputTokens", "OutputTokens", "Stream", "Format",
         "Concurrencies", "RequestsPerLevel", "WorkerCapacity", "Copies", "Rule", "Gate",
         "PricePerHour", "PriceSource", "Mode", "Rates", "Arrival", "Seed", "MaxConcurrency",
-        "WorkerRateCapacity", "Slo", "Search", "SearchResolution", "Workload", "PrefixAwareId",
-        "Engine", "Managed", "Deployment",
+        "WorkerRateCapacity", "Slo", "Search", "SearchResolution", "SearchExpected", "Workload",
+        "PrefixAwareId", "Engine", "Managed", "Deployment", "Burstiness", "RampUpS",
     }
 )  # fmt: skip
 DEPLOYMENT_KEYS = frozenset(
@@ -90,6 +90,16 @@ def _rate(value: Any, where: str) -> float:
     return rate
 
 
+def _expected(run: Mapping[str, Any], search: str, levels: list[Any], where: str) -> float | None:
+    """A search's expected answer (0 or absent: none), within its range."""
+    value = run.get("SearchExpected", 0)
+    if not value:
+        return None
+    if not search:
+        raise EventError(f"{where}.SearchExpected: only a search (Search) has an expectation")
+    return number(value, f"{where}.SearchExpected", float(levels[0]), float(levels[-1]))
+
+
 def _check_mode(run: Mapping[str, Any], where: str) -> dict[str, Any]:
     """The mode keys of a run: closed-loop concurrencies or open-loop rates, the search, the
     arrival process, the goodput SLOs (absent keys take their defaults)."""
@@ -118,7 +128,9 @@ def _check_mode(run: Mapping[str, Any], where: str) -> dict[str, Any]:
         )
     arrival = run.get("Arrival", "poisson")
     if arrival not in ARRIVALS:
-        raise EventError(f"{where}.Arrival: expected poisson or constant, got {shown(arrival)}")
+        raise EventError(f"{where}.Arrival: expected {', '.join(ARRIVALS)}, got {shown(arrival)}")
+    if arrival != "gamma" and run.get("Burstiness", 1.0) not in (1, 1.0):
+        raise EventError(f"{where}.Burstiness: only gamma arrivals have a burstiness")
     slo = run.get("Slo") or {}
     if not isinstance(slo, Mapping):
         raise EventError(f"{where}.Slo: expected an object")
@@ -140,8 +152,11 @@ def _check_mode(run: Mapping[str, Any], where: str) -> dict[str, Any]:
         "SearchResolution": number(
             run.get("SearchResolution", 0.25), f"{where}.SearchResolution", 0.01, 10.0
         ),
+        "SearchExpected": _expected(run, search, concurrencies or rates, where),
         "Arrival": arrival,
         "Seed": integer(run.get("Seed", 0), f"{where}.Seed", 0, 2**31 - 1),
+        "Burstiness": number(run.get("Burstiness", 1.0), f"{where}.Burstiness", 0.01, 100.0),
+        "RampUpS": number(run.get("RampUpS", 0.0), f"{where}.RampUpS", 0.0, 86_400.0),
         "MaxConcurrency": integer(
             run.get("MaxConcurrency", 0), f"{where}.MaxConcurrency", 0, MAX_CONCURRENCY
         ),
@@ -367,7 +382,7 @@ def payload_of(run: Mapping[str, Any]) -> PayloadSpec:
 
 def arrival_of(run: Mapping[str, Any]) -> Arrival:
     """The run's arrival process (open loop)."""
-    return Arrival(run["Arrival"], run["Seed"])
+    return Arrival(run["Arrival"], run["Seed"], run["Burstiness"], run["RampUpS"])
 
 
 def slo_of(run: Mapping[str, Any]) -> GoodputSlo:
@@ -390,4 +405,6 @@ def search_rule(run: Mapping[str, Any]) -> SearchRule | None:
     if not run["Search"]:
         return None
     listed = run["Rates"] if run["Mode"] == "rate" else run["Concurrencies"]
-    return SearchRule(run["Search"], listed[0], listed[-1], run["SearchResolution"])
+    return SearchRule(
+        run["Search"], listed[0], listed[-1], run["SearchResolution"], run.get("SearchExpected")
+    )

@@ -33,7 +33,14 @@ def gate_failures(run: Mapping[str, Any], result: BenchmarkResult) -> list[str]:
                 f"above the SLO of {limit:g}"
             )
     minimum = gate["MinKneeConcurrency"]
-    if minimum is not None and (result.knee.concurrency or 0) < minimum:
+    knee = result.knee
+    if minimum is not None and knee.at_least and (knee.concurrency or 0) < minimum:
+        failures.append(  # a bound below the minimum proves nothing either way: unknown
+            f"knee concurrency is unknown: at least {knee.concurrency} (no level tripped the "
+            f"rule), which cannot show it reaches the minimum of {minimum:g}; raise "
+            f"{knee.raise_with or 'the highest level'}"
+        )
+    elif minimum is not None and (knee.concurrency or 0) < minimum:
         failures.append(
             f"knee concurrency is {result.knee.concurrency or 'none'} "
             f"(first level tripping the rule: {result.knee.tripped_at}, {result.knee.reason}), "
@@ -49,7 +56,14 @@ def gate_failures(run: Mapping[str, Any], result: BenchmarkResult) -> list[str]:
     rate = gate["MinSustainableRate"]
     if rate is not None:
         found = sustainable_rate(result.levels) if result.mode == "rate" else None
-        if found is None or found < rate:
+        bounded = bool((result.goodput or {}).get("sustainable_rate_at_least"))
+        if bounded and found is not None and found < rate:
+            failures.append(
+                f"sustainable rate is unknown: at least {found:g} requests/s (every rate run "
+                f"was sustainable), which cannot show it reaches the minimum of {rate:g}; raise "
+                f"{(result.goodput or {}).get('raise_with') or 'the highest rate'}"
+            )
+        elif found is None or found < rate:
             failures.append(
                 f"sustainable rate is {found if found is not None else 'none'} requests/s, "
                 f"below the minimum of {rate:g}"
@@ -63,16 +77,27 @@ def _level_name(level: LevelResult) -> str:
     return f"concurrency {level.concurrency}"
 
 
+def _knee_words(figures: Mapping[str, Any]) -> str:
+    if figures.get("KneeAtLeast"):
+        return (
+            f"at least {figures['KneeConcurrency']} (no level tripped the rule: a lower bound, "
+            "not a measured knee)"
+        )
+    if not figures["KneeFound"]:
+        return f"{figures['KneeConcurrency']} (no level met the knee rule: lowest level)"
+    return str(figures["KneeConcurrency"])
+
+
 def _measured(figures: Mapping[str, Any]) -> str:
     return (
-        f"Measured: knee {figures['KneeConcurrency']}"
-        f"{'' if figures['KneeFound'] else ' (no level met the knee rule: lowest level)'}"
+        f"Measured: knee {_knee_words(figures)}"
         f" at {figures['KneeP50MsPerToken']} ms/token p50, max "
         f"{figures['MaxOutputTokensPerSecond']} output tokens/s at concurrency "
         f"{figures['MaxThroughputConcurrency']}, lowest level {figures['LowestLevelP50MsPerToken']}"
         f" ms/token p50"
         + (
-            f", sustainable rate {figures['SustainableRequestsPerSecond']} requests/s"
+            f", sustainable rate {'at least ' if figures.get('SustainableRateAtLeast') else ''}"
+            f"{figures['SustainableRequestsPerSecond']} requests/s"
             if figures["SustainableRequestsPerSecond"]
             else ""
         )
