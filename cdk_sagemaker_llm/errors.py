@@ -3,6 +3,7 @@ and the checks every layer shares (pure: no aws_cdk)."""
 
 from __future__ import annotations
 
+import math
 import sys
 from contextvars import ContextVar, Token
 from typing import Any
@@ -90,12 +91,31 @@ def require_concrete(prop: str, value: Any, decision: str) -> None:
         )
 
 
+TOKEN_STRING_MARKER = "Token["
+"""What every encoded string or list token contains (aws-cdk-lib core ``encoding.ts``:
+``${Token[NAME.ID]}`` in strings, ``#{Token[NAME.ID]}`` as a list's item)."""
+TOKEN_NUMBER_MAGNITUDE = 1e288
+"""Encoded number tokens are doubles near -1.888e+289 (aws-cdk-lib core ``encoding.ts``,
+``DOUBLE_TOKEN_MARKER_BITS``); no literal a prop takes comes near."""
+
+
+def _may_be_token(value: Any) -> bool:
+    """Could ``value`` be an encoded token? Answered in Python: a jsii call costs a round trip
+    to the CDK's process, and the kernel is not safe to call from several threads at once
+    (the benchmark workers check their payloads in threads)."""
+    if isinstance(value, str):
+        return TOKEN_STRING_MARKER in value
+    if isinstance(value, list):
+        return any(isinstance(item, str) and TOKEN_STRING_MARKER in item for item in value)
+    return math.isfinite(value) and abs(value) >= TOKEN_NUMBER_MAGNITUDE
+
+
 def is_token(value: Any) -> bool:
     """True for a CDK token standing for a string, number or list (known at deploy time)."""
     cdk = sys.modules.get("aws_cdk")  # no aws_cdk loaded: no token can exist
     if cdk is None or isinstance(value, bool) or not isinstance(value, str | int | float | list):
         return False
-    return bool(cdk.Token.is_unresolved(value))
+    return _may_be_token(value) and bool(cdk.Token.is_unresolved(value))
 
 
 def check_range(

@@ -197,3 +197,30 @@ def test_a_sharding_degree_must_divide_the_models_heads() -> None:
     """falcon-7b has 71 attention heads: no degree above 1 splits them evenly."""
     with pytest.raises(ValidationError, match="71 attention heads do not divide over 2"):
         sharding_job("falcon-7b", 2)
+
+
+def test_backlog_policies_need_an_endpoint_name() -> None:
+    """An empty endpoint name reached CloudWatch as a raw jsii error (found by the hostile
+    suite); it is a ValidationError naming endpoint_name."""
+    from aws_cdk import aws_applicationautoscaling as appscaling
+
+    from cdk_sagemaker_llm.constructs.async_scaling import BacklogScaleFromZeroPolicy
+
+    stack = new_stack()
+    target = appscaling.ScalableTarget(
+        stack, "Target", service_namespace=appscaling.ServiceNamespace.SAGEMAKER,
+        resource_id="endpoint/e/variant/AllTraffic",
+        scalable_dimension="sagemaker:variant:DesiredInstanceCount", min_capacity=0,
+        max_capacity=2,
+    )  # fmt: skip
+    with pytest.raises(ValidationError) as raised:
+        BacklogScaleFromZeroPolicy(stack, "Up", scaling_target=target, endpoint_name="")
+    assert raised.value.prop == "endpoint_name"
+
+
+def test_an_endpoint_arn_that_is_no_arn_is_our_error() -> None:
+    from cdk_sagemaker_llm import InferenceComponentEndpoint
+
+    with pytest.raises(ValidationError) as raised:
+        InferenceComponentEndpoint.from_endpoint_arn(new_stack(), "E", "my-endpoint")
+    assert raised.value.prop == "endpoint_arn"

@@ -26,7 +26,7 @@ from .autoscaling import (
     one_step_from_zero,
 )
 from .interfaces import IAsyncEndpoint
-from .validation import ValidationError, check_range, is_unresolved
+from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
 
 __all__ = ["AsyncScaling", "BacklogScaleFromZeroPolicy", "BacklogTrackingPolicy"]
 
@@ -69,6 +69,7 @@ class BacklogTrackingPolicy(TrackingPolicyBase):
         :param scale_in_cooldown: 0-3600 s; default Application Auto Scaling's (300 s).
         :param scale_out_cooldown: 0-3600 s; default Application Auto Scaling's (300 s).
         """
+        check_sagemaker_name("endpoint_name", endpoint_name)
         super().__init__(
             scope,
             id,
@@ -109,6 +110,7 @@ class BacklogScaleFromZeroPolicy(ScalingPolicy):
         :param scaling_target: the variant's instance-count target.
         :param endpoint_name: the asynchronous endpoint the alarm watches.
         """
+        check_sagemaker_name("endpoint_name", endpoint_name)
         super().__init__(scope, id)
         self.kind = ScalingPolicyKind.SCALE_FROM_ZERO
         self.detection_period = SCALE_FROM_BACKLOG_PERIOD

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from aws_cdk import Arn, ArnFormat, CfnResource, Duration, Stack
+from aws_cdk import Arn, ArnFormat, CfnResource, Duration, Stack, Token
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
@@ -131,7 +131,11 @@ def import_endpoint_by_name(scope: Construct, id: str, endpoint_name: str) -> En
 
 def import_endpoint_by_arn(scope: Construct, id: str, endpoint_arn: str) -> EndpointBase:
     """An existing endpoint by ARN."""
-    name = Arn.split(endpoint_arn, ArnFormat.SLASH_RESOURCE_NAME).resource_name
+    literal = not Token.is_unresolved(endpoint_arn)
+    if literal and (not endpoint_arn.startswith("arn:") or endpoint_arn.count(":") < 5):
+        name = None  # Arn.split would fail inside jsii with a raw error
+    else:
+        name = Arn.split(endpoint_arn, ArnFormat.SLASH_RESOURCE_NAME).resource_name
     if name is None:
         raise ValidationError(
             "endpoint_arn",
