@@ -35,7 +35,7 @@ from ..catalog.containers import ContainerFamily
 from ..catalog.instance_types import CATALOG, InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
-from ..planning.calibration import Calibration
+from ..planning.calibration import Calibration, EngineRelease
 from ..planning.decision import (
     HOST_MEMORY_SHARE,
     TGI_DEFAULT_PREFILL_TOKENS,
@@ -139,8 +139,12 @@ class LlmService(Construct):
             FP8 for an FP8 one, else FP16.
         :param prices: prices that rank the options; default the library's list.
         :param price_basis: on-demand or 1-year savings plan prices; default on-demand.
-        :param calibration: efficiency factors fitted from a benchmark's results; default the
-            model's uncalibrated constants.
+        :param calibration: efficiency factors fitted from a deploy-time benchmark
+            (``Calibration.from_file("calibration.json")``, written by ``cdk-sagemaker-llm
+            calibrate``); the next synth re-decides with them. A calibration of another engine
+            than the image's is a ValidationError; of another model or accelerator only the
+            engine- and hardware-level factors transfer, and a synth warning says so. Default
+            the model's uncalibrated constants.
         :param instance_type: override: serve on this type (it joins the candidates).
         :param tensor_parallel_degree: override: accelerators each copy is sharded over.
         :param copies_per_instance: override: copies on each instance; fewer than fit leaves
@@ -189,6 +193,7 @@ class LlmService(Construct):
             calibration=calibration,
             region=None if is_unresolved(region) else region,
             tgi=image.family.is_tgi,
+            engine=serving_engine(image),
         )
         self.decision: ServiceDecision = decide(
             request,
@@ -251,10 +256,16 @@ class LlmService(Construct):
         self.component.resource.add_metadata(SERVICE, self.decision.to_metadata())
 
     def _annotate_warnings(self) -> None:
-        """Each override the model predicts will hurt becomes a synth warning naming it."""
+        """Each override the model predicts will hurt becomes a synth warning naming it, and
+        each part of the calibration that did not transfer (another model or accelerator, an
+        assumed engine) a warning naming ``calibration``."""
         for warning in self.decision.warnings:
             Annotations.of(self).add_warning_v2(
                 f"cdk-sagemaker-llm:service-{warning.prop}", warning.message
+            )
+        for index, note in enumerate(self.decision.calibration_notes):
+            Annotations.of(self).add_warning_v2(
+                f"cdk-sagemaker-llm:service-calibration-{index}", f"calibration: {note}"
             )
 
     def _render_model(
@@ -387,6 +398,13 @@ def _image_and_source(
             "endpoint by hand with Model and InferenceComponent",
         )
     return image, source
+
+
+def serving_engine(image: ContainerImage) -> EngineRelease:
+    """The engine ``image`` serves with, the key a calibration is checked against: its
+    container family and release (release None for an image given by URI, whose tag the
+    catalog does not read, e.g. an optimization job's recommended image)."""
+    return EngineRelease(image.family.value, image.release)
 
 
 def _spec(spec: ModelSpec | None, source: ModelSource) -> ModelSpec:

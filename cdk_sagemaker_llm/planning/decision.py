@@ -26,8 +26,16 @@ from ..catalog.instance_types import CATALOG, InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
 from ..errors import ValidationError, check_range
-from .calibration import Calibration
-from .performance import DEFAULT_EFFICIENCY, CopyModel, Layout, Workload, copy_limits, predict
+from .calibration import AppliedCalibration, Calibration, EngineRelease
+from .performance import (
+    DEFAULT_EFFICIENCY,
+    CopyModel,
+    Efficiency,
+    Layout,
+    Workload,
+    copy_limits,
+    predict,
+)
 from .placement import head_divisibility_problem
 from .recommend import Option, PriceBasis, Recommendation, Slo, Traffic, recommend, unit_price
 
@@ -105,6 +113,10 @@ class ServiceRequest:
     region: str | None = None
     tgi: bool = False
     """The engine batches by tokens (TGI) rather than by requests (LMI)."""
+    engine: EngineRelease | None = None
+    """The serving engine (the image's container family and release): a calibration of
+    another engine is a ValidationError, and one of a release outside the range is noted.
+    None: not stated (a calibration's engine is assumed, and the decision says so)."""
 
 
 @dataclass(frozen=True)
@@ -236,13 +248,20 @@ class ServiceDecision:
     rejected: tuple[str, ...]
     rejected_count: int
     warnings: tuple[DecisionWarning, ...] = ()
+    calibration_notes: tuple[str, ...] = ()
+    """What of the calibration did not transfer to this model, engine or hardware, and what was
+    assumed (``AppliedCalibration.warnings`` on the chosen instance type; synth warnings)."""
+    calibration_change: str | None = None
+    """The uncalibrated decision beside this one: what the calibration changed (None:
+    uncalibrated)."""
     option: Option | None = field(default=None, compare=False, repr=False)
     """The recommendation's option served (None when read back from metadata)."""
     recommendation: Recommendation | None = field(default=None, compare=False, repr=False)
     """Every option and rejection (None when read back from metadata)."""
 
     def to_metadata(self) -> dict[str, Any]:
-        """The JSON-ready record under ``template_metadata.SERVICE``."""
+        """The JSON-ready record under ``template_metadata.SERVICE`` (``calibration_notes``
+        and ``calibration_change`` only when calibrated)."""
         return {
             **self.goal,
             "choices": {
@@ -257,6 +276,14 @@ class ServiceDecision:
             "rejected": list(self.rejected),
             "rejected_count": self.rejected_count,
             "warnings": [warning.message for warning in self.warnings],
+            **(
+                {
+                    "calibration_notes": list(self.calibration_notes),
+                    "calibration_change": self.calibration_change,
+                }
+                if self.calibration_change is not None
+                else {}
+            ),
             "sources": list(self.predicted.sources),
         }
 
@@ -327,6 +354,10 @@ class ServiceDecision:
             rejected=tuple(str(line) for line in data.get("rejected") or ()),
             rejected_count=int(data.get("rejected_count") or len(data.get("rejected") or ())),
             warnings=tuple(DecisionWarning("", str(w)) for w in data.get("warnings") or ()),
+            calibration_notes=tuple(str(line) for line in data.get("calibration_notes") or ()),
+            calibration_change=None
+            if data.get("calibration_change") is None
+            else str(data["calibration_change"]),
         )
 
 
@@ -369,7 +400,7 @@ def decide(
     choices.update(decider.layout_choices(option))
     memory = decider.memory(option.layout)
     choices["min_memory_per_copy_mib"] = memory
-    return ServiceDecision(
+    decision = ServiceDecision(
         goal=decider.goal(),
         layout=option.layout,
         serving=serving,
@@ -379,7 +410,7 @@ def decide(
         predicted=decider.prediction(option),
         price_per_hour=option.price_per_hour,
         cost_per_million_tokens=option.cost_per_million_tokens,
-        reasoning=tuple(option.reasoning),
+        reasoning=(decider.engine_reasoning(), *option.reasoning),
         alternatives=tuple(summary(o) for o in decider.recommendation.options if o is not option)[
             :MAX_ALTERNATIVES_RECORDED
         ],
@@ -392,6 +423,14 @@ def decide(
         option=option,
         recommendation=decider.recommendation,
     )
+    if request.calibration is None:
+        return decision
+    applied = decider.measured(decision.layout.instance_type)
+    return replace(
+        decision,
+        calibration_notes=tuple(applied.warnings if applied is not None else ()),
+        calibration_change=decider.calibration_change(decision),
+    )
 
 
 class _Decider:
@@ -401,13 +440,60 @@ class _Decider:
         self.request = request
         self.overrides = overrides
         self.warnings: list[DecisionWarning] = []
-        self.efficiency = (
-            request.calibration.efficiency if request.calibration is not None else None
-        ) or DEFAULT_EFFICIENCY
+        self._applied: dict[str, AppliedCalibration] = {}
         self.recommendation = Recommendation([], [])
 
     def warn(self, prop: str, message: str) -> None:
         self.warnings.append(DecisionWarning(prop, message))
+
+    # ----- calibration and engine --------------------------------------------------------
+
+    def measured(self, instance_type: InstanceType) -> AppliedCalibration | None:
+        """The calibration as it applies to the model on ``instance_type`` under the request's
+        engine (``Calibration.applied_to``: only what transfers); None when uncalibrated.
+        Another engine than the calibrated one is a ValidationError naming ``calibration``."""
+        request = self.request
+        if request.calibration is None:
+            return None
+        found = self._applied.get(instance_type.name)
+        if found is None:
+            found = request.calibration.applied_to(
+                request.spec, instance_type, engine=request.engine
+            )
+            self._applied[instance_type.name] = found
+        return found
+
+    def efficiency_on(self, instance_type: InstanceType) -> Efficiency:
+        """The efficiency factors the predictions use on ``instance_type``."""
+        applied = self.measured(instance_type)
+        return applied.efficiency if applied is not None else DEFAULT_EFFICIENCY
+
+    def engine_reasoning(self) -> str:
+        """The serving engine the decision assumed, and what is not checked without it."""
+        engine = self.request.engine
+        if engine is None:
+            return "serving engine: not stated: a calibration's engine is assumed, not checked"
+        if engine.version is None:
+            return (
+                f"serving engine: {engine.family}, release unknown (an image given by URI): a "
+                "calibration of another family is refused, its release range is not checked"
+            )
+        return f"serving engine: {engine.describe()} (the image's container family and release)"
+
+    def calibration_change(self, decision: ServiceDecision) -> str:
+        """The uncalibrated decision of the same request beside ``decision``, in one line."""
+        after = _outline(decision)
+        try:
+            uncalibrated = decide(replace(self.request, calibration=None), self.overrides)
+        except ValidationError as error:
+            return (
+                f"changed the decision: uncalibrated, no layout ({error.problem}); calibrated "
+                f"{after}"
+            )
+        before = _outline(uncalibrated)
+        if _shape(uncalibrated) == _shape(decision):
+            return f"kept the layout: uncalibrated {before}; calibrated {after}"
+        return f"changed the decision: uncalibrated {before}; calibrated {after}"
 
     # ----- layout ------------------------------------------------------------------------
 
@@ -426,6 +512,7 @@ class _Decider:
             max_instance_count=request.max_instance_count,
             price_basis=request.price_basis,
             calibration=request.calibration,
+            engine=request.engine,
             top=len(request.candidates) * 64,
             region=request.region,
             prices=request.prices,
@@ -504,7 +591,7 @@ class _Decider:
             request.workload,
             [option.predicted.concurrency],
             precision=request.precision,
-            calibration=request.calibration,
+            calibration=self.measured(layout.instance_type),
             max_batch_size=option.max_batch_size,
         ).levels[0]
         price = unit_price(layout.instance_type, self.request.prices, request.price_basis)
@@ -565,7 +652,7 @@ class _Decider:
             layout.tensor_parallel_degree,
             request.precision,
             request.workload,
-            self.efficiency,
+            self.efficiency_on(layout.instance_type),
         )
 
     def _check_batch(self, layout: Layout, batch: int) -> None:
@@ -656,7 +743,7 @@ class _Decider:
             request.workload,
             [level],
             precision=request.precision,
-            calibration=request.calibration,
+            calibration=self.measured(layout.instance_type),
             max_batch_size=batch,
         ).levels[0]
         slo = request.slo
@@ -723,7 +810,9 @@ class _Decider:
             "traffic": request.traffic.describe(),
             "candidates": [t.name for t in request.candidates],
             "prices": f"{request.price_basis.value}; {prices.describe()}",
-            "calibration": "calibrated" if request.calibration is not None else "uncalibrated",
+            "calibration": request.calibration.describe()
+            if request.calibration is not None
+            else "uncalibrated",
         }
 
     def prediction(self, option: Option) -> Prediction:
@@ -764,7 +853,19 @@ def prediction_sources(request: ServiceRequest, layout: Layout) -> list[str]:
         f"{spec.kv_heads} KV heads ({origin})"
     )
     if request.calibration is not None:
-        lines.append(f"efficiency: {request.calibration.describe()}")
+        calibration = request.calibration
+        applied = calibration.applied_to(spec, instance, engine=request.engine)
+        engine = f" with {calibration.engine.describe()}" if calibration.engine else ""
+        lines.append(
+            f"efficiency: {applied.efficiency.describe()} (calibrated on {calibration.source}: "
+            f"{calibration.model}{engine} on {calibration.instance_type} "
+            f"TP{calibration.tensor_parallel_degree}; "
+            + (
+                "every factor applies here)"
+                if not applied.warnings
+                else "as it applies here, see the calibration notes)"
+            )
+        )
     else:
         lines.append(
             f"efficiency: {DEFAULT_EFFICIENCY.describe()} (uncalibrated defaults of the "
@@ -874,6 +975,33 @@ def summary(option: Option) -> str:
         f"{layout.instance_count} x {layout.instance_type.name}, TP{layout.tensor_parallel_degree}"
         f" x {layout.copies_per_instance} copies: {price}, "
         f"{option.predicted.ms_per_token:.1f} ms/token"
+    )
+
+
+def _shape(decision: ServiceDecision) -> tuple[Any, ...]:
+    """What a decision deploys: the layout at the peak and the scaling bounds."""
+    layout, scaling = decision.layout, decision.scaling
+    return (
+        layout.instance_type.name,
+        layout.tensor_parallel_degree,
+        layout.copies_per_instance,
+        layout.instance_count,
+        scaling.min_instances,
+        scaling.max_instances,
+    )
+
+
+def _outline(decision: ServiceDecision) -> str:
+    """``3 x ml.g5.2xlarge TP1 x 1 copies at the peak (1-3 instances), $4.23/h, 41.2
+    ms/token``: a decision in one line, to compare with another."""
+    layout, scaling = decision.layout, decision.scaling
+    price = decision.price_per_hour
+    return (
+        f"{layout.instance_count} x {layout.instance_type.name} TP{layout.tensor_parallel_degree}"
+        f" x {layout.copies_per_instance} copies at the peak ({scaling.min_instances}-"
+        f"{scaling.max_instances} instances), "
+        + ("no price" if price is None else f"${price:,.2f}/h")
+        + f", {decision.predicted.ms_per_token:.1f} ms/token predicted"
     )
 
 
