@@ -89,7 +89,8 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .planning import sizing
     from .planning.calibration import Calibration, EngineRelease
     from .planning.decision import ExpectedTraffic, ServiceDecision
-    from .planning.recommend import PriceBasis, Slo
+    from .planning.engine_profiles import EngineProfile
+    from .planning.recommend import PriceBasis, Risk, Slo
     from .planning.sizing import SizingReport
     from .planning.workload import Workload
 
@@ -125,6 +126,7 @@ _EXPORTS: dict[str, str] = {
     "EndpointBase": ".constructs.endpoint_base",
     "EndpointBenchmark": ".constructs.benchmark",
     "EndpointMetrics": ".constructs.endpoint_metrics",
+    "EngineProfile": ".planning.engine_profiles",
     "EngineRelease": ".planning.calibration",
     "ExpectedTraffic": ".planning.decision",
     "HandlerPlacement": ".constructs.deploy_time",
@@ -160,6 +162,7 @@ _EXPORTS: dict[str, str] = {
     "Quantization": ".constructs.serving_options",
     "QuantizationMethod": ".constructs.optimization_job",
     "RequestProtocol": ".benchmarking.payload",
+    "Risk": ".planning.recommend",
     "RollingDeployment": ".constructs.deployment",
     "RoutingStrategy": ".constructs.variant_options",
     "ScaleFromZeroPolicy": ".constructs.autoscaling",

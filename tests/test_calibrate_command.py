@@ -185,7 +185,7 @@ def test_recommend_changes_its_answer_in_the_measured_direction(
     argv = [
         "recommend", "--model", "llama-2-7b", "--input-tokens", "256", "--output-tokens", "128",
         "--max-ms-per-token", "100", "--requests-per-second", "4", "--instance-types",
-        "ml.g5.2xlarge", "--format", "json",
+        "ml.g5.2xlarge", "--format", "json", "--risk", "median",  # the calibration's effect
     ]  # fmt: skip
     assert main(argv) == 0
     uncalibrated = json.loads(capsys.readouterr().out)["options"][0]
@@ -230,7 +230,7 @@ def test_another_model_transfers_only_engine_and_hardware_factors_and_warns(
     recommend_argv = [
         "recommend", "--model", "llama-3-8b", "--input-tokens", "256", "--output-tokens",
         "128", "--max-ms-per-token", "100", "--concurrency", "4", "--instance-types",
-        "ml.g5.2xlarge", "--calibration", str(out), "--format", "json",
+        "ml.g5.2xlarge", "--calibration", str(out), "--format", "json", "--risk", "median",
     ]  # fmt: skip
     assert main(recommend_argv) == 0
     assert "warning: calibrated on llama-2-7b, applied to llama-3-8b" in capsys.readouterr().err

@@ -20,7 +20,7 @@ from cdk_sagemaker_llm.planning.decision import (
     decide,
 )
 from cdk_sagemaker_llm.planning.performance import Efficiency, Workload
-from cdk_sagemaker_llm.planning.recommend import Slo, recommend
+from cdk_sagemaker_llm.planning.recommend import Risk, Slo, recommend
 
 CANDIDATES = [InstanceType.G5_2XLARGE, InstanceType.G5_12XLARGE, InstanceType.G6E_2XLARGE]
 REQUEST = ServiceRequest(
@@ -31,6 +31,7 @@ REQUEST = ServiceRequest(
     candidates=CANDIDATES,
     max_instance_count=4,
     region="us-west-2",
+    risk=Risk.MEDIAN,  # the pessimistic default meets no 50 ms/token on these candidates
 )
 
 
@@ -45,6 +46,7 @@ def test_the_decision_is_recommends_first_option_with_serving_and_scaling() -> N
         max_instance_count=4,
         top=1000,
         region="us-west-2",
+        risk=Risk.MEDIAN,  # as REQUEST
     ).options[0]
     assert decision.option == first
     assert decision.layout == first.layout
@@ -56,9 +58,9 @@ def test_the_decision_is_recommends_first_option_with_serving_and_scaling() -> N
     assert scaling.target_concurrency_per_copy == first.knee_concurrency_per_copy
     assert scaling.max_instances <= REQUEST.max_instance_count
     assert decision.reasoning[1:] == tuple(first.reasoning)
-    assert (
-        decision.reasoning[0]
-        == "serving engine: not stated: a calibration's engine is assumed, not checked"
+    assert decision.reasoning[0] == (
+        "serving engine: not stated, the default engine profile lmi-vllm-v1; a calibration's "
+        "engine is assumed, not checked"
     )
     assert decision.choices["instance_type"].source == "recommended"
 
@@ -67,7 +69,9 @@ def test_the_predictions_carry_their_sources() -> None:
     sources = decide(REQUEST).predicted.sources
     assert any(line.startswith("accelerator: NVIDIA") for line in sources)
     assert any(line.startswith("model: llama-3-8b, 32 layers") for line in sources)
-    assert any("uncalibrated defaults" in line for line in sources)
+    # Uncalibrated: the engine profile's efficiencies, fitted to published measurements.
+    assert any(line.startswith("engine: engine profile lmi-vllm-v1") for line in sources)
+    assert any("profile, fitted to published measurements" in line for line in sources)
     assert any(line.startswith("price: on-demand;") for line in sources)
 
 
@@ -102,13 +106,16 @@ def test_recommend_command_shows_the_same_decision(capsys: pytest.CaptureFixture
         "recommend", "--model", "llama-3-8b", "--input-tokens", "512", "--output-tokens", "256",
         "--max-ms-per-token", "50", "--max-ttft-ms", "2000", "--requests-per-second", "4",
         "--instance-types", "ml.g5.2xlarge,ml.g5.12xlarge,ml.g6e.2xlarge",
-        "--max-instance-count", "4", "--region", "us-west-2",
+        "--max-instance-count", "4", "--region", "us-west-2", "--risk", "median",
     ]  # fmt: skip
     assert main([*argv, "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     expected = decide(
         ServiceRequest(
-            **{**REQUEST.__dict__, "traffic": ExpectedTraffic.requests_per_second(4)},
+            **{
+                **REQUEST.__dict__,
+                "traffic": ExpectedTraffic.requests_per_second(4),
+            },
         )
     )
     assert data["decision"]["choices"] == expected.to_metadata()["choices"]
@@ -162,6 +169,7 @@ def test_recommend_command_decides_with_the_calibration_as_applied(
         "--max-ms-per-token", "50", "--requests-per-second", "4",
         "--instance-types", "ml.g6e.2xlarge", "--max-instance-count", "4",
         "--calibration", str(tmp_path / "calibration.json"), "--engine", "lmi:0.31.0",
+        "--risk", "median",
     ]  # fmt: skip
     assert main([*argv, "--format", "json"]) == 0
     decision = json.loads(capsys.readouterr().out)["decision"]
@@ -176,3 +184,24 @@ def test_recommend_command_decides_with_the_calibration_as_applied(
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "- calibration: calibrated on NVIDIA A10G, applied to NVIDIA L40S" in out
+
+
+def test_a_knee_asking_more_copies_than_the_instances_hold_caps_max_copies_with_a_warning() -> None:
+    """The option serves the peak within the SLO on its instances; copies at the knee would
+    need more than max_instance_count: max_copies stops there and a warning names
+    max_instance_count (it was an error blaming max_copies, which the user never set)."""
+    request = ServiceRequest(
+        **{
+            **REQUEST.__dict__,
+            "traffic": ExpectedTraffic.requests_per_second(8, minimum=1),
+            "candidates": [InstanceType.G6E_2XLARGE],
+            "max_instance_count": 2,
+            "engine": EngineRelease("lmi", "0.31.0"),
+        }
+    )
+    decision = decide(request)
+    assert decision.scaling.max_copies == 2 == decision.scaling.max_instances
+    assert decision.choices["max_copies"].source == "derived"
+    (warning,) = decision.warnings
+    assert warning.prop == "max_instance_count"
+    assert "capped at 2" in warning.message

@@ -70,8 +70,10 @@ def add_calibration_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--engine",
-        help="the container that will serve, FAMILY[:VERSION] (e.g. tgi:3.3.6); checked "
-        "against --calibration; default: the calibrated engine",
+        help="the container that will serve, FAMILY[:VERSION] (e.g. tgi:3.3.6), or an "
+        "engine profile (tgi-1, tgi-2-3, lmi-vllm-v0, lmi-vllm-v1, lmi-trtllm, lmi-neuronx, "
+        "generic); it chooses the performance profile and is checked against --calibration; "
+        "default: the calibrated engine (profile lmi-vllm-v1)",
     )
 
 

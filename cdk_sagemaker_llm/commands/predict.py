@@ -13,8 +13,8 @@ from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
 from ..planning.calibration import EngineRelease, calibrate
+from ..planning.engine_profiles import PROFILE_NAMES, EngineProfile, engine_profile
 from ..planning.performance import (
-    DEFAULT_MAX_BATCH_SIZE,
     Layout,
     MeasuredEfficiency,
     Prediction,
@@ -60,23 +60,33 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--max-batch-size",
         type=int,
-        default=DEFAULT_MAX_BATCH_SIZE,
-        help=f"the server's batch limit per copy; default {DEFAULT_MAX_BATCH_SIZE}",
+        help="the server's request cap per copy; default the engine's (vLLM/LMI 256, TGI a "
+        "KV-token budget)",
     )
     add_calibration_arguments(parser)
     parser.add_argument("--format", choices=("json", "markdown"), default="markdown")
     parser.set_defaults(handler=run)
 
 
+def engine_choice(text: str | None) -> EngineRelease | EngineProfile | None:
+    """``--engine``: an engine profile name (``tgi-1``, ``lmi-vllm-v1`` ...) or the container
+    ``FAMILY[:VERSION]`` (which also chooses the profile: ``planning.engine_profiles``)."""
+    if text is not None and text.strip() in PROFILE_NAMES:
+        return engine_profile(text.strip())
+    return engine_option(text)
+
+
 def _calibration(
     path: str | None,
-    engine: EngineRelease | None,
+    engine: EngineRelease | EngineProfile | None,
     spec: ModelSpec,
     layout: Layout,
     dtype: Precision,
 ) -> MeasuredEfficiency | None:
     """The ``--calibration`` file applied to this target (``Calibration.applied_to``); a
     benchmark's results.json (the earlier form of the flag) is fitted to this layout."""
+    if isinstance(engine, EngineProfile):
+        engine = None  # a profile name says nothing about the calibrated container
     if path is None:
         return None
     try:
@@ -120,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         copies = args.copies or max(1, instance_type.accelerator_devices // degree)
         layout = Layout(instance_type, degree, copies, args.instance_count)
         calibration = _calibration(
-            args.calibration, engine_option(args.engine), spec, layout, dtype
+            args.calibration, engine_choice(args.engine), spec, layout, dtype
         )
         prediction = predict(
             spec,
@@ -130,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
             precision=dtype,
             calibration=calibration,
             max_batch_size=args.max_batch_size,
+            engine=engine_choice(args.engine),
         )
     except ValidationError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -152,14 +163,20 @@ def render_markdown(model: str, prediction: Prediction) -> str:
         f"{workload.input_tokens} input + {workload.output_tokens} output tokens per request; "
         "concurrency for the whole deployment.",
         "",
-        "| concurrency | ms/token | TTFT ms | tokens/s | requests/s |",
-        "|---:|---:|---:|---:|---:|",
+        "| concurrency | ms/token | ms/token p10-p90 | TTFT ms | tokens/s | tokens/s p10-p90 "
+        "| requests/s |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for level in prediction.levels:
+        ms_band = level.ms_per_token_band or (level.ms_per_token, level.ms_per_token)
+        tokens_band = level.tokens_per_s_band or (level.tokens_per_s, level.tokens_per_s)
         lines.append(
-            f"| {level.concurrency} | {level.ms_per_token:.1f} | {level.ttft_ms:.0f} | "
-            f"{level.tokens_per_s:.0f} | {level.requests_per_s:.2f} |"
+            f"| {level.concurrency} | {level.ms_per_token:.1f} | {ms_band[0]:.1f}-"
+            f"{ms_band[1]:.1f} | {level.ttft_ms:.0f} | {level.tokens_per_s:.0f} | "
+            f"{tokens_band[0]:.0f}-{tokens_band[1]:.0f} | {level.requests_per_s:.2f} |"
         )
+    if prediction.band is not None:
+        lines += ["", f"**Engine:** {prediction.engine}; **band:** {prediction.band.describe()}"]
     lines += [
         "",
         f"**Knee:** {prediction.knee.concurrency} ({prediction.knee.reason})",

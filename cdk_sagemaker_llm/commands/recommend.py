@@ -14,10 +14,12 @@ from ..catalog.prices import DEFAULT_PRICE_LIST
 from ..errors import ValidationError
 from ..planning.calibration import Calibration, EngineRelease
 from ..planning.decision import ExpectedTraffic, ServiceDecision, ServiceRequest, decide
-from ..planning.performance import DEFAULT_MAX_BATCH_SIZE, Workload
-from ..planning.recommend import PriceBasis, Recommendation, Slo, Traffic, recommend
-from .calibrate import add_calibration_arguments, engine_option, load_calibration
+from ..planning.engine_profiles import EngineProfile
+from ..planning.performance import Workload
+from ..planning.recommend import PriceBasis, Recommendation, Risk, Slo, Traffic, recommend
+from .calibrate import add_calibration_arguments, load_calibration
 from .model_options import add_model_arguments, model_spec, precision
+from .predict import engine_choice
 
 
 def register(subparsers: Any) -> None:
@@ -63,8 +65,15 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--max-batch-size",
         type=int,
-        default=DEFAULT_MAX_BATCH_SIZE,
-        help=f"the server's batch limit per copy; default {DEFAULT_MAX_BATCH_SIZE}",
+        help="the server's request cap per copy; default the engine's (vLLM/LMI 256, TGI a "
+        "KV-token budget)",
+    )
+    parser.add_argument(
+        "--risk",
+        choices=[risk.value for risk in Risk],
+        default=Risk.PESSIMISTIC.value,
+        help="size on the pessimistic side of each prediction's band (default: no published "
+        "measurement in the validation data would be under-provisioned) or at its median",
     )
     add_calibration_arguments(parser)
     parser.add_argument("--top", type=int, default=5, help="options to list; default 5")
@@ -84,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
             )
         spec = model_spec(args)
         calibration = load_calibration(args.calibration)
-        engine = engine_option(args.engine)
+        engine = engine_choice(args.engine)
         candidates = (
             [InstanceType.of(name.strip()) for name in args.instance_types.split(",") if name]
             if args.instance_types
@@ -104,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
             max_batch_size=args.max_batch_size,
             calibration=calibration,
             engine=engine,
+            risk=Risk(args.risk),
         )
     except ValidationError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -134,7 +144,7 @@ def _decision(
     spec: Any,
     result: Recommendation,
     calibration: Calibration | None = None,
-    engine: EngineRelease | None = None,
+    engine: EngineRelease | EngineProfile | None = None,
 ) -> ServiceDecision | None:
     """What ``LlmService`` would deploy from the first option: the same ``ServiceDecision``
     (serving options, scaling bounds and target, sources), with the calibration as it applies
@@ -155,6 +165,7 @@ def _decision(
         region=args.region,
         calibration=calibration,
         engine=engine,
+        risk=Risk(args.risk),
     )
     return decide(request, recommendation=result)
 

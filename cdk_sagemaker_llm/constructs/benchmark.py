@@ -66,12 +66,15 @@ from constructs import Construct
 from ..benchmarking.load import BenchmarkLoad
 from ..benchmarking.payload import RequestProtocol
 from ..benchmarking.pricing import BenchmarkPricing
+from ..benchmarking.workloads import run_keys
 from ..catalog.instance_types import InstanceType
 from ..catalog.prices import PriceList
 from ..planning.sizing import serving_facts
 from ..planning.workload import Workload
 from ..prop_types import typed_props
+from . import managed_benchmark
 from .benchmark_options import BenchmarkEngine, BenchmarkGate, BenchmarkResults
+from .benchmark_workload import check_deploy_time
 from .deploy_time import (
     CUSTOM_RESOURCE_TIMEOUT,
     HandlerAsset,
@@ -83,6 +86,7 @@ from .deploy_time import (
 )
 from .endpoint import Endpoint, IEndpoint, InferenceComponentEndpoint
 from .inference_component import IInferenceComponent, InferenceComponent
+from .managed_benchmark import ManagedBenchmarkOptions
 from .model import Model
 from .nag import acknowledge_wildcard_resources
 from .validation import ValidationError, check_range, is_unresolved
@@ -173,7 +177,8 @@ class EndpointBenchmark(Construct):
             of either), with their requests per level, knee rule or arrivals and goodput SLO;
             default ``BenchmarkLoad.concurrency([1, 2, 4, 8, 16, 32])``.
         :param workload: what each request carries: synthetic prompts of ``input_tokens`` (at
-            most 200,000), ``output_tokens`` generated; default 256 in, 128 out.
+            most 200,000), ``output_tokens`` generated, or a shape (``Workload.shared_prefix``,
+            ``multi_turn``, ``trace`` of at most 1,000 requests); default 256 in, 128 out.
         :param protocol: the request schema and whether responses stream (streaming measures
             TTFT and inter-token latency); default ``RequestProtocol()`` (the inputs API, LMI
             or TGI answers detected, not streaming).
@@ -210,10 +215,13 @@ class EndpointBenchmark(Construct):
         workload = workload or DEFAULT_WORKLOAD
         for prop in ("input_tokens", "output_tokens"):
             check_range(f"workload.{prop}", getattr(workload, prop), maximum=MAX_TOKENS)
+        check_deploy_time(workload, self.load)
         protocol = protocol or RequestProtocol()
         gate = gate or BenchmarkGate()
         gate.check_applies_to(self.load)
         engine = engine or BenchmarkEngine.lambda_workers()
+        if engine.job is not None:
+            engine.job.check_serves(self.load, workload, protocol)
         self.max_workers = engine.max_workers(self.load)
         """Workers of the largest level: the Map's MaxConcurrency."""
         results = results or BenchmarkResults.in_new_bucket()
@@ -230,6 +238,8 @@ class EndpointBenchmark(Construct):
         """Key prefix of every run's folder."""
 
         run = self._run(workload, protocol, gate, engine, price, price_source)
+        if engine.job is not None:
+            run.update(engine.job.run_keys())
         self.definition_hash = self._definition_hash(run, sweep_seconds)
         """A hash of the target's resources, the payload and the load: a new one reruns."""
         name_prefix = (
@@ -241,7 +251,11 @@ class EndpointBenchmark(Construct):
         objects = self.results_bucket.arn_for_objects(
             f"{self.results_prefix}{self.run_name_stem}-*"
         )
-        starter = self._workflow(objects, sweep_seconds)
+        starter = (
+            self._workflow(objects, sweep_seconds)
+            if engine.job is None
+            else self._managed_workflow(engine.job, run, objects, sweep_seconds)
+        )
         self._start(starter, run, sweep_seconds)
         default_child = self._resource.node.default_child
         assert isinstance(default_child, CfnResource)
@@ -315,6 +329,7 @@ class EndpointBenchmark(Construct):
         }
         if load.open_loop:
             run["WorkerRateCapacity"] = engine.worker_rate_capacity
+        run.update(run_keys(workload.shape, protocol.prefix_aware_id))
         deployment = _deployment(self.endpoint, component)
         if deployment:
             run["Deployment"] = deployment
@@ -415,6 +430,29 @@ class EndpointBenchmark(Construct):
             depend_on_policy_only(function, function.role)
         depend_on_policy_only(self.state_machine, self.state_machine.role)
         self._acknowledge_findings(objects, advance, worker)
+        return starter
+
+    def _managed_workflow(
+        self, options: ManagedBenchmarkOptions, run: dict[str, Any], objects: str, seconds: int
+    ) -> lambda_.IFunction:
+        """The SageMaker AI benchmark job's resources (``managed_benchmark``) instead of the
+        Lambda workers'; returns the function that starts it."""
+        target = self.inference_component or self.endpoint
+        starter, self.state_machine = managed_benchmark.build(
+            self,
+            options,
+            run,
+            managed_benchmark.ManagedTarget(
+                grant_invoke=target.grant_invoke,
+                bucket=self.results_bucket,
+                objects=objects,
+                folder_pattern=f"{self.results_prefix}{self.run_name_stem}-*",
+                run_name_stem=self.run_name_stem,
+                definition_hash=self.definition_hash,
+            ),
+            placement=self._placement,
+            timeout=Duration.seconds(seconds + int(SIGNAL_MARGIN.to_seconds())),
+        )
         return starter
 
     def _start(self, starter: lambda_.IFunction, run: dict[str, Any], sweep_seconds: int) -> None:
@@ -820,6 +858,9 @@ def _plan_details(
         "KneeRule": load.knee_rule.describe(),
         "Gate": "; ".join(gates) or "none",
         "Workers": f"up to {bench.max_workers} in parallel "
-        f"({engine.worker_capacity} requests in flight each)",
+        f"({engine.worker_capacity} requests in flight each)"
+        if engine.job is None
+        else "a SageMaker AI benchmark job (AIPerf), polled every "
+        f"{int(engine.job.poll_interval.to_seconds())} s",
         "MaxDuration": f"{int(max_duration.to_seconds())} s",
     }

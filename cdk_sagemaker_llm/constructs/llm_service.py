@@ -47,7 +47,7 @@ from ..planning.decision import (
     decide,
 )
 from ..planning.performance import Workload
-from ..planning.recommend import PriceBasis, Slo
+from ..planning.recommend import PriceBasis, Risk, Slo
 from ..template_metadata import SERVICE
 from .autoscaling import ComponentScaling
 from .benchmark import EndpointBenchmark
@@ -104,6 +104,7 @@ class LlmService(Construct):
         prices: PriceList = DEFAULT_PRICE_LIST,
         price_basis: PriceBasis = PriceBasis.ON_DEMAND,
         calibration: Calibration | None = None,
+        risk: Risk = Risk.PESSIMISTIC,
         instance_type: InstanceType | None = None,
         tensor_parallel_degree: int | None = None,
         copies_per_instance: int | None = None,
@@ -145,6 +146,11 @@ class LlmService(Construct):
             than the image's is a ValidationError; of another model or accelerator only the
             engine- and hardware-level factors transfer, and a synth warning says so. Default
             the model's uncalibrated constants.
+        :param risk: which side of each prediction's band the layout is sized on:
+            ``Risk.PESSIMISTIC`` (default; the slowest cross-validated residual of the engine
+            profile, so no validation measurement would be under-provisioned) or
+            ``Risk.MEDIAN`` (cheaper; about half of deployments would be slower than
+            predicted). The reasoning says which side was used and what it costs.
         :param instance_type: override: serve on this type (it joins the candidates).
         :param tensor_parallel_degree: override: accelerators each copy is sharded over.
         :param copies_per_instance: override: copies on each instance; fewer than fit leaves
@@ -194,6 +200,7 @@ class LlmService(Construct):
             region=None if is_unresolved(region) else region,
             tgi=image.family.is_tgi,
             engine=serving_engine(image),
+            risk=risk,
         )
         self.decision: ServiceDecision = decide(
             request,

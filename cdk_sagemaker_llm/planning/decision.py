@@ -27,17 +27,28 @@ from ..catalog.model_specs import ModelSpec, Precision
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
 from ..errors import ValidationError, check_range
 from .calibration import AppliedCalibration, Calibration, EngineRelease
+from .engine_profiles import EngineProfile, resolve_profile
 from .performance import (
-    DEFAULT_EFFICIENCY,
     CopyModel,
     Efficiency,
     Layout,
     Workload,
     copy_limits,
+    efficiency_of,
     predict,
+    profile_model,
 )
 from .placement import head_divisibility_problem
-from .recommend import Option, PriceBasis, Recommendation, Slo, Traffic, recommend, unit_price
+from .recommend import (
+    Option,
+    PriceBasis,
+    Recommendation,
+    Risk,
+    Slo,
+    Traffic,
+    recommend,
+    unit_price,
+)
 
 HOST_MEMORY_SHARE = 0.5
 """Of a copy's share of host memory (its accelerators' share of the instance), the part its
@@ -113,10 +124,15 @@ class ServiceRequest:
     region: str | None = None
     tgi: bool = False
     """The engine batches by tokens (TGI) rather than by requests (LMI)."""
-    engine: EngineRelease | None = None
-    """The serving engine (the image's container family and release): a calibration of
-    another engine is a ValidationError, and one of a release outside the range is noted.
-    None: not stated (a calibration's engine is assumed, and the decision says so)."""
+    engine: EngineRelease | EngineProfile | None = None
+    """The serving engine (the image's container family and release): it chooses the engine
+    profile (``planning.engine_profiles``); a calibration of another engine is a
+    ValidationError, and one of a release outside the range is noted. A profile (the
+    ``recommend`` command's ``--engine tgi-1``) or None: that or the default profile, and a
+    calibration's engine is assumed (the decision says so)."""
+    risk: Risk = Risk.PESSIMISTIC
+    """The side of each prediction's band the layout is sized on (``recommend``'s ``risk``,
+    ``LlmService(risk=...)``); default the pessimistic side, as ``recommend``."""
 
 
 @dataclass(frozen=True)
@@ -410,7 +426,7 @@ def decide(
         predicted=decider.prediction(option),
         price_per_hour=option.price_per_hour,
         cost_per_million_tokens=option.cost_per_million_tokens,
-        reasoning=(decider.engine_reasoning(), *option.reasoning),
+        reasoning=(decider.engine_reasoning(option.layout.instance_type), *option.reasoning),
         alternatives=tuple(summary(o) for o in decider.recommendation.options if o is not option)[
             :MAX_ALTERNATIVES_RECORDED
         ],
@@ -448,6 +464,12 @@ class _Decider:
 
     # ----- calibration and engine --------------------------------------------------------
 
+    @property
+    def release(self) -> EngineRelease | None:
+        """The container release that serves, when the request states one."""
+        engine = self.request.engine
+        return engine if isinstance(engine, EngineRelease) else None
+
     def measured(self, instance_type: InstanceType) -> AppliedCalibration | None:
         """The calibration as it applies to the model on ``instance_type`` under the request's
         engine (``Calibration.applied_to``: only what transfers); None when uncalibrated.
@@ -457,28 +479,45 @@ class _Decider:
             return None
         found = self._applied.get(instance_type.name)
         if found is None:
-            found = request.calibration.applied_to(
-                request.spec, instance_type, engine=request.engine
-            )
+            found = request.calibration.applied_to(request.spec, instance_type, engine=self.release)
             self._applied[instance_type.name] = found
         return found
 
-    def efficiency_on(self, instance_type: InstanceType) -> Efficiency:
-        """The efficiency factors the predictions use on ``instance_type``."""
+    def efficiency_on(self, instance_type: InstanceType) -> Efficiency | None:
+        """The measured efficiency factors the predictions use on ``instance_type`` (None:
+        the engine profile's)."""
         applied = self.measured(instance_type)
-        return applied.efficiency if applied is not None else DEFAULT_EFFICIENCY
+        return applied.efficiency if applied is not None else None
 
-    def engine_reasoning(self) -> str:
-        """The serving engine the decision assumed, and what is not checked without it."""
+    def profile(self, instance_type: InstanceType) -> EngineProfile:
+        """The engine profile of the request's engine on ``instance_type``."""
+        return resolve_profile(self.request.engine, instance_type.is_neuron)
+
+    def engine_reasoning(self, instance_type: InstanceType) -> str:
+        """The serving engine the decision assumed, its profile on ``instance_type``, and what
+        is not checked without a container release."""
         engine = self.request.engine
+        profile = f"engine profile {self.profile(instance_type).name}"
+        if isinstance(engine, EngineProfile):
+            return (
+                f"serving engine: {profile} (named; no container release: a calibration's "
+                "engine is assumed, not checked)"
+            )
         if engine is None:
-            return "serving engine: not stated: a calibration's engine is assumed, not checked"
+            return (
+                f"serving engine: not stated, the default {profile}; a calibration's engine is "
+                "assumed, not checked"
+            )
         if engine.version is None:
             return (
-                f"serving engine: {engine.family}, release unknown (an image given by URI): a "
-                "calibration of another family is refused, its release range is not checked"
+                f"serving engine: {engine.family}, release unknown (an image given by URI), "
+                f"{profile}: a calibration of another family is refused, its release range is "
+                "not checked"
             )
-        return f"serving engine: {engine.describe()} (the image's container family and release)"
+        return (
+            f"serving engine: {engine.describe()} (the image's container family and release), "
+            f"{profile}"
+        )
 
     def calibration_change(self, decision: ServiceDecision) -> str:
         """The uncalibrated decision of the same request beside ``decision``, in one line."""
@@ -516,6 +555,7 @@ class _Decider:
             top=len(request.candidates) * 64,
             region=request.region,
             prices=request.prices,
+            risk=request.risk,
         )
         option = choose(
             self.recommendation,
@@ -593,6 +633,7 @@ class _Decider:
             precision=request.precision,
             calibration=self.measured(layout.instance_type),
             max_batch_size=option.max_batch_size,
+            engine=request.engine,
         ).levels[0]
         price = unit_price(layout.instance_type, self.request.prices, request.price_basis)
         hourly = None if price is None else price * count
@@ -646,12 +687,13 @@ class _Decider:
 
     def _copy_model(self, layout: Layout) -> CopyModel:
         request = self.request
-        return CopyModel(
+        return profile_model(
             request.spec,
             layout.instance_type,
             layout.tensor_parallel_degree,
             request.precision,
             request.workload,
+            self.profile(layout.instance_type),
             self.efficiency_on(layout.instance_type),
         )
 
@@ -745,6 +787,7 @@ class _Decider:
             precision=request.precision,
             calibration=self.measured(layout.instance_type),
             max_batch_size=batch,
+            engine=request.engine,
         ).levels[0]
         slo = request.slo
         broken = []
@@ -764,9 +807,19 @@ class _Decider:
         layout = option.layout
         peak = option.predicted.concurrency
         needed = max(1, math.ceil(peak / knee))
-        most = _override(
-            given, max(needed, layout.instance_count * layout.copies_per_instance), "derived"
-        )
+        fits = self.request.max_instance_count * layout.copies_per_instance
+        derived = max(needed, layout.instance_count * layout.copies_per_instance)
+        if given is None and derived > fits:
+            # The option serves the peak within the SLO on its instances; the knee asks for
+            # more copies than max_instance_count holds: cap there, and say so.
+            self.warn(
+                "max_instance_count",
+                f"the peak ({peak} in flight) would take {needed} copies at the knee "
+                f"({knee:g} per copy), more than max_instance_count holds ({fits}): max_copies "
+                f"is capped at {fits}, where the model predicts the SLO still holds",
+            )
+            derived = fits
+        most = _override(given, derived, "derived")
         if given is not None:
             check_range("max_copies", given, minimum=1)
             if given < needed:
@@ -852,9 +905,12 @@ def prediction_sources(request: ServiceRequest, layout: Layout) -> list[str]:
         f"model: {spec.name}, {spec.layers} layers, {spec.attention_heads} attention / "
         f"{spec.kv_heads} KV heads ({origin})"
     )
+    profile = resolve_profile(request.engine, instance.is_neuron)
+    lines.append(f"engine: {profile.describe()}")
     if request.calibration is not None:
         calibration = request.calibration
-        applied = calibration.applied_to(spec, instance, engine=request.engine)
+        release = request.engine if isinstance(request.engine, EngineRelease) else None
+        applied = calibration.applied_to(spec, instance, engine=release)
         engine = f" with {calibration.engine.describe()}" if calibration.engine else ""
         lines.append(
             f"efficiency: {applied.efficiency.describe()} (calibrated on {calibration.source}: "
@@ -868,8 +924,8 @@ def prediction_sources(request: ServiceRequest, layout: Layout) -> list[str]:
         )
     else:
         lines.append(
-            f"efficiency: {DEFAULT_EFFICIENCY.describe()} (uncalibrated defaults of the "
-            "performance model; calibrate with a deploy-time benchmark)"
+            f"efficiency: {efficiency_of(profile).describe()} (the {profile.name} profile, "
+            "fitted to published measurements; calibrate with a deploy-time benchmark)"
         )
     lines.append(f"price: {request.price_basis.value}; {request.prices.describe()}")
     return lines

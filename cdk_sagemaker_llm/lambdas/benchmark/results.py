@@ -154,7 +154,12 @@ def build_result(
         )
     max_concurrency = run["MaxConcurrency"] or None
     spec = payload_of(run)
-    target = {"endpoint_name": run["EndpointName"], "client": "EndpointBenchmark (Lambda workers)"}
+    client = (
+        "EndpointBenchmark (SageMaker AI benchmark job, AIPerf)"
+        if run.get("Managed")
+        else "EndpointBenchmark (Lambda workers)"
+    )
+    target = {"endpoint_name": run["EndpointName"], "client": client}
     if run["InferenceComponentName"]:
         target["inference_component"] = run["InferenceComponentName"]
     return BenchmarkResult(

@@ -35,6 +35,7 @@ from .events import (
     optional_number,
     string,
 )
+from .workload import check_engine, check_workload, shape_of
 
 # The limits EndpointBenchmark enforces at synth time (BenchmarkEngine.lambda_workers, the
 # workload's tokens), checked again here on the run the workflow carries; the levels' limits
@@ -51,7 +52,8 @@ RUN_KEYS = frozenset(
         "InferenceComponentName", "InputTokens", "OutputTokens", "Stream", "Format",
         "Concurrencies", "RequestsPerLevel", "WorkerCapacity", "Copies", "Rule", "Gate",
         "PricePerHour", "PriceSource", "Mode", "Rates", "Arrival", "Seed", "MaxConcurrency",
-        "WorkerRateCapacity", "Slo", "Search", "SearchResolution", "Deployment",
+        "WorkerRateCapacity", "Slo", "Search", "SearchResolution", "Workload", "PrefixAwareId",
+        "Engine", "Managed", "Deployment",
     }
 )  # fmt: skip
 DEPLOYMENT_KEYS = frozenset(
@@ -325,6 +327,8 @@ def check_run(run: Any, where: str = "Run") -> dict[str, Any]:
         "PriceSource": string(
             run.get("PriceSource", ""), f"{where}.PriceSource", max_length=300, allow_empty=True
         ),
+        **check_workload(run, where),
+        **check_engine(run, where),
     }
 
 
@@ -389,8 +393,10 @@ def results_key(run: Mapping[str, Any], name: str) -> str:
 def payload_of(run: Mapping[str, Any]) -> PayloadSpec:
     """The run's requests: its workload, sent by its protocol."""
     return PayloadSpec.of(
-        Workload(run["InputTokens"], run["OutputTokens"]),
-        RequestProtocol(PayloadFormat(run["Format"]), run["Stream"]),
+        Workload(run["InputTokens"], run["OutputTokens"], shape_of(run)),
+        RequestProtocol(
+            PayloadFormat(run["Format"]), run["Stream"], run.get("PrefixAwareId") or None
+        ),
     )
 
 
