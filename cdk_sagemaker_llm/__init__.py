@@ -17,8 +17,8 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .catalog.instance_types import Accelerator, AcceleratorKind, InstanceType
     from .catalog.model_specs import ModelSpec, Precision
     from .catalog.prices import DEFAULT_PRICE_LIST, PriceList
-    from .constructs.async_inference import (
-        AsyncInference,
+    from .constructs.async_inference import AsyncInference
+    from .constructs.async_scaling import (
         AsyncScaling,
         BacklogScaleFromZeroPolicy,
         BacklogTrackingPolicy,
@@ -65,7 +65,8 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
         QuantizationMethod,
         TechniqueKind,
     )
-    from .constructs.serverless import ServerlessConfig, ServerlessScaling
+    from .constructs.serverless import ServerlessConfig
+    from .constructs.serverless_scaling import ServerlessScaling
     from .constructs.serving_options import (
         DataType,
         LmiBackend,
@@ -99,10 +100,10 @@ _EXPORTS: dict[str, str] = {
     "AcceleratorKind": ".catalog.instance_types",
     "Arrival": ".benchmarking.arrivals",
     "AsyncInference": ".constructs.async_inference",
-    "AsyncScaling": ".constructs.async_inference",
+    "AsyncScaling": ".constructs.async_scaling",
     "AzBalanceEnforcement": ".constructs.component_options",
-    "BacklogScaleFromZeroPolicy": ".constructs.async_inference",
-    "BacklogTrackingPolicy": ".constructs.async_inference",
+    "BacklogScaleFromZeroPolicy": ".constructs.async_scaling",
+    "BacklogTrackingPolicy": ".constructs.async_scaling",
     "BenchmarkEngine": ".constructs.benchmark_options",
     "BenchmarkGate": ".constructs.benchmark_options",
     "BenchmarkLoad": ".benchmarking.load",
@@ -171,7 +172,7 @@ _EXPORTS: dict[str, str] = {
     "ScalingPolicy": ".constructs.autoscaling",
     "ScalingPolicyKind": ".constructs.autoscaling",
     "ServerlessConfig": ".constructs.serverless",
-    "ServerlessScaling": ".constructs.serverless",
+    "ServerlessScaling": ".constructs.serverless_scaling",
     "SizingReport": ".planning.sizing",
     "ServiceDecision": ".planning.decision",
     "Slo": ".planning.recommend",

@@ -131,6 +131,7 @@ def _run(routing: str, protocol: RequestProtocol) -> tuple[list, dict]:
         return sim.truth(), result.to_dict()
 
 
+@pytest.mark.timing
 def test_prefix_aware_routing_reuses_the_prefix_cache() -> None:
     """A shared-prefix workload against 4 instances with prefix caches: prefix-aware routing
     sends every request of a prefix to one instance, so all but each prefix's first request
@@ -159,6 +160,7 @@ def test_prefix_aware_routing_reuses_the_prefix_cache() -> None:
     assert spread_results["levels"][0]["p50_ttft_s"] > 0
 
 
+@pytest.mark.timing
 def test_the_header_is_part_of_the_routing_key() -> None:
     """Per the API reference, requests with the same prefix *and* the same PrefixAwareId go to
     the same instance: without the header, the prefix alone decides."""
@@ -195,6 +197,7 @@ def test_boto_client_sends_the_prefix_aware_id() -> None:
     )
 
 
+@pytest.mark.timing
 def test_trace_replay_sends_at_the_trace_timestamps(tmp_path: Path) -> None:
     records = [TraceRecord(0.05 * i, 8 + i, 2 + i % 3) for i in range(12)]
     workload = Workload.trace(records)
@@ -221,6 +224,7 @@ def test_trace_replay_sends_at_the_trace_timestamps(tmp_path: Path) -> None:
                       BenchmarkLoad.trace_replay(), warmup_requests=0)  # fmt: skip
 
 
+@pytest.mark.timing
 def test_cli_workload_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     trace = tmp_path / "trace.jsonl"
     trace.write_text(

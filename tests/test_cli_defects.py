@@ -71,7 +71,7 @@ def test_recommend_ranks_price_unknown_options_last_and_flags_them(
     result = recommend(
         ModelSpec.LLAMA_3_8B,
         Workload(512, 256),
-        Slo(max_ms_per_token=100),
+        Slo(max_ms_per_token=300),
         Traffic(concurrency=4),
         instance_types=[InstanceType.G6E_XLARGE, InstanceType.G5_2XLARGE],
         prices=prices,
@@ -81,7 +81,7 @@ def test_recommend_ranks_price_unknown_options_last_and_flags_them(
     # The catalog has no price for ml.p6e-gb200.36xlarge: far faster, yet listed after g5.
     argv = [
         "recommend", "--model", "llama-3-8b", "--input-tokens", "512", "--output-tokens",
-        "256", "--max-ms-per-token", "100", "--concurrency", "4", "--instance-types",
+        "256", "--max-ms-per-token", "300", "--concurrency", "4", "--instance-types",
         "ml.p6e-gb200.36xlarge,ml.g5.2xlarge",
     ]  # fmt: skip
     assert main(argv) == 0
@@ -98,7 +98,7 @@ def test_recommend_markdown_flags_an_unpriced_option(capsys: pytest.CaptureFixtu
     result = recommend(
         ModelSpec.LLAMA_3_8B,
         Workload(512, 256),
-        Slo(max_ms_per_token=100),
+        Slo(max_ms_per_token=300),
         Traffic(concurrency=4),
         instance_types=[InstanceType.G5_2XLARGE],
         prices=PriceList(as_of="2025-01-01", source="test", region="us-east-1", prices={}),

@@ -122,6 +122,7 @@ def test_malformed_workloads_are_rejected(overrides: dict[str, Any], message: st
         run_config(**overrides)
 
 
+@pytest.mark.timing
 def test_a_worker_sends_the_shared_prefix_workload_with_the_header() -> None:
     run = run_config(
         RequestsPerLevel=12, InputTokens=308, OutputTokens=6, PrefixAwareId="chat-app",

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import ValidationError, check_range, is_token
-from ..prop_types import typed_factory
+from ..prop_types import typed_factory, typed_props
 from .arrivals import Arrival
 from .engine import KneeRule
 from .goodput import DEFAULT_FRACTION, GoodputSlo
@@ -40,6 +40,7 @@ MAX_REQUESTS = 100_000
 DEFAULT_CONCURRENCIES = (1, 2, 4, 8, 16, 32)
 
 
+@typed_props
 @dataclass(frozen=True)
 class BenchmarkLoad:
     """The load of a benchmark (see the module docstring); build one with a factory."""

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from ..errors import ValidationError
+from ..errors import ValidationError, is_token, note_unchecked
 from ..planning.workload import Shape, Workload
 from ..prop_types import typed_props
 from .workloads import ShapedPrompts
@@ -117,6 +117,9 @@ def check_prefix_aware_id(prop: str, value: str | None) -> None:
     """A ``PrefixAwareId`` this library sends: 1 to 256 characters, letters, digits and
     ``-_.:`` (a conservative subset: the value travels in an HTTP header)."""
     if value is None:
+        return
+    if is_token(value):  # a deploy-time value: the service checks it
+        note_unchecked(prop, "its characters and length")
         return
     if not 1 <= len(value) <= 256 or not all(c.isascii() and (c.isalnum() or c in "-_.:")
                                              for c in value):  # fmt: skip

@@ -88,7 +88,7 @@ from .endpoint import Endpoint, IEndpoint, InferenceComponentEndpoint
 from .inference_component import IInferenceComponent, InferenceComponent
 from .managed_benchmark import ManagedBenchmarkOptions
 from .model import Model
-from .nag import acknowledge_wildcard_resources
+from .nag import acknowledge_key_grant, acknowledge_wildcard_resources
 from .validation import ValidationError, check_range, is_unresolved
 
 HANDLER_ASSET = HandlerAsset(
@@ -392,8 +392,13 @@ class EndpointBenchmark(Construct):
         )
         key = self.results_bucket.encryption_key
         if key is not None:
-            key.grant_encrypt_decrypt(worker)
-            key.grant_encrypt_decrypt(advance)
+            for function in (worker, advance):
+                key.grant_encrypt_decrypt(function)
+                acknowledge_key_grant(
+                    function,
+                    "Key.grant_encrypt_decrypt's action families on exactly the results "
+                    "bucket's key: the functions write and read SSE-KMS objects there",
+                )
         margin = int(SIGNAL_MARGIN.to_seconds())
         self.state_machine = self._state_machine(
             advance, worker, Duration.seconds(sweep_seconds + margin)

@@ -31,6 +31,7 @@ DEFAULT_WORKER_RATE_CAPACITY = 100.0
 error within the limits with headroom)."""
 
 
+@typed_props
 class BenchmarkResults:
     """Where a benchmark writes ``results.json``, ``chart.svg`` and the raw samples:
     ``BenchmarkResults.in_new_bucket()`` or ``BenchmarkResults.in_bucket(bucket)``."""
@@ -107,6 +108,7 @@ def _check_prefix(prop: str, prefix: str) -> None:
         )
 
 
+@typed_props
 class BenchmarkEngine:
     """What runs the load: ``BenchmarkEngine.lambda_workers(...)``, a Step Functions workflow
     of worker Lambdas, or ``BenchmarkEngine.managed(...)``, a SageMaker AI benchmark job (see

@@ -20,6 +20,7 @@ from ..catalog.containers import (
 )
 from ..catalog.registries import ecr_domain
 from ..planning.engine_profiles import EngineProfile, profile_for_image
+from ..prop_types import typed_props
 from .nag import acknowledge_wildcard_resources
 from .validation import ValidationError
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:  # annotations only: importing these costs synth time
     from aws_cdk import aws_ecr as ecr
 
 
+@typed_props
 class ContainerImage:
     """A serving container image for a SageMaker model or inference component.
 

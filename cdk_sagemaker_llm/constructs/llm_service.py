@@ -48,6 +48,7 @@ from ..planning.decision import (
 )
 from ..planning.performance import Workload
 from ..planning.recommend import PriceBasis, Risk, Slo
+from ..prop_types import typed_props
 from ..template_metadata import SERVICE
 from .autoscaling import ComponentScaling
 from .benchmark import EndpointBenchmark
@@ -69,6 +70,7 @@ SERVICE_FAMILIES = (ContainerFamily.LMI, ContainerFamily.LMI_TENSORRT_LLM, Conta
 MAX_SWEEP_LEVELS = 12
 
 
+@typed_props
 class LlmService(Construct):
     """A model served on an inference-component endpoint laid out from an SLO and traffic.
 
@@ -84,6 +86,9 @@ class LlmService(Construct):
 
     See the module documentation for what is decided and emitted.
     """
+
+    __synth_decision__ = "LlmService decides the layout from its numbers"
+    """Numbers given here decide at synth: a deploy-time token is refused (``typed_props``)."""
 
     def __init__(  # noqa: PLR0913 - known offender (issue 18 item 5): group the props
         self,

@@ -38,6 +38,7 @@ from ..catalog.containers import ContainerFamily
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
+from ..prop_types import typed_props
 from .performance import (
     DEFAULT_EFFICIENCY,
     CopyModel,
@@ -60,6 +61,7 @@ CALIBRATION_VERSION = 1
 _VERSION = re.compile(r"^\d+(\.\d+)*")
 
 
+@typed_props
 @dataclass(frozen=True)
 class EngineRelease:
     """The serving engine a benchmark measured: the container family (``ContainerFamily``
@@ -67,7 +69,9 @@ class EngineRelease:
     None when unknown)."""
 
     family: str
+    """The container family's value (``tgi``, ``lmi``, ``lmi-tensorrt-llm``)."""
     version: str | None = None
+    """The release (``3.3.6``); None when unknown."""
 
     def __post_init__(self) -> None:
         families = [f.value for f in ContainerFamily]
@@ -128,6 +132,7 @@ class EngineRelease:
     @staticmethod
     def from_dict(data: Any, where: str = "engine") -> EngineRelease:
         """Read ``{"family", "version"}`` (``release`` as in template metadata works too)."""
+        where = where or "engine"  # the prop the errors name
         if not isinstance(data, Mapping) or not isinstance(data.get("family"), str):
             raise ValidationError(
                 where,
@@ -149,25 +154,35 @@ class MeasuredLevel:
     ttft_ms: float | None
 
 
+@typed_props
 @dataclass(frozen=True)
 class Calibration:
     """Efficiency factors fitted to one benchmark of one model on one layout."""
 
     efficiency: Efficiency
+    """The fitted efficiency factors (memory bandwidth, compute, step overhead)."""
     model: str
+    """The benchmarked model's name."""
     instance_type: str
+    """The benchmarked instance type's name (``ml.g5.2xlarge``)."""
     tensor_parallel_degree: int
+    """Accelerators each benchmarked copy was sharded over."""
     copies: int
     """Copies the benchmarked endpoint had (instances x copies per instance)."""
     precision: str
+    """The benchmarked weights' precision (``fp16``)."""
     input_tokens: int
+    """Prompt tokens of the benchmark's requests."""
     output_tokens: int
+    """Generated tokens of the benchmark's requests."""
     concurrency_range: tuple[int, int]
     """Lowest and highest benchmarked concurrency, whole deployment."""
     levels: int
+    """Benchmark levels the fit used."""
     rms_error: float
     """Root-mean-square relative error of the fitted ms/token over the levels."""
     source: str = "results.json"
+    """Where the results came from (a path or an ``s3://`` URI)."""
     engine: EngineRelease | None = None
     """The serving engine measured; None for a fit made without it (``calibrate(...)``
     without ``engine=``), which ``applied_to`` cannot check."""
@@ -290,6 +305,7 @@ class Calibration:
     def from_dict(document: Any, *, where: str = "calibration") -> Calibration:
         """Read a calibration file's document (``to_dict``); a ValidationError naming the
         field otherwise."""
+        where = where or "calibration"  # the prop the errors name
         if not isinstance(document, Mapping) or document.get("format") != CALIBRATION_FORMAT:
             raise ValidationError(
                 where,

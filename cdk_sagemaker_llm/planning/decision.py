@@ -26,6 +26,7 @@ from ..catalog.instance_types import CATALOG, InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
 from ..errors import ValidationError, check_range
+from ..prop_types import typed_props
 from .calibration import AppliedCalibration, Calibration, EngineRelease
 from .engine_profiles import EngineProfile, resolve_profile
 from .performance import (
@@ -63,6 +64,7 @@ MAX_ALTERNATIVES_RECORDED = 3
 # ----- What is asked -----------------------------------------------------------------------------
 
 
+@typed_props
 @dataclass(frozen=True)
 class ExpectedTraffic:
     """The traffic the service must carry: its peak, and the least it sees (what it keeps).
@@ -70,6 +72,9 @@ class ExpectedTraffic:
     Build it with ``ExpectedTraffic.requests_per_second(peak, minimum=...)`` or
     ``ExpectedTraffic.concurrency(peak, minimum=...)``.
     """
+
+    __synth_decision__ = "LlmService sizes the copies and instances from the traffic"
+    """Numbers given here decide at synth: a deploy-time token is refused (``typed_props``)."""
 
     peak: Traffic
     """The most traffic, served within the SLO at the most copies."""
@@ -242,6 +247,7 @@ class DecisionWarning:
     message: str
 
 
+@typed_props
 @dataclass(frozen=True)
 class ServiceDecision:
     """What an ``LlmService`` deploys and why: decided by ``decide``, rendered by the
@@ -252,18 +258,29 @@ class ServiceDecision:
     layout: Layout
     """Instance type, tensor-parallel degree, copies per instance and instances at the peak."""
     serving: ServingSettings
+    """The serving settings rendered into the container (batch limit, longest sequence)."""
     scaling: ScalingBounds
+    """The copy and instance bounds autoscaling keeps."""
     min_memory_per_copy_mib: int
+    """Host memory each copy reserves, MiB."""
     choices: Mapping[str, Choice]
     """Every decided value and its source (the metadata's ``choices``)."""
     predicted: Prediction
+    """The performance model's figures for the layout at the traffic."""
     price_per_hour: float | None
+    """Price per hour of the layout at its most instances; None when unpriced."""
     cost_per_million_tokens: float | None
+    """Cost per 1M output tokens at the peak traffic; None when unpriced."""
     reasoning: tuple[str, ...]
+    """Why this layout, one line each."""
     alternatives: tuple[str, ...]
+    """The next-best layouts, described."""
     rejected: tuple[str, ...]
+    """Layouts rejected, with why (the first few)."""
     rejected_count: int
+    """How many layouts were rejected in all."""
     warnings: tuple[DecisionWarning, ...] = ()
+    """Overrides the model predicts break the SLO, and other warnings."""
     calibration_notes: tuple[str, ...] = ()
     """What of the calibration did not transfer to this model, engine or hardware, and what was
     assumed (``AppliedCalibration.warnings`` on the chosen instance type; synth warnings)."""

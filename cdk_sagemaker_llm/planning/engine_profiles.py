@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from ..catalog.containers import ContainerFamily, version_tuple
 from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
+from ..prop_types import typed_props
 
 PROFILE_NAMES = (
     "tgi-1",
@@ -166,18 +167,25 @@ class FittedRange:
     sources: tuple[str, ...]
 
 
+@typed_props
 @dataclass(frozen=True)
 class EngineProfile:
     """One serving-engine generation's constants (see the module docstring)."""
 
     name: str
+    """The profile's name (``tgi-1``, ``lmi-vllm-v1`` ...): its JSON file's stem."""
     engine: str
+    """The engine and versions it covers, in words."""
     description: str
+    """What the profile models and how it was made."""
     provenance: tuple[Mapping[str, str], ...]
     """Where the constants come from: source, date, engine version, hardware."""
     memory_bandwidth: float
+    """Fraction of peak memory bandwidth decode reaches."""
     decode_compute: float
+    """Fraction of peak dense FLOPS large decode batches reach."""
     prefill_compute: float
+    """Fraction of peak dense FLOPS prefill reaches."""
     base_overhead_ms: float
     """Fixed per-step cost (scheduler, sampling, launches), ms."""
     per_layer_ms: float
@@ -190,12 +198,15 @@ class EngineProfile:
     all_reduce_scale: float
     """Multiplier on the all-reduce transfer time (1.0 = nccl-tests bandwidth)."""
     batching: Batching
+    """How the engine limits its batch, with its documented defaults."""
     kernels: Mapping[str, KernelSpeed]
     """Precision value (``int4``, ``int8``, ``fp8``) -> kernel speed."""
     residuals: Residuals
+    """Cross-validated residual quantiles of the profile's predictions (the bands)."""
     fitted: FittedRange | None
     """None: the profile is a prior, not fitted to measurements."""
     raw: Mapping[str, Any] = field(repr=False, compare=False, default_factory=dict)
+    """The JSON document the profile was read from."""
 
     def step_overhead_ms(self, layers: int, tensor_parallel_degree: int) -> float:
         """Fixed cost of one forward step, ms: base + per layer x layers + (per extra rank +

@@ -23,6 +23,7 @@ from ..catalog.instance_types import CATALOG, InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
 from ..errors import ValidationError
+from ..prop_types import typed_props
 from .calibration import Calibration, EngineRelease
 from .engine_profiles import Band, ContainerRelease, EngineProfile, resolve_profile
 from .performance import (
@@ -48,10 +49,14 @@ from .performance import (
 from .placement import GB, MIN_KV_HEADROOM_BYTES, head_divisibility_problem, host_memory_problem
 
 
+@typed_props
 @dataclass(frozen=True)
 class Slo:
     """The latency a deployment must meet: a per-token limit, a time-to-first-token limit, or
     both (at least one). ``Slo(max_ttft_ms=2000)`` is a TTFT-only SLO."""
+
+    __synth_decision__ = "The SLO ranks the layouts (LlmService, recommend)"
+    """Numbers given here decide at synth: a deploy-time token is refused (``typed_props``)."""
 
     max_ms_per_token: float = math.inf
     """Per-token latency limit (end-to-end latency / output tokens), ms. Default: none
@@ -129,6 +134,7 @@ class Traffic:
         return f"{self.concurrency} concurrent requests"
 
 
+@typed_props
 class Risk(Enum):
     """Which side of a prediction's band ``recommend`` sizes on."""
 

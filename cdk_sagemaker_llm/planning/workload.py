@@ -166,6 +166,9 @@ class Workload:
         Workload(input_tokens=512, output_tokens=256)
     """
 
+    __synth_decision__ = "The workload sizes the requests and the performance prediction"
+    """Numbers given here decide at synth: a deploy-time token is refused (``typed_props``)."""
+
     input_tokens: int
     """Prompt tokens of each request (a benchmark sends synthetic prompts of this length); for a
     shape, the mean over its requests."""
