@@ -341,9 +341,41 @@ def test_bad_calibration_files_are_clear_errors(
     assert "--calibration" in capsys.readouterr().err
 
 
+def test_a_custom_model_benchmarked_by_the_stack_calibrates_without_model(
+    tmp_path: Path, s3: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The run carries the model's architecture (EndpointBenchmark's Run.Deployment.ModelSpec,
+    numbers as CloudFormation sends them: strings); results.json's deployment section has it
+    typed again, and `calibrate` fits a ModelSpec.custom model with no --model."""
+    custom = ModelSpec.custom(
+        "my-7b",
+        parameters=SPEC.parameters,
+        layers=SPEC.layers,
+        attention_heads=SPEC.attention_heads,
+        kv_heads=SPEC.kv_heads,
+        head_dim=SPEC.head_dim,
+        max_context=SPEC.max_context,
+    )
+    as_sent = {key: str(value) for key, value in custom.to_metadata().items()}
+    uri = _write(s3, {**DEPLOYMENT, "Model": "my-7b", "ModelSpec": as_sent})
+    key = uri.removeprefix(f"s3://{BUCKET}/")
+    results = json.loads(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+    assert ModelSpec.from_metadata(results["deployment"]["model_spec"]) == custom
+    assert results["deployment"]["model_spec"]["layers"] == SPEC.layers  # typed again
+    out = tmp_path / "calibration.json"
+    assert main(["calibrate", uri, "--out", str(out)]) == 0
+    calibration = Calibration.from_file(out)
+    assert (calibration.model, calibration.layers) == ("my-7b", SPEC.layers)
+    assert calibration.efficiency.memory_bandwidth == pytest.approx(0.45, abs=0.03)
+
+
 @pytest.mark.parametrize(
     ("deployment", "message"),
     [
+        ({"ModelSpec": {"name": "m", "layers": "0"}}, "Run.Deployment.ModelSpec.layers"),
+        ({"ModelSpec": {"name": "m", "layers": 2}}, "Run.Deployment.ModelSpec: missing"),
+        ({"ModelSpec": {"name": "m", "vocab": 2}}, "unknown properties"),
+        ({"ModelSpec": "llama"}, "Run.Deployment.ModelSpec: expected an object"),
         ({"Injected": "x"}, "unknown properties"),
         ({"TensorParallelDegree": "0"}, "Run.Deployment.TensorParallelDegree"),
         ({"Model": 7}, "Run.Deployment.Model"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +11,7 @@ from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec
 from cdk_sagemaker_llm.cli import main
 from cdk_sagemaker_llm.errors import ValidationError
+from cdk_sagemaker_llm.planning.calibration import Calibration, EngineRelease
 from cdk_sagemaker_llm.planning.decision import (
     ExpectedTraffic,
     Overrides,
@@ -17,7 +19,7 @@ from cdk_sagemaker_llm.planning.decision import (
     ServiceRequest,
     decide,
 )
-from cdk_sagemaker_llm.planning.performance import Workload
+from cdk_sagemaker_llm.planning.performance import Efficiency, Workload
 from cdk_sagemaker_llm.planning.recommend import Risk, Slo, recommend
 
 CANDIDATES = [InstanceType.G5_2XLARGE, InstanceType.G5_12XLARGE, InstanceType.G6E_2XLARGE]
@@ -29,6 +31,7 @@ REQUEST = ServiceRequest(
     candidates=CANDIDATES,
     max_instance_count=4,
     region="us-west-2",
+    risk=Risk.MEDIAN,  # the pessimistic default meets no 50 ms/token on these candidates
 )
 
 
@@ -43,7 +46,7 @@ def test_the_decision_is_recommends_first_option_with_serving_and_scaling() -> N
         max_instance_count=4,
         top=1000,
         region="us-west-2",
-        risk=Risk.MEDIAN,  # a ServiceRequest's default until LlmService(risk=...) is wired
+        risk=Risk.MEDIAN,  # as REQUEST
     ).options[0]
     assert decision.option == first
     assert decision.layout == first.layout
@@ -54,7 +57,11 @@ def test_the_decision_is_recommends_first_option_with_serving_and_scaling() -> N
     assert 1 <= scaling.min_copies <= scaling.max_copies
     assert scaling.target_concurrency_per_copy == first.knee_concurrency_per_copy
     assert scaling.max_instances <= REQUEST.max_instance_count
-    assert decision.reasoning == tuple(first.reasoning)
+    assert decision.reasoning[1:] == tuple(first.reasoning)
+    assert decision.reasoning[0] == (
+        "serving engine: not stated, the default engine profile lmi-vllm-v1; a calibration's "
+        "engine is assumed, not checked"
+    )
     assert decision.choices["instance_type"].source == "recommended"
 
 
@@ -105,7 +112,10 @@ def test_recommend_command_shows_the_same_decision(capsys: pytest.CaptureFixture
     data = json.loads(capsys.readouterr().out)
     expected = decide(
         ServiceRequest(
-            **{**REQUEST.__dict__, "traffic": ExpectedTraffic.requests_per_second(4)},
+            **{
+                **REQUEST.__dict__,
+                "traffic": ExpectedTraffic.requests_per_second(4),
+            },
         )
     )
     assert data["decision"]["choices"] == expected.to_metadata()["choices"]
@@ -129,3 +139,69 @@ def test_a_custom_model_is_cited_as_given_not_as_a_catalog_entry() -> None:
     request = ServiceRequest(**{**REQUEST.__dict__, "spec": custom})
     (model,) = [s for s in decide(request).predicted.sources if s.startswith("model:")]
     assert model.endswith("(given with ModelSpec.custom)")
+
+
+def test_recommend_command_decides_with_the_calibration_as_applied(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Calibrated on an A10G, recommended on an L40S: the printed decision predicts with the
+    factors that transfer (the per-step overhead), not the raw fitted ones, and says so."""
+    calibration = Calibration(
+        efficiency=Efficiency(
+            memory_bandwidth=0.4, decode_compute=0.3, prefill_compute=0.3, step_overhead_ms=12.0
+        ),
+        model="llama-3-8b",
+        instance_type="ml.g5.2xlarge",
+        tensor_parallel_degree=1,
+        copies=1,
+        precision="fp16",
+        input_tokens=512,
+        output_tokens=256,
+        concurrency_range=(1, 32),
+        levels=6,
+        rms_error=0.04,
+        engine=EngineRelease("lmi", "0.31.0"),
+        accelerator="NVIDIA A10G",
+    )
+    calibration.to_file(tmp_path / "calibration.json")
+    argv = [
+        "recommend", "--model", "llama-3-8b", "--input-tokens", "512", "--output-tokens", "256",
+        "--max-ms-per-token", "50", "--requests-per-second", "4",
+        "--instance-types", "ml.g6e.2xlarge", "--max-instance-count", "4",
+        "--calibration", str(tmp_path / "calibration.json"), "--engine", "lmi:0.31.0",
+        "--risk", "median",
+    ]  # fmt: skip
+    assert main([*argv, "--format", "json"]) == 0
+    decision = json.loads(capsys.readouterr().out)["decision"]
+    (efficiency,) = [s for s in decision["sources"] if s.startswith("efficiency:")]
+    assert efficiency.startswith("efficiency: memory bandwidth 75% of peak")
+    assert "12 ms per-step overhead" in efficiency  # the engine-level factor transfers
+    assert any(
+        "only the engine-level per-step overhead" in n for n in decision["calibration_notes"]
+    )
+    assert decision["calibration_change"].startswith(("changed the decision", "kept the layout"))
+    assert decision["reasoning"][0].startswith("serving engine: lmi 0.31.0")
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "- calibration: calibrated on NVIDIA A10G, applied to NVIDIA L40S" in out
+
+
+def test_a_knee_asking_more_copies_than_the_instances_hold_caps_max_copies_with_a_warning() -> None:
+    """The option serves the peak within the SLO on its instances; copies at the knee would
+    need more than max_instance_count: max_copies stops there and a warning names
+    max_instance_count (it was an error blaming max_copies, which the user never set)."""
+    request = ServiceRequest(
+        **{
+            **REQUEST.__dict__,
+            "traffic": ExpectedTraffic.requests_per_second(8, minimum=1),
+            "candidates": [InstanceType.G6E_2XLARGE],
+            "max_instance_count": 2,
+            "engine": EngineRelease("lmi", "0.31.0"),
+        }
+    )
+    decision = decide(request)
+    assert decision.scaling.max_copies == 2 == decision.scaling.max_instances
+    assert decision.choices["max_copies"].source == "derived"
+    (warning,) = decision.warnings
+    assert warning.prop == "max_instance_count"
+    assert "capped at 2" in warning.message

@@ -27,6 +27,7 @@ from cdk_sagemaker_llm import (
     Workload,
 )
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
+from cdk_sagemaker_llm.catalog.model_specs import ModelSpec
 from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST
 from cdk_sagemaker_llm.constructs.autoscaling import ComponentScaling
 from cdk_sagemaker_llm.constructs.benchmark import asset_hash
@@ -326,6 +327,7 @@ def test_the_price_of_an_instance_endpoint_is_derived_from_its_variant() -> None
     ]
     assert run["Deployment"] == {
         "Model": "llama-3-8b",
+        "ModelSpec": ModelSpec.LLAMA_3_8B.to_metadata(),
         "EngineFamily": "lmi",
         "EngineVersion": "0.31.0",
         "InstanceType": "ml.g5.2xlarge",
@@ -342,6 +344,8 @@ def test_the_run_states_what_it_benchmarks_for_calibration(
     deployment = resource["Properties"]["Run"]["Deployment"]
     assert deployment == {
         "Model": "llama-3-8b",
+        # the architecture, so that `calibrate` needs no --model for a ModelSpec.custom
+        "ModelSpec": ModelSpec.LLAMA_3_8B.to_metadata(),
         "EngineFamily": "lmi",
         "EngineVersion": "0.31.0",
         "InstanceType": "ml.g5.12xlarge",
@@ -358,6 +362,7 @@ def test_the_run_states_what_it_benchmarks_for_calibration(
     assert section is not None
     assert section["engine"] == {"family": "lmi", "version": "0.31.0"}
     assert section["tensor_parallel_degree"] == 1
+    assert section["model_spec"] == ModelSpec.LLAMA_3_8B.to_metadata()
 
 
 def test_the_chat_completions_schema_reaches_the_workers() -> None:

@@ -27,7 +27,8 @@ from cdk_sagemaker_llm.constructs.optimization_job import (
 )
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.plan import build_plan, render_json, render_markdown
-from cdk_sagemaker_llm.planning.performance import Workload
+from cdk_sagemaker_llm.planning.calibration import Calibration, EngineRelease
+from cdk_sagemaker_llm.planning.performance import Efficiency, Workload
 from cdk_sagemaker_llm.planning.recommend import Option, Risk, Slo, recommend
 from cdk_sagemaker_llm.template_metadata import SERVICE
 
@@ -50,7 +51,7 @@ def service(
     **overrides: Any,
 ) -> LlmService:
     props: dict[str, Any] = {
-        "image": ContainerImage.lmi("0.31.0"),
+        "image": ContainerImage.lmi("0.33.0"),
         "source": ModelSource.from_hugging_face(LLAMA),
         "input_tokens": WORKLOAD.input_tokens,
         "output_tokens": WORKLOAD.output_tokens,
@@ -58,6 +59,9 @@ def service(
         "traffic": traffic or ExpectedTraffic.requests_per_second(4, minimum=0.5),
         "instance_types": CANDIDATES,
         "max_instance_count": 4,
+        # Sized at the median unless a test says otherwise: these tests check the mechanics
+        # (the pessimistic default meets no 50 ms/token on these candidates).
+        "risk": Risk.MEDIAN,
         **overrides,
     }
     return LlmService(stack or new_stack(), "Service", **props)
@@ -74,7 +78,8 @@ def expected_option(traffic: ExpectedTraffic, **filters: Any) -> Option:
         max_instance_count=4,
         top=1000,
         region="us-west-2",  # the test stacks' region: the price note says so
-        risk=Risk.MEDIAN,  # a ServiceRequest's default until LlmService(risk=...) is wired
+        engine=EngineRelease("lmi", "0.33.0"),  # the service's image
+        risk=Risk.MEDIAN,  # as service() (LlmService's default is pessimistic)
     )
     options = [
         o
@@ -160,7 +165,7 @@ def test_emits_the_recommended_layout(traffic: ExpectedTraffic) -> None:
 
 def test_more_traffic_gets_more_copies_and_the_minimum_follows_the_least_traffic() -> None:
     quiet = service(traffic=ExpectedTraffic.concurrency(4, minimum=1))
-    busy = service(traffic=ExpectedTraffic.concurrency(200, minimum=100))
+    busy = service(traffic=ExpectedTraffic.concurrency(200, minimum=100), max_instance_count=8)
     assert busy.max_copies * busy.option.knee_concurrency_per_copy >= 200
     assert busy.max_copies > quiet.max_copies
     assert quiet.min_copies == 1
@@ -337,7 +342,7 @@ def test_an_instance_type_that_cannot_serve_is_an_error_naming_it() -> None:
         LlmService(
             new_stack(),
             "Service",
-            image=ContainerImage.lmi("0.31.0"),
+            image=ContainerImage.lmi("0.33.0"),
             source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-70B-Instruct"),
             input_tokens=512,
             output_tokens=256,
@@ -345,6 +350,7 @@ def test_an_instance_type_that_cannot_serve_is_an_error_naming_it() -> None:
             traffic=ExpectedTraffic.concurrency(4),
             instance_types=[InstanceType.G5_2XLARGE, InstanceType.P4D_24XLARGE],
             instance_type=InstanceType.G5_2XLARGE,
+            risk=Risk.MEDIAN,  # p4d serves at the median: the override alone is at fault
         )
     assert raised.value.prop == "instance_type"
     assert raised.value.value == "ml.g5.2xlarge"
@@ -452,7 +458,13 @@ def test_the_decision_is_recorded_with_its_reasoning_and_predicted_figures() -> 
     assert decision["predicted"]["ms_per_token"] == round(option.predicted.ms_per_token, 2)
     assert decision["predicted"]["knee_concurrency_per_copy"] == option.knee_concurrency_per_copy
     assert decision["price_per_hour"] == round(option.price_per_hour or 0, 4)
-    assert decision["reasoning"] == list(option.reasoning) and decision["reasoning"]
+    assert decision["reasoning"][1:] == list(option.reasoning) and option.reasoning
+    assert decision["reasoning"][0] == (
+        "serving engine: lmi 0.33.0 (the image's container family and release), engine "
+        "profile lmi-vllm-v1"
+    )
+    assert decision["calibration"] == "uncalibrated"
+    assert "calibration_notes" not in decision and "calibration_change" not in decision
     assert decision["rejected_count"] == len(built.recommendation.rejected)
     assert decision["choices"]["max_model_len"] == {"value": 768, "source": "derived"}
     assert DEFAULT_PRICE_LIST.as_of in decision["prices"]
@@ -484,3 +496,152 @@ def test_plan_shows_the_decision_beside_the_cost(tmp_path: Path) -> None:
     data = json.loads(render_json(plan))
     (component_data,) = data["stacks"][0]["endpoints"][0]["components"]
     assert component_data["decision"]["choices"]["max_model_len"]["value"] == 768
+
+
+# ----- calibration: the engine, what transfers, what changed ------------------------------------
+
+SLOW = Efficiency(
+    memory_bandwidth=0.5, decode_compute=0.4, prefill_compute=0.4, step_overhead_ms=6.0
+)
+"""A server slower than the uncalibrated defaults (75 % bandwidth, 2 ms per step)."""
+ON_G5 = {
+    "instance_types": [InstanceType.G5_2XLARGE],
+    "max_instance_count": 16,
+    "slo": Slo(max_ms_per_token=80, max_ttft_ms=2000),
+}
+"""One candidate, room to add instances, and an SLO both the defaults and SLOW can meet."""
+
+
+def measured(
+    model: str = "llama-3-8b", engine: EngineRelease | None = None, **changes: Any
+) -> Calibration:
+    """A calibration of a slower server than the defaults (a deploy-time benchmark's fit)."""
+    return Calibration(
+        efficiency=SLOW,
+        model=model,
+        instance_type="ml.g5.2xlarge",
+        tensor_parallel_degree=1,
+        copies=1,
+        precision="fp16",
+        input_tokens=512,
+        output_tokens=256,
+        concurrency_range=(1, 32),
+        levels=6,
+        rms_error=0.04,
+        source="s3://bench/llama/results.json",
+        engine=engine or EngineRelease("lmi", "0.33.0"),
+        accelerator="NVIDIA A10G",
+        layers=32,
+        **changes,
+    )
+
+
+def test_a_calibration_of_another_engine_is_an_error_naming_calibration() -> None:
+    with pytest.raises(ValidationError) as caught:
+        service(calibration=measured(engine=EngineRelease("tgi", "3.3.6")))
+    error = caught.value
+    assert error.prop == "calibration"
+    assert "tgi 3.3.6" in str(error) and "lmi 0.33.0" in str(error)
+    assert "calibrate" in error.fix
+
+
+def test_the_service_passes_its_images_engine() -> None:
+    built = service(calibration=measured(engine=EngineRelease("lmi", "0.33.0")), **ON_G5)
+    assert built.decision.reasoning[0] == (
+        "serving engine: lmi 0.33.0 (the image's container family and release), engine "
+        "profile lmi-vllm-v1"
+    )
+    # the same engine and hardware: everything transfers, nothing to warn about
+    assert built.decision.calibration_notes == ()
+    Annotations.from_stack(cdk.Stack.of(built)).has_no_warning(
+        "*", Match.string_like_regexp("calibration")
+    )
+
+
+def test_a_calibration_of_another_model_warns_that_only_engine_and_hardware_transfer() -> None:
+    built = service(calibration=measured(model="llama-2-7b"))
+    warnings = Annotations.from_stack(cdk.Stack.of(built)).find_warning(
+        "*", Match.string_like_regexp("calibrated on llama-2-7b, applied to llama-3-8b")
+    )
+    assert len(warnings) == 1
+    text = str(warnings[0].entry.data)
+    assert "only the engine- and hardware-level factors transfer" in text
+    assert built.decision.calibration_notes
+
+
+def test_predictions_use_the_calibration_as_applied_to_the_chosen_hardware() -> None:
+    calibration = measured()
+    built = service(calibration=calibration, instance_types=[InstanceType.G6E_2XLARGE])
+    # calibrated on an A10G, served on an L40S: only the per-step overhead transfers
+    (source,) = [s for s in built.decision.predicted.sources if s.startswith("efficiency:")]
+    assert source.startswith(
+        "efficiency: memory bandwidth 75% of peak, decode compute 50%, prefill compute 60%, "
+        "6 ms per-step overhead (calibrated on s3://bench/llama/results.json: llama-3-8b"
+    )
+    assert any(
+        "only the engine-level per-step overhead" in n for n in built.decision.calibration_notes
+    )
+
+
+def _synth(tmp_path: Path, name: str, **props: Any) -> tuple[LlmService, str]:
+    out = tmp_path / name
+    app = cdk.App(outdir=str(out), context=CDK_CONTEXT)
+    stack = cdk.Stack(app, "Svc", env=cdk.Environment(region="us-west-2"))
+    built = service(stack, **ON_G5, **props)
+    app.synth()
+    return built, render_markdown(build_plan(out))
+
+
+def test_a_calibration_file_re_decides_on_the_next_synth_and_plan_shows_the_change(
+    tmp_path: Path,
+) -> None:
+    measured().to_file(tmp_path / "calibration.json")
+    before, _ = _synth(tmp_path, "uncalibrated")
+    after, markdown = _synth(
+        tmp_path, "calibrated", calibration=Calibration.from_file(tmp_path / "calibration.json")
+    )
+    # slower measured figures: more instances for the same traffic
+    assert after.decision.layout.instance_count > before.decision.layout.instance_count
+    assert after.decision.scaling.max_instances > before.decision.scaling.max_instances
+    change = after.decision.calibration_change
+    assert change is not None and change.startswith("changed the decision: uncalibrated ")
+    assert f"{before.decision.layout.instance_count} x ml.g5.2xlarge" in change
+    assert f"{after.decision.layout.instance_count} x ml.g5.2xlarge" in change
+    assert "calibrated on s3://bench/llama/results.json: llama-3-8b with lmi 0.33.0" in markdown
+    assert change in markdown
+    assert before.decision.calibration_change is None
+
+
+# ----- risk: which side of the band ---------------------------------------------------------------
+
+
+def test_the_service_sizes_on_the_pessimistic_side_by_default_and_says_what_it_costs() -> None:
+    props: dict[str, Any] = {
+        "instance_types": [InstanceType.G5_12XLARGE],
+        "slo": Slo(max_ms_per_token=80, max_ttft_ms=2000),
+        "max_instance_count": 8,
+    }
+    stack = new_stack()
+    default = LlmService(
+        stack,
+        "Default",
+        image=ContainerImage.lmi("0.33.0"),
+        source=ModelSource.from_hugging_face(LLAMA),
+        input_tokens=WORKLOAD.input_tokens,
+        output_tokens=WORKLOAD.output_tokens,
+        traffic=ExpectedTraffic.requests_per_second(4, minimum=0.5),
+        **props,
+    )
+    median = service(**props)
+    assert default.option.risk is Risk.PESSIMISTIC and median.option.risk is Risk.MEDIAN
+    sides = [line for line in default.decision.reasoning if line.startswith("sized ")]
+    assert sides and sides[0].startswith("sized on the pessimistic side of the band")
+    assert "at the median" in sides[0] and "instance(s)" in sides[0]  # what it costs
+    assert any(
+        line.startswith("sized at the median of the band") for line in median.decision.reasoning
+    )
+    assert default.option.layout.instance_count >= median.option.layout.instance_count
+    (recorded,) = [
+        line for line in decision_of(template_of(default))["reasoning"] if line.startswith("sized ")
+    ]
+    assert recorded == sides[0]

@@ -27,7 +27,8 @@ from cdk_sagemaker_llm.constructs.endpoint_metrics import EndpointMetrics
 from cdk_sagemaker_llm.constructs.images import ContainerImage
 from cdk_sagemaker_llm.constructs.model import Model
 from cdk_sagemaker_llm.constructs.model_source import ModelSource
-from cdk_sagemaker_llm.constructs.serverless import ServerlessConfig, ServerlessScaling
+from cdk_sagemaker_llm.constructs.serverless import ServerlessConfig
+from cdk_sagemaker_llm.constructs.serverless_scaling import ServerlessScaling
 from cdk_sagemaker_llm.constructs.serving_options import LmiOptions, TgiOptions
 from cdk_sagemaker_llm.plan import EndpointPlan, build_plan, render_json, render_markdown
 

@@ -12,8 +12,9 @@ from typing import Any
 from ..catalog.instance_types import InstanceType
 from ..catalog.prices import DEFAULT_PRICE_LIST
 from ..errors import ValidationError
-from ..planning.calibration import Calibration
+from ..planning.calibration import Calibration, EngineRelease
 from ..planning.decision import ExpectedTraffic, ServiceDecision, ServiceRequest, decide
+from ..planning.engine_profiles import EngineProfile
 from ..planning.performance import Workload
 from ..planning.recommend import PriceBasis, Recommendation, Risk, Slo, Traffic, recommend
 from .calibrate import add_calibration_arguments, load_calibration
@@ -92,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
             )
         spec = model_spec(args)
         calibration = load_calibration(args.calibration)
+        engine = engine_choice(args.engine)
         candidates = (
             [InstanceType.of(name.strip()) for name in args.instance_types.split(",") if name]
             if args.instance_types
@@ -110,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
             region=args.region,
             max_batch_size=args.max_batch_size,
             calibration=calibration,
-            engine=engine_choice(args.engine),
+            engine=engine,
             risk=Risk(args.risk),
         )
     except ValidationError as error:
@@ -119,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     for line in result.assumptions:
         if line.startswith("calibration: "):
             print(f"warning: {line.removeprefix('calibration: ')}", file=sys.stderr)
-    decision = _decision(args, spec, result, calibration)
+    decision = _decision(args, spec, result, calibration, engine)
     if args.format == "json":
         data = result.to_dict()
         if decision is not None:
@@ -142,9 +144,11 @@ def _decision(
     spec: Any,
     result: Recommendation,
     calibration: Calibration | None = None,
+    engine: EngineRelease | EngineProfile | None = None,
 ) -> ServiceDecision | None:
     """What ``LlmService`` would deploy from the first option: the same ``ServiceDecision``
-    (serving options, scaling bounds and target, sources)."""
+    (serving options, scaling bounds and target, sources), with the calibration as it applies
+    to that option's hardware under ``engine``."""
     if not result.options:
         return None
     first = result.options[0].layout.instance_type
@@ -160,6 +164,7 @@ def _decision(
         price_basis=PriceBasis(args.price_basis),
         region=args.region,
         calibration=calibration,
+        engine=engine,
         risk=Risk(args.risk),
     )
     return decide(request, recommendation=result)
@@ -236,6 +241,8 @@ def _decision_lines(decision: ServiceDecision) -> list[str]:
         f"{scaling.min_instances}-{scaling.max_instances} instances, target "
         f"{scaling.target_concurrency_per_copy:g} in flight per copy",
         *(f"- source: {line}" for line in decision.predicted.sources),
+        *(f"- calibration: {line}" for line in decision.calibration_notes),
+        *([f"- calibration {decision.calibration_change}"] if decision.calibration_change else []),
         "",
         "</details>",
     ]

@@ -699,7 +699,8 @@ def _copies(copies: int | None, endpoint: IEndpoint, component: IInferenceCompon
 
 def _deployment(endpoint: IEndpoint, component: IInferenceComponent | None) -> dict[str, Any]:
     """What the sweep measures, for ``results.json``'s ``deployment`` section (the key
-    ``cdk-sagemaker-llm calibrate`` files a calibration under): the model, the serving engine
+    ``cdk-sagemaker-llm calibrate`` files a calibration under): the model and its architecture
+    (``ModelSpec.to_metadata()``, what ``calibrate`` fits a custom model to), the serving engine
     (container family and release), the instance type, the accelerators per copy and the
     precision, as far as the target's constructs state them (empty for imported targets)."""
     model: object = None
@@ -722,6 +723,8 @@ def _deployment(endpoint: IEndpoint, component: IInferenceComponent | None) -> d
     degree = degree or facts.tensor_parallel_degree
     found: dict[str, Any] = {
         "Model": model.spec.name if model.spec is not None else None,
+        # The architecture too, so that `calibrate` needs no --model for a ModelSpec.custom.
+        "ModelSpec": model.spec.to_metadata() if model.spec is not None else None,
         "EngineFamily": model.image.family.value,
         "EngineVersion": model.image.release,
         "InstanceType": instance_type.name,

@@ -35,7 +35,7 @@ from ..catalog.containers import ContainerFamily
 from ..catalog.instance_types import CATALOG, InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
-from ..planning.calibration import Calibration
+from ..planning.calibration import Calibration, EngineRelease
 from ..planning.decision import (
     HOST_MEMORY_SHARE,
     TGI_DEFAULT_PREFILL_TOKENS,
@@ -47,7 +47,7 @@ from ..planning.decision import (
     decide,
 )
 from ..planning.performance import Workload
-from ..planning.recommend import PriceBasis, Slo
+from ..planning.recommend import PriceBasis, Risk, Slo
 from ..prop_types import typed_props
 from ..template_metadata import SERVICE
 from .autoscaling import ComponentScaling
@@ -108,6 +108,7 @@ class LlmService(Construct):
         prices: PriceList = DEFAULT_PRICE_LIST,
         price_basis: PriceBasis = PriceBasis.ON_DEMAND,
         calibration: Calibration | None = None,
+        risk: Risk = Risk.PESSIMISTIC,
         instance_type: InstanceType | None = None,
         tensor_parallel_degree: int | None = None,
         copies_per_instance: int | None = None,
@@ -143,8 +144,17 @@ class LlmService(Construct):
             FP8 for an FP8 one, else FP16.
         :param prices: prices that rank the options; default the library's list.
         :param price_basis: on-demand or 1-year savings plan prices; default on-demand.
-        :param calibration: efficiency factors fitted from a benchmark's results; default the
-            model's uncalibrated constants.
+        :param calibration: efficiency factors fitted from a deploy-time benchmark
+            (``Calibration.from_file("calibration.json")``, written by ``cdk-sagemaker-llm
+            calibrate``); the next synth re-decides with them. A calibration of another engine
+            than the image's is a ValidationError; of another model or accelerator only the
+            engine- and hardware-level factors transfer, and a synth warning says so. Default
+            the model's uncalibrated constants.
+        :param risk: which side of each prediction's band the layout is sized on:
+            ``Risk.PESSIMISTIC`` (default; the slowest cross-validated residual of the engine
+            profile, so no validation measurement would be under-provisioned) or
+            ``Risk.MEDIAN`` (cheaper; about half of deployments would be slower than
+            predicted). The reasoning says which side was used and what it costs.
         :param instance_type: override: serve on this type (it joins the candidates).
         :param tensor_parallel_degree: override: accelerators each copy is sharded over.
         :param copies_per_instance: override: copies on each instance; fewer than fit leaves
@@ -193,6 +203,8 @@ class LlmService(Construct):
             calibration=calibration,
             region=None if is_unresolved(region) else region,
             tgi=image.family.is_tgi,
+            engine=serving_engine(image),
+            risk=risk,
         )
         self.decision: ServiceDecision = decide(
             request,
@@ -255,10 +267,16 @@ class LlmService(Construct):
         self.component.resource.add_metadata(SERVICE, self.decision.to_metadata())
 
     def _annotate_warnings(self) -> None:
-        """Each override the model predicts will hurt becomes a synth warning naming it."""
+        """Each override the model predicts will hurt becomes a synth warning naming it, and
+        each part of the calibration that did not transfer (another model or accelerator, an
+        assumed engine) a warning naming ``calibration``."""
         for warning in self.decision.warnings:
             Annotations.of(self).add_warning_v2(
                 f"cdk-sagemaker-llm:service-{warning.prop}", warning.message
+            )
+        for index, note in enumerate(self.decision.calibration_notes):
+            Annotations.of(self).add_warning_v2(
+                f"cdk-sagemaker-llm:service-calibration-{index}", f"calibration: {note}"
             )
 
     def _render_model(
@@ -394,6 +412,13 @@ def _image_and_source(
             "endpoint by hand with Model and InferenceComponent",
         )
     return image, source
+
+
+def serving_engine(image: ContainerImage) -> EngineRelease:
+    """The engine ``image`` serves with, the key a calibration is checked against: its
+    container family and release (release None for an image given by URI, whose tag the
+    catalog does not read, e.g. an optimization job's recommended image)."""
+    return EngineRelease(image.family.value, image.release)
 
 
 def _spec(spec: ModelSpec | None, source: ModelSource) -> ModelSpec:

@@ -204,9 +204,10 @@ def _decision_rows(metadata: dict[str, Any]) -> list[str]:
                 f"{goal.get('model')} ({goal.get('precision')}), {goal.get('workload')}",
                 f"SLO {goal.get('slo')}; {goal.get('traffic')}",
                 f"candidates: {', '.join(goal.get('candidates') or [])}",
-                f"{goal.get('calibration')} model; {goal.get('prices')}",
+                f"prices: {goal.get('prices')}",
             ],
         ),
+        _row("Calibration", _calibration_lines(decision)),
         _row("Service decision", [choice(name) for name in sorted(decision.choices)]),
         _row(
             "Predicted",
@@ -230,6 +231,18 @@ def _decision_rows(metadata: dict[str, Any]) -> list[str]:
             _row("Override warnings", [f"⚠️ {warning.message}" for warning in decision.warnings])
         )
     return rows
+
+
+def _calibration_lines(decision: ServiceDecision) -> list[str]:
+    """Where the efficiency factors come from, what did not transfer, and what the calibration
+    changed against the uncalibrated decision."""
+    source = str(decision.goal.get("calibration") or "uncalibrated")
+    if source == "uncalibrated":
+        return ["none: the performance model's uncalibrated defaults"]
+    lines = [source, *(f"⚠️ {note}" for note in decision.calibration_notes)]
+    if decision.calibration_change:
+        lines.append(decision.calibration_change)
+    return lines
 
 
 def _custom_markdown(title: str, resources: list[CustomResourcePlan]) -> list[str]:

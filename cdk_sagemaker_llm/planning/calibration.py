@@ -411,6 +411,11 @@ class Calibration:
             ]
         if engine is not None and engine != self.engine:
             assert self.engine is not None
+            if engine.version is None:
+                return [
+                    f"the target's {engine.family} release is unknown; assumed within the "
+                    f"calibrated {self.engine.describe()}'s compatible range"
+                ]
             return [
                 f"calibrated on {self.engine.describe()}, applied to {engine.describe()} "
                 "(same compatible release range)"

@@ -27,16 +27,17 @@ from ..catalog.model_specs import ModelSpec, Precision
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
 from ..errors import ValidationError, check_range
 from ..prop_types import typed_props
-from .calibration import Calibration
-from .engine_profiles import resolve_profile
+from .calibration import AppliedCalibration, Calibration, EngineRelease
+from .engine_profiles import EngineProfile, resolve_profile
 from .performance import (
-    DEFAULT_EFFICIENCY,
     CopyModel,
+    Efficiency,
     Layout,
     Workload,
     copy_limits,
     efficiency_of,
     predict,
+    profile_model,
 )
 from .placement import head_divisibility_problem
 from .recommend import (
@@ -128,10 +129,15 @@ class ServiceRequest:
     region: str | None = None
     tgi: bool = False
     """The engine batches by tokens (TGI) rather than by requests (LMI)."""
-    risk: Risk = Risk.MEDIAN
-    """The side of each prediction's band the layout is sized on (``recommend``'s ``risk``).
-    The median until ``LlmService(risk=...)`` is wired; ``recommend`` itself defaults to
-    ``Risk.PESSIMISTIC``."""
+    engine: EngineRelease | EngineProfile | None = None
+    """The serving engine (the image's container family and release): it chooses the engine
+    profile (``planning.engine_profiles``); a calibration of another engine is a
+    ValidationError, and one of a release outside the range is noted. A profile (the
+    ``recommend`` command's ``--engine tgi-1``) or None: that or the default profile, and a
+    calibration's engine is assumed (the decision says so)."""
+    risk: Risk = Risk.PESSIMISTIC
+    """The side of each prediction's band the layout is sized on (``recommend``'s ``risk``,
+    ``LlmService(risk=...)``); default the pessimistic side, as ``recommend``."""
 
 
 @dataclass(frozen=True)
@@ -275,13 +281,20 @@ class ServiceDecision:
     """How many layouts were rejected in all."""
     warnings: tuple[DecisionWarning, ...] = ()
     """Overrides the model predicts break the SLO, and other warnings."""
+    calibration_notes: tuple[str, ...] = ()
+    """What of the calibration did not transfer to this model, engine or hardware, and what was
+    assumed (``AppliedCalibration.warnings`` on the chosen instance type; synth warnings)."""
+    calibration_change: str | None = None
+    """The uncalibrated decision beside this one: what the calibration changed (None:
+    uncalibrated)."""
     option: Option | None = field(default=None, compare=False, repr=False)
     """The recommendation's option served (None when read back from metadata)."""
     recommendation: Recommendation | None = field(default=None, compare=False, repr=False)
     """Every option and rejection (None when read back from metadata)."""
 
     def to_metadata(self) -> dict[str, Any]:
-        """The JSON-ready record under ``template_metadata.SERVICE``."""
+        """The JSON-ready record under ``template_metadata.SERVICE`` (``calibration_notes``
+        and ``calibration_change`` only when calibrated)."""
         return {
             **self.goal,
             "choices": {
@@ -296,6 +309,14 @@ class ServiceDecision:
             "rejected": list(self.rejected),
             "rejected_count": self.rejected_count,
             "warnings": [warning.message for warning in self.warnings],
+            **(
+                {
+                    "calibration_notes": list(self.calibration_notes),
+                    "calibration_change": self.calibration_change,
+                }
+                if self.calibration_change is not None
+                else {}
+            ),
             "sources": list(self.predicted.sources),
         }
 
@@ -366,6 +387,10 @@ class ServiceDecision:
             rejected=tuple(str(line) for line in data.get("rejected") or ()),
             rejected_count=int(data.get("rejected_count") or len(data.get("rejected") or ())),
             warnings=tuple(DecisionWarning("", str(w)) for w in data.get("warnings") or ()),
+            calibration_notes=tuple(str(line) for line in data.get("calibration_notes") or ()),
+            calibration_change=None
+            if data.get("calibration_change") is None
+            else str(data["calibration_change"]),
         )
 
 
@@ -408,7 +433,7 @@ def decide(
     choices.update(decider.layout_choices(option))
     memory = decider.memory(option.layout)
     choices["min_memory_per_copy_mib"] = memory
-    return ServiceDecision(
+    decision = ServiceDecision(
         goal=decider.goal(),
         layout=option.layout,
         serving=serving,
@@ -418,7 +443,7 @@ def decide(
         predicted=decider.prediction(option),
         price_per_hour=option.price_per_hour,
         cost_per_million_tokens=option.cost_per_million_tokens,
-        reasoning=tuple(option.reasoning),
+        reasoning=(decider.engine_reasoning(option.layout.instance_type), *option.reasoning),
         alternatives=tuple(summary(o) for o in decider.recommendation.options if o is not option)[
             :MAX_ALTERNATIVES_RECORDED
         ],
@@ -431,6 +456,14 @@ def decide(
         option=option,
         recommendation=decider.recommendation,
     )
+    if request.calibration is None:
+        return decision
+    applied = decider.measured(decision.layout.instance_type)
+    return replace(
+        decision,
+        calibration_notes=tuple(applied.warnings if applied is not None else ()),
+        calibration_change=decider.calibration_change(decision),
+    )
 
 
 class _Decider:
@@ -440,13 +473,83 @@ class _Decider:
         self.request = request
         self.overrides = overrides
         self.warnings: list[DecisionWarning] = []
-        self.efficiency = (
-            request.calibration.efficiency if request.calibration is not None else None
-        ) or DEFAULT_EFFICIENCY
+        self._applied: dict[str, AppliedCalibration] = {}
         self.recommendation = Recommendation([], [])
 
     def warn(self, prop: str, message: str) -> None:
         self.warnings.append(DecisionWarning(prop, message))
+
+    # ----- calibration and engine --------------------------------------------------------
+
+    @property
+    def release(self) -> EngineRelease | None:
+        """The container release that serves, when the request states one."""
+        engine = self.request.engine
+        return engine if isinstance(engine, EngineRelease) else None
+
+    def measured(self, instance_type: InstanceType) -> AppliedCalibration | None:
+        """The calibration as it applies to the model on ``instance_type`` under the request's
+        engine (``Calibration.applied_to``: only what transfers); None when uncalibrated.
+        Another engine than the calibrated one is a ValidationError naming ``calibration``."""
+        request = self.request
+        if request.calibration is None:
+            return None
+        found = self._applied.get(instance_type.name)
+        if found is None:
+            found = request.calibration.applied_to(request.spec, instance_type, engine=self.release)
+            self._applied[instance_type.name] = found
+        return found
+
+    def efficiency_on(self, instance_type: InstanceType) -> Efficiency | None:
+        """The measured efficiency factors the predictions use on ``instance_type`` (None:
+        the engine profile's)."""
+        applied = self.measured(instance_type)
+        return applied.efficiency if applied is not None else None
+
+    def profile(self, instance_type: InstanceType) -> EngineProfile:
+        """The engine profile of the request's engine on ``instance_type``."""
+        return resolve_profile(self.request.engine, instance_type.is_neuron)
+
+    def engine_reasoning(self, instance_type: InstanceType) -> str:
+        """The serving engine the decision assumed, its profile on ``instance_type``, and what
+        is not checked without a container release."""
+        engine = self.request.engine
+        profile = f"engine profile {self.profile(instance_type).name}"
+        if isinstance(engine, EngineProfile):
+            return (
+                f"serving engine: {profile} (named; no container release: a calibration's "
+                "engine is assumed, not checked)"
+            )
+        if engine is None:
+            return (
+                f"serving engine: not stated, the default {profile}; a calibration's engine is "
+                "assumed, not checked"
+            )
+        if engine.version is None:
+            return (
+                f"serving engine: {engine.family}, release unknown (an image given by URI), "
+                f"{profile}: a calibration of another family is refused, its release range is "
+                "not checked"
+            )
+        return (
+            f"serving engine: {engine.describe()} (the image's container family and release), "
+            f"{profile}"
+        )
+
+    def calibration_change(self, decision: ServiceDecision) -> str:
+        """The uncalibrated decision of the same request beside ``decision``, in one line."""
+        after = _outline(decision)
+        try:
+            uncalibrated = decide(replace(self.request, calibration=None), self.overrides)
+        except ValidationError as error:
+            return (
+                f"changed the decision: uncalibrated, no layout ({error.problem}); calibrated "
+                f"{after}"
+            )
+        before = _outline(uncalibrated)
+        if _shape(uncalibrated) == _shape(decision):
+            return f"kept the layout: uncalibrated {before}; calibrated {after}"
+        return f"changed the decision: uncalibrated {before}; calibrated {after}"
 
     # ----- layout ------------------------------------------------------------------------
 
@@ -465,6 +568,7 @@ class _Decider:
             max_instance_count=request.max_instance_count,
             price_basis=request.price_basis,
             calibration=request.calibration,
+            engine=request.engine,
             top=len(request.candidates) * 64,
             region=request.region,
             prices=request.prices,
@@ -544,8 +648,9 @@ class _Decider:
             request.workload,
             [option.predicted.concurrency],
             precision=request.precision,
-            calibration=request.calibration,
+            calibration=self.measured(layout.instance_type),
             max_batch_size=option.max_batch_size,
+            engine=request.engine,
         ).levels[0]
         price = unit_price(layout.instance_type, self.request.prices, request.price_basis)
         hourly = None if price is None else price * count
@@ -599,13 +704,14 @@ class _Decider:
 
     def _copy_model(self, layout: Layout) -> CopyModel:
         request = self.request
-        return CopyModel(
+        return profile_model(
             request.spec,
             layout.instance_type,
             layout.tensor_parallel_degree,
             request.precision,
             request.workload,
-            self.efficiency,
+            self.profile(layout.instance_type),
+            self.efficiency_on(layout.instance_type),
         )
 
     def _check_batch(self, layout: Layout, batch: int) -> None:
@@ -696,8 +802,9 @@ class _Decider:
             request.workload,
             [level],
             precision=request.precision,
-            calibration=request.calibration,
+            calibration=self.measured(layout.instance_type),
             max_batch_size=batch,
+            engine=request.engine,
         ).levels[0]
         slo = request.slo
         broken = []
@@ -717,9 +824,19 @@ class _Decider:
         layout = option.layout
         peak = option.predicted.concurrency
         needed = max(1, math.ceil(peak / knee))
-        most = _override(
-            given, max(needed, layout.instance_count * layout.copies_per_instance), "derived"
-        )
+        fits = self.request.max_instance_count * layout.copies_per_instance
+        derived = max(needed, layout.instance_count * layout.copies_per_instance)
+        if given is None and derived > fits:
+            # The option serves the peak within the SLO on its instances; the knee asks for
+            # more copies than max_instance_count holds: cap there, and say so.
+            self.warn(
+                "max_instance_count",
+                f"the peak ({peak} in flight) would take {needed} copies at the knee "
+                f"({knee:g} per copy), more than max_instance_count holds ({fits}): max_copies "
+                f"is capped at {fits}, where the model predicts the SLO still holds",
+            )
+            derived = fits
+        most = _override(given, derived, "derived")
         if given is not None:
             check_range("max_copies", given, minimum=1)
             if given < needed:
@@ -763,7 +880,9 @@ class _Decider:
             "traffic": request.traffic.describe(),
             "candidates": [t.name for t in request.candidates],
             "prices": f"{request.price_basis.value}; {prices.describe()}",
-            "calibration": "calibrated" if request.calibration is not None else "uncalibrated",
+            "calibration": request.calibration.describe()
+            if request.calibration is not None
+            else "uncalibrated",
         }
 
     def prediction(self, option: Option) -> Prediction:
@@ -803,10 +922,23 @@ def prediction_sources(request: ServiceRequest, layout: Layout) -> list[str]:
         f"model: {spec.name}, {spec.layers} layers, {spec.attention_heads} attention / "
         f"{spec.kv_heads} KV heads ({origin})"
     )
-    profile = resolve_profile(None, instance.is_neuron)
+    profile = resolve_profile(request.engine, instance.is_neuron)
     lines.append(f"engine: {profile.describe()}")
     if request.calibration is not None:
-        lines.append(f"efficiency: {request.calibration.describe()}")
+        calibration = request.calibration
+        release = request.engine if isinstance(request.engine, EngineRelease) else None
+        applied = calibration.applied_to(spec, instance, engine=release)
+        engine = f" with {calibration.engine.describe()}" if calibration.engine else ""
+        lines.append(
+            f"efficiency: {applied.efficiency.describe()} (calibrated on {calibration.source}: "
+            f"{calibration.model}{engine} on {calibration.instance_type} "
+            f"TP{calibration.tensor_parallel_degree}; "
+            + (
+                "every factor applies here)"
+                if not applied.warnings
+                else "as it applies here, see the calibration notes)"
+            )
+        )
     else:
         lines.append(
             f"efficiency: {efficiency_of(profile).describe()} (the {profile.name} profile, "
@@ -916,6 +1048,33 @@ def summary(option: Option) -> str:
         f"{layout.instance_count} x {layout.instance_type.name}, TP{layout.tensor_parallel_degree}"
         f" x {layout.copies_per_instance} copies: {price}, "
         f"{option.predicted.ms_per_token:.1f} ms/token"
+    )
+
+
+def _shape(decision: ServiceDecision) -> tuple[Any, ...]:
+    """What a decision deploys: the layout at the peak and the scaling bounds."""
+    layout, scaling = decision.layout, decision.scaling
+    return (
+        layout.instance_type.name,
+        layout.tensor_parallel_degree,
+        layout.copies_per_instance,
+        layout.instance_count,
+        scaling.min_instances,
+        scaling.max_instances,
+    )
+
+
+def _outline(decision: ServiceDecision) -> str:
+    """``3 x ml.g5.2xlarge TP1 x 1 copies at the peak (1-3 instances), $4.23/h, 41.2
+    ms/token``: a decision in one line, to compare with another."""
+    layout, scaling = decision.layout, decision.scaling
+    price = decision.price_per_hour
+    return (
+        f"{layout.instance_count} x {layout.instance_type.name} TP{layout.tensor_parallel_degree}"
+        f" x {layout.copies_per_instance} copies at the peak ({scaling.min_instances}-"
+        f"{scaling.max_instances} instances), "
+        + ("no price" if price is None else f"${price:,.2f}/h")
+        + f", {decision.predicted.ms_per_token:.1f} ms/token predicted"
     )
 
 

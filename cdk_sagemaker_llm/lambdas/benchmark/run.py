@@ -57,11 +57,18 @@ RUN_KEYS = frozenset(
     }
 )  # fmt: skip
 DEPLOYMENT_KEYS = frozenset(
-    {"Model", "EngineFamily", "EngineVersion", "InstanceType", "TensorParallelDegree",
-     "CopiesPerInstance", "Precision"}
+    {"Model", "ModelSpec", "EngineFamily", "EngineVersion", "InstanceType",
+     "TensorParallelDegree", "CopiesPerInstance", "Precision"}
 )  # fmt: skip
 """What was benchmarked (optional): written to results.json's ``deployment`` section, the key
 ``cdk-sagemaker-llm calibrate`` files a calibration under."""
+MODEL_SPEC_INTEGERS = {
+    "layers": 10_000, "attentionHeads": 100_000, "kvHeads": 100_000, "headDim": 100_000,
+    "maxContext": 100_000_000, "experts": 100_000, "expertsPerToken": 100_000,
+}  # fmt: skip
+"""``ModelSpec.to_metadata()``'s integer fields and their upper bounds (a sanity limit)."""
+MODEL_SPEC_NUMBERS = ("parameters", "activeParameters")
+MODEL_SPEC_KEYS = frozenset({"name", *MODEL_SPEC_INTEGERS, *MODEL_SPEC_NUMBERS})
 RULE_KEYS = frozenset({"MinGainPerDoubling", "SloMsPerToken", "MaxErrorRate"})
 GATE_KEYS = frozenset(
     {"MaxP50MsPerToken", "MinKneeConcurrency", "MinOutputTokensPerS", "MinSustainableRate"}
@@ -181,6 +188,33 @@ def _deployment(raw: Any, where: str) -> dict[str, Any]:
     for key in ("TensorParallelDegree", "CopiesPerInstance"):
         if raw.get(key) not in (None, ""):
             checked[key] = integer(raw[key], f"{where}.{key}", 1, 1024)
+    if raw.get("ModelSpec") not in (None, ""):
+        checked["ModelSpec"] = _model_spec(raw["ModelSpec"], f"{where}.ModelSpec")
+    return checked
+
+
+def _model_spec(raw: Any, where: str) -> dict[str, Any]:
+    """The benchmarked model's architecture (``ModelSpec.to_metadata()``), checked and with its
+    numbers typed again (CloudFormation sends them as strings)."""
+    if not isinstance(raw, Mapping):
+        raise EventError(f"{where}: expected an object")
+    known(raw, MODEL_SPEC_KEYS, where)
+    checked: dict[str, Any] = {
+        "name": string(field(raw, "name", where), f"{where}.name", max_length=200)
+    }
+    for key, high in MODEL_SPEC_INTEGERS.items():
+        if raw.get(key) not in (None, ""):
+            checked[key] = integer(raw[key], f"{where}.{key}", 1, high)
+    for key in MODEL_SPEC_NUMBERS:
+        if raw.get(key) not in (None, ""):
+            checked[key] = number(raw[key], f"{where}.{key}", 1, 1e15)
+    missing = sorted(
+        key
+        for key in ("parameters", "layers", "attentionHeads", "kvHeads", "headDim", "maxContext")
+        if key not in checked
+    )
+    if missing:
+        raise EventError(f"{where}: missing {', '.join(missing)}")
     return checked
 
 
@@ -192,6 +226,7 @@ def deployment_section(run: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
     section: dict[str, Any] = {
         "model": deployment.get("Model"),
+        "model_spec": deployment.get("ModelSpec"),
         "engine": {
             "family": deployment["EngineFamily"],
             "version": deployment.get("EngineVersion"),
