@@ -83,7 +83,11 @@ def _levels(efficiency: Efficiency, concurrencies: list[int]) -> list[dict[str, 
             requests_per_s=tput / LOAD.output_tokens, p50_ttft_s=ttft / 1000,
         )  # fmt: skip
         records.append(
-            {"Level": level.to_dict(), "Distribution": {"concurrency": c, "workers": 0}, "FirstError": None}
+            {
+                "Level": level.to_dict(),
+                "Distribution": {"concurrency": c, "workers": 0},
+                "FirstError": None,
+            }
         )
     return records
 
