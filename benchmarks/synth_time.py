@@ -1,18 +1,22 @@
 """Synthesis weight: resources emitted and whole-process synth time, library vs plain L1.
 
-    .venv/bin/python benchmarks/synth_time.py [--runs 7]
+    .venv/bin/python benchmarks/synth_time.py [--runs 7] [--sets 1,20,60] [--before DIR]
 
-Runs ``benchmarks/synth/library_app.py`` (one model + inference-component endpoint +
-component built with the library) and ``benchmarks/synth/l1_app.py`` (the same SageMaker
+Runs ``benchmarks/synth/library_app.py`` (N model + inference-component endpoint +
+component sets built with the library) and ``benchmarks/synth/l1_app.py`` (the same SageMaker
 resources written with L1 constructs and inline-policy roles) alternately, each as a whole
-``python`` process as ``cdk synth`` runs ``app.py``, and prints the median wall time and the
-resources per type of each template.
+``python`` process as ``cdk synth`` runs ``app.py``, at each number of sets, and prints the
+median wall time, the per-set cost (the median's slope from the smallest size) and the
+resources per type of each template. Alternating library and L1 runs spreads a busy
+machine's noise over both alike. ``--before DIR`` adds a third app, the library from another
+source tree (e.g. ``git archive <commit> | tar -x -C DIR``), run in the same alternation.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -25,10 +29,13 @@ HERE = Path(__file__).resolve().parent
 APPS = {"library": HERE / "synth" / "library_app.py", "plain L1": HERE / "synth" / "l1_app.py"}
 
 
-def run(app: Path) -> tuple[float, Counter[str]]:
+def run(app: Path, sets: int, source: str | None = None) -> tuple[float, Counter[str]]:
+    env = dict(os.environ, PYTHONPATH=source) if source else None
     with tempfile.TemporaryDirectory() as outdir:
         start = time.perf_counter()
-        subprocess.run([sys.executable, str(app), outdir], check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, str(app), outdir, str(sets)], check=True, capture_output=True, env=env
+        )
         elapsed = time.perf_counter() - start
         (template_file,) = Path(outdir).glob("*.template.json")
         resources = json.loads(template_file.read_text())["Resources"]
@@ -39,22 +46,38 @@ def run(app: Path) -> tuple[float, Counter[str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--sets", default="1,20,60", help="comma-separated numbers of sets")
+    parser.add_argument("--before", help="source tree of the library to compare with")
     args = parser.parse_args()
-    times: dict[str, list[float]] = {name: [] for name in APPS}
-    types: dict[str, Counter[str]] = {}
+    sizes = [int(n) for n in args.sets.split(",")]
+    apps: dict[str, tuple[Path, str | None]] = {name: (app, None) for name, app in APPS.items()}
+    if args.before:
+        apps["before"] = (APPS["library"], str(Path(args.before).resolve()))
+    times: dict[tuple[str, int], list[float]] = {(n, k): [] for n in apps for k in sizes}
+    types: dict[tuple[str, int], Counter[str]] = {}
     for _ in range(args.runs):
-        for name, app in APPS.items():
-            elapsed, types[name] = run(app)
-            times[name].append(elapsed)
-    baseline = statistics.median(times["plain L1"])
-    print(f"{'app':10} {'median s':>9} {'min s':>7} {'vs L1':>7} {'resources':>9}  by type")
-    for name in APPS:
-        median = statistics.median(times[name])
-        counts = ", ".join(f"{t.split('::', 1)[1]} {n}" for t, n in sorted(types[name].items()))
-        print(
-            f"{name:10} {median:9.2f} {min(times[name]):7.2f} {median / baseline - 1:+7.0%} "
-            f"{sum(types[name].values()):9d}  {counts}"
-        )
+        for sets in sizes:
+            for name, (app, source) in apps.items():
+                elapsed, types[name, sets] = run(app, sets, source)
+                times[name, sets].append(elapsed)
+    print(
+        f"{'app':10} {'sets':>4} {'median s':>9} {'min s':>7} {'vs L1':>7} {'ms/set':>7} "
+        f"{'resources':>9}  by type"
+    )
+    for sets in sizes:
+        baseline = statistics.median(times["plain L1", sets])
+        for name in apps:
+            median = statistics.median(times[name, sets])
+            first = statistics.median(times[name, sizes[0]])
+            per_set = (median - first) / (sets - sizes[0]) * 1e3 if sets != sizes[0] else 0.0
+            counts = ", ".join(
+                f"{t.split('::', 1)[1]} {n}" for t, n in sorted(types[name, sets].items())
+            )
+            print(
+                f"{name:10} {sets:4d} {median:9.2f} {min(times[name, sets]):7.2f} "
+                f"{median / baseline - 1:+7.0%} {per_set:7.0f} "
+                f"{sum(types[name, sets].values()):9d}  {counts}"
+            )
 
 
 if __name__ == "__main__":

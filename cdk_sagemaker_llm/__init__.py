@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__
+
 if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .benchmarking import GoodputSlo, KneeRule
     from .benchmarking.arrivals import Arrival
@@ -15,8 +17,8 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .catalog.instance_types import Accelerator, AcceleratorKind, InstanceType
     from .catalog.model_specs import ModelSpec, Precision
     from .catalog.prices import DEFAULT_PRICE_LIST, PriceList
-    from .constructs.async_inference import (
-        AsyncInference,
+    from .constructs.async_inference import AsyncInference
+    from .constructs.async_scaling import (
         AsyncScaling,
         BacklogScaleFromZeroPolicy,
         BacklogTrackingPolicy,
@@ -53,7 +55,7 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .constructs.images import ContainerImage
     from .constructs.inference_component import InferenceComponent, InferenceComponentBase
     from .constructs.interfaces import IEndpoint, IInferenceComponent
-    from .constructs.llm_service import ExpectedTraffic, LlmService
+    from .constructs.llm_service import LlmService
     from .constructs.model import Model, ModelBase
     from .constructs.model_source import ModelSource, ModelSourceKind
     from .constructs.optimization_job import (
@@ -63,7 +65,8 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
         QuantizationMethod,
         TechniqueKind,
     )
-    from .constructs.serverless import ServerlessConfig, ServerlessScaling
+    from .constructs.serverless import ServerlessConfig
+    from .constructs.serverless_scaling import ServerlessScaling
     from .constructs.serving_options import (
         DataType,
         LmiBackend,
@@ -85,7 +88,10 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     )
     from .errors import ValidationError
     from .planning import sizing
-    from .planning.recommend import PriceBasis, Slo
+    from .planning.calibration import Calibration, EngineRelease
+    from .planning.decision import ExpectedTraffic, ServiceDecision
+    from .planning.engine_profiles import EngineProfile
+    from .planning.recommend import PriceBasis, Risk, Slo
     from .planning.sizing import SizingReport
     from .planning.workload import Workload
 
@@ -94,15 +100,16 @@ _EXPORTS: dict[str, str] = {
     "AcceleratorKind": ".catalog.instance_types",
     "Arrival": ".benchmarking.arrivals",
     "AsyncInference": ".constructs.async_inference",
-    "AsyncScaling": ".constructs.async_inference",
+    "AsyncScaling": ".constructs.async_scaling",
     "AzBalanceEnforcement": ".constructs.component_options",
-    "BacklogScaleFromZeroPolicy": ".constructs.async_inference",
-    "BacklogTrackingPolicy": ".constructs.async_inference",
+    "BacklogScaleFromZeroPolicy": ".constructs.async_scaling",
+    "BacklogTrackingPolicy": ".constructs.async_scaling",
     "BenchmarkEngine": ".constructs.benchmark_options",
     "BenchmarkGate": ".constructs.benchmark_options",
     "BenchmarkLoad": ".benchmarking.load",
     "BenchmarkPricing": ".benchmarking.pricing",
     "BenchmarkResults": ".constructs.benchmark_options",
+    "Calibration": ".planning.calibration",
     "CapacityReservation": ".constructs.variant_options",
     "CapacityReservationPreference": ".constructs.variant_options",
     "CompilationTarget": ".constructs.optimization_job",
@@ -120,7 +127,9 @@ _EXPORTS: dict[str, str] = {
     "EndpointBase": ".constructs.endpoint_base",
     "EndpointBenchmark": ".constructs.benchmark",
     "EndpointMetrics": ".constructs.endpoint_metrics",
-    "ExpectedTraffic": ".constructs.llm_service",
+    "EngineProfile": ".planning.engine_profiles",
+    "EngineRelease": ".planning.calibration",
+    "ExpectedTraffic": ".planning.decision",
     "HandlerPlacement": ".constructs.deploy_time",
     "IEndpoint": ".constructs.interfaces",
     "IInferenceComponent": ".constructs.interfaces",
@@ -154,6 +163,7 @@ _EXPORTS: dict[str, str] = {
     "Quantization": ".constructs.serving_options",
     "QuantizationMethod": ".constructs.optimization_job",
     "RequestProtocol": ".benchmarking.payload",
+    "Risk": ".planning.recommend",
     "RollingDeployment": ".constructs.deployment",
     "RoutingStrategy": ".constructs.variant_options",
     "ScaleFromZeroPolicy": ".constructs.autoscaling",
@@ -162,8 +172,9 @@ _EXPORTS: dict[str, str] = {
     "ScalingPolicy": ".constructs.autoscaling",
     "ScalingPolicyKind": ".constructs.autoscaling",
     "ServerlessConfig": ".constructs.serverless",
-    "ServerlessScaling": ".constructs.serverless",
+    "ServerlessScaling": ".constructs.serverless_scaling",
     "SizingReport": ".planning.sizing",
+    "ServiceDecision": ".planning.decision",
     "Slo": ".planning.recommend",
     "SpeculativeDecoding": ".constructs.speculative_decoding",
     "StepPolicy": ".constructs.autoscaling",

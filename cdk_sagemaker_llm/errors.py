@@ -4,6 +4,7 @@ and the checks every layer shares (pure: no aws_cdk)."""
 from __future__ import annotations
 
 import sys
+from contextvars import ContextVar, Token
 from typing import Any
 
 
@@ -18,7 +19,75 @@ class ValidationError(ValueError):
         self.value = value
         self.problem = problem
         self.fix = fix
-        super().__init__(f"{prop}={value!r}: {problem}. Fix: {fix}")
+        super().__init__(f"{prop}={_shown(value)}: {problem}. Fix: {fix}")
+
+
+class _DeployTimeToken:
+    """How a message shows a token: never its encoded value (``-1.888e+289``)."""
+
+    def __repr__(self) -> str:
+        return "<deploy-time token>"
+
+
+def _scalar_token(value: Any) -> bool:
+    return isinstance(value, str | int | float) and is_token(value)
+
+
+def _has_token(value: Any) -> bool:
+    """True for a token, or a tuple or list with one among its items (only strings and numbers
+    are asked: a jsii call on any other object would try to serialize it)."""
+    if isinstance(value, tuple | list):
+        return any(_scalar_token(item) for item in value)
+    return _scalar_token(value)
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)``, a token (alone or in a tuple or list) shown as ``<deploy-time token>``."""
+    if _scalar_token(value):
+        return repr(_DeployTimeToken())
+    if isinstance(value, tuple | list) and _has_token(value):
+        return repr(type(value)(_DeployTimeToken() if _scalar_token(i) else i for i in value))
+    return repr(value)
+
+
+_unchecked: ContextVar[list[str] | None] = ContextVar("unchecked", default=None)
+"""The checks skipped on tokens while the innermost construct is being built."""
+
+
+def note_unchecked(prop: str, check: str) -> None:
+    """Record that ``check`` on ``prop`` did not run: its value is a deploy-time token. The
+    construct being built reports it as an info message at synth (``prop_types``)."""
+    notes = _unchecked.get()
+    if notes is not None:
+        notes.append(
+            f"{prop} is a deploy-time token: {check} is not checked at synth "
+            "(CloudFormation or SageMaker checks it at deploy)"
+        )
+
+
+def collecting_unchecked() -> tuple[list[str], Token]:
+    """Start collecting the checks skipped on tokens (``note_unchecked``); returns the list
+    and the token that ``_unchecked.reset`` takes to stop."""
+    notes: list[str] = []
+    return notes, _unchecked.set(notes)
+
+
+def stop_collecting_unchecked(token: Token) -> None:
+    _unchecked.reset(token)
+
+
+def require_concrete(prop: str, value: Any, decision: str) -> None:
+    """Raise ValidationError when ``value`` (or an item of it) is a deploy-time token: a
+    decision taken at synth (``decision``) needs the number itself."""
+    if _has_token(value):
+        kind = "name" if isinstance(value, str) else "number"
+        raise ValidationError(
+            prop,
+            value,
+            f"{decision} at synth, which needs a concrete {kind}; a deploy-time token (a "
+            "CfnParameter, a resource attribute) has no value until deploy",
+            f"pass the {kind} itself for {prop}",
+        )
 
 
 def is_token(value: Any) -> bool:
@@ -37,17 +106,25 @@ def check_range(
     maximum: float | None = None,
     fix: str | None = None,
 ) -> None:
-    """Check ``minimum <= value <= maximum`` for a literal number (tokens pass unchecked)."""
-    if value is None or is_token(value):
+    """Check ``minimum <= value <= maximum`` for a literal number; a token passes unchecked
+    (noted: synth reports it as an info message)."""
+    if value is None:
+        return
+    if is_token(value):
+        note_unchecked(prop, f"the range {_bounds(minimum, maximum)}")
         return
     low_ok = minimum is None or value >= minimum
     high_ok = maximum is None or value <= maximum
     if low_ok and high_ok:
         return
+    raise ValidationError(
+        prop, value, f"must be {_bounds(minimum, maximum)}", fix or f"set {prop} within that range"
+    )
+
+
+def _bounds(minimum: float | None, maximum: float | None) -> str:
     if minimum is not None and maximum is not None:
-        bounds = f"must be between {minimum} and {maximum}"
-    elif minimum is not None:
-        bounds = f"must be at least {minimum}"
-    else:
-        bounds = f"must be at most {maximum}"
-    raise ValidationError(prop, value, bounds, fix or f"set {prop} within that range")
+        return f"between {minimum} and {maximum}"
+    if minimum is not None:
+        return f"at least {minimum}"
+    return f"at most {maximum}"

@@ -17,7 +17,9 @@ import collections.abc
 import functools
 import importlib
 import inspect
+import itertools
 import numbers
+import re
 import sys
 import types
 import typing
@@ -25,13 +27,23 @@ from collections.abc import Callable, Mapping
 from enum import Enum
 from typing import Any, TypeVar, cast
 
-from .errors import ValidationError, is_token
+from .errors import (
+    ValidationError,
+    collecting_unchecked,
+    is_token,
+    require_concrete,
+    stop_collecting_unchecked,
+)
 
-__all__ = ["typed_factory", "typed_props", "unchecked_props"]
+__all__ = ["is_typed", "typed_factory", "typed_props", "unchecked_props", "unresolved_arguments"]
 
 T = TypeVar("T", bound=type)
 R = TypeVar("R")
 F = TypeVar("F", bound=Callable[..., Any])
+
+_TYPED = "__typed_checked__"
+"""The attribute that marks a function whose arguments ``_checked`` checks."""
+_PACKAGE = __name__.rpartition(".")[0]
 
 _UNRESOLVED = object()
 """An annotation that names a type this module cannot import (left unchecked)."""
@@ -58,13 +70,14 @@ class _Namespace(dict[str, Any]):
             raise KeyError(name) from None
 
 
-def _resolve(function: Callable[..., Any]) -> dict[str, Any]:
-    """The evaluated annotation of each parameter (``_UNRESOLVED`` when it cannot be)."""
+def _resolve(function: Callable[..., Any], only: str | None = None) -> dict[str, Any]:
+    """The evaluated annotation of each parameter (``_UNRESOLVED`` when it cannot be); of
+    parameter ``only`` alone when given."""
     module = sys.modules[function.__module__]
     hints: dict[str, Any] = {}
     for name, parameter in inspect.signature(function).parameters.items():
         annotation = parameter.annotation
-        if name == "self" or annotation is inspect.Parameter.empty:
+        if name == "self" or annotation is inspect.Parameter.empty or only not in (None, name):
             continue
         if isinstance(annotation, str):
             try:
@@ -73,6 +86,16 @@ def _resolve(function: Callable[..., Any]) -> dict[str, Any]:
                 annotation = _UNRESOLVED
         hints[name] = annotation
     return hints
+
+
+_UNANNOTATED = object()
+"""A parameter with no annotation to check (``self``, or none written)."""
+_NONE_ALTERNATIVE = re.compile(r"(^|\|)\s*None\s*($|\|)")
+
+
+def _admits_none(annotation: Any) -> bool:
+    """True for a written annotation that lists ``None`` as an alternative (``X | None``)."""
+    return isinstance(annotation, str) and bool(_NONE_ALTERNATIVE.search(annotation))
 
 
 def _init_of(cls: type) -> Callable[..., None]:
@@ -85,6 +108,14 @@ def unchecked_props(cls: type) -> list[str]:
     that cannot be imported (tests assert there are none)."""
     init = _init_of(cls)
     hints = _resolve(getattr(init, "__wrapped__", init))
+    return sorted(name for name, hint in hints.items() if hint is _UNRESOLVED)
+
+
+def unresolved_arguments(function: Callable[..., Any]) -> list[str]:
+    """The arguments of a function (checked or not) whose annotation names a type that cannot
+    be imported at run time (tests assert there are none)."""
+    function = getattr(function, "__func__", function)
+    hints = _resolve(getattr(function, "__wrapped__", function))
     return sorted(name for name, hint in hints.items() if hint is _UNRESOLVED)
 
 
@@ -133,6 +164,26 @@ def _matches_class(value: Any, expected: type) -> bool:
     return isinstance(value, expected)
 
 
+_SEQUENCES = (list, tuple, set, frozenset, collections.abc.Sequence, collections.abc.Set)
+_MAPPINGS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
+_COLLECTIONS = _SEQUENCES + _MAPPINGS
+
+
+def _matches_collection(value: Any, origin: Any, arguments: tuple[Any, ...]) -> bool:
+    """True when ``value`` is the collection ``origin[arguments]`` (or a token for one)."""
+    if isinstance(value, str) or not isinstance(value, origin):
+        return is_token(value)
+    if origin in _MAPPINGS:
+        key_type, item_type = arguments if arguments else (Any, Any)
+        return all(_matches(k, key_type) and _matches(v, item_type) for k, v in value.items())
+    if origin is tuple and arguments and arguments[-1] is not Ellipsis:
+        return len(value) == len(arguments) and all(
+            _matches(item, kind) for item, kind in zip(value, arguments, strict=True)
+        )
+    item_type = arguments[0] if arguments else Any
+    return all(_matches(item, item_type) for item in value)
+
+
 def _matches(value: Any, expected: Any) -> bool:
     """True when ``value`` is of the annotated type ``expected``."""
     if expected is _UNRESOLVED or expected is Any or isinstance(expected, TypeVar):
@@ -147,20 +198,8 @@ def _matches(value: Any, expected: Any) -> bool:
         return value in arguments
     if origin is collections.abc.Callable:
         return callable(value)
-    if origin in (list, tuple, set, frozenset, collections.abc.Sequence, collections.abc.Set):
-        if isinstance(value, str) or not isinstance(value, origin):
-            return is_token(value)
-        if origin is tuple and arguments and arguments[-1] is not Ellipsis:
-            return len(value) == len(arguments) and all(
-                _matches(item, kind) for item, kind in zip(value, arguments, strict=True)
-            )
-        item_type = arguments[0] if arguments else Any
-        return all(_matches(item, item_type) for item in value)
-    if origin in (dict, collections.abc.Mapping, collections.abc.MutableMapping):
-        if not isinstance(value, origin):
-            return is_token(value)
-        key_type, item_type = arguments if arguments else (Any, Any)
-        return all(_matches(k, key_type) and _matches(v, item_type) for k, v in value.items())
+    if origin in _COLLECTIONS:
+        return _matches_collection(value, origin, arguments)
     if origin is type:
         return isinstance(value, type)
     if isinstance(expected, type):
@@ -200,29 +239,48 @@ def _factories(cls: type) -> list[str]:
     ]
 
 
+def _enum_fix(value: Any, cls: type[Enum]) -> str:
+    """The member a string names, else every member."""
+    for member in cls:
+        if isinstance(value, str) and value.lower() in (
+            member.name.lower(),
+            str(member.value).lower(),
+        ):
+            return f"use {cls.__name__}.{member.name}"
+    names = ", ".join(f"{cls.__name__}.{member.name}" for member in cls)
+    return f"use one of {names}"
+
+
+def _scalar_fix(value: Any, cls: type, prop: str) -> str | None:
+    """A number for a Duration or Size, a number for a quoted or boolean one, a bool."""
+    if cls.__name__ == "Duration" and isinstance(value, numbers.Real):
+        return f"use Duration.seconds({value!r}) (or Duration.minutes/hours)"
+    if cls.__name__ == "Size" and isinstance(value, numbers.Real):
+        return f"use Size.mebibytes({value!r}) or Size.gibibytes(...)"
+    if cls in (int, float) and isinstance(value, bool):
+        return f"pass a number, not {value}"
+    if cls in (int, float) and isinstance(value, str):
+        example = value.strip() if value.strip().replace(".", "", 1).isdigit() else "1"
+        return f"pass a number without quotes, e.g. {prop}={example}"
+    if cls is bool:
+        return f"pass True or False, e.g. {prop}=True"
+    if cls.__name__ == "IBucket" and isinstance(value, str):
+        name = value.removeprefix("s3://").split("/")[0] or "my-bucket"
+        return (
+            f"pass a bucket, not its name: s3.Bucket.from_bucket_name(self, 'Weights', "
+            f"{name!r}) for an existing bucket, or a bucket your stack creates"
+        )
+    return None
+
+
 def _fix(value: Any, expected: Any, prop: str) -> str:
     """How to pass ``value`` as the expected type, as specific as the value allows."""
     for cls in _classes(expected):
         if issubclass(cls, Enum):
-            for member in cls:
-                if isinstance(value, str) and value.lower() in (
-                    member.name.lower(),
-                    str(member.value).lower(),
-                ):
-                    return f"use {cls.__name__}.{member.name}"
-            names = ", ".join(f"{cls.__name__}.{member.name}" for member in cls)
-            return f"use one of {names}"
-        if cls.__name__ == "Duration" and isinstance(value, numbers.Real):
-            return f"use Duration.seconds({value!r}) (or Duration.minutes/hours)"
-        if cls.__name__ == "Size" and isinstance(value, numbers.Real):
-            return f"use Size.mebibytes({value!r}) or Size.gibibytes(...)"
-        if cls in (int, float) and isinstance(value, bool):
-            return f"pass a number, not {value}"
-        if cls in (int, float) and isinstance(value, str):
-            example = value.strip() if value.strip().replace(".", "", 1).isdigit() else "1"
-            return f"pass a number without quotes, e.g. {prop}={example}"
-        if cls is bool:
-            return f"pass True or False, e.g. {prop}=True"
+            return _enum_fix(value, cls)
+        scalar = _scalar_fix(value, cls, prop)
+        if scalar is not None:
+            return scalar
         if getattr(cls, "_is_protocol", False) and cls.__doc__:
             # An interface: say what it is, as its docstring's opening says (up to ": ").
             summary = cls.__doc__.split("\n\n")[0].split(": ")[0]
@@ -265,14 +323,78 @@ def check_type(
     )
 
 
-def _checked(function: Callable[..., R], owner: str, qualified: bool) -> Callable[..., R]:
+@functools.cache
+def _option_types(options: type) -> Mapping[str, Any]:
+    """The evaluated annotation of each key of a ``TypedDict``."""
+    module = sys.modules[options.__module__]
+    resolved: dict[str, Any] = {}
+    for key, annotation in getattr(options, "__annotations__", {}).items():
+        if isinstance(annotation, str):
+            try:
+                annotation = eval(annotation, dict(vars(module)), _Namespace(vars(module)))
+            except (NameError, AttributeError, TypeError, SyntaxError):
+                annotation = _UNRESOLVED
+        resolved[key] = annotation
+    return resolved
+
+
+def _check_options(values: Mapping[str, Any], expected: Any, owner: str, qualified: bool) -> None:
+    """Check ``**options: Unpack[SomeOptions]``: each key is one of the ``TypedDict``'s, each
+    value of its type."""
+    if typing.get_origin(expected) is not typing.Unpack:
+        return
+    options = typing.get_args(expected)[0]
+    types_by_key = _option_types(options)
+    for key, value in values.items():
+        if key not in types_by_key:
+            raise ValidationError(
+                f"{owner}({key})" if qualified else key,
+                value,
+                f"{owner} takes no option {key!r}",
+                f"use one of {', '.join(sorted(types_by_key))} (see help({options.__name__}))",
+            )
+        check_type(key, value, types_by_key[key], owner, qualified=qualified)
+
+
+def _numeric(expected: Any) -> bool:
+    """True when an annotation admits a number (int or float, alone or in a list)."""
+    if expected in (int, float):
+        return True
+    return any(_numeric(argument) for argument in typing.get_args(expected))
+
+
+def _report_unchecked(construct: Any, notes: list[str]) -> None:
+    """Tell synth, as info messages on ``construct``, which checks did not run on tokens."""
+    cdk = sys.modules.get("aws_cdk")
+    if cdk is None or not notes or not hasattr(construct, "node"):
+        return
+    for note in dict.fromkeys(notes):
+        cdk.Annotations.of(construct).add_info(note)
+
+
+def _checked(
+    function: Callable[..., R],
+    owner: str,
+    qualified: bool,
+    *,
+    decision: str | None = None,
+    construct: bool = False,
+) -> Callable[..., R]:
     """``function`` checking each argument against its annotation before it runs; a wrong type
-    is named ``arg`` (a constructor's prop) or ``Owner(arg)`` (a factory's argument)."""
+    is named ``arg`` (a constructor's prop) or ``Owner(arg)`` (a factory's argument).
+
+    ``decision``: what the owner decides at synth from its numbers (``LlmService`` lays out
+    the service), so a number given as a deploy-time token is a ValidationError saying a
+    concrete number is needed. ``construct``: the function is a construct's ``__init__``,
+    which reports the checks skipped on tokens while it runs as info messages.
+    """
     signature = inspect.signature(function)
 
     @functools.cache
-    def hints() -> Mapping[str, Any]:  # resolved on first use: annotations may refer ahead
-        return _resolve(function)
+    def hint(name: str) -> Any:
+        # Resolved on first use, one parameter at a time: annotations may refer ahead, and the
+        # aws_cdk module of a prop left at None (``ec2``, ``kms``) is never imported for it.
+        return _resolve(function, only=name).get(name, _UNANNOTATED)
 
     @functools.wraps(function)
     def checked(*args: Any, **kwargs: Any) -> R:
@@ -282,24 +404,170 @@ def _checked(function: Callable[..., R], owner: str, qualified: bool) -> Callabl
             raise ValidationError(
                 owner, f"{args!r}, {kwargs!r}", str(error), f"see help({owner})"
             ) from None
-        resolved = hints()
         for name, value in bound.arguments.items():
-            if name in resolved and signature.parameters[name].kind not in (
-                inspect.Parameter.VAR_POSITIONAL,
-                inspect.Parameter.VAR_KEYWORD,
+            parameter = signature.parameters[name]
+            if parameter.kind is inspect.Parameter.VAR_POSITIONAL or (
+                value is None and _admits_none(parameter.annotation)
             ):
-                check_type(name, value, resolved[name], owner, qualified=qualified)
-        return function(*args, **kwargs)
+                continue
+            expected = hint(name)
+            if expected is _UNANNOTATED:
+                continue
+            if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+                _check_options(value, expected, owner, qualified)
+                continue
+            check_type(name, value, expected, owner, qualified=qualified)
+            if decision is not None and _numeric(expected):
+                require_concrete(f"{owner}({name})" if qualified else name, value, decision)
+        if not construct:
+            return function(*args, **kwargs)
+        notes, collecting = collecting_unchecked()
+        try:
+            result = function(*args, **kwargs)
+        finally:
+            stop_collecting_unchecked(collecting)
+        _report_unchecked(args[0], notes)
+        return result
 
+    setattr(checked, _TYPED, True)
     return checked
+
+
+def is_typed(function: Any) -> bool:
+    """True for a function (or static/class method) whose arguments are checked at call time,
+    or one with no argument to check (``self`` or ``cls`` only)."""
+    function = getattr(function, "__func__", function)
+    if getattr(function, _TYPED, False):
+        return True
+    try:
+        parameters = list(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        return False
+    return not [name for name in parameters if name not in ("self", "cls")]
+
+
+def _foreign_names(cls: type) -> set[str]:
+    """Names a base class from outside this package (a jsii class, ``Construct``, ``Enum``)
+    or an implemented jsii interface defines: methods the jsii kernel may call back (``bind``,
+    ``validate``), which keep their exact signature."""
+    names: set[str] = set()
+    for base in cls.__mro__[1:]:
+        if not base.__module__.startswith(_PACKAGE):
+            names.update(vars(base))
+    for base in cls.__mro__:
+        for interface in getattr(base, "__jsii_ifaces__", ()):
+            for declared in interface.__mro__:
+                names.update(vars(declared))
+    return names
+
+
+def _check_methods(cls: type, decision: str | None = None) -> None:
+    """Wrap each public method, static method and class method ``cls`` defines whose arguments
+    carry annotations, so a wrong type is named ``Class.method(argument)``."""
+    foreign = _foreign_names(cls)
+    for name, member in list(vars(cls).items()):
+        if name.startswith("_") or name in foreign:
+            continue
+        function = getattr(member, "__func__", member)
+        if not inspect.isfunction(function) or is_typed(function):
+            continue
+        checked = _checked(function, function.__qualname__, qualified=True, decision=decision)
+        if isinstance(member, staticmethod):
+            setattr(cls, name, staticmethod(checked))
+        elif isinstance(member, classmethod):
+            setattr(cls, name, classmethod(checked))
+        else:
+            setattr(cls, name, checked)
+
+
+class _FieldDocs:
+    """A props dataclass's ``__doc__``: its docstring, then each field with its type and the
+    docstring written under it in the source (``help(ComponentScheduling)`` shows them; the
+    source is read on first access, not at import)."""
+
+    def __init__(self, doc: str | None, cls: type) -> None:
+        self._doc = doc or ""
+        self._cls = cls
+        self._rendered: str | None = None
+
+    def __get__(self, instance: Any, owner: type | None = None) -> str:
+        if self._rendered is None:
+            self._rendered = self._doc + _fields_section(self._cls)
+        return self._rendered
+
+
+def _field_docstrings(cls: type) -> dict[str, str]:
+    """The docstring under each annotated field in ``cls``'s source (and its bases')."""
+    import ast
+    import textwrap
+
+    found: dict[str, str] = {}
+    for base in reversed(cls.__mro__):
+        if not base.__module__.startswith(_PACKAGE):
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(base)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        body = next((n.body for n in tree.body if isinstance(n, ast.ClassDef)), [])
+        for node, following in itertools.pairwise(body):
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and isinstance(following, ast.Expr)
+                and isinstance(following.value, ast.Constant)
+                and isinstance(following.value.value, str)
+            ):
+                found[node.target.id] = inspect.cleandoc(following.value.value)
+    return found
+
+
+def _fields_section(cls: type) -> str:
+    import dataclasses
+
+    docs = _field_docstrings(cls)
+    lines = ["", "", "Fields:"]
+    for field in dataclasses.fields(cls):
+        if not field.init:
+            continue
+        kind = field.type if isinstance(field.type, str) else _describe(field.type)
+        lines.append(f"    {field.name}: {kind}")
+        lines.extend(f"        {line}" for line in docs.get(field.name, "").splitlines())
+    return "\n".join(lines) if len(lines) > 3 else ""
+
+
+def _document_fields(cls: type) -> None:
+    import dataclasses
+
+    if dataclasses.is_dataclass(cls) and not isinstance(vars(cls).get("__doc__"), _FieldDocs):
+        cls.__doc__ = _FieldDocs(vars(cls).get("__doc__"), cls)  # type: ignore[assignment]
 
 
 def typed_props(cls: T) -> T:
     """Class decorator: check the types of every ``__init__`` argument at call time.
 
     Put it above ``@dataclass`` on a props dataclass, so it wraps the generated ``__init__``.
+    The public methods, static methods and class methods the class defines are checked too
+    (a wrong type is named ``Class.method(argument)``), except those that implement a jsii
+    base class or interface. An ``__init__`` inherited from outside this package (an abstract
+    construct base's, an enum's) is left alone.
+
+    A props dataclass's ``help()`` lists its fields with their docstrings.
+
+    A class that decides something at synth from its numbers names the decision in
+    ``__synth_decision__`` (``"LlmService decides the layout"``): a number given to it as a
+    deploy-time token is then a ValidationError saying a concrete number is needed.
     """
-    cls.__init__ = _checked(_init_of(cls), cls.__name__, qualified=False)  # type: ignore[misc]
+    init = _init_of(cls)
+    ours = getattr(init, "__module__", "").startswith(_PACKAGE)  # not Construct's or Enum's
+    decision = getattr(cls, "__synth_decision__", None)
+    if ours and ("__init__" in vars(cls) or not getattr(init, _TYPED, False)):
+        is_construct = any(base.__name__ == "Construct" for base in cls.__mro__)
+        cls.__init__ = _checked(  # type: ignore[misc]
+            init, cls.__name__, qualified=False, decision=decision, construct=is_construct
+        )
+    _check_methods(cls, decision)
+    _document_fields(cls)
     return cls
 
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up, then lint, type-check, build the documentation site and run the whole test suite.
+# Set up, then lint (ruff, actionlint), type-check, build the documentation site and run the
+# whole test suite.
 # Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,8 +9,11 @@ source scripts/env.sh
 ruff check .
 ruff format --check .
 mypy
+# The release workflow (and any other): expressions, action inputs, runner images, shell.
+actionlint -color=false .github/workflows/*.yml
 # The documentation site: any warning (a broken link or anchor, a missing snippet, a docstring
 # the API reference cannot render) fails the build. Not --quiet: it hides the warnings, and
 # strict mode then counts none. NO_MKDOCS_2_WARNING: Material's end-of-life banner.
 NO_MKDOCS_2_WARNING=1 mkdocs build --strict
-pytest "$@"
+# The browser test opens this build rather than building the site a second time.
+CDK_SAGEMAKER_LLM_SITE=site pytest "$@"

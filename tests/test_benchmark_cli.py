@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from loadproof import LagMonitor
 
 from cdk_sagemaker_llm.benchmarking import percentile
 from cdk_sagemaker_llm.benchmarking.simulator import Simulator, SimulatorConfig, TruthRecord
@@ -21,6 +22,7 @@ def dummy_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AWS_PROFILE", raising=False)
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("client", ["async", "threads"])
 def test_benchmark_then_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], client: str
@@ -82,6 +84,7 @@ def truth_p50s(truth: list[TruthRecord]) -> tuple[float, float]:
     return percentile(ttfts, 50) or 0.0, percentile(itls, 50) or 0.0
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize(("container", "fmt"), [("lmi", "lmi"), ("tgi", "tgi"),
                                                 ("lmi", "messages"), ("tgi", "messages")])  # fmt: skip
 def test_streaming_ttft_and_itl_at_64_streams_match_the_truth(
@@ -99,16 +102,21 @@ def test_streaming_ttft_and_itl_at_64_streams_match_the_truth(
             "--output-tokens", "16", "--requests-per-level", "128", "--stream",
             "--format", fmt, "--out", str(out),
         ]  # fmt: skip
-        assert main(arguments) == 0
+        with LagMonitor() as monitor:
+            assert main(arguments) == 0
         truth = sim.truth()[1:]  # after the warm-up request
     (level,) = json.loads(out.read_text())["levels"]
     assert level["requests"] == len(truth) == 128 and level["errors"] == 0
     assert {(r.stream, r.streamed) for r in truth} == {(True, True)}
     ttft, itl = truth_p50s(truth)
-    assert level["p50_ttft_s"] == pytest.approx(ttft, rel=0.05)
-    assert level["p50_itl_s"] == pytest.approx(itl, rel=0.05)
+    # 5 %, plus what this run's load did to the client's 64 streams (LagMonitor.allowance of
+    # 10 ms of client work; 15 gaps share it for ITL): next to nothing on an idle machine.
+    slack = monitor.allowance(0.010)
+    assert level["p50_ttft_s"] == pytest.approx(ttft, rel=0.05, abs=slack), monitor
+    assert level["p50_itl_s"] == pytest.approx(itl, rel=0.05, abs=slack / 15), monitor
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("fmt", ["auto", "lmi", "tgi", "messages"])
 def test_without_stream_no_body_asks_to_stream(tmp_path: Path, fmt: str) -> None:
     with Simulator(SimulatorConfig(step_base_s=0.001)) as sim:
@@ -123,6 +131,7 @@ def test_without_stream_no_body_asks_to_stream(tmp_path: Path, fmt: str) -> None
     assert len(truth) == 5 and {(r.stream, r.streamed) for r in truth} == {(False, False)}
 
 
+@pytest.mark.timing
 def test_costs_carry_their_price_basis_and_discount(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -150,6 +159,7 @@ def test_costs_carry_their_price_basis_and_discount(
         assert main([*common, "--price-per-hour", "9", "--discount", "1"]) == 2
 
 
+@pytest.mark.timing
 def test_request_rate_sweep_with_goodput_then_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -188,6 +198,7 @@ def test_request_rate_sweep_with_goodput_then_report(
     assert "40/s" in chart.read_text()
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize(
     ("flags", "found"),
     [(["--search", "knee", "--concurrency", "1,16"], "search (bracket: run concurrency 1"),
@@ -266,6 +277,7 @@ def test_bad_rates_are_refused() -> None:
             main(["benchmark", "--endpoint-name", "e", "--request-rate", rates, "--out", "x"])
 
 
+@pytest.mark.timing
 def test_closed_loop_goodput_is_reported(tmp_path: Path) -> None:
     out, markdown = tmp_path / "results.json", tmp_path / "report.md"
     with Simulator(SimulatorConfig(max_batch=2, step_base_s=0.002)) as sim:

@@ -217,7 +217,7 @@ def test_the_probes_find_what_cloudformation_already_has() -> None:
     assert "number_of_accelerator_devices_required" in _parameters(
         l1.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty
     )
-    # Resource types every supported aws-cdk-lib and cfn-lint has (AIWorkloadConfig, say, is
-    # newer than the lowest aws-cdk-lib the package allows, which .ci/lowest runs).
+    # Resource types every supported aws-cdk-lib and cfn-lint has (AIWorkloadConfig, which the
+    # managed benchmark engine synthesizes, since aws-cdk-lib 2.272.0, the package's floor).
     assert "CfnInferenceComponent" in dir(l1)
     assert "AWS::SageMaker::InferenceComponent" in _cloudformation_types()

@@ -159,3 +159,30 @@ def test_no_alarms_no_grant() -> None:
     stack = new_stack()
     component(stack, 2, RollingDeployment(batch_size=1))
     assert describe_alarms_statements(assert_cfn_lint_clean(stack)) == []
+
+
+def test_rolling_deployments_are_refused_on_multi_variant_endpoints() -> None:
+    """Deployment guardrails, Exclusions: no rolling deployment on multi-variant endpoints."""
+    stack = new_stack()
+    model = Model(stack, "Model", image=ContainerImage.lmi("0.31.0"))
+    variants = [
+        ProductionVariant(model=model, instance_type=InstanceType.G5_2XLARGE, variant_name=name)
+        for name in ("Blue", "Green")
+    ]
+    with pytest.raises(ValidationError, match="excludes multi-variant endpoints") as raised:
+        Endpoint(stack, "Endpoint", variants=variants, deployment=RollingDeployment(batch_size=1))
+    assert raised.value.prop == "deployment" and "blue/green" in raised.value.fix
+
+
+def test_rolling_deployments_are_refused_on_serverless_endpoints() -> None:
+    from cdk_sagemaker_llm import ServerlessConfig
+
+    stack = new_stack()
+    model = Model(stack, "Model", image=ContainerImage.pytorch_cpu("2.5.1"))
+    variant = ProductionVariant(
+        model=model, serverless=ServerlessConfig(memory_size=Size.gibibytes(4), max_concurrency=2)
+    )
+    with pytest.raises(ValidationError, match="excludes serverless endpoints"):
+        Endpoint(
+            stack, "Endpoint", variants=[variant], deployment=RollingDeployment(batch_percent=50)
+        )

@@ -35,7 +35,6 @@ def lmi_model(stack: Any, id: str = "Model", degree: int | None = None) -> Model
 
 def test_instance_endpoint_with_weighted_variants() -> None:
     stack = new_stack()
-    alarm = cloudwatch.Alarm.from_alarm_name(stack, "Alarm", "my-errors")
     endpoint = Endpoint(
         stack,
         "Endpoint",
@@ -56,7 +55,6 @@ def test_instance_endpoint_with_weighted_variants() -> None:
                 volume_size=Size.gibibytes(100),
             ),
         ],
-        deployment=RollingDeployment(batch_percent=25, rollback_alarms=[alarm]),
     )
     template = assert_cfn_lint_clean(stack)
     (config,) = resources_of_type(template, "AWS::SageMaker::EndpointConfig")
@@ -69,6 +67,26 @@ def test_instance_endpoint_with_weighted_variants() -> None:
     assert first["ModelDataDownloadTimeoutInSeconds"] == 1200
     assert first["RoutingConfig"] == {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}
     assert second["VolumeSizeInGB"] == 100
+    assert endpoint.default_variant_name == "Variant1"
+
+
+def test_a_single_variant_endpoint_renders_its_rolling_deployment() -> None:
+    """(Multi-variant endpoints are excluded from rolling deployments: test_service_rules.)"""
+    stack = new_stack()
+    alarm = cloudwatch.Alarm.from_alarm_name(stack, "Alarm", "my-errors")
+    Endpoint(
+        stack,
+        "Endpoint",
+        variants=[
+            ProductionVariant(
+                model=lmi_model(stack, "A", degree=4),
+                instance_type=InstanceType.G5_12XLARGE,
+                initial_instance_count=2,
+            )
+        ],
+        deployment=RollingDeployment(batch_percent=25, rollback_alarms=[alarm]),
+    )
+    template = assert_cfn_lint_clean(stack)
     (resource,) = resources_of_type(template, "AWS::SageMaker::Endpoint")
     assert resource["DeploymentConfig"] == {
         "AutoRollbackConfiguration": {"Alarms": [{"AlarmName": "my-errors"}]},
@@ -77,7 +95,6 @@ def test_instance_endpoint_with_weighted_variants() -> None:
             "WaitIntervalInSeconds": 120,
         },
     }
-    assert endpoint.default_variant_name == "Variant1"
 
 
 def test_single_variant_is_all_traffic_with_kms_and_data_capture() -> None:

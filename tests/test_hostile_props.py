@@ -11,6 +11,7 @@ import inspect
 import os
 from collections import Counter
 from collections.abc import Callable
+from enum import Enum
 from typing import Any
 
 import aws_cdk as cdk
@@ -23,39 +24,60 @@ from hypothesis import strategies as st
 
 import cdk_sagemaker_llm
 from cdk_sagemaker_llm import (
+    DEFAULT_PRICE_LIST,
     Arrival,
+    AsyncInference,
+    AsyncScaling,
+    BacklogScaleFromZeroPolicy,
+    BacklogTrackingPolicy,
     BenchmarkEngine,
     BenchmarkGate,
     BenchmarkLoad,
     BenchmarkPricing,
     BenchmarkResults,
+    CapacityReservation,
     ComponentScaling,
+    ComponentScheduling,
+    ComponentSpecification,
     ContainerImage,
+    ContainerMetrics,
     DataCapture,
     DataType,
     DraftModelKind,
     Endpoint,
     EndpointBenchmark,
     EndpointMetrics,
+    EngineRelease,
+    ExpectedTraffic,
     GoodputSlo,
     HandlerPlacement,
     InferenceComponent,
     InferenceComponentEndpoint,
+    InstancePool,
     InstanceType,
     KneeRule,
+    LlmService,
     LmiBackend,
     LmiLora,
     LmiOptions,
     Model,
     ModelSource,
+    ModelSpec,
     OptimizationJob,
     OptimizationTechnique,
+    PlacementStrategy,
     PredefinedMetric,
+    PrefixAwareRouting,
     ProductionVariant,
     QuantizationMethod,
     RequestProtocol,
     RollingDeployment,
     ScaleFromZeroPolicy,
+    ScaleInPolicy,
+    ScaleInStrategy,
+    ServerlessConfig,
+    ServerlessScaling,
+    Slo,
     SpeculativeDecoding,
     StepPolicy,
     TargetTrackingPolicy,
@@ -64,8 +86,10 @@ from cdk_sagemaker_llm import (
     ValidationError,
     VariantScaling,
     Workload,
+    sizing,
 )
 from cdk_sagemaker_llm.catalog.instance_types import CATALOG
+from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
 from cdk_sagemaker_llm.prop_types import unchecked_props
 
 MAX_EXAMPLES = int(os.environ.get("HYPOTHESIS_MAX_EXAMPLES", "60"))
@@ -297,7 +321,105 @@ def _baselines(
     def plain(cls: Any, **props: Any) -> Callable[[], tuple[Callable[..., Any], dict[str, Any]]]:
         return lambda: (cls, props)
 
+    def like(instance: Any) -> Callable[[], tuple[Callable[..., Any], dict[str, Any]]]:
+        """A valid call of ``instance``'s class: its own attributes as props."""
+        parameters = inspect.signature(type(instance).__init__).parameters
+        props = {
+            p: getattr(instance, p) for p in parameters if p != "self" and hasattr(instance, p)
+        }
+        return plain(type(instance), **props)
+
+    from aws_cdk import aws_sns as sns
+
+    cpu_model = Model(stack, "BaseCpuModel", image=ContainerImage.pytorch_cpu("2.5.1"))
+    serverless_variant = ProductionVariant(
+        model=cpu_model,
+        serverless=ServerlessConfig(
+            memory_size=Size.gibibytes(4), max_concurrency=2, provisioned_concurrency=1
+        ),
+    )
+    serverless = Endpoint(stack, "BaseServerless", variants=[serverless_variant])
+    async_endpoint = Endpoint(
+        stack,
+        "BaseAsync",
+        variants=[ProductionVariant(model=model, instance_type=InstanceType.G5_2XLARGE)],
+        async_inference=AsyncInference(bucket=bucket),
+    )
+    topic = sns.Topic.from_topic_arn(stack, "Topic", "arn:aws:sns:us-west-2:123456789012:t")
+    spec = ModelSpec.preset("llama-3.1-8b")
+    from test_calibration import G5, _results
+
+    from cdk_sagemaker_llm.planning.calibration import calibrate
+    from cdk_sagemaker_llm.planning.performance import Layout
+
+    service = LlmService(
+        stack,
+        "BaseService",
+        image=ContainerImage.lmi("0.31.0"),
+        source=ModelSource.from_hugging_face("meta-llama/Llama-3.1-8B-Instruct"),
+        slo=Slo(max_ms_per_token=60),
+        traffic=ExpectedTraffic.concurrency(8),
+        input_tokens=512,
+        output_tokens=128,
+        instance_types=[InstanceType.G5_12XLARGE],
+    )
     return {
+        "Calibration": like(
+            calibrate(_results([1, 2, 4, 8]), ModelSpec.LLAMA_2_7B, Layout(G5, 1, 1))
+        ),
+        "EngineRelease": like(EngineRelease.parse("tgi:3.3.6")),
+        "EngineProfile": like(engine_profile("tgi-1")),
+        "ServiceDecision": like(service.decision),
+        "Accelerator": like(InstanceType.G5_2XLARGE.accelerator),
+        "InstanceType": like(InstanceType.G5_2XLARGE),
+        "ModelSpec": like(spec),
+        "PriceList": like(DEFAULT_PRICE_LIST),
+        "SizingReport": like(sizing.size(spec, InstanceType.G5_12XLARGE)),
+        "Slo": plain(Slo, max_ms_per_token=50),
+        "ExpectedTraffic": like(ExpectedTraffic.concurrency(8, minimum=1)),
+        "Arrival": like(Arrival.poisson()),
+        "BenchmarkLoad": like(BenchmarkLoad.concurrency([1, 2])),
+        "BenchmarkPricing": like(BenchmarkPricing.per_hour(1.0)),
+        "BenchmarkEngine": like(BenchmarkEngine.lambda_workers()),
+        "BenchmarkResults": like(BenchmarkResults.in_new_bucket()),
+        "ContainerImage": like(ContainerImage.lmi("0.31.0")),
+        "ModelSource": like(ModelSource.from_s3(bucket, "weights/")),
+        "CapacityReservation": plain(
+            CapacityReservation,
+            ml_reservation_arn="arn:aws:sagemaker:us-west-2:123456789012:training-plan/p",
+        ),
+        "InstancePool": plain(InstancePool, instance_type=InstanceType.G5_2XLARGE, priority=1),
+        "PrefixAwareRouting": plain(
+            PrefixAwareRouting, prefix_length=2048, concurrency_threshold=8
+        ),
+        "ScaleInPolicy": plain(ScaleInPolicy, strategy=ScaleInStrategy.IDLE_RELEASE),
+        "ComponentScheduling": plain(ComponentScheduling, placement=PlacementStrategy.SPREAD),
+        "ComponentSpecification": plain(
+            ComponentSpecification, instance_type=InstanceType.G5_12XLARGE
+        ),
+        "ContainerMetrics": plain(ContainerMetrics),
+        "AsyncInference": plain(AsyncInference, bucket=bucket, success_topic=topic),
+        "ServerlessConfig": plain(
+            ServerlessConfig, memory_size=Size.gibibytes(4), max_concurrency=2
+        ),
+        "AsyncScaling": construct(AsyncScaling, endpoint=async_endpoint, max_instances=2),
+        "ServerlessScaling": construct(ServerlessScaling, endpoint=serverless, max_concurrency=2),
+        "BacklogTrackingPolicy": construct(
+            BacklogTrackingPolicy, scalable_target=cfn_target, endpoint_name="e", target=5
+        ),
+        "BacklogScaleFromZeroPolicy": construct(
+            BacklogScaleFromZeroPolicy, scaling_target=target, endpoint_name="e"
+        ),
+        "LlmService": construct(
+            LlmService,
+            image=ContainerImage.lmi("0.31.0"),
+            source=ModelSource.from_hugging_face("meta-llama/Llama-3.1-8B-Instruct"),
+            slo=Slo(max_ms_per_token=60),
+            traffic=ExpectedTraffic.concurrency(8),
+            input_tokens=512,
+            output_tokens=128,
+            instance_types=[InstanceType.G5_12XLARGE],
+        ),
         "Model": construct(Model, image=ContainerImage.lmi("0.31.0")),
         "InferenceComponentEndpoint": construct(
             InferenceComponentEndpoint, instance_type=InstanceType.G5_12XLARGE
@@ -365,6 +487,14 @@ PUBLIC_CLASSES = [
     "OptimizationTechnique", "SpeculativeDecoding", "LmiOptions", "TgiOptions",
     "RollingDeployment", "DataCapture", "HandlerPlacement", "Workload", "RequestProtocol",
     "KneeRule", "GoodputSlo", "LmiLora", "EndpointMetrics",
+    # issue 19: every public class, the newest included
+    "Accelerator", "InstanceType", "ModelSpec", "PriceList", "SizingReport", "Slo",
+    "ExpectedTraffic", "Arrival", "BenchmarkLoad", "BenchmarkPricing", "BenchmarkEngine",
+    "BenchmarkResults", "ContainerImage", "ModelSource", "CapacityReservation", "InstancePool",
+    "PrefixAwareRouting", "ScaleInPolicy", "ComponentScheduling", "ComponentSpecification",
+    "ContainerMetrics", "AsyncInference", "ServerlessConfig", "AsyncScaling",
+    "ServerlessScaling", "BacklogTrackingPolicy", "BacklogScaleFromZeroPolicy", "LlmService",
+    "Calibration", "EngineRelease", "ServiceDecision", "EngineProfile",
 ]  # fmt: skip
 
 
@@ -542,3 +672,88 @@ def test_outcome_summary() -> None:
     print(f"\nhostile props: {total} combinations, {rejected} rejected with our errors")
     for outcome, count in OUTCOMES.most_common():
         print(f"  {count:4d}  {outcome}")
+
+
+# Every public callable (issue 19): constructors, factories, class methods, public methods and
+# the sizing functions, drawn with hostile values for each argument.
+
+
+def _every_callable() -> dict[str, Callable[..., Any]]:
+    from test_type_coverage import public_callables
+
+    return public_callables()
+
+
+EVERY_CALLABLE = sorted(_every_callable())
+
+
+INSTANCES: dict[str, Any] = {}
+"""One instance per class whose methods the hostile draws call (built once: a second scaling
+of the same endpoint would be refused)."""
+
+
+def _owner_instance(baselines: dict[str, Any], name: str) -> Any:
+    """A valid instance of the class that defines the method ``name`` (``Class.method``)."""
+    owner = name.split(".")[0].removesuffix("()")
+    if owner not in INSTANCES:
+        INSTANCES[owner] = _build_instance(baselines, owner)
+    return INSTANCES[owner]
+
+
+def _build_instance(baselines: dict[str, Any], owner: str) -> Any:
+    cls = getattr(cdk_sagemaker_llm, owner, None)
+    if owner in baselines:
+        call, props = baselines[owner]()
+        return call(**props)
+    for candidate in PUBLIC_CLASSES:  # an abstract base: one of its public subclasses
+        if isinstance(cls, type) and issubclass(getattr(cdk_sagemaker_llm, candidate), cls):
+            call, props = baselines[candidate]()
+            return call(**props)
+    if isinstance(cls, type) and issubclass(cls, Enum):
+        return next(iter(cls))
+    return None
+
+
+def _arguments(function: Callable[..., Any]) -> list[str]:
+    return [
+        p.name
+        for p in inspect.signature(function).parameters.values()
+        if p.name not in ("self", "cls")
+        and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    ]
+
+
+@settings(
+    max_examples=MAX_EXAMPLES * 4,
+    deadline=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_hostile_values_over_every_public_callable_are_our_error(
+    baselines: dict[str, Any], data: st.DataObject
+) -> None:
+    """Any public callable, each argument a hostile value (of a wrong type or not): it runs, or
+    raises our ValidationError with the prop, the value and a fix; never a raw exception."""
+    name = data.draw(st.sampled_from(EVERY_CALLABLE), label="callable")
+    function = _every_callable()[name]
+    arguments = {p: data.draw(wrong_values, label=p) for p in _arguments(function)}
+    parameters = list(inspect.signature(function).parameters)
+    head: list[Any] = []
+    if parameters and parameters[0] == "self":
+        instance = _owner_instance(baselines, name)
+        if instance is None:
+            OUTCOMES[f"no instance for {name}"] += 1
+            return
+        head.append(instance)
+    if "scope" in arguments:
+        arguments["scope"] = new_stack()
+    if "id" in arguments:
+        arguments["id"] = f"Hostile{abs(hash(name)) % 10_000}"
+    try:
+        function(*head, **arguments)
+    except ValidationError as error:
+        assert error.prop and "Fix: " in str(error) and error.fix
+        OUTCOMES[f"hostile call rejected: {name}"] += 1
+        return
+    OUTCOMES[f"hostile call accepted: {name}"] += 1

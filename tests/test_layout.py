@@ -14,6 +14,7 @@ import pytest
 
 import cdk_sagemaker_llm
 import cdk_sagemaker_llm.catalog
+import cdk_sagemaker_llm.plan
 import cdk_sagemaker_llm.planning
 
 PURE_MODULES = sorted(
@@ -29,6 +30,10 @@ PURE_MODULES = sorted(
         "cdk_sagemaker_llm.errors",
         "cdk_sagemaker_llm.template_metadata",
         "cdk_sagemaker_llm.plan",
+        *(
+            f"cdk_sagemaker_llm.plan.{m.name}"
+            for m in pkgutil.iter_modules(cdk_sagemaker_llm.plan.__path__)
+        ),
         "cdk_sagemaker_llm.cli",
     ]
 )
@@ -37,6 +42,7 @@ PURE_MODULES = sorted(
 def test_pure_modules_are_found() -> None:
     assert "cdk_sagemaker_llm.catalog.instance_types" in PURE_MODULES
     assert "cdk_sagemaker_llm.planning.sizing" in PURE_MODULES
+    assert "cdk_sagemaker_llm.plan.render" in PURE_MODULES
 
 
 def test_pure_modules_and_the_command_line_import_no_aws_cdk() -> None:
@@ -218,8 +224,9 @@ LAYERS: dict[str, set[str]] = {
     },
     "stacks": {"constructs", "benchmarking", "catalog", "planning", "errors"},
     "plan": {"catalog", "planning", "errors", "template_metadata"},
-    "commands": {"plan", "benchmarking", "catalog", "planning", "errors"},
-    "cli": {"commands"},
+    "commands": {"plan", "benchmarking", "catalog", "planning", "errors", "_version"},
+    "cli": {"commands", "_version"},
+    "_version": set(),
     "snapshot": set(),
 }
 """What each top-level module or subpackage may import besides itself (ARCHITECTURE.md): layers

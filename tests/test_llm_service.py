@@ -28,7 +28,7 @@ from cdk_sagemaker_llm.constructs.optimization_job import (
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.plan import build_plan, render_json, render_markdown
 from cdk_sagemaker_llm.planning.performance import Workload
-from cdk_sagemaker_llm.planning.recommend import Option, Slo, recommend
+from cdk_sagemaker_llm.planning.recommend import Option, Risk, Slo, recommend
 from cdk_sagemaker_llm.template_metadata import SERVICE
 
 LLAMA = "meta-llama/Meta-Llama-3-8B-Instruct"
@@ -74,6 +74,7 @@ def expected_option(traffic: ExpectedTraffic, **filters: Any) -> Option:
         max_instance_count=4,
         top=1000,
         region="us-west-2",  # the test stacks' region: the price note says so
+        risk=Risk.MEDIAN,  # a ServiceRequest's default until LlmService(risk=...) is wired
     )
     options = [
         o
@@ -298,12 +299,12 @@ def test_a_target_the_model_predicts_breaks_the_slo_is_a_warning_naming_the_prop
     annotations.has_warning(
         "/TestStack/Service", Match.string_like_regexp("target_concurrency_per_copy=4000")
     )
-    assert any("target_concurrency_per_copy" in w for w in built.decision["warnings"])
+    assert any(w.prop == "target_concurrency_per_copy" for w in built.decision.warnings)
 
 
 def test_too_few_max_copies_for_the_peak_is_a_warning() -> None:
     built = service(traffic=ExpectedTraffic.concurrency(200), max_copies=1)
-    assert any(w.startswith("max_copies=1") for w in built.decision["warnings"])
+    assert any(w.message.startswith("max_copies=1") for w in built.decision.warnings)
 
 
 # ----- validation errors -------------------------------------------------------------------------
@@ -350,8 +351,43 @@ def test_an_instance_type_that_cannot_serve_is_an_error_naming_it() -> None:
 
 
 def test_a_tensor_parallel_degree_no_layout_uses_is_an_error() -> None:
-    error = raises("tensor_parallel_degree", tensor_parallel_degree=3)
+    error = raises("tensor_parallel_degree", tensor_parallel_degree=6)
     assert "drop the override" in error.fix
+
+
+def test_a_degree_the_heads_do_not_divide_blames_the_degree_and_says_why() -> None:
+    """Issue 17: TP=3 on Llama 3 8B (32 heads) said "no layout serves the peak traffic within
+    the SLO", as if the SLO were at fault."""
+    error = raises("tensor_parallel_degree", tensor_parallel_degree=3)
+    assert error.value == 3
+    assert "32 attention heads do not divide over 3" in error.problem
+    assert "SLO" not in error.problem
+    assert "divides the attention and KV heads" in error.fix
+
+
+def test_more_copies_per_instance_than_the_instance_holds_blames_the_override() -> None:
+    error = raises(
+        "copies_per_instance",
+        instance_type=InstanceType.G5_12XLARGE,
+        tensor_parallel_degree=1,
+        copies_per_instance=8,
+    )
+    assert error.value == 8
+    assert "ml.g5.12xlarge holds 4 copies of tensor-parallel degree 1" in error.problem
+    assert "at most 4 copies per instance" in error.fix
+
+
+def test_a_model_no_candidate_holds_in_memory_blames_the_candidates_not_the_slo() -> None:
+    """Issue 17: Llama 3 70B on g5s was reported as slo='unmet'."""
+    error = raises(
+        "instance_types",
+        source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-70B-Instruct"),
+        instance_types=[InstanceType.G5_2XLARGE, InstanceType.G5_12XLARGE],
+    )
+    assert error.value == ["ml.g5.12xlarge", "ml.g5.2xlarge"]
+    assert error.problem.startswith("the model does not fit on any candidate: ")
+    assert "memory" in error.problem
+    assert "more accelerator memory" in error.fix and "SLO is not the cause" in error.fix
 
 
 def test_bad_inputs_name_their_prop() -> None:
@@ -387,6 +423,18 @@ def test_a_benchmark_gates_on_the_slo_and_its_knee_becomes_the_target() -> None:
     assert value["Fn::GetAtt"][1] == "KneeConcurrencyPerCopy"
     choice = decision_of(template)["choices"]["target_concurrency_per_copy"]
     assert choice == {"value": built.option.knee_concurrency_per_copy, "source": "benchmark"}
+
+
+def test_a_ttft_only_slo_benchmarks_without_a_per_token_gate() -> None:
+    """A TTFT-only SLO (Slo(max_ttft_ms=...)) has no per-token limit: the sweep's knee rule
+    and the gate must not carry an infinite one into the template."""
+    built = service(slo=Slo(max_ttft_ms=2000), benchmark=True)
+    template = template_of(built)
+    (custom,) = resources_of_type(template, "Custom::SageMakerEndpointBenchmark")
+    run = custom["Run"]
+    assert "Gate" not in run or not run["Gate"]
+    assert "SloMsPerToken" not in run["Rule"]
+    assert "Infinity" not in json.dumps(template)
 
 
 # ----- metadata and plan -----------------------------------------------------------------------

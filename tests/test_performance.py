@@ -133,7 +133,11 @@ def test_head_divisibility_covers_attention_and_kv_heads() -> None:
 
 def test_predict_levels_knee_and_limits_for_the_whole_deployment() -> None:
     layout = Layout(P4D, 1, 8)
-    prediction = predict(ModelSpec.LLAMA_2_7B, layout, SHORT, [1, 8, 64, 512, 1024])
+    # The generic profile: the plain first-principles model with a 64-request batch limit
+    # (the default lmi-vllm-v1 profile allows 256 per copy, so 512 would not saturate it).
+    prediction = predict(
+        ModelSpec.LLAMA_2_7B, layout, SHORT, [1, 8, 64, 512, 1024], engine="generic"
+    )
     by_c = {level.concurrency: level for level in prediction.levels}
     # One request per copy: the same latency at 1 and 8 in flight, 8x the throughput.
     assert by_c[8].ms_per_token == pytest.approx(by_c[1].ms_per_token)
@@ -165,7 +169,7 @@ def test_max_concurrency_is_far_below_the_kv_only_estimate_on_multi_gpu() -> Non
     load = Workload(512, 256)
     prediction = predict(
         ModelSpec.LLAMA_2_70B, Layout(InstanceType.P4DE_24XLARGE, 8, 1), load, [1],
-        max_batch_size=100_000,
+        max_batch_size=100_000, engine="generic",
     )  # fmt: skip
     kv_only = copy_memory(
         ModelSpec.LLAMA_2_70B, InstanceType.P4DE_24XLARGE, 8, Precision.FP16, load.total_tokens

@@ -9,10 +9,12 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk import Duration, Size
+from aws_cdk import aws_s3 as s3
 from conftest import CDK_CONTEXT
 
 from app import build_app
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
+from cdk_sagemaker_llm.catalog.model_specs import ModelSpec
 from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST
 from cdk_sagemaker_llm.cli import main
 from cdk_sagemaker_llm.constructs.autoscaling import ComponentScaling, VariantScaling
@@ -25,8 +27,9 @@ from cdk_sagemaker_llm.constructs.endpoint_metrics import EndpointMetrics
 from cdk_sagemaker_llm.constructs.images import ContainerImage
 from cdk_sagemaker_llm.constructs.model import Model
 from cdk_sagemaker_llm.constructs.model_source import ModelSource
+from cdk_sagemaker_llm.constructs.serverless import ServerlessConfig, ServerlessScaling
 from cdk_sagemaker_llm.constructs.serving_options import LmiOptions, TgiOptions
-from cdk_sagemaker_llm.plan import build_plan, render_json, render_markdown
+from cdk_sagemaker_llm.plan import EndpointPlan, build_plan, render_json, render_markdown
 
 
 @pytest.fixture(scope="module")
@@ -315,3 +318,114 @@ def test_the_plan_guide_shows_the_plan_of_the_reference_app(reference_assembly: 
         line for line in actual.splitlines() if line.startswith("#")
     ], "the plan guide's example is stale: run `python scripts/update_readme_plan.py`"
     assert shown.splitlines()[0] == actual.splitlines()[0]
+
+
+# ----- serverless endpoints, S3 sources, cross-stack values (issue 19) --------------------------
+
+
+@pytest.fixture(scope="module")
+def serverless_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A serverless endpoint with ServerlessScaling, and a GPU endpoint, both serving weights
+    from a bucket another stack owns (a cross-stack import)."""
+    outdir = tmp_path_factory.mktemp("serverless") / "cdk.out"
+    app = cdk.App(outdir=str(outdir), context=CDK_CONTEXT)
+    env = cdk.Environment(region="us-west-2", account="123456789012")
+    bucket = s3.Bucket(cdk.Stack(app, "Data", env=env), "Weights")
+    stack = cdk.Stack(app, "Small", env=env)
+    classifier = Model(
+        stack,
+        "Classifier",
+        image=ContainerImage.pytorch_cpu("2.6.0"),
+        source=ModelSource.from_s3_tarball(bucket, "classifier/model.tar.gz"),
+    )
+    endpoint = Endpoint(
+        stack,
+        "Serverless",
+        variants=[
+            ProductionVariant(
+                model=classifier,
+                serverless=ServerlessConfig(
+                    memory_size=Size.gibibytes(4), max_concurrency=10, provisioned_concurrency=2
+                ),
+            )
+        ],
+    )
+    ServerlessScaling(stack, "Warm", endpoint=endpoint, max_concurrency=10).scale_on_utilization(
+        target=0.5
+    )
+    llama = Model(
+        stack,
+        "Llama",
+        image=ContainerImage.lmi("0.31.0"),
+        source=ModelSource.from_s3(bucket, "llama/"),
+        spec=ModelSpec.LLAMA_3_8B,
+    )
+    Endpoint(
+        stack,
+        "Gpu",
+        variants=[
+            ProductionVariant(
+                model=llama, instance_type=InstanceType.G5_2XLARGE, initial_instance_count=1
+            )
+        ],
+    )
+    app.synth()
+    return outdir
+
+
+def _serverless_endpoint(assembly: Path) -> EndpointPlan:
+    (stack,) = [s for s in build_plan(assembly).stacks if s.name == "Small"]
+    return next(e for e in stack.endpoints if e.variants[0].serverless)
+
+
+def test_a_serverless_endpoint_says_how_it_is_billed_not_price_unknown(
+    serverless_assembly: Path,
+) -> None:
+    markdown = render_markdown(build_plan(serverless_assembly))
+    section = markdown.split("#### Endpoint `Serverless", 1)[1].split("####", 1)[0]
+    assert "price unknown" not in section
+    assert "not billed per instance-hour: serverless inference bills" in section
+
+
+def test_a_serverless_variant_has_no_instances_or_accelerators_rather_than_unknown_ones(
+    serverless_assembly: Path,
+) -> None:
+    markdown = render_markdown(build_plan(serverless_assembly))
+    section = markdown.split("#### Endpoint `Serverless", 1)[1].split("####", 1)[0]
+    assert "?" not in section
+    assert "instances: none (serverless)" in section
+    assert "accelerators per copy | none: serverless endpoints run on CPU" in section
+    variant = _serverless_endpoint(serverless_assembly).variants[0]
+    assert variant.instance_type == "serverless" and variant.min_instances is None
+
+
+def test_serverless_scaling_shows_the_provisioned_concurrency(serverless_assembly: Path) -> None:
+    variant = _serverless_endpoint(serverless_assembly).variants[0]
+    assert variant.scaling is not None
+    assert variant.scaling.dimension == "sagemaker:variant:DesiredProvisionedConcurrency"
+    assert (variant.scaling.min_capacity, variant.scaling.max_capacity) == (1, 10)
+    (policy,) = variant.scaling.policies
+    assert "SageMakerVariantProvisionedConcurrencyUtilization at 0.5" in policy.trigger
+    markdown = render_markdown(build_plan(serverless_assembly))
+    assert "scaling | provisioned concurrency 1-10<br>target tracking" in markdown
+
+
+def test_s3_sources_show_their_location_and_cross_stack_values_read_as_imports(
+    serverless_assembly: Path,
+) -> None:
+    (stack,) = [s for s in build_plan(serverless_assembly).stacks if s.name == "Small"]
+    models = {e.variants[0].model for e in stack.endpoints}
+    imported = "s3://${import:Data:ExportsOutputRefWeights"
+    assert all(model and model.startswith(imported) for model in models), models
+    assert any(m and m.endswith("/classifier/model.tar.gz") for m in models)
+    assert any(m and m.endswith("/llama/ (llama-3-8b)") for m in models)
+    markdown = render_markdown(build_plan(serverless_assembly))
+    assert "/opt/ml/model" not in markdown and "Fn::ImportValue" not in markdown
+
+
+def test_a_cross_stack_import_reads_as_the_export_it_names() -> None:
+    from cdk_sagemaker_llm.plan.template import shown
+
+    assert shown({"Fn::ImportValue": "Data:BucketName"}) == "${import:Data:BucketName}"
+    joined = {"Fn::Join": ["", ["s3://", {"Fn::ImportValue": "Data:Bucket"}, "/llama/"]]}
+    assert shown(joined) == "s3://${import:Data:Bucket}/llama/"

@@ -14,15 +14,27 @@ PREDICT = [
 ]  # fmt: skip
 RECOMMEND = [
     "recommend", "--model", "llama-3-8b", "--input-tokens", "512", "--output-tokens", "256",
-    "--max-ms-per-token", "60",
+    "--max-ms-per-token", "60", "--risk", "median",
 ]  # fmt: skip
+# (These tests exercise the command's mechanics at the median; the pessimistic default is
+# tested in test_recommend_sizes_pessimistically_by_default.)
 
 
 def test_predict_json_has_exactly_the_documented_fields(capsys: pytest.CaptureFixture[str]) -> None:
     argv = [*PREDICT, "--tensor-parallel-degree", "2", "--copies", "4", "--instance-count", "2"]
+    argv += ["--engine", "generic"]  # its batch limit of 64 per copy
     assert main([*argv, "--concurrency", "1,2,4,8,1024", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert set(data) == {"levels", "knee", "max_concurrency", "assumptions"}
+    assert set(data) == {"levels", "knee", "max_concurrency", "assumptions", "engine", "band"}
+    assert data["engine"] == "generic"
+    assert set(data["band"]) == {
+        "ms_per_token_factors",
+        "tokens_per_s_factors",
+        "pessimistic_ms_per_token_factor",
+        "pessimistic_tokens_per_s_factor",
+        "extrapolation",
+        "rows",
+    }
     assert [level["concurrency"] for level in data["levels"]] == [1, 2, 4, 8, 1024]
     for level in data["levels"]:
         assert set(level) == {
@@ -31,7 +43,11 @@ def test_predict_json_has_exactly_the_documented_fields(capsys: pytest.CaptureFi
             "ttft_ms",
             "tokens_per_s",
             "requests_per_s",
+            "ms_per_token_p10_p90",
+            "tokens_per_s_p10_p90",
         }
+        low, high = level["ms_per_token_p10_p90"]
+        assert low <= level["ms_per_token"] <= high
     assert set(data["knee"]) == {"concurrency", "reason"}
     # Whole deployment: 2 instances x 4 copies x a batch limit of 64.
     assert data["max_concurrency"] == 512
@@ -47,7 +63,11 @@ def test_predict_defaults_to_the_recommended_layout_and_prints_markdown(
     assert main([*PREDICT, "--concurrency", "8,64"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("### Predicted: llama-2-7b on 1 x ml.p4d.24xlarge, TP1 x 8 copies each")
-    assert "| concurrency | ms/token | TTFT ms | tokens/s | requests/s |" in out
+    assert (
+        "| concurrency | ms/token | ms/token p10-p90 | TTFT ms | tokens/s | tokens/s p10-p90 "
+        "| requests/s |" in out
+    )
+    assert "**Engine:** lmi-vllm-v1; **band:** band p10-p90" in out
     assert "**Knee:**" in out and "**Max concurrency:**" in out
 
 

@@ -63,11 +63,13 @@ def test_event_stream_framing_round_trips_through_botocore() -> None:
     assert json.loads(messages[1].payload) == {"Message": "boom", "ErrorCode": "StreamBroken"}
 
 
+@pytest.mark.timing
 def test_binds_to_loopback_only(lmi: Simulator) -> None:
     assert lmi.endpoint_url.startswith("http://127.0.0.1:")
     assert lmi.port > 0
 
 
+@pytest.mark.timing
 def test_invoke_endpoint_lmi_with_inference_component(lmi: Simulator) -> None:
     response = client(lmi).invoke_endpoint(
         EndpointName="my-endpoint", Body=BODY, InferenceComponentName="my-ic"
@@ -82,6 +84,7 @@ def test_invoke_endpoint_lmi_with_inference_component(lmi: Simulator) -> None:
     assert truth.arrival <= truth.start <= truth.first_token <= truth.end  # type: ignore[operator]
 
 
+@pytest.mark.timing
 def test_stream_lmi_json_lines_parsed_by_botocore(lmi: Simulator) -> None:
     response = client(lmi).invoke_endpoint_with_response_stream(EndpointName="e", Body=STREAM_BODY)
     assert response["ContentType"] == "application/jsonlines"
@@ -96,6 +99,7 @@ def test_stream_lmi_json_lines_parsed_by_botocore(lmi: Simulator) -> None:
     assert truth.stream and truth.inference_component is None
 
 
+@pytest.mark.timing
 def test_tgi_formats() -> None:
     with Simulator(SimulatorConfig(response_format="tgi", step_base_s=0.001)) as sim:
         runtime = client(sim)
@@ -109,6 +113,7 @@ def test_tgi_formats() -> None:
     assert events[-1]["details"]["generated_tokens"] == 5
 
 
+@pytest.mark.timing
 def test_throttling_maps_to_client_error_429() -> None:
     config = SimulatorConfig(max_batch=1, max_queue=0, step_base_s=0.02)
     with Simulator(config) as sim:
@@ -130,6 +135,7 @@ def test_throttling_maps_to_client_error_429() -> None:
     assert [t.outcome for t in sim.truth()] == ["ok", "throttled"]
 
 
+@pytest.mark.timing
 def test_model_error_shape() -> None:
     with Simulator(SimulatorConfig(model_error_every=1)) as sim:
         runtime = client(sim)
@@ -139,6 +145,7 @@ def test_model_error_shape() -> None:
     assert caught.value.response["OriginalStatusCode"] == 500
 
 
+@pytest.mark.timing
 def test_timeout_before_first_token_and_mid_stream() -> None:
     config = SimulatorConfig(max_batch=1, step_base_s=0.01, invocation_timeout_s=0.1)
     long_body = json.dumps({"inputs": "x", "parameters": {"max_new_tokens": 50}, "stream": True})
@@ -159,6 +166,7 @@ def test_timeout_before_first_token_and_mid_stream() -> None:
     assert all(t.latency_s is not None and t.latency_s >= 0.1 for t in sim.truth())
 
 
+@pytest.mark.timing
 def test_truth_over_http(lmi: Simulator) -> None:
     client(lmi).invoke_endpoint(EndpointName="e", Body=BODY)
     (record,) = fetch_truth(lmi.endpoint_url)
@@ -167,6 +175,7 @@ def test_truth_over_http(lmi: Simulator) -> None:
     assert lmi.truth() == []
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize(
     "body",
     [
@@ -191,6 +200,7 @@ def test_bad_bodies_are_refused_by_the_container(lmi: Simulator, body: str | byt
     assert lmi.truth() == []
 
 
+@pytest.mark.timing
 def test_streams_only_when_the_body_asks(lmi: Simulator) -> None:
     """LMI and TGI stream only on ``"stream": true``; the streaming route alone is not enough."""
     runtime = client(lmi)
@@ -213,6 +223,7 @@ def test_streams_only_when_the_body_asks(lmi: Simulator) -> None:
     ]  # fmt: skip
 
 
+@pytest.mark.timing
 def test_tgi_reads_stream_only_at_the_top_level() -> None:
     with Simulator(SimulatorConfig(response_format="tgi", step_base_s=0.001)) as sim:
         nested = {"inputs": "a", "parameters": {"max_new_tokens": 3, "stream": True}}
@@ -227,6 +238,7 @@ def test_tgi_reads_stream_only_at_the_top_level() -> None:
     assert caught.value.response["OriginalStatusCode"] == 422  # TGI's JSON rejection
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("fmt", ["lmi", "tgi"])
 def test_messages_api(fmt: str) -> None:
     with Simulator(SimulatorConfig(response_format=fmt, step_base_s=0.001)) as sim:

@@ -108,6 +108,28 @@ def test_the_wheel_ships_the_type_marker_and_the_handlers(wheel: Path) -> None:
     assert not any(name.startswith("tests/") for name in names)
 
 
+def test_the_wheel_carries_the_single_sourced_version(wheel: Path) -> None:
+    import zipfile
+
+    import cdk_sagemaker_llm
+
+    assert wheel.name.startswith(f"cdk_sagemaker_llm-{cdk_sagemaker_llm.__version__}-")
+    with zipfile.ZipFile(wheel) as archive:
+        (metadata,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        text = archive.read(metadata).decode()
+    assert f"\nVersion: {cdk_sagemaker_llm.__version__}\n" in text
+
+
+def test_the_documented_wheel_path_is_the_one_taken_here(wheel: Path) -> None:
+    """The install guide builds with `python -m build --wheel` (as the fixture does, offline
+    with --no-isolation) and installs the file it names, which is the one built here."""
+    guide = (PROJECT_ROOT / "docs" / "guides" / "your-own-app.md").read_text()
+    block = guide.split("[start:wheel] -->", 1)[1].split("[end:wheel]", 1)[0]
+    assert "python -m build --wheel" in block
+    assert f"pip install /path/to/cdk-sagemaker-llm/dist/{wheel.name}" in block
+    assert f"git checkout v{wheel.name.split('-')[1]}" in block
+
+
 def test_building_leaves_no_build_folder_in_the_tree(wheel: Path) -> None:
     assert not (PROJECT_ROOT / "build").exists()
 
@@ -146,6 +168,36 @@ def test_a_cdk_app_synthesizes_and_plan_reads_it(clean_venv: CleanVenv) -> None:
     plan = clean_venv.run("plan", str(clean_venv.root / "cdk.out"), "--format", "json")
     assert plan.returncode == 0, plan.stderr
     assert "ml.g5.12xlarge" in plan.stdout
+
+
+def test_an_init_scaffold_synthesizes_with_the_cdk_cli_and_passes_its_test(
+    clean_venv: CleanVenv, tmp_path: Path
+) -> None:
+    """What the scaffold's README says, offline: the requirements (the pinned library is the
+    wheel installed above; pytest and syrupy come from the wheelhouse), Node.js 22 and the CDK
+    CLI in node_modules/ (this project's own: the same pins, see tests/test_init.py), then
+    `npx cdk synth` and the snapshot test recording its snapshot."""
+    app = tmp_path / "platform"
+    init = clean_venv.run("init", str(app))
+    assert init.returncode == 0, init.stderr
+    clean_venv.install("-r", str(app / "requirements-dev.txt"))
+    (app / "node_modules").symlink_to(PROJECT_ROOT / "node_modules", target_is_directory=True)
+    env = {**clean_venv.env, "CDK_DISABLE_CLI_TELEMETRY": "true"}
+    synth = subprocess.run(
+        ["npx", "--no-install", "cdk", "synth", "--quiet", "--no-notices"],
+        cwd=app, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert synth.returncode == 0, synth.stdout + synth.stderr
+    template = json.loads((app / "cdk.out" / "LlmPlatform.template.json").read_text())
+    types = [resource["Type"] for resource in template["Resources"].values()]
+    assert types.count("AWS::SageMaker::InferenceComponent") == 2
+    tests = subprocess.run(
+        [str(clean_venv.python), "-m", "pytest", "--snapshot-update", "-q", "-p", "no:cacheprovider"],
+        cwd=app, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert tests.returncode == 0, tests.stdout + tests.stderr
+    assert "2 passed" in tests.stdout and "1 snapshot generated" in tests.stdout
+    assert (app / "tests" / "__snapshots__" / "test_app.ambr").is_file()
 
 
 def test_benchmark_needs_the_extra_then_runs_and_report_reads_it(clean_venv: CleanVenv) -> None:

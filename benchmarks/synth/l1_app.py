@@ -1,4 +1,7 @@
-"""The same SageMaker resources as library_app.py, written with aws-cdk-lib L1 constructs."""
+"""The same SageMaker resources as library_app.py, written with aws-cdk-lib L1 constructs.
+
+python l1_app.py OUTDIR [SETS]     (default 1 set)
+"""
 
 import os
 import sys
@@ -42,59 +45,62 @@ pull_and_logs = iam.CfnRole.PolicyProperty(
         ],
     },
 )
-model_role = iam.CfnRole(
-    stack, "ModelRole", assume_role_policy_document=trust, policies=[pull_and_logs]
-)
-endpoint_role = iam.CfnRole(
-    stack, "EndpointRole", assume_role_policy_document=trust, policies=[pull_and_logs]
-)
-model = sagemaker.CfnModel(
-    stack,
-    "Model",
-    execution_role_arn=model_role.attr_arn,
-    primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
-        image=IMAGE,
-        environment={
-            "HF_MODEL_ID": "meta-llama/Meta-Llama-3-8B-Instruct",
-            "OPTION_ROLLING_BATCH": "auto",
-            "OPTION_TENSOR_PARALLEL_DEGREE": "1",
-            "OPTION_MAX_ROLLING_BATCH_SIZE": "8",
-            "OPTION_MAX_MODEL_LEN": "4096",
-        },
-    ),
-)
-config = sagemaker.CfnEndpointConfig(
-    stack,
-    "Config",
-    execution_role_arn=endpoint_role.attr_arn,
-    production_variants=[
-        sagemaker.CfnEndpointConfig.ProductionVariantProperty(
-            variant_name="AllTraffic",
-            instance_type="ml.g5.12xlarge",
-            initial_instance_count=1,
-            managed_instance_scaling=sagemaker.CfnEndpointConfig.ManagedInstanceScalingProperty(
-                status="ENABLED", min_instance_count=1, max_instance_count=2
-            ),
-        )
-    ],
-)
-endpoint = sagemaker.CfnEndpoint(
-    stack, "Endpoint", endpoint_config_name=config.attr_endpoint_config_name
-)
-sagemaker.CfnInferenceComponent(
-    stack,
-    "Component",
-    endpoint_name=endpoint.attr_endpoint_name,
-    variant_name="AllTraffic",
-    inference_component_name="l1-component",
-    specification=sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty(
-        model_name=model.attr_model_name,
-        compute_resource_requirements=sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty(
-            number_of_accelerator_devices_required=1, min_memory_required_in_mb=32768
+sets = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+for index in range(sets):
+    suffix = "" if index == 0 else str(index)
+    model_role = iam.CfnRole(
+        stack, f"ModelRole{suffix}", assume_role_policy_document=trust, policies=[pull_and_logs]
+    )
+    endpoint_role = iam.CfnRole(
+        stack, f"EndpointRole{suffix}", assume_role_policy_document=trust, policies=[pull_and_logs]
+    )
+    model = sagemaker.CfnModel(
+        stack,
+        f"Model{suffix}",
+        execution_role_arn=model_role.attr_arn,
+        primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
+            image=IMAGE,
+            environment={
+                "HF_MODEL_ID": "meta-llama/Meta-Llama-3-8B-Instruct",
+                "OPTION_ROLLING_BATCH": "auto",
+                "OPTION_TENSOR_PARALLEL_DEGREE": "1",
+                "OPTION_MAX_ROLLING_BATCH_SIZE": "8",
+                "OPTION_MAX_MODEL_LEN": "4096",
+            },
         ),
-    ),
-    runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(
-        copy_count=2
-    ),
-)
+    )
+    config = sagemaker.CfnEndpointConfig(
+        stack,
+        f"Config{suffix}",
+        execution_role_arn=endpoint_role.attr_arn,
+        production_variants=[
+            sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+                variant_name="AllTraffic",
+                instance_type="ml.g5.12xlarge",
+                initial_instance_count=1,
+                managed_instance_scaling=sagemaker.CfnEndpointConfig.ManagedInstanceScalingProperty(
+                    status="ENABLED", min_instance_count=1, max_instance_count=2
+                ),
+            )
+        ],
+    )
+    endpoint = sagemaker.CfnEndpoint(
+        stack, f"Endpoint{suffix}", endpoint_config_name=config.attr_endpoint_config_name
+    )
+    sagemaker.CfnInferenceComponent(
+        stack,
+        f"Component{suffix}",
+        endpoint_name=endpoint.attr_endpoint_name,
+        variant_name="AllTraffic",
+        inference_component_name=f"l1-component{suffix}",
+        specification=sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty(
+            model_name=model.attr_model_name,
+            compute_resource_requirements=sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty(
+                number_of_accelerator_devices_required=1, min_memory_required_in_mb=32768
+            ),
+        ),
+        runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(
+            copy_count=2
+        ),
+    )
 app.synth()

@@ -1,4 +1,7 @@
-"""One model + inference-component endpoint + component, built with cdk-sagemaker-llm."""
+"""N model + inference-component endpoint + component sets, built with cdk-sagemaker-llm.
+
+python library_app.py OUTDIR [SETS]     (default 1 set)
+"""
 
 import os
 import sys
@@ -18,18 +21,22 @@ from cdk_sagemaker_llm import (
 )
 
 app = cdk.App(outdir=sys.argv[1])
+sets = int(sys.argv[2]) if len(sys.argv) > 2 else 1
 stack = cdk.Stack(app, "Library", env=cdk.Environment(region="us-west-2"))
-model = Model(
-    stack,
-    "Model",
-    image=ContainerImage.lmi("0.31.0"),
-    source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
-    serving=LmiOptions(tensor_parallel_degree=1, max_rolling_batch_size=8, max_model_len=4096),
-)
-endpoint = InferenceComponentEndpoint(
-    stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE, max_instance_count=2
-)
-endpoint.add_inference_component(
-    "Component", model=model, accelerators=1, min_memory=Size.gibibytes(32), copy_count=2
-)
+image = ContainerImage.lmi("0.31.0")
+for index in range(sets):
+    suffix = "" if index == 0 else str(index)
+    model = Model(
+        stack,
+        f"Model{suffix}",
+        image=image,
+        source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
+        serving=LmiOptions(tensor_parallel_degree=1, max_rolling_batch_size=8, max_model_len=4096),
+    )
+    endpoint = InferenceComponentEndpoint(
+        stack, f"Endpoint{suffix}", instance_type=InstanceType.G5_12XLARGE, max_instance_count=2
+    )
+    endpoint.add_inference_component(
+        "Component", model=model, accelerators=1, min_memory=Size.gibibytes(32), copy_count=2
+    )
 app.synth()

@@ -24,17 +24,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import ValidationError
-from ..prop_types import typed_factory
+from ..prop_types import typed_factory, typed_props
 
 ARRIVALS = ("poisson", "constant")
 """The arrival processes, by name (the CLI's ``--arrival``, the deploy-time run's ``Arrival``)."""
 MAX_SEED = 2**31 - 1
 
 
+@typed_props
 @dataclass(frozen=True)
 class Arrival:
     """How an open-loop level's requests arrive: ``Arrival.poisson(seed=0)`` or
     ``Arrival.constant()`` (see the module docstring)."""
+
+    __synth_decision__ = "The arrival schedule is drawn"
+    """Numbers given here decide at synth: a deploy-time token is refused (``typed_props``)."""
 
     kind: str
     """The process's name, one of ``ARRIVALS``."""

@@ -31,6 +31,9 @@ DEFAULT_FRACTION = 0.95
 class GoodputSlo:
     """Service-level objectives a request must meet to count towards goodput."""
 
+    __synth_decision__ = "Goodput's objectives are compiled into the benchmark"
+    """Numbers given here decide at synth: a deploy-time token is refused (``typed_props``)."""
+
     ms_per_token: float | None = None
     """End-to-end latency / output tokens limit, in ms. Default: not checked."""
     ttft_ms: float | None = None

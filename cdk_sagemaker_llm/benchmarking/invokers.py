@@ -30,6 +30,7 @@ from urllib.parse import quote, urlsplit
 from ._clock import now
 from .eventstream import EventStreamDecoder
 from .payload import (
+    PREFIX_AWARE_HEADER,
     InvocationRequest,
     ResponseFormatError,
     StreamModelError,
@@ -222,6 +223,8 @@ class AsyncInvoker:
         }
         if self.inference_component:
             headers["X-Amzn-SageMaker-Inference-Component"] = self.inference_component
+        if request.prefix_aware_id:
+            headers[PREFIX_AWARE_HEADER] = request.prefix_aware_id
         aws_request = AWSRequest(
             method="POST", url=self.endpoint_url + path[len(self._base_path) :], data=request.body,
             headers=headers,
@@ -436,6 +439,19 @@ class BotoInvoker:
         )
         return self.client
 
+    def _parameters(self, request: InvocationRequest) -> dict[str, Any]:
+        """The invocation's parameters, but ``Accept`` (its name differs between the calls)."""
+        kwargs: dict[str, Any] = {
+            "EndpointName": self.endpoint_name,
+            "Body": request.body,
+            "ContentType": "application/json",
+        }
+        if self.inference_component:
+            kwargs["InferenceComponentName"] = self.inference_component
+        if request.prefix_aware_id:
+            kwargs["PrefixAwareId"] = request.prefix_aware_id
+        return kwargs
+
     def invoke_one(self, client: Any, request: InvocationRequest) -> RequestSample:
         """Send one request with ``client`` and measure it."""
         from botocore.exceptions import (
@@ -444,13 +460,7 @@ class BotoInvoker:
             ReadTimeoutError,
         )
 
-        kwargs: dict[str, Any] = {
-            "EndpointName": self.endpoint_name,
-            "Body": request.body,
-            "ContentType": "application/json",
-        }
-        if self.inference_component:
-            kwargs["InferenceComponentName"] = self.inference_component
+        kwargs = self._parameters(request)
         start = now()
         sample = RequestSample(start=start, end=start)
         status: int | None = None

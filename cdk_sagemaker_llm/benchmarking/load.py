@@ -7,6 +7,7 @@ open-loop request rates, or an adaptive search over either axis.
     BenchmarkLoad.request_rates([1, 2, 4, 8], arrival=Arrival.poisson(seed=0))
     BenchmarkLoad.knee_search(low=1, high=256)
     BenchmarkLoad.max_rate_search(low=1, high=64, slo=GoodputSlo(ttft_ms=500))
+    BenchmarkLoad.trace_replay(speedups=[1, 2, 4])   # with Workload.trace(...)
 
 Each factory takes only what applies to its load (an arrival process only with rates, a knee
 rule only with concurrency) and validates its own arguments, so a combination that means
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import ValidationError, check_range, is_token
-from ..prop_types import typed_factory
+from ..prop_types import typed_factory, typed_props
 from .arrivals import Arrival
 from .engine import KneeRule
 from .goodput import DEFAULT_FRACTION, GoodputSlo
@@ -39,6 +40,7 @@ MAX_REQUESTS = 100_000
 DEFAULT_CONCURRENCIES = (1, 2, 4, 8, 16, 32)
 
 
+@typed_props
 @dataclass(frozen=True)
 class BenchmarkLoad:
     """The load of a benchmark (see the module docstring); build one with a factory."""
@@ -65,6 +67,9 @@ class BenchmarkLoad:
     and 95 % of the offered rate is sustainable (open loop)."""
     knee_rule: KneeRule = field(default_factory=KneeRule)
     """Closed loop: when more concurrency stops paying off."""
+    replay: bool = False
+    """Open loop: the levels are speedups of a trace replayed at its own timestamps
+    (``trace_replay``); ``arrival`` is then None."""
 
     @staticmethod
     @typed_factory
@@ -195,6 +200,37 @@ class BenchmarkLoad:
             slo=slo,
         )
         return replace(load, search="max-rate", resolution=_resolution(owner, resolution))
+
+    @staticmethod
+    @typed_factory
+    def trace_replay(
+        speedups: Sequence[float] = (1.0,),
+        *,
+        max_concurrency: int | None = None,
+        slo: GoodputSlo | None = None,
+    ) -> BenchmarkLoad:
+        """Open loop: each level replays a trace workload (``Workload.trace``) at its own
+        timestamps, the gaps divided by the level's speedup (``benchmarking.replay``); its
+        offered rate is the trace's rate x the speedup. The results are those of request
+        rates (achieved rate, lag, backlog, goodput, sustainable).
+
+        :param speedups: increasing speedups (1 to 16 levels, each above 0 and at most
+            100,000); default ``[1]`` (the trace as recorded).
+        :param max_concurrency: cap on requests in flight, 1 to 4096; default none.
+        :param slo: goodput objectives and the sustainable fraction; default none.
+        """
+        owner = "BenchmarkLoad.trace_replay"
+        checked = _rates(f"{owner}(speedups)", speedups)
+        check_range(
+            f"{owner}(max_concurrency)", max_concurrency, minimum=1, maximum=MAX_CONCURRENCY
+        )
+        return BenchmarkLoad(
+            open_loop=True,
+            levels=tuple(checked),
+            max_concurrency=max_concurrency,
+            slo=slo,
+            replay=True,
+        )
 
     @property
     def highest(self) -> float:

@@ -44,8 +44,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from ..planning.workload import Workload
+from ..errors import ValidationError, is_token, note_unchecked
+from ..planning.workload import Shape, Workload
 from ..prop_types import typed_props
+from .workloads import ShapedPrompts
 
 # Common English words that are a single token in the usual BPE vocabularies (Llama, Mistral,
 # GPT-2 style), so ``n`` space-separated words are about ``n`` input tokens.
@@ -95,6 +97,36 @@ class RequestProtocol:
     stream: bool = False
     """Use InvokeEndpointWithResponseStream and ask the container to stream (measures TTFT
     and inter-token latency); default False."""
+    prefix_aware_id: str | None = None
+    """Send this ``PrefixAwareId`` with every request (header
+    ``X-Amzn-SageMaker-Prefix-Aware-Id``): a stable identifier that an endpoint with
+    prefix-aware routing (``RoutingStrategy`` ``PREFIX_AWARE``) combines with the prompt's
+    prefix to pick the instance, so that applications whose prompts share a prefix are routed
+    apart (SageMaker Runtime API, ``InvokeEndpoint``); 1 to 256 characters of letters, digits,
+    ``-``, ``_``, ``.`` and ``:``. Default none."""
+
+    def __post_init__(self) -> None:
+        check_prefix_aware_id("RequestProtocol(prefix_aware_id)", self.prefix_aware_id)
+
+
+PREFIX_AWARE_HEADER = "X-Amzn-SageMaker-Prefix-Aware-Id"
+"""The ``PrefixAwareId`` member's header in botocore's ``sagemaker-runtime`` model."""
+
+
+def check_prefix_aware_id(prop: str, value: str | None) -> None:
+    """A ``PrefixAwareId`` this library sends: 1 to 256 characters, letters, digits and
+    ``-_.:`` (a conservative subset: the value travels in an HTTP header)."""
+    if value is None:
+        return
+    if is_token(value):  # a deploy-time value: the service checks it
+        note_unchecked(prop, "its characters and length")
+        return
+    if not 1 <= len(value) <= 256 or not all(c.isascii() and (c.isalnum() or c in "-_.:")
+                                             for c in value):  # fmt: skip
+        raise ValidationError(
+            prop, value, "a PrefixAwareId is 1 to 256 letters, digits, '-', '_', '.' or ':'",
+            "pass a stable name of your application, e.g. 'chat-app'",
+        )  # fmt: skip
 
 
 def synthetic_prompt(input_tokens: int, index: int = 0) -> str:
@@ -115,6 +147,8 @@ class InvocationRequest:
     stream: bool
     response_format: str = "auto"
     index: int = 0
+    prefix_aware_id: str | None = None
+    """Sent as the ``PrefixAwareId`` header when set."""
 
 
 @dataclass(frozen=True)
@@ -143,8 +177,16 @@ class PayloadSpec:
     parameters: dict[str, Any] = field(default_factory=dict)
     """Extra generation parameters merged into every request's ``parameters`` (the body's top
     level for ``messages``, e.g. ``temperature``)."""
+    shape: Shape | None = None
+    """A shaped workload's requests (``planning.workload``: shared prefixes, multi-turn, a
+    trace) instead of alike synthetic prompts; None: alike."""
+    prefix_aware_id: str | None = None
+    """Sent as every request's ``PrefixAwareId`` header (``RequestProtocol.prefix_aware_id``)."""
 
     def __post_init__(self) -> None:
+        if self.shape is not None and self.prompts:
+            raise ValueError("a shaped workload builds its own prompts: drop prompts")
+        check_prefix_aware_id("prefix_aware_id", self.prefix_aware_id)
         if self.response_format not in FORMATS:
             raise ValueError(
                 f"response_format={self.response_format!r}: use one of {', '.join(FORMATS)}"
@@ -164,6 +206,8 @@ class PayloadSpec:
             stream=protocol.stream,
             response_format=protocol.payload_format.value,
             prompts=prompts,
+            shape=workload.shape,
+            prefix_aware_id=protocol.prefix_aware_id,
         )
 
     def describe(self) -> dict[str, Any]:
@@ -177,6 +221,11 @@ class PayloadSpec:
         }
         if self.parameters:
             out["parameters"] = dict(self.parameters)
+        if self.shape is not None:
+            out["prompts"] = self.shape.to_dict()["kind"]
+            out["workload"] = self.shape.to_dict()
+        if self.prefix_aware_id is not None:
+            out["prefix_aware_id"] = self.prefix_aware_id
         return out
 
     def build(self, s3_client: Any = None) -> RequestFactory:
@@ -231,6 +280,13 @@ class RequestFactory:
         self.spec = spec
         self._prompts = prompts
         self._synthetic_cache: dict[int, bytes] = {}
+        self._shaped = (
+            None
+            if spec.shape is None
+            else ShapedPrompts(
+                spec.shape, spec.output_tokens, messages=spec.response_format == "messages"
+            )
+        )
         if (
             prompts
             and spec.response_format != "messages"
@@ -263,7 +319,10 @@ class RequestFactory:
 
     def __call__(self, index: int) -> InvocationRequest:
         spec = self.spec
-        if self._prompts is None:
+        data: bytes | None
+        if self._shaped is not None:
+            data = json.dumps(self.body(self._shaped(index))).encode()
+        elif self._prompts is None:
             key = index % len(_WORDS)
             data = self._synthetic_cache.get(key)
             if data is None:
@@ -271,7 +330,10 @@ class RequestFactory:
                 data = self._synthetic_cache[key] = json.dumps(self.body(prompt)).encode()
         else:
             data = json.dumps(self.body(self._prompts[index % len(self._prompts)])).encode()
-        return InvocationRequest(data, spec.stream, spec.response_format, index)
+        assert data is not None
+        return InvocationRequest(
+            data, spec.stream, spec.response_format, index, spec.prefix_aware_id
+        )
 
 
 class ResponseFormatError(ValueError):
@@ -373,21 +435,29 @@ class StreamParser:
             self.first_token = t
         self.last_token = t
 
-    def _line(self, line: bytes, t: float) -> None:
+    def _payload(self, line: bytes) -> bytes | None:
+        """The JSON of one stream line (an SSE ``data:`` field's value, or an LMI JSON line);
+        None for a blank line, ``[DONE]``, or an SSE comment or other field."""
         line = line.strip()
         if not line:
-            return
+            return None
         if line.startswith(b"data:"):
             if self.response_format == "lmi":
                 raise ResponseFormatError("server-sent events in an LMI stream")
             line = line[5:].strip()
             if line == b"[DONE]":
                 self.done = True
-                return
+                return None
         elif self.response_format != "lmi" and line.startswith(_SSE_FIELDS):
-            return  # an SSE comment or a field other than data
+            return None  # an SSE comment or a field other than data
         elif self.response_format == "tgi":
             raise ResponseFormatError(f"not a server-sent event: {line[:80]!r}")
+        return line
+
+    def _line(self, raw: bytes, t: float) -> None:
+        line = self._payload(raw)
+        if line is None:
+            return
         try:
             event = json.loads(line)
         except ValueError as exc:

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList, check_discount
 from ..errors import ValidationError, check_range
-from ..prop_types import typed_factory
+from ..prop_types import typed_factory, typed_props
 
 
+@typed_props
 @dataclass(frozen=True)
 class BenchmarkPricing:
     """The price of what a benchmark measures (see the module docstring); build one with a

@@ -17,6 +17,7 @@ from .invokers import Invoker
 from .load import BenchmarkLoad
 from .open_loop import SUSTAINABLE_RULE, RateRunner
 from .payload import PayloadSpec
+from .replay import TraceReplayRunner, trace_of
 from .search import Judge, knee_judge, run_search, search_section, sustainable_judge
 
 
@@ -54,13 +55,21 @@ def run_benchmark(
         "progress": progress,
     }
     runner: LevelRunner
-    if load.open_loop:
+    if load.replay:
+        runner = TraceReplayRunner.warmed_up(
+            invoker, spec, s3_client=s3_client, warmup_requests=warmup_requests,
+            trace=trace_of(spec), max_concurrency=load.max_concurrency, slo=load.goodput_slo,
+            **common,
+        )  # fmt: skip
+        judge: Judge = sustainable_judge
+        pass_rule = SUSTAINABLE_RULE
+    elif load.open_loop:
         runner = RateRunner.warmed_up(
             invoker, spec, s3_client=s3_client, warmup_requests=warmup_requests,
             arrival=load.arrival, max_concurrency=load.max_concurrency, slo=load.goodput_slo,
             **common,
         )  # fmt: skip
-        judge: Judge = sustainable_judge
+        judge = sustainable_judge
         pass_rule = SUSTAINABLE_RULE
     else:
         runner = ClosedLoopRunner.warmed_up(

@@ -59,11 +59,26 @@ Model of the server (all times configurable and small by default, for fast tests
   with ``ThrottlingException`` (HTTP 429, ``x-amzn-ErrorType`` header, JSON body), which
   botocore maps to a ``ClientError`` with that code.
 * ``model_error_every=N`` fails every N-th invocation with ``ModelError`` (container status 500).
+* ``instances=N`` puts N such servers behind the endpoint, each with its own batch, queue and
+  prefix cache, and ``routing`` picks one per request as SageMaker's ``RoutingStrategy`` does:
+  ``least_outstanding`` (``LEAST_OUTSTANDING_REQUESTS``, the default: fewest requests in
+  flight, ties broken by a seeded draw), ``random`` (``RANDOM``), or ``prefix_aware``
+  (``PREFIX_AWARE``: requests whose first ``prefix_length`` body bytes and ``PrefixAwareId``
+  header agree go to the same instance unless it has ``concurrency_threshold`` requests in
+  flight, then to the least outstanding one; the API reference's ``PrefixAwareRoutingConfig``
+  and ``InvokeEndpoint``'s ``PrefixAwareId``). The instance is hashed from those bytes, so the
+  choice is reproducible.
+* ``prefix_cache_blocks=B`` gives each instance a prefix cache of ``B`` blocks of
+  ``prefix_block_tokens`` prompt tokens (least recently used evicted), as vLLM's automatic
+  prefix caching keeps whole blocks chained from the prompt's start: a request that joins the
+  batch prefills only the tokens after its longest cached run of leading blocks
+  (``TruthRecord.cached_tokens``), which shortens its TTFT. Default 0: no cache.
 
 It binds only to 127.0.0.1 (port 0 by default) and records server-side ground truth for every
 request (arrival, start of decoding, first token, end, tokens, outcome): :meth:`Simulator.truth`
 in-process, or ``GET /_simulator/truth`` (and ``POST /_simulator/reset``) from another process.
-Run standalone with ``python -m cdk_sagemaker_llm.benchmarking.simulator``; it prints its URL.
+Run standalone with ``cdk-sagemaker-llm simulate`` (or ``python -m
+cdk_sagemaker_llm.benchmarking.simulator``); it prints its URL.
 """
 
 from __future__ import annotations
@@ -73,11 +88,14 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
+import hashlib
 import json
+import random
 import re
 import sys
 import threading
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
@@ -120,6 +138,30 @@ class SimulatorConfig:
     """Fail every N-th invocation with ``ModelError`` (original status 500); 0 never."""
     default_max_new_tokens: int = 64
     """Output tokens when the payload sets no ``max_new_tokens``. Default 64."""
+    instances: int = 1
+    """Servers behind the endpoint (each its own batch, queue and prefix cache). Default 1."""
+    routing: str = "least_outstanding"
+    """``least_outstanding``, ``random`` or ``prefix_aware`` (see the module docstring)."""
+    prefix_length: int = 1024
+    """``prefix_aware``: body bytes that pick the instance (``PrefixLength``, 1024 to 65536)."""
+    concurrency_threshold: int = 64
+    """``prefix_aware``: requests in flight on the chosen instance beyond which a request goes
+    to the least outstanding one (``ConcurrencyThreshold``, 1 to 1024)."""
+    prefix_cache_blocks: int = 0
+    """Blocks each instance's prefix cache holds; 0: no prefix cache. Default 0."""
+    prefix_block_tokens: int = 16
+    """Prompt tokens (words) of one cached block. Default 16 (vLLM's block size)."""
+    routing_seed: int = 0
+    """Seed of ``random`` routing and of ``least_outstanding``'s tie-breaks."""
+
+    def __post_init__(self) -> None:
+        if self.routing not in ROUTINGS:
+            raise ValueError(f"routing={self.routing!r}: use one of {', '.join(ROUTINGS)}")
+        if self.instances < 1 or self.prefix_block_tokens < 1 or self.prefix_cache_blocks < 0:
+            raise ValueError("instances and prefix_block_tokens >= 1, prefix_cache_blocks >= 0")
+
+
+ROUTINGS = ("least_outstanding", "random", "prefix_aware")
 
 
 @dataclass
@@ -143,6 +185,12 @@ class TruthRecord:
     first_token: float | None = None
     end: float | None = None
     output_tokens: int = 0
+    instance: int = 0
+    """The instance the request was routed to."""
+    cached_tokens: int = 0
+    """Prompt tokens found in that instance's prefix cache (not prefilled)."""
+    prefix_aware_id: str | None = None
+    """The ``PrefixAwareId`` header the request carried."""
 
     @property
     def queue_s(self) -> float | None:
@@ -176,6 +224,8 @@ class _Request:
     writer: asyncio.StreamWriter
     done: asyncio.Future[None]
     include_usage: bool = False
+    prompt: tuple[str, ...] = ()
+    """The prompt's words (for the prefix cache)."""
     words: list[str] = field(default_factory=list)
     headers_sent: bool = False
     buffered: list[bytes] = field(default_factory=list)
@@ -213,6 +263,34 @@ def _error(status: int, reason: str, code: str, request_id: str, **body: Any) ->
     )
 
 
+class _Instance:
+    """One server behind the endpoint: its queue, its batch, its prefix cache."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.queue: collections.deque[_Request] = collections.deque()
+        self.active: list[_Request] = []
+        self.wake = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+        self.cache: collections.OrderedDict[bytes, None] = collections.OrderedDict()
+
+    @property
+    def in_flight(self) -> int:
+        return len(self.queue) + len(self.active)
+
+
+def _block_keys(prompt: Sequence[str], block: int) -> list[bytes]:
+    """Chained hashes of the prompt's whole blocks: block ``k``'s key covers blocks 0..k."""
+    keys: list[bytes] = []
+    previous = b""
+    for start in range(0, len(prompt) - block + 1, block):
+        previous = hashlib.sha256(
+            previous + " ".join(prompt[start : start + block]).encode()
+        ).digest()
+        keys.append(previous)
+    return keys
+
+
 class Simulator:
     """The simulated server; use as a context manager or call :meth:`start` / :meth:`stop`.
 
@@ -223,14 +301,12 @@ class Simulator:
         self.config = config or SimulatorConfig()
         self._port = port
         self._truth: list[TruthRecord] = []
-        self._queue: collections.deque[_Request] = collections.deque()
-        self._active: list[_Request] = []
+        self._instances: list[_Instance] = []
+        self._rng = random.Random(self.config.routing_seed)
         self._invocations = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._server: asyncio.Server | None = None
-        self._wake: asyncio.Event | None = None
-        self._scheduler: asyncio.Task[None] | None = None
         self._connections: set[asyncio.Task[Any]] = set()
         self.port = 0
 
@@ -244,19 +320,21 @@ class Simulator:
     async def serve(self) -> None:
         """Start serving on the running loop (for use inside an existing event loop)."""
         self._loop = asyncio.get_running_loop()
-        self._wake = asyncio.Event()
+        self._instances = [_Instance(index) for index in range(self.config.instances)]
         self._server = await asyncio.start_server(
             self._handle, "127.0.0.1", self._port, backlog=2048
         )
         self.port = self._server.sockets[0].getsockname()[1]
-        self._scheduler = asyncio.create_task(self._schedule())
+        for instance in self._instances:
+            instance.task = asyncio.create_task(self._schedule(instance))
 
     async def aclose(self) -> None:
         """Stop serving (inside the loop that called :meth:`serve`)."""
-        if self._scheduler is not None:
-            self._scheduler.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._scheduler
+        for instance in self._instances:
+            if instance.task is not None:
+                instance.task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await instance.task
         if self._server is not None:
             self._server.close()
         connections = list(self._connections)
@@ -305,6 +383,9 @@ class Simulator:
         """Forget the recorded ground truth (and restart ``model_error_every`` counting)."""
         self._truth.clear()
         self._invocations = 0
+        self._rng = random.Random(self.config.routing_seed)
+        for instance in self._instances:
+            instance.cache.clear()
 
     # -- HTTP --------------------------------------------------------------------------------
 
@@ -376,6 +457,7 @@ class Simulator:
             arrival=now(),
             streamed=parsed.stream,
             api=parsed.api,
+            prefix_aware_id=headers.get("x-amzn-sagemaker-prefix-aware-id"),
         )
         self._truth.append(truth)
         self._invocations += 1
@@ -384,7 +466,9 @@ class Simulator:
             truth.outcome, truth.end = "model_error", now()
             writer.write(_model_error(request_id, 500, "simulated container failure"))
             return
-        in_server = len(self._queue) + len(self._active)
+        instance = self._route(body, truth.prefix_aware_id)
+        truth.instance = instance.index
+        in_server = instance.in_flight
         max_queue = self.config.max_queue
         if max_queue is not None and in_server >= self.config.max_batch + max_queue:
             truth.outcome, truth.end = "throttled", now()
@@ -398,59 +482,99 @@ class Simulator:
                 )
             )
             return
-        assert self._loop is not None and self._wake is not None
+        assert self._loop is not None
         request = _Request(
             truth,
             max(1, parsed.max_tokens),
             writer,
             self._loop.create_future(),
             include_usage=parsed.include_usage,
+            prompt=parsed.prompt,
         )
-        self._queue.append(request)
-        self._wake.set()
+        instance.queue.append(request)
+        instance.wake.set()
         await request.done
+
+    def _route(self, body: bytes, prefix_aware_id: str | None) -> _Instance:
+        """The instance a request goes to, by the configured routing strategy."""
+        instances = self._instances
+        if len(instances) == 1:
+            return instances[0]
+        config = self.config
+        if config.routing == "random":
+            return instances[self._rng.randrange(len(instances))]
+        if config.routing == "prefix_aware":
+            key = (prefix_aware_id or "").encode() + b"\0" + body[: config.prefix_length]
+            digest = int.from_bytes(hashlib.sha256(key).digest()[:8], "big")
+            chosen = instances[digest % len(instances)]
+            if chosen.in_flight < config.concurrency_threshold:
+                return chosen
+        fewest = min(instance.in_flight for instance in instances)
+        tied = [instance for instance in instances if instance.in_flight == fewest]
+        return tied[self._rng.randrange(len(tied))] if len(tied) > 1 else tied[0]
+
+    def _cached_tokens(self, instance: _Instance, prompt: Sequence[str]) -> int:
+        """Look the prompt's leading blocks up in the instance's prefix cache (then cache all
+        its whole blocks); returns the tokens found."""
+        config = self.config
+        if not config.prefix_cache_blocks:
+            return 0
+        keys = _block_keys(prompt, config.prefix_block_tokens)
+        hits = 0
+        for key in keys:
+            if key not in instance.cache:
+                break
+            hits += 1
+        for key in keys:
+            instance.cache[key] = None
+            instance.cache.move_to_end(key)
+        while len(instance.cache) > config.prefix_cache_blocks:
+            instance.cache.popitem(last=False)
+        # At least the last prompt token is always computed (as vLLM does on a full hit).
+        return min(hits * config.prefix_block_tokens, max(0, len(prompt) - 1))
 
     # -- the continuous-batching model ------------------------------------------------------
 
-    async def _schedule(self) -> None:
-        assert self._wake is not None
+    async def _schedule(self, instance: _Instance) -> None:
         config = self.config
         while True:
-            if not self._active and not self._queue:
-                self._wake.clear()
-                await self._wake.wait()
+            if not instance.active and not instance.queue:
+                instance.wake.clear()
+                await instance.wake.wait()
             t = now()
-            self._expire(t)
+            self._expire(instance, t)
             prefill_tokens = 0
-            while self._queue and len(self._active) < config.max_batch:
-                request = self._queue.popleft()
+            while instance.queue and len(instance.active) < config.max_batch:
+                request = instance.queue.popleft()
                 request.truth.start = t
-                prefill_tokens += request.truth.input_tokens
-                self._active.append(request)
-            if not self._active:
+                cached = self._cached_tokens(instance, request.prompt)
+                request.truth.cached_tokens = cached
+                prefill_tokens += request.truth.input_tokens - cached
+                instance.active.append(request)
+            if not instance.active:
                 continue
             step = (
                 config.step_base_s
-                + config.step_per_sequence_s * len(self._active)
+                + config.step_per_sequence_s * len(instance.active)
                 + config.prefill_per_input_token_s * prefill_tokens
             )
             await asyncio.sleep(step)
             t = now()
             finished = []
-            for request in self._active:
+            for request in instance.active:
                 if self._emit_token(request, t):
                     finished.append(request)
             if finished:
-                self._active = [r for r in self._active if r not in finished]
+                instance.active = [r for r in instance.active if r not in finished]
 
-    def _expire(self, t: float) -> None:
+    def _expire(self, instance: _Instance, t: float) -> None:
         limit = self.config.invocation_timeout_s
-        expired = [r for r in [*self._queue, *self._active] if t - r.truth.arrival > limit]
+        expired = [r for r in [*instance.queue, *instance.active] if t - r.truth.arrival > limit]
         for request in expired:
-            if request in self._active:
-                self._active.remove(request)
+            if request in instance.active:
+                instance.active.remove(request)
             else:
-                self._queue.remove(request)
+                instance.queue.remove(request)
             truth = request.truth
             truth.outcome, truth.end = "timeout", t
             if request.headers_sent:
@@ -638,18 +762,19 @@ class Simulator:
             messages = payload["messages"]
             if not isinstance(messages, list) or not messages:
                 raise ValueError("'messages' must be a non-empty list")
-            words = 0
+            prompt: list[str] = []
             for message in messages:
                 if not isinstance(message, dict) or message.get("role") not in _ROLES:
                     raise ValueError(f"each message needs a role in {_ROLES}")
-                words += len(_content_text(message.get("content")).split())
+                prompt += _content_text(message.get("content")).split()
             stream = _flag(payload, "stream")
             options = payload.get("stream_options")
             if options is not None and (not stream or not isinstance(options, dict)):
                 raise ValueError("'stream_options' is allowed only with \"stream\": true")
             return _ParsedBody(
                 api="messages",
-                input_tokens=words,
+                input_tokens=len(prompt),
+                prompt=tuple(prompt),
                 max_tokens=_count(payload, "max_tokens", default),
                 stream=stream,
                 include_usage=bool(options and _flag(options, "include_usage")),
@@ -667,6 +792,7 @@ class Simulator:
         return _ParsedBody(
             api="inputs",
             input_tokens=len(inputs.split()),
+            prompt=tuple(inputs.split()),
             max_tokens=_count(parameters, "max_new_tokens", default),
             stream=stream,
         )
@@ -682,6 +808,7 @@ class _ParsedBody:
     max_tokens: int
     stream: bool
     include_usage: bool = False
+    prompt: tuple[str, ...] = ()
 
 
 def _flag(data: dict[str, Any], key: str) -> bool:
@@ -737,32 +864,96 @@ def reset_truth(endpoint_url: str) -> None:
         pass
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Serve a simulator on 127.0.0.1 until interrupted; prints its URL on the first line."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--port", type=int, default=0)
+_OPTION_HELP = {
+    "response_format": "container whose inputs-API answers are served: lmi (jsonlines stream, "
+    "one object) or tgi (server-sent events, a one-element list); both serve the messages API",
+    "max_batch": "requests decoded together; more wait in the queue",
+    "step_base_s": "seconds one decode step takes with an empty batch",
+    "step_per_sequence_s": "seconds added to a decode step per sequence in the batch",
+    "prefill_per_input_token_s": "seconds added to the step a request joins, per input token",
+    "max_queue": "waiting requests beyond which new ones get ThrottlingException (HTTP 429); "
+    "default: no limit",
+    "invocation_timeout_s": "seconds after arrival at which an unfinished request fails "
+    "(SageMaker's limit is 60)",
+    "model_error_every": "fail every N-th invocation with ModelError (0: never)",
+    "default_max_new_tokens": "output tokens when a request sets no max_new_tokens / max_tokens",
+    "instances": "servers behind the endpoint, each with its own batch, queue and prefix cache",
+    "routing": "least_outstanding, random or prefix_aware (SageMaker's RoutingStrategy)",
+    "prefix_length": "prefix_aware: body bytes that pick the instance (PrefixLength)",
+    "concurrency_threshold": "prefix_aware: requests in flight on the chosen instance beyond "
+    "which a request goes to the least outstanding one (ConcurrencyThreshold)",
+    "prefix_cache_blocks": "blocks each instance's prefix cache holds (0: no prefix cache)",
+    "prefix_block_tokens": "prompt tokens of one cached block",
+    "routing_seed": "seed of random routing and of least_outstanding's tie-breaks",
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, default_port: int = 0) -> None:
+    """The simulator's options (``--port`` and one per :class:`SimulatorConfig` field),
+    shared by ``python -m ...simulator`` and ``cdk-sagemaker-llm simulate``."""
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=default_port,
+        help=f"port on 127.0.0.1 to listen on; 0 picks a free one (default {default_port})",
+    )
     defaults = SimulatorConfig()
     for item in dataclasses.fields(SimulatorConfig):
         value = getattr(defaults, item.name)
+        flags = ["--" + item.name.replace("_", "-")]
+        extra: dict[str, Any] = {}
+        if item.name == "response_format":
+            flags.append("--container")
+            extra["choices"] = ("lmi", "tgi")
+        if item.name == "routing":
+            extra["choices"] = ROUTINGS
         kind = float if isinstance(value, float) else str if isinstance(value, str) else int
         parser.add_argument(
-            "--" + item.name.replace("_", "-"),
+            *flags,
             type=kind,
             default=value,
             dest=item.name,
+            help=_OPTION_HELP[item.name] + ("" if value is None else f" (default {value})"),
+            **extra,
         )
-    args = vars(parser.parse_args(argv))
-    port = args.pop("port")
-    simulator = Simulator(SimulatorConfig(**args), port=port)
+
+
+def config_from_arguments(args: argparse.Namespace) -> tuple[SimulatorConfig, int]:
+    """The :class:`SimulatorConfig` and port that :func:`add_arguments`'s options name."""
+    values = {item.name: getattr(args, item.name) for item in dataclasses.fields(SimulatorConfig)}
+    return SimulatorConfig(**values), args.port
+
+
+def serve_until_interrupted(config: SimulatorConfig, port: int) -> int:
+    """Serve on 127.0.0.1 until interrupted (Ctrl-C or SIGTERM); prints the URL on the first
+    line of stdout once listening. Returns the exit code."""
+    import signal
+
+    simulator = Simulator(config, port=port)
 
     async def run() -> None:
-        await simulator.serve()
-        print(simulator.endpoint_url, flush=True)
-        await asyncio.Event().wait()
+        try:
+            await simulator.serve()
+        except OSError as error:  # the port is taken
+            print(f"error: cannot listen on 127.0.0.1:{port}: {error.strerror}", file=sys.stderr)
+            raise SystemExit(2) from None
+        stop = asyncio.Event()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+        print(simulator.endpoint_url, flush=True)  # after the handler: SIGTERM now stops cleanly
+        await stop.wait()
+        await simulator.aclose()
 
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(run())
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve a simulator on 127.0.0.1 until interrupted; prints its URL on the first line."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    add_arguments(parser)
+    config, port = config_from_arguments(parser.parse_args(argv))
+    return serve_until_interrupted(config, port)
 
 
 if __name__ == "__main__":

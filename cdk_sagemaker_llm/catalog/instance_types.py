@@ -19,11 +19,12 @@ from botocore's ``ProductionVariantInstanceType`` enum.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import Enum
 from typing import ClassVar
 
 from ..errors import ValidationError
+from ..prop_types import typed_props
 
 
 class AcceleratorKind(Enum):
@@ -33,6 +34,7 @@ class AcceleratorKind(Enum):
     AWS_NEURON = "aws-neuron"
 
 
+@typed_props
 @dataclass(frozen=True)
 class Accelerator:
     """One accelerator device: usable memory, memory bandwidth and dense FP16/BF16 compute.
@@ -43,8 +45,13 @@ class Accelerator:
     predictions do not.
     """
 
+    __synth_decision__ = "The accelerator's figures decide what fits (sizing)"
+    """Numbers given here decide at synth: a deploy-time token is refused (``typed_props``)."""
+
     name: str
+    """The device's name, e.g. ``A10G``, ``H100``, ``Inferentia2``."""
     kind: AcceleratorKind
+    """An NVIDIA GPU or an AWS Neuron device (Inferentia, Trainium)."""
     memory_mib: int
     """Usable device memory in MiB."""
     memory_bandwidth_gbps: float | None
@@ -172,6 +179,7 @@ for _device_name, _device in {
     setattr(Accelerator, _device_name, _device)
 
 
+@typed_props
 @dataclass(frozen=True)
 class InstanceType:
     """A SageMaker hosting instance type (``ml.*``).
@@ -182,6 +190,9 @@ class InstanceType:
     them say they cannot check, until you state them with ``InstanceType.of(name,
     accelerator=Accelerator.H100, accelerator_count=8)`` or ``.with_accelerators(...)``.
     """
+
+    __synth_decision__ = "The instance type's figures decide what fits (sizing)"
+    """Numbers given here decide at synth: a deploy-time token is refused (``typed_props``)."""
 
     name: str
     """The SageMaker name, e.g. ``ml.g5.12xlarge``."""
@@ -266,6 +277,19 @@ class InstanceType:
     TRN1_32XLARGE: ClassVar[InstanceType]
     TRN1N_32XLARGE: ClassVar[InstanceType]
     TRN2_48XLARGE: ClassVar[InstanceType]
+
+    def __post_init__(self) -> None:
+        """``InstanceType("ml.g5.2xlarge")`` built directly with its name alone is the
+        catalog's entry (equal to ``InstanceType.G5_2XLARGE``, local NVMe storage and all), as
+        ``InstanceType.of`` gives, not a blank type that passes checks it should fail."""
+        catalog = globals().get("CATALOG")  # None while the catalog itself is being built
+        known = catalog.get(self.name) if catalog and isinstance(self.name, str) else None
+        if known is None or any(
+            getattr(self, field.name) != field.default for field in fields(self)[1:]
+        ):
+            return
+        for field in fields(self)[1:]:
+            object.__setattr__(self, field.name, getattr(known, field.name))
 
     @property
     def family(self) -> str:

@@ -7,8 +7,10 @@ from enum import Enum
 from typing import Any, ClassVar
 
 from ..errors import ValidationError
+from ..prop_types import typed_props
 
 
+@typed_props
 class Precision(Enum):
     """How the weights are stored on the accelerator; decides bytes per parameter.
 
@@ -90,6 +92,7 @@ _ALIASES = {
 }
 
 
+@typed_props
 @dataclass(frozen=True)
 class ModelSpec:
     """The architecture facts sizing needs about one model.
@@ -98,6 +101,9 @@ class ModelSpec:
     from a Hugging Face id (``ModelSpec.from_hugging_face_id(...)``), or describe any other
     model with ``ModelSpec.custom(...)``.
     """
+
+    __synth_decision__ = "The model's architecture decides what fits (sizing)"
+    """Numbers given here decide at synth: a deploy-time token is refused (``typed_props``)."""
 
     name: str
     """A short name, e.g. ``llama-3-8b``."""

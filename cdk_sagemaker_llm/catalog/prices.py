@@ -7,9 +7,11 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from ..errors import ValidationError
+from ..prop_types import typed_props
 from .instance_types import InstanceType
 
 
+@typed_props
 @dataclass(frozen=True)
 class PriceList:
     """On-demand USD prices per instance-hour of SageMaker real-time inference in one region.
@@ -20,6 +22,9 @@ class PriceList:
     of the default (``DEFAULT_PRICE_LIST.with_prices({"ml.g5.xlarge": 1.2}, region=...)``),
     or apply a savings-plan discount (``DEFAULT_PRICE_LIST.with_discount(0.3)``).
     """
+
+    __synth_decision__ = "The price list ranks the layouts and prices the plan"
+    """Numbers given here decide at synth: a deploy-time token is refused (``typed_props``)."""
 
     as_of: str
     """When the prices were read (ISO date)."""
@@ -50,6 +55,14 @@ class PriceList:
         check_discount("savings_plan_1y_discount", self.savings_plan_1y_discount)
         object.__setattr__(self, "prices", MappingProxyType(dict(sorted(self.prices.items()))))
         check_discount("discount", self.discount)
+
+    def __repr__(self) -> str:
+        """Short: a signature's default (``help(LlmService)``) shows no whole price list."""
+        discount = f", discount={self.discount:g}" if self.discount else ""
+        return (
+            f"PriceList(region={self.region!r}, as_of={self.as_of!r}, "
+            f"{len(self.prices)} prices{discount})"
+        )
 
     def price_per_hour(self, instance_type: InstanceType | str) -> float | None:
         """Price per hour of one instance after :attr:`discount`, or None when the list has

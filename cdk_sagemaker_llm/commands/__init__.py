@@ -4,5 +4,15 @@ A module's ``register`` adds one subparser and sets ``handler=<function(args) ->
 with ``set_defaults``. Add the module's name to ``COMMAND_MODULES`` to make it available.
 """
 
-COMMAND_MODULES: tuple[str, ...] = ("plan", "size", "predict", "recommend", "benchmark", "report")
+COMMAND_MODULES: tuple[str, ...] = (
+    "init",
+    "plan",
+    "size",
+    "predict",
+    "recommend",
+    "benchmark",
+    "report",
+    "simulate",
+    "calibrate",
+)
 """Modules under ``cdk_sagemaker_llm.commands`` registered with the command line, in order."""

@@ -18,7 +18,7 @@ from ..benchmarking.pricing import BenchmarkPricing
 from ..benchmarking.progress import LiveProgress
 from ..benchmarking.run import run_benchmark
 from ..benchmarking.search import DEFAULT_RESOLUTION, SEARCHES
-from ..planning.workload import Workload
+from . import workload_options
 from .aws_environment import aws_environment_problem
 
 
@@ -192,8 +192,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--concurrency", type=_concurrency_list, help="closed-loop levels; default 1,2,4,8"
     )
-    parser.add_argument("--input-tokens", type=_positive_int, default=256, help="default 256")
-    parser.add_argument("--output-tokens", type=_positive_int, default=128, help="default 128")
+    parser.add_argument("--input-tokens", type=_positive_int, help="default 256")
+    parser.add_argument("--output-tokens", type=_positive_int, help="default 128")
     parser.add_argument("--prompts", help="JSONL prompts file (path or s3://) instead of synthetic")
     parser.add_argument(
         "--requests-per-level",
@@ -242,6 +242,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--keep-samples", action="store_true", help="raw samples in results")
     parser.add_argument("--out", required=True, help="results JSON file")
     _add_open_loop_and_search(parser)
+    workload_options.add_arguments(parser, _positive_int)
     parser.set_defaults(handler=run)
 
 
@@ -288,15 +289,19 @@ def _price(
 
 def run(args: argparse.Namespace) -> int:
     """Run the sweep, write ``--out``; exit 0, or 2 on bad input."""
-    problem = _mode_error(args) or aws_environment_problem(args.region)
+    problem = (
+        workload_options.problem(args)
+        or (None if args.replay_speedup else _mode_error(args))
+        or aws_environment_problem(args.region)
+    )
     if problem is not None:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     try:
-        load = _load(args)
+        load = workload_options.replay_load(args) or _load(args)
         spec = PayloadSpec.of(
-            Workload(args.input_tokens, args.output_tokens),
-            RequestProtocol(PayloadFormat(args.response_format), args.stream),
+            workload_options.workload(args),
+            RequestProtocol(PayloadFormat(args.response_format), args.stream, args.prefix_aware_id),
             prompts=args.prompts,
         )
         pricing = _pricing(args)

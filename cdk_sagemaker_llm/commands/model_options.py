@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import PRESETS, ModelSpec, Precision
 from ..errors import ValidationError
 
@@ -119,3 +120,22 @@ def int_list(text: str) -> list[int]:
     if not values or any(value < 1 for value in values):
         raise argparse.ArgumentTypeError(f"{text!r}: pass positive integers such as 1,2,4,8")
     return values
+
+
+def check_tensor_parallel_degree(instance_type: InstanceType, degree: int | None) -> None:
+    """``--tensor-parallel-degree`` against the instance's accelerators: a degree beyond them
+    (or below 1) is a ValidationError naming the flag, the value, the count and the fix."""
+    if degree is None:
+        return
+    count = instance_type.accelerator_devices
+    kind = "Neuron devices" if instance_type.is_neuron else "GPUs"
+    if degree < 1 or degree > count:
+        dividing = [d for d in range(1, count + 1) if count % d == 0]
+        raise ValidationError(
+            "--tensor-parallel-degree",
+            degree,
+            f"{instance_type.name} has {count} {kind}; a copy cannot span "
+            f"{'more' if degree > count else 'fewer'} than that",
+            f"pass a degree of {', '.join(map(str, dividing))}, or an instance type with at "
+            f"least {degree} {kind}",
+        )

@@ -10,11 +10,26 @@ from pathlib import Path
 from typing import Any
 
 from ..catalog.instance_types import InstanceType
+from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
-from ..planning.calibration import Calibration, calibrate
-from ..planning.performance import DEFAULT_MAX_BATCH_SIZE, Layout, Prediction, Workload, predict
+from ..planning.calibration import EngineRelease, calibrate
+from ..planning.engine_profiles import PROFILE_NAMES, EngineProfile, engine_profile
+from ..planning.performance import (
+    Layout,
+    MeasuredEfficiency,
+    Prediction,
+    Workload,
+    predict,
+)
 from ..planning.sizing import recommended_tensor_parallel_degree
-from .model_options import add_model_arguments, int_list, model_spec, precision
+from .calibrate import add_calibration_arguments, engine_option, load_calibration
+from .model_options import (
+    add_model_arguments,
+    check_tensor_parallel_degree,
+    int_list,
+    model_spec,
+    precision,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -25,7 +40,8 @@ def register(subparsers: Any) -> None:
         description="Predict a deployment's per-token latency, time to first token and "
         "throughput from first principles (memory bandwidth, FLOPS, interconnect, KV cache, "
         "60 s timeout). Concurrency is for the whole deployment (instances x copies). Pass a "
-        "benchmark's results.json with --calibration to fit the efficiency factors.",
+        "calibration file (`cdk-sagemaker-llm calibrate`) with --calibration to use measured "
+        "efficiency factors; a benchmark's results.json there is fitted to this layout.",
     )
     add_model_arguments(parser)
     parser.add_argument("--instance-type", required=True, help="e.g. ml.p4d.24xlarge")
@@ -44,26 +60,50 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--max-batch-size",
         type=int,
-        default=DEFAULT_MAX_BATCH_SIZE,
-        help=f"the server's batch limit per copy; default {DEFAULT_MAX_BATCH_SIZE}",
+        help="the server's request cap per copy; default the engine's (vLLM/LMI 256, TGI a "
+        "KV-token budget)",
     )
-    parser.add_argument(
-        "--calibration", help="results.json of a benchmark of this model and layout"
-    )
+    add_calibration_arguments(parser)
     parser.add_argument("--format", choices=("json", "markdown"), default="markdown")
     parser.set_defaults(handler=run)
 
 
-def _calibration(path: str | None, *args: Any) -> Calibration | None:
+def engine_choice(text: str | None) -> EngineRelease | EngineProfile | None:
+    """``--engine``: an engine profile name (``tgi-1``, ``lmi-vllm-v1`` ...) or the container
+    ``FAMILY[:VERSION]`` (which also chooses the profile: ``planning.engine_profiles``)."""
+    if text is not None and text.strip() in PROFILE_NAMES:
+        return engine_profile(text.strip())
+    return engine_option(text)
+
+
+def _calibration(
+    path: str | None,
+    engine: EngineRelease | EngineProfile | None,
+    spec: ModelSpec,
+    layout: Layout,
+    dtype: Precision,
+) -> MeasuredEfficiency | None:
+    """The ``--calibration`` file applied to this target (``Calibration.applied_to``); a
+    benchmark's results.json (the earlier form of the flag) is fitted to this layout."""
+    if isinstance(engine, EngineProfile):
+        engine = None  # a profile name says nothing about the calibrated container
     if path is None:
         return None
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise ValidationError(
-            "--calibration", path, f"cannot be read: {error}", "pass the benchmark's results.json"
+            "--calibration",
+            path,
+            f"cannot be read: {error}",
+            "pass the file `cdk-sagemaker-llm calibrate --out` wrote",
         ) from error
-    return calibrate(document, *args, source=Path(path).name)
+    if isinstance(document, dict) and "levels" in document and "format" not in document:
+        fitted = calibrate(document, spec, layout, dtype, source=Path(path).name, engine=engine)
+        return fitted.applied_to(spec, layout.instance_type, engine=engine)
+    calibration = load_calibration(path)
+    assert calibration is not None
+    return calibration.applied_to(spec, layout.instance_type, engine=engine)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
         dtype = precision(args)
         instance_type = InstanceType.of(args.instance_type)
         workload = Workload(args.input_tokens, args.output_tokens)
+        check_tensor_parallel_degree(instance_type, args.tensor_parallel_degree)
         degree = args.tensor_parallel_degree or recommended_tensor_parallel_degree(
             spec,
             instance_type,
@@ -88,7 +129,9 @@ def run(args: argparse.Namespace) -> int:
             )
         copies = args.copies or max(1, instance_type.accelerator_devices // degree)
         layout = Layout(instance_type, degree, copies, args.instance_count)
-        calibration = _calibration(args.calibration, spec, layout, dtype)
+        calibration = _calibration(
+            args.calibration, engine_choice(args.engine), spec, layout, dtype
+        )
         prediction = predict(
             spec,
             layout,
@@ -97,10 +140,13 @@ def run(args: argparse.Namespace) -> int:
             precision=dtype,
             calibration=calibration,
             max_batch_size=args.max_batch_size,
+            engine=engine_choice(args.engine),
         )
     except ValidationError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    for note in getattr(calibration, "warnings", []):
+        print(f"warning: {note}", file=sys.stderr)
     if args.format == "json":
         print(json.dumps(prediction.to_dict(), indent=2))
     else:
@@ -117,14 +163,20 @@ def render_markdown(model: str, prediction: Prediction) -> str:
         f"{workload.input_tokens} input + {workload.output_tokens} output tokens per request; "
         "concurrency for the whole deployment.",
         "",
-        "| concurrency | ms/token | TTFT ms | tokens/s | requests/s |",
-        "|---:|---:|---:|---:|---:|",
+        "| concurrency | ms/token | ms/token p10-p90 | TTFT ms | tokens/s | tokens/s p10-p90 "
+        "| requests/s |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for level in prediction.levels:
+        ms_band = level.ms_per_token_band or (level.ms_per_token, level.ms_per_token)
+        tokens_band = level.tokens_per_s_band or (level.tokens_per_s, level.tokens_per_s)
         lines.append(
-            f"| {level.concurrency} | {level.ms_per_token:.1f} | {level.ttft_ms:.0f} | "
-            f"{level.tokens_per_s:.0f} | {level.requests_per_s:.2f} |"
+            f"| {level.concurrency} | {level.ms_per_token:.1f} | {ms_band[0]:.1f}-"
+            f"{ms_band[1]:.1f} | {level.ttft_ms:.0f} | {level.tokens_per_s:.0f} | "
+            f"{tokens_band[0]:.0f}-{tokens_band[1]:.0f} | {level.requests_per_s:.2f} |"
         )
+    if prediction.band is not None:
+        lines += ["", f"**Engine:** {prediction.engine}; **band:** {prediction.band.describe()}"]
     lines += [
         "",
         f"**Knee:** {prediction.knee.concurrency} ({prediction.knee.reason})",

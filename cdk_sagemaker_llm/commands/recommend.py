@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
 
 from ..catalog.instance_types import InstanceType
 from ..catalog.prices import DEFAULT_PRICE_LIST
 from ..errors import ValidationError
-from ..planning.performance import DEFAULT_MAX_BATCH_SIZE, Workload
-from ..planning.recommend import PriceBasis, Recommendation, Slo, Traffic, recommend
+from ..planning.calibration import Calibration
+from ..planning.decision import ExpectedTraffic, ServiceDecision, ServiceRequest, decide
+from ..planning.performance import Workload
+from ..planning.recommend import PriceBasis, Recommendation, Risk, Slo, Traffic, recommend
+from .calibrate import add_calibration_arguments, load_calibration
 from .model_options import add_model_arguments, model_spec, precision
+from .predict import engine_choice
 
 
 def register(subparsers: Any) -> None:
@@ -30,8 +35,15 @@ def register(subparsers: Any) -> None:
     add_model_arguments(parser)
     parser.add_argument("--input-tokens", type=int, required=True)
     parser.add_argument("--output-tokens", type=int, required=True)
-    parser.add_argument("--max-ms-per-token", type=float, required=True)
-    parser.add_argument("--max-ttft-ms", type=float, help="time-to-first-token limit")
+    parser.add_argument(
+        "--max-ms-per-token",
+        type=float,
+        help="per-token latency limit (end-to-end latency / output tokens); this, "
+        "--max-ttft-ms or both",
+    )
+    parser.add_argument(
+        "--max-ttft-ms", type=float, help="time-to-first-token limit; alone, a TTFT-only SLO"
+    )
     traffic = parser.add_mutually_exclusive_group(required=True)
     traffic.add_argument("--requests-per-second", type=float, help="expected request rate")
     traffic.add_argument("--concurrency", type=int, help="expected in-flight requests")
@@ -52,9 +64,17 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--max-batch-size",
         type=int,
-        default=DEFAULT_MAX_BATCH_SIZE,
-        help=f"the server's batch limit per copy; default {DEFAULT_MAX_BATCH_SIZE}",
+        help="the server's request cap per copy; default the engine's (vLLM/LMI 256, TGI a "
+        "KV-token budget)",
     )
+    parser.add_argument(
+        "--risk",
+        choices=[risk.value for risk in Risk],
+        default=Risk.PESSIMISTIC.value,
+        help="size on the pessimistic side of each prediction's band (default: no published "
+        "measurement in the validation data would be under-provisioned) or at its median",
+    )
+    add_calibration_arguments(parser)
     parser.add_argument("--top", type=int, default=5, help="options to list; default 5")
     parser.add_argument("--format", choices=("json", "markdown"), default="markdown")
     parser.set_defaults(handler=run)
@@ -63,7 +83,15 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the recommendation; exit 0 with an option, 1 without, 2 on bad input."""
     try:
+        if args.max_ms_per_token is None and args.max_ttft_ms is None:
+            raise ValidationError(
+                "--max-ms-per-token / --max-ttft-ms",
+                None,
+                "an SLO needs at least one bound",
+                "pass --max-ms-per-token 100, --max-ttft-ms 2000, or both",
+            )
         spec = model_spec(args)
+        calibration = load_calibration(args.calibration)
         candidates = (
             [InstanceType.of(name.strip()) for name in args.instance_types.split(",") if name]
             if args.instance_types
@@ -72,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         result = recommend(
             spec,
             Workload(args.input_tokens, args.output_tokens),
-            Slo(args.max_ms_per_token, args.max_ttft_ms),
+            _slo(args),
             Traffic(requests_per_second=args.requests_per_second, concurrency=args.concurrency),
             precision=precision(args),
             instance_types=candidates,
@@ -81,23 +109,71 @@ def run(args: argparse.Namespace) -> int:
             top=args.top,
             region=args.region,
             max_batch_size=args.max_batch_size,
+            calibration=calibration,
+            engine=engine_choice(args.engine),
+            risk=Risk(args.risk),
         )
     except ValidationError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    for line in result.assumptions:
+        if line.startswith("calibration: "):
+            print(f"warning: {line.removeprefix('calibration: ')}", file=sys.stderr)
+    decision = _decision(args, spec, result, calibration)
     if args.format == "json":
-        print(json.dumps(result.to_dict(), indent=2))
+        data = result.to_dict()
+        if decision is not None:
+            data["decision"] = decision.to_metadata()
+        print(json.dumps(data, indent=2))
     else:
-        sys.stdout.write(render_markdown(spec.name, result))
+        sys.stdout.write(render_markdown(spec.name, result, decision))
     return 0 if result.options else 1
 
 
+def _slo(args: argparse.Namespace) -> Slo:
+    """The SLO the flags ask for (no --max-ms-per-token: a TTFT-only SLO)."""
+    return Slo(
+        math.inf if args.max_ms_per_token is None else args.max_ms_per_token, args.max_ttft_ms
+    )
+
+
+def _decision(
+    args: argparse.Namespace,
+    spec: Any,
+    result: Recommendation,
+    calibration: Calibration | None = None,
+) -> ServiceDecision | None:
+    """What ``LlmService`` would deploy from the first option: the same ``ServiceDecision``
+    (serving options, scaling bounds and target, sources)."""
+    if not result.options:
+        return None
+    first = result.options[0].layout.instance_type
+    peak = Traffic(requests_per_second=args.requests_per_second, concurrency=args.concurrency)
+    request = ServiceRequest(
+        spec=spec,
+        workload=Workload(args.input_tokens, args.output_tokens),
+        slo=_slo(args),
+        traffic=ExpectedTraffic(peak),
+        candidates=[first],
+        max_instance_count=args.max_instance_count,
+        precision=precision(args),
+        price_basis=PriceBasis(args.price_basis),
+        region=args.region,
+        calibration=calibration,
+        risk=Risk(args.risk),
+    )
+    return decide(request, recommendation=result)
+
+
 def _money(value: float | None) -> str:
-    return "n/a" if value is None else f"${value:,.2f}"
+    return "price unknown" if value is None else f"${value:,.2f}"
 
 
-def render_markdown(model: str, result: Recommendation) -> str:
-    """The recommendation as Markdown for a pull-request comment."""
+def render_markdown(
+    model: str, result: Recommendation, decision: ServiceDecision | None = None
+) -> str:
+    """The recommendation as Markdown for a pull-request comment; with the first option's
+    ``decision``, what LlmService would deploy from it."""
     lines = [f"### Recommended layouts for {model}", ""]
     if result.options:
         lines += [
@@ -114,10 +190,24 @@ def render_markdown(model: str, result: Recommendation) -> str:
                 f"{level.ttft_ms:.0f} | {level.tokens_per_s:.0f} | "
                 f"{_money(option.price_per_hour)} | {_money(option.cost_per_million_tokens)} |"
             )
+        unpriced = [
+            option.layout.instance_type.name
+            for option in result.options
+            if option.price_per_hour is None
+        ]
+        if unpriced:
+            lines += [
+                "",
+                f"**Price unknown** for {', '.join(sorted(set(unpriced)))}: no price in the list, "
+                "so these options are ranked after every priced option whatever they cost; "
+                "check their price before choosing one.",
+            ]
         best = result.options[0]
         lines += ["", "<details><summary>Why the first option</summary>", ""]
         lines += [f"- {line}" for line in best.reasoning]
         lines += ["", "</details>"]
+        if decision is not None:
+            lines += ["", *_decision_lines(decision)]
     else:
         lines.append("**No layout meets the SLO at this traffic.**")
     if result.rejected:
@@ -132,3 +222,20 @@ def render_markdown(model: str, result: Recommendation) -> str:
         lines += ["", "</details>"]
     lines += ["", "Assumptions:", *(f"- {line}" for line in result.assumptions), ""]
     return "\n".join(lines)
+
+
+def _decision_lines(decision: ServiceDecision) -> list[str]:
+    """What LlmService deploys from the first option: serving options, scaling, sources."""
+    serving, scaling = decision.serving, decision.scaling
+    return [
+        "<details><summary>As an LlmService</summary>",
+        "",
+        f"- serving: batch limit {serving.max_batch_size} per copy, longest sequence "
+        f"{serving.max_model_len} tokens (TGI: {serving.max_batch_total_tokens} batch tokens)",
+        f"- scaling: {scaling.min_copies}-{scaling.max_copies} copies on "
+        f"{scaling.min_instances}-{scaling.max_instances} instances, target "
+        f"{scaling.target_concurrency_per_copy:g} in flight per copy",
+        *(f"- source: {line}" for line in decision.predicted.sources),
+        "",
+        "</details>",
+    ]

@@ -11,7 +11,12 @@ from typing import Any
 from ..catalog.instance_types import InstanceType
 from ..errors import ValidationError
 from ..planning.sizing import size
-from .model_options import add_model_arguments, model_spec, precision
+from .model_options import (
+    add_model_arguments,
+    check_tensor_parallel_degree,
+    model_spec,
+    precision,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -40,9 +45,12 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the sizing report; exit 0 when the model serves, 1 when not, 2 on bad input."""
     try:
+        instance_type = InstanceType.of(args.instance_type)
+        if instance_type.accelerator is not None and instance_type.accelerators_known:
+            check_tensor_parallel_degree(instance_type, args.tensor_parallel_degree)
         report = size(
             model_spec(args),
-            InstanceType.of(args.instance_type),
+            instance_type,
             tensor_parallel_degree=args.tensor_parallel_degree,
             precision=precision(args),
             max_total_tokens=args.max_total_tokens,

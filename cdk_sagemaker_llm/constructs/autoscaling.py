@@ -104,6 +104,7 @@ class ScalingPolicyKind(Enum):
     SCALE_FROM_ZERO = "ScaleFromZero"
 
 
+@typed_props
 class ScalingPolicy(Construct):
     """A scaling policy on a scalable target, with its scale-out detection time.
 
@@ -129,6 +130,7 @@ class ScalingPolicy(Construct):
         return Duration.seconds(int(self.detection_period.to_seconds()) * self.detection_datapoints)
 
 
+@typed_props
 class TrackingPolicyBase(ScalingPolicy):
     """One target-tracking ``AWS::ApplicationAutoScaling::ScalingPolicy`` on the metric a
     subclass gives (``predefined`` or ``customized``). Application Auto Scaling creates and owns the
@@ -496,6 +498,7 @@ class _NeedsScaleIn:
         ]
 
 
+@typed_props
 class _Scaling(Construct):
     """One scalable target and the policies on it."""
 
@@ -697,6 +700,7 @@ class _Scaling(Construct):
         check_range("min_capacity", min_capacity, minimum=0)
 
 
+@typed_props
 class _RequestScaling(_Scaling):
     """A scalable target whose capacity serves requests: target tracking on SageMaker's
     predefined per-copy (component) or per-instance (variant) request metrics."""

@@ -66,10 +66,15 @@ from constructs import Construct
 from ..benchmarking.load import BenchmarkLoad
 from ..benchmarking.payload import RequestProtocol
 from ..benchmarking.pricing import BenchmarkPricing
+from ..benchmarking.workloads import run_keys
+from ..catalog.instance_types import InstanceType
 from ..catalog.prices import PriceList
+from ..planning.sizing import serving_facts
 from ..planning.workload import Workload
 from ..prop_types import typed_props
+from . import managed_benchmark
 from .benchmark_options import BenchmarkEngine, BenchmarkGate, BenchmarkResults
+from .benchmark_workload import check_deploy_time
 from .deploy_time import (
     CUSTOM_RESOURCE_TIMEOUT,
     HandlerAsset,
@@ -81,7 +86,9 @@ from .deploy_time import (
 )
 from .endpoint import Endpoint, IEndpoint, InferenceComponentEndpoint
 from .inference_component import IInferenceComponent, InferenceComponent
-from .nag import acknowledge_wildcard_resources
+from .managed_benchmark import ManagedBenchmarkOptions
+from .model import Model
+from .nag import acknowledge_key_grant, acknowledge_wildcard_resources
 from .validation import ValidationError, check_range, is_unresolved
 
 HANDLER_ASSET = HandlerAsset(
@@ -170,7 +177,8 @@ class EndpointBenchmark(Construct):
             of either), with their requests per level, knee rule or arrivals and goodput SLO;
             default ``BenchmarkLoad.concurrency([1, 2, 4, 8, 16, 32])``.
         :param workload: what each request carries: synthetic prompts of ``input_tokens`` (at
-            most 200,000), ``output_tokens`` generated; default 256 in, 128 out.
+            most 200,000), ``output_tokens`` generated, or a shape (``Workload.shared_prefix``,
+            ``multi_turn``, ``trace`` of at most 1,000 requests); default 256 in, 128 out.
         :param protocol: the request schema and whether responses stream (streaming measures
             TTFT and inter-token latency); default ``RequestProtocol()`` (the inputs API, LMI
             or TGI answers detected, not streaming).
@@ -207,10 +215,13 @@ class EndpointBenchmark(Construct):
         workload = workload or DEFAULT_WORKLOAD
         for prop in ("input_tokens", "output_tokens"):
             check_range(f"workload.{prop}", getattr(workload, prop), maximum=MAX_TOKENS)
+        check_deploy_time(workload, self.load)
         protocol = protocol or RequestProtocol()
         gate = gate or BenchmarkGate()
         gate.check_applies_to(self.load)
         engine = engine or BenchmarkEngine.lambda_workers()
+        if engine.job is not None:
+            engine.job.check_serves(self.load, workload, protocol)
         self.max_workers = engine.max_workers(self.load)
         """Workers of the largest level: the Map's MaxConcurrency."""
         results = results or BenchmarkResults.in_new_bucket()
@@ -227,6 +238,8 @@ class EndpointBenchmark(Construct):
         """Key prefix of every run's folder."""
 
         run = self._run(workload, protocol, gate, engine, price, price_source)
+        if engine.job is not None:
+            run.update(engine.job.run_keys())
         self.definition_hash = self._definition_hash(run, sweep_seconds)
         """A hash of the target's resources, the payload and the load: a new one reruns."""
         name_prefix = (
@@ -238,7 +251,11 @@ class EndpointBenchmark(Construct):
         objects = self.results_bucket.arn_for_objects(
             f"{self.results_prefix}{self.run_name_stem}-*"
         )
-        starter = self._workflow(objects, sweep_seconds)
+        starter = (
+            self._workflow(objects, sweep_seconds)
+            if engine.job is None
+            else self._managed_workflow(engine.job, run, objects, sweep_seconds)
+        )
         self._start(starter, run, sweep_seconds)
         default_child = self._resource.node.default_child
         assert isinstance(default_child, CfnResource)
@@ -312,6 +329,10 @@ class EndpointBenchmark(Construct):
         }
         if load.open_loop:
             run["WorkerRateCapacity"] = engine.worker_rate_capacity
+        run.update(run_keys(workload.shape, protocol.prefix_aware_id))
+        deployment = _deployment(self.endpoint, component)
+        if deployment:
+            run["Deployment"] = deployment
         if price is not None:
             run["PricePerHour"] = round(price, 6)
             run["PriceSource"] = price_source
@@ -323,7 +344,9 @@ class EndpointBenchmark(Construct):
         stack = Stack.of(self)
         definition = stack.resolve(
             {
-                "Run": run,
+                # What was benchmarked follows from the target's resources (fingerprinted
+                # below): it changes no run, so adding it reran no benchmark.
+                "Run": {key: value for key, value in run.items() if key != "Deployment"},
                 "Prefix": self.results_prefix,
                 "SweepSeconds": sweep_seconds,
                 "Target": _fingerprint(stack, self.endpoint, self.inference_component),
@@ -369,8 +392,13 @@ class EndpointBenchmark(Construct):
         )
         key = self.results_bucket.encryption_key
         if key is not None:
-            key.grant_encrypt_decrypt(worker)
-            key.grant_encrypt_decrypt(advance)
+            for function in (worker, advance):
+                key.grant_encrypt_decrypt(function)
+                acknowledge_key_grant(
+                    function,
+                    "Key.grant_encrypt_decrypt's action families on exactly the results "
+                    "bucket's key: the functions write and read SSE-KMS objects there",
+                )
         margin = int(SIGNAL_MARGIN.to_seconds())
         self.state_machine = self._state_machine(
             advance, worker, Duration.seconds(sweep_seconds + margin)
@@ -407,6 +435,29 @@ class EndpointBenchmark(Construct):
             depend_on_policy_only(function, function.role)
         depend_on_policy_only(self.state_machine, self.state_machine.role)
         self._acknowledge_findings(objects, advance, worker)
+        return starter
+
+    def _managed_workflow(
+        self, options: ManagedBenchmarkOptions, run: dict[str, Any], objects: str, seconds: int
+    ) -> lambda_.IFunction:
+        """The SageMaker AI benchmark job's resources (``managed_benchmark``) instead of the
+        Lambda workers'; returns the function that starts it."""
+        target = self.inference_component or self.endpoint
+        starter, self.state_machine = managed_benchmark.build(
+            self,
+            options,
+            run,
+            managed_benchmark.ManagedTarget(
+                grant_invoke=target.grant_invoke,
+                bucket=self.results_bucket,
+                objects=objects,
+                folder_pattern=f"{self.results_prefix}{self.run_name_stem}-*",
+                run_name_stem=self.run_name_stem,
+                definition_hash=self.definition_hash,
+            ),
+            placement=self._placement,
+            timeout=Duration.seconds(seconds + int(SIGNAL_MARGIN.to_seconds())),
+        )
         return starter
 
     def _start(self, starter: lambda_.IFunction, run: dict[str, Any], sweep_seconds: int) -> None:
@@ -637,6 +688,40 @@ def _copies(copies: int | None, endpoint: IEndpoint, component: IInferenceCompon
     return count if isinstance(count, int) and not is_unresolved(count) and count >= 1 else 1
 
 
+def _deployment(endpoint: IEndpoint, component: IInferenceComponent | None) -> dict[str, Any]:
+    """What the sweep measures, for ``results.json``'s ``deployment`` section (the key
+    ``cdk-sagemaker-llm calibrate`` files a calibration under): the model, the serving engine
+    (container family and release), the instance type, the accelerators per copy and the
+    precision, as far as the target's constructs state them (empty for imported targets)."""
+    model: object = None
+    instance_type: InstanceType | None = None
+    degree: int | None = None
+    if isinstance(component, InferenceComponent) and isinstance(
+        endpoint, InferenceComponentEndpoint
+    ):
+        model, instance_type = component.model, endpoint.instance_type
+        accelerators = component.accelerators
+        degree = accelerators if isinstance(accelerators, int) and accelerators > 0 else None
+    elif component is None and isinstance(endpoint, Endpoint) and len(endpoint.variants) == 1:
+        variant = endpoint.variants[0]
+        model, instance_type = variant.model, variant.instance_type
+    if not isinstance(model, Model) or model.image is None or instance_type is None:
+        return {}
+    facts = serving_facts(
+        {key: value for key, value in model.environment.items() if not is_unresolved(value)}
+    )
+    degree = degree or facts.tensor_parallel_degree
+    found: dict[str, Any] = {
+        "Model": model.spec.name if model.spec is not None else None,
+        "EngineFamily": model.image.family.value,
+        "EngineVersion": model.image.release,
+        "InstanceType": instance_type.name,
+        "TensorParallelDegree": degree,
+        "Precision": facts.precision.value,
+    }
+    return {key: value for key, value in found.items() if value is not None}
+
+
 def _derive_price(
     endpoint: IEndpoint,
     component: IInferenceComponent | None,
@@ -775,6 +860,9 @@ def _plan_details(
         "KneeRule": load.knee_rule.describe(),
         "Gate": "; ".join(gates) or "none",
         "Workers": f"up to {bench.max_workers} in parallel "
-        f"({engine.worker_capacity} requests in flight each)",
+        f"({engine.worker_capacity} requests in flight each)"
+        if engine.job is None
+        else "a SageMaker AI benchmark job (AIPerf), polled every "
+        f"{int(engine.job.poll_interval.to_seconds())} s",
         "MaxDuration": f"{int(max_duration.to_seconds())} s",
     }

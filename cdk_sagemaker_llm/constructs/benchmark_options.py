@@ -7,13 +7,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from aws_cdk import RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from ..benchmarking.load import MAX_CONCURRENCY, MAX_RATE, BenchmarkLoad
 from ..prop_types import typed_factory, typed_props
+from .managed_benchmark import ManagedBenchmarkOptions
 from .nag import acknowledge
 from .validation import ValidationError, check_range, is_unresolved
 
@@ -30,6 +31,7 @@ DEFAULT_WORKER_RATE_CAPACITY = 100.0
 error within the limits with headroom)."""
 
 
+@typed_props
 class BenchmarkResults:
     """Where a benchmark writes ``results.json``, ``chart.svg`` and the raw samples:
     ``BenchmarkResults.in_new_bucket()`` or ``BenchmarkResults.in_bucket(bucket)``."""
@@ -106,16 +108,54 @@ def _check_prefix(prop: str, prefix: str) -> None:
         )
 
 
+@typed_props
 class BenchmarkEngine:
     """What runs the load: ``BenchmarkEngine.lambda_workers(...)``, a Step Functions workflow
-    of worker Lambdas (see ``EndpointBenchmark``)."""
+    of worker Lambdas, or ``BenchmarkEngine.managed(...)``, a SageMaker AI benchmark job (see
+    ``EndpointBenchmark`` and the trade-offs in the benchmarks guide)."""
 
-    def __init__(self, *, worker_capacity: int, worker_rate_capacity: float) -> None:
+    def __init__(
+        self,
+        *,
+        worker_capacity: int,
+        worker_rate_capacity: float,
+        job: ManagedBenchmarkOptions | None = None,
+    ) -> None:
         """Use the factories."""
         self.worker_capacity = worker_capacity
         """Concurrent requests one worker Lambda keeps in flight."""
         self.worker_rate_capacity = worker_rate_capacity
         """Open loop: requests/s one worker Lambda sends."""
+        self.job = job
+        """The SageMaker AI benchmark job's settings (``managed``); None: Lambda workers."""
+
+    @staticmethod
+    @typed_factory
+    def managed(
+        *,
+        tokenizer: str | None = None,
+        tooling_version: str | None = None,
+        poll_interval: Duration = Duration.minutes(1),
+    ) -> BenchmarkEngine:
+        """The load runs on a SageMaker AI benchmark job (NVIDIA AIPerf, run and billed by
+        SageMaker AI) against a workload configuration (``AWS::SageMaker::AIWorkloadConfig``)
+        the construct synthesizes; a workflow polls the job (``DescribeAIBenchmarkJob``) and
+        maps its output to the same ``results.json`` (``benchmarking.aiperf``). Closed-loop
+        ``BenchmarkLoad.concurrency`` sweeps of the chat-completions API
+        (``PayloadFormat.MESSAGES``) with alike requests only.
+
+        :param tokenizer: the Hugging Face tokenizer AIPerf counts and builds tokens with
+            (the workload specification's ``tokenizer``); default the service's.
+        :param tooling_version: the benchmark tooling version (``tooling.version``); default
+            the service's.
+        :param poll_interval: how often the workflow describes the job, 10 s to 1 hour;
+            default 1 minute.
+        """
+        return BenchmarkEngine(
+            worker_capacity=DEFAULT_WORKER_CAPACITY,
+            worker_rate_capacity=DEFAULT_WORKER_RATE_CAPACITY,
+            job=ManagedBenchmarkOptions.of(tokenizer, tooling_version, poll_interval),
+        )
 
     @staticmethod
     @typed_factory
@@ -149,7 +189,9 @@ class BenchmarkEngine:
         )
 
     def max_workers(self, load: BenchmarkLoad) -> int:
-        """Workers of ``load``'s largest level (at most ``MAX_WORKERS``)."""
+        """Workers of ``load``'s largest level (at most ``MAX_WORKERS``; a managed job: 1)."""
+        if self.job is not None:
+            return 1
         top = load.highest
         capped = load.max_concurrency or 0
         if load.open_loop:

@@ -85,18 +85,24 @@ def check_capacity(
     *,
     prop: str,
     value: int,
+    pool: bool = False,
 ) -> None:
     """Raise ValidationError naming ``prop`` when ``max_instance_count`` instances of
-    ``instance_type`` cannot hold every copy in ``demands``."""
+    ``instance_type`` cannot hold every copy in ``demands``; ``pool``: the type is one of the
+    endpoint's instance pools (SageMaker may provision any of them), which the message names."""
     needed, reason = instances_needed(instance_type, demands)
     if needed <= max_instance_count:
         return
     copies = ", ".join(f"{d.component} {d.copies}" for d in demands)
+    where = (
+        f" (instance pool {instance_type.name}, which SageMaker may fall back to)" if pool else ""
+    )
     raise ValidationError(
         prop,
         value,
-        f"the endpoint's copies ({copies}) need at least {needed} x {instance_type.name} "
-        f"({reason}), but its max_instance_count is {max_instance_count}",
+        f"the endpoint's copies ({copies}) need at least {needed} x {instance_type.name}"
+        f"{where} ({reason}), but its max_instance_count is {max_instance_count}",
         f"raise the endpoint's max_instance_count to at least {needed}, lower {prop}, lower "
-        "the compute each copy reserves, or use a larger instance type",
+        "the compute each copy reserves, or "
+        + ("drop that pool or give it a specification" if pool else "use a larger instance type"),
     )

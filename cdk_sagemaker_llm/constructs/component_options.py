@@ -12,16 +12,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
 
 from aws_cdk import Duration, Size
 from aws_cdk import aws_sagemaker as sagemaker
 
 from ..catalog.instance_types import InstanceType
+from ..prop_types import typed_props
+from .model import ModelBase
 from .validation import ValidationError, check_range, is_unresolved
-
-if TYPE_CHECKING:
-    from .model import ModelBase
 
 __all__ = [
     "AzBalanceEnforcement",
@@ -53,6 +51,7 @@ class AzBalanceEnforcement(Enum):
     """Balance when possible; place the copy anyway when it is not."""
 
 
+@typed_props
 @dataclass(frozen=True, kw_only=True)
 class ComponentScheduling:
     """``SchedulingConfig``: where new copies go when the component scales out or in."""
@@ -79,6 +78,7 @@ class ComponentScheduling:
         )
 
 
+@typed_props
 @dataclass(frozen=True, kw_only=True)
 class ContainerMetrics:
     """``ContainerMetricsConfig``: SageMaker scrapes the container's Prometheus endpoint and
@@ -129,6 +129,7 @@ def publish_frequency_seconds(prop: str, frequency: Duration | None) -> int | No
     return int(seconds)
 
 
+@typed_props
 @dataclass(frozen=True, kw_only=True)
 class ComponentSpecification:
     """What a component runs on one instance type of an endpoint with instance pools

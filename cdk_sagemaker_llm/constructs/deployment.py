@@ -15,15 +15,17 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Duration
-from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 
 from ..prop_types import typed_props
 from .validation import ValidationError, check_range, is_unresolved
+
+if TYPE_CHECKING:  # annotations only: importing it costs synth time
+    from aws_cdk import aws_cloudwatch as cloudwatch
 
 
 @typed_props

@@ -30,9 +30,17 @@ from .execution_role import create_execution_role, depend_on_role_policy
 from .inference_component import InferenceComponent
 from .interfaces import IEndpoint, IHostedComponent
 from .model import ModelBase
+from .nag import acknowledge_key_grant
 from .networking import place_in_vpc
 from .serverless import ServerlessConfig
-from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
+from .validation import (
+    ValidationError,
+    check_range,
+    check_sagemaker_name,
+    is_unresolved,
+    note_unchecked,
+    require_concrete,
+)
 from .variant_options import (
     CapacityReservation,
     InferenceAmiVersion,
@@ -56,6 +64,11 @@ __all__ = [
     "ProductionVariant",
     "RoutingStrategy",
 ]
+
+STORAGE_KEY_REASON = (
+    "Key.grant_encrypt_decrypt's action families on exactly the endpoint's storage-volume key "
+    "(KmsKeyId): SageMaker encrypts the ML storage volume with data keys of that key"
+)
 
 
 @typed_props
@@ -299,6 +312,34 @@ def _volume_gib(prop: str, size: Size | None) -> int | None:
     return gib
 
 
+ROLLING_DEPLOYMENT_EXCLUSIONS = (
+    "https://docs.aws.amazon.com/sagemaker/latest/dg/deployment-guardrails-exclusions.html"
+)
+
+
+def _check_rolling_deployment(variants: Sequence[ProductionVariant]) -> None:
+    """Deployment guardrails, "Exclusions": "If you're doing a rolling deployment, there are
+    additional feature-based exclusions: Serverless inference endpoints, Multi-variant
+    inference endpoints" (``ROLLING_DEPLOYMENT_EXCLUSIONS``). SageMaker would silently fall
+    back to an all-at-once blue/green update, without the alarms' rollback."""
+    if len(variants) > 1:
+        raise ValidationError(
+            "deployment",
+            f"RollingDeployment over {len(variants)} variants",
+            "SageMaker excludes multi-variant endpoints from rolling deployments (deployment "
+            "guardrails, Exclusions)",
+            "drop deployment (updates are blue/green), or serve one variant per endpoint",
+        )
+    if any(variant.serverless is not None for variant in variants):
+        raise ValidationError(
+            "deployment",
+            "RollingDeployment on a serverless variant",
+            "SageMaker excludes serverless endpoints from rolling deployments (deployment "
+            "guardrails, Exclusions)",
+            "drop deployment, or serve the model on instances (instance_type=...)",
+        )
+
+
 @typed_props
 class Endpoint(EndpointBase):
     """An instance-based endpoint: one or more weighted variants, each serving one model."""
@@ -337,6 +378,7 @@ class Endpoint(EndpointBase):
         names = _variant_names(variants)
         if deployment is not None:
             deployment.validate("deployment")
+            _check_rolling_deployment(variants)
         self.variants = list(variants)
         """The production variants."""
         self.deployment = deployment
@@ -364,6 +406,7 @@ class Endpoint(EndpointBase):
         if kms_key is not None:
             for role in roles:
                 kms_key.grant_encrypt_decrypt(role)
+                acknowledge_key_grant(role, STORAGE_KEY_REASON)
         if deployment is not None:
             deployment.grant_alarm_reads(roles)  # guardrails read the alarms with these roles
         self.resource = sagemaker.CfnEndpoint(
@@ -429,6 +472,12 @@ class Endpoint(EndpointBase):
         return self.variants[self.variant_names.index(variant_name)].serverless
 
     def _check_variant_name(self, variant_name: str) -> None:
+        if variant_name not in self.variant_names and is_unresolved(variant_name):
+            require_concrete(
+                "variant_name",
+                variant_name,
+                "The variant name picks one of this endpoint's variants",
+            )
         if variant_name not in self.variant_names:
             raise ValidationError(
                 "variant_name",
@@ -478,7 +527,7 @@ class InferenceComponentEndpoint(EndpointBase):
     from_endpoint_name = staticmethod(import_endpoint_by_name)
     from_endpoint_arn = staticmethod(import_endpoint_by_arn)
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - known offender (issue 18 item 5): group the props
         self,
         scope: Construct,
         id: str,
@@ -589,6 +638,7 @@ class InferenceComponentEndpoint(EndpointBase):
         vpc_config = self._vpc_config(vpc, vpc_subnets, security_groups)
         if kms_key is not None:
             kms_key.grant_encrypt_decrypt(self.role)
+            acknowledge_key_grant(self.role, STORAGE_KEY_REASON)
 
         self.endpoint_config = sagemaker.CfnEndpointConfig(
             self,
@@ -640,7 +690,12 @@ class InferenceComponentEndpoint(EndpointBase):
         )
         check_range("min_instance_count", minimum, minimum=0)
         check_range("max_instance_count", maximum, minimum=1)
-        if not minimum <= initial <= maximum:
+        if any(map(is_unresolved, (minimum, initial, maximum))):
+            note_unchecked(
+                "min_instance_count/initial_instance_count/max_instance_count",
+                "min <= initial <= max",
+            )
+        elif not minimum <= initial <= maximum:
             raise ValidationError(
                 "min_instance_count/initial_instance_count/max_instance_count",
                 (minimum, initial, maximum),
@@ -703,29 +758,36 @@ class InferenceComponentEndpoint(EndpointBase):
         self._check_copies(component.node.path, copies, prop)
 
     def _check_copies(self, path: str, copies: int, prop: str) -> None:
+        """Check the copies on every instance type the endpoint may be provisioned on: with
+        instance pools SageMaker may fall back to any of them, so the type that holds the
+        fewest copies decides, and the error names that pool."""
         if is_unresolved(copies):
             return
         if prop == "max_copies":
             self._most_copies[path] = copies
-        demands = []
-        for hosted in self.components:
-            most = self._most_copies.get(hosted.node.path, hosted.copy_count)
-            if hosted.node.path == path:
-                most = copies
-            if hosted.base_component or is_unresolved(most):
-                continue
-            demands.append(
-                CopyDemand(
-                    hosted.node.path,
-                    most,
-                    hosted.accelerators,
-                    hosted.min_memory_mib,
-                    hosted.cpu_cores,
+        if is_unresolved(self.max_instance_count):
+            note_unchecked("max_instance_count", "whether the instances hold every copy")
+            return
+        for instance_type in self.instance_types:
+            demands = []
+            for hosted in self.components:
+                most = self._most_copies.get(hosted.node.path, hosted.copy_count)
+                if hosted.node.path == path:
+                    most = copies
+                if hosted.base_component or is_unresolved(most):
+                    continue
+                accelerators, memory_mib = hosted.requirements_on(instance_type)
+                demands.append(
+                    CopyDemand(hosted.node.path, most, accelerators, memory_mib, hosted.cpu_cores)
                 )
+            check_capacity(
+                instance_type,
+                self.max_instance_count,
+                demands,
+                prop=prop,
+                value=copies,
+                pool=len(self.instance_types) > 1,
             )
-        check_capacity(
-            self.instance_type, self.max_instance_count, demands, prop=prop, value=copies
-        )
 
     def check_scale_to_zero(self) -> bool:
         """Raise ValidationError unless managed instance scaling may release every instance."""

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from aws_cdk import Arn, ArnFormat, CfnResource, Duration, Stack
-from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from ..prop_types import typed_props
 from .validation import ValidationError, check_sagemaker_name
+
+if TYPE_CHECKING:  # imported where a metric is made: importing it costs synth time
+    from aws_cdk import aws_cloudwatch as cloudwatch
 
 INVOKE_ACTIONS = ["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"]
 """What invoking a model takes: plain and streaming invocations."""
@@ -15,6 +20,7 @@ INVOKE_ACTIONS = ["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithRespo
 DEFAULT_VARIANT_NAME = "AllTraffic"
 
 
+@typed_props
 class EndpointBase(Construct):
     """What every endpoint offers: invoke grants and CloudWatch metrics."""
 
@@ -57,6 +63,8 @@ class EndpointBase(Construct):
         period: Duration = Duration.minutes(1),
     ) -> cloudwatch.Metric:
         """Any metric of one production variant of this endpoint."""
+        from aws_cdk import aws_cloudwatch as cloudwatch
+
         return cloudwatch.Metric(
             namespace=namespace,
             metric_name=metric_name,

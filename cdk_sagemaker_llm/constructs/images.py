@@ -19,6 +19,8 @@ from ..catalog.containers import (
     version_tuple,
 )
 from ..catalog.registries import ecr_domain
+from ..planning.engine_profiles import EngineProfile, profile_for_image
+from ..prop_types import typed_props
 from .nag import acknowledge_wildcard_resources
 from .validation import ValidationError
 
@@ -28,6 +30,7 @@ if TYPE_CHECKING:  # annotations only: importing these costs synth time
     from aws_cdk import aws_ecr as ecr
 
 
+@typed_props
 class ContainerImage:
     """A serving container image for a SageMaker model or inference component.
 
@@ -232,6 +235,13 @@ class ContainerImage:
     def release(self) -> str | None:
         """The release the tag carries (e.g. ``0.31.0`` for LMI, the TGI release for TGI)."""
         return self._line.release_of(self.tag) if self._line else None
+
+    @property
+    def engine_profile(self) -> EngineProfile:
+        """The serving engine's performance profile for this image's family and release
+        (``planning.engine_profiles.profile_for_image``): what ``predict``/``recommend`` use
+        for its overheads, efficiencies, batch limit and quantized-kernel speed."""
+        return profile_for_image(self.family, self.release)
 
     def available_in(self, region: str) -> bool:
         """False only when the image is a DLC that AWS does not publish in ``region``."""

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Annotations, Duration, Names, Size, Stack
-from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
@@ -14,7 +13,6 @@ from constructs import Construct
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec
 from ..prop_types import typed_props
-from .autoscaling import ComponentScaling
 from .component_options import ComponentScheduling, ComponentSpecification, ContainerMetrics
 from .deployment import RollingDeployment
 from .endpoint_base import INVOKE_ACTIONS, import_endpoint_by_name
@@ -28,11 +26,17 @@ from .plan_metadata import add_plan_metadata
 from .serving_options import MAX_LORA_RANKS, ServingOptions
 from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
 
+if TYPE_CHECKING:  # imported where used: importing them costs synth time
+    from aws_cdk import aws_cloudwatch as cloudwatch
+
+    from .autoscaling import ComponentScaling
+
 __all__ = ["IInferenceComponent", "InferenceComponent", "InferenceComponentBase"]
 
 MIN_MEMORY_MIB = 128
 
 
+@typed_props
 class InferenceComponentBase(Construct):
     """What every component offers: invoke grants and CloudWatch metrics."""
 
@@ -57,6 +61,8 @@ class InferenceComponentBase(Construct):
         period: Duration = Duration.minutes(1),
     ) -> cloudwatch.Metric:
         """Any metric of this component (dimension ``InferenceComponentName``)."""
+        from aws_cdk import aws_cloudwatch as cloudwatch
+
         return cloudwatch.Metric(
             namespace=namespace,
             metric_name=metric_name,
@@ -101,6 +107,8 @@ class InferenceComponentBase(Construct):
 
     def auto_scale_copies(self, *, max_copies: int, min_copies: int = 1) -> ComponentScaling:
         """Scale this component's copies; add policies to the result (see ``ComponentScaling``)."""
+        from .autoscaling import ComponentScaling
+
         return ComponentScaling(
             self, "CopyScaling", component=self, min_copies=min_copies, max_copies=max_copies
         )
@@ -126,7 +134,7 @@ class InferenceComponent(InferenceComponentBase):
     shares its base's copies, and its base's LMI LoRA options are set or checked for it.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - known offender (issue 18 item 5): group the props
         self,
         scope: Construct,
         id: str,
@@ -286,7 +294,20 @@ class InferenceComponent(InferenceComponentBase):
         self.resource = self._resource(
             inference_component_name, copy_count, specification, specifications_prop
         )
-        endpoint.host(self)
+        self._register(endpoint, deployment, model, artifact)
+
+    def _register(
+        self,
+        endpoint: IComponentHost,
+        deployment: RollingDeployment | None,
+        model: ModelBase | None,
+        artifact: ModelSource | None,
+    ) -> None:
+        """Join the endpoint, let the guardrails read their alarms, leave plan metadata, and
+        expose the component's name and ARN."""
+        self.inference_component_name = self.resource.inference_component_name or ""
+        self.inference_component_arn = self.resource.attr_inference_component_arn
+        endpoint.host(self)  # a whole IHostedComponent by now (its name and ARN set)
         if deployment is not None:
             # Guardrails read the rollback alarms with the execution role(s).
             model_role = model.role if model is not None else None
@@ -294,8 +315,14 @@ class InferenceComponent(InferenceComponentBase):
         if model is None and self.image is not None:
             spec = ModelSpec.from_hugging_face_id(artifact.model_id if artifact else None)
             add_plan_metadata(self.resource, image=self.image, spec=spec)
-        self.inference_component_name = self.resource.inference_component_name or ""
-        self.inference_component_arn = self.resource.attr_inference_component_arn
+
+    def requirements_on(self, instance_type: InstanceType) -> tuple[int, int]:
+        """Accelerators and MiB of host memory each copy reserves on ``instance_type`` (its
+        specification's, or the first-priority type's when it has none)."""
+        return (
+            self.accelerators_by_instance_type.get(instance_type.name, self.accelerators),
+            self._min_memory_mib_by_instance_type.get(instance_type.name, self.min_memory_mib),
+        )
 
     def _adapter_specification(
         self, base_component: IInferenceComponent, artifact: ModelSource, endpoint: IComponentHost
@@ -398,6 +425,7 @@ class InferenceComponent(InferenceComponentBase):
         if serving is not None:
             rendered.update(serving.environment())
         merged = merge_environment(rendered, environment, "environment")
+        _check_environment_entries(merged, environment)
         assert self.lora_adapters is not None
         return sagemaker.CfnInferenceComponent.InferenceComponentContainerSpecificationProperty(
             image=image.bind(self, endpoint.role),
@@ -582,6 +610,27 @@ def _check_creation(
         deployment.check_batch_size("deployment", copy_count, "copy count", "copy_count")
 
 
+MAX_ENVIRONMENT_ENTRIES = 16
+"""SageMaker API reference, ``InferenceComponentContainerSpecification.Environment``: "We
+support up to 16 entries in the map" (botocore's shape allows 100, so schema checks pass)."""
+
+
+def _check_environment_entries(merged: Mapping[str, str], given: Mapping[str, str] | None) -> None:
+    """A component's own container takes at most ``MAX_ENVIRONMENT_ENTRIES`` variables, those
+    the library derives (serving options, the Hugging Face source) included."""
+    if len(merged) <= MAX_ENVIRONMENT_ENTRIES:
+        return
+    derived = len(merged) - len(given or {})
+    raise ValidationError(
+        "environment",
+        f"{len(merged)} entries ({len(given or {})} given, {derived} from serving/artifact)",
+        f"an inference component's container takes at most {MAX_ENVIRONMENT_ENTRIES} "
+        "environment entries (SageMaker API reference, InferenceComponentContainerSpecification)",
+        "drop the variables the container does not need, or serve a Model (model=...), whose "
+        "container takes more",
+    )
+
+
 def _check_served(
     model: ModelBase | None,
     image: ContainerImage | None,
@@ -607,12 +656,36 @@ def _check_served(
             "a component runs exactly one of a Model or a container image",
             "pass model=Model(...) or image=ContainerImage.<family>(...), not both",
         )
-    if model is not None and (artifact or serving or environment or container_metrics):
+    if model is not None and container_metrics is not None:
+        # ContainerMetricsConfig belongs to the component's own container specification
+        # (CreateInferenceComponent: InferenceComponentContainerSpecification), which a
+        # component that runs a Model (ModelName) does not render; Model has no such prop.
         raise ValidationError(
-            "artifact/serving/environment/container_metrics",
+            "container_metrics",
+            container_metrics,
+            "metrics are scraped from a container the component specifies itself (image=); "
+            "a component given model= runs the Model's container",
+            "pass image=ContainerImage.<family>(...) (with artifact=, serving=, environment=) "
+            "instead of model= to scrape its metrics, or drop container_metrics",
+        )
+    if model is not None and (artifact or serving or environment):
+        given = [
+            name
+            for name, value in (
+                ("artifact", artifact),
+                ("serving", serving),
+                ("environment", environment),
+            )
+            if value
+        ]
+        on_model = {"artifact": "source", "serving": "serving", "environment": "environment"}
+        raise ValidationError(
+            "/".join(given),
             "given with model",
             "these describe a container given by image; a Model carries its own",
-            "set them on the Model, or pass image instead of model",
+            "set them on the Model ("
+            + ", ".join(f"Model({on_model[name]}=...)" for name in given)
+            + "), or pass image instead of model",
         )
     for served in [model] + [entry.model for entry in specifications or []]:
         draft = served.speculative_decoding if served is not None else None

@@ -10,14 +10,16 @@ which ``endpoint`` builds on, do not name the endpoint classes back.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from aws_cdk import CfnResource, Duration
-from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from constructs import Node
 
 from ..catalog.instance_types import InstanceType
+
+if TYPE_CHECKING:  # annotations only: importing it costs synth time
+    from aws_cdk import aws_cloudwatch as cloudwatch
 
 
 @runtime_checkable
@@ -80,6 +82,11 @@ class IHostedComponent(IInferenceComponent, Protocol):
     def min_memory_mib(self) -> int: ...
     @property
     def cpu_cores(self) -> float | None: ...
+
+    def requirements_on(self, instance_type: InstanceType) -> tuple[int, int]:
+        """Accelerators and MiB of host memory each copy reserves on ``instance_type`` (one of
+        the endpoint's instance pools)."""
+        ...
 
 
 @runtime_checkable

@@ -1,8 +1,9 @@
 """An LLM service sized from its SLO and its traffic: the layout is decided at synth time.
 
-``LlmService`` asks the performance model (``planning.recommend``) which instance type x
-tensor-parallel degree x copies per instance x instance count serves the peak traffic within
-the SLO for the lowest price per hour, then emits what that decision means:
+``LlmService`` asks ``planning.decision.decide`` for a ``ServiceDecision``: which instance type
+x tensor-parallel degree x copies per instance x instance count serves the peak traffic within
+the SLO for the lowest price per hour (``planning.recommend``), under the user's overrides. The
+construct only renders that decision:
 
 - an inference-component endpoint on that instance type, with managed instance scaling
   between the instances the minimum and the peak traffic need;
@@ -17,16 +18,14 @@ the SLO for the lowest price per hour, then emits what that decision means:
 
 Every choice can be overridden by a prop; an override the model predicts breaks the SLO is a
 warning naming the prop, one that breaks memory or capacity is a ValidationError. The decision,
-its reasoning and the predicted figures are recorded as template metadata
-(``cdk-sagemaker-llm:service``) that ``cdk-sagemaker-llm plan`` shows beside the cost.
+its reasoning and the predicted figures with their sources are recorded as template metadata
+(``cdk-sagemaker-llm:service``, ``ServiceDecision.to_metadata()``) that ``cdk-sagemaker-llm
+plan`` reads back and shows beside the cost.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
 
 from aws_cdk import Annotations, Duration, Size, Stack
 from constructs import Construct
@@ -37,23 +36,19 @@ from ..catalog.instance_types import CATALOG, InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
 from ..planning.calibration import Calibration
-from ..planning.performance import (
-    DEFAULT_EFFICIENCY,
-    CopyModel,
-    Layout,
-    Workload,
-    copy_limits,
-    predict,
+from ..planning.decision import (
+    HOST_MEMORY_SHARE,
+    TGI_DEFAULT_PREFILL_TOKENS,
+    ExpectedTraffic,
+    Overrides,
+    ServiceDecision,
+    ServiceRequest,
+    ServingSettings,
+    decide,
 )
-from ..planning.recommend import (
-    Option,
-    PriceBasis,
-    Recommendation,
-    Slo,
-    Traffic,
-    recommend,
-    unit_price,
-)
+from ..planning.performance import Workload
+from ..planning.recommend import PriceBasis, Slo
+from ..prop_types import typed_props
 from ..template_metadata import SERVICE
 from .autoscaling import ComponentScaling
 from .benchmark import EndpointBenchmark
@@ -68,69 +63,14 @@ from .optimization_job import OptimizationJob, QuantizationMethod
 from .serving_options import DataType, LmiOptions, Quantization, ServingOptions, TgiOptions
 from .validation import ValidationError, check_range, is_unresolved
 
+__all__ = ["HOST_MEMORY_SHARE", "TGI_DEFAULT_PREFILL_TOKENS", "ExpectedTraffic", "LlmService"]
+
 SERVICE_FAMILIES = (ContainerFamily.LMI, ContainerFamily.LMI_TENSORRT_LLM, ContainerFamily.TGI)
 """Images whose serving options LlmService renders (GPU LMI and TGI)."""
-HOST_MEMORY_SHARE = 0.5
-"""Of a copy's share of host memory (its accelerators' share of the instance), the part its
-``min_memory`` reserves by default: the rest stays free for SageMaker's agents, the OS and the
-page cache that loading weights goes through."""
 MAX_SWEEP_LEVELS = 12
-TGI_DEFAULT_PREFILL_TOKENS = 4096
-"""TGI's default ``MAX_BATCH_PREFILL_TOKENS``; a longer prompt needs it raised."""
 
 
-@dataclass(frozen=True)
-class ExpectedTraffic:
-    """The traffic the service must carry: its peak, and the least it sees (what it keeps).
-
-    Build it with ``ExpectedTraffic.requests_per_second(peak, minimum=...)`` or
-    ``ExpectedTraffic.concurrency(peak, minimum=...)``.
-    """
-
-    peak: Traffic
-    """The most traffic, served within the SLO at the most copies."""
-    minimum: float = 0
-    """The least traffic, in the peak's unit (requests/s or concurrent requests): it sets the
-    fewest copies kept (at least 1)."""
-
-    @staticmethod
-    def requests_per_second(peak: float, *, minimum: float = 0) -> ExpectedTraffic:
-        """Traffic as arrival rates (requests/s); concurrency follows by Little's law."""
-        check_range("traffic.peak (requests/s)", peak, minimum=0.001)
-        check_range("traffic.minimum (requests/s)", minimum, minimum=0, maximum=peak)
-        return ExpectedTraffic(Traffic(requests_per_second=peak), minimum)
-
-    @staticmethod
-    def concurrency(peak: int, *, minimum: int = 0) -> ExpectedTraffic:
-        """Traffic as requests in flight at once."""
-        check_range("traffic.peak (concurrency)", peak, minimum=1)
-        check_range("traffic.minimum (concurrency)", minimum, minimum=0, maximum=peak)
-        return ExpectedTraffic(Traffic(concurrency=peak), minimum)
-
-    def minimum_concurrency(self, e2e_seconds: float) -> float:
-        """The minimum as requests in flight (Little's law: rate x end-to-end latency)."""
-        if self.peak.requests_per_second is not None:
-            return self.minimum * e2e_seconds
-        return self.minimum
-
-    def describe(self) -> str:
-        """``peak 4 requests/s, minimum 0.5 requests/s`` or the same in concurrency."""
-        if self.peak.requests_per_second is not None:
-            return (
-                f"peak {self.peak.requests_per_second:g} requests/s, minimum "
-                f"{self.minimum:g} requests/s"
-            )
-        return f"peak {self.peak.concurrency} concurrent, minimum {self.minimum:g}"
-
-
-@dataclass(frozen=True)
-class _Choice:
-    """A value LlmService settled on and where it came from."""
-
-    value: Any
-    source: str  # "recommended", "predicted", "override", "benchmark"
-
-
+@typed_props
 class LlmService(Construct):
     """A model served on an inference-component endpoint laid out from an SLO and traffic.
 
@@ -147,7 +87,10 @@ class LlmService(Construct):
     See the module documentation for what is decided and emitted.
     """
 
-    def __init__(
+    __synth_decision__ = "LlmService decides the layout from its numbers"
+    """Numbers given here decide at synth: a deploy-time token is refused (``typed_props``)."""
+
+    def __init__(  # noqa: PLR0913 - known offender (issue 18 item 5): group the props
         self,
         scope: Construct,
         id: str,
@@ -230,400 +173,187 @@ class LlmService(Construct):
         :param benchmark_max_duration: the sweep's time limit; default 1 hour.
         """
         super().__init__(scope, id)
-        self._warnings: list[str] = []
         image, source = _image_and_source(image, source, optimization_job)
-        spec = _spec(spec, source)
         check_range("input_tokens", input_tokens, minimum=1)
         check_range("output_tokens", output_tokens, minimum=1)
         check_range("max_instance_count", max_instance_count, minimum=1)
         precision = precision or _job_precision(optimization_job)
         _check_precision(precision)
-        workload = Workload(input_tokens=input_tokens, output_tokens=output_tokens)
-        candidates = _candidates(
-            instance_types,
-            instance_type,
-            optimization_job.instance_type if optimization_job is not None else None,
-        )
-
+        job_type = optimization_job.instance_type if optimization_job is not None else None
         region = Stack.of(self).region
-        recommendation = recommend(
-            spec,
-            workload,
-            slo,
-            traffic.peak,
-            precision=precision,
-            instance_types=candidates,
+        request = ServiceRequest(
+            spec=_spec(spec, source),
+            workload=Workload(input_tokens=input_tokens, output_tokens=output_tokens),
+            slo=slo,
+            traffic=traffic,
+            candidates=_candidates(instance_types, instance_type, job_type),
             max_instance_count=max_instance_count,
+            precision=precision,
             prices=prices,
             price_basis=price_basis,
             calibration=calibration,
-            top=len(candidates) * 64,
             region=None if is_unresolved(region) else region,
+            tgi=image.family.is_tgi,
         )
-        option = _choose(
-            recommendation,
-            instance_type=instance_type,
-            tensor_parallel_degree=tensor_parallel_degree,
-            max_instance_count=max_instance_count,
+        self.decision: ServiceDecision = decide(
+            request,
+            Overrides(
+                instance_type=instance_type,
+                tensor_parallel_degree=tensor_parallel_degree,
+                copies_per_instance=copies_per_instance,
+                max_batch_size=max_batch_size,
+                max_model_len=max_model_len,
+                min_copies=min_copies,
+                max_copies=max_copies,
+                target_concurrency_per_copy=target_concurrency_per_copy,
+                min_memory_per_copy_mib=None
+                if min_memory_per_copy is None
+                else int(min_memory_per_copy.to_mebibytes()),
+                benchmark=benchmark,
+            ),
         )
-        if copies_per_instance is not None:
-            option = _repack(
-                option,
-                copies_per_instance,
-                spec=spec,
-                workload=workload,
-                precision=precision,
-                calibration=calibration,
-                price=unit_price(option.layout.instance_type, prices, price_basis),
-                max_instance_count=max_instance_count,
-            )
-        self.recommendation = recommendation
+        """What is deployed and why (``planning.decision``); recorded as template metadata."""
+        assert self.decision.option is not None and self.decision.recommendation is not None
+        self.recommendation = self.decision.recommendation
         """Every option and rejection the performance model produced."""
-        self.option = option
+        self.option = self.decision.option
         """The option served (the cheapest that meets the overrides)."""
-        layout = option.layout
-        per_instance = layout.copies_per_instance
+        self._annotate_warnings()
+        self.model = self._render_model(image, source, request, environment, model_loading_timeout)
+        """The model, with the serving options of the decision."""
+        self.endpoint = self._render_endpoint(model_loading_timeout)
+        """The inference-component endpoint on the chosen instance type."""
+        self.component = self._render_component(min_memory_per_copy, cpu_cores_per_copy, deployment)
+        """The component: accelerators = the tensor-parallel degree per copy."""
+        self.scaling = self._render_scaling()
+        """Copy autoscaling between the minimum and the peak traffic's copies."""
+        self.benchmark: EndpointBenchmark | None = None
+        """The deploy-time benchmark, when ``benchmark`` is True."""
+        if benchmark:
+            self.benchmark = self._render_benchmark(image, request, benchmark_max_duration)
+        self.target_concurrency_per_copy = self._render_target()
+        """The in-flight requests per copy autoscaling holds (a token with a benchmark)."""
+        self.min_copies = self.decision.scaling.min_copies
+        """Fewest copies."""
+        self.max_copies = self.decision.scaling.max_copies
+        """Most copies."""
+        self._render_metadata()
 
-        # ----- copies and the scaling target ------------------------------------------------
-        batch = _override(max_batch_size, option.max_batch_size)
-        self._check_batch(spec, layout, workload, precision, calibration, batch.value)
-        knee = _override(target_concurrency_per_copy, option.knee_concurrency_per_copy)
-        if target_concurrency_per_copy is not None:
-            check_range("target_concurrency_per_copy", target_concurrency_per_copy, minimum=0.001)
-            self._check_target(
-                spec, layout, workload, precision, calibration, slo, knee.value, batch.value
-            )
-        if knee.value > batch.value:
-            self._warn(
-                "target_concurrency_per_copy",
-                f"target_concurrency_per_copy={knee.value:g} is above the batch limit per copy "
-                f"({batch.value}): requests beyond the batch queue in the server",
-            )
-        peak_concurrency = option.predicted.concurrency
-        needed_max = max(1, math.ceil(peak_concurrency / knee.value))
-        most = _override(
-            max_copies, max(needed_max, layout.instance_count * per_instance), "derived"
-        )
-        if max_copies is not None:
-            check_range("max_copies", max_copies, minimum=1)
-            if max_copies < needed_max:
-                self._warn(
-                    "max_copies",
-                    f"max_copies={max_copies} is below the {needed_max} copies the peak "
-                    f"({peak_concurrency} in flight) needs at {knee.value:g} per copy: the peak "
-                    "would exceed the SLO",
-                )
-        minimum_concurrency = traffic.minimum_concurrency(option.predicted.e2e_ms / 1000)
-        fewest = _override(
-            min_copies,
-            min(most.value, max(1, math.ceil(minimum_concurrency / knee.value))),
-            "derived",
-        )
-        check_range("min_copies", fewest.value, minimum=0, maximum=most.value)
-        max_instances = math.ceil(most.value / per_instance)
-        if max_instances > max_instance_count:
-            raise ValidationError(
-                "max_copies",
-                most.value,
-                f"{most.value} copies at {per_instance} per {layout.instance_type.name} need "
-                f"{max_instances} instances, above max_instance_count ({max_instance_count})",
-                f"lower max_copies to at most {max_instance_count * per_instance}, or raise "
-                "max_instance_count",
-            )
-        min_instances = math.ceil(fewest.value / per_instance)
-        model_len = _override(max_model_len, input_tokens + output_tokens, "derived")
-        check_range(
-            "max_model_len",
-            model_len.value,
-            minimum=input_tokens + output_tokens,
-            fix="serve at least input_tokens + output_tokens per request",
+    # ----- rendering the decision -----------------------------------------------------------
+
+    def _render_scaling(self) -> ComponentScaling:
+        scaling = self.decision.scaling
+        return ComponentScaling(
+            self,
+            "Scaling",
+            component=self.component,
+            min_copies=scaling.min_copies,
+            max_copies=scaling.max_copies,
         )
 
-        # ----- resources --------------------------------------------------------------------
-        serving = _serving(
-            image,
-            layout.tensor_parallel_degree,
-            batch.value,
-            model_len.value,
-            input_tokens,
-            precision,
-            model_loading_timeout,
-        )
-        self.model = Model(
+    def _render_metadata(self) -> None:
+        """The decision, for ``cdk-sagemaker-llm plan`` (``ServiceDecision.from_metadata``)."""
+        self.component.resource.add_metadata(SERVICE, self.decision.to_metadata())
+
+    def _annotate_warnings(self) -> None:
+        """Each override the model predicts will hurt becomes a synth warning naming it."""
+        for warning in self.decision.warnings:
+            Annotations.of(self).add_warning_v2(
+                f"cdk-sagemaker-llm:service-{warning.prop}", warning.message
+            )
+
+    def _render_model(
+        self,
+        image: ContainerImage,
+        source: ModelSource,
+        request: ServiceRequest,
+        environment: Mapping[str, str] | None,
+        loading_timeout: Duration,
+    ) -> Model:
+        return Model(
             self,
             "Model",
             image=image,
             source=source,
-            spec=spec,
-            serving=serving,
+            spec=request.spec,
+            serving=_serving(self.decision.serving, loading_timeout),
             environment=environment,
         )
-        """The model, with the serving options of the decision."""
-        self.endpoint = InferenceComponentEndpoint(
+
+    def _render_endpoint(self, loading_timeout: Duration) -> InferenceComponentEndpoint:
+        scaling = self.decision.scaling
+        return InferenceComponentEndpoint(
             self,
             "Endpoint",
-            instance_type=layout.instance_type,
-            initial_instance_count=max(1, min_instances),
-            min_instance_count=min_instances,
-            max_instance_count=max_instances,
+            instance_type=self.decision.layout.instance_type,
+            initial_instance_count=max(1, scaling.min_instances),
+            min_instance_count=scaling.min_instances,
+            max_instance_count=scaling.max_instances,
             routing_strategy=RoutingStrategy.LEAST_OUTSTANDING_REQUESTS,
-            container_startup_health_check_timeout=model_loading_timeout,
+            container_startup_health_check_timeout=loading_timeout,
         )
-        """The inference-component endpoint on the chosen instance type."""
-        memory = min_memory_per_copy or _default_memory(layout)
-        self.component = InferenceComponent(
+
+    def _render_component(
+        self,
+        min_memory: Size | None,
+        cpu_cores: float | None,
+        deployment: RollingDeployment | None,
+    ) -> InferenceComponent:
+        decision = self.decision
+        return InferenceComponent(
             self,
             "Component",
             endpoint=self.endpoint,
             model=self.model,
-            accelerators=layout.tensor_parallel_degree,
-            min_memory=memory,
-            cpu_cores=cpu_cores_per_copy,
-            copy_count=max(1, fewest.value),
+            accelerators=decision.layout.tensor_parallel_degree,
+            min_memory=min_memory or Size.mebibytes(decision.min_memory_per_copy_mib),
+            cpu_cores=cpu_cores,
+            copy_count=max(1, decision.scaling.min_copies),
             deployment=deployment,
         )
-        """The component: accelerators = the tensor-parallel degree per copy."""
-        self.scaling = ComponentScaling(
-            self,
-            "Scaling",
-            component=self.component,
-            min_copies=fewest.value,
-            max_copies=most.value,
-        )
-        """Copy autoscaling between the minimum and the peak traffic's copies."""
-        self.benchmark: EndpointBenchmark | None = None
-        """The deploy-time benchmark, when ``benchmark`` is True."""
-        target: float = knee.value
-        if benchmark:
-            self.benchmark = self._benchmark(
-                image, workload, slo, option, max(1, fewest.value), benchmark_max_duration
-            )
-            if target_concurrency_per_copy is None:
-                target = self.benchmark.knee_concurrency_per_copy
-                knee = _Choice(knee.value, "benchmark")
+
+    def _render_target(self) -> float:
+        """Scale on in-flight requests per copy: the decided target, or the benchmark's
+        measured knee (a token) when the decision defers to it."""
+        scaling = self.decision.scaling
+        target: float = scaling.target_concurrency_per_copy
+        if scaling.benchmark and self.benchmark is not None:
+            target = self.benchmark.knee_concurrency_per_copy
         self.scaling.scale_on_concurrent_requests(
             target=target,
             scale_out_cooldown=Duration.minutes(1),
             scale_in_cooldown=Duration.minutes(10),
         )
-        self.min_copies = fewest.value
-        """Fewest copies."""
-        self.max_copies = most.value
-        """Most copies."""
-        self.target_concurrency_per_copy = target
-        """The in-flight requests per copy autoscaling holds (a token with a benchmark)."""
+        return target
 
-        self.decision = self._decision(
-            spec=spec,
-            precision=precision,
-            workload=workload,
-            slo=slo,
-            traffic=traffic,
-            candidates=candidates,
-            prices=prices,
-            price_basis=price_basis,
-            calibration=calibration,
-            choices={
-                "instance_type": _Choice(layout.instance_type.name, _source(instance_type)),
-                "tensor_parallel_degree": _Choice(
-                    layout.tensor_parallel_degree, _source(tensor_parallel_degree)
-                ),
-                "copies_per_instance": _Choice(per_instance, _source(copies_per_instance)),
-                "max_batch_size": batch,
-                "max_model_len": model_len,
-                "min_copies": fewest,
-                "max_copies": most,
-                "min_instances": _Choice(min_instances, "derived"),
-                "max_instances": _Choice(max_instances, "derived"),
-                "target_concurrency_per_copy": knee,
-                "min_memory_per_copy_mib": _Choice(
-                    int(memory.to_mebibytes()),
-                    "override" if min_memory_per_copy is not None else "derived",
-                ),
-            },
-        )
-        """What was decided, why, and the predicted figures (the template metadata)."""
-        self.component.resource.add_metadata(SERVICE, self.decision)
-
-    # ----- checks of overrides ------------------------------------------------------------------
-
-    def _warn(self, prop: str, message: str) -> None:
-        self._warnings.append(message)
-        Annotations.of(self).add_warning_v2(f"cdk-sagemaker-llm:service-{prop}", message)
-
-    @staticmethod
-    def _check_batch(
-        spec: ModelSpec,
-        layout: Layout,
-        workload: Workload,
-        precision: Precision,
-        calibration: Calibration | None,
-        batch: int,
-    ) -> None:
-        """A batch limit above the sequences one copy's KV cache holds is an error."""
-        check_range("max_batch_size", batch, minimum=1)
-        model = CopyModel(
-            spec,
-            layout.instance_type,
-            layout.tensor_parallel_degree,
-            precision,
-            workload,
-            calibration.efficiency if calibration is not None else DEFAULT_EFFICIENCY,
-        )
-        limits, _ = copy_limits(model, batch)
-        if batch > limits.kv_sequences:
-            raise ValidationError(
-                "max_batch_size",
-                batch,
-                f"one copy (tensor-parallel degree {layout.tensor_parallel_degree} on "
-                f"{layout.instance_type.name}) holds at most {limits.kv_sequences} sequences of "
-                f"{workload.input_tokens} + {workload.output_tokens} tokens in its KV cache",
-                f"lower max_batch_size to at most {limits.kv_sequences}, or shard each copy wider",
-            )
-
-    def _check_target(
-        self,
-        spec: ModelSpec,
-        layout: Layout,
-        workload: Workload,
-        precision: Precision,
-        calibration: Calibration | None,
-        slo: Slo,
-        target: float,
-        batch: int,
-    ) -> None:
-        one_copy = Layout(layout.instance_type, layout.tensor_parallel_degree, 1, 1)
-        level = max(1, math.ceil(target))
-        predicted = predict(
-            spec,
-            one_copy,
-            workload,
-            [level],
-            precision=precision,
-            calibration=calibration,
-            max_batch_size=batch,
-        ).levels[0]
-        broken = []
-        if predicted.ms_per_token > slo.max_ms_per_token:
-            broken.append(f"{predicted.ms_per_token:.1f} ms/token > {slo.max_ms_per_token:g}")
-        if slo.max_ttft_ms is not None and predicted.ttft_ms > slo.max_ttft_ms:
-            broken.append(f"TTFT {predicted.ttft_ms:.0f} ms > {slo.max_ttft_ms:g}")
-        if broken:
-            self._warn(
-                "target_concurrency_per_copy",
-                f"target_concurrency_per_copy={target:g}: at {level} requests per copy the model "
-                f"predicts {', '.join(broken)} (the SLO)",
-            )
-
-    # ----- the benchmark ------------------------------------------------------------------------
-
-    def _benchmark(
-        self,
-        image: ContainerImage,
-        workload: Workload,
-        slo: Slo,
-        option: Option,
-        copies: int,
-        max_duration: Duration,
+    def _render_benchmark(
+        self, image: ContainerImage, request: ServiceRequest, max_duration: Duration
     ) -> EndpointBenchmark:
         """A sweep of the initial copies up to twice their predicted knee, gated on the SLO."""
-        top = min(4096, max(2, 2 * option.knee_concurrency_per_copy * copies))
+        copies = max(1, self.decision.scaling.min_copies)
+        knee = self.decision.predicted.knee_concurrency_per_copy
+        top = min(4096, max(2, 2 * knee * copies))
         levels = [2**power for power in range(0, MAX_SWEEP_LEVELS) if 2**power < top] + [top]
-        rule = KneeRule(min_gain_per_doubling=0.10, slo_ms_per_token=slo.max_ms_per_token)
+        slo = request.slo
+        # A TTFT-only SLO has no per-token limit to stop the sweep or gate the deployment on.
+        per_token = slo.max_ms_per_token if slo.limits_ms_per_token else None
+        rule = KneeRule(min_gain_per_doubling=0.10, slo_ms_per_token=per_token)
         return EndpointBenchmark(
             self,
             "Benchmark",
             inference_component=self.component,
             load=BenchmarkLoad.concurrency(levels[-MAX_SWEEP_LEVELS:], knee_rule=rule),
-            workload=workload,
+            workload=request.workload,
             protocol=RequestProtocol(
                 payload_format=PayloadFormat.TGI if image.family.is_tgi else PayloadFormat.LMI,
                 stream=True,
             ),
-            gate=BenchmarkGate(max_p50_ms_per_token=slo.max_ms_per_token),
+            gate=BenchmarkGate(max_p50_ms_per_token=per_token) if per_token else None,
             max_duration=max_duration,
         )
 
-    # ----- the decision record ------------------------------------------------------------------
-
-    def _decision(
-        self,
-        *,
-        spec: ModelSpec,
-        precision: Precision,
-        workload: Workload,
-        slo: Slo,
-        traffic: ExpectedTraffic,
-        candidates: Sequence[InstanceType],
-        prices: PriceList,
-        price_basis: PriceBasis,
-        calibration: Calibration | None,
-        choices: dict[str, _Choice],
-    ) -> dict[str, Any]:
-        option = self.option
-        predicted = option.predicted
-        others = [o for o in self.recommendation.options if o is not option][:3]
-        return {
-            "model": spec.name,
-            "precision": precision.value,
-            "workload": f"{workload.input_tokens} in / {workload.output_tokens} out tokens",
-            "slo": f"<= {slo.max_ms_per_token:g} ms/token"
-            + (f", TTFT <= {slo.max_ttft_ms:g} ms" if slo.max_ttft_ms is not None else ""),
-            "traffic": traffic.describe(),
-            "candidates": [t.name for t in candidates],
-            "prices": f"{price_basis.value}; {prices.describe()}",
-            "calibration": "calibrated" if calibration is not None else "uncalibrated",
-            "choices": {
-                name: {"value": choice.value, "source": choice.source}
-                for name, choice in sorted(choices.items())
-            },
-            "predicted": {
-                "concurrency": predicted.concurrency,
-                "concurrency_per_copy": option.concurrency_per_copy,
-                "knee_concurrency_per_copy": option.knee_concurrency_per_copy,
-                "ms_per_token": round(predicted.ms_per_token, 2),
-                "ttft_ms": round(predicted.ttft_ms, 1),
-                "tokens_per_s": round(predicted.tokens_per_s, 1),
-                "requests_per_s": round(predicted.requests_per_s, 3),
-            },
-            "price_per_hour": _rounded(option.price_per_hour, 4),
-            "cost_per_million_tokens": _rounded(option.cost_per_million_tokens, 4),
-            "reasoning": list(option.reasoning),
-            "alternatives": [_summary(o) for o in others],
-            "rejected": [
-                f"{r.instance_type}"
-                + (f" TP{r.tensor_parallel_degree}" if r.tensor_parallel_degree else "")
-                + f": {r.reason}"
-                for r in self.recommendation.rejected[:8]
-            ],
-            "rejected_count": len(self.recommendation.rejected),
-            "warnings": list(self._warnings),
-        }
-
 
 # ----- helpers ----------------------------------------------------------------------------------
-
-
-def _override(given: Any, default: Any, source: str = "recommended") -> _Choice:
-    return _Choice(given, "override") if given is not None else _Choice(default, source)
-
-
-def _source(given: Any) -> str:
-    return "override" if given is not None else "recommended"
-
-
-def _rounded(value: float | None, digits: int) -> float | None:
-    return None if value is None else round(value, digits)
-
-
-def _summary(option: Option) -> str:
-    layout = option.layout
-    price = f"${option.price_per_hour:,.2f}/h" if option.price_per_hour is not None else "no price"
-    return (
-        f"{layout.instance_count} x {layout.instance_type.name}, TP{layout.tensor_parallel_degree}"
-        f" x {layout.copies_per_instance} copies: {price}, "
-        f"{option.predicted.ms_per_token:.1f} ms/token"
-    )
 
 
 def _image_and_source(
@@ -728,167 +458,27 @@ def _candidates(
     return candidates
 
 
-def _choose(
-    recommendation: Recommendation,
-    *,
-    instance_type: InstanceType | None,
-    tensor_parallel_degree: int | None,
-    max_instance_count: int,
-) -> Option:
-    """The cheapest option that meets every layout override; an error naming the override
-    that no option meets, with the performance model's reason."""
-    overrides = {
-        "instance_type": instance_type.name if instance_type is not None else None,
-        "tensor_parallel_degree": tensor_parallel_degree,
-    }
-    options = list(recommendation.options)
-    if not options:
-        raise ValidationError(
-            "slo",
-            "unmet",
-            "no candidate layout serves the peak traffic within the SLO and memory: "
-            + "; ".join(_rejections(recommendation, None, None)),
-            "relax the SLO, add larger instance types, raise max_instance_count, or lower the "
-            "peak traffic",
-        )
-    for prop, value in overrides.items():
-        if value is None:
-            continue
-        kept = [o for o in options if _attribute(o, prop) == value]
-        if not kept:
-            reasons = _rejections(
-                recommendation,
-                instance_type.name if instance_type is not None else None,
-                tensor_parallel_degree,
-            )
-            available = sorted({str(_attribute(o, prop)) for o in options})
-            raise ValidationError(
-                prop,
-                value,
-                "no layout with it serves the peak traffic within the SLO and memory on at "
-                f"most {max_instance_count} instances"
-                + (f" ({'; '.join(reasons)})" if reasons else ""),
-                f"drop the override or use one of {', '.join(available)}",
-            )
-        options = kept
-    return options[0]
-
-
-def _repack(
-    option: Option,
-    copies_per_instance: int,
-    *,
-    spec: ModelSpec,
-    workload: Workload,
-    precision: Precision,
-    calibration: Calibration | None,
-    price: float | None,
-    max_instance_count: int,
-) -> Option:
-    """The option with its copies spread at ``copies_per_instance`` per instance (leaving
-    accelerators free for other components): the same copies, on more instances."""
-    check_range("copies_per_instance", copies_per_instance, minimum=1)
-    layout = option.layout
-    copies = layout.copies
-    count = math.ceil(copies / copies_per_instance)
-    if count > max_instance_count:
-        raise ValidationError(
-            "copies_per_instance",
-            copies_per_instance,
-            f"the peak needs {copies} copies; at {copies_per_instance} per "
-            f"{layout.instance_type.name} they need {count} instances, above "
-            f"max_instance_count ({max_instance_count})",
-            f"raise copies_per_instance (up to {layout.copies_per_instance}) or max_instance_count",
-        )
-    spread = Layout(layout.instance_type, layout.tensor_parallel_degree, copies_per_instance, count)
-    level = predict(
-        spec,
-        spread,
-        workload,
-        [option.predicted.concurrency],
-        precision=precision,
-        calibration=calibration,
-        max_batch_size=option.max_batch_size,
-    ).levels[0]
-    hourly = None if price is None else price * count
-    return replace(
-        option,
-        layout=spread,
-        predicted=level,
-        concurrency_per_copy=math.ceil(level.concurrency / spread.copies),
-        price_per_hour=hourly,
-        cost_per_million_tokens=None
-        if hourly is None or level.tokens_per_s <= 0
-        else hourly / (level.tokens_per_s * 3600 / 1e6),
-        reasoning=[
-            *option.reasoning,
-            f"copies_per_instance override: {copies_per_instance} of the "
-            f"{layout.copies_per_instance} copies that fit per {layout.instance_type.name}, so "
-            f"{copies} copies take {count} instances",
-        ],
-    )
-
-
-def _attribute(option: Option, prop: str) -> Any:
-    layout = option.layout
-    if prop == "instance_type":
-        return layout.instance_type.name
-    return getattr(layout, prop)
-
-
-def _rejections(
-    recommendation: Recommendation, instance_type: str | None, degree: int | None
-) -> list[str]:
-    found = [
-        f"{r.instance_type}"
-        + (f" TP{r.tensor_parallel_degree}" if r.tensor_parallel_degree else "")
-        + f": {r.reason}"
-        for r in recommendation.rejected
-        if (instance_type is None or r.instance_type == instance_type)
-        and (degree is None or r.tensor_parallel_degree in (None, degree))
-    ]
-    return found[:4]
-
-
-def _default_memory(layout: Layout) -> Size:
-    instance = layout.instance_type
-    assert instance.memory_mib is not None and instance.accelerator_count
-    share = instance.memory_mib * layout.tensor_parallel_degree / instance.accelerator_count
-    return Size.gibibytes(max(1, int(share * HOST_MEMORY_SHARE // 1024)))
-
-
-def _serving(
-    image: ContainerImage,
-    degree: int,
-    batch: int,
-    model_len: int,
-    input_tokens: int,
-    precision: Precision,
-    loading_timeout: Duration,
-) -> ServingOptions:
-    """Serving options that make the container do what the decision assumed."""
+def _serving(settings: ServingSettings, loading_timeout: Duration) -> ServingOptions:
+    """The decision's serving settings as the image's serving options."""
     quantization = {
         Precision.INT4_AWQ: Quantization.AWQ,
         Precision.FP8: Quantization.FP8,
-    }.get(precision)
-    dtype = DataType.BF16 if precision is Precision.BF16 else DataType.FP16
-    if image.family.is_tgi:
-        # TGI bounds its batch by tokens (MAX_BATCH_TOTAL_TOKENS): batch x tokens per request;
-        # one prefill step takes at least a whole prompt and at most the batch's tokens.
-        total = batch * model_len
+    }.get(settings.precision)
+    dtype = DataType.BF16 if settings.precision is Precision.BF16 else DataType.FP16
+    if settings.tgi:
         return TgiOptions(
-            num_gpus=degree,
-            max_input_tokens=input_tokens,
-            max_total_tokens=model_len,
-            max_batch_prefill_tokens=max(input_tokens, min(TGI_DEFAULT_PREFILL_TOKENS, total)),
-            max_batch_total_tokens=total,
+            num_gpus=settings.tensor_parallel_degree,
+            max_input_tokens=settings.max_input_tokens,
+            max_total_tokens=settings.max_model_len,
+            max_batch_prefill_tokens=settings.max_batch_prefill_tokens,
+            max_batch_total_tokens=settings.max_batch_total_tokens,
             quantization=quantization,
             dtype=dtype,
         )
     return LmiOptions(
-        tensor_parallel_degree=degree,
-        max_rolling_batch_size=batch,
-        max_model_len=model_len,
+        tensor_parallel_degree=settings.tensor_parallel_degree,
+        max_rolling_batch_size=settings.max_batch_size,
+        max_model_len=settings.max_model_len,
         dtype=dtype,
         quantization=quantization,
         model_loading_timeout=loading_timeout,

@@ -45,6 +45,7 @@ def merge_environment(
     return dict(sorted(merged.items()))
 
 
+@typed_props
 class ModelBase(Construct):
     """What endpoints and components consume of a model, created here or imported."""
 

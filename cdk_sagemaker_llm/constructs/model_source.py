@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -10,6 +11,8 @@ from aws_cdk import Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 
+from ..prop_types import typed_props
+from .nag import acknowledge_wildcard_resources
 from .validation import ValidationError
 
 if TYPE_CHECKING:  # annotations only: importing these costs synth time
@@ -37,6 +40,31 @@ class BoundModelSource:
     model_data_source: sagemaker.CfnModel.ModelDataSourceProperty | None = None
 
 
+_HUB_URL = re.compile(r"^(?:https?://)?(?:www\.)?(?:huggingface\.co|hf\.co)/(.*)$", re.IGNORECASE)
+
+
+def _refuse_hub_url(model_id: str) -> None:
+    """A Hub page's URL is not a model id: the containers read ``HF_MODEL_ID`` as
+    ``<organization>/<model>`` (Hugging Face's own naming) and fail to download a URL."""
+    url = _HUB_URL.match(model_id)
+    if url is None and "://" not in model_id:
+        return
+    path = (url.group(1) if url else model_id.split("://", 1)[1]).split("?")[0].split("#")[0]
+    parts = [part for part in path.split("/") if part][:2]
+    suggestion = (
+        "/".join(parts) if url and len(parts) == 2 else "meta-llama/Meta-Llama-3-8B-Instruct"
+    )
+    raise ValidationError(
+        "ModelSource.from_hugging_face(model_id)",
+        model_id,
+        "a URL, not a Hugging Face model id (the container downloads <organization>/<model>)",
+        "use ModelSource.from_s3(bucket, prefix) for weights in S3"
+        if model_id.lower().startswith("s3://")
+        else f'pass the id, e.g. "{suggestion}"',
+    )
+
+
+@typed_props
 class ModelSource:
     """The model weights a serving container loads.
 
@@ -94,6 +122,8 @@ class ModelSource:
                 "not a Hugging Face model id",
                 'pass "<organization>/<model>", e.g. "meta-llama/Meta-Llama-3-8B-Instruct"',
             )
+        if not Token.is_unresolved(model_id):
+            _refuse_hub_url(model_id)
         return ModelSource(
             ModelSourceKind.HUGGING_FACE, model_id=model_id, token_secret=token_secret
         )
@@ -168,6 +198,12 @@ class ModelSource:
             resource_arns=[self.bucket.arn_for_objects(object_pattern)],
         )
         if self.kind is ModelSourceKind.S3_PREFIX:
+            acknowledge_wildcard_resources(
+                role,
+                [self.bucket.arn_for_objects(object_pattern)],
+                "Reads the objects under exactly the model's S3 prefix: uncompressed weights "
+                "are many files, named by the model's authors.",
+            )
             role.add_to_principal_policy(
                 iam.PolicyStatement(
                     actions=["s3:ListBucket"],

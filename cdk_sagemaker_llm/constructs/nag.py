@@ -9,10 +9,17 @@ id names the rendered resource, e.g. ``AwsSolutions-IAM5[Resource::arn:aws:logs:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Acknowledgment, Stack, Validations
-from constructs import IConstruct
+from constructs import Construct, IConstruct
+
+if TYPE_CHECKING:
+    from aws_cdk import aws_iam as iam
+
+KEY_ACTION_FAMILIES = ["kms:GenerateDataKey*", "kms:ReEncrypt*"]
+"""The wildcard action families of aws-cdk-lib's ``Key.grant_encrypt`` /
+``grant_encrypt_decrypt`` (and of ``Topic.grant_publish`` on an encrypted topic)."""
 
 
 def acknowledge(scope: IConstruct, rule_id: str, reason: str) -> None:
@@ -32,6 +39,18 @@ def acknowledge_wildcard_actions(scope: IConstruct, actions: list[str], reason: 
     """Acknowledge AwsSolutions-IAM5 for exactly these wildcard actions (``s3:GetObject*``)."""
     for action in actions:
         acknowledge(scope, f"AwsSolutions-IAM5[Action::{action}]", reason)
+
+
+def acknowledge_key_grant(
+    grantee: iam.IGrantable, reason: str, actions: list[str] = KEY_ACTION_FAMILIES
+) -> None:
+    """Acknowledge the KMS action families (default ``KEY_ACTION_FAMILIES``) that an
+    aws-cdk-lib key grant just gave ``grantee``'s role on exactly one key: the families are
+    the grant's (S3 and SageMaker call ``GenerateDataKey`` or its variants and re-encrypt as
+    they need); the resource is never a wildcard."""
+    principal = grantee.grant_principal
+    if isinstance(principal, Construct):
+        acknowledge_wildcard_actions(principal, actions, reason)
 
 
 def _rendered(value: Any) -> str:

@@ -74,6 +74,8 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from ..catalog.instance_types import InstanceType
+from ..catalog.model_specs import ModelSpec
+from ..planning.placement import head_divisibility_problem
 from ..prop_types import typed_props
 from .deploy_time import (
     CUSTOM_RESOURCE_TIMEOUT,
@@ -90,7 +92,7 @@ from .images import ContainerFamily, ContainerImage
 from .images import _grant_pull as grant_pull
 from .model import Model, merge_environment
 from .model_source import BoundModelSource, ModelSource, ModelSourceKind
-from .nag import acknowledge_wildcard_resources
+from .nag import acknowledge_key_grant, acknowledge_wildcard_resources
 from .networking import place_in_vpc
 from .validation import SAGEMAKER_NAME, ValidationError, check_range
 
@@ -364,7 +366,7 @@ class OptimizationJob(Construct):
     See the module documentation for how the wait works and what updates and deletes do.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - known offender (issue 18 item 5): group the props
         self,
         scope: Construct,
         id: str,
@@ -427,6 +429,7 @@ class OptimizationJob(Construct):
         max_runtime_seconds = _check_job(
             instance_type, self.techniques, max_runtime, poll_interval, environment, output_prefix
         )
+        _check_sharding_heads(self.techniques, _source_spec(source))
         self.job_name_prefix = self._job_name_prefix(job_name_prefix)
         """Every job of this construct is named ``<prefix>-<definition hash>-<handle hash>``."""
         self.output_bucket = output_bucket
@@ -479,7 +482,10 @@ class OptimizationJob(Construct):
         ):
             depend_on_policy_only(construct, function_role)
         self._acknowledge_findings(job_arns)
+        self._expose_attributes()
 
+    def _expose_attributes(self) -> None:
+        """The job's and its output's attributes (tokens resolved at deploy time)."""
         self.job_name: str = self._job.ref
         """The job name (known at deploy time)."""
         self.job_arn: str = self._job.get_att_string("JobArn")
@@ -763,6 +769,11 @@ class OptimizationJob(Construct):
         key = self.output_kms_key or self.output_bucket.encryption_key
         if key is not None:
             key.grant_encrypt_decrypt(self.role)
+            acknowledge_key_grant(
+                self.role,
+                "Key.grant_encrypt_decrypt's action families on exactly the output key: the "
+                "job writes (and reads back) its SSE-KMS artifacts",
+            )
 
     def _state_machine(
         self, poller: lambda_.IFunction, interval: Duration, timeout: Duration
@@ -1075,6 +1086,50 @@ def _check_tensor_parallel(
             f"{instance_type.name} has {gpus} GPUs to shard over",
             f"shard over at most {gpus} GPUs, or use a larger instance type",
         )
+    if instance_type.is_gpu and gpus is not None and gpus % int(degree):
+        # A copy sharded over a degree that does not divide the GPUs leaves GPUs no copy can
+        # use; the serving containers take degrees that divide the instance's GPUs.
+        divisors = [d for d in range(1, gpus + 1) if gpus % d == 0]
+        raise ValidationError(
+            f"{prop}.{TENSOR_PARALLEL_VARIABLE}",
+            int(degree),
+            f"{degree} does not divide the {gpus} GPUs of {instance_type.name}",
+            f"shard over one of {divisors}",
+        )
+
+
+def _source_spec(source: ModelSource | Model | str) -> ModelSpec | None:
+    """The architecture of the model to optimize, when the library knows it."""
+    if isinstance(source, Model):
+        return source.spec or ModelSpec.from_hugging_face_id(_model_id(source.source))
+    if isinstance(source, ModelSource):
+        return ModelSpec.from_hugging_face_id(_model_id(source))
+    return None if Token.is_unresolved(source) else ModelSpec.from_hugging_face_id(source)
+
+
+def _model_id(source: ModelSource | None) -> str | None:
+    return source.model_id if source is not None and source.model_id else None
+
+
+def _check_sharding_heads(techniques: list[OptimizationTechnique], spec: ModelSpec | None) -> None:
+    """A sharding degree must split the model's attention heads (and its KV heads, or
+    replicate them) evenly over the GPUs (``planning.placement.head_divisibility_problem``,
+    vLLM's rule); unknown architectures pass."""
+    for index, technique in enumerate(techniques):
+        degree = technique.environment.get(TENSOR_PARALLEL_VARIABLE)
+        if technique.kind is not TechniqueKind.SHARDING or spec is None or degree is None:
+            continue
+        if Token.is_unresolved(degree) or not degree.isdigit() or int(degree) < 1:
+            continue
+        problem = head_divisibility_problem(spec, int(degree))
+        if problem is not None:
+            fitting = [d for d in (1, 2, 4, 8, 16) if head_divisibility_problem(spec, d) is None]
+            raise ValidationError(
+                f"techniques[{index}].{TENSOR_PARALLEL_VARIABLE}",
+                int(degree),
+                f"{spec.name}: {problem}",
+                f"shard over a degree that divides the heads, e.g. one of {fitting}",
+            )
 
 
 def _check_environment(prop: str, environment: Mapping[str, str] | None) -> None:

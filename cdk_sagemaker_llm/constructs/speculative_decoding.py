@@ -24,15 +24,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from aws_cdk import Token
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_s3 as s3
 
 from ..prop_types import typed_props
 from .images import ContainerFamily, ContainerImage
 from .model_source import ModelSource
 from .validation import ValidationError
+
+if TYPE_CHECKING:  # annotations only: importing it costs synth time
+    from aws_cdk import aws_s3 as s3
 
 DRAFT_MODEL_VARIABLE = "OPTION_SPECULATIVE_DRAFT_MODEL"
 """The LMI variable naming the draft model."""

@@ -7,10 +7,18 @@ from typing import Any
 
 from aws_cdk import Token
 
-from ..errors import ValidationError, check_range
+from ..errors import ValidationError, check_range, note_unchecked, require_concrete
 from ..prop_types import typed_props
 
-__all__ = ["ValidationError", "check_range", "check_sagemaker_name", "is_unresolved", "typed_props"]
+__all__ = [
+    "ValidationError",
+    "check_range",
+    "check_sagemaker_name",
+    "is_unresolved",
+    "note_unchecked",
+    "require_concrete",
+    "typed_props",
+]
 
 
 def is_unresolved(value: Any) -> bool:

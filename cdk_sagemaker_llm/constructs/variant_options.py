@@ -15,16 +15,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aws_cdk import Duration
 from aws_cdk import aws_sagemaker as sagemaker
 
 from ..catalog.instance_types import InstanceType
-from .validation import ValidationError, check_range, is_unresolved
-
-if TYPE_CHECKING:
-    from .model import ModelBase
+from ..prop_types import typed_props
+from .model import ModelBase
+from .validation import ValidationError, check_range, is_unresolved, note_unchecked
 
 __all__ = [
     "CapacityReservation",
@@ -55,6 +54,7 @@ class RoutingStrategy(Enum):
     """Requests sharing a prefix go to the same instance (and copy): KV-cache reuse."""
 
 
+@typed_props
 @dataclass(frozen=True, kw_only=True)
 class PrefixAwareRouting:
     """``PrefixAwareRoutingConfig``: the two settings ``RoutingStrategy.PREFIX_AWARE`` needs."""
@@ -78,6 +78,7 @@ class PrefixAwareRouting:
         )
 
 
+@typed_props
 @dataclass(frozen=True, kw_only=True)
 class InstancePool:
     """One instance type a variant may be provisioned on, by priority (``InstancePool``).
@@ -106,6 +107,7 @@ class ScaleInStrategy(Enum):
     e.g. it never worsens an availability-zone imbalance)."""
 
 
+@typed_props
 @dataclass(frozen=True, kw_only=True)
 class ScaleInPolicy:
     """``ManagedInstanceScaling.ScaleInPolicy`` of an inference-component endpoint."""
@@ -161,6 +163,26 @@ _ML_RESERVATION_ARN = re.compile(
 )
 
 
+def _check_unique_priorities(pools: Sequence[InstancePool], prop: str) -> None:
+    """API reference, ``InstancePool.Priority``: "SageMaker attempts to provision instances in
+    order of priority, starting with the lowest value"; two pools of one priority leave that
+    order undefined (tokens are not compared: noted for synth's info message)."""
+    priorities = [pool.priority for pool in pools]
+    if any(is_unresolved(priority) for priority in priorities):
+        note_unchecked(f"{prop}.instance_pools[].priority", "that priorities are unique")
+        return
+    repeated = sorted({p for p in priorities if priorities.count(p) > 1})
+    if repeated:
+        raise ValidationError(
+            f"{prop}.instance_pools[].priority",
+            {pool.instance_type.name: pool.priority for pool in pools},
+            f"priority {repeated[0]} is given to more than one pool; SageMaker tries the pools "
+            "in priority order, which two equal priorities leave undefined",
+            "give each pool its own priority, 1 (tried first) to 5",
+        )
+
+
+@typed_props
 @dataclass(frozen=True, kw_only=True)
 class CapacityReservation:
     """Run a variant's instances in an ML capacity reservation (``CapacityReservationConfig``),
@@ -191,6 +213,7 @@ class CapacityReservation:
         )
 
 
+@typed_props
 class InferenceAmiVersion(Enum):
     """Preconfigured inference AMIs (``InferenceAmiVersion``): driver and CUDA/Neuron versions,
     as listed in the SageMaker API reference."""
@@ -279,6 +302,7 @@ class VariantPlatform:
             check_range(
                 f"{prop}.instance_pools[{index}].priority", pool.priority, minimum=1, maximum=5
             )
+        _check_unique_priorities(pools, prop)
         ordered = sorted(pools, key=lambda pool: pool.priority)
         return [pool.instance_type for pool in ordered]
 

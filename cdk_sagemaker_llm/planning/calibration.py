@@ -6,17 +6,39 @@ the p50 ms/token (end-to-end latency / output tokens), output tokens/s and, when
 the p50 TTFT. ``calibrate`` searches the memory-bandwidth efficiency, the per-step overhead and
 the decode compute efficiency that make the model's predictions match those levels best (least
 squares on the logarithm of ms/token and tokens/s), and the prefill efficiency from TTFT.
+
+A calibration is keyed by what was measured: the serving **engine** (container family and
+version), the **hardware** (instance type and its accelerator), the **tensor-parallel degree**
+and the **model**. ``cdk-sagemaker-llm calibrate`` writes it as a calibration file (JSON,
+``CALIBRATION_FORMAT`` version ``CALIBRATION_VERSION``; ``Calibration.to_dict``) that
+``Calibration.from_file`` reads back. ``Calibration.applied_to`` decides what a calibration
+says about another target:
+
+- another engine (another container family, or a version outside the measured one's
+  compatible range, see ``EngineRelease.compatible_with``) is a ``ValidationError``: an engine's
+  scheduler and kernels are what the factors measure;
+- another model keeps only the engine- and hardware-level factors (the bandwidth and compute
+  efficiencies the engine reaches on that accelerator, and its per-step overhead) and says so:
+  the measured levels, knee and fit error describe the benchmarked model only;
+- another accelerator keeps only the engine-level factor (the per-step overhead); the
+  bandwidth and compute efficiencies fall back to the uncalibrated ones, and it says so.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
+from ..catalog.containers import ContainerFamily
+from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
+from ..prop_types import typed_props
 from .performance import (
     DEFAULT_EFFICIENCY,
     CopyModel,
@@ -32,6 +54,96 @@ _COMPUTE_GRID = [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
 _PREFILL_GRID = [round(0.05 * i, 2) for i in range(2, 21)]  # 0.10 .. 1.00
 
 
+CALIBRATION_FORMAT = "cdk-sagemaker-llm/calibration"
+"""The ``format`` field of a calibration file."""
+CALIBRATION_VERSION = 1
+"""The ``version`` field of the calibration files this release writes and reads."""
+_VERSION = re.compile(r"^\d+(\.\d+)*")
+
+
+@typed_props
+@dataclass(frozen=True)
+class EngineRelease:
+    """The serving engine a benchmark measured: the container family (``ContainerFamily``
+    value, e.g. ``tgi``, ``lmi``, ``lmi-tensorrt-llm``) and its release (``3.3.6``, ``0.31.0``;
+    None when unknown)."""
+
+    family: str
+    """The container family's value (``tgi``, ``lmi``, ``lmi-tensorrt-llm``)."""
+    version: str | None = None
+    """The release (``3.3.6``); None when unknown."""
+
+    def __post_init__(self) -> None:
+        families = [f.value for f in ContainerFamily]
+        if self.family not in families:
+            raise ValidationError(
+                "engine.family",
+                self.family,
+                "is not a container family the library knows",
+                f"pass one of {', '.join(families)}",
+            )
+        if self.version is not None and not _VERSION.match(self.version):
+            raise ValidationError(
+                "engine.version",
+                self.version,
+                "is not a release number",
+                "pass the container's release, e.g. 3.3.6 (TGI) or 0.31.0 (LMI), or omit it",
+            )
+
+    @staticmethod
+    def parse(text: str) -> EngineRelease:
+        """``tgi:3.3.6``, ``lmi@0.31.0`` or ``tgi`` (version unknown)."""
+        family, _, version = str(text).strip().replace("@", ":").partition(":")
+        return EngineRelease(family.strip().lower(), version.strip() or None)
+
+    @property
+    def generation(self) -> tuple[int, ...] | None:
+        """The compatible range of the version: its components up to and including the first
+        non-zero one (``3.3.6`` -> ``(3,)``, ``0.31.0`` -> ``(0, 31)``), as semantic
+        versioning's caret ranges; None when the version is unknown."""
+        if self.version is None:
+            return None
+        match = _VERSION.match(self.version)
+        assert match is not None
+        parts = tuple(int(part) for part in match.group(0).split("."))
+        for index, part in enumerate(parts):
+            if part != 0:
+                return parts[: index + 1]
+        return parts
+
+    def compatible_with(self, other: EngineRelease) -> bool:
+        """Same family and, where both versions are known, the same compatible range."""
+        if self.family != other.family:
+            return False
+        return (
+            self.generation is None
+            or other.generation is None
+            or (self.generation == other.generation)
+        )
+
+    def describe(self) -> str:
+        """E.g. ``tgi 3.3.6`` or ``lmi (version unknown)``."""
+        return f"{self.family} {self.version or '(version unknown)'}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: ``{"family", "version"}``."""
+        return {"family": self.family, "version": self.version}
+
+    @staticmethod
+    def from_dict(data: Any, where: str = "engine") -> EngineRelease:
+        """Read ``{"family", "version"}`` (``release`` as in template metadata works too)."""
+        where = where or "engine"  # the prop the errors name
+        if not isinstance(data, Mapping) or not isinstance(data.get("family"), str):
+            raise ValidationError(
+                where,
+                data,
+                'must be {"family": ..., "version": ...}',
+                'write the engine as {"family": "tgi", "version": "3.3.6"}',
+            )
+        version = data.get("version", data.get("release"))
+        return EngineRelease(data["family"], None if version is None else str(version))
+
+
 @dataclass(frozen=True)
 class MeasuredLevel:
     """One benchmark level, as calibration reads it."""
@@ -42,31 +154,51 @@ class MeasuredLevel:
     ttft_ms: float | None
 
 
+@typed_props
 @dataclass(frozen=True)
 class Calibration:
     """Efficiency factors fitted to one benchmark of one model on one layout."""
 
     efficiency: Efficiency
+    """The fitted efficiency factors (memory bandwidth, compute, step overhead)."""
     model: str
+    """The benchmarked model's name."""
     instance_type: str
+    """The benchmarked instance type's name (``ml.g5.2xlarge``)."""
     tensor_parallel_degree: int
+    """Accelerators each benchmarked copy was sharded over."""
     copies: int
     """Copies the benchmarked endpoint had (instances x copies per instance)."""
     precision: str
+    """The benchmarked weights' precision (``fp16``)."""
     input_tokens: int
+    """Prompt tokens of the benchmark's requests."""
     output_tokens: int
+    """Generated tokens of the benchmark's requests."""
     concurrency_range: tuple[int, int]
     """Lowest and highest benchmarked concurrency, whole deployment."""
     levels: int
+    """Benchmark levels the fit used."""
     rms_error: float
     """Root-mean-square relative error of the fitted ms/token over the levels."""
     source: str = "results.json"
+    """Where the results came from (a path or an ``s3://`` URI)."""
+    engine: EngineRelease | None = None
+    """The serving engine measured; None for a fit made without it (``calibrate(...)``
+    without ``engine=``), which ``applied_to`` cannot check."""
+    accelerator: str | None = None
+    """The accelerator of ``instance_type`` (e.g. ``NVIDIA A10G``): the hardware key."""
+    layers: int | None = None
+    """Layers of the calibrated model (for the record of what was measured)."""
+    file: str | None = field(default=None, compare=False)
+    """The calibration file it was read from (``from_file``), for error messages."""
 
     def describe(self) -> str:
         """Where the factors come from, in one line."""
         low, high = self.concurrency_range
+        engine = f" with {self.engine.describe()}" if self.engine else ""
         return (
-            f"calibrated on {self.source}: {self.model} on {self.instance_type} "
+            f"calibrated on {self.source}: {self.model}{engine} on {self.instance_type} "
             f"TP{self.tensor_parallel_degree} x {self.copies} copies, {self.input_tokens} in / "
             f"{self.output_tokens} out, concurrency {low}-{high} ({self.levels} levels, "
             f"{self.rms_error:.0%} rms error): {self.efficiency.describe()}"
@@ -117,6 +249,251 @@ class Calibration:
                 f"calibrated {per_copy_low:g}-{per_copy_high:g} per copy"
             )
         return notes
+
+    def fit_notes(self) -> list[str]:
+        """Factors the fit left at an end of the range it searches: the levels do not pin
+        them (e.g. decode never turns compute-bound), or the server lies outside what the
+        model expresses there; predictions that lean on them are less certain."""
+        factors = (
+            ("memory bandwidth efficiency", self.efficiency.memory_bandwidth, _MEMORY_GRID),
+            ("decode compute efficiency", self.efficiency.decode_compute, _COMPUTE_GRID),
+            ("prefill compute efficiency", self.efficiency.prefill_compute, _PREFILL_GRID),
+            ("per-step overhead (ms)", self.efficiency.step_overhead_ms, _OVERHEAD_GRID_MS),
+        )
+        notes = []
+        for name, value, grid in factors:
+            if value in (grid[0], grid[-1]):
+                end = "lowest" if value == grid[0] else "highest"
+                notes.append(
+                    f"{name} {value:g} is the {end} value the fit tries: these levels may not "
+                    "constrain it, or the server is outside the model's range there"
+                )
+        return notes
+
+    # ----- the calibration file -------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The calibration file's JSON document (``CALIBRATION_FORMAT`` version
+        ``CALIBRATION_VERSION``): ``format``, ``version``, the key (``engine``, ``hardware``,
+        ``tensor_parallel_degree``, ``model``), what was measured (``precision``, ``copies``,
+        ``workload``, ``concurrency_range``, ``levels``, ``rms_error``, ``source``) and the
+        fitted ``efficiency``."""
+        efficiency = self.efficiency
+        return {
+            "format": CALIBRATION_FORMAT,
+            "version": CALIBRATION_VERSION,
+            "engine": self.engine.to_dict() if self.engine else None,
+            "hardware": {"instance_type": self.instance_type, "accelerator": self.accelerator},
+            "tensor_parallel_degree": self.tensor_parallel_degree,
+            "model": {"name": self.model, "layers": self.layers},
+            "precision": self.precision,
+            "copies": self.copies,
+            "workload": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens},
+            "concurrency_range": list(self.concurrency_range),
+            "levels": self.levels,
+            "rms_error": round(self.rms_error, 6),
+            "source": self.source,
+            "efficiency": {
+                "memory_bandwidth": efficiency.memory_bandwidth,
+                "decode_compute": efficiency.decode_compute,
+                "prefill_compute": efficiency.prefill_compute,
+                "step_overhead_ms": efficiency.step_overhead_ms,
+            },
+        }
+
+    @staticmethod
+    def from_dict(document: Any, *, where: str = "calibration") -> Calibration:
+        """Read a calibration file's document (``to_dict``); a ValidationError naming the
+        field otherwise."""
+        where = where or "calibration"  # the prop the errors name
+        if not isinstance(document, Mapping) or document.get("format") != CALIBRATION_FORMAT:
+            raise ValidationError(
+                where,
+                type(document).__name__
+                if not isinstance(document, Mapping)
+                else document.get("format"),
+                f'is not a calibration file (its "format" is not "{CALIBRATION_FORMAT}")',
+                "make one with `cdk-sagemaker-llm calibrate results.json --out calibration.json`",
+            )
+        if document.get("version") != CALIBRATION_VERSION:
+            raise ValidationError(
+                f"{where}.version",
+                document.get("version"),
+                f"this release reads calibration files of version {CALIBRATION_VERSION}",
+                "recreate the file with this release's `cdk-sagemaker-llm calibrate`",
+            )
+        try:
+            engine = document.get("engine")
+            hardware = document["hardware"]
+            model = document["model"]
+            workload = document["workload"]
+            low, high = document["concurrency_range"]
+            factors = document["efficiency"]
+            return Calibration(
+                efficiency=Efficiency(
+                    memory_bandwidth=float(factors["memory_bandwidth"]),
+                    decode_compute=float(factors["decode_compute"]),
+                    prefill_compute=float(factors["prefill_compute"]),
+                    step_overhead_ms=float(factors["step_overhead_ms"]),
+                ),
+                model=str(model["name"]),
+                instance_type=str(hardware["instance_type"]),
+                tensor_parallel_degree=int(document["tensor_parallel_degree"]),
+                copies=int(document["copies"]),
+                precision=str(document["precision"]),
+                input_tokens=int(workload["input_tokens"]),
+                output_tokens=int(workload["output_tokens"]),
+                concurrency_range=(int(low), int(high)),
+                levels=int(document["levels"]),
+                rms_error=float(document["rms_error"]),
+                source=str(document.get("source") or where),
+                engine=None
+                if engine is None
+                else EngineRelease.from_dict(engine, f"{where}.engine"),
+                accelerator=hardware.get("accelerator"),
+                layers=model.get("layers"),
+            )
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValidationError(
+                where,
+                f"{type(error).__name__}: {error}",
+                "is missing a field or has a field of the wrong type",
+                "recreate the file with `cdk-sagemaker-llm calibrate`",
+            ) from error
+
+    @staticmethod
+    def from_file(path: str | Path) -> Calibration:
+        """Read a calibration file written by ``cdk-sagemaker-llm calibrate`` (or ``to_file``)
+        from a local path: the API ``LlmService(calibration=...)`` and the commands use."""
+        try:
+            document = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise ValidationError(
+                "calibration",
+                str(path),
+                f"cannot be read: {error}",
+                "pass the file `cdk-sagemaker-llm calibrate --out` wrote",
+            ) from error
+        return replace(Calibration.from_dict(document, where=str(path)), file=str(path))
+
+    def to_file(self, path: str | Path) -> None:
+        """Write the calibration file (``to_dict``, indented, keys in a stable order)."""
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+
+    # ----- applying it to a target ------------------------------------------------------------
+
+    def engine_notes(self, engine: EngineRelease | None) -> list[str]:
+        """Check the target's ``engine`` against the calibrated one: a ValidationError naming
+        this calibration's source, both engines and the fix when it is another engine; else
+        the notes to show (an assumed or differing release)."""
+        if (
+            engine is not None
+            and self.engine is not None
+            and not engine.compatible_with(self.engine)
+        ):
+            raise ValidationError(
+                "calibration",
+                self.file or self.source,
+                f"measures {self.engine.describe()}, but the target runs {engine.describe()}: "
+                "a calibration holds only for the engine it measured",
+                f"benchmark the deployment on {engine.describe()} and run `cdk-sagemaker-llm "
+                "calibrate` on its results, or drop the calibration",
+            )
+        if engine is None and self.engine is not None:
+            return [
+                f"engine assumed to be the calibrated {self.engine.describe()} (state the "
+                "target's engine to have it checked)"
+            ]
+        if engine is not None and self.engine is None:
+            return [
+                "the calibration does not say which engine it measured; assumed "
+                f"{engine.describe()}"
+            ]
+        if engine is not None and engine != self.engine:
+            assert self.engine is not None
+            return [
+                f"calibrated on {self.engine.describe()}, applied to {engine.describe()} "
+                "(same compatible release range)"
+            ]
+        return []
+
+    def applied_to(
+        self,
+        spec: ModelSpec,
+        instance_type: InstanceType,
+        *,
+        engine: EngineRelease | None = None,
+        base: Efficiency = DEFAULT_EFFICIENCY,
+    ) -> AppliedCalibration:
+        """What this calibration says about ``spec`` on ``instance_type`` served by ``engine``
+        (see the module docstring): the factors that transfer, on top of ``base`` for the rest,
+        and a note for each factor that does not.
+
+        :param engine: the target's engine; None assumes the calibrated one and says so.
+        :param base: the uncalibrated factors (default ``DEFAULT_EFFICIENCY``).
+        :raises ValidationError: when ``engine`` is another engine than the calibrated one.
+        """
+        notes = self.engine_notes(engine)
+        accelerator = instance_type.accelerator
+        same_hardware = instance_type.name == self.instance_type or (
+            accelerator is not None
+            and self.accelerator is not None
+            and accelerator.name == self.accelerator
+        )
+        fitted = self.efficiency
+        if same_hardware:
+            efficiency = fitted
+        else:
+            efficiency = replace(base, step_overhead_ms=fitted.step_overhead_ms)
+            notes.append(
+                f"calibrated on {self.accelerator or self.instance_type}, applied to "
+                f"{accelerator.name if accelerator else instance_type.name}: only the "
+                f"engine-level per-step overhead ({fitted.step_overhead_ms:g} ms) transfers; "
+                "bandwidth and compute efficiencies are the uncalibrated ones"
+            )
+        if spec.name != self.model:
+            notes.append(
+                f"calibrated on {self.model}, applied to {spec.name}: only the engine- and "
+                "hardware-level factors transfer (bandwidth and compute efficiencies, per-step "
+                f"overhead); the measured levels, knee and {self.rms_error:.0%} fit error "
+                f"describe {self.model} only: benchmark {spec.name} and calibrate to confirm"
+            )
+        return AppliedCalibration(self, efficiency, tuple(notes))
+
+
+@dataclass(frozen=True)
+class AppliedCalibration:
+    """A calibration as it applies to one target (``Calibration.applied_to``): the factors
+    that transfer and what did not. It is a ``planning.performance.MeasuredEfficiency``, so
+    ``predict(calibration=...)`` takes it."""
+
+    calibration: Calibration
+    efficiency: Efficiency
+    transfer_notes: tuple[str, ...] = field(default=())
+    """One line per factor that did not transfer, or assumption made (empty: all applied)."""
+
+    @property
+    def warnings(self) -> list[str]:
+        """The notes a user must see (the same as ``transfer_notes``)."""
+        return list(self.transfer_notes)
+
+    def describe(self) -> str:
+        """Where the factors come from, and what did not transfer."""
+        return self.calibration.describe()
+
+    def coverage_notes(
+        self,
+        spec: ModelSpec,
+        layout: Layout,
+        workload: Workload,
+        precision: Precision,
+        concurrency: Sequence[int],
+    ) -> list[str]:
+        """The transfer notes, then where the prediction leaves what was measured."""
+        return [
+            *self.transfer_notes,
+            *self.calibration.coverage_notes(spec, layout, workload, precision, concurrency),
+        ]
 
 
 def _number(value: Any) -> float | None:
@@ -178,11 +555,14 @@ def calibrate(
     *,
     workload: Workload | None = None,
     source: str = "results.json",
+    engine: EngineRelease | None = None,
 ) -> Calibration:
     """Fit the efficiency factors to a benchmark of ``spec`` on ``layout``.
 
     :param results: the ``results.json`` document (a mapping) or a ``BenchmarkResult``.
     :param workload: default the benchmark payload's input/output tokens.
+    :param engine: the serving engine benchmarked (the calibration's key); without it the
+        calibration cannot be checked against the engine it is applied to.
     """
     document = results.to_dict() if hasattr(results, "to_dict") else results
     if not isinstance(document, Mapping):
@@ -227,7 +607,40 @@ def calibrate(
         levels=len(levels),
         rms_error=math.sqrt(sum(r * r for r in relative) / len(relative)),
         source=source,
+        engine=engine,
+        accelerator=layout.instance_type.accelerator.name
+        if layout.instance_type.accelerator
+        else None,
+        layers=spec.layers,
     )
+
+
+DEPLOYMENT_KEYS = (
+    "model",
+    "model_spec",
+    "engine",
+    "instance_type",
+    "tensor_parallel_degree",
+    "copies_per_instance",
+    "precision",
+)
+"""The keys of a results document's ``deployment`` section (what was benchmarked)."""
+
+
+def deployment_of(results: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``deployment`` section of a ``results.json``: ``model``, ``model_spec``
+    (``ModelSpec.to_metadata()``), ``engine`` (``{"family", "version"}``), ``instance_type``,
+    ``tensor_parallel_degree``, ``copies_per_instance`` and ``precision``, with ``copies``
+    (instances x copies per instance) from the ``run`` section the benchmark Lambda writes;
+    only the keys the document states."""
+    section = results.get("deployment")
+    found: dict[str, Any] = {}
+    if isinstance(section, Mapping):
+        found = {key: section[key] for key in DEPLOYMENT_KEYS if section.get(key) is not None}
+    run = results.get("run")
+    if isinstance(run, Mapping) and isinstance(run.get("copies"), int):
+        found["copies"] = run["copies"]
+    return found
 
 
 class _Fit:

@@ -36,13 +36,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Protocol
 
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
+from .engine_profiles import (
+    Band,
+    BatchLimit,
+    ContainerRelease,
+    EngineProfile,
+    KernelSpeed,
+    band_of,
+    resolve_profile,
+)
 from .placement import (
     GB,
     MIN_KV_HEADROOM_BYTES,
@@ -82,13 +91,18 @@ class Interconnect:
     1 + log2(devices) (tree/low-latency all-reduce algorithms take log2(devices) rounds)."""
     source: str
 
-    def all_reduce_s(self, devices: int, message_bytes: float) -> float:
+    def all_reduce_s(
+        self, devices: int, message_bytes: float, transfer_scale: float = 1.0
+    ) -> float:
         """Seconds of one ring all-reduce of ``message_bytes`` over ``devices`` devices:
-        latency x (1 + log2 devices) / 2 + 2 (devices - 1) / devices x bytes / bandwidth."""
+        latency x (1 + log2 devices) / 2 + 2 (devices - 1) / devices x bytes / bandwidth
+        (the transfer term times ``transfer_scale``: what an engine reaches of nccl-tests'
+        bandwidth, an engine profile's ``all_reduce_scale``)."""
         if devices <= 1:
             return 0.0
         latency = self.latency_us * 1e-6 * (1 + math.log2(devices)) / 2
-        return latency + 2 * (devices - 1) / devices * message_bytes / (self.bandwidth_gbps * 1e9)
+        transfer = 2 * (devices - 1) / devices * message_bytes / (self.bandwidth_gbps * 1e9)
+        return latency + transfer * transfer_scale
 
 
 NVLINK_A100 = Interconnect(
@@ -158,6 +172,18 @@ class Efficiency:
     step_overhead_ms: float = 2.0
     """Fixed per-step cost (scheduler, sampling, kernel launches), ms. Default 2 ms: fitted with
     ``memory_bandwidth`` to the NeMo latencies above."""
+    per_layer_ms: float = 0.0
+    """Per-step cost per transformer layer, ms (an engine profile's; 0 in the defaults)."""
+    per_layer_per_extra_rank_ms: float = 0.0
+    """Per-step cost per layer for each tensor-parallel rank beyond the first, ms (an engine
+    profile's; 0 in the defaults)."""
+    per_extra_rank_ms: float = 0.0
+    """Per-step cost for each tensor-parallel rank beyond the first, ms: the rank
+    synchronisation that keeps SageMaker containers' latency flat from TP1 to TP4 (an engine
+    profile's; 0 in the defaults)."""
+    all_reduce_scale: float = 1.0
+    """Multiplier on the all-reduce transfer time (bytes / nccl-tests bandwidth): the engine's
+    all-reduce of large (prefill) messages is often slower than the interconnect allows."""
 
     def __post_init__(self) -> None:
         for prop in ("memory_bandwidth", "decode_compute", "prefill_compute"):
@@ -166,25 +192,64 @@ class Efficiency:
                 raise ValidationError(
                     f"efficiency.{prop}", value, "must be in (0, 1]", "pass a fraction of peak"
                 )
-        if self.step_overhead_ms < 0:
-            raise ValidationError(
-                "efficiency.step_overhead_ms",
-                self.step_overhead_ms,
-                "must not be negative",
-                "pass milliseconds per decode step",
-            )
+        for prop in (
+            "step_overhead_ms",
+            "per_layer_ms",
+            "per_layer_per_extra_rank_ms",
+            "per_extra_rank_ms",
+            "all_reduce_scale",
+        ):
+            if getattr(self, prop) < 0:
+                raise ValidationError(
+                    f"efficiency.{prop}",
+                    getattr(self, prop),
+                    "must not be negative",
+                    "pass milliseconds per decode step (a factor for all_reduce_scale)",
+                )
+
+    def step_overhead_s(self, layers: int, tensor_parallel_degree: int) -> float:
+        """Fixed cost of one forward step, seconds: base + per layer x layers + (per extra
+        rank + per layer per extra rank x layers) x (TP - 1)."""
+        return (
+            self.step_overhead_ms
+            + self.per_layer_ms * layers
+            + (self.per_extra_rank_ms + self.per_layer_per_extra_rank_ms * layers)
+            * (tensor_parallel_degree - 1)
+        ) / 1000
 
     def describe(self) -> str:
         """The factors in one line."""
-        return (
+        text = (
             f"memory bandwidth {self.memory_bandwidth:.0%} of peak, decode compute "
             f"{self.decode_compute:.0%}, prefill compute {self.prefill_compute:.0%}, "
             f"{self.step_overhead_ms:g} ms per-step overhead"
         )
+        if self.per_layer_ms or self.per_layer_per_extra_rank_ms or self.per_extra_rank_ms:
+            text += (
+                f" + {self.per_layer_ms:g} ms per layer + ({self.per_extra_rank_ms:g} ms + "
+                f"{self.per_layer_per_extra_rank_ms:g} ms per layer) per extra TP rank"
+            )
+        if self.all_reduce_scale != 1.0:
+            text += f", all-reduces x{self.all_reduce_scale:g}"
+        return text
 
 
 DEFAULT_EFFICIENCY = Efficiency()
-"""The uncalibrated efficiency factors."""
+"""The uncalibrated efficiency factors of an unknown engine (the ``generic`` profile's)."""
+
+
+def efficiency_of(profile: EngineProfile) -> Efficiency:
+    """The efficiency factors and overheads an engine profile states."""
+    return Efficiency(
+        memory_bandwidth=profile.memory_bandwidth,
+        decode_compute=profile.decode_compute,
+        prefill_compute=profile.prefill_compute,
+        step_overhead_ms=profile.base_overhead_ms,
+        per_layer_ms=profile.per_layer_ms,
+        per_layer_per_extra_rank_ms=profile.per_layer_per_extra_rank_ms,
+        per_extra_rank_ms=profile.per_extra_rank_ms,
+        all_reduce_scale=profile.all_reduce_scale,
+    )
 
 
 # ----- Inputs ---------------------------------------------------------------------------------
@@ -264,6 +329,12 @@ class CopyModel:
     precision: Precision
     workload: Workload
     efficiency: Efficiency
+    kernel: KernelSpeed | None = None
+    """The engine's real speed on quantized weights (None: the ideal fewer-bytes speed-up)."""
+    slowdown: float = 1.0
+    """Factor ``level`` applies to the times (ms/token, TTFT, end-to-end) and divides the
+    tokens/s by: a band edge when sizing for a risk (``recommend(risk=...)``); 1 is the model's
+    central prediction. One factor keeps Little's law between the figures."""
     _figures: tuple[float, float] = field(init=False, repr=False, compare=False)
     """(memory bandwidth GB/s, dense FP16 TFLOPS) of one accelerator."""
 
@@ -288,8 +359,22 @@ class CopyModel:
         if degree == 1:
             return 0.0
         message = tokens * hidden_size(self.spec) * 2  # fp16 activations
-        one = interconnect_of(self.instance_type).all_reduce_s(degree, message)
+        one = interconnect_of(self.instance_type).all_reduce_s(
+            degree, message, self.efficiency.all_reduce_scale
+        )
         return ALL_REDUCES_PER_LAYER * self.spec.layers * one
+
+    @property
+    def _weight_read_factor(self) -> float:
+        return self.kernel.weight_read if self.kernel is not None else 1.0
+
+    @property
+    def _weight_compute_factor(self) -> float:
+        return self.kernel.compute if self.kernel is not None else 1.0
+
+    def overhead_s(self) -> float:
+        """The fixed cost of one forward step (grows with layers and TP degree)."""
+        return self.efficiency.step_overhead_s(self.spec.layers, self.tensor_parallel_degree)
 
     def memory_time_s(self, batch: int) -> float:
         """Seconds a decode step spends reading weights and the batch's KV cache."""
@@ -298,12 +383,13 @@ class CopyModel:
             * self.workload.mean_context
             * kv_bytes_per_token_per_copy(self.spec, self.tensor_parallel_degree, self.precision)
         )
-        return (weight_bytes_read(self.spec, self.precision, batch) + kv) / self._bandwidth
+        weights = weight_bytes_read(self.spec, self.precision, batch) / self._weight_read_factor
+        return (weights + kv) / self._bandwidth
 
     def compute_time_s(self, batch: int) -> float:
         """Seconds a decode step spends on arithmetic at the decode compute efficiency."""
         per_token = (
-            2 * self.spec.active_parameters
+            2 * self.spec.active_parameters / self._weight_compute_factor
             + 4 * self.spec.layers * hidden_size(self.spec) * self.workload.mean_context
         )
         return batch * per_token / self._flops_rate(self.efficiency.decode_compute)
@@ -312,7 +398,7 @@ class CopyModel:
         """One decode step of ``batch`` sequences: roofline + overhead + all-reduces."""
         return (
             max(self.memory_time_s(batch), self.compute_time_s(batch))
-            + self.efficiency.step_overhead_ms / 1000
+            + self.overhead_s()
             + self.all_reduce_s(batch)
         )
 
@@ -324,13 +410,13 @@ class CopyModel:
     def _prefill(self) -> float:
         tokens = self.workload.input_tokens
         flops = (
-            2 * self.spec.active_parameters * tokens
+            2 * self.spec.active_parameters * tokens / self._weight_compute_factor
             + 2 * self.spec.layers * hidden_size(self.spec) * tokens**2
         )
         return (
             flops / self._flops_rate(self.efficiency.prefill_compute)
             + self.all_reduce_s(tokens)
-            + self.efficiency.step_overhead_ms / 1000
+            + self.overhead_s()
         )
 
     def critical_batch(self) -> int:
@@ -364,14 +450,16 @@ class CopyModel:
         waiting = e2e - cycle  # time queued for a slot when clients exceed capacity
         step = self.step_s(batch)
         prefill = self.prefill_s()
-        # A new request waits for the running step, then prefills with those arriving with it.
-        concurrent_prefills = batch * prefill / cycle
+        # A new request waits for the running step, then prefills with the other clients'
+        # requests arriving with it (its own prefill is not one of them).
+        concurrent_prefills = (batch - 1) * prefill / cycle
         ttft = waiting + step + prefill * (1 + concurrent_prefills)
+        slower = self.slowdown
         return (
-            e2e / self.workload.output_tokens * 1000,
-            ttft * 1000,
-            e2e * 1000,
-            tokens_per_s,
+            e2e / self.workload.output_tokens * 1000 * slower,
+            ttft * 1000 * slower,
+            e2e * 1000 * slower,
+            tokens_per_s / slower,
         )
 
 
@@ -394,16 +482,32 @@ class LevelPrediction:
     """Output tokens/s of the whole deployment."""
     requests_per_s: float
     """Requests/s of the whole deployment."""
+    ms_per_token_band: tuple[float, float] | None = None
+    """(p10, p90) of ms/token from the engine profile's cross-validated residuals."""
+    tokens_per_s_band: tuple[float, float] | None = None
+    """(p10, p90) of tokens/s."""
+
+    def with_band(self, band: Band) -> LevelPrediction:
+        """This level with its p10-p90 ranges."""
+        return replace(
+            self,
+            ms_per_token_band=band.ms_range(self.ms_per_token),
+            tokens_per_s_band=band.tokens_range(self.tokens_per_s),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (rounded)."""
-        return {
+        data: dict[str, Any] = {
             "concurrency": self.concurrency,
             "ms_per_token": round(self.ms_per_token, 2),
             "ttft_ms": round(self.ttft_ms, 1),
             "tokens_per_s": round(self.tokens_per_s, 1),
             "requests_per_s": round(self.requests_per_s, 3),
         }
+        if self.ms_per_token_band is not None and self.tokens_per_s_band is not None:
+            data["ms_per_token_p10_p90"] = [round(v, 2) for v in self.ms_per_token_band]
+            data["tokens_per_s_p10_p90"] = [round(v, 1) for v in self.tokens_per_s_band]
+        return data
 
 
 @dataclass(frozen=True)
@@ -433,15 +537,25 @@ class Prediction:
     """True when no calibration covers the prediction (see ``assumptions``)."""
     max_concurrency_reason: str = ""
     """Which limit sets ``max_concurrency``."""
+    engine: str = ""
+    """The engine profile the figures come from (``planning.engine_profiles``)."""
+    band: Band | None = None
+    """The uncertainty of the figures: p10-p90 factors from the profile's cross-validated
+    residuals, widened where the prediction extrapolates (``band.reasons``)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The ``predict --format json`` document."""
-        return {
+        data: dict[str, Any] = {
             "levels": [level.to_dict() for level in self.levels],
             "knee": self.knee.to_dict(),
             "max_concurrency": self.max_concurrency,
             "assumptions": list(self.assumptions),
         }
+        if self.engine:
+            data["engine"] = self.engine
+        if self.band is not None:
+            data["band"] = self.band.to_dict()
+        return data
 
 
 @dataclass(frozen=True)
@@ -462,13 +576,16 @@ class CopyLimits:
         """Requests one copy can have in flight: capacity, and within the 60 s timeout."""
         return min(self.capacity, self.timeout_sequences)
 
+    kv_token_budget: bool = False
+    """True when the engine batches by a KV-token budget (TGI) rather than a request count."""
+
     def reason(self) -> str:
         """Which limit binds, in words."""
         limit = self.max_concurrency
         if limit == self.timeout_sequences and self.timeout_sequences < self.capacity:
             return f"the {INVOCATION_TIMEOUT_S:g} s invocation timeout"
         if limit == self.kv_sequences:
-            return "the KV cache"
+            return "the KV-token budget" if self.kv_token_budget else "the KV cache"
         return "the server batch limit"
 
 
@@ -486,9 +603,18 @@ def _timeout_sequences(model: CopyModel, capacity: int) -> int:
 
 
 def copy_limits(
-    model: CopyModel, max_batch_size: int = DEFAULT_MAX_BATCH_SIZE
+    model: CopyModel,
+    max_batch_size: int | None = DEFAULT_MAX_BATCH_SIZE,
+    *,
+    max_batch_total_tokens: int | None = None,
 ) -> tuple[CopyLimits, Memory]:
-    """The limits of one copy, and its memory breakdown."""
+    """The limits of one copy, and its memory breakdown.
+
+    :param max_batch_size: the engine's request-count cap per copy; None when it has none and
+        batches by a KV-token budget only (TGI).
+    :param max_batch_total_tokens: a KV-token budget per copy (TGI ``MAX_BATCH_TOTAL_TOKENS``);
+        None: what the memory left after the weights holds.
+    """
     memory = copy_memory(
         model.spec,
         model.instance_type,
@@ -497,8 +623,92 @@ def copy_limits(
         model.workload.total_tokens,
     )
     kv = memory.sequences
-    capacity = min(kv, max_batch_size)
-    return CopyLimits(kv, max_batch_size, _timeout_sequences(model, capacity)), memory
+    if max_batch_total_tokens is not None:
+        kv = min(kv, max_batch_total_tokens // model.workload.total_tokens)
+    limit = kv if max_batch_size is None else max_batch_size
+    capacity = min(kv, limit)
+    return (
+        CopyLimits(
+            kv, limit, _timeout_sequences(model, capacity), kv_token_budget=max_batch_size is None
+        ),
+        memory,
+    )
+
+
+def profile_limits(
+    model: CopyModel, profile: EngineProfile, max_batch_size: int | None = None
+) -> tuple[CopyLimits, Memory]:
+    """``copy_limits`` with the engine profile's batch limit (``max_batch_size`` overrides its
+    request cap)."""
+    batching = profile.batching
+    if max_batch_size is not None:
+        return copy_limits(model, max_batch_size)
+    if batching.limit is BatchLimit.KV_TOKENS:
+        return copy_limits(model, None, max_batch_total_tokens=batching.max_batch_total_tokens)
+    return copy_limits(model, batching.max_batch_size or DEFAULT_MAX_BATCH_SIZE)
+
+
+def profile_model(
+    spec: ModelSpec,
+    instance_type: InstanceType,
+    tensor_parallel_degree: int,
+    precision: Precision,
+    workload: Workload,
+    profile: EngineProfile,
+    efficiency: Efficiency | None = None,
+    slowdown: float = 1.0,
+) -> CopyModel:
+    """A ``CopyModel`` with an engine profile's efficiencies (or measured ``efficiency``), its
+    quantized-kernel speed and a band ``slowdown``."""
+    return CopyModel(
+        spec,
+        instance_type,
+        tensor_parallel_degree,
+        precision,
+        workload,
+        efficiency if efficiency is not None else efficiency_of(profile),
+        profile.kernel(precision),
+        slowdown,
+    )
+
+
+def prediction_band(
+    profile: EngineProfile,
+    spec: ModelSpec,
+    layout: Layout,
+    workload: Workload,
+    precision: Precision,
+) -> Band:
+    """The band of a prediction: the profile's residuals, widened for each way the prediction
+    leaves what the profile was fitted on."""
+    reasons = profile.extrapolation_reasons(
+        spec,
+        gpu_name(layout.instance_type),
+        layout.tensor_parallel_degree,
+        workload.input_tokens,
+        precision,
+    )
+    return band_of(profile.residuals, reasons)
+
+
+_GPU_NAMES = {
+    "NVIDIA A10G": "A10G",
+    "NVIDIA L4": "L4",
+    "NVIDIA L40S": "L40S",
+    "NVIDIA A100 40GB": "A100-40GB",
+    "NVIDIA A100 80GB": "A100-80GB",
+    "NVIDIA H100": "H100-80GB",
+    "NVIDIA H200": "H200",
+}
+
+
+def gpu_name(instance_type: InstanceType) -> str | None:
+    """The measurement data's name of an instance type's accelerator (``A10G``,
+    ``A100-40GB``, ``A100-80GB``, ``H100-80GB`` ...), None when it has none."""
+    accelerator = instance_type.accelerator
+    if accelerator is None:
+        return None
+    return _GPU_NAMES.get(accelerator.name, accelerator.name)
 
 
 def _compute_bound_note(model: CopyModel) -> str:
@@ -626,14 +836,20 @@ def predict(
     *,
     precision: Precision = Precision.FP16,
     calibration: MeasuredEfficiency | None = None,
-    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+    max_batch_size: int | None = None,
+    engine: EngineProfile | ContainerRelease | str | None = None,
 ) -> Prediction:
     """Predict ms/token, TTFT and throughput of ``layout`` serving ``workload`` at each
-    ``concurrency`` (whole deployment), its knee and its maximum concurrency.
+    ``concurrency`` (whole deployment), its knee, its maximum concurrency and the band of
+    the figures.
 
-    :param calibration: efficiency factors fitted from a benchmark; default the published
-        defaults (``DEFAULT_EFFICIENCY``), and the prediction says it extrapolates.
-    :param max_batch_size: the server's per-copy batch limit. Default 256 (vLLM's default).
+    :param calibration: efficiency factors fitted from a benchmark; default the engine
+        profile's (fitted to published measurements).
+    :param max_batch_size: the server's per-copy request cap; default the engine's (vLLM/LMI
+        256, TGI none: a KV-token budget).
+    :param engine: the engine profile (``planning.engine_profiles``), its name, or None for the
+        default (``lmi-vllm-v1``; ``lmi-neuronx`` on Inferentia/Trainium);
+        ``ContainerImage.engine_profile`` gives an image's.
     """
     levels_in = list(concurrency)
     if not levels_in or any(
@@ -642,23 +858,36 @@ def predict(
         raise ValidationError(
             "concurrency", levels_in, "must be positive integers", "pass e.g. 1,2,4,8"
         )
-    if max_batch_size < 1:
+    if max_batch_size is not None and max_batch_size < 1:
         raise ValidationError("max_batch_size", max_batch_size, "must be positive", "pass 256")
-    efficiency = calibration.efficiency if calibration else DEFAULT_EFFICIENCY
-    model = CopyModel(
-        spec, layout.instance_type, layout.tensor_parallel_degree, precision, workload, efficiency
+    profile = resolve_profile(engine, layout.instance_type.is_neuron)
+    model = profile_model(
+        spec,
+        layout.instance_type,
+        layout.tensor_parallel_degree,
+        precision,
+        workload,
+        profile,
+        calibration.efficiency if calibration else None,
     )
-    limits, memory = copy_limits(model, max_batch_size)
+    limits, memory = profile_limits(model, profile, max_batch_size)
     _check_fit(spec, layout, memory, precision)
     copies = layout.copies
     knee = copy_knee(model, limits)
-    levels = [_deployment_level(model, copies, c, limits.capacity) for c in sorted(levels_in)]
+    band = prediction_band(profile, spec, layout, workload, precision)
+    levels = [
+        _deployment_level(model, copies, c, limits.capacity).with_band(band)
+        for c in sorted(levels_in)
+    ]
     assumptions = describe_assumptions(model, layout, limits, memory)
+    assumptions.insert(3, profile.describe())
+    assumptions.append(band.describe())
     extrapolated = True
     if calibration is None:
         assumptions.append(
-            "no calibration: efficiency factors are the published defaults; every figure is "
-            "extrapolated (pass --calibration results.json from a benchmark of this layout)"
+            f"no calibration: efficiency factors are the {profile.name} profile's, fitted to "
+            "published measurements of other deployments; every figure is extrapolated (pass "
+            "--calibration results.json from a benchmark of this layout)"
         )
     else:
         assumptions.append(calibration.describe())
@@ -674,6 +903,8 @@ def predict(
         assumptions=assumptions,
         extrapolated=extrapolated,
         max_concurrency_reason=limits.reason(),
+        engine=profile.name,
+        band=band,
     )
 
 
@@ -744,22 +975,63 @@ def max_throughput_within(
     max_ms_per_token: float,
     *,
     precision: Precision = Precision.FP16,
-    efficiency: Efficiency = DEFAULT_EFFICIENCY,
-    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+    efficiency: Efficiency | None = None,
+    max_batch_size: int | None = DEFAULT_MAX_BATCH_SIZE,
     max_ttft_ms: float | None = None,
+    engine: EngineProfile | ContainerRelease | str | None = None,
+    slowdown: float = 1.0,
 ) -> LayoutCapacity | None:
     """The highest-throughput concurrency per copy whose ms/token (and TTFT) meet the limits,
-    or None when even one request per copy misses them or the layout does not fit."""
+    or None when even one request per copy misses them or the layout does not fit.
+
+    Without ``engine`` the model is the plain first-principles one with ``efficiency``
+    (default ``DEFAULT_EFFICIENCY``) and ``max_batch_size``; with it, the profile's
+    efficiencies (unless ``efficiency`` is given), kernels and batch limit (unless
+    ``max_batch_size`` is given). ``slowdown`` multiplies the times and divides tokens/s: a
+    band edge.
+    """
     if head_divisibility_problem(spec, layout.tensor_parallel_degree) or host_memory_problem(
         spec, layout.instance_type, precision
     ):
         return None
-    model = CopyModel(
-        spec, layout.instance_type, layout.tensor_parallel_degree, precision, workload, efficiency
-    )
-    limits, _ = copy_limits(model, max_batch_size)
+    if engine is None:
+        model = CopyModel(
+            spec,
+            layout.instance_type,
+            layout.tensor_parallel_degree,
+            precision,
+            workload,
+            efficiency if efficiency is not None else DEFAULT_EFFICIENCY,
+            None,
+            slowdown,
+        )
+        limits, _ = copy_limits(model, max_batch_size)
+    else:
+        profile = resolve_profile(engine, layout.instance_type.is_neuron)
+        model = profile_model(
+            spec,
+            layout.instance_type,
+            layout.tensor_parallel_degree,
+            precision,
+            workload,
+            profile,
+            efficiency,
+            slowdown,
+        )
+        limits, _ = profile_limits(model, profile, max_batch_size)
+    return _best_within(model, layout, workload, limits, max_ms_per_token, max_ttft_ms)
+
+
+def _best_within(
+    model: CopyModel,
+    layout: Layout,
+    workload: Workload,
+    limits: CopyLimits,
+    max_ms_per_token: float,
+    max_ttft_ms: float | None,
+) -> LayoutCapacity | None:
     best: tuple[int, float, float, float, float] | None = None
-    for clients in range(1, limits.max_concurrency + 1):
+    for clients in _client_counts(limits.max_concurrency):
         ms, ttft, e2e, tput = model.level(clients, limits.capacity)
         if ms > max_ms_per_token or (max_ttft_ms is not None and ttft > max_ttft_ms):
             break
@@ -778,3 +1050,7 @@ def max_throughput_within(
         requests_per_s=tput * copies / workload.output_tokens,
     )
     return LayoutCapacity(layout, clients, level, limits, [])
+
+
+def _client_counts(limit: int) -> range:
+    return range(1, limit + 1)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
@@ -23,12 +23,15 @@ from ..catalog.instance_types import CATALOG, InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
 from ..errors import ValidationError
-from .calibration import Calibration
+from ..prop_types import typed_props
+from .calibration import Calibration, EngineRelease
+from .engine_profiles import Band, ContainerRelease, EngineProfile, resolve_profile
 from .performance import (
     DEFAULT_EFFICIENCY,
     DEFAULT_MAX_BATCH_SIZE,
     CopyLimits,
     CopyModel,
+    Efficiency,
     Layout,
     LayoutCapacity,
     LevelPrediction,
@@ -36,35 +39,64 @@ from .performance import (
     _deployment_level,
     copy_knee,
     copy_limits,
+    efficiency_of,
     interconnect_of,
     max_throughput_within,
+    prediction_band,
+    profile_limits,
+    profile_model,
 )
 from .placement import GB, MIN_KV_HEADROOM_BYTES, head_divisibility_problem, host_memory_problem
 
 
+@typed_props
 @dataclass(frozen=True)
 class Slo:
-    """The latency a deployment must meet."""
+    """The latency a deployment must meet: a per-token limit, a time-to-first-token limit, or
+    both (at least one). ``Slo(max_ttft_ms=2000)`` is a TTFT-only SLO."""
 
-    max_ms_per_token: float
-    """Per-token latency limit (end-to-end latency / output tokens), ms."""
+    __synth_decision__ = "The SLO ranks the layouts (LlmService, recommend)"
+    """Numbers given here decide at synth: a deploy-time token is refused (``typed_props``)."""
+
+    max_ms_per_token: float = math.inf
+    """Per-token latency limit (end-to-end latency / output tokens), ms. Default: none
+    (``math.inf``; then ``max_ttft_ms`` is required)."""
     max_ttft_ms: float | None = None
     """Time-to-first-token limit, ms. Default: none."""
 
     def __post_init__(self) -> None:
-        if not self.max_ms_per_token > 0:
+        if self.max_ms_per_token == math.inf and self.max_ttft_ms is None:
             raise ValidationError(
-                "max_ms_per_token", self.max_ms_per_token, "must be positive", "pass e.g. 100"
+                "slo",
+                {"max_ms_per_token": None, "max_ttft_ms": None},
+                "an SLO needs at least one bound",
+                "pass Slo(max_ms_per_token=100), Slo(max_ttft_ms=2000) or both",
             )
-        if self.max_ttft_ms is not None and not self.max_ttft_ms > 0:
+        if not self.max_ms_per_token > 0:  # NaN too
+            raise ValidationError(
+                "max_ms_per_token",
+                self.max_ms_per_token,
+                "must be positive",
+                "pass e.g. 100, or omit it for a TTFT-only SLO",
+            )
+        if self.max_ttft_ms is not None and not 0 < self.max_ttft_ms < math.inf:
             raise ValidationError(
                 "max_ttft_ms", self.max_ttft_ms, "must be positive", "pass e.g. 2000, or omit it"
             )
 
+    @property
+    def limits_ms_per_token(self) -> bool:
+        """False for a TTFT-only SLO."""
+        return self.max_ms_per_token != math.inf
+
     def describe(self) -> str:
-        """E.g. ``<= 100 ms/token, TTFT <= 2000 ms``."""
-        text = f"<= {self.max_ms_per_token:g} ms/token"
-        return text + (f", TTFT <= {self.max_ttft_ms:g} ms" if self.max_ttft_ms else "")
+        """E.g. ``<= 100 ms/token, TTFT <= 2000 ms`` or ``TTFT <= 2000 ms``."""
+        parts = []
+        if self.limits_ms_per_token:
+            parts.append(f"<= {self.max_ms_per_token:g} ms/token")
+        if self.max_ttft_ms is not None:
+            parts.append(f"TTFT <= {self.max_ttft_ms:g} ms")
+        return ", ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -102,6 +134,25 @@ class Traffic:
         return f"{self.concurrency} concurrent requests"
 
 
+@typed_props
+class Risk(Enum):
+    """Which side of a prediction's band ``recommend`` sizes on."""
+
+    PESSIMISTIC = "pessimistic"
+    """Size for the slowest cross-validated residual of the engine profile (widened where the
+    prediction extrapolates): no measurement in the validation data would have been
+    under-provisioned. The default."""
+    MEDIAN = "median"
+    """Size at the median of the residuals: cheaper, and about half of deployments would be
+    slower than predicted."""
+
+    def slowdown(self, band: Band) -> float:
+        """The factor this risk applies to the model's times (and divides tokens/s by)."""
+        if self is Risk.PESSIMISTIC:
+            return band.pessimistic_slowdown
+        return band.median_slowdown
+
+
 class PriceBasis(Enum):
     """How instance-hours are paid for."""
 
@@ -133,6 +184,12 @@ class Option:
     """The most in-flight requests per copy within the SLO."""
     max_tokens_per_s_within_slo: float = 0.0
     """Output tokens/s of the whole option at its most in-flight requests within the SLO."""
+    risk: Risk = Risk.MEDIAN
+    """The side of the band the option was sized on."""
+    band: Band | None = None
+    """The uncertainty of its figures (the engine profile's residuals)."""
+    median_instance_count: int | None = None
+    """Instances the same layout needs when sized at the median (pessimistic sizing only)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (one entry of ``recommend --format json``'s ``options``)."""
@@ -156,6 +213,9 @@ class Option:
             "cost_per_million_tokens": None
             if self.cost_per_million_tokens is None
             else round(self.cost_per_million_tokens, 4),
+            "risk": self.risk.value,
+            "band": None if self.band is None else self.band.to_dict(),
+            "median_instance_count": self.median_instance_count,
             "reasoning": list(self.reasoning),
         }
 
@@ -243,7 +303,13 @@ def _reject_reason(
             f"{workload.total_tokens} tokens ({per_sequence / GB:.2f} GB)"
         )
     if limits.timeout_sequences < 1:
-        return "timeout: one request takes longer than the 60 s invocation timeout"
+        alone = efficiency_model.cycle_s(1)
+        return (
+            f"timeout: one request alone ({workload.input_tokens} in + "
+            f"{workload.output_tokens} out) takes {alone:.0f} s "
+            f"({alone * 1000 / workload.output_tokens:.1f} ms/token), longer than the 60 s "
+            "invocation timeout: fewer output tokens per request or a faster layout"
+        )
     ms, ttft, _, _ = efficiency_model.level(1, limits.capacity)
     if ms > slo.max_ms_per_token:
         return f"slo: one request alone takes {ms:.1f} ms/token > {slo.max_ms_per_token:g}"
@@ -268,7 +334,79 @@ def _deployment_for_rate(
     return _deployment_level(model, copies, low, capacity)
 
 
-def recommend(
+@dataclass(frozen=True)
+class _Search:
+    """What every layout of a ``recommend`` search shares."""
+
+    spec: ModelSpec
+    workload: Workload
+    slo: Slo
+    traffic: Traffic
+    precision: Precision
+    max_instance_count: int
+    prices: PriceList
+    price_basis: PriceBasis
+    max_batch_size: int | None
+    region_note: str | None
+    engine: EngineProfile | ContainerRelease | str | None
+    risk: Risk
+    tensor_parallel_degrees: Sequence[int] | None
+
+
+def _search_instance(
+    search: _Search, instance_type: InstanceType, measured: Efficiency | None
+) -> tuple[list[Option], list[Rejection]]:
+    """The options and rejections of every tensor-parallel degree of one instance type."""
+    options: list[Option] = []
+    rejected: list[Rejection] = []
+    wanted = search.tensor_parallel_degrees
+    for degree in degrees(instance_type):
+        if wanted is not None and degree not in wanted:
+            continue
+        layout = Layout(instance_type, degree, instance_type.accelerator_devices // degree)
+        profile = resolve_profile(search.engine, instance_type.is_neuron)
+        band = prediction_band(profile, search.spec, layout, search.workload, search.precision)
+        option, rejection = _evaluate(
+            search.spec,
+            layout,
+            search.workload,
+            search.slo,
+            search.traffic,
+            precision=search.precision,
+            efficiency_model=profile_model(
+                search.spec,
+                instance_type,
+                degree,
+                search.precision,
+                search.workload,
+                profile,
+                measured,
+                search.risk.slowdown(band),
+            ),
+            max_instance_count=search.max_instance_count,
+            prices=search.prices,
+            price_basis=search.price_basis,
+            max_batch_size=search.max_batch_size,
+            region_note=search.region_note,
+            side=_Side(profile, search.risk, band),
+        )
+        if option is not None:
+            options.append(option)
+        elif rejection is not None:
+            rejected.append(rejection)
+    return options, rejected
+
+
+@dataclass(frozen=True)
+class _Side:
+    """The engine profile of a layout, the side of its band it is sized on, and the band."""
+
+    profile: EngineProfile
+    risk: Risk
+    band: Band
+
+
+def recommend(  # noqa: PLR0913 - known offender (issue 18 item 5): group the options
     spec: ModelSpec,
     workload: Workload,
     slo: Slo,
@@ -282,14 +420,31 @@ def recommend(
     calibration: Calibration | None = None,
     top: int = 5,
     region: str | None = None,
-    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+    max_batch_size: int | None = None,
+    engine: EngineProfile | ContainerRelease | str | None = None,
+    risk: Risk = Risk.PESSIMISTIC,
+    tensor_parallel_degrees: Sequence[int] | None = None,
 ) -> Recommendation:
     """The cheapest layouts that serve ``traffic`` within ``slo`` (see the module docstring).
 
+    :param calibration: measured factors (``Calibration.from_file``), applied to each
+        candidate by ``Calibration.applied_to``: in full on the calibrated accelerator, only
+        the engine-level overhead elsewhere; another model gets only the engine- and
+        hardware-level factors, and the assumptions say so.
     :param instance_types: candidates; default every accelerated type of the catalog.
     :param max_instance_count: the most instances one option may use. Default 16.
     :param region: where the endpoint runs; prices from another region are marked as such.
-    :param max_batch_size: the server batch limit per copy. Default 64 (LMI's guidance).
+    :param max_batch_size: the server's request cap per copy; default the engine profile's
+        (vLLM/LMI 256; TGI a KV-token budget).
+    :param engine: the engine that will serve: a container ``EngineRelease`` (it chooses the
+        engine profile, and a calibration of another engine is a ValidationError), an
+        ``EngineProfile`` or a profile name; None: profile ``lmi-vllm-v1`` on GPUs and
+        ``lmi-neuronx`` on Inferentia/Trainium, and the calibrated engine is assumed (and
+        said).
+    :param risk: size on the pessimistic side of each prediction's band (default: no
+        validation measurement would be under-provisioned) or at its median.
+    :param tensor_parallel_degrees: only these degrees; default every degree that splits an
+        instance into whole copies.
     """
     if max_instance_count < 1:
         raise ValidationError(
@@ -297,7 +452,10 @@ def recommend(
         )
     if top < 1:
         raise ValidationError("top", top, "must be at least 1", "pass e.g. 5")
-    efficiency = calibration.efficiency if calibration else DEFAULT_EFFICIENCY
+    profile = resolve_profile(engine)
+    release = engine if isinstance(engine, EngineRelease) else None
+    efficiency = calibration.efficiency if calibration else None
+    calibration_notes = calibration.engine_notes(release) if calibration else []
     candidates = list(instance_types) if instance_types is not None else default_instance_types()
     options: list[Option] = []
     rejected: list[Rejection] = []
@@ -308,54 +466,77 @@ def recommend(
             f"({prices.describe()})"
         )
     for instance_type in candidates:
-        if instance_type.accelerator is None:
-            rejected.append(
-                Rejection(instance_type.name, "not an accelerated instance type the catalog knows")
-            )
-            continue
-        if not instance_type.accelerator.performance_known:
-            rejected.append(
-                Rejection(
-                    instance_type.name,
-                    f"performance unknown: {instance_type.accelerator.unpublished}, so its "
-                    "latency cannot be predicted",
-                )
-            )
+        unusable = _unpredictable(instance_type)
+        if unusable is not None:
+            rejected.append(unusable)
             continue
         found_any = False
-        for degree in degrees(instance_type):
-            layout = Layout(instance_type, degree, instance_type.accelerator_devices // degree)
-            option, rejection = _evaluate(
+        measured = efficiency
+        if calibration is not None:
+            applied = calibration.applied_to(spec, instance_type, engine=release)
+            measured = applied.efficiency
+            calibration_notes += [n for n in applied.warnings if n not in calibration_notes]
+        found, refused = _search_instance(
+            _Search(
                 spec,
-                layout,
                 workload,
                 slo,
                 traffic,
-                precision=precision,
-                efficiency_model=CopyModel(
-                    spec, instance_type, degree, precision, workload, efficiency
-                ),
-                max_instance_count=max_instance_count,
-                prices=prices,
-                price_basis=price_basis,
-                max_batch_size=max_batch_size,
-                region_note=region_note,
-            )
-            if option is not None:
-                options.append(option)
-                found_any = True
-            elif rejection is not None:
-                rejected.append(rejection)
+                precision,
+                max_instance_count,
+                prices,
+                price_basis,
+                max_batch_size,
+                region_note,
+                engine,
+                risk,
+                tensor_parallel_degrees,
+            ),
+            instance_type,
+            measured,
+        )
+        options += found
+        rejected += refused
+        found_any = bool(found)
         if not found_any and not any(r.instance_type == instance_type.name for r in rejected):
             rejected.append(Rejection(instance_type.name, "no layout fits"))
     options.sort(key=_rank)
+    kept = [
+        _with_median_cost(
+            option,
+            spec,
+            workload,
+            slo,
+            traffic,
+            precision=precision,
+            profile=resolve_profile(engine, option.layout.instance_type.is_neuron),
+            measured=None
+            if calibration is None
+            else calibration.applied_to(
+                spec, option.layout.instance_type, engine=release
+            ).efficiency,
+            max_instance_count=max_instance_count,
+            prices=prices,
+            price_basis=price_basis,
+            max_batch_size=max_batch_size,
+        )
+        for option in options[:top]
+    ]
+    shown = efficiency if efficiency is not None else efficiency_of(profile)
+    batch_limit = (
+        f"server batch limit {max_batch_size} per copy"
+        if max_batch_size is not None
+        else f"server batch limit: {profile.describe_batching()}"
+    )
     assumptions = [
         f"workload: {workload.input_tokens} input + {workload.output_tokens} output tokens; "
         f"SLO {slo.describe()}; traffic {traffic.describe()}",
-        f"efficiency: {efficiency.describe()}"
-        + (f" ({calibration.describe()})" if calibration else " (uncalibrated defaults)"),
-        f"server batch limit {max_batch_size} per copy; every accelerator of an instance "
-        "holds a copy",
+        profile.describe()
+        + ("; on Inferentia/Trainium the lmi-neuronx profile" if engine is None else ""),
+        f"efficiency: {shown.describe()}"
+        + (f" ({calibration.describe()})" if calibration else f" ({profile.name} profile)"),
+        _risk_note(risk),
+        f"{batch_limit}; every accelerator of an instance holds a copy",
         f"prices: {price_basis.value}, {prices.describe()}"
         + (
             f", savings plan {prices.savings_plan_1y_discount:.0%} off on-demand"
@@ -365,7 +546,143 @@ def recommend(
     ]
     if region_note:
         assumptions.append(region_note)
-    return Recommendation(options[:top], rejected, assumptions)
+    assumptions += [f"calibration: {note}" for note in calibration_notes]
+    if risk is Risk.PESSIMISTIC and kept:
+        median = recommend(
+            spec,
+            workload,
+            slo,
+            traffic,
+            precision=precision,
+            instance_types=candidates,
+            max_instance_count=max_instance_count,
+            prices=prices,
+            price_basis=price_basis,
+            calibration=calibration,
+            top=1,
+            region=region,
+            max_batch_size=max_batch_size,
+            engine=engine,
+            risk=Risk.MEDIAN,
+            tensor_parallel_degrees=tensor_parallel_degrees,
+        )
+        line = _pessimism_cost(kept[0], median.options[0] if median.options else None)
+        assumptions.append(line)
+        kept[0] = replace(kept[0], reasoning=[*kept[0].reasoning, line])
+    return Recommendation(kept, rejected, assumptions)
+
+
+def _pessimism_cost(pessimistic: Option, median: Option | None) -> str:
+    """What sizing on the pessimistic side costs against the cheapest option at the median."""
+    if median is None:
+        return "at the median no option would serve either"
+    text = f"at the median the cheapest option would be {median.layout.describe()}" + (
+        f" at ${median.price_per_hour:,.2f}/hour" if median.price_per_hour is not None else ""
+    )
+    if pessimistic.price_per_hour is not None and median.price_per_hour is not None:
+        extra = pessimistic.price_per_hour - median.price_per_hour
+        text += (
+            f": sizing on the pessimistic side costs {'+' if extra >= 0 else '-'}"
+            f"${abs(extra):,.2f}/hour (${pessimistic.price_per_hour:,.2f} vs "
+            f"${median.price_per_hour:,.2f})"
+        )
+    return text
+
+
+def _risk_note(risk: Risk) -> str:
+    if risk is Risk.PESSIMISTIC:
+        return (
+            "risk: sized on the pessimistic side of each prediction's band (the slowest "
+            "cross-validated residual of the engine profile, widened where the prediction "
+            "extrapolates); pass risk=Risk.MEDIAN (--risk median) to size at the median"
+        )
+    return (
+        "risk: sized at the median of the engine profile's residuals: about half of "
+        "deployments would be slower than predicted (risk=Risk.PESSIMISTIC sizes for the "
+        "slowest validation measurement)"
+    )
+
+
+def _with_median_cost(
+    option: Option,
+    spec: ModelSpec,
+    workload: Workload,
+    slo: Slo,
+    traffic: Traffic,
+    *,
+    precision: Precision,
+    profile: EngineProfile,
+    measured: Any,
+    max_instance_count: int,
+    prices: PriceList,
+    price_basis: PriceBasis,
+    max_batch_size: int | None,
+) -> Option:
+    """Say in the reasoning which side of the band the option was sized on and what that
+    costs against sizing at the median."""
+    band = option.band
+    if band is None:
+        return option
+    side = "on the pessimistic side" if option.risk is Risk.PESSIMISTIC else "at the median"
+    line = (
+        f"sized {side} of the band: the model's times x{option.risk.slowdown(band):.2f} "
+        f"(tokens/s / {option.risk.slowdown(band):.2f}; {band.describe()})"
+    )
+    if option.risk is not Risk.PESSIMISTIC:
+        return replace(option, reasoning=[*option.reasoning, line])
+    layout = option.layout
+    base = Layout(layout.instance_type, layout.tensor_parallel_degree, layout.copies_per_instance)
+    median, _ = _evaluate(
+        spec,
+        base,
+        workload,
+        slo,
+        traffic,
+        precision=precision,
+        efficiency_model=profile_model(
+            spec,
+            layout.instance_type,
+            layout.tensor_parallel_degree,
+            precision,
+            workload,
+            profile,
+            measured,
+            Risk.MEDIAN.slowdown(band),
+        ),
+        max_instance_count=max_instance_count * 4,
+        prices=prices,
+        price_basis=price_basis,
+        max_batch_size=max_batch_size,
+        region_note=None,
+        side=_Side(profile, Risk.MEDIAN, band),
+    )
+    if median is None:
+        line += "; at the median no fewer instances would do"
+        return replace(option, reasoning=[*option.reasoning, line])
+    count = median.layout.instance_count
+    extra = layout.instance_count - count
+    cost = ""
+    if option.price_per_hour is not None and median.price_per_hour is not None:
+        cost = f", +${option.price_per_hour - median.price_per_hour:,.2f}/hour"
+    line += (
+        f"; at the median {count} instance(s) would do: the pessimistic side costs "
+        f"{extra:+d} instance(s){cost}"
+    )
+    return replace(option, reasoning=[*option.reasoning, line], median_instance_count=count)
+
+
+def _unpredictable(instance_type: InstanceType) -> Rejection | None:
+    """Why the model cannot predict ``instance_type`` (no accelerator, unpublished figures);
+    None when it can."""
+    if instance_type.accelerator is None:
+        return Rejection(instance_type.name, "not an accelerated instance type the catalog knows")
+    if not instance_type.accelerator.performance_known:
+        return Rejection(
+            instance_type.name,
+            f"performance unknown: {instance_type.accelerator.unpublished}, so its latency "
+            "cannot be predicted",
+        )
+    return None
 
 
 def _rank(option: Option) -> tuple[bool, float, float, float, float]:
@@ -393,12 +710,14 @@ def _evaluate(
     max_instance_count: int,
     prices: PriceList,
     price_basis: PriceBasis,
-    max_batch_size: int,
+    max_batch_size: int | None,
     region_note: str | None,
+    side: _Side,
 ) -> tuple[Option | None, Rejection | None]:
+    profile, risk, band = side.profile, side.risk, side.band
     instance_type = layout.instance_type
     degree = layout.tensor_parallel_degree
-    limits, memory = copy_limits(efficiency_model, max_batch_size)
+    limits, memory = profile_limits(efficiency_model, profile, max_batch_size)
     capacity = max_throughput_within(
         spec,
         layout,
@@ -408,6 +727,8 @@ def _evaluate(
         efficiency=efficiency_model.efficiency,
         max_batch_size=max_batch_size,
         max_ttft_ms=slo.max_ttft_ms,
+        engine=profile,
+        slowdown=efficiency_model.slowdown,
     )
     if capacity is None:
         reason = _reject_reason(
@@ -482,6 +803,8 @@ def _evaluate(
             price_region=prices.region if unit is not None else None,
             max_concurrency_per_copy=per_copy,
             max_tokens_per_s_within_slo=capacity.level.tokens_per_s / layout.copies * copies,
+            risk=risk,
+            band=band,
         ),
         None,
     )

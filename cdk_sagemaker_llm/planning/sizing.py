@@ -22,7 +22,8 @@ from ..catalog.instance_types import Accelerator, InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
 from ..errors import ValidationError
-from .performance import DEFAULT_EFFICIENCY, CopyModel, Workload
+from ..prop_types import typed_factory, typed_props
+from .performance import DEFAULT_EFFICIENCY, INVOCATION_TIMEOUT_S, CopyModel, Workload
 from .placement import (
     FRAMEWORK_OVERHEAD_BYTES,
     GB,
@@ -45,11 +46,13 @@ BLENDED_INPUT_OUTPUT_RATIO = 3
 # ----- Memory -------------------------------------------------------------------------------
 
 
+@typed_factory
 def weights_bytes(spec: ModelSpec, precision: Precision = Precision.FP16) -> float:
     """Bytes the weights take: parameters x bytes per parameter (no overhead)."""
     return spec.parameters * precision.bytes_per_parameter
 
 
+@typed_factory
 def weights_memory_bytes(
     spec: ModelSpec,
     precision: Precision = Precision.FP16,
@@ -60,6 +63,7 @@ def weights_memory_bytes(
     return weights_bytes(spec, precision) + overhead_bytes
 
 
+@typed_factory
 def kv_cache_bytes_per_token(spec: ModelSpec, precision: Precision = Precision.FP16) -> int:
     """KV-cache bytes of one token: 2 (K and V) x layers x KV heads x head dim x bytes/element.
 
@@ -69,6 +73,7 @@ def kv_cache_bytes_per_token(spec: ModelSpec, precision: Precision = Precision.F
     return 2 * spec.layers * spec.kv_heads * spec.head_dim * precision.kv_bytes_per_element
 
 
+@typed_factory
 def kv_cache_bytes(
     spec: ModelSpec, precision: Precision = Precision.FP16, *, batch: int = 1, seq_len: int
 ) -> int:
@@ -76,6 +81,7 @@ def kv_cache_bytes(
     return batch * seq_len * kv_cache_bytes_per_token(spec, precision)
 
 
+@typed_factory
 def usable_memory_bytes(instance_type: InstanceType, accelerators: int | None = None) -> int:
     """Usable accelerator memory of ``accelerators`` devices (default all) of the type."""
     if instance_type.accelerator is None or instance_type.accelerator_count is None:
@@ -84,11 +90,13 @@ def usable_memory_bytes(instance_type: InstanceType, accelerators: int | None = 
     return instance_type.accelerator.memory_mib * MIB * count
 
 
+@typed_factory
 def default_max_total_tokens(spec: ModelSpec) -> int:
     """The sequence length sizing assumes when none is configured."""
     return min(spec.max_context, DEFAULT_MAX_TOTAL_TOKENS)
 
 
+@typed_factory
 def sizing_workload(max_total_tokens: int) -> Workload:
     """The request sizing ranks layouts with: ``max_total_tokens`` split 3:1 input:output (the
     ratio of the published blended-price definition)."""
@@ -96,6 +104,7 @@ def sizing_workload(max_total_tokens: int) -> Workload:
     return Workload(max(1, max_total_tokens - output), output)
 
 
+@typed_factory
 def kv_free_bytes(
     spec: ModelSpec,
     instance_type: InstanceType,
@@ -114,6 +123,7 @@ def kv_free_bytes(
     )
 
 
+@typed_factory
 def max_concurrent_sequences(
     spec: ModelSpec,
     instance_type: InstanceType,
@@ -141,6 +151,7 @@ def max_concurrent_sequences(
     return math.floor(free / (kv_bytes_per_token_per_copy(spec, degree, precision) * tokens))
 
 
+@typed_factory
 def fits(
     spec: ModelSpec,
     instance_type: InstanceType,
@@ -165,6 +176,7 @@ def fits(
     )
 
 
+@typed_factory
 def tensor_parallel_candidates(spec: ModelSpec, instance_type: InstanceType) -> list[int]:
     """Degrees a copy can be sharded over on this type: they divide the instance's accelerator
     count (whole copies per instance) and the attention and KV heads (whole heads per device)."""
@@ -176,6 +188,7 @@ def tensor_parallel_candidates(spec: ModelSpec, instance_type: InstanceType) -> 
     ]
 
 
+@typed_factory
 def ranked_layouts(
     spec: ModelSpec,
     instance_type: InstanceType,
@@ -197,6 +210,7 @@ def ranked_layouts(
     )
 
 
+@typed_factory
 def recommended_tensor_parallel_degree(
     spec: ModelSpec,
     instance_type: InstanceType,
@@ -232,6 +246,7 @@ def recommended_tensor_parallel_degree(
     return None
 
 
+@typed_factory
 def copies_per_instance(instance_type: InstanceType, tensor_parallel_degree: int) -> int:
     """Copies of a model sharded over ``tensor_parallel_degree`` accelerators one instance holds."""
     if tensor_parallel_degree < 1:
@@ -244,6 +259,7 @@ def copies_per_instance(instance_type: InstanceType, tensor_parallel_degree: int
     return (instance_type.accelerator_count or 0) // tensor_parallel_degree
 
 
+@typed_factory
 def critical_batch_size(accelerator: Accelerator) -> float | None:
     """B* = FLOPS / memory bandwidth (ops per byte): below this batch, decode is memory-bound
     (A10G: 70 TFLOPS / 600 GB/s = about 116); None when the vendor does not publish them."""
@@ -255,6 +271,7 @@ def critical_batch_size(accelerator: Accelerator) -> float | None:
 # ----- Cost ---------------------------------------------------------------------------------
 
 
+@typed_factory
 def throughput_tokens_per_second(concurrency: float, p50_inter_token_latency_s: float) -> float:
     """Throughput = concurrency / p50 inter-token latency (seconds)."""
     if p50_inter_token_latency_s <= 0:
@@ -267,6 +284,7 @@ def throughput_tokens_per_second(concurrency: float, p50_inter_token_latency_s: 
     return concurrency / p50_inter_token_latency_s
 
 
+@typed_factory
 def cost_per_hour(
     instance_type: InstanceType | str,
     instance_count: int = 1,
@@ -288,12 +306,14 @@ def _check_throughput(tokens_per_second: float) -> None:
         )
 
 
+@typed_factory
 def cost_per_million_tokens(price_per_hour: float, tokens_per_second: float) -> float:
     """Cost per 1M tokens = price per hour / (tokens/s x 3600 / 10^6)."""
     _check_throughput(tokens_per_second)
     return price_per_hour / (tokens_per_second * 3600 / 1e6)
 
 
+@typed_factory
 def blended_price_per_million_tokens(
     price_per_hour: float, tokens_per_second: float, *, discount: float = 0.0
 ) -> float:
@@ -315,34 +335,53 @@ def blended_price_per_million_tokens(
 # ----- Reports ------------------------------------------------------------------------------
 
 
+@typed_props
 @dataclass(frozen=True)
 class SizingReport:
     """Everything sizing says about one model on one instance type at one degree (sizes in
     decimal GB)."""
 
+    __synth_decision__ = "A sizing report is computed"
+    """Numbers given here decide at synth: a deploy-time token is refused (``typed_props``)."""
+
     model: str
+    """The model's name (its spec's)."""
     instance_type: str
+    """The instance type's name, e.g. ``ml.g5.12xlarge``."""
     precision: str
+    """The weights' precision, e.g. ``fp16``."""
     tensor_parallel_degree: int
+    """Accelerators one copy is sharded over."""
     max_total_tokens: int
+    """The longest sequence (input + output tokens) one request may have."""
     fits: bool
     """Memory verdict: weights + overhead leave >= 1 GB and one sequence of KV cache."""
     weights_bytes: float
+    """The weights of one copy, in bytes."""
     overhead_bytes: float
     """Framework overhead of the whole copy (per accelerator x degree)."""
     usable_memory_bytes: int
+    """Accelerator memory one copy may use (its accelerators' usable memory), in bytes."""
     kv_cache_bytes_per_token: int
+    """KV cache one token takes in one copy, in bytes."""
     kv_cache_bytes_per_sequence: int
+    """KV cache one sequence of ``max_total_tokens`` takes, in bytes."""
     max_concurrent_sequences: int
+    """Sequences of ``max_total_tokens`` whose KV cache fits at once in one copy."""
     recommended_tensor_parallel_degree: int | None
+    """The smallest degree at which the model serves; None when none does."""
     copies_per_instance: int
     """Copies one instance holds at this degree; 0 when the copy cannot serve."""
     critical_batch_size: float | None
+    """The batch above which decode turns compute-bound on this accelerator (FLOPS over
+    bandwidth); None when the vendor publishes neither."""
     reasoning: list[str] = field(default_factory=list)
+    """How each figure was reached, one line each."""
     head_problem: str | None = None
     """Why the degree cannot shard the attention/KV heads, or None."""
     single_request_ms_per_token: float | None = None
-    """Predicted decode ms/token of one request alone at this degree (performance model)."""
+    """Predicted ms/token of one request alone at this degree on the sizing workload
+    (end-to-end latency / output tokens, as the 100 ms/token limit measures it)."""
     max_tokens_per_s_within_slo: float | None = None
     """Predicted output tokens/s of one instance at this degree within 100 ms/token."""
 
@@ -405,6 +444,22 @@ def _copies(count: int) -> str:
     return f"{count} cop{'y' if count == 1 else 'ies'}"
 
 
+def _require_accelerators(instance_type: InstanceType) -> None:
+    """Sizing needs the instance type's accelerators."""
+    if instance_type.accelerator is None or instance_type.accelerator_count is None:
+        raise ValidationError(
+            "instance_type",
+            instance_type.name,
+            "sizing needs an accelerated instance type whose accelerators are known"
+            if instance_type.accelerators_known
+            else "the catalog does not know this type's accelerators, so sizing cannot check it",
+            "use a GPU or Neuron type such as ml.g5.xlarge, ml.g6e.12xlarge, ml.inf2.48xlarge, "
+            "or state the accelerators: InstanceType.of(name, accelerator=Accelerator.H100, "
+            "accelerator_count=8)",
+        )
+
+
+@typed_factory
 def size(
     spec: ModelSpec,
     instance_type: InstanceType,
@@ -422,17 +477,8 @@ def size(
         context capped at 4096.
     :param overhead_bytes: framework overhead per accelerator. Default 2 GB.
     """
-    if instance_type.accelerator is None or instance_type.accelerator_count is None:
-        raise ValidationError(
-            "instance_type",
-            instance_type.name,
-            "sizing needs an accelerated instance type whose accelerators are known"
-            if instance_type.accelerators_known
-            else "the catalog does not know this type's accelerators, so sizing cannot check it",
-            "use a GPU or Neuron type such as ml.g5.xlarge, ml.g6e.12xlarge, ml.inf2.48xlarge, "
-            "or state the accelerators: InstanceType.of(name, accelerator=Accelerator.H100, "
-            "accelerator_count=8)",
-        )
+    _require_accelerators(instance_type)
+    assert instance_type.accelerator is not None and instance_type.accelerator_count is not None
     tokens = max_total_tokens or default_max_total_tokens(spec)
     if tokens < 1:
         raise ValidationError("max_total_tokens", tokens, "must be positive", "pass e.g. 4096")
@@ -525,7 +571,7 @@ def size(
         )
     else:
         why = (
-            f"no layout meets {SIZING_SLO_MS_PER_TOKEN:g} ms/token"
+            _why_none_ranks(ranked)
             if accelerator.performance_known
             else "latency cannot be ranked, see below"
         )
@@ -572,18 +618,36 @@ def size(
     )
 
 
+def _why_none_ranks(ranked: list[RankedLayout]) -> str:
+    """Why no layout serves within the sizing limit: each degree's binding reason (the 60 s
+    timeout, memory, heads or the latency itself), never a latency claim the figures contradict."""
+    if not ranked:
+        return f"no layout meets {SIZING_SLO_MS_PER_TOKEN:g} ms/token"
+    reasons = "; ".join(
+        f"TP{r.layout.tensor_parallel_degree}: {r.reason}" for r in ranked if r.capacity is None
+    )
+    return (
+        f"no layout serves the sizing workload within {SIZING_SLO_MS_PER_TOKEN:g} ms/token "
+        f"and the {INVOCATION_TIMEOUT_S:g} s invocation timeout: {reasons}"
+    )
+
+
 def _single_request_ms_per_token(
     spec: ModelSpec, instance_type: InstanceType, degree: int, precision: Precision, tokens: int
 ) -> float:
+    """ms/token of one request alone on the sizing workload, as the sizing limit measures it:
+    end-to-end latency (prefill + every decode step) / output tokens."""
     model = CopyModel(
         spec, instance_type, degree, precision, sizing_workload(tokens), DEFAULT_EFFICIENCY
     )
-    return model.step_s(1) * 1000
+    ms, _, _, _ = model.level(1, 1)
+    return ms
 
 
 # ----- What a serving container's environment says -------------------------------------------
 
 
+@typed_props
 @dataclass(frozen=True)
 class ServingFacts:
     """The sizing-relevant settings of a serving container, read from its environment."""
@@ -603,6 +667,7 @@ def _int(value: Any) -> int | None:
     return number if number > 0 else None
 
 
+@typed_factory
 def serving_facts(environment: Mapping[str, Any]) -> ServingFacts:
     """Sizing settings from LMI (``OPTION_*``) or TGI variables; values that are not literal
     numbers (tokens, ``max``) count as unset."""

@@ -32,6 +32,7 @@ from ..runtime_support import Budget, call_with_retry, error_code
 from .events import EventError, explain, number
 from .run import (
     arrival_of,
+    deployment_section,
     knee_rule_of,
     payload_of,
     results_key,
@@ -153,7 +154,12 @@ def build_result(
         )
     max_concurrency = run["MaxConcurrency"] or None
     spec = payload_of(run)
-    target = {"endpoint_name": run["EndpointName"], "client": "EndpointBenchmark (Lambda workers)"}
+    client = (
+        "EndpointBenchmark (SageMaker AI benchmark job, AIPerf)"
+        if run.get("Managed")
+        else "EndpointBenchmark (Lambda workers)"
+    )
+    target = {"endpoint_name": run["EndpointName"], "client": client}
     if run["InferenceComponentName"]:
         target["inference_component"] = run["InferenceComponentName"]
     return BenchmarkResult(
@@ -208,8 +214,9 @@ def write_results(
     s3: Any,
     budget: Budget,
 ) -> None:
-    """``results.json`` (the CLI's schema plus the distribution, the run, the gate and the
-    attributes) and ``chart.svg`` under the run's folder."""
+    """``results.json`` (the CLI's schema plus the distribution, the run, the gate, the
+    attributes and, when the run states it, the ``deployment`` benchmarked) and ``chart.svg``
+    under the run's folder."""
     data = result.to_dict()
     data["distribution"] = [dict(r["Distribution"]) for r in levels]
     data["run"] = {
@@ -222,6 +229,9 @@ def write_results(
     }
     data["gate"] = {"limits": run["Gate"], "passed": not failures, "failures": list(failures)}
     data["attributes"] = dict(figures)
+    deployment = deployment_section(run)
+    if deployment is not None:
+        data["deployment"] = deployment
     call_with_retry(
         s3.put_object,
         budget,

@@ -35,6 +35,7 @@ from .events import (
     optional_number,
     string,
 )
+from .workload import check_engine, check_workload, shape_of
 
 # The limits EndpointBenchmark enforces at synth time (BenchmarkEngine.lambda_workers, the
 # workload's tokens), checked again here on the run the workflow carries; the levels' limits
@@ -51,9 +52,16 @@ RUN_KEYS = frozenset(
         "InferenceComponentName", "InputTokens", "OutputTokens", "Stream", "Format",
         "Concurrencies", "RequestsPerLevel", "WorkerCapacity", "Copies", "Rule", "Gate",
         "PricePerHour", "PriceSource", "Mode", "Rates", "Arrival", "Seed", "MaxConcurrency",
-        "WorkerRateCapacity", "Slo", "Search", "SearchResolution",
+        "WorkerRateCapacity", "Slo", "Search", "SearchResolution", "Workload", "PrefixAwareId",
+        "Engine", "Managed", "Deployment",
     }
 )  # fmt: skip
+DEPLOYMENT_KEYS = frozenset(
+    {"Model", "EngineFamily", "EngineVersion", "InstanceType", "TensorParallelDegree",
+     "CopiesPerInstance", "Precision"}
+)  # fmt: skip
+"""What was benchmarked (optional): written to results.json's ``deployment`` section, the key
+``cdk-sagemaker-llm calibrate`` files a calibration under."""
 RULE_KEYS = frozenset({"MinGainPerDoubling", "SloMsPerToken", "MaxErrorRate"})
 GATE_KEYS = frozenset(
     {"MaxP50MsPerToken", "MinKneeConcurrency", "MinOutputTokensPerS", "MinSustainableRate"}
@@ -145,6 +153,44 @@ def _check_mode(run: Mapping[str, Any], where: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _deployment(raw: Any, where: str) -> dict[str, Any]:
+    """The ``Deployment`` of a run, checked: strings and positive integers (CloudFormation
+    sends numbers as strings)."""
+    if not isinstance(raw, Mapping):
+        raise EventError(f"{where}: expected an object")
+    known(raw, DEPLOYMENT_KEYS, where)
+    checked: dict[str, Any] = {}
+    for key in ("Model", "EngineFamily", "EngineVersion", "InstanceType", "Precision"):
+        if raw.get(key) not in (None, ""):
+            checked[key] = string(raw[key], f"{where}.{key}", max_length=200)
+    for key in ("TensorParallelDegree", "CopiesPerInstance"):
+        if raw.get(key) not in (None, ""):
+            checked[key] = integer(raw[key], f"{where}.{key}", 1, 1024)
+    return checked
+
+
+def deployment_section(run: Mapping[str, Any]) -> dict[str, Any] | None:
+    """results.json's ``deployment`` section (``planning.calibration.deployment_of`` reads
+    it), or None when the run does not say what it benchmarked."""
+    deployment = run.get("Deployment")
+    if not deployment:
+        return None
+    section: dict[str, Any] = {
+        "model": deployment.get("Model"),
+        "engine": {
+            "family": deployment["EngineFamily"],
+            "version": deployment.get("EngineVersion"),
+        }
+        if deployment.get("EngineFamily")
+        else None,
+        "instance_type": deployment.get("InstanceType"),
+        "tensor_parallel_degree": deployment.get("TensorParallelDegree"),
+        "copies_per_instance": deployment.get("CopiesPerInstance"),
+        "precision": deployment.get("Precision"),
+    }
+    return section
+
+
 def check_run(run: Any, where: str = "Run") -> dict[str, Any]:
     """The sweep's configuration, validated (it travels in the workflow's state)."""
     if not isinstance(run, Mapping):
@@ -187,7 +233,13 @@ def check_run(run: Any, where: str = "Run") -> dict[str, Any]:
     if component and not SAGEMAKER_NAME.fullmatch(component):
         raise EventError(f"{where}.InferenceComponentName: {shown(component)} is not a name")
     price = run.get("PricePerHour")
+    deployment = (
+        {"Deployment": _deployment(run["Deployment"], f"{where}.Deployment")}
+        if run.get("Deployment")
+        else {}
+    )
     return {
+        **deployment,
         "Name": matching(field(run, "Name", where), f"{where}.Name", RUN_NAME, 80),
         "HandleUrl": https_url(field(run, "HandleUrl", where), f"{where}.HandleUrl"),
         "Deadline": number(field(run, "Deadline", where), f"{where}.Deadline", 0, 1e11),
@@ -240,6 +292,8 @@ def check_run(run: Any, where: str = "Run") -> dict[str, Any]:
         "PriceSource": string(
             run.get("PriceSource", ""), f"{where}.PriceSource", max_length=300, allow_empty=True
         ),
+        **check_workload(run, where),
+        **check_engine(run, where),
     }
 
 
@@ -304,8 +358,10 @@ def results_key(run: Mapping[str, Any], name: str) -> str:
 def payload_of(run: Mapping[str, Any]) -> PayloadSpec:
     """The run's requests: its workload, sent by its protocol."""
     return PayloadSpec.of(
-        Workload(run["InputTokens"], run["OutputTokens"]),
-        RequestProtocol(PayloadFormat(run["Format"]), run["Stream"]),
+        Workload(run["InputTokens"], run["OutputTokens"], shape_of(run)),
+        RequestProtocol(
+            PayloadFormat(run["Format"]), run["Stream"], run.get("PrefixAwareId") or None
+        ),
     )
 
 

@@ -215,6 +215,23 @@ def check_request(request: Any) -> dict[str, Any]:
         {"MaxInstanceCount", "OptimizationEnvironment", "VpcConfig", "Tags"},
     )
     check_string(body["RoleArn"], f"{where}.RoleArn", ROLE_ARN, 2048, 20)
+    _check_model_source(body, where)
+    check_string(
+        body["DeploymentInstanceType"], f"{where}.DeploymentInstanceType", INSTANCE_TYPE, 64
+    )
+    _check_optimization_configs(body, where)
+    _check_output(body, where)
+    _check_stopping(body, where)
+    if "MaxInstanceCount" in body:
+        check_integer(body["MaxInstanceCount"], f"{where}.MaxInstanceCount", 1, INT32_MAX)
+    _check_environment(body, where)
+    _check_vpc(body, where)
+    _check_tags(body, where)
+    return coerce_request(body)
+
+
+def _check_model_source(body: dict[str, Any], where: str) -> None:
+    """``ModelSource``: exactly one of S3 (with its access config) or a SageMaker model."""
     source = check_mapping(
         body["ModelSource"], f"{where}.ModelSource", set(), {"S3", "SageMakerModel"}
     )
@@ -242,9 +259,10 @@ def check_request(request: Any) -> dict[str, Any]:
         check_string(
             model["ModelName"], f"{where}.ModelSource.SageMakerModel.ModelName", SAGEMAKER_NAME, 63
         )
-    check_string(
-        body["DeploymentInstanceType"], f"{where}.DeploymentInstanceType", INSTANCE_TYPE, 64
-    )
+
+
+def _check_optimization_configs(body: dict[str, Any], where: str) -> None:
+    """``OptimizationConfigs``: each names exactly one technique."""
     configs = check_list(body["OptimizationConfigs"], f"{where}.OptimizationConfigs", 0, 10)
     for index, config in enumerate(configs):
         item = check_mapping(config, f"{where}.OptimizationConfigs[{index}]", set(), TECHNIQUES)
@@ -255,6 +273,10 @@ def check_request(request: Any) -> dict[str, Any]:
             )
         ((kind, settings),) = item.items()
         check_mapping(settings, f"{where}.OptimizationConfigs[{index}].{kind}", set())
+
+
+def _check_output(body: dict[str, Any], where: str) -> None:
+    """``OutputConfig``: its key and the model it creates, when given."""
     output = check_mapping(
         body["OutputConfig"], f"{where}.OutputConfig", set(), {"KmsKeyId", "SageMakerModel"}
     )
@@ -267,6 +289,10 @@ def check_request(request: Any) -> dict[str, Any]:
         check_string(
             model["ModelName"], f"{where}.OutputConfig.SageMakerModel.ModelName", SAGEMAKER_NAME, 63
         )
+
+
+def _check_stopping(body: dict[str, Any], where: str) -> None:
+    """``StoppingCondition``: the run, wait and pending time limits."""
     stopping = check_mapping(
         body["StoppingCondition"],
         f"{where}.StoppingCondition",
@@ -293,36 +319,46 @@ def check_request(request: Any) -> dict[str, Any]:
             1800,
             2_419_200,
         )
-    if "MaxInstanceCount" in body:
-        check_integer(body["MaxInstanceCount"], f"{where}.MaxInstanceCount", 1, INT32_MAX)
-    if "OptimizationEnvironment" in body:
-        environment = check_mapping(
-            body["OptimizationEnvironment"], f"{where}.OptimizationEnvironment", set()
+
+
+def _check_environment(body: dict[str, Any], where: str) -> None:
+    """``OptimizationEnvironment``: at most 25 string variables."""
+    if "OptimizationEnvironment" not in body:
+        return
+    environment = check_mapping(
+        body["OptimizationEnvironment"], f"{where}.OptimizationEnvironment", set()
+    )
+    if len(environment) > 25:
+        raise InvalidEvent(
+            f"{where}.OptimizationEnvironment must have at most 25 variables, "
+            f"not {len(environment)}"
         )
-        if len(environment) > 25:
-            raise InvalidEvent(
-                f"{where}.OptimizationEnvironment must have at most 25 variables, "
-                f"not {len(environment)}"
-            )
-        for key, value in environment.items():
-            check_string(key, f"{where}.OptimizationEnvironment key", None, 1024)
-            check_string(value, f"{where}.OptimizationEnvironment[{shown(key)}]", None, 1024, 0)
-    if "VpcConfig" in body:
-        vpc = check_mapping(
-            body["VpcConfig"], f"{where}.VpcConfig", {"SecurityGroupIds", "Subnets"}, set()
-        )
-        for group in check_list(
-            vpc["SecurityGroupIds"], f"{where}.VpcConfig.SecurityGroupIds", 1, 5
-        ):
-            check_string(group, f"{where}.VpcConfig.SecurityGroupIds[]", SECURITY_GROUP, 32)
-        for subnet in check_list(vpc["Subnets"], f"{where}.VpcConfig.Subnets", 1, 16):
-            check_string(subnet, f"{where}.VpcConfig.Subnets[]", SUBNET, 32)
-    if "Tags" in body:
-        for index, tag in enumerate(check_list(body["Tags"], f"{where}.Tags", 0, 50)):
-            item = check_mapping(tag, f"{where}.Tags[{index}]", {"Key", "Value"}, set())
-            check_string(item["Key"], f"{where}.Tags[{index}].Key", None, 128)
-            check_string(item["Value"], f"{where}.Tags[{index}].Value", None, 256, 0)
-    return coerce_request(body)
+    for key, value in environment.items():
+        check_string(key, f"{where}.OptimizationEnvironment key", None, 1024)
+        check_string(value, f"{where}.OptimizationEnvironment[{shown(key)}]", None, 1024, 0)
+
+
+def _check_vpc(body: dict[str, Any], where: str) -> None:
+    """``VpcConfig``: 1-5 security groups and 1-16 subnets."""
+    if "VpcConfig" not in body:
+        return
+    vpc = check_mapping(
+        body["VpcConfig"], f"{where}.VpcConfig", {"SecurityGroupIds", "Subnets"}, set()
+    )
+    for group in check_list(vpc["SecurityGroupIds"], f"{where}.VpcConfig.SecurityGroupIds", 1, 5):
+        check_string(group, f"{where}.VpcConfig.SecurityGroupIds[]", SECURITY_GROUP, 32)
+    for subnet in check_list(vpc["Subnets"], f"{where}.VpcConfig.Subnets", 1, 16):
+        check_string(subnet, f"{where}.VpcConfig.Subnets[]", SUBNET, 32)
+
+
+def _check_tags(body: dict[str, Any], where: str) -> None:
+    """``Tags``: at most 50 key/value pairs."""
+    if "Tags" not in body:
+        return
+    for index, tag in enumerate(check_list(body["Tags"], f"{where}.Tags", 0, 50)):
+        item = check_mapping(tag, f"{where}.Tags[{index}]", {"Key", "Value"}, set())
+        check_string(item["Key"], f"{where}.Tags[{index}].Key", None, 128)
+        check_string(item["Value"], f"{where}.Tags[{index}].Value", None, 256, 0)
 
 
 @dataclass(frozen=True)

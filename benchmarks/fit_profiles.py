@@ -1,0 +1,138 @@
+"""Fit the engine profiles to the published measurements and store the fit in the profile files.
+
+    python benchmarks/fit_profiles.py          # rewrite planning/engine_profiles/*.json
+    python benchmarks/fit_profiles.py --check  # exit 1 when they differ from a fresh fit
+
+For every profile with rows in ``benchmarks/measurements/rows.csv`` (the row's engine and version
+choose the profile: ``engine_profiles.row_profile_name``):
+
+1. the efficiencies and overheads (``profile_fitting.FITTED_PARAMETERS``) are fitted to all its
+   rows: least squares on ln(measured / predicted) of ms/token, inter-token latency, TTFT and
+   tokens/s, by coordinate descent on fixed grids starting from the profile's hand-set
+   ``prior``; a profile with fewer than ``MIN_ROWS_TO_FIT`` rows keeps its prior;
+2. the residual quantiles the prediction band comes from are leave-one-source-out: each
+   source's rows are predicted by the profile fitted without that source;
+3. the fitted range (GPUs, TP degrees, model sizes, prompt lengths, sources) is stored, so a
+   prediction outside it says it extrapolates and widens its band.
+
+The held-out source of issue 17 (the AWS ML Blog JumpStart benchmark post, January 2024) is
+never read: ``profile_fitting.load_rows`` refuses a row that cites it. Deterministic: the same
+rows give byte-identical files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import profile_fitting as pf
+
+from cdk_sagemaker_llm.planning.engine_profiles import (
+    PROFILE_NAMES,
+    engine_profile,
+)
+
+PROFILE_DIR = (
+    Path(__file__).resolve().parent.parent / "cdk_sagemaker_llm" / "planning" / "engine_profiles"
+)
+
+
+def fitted_document(name: str, rows: list[pf.Row], held: list[pf.HeldOutPrediction]) -> dict:
+    """The profile's JSON document with the fit of ``rows`` and the residuals of ``held``."""
+    path = PROFILE_DIR / f"{name}.json"
+    document = json.loads(path.read_text(encoding="utf-8"))
+    profile = engine_profile(name)
+    own = [row for row in rows if row.profile == name]
+    efficiency, trained, fitted = pf.fit(own, profile)
+    if "prior_kernels" not in document:
+        document["prior_kernels"] = document["kernels"]
+    document["kernels"] = {}
+    for kernel_name, prior in document["prior_kernels"].items():
+        kernel = trained.kernels[kernel_name]
+        count = sum(row.precision.value == kernel_name for row in own)
+        if fitted and kernel.weight_read != prior["weight_read"]:
+            document["kernels"][kernel_name] = {
+                "weight_read": kernel.weight_read,
+                "compute": kernel.compute,
+                "source": f"fitted to {count} {kernel_name} rows of "
+                "benchmarks/measurements/rows.csv (benchmarks/fit_profiles.py); prior "
+                f"{prior['weight_read']}: {prior['source']}",
+            }
+        else:
+            document["kernels"][kernel_name] = prior
+    document["efficiency"] = {
+        "memory_bandwidth": efficiency.memory_bandwidth,
+        "decode_compute": efficiency.decode_compute,
+        "prefill_compute": efficiency.prefill_compute,
+    }
+    document["overhead"] = {
+        "base_ms": efficiency.step_overhead_ms,
+        "per_layer_ms": efficiency.per_layer_ms,
+        "per_layer_per_extra_rank_ms": round(efficiency.per_layer_per_extra_rank_ms, 4),
+        "per_extra_rank_ms": efficiency.per_extra_rank_ms,
+        "all_reduce_scale": efficiency.all_reduce_scale,
+    }
+    own_held = [h for h in held if h.row.profile == name]
+    if fitted and own_held:
+        ms, tokens = pf.residual_quantiles(own_held)
+        document["residuals"] = {
+            "ms_per_token": ms.to_dict(),
+            "tokens_per_s": tokens.to_dict(),
+            "rows": len(own_held),
+            "source": "leave-one-source-out residuals ln(measured / predicted) of "
+            "benchmarks/measurements/rows.csv (benchmarks/fit_profiles.py)",
+        }
+        sizes = [row.spec.parameters / 1e9 for row in own]
+        inputs = [row.input_tokens for row in own]
+        document["fitted"] = {
+            "by": "benchmarks/fit_profiles.py",
+            "rows": len(own),
+            "sources": sorted({row.source for row in own}),
+            "gpus": sorted({row.gpu for row in own}),
+            "tensor_parallel_degrees": sorted({row.tensor_parallel_degree for row in own}),
+            "parameters_billion": [round(min(sizes), 1), round(max(sizes), 1)],
+            "input_tokens": [min(inputs), max(inputs)],
+        }
+    else:
+        ms, tokens = pf.residual_quantiles(held)
+        fitted_names = sorted({h.row.profile for h in held})
+        document["residuals"] = {
+            "ms_per_token": ms.to_dict(),
+            "tokens_per_s": tokens.to_dict(),
+            "rows": len(held),
+            "source": "no measurements of this engine: the pooled leave-one-source-out "
+            f"residuals of the fitted profiles ({', '.join(fitted_names)}); every prediction "
+            "with this profile is widened as extrapolated (engine not fitted)",
+        }
+        document["fitted"] = None
+    return document
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--check", action="store_true", help="compare, do not write")
+    args = parser.parse_args(argv)
+    rows, skipped = pf.load_rows()
+    for line in skipped:
+        print(f"skipped {line}", file=sys.stderr)
+    held = pf.leave_one_source_out(
+        rows, progress=lambda text: print(text, file=sys.stderr, flush=True)
+    )
+    different = []
+    for name in PROFILE_NAMES:
+        text = json.dumps(fitted_document(name, rows, held), indent=2) + "\n"
+        path = PROFILE_DIR / f"{name}.json"
+        if path.read_text(encoding="utf-8") != text:
+            different.append(name)
+            if not args.check:
+                path.write_text(text, encoding="utf-8")
+    print(("differ: " if args.check else "rewrote: ") + (", ".join(different) or "none"))
+    return 1 if args.check and different else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,469 @@
+"""Shared by ``fit_profiles.py`` and ``model_validation.py``: the published measurements as the
+performance model sees them, the model's prediction of each, the fit of an engine profile's
+parameters, and leave-one-source-out residuals.
+
+Everything here is deterministic: rows are read in file order, grids are fixed, coordinate
+descent visits parameters in a fixed order and keeps the first of equal errors.
+
+What a row measures (``benchmarks/measurements/README.md``):
+
+- ``ms_per_token``: end-to-end latency / output tokens (prefill included), except rows whose
+  notes say ``ITL`` or ``TPOT`` (streaming inter-token latency, prefill excluded);
+  when blank, ``e2e_latency_s`` / ``output_tokens`` gives it.
+- ``output_tokens_per_s``: output tokens/s of the endpoint (else requests/s x output tokens).
+- ``ttft_ms``: time to first token.
+- rows without a concurrency whose notes state ``batch size N`` are offline static-batch runs:
+  N sequences at once, modelled as N closed-loop clients with a batch limit of N; rows whose
+  notes say ``all N requests sent at once`` are offline bursts, modelled as N clients within
+  the engine's own batch limit.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from cdk_sagemaker_llm.catalog.instance_types import InstanceType
+from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
+from cdk_sagemaker_llm.planning.engine_profiles import (
+    EngineProfile,
+    KernelSpeed,
+    Quantiles,
+    engine_profile,
+    row_profile_name,
+)
+from cdk_sagemaker_llm.planning.performance import (
+    CopyModel,
+    Efficiency,
+    Workload,
+    efficiency_of,
+    profile_limits,
+)
+
+ROOT = Path(__file__).resolve().parent
+MEASUREMENTS = ROOT / "measurements"
+HELD_OUT = re.compile(
+    r"benchmark and optimize endpoint deployment in amazon sagemaker jumpstart|"
+    r"benchmark-and-optimize-endpoint-deployment-in-amazon-sagemaker-jumpstart",
+    re.IGNORECASE,
+)
+"""The held-out source of issue 17 (AWS Machine Learning Blog, January 2024) and its copies:
+never fitted to; a row citing it is an error."""
+
+MODEL_ALIASES = {
+    "meta-llama/llama-3.3-70b-instruct": "llama-3.1-70b",  # same architecture as Llama 3.1 70B
+    "llama-3.3-70b": "llama-3.1-70b",
+}
+
+INSTANCE_OF_GPU = {
+    "A10G": "ml.g5.48xlarge",
+    "L4": "ml.g6.48xlarge",
+    "L40S": "ml.g6e.48xlarge",
+    "A100-40GB": "ml.p4d.24xlarge",
+    "A100-80GB": "ml.p4de.24xlarge",
+    "H100-80GB": "ml.p5.48xlarge",
+    "H200": "ml.p5e.48xlarge",
+}
+"""Rows measured outside SageMaker name a GPU only: the 8-GPU instance with that GPU."""
+
+FITTED_PARAMETERS = (
+    "memory_bandwidth",
+    "step_overhead_ms",
+    "per_extra_rank_ms",
+    "per_layer_per_extra_rank_ms",
+    "prefill_compute",
+    "all_reduce_scale",
+    "decode_compute",
+    "per_layer_ms",
+)
+GRIDS: Mapping[str, Sequence[float]] = {
+    "memory_bandwidth": [round(0.30 + 0.025 * i, 3) for i in range(27)],  # 0.30 .. 0.95
+    "step_overhead_ms": [0.5 * i for i in range(41)],  # 0 .. 20
+    "per_layer_ms": [0.0, 0.005, 0.01, 0.02, 0.03, 0.05, 0.08, 0.12],
+    "per_layer_per_extra_rank_ms": [0.005 * i for i in range(41)],  # 0 .. 0.2
+    "per_extra_rank_ms": [0.25 * i for i in range(25)],  # 0 .. 6
+    "decode_compute": [0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8],
+    "prefill_compute": [0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8],
+    "all_reduce_scale": [0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0],
+}
+ROUNDS = 3
+LITTLE_MIN_RATIO = 0.7
+"""A closed-loop row's tokens/s must be at least this share of what Little's law gives from
+its own concurrency and end-to-end latency (c x output tokens / e2e); below it the source's
+throughput counts idle client time (FMBench waits for each concurrent batch to finish), which
+no endpoint model predicts, and only the row's latency is used. Rows dropped this way are
+listed by ``model_validation.py``."""
+MIN_ROWS_TO_FIT = 8
+"""A profile with fewer rows (after leaving a source out) keeps its prior."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measurement, resolved to the model's inputs."""
+
+    index: int
+    source: str
+    profile: str
+    spec: ModelSpec
+    instance_type: InstanceType
+    gpu: str
+    tensor_parallel_degree: int
+    precision: Precision
+    input_tokens: int
+    output_tokens: int
+    concurrency: int
+    static_batch: bool
+    ms_per_token: float | None
+    itl_ms: float | None
+    ttft_ms: float | None
+    tokens_per_s: float | None
+    model_name: str
+
+    @property
+    def workload(self) -> Workload:
+        return Workload(self.input_tokens, self.output_tokens)
+
+    def sweep_key(self) -> tuple[object, ...]:
+        """Rows of one sweep differ only in concurrency (and prompt length within 15 %)."""
+        return (
+            self.source,
+            self.profile,
+            self.instance_type.name,
+            self.tensor_parallel_degree,
+            self.model_name,
+            self.precision.value,
+            self.static_batch,
+        )
+
+
+def _float(text: str) -> float | None:
+    text = (text or "").strip()
+    return float(text) if text else None
+
+
+EXTRA_SPECS = {
+    # Qwen/Qwen3-4B config.json: 36 layers, 32 query / 8 KV heads of 128, 40,960 positions.
+    "qwen/qwen3-4b": ModelSpec.custom(
+        "qwen3-4b",
+        parameters=4.02e9,
+        layers=36,
+        attention_heads=32,
+        kv_heads=8,
+        head_dim=128,
+        max_context=40_960,
+    ),
+}
+"""Measured models the catalog has no preset for."""
+
+
+def _spec(name: str) -> ModelSpec | None:
+    if name.strip().lower() in EXTRA_SPECS:
+        return EXTRA_SPECS[name.strip().lower()]
+    key = MODEL_ALIASES.get(name.strip().lower(), name.strip().lower())
+    try:
+        return ModelSpec.preset(key)
+    except Exception:
+        return ModelSpec.from_hugging_face_id(name)
+
+
+def _precision(name: str) -> Precision:
+    key = name.strip().lower()
+    if key.startswith("int4"):
+        return Precision.INT4_AWQ
+    return Precision.of(key)
+
+
+def load_rows(path: Path = MEASUREMENTS / "rows.csv") -> tuple[list[Row], list[str]]:
+    """The usable rows and, for each row left out, why."""
+    rows: list[Row] = []
+    skipped: list[str] = []
+    with path.open(newline="", encoding="utf-8") as handle:
+        for index, raw in enumerate(csv.DictReader(handle), start=2):
+            if HELD_OUT.search(raw["citation"]) or HELD_OUT.search(raw["notes"]):
+                raise ValueError(f"row {index} cites the held-out JumpStart benchmark post")
+            row, why = _row(index, raw)
+            if row is None:
+                skipped.append(f"line {index} ({raw['source_id']}, {raw['model']}): {why}")
+            else:
+                rows.append(row)
+    return rows, skipped
+
+
+def _row(index: int, raw: Mapping[str, str]) -> tuple[Row | None, str]:
+    spec = _spec(raw["model"])
+    if spec is None:
+        return None, "model not in the catalog"
+    instance_name = raw["instance_type"].strip() or INSTANCE_OF_GPU.get(raw["gpu"])
+    if not instance_name:
+        return None, "no instance type or known GPU"
+    instance_type = InstanceType.of(instance_name)
+    output_tokens = int(float(raw["output_tokens"]))
+    input_tokens = int(float(raw["input_tokens"]))
+    notes = raw["notes"]
+    concurrency_text = raw["concurrency"].strip()
+    static = False
+    burst = re.search(r"all (\d+) requests sent at once", notes)
+    if concurrency_text:
+        concurrency = int(float(concurrency_text))
+    elif burst is not None:
+        # An offline burst: N requests in flight at first, drained by the engine's batch.
+        concurrency = int(burst.group(1))
+    else:
+        match = re.search(r"batch size (\d+)", notes)
+        if match is None:
+            return None, "no concurrency and no batch size"
+        concurrency, static = int(match.group(1)), True
+    ms = _float(raw["ms_per_token"])
+    itl = None
+    if ms is not None and re.search(r"\bITL\b|\bTPOT\b", notes):
+        itl, ms = ms, None
+    e2e = _float(raw["e2e_latency_s"])
+    if ms is None and itl is None and e2e is not None and output_tokens > 1:
+        ms = e2e * 1000 / output_tokens
+    tokens = _float(raw["output_tokens_per_s"])
+    rps = _float(raw["requests_per_s"])
+    if tokens is None and rps is not None:
+        tokens = rps * output_tokens
+    if tokens is not None and e2e is not None and not static and concurrency_text:
+        closed_loop = concurrency * output_tokens / e2e
+        if tokens < LITTLE_MIN_RATIO * closed_loop:
+            tokens = None  # not a closed-loop steady state: its latency still counts
+    ttft = _float(raw["ttft_ms"])
+    if ms is None and itl is None and tokens is None and ttft is None:
+        return None, "no metric"
+    return (
+        Row(
+            index=index,
+            source=raw["source_id"],
+            profile=row_profile_name(raw["engine"], raw["engine_version"]),
+            spec=spec,
+            instance_type=instance_type,
+            gpu=raw["gpu"],
+            tensor_parallel_degree=int(raw["tp"]),
+            precision=_precision(raw["precision"]),
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            concurrency=concurrency,
+            static_batch=static,
+            ms_per_token=ms,
+            itl_ms=itl,
+            ttft_ms=ttft,
+            tokens_per_s=tokens,
+            model_name=spec.name,
+        ),
+        "",
+    )
+
+
+# ----- The model's prediction of a row ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Predicted:
+    ms_per_token: float
+    itl_ms: float
+    ttft_ms: float
+    tokens_per_s: float
+
+
+def predict_row(row: Row, profile: EngineProfile, efficiency: Efficiency) -> Predicted:
+    """The model's figures for one measured row (one copy, the row's concurrency)."""
+    model = CopyModel(
+        row.spec,
+        row.instance_type,
+        row.tensor_parallel_degree,
+        row.precision,
+        row.workload,
+        efficiency,
+        profile.kernel(row.precision),
+    )
+    capacity = _capacity(row, profile, model)
+    ms, ttft, e2e, tokens = model.level(row.concurrency, capacity)
+    decode_ms = (e2e - ttft) / max(1, row.output_tokens - 1)
+    return Predicted(ms, decode_ms, ttft, tokens)
+
+
+_CAPACITY: dict[tuple[object, ...], int] = {}
+
+
+def _capacity(row: Row, profile: EngineProfile, model: CopyModel) -> int:
+    if row.static_batch:
+        return row.concurrency
+    key = (row.index, profile.name)
+    if key not in _CAPACITY:
+        limits, _ = profile_limits(model, profile)
+        _CAPACITY[key] = max(1, limits.capacity)
+    return _CAPACITY[key]
+
+
+def row_errors(row: Row, predicted: Predicted) -> dict[str, float]:
+    """ln(measured / predicted) of each metric the row has."""
+    errors = {}
+    for name, measured, model in (
+        ("ms_per_token", row.ms_per_token, predicted.ms_per_token),
+        ("itl_ms", row.itl_ms, predicted.itl_ms),
+        ("ttft_ms", row.ttft_ms, predicted.ttft_ms),
+        ("tokens_per_s", row.tokens_per_s, predicted.tokens_per_s),
+    ):
+        if measured is not None and measured > 0 and model > 0:
+            errors[name] = math.log(measured / model)
+    return errors
+
+
+# ----- Fitting ----------------------------------------------------------------------------------
+
+
+def prior_efficiency(profile: EngineProfile) -> Efficiency:
+    """The profile's hand-set prior (its JSON ``prior``), before any fit."""
+    prior = profile.raw.get("prior")
+    if not prior:
+        return efficiency_of(profile)
+    return Efficiency(
+        memory_bandwidth=prior["memory_bandwidth"],
+        decode_compute=prior["decode_compute"],
+        prefill_compute=prior["prefill_compute"],
+        step_overhead_ms=prior["base_ms"],
+        per_layer_ms=prior["per_layer_ms"],
+        per_layer_per_extra_rank_ms=prior["per_layer_per_extra_rank_ms"],
+        per_extra_rank_ms=prior.get("per_extra_rank_ms", 0.0),
+        all_reduce_scale=prior["all_reduce_scale"],
+    )
+
+
+def loss(rows: Sequence[Row], profile: EngineProfile, efficiency: Efficiency) -> float:
+    """Sum of squared log errors over every metric of every row (TTFT weighted 0.5: the
+    sources measure it least consistently)."""
+    total = 0.0
+    for row in rows:
+        for name, error in row_errors(row, predict_row(row, profile, efficiency)).items():
+            total += error * error * (0.5 if name == "ttft_ms" else 1.0)
+    return total
+
+
+KERNEL_GRID = [0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
+MIN_ROWS_TO_FIT_KERNEL = 4
+"""Quantized rows a profile needs before its kernel's weight-read speed is fitted rather than
+taken from the published figure in its JSON."""
+
+
+def prior_profile(profile: EngineProfile) -> EngineProfile:
+    """``profile`` with its prior kernels (the JSON ``prior_kernels`` when a fit replaced
+    them)."""
+    prior = profile.raw.get("prior_kernels")
+    if not prior:
+        return profile
+    return replace(
+        profile,
+        kernels={
+            name: KernelSpeed(float(k["weight_read"]), float(k["compute"]), k["source"])
+            for name, k in prior.items()
+        },
+    )
+
+
+def fit(rows: Sequence[Row], profile: EngineProfile) -> tuple[Efficiency, EngineProfile, bool]:
+    """The efficiencies and overheads (and the weight-read speed of quantized kernels with
+    enough rows) that minimise ``loss`` over ``rows``: coordinate descent on fixed grids from
+    the prior. Returns the efficiency, the profile with its kernels, and whether a fit happened
+    (False: too few rows, the prior is kept)."""
+    start = prior_efficiency(profile)
+    profile = prior_profile(profile)
+    if len(rows) < MIN_ROWS_TO_FIT:
+        return start, profile, False
+    kernels = sorted(
+        name
+        for name in profile.kernels
+        if sum(row.precision.value == name for row in rows) >= MIN_ROWS_TO_FIT_KERNEL
+    )
+    best = start
+    best_loss = loss(rows, profile, best)
+    for _ in range(ROUNDS):
+        improved = False
+        for name in FITTED_PARAMETERS:
+            for value in GRIDS[name]:
+                candidate = replace(best, **{name: value})
+                candidate_loss = loss(rows, profile, candidate)
+                if candidate_loss < best_loss - 1e-12:
+                    best, best_loss, improved = candidate, candidate_loss, True
+        for kernel in kernels:
+            for value in KERNEL_GRID:
+                changed = replace(profile.kernels[kernel], weight_read=value)
+                candidate_profile = replace(profile, kernels={**profile.kernels, kernel: changed})
+                candidate_loss = loss(rows, candidate_profile, best)
+                if candidate_loss < best_loss - 1e-12:
+                    profile, best_loss, improved = candidate_profile, candidate_loss, True
+        if not improved:
+            break
+    return best, profile, True
+
+
+def profile_with(profile: EngineProfile, efficiency: Efficiency) -> EngineProfile:
+    """``profile`` with fitted efficiencies and overheads."""
+    return replace(
+        profile,
+        memory_bandwidth=efficiency.memory_bandwidth,
+        decode_compute=efficiency.decode_compute,
+        prefill_compute=efficiency.prefill_compute,
+        base_overhead_ms=efficiency.step_overhead_ms,
+        per_layer_ms=efficiency.per_layer_ms,
+        per_layer_per_extra_rank_ms=efficiency.per_layer_per_extra_rank_ms,
+        per_extra_rank_ms=efficiency.per_extra_rank_ms,
+        all_reduce_scale=efficiency.all_reduce_scale,
+    )
+
+
+@dataclass(frozen=True)
+class HeldOutPrediction:
+    """A row predicted by the profile fitted without the row's source."""
+
+    row: Row
+    predicted: Predicted
+    errors: dict[str, float]
+    fitted: bool
+    """False when the profile had too few other rows and its prior predicted the row."""
+
+
+def leave_one_source_out(
+    rows: Sequence[Row],
+    profiles: Iterable[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[HeldOutPrediction]:
+    """Every row predicted by its profile fitted to the rows of all other sources."""
+    names = sorted({row.profile for row in rows} if profiles is None else set(profiles))
+    results: list[HeldOutPrediction] = []
+    for name in names:
+        profile = engine_profile(name)
+        own = [row for row in rows if row.profile == name]
+        for source in sorted({row.source for row in own}):
+            if progress:
+                progress(f"{name}: fitting without {source}")
+            train = [row for row in own if row.source != source]
+            efficiency, trained, fitted = fit(train, profile)
+            for row in own:
+                if row.source != source:
+                    continue
+                predicted = predict_row(row, trained, efficiency)
+                results.append(
+                    HeldOutPrediction(row, predicted, row_errors(row, predicted), fitted)
+                )
+    results.sort(key=lambda held: held.row.index)
+    return results
+
+
+def residual_quantiles(held: Sequence[HeldOutPrediction]) -> tuple[Quantiles, Quantiles]:
+    """Quantiles of ln(measured / predicted) for ms/token (ITL rows included) and tokens/s."""
+    ms = [h.errors[k] for h in held for k in ("ms_per_token", "itl_ms") if k in h.errors]
+    tokens = [h.errors["tokens_per_s"] for h in held if "tokens_per_s" in h.errors]
+    return Quantiles.of(ms), Quantiles.of(tokens)
+
+
+def sources_document() -> dict[str, dict[str, object]]:
+    """``sources.json`` by id."""
+    data = json.loads((MEASUREMENTS / "sources.json").read_text(encoding="utf-8"))
+    items = data if isinstance(data, list) else data.get("sources", [])
+    return {item["id"]: item for item in items}

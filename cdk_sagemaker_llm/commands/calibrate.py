@@ -1,0 +1,306 @@
+"""``cdk-sagemaker-llm calibrate``: turn a benchmark's ``results.json`` (a local file or an
+``s3://`` URI, e.g. an ``EndpointBenchmark``'s ``ResultsS3Uri``) into a calibration file that
+``predict --calibration``, ``recommend --calibration`` and ``LlmService(calibration=...)`` use.
+
+The shared flags ``--calibration`` and ``--engine`` of ``predict`` and ``recommend`` are here
+too (``add_calibration_arguments``, ``load_calibration``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..catalog.instance_types import InstanceType
+from ..catalog.model_specs import ModelSpec, Precision
+from ..errors import ValidationError
+from ..planning.calibration import (
+    CALIBRATION_FORMAT,
+    Calibration,
+    EngineRelease,
+    calibrate,
+    deployment_of,
+)
+from ..planning.performance import Layout
+from .aws_environment import CREDENTIALS_HINT
+from .model_options import check_tensor_parallel_degree
+
+RESULTS_FILE = "results.json"
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``calibrate`` subcommand."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "calibrate",
+        help="turn a benchmark's results.json into a calibration file for predict/recommend",
+        description="Fit the performance model's efficiency factors to a benchmark's "
+        "results.json and write a calibration file (JSON, versioned) keyed by engine, "
+        "instance type, tensor-parallel degree and model. RESULTS is a path or an s3:// URI "
+        "(an EndpointBenchmark's ResultsS3Uri, or its run folder ending in /). What the "
+        "results' deployment section does not state, pass with the flags; a flag that "
+        "contradicts it is an error. Exit 0 when written, 2 on bad input.",
+    )
+    parser.add_argument("results", metavar="RESULTS", help="results.json path or s3:// URI")
+    parser.add_argument("--out", required=True, help="calibration file to write")
+    parser.add_argument("--model", help="the benchmarked model: a preset or Hugging Face id")
+    parser.add_argument("--instance-type", help="the benchmarked instance type")
+    parser.add_argument("--tensor-parallel-degree", type=int, help="of the benchmarked copies")
+    parser.add_argument(
+        "--copies", type=int, help="copies serving during the benchmark (whole endpoint)"
+    )
+    parser.add_argument(
+        "--engine",
+        help="the benchmarked container: FAMILY[:VERSION], e.g. tgi:3.3.6 or lmi:0.31.0",
+    )
+    parser.add_argument("--dtype", help="weights precision benchmarked; default fp16")
+    parser.add_argument("--region", help="region of the S3 bucket (s3:// RESULTS)")
+    parser.set_defaults(handler=run)
+
+
+def add_calibration_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--calibration FILE`` and ``--engine FAMILY[:VERSION]`` (predict, recommend)."""
+    parser.add_argument(
+        "--calibration",
+        help="calibration file from `cdk-sagemaker-llm calibrate` (it is checked against "
+        "--engine; another model gets only its engine/hardware-level factors)",
+    )
+    parser.add_argument(
+        "--engine",
+        help="the container that will serve, FAMILY[:VERSION] (e.g. tgi:3.3.6), or an "
+        "engine profile (tgi-1, tgi-2-3, lmi-vllm-v0, lmi-vllm-v1, lmi-trtllm, lmi-neuronx, "
+        "generic); it chooses the performance profile and is checked against --calibration; "
+        "default: the calibrated engine (profile lmi-vllm-v1)",
+    )
+
+
+def engine_option(text: str | None, flag: str = "--engine") -> EngineRelease | None:
+    """``--engine`` as an EngineRelease (None when not given)."""
+    if text is None:
+        return None
+    try:
+        return EngineRelease.parse(text)
+    except ValidationError as error:
+        raise ValidationError(flag, text, error.problem, error.fix) from error
+
+
+def load_calibration(path: str | None) -> Calibration | None:
+    """The ``--calibration`` file (None when not given)."""
+    if path is None:
+        return None
+    try:
+        return Calibration.from_file(path)
+    except ValidationError as error:
+        raise ValidationError(f"--calibration {path}", error.value, error.problem, error.fix) from (
+            error
+        )
+
+
+def read_results(source: str, region: str | None = None) -> tuple[dict[str, Any], str]:
+    """The results document at ``source`` (path or ``s3://bucket/key``; a key ending in ``/``
+    is the run's folder and ``results.json`` is read from it) and its name."""
+    if source.startswith("s3://"):
+        bucket, _, key = source[len("s3://") :].partition("/")
+        if not bucket or not key:
+            raise ValidationError(
+                "RESULTS",
+                source,
+                "an S3 location is s3://BUCKET/KEY",
+                "pass the benchmark's ResultsS3Uri, e.g. s3://bucket/endpoint-benchmarks/run/"
+                "results.json",
+            )
+        if key.endswith("/"):
+            key += RESULTS_FILE
+        body = _s3_body(bucket, key, region)
+        name = f"s3://{bucket}/{key}"
+    else:
+        try:
+            body = Path(source).read_bytes()
+        except OSError as error:
+            raise ValidationError(
+                "RESULTS", source, f"cannot be read: {error}", "pass the benchmark's results.json"
+            ) from error
+        name = source
+    try:
+        document = json.loads(body)
+    except ValueError as error:
+        raise ValidationError(
+            "RESULTS", name, f"is not JSON: {error}", "pass the benchmark's results.json"
+        ) from error
+    if not isinstance(document, dict):
+        raise ValidationError(
+            "RESULTS", name, "is not a results document", "pass the benchmark's results.json"
+        )
+    if document.get("format") == CALIBRATION_FORMAT:
+        raise ValidationError(
+            "RESULTS",
+            name,
+            "is already a calibration file",
+            "pass it to predict/recommend --calibration; calibrate reads a benchmark's "
+            "results.json",
+        )
+    return document, name
+
+
+def _s3_body(bucket: str, key: str, region: str | None) -> bytes:
+    """GetObject, with boto3 imported only here (a plain install has no boto3)."""
+    try:
+        import boto3
+        from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+    except ModuleNotFoundError as error:
+        raise ValidationError(
+            "RESULTS",
+            f"s3://{bucket}/{key}",
+            "reading from S3 needs boto3, which a plain install leaves out",
+            "pip install 'cdk-sagemaker-llm[benchmark]', or download the file and pass its path",
+        ) from error
+    try:
+        s3 = boto3.client("s3", region_name=region)
+        return bytes(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+    except NoCredentialsError as error:
+        raise ValidationError(
+            "RESULTS", f"s3://{bucket}/{key}", "no AWS credentials found", CREDENTIALS_HINT
+        ) from error
+    except ClientError as error:
+        code = error.response.get("Error", {}).get("Code", "")
+        raise ValidationError(
+            "RESULTS",
+            f"s3://{bucket}/{key}",
+            f"cannot be read: {code or error}",
+            "pass the ResultsS3Uri the benchmark reported, with s3:GetObject on it"
+            + (" (and --region for the bucket's region)" if code in ("PermanentRedirect",) else ""),
+        ) from error
+    except BotoCoreError as error:
+        raise ValidationError(
+            "RESULTS", f"s3://{bucket}/{key}", f"cannot be read: {error}", "check --region"
+        ) from error
+
+
+def _merge(
+    stated: Mapping[str, Any], key: str, flag: str, given: Any, name: str
+) -> Any:  # the flag fills a gap; contradicting the results is an error
+    found = stated.get(key)
+    if given is None:
+        return found
+    if found is not None and str(found).lower() != str(given).lower():
+        raise ValidationError(
+            flag,
+            given,
+            f"{name} says {key} {found}",
+            f"drop {flag} (the results know what was benchmarked) or pass the right results",
+        )
+    return given
+
+
+def _spec(stated: Mapping[str, Any], name: str) -> ModelSpec:
+    """The benchmarked model: the deployment's ``model_spec`` (``ModelSpec.to_metadata()``,
+    custom models) when it names this model, else a preset or well-known Hugging Face id."""
+    recorded = stated.get("model_spec")
+    if isinstance(recorded, Mapping) and recorded.get("name") == name:
+        try:
+            return ModelSpec.from_metadata(dict(recorded))
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValidationError(
+                "deployment.model_spec", recorded, f"is malformed ({error})", "pass --model"
+            ) from error
+    found = ModelSpec.from_hugging_face_id(name)
+    return found if found is not None else ModelSpec.preset(name)
+
+
+def calibration_from_results(
+    document: Mapping[str, Any],
+    name: str,
+    *,
+    model: str | None = None,
+    instance_type: str | None = None,
+    tensor_parallel_degree: int | None = None,
+    copies: int | None = None,
+    engine: str | None = None,
+    dtype: str | None = None,
+) -> Calibration:
+    """Fit a Calibration to a results document; the keyword arguments (the command's flags)
+    fill what its ``deployment`` section does not state."""
+    stated = deployment_of(document)
+    model_name = _merge(stated, "model", "--model", model, name)
+    type_name = _merge(stated, "instance_type", "--instance-type", instance_type, name)
+    degree = _merge(
+        stated, "tensor_parallel_degree", "--tensor-parallel-degree", tensor_parallel_degree, name
+    )
+    stated_engine = stated.get("engine")
+    engine_value = engine_option(engine)
+    if stated_engine is not None:
+        recorded = EngineRelease.from_dict(stated_engine, f"{name}: deployment.engine")
+        if engine_value is not None and engine_value != recorded:
+            raise ValidationError(
+                "--engine",
+                engine,
+                f"{name} says engine {recorded.describe()}",
+                "drop --engine (the results know what was benchmarked) or pass the right results",
+            )
+        engine_value = recorded
+    precision_name = _merge(stated, "precision", "--dtype", dtype, name) or "fp16"
+    count = _merge(stated, "copies", "--copies", copies, name) or 1
+    missing = [
+        flag
+        for flag, value in (
+            ("--model", model_name),
+            ("--instance-type", type_name),
+            ("--engine", engine_value),
+        )
+        if value is None
+    ]
+    if missing:
+        raise ValidationError(
+            ", ".join(missing),
+            "not stated",
+            f"{name} does not say which {'/'.join(m.lstrip('-') for m in missing)} it measured, "
+            "and a calibration is keyed by engine, hardware, degree and model",
+            f"pass {' and '.join(missing)} (e.g. --model llama-3-8b --instance-type "
+            "ml.g5.2xlarge --engine tgi:3.3.6)",
+        )
+    spec = _spec(stated, str(model_name))
+    hardware = InstanceType.of(str(type_name))
+    check_tensor_parallel_degree(hardware, degree)
+    degree = int(degree or 1)
+    if not isinstance(count, int) or count < 1:
+        raise ValidationError("--copies", count, "must be a positive integer", "pass e.g. 1")
+    # The fit needs the copies sharing the load; how they sit on instances does not matter.
+    layout = Layout(hardware, degree, 1, count)
+    return calibrate(
+        document,
+        spec,
+        layout,
+        Precision.of(str(precision_name)),
+        source=name,
+        engine=engine_value,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write the calibration file; exit 0, or 2 on bad input."""
+    try:
+        document, name = read_results(args.results, args.region)
+        calibration = calibration_from_results(
+            document,
+            name,
+            model=args.model,
+            instance_type=args.instance_type,
+            tensor_parallel_degree=args.tensor_parallel_degree,
+            copies=args.copies,
+            engine=args.engine,
+            dtype=args.dtype,
+        )
+        calibration.to_file(args.out)
+    except ValidationError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"error: --out {args.out}: {error}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.out}: {calibration.describe()}")
+    for note in calibration.fit_notes():
+        print(f"warning: {note}", file=sys.stderr)
+    return 0

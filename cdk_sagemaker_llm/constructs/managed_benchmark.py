@@ -1,0 +1,335 @@
+"""``EndpointBenchmark``'s load on a SageMaker AI benchmark job instead of Lambda workers
+(``BenchmarkEngine.managed``): the same deploy-time wait (``deploy_time.signalled_work``), the
+same results.
+
+Resources, each allowed only what it does:
+
+- ``WorkloadConfig``: ``AWS::SageMaker::AIWorkloadConfig`` (aws-cdk-lib's L1
+  ``CfnAIWorkloadConfig``, since aws-cdk-lib 2.273) holding the AIPerf specification of the
+  sweep (``benchmarking.aiperf.workload_spec``), named after the benchmark's definition hash
+  (the resource is replaced, never updated, when the sweep changes; lowercase letters and
+  digits only: ``DeleteAIWorkloadConfig`` lowercases the name it looks up).
+- ``JobRole``: the role the job runs as (``CreateAIBenchmarkJob`` ``RoleArn``), assumed by
+  SageMaker: it may invoke the endpoint (or component) and write the run folders' objects.
+- ``Starter`` (the custom resource's handler): starts the poll workflow; Delete stops it and
+  the job (``StopExecution``, ``StopAIBenchmarkJob``).
+- ``Poll`` and the ``Workflow``: the first poll creates the job (``CreateAIBenchmarkJob``,
+  named after the run, passing ``JobRole``), then ``DescribeAIBenchmarkJob`` every
+  ``poll_interval``; once the
+  job has completed, read its ``output.tar.gz``, map each level to this engine's summary, and
+  finish as the Lambda workers' sweep does (``results.json``, ``chart.svg``, the gate, the
+  wait condition's signal); a failed or stopped job, or the deadline (the job is stopped),
+  signals FAILURE with the reason.
+
+Operation names and shapes: botocore 1.44.5's SageMaker model (``CreateAIBenchmarkJob``,
+``DescribeAIBenchmarkJob``, ``StopAIBenchmarkJob``; job ARNs
+``arn:aws:sagemaker:<region>:<account>:ai-benchmark-job/<name>``, workload configurations
+``...:ai-workload-config/<name>``). The IAM actions are the operations' names, as for every
+SageMaker operation.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from aws_cdk import ArnFormat, Duration, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
+from constructs import Construct
+
+from ..benchmarking.aiperf import MANAGED_ENGINE, workload_spec
+from ..benchmarking.load import BenchmarkLoad
+from ..benchmarking.payload import PayloadFormat, RequestProtocol
+from ..planning.workload import Workload
+from .deploy_time import (
+    HandlerAsset,
+    HandlerPlacement,
+    depend_on_policy_only,
+    handler_function,
+    logged_workflow,
+)
+from .nag import acknowledge_wildcard_resources
+from .validation import ValidationError, check_range
+
+MANAGED_ASSET = HandlerAsset(
+    sources=(
+        "errors.py",
+        "prop_types.py",
+        "planning/__init__.py",
+        "planning/workload.py",
+        "lambdas/runtime_support.py",
+        "lambdas/benchmark",
+        "lambdas/managed_benchmark",
+        "benchmarking",
+    ),
+    entry_module="index",
+    entry_source='"""Lambda entry points of EndpointBenchmark on a SageMaker AI benchmark job."""'
+    "\n\nfrom cdk_sagemaker_llm.lambdas.managed_benchmark.handler import on_event, poll\n\n"
+    '__all__ = ["on_event", "poll"]\n',
+)
+"""The handlers: the Lambda engine's (results, gate, signal) and the job's (start, poll)."""
+
+
+@dataclass(frozen=True)
+class ManagedBenchmarkOptions:
+    """A SageMaker AI benchmark job's settings (``BenchmarkEngine.managed``)."""
+
+    tokenizer: str | None
+    tooling_version: str | None
+    poll_interval: Duration
+
+    @staticmethod
+    def of(
+        tokenizer: str | None, tooling_version: str | None, poll_interval: Duration
+    ) -> ManagedBenchmarkOptions:
+        """Checked settings."""
+        owner = "BenchmarkEngine.managed"
+        for prop, value in (("tokenizer", tokenizer), ("tooling_version", tooling_version)):
+            if value is not None and not re.fullmatch(r"[A-Za-z0-9_.\-/]{1,200}", value):
+                raise ValidationError(
+                    f"{owner}({prop})", value,
+                    "a Hugging Face model id or a version: letters, digits, '_.-/'",
+                    "pass e.g. 'meta-llama/Meta-Llama-3-8B-Instruct' or '0.8.0'",
+                )  # fmt: skip
+        check_range(
+            f"{owner}(poll_interval) (seconds)", poll_interval.to_seconds(), minimum=10,
+            maximum=3600, fix="poll every 10 seconds to 1 hour",
+        )  # fmt: skip
+        return ManagedBenchmarkOptions(tokenizer, tooling_version, poll_interval)
+
+    def check_serves(
+        self, load: BenchmarkLoad, workload: Workload, protocol: RequestProtocol
+    ) -> None:
+        """Raise ValidationError for what a benchmark job does not run."""
+        fix = "use BenchmarkEngine.lambda_workers() for it"
+        if load.open_loop or load.search is not None:
+            raise ValidationError(
+                "load", "open loop or search",
+                "a SageMaker AI benchmark job here runs closed-loop concurrency sweeps",
+                f"use BenchmarkLoad.concurrency([...]), or {fix}",
+            )  # fmt: skip
+        if load.slo is not None:
+            raise ValidationError(
+                "load.slo", load.slo, "goodput is computed from the Lambda workers' samples",
+                f"drop slo, or {fix}",
+            )  # fmt: skip
+        if protocol.payload_format is not PayloadFormat.MESSAGES:
+            raise ValidationError(
+                "protocol.payload_format", protocol.payload_format.value,
+                "a SageMaker AI benchmark job sends OpenAI chat completions (the endpoint must "
+                "serve them)",
+                f"pass RequestProtocol(payload_format=PayloadFormat.MESSAGES), or {fix}",
+            )  # fmt: skip
+        if workload.shape is not None or protocol.prefix_aware_id is not None:
+            raise ValidationError(
+                "workload", workload.describe(),
+                "a SageMaker AI benchmark job here sends alike synthetic requests, without a "
+                "PrefixAwareId", f"pass Workload(input_tokens, output_tokens), or {fix}",
+            )  # fmt: skip
+
+    def run_keys(self) -> dict[str, Any]:
+        """The run's engine keys (part of the definition hash)."""
+        managed: dict[str, Any] = {"PollSeconds": int(self.poll_interval.to_seconds())}
+        if self.tokenizer:
+            managed["Tokenizer"] = self.tokenizer
+        if self.tooling_version:
+            managed["ToolingVersion"] = self.tooling_version
+        return {"Engine": MANAGED_ENGINE, "Managed": managed}
+
+
+@dataclass(frozen=True)
+class ManagedTarget:
+    """What the job loads and where its results go."""
+
+    grant_invoke: Any
+    """``grant_invoke(grantee)`` of the endpoint or component."""
+    bucket: s3.IBucket
+    objects: str
+    """ARN pattern of this benchmark's run folders' objects."""
+    folder_pattern: str
+    """Key pattern of those folders (``<prefix><stem>-*``), for ``s3:prefix`` conditions."""
+    run_name_stem: str
+    definition_hash: str
+
+
+def build(
+    scope: Construct,
+    options: ManagedBenchmarkOptions,
+    run: dict[str, Any],
+    target: ManagedTarget,
+    *,
+    placement: HandlerPlacement,
+    timeout: Duration,
+) -> tuple[lambda_.IFunction, sfn.StateMachine]:
+    """The workload configuration, the job's role, the poll workflow and the starter function
+    (returned with the workflow); adds the job's keys to ``run``."""
+    stack = Stack.of(scope)
+    config = _workload_config(scope, options, run, target)
+    role = _job_role(scope, target)
+    jobs = stack.format_arn(
+        service="sagemaker",
+        resource="ai-benchmark-job",
+        resource_name=f"{target.run_name_stem}-*",
+        arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+    )
+    run["Managed"] = {
+        **run["Managed"],
+        # The ARN (a name would do) makes the run reference the configuration, so CloudFormation
+        # creates it before the job is started and deletes it after the job is stopped.
+        "WorkloadConfig": config.attr_ai_workload_config_arn,
+        "RoleArn": role.role_arn,
+    }
+    code = MANAGED_ASSET.code()
+    poll = handler_function(
+        scope, "Poll", placement=placement, code=code, handler="index.poll",
+        timeout=Duration.minutes(5), memory_size=1024,
+        description="Polls the SageMaker AI benchmark job, maps its results, signals",
+    )  # fmt: skip
+    _allow(
+        poll,
+        ["sagemaker:DescribeAIBenchmarkJob", "sagemaker:StopAIBenchmarkJob"],
+        [jobs],
+    )
+    _allow(poll, ["sagemaker:CreateAIBenchmarkJob"], [jobs, config.attr_ai_workload_config_arn])
+    iam.Grant.add_to_principal(
+        grantee=poll, actions=["iam:PassRole"], resource_arns=[role.role_arn],
+        conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
+    )  # fmt: skip
+    _allow(poll, ["s3:GetObject", "s3:PutObject"], [target.objects])
+    iam.Grant.add_to_principal(
+        grantee=poll, actions=["s3:ListBucket"], resource_arns=[target.bucket.bucket_arn],
+        conditions={"StringLike": {"s3:prefix": [target.folder_pattern]}},
+    )  # fmt: skip
+    key = target.bucket.encryption_key
+    if key is not None:
+        key.grant_encrypt_decrypt(poll)
+    state_machine = _workflow(scope, poll, options.poll_interval, timeout, placement)
+    starter = handler_function(
+        scope, "Starter", placement=placement, code=code, handler="index.on_event",
+        timeout=Duration.minutes(1),
+        description="Starts the SageMaker AI benchmark job and its poll workflow "
+        "(CloudFormation custom resource); Delete stops them",
+    )  # fmt: skip
+    state_machine.grant_start_execution(starter)
+    executions = stack.format_arn(
+        service="states",
+        resource="execution",
+        resource_name=f"{state_machine.state_machine_name}:*",
+        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+    )
+    _allow(starter, ["states:StopExecution"], [executions])
+    _allow(starter, ["sagemaker:StopAIBenchmarkJob"], [jobs])
+    for function, patterns in ((poll, [jobs, target.objects]), (starter, [jobs, executions])):
+        assert function.role is not None
+        acknowledge_wildcard_resources(
+            function.role, patterns,
+            "This benchmark's own jobs, run folders and workflow executions only: run names "
+            "carry the wait handle, known only at deploy time.",
+        )  # fmt: skip
+        depend_on_policy_only(function, function.role)
+    depend_on_policy_only(state_machine, state_machine.role)
+    return starter, state_machine
+
+
+def _allow(function: lambda_.IFunction, actions: list[str], resources: list[str]) -> None:
+    iam.Grant.add_to_principal(grantee=function, actions=actions, resource_arns=resources)
+
+
+def _workload_config(
+    scope: Construct, options: ManagedBenchmarkOptions, run: dict[str, Any], target: ManagedTarget
+) -> sagemaker.CfnAIWorkloadConfig:
+    """``AWS::SageMaker::AIWorkloadConfig`` with the sweep's AIPerf specification."""
+    levels = [int(level) for level in run["Concurrencies"]]
+    count = int(run["RequestsPerLevel"]) or max(4 * levels[-1], 16)
+    spec = workload_spec(
+        input_tokens=int(run["InputTokens"]),
+        output_tokens=int(run["OutputTokens"]),
+        streaming=bool(run["Stream"]),
+        concurrencies=levels,
+        request_count=count,
+        tokenizer=options.tokenizer,
+        tooling_version=options.tooling_version,
+    )
+    stem = re.sub(r"[^a-z0-9]", "", target.run_name_stem.lower())
+    name = f"{stem[: 63 - len(target.definition_hash)]}{target.definition_hash}"
+    return sagemaker.CfnAIWorkloadConfig(
+        scope,
+        "WorkloadConfig",
+        ai_workload_config_name=name,
+        ai_workload_configs=sagemaker.CfnAIWorkloadConfig.AIWorkloadConfigsProperty(
+            workload_spec=sagemaker.CfnAIWorkloadConfig.WorkloadSpecProperty(
+                inline=json.dumps(spec, sort_keys=True)
+            )
+        ),
+    )
+
+
+def _job_role(scope: Construct, target: ManagedTarget) -> iam.Role:
+    """The role the job runs as: invoke the target, write the run folders."""
+    role = iam.Role(
+        scope,
+        "JobRole",
+        assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+        description=f"SageMaker AI benchmark job of {scope.node.path}",
+    )
+    target.grant_invoke(role)
+    iam.Grant.add_to_principal(
+        grantee=role, actions=["s3:PutObject"], resource_arns=[target.objects]
+    )
+    key = target.bucket.encryption_key
+    if key is not None:
+        key.grant_encrypt_decrypt(role)
+    acknowledge_wildcard_resources(
+        role, [target.objects],
+        "The job writes its output under this benchmark's run folders only (run names carry "
+        "the wait handle, known only at deploy time).",
+    )  # fmt: skip
+    return role
+
+
+def _workflow(
+    scope: Construct,
+    poll: lambda_.IFunction,
+    interval: Duration,
+    timeout: Duration,
+    placement: HandlerPlacement,
+) -> sfn.StateMachine:
+    """``PollJob`` -> ``Done``? -> ``Wait`` -> ``PollJob``; a broken step signals FAILURE."""
+
+    def invoke(id: str) -> tasks.LambdaInvoke:
+        task = tasks.LambdaInvoke(
+            scope, id, lambda_function=poll, payload_response_only=True,
+            retry_on_service_exceptions=False,
+        )  # fmt: skip
+        task.add_retry(
+            errors=["Lambda.ServiceException", "Lambda.AWSLambdaException",
+                    "Lambda.SdkClientException", "Lambda.TooManyRequestsException"],
+            interval=Duration.seconds(2), max_attempts=6, backoff_rate=2,
+            max_delay=Duration.seconds(60), jitter_strategy=sfn.JitterType.FULL,
+        )  # fmt: skip
+        return task
+
+    step = invoke("PollJob")
+    report = invoke("ReportFailure").next(sfn.Fail(scope, "JobFailed", error="BenchmarkFailed"))
+    step.add_catch(report, errors=["States.ALL"], result_path="$.Error")
+    wait = sfn.Wait(scope, "WaitForJob", time=sfn.WaitTime.duration(interval))
+    done = (
+        sfn.Choice(scope, "Done")
+        .when(sfn.Condition.boolean_equals("$.Done", True), sfn.Succeed(scope, "Signalled"))
+        .otherwise(wait.next(step))
+    )
+    return logged_workflow(
+        scope,
+        definition=step.next(done),
+        timeout=timeout,
+        log_encryption_key=placement.log_encryption_key,
+        invoked=[poll],
+        summary="The workflow polls a SageMaker AI benchmark job with one Lambda task",
+    )

@@ -1,0 +1,114 @@
+"""Scaling the provisioned concurrency of a serverless variant.
+
+Facts (SageMaker developer guide "Automatically scale Provisioned Concurrency for a serverless
+endpoint"): provisioned concurrency scales on the scalable dimension
+``sagemaker:variant:DesiredProvisionedConcurrency`` with target tracking on
+``SageMakerVariantProvisionedConcurrencyUtilization`` (a ratio, e.g. 0.5), between 1 and the
+variant's max concurrency (at most 200).
+"""
+
+from __future__ import annotations
+
+from typing import Unpack
+
+from constructs import Construct
+
+from ..prop_types import typed_props
+from .autoscaling import (
+    PredefinedMetric,
+    TargetTrackingOptions,
+    TargetTrackingPolicy,
+    _explicit_dependency,
+    _Scaling,
+)
+from .interfaces import IServerlessEndpoint
+from .serverless import PROVISIONED_CONCURRENCY_DIMENSION
+from .validation import ValidationError, check_range
+
+__all__ = ["ServerlessScaling"]
+
+
+@typed_props
+class ServerlessScaling(_Scaling):
+    """Scale the provisioned concurrency of a serverless variant (target tracking on
+    ``SageMakerVariantProvisionedConcurrencyUtilization``). The variant must be created with
+    ``provisioned_concurrency``.
+
+    Example::
+
+        scaling = ServerlessScaling(self, "Warm", endpoint=endpoint, max_concurrency=10)
+        scaling.scale_on_utilization(target=0.5)
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        endpoint: IServerlessEndpoint,
+        max_concurrency: int,
+        min_concurrency: int = 1,
+        variant_name: str | None = None,
+    ) -> None:
+        """
+        :param endpoint: the endpoint with the serverless variant.
+        :param max_concurrency: most provisioned concurrency (at most the variant's
+            ``max_concurrency``).
+        :param min_concurrency: least provisioned concurrency; default 1.
+        :param variant_name: default the endpoint's first variant.
+        """
+        variant = variant_name or endpoint.default_variant_name
+        config = endpoint.serverless_config(variant)
+        if config is None or config.provisioned_concurrency is None:
+            raise ValidationError(
+                "endpoint",
+                f"{endpoint.node.path}/{variant}",
+                "only a serverless variant with provisioned_concurrency has provisioned "
+                "concurrency to scale",
+                "set ServerlessConfig(provisioned_concurrency=...) on the variant",
+            )
+        check_range("min_concurrency", min_concurrency, minimum=1)
+        check_range(
+            "max_concurrency",
+            max_concurrency,
+            minimum=1,
+            maximum=config.max_concurrency,
+            fix=f"keep max_concurrency within the variant's max_concurrency "
+            f"({config.max_concurrency})",
+        )
+        super().__init__(
+            scope,
+            id,
+            resource_id=f"endpoint/{endpoint.endpoint_name}/variant/{variant}",
+            scalable_dimension=PROVISIONED_CONCURRENCY_DIMENSION,
+            min_capacity=min_concurrency,
+            max_capacity=max_concurrency,
+            min_prop="min_concurrency",
+            max_prop="max_concurrency",
+            depends_on=_explicit_dependency(endpoint.endpoint_name, endpoint.resource),
+        )
+        self.endpoint = endpoint
+        """The endpoint whose variant scales."""
+        self.variant_name = variant
+        """The serverless variant scaled."""
+
+    def scale_on_utilization(
+        self, *, target: float = 0.5, **options: Unpack[TargetTrackingOptions]
+    ) -> TargetTrackingPolicy:
+        """Hold the used share of provisioned concurrency at ``target``.
+
+        :param target: utilization ratio in (0, 1]; default 0.5 (AWS's example).
+        :param options: cooldowns and ``disable_scale_in`` (``TargetTrackingOptions``).
+        """
+        check_range(
+            "target",
+            target,
+            maximum=1,
+            fix="pass a utilization ratio such as 0.5 (not a percentage)",
+        )
+        return self._track(
+            "UtilizationPolicy",
+            PredefinedMetric.VARIANT_PROVISIONED_CONCURRENCY_UTILIZATION,
+            target,
+            **options,
+        )

@@ -1,0 +1,186 @@
+"""The SageMaker AI benchmark job behind ``EndpointBenchmark(engine=BenchmarkEngine.managed())``:
+created by the poll workflow's first step (named after the run, so a repeated step creates
+nothing more: ``ResourceInUse``), described every poll, read back once completed, stopped by a
+Delete or at the deadline. The results, the gate and the signal are the Lambda engine's
+(``lambdas.benchmark.advance.finish``), so ``results.json`` and the attributes are the same.
+
+Calls (botocore 1.44.5's SageMaker model): ``CreateAIBenchmarkJob`` (``AIBenchmarkJobName``,
+``BenchmarkTarget.Endpoint.Identifier`` / ``InferenceComponents``, ``OutputConfig.
+S3OutputLocation``, ``AIWorkloadConfigIdentifier``, ``RoleArn``), ``DescribeAIBenchmarkJob``
+(``AIBenchmarkJobStatus``: ``InProgress``, ``Completed``, ``Failed``, ``Stopping``,
+``Stopped``; ``FailureReason``; ``OutputConfig.S3OutputLocation``), ``StopAIBenchmarkJob``; S3
+``ListObjectsV2`` and ``GetObject`` for the job's ``output.tar.gz``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ...benchmarking.aiperf import MANAGED_ENGINE, levels_of_archive
+from ..benchmark.advance import finish
+from ..benchmark.custom_resource import RESOURCE_TYPE, dispatch
+from ..benchmark.events import RUN_NAME, EventError, field
+from ..benchmark.run import check_run
+from ..runtime_support import Budget, Put, call_with_retry, error_code, explain
+
+JOB_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
+"""botocore's ``AIEntityName``."""
+MAX_ARCHIVE_BYTES = 256 * 1024 * 1024
+RUNNING = ("InProgress", "Stopping")
+CREATE_GRACE_S = 600.0
+"""A job not found this long after the run started was never created: an error."""
+
+
+def job_name(run: Mapping[str, Any]) -> str:
+    """The job of a run: named after it."""
+    name = str(run["Name"])
+    if not JOB_NAME.fullmatch(name):
+        raise EventError(f"Run.Name: {name!r} is not a benchmark job name (AIEntityName)")
+    return name
+
+
+def output_location(run: Mapping[str, Any]) -> str:
+    """Where the job writes: ``aiperf/`` in the run's folder."""
+    return f"s3://{run['Bucket']}/{run['Prefix']}aiperf/"
+
+
+def create_job(run: Mapping[str, Any], *, sagemaker: Any, budget: Budget) -> str:
+    """``CreateAIBenchmarkJob`` for the run; ``created`` or ``exists``."""
+    endpoint: dict[str, Any] = {"Identifier": run["EndpointName"]}
+    if run["InferenceComponentName"]:
+        endpoint["InferenceComponents"] = [{"Identifier": run["InferenceComponentName"]}]
+    try:
+        call_with_retry(
+            sagemaker.create_ai_benchmark_job,
+            budget,
+            AIBenchmarkJobName=job_name(run),
+            BenchmarkTarget={"Endpoint": endpoint},
+            OutputConfig={"S3OutputLocation": output_location(run)},
+            AIWorkloadConfigIdentifier=run["Managed"]["WorkloadConfig"],
+            RoleArn=run["Managed"]["RoleArn"],
+        )
+    except Exception as error:
+        if error_code(error) == "ResourceInUse":
+            return "exists"
+        raise
+    return "created"
+
+
+def stop_job(name: str, *, sagemaker: Any, budget: Budget) -> str:
+    """``StopAIBenchmarkJob``, best effort: ``stopped``, ``gone`` or the error's code."""
+    try:
+        call_with_retry(sagemaker.stop_ai_benchmark_job, budget, AIBenchmarkJobName=name)
+    except Exception as error:
+        code = error_code(error)
+        return "gone" if code in ("ResourceNotFound", "ValidationException") else code
+    return "stopped"
+
+
+def read_levels(
+    run: Mapping[str, Any], job: Mapping[str, Any], *, s3: Any, budget: Budget
+) -> list[dict[str, Any]]:
+    """The completed job's levels as the Lambda engine records them (``Distribution``,
+    ``Level``, ``FirstError``), read from its ``output.tar.gz``."""
+    location = str(job.get("OutputConfig", {}).get("S3OutputLocation") or output_location(run))
+    bucket, _, prefix = location.removeprefix("s3://").partition("/")
+    if bucket != run["Bucket"] or not prefix.startswith(run["Prefix"]):
+        raise EventError(f"the job's output {location} is outside the run's folder")
+    listing = call_with_retry(s3.list_objects_v2, budget, Bucket=bucket, Prefix=prefix)
+    archives = [
+        item for item in listing.get("Contents", []) if str(item["Key"]).endswith("output.tar.gz")
+    ]
+    if not archives:
+        raise EventError(f"the benchmark job {run['Name']} wrote no output.tar.gz under {location}")
+    archive = max(archives, key=lambda item: item.get("Size", 0))
+    if archive.get("Size", 0) > MAX_ARCHIVE_BYTES:
+        raise EventError(f"s3://{bucket}/{archive['Key']}: larger than {MAX_ARCHIVE_BYTES} bytes")
+    body = call_with_retry(s3.get_object, budget, Bucket=bucket, Key=archive["Key"])["Body"].read()
+    records = []
+    for level, source in levels_of_archive(body):
+        records.append(
+            {
+                "Distribution": {
+                    "concurrency": level.concurrency,
+                    "engine": MANAGED_ENGINE,
+                    "job": run["Name"],
+                    "source": source,
+                    "archive": f"s3://{bucket}/{archive['Key']}",
+                },
+                "Level": level.to_dict(),
+                "FirstError": None,
+            }
+        )
+    return records
+
+
+def _failure(run: Mapping[str, Any], records: list[dict[str, Any]]) -> str | None:
+    """Why the measured levels fail the run regardless of the gate, or None."""
+    measured = {record["Level"]["concurrency"] for record in records}
+    missing = [level for level in run["Concurrencies"] if level not in measured]
+    if missing:
+        return f"the benchmark job's output has no levels {missing}"
+    for record in records:
+        level = record["Level"]
+        if level["requests"] and level["errors"] == level["requests"]:
+            return f"every request of level {level['concurrency']} failed"
+    return None
+
+
+def poll_step(
+    state: Mapping[str, Any], *, sagemaker: Any, s3: Any, put: Put, now: float,
+    budget: Budget | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """One poll: create the job if it does not exist yet, wait while it runs (stop it past the
+    deadline), finish once it has ended: results, gate and signal as the Lambda engine's."""
+    budget = budget or Budget()
+    run = check_run(field(state, "Run", "state"))
+    if run["Engine"] != MANAGED_ENGINE:
+        raise EventError("state.Run.Engine: this workflow polls a SageMaker AI benchmark job")
+    name = job_name(run)
+    try:
+        job = call_with_retry(sagemaker.describe_ai_benchmark_job, budget, AIBenchmarkJobName=name)
+    except Exception as error:
+        if error_code(error) != "ResourceNotFound":
+            raise
+        if now - run["StartedAt"] > CREATE_GRACE_S and state.get("Status"):
+            raise EventError(f"the benchmark job {name} disappeared ({explain(error)})") from error
+        outcome = create_job(run, sagemaker=sagemaker, budget=budget)
+        return {"Run": run, "Done": False, "Status": outcome}
+    status = str(job["AIBenchmarkJobStatus"])
+    common = {"s3": s3, "put": put, "now": now, "budget": budget}
+    if status in RUNNING:
+        if now >= run["Deadline"]:
+            stop_job(name, sagemaker=sagemaker, budget=budget)
+            failure = f"the benchmark job {name} ran past the benchmark's deadline and was stopped"
+            return finish(run, [], failure=failure, **common)
+        return {"Run": run, "Done": False, "Status": status}
+    if status != "Completed":
+        reason = job.get("FailureReason") or "no reason given"
+        failure = f"the SageMaker AI benchmark job {name} ended {status}: {reason}"
+        return finish(run, [], failure=failure, **common)
+    records = read_levels(run, job, s3=s3, budget=budget)
+    print(json.dumps({"Job": name, "Levels": [r["Distribution"] for r in records]}))
+    return finish(run, records, failure=_failure(run, records), **common)
+
+
+def dispatch_managed(
+    event: Mapping[str, Any], *, sfn: Any, sagemaker: Any, now: float,
+    budget: Budget | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """The custom resources: as the Lambda engine's (start the poll workflow, attributes),
+    and a Delete also stops the run's job (best effort; Delete always succeeds)."""
+    budget = budget or Budget()
+    physical = event.get("PhysicalResourceId")
+    if (
+        event.get("RequestType") == "Delete"
+        and event.get("ResourceType") == RESOURCE_TYPE
+        and isinstance(physical, str)
+        and RUN_NAME.fullmatch(physical)
+        and JOB_NAME.fullmatch(physical)
+    ):
+        print(json.dumps({"StopJob": physical, "Outcome": stop_job(physical, sagemaker=sagemaker,
+                                                                    budget=budget)}))  # fmt: skip
+    return dispatch(event, sfn=sfn, now=now, budget=budget)

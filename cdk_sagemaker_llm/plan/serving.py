@@ -1,0 +1,165 @@
+"""Images, models and sizing: what a component or variant serves, whether its image is cached,
+and whether the model fits (``planning.sizing`` over the ``cdk-sagemaker-llm:model-spec``
+metadata).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..catalog.container_caching import caching_applies
+from ..catalog.containers import recognize_dlc_uri
+from ..catalog.instance_types import InstanceType
+from ..catalog.model_specs import ModelSpec
+from ..planning.sizing import serving_facts, size
+from ..template_metadata import IMAGE, MODEL_SPEC
+from .model import ImagePlan, SizingVerdict
+from .template import Template, environment_of, shown
+
+
+def image_plan(
+    uri_value: Any, metadata: dict[str, Any], instance_type: InstanceType | None
+) -> ImagePlan:
+    uri = shown(uri_value)
+    facts = metadata.get(IMAGE)
+    family = release = None
+    eligible: bool | None = None
+    if isinstance(facts, dict):
+        family, release = facts.get("family"), facts.get("release")
+        eligible = bool(facts.get("containerCachingEligible"))
+    elif isinstance(uri_value, str):
+        recognized = recognize_dlc_uri(uri_value)
+        eligible = recognized is not None  # an ECR URI
+        if recognized is not None:
+            image_family, line, _, tag = recognized
+            family = image_family.value
+            release = line.release_of(tag) if line else None
+    applies = caching_applies(instance_type) if instance_type is not None else None
+    reason = None
+    if eligible and applies is not True:
+        reason = (
+            "the instance type's accelerators are unknown"
+            if applies is None
+            else "the instance type has no accelerator"
+        )
+    return ImagePlan(
+        uri=uri,
+        family=family,
+        release=release,
+        caching_eligible=eligible,
+        caching_applies=bool(eligible) and applies is True,
+        caching_unapplied_reason=reason,
+    )
+
+
+@dataclass
+class Container:
+    image_value: Any
+    environment: dict[str, str]
+    metadata: dict[str, Any]
+    model_data: Any = None
+    """Where the weights come from in S3 (``ModelDataUrl``, ``ModelDataSource`` or a
+    component's ``ArtifactUrl``), or None."""
+
+
+def model_data_of(container: dict[str, Any]) -> Any:
+    """The S3 location of a container's weights, or None (a Hugging Face id, say)."""
+    if container.get("ModelDataUrl") is not None:
+        return container["ModelDataUrl"]
+    if container.get("ArtifactUrl") is not None:
+        return container["ArtifactUrl"]
+    source = (container.get("ModelDataSource") or {}).get("S3DataSource") or {}
+    return source.get("S3Uri")
+
+
+def model_container(template: Template, model_id: str) -> Container:
+    properties = template.properties(model_id)
+    container = properties.get("PrimaryContainer") or {}
+    if (
+        not container
+        and isinstance(properties.get("Containers"), list)
+        and properties["Containers"]
+    ):
+        container = properties["Containers"][0]
+    return Container(
+        image_value=container.get("Image"),
+        environment=environment_of(container.get("Environment")),
+        metadata=template.metadata(model_id),
+        model_data=model_data_of(container),
+    )
+
+
+def spec_of(container: Container) -> ModelSpec | None:
+    data = container.metadata.get(MODEL_SPEC)
+    if isinstance(data, dict):
+        try:
+            return ModelSpec.from_metadata(data)
+        except (KeyError, TypeError, ValueError):
+            pass
+    model_id = container.environment.get("HF_MODEL_ID")
+    return ModelSpec.from_hugging_face_id(model_id) if model_id else None
+
+
+def model_label(container: Container, spec: ModelSpec | None) -> str | None:
+    """The Hugging Face id, or the S3 location the weights come from (the container's
+    ``HF_MODEL_ID`` is then the local ``/opt/ml/model``), with the architecture when known."""
+    model_id = container.environment.get("HF_MODEL_ID")
+    if container.model_data is not None and (not model_id or model_id.startswith("/")):
+        model_id = shown(container.model_data)
+    if model_id and spec:
+        return f"{model_id} ({spec.name})"
+    return model_id or (spec.name if spec else None)
+
+
+def sizing_verdict(
+    container: Container, instance_type: InstanceType, accelerators: int | None
+) -> SizingVerdict:
+    spec = spec_of(container)
+    if spec is None:
+        return SizingVerdict(None, None, "not checked: the model's architecture is unknown")
+    if instance_type.accelerator is None or instance_type.accelerator_count is None:
+        return SizingVerdict(
+            spec.name, None, f"not checked: no accelerator facts for {instance_type.name}"
+        )
+    facts = serving_facts(container.environment)
+    degree = min(
+        facts.tensor_parallel_degree or accelerators or instance_type.accelerator_count,
+        instance_type.accelerator_count,
+    )
+    report = size(
+        spec,
+        instance_type,
+        tensor_parallel_degree=degree,
+        precision=facts.precision,
+        max_total_tokens=facts.max_total_tokens,
+    )
+    warnings = []
+    if report.fits:
+        summary = (
+            f"fits: {spec.name} {report.precision} at tensor-parallel degree {degree}, "
+            f"weights {report.weights_gib:.1f} GiB, KV cache holds "
+            f"{report.max_concurrent_sequences} sequences of {report.max_total_tokens} tokens"
+        )
+        if facts.max_concurrency and facts.max_concurrency > report.max_concurrent_sequences:
+            warnings.append(
+                f"max concurrency {facts.max_concurrency} exceeds the "
+                f"{report.max_concurrent_sequences} full-length sequences the KV cache holds"
+            )
+    else:
+        summary = (
+            f"does not fit: {spec.name} {report.precision} needs "
+            f"{report.needed_bytes / 1e9:.1f} GB on {degree} x {instance_type.accelerator.name} "
+            f"({report.usable_memory_bytes / 1e9:.1f} GB usable)"
+        )
+    if (
+        report.recommended_tensor_parallel_degree is not None
+        and report.recommended_tensor_parallel_degree < degree
+    ):
+        warnings.append(
+            f"tensor-parallel degree {report.recommended_tensor_parallel_degree} also fits: "
+            f"{instance_type.accelerator_count // report.recommended_tensor_parallel_degree} "
+            "copies per instance instead of "
+            f"{instance_type.accelerator_count // degree}"
+        )
+    return SizingVerdict(spec.name, report.fits, summary, warnings, report.to_dict())

@@ -1,0 +1,945 @@
+"""The service decision: what an ``LlmService`` deploys, decided purely, rendered elsewhere.
+
+``decide`` turns a request (model, workload, SLO, traffic, candidates, prices) and the user's
+overrides into a ``ServiceDecision``: the layout (instance type, tensor-parallel degree,
+copies per instance, instance counts), the serving options the engine needs to behave as the
+performance model assumed (batch limit, sequence length, TGI's token budgets), the scaling
+bounds and target, the reasoning, the alternatives, and the predictions with their figures
+and sources. ``recommend`` supplies the ranked options; ``LlmService`` renders the decision
+into resources and writes ``to_metadata()`` into the template; ``cdk-sagemaker-llm plan``
+reads it back with ``ServiceDecision.from_metadata``. No aws_cdk here.
+
+Overrides are checked where they are applied, and an error names the override that caused
+it: a tensor-parallel degree whose heads do not divide, more copies per instance than its
+accelerators hold, a batch above the KV cache. A layout no candidate can hold in memory is
+blamed on the candidates, not on the SLO.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..catalog.instance_types import CATALOG, InstanceType
+from ..catalog.model_specs import ModelSpec, Precision
+from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
+from ..errors import ValidationError, check_range
+from ..prop_types import typed_props
+from .calibration import Calibration
+from .engine_profiles import resolve_profile
+from .performance import (
+    DEFAULT_EFFICIENCY,
+    CopyModel,
+    Layout,
+    Workload,
+    copy_limits,
+    efficiency_of,
+    predict,
+)
+from .placement import head_divisibility_problem
+from .recommend import (
+    Option,
+    PriceBasis,
+    Recommendation,
+    Risk,
+    Slo,
+    Traffic,
+    recommend,
+    unit_price,
+)
+
+HOST_MEMORY_SHARE = 0.5
+"""Of a copy's share of host memory (its accelerators' share of the instance), the part its
+``min_memory`` reserves by default: the rest stays free for SageMaker's agents, the OS and the
+page cache that loading weights goes through."""
+TGI_DEFAULT_PREFILL_TOKENS = 4096
+"""TGI's default ``MAX_BATCH_PREFILL_TOKENS``; a longer prompt needs it raised."""
+MAX_REJECTIONS_RECORDED = 8
+MAX_ALTERNATIVES_RECORDED = 3
+
+
+# ----- What is asked -----------------------------------------------------------------------------
+
+
+@typed_props
+@dataclass(frozen=True)
+class ExpectedTraffic:
+    """The traffic the service must carry: its peak, and the least it sees (what it keeps).
+
+    Build it with ``ExpectedTraffic.requests_per_second(peak, minimum=...)`` or
+    ``ExpectedTraffic.concurrency(peak, minimum=...)``.
+    """
+
+    __synth_decision__ = "LlmService sizes the copies and instances from the traffic"
+    """Numbers given here decide at synth: a deploy-time token is refused (``typed_props``)."""
+
+    peak: Traffic
+    """The most traffic, served within the SLO at the most copies."""
+    minimum: float = 0
+    """The least traffic, in the peak's unit (requests/s or concurrent requests): it sets the
+    fewest copies kept (at least 1)."""
+
+    @staticmethod
+    def requests_per_second(peak: float, *, minimum: float = 0) -> ExpectedTraffic:
+        """Traffic as arrival rates (requests/s); concurrency follows by Little's law."""
+        check_range("traffic.peak (requests/s)", peak, minimum=0.001)
+        check_range("traffic.minimum (requests/s)", minimum, minimum=0, maximum=peak)
+        return ExpectedTraffic(Traffic(requests_per_second=peak), minimum)
+
+    @staticmethod
+    def concurrency(peak: int, *, minimum: int = 0) -> ExpectedTraffic:
+        """Traffic as requests in flight at once."""
+        check_range("traffic.peak (concurrency)", peak, minimum=1)
+        check_range("traffic.minimum (concurrency)", minimum, minimum=0, maximum=peak)
+        return ExpectedTraffic(Traffic(concurrency=peak), minimum)
+
+    def minimum_concurrency(self, e2e_seconds: float) -> float:
+        """The minimum as requests in flight (Little's law: rate x end-to-end latency)."""
+        if self.peak.requests_per_second is not None:
+            return self.minimum * e2e_seconds
+        return self.minimum
+
+    def describe(self) -> str:
+        """``peak 4 requests/s, minimum 0.5 requests/s`` or the same in concurrency."""
+        if self.peak.requests_per_second is not None:
+            return (
+                f"peak {self.peak.requests_per_second:g} requests/s, minimum "
+                f"{self.minimum:g} requests/s"
+            )
+        return f"peak {self.peak.concurrency} concurrent, minimum {self.minimum:g}"
+
+
+@dataclass(frozen=True)
+class ServiceRequest:
+    """What the service must do, and what it may use (the inputs of ``decide``)."""
+
+    spec: ModelSpec
+    workload: Workload
+    slo: Slo
+    traffic: ExpectedTraffic
+    candidates: Sequence[InstanceType]
+    max_instance_count: int
+    precision: Precision = Precision.FP16
+    prices: PriceList = DEFAULT_PRICE_LIST
+    price_basis: PriceBasis = PriceBasis.ON_DEMAND
+    calibration: Calibration | None = None
+    region: str | None = None
+    tgi: bool = False
+    """The engine batches by tokens (TGI) rather than by requests (LMI)."""
+    risk: Risk = Risk.MEDIAN
+    """The side of each prediction's band the layout is sized on (``recommend``'s ``risk``).
+    The median until ``LlmService(risk=...)`` is wired; ``recommend`` itself defaults to
+    ``Risk.PESSIMISTIC``."""
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """The user's overrides of the decision; None leaves a choice to the performance model."""
+
+    instance_type: InstanceType | None = None
+    tensor_parallel_degree: int | None = None
+    copies_per_instance: int | None = None
+    max_batch_size: int | None = None
+    max_model_len: int | None = None
+    min_copies: int | None = None
+    max_copies: int | None = None
+    target_concurrency_per_copy: float | None = None
+    min_memory_per_copy_mib: int | None = None
+    benchmark: bool = False
+    """A deploy-time benchmark measures the knee that the scaling target holds."""
+
+
+# ----- What is decided ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A value the decision settled on and where it came from: ``recommended`` (the
+    performance model's option), ``derived`` (computed from other choices), ``override``
+    (the user's prop) or ``benchmark`` (measured at deploy time)."""
+
+    value: Any
+    source: str
+
+
+@dataclass(frozen=True)
+class ServingSettings:
+    """The engine settings that make the container serve as the decision assumed."""
+
+    tgi: bool
+    tensor_parallel_degree: int
+    max_batch_size: int
+    """Requests one copy batches (LMI ``OPTION_MAX_ROLLING_BATCH_SIZE``)."""
+    max_model_len: int
+    """Longest sequence served (input + output tokens)."""
+    max_input_tokens: int
+    precision: Precision
+
+    @property
+    def max_batch_total_tokens(self) -> int:
+        """TGI's ``MAX_BATCH_TOTAL_TOKENS``: TGI bounds its batch by tokens, batch x tokens
+        per request."""
+        return self.max_batch_size * self.max_model_len
+
+    @property
+    def max_batch_prefill_tokens(self) -> int:
+        """TGI's ``MAX_BATCH_PREFILL_TOKENS``: one prefill step takes at least a whole prompt
+        and at most the batch's tokens."""
+        total = self.max_batch_total_tokens
+        return max(self.max_input_tokens, min(TGI_DEFAULT_PREFILL_TOKENS, total))
+
+
+@dataclass(frozen=True)
+class ScalingBounds:
+    """Copy autoscaling: the copies and instances the traffic needs, and the target per copy."""
+
+    min_copies: int
+    max_copies: int
+    min_instances: int
+    max_instances: int
+    target_concurrency_per_copy: float
+    """The predicted (or overridden) knee per copy; with a benchmark, the construct holds the
+    measured knee instead."""
+    benchmark: bool = False
+    """The target is the deploy-time benchmark's measured knee."""
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The performance model's figures at the peak, and where its inputs come from."""
+
+    concurrency: int
+    concurrency_per_copy: int
+    knee_concurrency_per_copy: int
+    ms_per_token: float
+    ttft_ms: float
+    tokens_per_s: float
+    requests_per_s: float
+    sources: tuple[str, ...] = ()
+    """The facts and constants behind the figures, each with its source."""
+
+    def to_metadata(self) -> dict[str, Any]:
+        """The ``predicted`` entry of the template metadata (figures rounded)."""
+        return {
+            "concurrency": self.concurrency,
+            "concurrency_per_copy": self.concurrency_per_copy,
+            "knee_concurrency_per_copy": self.knee_concurrency_per_copy,
+            "ms_per_token": round(self.ms_per_token, 2),
+            "ttft_ms": round(self.ttft_ms, 1),
+            "tokens_per_s": round(self.tokens_per_s, 1),
+            "requests_per_s": round(self.requests_per_s, 3),
+        }
+
+
+@dataclass(frozen=True)
+class DecisionWarning:
+    """An override the model predicts will hurt, naming the prop (an annotation at synth)."""
+
+    prop: str
+    message: str
+
+
+@typed_props
+@dataclass(frozen=True)
+class ServiceDecision:
+    """What an ``LlmService`` deploys and why: decided by ``decide``, rendered by the
+    construct, recorded as template metadata, read back by ``plan``."""
+
+    goal: Mapping[str, Any]
+    """model, precision, workload, slo, traffic, candidates, prices, calibration (in words)."""
+    layout: Layout
+    """Instance type, tensor-parallel degree, copies per instance and instances at the peak."""
+    serving: ServingSettings
+    """The serving settings rendered into the container (batch limit, longest sequence)."""
+    scaling: ScalingBounds
+    """The copy and instance bounds autoscaling keeps."""
+    min_memory_per_copy_mib: int
+    """Host memory each copy reserves, MiB."""
+    choices: Mapping[str, Choice]
+    """Every decided value and its source (the metadata's ``choices``)."""
+    predicted: Prediction
+    """The performance model's figures for the layout at the traffic."""
+    price_per_hour: float | None
+    """Price per hour of the layout at its most instances; None when unpriced."""
+    cost_per_million_tokens: float | None
+    """Cost per 1M output tokens at the peak traffic; None when unpriced."""
+    reasoning: tuple[str, ...]
+    """Why this layout, one line each."""
+    alternatives: tuple[str, ...]
+    """The next-best layouts, described."""
+    rejected: tuple[str, ...]
+    """Layouts rejected, with why (the first few)."""
+    rejected_count: int
+    """How many layouts were rejected in all."""
+    warnings: tuple[DecisionWarning, ...] = ()
+    """Overrides the model predicts break the SLO, and other warnings."""
+    option: Option | None = field(default=None, compare=False, repr=False)
+    """The recommendation's option served (None when read back from metadata)."""
+    recommendation: Recommendation | None = field(default=None, compare=False, repr=False)
+    """Every option and rejection (None when read back from metadata)."""
+
+    def to_metadata(self) -> dict[str, Any]:
+        """The JSON-ready record under ``template_metadata.SERVICE``."""
+        return {
+            **self.goal,
+            "choices": {
+                name: {"value": choice.value, "source": choice.source}
+                for name, choice in sorted(self.choices.items())
+            },
+            "predicted": self.predicted.to_metadata(),
+            "price_per_hour": _rounded(self.price_per_hour, 4),
+            "cost_per_million_tokens": _rounded(self.cost_per_million_tokens, 4),
+            "reasoning": list(self.reasoning),
+            "alternatives": list(self.alternatives),
+            "rejected": list(self.rejected),
+            "rejected_count": self.rejected_count,
+            "warnings": [warning.message for warning in self.warnings],
+            "sources": list(self.predicted.sources),
+        }
+
+    @staticmethod
+    def from_metadata(data: Mapping[str, Any]) -> ServiceDecision:
+        """The decision an ``LlmService`` recorded (``plan`` reads it from cdk.out); values
+        the record lacks read as 0 or empty."""
+        choices = {
+            name: Choice(entry.get("value"), str(entry.get("source", "?")))
+            for name, entry in (data.get("choices") or {}).items()
+            if isinstance(entry, Mapping)
+        }
+
+        def value(name: str, default: Any = 0) -> Any:
+            found = choices.get(name)
+            return default if found is None or found.value is None else found.value
+
+        name = str(value("instance_type", ""))
+        instance = CATALOG.get(name) or InstanceType(name)
+        degree = int(value("tensor_parallel_degree", 1))
+        per_instance = int(value("copies_per_instance", 1))
+        predicted = data.get("predicted") or {}
+        concurrency = int(predicted.get("concurrency") or 0)
+        per_copy = int(predicted.get("concurrency_per_copy") or 0)
+        precision = _precision(data.get("precision"))
+        model_len = int(value("max_model_len", 0))
+        return ServiceDecision(
+            goal={key: data[key] for key in GOAL_KEYS if key in data},
+            layout=Layout(
+                instance,
+                degree,
+                per_instance,
+                max(1, math.ceil(concurrency / max(1, per_copy * per_instance))),
+            ),
+            serving=ServingSettings(
+                tgi=False,
+                tensor_parallel_degree=degree,
+                max_batch_size=int(value("max_batch_size", 0)),
+                max_model_len=model_len,
+                max_input_tokens=model_len,
+                precision=precision,
+            ),
+            scaling=ScalingBounds(
+                min_copies=int(value("min_copies")),
+                max_copies=int(value("max_copies")),
+                min_instances=int(value("min_instances")),
+                max_instances=int(value("max_instances")),
+                target_concurrency_per_copy=float(value("target_concurrency_per_copy")),
+                benchmark=choices.get("target_concurrency_per_copy", Choice(0, "")).source
+                == "benchmark",
+            ),
+            min_memory_per_copy_mib=int(value("min_memory_per_copy_mib")),
+            choices=choices,
+            predicted=Prediction(
+                concurrency=concurrency,
+                concurrency_per_copy=per_copy,
+                knee_concurrency_per_copy=int(predicted.get("knee_concurrency_per_copy") or 0),
+                ms_per_token=float(predicted.get("ms_per_token") or 0),
+                ttft_ms=float(predicted.get("ttft_ms") or 0),
+                tokens_per_s=float(predicted.get("tokens_per_s") or 0),
+                requests_per_s=float(predicted.get("requests_per_s") or 0),
+                sources=tuple(str(s) for s in data.get("sources") or ()),
+            ),
+            price_per_hour=data.get("price_per_hour"),
+            cost_per_million_tokens=data.get("cost_per_million_tokens"),
+            reasoning=tuple(str(line) for line in data.get("reasoning") or ()),
+            alternatives=tuple(str(line) for line in data.get("alternatives") or ()),
+            rejected=tuple(str(line) for line in data.get("rejected") or ()),
+            rejected_count=int(data.get("rejected_count") or len(data.get("rejected") or ())),
+            warnings=tuple(DecisionWarning("", str(w)) for w in data.get("warnings") or ()),
+        )
+
+
+GOAL_KEYS = (
+    "model",
+    "precision",
+    "workload",
+    "slo",
+    "traffic",
+    "candidates",
+    "prices",
+    "calibration",
+)
+"""The keys of ``ServiceDecision.goal``, in the metadata's order."""
+
+
+# ----- Deciding ----------------------------------------------------------------------------------
+
+
+def decide(
+    request: ServiceRequest,
+    overrides: Overrides | None = None,
+    *,
+    recommendation: Recommendation | None = None,
+) -> ServiceDecision:
+    """The service decision for ``request`` under ``overrides`` (see the module docstring).
+
+    :param recommendation: ``recommend``'s answer to the same request, when the caller has it
+        (the ``recommend`` command); default computed here.
+
+    Raises ``ValidationError`` naming the prop at fault when no layout can serve (the SLO,
+    the candidates, the instance count) or an override cannot hold (its value and the fix).
+    """
+    overrides = overrides or Overrides()
+    decider = _Decider(request, overrides)
+    option = decider.layout(recommendation)
+    serving, choices = decider.serving(option)
+    scaling, scaling_chosen = decider.scaling(option, serving)
+    choices.update(scaling_chosen)
+    choices.update(decider.layout_choices(option))
+    memory = decider.memory(option.layout)
+    choices["min_memory_per_copy_mib"] = memory
+    return ServiceDecision(
+        goal=decider.goal(),
+        layout=option.layout,
+        serving=serving,
+        scaling=scaling,
+        min_memory_per_copy_mib=int(memory.value),
+        choices=choices,
+        predicted=decider.prediction(option),
+        price_per_hour=option.price_per_hour,
+        cost_per_million_tokens=option.cost_per_million_tokens,
+        reasoning=tuple(option.reasoning),
+        alternatives=tuple(summary(o) for o in decider.recommendation.options if o is not option)[
+            :MAX_ALTERNATIVES_RECORDED
+        ],
+        rejected=tuple(
+            describe_rejection(r.instance_type, r.tensor_parallel_degree, r.reason)
+            for r in decider.recommendation.rejected[:MAX_REJECTIONS_RECORDED]
+        ),
+        rejected_count=len(decider.recommendation.rejected),
+        warnings=tuple(decider.warnings),
+        option=option,
+        recommendation=decider.recommendation,
+    )
+
+
+class _Decider:
+    """The steps of ``decide``, each a method over the request and the overrides."""
+
+    def __init__(self, request: ServiceRequest, overrides: Overrides) -> None:
+        self.request = request
+        self.overrides = overrides
+        self.warnings: list[DecisionWarning] = []
+        self.efficiency = (
+            request.calibration.efficiency if request.calibration is not None else None
+        ) or DEFAULT_EFFICIENCY
+        self.recommendation = Recommendation([], [])
+
+    def warn(self, prop: str, message: str) -> None:
+        self.warnings.append(DecisionWarning(prop, message))
+
+    # ----- layout ------------------------------------------------------------------------
+
+    def layout(self, recommendation: Recommendation | None) -> Option:
+        """The cheapest recommended option that meets the layout overrides, repacked at the
+        copies-per-instance override."""
+        request, overrides = self.request, self.overrides
+        self._check_degree()
+        self.recommendation = recommendation or recommend(
+            request.spec,
+            request.workload,
+            request.slo,
+            request.traffic.peak,
+            precision=request.precision,
+            instance_types=list(request.candidates),
+            max_instance_count=request.max_instance_count,
+            price_basis=request.price_basis,
+            calibration=request.calibration,
+            top=len(request.candidates) * 64,
+            region=request.region,
+            prices=request.prices,
+            risk=request.risk,
+        )
+        option = choose(
+            self.recommendation,
+            instance_type=overrides.instance_type,
+            tensor_parallel_degree=overrides.tensor_parallel_degree,
+            max_instance_count=request.max_instance_count,
+        )
+        if overrides.copies_per_instance is not None:
+            option = self._repack(option, overrides.copies_per_instance)
+        return option
+
+    def _check_degree(self) -> None:
+        """A tensor-parallel override that cannot shard the model: heads that do not divide,
+        or more accelerators than every candidate has."""
+        degree = self.overrides.tensor_parallel_degree
+        if degree is None:
+            return
+        check_range("tensor_parallel_degree", degree, minimum=1)
+        problem = head_divisibility_problem(self.request.spec, degree)
+        if problem:
+            raise ValidationError(
+                "tensor_parallel_degree",
+                degree,
+                f"{self.request.spec.name} cannot be sharded {degree} ways: {problem}",
+                "use a degree that divides the attention and KV heads (1, 2, 4 or 8 for most "
+                "models), or drop the override",
+            )
+        types = [self.overrides.instance_type] if self.overrides.instance_type else []
+        hosts = types or list(self.request.candidates)
+        if not any(t.accelerator_devices % degree == 0 for t in hosts):
+            raise ValidationError(
+                "tensor_parallel_degree",
+                degree,
+                "no candidate instance type splits its accelerators into copies of "
+                f"{degree} ({', '.join(f'{t.name}: {t.accelerator_devices}' for t in hosts)})",
+                "use a degree that divides an instance's accelerators, or add an instance type "
+                "with a multiple of it, or drop the override",
+            )
+
+    def _repack(self, option: Option, copies_per_instance: int) -> Option:
+        """The option with its copies spread at ``copies_per_instance`` per instance (leaving
+        accelerators free for other components): the same copies, on more instances."""
+        request = self.request
+        check_range("copies_per_instance", copies_per_instance, minimum=1)
+        layout = option.layout
+        fit = layout.copies_per_instance
+        if copies_per_instance > fit:
+            raise ValidationError(
+                "copies_per_instance",
+                copies_per_instance,
+                f"a {layout.instance_type.name} holds {fit} copies of tensor-parallel degree "
+                f"{layout.tensor_parallel_degree} ({layout.instance_type.accelerator_devices} "
+                "accelerators)",
+                f"use at most {fit} copies per instance, or drop the override",
+            )
+        copies = layout.copies
+        count = math.ceil(copies / copies_per_instance)
+        if count > request.max_instance_count:
+            raise ValidationError(
+                "copies_per_instance",
+                copies_per_instance,
+                f"the peak needs {copies} copies; at {copies_per_instance} per "
+                f"{layout.instance_type.name} they need {count} instances, above "
+                f"max_instance_count ({request.max_instance_count})",
+                f"raise copies_per_instance (up to {fit}) or max_instance_count",
+            )
+        spread = Layout(
+            layout.instance_type, layout.tensor_parallel_degree, copies_per_instance, count
+        )
+        level = predict(
+            request.spec,
+            spread,
+            request.workload,
+            [option.predicted.concurrency],
+            precision=request.precision,
+            calibration=request.calibration,
+            max_batch_size=option.max_batch_size,
+        ).levels[0]
+        price = unit_price(layout.instance_type, self.request.prices, request.price_basis)
+        hourly = None if price is None else price * count
+        return replace(
+            option,
+            layout=spread,
+            predicted=level,
+            concurrency_per_copy=math.ceil(level.concurrency / spread.copies),
+            price_per_hour=hourly,
+            cost_per_million_tokens=None
+            if hourly is None or level.tokens_per_s <= 0
+            else hourly / (level.tokens_per_s * 3600 / 1e6),
+            reasoning=[
+                *option.reasoning,
+                f"copies_per_instance override: {copies_per_instance} of the "
+                f"{fit} copies that fit per {layout.instance_type.name}, so "
+                f"{copies} copies take {count} instances",
+            ],
+        )
+
+    def layout_choices(self, option: Option) -> dict[str, Choice]:
+        layout, overrides = option.layout, self.overrides
+        return {
+            "instance_type": Choice(layout.instance_type.name, _source(overrides.instance_type)),
+            "tensor_parallel_degree": Choice(
+                layout.tensor_parallel_degree, _source(overrides.tensor_parallel_degree)
+            ),
+            "copies_per_instance": Choice(
+                layout.copies_per_instance, _source(overrides.copies_per_instance)
+            ),
+        }
+
+    # ----- serving -----------------------------------------------------------------------
+
+    def serving(self, option: Option) -> tuple[ServingSettings, dict[str, Choice]]:
+        """The batch limit (checked against the KV cache) and the longest sequence."""
+        request, overrides = self.request, self.overrides
+        batch = _override(overrides.max_batch_size, option.max_batch_size)
+        self._check_batch(option.layout, batch.value)
+        workload = request.workload
+        model_len = _override(overrides.max_model_len, workload.total_tokens, "derived")
+        serving = ServingSettings(
+            tgi=request.tgi,
+            tensor_parallel_degree=option.layout.tensor_parallel_degree,
+            max_batch_size=batch.value,
+            max_model_len=model_len.value,
+            max_input_tokens=workload.input_tokens,
+            precision=request.precision,
+        )
+        return serving, {"max_batch_size": batch, "max_model_len": model_len}
+
+    def _copy_model(self, layout: Layout) -> CopyModel:
+        request = self.request
+        return CopyModel(
+            request.spec,
+            layout.instance_type,
+            layout.tensor_parallel_degree,
+            request.precision,
+            request.workload,
+            self.efficiency,
+        )
+
+    def _check_batch(self, layout: Layout, batch: int) -> None:
+        """A batch limit above the sequences one copy's KV cache holds is an error."""
+        check_range("max_batch_size", batch, minimum=1)
+        limits, _ = copy_limits(self._copy_model(layout), batch)
+        workload = self.request.workload
+        if batch > limits.kv_sequences:
+            raise ValidationError(
+                "max_batch_size",
+                batch,
+                f"one copy (tensor-parallel degree {layout.tensor_parallel_degree} on "
+                f"{layout.instance_type.name}) holds at most {limits.kv_sequences} sequences of "
+                f"{workload.input_tokens} + {workload.output_tokens} tokens in its KV cache",
+                f"lower max_batch_size to at most {limits.kv_sequences}, or shard each copy wider",
+            )
+
+    # ----- scaling -----------------------------------------------------------------------
+
+    def scaling(
+        self, option: Option, serving: ServingSettings
+    ) -> tuple[ScalingBounds, dict[str, Choice]]:
+        """Min/max copies from the minimum/peak traffic at the target per copy, and the
+        instances they take."""
+        overrides = self.overrides
+        knee = self._target(option, serving.max_batch_size)
+        most = self._max_copies(option, knee.value)
+        fewest = self._min_copies(option, knee.value, most.value)
+        per_instance = option.layout.copies_per_instance
+        max_instances = math.ceil(most.value / per_instance)
+        limit = self.request.max_instance_count
+        if max_instances > limit:
+            raise ValidationError(
+                "max_copies",
+                most.value,
+                f"{most.value} copies at {per_instance} per {option.layout.instance_type.name} "
+                f"need {max_instances} instances, above max_instance_count ({limit})",
+                f"lower max_copies to at most {limit * per_instance}, or raise max_instance_count",
+            )
+        model_len = serving.max_model_len
+        workload = self.request.workload
+        check_range(
+            "max_model_len",
+            model_len,
+            minimum=workload.total_tokens,
+            fix="serve at least input_tokens + output_tokens per request",
+        )
+        if overrides.benchmark and overrides.target_concurrency_per_copy is None:
+            knee = Choice(knee.value, "benchmark")
+        bounds = ScalingBounds(
+            min_copies=fewest.value,
+            max_copies=most.value,
+            min_instances=math.ceil(fewest.value / per_instance),
+            max_instances=max_instances,
+            target_concurrency_per_copy=knee.value,
+            benchmark=knee.source == "benchmark",
+        )
+        return bounds, {
+            "min_copies": fewest,
+            "max_copies": most,
+            "min_instances": Choice(bounds.min_instances, "derived"),
+            "max_instances": Choice(max_instances, "derived"),
+            "target_concurrency_per_copy": knee,
+        }
+
+    def _target(self, option: Option, batch: int) -> Choice:
+        target = self.overrides.target_concurrency_per_copy
+        knee = _override(target, option.knee_concurrency_per_copy)
+        if target is not None:
+            check_range("target_concurrency_per_copy", target, minimum=0.001)
+            self._check_target(option.layout, target, batch)
+        if knee.value > batch:
+            self.warn(
+                "target_concurrency_per_copy",
+                f"target_concurrency_per_copy={knee.value:g} is above the batch limit per copy "
+                f"({batch}): requests beyond the batch queue in the server",
+            )
+        return knee
+
+    def _check_target(self, layout: Layout, target: float, batch: int) -> None:
+        """A target above what one copy serves within the SLO is a warning."""
+        request = self.request
+        one_copy = Layout(layout.instance_type, layout.tensor_parallel_degree, 1, 1)
+        level = max(1, math.ceil(target))
+        predicted = predict(
+            request.spec,
+            one_copy,
+            request.workload,
+            [level],
+            precision=request.precision,
+            calibration=request.calibration,
+            max_batch_size=batch,
+        ).levels[0]
+        slo = request.slo
+        broken = []
+        if predicted.ms_per_token > slo.max_ms_per_token:
+            broken.append(f"{predicted.ms_per_token:.1f} ms/token > {slo.max_ms_per_token:g}")
+        if slo.max_ttft_ms is not None and predicted.ttft_ms > slo.max_ttft_ms:
+            broken.append(f"TTFT {predicted.ttft_ms:.0f} ms > {slo.max_ttft_ms:g}")
+        if broken:
+            self.warn(
+                "target_concurrency_per_copy",
+                f"target_concurrency_per_copy={target:g}: at {level} requests per copy the model "
+                f"predicts {', '.join(broken)} (the SLO)",
+            )
+
+    def _max_copies(self, option: Option, knee: float) -> Choice:
+        given = self.overrides.max_copies
+        layout = option.layout
+        peak = option.predicted.concurrency
+        needed = max(1, math.ceil(peak / knee))
+        most = _override(
+            given, max(needed, layout.instance_count * layout.copies_per_instance), "derived"
+        )
+        if given is not None:
+            check_range("max_copies", given, minimum=1)
+            if given < needed:
+                self.warn(
+                    "max_copies",
+                    f"max_copies={given} is below the {needed} copies the peak "
+                    f"({peak} in flight) needs at {knee:g} per copy: the peak "
+                    "would exceed the SLO",
+                )
+        return most
+
+    def _min_copies(self, option: Option, knee: float, most: int) -> Choice:
+        traffic = self.request.traffic
+        minimum = traffic.minimum_concurrency(option.predicted.e2e_ms / 1000)
+        fewest = _override(
+            self.overrides.min_copies, min(most, max(1, math.ceil(minimum / knee))), "derived"
+        )
+        check_range("min_copies", fewest.value, minimum=0, maximum=most)
+        return fewest
+
+    # ----- memory, goal and prediction ---------------------------------------------------
+
+    def memory(self, layout: Layout) -> Choice:
+        """Host memory each copy reserves: half its accelerators' share of the instance."""
+        if self.overrides.min_memory_per_copy_mib is not None:
+            return Choice(self.overrides.min_memory_per_copy_mib, "override")
+        instance = layout.instance_type
+        assert instance.memory_mib is not None and instance.accelerator_count
+        share = instance.memory_mib * layout.tensor_parallel_degree / instance.accelerator_count
+        return Choice(max(1, int(share * HOST_MEMORY_SHARE // 1024)) * 1024, "derived")
+
+    def goal(self) -> dict[str, Any]:
+        request = self.request
+        workload = request.workload
+        prices = self.request.prices
+        return {
+            "model": request.spec.name,
+            "precision": request.precision.value,
+            "workload": f"{workload.input_tokens} in / {workload.output_tokens} out tokens",
+            "slo": request.slo.describe(),
+            "traffic": request.traffic.describe(),
+            "candidates": [t.name for t in request.candidates],
+            "prices": f"{request.price_basis.value}; {prices.describe()}",
+            "calibration": "calibrated" if request.calibration is not None else "uncalibrated",
+        }
+
+    def prediction(self, option: Option) -> Prediction:
+        predicted = option.predicted
+        return Prediction(
+            concurrency=predicted.concurrency,
+            concurrency_per_copy=option.concurrency_per_copy,
+            knee_concurrency_per_copy=option.knee_concurrency_per_copy,
+            ms_per_token=predicted.ms_per_token,
+            ttft_ms=predicted.ttft_ms,
+            tokens_per_s=predicted.tokens_per_s,
+            requests_per_s=predicted.requests_per_s,
+            sources=tuple(prediction_sources(self.request, option.layout)),
+        )
+
+
+def prediction_sources(request: ServiceRequest, layout: Layout) -> list[str]:
+    """Where the figures come from: the accelerator's published figures, the model's
+    architecture, the efficiency constants (or the calibration), and the prices."""
+    instance = layout.instance_type
+    accelerator = instance.accelerator
+    spec = request.spec
+    lines = []
+    if accelerator is not None:
+        lines.append(
+            f"accelerator: {accelerator.name}, {accelerator.memory_mib:,} MiB, "
+            f"{accelerator.memory_bandwidth_gbps or '?'} GB/s, "
+            f"{accelerator.fp16_tflops or '?'} dense FP16 TFLOPS (instance catalog, from the "
+            "vendor's datasheet)"
+        )
+    origin = (
+        "model catalog, from its Hugging Face config"
+        if spec.hugging_face_ids
+        else "given with ModelSpec.custom"
+    )
+    lines.append(
+        f"model: {spec.name}, {spec.layers} layers, {spec.attention_heads} attention / "
+        f"{spec.kv_heads} KV heads ({origin})"
+    )
+    profile = resolve_profile(None, instance.is_neuron)
+    lines.append(f"engine: {profile.describe()}")
+    if request.calibration is not None:
+        lines.append(f"efficiency: {request.calibration.describe()}")
+    else:
+        lines.append(
+            f"efficiency: {efficiency_of(profile).describe()} (the {profile.name} profile, "
+            "fitted to published measurements; calibrate with a deploy-time benchmark)"
+        )
+    lines.append(f"price: {request.price_basis.value}; {request.prices.describe()}")
+    return lines
+
+
+def choose(
+    recommendation: Recommendation,
+    *,
+    instance_type: InstanceType | None,
+    tensor_parallel_degree: int | None,
+    max_instance_count: int,
+) -> Option:
+    """The cheapest option that meets every layout override; an error naming the prop at
+    fault (the SLO, the candidates, the instance count, or the override no option meets),
+    with the performance model's reasons."""
+    options = list(recommendation.options)
+    if not options:
+        raise _no_option_error(recommendation, max_instance_count)
+    overrides = {
+        "instance_type": instance_type.name if instance_type is not None else None,
+        "tensor_parallel_degree": tensor_parallel_degree,
+    }
+    for prop, value in overrides.items():
+        if value is None:
+            continue
+        kept = [o for o in options if _attribute(o, prop) == value]
+        if not kept:
+            reasons = rejections(
+                recommendation,
+                instance_type.name if instance_type is not None else None,
+                tensor_parallel_degree,
+            )
+            available = sorted({str(_attribute(o, prop)) for o in options})
+            raise ValidationError(
+                prop,
+                value,
+                "no layout with it serves the peak traffic within the SLO and memory on at "
+                f"most {max_instance_count} instances"
+                + (f" ({'; '.join(reasons)})" if reasons else ""),
+                f"drop the override or use one of {', '.join(available)}",
+            )
+        options = kept
+    return options[0]
+
+
+def _no_option_error(recommendation: Recommendation, max_instance_count: int) -> ValidationError:
+    """No option at all: blame what every rejection has in common (memory: the candidates;
+    the instance count: max_instance_count), else the SLO."""
+    reasons = "; ".join(rejections(recommendation, None, None))
+    kinds = {_kind(r.reason) for r in recommendation.rejected}
+    if kinds and kinds <= {"memory", "head divisibility", "other"}:
+        return ValidationError(
+            "instance_types",
+            sorted({r.instance_type for r in recommendation.rejected}),
+            f"the model does not fit on any candidate: {reasons}",
+            "add instance types with more accelerator memory (or more accelerators), or lower "
+            "the precision (e.g. Precision.INT4_AWQ); the SLO is not the cause",
+        )
+    if kinds == {"instance count"}:
+        return ValidationError(
+            "max_instance_count",
+            max_instance_count,
+            f"every layout needs more instances for the peak traffic: {reasons}",
+            "raise max_instance_count, add larger instance types, or lower the peak traffic",
+        )
+    return ValidationError(
+        "slo",
+        "unmet",
+        f"no candidate layout serves the peak traffic within the SLO and memory: {reasons}",
+        "relax the SLO, add larger instance types, raise max_instance_count, or lower the "
+        "peak traffic",
+    )
+
+
+def _kind(reason: str) -> str:
+    head = reason.split(":", 1)[0]
+    return head if head in ("memory", "head divisibility", "instance count", "slo") else "other"
+
+
+def rejections(
+    recommendation: Recommendation, instance_type: str | None, degree: int | None
+) -> list[str]:
+    """Up to four rejections of ``instance_type`` at ``degree`` (None: any), in words."""
+    found = [
+        describe_rejection(r.instance_type, r.tensor_parallel_degree, r.reason)
+        for r in recommendation.rejected
+        if (instance_type is None or r.instance_type == instance_type)
+        and (degree is None or r.tensor_parallel_degree in (None, degree))
+    ]
+    return found[:4]
+
+
+def describe_rejection(instance_type: str, degree: int | None, reason: str) -> str:
+    """``ml.g5.2xlarge TP1: memory: ...``."""
+    return f"{instance_type}" + (f" TP{degree}" if degree else "") + f": {reason}"
+
+
+def summary(option: Option) -> str:
+    """One line per alternative: layout, price and predicted ms/token."""
+    layout = option.layout
+    price = f"${option.price_per_hour:,.2f}/h" if option.price_per_hour is not None else "no price"
+    return (
+        f"{layout.instance_count} x {layout.instance_type.name}, TP{layout.tensor_parallel_degree}"
+        f" x {layout.copies_per_instance} copies: {price}, "
+        f"{option.predicted.ms_per_token:.1f} ms/token"
+    )
+
+
+def _attribute(option: Option, prop: str) -> Any:
+    layout = option.layout
+    if prop == "instance_type":
+        return layout.instance_type.name
+    return getattr(layout, prop)
+
+
+def _override(given: Any, default: Any, source: str = "recommended") -> Choice:
+    return Choice(given, "override") if given is not None else Choice(default, source)
+
+
+def _source(given: Any) -> str:
+    return "override" if given is not None else "recommended"
+
+
+def _rounded(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _precision(value: Any) -> Precision:
+    try:
+        return Precision(value)
+    except ValueError:
+        return Precision.FP16

@@ -1,0 +1,572 @@
+"""Engine profiles: what a serving engine generation costs on top of the hardware roofline.
+
+The performance model (``planning.performance``) times a decode step from bytes, FLOPS and
+all-reduces; the engine decides how much of that the accelerator delivers and what it adds:
+per-step overhead growing with layers and tensor-parallel degree, the efficiencies of its
+decode and prefill kernels, how it limits its batch (a request count or a KV-token budget, with
+its default limits) and how fast its int4/fp8 kernels really are. Each profile is a data file
+in ``planning/engine_profiles/`` with its provenance (sources, dates, engine versions,
+hardware); ``benchmarks/fit_profiles.py`` fits the efficiencies and overheads to the published
+measurements in ``benchmarks/measurements/rows.csv`` and stores the cross-validated residual
+quantiles the prediction band comes from.
+
+The container image chooses the profile (``profile_for_image``): the catalog knows the container
+family and version; a user can override it (``predict(..., engine=...)``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from functools import cache
+from importlib import resources
+from typing import Any, Protocol
+
+from ..catalog.containers import ContainerFamily, version_tuple
+from ..catalog.model_specs import ModelSpec, Precision
+from ..errors import ValidationError
+from ..prop_types import typed_props
+
+PROFILE_NAMES = (
+    "tgi-1",
+    "tgi-2-3",
+    "lmi-vllm-v0",
+    "lmi-vllm-v1",
+    "lmi-trtllm",
+    "lmi-neuronx",
+    "generic",
+)
+"""Every profile shipped, one JSON file each in ``planning/engine_profiles/``."""
+
+EXTRAPOLATION_WIDENING = 0.5
+"""Each reason a prediction extrapolates (hardware, engine, model size, prompt length or TP
+outside what the profile was fitted on) widens the band's log-width by this fraction: two
+reasons double it. A judgement, documented in docs/guides/capacity-planning.md."""
+
+
+class BatchLimit(Enum):
+    """How an engine decides how many sequences run in one batch."""
+
+    REQUESTS = "requests"
+    """A request count (vLLM ``max_num_seqs``, LMI ``max_rolling_batch_size``), within the KV
+    cache."""
+    KV_TOKENS = "kv-tokens"
+    """A KV-token budget (TGI ``MAX_BATCH_TOTAL_TOKENS``, by default what the memory left after
+    the weights holds): as many sequences as their input + output tokens fit."""
+
+
+@dataclass(frozen=True)
+class Batching:
+    """An engine's batch limit and its defaults."""
+
+    limit: BatchLimit
+    max_batch_size: int | None
+    """The default request-count cap per copy; None when the engine has none (a KV-token
+    budget only)."""
+    max_batch_total_tokens: int | None
+    """The default KV-token budget per copy; None: inferred from the free memory."""
+    max_batch_prefill_tokens: int | None
+    """Tokens one prefill step takes at most (TGI ``MAX_BATCH_PREFILL_TOKENS``, vLLM
+    ``max_num_batched_tokens``); longer prompts are prefilled in chunks when
+    ``chunked_prefill``."""
+    chunked_prefill: bool
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form."""
+        return {
+            "limit": self.limit.value,
+            "max_batch_size": self.max_batch_size,
+            "max_batch_total_tokens": self.max_batch_total_tokens,
+            "max_batch_prefill_tokens": self.max_batch_prefill_tokens,
+            "chunked_prefill": self.chunked_prefill,
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
+class KernelSpeed:
+    """The real speed of an engine's quantized-weight kernels, relative to what their fewer
+    bytes promise."""
+
+    weight_read: float
+    """Fraction of the FP16 kernels' bandwidth efficiency the quantized kernels reach while
+    reading weights: 1.0 = the ideal 4x (int4) / 2x (fp8) fewer-bytes speed-up; 0.3 = an int4
+    step reads weights only 1.2x faster than FP16."""
+    compute: float
+    """Fraction of FP16 compute efficiency at large batches (dequantizing costs arithmetic)."""
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form."""
+        return {"weight_read": self.weight_read, "compute": self.compute, "source": self.source}
+
+
+@dataclass(frozen=True)
+class Quantiles:
+    """Quantiles of the cross-validated log residuals ln(measured / predicted) of one
+    figure."""
+
+    p10: float
+    p50: float
+    p90: float
+    low: float
+    """The most negative residual seen (measured most below the prediction)."""
+    high: float
+    """The most positive residual seen."""
+
+    @staticmethod
+    def of(values: Sequence[float]) -> Quantiles:
+        """Quantiles of ``values`` (linear interpolation between order statistics)."""
+        ordered = sorted(values)
+        if not ordered:
+            return Quantiles(0.0, 0.0, 0.0, 0.0, 0.0)
+        return Quantiles(
+            _quantile(ordered, 0.1),
+            _quantile(ordered, 0.5),
+            _quantile(ordered, 0.9),
+            ordered[0],
+            ordered[-1],
+        )
+
+    def to_dict(self) -> dict[str, float]:
+        """The JSON form (rounded)."""
+        return {k: round(getattr(self, k), 4) for k in ("p10", "p50", "p90", "low", "high")}
+
+
+def _quantile(ordered: Sequence[float], q: float) -> float:
+    position = q * (len(ordered) - 1)
+    below = math.floor(position)
+    above = min(below + 1, len(ordered) - 1)
+    return ordered[below] + (ordered[above] - ordered[below]) * (position - below)
+
+
+@dataclass(frozen=True)
+class Residuals:
+    """Leave-one-source-out residuals of a profile (``benchmarks/model_validation.py``)."""
+
+    ms_per_token: Quantiles
+    tokens_per_s: Quantiles
+    rows: int
+    """Rows the quantiles come from; 0: none (the band is a wide prior)."""
+    source: str
+
+
+@dataclass(frozen=True)
+class FittedRange:
+    """What a profile was fitted on: outside it a prediction extrapolates."""
+
+    gpus: tuple[str, ...]
+    tensor_parallel_degrees: tuple[int, ...]
+    parameters_billion: tuple[float, float]
+    input_tokens: tuple[int, int]
+    rows: int
+    sources: tuple[str, ...]
+
+
+@typed_props
+@dataclass(frozen=True)
+class EngineProfile:
+    """One serving-engine generation's constants (see the module docstring)."""
+
+    name: str
+    """The profile's name (``tgi-1``, ``lmi-vllm-v1`` ...): its JSON file's stem."""
+    engine: str
+    """The engine and versions it covers, in words."""
+    description: str
+    """What the profile models and how it was made."""
+    provenance: tuple[Mapping[str, str], ...]
+    """Where the constants come from: source, date, engine version, hardware."""
+    memory_bandwidth: float
+    """Fraction of peak memory bandwidth decode reaches."""
+    decode_compute: float
+    """Fraction of peak dense FLOPS large decode batches reach."""
+    prefill_compute: float
+    """Fraction of peak dense FLOPS prefill reaches."""
+    base_overhead_ms: float
+    """Fixed per-step cost (scheduler, sampling, launches), ms."""
+    per_layer_ms: float
+    """Per-step cost per transformer layer at TP1, ms."""
+    per_layer_per_extra_rank_ms: float
+    """Per-step cost per layer for each accelerator beyond the first (synchronisation of the
+    tensor-parallel ranks: what makes SageMaker containers flat from TP1 to TP4), ms."""
+    per_extra_rank_ms: float
+    """Per-step cost for each accelerator beyond the first, ms."""
+    all_reduce_scale: float
+    """Multiplier on the all-reduce transfer time (1.0 = nccl-tests bandwidth)."""
+    batching: Batching
+    """How the engine limits its batch, with its documented defaults."""
+    kernels: Mapping[str, KernelSpeed]
+    """Precision value (``int4``, ``int8``, ``fp8``) -> kernel speed."""
+    residuals: Residuals
+    """Cross-validated residual quantiles of the profile's predictions (the bands)."""
+    fitted: FittedRange | None
+    """None: the profile is a prior, not fitted to measurements."""
+    raw: Mapping[str, Any] = field(repr=False, compare=False, default_factory=dict)
+    """The JSON document the profile was read from."""
+
+    def step_overhead_ms(self, layers: int, tensor_parallel_degree: int) -> float:
+        """Fixed cost of one forward step, ms: base + per layer x layers + (per extra rank +
+        per layer per extra rank x layers) x (TP - 1)."""
+        return (
+            self.base_overhead_ms
+            + self.per_layer_ms * layers
+            + (self.per_extra_rank_ms + self.per_layer_per_extra_rank_ms * layers)
+            * (tensor_parallel_degree - 1)
+        )
+
+    def kernel(self, precision: Precision) -> KernelSpeed | None:
+        """The kernel speed for quantized ``precision`` weights; None for fp16/bf16/fp32."""
+        if precision.bytes_per_parameter >= 2:
+            return None
+        return self.kernels.get(precision.value)
+
+    def extrapolation_reasons(
+        self,
+        spec: ModelSpec,
+        gpu: str | None,
+        tensor_parallel_degree: int,
+        input_tokens: int,
+        precision: Precision,
+    ) -> list[str]:
+        """Why a prediction leaves what this profile was fitted on (empty: it does not)."""
+        fitted = self.fitted
+        if fitted is None:
+            return [f"engine: profile {self.name} is not fitted to measurements (a prior)"]
+        reasons = []
+        if gpu is None or gpu not in fitted.gpus:
+            reasons.append(
+                f"hardware: {gpu or 'this accelerator'} is not among the fitted "
+                f"{', '.join(fitted.gpus)}"
+            )
+        if tensor_parallel_degree not in fitted.tensor_parallel_degrees:
+            reasons.append(
+                f"tensor parallelism: TP{tensor_parallel_degree} outside the fitted "
+                f"{'/'.join(map(str, fitted.tensor_parallel_degrees))}"
+            )
+        low, high = fitted.parameters_billion
+        size = spec.parameters / 1e9
+        if not low / 1.5 <= size <= high * 1.5:
+            reasons.append(f"model size: {size:.1f}B outside the fitted {low:g}-{high:g}B")
+        low_in, high_in = fitted.input_tokens
+        if not low_in / 2 <= input_tokens <= high_in * 2:
+            reasons.append(
+                f"prompt length: {input_tokens} input tokens outside the fitted {low_in}-{high_in}"
+            )
+        if precision.bytes_per_parameter < 2:
+            reasons.append(
+                f"precision: {precision.value} weights use the published kernel speed, not a fit"
+            )
+        return reasons
+
+    def describe(self) -> str:
+        """One line: the profile and where it comes from."""
+        fitted = (
+            f"fitted to {self.fitted.rows} rows from {len(self.fitted.sources)} sources"
+            if self.fitted
+            else "a prior (not fitted)"
+        )
+        return (
+            f"engine profile {self.name} ({self.description}; {fitted}): "
+            f"{self.base_overhead_ms:g} ms + {self.per_layer_ms:g} ms/layer + "
+            f"({self.per_extra_rank_ms:g} ms + {self.per_layer_per_extra_rank_ms:g} ms/layer) "
+            "per extra TP rank per step, "
+            f"batch limit {self.describe_batching()}"
+        )
+
+    def describe_batching(self) -> str:
+        """E.g. ``256 requests per copy`` or ``a KV-token budget (what the memory holds)``."""
+        batching = self.batching
+        if batching.limit is BatchLimit.KV_TOKENS:
+            budget = (
+                f"{batching.max_batch_total_tokens} tokens"
+                if batching.max_batch_total_tokens
+                else "what the memory holds"
+            )
+            return f"a KV-token budget ({budget})"
+        return f"{batching.max_batch_size} requests per copy within the KV cache"
+
+
+@dataclass(frozen=True)
+class Band:
+    """The p10-p90 range a prediction's measured value is expected in, and the pessimistic
+    envelope sizing uses, as factors on the predicted ms/token and tokens/s."""
+
+    ms_per_token: tuple[float, float]
+    """(p10, p90) factors on the predicted ms/token."""
+    tokens_per_s: tuple[float, float]
+    """(p10, p90) factors on the predicted tokens/s."""
+    pessimistic_ms_per_token: float
+    """Factor on ms/token at the pessimistic edge: the slowest cross-validated residual
+    (widened when extrapolating)."""
+    pessimistic_tokens_per_s: float
+    """Factor on tokens/s at the pessimistic edge."""
+    median_ms_per_token: float
+    median_tokens_per_s: float
+    reasons: tuple[str, ...]
+    """Why the band is widened (extrapolation), empty when it is not."""
+    rows: int
+    """Validation rows the residuals come from."""
+
+    @property
+    def pessimistic_slowdown(self) -> float:
+        """One factor on times (and divisor of tokens/s) covering both pessimistic edges."""
+        return max(self.pessimistic_ms_per_token, 1 / self.pessimistic_tokens_per_s)
+
+    @property
+    def median_slowdown(self) -> float:
+        """The geometric mean of the median ms/token factor and the inverse median tokens/s
+        factor."""
+        return math.sqrt(self.median_ms_per_token / self.median_tokens_per_s)
+
+    def ms_range(self, value: float) -> tuple[float, float]:
+        """(p10, p90) of a predicted ms/token."""
+        return value * self.ms_per_token[0], value * self.ms_per_token[1]
+
+    def tokens_range(self, value: float) -> tuple[float, float]:
+        """(p10, p90) of a predicted tokens/s."""
+        return value * self.tokens_per_s[0], value * self.tokens_per_s[1]
+
+    def describe(self) -> str:
+        """One line."""
+        text = (
+            f"band p10-p90 from {self.rows} cross-validated rows: ms/token x"
+            f"{self.ms_per_token[0]:.2f}-{self.ms_per_token[1]:.2f}, tokens/s x"
+            f"{self.tokens_per_s[0]:.2f}-{self.tokens_per_s[1]:.2f}; pessimistic edge: times "
+            f"x{self.pessimistic_slowdown:.2f}"
+        )
+        if self.reasons:
+            text += "; widened for extrapolation: " + "; ".join(self.reasons)
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form."""
+        return {
+            "ms_per_token_factors": [round(f, 3) for f in self.ms_per_token],
+            "tokens_per_s_factors": [round(f, 3) for f in self.tokens_per_s],
+            "pessimistic_ms_per_token_factor": round(self.pessimistic_ms_per_token, 3),
+            "pessimistic_tokens_per_s_factor": round(self.pessimistic_tokens_per_s, 3),
+            "extrapolation": list(self.reasons),
+            "rows": self.rows,
+        }
+
+
+def band_of(residuals: Residuals, reasons: Sequence[str]) -> Band:
+    """The band of a prediction from its profile's residuals: p10-p90 widened by
+    ``EXTRAPOLATION_WIDENING`` per extrapolation reason around the median; the pessimistic
+    edge is the worst residual seen, or the widened p90 where that is worse."""
+    widen = 1 + EXTRAPOLATION_WIDENING * len(reasons)
+    ms, tokens = residuals.ms_per_token, residuals.tokens_per_s
+
+    def factor(center: float, value: float) -> float:
+        return math.exp(center + (value - center) * widen)
+
+    return Band(
+        ms_per_token=(factor(ms.p50, ms.p10), factor(ms.p50, ms.p90)),
+        tokens_per_s=(factor(tokens.p50, tokens.p10), factor(tokens.p50, tokens.p90)),
+        pessimistic_ms_per_token=max(1.0, math.exp(ms.high), factor(ms.p50, ms.p90)),
+        pessimistic_tokens_per_s=min(1.0, math.exp(tokens.low), factor(tokens.p50, tokens.p10)),
+        median_ms_per_token=math.exp(ms.p50),
+        median_tokens_per_s=math.exp(tokens.p50),
+        reasons=tuple(reasons),
+        rows=residuals.rows,
+    )
+
+
+# ----- Loading ----------------------------------------------------------------------------------
+
+
+def _quantiles(data: Mapping[str, Any]) -> Quantiles:
+    return Quantiles(*(float(data[k]) for k in ("p10", "p50", "p90", "low", "high")))
+
+
+def profile_from_dict(data: Mapping[str, Any]) -> EngineProfile:
+    """An ``EngineProfile`` from its JSON document."""
+    efficiency = data["efficiency"]
+    overhead = data["overhead"]
+    batching = data["batching"]
+    residuals = data["residuals"]
+    fitted = data.get("fitted")
+    return EngineProfile(
+        name=data["name"],
+        engine=data["engine"],
+        description=data["description"],
+        provenance=tuple(dict(p) for p in data["provenance"]),
+        memory_bandwidth=float(efficiency["memory_bandwidth"]),
+        decode_compute=float(efficiency["decode_compute"]),
+        prefill_compute=float(efficiency["prefill_compute"]),
+        base_overhead_ms=float(overhead["base_ms"]),
+        per_layer_ms=float(overhead["per_layer_ms"]),
+        per_layer_per_extra_rank_ms=float(overhead["per_layer_per_extra_rank_ms"]),
+        per_extra_rank_ms=float(overhead.get("per_extra_rank_ms", 0.0)),
+        all_reduce_scale=float(overhead["all_reduce_scale"]),
+        batching=Batching(
+            limit=BatchLimit(batching["limit"]),
+            max_batch_size=batching["max_batch_size"],
+            max_batch_total_tokens=batching["max_batch_total_tokens"],
+            max_batch_prefill_tokens=batching["max_batch_prefill_tokens"],
+            chunked_prefill=bool(batching["chunked_prefill"]),
+            source=batching["source"],
+        ),
+        kernels={
+            name: KernelSpeed(float(k["weight_read"]), float(k["compute"]), k["source"])
+            for name, k in data["kernels"].items()
+        },
+        residuals=Residuals(
+            _quantiles(residuals["ms_per_token"]),
+            _quantiles(residuals["tokens_per_s"]),
+            int(residuals["rows"]),
+            residuals["source"],
+        ),
+        fitted=None
+        if not fitted
+        else FittedRange(
+            gpus=tuple(fitted["gpus"]),
+            tensor_parallel_degrees=tuple(int(t) for t in fitted["tensor_parallel_degrees"]),
+            parameters_billion=(
+                float(fitted["parameters_billion"][0]),
+                float(fitted["parameters_billion"][1]),
+            ),
+            input_tokens=(int(fitted["input_tokens"][0]), int(fitted["input_tokens"][1])),
+            rows=int(fitted["rows"]),
+            sources=tuple(fitted["sources"]),
+        ),
+        raw=data,
+    )
+
+
+@cache
+def engine_profile(name: str) -> EngineProfile:
+    """The shipped profile called ``name`` (one of ``PROFILE_NAMES``)."""
+    if name not in PROFILE_NAMES:
+        raise ValidationError(
+            "engine",
+            name,
+            "is not a known engine profile",
+            f"use one of {', '.join(PROFILE_NAMES)}",
+        )
+    text = resources.files(__package__).joinpath("engine_profiles", f"{name}.json").read_text()
+    return profile_from_dict(json.loads(text))
+
+
+def all_profiles() -> list[EngineProfile]:
+    """Every shipped profile."""
+    return [engine_profile(name) for name in PROFILE_NAMES]
+
+
+# ----- Choosing a profile ---------------------------------------------------------------------
+
+LMI_FIRST_VLLM_V1 = "0.33.0"
+"""The first LMI release whose vLLM backend runs vLLM >= 0.8 with the V1 engine (LMI v15,
+vLLM 0.8.4; LMI release notes, djl-serving "LMI V15 release")."""
+TGI_2 = "2.0.0"
+
+
+def profile_name_for(family: ContainerFamily | str, version: str | None) -> str:
+    """The profile that models a container ``family`` at ``version`` (a pure function of the
+    catalog's facts): TGI < 2 -> ``tgi-1``; TGI 2.x/3.x -> ``tgi-2-3``; LMI < 0.33 ->
+    ``lmi-vllm-v0``; LMI >= 0.33 (or unknown) -> ``lmi-vllm-v1``; LMI TensorRT-LLM ->
+    ``lmi-trtllm``; LMI NeuronX and TGI NeuronX -> ``lmi-neuronx``; anything else ->
+    ``generic``."""
+    family = ContainerFamily(family)
+    parsed = _version(version)
+    if family is ContainerFamily.TGI:
+        if parsed is not None and parsed < version_tuple(TGI_2):
+            return "tgi-1"
+        return "tgi-2-3"
+    if family is ContainerFamily.LMI:
+        if parsed is not None and parsed < version_tuple(LMI_FIRST_VLLM_V1):
+            return "lmi-vllm-v0"
+        return "lmi-vllm-v1"
+    if family is ContainerFamily.LMI_TENSORRT_LLM:
+        return "lmi-trtllm"
+    if family in (ContainerFamily.LMI_NEURONX, ContainerFamily.TGI_NEURONX):
+        return "lmi-neuronx"
+    return "generic"
+
+
+def _version(version: str | None) -> tuple[int, ...] | None:
+    if not version:
+        return None
+    try:
+        return version_tuple(version)
+    except ValueError:
+        return None
+
+
+def profile_for_image(family: ContainerFamily | str, version: str | None) -> EngineProfile:
+    """The profile of a container image (see ``profile_name_for``)."""
+    return engine_profile(profile_name_for(family, version))
+
+
+class ContainerRelease(Protocol):
+    """A serving container's family and release (``planning.calibration.EngineRelease`` is
+    one): enough to choose its profile."""
+
+    @property
+    def family(self) -> str: ...
+
+    @property
+    def version(self) -> str | None: ...
+
+
+DEFAULT_PROFILE_NAME = "lmi-vllm-v1"
+"""The profile used when no image or engine is given: the newest LMI (vLLM V1) line, the
+library's recommended serving image."""
+
+
+def resolve_profile(
+    engine: EngineProfile | str | Any | None, neuron: bool = False
+) -> EngineProfile:
+    """``engine`` as a profile: a profile, a profile name, a ``calibration.EngineRelease``
+    (its container family and version choose it), or None for the default (``lmi-neuronx`` on
+    Inferentia/Trainium, ``DEFAULT_PROFILE_NAME`` elsewhere)."""
+    if engine is None:
+        return engine_profile("lmi-neuronx" if neuron else DEFAULT_PROFILE_NAME)
+    if isinstance(engine, EngineProfile):
+        return engine
+    if not isinstance(engine, str):  # a calibration.EngineRelease: the container it names
+        return profile_for_image(engine.family, engine.version)
+    return engine_profile(engine)
+
+
+def row_profile_name(engine: str, engine_version: str | None) -> str:
+    """The profile a published measurement belongs to, from its engine name (``tgi``,
+    ``lmi-vllm``, ``vllm``, ``lmi-trtllm``, ``trtllm``, ``nim``, ``lmi-neuronx``) and
+    version."""
+    parsed = _version((engine_version or "").lstrip("v").split("-")[0] or None)
+    if engine == "tgi":
+        return "tgi-1" if parsed is not None and parsed < version_tuple(TGI_2) else "tgi-2-3"
+    if engine in ("lmi-vllm", "vllm"):
+        threshold = version_tuple("0.8.0")
+        if engine == "lmi-vllm" and parsed is not None and parsed >= (0, 20):
+            threshold = version_tuple(LMI_FIRST_VLLM_V1)  # an LMI release number
+        return "lmi-vllm-v0" if parsed is not None and parsed < threshold else "lmi-vllm-v1"
+    if engine in ("lmi-trtllm", "trtllm", "nim"):
+        return "lmi-trtllm"
+    if engine == "lmi-neuronx":
+        return "lmi-neuronx"
+    return "generic"
+
+
+def engine_argument(text: str | None) -> EngineProfile | None:
+    """A command line's ``--engine``: a profile name, or a container image as
+    ``family:version`` (``tgi:1.4.5``, ``lmi:0.33.0``); None when not given."""
+    if text is None:
+        return None
+    if ":" in text:
+        family, _, version = text.partition(":")
+        try:
+            container = ContainerFamily(family.strip())
+        except ValueError as error:
+            raise ValidationError(
+                "--engine",
+                text,
+                f"{family!r} is not a container family",
+                "use e.g. tgi:3.3.6, lmi:0.33.0 or a profile name",
+            ) from error
+        return profile_for_image(container, version.strip() or None)
+    return engine_profile(text.strip())

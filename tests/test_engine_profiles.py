@@ -1,0 +1,340 @@
+"""Engine profiles (issue 17): chosen by the image, data with provenance, a band that holds the
+published measurements, and ``recommend`` sizing that under-provisions none of them."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from cdk_sagemaker_llm.catalog.containers import DLC_LINES, ContainerFamily
+from cdk_sagemaker_llm.catalog.instance_types import InstanceType
+from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
+from cdk_sagemaker_llm.errors import ValidationError
+from cdk_sagemaker_llm.planning.engine_profiles import (
+    PROFILE_NAMES,
+    BatchLimit,
+    Quantiles,
+    Residuals,
+    all_profiles,
+    band_of,
+    engine_argument,
+    engine_profile,
+    profile_for_image,
+    profile_name_for,
+)
+from cdk_sagemaker_llm.planning.performance import (
+    Layout,
+    Workload,
+    efficiency_of,
+    predict,
+    prediction_band,
+)
+from cdk_sagemaker_llm.planning.recommend import Risk, Slo, Traffic, recommend
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def _fitting() -> ModuleType:
+    sys.path.insert(0, str(BENCHMARKS))
+    spec = importlib.util.spec_from_file_location(
+        "profile_fitting", BENCHMARKS / "profile_fitting.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["profile_fitting"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def fitting() -> ModuleType:
+    return _fitting()
+
+
+@pytest.fixture(scope="module")
+def rows(fitting: ModuleType) -> list[Any]:
+    loaded, skipped = fitting.load_rows()
+    assert not skipped
+    return loaded  # type: ignore[no-any-return]
+
+
+# ----- Choosing a profile ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("family", "version"),
+    [(line.family, version) for line in DLC_LINES.values() for version in line.releases],
+)
+def test_a_profile_is_chosen_for_every_image_of_the_catalog(
+    family: ContainerFamily, version: str
+) -> None:
+    profile = profile_for_image(family, version)
+    assert profile.name in PROFILE_NAMES
+    assert profile.name == profile_name_for(family, version)
+
+
+@pytest.mark.parametrize(
+    ("family", "version", "expected"),
+    [
+        (ContainerFamily.TGI, "0.9.3", "tgi-1"),
+        (ContainerFamily.TGI, "1.4.5", "tgi-1"),
+        (ContainerFamily.TGI, "2.0.0", "tgi-2-3"),
+        (ContainerFamily.TGI, "3.3.6", "tgi-2-3"),
+        (ContainerFamily.LMI, "0.32.0", "lmi-vllm-v0"),
+        (ContainerFamily.LMI, "0.33.0", "lmi-vllm-v1"),
+        (ContainerFamily.LMI, "0.38.0", "lmi-vllm-v1"),
+        (ContainerFamily.LMI, None, "lmi-vllm-v1"),
+        (ContainerFamily.LMI_TENSORRT_LLM, "0.33.0", "lmi-trtllm"),
+        (ContainerFamily.LMI_NEURONX, "0.29.0", "lmi-neuronx"),
+        (ContainerFamily.TGI_NEURONX, "0.3.0", "lmi-neuronx"),
+        (ContainerFamily.PYTORCH_GPU, "2.6.0", "generic"),
+        (ContainerFamily.TRITON, "25.04", "generic"),
+        (ContainerFamily.CUSTOM, None, "generic"),
+    ],
+)
+def test_the_engine_generation_decides(
+    family: ContainerFamily, version: str | None, expected: str
+) -> None:
+    assert profile_name_for(family, version) == expected
+
+
+def test_container_image_exposes_its_profile() -> None:
+    from cdk_sagemaker_llm.constructs.images import ContainerImage
+
+    assert ContainerImage.tgi("1.4.5").engine_profile.name == "tgi-1"
+    assert ContainerImage.tgi("3.3.6").engine_profile.name == "tgi-2-3"
+    assert ContainerImage.lmi("0.33.0").engine_profile.name == "lmi-vllm-v1"
+    assert ContainerImage.lmi_tensorrt_llm("0.33.0").engine_profile.name == "lmi-trtllm"
+    assert ContainerImage.lmi_neuronx("0.29.0").engine_profile.name == "lmi-neuronx"
+
+
+def test_engine_argument_takes_a_name_or_an_image() -> None:
+    assert engine_argument(None) is None
+    assert engine_argument("tgi-1") is engine_profile("tgi-1")
+    assert engine_argument("tgi:2.4.0") is engine_profile("tgi-2-3")
+    assert engine_argument("lmi:0.31.0") is engine_profile("lmi-vllm-v0")
+    with pytest.raises(ValidationError, match="engine"):
+        engine_argument("sglang")
+    with pytest.raises(ValidationError, match="container family"):
+        engine_argument("sglang:0.4")
+
+
+# ----- Profiles are data with provenance ----------------------------------------------------------
+
+
+def test_every_profile_states_its_constants_and_their_provenance() -> None:
+    for profile in all_profiles():
+        assert profile.provenance
+        for entry in profile.provenance:
+            assert {"source", "date", "engine_version", "hardware"} <= set(entry)
+        assert 0 < profile.memory_bandwidth <= 1
+        assert profile.batching.source
+        assert set(profile.kernels) >= {"int4", "fp8"}
+        for kernel in profile.kernels.values():
+            assert 0 < kernel.weight_read <= 1 and kernel.source
+    tgi = engine_profile("tgi-1")
+    assert tgi.batching.limit is BatchLimit.KV_TOKENS
+    assert tgi.batching.max_batch_prefill_tokens == 4096
+    assert "MAX_BATCH_TOTAL_TOKENS" in tgi.batching.source
+    vllm = engine_profile("lmi-vllm-v1")
+    assert vllm.batching.limit is BatchLimit.REQUESTS
+    assert vllm.batching.max_batch_size == 256 and vllm.batching.chunked_prefill
+    assert "max_num_seqs" in vllm.batching.source
+
+
+def test_fitted_profiles_say_what_they_were_fitted_on() -> None:
+    tgi = engine_profile("tgi-1")
+    assert tgi.fitted is not None
+    assert tgi.fitted.rows >= 60 and len(tgi.fitted.sources) >= 2
+    assert tgi.residuals.rows > 0
+    assert engine_profile("lmi-neuronx").fitted is None
+
+
+def test_int4_kernels_are_slower_than_their_bytes_promise_on_tgi_1() -> None:
+    """Published: Llama 2 7B GPTQ on ml.g5.2xlarge (TGI 1.0.3) decodes far slower than 4x
+    fewer bytes predict; the vLLM V1 Marlin kernels come close to it."""
+    spec, layout, load = (
+        ModelSpec.LLAMA_2_7B,
+        Layout(InstanceType.G5_2XLARGE, 1, 1),
+        Workload(256, 128),
+    )
+    fp16 = predict(spec, layout, load, [1], engine="tgi-1").levels[0].ms_per_token
+    int4 = predict(spec, layout, load, [1], engine="tgi-1", precision=Precision.INT4_AWQ)
+    assert int4.levels[0].ms_per_token > fp16 / 2
+    marlin = predict(spec, layout, load, [1], engine="lmi-vllm-v1", precision=Precision.INT4_AWQ)
+    assert marlin.levels[0].ms_per_token < int4.levels[0].ms_per_token
+    assert any("precision" in reason for reason in int4.band.reasons)  # type: ignore[union-attr]
+
+
+# ----- Tensor parallelism on the SageMaker containers ---------------------------------------------
+
+
+def test_tgi_latency_is_flat_to_tp4_and_rises_at_tp8() -> None:
+    """Measured on SageMaker TGI: single-request latency flat from TP1 to TP4, higher at TP8;
+    the generic first-principles model keeps falling."""
+    spec, load = ModelSpec.LLAMA_2_7B, Workload(256, 128)
+
+    def ms(degree: int, engine: str) -> float:
+        layout = Layout(InstanceType.P4D_24XLARGE, degree, 1)
+        return predict(spec, layout, load, [1], engine=engine).levels[0].ms_per_token
+
+    tgi = {degree: ms(degree, "tgi-1") for degree in (1, 2, 4, 8)}
+    assert tgi[8] > tgi[4] and tgi[8] > tgi[1]
+    assert tgi[4] == pytest.approx(tgi[1], rel=0.35)
+    generic = {degree: ms(degree, "generic") for degree in (1, 8)}
+    assert generic[8] < generic[1]
+
+
+def test_tgi_batches_by_kv_tokens_not_a_request_count() -> None:
+    spec, load = ModelSpec.LLAMA_2_7B, Workload(256, 128)
+    layout = Layout(InstanceType.P4D_24XLARGE, 8, 1)
+    tgi = predict(spec, layout, load, [1], engine="tgi-1")
+    assert tgi.max_concurrency > 256
+    assert "KV-token budget" in tgi.max_concurrency_reason or "timeout" in (
+        tgi.max_concurrency_reason
+    )
+    vllm = predict(spec, layout, load, [1], engine="lmi-vllm-v1")
+    assert vllm.max_concurrency <= 256
+
+
+# ----- Bands -------------------------------------------------------------------------------------
+
+
+def test_a_band_widens_when_extrapolating() -> None:
+    residuals = Residuals(
+        Quantiles(-0.2, 0.0, 0.2, -0.3, 0.3), Quantiles(-0.2, 0.0, 0.2, -0.3, 0.3), 10, "test"
+    )
+    inside, outside = band_of(residuals, []), band_of(residuals, ["hardware: x", "engine: y"])
+    assert inside.ms_per_token == pytest.approx((math.exp(-0.2), math.exp(0.2)))
+    assert outside.ms_per_token[1] > inside.ms_per_token[1]
+    assert outside.tokens_per_s[0] < inside.tokens_per_s[0]
+    assert outside.reasons == ("hardware: x", "engine: y")
+    assert inside.pessimistic_slowdown == pytest.approx(math.exp(0.3))
+
+
+def test_a_prediction_off_the_fitted_range_says_why() -> None:
+    prediction = predict(
+        ModelSpec.LLAMA_3_70B,
+        Layout(InstanceType.P5_48XLARGE, 8, 1),
+        Workload(16_000, 256),
+        [1],
+        engine="tgi-1",
+    )
+    assert prediction.band is not None
+    reasons = " | ".join(prediction.band.reasons)
+    assert "hardware" in reasons and "prompt length" in reasons
+    level = prediction.levels[0]
+    assert level.ms_per_token_band is not None
+    assert level.ms_per_token_band[0] < level.ms_per_token < level.ms_per_token_band[1]
+
+
+def test_the_band_holds_the_measured_value_on_most_validation_rows(
+    fitting: ModuleType, rows: list[Any]
+) -> None:
+    """Each published row predicted by its shipped profile: the measured ms/token and tokens/s
+    lie inside the prediction's p10-p90 band on >= 80 % of the (row, figure) pairs."""
+    inside = total = 0
+    for row in rows:
+        profile = engine_profile(row.profile)
+        predicted = fitting.predict_row(row, profile, efficiency_of(profile))
+        band = prediction_band(
+            profile,
+            row.spec,
+            Layout(row.instance_type, row.tensor_parallel_degree, 1),
+            row.workload,
+            row.precision,
+        )
+        for measured, model, low_high in (
+            (row.ms_per_token, predicted.ms_per_token, band.ms_range),
+            (row.itl_ms, predicted.itl_ms, band.ms_range),
+            (row.tokens_per_s, predicted.tokens_per_s, band.tokens_range),
+        ):
+            if measured is None:
+                continue
+            low, high = low_high(model)
+            total += 1
+            inside += low <= measured <= high
+    assert total >= 200
+    assert inside / total >= 0.8, f"{inside}/{total}"
+
+
+def _measured_ms(row: Any) -> float | None:
+    if row.ms_per_token is not None:
+        return float(row.ms_per_token)
+    if row.itl_ms is not None and row.ttft_ms is not None:
+        return float(row.itl_ms) + float(row.ttft_ms) / row.output_tokens
+    return None
+
+
+def test_recommend_at_the_default_risk_under_provisions_no_validation_row(
+    rows: list[Any],
+) -> None:
+    """For every published row (concurrency c, ms/token m, tokens/s T on one copy), ask for 4
+    copies' worth of the measured request rate within m ms/token on the row's instance, TP and
+    engine: the pessimistic recommendation provisions at least those copies (it never counts
+    on a copy serving more than was measured), or finds no layout."""
+    checked = 0
+    for row in rows:
+        measured_ms = _measured_ms(row)
+        if row.static_batch or measured_ms is None or row.tokens_per_s is None:
+            continue
+        copies_per_instance = row.instance_type.accelerator_devices // row.tensor_parallel_degree
+        wanted_copies = 4 * copies_per_instance
+        rate = row.tokens_per_s / row.output_tokens * wanted_copies
+        result = recommend(
+            row.spec,
+            row.workload,
+            Slo(measured_ms),
+            Traffic(requests_per_second=rate),
+            precision=row.precision,
+            instance_types=[row.instance_type],
+            tensor_parallel_degrees=[row.tensor_parallel_degree],
+            engine=row.profile,
+            max_instance_count=10_000,
+        )
+        checked += 1
+        for option in result.options:
+            assert option.risk is Risk.PESSIMISTIC
+            assert option.layout.copies >= wanted_copies, (row.index, option.layout.describe())
+    assert checked >= 150
+
+
+def test_recommend_says_which_side_it_sized_on_and_what_it_costs() -> None:
+    spec, load = ModelSpec.LLAMA_2_7B, Workload(512, 128)
+    args = (spec, load, Slo(100), Traffic(requests_per_second=2))
+    kwargs = {"instance_types": [InstanceType.G5_2XLARGE], "engine": "tgi-1"}
+    pessimistic = recommend(*args, **kwargs).options[0]  # type: ignore[arg-type]
+    median = recommend(*args, risk=Risk.MEDIAN, **kwargs).options[0]  # type: ignore[arg-type]
+    assert pessimistic.layout.instance_count >= median.layout.instance_count
+    assert pessimistic.median_instance_count == median.layout.instance_count
+    line = next(r for r in pessimistic.reasoning if r.startswith("sized on the pessimistic"))
+    assert "at the median" in line and "instance(s)" in line and "/hour" in line
+    assert pessimistic.reasoning[-1].startswith("at the median the cheapest option would be")
+    assert "sizing on the pessimistic side costs +$" in pessimistic.reasoning[-1]
+    assert median.reasoning[-1].startswith("sized at the median of the band")
+    assert pessimistic.to_dict()["risk"] == "pessimistic"
+    assert median.to_dict()["risk"] == "median"
+
+
+def test_recommend_cli_takes_risk_and_engine(capsys: pytest.CaptureFixture[str]) -> None:
+    from cdk_sagemaker_llm.cli import main
+
+    argv = [
+        "recommend", "--model", "llama-2-7b", "--input-tokens", "512", "--output-tokens", "128",
+        "--max-ms-per-token", "100", "--requests-per-second", "2",
+        "--instance-types", "ml.g5.2xlarge", "--engine", "tgi:1.4.5", "--format", "json",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    import json
+
+    pessimistic = json.loads(capsys.readouterr().out)["options"][0]
+    assert main([*argv, "--risk", "median"]) == 0
+    median = json.loads(capsys.readouterr().out)["options"][0]
+    assert pessimistic["risk"] == "pessimistic" and median["risk"] == "median"
+    assert pessimistic["instance_count"] >= median["instance_count"]

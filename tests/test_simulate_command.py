@@ -1,0 +1,129 @@
+"""``cdk-sagemaker-llm simulate``: the loopback simulator from the command line, as the
+benchmarks guide runs it (its documented session runs here, on a free port)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import boto3
+from botocore.config import Config
+from conftest import PROJECT_ROOT
+
+from cdk_sagemaker_llm.benchmarking.simulator import fetch_truth
+
+CLI = [sys.executable, "-m", "cdk_sagemaker_llm.cli"]
+CREDENTIALS = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
+GUIDE = PROJECT_ROOT / "docs" / "guides" / "benchmarks.md"
+
+
+@contextmanager
+def simulate(*args: str) -> Iterator[str]:
+    """Run the command until the block ends (SIGTERM, as `kill` sends); yields its URL."""
+    server = subprocess.Popen(
+        [*CLI, "simulate", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().strip()
+        assert url, server.stderr.read() if server.stderr else ""
+        yield url
+    finally:
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=30) == 0
+
+
+def documented_session() -> list[list[str]]:
+    """The guide's shell session (simulate, benchmark, report), one argv per command."""
+    text = GUIDE.read_text()
+    block = re.search(r"\[start:simulate\] -->\n```bash\n(.*?)```", text, re.DOTALL)
+    assert block, "the benchmarks guide lost its simulate session"
+    lines = block.group(1).replace("\\\n", " ").splitlines()
+    return [shlex.split(line) for line in lines if line.strip()]
+
+
+def test_serves_on_loopback_with_the_given_options() -> None:
+    with simulate(
+        "--port", "0", "--container", "tgi", "--max-batch", "2", "--step-base-s", "0.001"
+    ) as url:
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+", url)
+        runtime = boto3.session.Session(
+            aws_access_key_id="test", aws_secret_access_key="test"
+        ).client(
+            "sagemaker-runtime", region_name="us-east-1", endpoint_url=url,
+            config=Config(retries={"total_max_attempts": 1, "mode": "standard"}),
+        )  # fmt: skip
+        body = {"inputs": "one two three", "parameters": {"max_new_tokens": 3}}
+        answer = runtime.invoke_endpoint(EndpointName="ep", Body=json.dumps(body))
+        (generated,) = json.loads(answer["Body"].read())  # TGI: a one-element list
+        assert generated["details"]["generated_tokens"] == 3
+        (truth,) = fetch_truth(url)
+        assert (truth.input_tokens, truth.output_tokens, truth.outcome) == (3, 3, "ok")
+
+
+def test_a_taken_port_is_one_error_line() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [*CLI, "simulate", "--port", str(port)], capture_output=True, text=True, timeout=60
+        )
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: cannot listen on 127.0.0.1:{port}")
+    assert "Traceback" not in result.stderr
+
+
+def test_the_documented_session_runs(tmp_path: Path) -> None:
+    """The guide's commands as written, but on a free port instead of 8080."""
+    start, bench, report, stop = documented_session()
+    assert start[:2] == ["cdk-sagemaker-llm", "simulate"] and start[-1] == "&"
+    assert stop == ["kill", "%1"]
+    with simulate(*start[2:-1], "--port", "0") as url:
+        env = dict(arg.split("=", 1) for arg in bench if re.fullmatch(r"[A-Z_]+=.*", arg))
+        assert env == CREDENTIALS
+        argv = [arg for arg in bench if not re.fullmatch(r"[A-Z_]+=.*", arg)]
+        assert argv[:2] == ["cdk-sagemaker-llm", "benchmark"]
+        argv[argv.index("--endpoint-url") + 1] = url
+        ran = subprocess.run(
+            [*CLI, *argv[1:]], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+            env={**_environment(), **env},
+        )  # fmt: skip
+        assert ran.returncode == 0, ran.stderr
+    assert report[:2] == ["cdk-sagemaker-llm", "report"]
+    rendered = subprocess.run(
+        [*CLI, *report[1:]], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert rendered.returncode == 0, rendered.stderr
+    assert "| concurrency |" in rendered.stdout
+
+
+def _environment() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if not k.startswith("AWS_")} | {
+        "AWS_CONFIG_FILE": "/dev/null",
+        "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+
+
+def test_every_option_is_in_the_guide_table() -> None:
+    import argparse
+
+    from cdk_sagemaker_llm.benchmarking.simulator import add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    guide = GUIDE.read_text()
+    for action in parser._actions:
+        if action.dest != "help":
+            assert any(f"| `{flag}" in guide for flag in action.option_strings), action.dest
