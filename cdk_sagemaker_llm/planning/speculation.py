@@ -33,7 +33,7 @@ from typing import Protocol
 
 from ..catalog.model_specs import ModelSpec
 from ..errors import ValidationError
-from ..prop_types import typed_factory
+from ..prop_types import typed_factory, typed_props
 
 EAGLE_ACCEPTANCE_RATE = 0.8
 """Default per-token acceptance of an EAGLE head. EAGLE reports mean accepted lengths of about
@@ -83,6 +83,7 @@ class DecodeTiming(Protocol):
         ...
 
 
+@typed_props
 @dataclass(frozen=True)
 class Speculation:
     """Speculative decoding as the performance model sees it; build it with ``eagle`` or
