@@ -91,8 +91,10 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .planning.calibration import Calibration, EngineRelease
     from .planning.decision import ExpectedTraffic, ServiceDecision
     from .planning.engine_profiles import EngineProfile
+    from .planning.optimizations import Optimization
     from .planning.recommend import PriceBasis, Risk, Slo
     from .planning.sizing import SizingReport
+    from .planning.speculation import Speculation
     from .planning.workload import Workload
 
 _EXPORTS: dict[str, str] = {
@@ -129,6 +131,8 @@ _EXPORTS: dict[str, str] = {
     "EndpointMetrics": ".constructs.endpoint_metrics",
     "EngineProfile": ".planning.engine_profiles",
     "EngineRelease": ".planning.calibration",
+    "Optimization": ".planning.optimizations",
+    "Speculation": ".planning.speculation",
     "ExpectedTraffic": ".planning.decision",
     "HandlerPlacement": ".constructs.deploy_time",
     "IEndpoint": ".constructs.interfaces",

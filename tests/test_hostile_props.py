@@ -90,6 +90,8 @@ from cdk_sagemaker_llm import (
 )
 from cdk_sagemaker_llm.catalog.instance_types import CATALOG
 from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
+from cdk_sagemaker_llm.planning.optimizations import Optimization
+from cdk_sagemaker_llm.planning.speculation import Speculation
 from cdk_sagemaker_llm.prop_types import unchecked_props
 
 MAX_EXAMPLES = int(os.environ.get("HYPOTHESIS_MAX_EXAMPLES", "60"))
@@ -370,6 +372,8 @@ def _baselines(
         ),
         "EngineRelease": like(EngineRelease.parse("tgi:3.3.6")),
         "EngineProfile": like(engine_profile("tgi-1")),
+        "Optimization": like(Optimization.speculative_decoding()),
+        "Speculation": like(Speculation.eagle()),
         "ServiceDecision": like(service.decision),
         "Accelerator": like(InstanceType.G5_2XLARGE.accelerator),
         "InstanceType": like(InstanceType.G5_2XLARGE),
@@ -495,7 +499,8 @@ PUBLIC_CLASSES = [
     "PrefixAwareRouting", "ScaleInPolicy", "ComponentScheduling", "ComponentSpecification",
     "ContainerMetrics", "AsyncInference", "ServerlessConfig", "AsyncScaling",
     "ServerlessScaling", "BacklogTrackingPolicy", "BacklogScaleFromZeroPolicy", "LlmService",
-    "Calibration", "EngineRelease", "ServiceDecision", "EngineProfile",
+    "Calibration", "EngineRelease", "ServiceDecision", "EngineProfile", "Optimization",
+    "Speculation",
 ]  # fmt: skip
 
 

@@ -14,6 +14,7 @@ from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
 from ..planning.calibration import EngineRelease, calibrate
 from ..planning.engine_profiles import PROFILE_NAMES, EngineProfile, engine_profile
+from ..planning.optimizations import Optimization
 from ..planning.performance import (
     Layout,
     MeasuredEfficiency,
@@ -62,6 +63,11 @@ def register(subparsers: Any) -> None:
         type=int,
         help="the server's request cap per copy; default the engine's (vLLM/LMI 256, TGI a "
         "KV-token budget)",
+    )
+    parser.add_argument(
+        "--optimization",
+        help="predict the model served optimized: awq, fp8 or speculative-decoding (an EAGLE "
+        "head); the assumptions name the optimization job it needs",
     )
     add_calibration_arguments(parser)
     parser.add_argument("--format", choices=("json", "markdown"), default="markdown")
@@ -141,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
             calibration=calibration,
             max_batch_size=args.max_batch_size,
             engine=engine_choice(args.engine),
+            optimization=Optimization.of(args.optimization) if args.optimization else None,
         )
     except ValidationError as error:
         print(f"error: {error}", file=sys.stderr)

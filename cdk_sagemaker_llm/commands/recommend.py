@@ -15,6 +15,7 @@ from ..errors import ValidationError
 from ..planning.calibration import Calibration, EngineRelease
 from ..planning.decision import ExpectedTraffic, ServiceDecision, ServiceRequest, decide
 from ..planning.engine_profiles import EngineProfile
+from ..planning.optimizations import Optimization
 from ..planning.performance import Workload
 from ..planning.recommend import PriceBasis, Recommendation, Risk, Slo, Traffic, recommend
 from .calibrate import add_calibration_arguments, load_calibration
@@ -75,6 +76,12 @@ def register(subparsers: Any) -> None:
         help="size on the pessimistic side of each prediction's band (default: no published "
         "measurement in the validation data would be under-provisioned) or at its median",
     )
+    parser.add_argument(
+        "--optimizations",
+        default="",
+        help="also weigh serving the model optimized, comma-separated: awq, fp8, "
+        "speculative-decoding; each option names the optimization job it needs",
+    )
     add_calibration_arguments(parser)
     parser.add_argument("--top", type=int, default=5, help="options to list; default 5")
     parser.add_argument("--format", choices=("json", "markdown"), default="markdown")
@@ -114,6 +121,9 @@ def run(args: argparse.Namespace) -> int:
             calibration=calibration,
             engine=engine,
             risk=Risk(args.risk),
+            optimizations=[
+                Optimization.of(name) for name in args.optimizations.split(",") if name.strip()
+            ],
         )
     except ValidationError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -52,6 +52,7 @@ from .engine_profiles import (
     band_of,
     resolve_profile,
 )
+from .optimizations import Optimization
 from .placement import (
     GB,
     MIN_KV_HEADROOM_BYTES,
@@ -61,6 +62,7 @@ from .placement import (
     host_memory_problem,
     kv_bytes_per_token_per_copy,
 )
+from .speculation import Speculation, SpeculativeTiming, draft_weight_bytes
 from .workload import Workload
 
 INVOCATION_TIMEOUT_S = 60.0
@@ -335,6 +337,9 @@ class CopyModel:
     """Factor ``level`` applies to the times (ms/token, TTFT, end-to-end) and divides the
     tokens/s by: a band edge when sizing for a risk (``recommend(risk=...)``); 1 is the model's
     central prediction. One factor keeps Little's law between the figures."""
+    speculation: Speculation | None = None
+    """Speculative decoding (``planning.speculation``): decode steps yield more tokens at a
+    verification and draft cost; None: plain decoding."""
     _figures: tuple[float, float] = field(init=False, repr=False, compare=False)
     """(memory bandwidth GB/s, dense FP16 TFLOPS) of one accelerator."""
 
@@ -395,11 +400,26 @@ class CopyModel:
         return batch * per_token / self._flops_rate(self.efficiency.decode_compute)
 
     def step_s(self, batch: int) -> float:
-        """One decode step of ``batch`` sequences: roofline + overhead + all-reduces."""
+        """Time per generated token of ``batch`` sequences: one decode step (roofline +
+        overhead + all-reduces), or with speculative decoding a verification and its draft
+        over the tokens they yield."""
+        if self.speculation is not None:
+            return self._speculative.step_s(batch)
         return (
             max(self.memory_time_s(batch), self.compute_time_s(batch))
             + self.overhead_s()
             + self.all_reduce_s(batch)
+        )
+
+    @cached_property
+    def _speculative(self) -> SpeculativeTiming:
+        assert self.speculation is not None
+        plain = replace(self, speculation=None)
+        draft = self.speculation.draft
+        return SpeculativeTiming(
+            plain,
+            self.speculation,
+            None if draft is None else replace(plain, spec=draft, kernel=None),
         )
 
     def prefill_s(self) -> float:
@@ -622,6 +642,11 @@ def copy_limits(
         model.precision,
         model.workload.total_tokens,
     )
+    if model.speculation is not None:  # the draft's weights sit beside the target's
+        draft = draft_weight_bytes(
+            model.speculation, model.spec, model.precision.bytes_per_parameter
+        )
+        memory = replace(memory, weights_bytes=memory.weights_bytes + draft)
     kv = memory.sequences
     if max_batch_total_tokens is not None:
         kv = min(kv, max_batch_total_tokens // model.workload.total_tokens)
@@ -657,9 +682,10 @@ def profile_model(
     profile: EngineProfile,
     efficiency: Efficiency | None = None,
     slowdown: float = 1.0,
+    speculation: Speculation | None = None,
 ) -> CopyModel:
     """A ``CopyModel`` with an engine profile's efficiencies (or measured ``efficiency``), its
-    quantized-kernel speed and a band ``slowdown``."""
+    quantized-kernel speed, a band ``slowdown`` and optional speculative decoding."""
     return CopyModel(
         spec,
         instance_type,
@@ -669,6 +695,7 @@ def profile_model(
         efficiency if efficiency is not None else efficiency_of(profile),
         profile.kernel(precision),
         slowdown,
+        speculation,
     )
 
 
@@ -678,9 +705,10 @@ def prediction_band(
     layout: Layout,
     workload: Workload,
     precision: Precision,
+    optimization: Optimization | None = None,
 ) -> Band:
     """The band of a prediction: the profile's residuals, widened for each way the prediction
-    leaves what the profile was fitted on."""
+    leaves what the profile was fitted on (speculative decoding is not in the fitted data)."""
     reasons = profile.extrapolation_reasons(
         spec,
         gpu_name(layout.instance_type),
@@ -688,7 +716,28 @@ def prediction_band(
         workload.input_tokens,
         precision,
     )
+    if optimization is not None and optimization.speculation is not None:
+        reasons.append(
+            "speculative decoding: no published measurement of it is in the fitted data; "
+            "its tokens per step assume the stated acceptance rate"
+        )
     return band_of(profile.residuals, reasons)
+
+
+def optimization_notes(
+    optimization: Optimization,
+    model: CopyModel,
+    limits: CopyLimits,
+    *,
+    price_per_hour: float | None,
+) -> list[str]:
+    """What an optimization changes in a prediction, and the job it needs, in words."""
+    notes = [f"optimization: {optimization.describe()}"]
+    if model.speculation is not None:
+        notes.append(model._speculative.describe(limits.capacity))
+    job = optimization.job(model.spec, price_per_hour)
+    notes.append(f"needs an optimization job: {job.describe()}")
+    return notes
 
 
 _GPU_NAMES = {
@@ -838,10 +887,15 @@ def predict(
     calibration: MeasuredEfficiency | None = None,
     max_batch_size: int | None = None,
     engine: EngineProfile | ContainerRelease | str | None = None,
+    optimization: Optimization | None = None,
 ) -> Prediction:
     """Predict ms/token, TTFT and throughput of ``layout`` serving ``workload`` at each
     ``concurrency`` (whole deployment), its knee, its maximum concurrency and the band of
     the figures.
+
+    :param optimization: serve the model optimized (``Optimization.awq()``, ``.fp8()``,
+        ``.speculative_decoding(...)``): its precision replaces ``precision``, and the
+        assumptions name the optimization job it needs with its time and cost.
 
     :param calibration: efficiency factors fitted from a benchmark; default the engine
         profile's (fitted to published measurements).
@@ -861,6 +915,8 @@ def predict(
     if max_batch_size is not None and max_batch_size < 1:
         raise ValidationError("max_batch_size", max_batch_size, "must be positive", "pass 256")
     profile = resolve_profile(engine, layout.instance_type.is_neuron)
+    if optimization is not None:
+        precision = optimization.precision(precision)
     model = profile_model(
         spec,
         layout.instance_type,
@@ -869,18 +925,21 @@ def predict(
         workload,
         profile,
         calibration.efficiency if calibration else None,
+        speculation=optimization.speculation if optimization else None,
     )
     limits, memory = profile_limits(model, profile, max_batch_size)
     _check_fit(spec, layout, memory, precision)
     copies = layout.copies
     knee = copy_knee(model, limits)
-    band = prediction_band(profile, spec, layout, workload, precision)
+    band = prediction_band(profile, spec, layout, workload, precision, optimization)
     levels = [
         _deployment_level(model, copies, c, limits.capacity).with_band(band)
         for c in sorted(levels_in)
     ]
     assumptions = describe_assumptions(model, layout, limits, memory)
     assumptions.insert(3, profile.describe())
+    if optimization is not None:
+        assumptions += optimization_notes(optimization, model, limits, price_per_hour=None)
     assumptions.append(band.describe())
     extrapolated = True
     if calibration is None:
@@ -980,6 +1039,7 @@ def max_throughput_within(
     max_ttft_ms: float | None = None,
     engine: EngineProfile | ContainerRelease | str | None = None,
     slowdown: float = 1.0,
+    speculation: Speculation | None = None,
 ) -> LayoutCapacity | None:
     """The highest-throughput concurrency per copy whose ms/token (and TTFT) meet the limits,
     or None when even one request per copy misses them or the layout does not fit.
@@ -1004,6 +1064,7 @@ def max_throughput_within(
             efficiency if efficiency is not None else DEFAULT_EFFICIENCY,
             None,
             slowdown,
+            speculation,
         )
         limits, _ = copy_limits(model, max_batch_size)
     else:
@@ -1017,6 +1078,7 @@ def max_throughput_within(
             profile,
             efficiency,
             slowdown,
+            speculation,
         )
         limits, _ = profile_limits(model, profile, max_batch_size)
     return _best_within(model, layout, workload, limits, max_ms_per_token, max_ttft_ms)

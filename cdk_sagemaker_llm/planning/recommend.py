@@ -26,6 +26,7 @@ from ..errors import ValidationError
 from ..prop_types import typed_props
 from .calibration import Calibration, EngineRelease
 from .engine_profiles import Band, ContainerRelease, EngineProfile, resolve_profile
+from .optimizations import JobEstimate, Optimization
 from .performance import (
     DEFAULT_EFFICIENCY,
     DEFAULT_MAX_BATCH_SIZE,
@@ -42,6 +43,7 @@ from .performance import (
     efficiency_of,
     interconnect_of,
     max_throughput_within,
+    optimization_notes,
     prediction_band,
     profile_limits,
     profile_model,
@@ -190,6 +192,10 @@ class Option:
     """The uncertainty of its figures (the engine profile's residuals)."""
     median_instance_count: int | None = None
     """Instances the same layout needs when sized at the median (pessimistic sizing only)."""
+    optimization: Optimization | None = None
+    """The optimization the option serves the model with (None: as given)."""
+    job: JobEstimate | None = None
+    """The optimization job that optimization needs, with its time and cost."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (one entry of ``recommend --format json``'s ``options``)."""
@@ -216,6 +222,8 @@ class Option:
             "risk": self.risk.value,
             "band": None if self.band is None else self.band.to_dict(),
             "median_instance_count": self.median_instance_count,
+            "optimization": None if self.optimization is None else self.optimization.name,
+            "job": None if self.job is None else self.job.to_dict(),
             "reasoning": list(self.reasoning),
         }
 
@@ -351,6 +359,7 @@ class _Search:
     engine: EngineProfile | ContainerRelease | str | None
     risk: Risk
     tensor_parallel_degrees: Sequence[int] | None
+    optimizations: Sequence[Optimization] = ()
 
 
 def _search_instance(
@@ -364,37 +373,65 @@ def _search_instance(
         if wanted is not None and degree not in wanted:
             continue
         layout = Layout(instance_type, degree, instance_type.accelerator_devices // degree)
-        profile = resolve_profile(search.engine, instance_type.is_neuron)
-        band = prediction_band(profile, search.spec, layout, search.workload, search.precision)
-        option, rejection = _evaluate(
-            search.spec,
-            layout,
-            search.workload,
-            search.slo,
-            search.traffic,
-            precision=search.precision,
-            efficiency_model=profile_model(
-                search.spec,
-                instance_type,
-                degree,
-                search.precision,
-                search.workload,
-                profile,
-                measured,
-                search.risk.slowdown(band),
-            ),
-            max_instance_count=search.max_instance_count,
-            prices=search.prices,
-            price_basis=search.price_basis,
-            max_batch_size=search.max_batch_size,
-            region_note=search.region_note,
-            side=_Side(profile, search.risk, band),
-        )
-        if option is not None:
-            options.append(option)
-        elif rejection is not None:
-            rejected.append(rejection)
+        for optimization in (None, *search.optimizations):
+            option, rejection = _search_variant(search, layout, measured, optimization)
+            if option is not None:
+                options.append(option)
+            elif rejection is not None:
+                rejected.append(rejection)
     return options, rejected
+
+
+def _search_variant(
+    search: _Search,
+    layout: Layout,
+    measured: Efficiency | None,
+    optimization: Optimization | None,
+) -> tuple[Option | None, Rejection | None]:
+    """One layout, served as given or with one optimization (its precision and speculative
+    decoding in the model; the job it needs in the option)."""
+    instance_type, degree = layout.instance_type, layout.tensor_parallel_degree
+    precision = optimization.precision(search.precision) if optimization else search.precision
+    profile = resolve_profile(search.engine, instance_type.is_neuron)
+    band = prediction_band(profile, search.spec, layout, search.workload, precision, optimization)
+    model = profile_model(
+        search.spec,
+        instance_type,
+        degree,
+        precision,
+        search.workload,
+        profile,
+        measured,
+        search.risk.slowdown(band),
+        optimization.speculation if optimization else None,
+    )
+    option, rejection = _evaluate(
+        search.spec,
+        layout,
+        search.workload,
+        search.slo,
+        search.traffic,
+        precision=precision,
+        efficiency_model=model,
+        max_instance_count=search.max_instance_count,
+        prices=search.prices,
+        price_basis=search.price_basis,
+        max_batch_size=search.max_batch_size,
+        region_note=search.region_note,
+        side=_Side(profile, search.risk, band),
+    )
+    if optimization is None:
+        return option, rejection
+    if option is None:
+        assert rejection is not None
+        return None, replace(rejection, reason=f"with {optimization.name}: {rejection.reason}")
+    unit = unit_price(instance_type, search.prices, search.price_basis)
+    job = optimization.job(search.spec, unit)
+    limits, _ = profile_limits(model, profile, search.max_batch_size)
+    notes = optimization_notes(optimization, model, limits, price_per_hour=unit)
+    return replace(
+        option, optimization=optimization, job=job, reasoning=[*option.reasoning, *notes]
+    ), None
 
 
 @dataclass(frozen=True)
@@ -424,6 +461,7 @@ def recommend(  # noqa: PLR0913 - known offender (issue 18 item 5): group the op
     engine: EngineProfile | ContainerRelease | str | None = None,
     risk: Risk = Risk.PESSIMISTIC,
     tensor_parallel_degrees: Sequence[int] | None = None,
+    optimizations: Sequence[Optimization] = (),
 ) -> Recommendation:
     """The cheapest layouts that serve ``traffic`` within ``slo`` (see the module docstring).
 
@@ -445,6 +483,10 @@ def recommend(  # noqa: PLR0913 - known offender (issue 18 item 5): group the op
         validation measurement would be under-provisioned) or at its median.
     :param tensor_parallel_degrees: only these degrees; default every degree that splits an
         instance into whole copies.
+    :param optimizations: also weigh serving the model optimized (``Optimization.awq()``,
+        ``.fp8()``, ``.speculative_decoding()``): each layout is evaluated as given and with
+        each optimization; an optimized option names the job it needs with its time and cost,
+        and the assumptions answer "optimize, or buy more accelerators?".
     """
     if max_instance_count < 1:
         raise ValidationError(
@@ -491,6 +533,7 @@ def recommend(  # noqa: PLR0913 - known offender (issue 18 item 5): group the op
                 engine,
                 risk,
                 tensor_parallel_degrees,
+                tuple(optimizations),
             ),
             instance_type,
             measured,
@@ -501,6 +544,7 @@ def recommend(  # noqa: PLR0913 - known offender (issue 18 item 5): group the op
         if not found_any and not any(r.instance_type == instance_type.name for r in rejected):
             rejected.append(Rejection(instance_type.name, "no layout fits"))
     options.sort(key=_rank)
+    trade_off = _optimize_or_buy(options) if optimizations else None
     kept = [
         _with_median_cost(
             option,
@@ -546,6 +590,8 @@ def recommend(  # noqa: PLR0913 - known offender (issue 18 item 5): group the op
     ]
     if region_note:
         assumptions.append(region_note)
+    if trade_off:
+        assumptions.append(trade_off)
     assumptions += [f"calibration: {note}" for note in calibration_notes]
     if risk is Risk.PESSIMISTIC and kept:
         median = recommend(
@@ -565,11 +611,40 @@ def recommend(  # noqa: PLR0913 - known offender (issue 18 item 5): group the op
             engine=engine,
             risk=Risk.MEDIAN,
             tensor_parallel_degrees=tensor_parallel_degrees,
+            optimizations=optimizations,
         )
         line = _pessimism_cost(kept[0], median.options[0] if median.options else None)
         assumptions.append(line)
         kept[0] = replace(kept[0], reasoning=[*kept[0].reasoning, line])
     return Recommendation(kept, rejected, assumptions)
+
+
+def _optimize_or_buy(options: Sequence[Option]) -> str:
+    """ "Optimize, or buy more accelerators?": the cheapest option served as given against the
+    cheapest optimized one (``options`` ranked), with the job the latter needs."""
+    plain = next((o for o in options if o.optimization is None), None)
+    optimized = next((o for o in options if o.optimization is not None), None)
+    if optimized is None or optimized.job is None:
+        return "optimize or buy more accelerators: no optimized option meets the SLO"
+    if plain is None:
+        return (
+            f"optimize or buy more accelerators: only optimized options meet the SLO; the "
+            f"cheapest ({optimized.layout.describe()}) needs {optimized.job.describe()}"
+        )
+
+    def price(option: Option) -> str:
+        hourly = option.price_per_hour
+        return "price unknown" if hourly is None else f"${hourly:,.2f}/hour"
+
+    verdict = (
+        "optimize" if _rank(optimized) < _rank(plain) else "buy (the optimization saves nothing)"
+    )
+    return (
+        f"optimize or buy more accelerators: {verdict}: as given {plain.layout.describe()} "
+        f"at {price(plain)}; with {optimized.optimization.name if optimized.optimization else ''} "
+        f"{optimized.layout.describe()} at {price(optimized)}, after a one-off "
+        f"{optimized.job.describe()}"
+    )
 
 
 def _pessimism_cost(pessimistic: Option, median: Option | None) -> str:
@@ -632,6 +707,8 @@ def _with_median_cost(
         return replace(option, reasoning=[*option.reasoning, line])
     layout = option.layout
     base = Layout(layout.instance_type, layout.tensor_parallel_degree, layout.copies_per_instance)
+    if option.optimization is not None:
+        precision = option.optimization.precision(precision)
     median, _ = _evaluate(
         spec,
         base,
@@ -648,6 +725,7 @@ def _with_median_cost(
             profile,
             measured,
             Risk.MEDIAN.slowdown(band),
+            option.optimization.speculation if option.optimization else None,
         ),
         max_instance_count=max_instance_count * 4,
         prices=prices,
@@ -729,6 +807,7 @@ def _evaluate(
         max_ttft_ms=slo.max_ttft_ms,
         engine=profile,
         slowdown=efficiency_model.slowdown,
+        speculation=efficiency_model.speculation,
     )
     if capacity is None:
         reason = _reject_reason(

@@ -1,0 +1,254 @@
+"""Speculative decoding in the performance model: how many tokens a decode step yields, what
+the draft costs, and the concurrency above which it stops paying.
+
+A draft (a small model, or an EAGLE head on the target's hidden states) proposes ``k`` tokens;
+the target verifies them in one forward pass over ``k + 1`` positions per sequence and keeps
+the accepted prefix plus one token of its own. With a per-token acceptance rate ``a`` the
+expected tokens per verification step are (Leviathan, Kalman and Matias, "Fast Inference from
+Transformers via Speculative Decoding", ICML 2023, eq. 1)::
+
+    E(a, k) = (1 - a^(k + 1)) / (1 - a)
+
+One step of a batch of ``b`` sequences then costs the target's verification (its weights are
+read once, but it computes ``k + 1`` positions per sequence) plus ``k`` draft steps, and yields
+``E`` tokens per sequence::
+
+    verify(b) = step(b) - roofline(b) + max(memory(b), (k + 1) x compute(b))
+    time per token(b) = (verify(b) + k x draft(b)) / E
+
+While decode is memory-bound the verification costs about one ordinary step and speculation
+pays ~E/(1 + k x draft share); as the batch grows the ``k + 1`` positions make the step
+compute-bound, and above some batch speculation costs more than it saves (the "break-even"
+concurrency). vLLM's documentation says the same in words: speculation "improves inter-token
+latency in memory-bound LLM inference" and does not help everywhere (docs.vllm.ai, "Speculative
+decoding in vLLM").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol
+
+from ..catalog.model_specs import ModelSpec
+from ..errors import ValidationError
+from ..prop_types import typed_factory, typed_props
+
+EAGLE_ACCEPTANCE_RATE = 0.8
+"""Default per-token acceptance of an EAGLE head. EAGLE reports mean accepted lengths of about
+3.5-4 tokens per step on MT-bench for 7B-70B chat models (Li et al., "EAGLE: Speculative
+Sampling Requires Rethinking Feature Uncertainty", ICML 2024, Table 1), which ``a = 0.8`` with
+``k = 5`` reproduces (E = 3.69)."""
+DRAFT_MODEL_ACCEPTANCE_RATE = 0.7
+"""Default per-token acceptance of a separate small draft model: Leviathan et al. (2023,
+Table 3) measure 0.5-0.9 across target/draft pairs; 0.7 is the middle of that range."""
+DEFAULT_DRAFT_LENGTH = 5
+"""Draft tokens per step: vLLM's documented example (``num_speculative_tokens=5``) and LMI's
+default ``option.speculative_length``."""
+EAGLE_DRAFT_LAYERS = 2.0
+"""An EAGLE head is one decoder layer plus the target's LM head, whose reads are about one
+more layer's worth for 7B-70B models (Li et al. 2024, section 4): each draft token costs
+about 2 / layers of a target step's roofline."""
+
+
+class SpeculationKind(Enum):
+    """Where the draft tokens come from."""
+
+    EAGLE = "eagle"
+    """An EAGLE head trained on the target's hidden states (SageMaker's optimization job
+    trains one: ``OptimizationTechnique.speculative_decoding``)."""
+    DRAFT_MODEL = "draft-model"
+    """A separate small model with the target's tokenizer (``SpeculativeDecoding``)."""
+
+
+class DecodeTiming(Protocol):
+    """The parts of a copy's decode-step timing speculation needs (``CopyModel`` has them)."""
+
+    @property
+    def spec(self) -> ModelSpec:
+        """The target model."""
+        ...
+
+    def memory_time_s(self, batch: int) -> float:
+        """Seconds a decode step of ``batch`` sequences spends reading memory."""
+        ...
+
+    def compute_time_s(self, batch: int) -> float:
+        """Seconds a decode step of ``batch`` sequences spends computing."""
+        ...
+
+    def step_s(self, batch: int) -> float:
+        """Seconds of one decode step of ``batch`` sequences, fixed costs included."""
+        ...
+
+
+@typed_props
+@dataclass(frozen=True)
+class Speculation:
+    """Speculative decoding as the performance model sees it; build it with ``eagle`` or
+    ``draft_model``."""
+
+    kind: SpeculationKind
+    """Where the draft tokens come from."""
+    acceptance_rate: float
+    """Probability that the target accepts one draft token (0 < a < 1)."""
+    draft_length: int
+    """Draft tokens proposed per step (``k``)."""
+    draft: ModelSpec | None = None
+    """The draft model, for ``DRAFT_MODEL``."""
+
+    def __post_init__(self) -> None:
+        if not 0 < self.acceptance_rate < 1:
+            raise ValidationError(
+                "speculation.acceptance_rate",
+                self.acceptance_rate,
+                "must be a probability strictly between 0 and 1",
+                "pass the measured per-token acceptance, e.g. 0.7",
+            )
+        if not 1 <= self.draft_length <= 16:
+            raise ValidationError(
+                "speculation.draft_length",
+                self.draft_length,
+                "must be between 1 and 16 draft tokens per step",
+                f"pass e.g. {DEFAULT_DRAFT_LENGTH}",
+            )
+
+    @staticmethod
+    @typed_factory
+    def eagle(
+        *,
+        acceptance_rate: float = EAGLE_ACCEPTANCE_RATE,
+        draft_length: int = DEFAULT_DRAFT_LENGTH,
+    ) -> Speculation:
+        """An EAGLE head (what SageMaker's speculative-decoding optimization job trains)."""
+        return Speculation(SpeculationKind.EAGLE, acceptance_rate, draft_length)
+
+    @staticmethod
+    @typed_factory
+    def draft_model(
+        draft: ModelSpec,
+        *,
+        acceptance_rate: float = DRAFT_MODEL_ACCEPTANCE_RATE,
+        draft_length: int = DEFAULT_DRAFT_LENGTH,
+    ) -> Speculation:
+        """A separate small draft model (``ModelSpec.preset("llama-3.2-1b")``-like)."""
+        return Speculation(SpeculationKind.DRAFT_MODEL, acceptance_rate, draft_length, draft)
+
+    @property
+    def tokens_per_step(self) -> float:
+        """Expected tokens one verification step yields per sequence (Leviathan et al. eq. 1)."""
+        a, k = self.acceptance_rate, self.draft_length
+        return (1 - a ** (k + 1)) / (1 - a)
+
+    def check_draft(self, target: ModelSpec) -> None:
+        """A draft model must be smaller than the model it drafts for."""
+        if self.draft is not None and self.draft.parameters >= target.parameters:
+            raise ValidationError(
+                "speculation.draft",
+                self.draft.name,
+                f"has {self.draft.parameters:.3g} parameters, not fewer than the target "
+                f"{target.name} ({target.parameters:.3g})",
+                "use a much smaller model of the same family (same tokenizer) as the draft",
+            )
+
+    def describe(self) -> str:
+        """E.g. ``EAGLE, 5 draft tokens at 80% acceptance: 3.69 tokens per step``."""
+        source = (
+            "EAGLE head"
+            if self.kind is SpeculationKind.EAGLE
+            else f"draft model {self.draft.name if self.draft else '?'}"
+        )
+        return (
+            f"{source}, {self.draft_length} draft tokens at {self.acceptance_rate:.0%} "
+            f"acceptance: {self.tokens_per_step:.2f} tokens per step"
+        )
+
+
+@dataclass(frozen=True)
+class SpeculativeTiming:
+    """Decode timing of one copy with speculative decoding.
+
+    ``draft`` is the timing of the draft model on the same accelerators (``DRAFT_MODEL``); an
+    EAGLE head costs ``EAGLE_DRAFT_LAYERS / layers`` of the target's roofline per draft token.
+    """
+
+    target: DecodeTiming
+    speculation: Speculation
+    draft: DecodeTiming | None = None
+
+    def __post_init__(self) -> None:
+        self.speculation.check_draft(self.target.spec)
+        if self.speculation.kind is SpeculationKind.DRAFT_MODEL and self.draft is None:
+            raise ValidationError(
+                "speculation.draft",
+                None,
+                "a draft-model speculation needs the draft's timing",
+                "build it with Speculation.draft_model(ModelSpec.preset(...))",
+            )
+
+    def _roofline_s(self, timing: DecodeTiming, batch: int) -> float:
+        return max(timing.memory_time_s(batch), timing.compute_time_s(batch))
+
+    def verify_step_s(self, batch: int) -> float:
+        """One verification step: the target's fixed costs, its weights read once, and
+        ``k + 1`` positions computed per sequence."""
+        target = self.target
+        fixed = target.step_s(batch) - self._roofline_s(target, batch)
+        positions = self.speculation.draft_length + 1
+        return fixed + max(target.memory_time_s(batch), positions * target.compute_time_s(batch))
+
+    def draft_step_s(self, batch: int) -> float:
+        """One draft token for ``batch`` sequences."""
+        if self.draft is not None:
+            return self.draft.step_s(batch)
+        share = EAGLE_DRAFT_LAYERS / self.target.spec.layers
+        return share * self._roofline_s(self.target, batch)
+
+    def step_s(self, batch: int) -> float:
+        """Seconds per generated token per sequence (what ``CopyModel.step_s`` is without
+        speculation): a verification plus ``k`` draft tokens, over the expected yield."""
+        spent = self.verify_step_s(batch) + self.speculation.draft_length * self.draft_step_s(batch)
+        return spent / self.speculation.tokens_per_step
+
+    def speedup(self, batch: int) -> float:
+        """Plain step time over speculative time per token at ``batch`` (above 1: it pays)."""
+        return self.target.step_s(batch) / self.step_s(batch)
+
+    def break_even_batch(self, capacity: int) -> int | None:
+        """The smallest batch, up to ``capacity``, at which speculation no longer pays; None
+        when it pays at every batch the copy can hold. Speedup falls as the batch grows (the
+        verification turns compute-bound), so a binary search finds it."""
+        if capacity < 1 or self.speedup(capacity) > 1:
+            return None
+        low, high = 1, capacity
+        while low < high:
+            middle = (low + high) // 2
+            if self.speedup(middle) <= 1:
+                high = middle
+            else:
+                low = middle + 1
+        return low
+
+    def describe(self, capacity: int) -> str:
+        """The effect in words, for a prediction's assumptions."""
+        breakeven = self.break_even_batch(capacity)
+        tail = (
+            f"it stops paying at {breakeven} sequences per copy"
+            if breakeven is not None
+            else f"it pays up to the copy's {capacity} sequences"
+        )
+        return (
+            f"speculative decoding ({self.speculation.describe()}): "
+            f"{self.speedup(1):.2f}x at one sequence; {tail}"
+        )
+
+
+def draft_weight_bytes(
+    speculation: Speculation, target: ModelSpec, bytes_per_parameter: float
+) -> float:
+    """Accelerator memory the draft takes beside the target's weights: the draft model's
+    weights, or one decoder layer for an EAGLE head (its LM head is the target's)."""
+    if speculation.draft is not None:
+        return speculation.draft.parameters * bytes_per_parameter
+    return math.ceil(target.parameters / target.layers) * bytes_per_parameter
