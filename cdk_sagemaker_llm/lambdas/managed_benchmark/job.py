@@ -104,6 +104,9 @@ def read_levels(
             {
                 "Distribution": {
                     "concurrency": level.concurrency,
+                    # No Lambda workers wrote per-request samples: the results writer reads
+                    # none back (the job's own export is in the archive).
+                    "workers": 0,
                     "engine": MANAGED_ENGINE,
                     "job": run["Name"],
                     "source": source,
