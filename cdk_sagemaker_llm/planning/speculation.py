@@ -89,6 +89,9 @@ class Speculation:
     """Speculative decoding as the performance model sees it; build it with ``eagle`` or
     ``draft_model``."""
 
+    __synth_decision__ = "Speculative decoding's figures rank the layouts (predict, recommend)"
+    """Numbers given here decide at synth: a deploy-time token is refused (``typed_props``)."""
+
     kind: SpeculationKind
     """Where the draft tokens come from."""
     acceptance_rate: float
