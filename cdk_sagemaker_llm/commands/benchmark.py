@@ -123,7 +123,7 @@ def _add_open_loop_and_search(parser: argparse.ArgumentParser) -> None:
         "--search-cap", type=_positive(int), metavar="N",
         help="--search knee without --concurrency: the highest level it may double to; default "
         f"{DEFAULT_SEARCH_CAP} (it also stops where the rule trips or the error rate exceeds "
-        f"{OPEN_SEARCH_MAX_ERROR_RATE:.0%})",
+        f"{OPEN_SEARCH_MAX_ERROR_RATE:.0%}%)",
     )  # fmt: skip
     group.add_argument(
         "--expect-knee", type=_positive(int), metavar="N",
