@@ -208,16 +208,6 @@ class EngineProfile:
     raw: Mapping[str, Any] = field(repr=False, compare=False, default_factory=dict)
     """The JSON document the profile was read from."""
 
-    def step_overhead_ms(self, layers: int, tensor_parallel_degree: int) -> float:
-        """Fixed cost of one forward step, ms: base + per layer x layers + (per extra rank +
-        per layer per extra rank x layers) x (TP - 1)."""
-        return (
-            self.base_overhead_ms
-            + self.per_layer_ms * layers
-            + (self.per_extra_rank_ms + self.per_layer_per_extra_rank_ms * layers)
-            * (tensor_parallel_degree - 1)
-        )
-
     def kernel(self, precision: Precision) -> KernelSpeed | None:
         """The kernel speed for quantized ``precision`` weights; None for fp16/bf16/fp32."""
         if precision.bytes_per_parameter >= 2:
