@@ -99,11 +99,13 @@ def _ms(h: pf.HeldOutPrediction, measured: bool) -> float | None:
 
 
 def _max_within(members: Sequence[pf.HeldOutPrediction], measured: bool) -> float | None:
+    """The most tokens/s within ``SLO_MS`` among the concurrencies whose tokens/s was
+    measured (the prediction is read at the same concurrencies only)."""
     best = None
     for h in members:
         ms = _ms(h, measured)
         tokens = h.row.tokens_per_s if measured else h.predicted.tokens_per_s
-        if ms is None or tokens is None or ms > SLO_MS:
+        if h.row.tokens_per_s is None or ms is None or tokens is None or ms > SLO_MS:
             continue
         best = tokens if best is None else max(best, tokens)
     return best
