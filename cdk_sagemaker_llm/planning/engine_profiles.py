@@ -191,10 +191,10 @@ class EngineProfile:
     per_layer_ms: float
     """Per-step cost per transformer layer at TP1, ms."""
     per_layer_per_extra_rank_ms: float
-    """Per-step cost per layer for each accelerator beyond the first (synchronisation of the
-    tensor-parallel ranks: what makes SageMaker containers flat from TP1 to TP4), ms."""
+    """Per-step cost per layer for each doubling of the tensor-parallel degree (log2 TP;
+    ``Efficiency.step_overhead_s``), ms."""
     per_extra_rank_ms: float
-    """Per-step cost for each accelerator beyond the first, ms."""
+    """Per-step cost for each doubling of the tensor-parallel degree (log2 TP), ms."""
     all_reduce_scale: float
     """Multiplier on the all-reduce transfer time (1.0 = nccl-tests bandwidth)."""
     batching: Batching
@@ -263,7 +263,7 @@ class EngineProfile:
             f"engine profile {self.name} ({self.description}; {fitted}): "
             f"{self.base_overhead_ms:g} ms + {self.per_layer_ms:g} ms/layer + "
             f"({self.per_extra_rank_ms:g} ms + {self.per_layer_per_extra_rank_ms:g} ms/layer) "
-            "per extra TP rank per step, "
+            "per TP doubling per step, "
             f"batch limit {self.describe_batching()}"
         )
 
