@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Duration, RemovalPolicy, Token
-from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
@@ -21,6 +20,9 @@ from .nag import acknowledge_key_grant
 from .networking import place_in_vpc
 from .s3_prefix_grants import acknowledge_prefix, grant_delete, grant_read
 from .validation import SAGEMAKER_NAME, ValidationError, check_range
+
+if TYPE_CHECKING:  # annotations only: most stacks place nothing in a VPC (networking.py)
+    from aws_cdk import aws_ec2 as ec2
 
 MAX_WAIT_SECONDS = 43_200
 """A CloudFormation wait condition's longest timeout (12 hours)."""
