@@ -475,6 +475,16 @@ def test_validation_errors(overrides: dict[str, Any], prop: str, message: str) -
     assert raised.value.fix
 
 
+def six_security_groups() -> OptimizationSecurity:
+    stack = new_stack()
+    vpc = ec2.Vpc.from_vpc_attributes(
+        stack, "Vpc", vpc_id="vpc-1", availability_zones=["us-west-2a"],
+        private_subnet_ids=["subnet-1"],
+    )  # fmt: skip
+    groups = [ec2.SecurityGroup.from_security_group_id(stack, f"G{i}", f"sg-{i}") for i in range(6)]
+    return OptimizationSecurity.in_vpc(vpc, security_groups=groups)
+
+
 @pytest.mark.parametrize(
     ("build", "prop", "message"),
     [
@@ -517,6 +527,7 @@ def test_validation_errors(overrides: dict[str, Any], prop: str, message: str) -
             "OptimizationSecurity(vpc)",
             "need a vpc",
         ),
+        (lambda: six_security_groups(), "OptimizationSecurity.in_vpc(security_groups)", "1 to 5"),
     ],
 )
 def test_option_validation_errors(build: Any, prop: str, message: str) -> None:
