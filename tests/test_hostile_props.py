@@ -64,6 +64,9 @@ from cdk_sagemaker_llm import (
     ModelSource,
     ModelSpec,
     OptimizationJob,
+    OptimizationOutput,
+    OptimizationRun,
+    OptimizationSecurity,
     OptimizationTechnique,
     PlacementStrategy,
     PredefinedMetric,
@@ -467,8 +470,11 @@ def _baselines(
             source=ModelSource.from_s3(bucket, "weights/"),
             instance_type=InstanceType.G5_12XLARGE,
             techniques=[OptimizationTechnique.quantization_of(QuantizationMethod.AWQ)],
-            output_bucket=bucket,
+            output=OptimizationOutput.in_bucket(bucket),
         ),
+        "OptimizationOutput": like(OptimizationOutput.in_bucket(bucket)),
+        "OptimizationRun": plain(OptimizationRun),
+        "OptimizationSecurity": plain(OptimizationSecurity),
         "OptimizationTechnique": plain(OptimizationTechnique, kind=TechniqueKind.SHARDING),
         "SpeculativeDecoding": plain(SpeculativeDecoding, kind=DraftModelKind.PROVIDER),
         "LmiOptions": plain(LmiOptions),
@@ -500,7 +506,7 @@ PUBLIC_CLASSES = [
     "ContainerMetrics", "AsyncInference", "ServerlessConfig", "AsyncScaling",
     "ServerlessScaling", "BacklogTrackingPolicy", "BacklogScaleFromZeroPolicy", "LlmService",
     "Calibration", "EngineRelease", "ServiceDecision", "EngineProfile", "Optimization",
-    "Speculation",
+    "Speculation", "OptimizationOutput", "OptimizationRun", "OptimizationSecurity",
 ]  # fmt: skip
 
 
@@ -558,6 +564,7 @@ FACTORIES: dict[Callable[..., Any], dict[str, Any]] = {
     BenchmarkPricing.per_hour: {"price": 1.0},
     BenchmarkResults.in_new_bucket: {},
     BenchmarkEngine.lambda_workers: {},
+    OptimizationSecurity.managed_network: {},
 }
 """Each public static factory with typed arguments, and a valid call of it."""
 
