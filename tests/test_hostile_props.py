@@ -38,9 +38,11 @@ from cdk_sagemaker_llm import (
     CapacityReservation,
     ComponentScaling,
     ComponentScheduling,
+    ComponentSettings,
     ComponentSpecification,
     ContainerImage,
     ContainerMetrics,
+    CopyScaling,
     DataCapture,
     DataType,
     DraftModelKind,
@@ -56,6 +58,7 @@ from cdk_sagemaker_llm import (
     InstancePool,
     InstanceType,
     KneeRule,
+    LayoutOverrides,
     LlmService,
     LmiBackend,
     LmiLora,
@@ -68,6 +71,7 @@ from cdk_sagemaker_llm import (
     PlacementStrategy,
     PredefinedMetric,
     PrefixAwareRouting,
+    Pricing,
     ProductionVariant,
     QuantizationMethod,
     RequestProtocol,
@@ -75,8 +79,12 @@ from cdk_sagemaker_llm import (
     ScaleFromZeroPolicy,
     ScaleInPolicy,
     ScaleInStrategy,
+    SearchSpace,
     ServerlessConfig,
     ServerlessScaling,
+    ServiceBenchmark,
+    ServiceModel,
+    Sizing,
     Slo,
     SpeculativeDecoding,
     StepPolicy,
@@ -355,16 +363,18 @@ def _baselines(
     from cdk_sagemaker_llm.planning.calibration import calibrate
     from cdk_sagemaker_llm.planning.performance import Layout
 
+    service_model = ServiceModel.from_source(
+        ModelSource.from_hugging_face("meta-llama/Llama-3.1-8B-Instruct"),
+        image=ContainerImage.lmi("0.31.0"),
+    )
     service = LlmService(
         stack,
         "BaseService",
-        image=ContainerImage.lmi("0.31.0"),
-        source=ModelSource.from_hugging_face("meta-llama/Llama-3.1-8B-Instruct"),
+        model=service_model,
         slo=Slo(max_ms_per_token=60),
         traffic=ExpectedTraffic.concurrency(8),
-        input_tokens=512,
-        output_tokens=128,
-        instance_types=[InstanceType.G5_12XLARGE],
+        workload=Workload(input_tokens=512, output_tokens=128),
+        search=SearchSpace(instance_types=[InstanceType.G5_12XLARGE]),
     )
     return {
         "Calibration": like(
@@ -417,14 +427,20 @@ def _baselines(
         ),
         "LlmService": construct(
             LlmService,
-            image=ContainerImage.lmi("0.31.0"),
-            source=ModelSource.from_hugging_face("meta-llama/Llama-3.1-8B-Instruct"),
+            model=service_model,
             slo=Slo(max_ms_per_token=60),
             traffic=ExpectedTraffic.concurrency(8),
-            input_tokens=512,
-            output_tokens=128,
-            instance_types=[InstanceType.G5_12XLARGE],
+            workload=Workload(input_tokens=512, output_tokens=128),
+            search=SearchSpace(instance_types=[InstanceType.G5_12XLARGE]),
         ),
+        "SearchSpace": plain(SearchSpace, instance_types=[InstanceType.G5_12XLARGE]),
+        "Pricing": plain(Pricing),
+        "Sizing": plain(Sizing),
+        "LayoutOverrides": plain(LayoutOverrides),
+        "CopyScaling": plain(CopyScaling),
+        "ServiceModel": like(service_model),
+        "ComponentSettings": plain(ComponentSettings),
+        "ServiceBenchmark": like(ServiceBenchmark.knee_search()),
         "Model": construct(Model, image=ContainerImage.lmi("0.31.0")),
         "InferenceComponentEndpoint": construct(
             InferenceComponentEndpoint, instance_type=InstanceType.G5_12XLARGE
@@ -501,6 +517,9 @@ PUBLIC_CLASSES = [
     "ServerlessScaling", "BacklogTrackingPolicy", "BacklogScaleFromZeroPolicy", "LlmService",
     "Calibration", "EngineRelease", "ServiceDecision", "EngineProfile", "Optimization",
     "Speculation",
+    # issue 18 item 5: LlmService's and recommend's grouped props
+    "SearchSpace", "Pricing", "Sizing", "LayoutOverrides", "CopyScaling", "ServiceModel",
+    "ComponentSettings", "ServiceBenchmark",
 ]  # fmt: skip
 
 
@@ -558,6 +577,13 @@ FACTORIES: dict[Callable[..., Any], dict[str, Any]] = {
     BenchmarkPricing.per_hour: {"price": 1.0},
     BenchmarkResults.in_new_bucket: {},
     BenchmarkEngine.lambda_workers: {},
+    Pricing.on_demand: {},
+    Pricing.savings_plan_1y: {},
+    ServiceBenchmark.knee_search: {},
+    ServiceModel.from_source: {
+        "source": ModelSource.from_hugging_face("meta-llama/Llama-3.1-8B-Instruct"),
+        "image": ContainerImage.lmi("0.31.0"),
+    },
 }
 """Each public static factory with typed arguments, and a valid call of it."""
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..catalog.instance_types import CATALOG, InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
-from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
+from ..catalog.prices import PriceList
 from ..errors import ValidationError, check_range
 from ..prop_types import typed_props
 from .calibration import AppliedCalibration, Calibration, EngineRelease
@@ -42,13 +42,20 @@ from .performance import (
 from .placement import head_divisibility_problem
 from .recommend import (
     Option,
-    PriceBasis,
     Recommendation,
-    Risk,
     Slo,
     Traffic,
     recommend,
     unit_price,
+)
+from .service_options import (
+    CopyScaling,
+    LayoutOverrides,
+    PriceBasis,
+    Pricing,
+    Risk,
+    SearchSpace,
+    Sizing,
 )
 
 HOST_MEMORY_SHARE = 0.5
@@ -112,49 +119,127 @@ class ExpectedTraffic:
         return f"peak {self.peak.concurrency} concurrent, minimum {self.minimum:g}"
 
 
+DEFAULT_MAX_INSTANCE_COUNT = 4
+"""A service's most instances when its search space does not say."""
+
+
 @dataclass(frozen=True)
 class ServiceRequest:
-    """What the service must do, and what it may use (the inputs of ``decide``)."""
+    """What the service must do, and what it may use (the inputs of ``decide``): the same
+    ``Workload``, ``Slo``, ``SearchSpace``, ``Pricing`` and ``Sizing`` that ``recommend``
+    takes, and the traffic with its minimum."""
 
     spec: ModelSpec
     workload: Workload
     slo: Slo
     traffic: ExpectedTraffic
-    candidates: Sequence[InstanceType]
-    max_instance_count: int
-    precision: Precision = Precision.FP16
-    prices: PriceList = DEFAULT_PRICE_LIST
-    price_basis: PriceBasis = PriceBasis.ON_DEMAND
-    calibration: Calibration | None = None
-    region: str | None = None
-    tgi: bool = False
-    """The engine batches by tokens (TGI) rather than by requests (LMI)."""
-    engine: EngineRelease | EngineProfile | None = None
-    """The serving engine (the image's container family and release): it chooses the engine
-    profile (``planning.engine_profiles``); a calibration of another engine is a
+    search: SearchSpace = field(default_factory=SearchSpace)
+    """The candidates (default every GPU type of the catalog), at most
+    ``DEFAULT_MAX_INSTANCE_COUNT`` instances unless it says, the precision (default FP16) and
+    the optimizations to weigh."""
+    pricing: Pricing = field(default_factory=Pricing)
+    sizing: Sizing = field(default_factory=Sizing)
+    """The risk side (default pessimistic, as ``recommend``), the calibration, and the serving
+    engine: the image's container family and release (``EngineRelease``) chooses the engine
+    profile (``planning.engine_profiles``), a calibration of another engine is a
     ValidationError, and one of a release outside the range is noted. A profile (the
     ``recommend`` command's ``--engine tgi-1``) or None: that or the default profile, and a
     calibration's engine is assumed (the decision says so)."""
-    risk: Risk = Risk.PESSIMISTIC
-    """The side of each prediction's band the layout is sized on (``recommend``'s ``risk``,
-    ``LlmService(risk=...)``); default the pessimistic side, as ``recommend``."""
+    tgi: bool = False
+    """The engine batches by tokens (TGI) rather than by requests (LMI)."""
+
+    @property
+    def candidates(self) -> Sequence[InstanceType]:
+        """The candidate instance types."""
+        found = self.search.instance_types
+        return found if found is not None else [t for t in CATALOG.values() if t.is_gpu]
+
+    @property
+    def max_instance_count(self) -> int:
+        """The most instances."""
+        return self.search.max_instance_count or DEFAULT_MAX_INSTANCE_COUNT
+
+    @property
+    def precision(self) -> Precision:
+        """The weights' precision as given."""
+        return self.search.precision or Precision.FP16
+
+    @property
+    def prices(self) -> PriceList:
+        """The price list."""
+        return self.pricing.prices
+
+    @property
+    def price_basis(self) -> PriceBasis:
+        """How instance-hours are paid for."""
+        return self.pricing.basis
+
+    @property
+    def region(self) -> str | None:
+        """Where the endpoint runs."""
+        return self.pricing.region
+
+    @property
+    def calibration(self) -> Calibration | None:
+        """The measured efficiency factors."""
+        return self.sizing.calibration
+
+    @property
+    def risk(self) -> Risk:
+        """The side of each prediction's band the layout is sized on."""
+        return self.sizing.risk
+
+    @property
+    def engine(self) -> EngineRelease | EngineProfile | None:
+        """The serving engine: a container release, a profile (a name resolved), or None."""
+        engine = self.sizing.engine
+        return resolve_profile(engine) if isinstance(engine, str) else engine
 
 
 @dataclass(frozen=True)
 class Overrides:
     """The user's overrides of the decision; None leaves a choice to the performance model."""
 
-    instance_type: InstanceType | None = None
-    tensor_parallel_degree: int | None = None
-    copies_per_instance: int | None = None
-    max_batch_size: int | None = None
-    max_model_len: int | None = None
-    min_copies: int | None = None
-    max_copies: int | None = None
-    target_concurrency_per_copy: float | None = None
+    layout: LayoutOverrides = field(default_factory=LayoutOverrides)
+    """Instance type, tensor-parallel degree, copies per instance, batch limit, longest
+    sequence."""
+    scaling: CopyScaling = field(default_factory=CopyScaling)
+    """Min/max copies and the target per copy."""
     min_memory_per_copy_mib: int | None = None
     benchmark: bool = False
     """A deploy-time benchmark measures the knee that the scaling target holds."""
+
+    @property
+    def instance_type(self) -> InstanceType | None:
+        return self.layout.instance_type
+
+    @property
+    def tensor_parallel_degree(self) -> int | None:
+        return self.layout.tensor_parallel_degree
+
+    @property
+    def copies_per_instance(self) -> int | None:
+        return self.layout.copies_per_instance
+
+    @property
+    def max_batch_size(self) -> int | None:
+        return self.layout.max_batch_size
+
+    @property
+    def max_model_len(self) -> int | None:
+        return self.layout.max_model_len
+
+    @property
+    def min_copies(self) -> int | None:
+        return self.scaling.min_copies
+
+    @property
+    def max_copies(self) -> int | None:
+        return self.scaling.max_copies
+
+    @property
+    def target_concurrency_per_copy(self) -> float | None:
+        return self.scaling.target_concurrency_per_copy
 
 
 # ----- What is decided ---------------------------------------------------------------------------
@@ -540,7 +625,10 @@ class _Decider:
         """The uncalibrated decision of the same request beside ``decision``, in one line."""
         after = _outline(decision)
         try:
-            uncalibrated = decide(replace(self.request, calibration=None), self.overrides)
+            request = self.request
+            uncalibrated = decide(
+                replace(request, sizing=replace(request.sizing, calibration=None)), self.overrides
+            )
         except ValidationError as error:
             return (
                 f"changed the decision: uncalibrated, no layout ({error.problem}); calibrated "
@@ -563,16 +651,15 @@ class _Decider:
             request.workload,
             request.slo,
             request.traffic.peak,
-            precision=request.precision,
-            instance_types=list(request.candidates),
-            max_instance_count=request.max_instance_count,
-            price_basis=request.price_basis,
-            calibration=request.calibration,
-            engine=request.engine,
+            search=replace(
+                request.search,
+                instance_types=list(request.candidates),
+                max_instance_count=request.max_instance_count,
+                precision=request.precision,
+            ),
+            pricing=request.pricing,
+            sizing=replace(request.sizing, engine=request.engine),
             top=len(request.candidates) * 64,
-            region=request.region,
-            prices=request.prices,
-            risk=request.risk,
         )
         option = choose(
             self.recommendation,
