@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,8 @@ from cdk_sagemaker_llm.constructs.service_options import (
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.plan import build_plan, render_json, render_markdown
 from cdk_sagemaker_llm.planning.calibration import Calibration, EngineRelease
+from cdk_sagemaker_llm.planning.decision import ServiceDecision
+from cdk_sagemaker_llm.planning.optimizations import Optimization
 from cdk_sagemaker_llm.planning.performance import Efficiency, Workload
 from cdk_sagemaker_llm.planning.recommend import Option, Slo, recommend
 from cdk_sagemaker_llm.planning.service_options import (
@@ -693,3 +696,125 @@ def test_the_service_sizes_on_the_pessimistic_side_by_default_and_says_what_it_c
         line for line in decision_of(template_of(default))["reasoning"] if line.startswith("sized ")
     ]
     assert recorded == sides[0]
+
+
+# ----- optimizations inside the decision (issue 17 item 4) --------------------------------------
+
+
+def optimizable(
+    stack: cdk.Stack, spec: ModelSpec, *, bucket: bool = True, hugging_face: bool = False
+) -> ServiceModel:
+    """A model the decision may optimize: S3 weights and a bucket for the job's output."""
+    models = s3.Bucket.from_bucket_name(stack, "Models", "models")
+    source = (
+        ModelSource.from_hugging_face(LLAMA)
+        if hugging_face
+        else ModelSource.from_s3(models, f"{spec.name}/")
+    )
+    return ServiceModel.from_source(
+        source,
+        image=ContainerImage.lmi("0.33.0"),
+        spec=spec,
+        optimization_bucket=models if bucket else None,
+    )
+
+
+def optimized_service(stack: cdk.Stack, spec: ModelSpec, **props: Any) -> LlmService:
+    return LlmService(
+        stack,
+        "Service",
+        model=props.pop("model", None) or optimizable(stack, spec),
+        workload=WORKLOAD,
+        slo=Slo(max_ms_per_token=100),
+        traffic=ExpectedTraffic.concurrency(4),
+        sizing=Sizing(risk=Risk.MEDIAN),
+        **props,
+    )
+
+
+def test_an_optimized_option_that_wins_emits_its_job_and_the_model_serves_its_output() -> None:
+    """Llama 3 70B fits four A10Gs only as INT4: the AWQ option wins, LlmService creates the
+    quantization job for the chosen instance type and serves the job's output."""
+    stack = new_stack()
+    built = optimized_service(
+        stack,
+        ModelSpec.LLAMA_3_70B,
+        search=SearchSpace(
+            instance_types=[InstanceType.G5_12XLARGE], optimizations=[Optimization.awq()]
+        ),
+    )
+    assert built.decision.optimization == Optimization.awq()
+    assert built.optimization_job is not None
+    template = template_of(built)
+    job = one(template, "Custom::SageMakerOptimizationJob")
+    definition = json.dumps(job)
+    assert "ModelQuantizationConfig" in definition and "ml.g5.12xlarge" in definition
+    (output_id,) = [
+        name
+        for name, r in template["Resources"].items()
+        if r["Type"] == "Custom::SageMakerOptimizationJobOutput"
+    ]
+    container = one(template, "AWS::SageMaker::Model")["PrimaryContainer"]
+    uri = json.dumps(container["ModelDataSource"]["S3DataSource"]["S3Uri"])
+    assert output_id in uri  # the model reads the job's output folder
+    assert container["Environment"]["OPTION_QUANTIZE"] == "awq"
+    recorded = decision_of(template)
+    assert recorded["optimization"]["name"] == "awq"
+    assert recorded["optimization"]["job"]["hours"] > 0
+    assert recorded["optimization"]["job"]["cost"] > 0
+    assert recorded["choices"]["optimization"] == {"value": "awq", "source": "recommended"}
+    (chosen,) = [line for line in recorded["reasoning"] if line.startswith("optimization chosen")]
+    assert "OPTION_QUANTIZE=awq" in chosen and " h, $" in chosen
+    assert "the model as given meets the SLO and memory on no candidate" in chosen
+    again = ServiceDecision.from_metadata(recorded)
+    assert again.optimization == Optimization.awq() and again.job is not None
+
+
+def test_an_optimization_that_does_not_win_emits_no_job() -> None:
+    """Llama 3 8B on one A10G: AWQ serves the traffic on the same instance at the same price,
+    so the model is served as given (an optimization wins only where it saves money)."""
+    stack = new_stack()
+    built = optimized_service(
+        stack,
+        ModelSpec.LLAMA_3_8B,
+        search=SearchSpace(
+            instance_types=[InstanceType.G5_2XLARGE], optimizations=[Optimization.awq()]
+        ),
+    )
+    assert any(o.optimization is not None for o in built.recommendation.options)
+    assert built.decision.optimization is None and built.optimization_job is None
+    template = cdk.assertions.Template.from_stack(stack).to_json()
+    assert not resources_of_type(template, "Custom::SageMakerOptimizationJob")
+    assert "OPTION_QUANTIZE" not in environment_of(template)
+    assert "optimization" not in decision_of(template)
+
+
+def test_optimizations_need_s3_weights_a_bucket_and_a_job_it_can_create() -> None:
+    search = SearchSpace(
+        instance_types=[InstanceType.G5_2XLARGE], optimizations=[Optimization.awq()]
+    )
+    stack = new_stack()
+    with pytest.raises(ValidationError) as raised:
+        optimized_service(
+            stack,
+            ModelSpec.LLAMA_3_8B,
+            model=optimizable(stack, ModelSpec.LLAMA_3_8B, hugging_face=True),
+            search=search,
+        )
+    assert raised.value.prop == "model" and "ModelSource.from_s3" in raised.value.fix
+    stack = new_stack()
+    with pytest.raises(ValidationError) as raised:
+        optimized_service(
+            stack,
+            ModelSpec.LLAMA_3_8B,
+            model=optimizable(stack, ModelSpec.LLAMA_3_8B, bucket=False),
+            search=search,
+        )
+    assert raised.value.prop == "model" and "optimization_bucket" in raised.value.fix
+    with pytest.raises(ValidationError) as raised:
+        optimized_service(
+            new_stack(),
+            ModelSpec.LLAMA_3_8B,
+            search=replace(search, optimizations=[Optimization.speculative_decoding()]),
+        )
+    assert raised.value.prop == "search.optimizations"

@@ -16,6 +16,10 @@ construct only renders that decision:
   per copy, or at the knee a deploy-time ``EndpointBenchmark`` measures when ``benchmark=True``
   (whose gate is the SLO).
 
+With ``SearchSpace(optimizations=[Optimization.awq()])`` the decision also weighs the model
+quantized; when such an option wins, the construct creates the ``OptimizationJob`` it needs
+(``_render_optimization_job``) and the model serves the job's output.
+
 Every choice can be overridden by a prop; an override the model predicts breaks the SLO is a
 warning naming the prop, one that breaks memory or capacity is a ValidationError. The decision,
 its reasoning and the predicted figures with their sources are recorded as template metadata
@@ -45,6 +49,7 @@ from ..planning.decision import (
     ServingSettings,
     decide,
 )
+from ..planning.optimizations import OptimizationKind
 from ..planning.performance import Workload
 from ..planning.recommend import Slo
 from ..planning.service_options import CopyScaling, LayoutOverrides, Pricing, SearchSpace, Sizing
@@ -57,8 +62,8 @@ from .endpoint import InferenceComponentEndpoint, RoutingStrategy
 from .images import ContainerImage
 from .inference_component import InferenceComponent
 from .model import Model
-from .model_source import ModelSource
-from .optimization_job import OptimizationJob, QuantizationMethod
+from .model_source import ModelSource, ModelSourceKind
+from .optimization_job import OptimizationJob, OptimizationTechnique, QuantizationMethod
 from .service_options import ComponentSettings, ServiceBenchmark, ServiceModel
 from .serving_options import DataType, LmiOptions, Quantization, ServingOptions, TgiOptions
 from .validation import ValidationError, is_unresolved
@@ -129,7 +134,9 @@ class LlmService(Construct):
         :param search: the candidates (default the optimization job's instance type, else
             every GPU type of the catalog), at most 4 instances unless it says, the precision
             (default INT4 (AWQ) for an AWQ optimization job, FP8 for an FP8 one, else FP16),
-            the tensor-parallel degrees and the server batch cap the search assumes.
+            the tensor-parallel degrees, the server batch cap the search assumes, and the
+            optimizations to weigh (AWQ and FP8: when one wins, the service creates its
+            ``OptimizationJob``, which needs S3 weights and ``optimization_bucket``).
         :param pricing: prices that rank the options; default the library's on-demand list
             prices in the stack's region.
         :param sizing: the risk side (default ``Risk.PESSIMISTIC``: no validation
@@ -173,7 +180,14 @@ class LlmService(Construct):
         self.option = self.decision.option
         """The option served (the cheapest that meets the overrides)."""
         self._annotate_warnings()
-        self.model = self._render_model(model, request)
+        self.optimization_job: OptimizationJob | None = None
+        """The optimization job the decision chose (``search.optimizations``), whose output
+        the model serves; None when the model is served as given."""
+        weights = model.weights()
+        if self.decision.optimization is not None:
+            self.optimization_job = self._render_optimization_job(model)
+            weights = self.optimization_job.as_model_source()
+        self.model = self._render_model(model, request, weights)
         """The model, with the serving options of the decision."""
         self.endpoint = self._render_endpoint(model.loading_timeout)
         """The inference-component endpoint on the chosen instance type."""
@@ -209,14 +223,7 @@ class LlmService(Construct):
         """The decision's inputs: the search space with the service's defaults (the job's
         instance type and precision; the pinned instance type joins the candidates), the
         stack's region, and the image's engine unless the sizing names one."""
-        if search.optimizations:
-            raise ValidationError(
-                "search.optimizations",
-                [o.name for o in search.optimizations],
-                "LlmService does not yet create the optimization job an optimized option needs",
-                "leave optimizations out (ask `recommend` for the trade-off), or serve an "
-                "OptimizationJob with ServiceModel.from_optimization_job",
-            )
+        _check_optimizations(search, model)
         job = model.optimization_job
         precision = search.precision or _job_precision(job)
         _check_precision(precision)
@@ -271,12 +278,30 @@ class LlmService(Construct):
                 f"cdk-sagemaker-llm:service-calibration-{index}", f"calibration: {note}"
             )
 
-    def _render_model(self, model: ServiceModel, request: ServiceRequest) -> Model:
+    def _render_optimization_job(self, model: ServiceModel) -> OptimizationJob:
+        """The optimization job the chosen option needs: its quantization of the source's
+        weights for the chosen instance type, written to the model's optimization bucket
+        (``SearchSpace.optimizations``, checked by ``_check_optimizations``)."""
+        optimization = self.decision.optimization
+        assert optimization is not None and model.source is not None
+        assert model.optimization_bucket is not None
+        return OptimizationJob(
+            self,
+            "OptimizationJob",
+            source=model.source,
+            instance_type=self.decision.layout.instance_type,
+            techniques=[OptimizationTechnique.quantization_of(JOB_QUANTIZATION[optimization.kind])],
+            output_bucket=model.optimization_bucket,
+        )
+
+    def _render_model(
+        self, model: ServiceModel, request: ServiceRequest, weights: ModelSource
+    ) -> Model:
         return Model(
             self,
             "Model",
             image=model.image,
-            source=model.weights(),
+            source=weights,
             spec=request.spec,
             serving=_serving(self.decision.serving, model.loading_timeout),
             environment=model.environment or None,
@@ -355,6 +380,55 @@ class LlmService(Construct):
 
 
 # ----- helpers ----------------------------------------------------------------------------------
+
+
+JOB_QUANTIZATION = {
+    OptimizationKind.AWQ: QuantizationMethod.AWQ,
+    OptimizationKind.FP8: QuantizationMethod.FP8,
+}
+"""The optimization job's quantization for each optimization LlmService can create a job for."""
+
+
+def _check_optimizations(search: SearchSpace, model: ServiceModel) -> None:
+    """Optimizations the decision may choose need weights an optimization job can read and a
+    bucket for its output; LlmService creates quantization jobs (AWQ, FP8) only."""
+    names = [o.name for o in search.optimizations]
+    if not names:
+        return
+    if model.optimization_job is not None:
+        raise ValidationError(
+            "search.optimizations",
+            names,
+            "the model is already an optimization job's output",
+            "drop optimizations, or serve the original weights with ServiceModel.from_source",
+        )
+    unsupported = [o.name for o in search.optimizations if o.kind not in JOB_QUANTIZATION]
+    if unsupported:
+        raise ValidationError(
+            "search.optimizations",
+            names,
+            f"LlmService creates quantization jobs (awq, fp8) only, not {unsupported[0]}: "
+            "serving a speculative-decoding job's output needs settings it does not render",
+            "drop it (`recommend --optimizations speculative-decoding` weighs it), or build "
+            "the OptimizationJob and serve it with ServiceModel.from_optimization_job",
+        )
+    source = model.source
+    if source is None or source.kind is not ModelSourceKind.S3_PREFIX:
+        raise ValidationError(
+            "model",
+            None if source is None else source.model_id or source.s3_uri,
+            "an optimization job reads uncompressed weights under an S3 prefix",
+            "copy the weights to S3 and pass ServiceModel.from_source(ModelSource.from_s3(bucket, "
+            "'prefix/'), ...), or drop search.optimizations",
+        )
+    if model.optimization_bucket is None:
+        raise ValidationError(
+            "model",
+            "optimization_bucket=None",
+            "an optimized option needs a bucket for its optimization job's output",
+            "pass ServiceModel.from_source(..., optimization_bucket=bucket), or drop "
+            "search.optimizations",
+        )
 
 
 def serving_engine(image: ContainerImage) -> EngineRelease:

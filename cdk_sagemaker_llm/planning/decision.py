@@ -29,6 +29,7 @@ from ..errors import ValidationError, check_range
 from ..prop_types import typed_props
 from .calibration import AppliedCalibration, Calibration, EngineRelease
 from .engine_profiles import EngineProfile, resolve_profile
+from .optimizations import JobEstimate, Optimization
 from .performance import (
     CopyModel,
     Efficiency,
@@ -372,6 +373,11 @@ class ServiceDecision:
     calibration_change: str | None = None
     """The uncalibrated decision beside this one: what the calibration changed (None:
     uncalibrated)."""
+    optimization: Optimization | None = None
+    """The optimization the served option applies to the model (``SearchSpace.optimizations``;
+    ``LlmService`` creates its job and serves the job's output); None: the model as given."""
+    job: JobEstimate | None = None
+    """The optimization job that optimization needs, with its expected time and cost."""
     option: Option | None = field(default=None, compare=False, repr=False)
     """The recommendation's option served (None when read back from metadata)."""
     recommendation: Recommendation | None = field(default=None, compare=False, repr=False)
@@ -400,6 +406,11 @@ class ServiceDecision:
                     "calibration_change": self.calibration_change,
                 }
                 if self.calibration_change is not None
+                else {}
+            ),
+            **(
+                {"optimization": _optimization_metadata(self.optimization, self.job)}
+                if self.optimization is not None
                 else {}
             ),
             "sources": list(self.predicted.sources),
@@ -476,7 +487,38 @@ class ServiceDecision:
             calibration_change=None
             if data.get("calibration_change") is None
             else str(data["calibration_change"]),
+            **_optimization_from_metadata(data.get("optimization")),
         )
+
+
+def _optimization_metadata(optimization: Optimization, job: JobEstimate | None) -> dict[str, Any]:
+    """The ``optimization`` entry of the metadata: what it serves and the job it needs."""
+    return {
+        "name": optimization.name,
+        "serves": optimization.describe(),
+        "job": None if job is None else job.to_dict(),
+    }
+
+
+def _optimization_from_metadata(entry: Any) -> dict[str, Any]:
+    """``optimization`` and ``job`` read back from the metadata's entry (none when absent or
+    not understood)."""
+    if not isinstance(entry, Mapping):
+        return {}
+    try:
+        optimization = Optimization.of(str(entry.get("name")))
+    except ValidationError:
+        return {}
+    job = entry.get("job")
+    estimate = None
+    if isinstance(job, Mapping):
+        estimate = JobEstimate(
+            technique=str(job.get("technique", "")),
+            hours=job.get("hours"),
+            cost=job.get("cost"),
+            basis=str(job.get("basis", "")),
+        )
+    return {"optimization": optimization, "job": estimate}
 
 
 GOAL_KEYS = (
@@ -518,6 +560,7 @@ def decide(
     choices.update(decider.layout_choices(option))
     memory = decider.memory(option.layout)
     choices["min_memory_per_copy_mib"] = memory
+    choices.update(decider.optimization_choices())
     decision = ServiceDecision(
         goal=decider.goal(),
         layout=option.layout,
@@ -528,7 +571,11 @@ def decide(
         predicted=decider.prediction(option),
         price_per_hour=option.price_per_hour,
         cost_per_million_tokens=option.cost_per_million_tokens,
-        reasoning=(decider.engine_reasoning(option.layout.instance_type), *option.reasoning),
+        reasoning=(
+            decider.engine_reasoning(option.layout.instance_type),
+            *decider.optimization_reasoning(option),
+            *option.reasoning,
+        ),
         alternatives=tuple(summary(o) for o in decider.recommendation.options if o is not option)[
             :MAX_ALTERNATIVES_RECORDED
         ],
@@ -538,6 +585,8 @@ def decide(
         ),
         rejected_count=len(decider.recommendation.rejected),
         warnings=tuple(decider.warnings),
+        optimization=option.optimization,
+        job=option.job,
         option=option,
         recommendation=decider.recommendation,
     )
@@ -560,6 +609,10 @@ class _Decider:
         self.warnings: list[DecisionWarning] = []
         self._applied: dict[str, AppliedCalibration] = {}
         self.recommendation = Recommendation([], [])
+        self.optimization: Optimization | None = None
+        """The optimization of the option served (None: the model as given)."""
+        self.precision = request.precision
+        """The weights' precision served: the request's, or the optimization's."""
 
     def warn(self, prop: str, message: str) -> None:
         self.warnings.append(DecisionWarning(prop, message))
@@ -667,6 +720,9 @@ class _Decider:
             tensor_parallel_degree=overrides.tensor_parallel_degree,
             max_instance_count=request.max_instance_count,
         )
+        self.optimization = option.optimization
+        if option.optimization is not None:
+            self.precision = option.optimization.precision(request.precision)
         if overrides.copies_per_instance is not None:
             option = self._repack(option, overrides.copies_per_instance)
         return option
@@ -738,6 +794,7 @@ class _Decider:
             calibration=self.measured(layout.instance_type),
             max_batch_size=option.max_batch_size,
             engine=request.engine,
+            optimization=self.optimization,
         ).levels[0]
         price = unit_price(layout.instance_type, self.request.prices, request.price_basis)
         hourly = None if price is None else price * count
@@ -770,6 +827,34 @@ class _Decider:
             ),
         }
 
+    def optimization_choices(self) -> dict[str, Choice]:
+        """The optimization and the precision it serves at, when an optimized option won
+        (nothing otherwise: a decision without one records what it always did)."""
+        if self.optimization is None:
+            return {}
+        return {
+            "optimization": Choice(self.optimization.name, "recommended"),
+            "precision": Choice(self.precision.value, "derived"),
+        }
+
+    def optimization_reasoning(self, option: Option) -> list[str]:
+        """Why an optimized option was chosen, and the job it needs with its time and cost."""
+        optimization = option.optimization
+        if optimization is None:
+            return []
+        job = option.job.describe() if option.job is not None else "a job"
+        plain = next((o for o in self.recommendation.options if o.optimization is None), None)
+        given = (
+            f"the model as given would take {summary(plain)}"
+            if plain is not None
+            else "the model as given meets the SLO and memory on no candidate"
+        )
+        return [
+            f"optimization chosen: {optimization.describe()} ({optimization.name}), served "
+            f"from the optimization job's output, which LlmService creates before the model: "
+            f"{job}; {given}"
+        ]
+
     # ----- serving -----------------------------------------------------------------------
 
     def serving(self, option: Option) -> tuple[ServingSettings, dict[str, Choice]]:
@@ -785,7 +870,7 @@ class _Decider:
             max_batch_size=batch.value,
             max_model_len=model_len.value,
             max_input_tokens=workload.input_tokens,
-            precision=request.precision,
+            precision=self.precision,
         )
         return serving, {"max_batch_size": batch, "max_model_len": model_len}
 
@@ -795,10 +880,11 @@ class _Decider:
             request.spec,
             layout.instance_type,
             layout.tensor_parallel_degree,
-            request.precision,
+            self.precision,
             request.workload,
             self.profile(layout.instance_type),
             self.efficiency_on(layout.instance_type),
+            speculation=self.optimization.speculation if self.optimization else None,
         )
 
     def _check_batch(self, layout: Layout, batch: int) -> None:
@@ -892,6 +978,7 @@ class _Decider:
             calibration=self.measured(layout.instance_type),
             max_batch_size=batch,
             engine=request.engine,
+            optimization=self.optimization,
         ).levels[0]
         slo = request.slo
         broken = []

@@ -762,13 +762,17 @@ def _unpredictable(instance_type: InstanceType) -> Rejection | None:
     return None
 
 
-def _rank(option: Option) -> tuple[bool, float, float, float, float]:
-    """Price per hour; then cost per 1M tokens at the traffic; then, at equal price and
-    traffic, the option serving more within the SLO (lower cost per 1M tokens at capacity);
-    then the lower predicted ms/token."""
+def _rank(option: Option) -> tuple[bool, float, bool, float, float, float]:
+    """Price per hour; then, at an equal price, the model served as given before an
+    optimized one (an optimization wins only where it lowers the bill: its job costs deploy
+    hours, and serving the same traffic faster on the same instances saves nothing); then
+    cost per 1M tokens at the traffic; then, at equal price and traffic, the option serving
+    more within the SLO (lower cost per 1M tokens at capacity); then the lower predicted
+    ms/token."""
     return (
         option.price_per_hour is None,
         option.price_per_hour if option.price_per_hour is not None else 0.0,
+        option.optimization is not None,
         round(option.cost_per_million_tokens or 0.0, 6),
         -option.max_tokens_per_s_within_slo,
         option.predicted.ms_per_token,
