@@ -58,9 +58,14 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .constructs.llm_service import LlmService
     from .constructs.model import Model, ModelBase
     from .constructs.model_source import ModelSource, ModelSourceKind
-    from .constructs.optimization_job import (
+    from .constructs.optimization_job import OptimizationJob
+    from .constructs.optimization_options import (
+        OptimizationOutput,
+        OptimizationRun,
+        OptimizationSecurity,
+    )
+    from .constructs.optimization_techniques import (
         CompilationTarget,
-        OptimizationJob,
         OptimizationTechnique,
         QuantizationMethod,
         TechniqueKind,
@@ -124,7 +129,7 @@ _EXPORTS: dict[str, str] = {
     "Calibration": ".planning.calibration",
     "CapacityReservation": ".constructs.variant_options",
     "CapacityReservationPreference": ".constructs.variant_options",
-    "CompilationTarget": ".constructs.optimization_job",
+    "CompilationTarget": ".constructs.optimization_techniques",
     "ComponentScaling": ".constructs.autoscaling",
     "ComponentScheduling": ".constructs.component_options",
     "ComponentSettings": ".constructs.service_options",
@@ -168,7 +173,10 @@ _EXPORTS: dict[str, str] = {
     "ModelSourceKind": ".constructs.model_source",
     "ModelSpec": ".catalog.model_specs",
     "OptimizationJob": ".constructs.optimization_job",
-    "OptimizationTechnique": ".constructs.optimization_job",
+    "OptimizationOutput": ".constructs.optimization_options",
+    "OptimizationRun": ".constructs.optimization_options",
+    "OptimizationSecurity": ".constructs.optimization_options",
+    "OptimizationTechnique": ".constructs.optimization_techniques",
     "PayloadFormat": ".benchmarking.payload",
     "PlacementStrategy": ".constructs.component_options",
     "Precision": ".catalog.model_specs",
@@ -179,7 +187,7 @@ _EXPORTS: dict[str, str] = {
     "PriceList": ".catalog.prices",
     "ProductionVariant": ".constructs.endpoint",
     "Quantization": ".constructs.serving_options",
-    "QuantizationMethod": ".constructs.optimization_job",
+    "QuantizationMethod": ".constructs.optimization_techniques",
     "RequestProtocol": ".benchmarking.payload",
     "Risk": ".planning.service_options",
     "RollingDeployment": ".constructs.deployment",
@@ -201,7 +209,7 @@ _EXPORTS: dict[str, str] = {
     "SpeculativeDecoding": ".constructs.speculative_decoding",
     "StepPolicy": ".constructs.autoscaling",
     "TargetTrackingPolicy": ".constructs.autoscaling",
-    "TechniqueKind": ".constructs.optimization_job",
+    "TechniqueKind": ".constructs.optimization_techniques",
     "TgiOptions": ".constructs.serving_options",
     "ValidationError": ".errors",
     "VariantScaling": ".constructs.autoscaling",

@@ -21,8 +21,9 @@ from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST
 from cdk_sagemaker_llm.constructs.images import ContainerImage
 from cdk_sagemaker_llm.constructs.llm_service import ExpectedTraffic, LlmService
 from cdk_sagemaker_llm.constructs.model_source import ModelSource
-from cdk_sagemaker_llm.constructs.optimization_job import (
-    OptimizationJob,
+from cdk_sagemaker_llm.constructs.optimization_job import OptimizationJob
+from cdk_sagemaker_llm.constructs.optimization_options import OptimizationOutput
+from cdk_sagemaker_llm.constructs.optimization_techniques import (
     OptimizationTechnique,
     QuantizationMethod,
 )
@@ -249,7 +250,7 @@ def test_an_optimization_jobs_output_is_served_at_its_precision_on_its_instance_
         source=ModelSource.from_s3(models, "llama/"),
         instance_type=InstanceType.G5_2XLARGE,
         techniques=[OptimizationTechnique.quantization_of(QuantizationMethod.AWQ)],
-        output_bucket=models,
+        output=OptimizationOutput.in_bucket(models),
     )
     built = LlmService(
         stack,
@@ -715,7 +716,7 @@ def optimizable(
         source,
         image=ContainerImage.lmi("0.33.0"),
         spec=spec,
-        optimization_bucket=models if bucket else None,
+        optimization_output=OptimizationOutput.in_bucket(models) if bucket else None,
     )
 
 
@@ -810,7 +811,7 @@ def test_optimizations_need_s3_weights_a_bucket_and_a_job_it_can_create() -> Non
             model=optimizable(stack, ModelSpec.LLAMA_3_8B, bucket=False),
             search=search,
         )
-    assert raised.value.prop == "model" and "optimization_bucket" in raised.value.fix
+    assert raised.value.prop == "model" and "optimization_output" in raised.value.fix
     with pytest.raises(ValidationError) as raised:
         optimized_service(
             new_stack(),

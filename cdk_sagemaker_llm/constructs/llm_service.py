@@ -63,7 +63,8 @@ from .images import ContainerImage
 from .inference_component import InferenceComponent
 from .model import Model
 from .model_source import ModelSource, ModelSourceKind
-from .optimization_job import OptimizationJob, OptimizationTechnique, QuantizationMethod
+from .optimization_job import OptimizationJob
+from .optimization_techniques import OptimizationTechnique, QuantizationMethod
 from .service_options import ComponentSettings, ServiceBenchmark, ServiceModel
 from .serving_options import DataType, LmiOptions, Quantization, ServingOptions, TgiOptions
 from .validation import ValidationError, is_unresolved
@@ -136,7 +137,7 @@ class LlmService(Construct):
             (default INT4 (AWQ) for an AWQ optimization job, FP8 for an FP8 one, else FP16),
             the tensor-parallel degrees, the server batch cap the search assumes, and the
             optimizations to weigh (AWQ and FP8: when one wins, the service creates its
-            ``OptimizationJob``, which needs S3 weights and ``optimization_bucket``).
+            ``OptimizationJob``, which needs S3 weights and ``optimization_output``).
         :param pricing: prices that rank the options; default the library's on-demand list
             prices in the stack's region.
         :param sizing: the risk side (default ``Risk.PESSIMISTIC``: no validation
@@ -280,18 +281,18 @@ class LlmService(Construct):
 
     def _render_optimization_job(self, model: ServiceModel) -> OptimizationJob:
         """The optimization job the chosen option needs: its quantization of the source's
-        weights for the chosen instance type, written to the model's optimization bucket
+        weights for the chosen instance type, written to the model's ``optimization_output``
         (``SearchSpace.optimizations``, checked by ``_check_optimizations``)."""
         optimization = self.decision.optimization
         assert optimization is not None and model.source is not None
-        assert model.optimization_bucket is not None
+        assert model.optimization_output is not None
         return OptimizationJob(
             self,
             "OptimizationJob",
             source=model.source,
             instance_type=self.decision.layout.instance_type,
             techniques=[OptimizationTechnique.quantization_of(JOB_QUANTIZATION[optimization.kind])],
-            output_bucket=model.optimization_bucket,
+            output=model.optimization_output,
         )
 
     def _render_model(
@@ -421,13 +422,13 @@ def _check_optimizations(search: SearchSpace, model: ServiceModel) -> None:
             "copy the weights to S3 and pass ServiceModel.from_source(ModelSource.from_s3(bucket, "
             "'prefix/'), ...), or drop search.optimizations",
         )
-    if model.optimization_bucket is None:
+    if model.optimization_output is None:
         raise ValidationError(
             "model",
-            "optimization_bucket=None",
-            "an optimized option needs a bucket for its optimization job's output",
-            "pass ServiceModel.from_source(..., optimization_bucket=bucket), or drop "
-            "search.optimizations",
+            "optimization_output=None",
+            "an optimized option needs a place for its optimization job's output",
+            "pass ServiceModel.from_source(..., optimization_output=OptimizationOutput."
+            "in_bucket(bucket)), or drop search.optimizations",
         )
 
 

@@ -6,7 +6,6 @@ workload, SLO, search space, pricing, sizing and overrides, is shared with ``rec
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from aws_cdk import Duration, Size
 
@@ -17,10 +16,8 @@ from .deployment import RollingDeployment
 from .images import ContainerImage
 from .model_source import ModelSource
 from .optimization_job import OptimizationJob
+from .optimization_options import OptimizationOutput
 from .validation import ValidationError
-
-if TYPE_CHECKING:  # annotations only (typed_props resolves ``s3`` itself)
-    from aws_cdk import aws_s3 as s3
 
 __all__ = ["ComponentSettings", "ServiceBenchmark", "ServiceModel"]
 
@@ -52,7 +49,7 @@ class ServiceModel:
         spec: ModelSpec | None,
         environment: Mapping[str, str] | None,
         loading_timeout: Duration,
-        optimization_bucket: s3.IBucket | None = None,
+        optimization_output: OptimizationOutput | None = None,
     ) -> None:
         """Use the factories."""
         _check_image(image)
@@ -68,7 +65,7 @@ class ServiceModel:
         """Extra container variables."""
         self.loading_timeout = loading_timeout
         """How long a copy may take to load and pass its health check."""
-        self.optimization_bucket = optimization_bucket
+        self.optimization_output = optimization_output
         """Where an optimization job the decision chooses writes its output (None: the
         decision may not choose one)."""
 
@@ -81,7 +78,7 @@ class ServiceModel:
         spec: ModelSpec | None = None,
         environment: Mapping[str, str] | None = None,
         loading_timeout: Duration = DEFAULT_LOADING_TIMEOUT,
-        optimization_bucket: s3.IBucket | None = None,
+        optimization_output: OptimizationOutput | None = None,
     ) -> ServiceModel:
         """Serve ``source``'s weights with ``image``, an LMI (vLLM, LMI-Dist, TensorRT-LLM) or
         TGI GPU image.
@@ -91,10 +88,10 @@ class ServiceModel:
         :param environment: extra container variables; default none.
         :param loading_timeout: how long a copy may take to load and pass its health check;
             default 15 minutes.
-        :param optimization_bucket: where the ``OptimizationJob`` that the decision may
+        :param optimization_output: where the ``OptimizationJob`` that the decision may
             choose (``SearchSpace(optimizations=[Optimization.awq()])``) writes the optimized
-            weights, under ``optimized/``; needed with optimizations, whose job reads
-            ``source`` from S3 (``ModelSource.from_s3``). Default none.
+            weights (``OptimizationOutput.in_bucket(bucket)``); needed with optimizations,
+            whose job reads ``source`` from S3 (``ModelSource.from_s3``). Default none.
         """
         return ServiceModel(
             image=image,
@@ -103,7 +100,7 @@ class ServiceModel:
             spec=spec,
             environment=environment,
             loading_timeout=loading_timeout,
-            optimization_bucket=optimization_bucket,
+            optimization_output=optimization_output,
         )
 
     @staticmethod
