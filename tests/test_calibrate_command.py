@@ -41,6 +41,7 @@ from cdk_sagemaker_llm.planning.performance import (
     predict,
 )
 from cdk_sagemaker_llm.planning.recommend import Slo, Traffic, recommend
+from cdk_sagemaker_llm.planning.service_options import SearchSpace, Sizing
 
 SPEC = ModelSpec.LLAMA_2_7B
 G5 = InstanceType.G5_2XLARGE
@@ -269,9 +270,13 @@ def test_another_model_transfers_only_engine_and_hardware_factors_and_warns(
     assert prediction.extrapolated
     # recommend states the transfer too.
     result = recommend(
-        ModelSpec.LLAMA_3_8B, LOAD, Slo(max_ms_per_token=100), Traffic(concurrency=4),
-        instance_types=[G5], calibration=calibration,
-    )  # fmt: skip
+        ModelSpec.LLAMA_3_8B,
+        LOAD,
+        Slo(max_ms_per_token=100),
+        Traffic(concurrency=4),
+        search=SearchSpace(instance_types=[G5]),
+        sizing=Sizing(calibration=calibration),
+    )
     assert any("applied to llama-3-8b" in line for line in result.assumptions)
 
 
@@ -295,9 +300,13 @@ def test_another_engine_is_an_error_naming_the_file_the_engines_and_the_fix(
         calibration.applied_to(SPEC, G5, engine=EngineRelease("lmi", "0.31.0"))
     with pytest.raises(ValidationError, match=r"lmi 0\.31\.0"):
         recommend(
-            SPEC, LOAD, Slo(max_ms_per_token=100), Traffic(concurrency=4), instance_types=[G5],
-            calibration=calibration, engine=EngineRelease("lmi", "0.31.0"),
-        )  # fmt: skip
+            SPEC,
+            LOAD,
+            Slo(max_ms_per_token=100),
+            Traffic(concurrency=4),
+            search=SearchSpace(instance_types=[G5]),
+            sizing=Sizing(calibration=calibration, engine=EngineRelease("lmi", "0.31.0")),
+        )
 
 
 def test_engine_compatibility_follows_caret_ranges() -> None:

@@ -36,6 +36,7 @@ from cdk_sagemaker_llm.planning.performance import (
     prediction_band,
 )
 from cdk_sagemaker_llm.planning.recommend import Risk, Slo, Traffic, recommend
+from cdk_sagemaker_llm.planning.service_options import SearchSpace, Sizing
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
@@ -293,11 +294,13 @@ def test_recommend_at_the_default_risk_under_provisions_no_validation_row(
             row.workload,
             Slo(measured_ms),
             Traffic(requests_per_second=rate),
-            precision=row.precision,
-            instance_types=[row.instance_type],
-            tensor_parallel_degrees=[row.tensor_parallel_degree],
-            engine=row.profile,
-            max_instance_count=10_000,
+            search=SearchSpace(
+                precision=row.precision,
+                instance_types=[row.instance_type],
+                tensor_parallel_degrees=[row.tensor_parallel_degree],
+                max_instance_count=10_000,
+            ),
+            sizing=Sizing(engine=row.profile),
         )
         checked += 1
         for option in result.options:
@@ -309,9 +312,11 @@ def test_recommend_at_the_default_risk_under_provisions_no_validation_row(
 def test_recommend_says_which_side_it_sized_on_and_what_it_costs() -> None:
     spec, load = ModelSpec.LLAMA_2_7B, Workload(512, 128)
     args = (spec, load, Slo(100), Traffic(requests_per_second=2))
-    kwargs = {"instance_types": [InstanceType.G5_2XLARGE], "engine": "tgi-1"}
-    pessimistic = recommend(*args, **kwargs).options[0]  # type: ignore[arg-type]
-    median = recommend(*args, risk=Risk.MEDIAN, **kwargs).options[0]  # type: ignore[arg-type]
+    search = SearchSpace(instance_types=[InstanceType.G5_2XLARGE])
+    pessimistic = recommend(*args, search=search, sizing=Sizing(engine="tgi-1")).options[0]
+    median = recommend(
+        *args, search=search, sizing=Sizing(engine="tgi-1", risk=Risk.MEDIAN)
+    ).options[0]
     assert pessimistic.layout.instance_count >= median.layout.instance_count
     assert pessimistic.median_instance_count == median.layout.instance_count
     line = next(r for r in pessimistic.reasoning if r.startswith("sized on the pessimistic"))
