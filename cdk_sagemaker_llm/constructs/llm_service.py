@@ -53,6 +53,7 @@ from ..template_metadata import SERVICE
 from .autoscaling import ComponentScaling
 from .benchmark import EndpointBenchmark
 from .benchmark_options import BenchmarkGate
+from .component_options import ComponentModel, CopyResources
 from .deployment import RollingDeployment
 from .endpoint import InferenceComponentEndpoint, RoutingStrategy
 from .images import ContainerImage
@@ -62,6 +63,7 @@ from .model_source import ModelSource
 from .optimization_job import OptimizationJob, QuantizationMethod
 from .serving_options import DataType, LmiOptions, Quantization, ServingOptions, TgiOptions
 from .validation import ValidationError, check_range, is_unresolved
+from .variant_options import ContainerStartup, ManagedInstanceScaling, VariantPlatform
 
 __all__ = ["HOST_MEMORY_SHARE", "TGI_DEFAULT_PREFILL_TOKENS", "ExpectedTraffic", "LlmService"]
 
@@ -303,11 +305,13 @@ class LlmService(Construct):
             self,
             "Endpoint",
             instance_type=self.decision.layout.instance_type,
-            initial_instance_count=max(1, scaling.min_instances),
-            min_instance_count=scaling.min_instances,
-            max_instance_count=scaling.max_instances,
-            routing_strategy=RoutingStrategy.LEAST_OUTSTANDING_REQUESTS,
-            container_startup_health_check_timeout=loading_timeout,
+            instance_scaling=ManagedInstanceScaling(
+                initial_instance_count=max(1, scaling.min_instances),
+                min_instance_count=scaling.min_instances,
+                max_instance_count=scaling.max_instances,
+            ),
+            platform=VariantPlatform(routing_strategy=RoutingStrategy.LEAST_OUTSTANDING_REQUESTS),
+            startup=ContainerStartup(health_check_timeout=loading_timeout),
         )
 
     def _render_component(
@@ -321,10 +325,12 @@ class LlmService(Construct):
             self,
             "Component",
             endpoint=self.endpoint,
-            model=self.model,
-            accelerators=decision.layout.tensor_parallel_degree,
-            min_memory=min_memory or Size.mebibytes(decision.min_memory_per_copy_mib),
-            cpu_cores=cpu_cores,
+            serves=ComponentModel.of(self.model),
+            resources=CopyResources(
+                accelerators=decision.layout.tensor_parallel_degree,
+                min_memory=min_memory or Size.mebibytes(decision.min_memory_per_copy_mib),
+                cpu_cores=cpu_cores,
+            ),
             copy_count=max(1, decision.scaling.min_copies),
             deployment=deployment,
         )

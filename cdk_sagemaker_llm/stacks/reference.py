@@ -12,6 +12,7 @@ from constructs import Construct
 
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec
+from ..constructs.component_options import ComponentModel, CopyResources
 from ..constructs.deployment import RollingDeployment
 from ..constructs.endpoint import InferenceComponentEndpoint
 from ..constructs.images import ContainerImage
@@ -26,6 +27,7 @@ from ..constructs.optimization_job import (
     QuantizationMethod,
 )
 from ..constructs.serving_options import DataType, LmiBackend, LmiOptions
+from ..constructs.variant_options import ContainerStartup, ManagedInstanceScaling
 from ..planning.recommend import Risk, Slo
 
 LLAMA_3_8B_INSTRUCT = "meta-llama/Meta-Llama-3-8B-Instruct"
@@ -155,9 +157,9 @@ class LlamaInferenceComponentStack(Stack):
             self,
             "SporadicEndpoint",
             instance_type=InstanceType.G5_2XLARGE,
-            initial_instance_count=1,
-            min_instance_count=0,
-            max_instance_count=2,
+            instance_scaling=ManagedInstanceScaling(
+                initial_instance_count=1, min_instance_count=0, max_instance_count=2
+            ),
         )
         acknowledge(
             self.sporadic_endpoint,
@@ -169,12 +171,10 @@ class LlamaInferenceComponentStack(Stack):
             self,
             "Llama3SporadicComponent",
             endpoint=self.sporadic_endpoint,
-            model=self.model,
-            accelerators=1,
-            min_memory=Size.gibibytes(24),
-            cpu_cores=4,
+            serves=ComponentModel.of(self.model),
+            resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(24), cpu_cores=4),
             copy_count=1,
-            container_startup_health_check_timeout=Duration.minutes(15),
+            startup=ContainerStartup(health_check_timeout=Duration.minutes(15)),
         )
         self.sporadic_scaling = self.sporadic_component.auto_scale_copies(
             min_copies=0, max_copies=2
