@@ -61,9 +61,14 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .constructs.model import Model, ModelBase
     from .constructs.model_source import ModelSource, ModelSourceKind
     from .constructs.networking import ContainerNetworking
-    from .constructs.optimization_job import (
+    from .constructs.optimization_job import OptimizationJob
+    from .constructs.optimization_options import (
+        OptimizationOutput,
+        OptimizationRun,
+        OptimizationSecurity,
+    )
+    from .constructs.optimization_techniques import (
         CompilationTarget,
-        OptimizationJob,
         OptimizationTechnique,
         QuantizationMethod,
         TechniqueKind,
@@ -121,7 +126,7 @@ _EXPORTS: dict[str, str] = {
     "Calibration": ".planning.calibration",
     "CapacityReservation": ".constructs.variant_options",
     "CapacityReservationPreference": ".constructs.variant_options",
-    "CompilationTarget": ".constructs.optimization_job",
+    "CompilationTarget": ".constructs.optimization_techniques",
     "ComponentModel": ".constructs.component_options",
     "ComponentScaling": ".constructs.autoscaling",
     "ComponentScheduling": ".constructs.component_options",
@@ -167,7 +172,10 @@ _EXPORTS: dict[str, str] = {
     "ModelSourceKind": ".constructs.model_source",
     "ModelSpec": ".catalog.model_specs",
     "OptimizationJob": ".constructs.optimization_job",
-    "OptimizationTechnique": ".constructs.optimization_job",
+    "OptimizationOutput": ".constructs.optimization_options",
+    "OptimizationRun": ".constructs.optimization_options",
+    "OptimizationSecurity": ".constructs.optimization_options",
+    "OptimizationTechnique": ".constructs.optimization_techniques",
     "PayloadFormat": ".benchmarking.payload",
     "PlacementStrategy": ".constructs.component_options",
     "Precision": ".catalog.model_specs",
@@ -177,7 +185,7 @@ _EXPORTS: dict[str, str] = {
     "PriceList": ".catalog.prices",
     "ProductionVariant": ".constructs.endpoint",
     "Quantization": ".constructs.serving_options",
-    "QuantizationMethod": ".constructs.optimization_job",
+    "QuantizationMethod": ".constructs.optimization_techniques",
     "RequestProtocol": ".benchmarking.payload",
     "Risk": ".planning.recommend",
     "RollingDeployment": ".constructs.deployment",
@@ -196,7 +204,7 @@ _EXPORTS: dict[str, str] = {
     "StepPolicy": ".constructs.autoscaling",
     "StorageVolume": ".constructs.variant_options",
     "TargetTrackingPolicy": ".constructs.autoscaling",
-    "TechniqueKind": ".constructs.optimization_job",
+    "TechniqueKind": ".constructs.optimization_techniques",
     "TgiOptions": ".constructs.serving_options",
     "ValidationError": ".errors",
     "VariantPlatform": ".constructs.variant_options",

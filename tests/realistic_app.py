@@ -42,6 +42,8 @@ from cdk_sagemaker_llm import (
     ModelSource,
     ModelSpec,
     OptimizationJob,
+    OptimizationOutput,
+    OptimizationSecurity,
     OptimizationTechnique,
     ProductionVariant,
     QuantizationMethod,
@@ -241,9 +243,8 @@ def build_realistic_stack(app: cdk.App) -> cdk.Stack:
         source=ModelSource.from_s3(weights, "llama-3-8b/"),
         instance_type=InstanceType.G5_2XLARGE,
         techniques=[OptimizationTechnique.quantization_of(QuantizationMethod.AWQ)],
-        output_bucket=outputs,
-        output_kms_key=key,
-        vpc=vpc,
+        output=OptimizationOutput.in_bucket(outputs, encryption_key=key),
+        security=OptimizationSecurity.in_vpc(vpc),
         handler_placement=placement,
     )
     Model(
@@ -262,7 +263,7 @@ def build_realistic_stack(app: cdk.App) -> cdk.Stack:
                 training_data_bucket=weights, training_data_key="eagle-data/"
             )
         ],
-        output_bucket=outputs,
+        output=OptimizationOutput.in_bucket(outputs),
     )
 
     # The service layer: a layout decided from an SLO, with a deploy-time benchmark.

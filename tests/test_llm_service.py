@@ -20,8 +20,9 @@ from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST
 from cdk_sagemaker_llm.constructs.images import ContainerImage
 from cdk_sagemaker_llm.constructs.llm_service import ExpectedTraffic, LlmService
 from cdk_sagemaker_llm.constructs.model_source import ModelSource
-from cdk_sagemaker_llm.constructs.optimization_job import (
-    OptimizationJob,
+from cdk_sagemaker_llm.constructs.optimization_job import OptimizationJob
+from cdk_sagemaker_llm.constructs.optimization_options import OptimizationOutput
+from cdk_sagemaker_llm.constructs.optimization_techniques import (
     OptimizationTechnique,
     QuantizationMethod,
 )
@@ -195,7 +196,7 @@ def test_an_optimization_jobs_output_is_served_at_its_precision_on_its_instance_
         source=ModelSource.from_s3(models, "llama/"),
         instance_type=InstanceType.G5_2XLARGE,
         techniques=[OptimizationTechnique.quantization_of(QuantizationMethod.AWQ)],
-        output_bucket=models,
+        output=OptimizationOutput.in_bucket(models),
     )
     built = LlmService(
         stack,

@@ -150,7 +150,13 @@ def sharding_job(preset: str, degree: int) -> None:
     """A sharding job of a Model whose weights are in S3 and whose architecture is known."""
     from aws_cdk import aws_s3 as s3
 
-    from cdk_sagemaker_llm import ModelSource, ModelSpec, OptimizationJob, OptimizationTechnique
+    from cdk_sagemaker_llm import (
+        ModelSource,
+        ModelSpec,
+        OptimizationJob,
+        OptimizationOutput,
+        OptimizationTechnique,
+    )
 
     stack = new_stack()
     bucket = s3.Bucket.from_bucket_name(stack, "Weights", "weights")
@@ -167,7 +173,7 @@ def sharding_job(preset: str, degree: int) -> None:
         source=model,
         instance_type=InstanceType.G5_12XLARGE,
         techniques=[OptimizationTechnique.sharding(tensor_parallel_degree=degree)],
-        output_bucket=bucket,
+        output=OptimizationOutput.in_bucket(bucket),
     )
 
 

@@ -60,7 +60,8 @@ from .images import ContainerImage
 from .inference_component import InferenceComponent
 from .model import Model
 from .model_source import ModelSource
-from .optimization_job import OptimizationJob, QuantizationMethod
+from .optimization_job import OptimizationJob
+from .optimization_techniques import QuantizationMethod
 from .serving_options import DataType, LmiOptions, Quantization, ServingOptions, TgiOptions
 from .validation import ValidationError, check_range, is_unresolved
 from .variant_options import ContainerStartup, ManagedInstanceScaling, VariantPlatform

@@ -21,11 +21,9 @@ from ..constructs.llm_service import ExpectedTraffic, LlmService
 from ..constructs.model import Model
 from ..constructs.model_source import ModelSource
 from ..constructs.nag import acknowledge
-from ..constructs.optimization_job import (
-    OptimizationJob,
-    OptimizationTechnique,
-    QuantizationMethod,
-)
+from ..constructs.optimization_job import OptimizationJob
+from ..constructs.optimization_options import OptimizationOutput, OptimizationRun
+from ..constructs.optimization_techniques import OptimizationTechnique, QuantizationMethod
 from ..constructs.serving_options import DataType, LmiBackend, LmiOptions
 from ..constructs.variant_options import ContainerStartup, ManagedInstanceScaling
 from ..planning.recommend import Risk, Slo
@@ -113,10 +111,8 @@ class LlamaInferenceComponentStack(Stack):
             source=ModelSource.from_s3(models, f"{LLAMA_3_8B_INSTRUCT}/"),
             instance_type=InstanceType.G5_2XLARGE,
             techniques=[OptimizationTechnique.quantization_of(QuantizationMethod.AWQ)],
-            output_bucket=models,
-            output_prefix="optimized/",
-            max_runtime=Duration.hours(4),
-            job_name_prefix="llama3-8b-awq",
+            output=OptimizationOutput.in_bucket(models, prefix="optimized/"),
+            run=OptimizationRun(max_runtime=Duration.hours(4), job_name_prefix="llama3-8b-awq"),
         )
         self.awq_service = LlmService(
             self,
