@@ -205,3 +205,16 @@ def test_a_components_benchmark_divides_over_its_copies_on_every_instance() -> N
         stack, "Bench", inference_component=comp, load=BenchmarkLoad.concurrency([1, 2])
     )
     assert bench.copies == 6
+
+
+def test_a_rejected_component_or_maximum_is_not_counted_afterwards() -> None:
+    """A copy count or scaling maximum the endpoint rejected leaves its capacity as it was."""
+    stack = new_stack()
+    ep = endpoint(stack, max_instance_count=1)  # 4 GPUs
+    comp = component(stack, ep, copies=2)
+    with pytest.raises(ValidationError, match="max_copies"):
+        comp.auto_scale_copies(max_copies=100)
+    with pytest.raises(ValidationError, match="copy_count"):
+        component(stack, ep, "Big", copies=10)
+    component(stack, ep, "Fits", copies=2)  # 2 + 2 one-GPU copies on one instance
+    assert [hosted.node.id for hosted in ep.components] == ["Component", "Fits"]

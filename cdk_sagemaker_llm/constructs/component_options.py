@@ -147,16 +147,18 @@ class ComponentSpecification:
     instance_type: InstanceType
     """One of the endpoint's instance types."""
     model: ModelBase | None = None
-    """A model for this type (e.g. a different tensor-parallel degree); default the
-    component's model (or image)."""
+    """A model for this type (e.g. a different tensor-parallel degree); default what the
+    component ``serves``."""
     accelerators: int | None = None
-    """Accelerators per copy on this type; default the component's rule."""
+    """Accelerators per copy on this type; default the component's ``resources.accelerators``
+    rule."""
     min_memory: Size | None = None
-    """Host memory per copy on this type; default the component's ``min_memory``."""
+    """Host memory per copy on this type; default the component's ``resources.min_memory``."""
     max_memory: Size | None = None
-    """Host memory limit per copy on this type; default the component's ``max_memory``."""
+    """Host memory limit per copy on this type; default the component's
+    ``resources.max_memory``."""
     cpu_cores: float | None = None
-    """CPU cores per copy on this type; default the component's ``cpu_cores``."""
+    """CPU cores per copy on this type; default the component's ``resources.cpu_cores``."""
 
 
 @typed_props

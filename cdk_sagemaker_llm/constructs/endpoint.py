@@ -719,10 +719,10 @@ class InferenceComponentEndpoint(EndpointBase):
         return InferenceComponent(self, id, endpoint=self, **props)
 
     def host(self, component: IHostedComponent) -> None:
-        """Count ``component`` among the hosted ones; raise ValidationError when
-        ``max_instance_count`` instances can no longer hold every component's copies."""
+        """Count ``component`` among the hosted ones; raise ValidationError (and leave it out)
+        when ``max_instance_count`` instances can no longer hold every component's copies."""
+        self._check_copies(component.node.path, component.copy_count, "copy_count", component)
         self.components.append(component)
-        self._check_copies(component.node.path, component.copy_count, "copy_count")
 
     def check_variant_scaling(
         self, variant_name: str, min_instances: int, max_instances: int
@@ -743,37 +743,52 @@ class InferenceComponentEndpoint(EndpointBase):
         most copies (see ``capacity``)."""
         self._check_copies(component.node.path, copies, prop)
 
-    def _check_copies(self, path: str, copies: int, prop: str) -> None:
+    def _check_copies(
+        self, path: str, copies: int, prop: str, adding: IHostedComponent | None = None
+    ) -> None:
         """Check the copies on every instance type the endpoint may be provisioned on: with
         instance pools SageMaker may fall back to any of them, so the type that holds the
-        fewest copies decides, and the error names that pool."""
+        fewest copies decides, and the error names that pool. A rejected value is not
+        remembered (a component being added is counted only once accepted)."""
         if is_unresolved(copies):
             return
-        if prop == "max_copies":
-            self._most_copies[path] = copies
         if is_unresolved(self.max_instance_count):
             note_unchecked("max_instance_count", "whether the instances hold every copy")
-            return
-        for instance_type in self.instance_types:
-            demands = []
-            for hosted in self.components:
-                most = self._most_copies.get(hosted.node.path, hosted.copy_count)
-                if hosted.node.path == path:
-                    most = copies
-                if hosted.base_component or is_unresolved(most):
-                    continue
-                accelerators, memory_mib = hosted.requirements_on(instance_type)
-                demands.append(
-                    CopyDemand(hosted.node.path, most, accelerators, memory_mib, hosted.cpu_cores)
+        else:
+            hosted = [*self.components, *([adding] if adding is not None else [])]
+            for instance_type in self.instance_types:
+                check_capacity(
+                    instance_type,
+                    self.max_instance_count,
+                    self._demands(hosted, instance_type, path, copies),
+                    prop=prop,
+                    value=copies,
+                    pool=len(self.instance_types) > 1,
                 )
-            check_capacity(
-                instance_type,
-                self.max_instance_count,
-                demands,
-                prop=prop,
-                value=copies,
-                pool=len(self.instance_types) > 1,
+        if prop == "max_copies":
+            self._most_copies[path] = copies
+
+    def _demands(
+        self,
+        hosted: Sequence[IHostedComponent],
+        instance_type: InstanceType,
+        path: str,
+        copies: int,
+    ) -> list[CopyDemand]:
+        """What each hosted component's most copies reserve on ``instance_type``, with
+        ``copies`` for the one at ``path``."""
+        demands = []
+        for component in hosted:
+            most = self._most_copies.get(component.node.path, component.copy_count)
+            if component.node.path == path:
+                most = copies
+            if component.base_component or is_unresolved(most):
+                continue
+            accelerators, memory_mib = component.requirements_on(instance_type)
+            demands.append(
+                CopyDemand(component.node.path, most, accelerators, memory_mib, component.cpu_cores)
             )
+        return demands
 
     def check_scale_to_zero(self) -> bool:
         """Raise ValidationError unless managed instance scaling may release every instance."""
