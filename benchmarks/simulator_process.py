@@ -3,6 +3,7 @@ loopback simulator in a process of its own, and this process's CPU time."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import resource
 import subprocess
@@ -13,6 +14,15 @@ def cpu_seconds() -> float:
     """User + system CPU time of this process, all threads (``getrusage``)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+def pin_client(args: argparse.Namespace) -> None:
+    """Pin this process to ``args.client_cpu`` and, unless ``args.server_cpu`` names one, leave
+    the simulator another CPU when there is one."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if args.server_cpu is None and len(cpus) > 1:
+        args.server_cpu = next(cpu for cpu in cpus if cpu != args.client_cpu)
+    os.sched_setaffinity(0, {args.client_cpu})
 
 
 def start(command: list[str], server_cpu: int | None) -> tuple[subprocess.Popen[str], str]:

@@ -196,10 +196,7 @@ def main() -> int:
     if args.serve:
         serve(args.step_ms, args.output_tokens)
         return 0
-    cpus = sorted(os.sched_getaffinity(0))
-    if args.server_cpu is None and len(cpus) > 1:
-        args.server_cpu = next(cpu for cpu in cpus if cpu != args.client_cpu)
-    os.sched_setaffinity(0, {args.client_cpu})
+    simulator_process.pin_client(args)
     process, url = start_simulator(args)
     print(
         f"simulator {url} (CPU {args.server_cpu}), client on CPU {args.client_cpu}; streaming "

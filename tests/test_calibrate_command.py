@@ -29,6 +29,7 @@ from cdk_sagemaker_llm.planning.calibration import (
     Calibration,
     EngineRelease,
 )
+from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
 from cdk_sagemaker_llm.planning.performance import (
     DEFAULT_EFFICIENCY,
     CopyModel,
@@ -36,6 +37,7 @@ from cdk_sagemaker_llm.planning.performance import (
     Layout,
     Workload,
     copy_limits,
+    efficiency_of,
     predict,
 )
 from cdk_sagemaker_llm.planning.recommend import Slo, Traffic, recommend
@@ -241,11 +243,27 @@ def test_another_model_transfers_only_engine_and_hardware_factors_and_warns(
     # In Python: the factors that transfer, and on other hardware only the engine's overhead.
     calibration = Calibration.from_file(out)
     other = calibration.applied_to(ModelSpec.LLAMA_3_8B, G5, engine=EngineRelease("tgi", "3.3.6"))
-    assert other.efficiency == calibration.efficiency
+    measured, tp = calibration.efficiency, calibration.tensor_parallel_degree
+    assert other.efficiency.memory_bandwidth == measured.memory_bandwidth
+    # The measured overhead at the calibrated layers and TP, grown as the engine profile grows.
+    assert other.efficiency.step_overhead_s(SPEC.layers, tp) == pytest.approx(
+        measured.step_overhead_s(SPEC.layers, tp)
+    )
     assert len(other.warnings) == 1
+    assert calibration.applied_to(SPEC, G5).efficiency == measured  # what was measured
     elsewhere = calibration.applied_to(SPEC, InstanceType.G6E_XLARGE)
-    assert elsewhere.efficiency.step_overhead_ms == calibration.efficiency.step_overhead_ms
-    assert elsewhere.efficiency.memory_bandwidth == DEFAULT_EFFICIENCY.memory_bandwidth
+    assert elsewhere.efficiency.step_overhead_s(SPEC.layers, tp) == pytest.approx(
+        measured.step_overhead_s(SPEC.layers, tp)
+    )
+    # Not transferred: the target engine's profile (tgi 3.3.6 -> tgi-2-3), not the generic one.
+    tgi = efficiency_of(engine_profile("tgi-2-3"))
+    assert elsewhere.efficiency.decode_compute == tgi.decode_compute
+    assert elsewhere.efficiency.prefill_compute == tgi.prefill_compute
+    assert tgi.decode_compute != DEFAULT_EFFICIENCY.decode_compute
+    # ... and the overhead grows with TP as that profile's does.
+    assert elsewhere.efficiency.step_overhead_s(
+        SPEC.layers, 4
+    ) > elsewhere.efficiency.step_overhead_s(SPEC.layers, 1)
     assert any("only the engine-level per-step overhead" in w for w in elsewhere.warnings)
     prediction = predict(ModelSpec.LLAMA_3_8B, Layout(G5, 1, 1), LOAD, [4], calibration=other)
     assert prediction.extrapolated

@@ -19,7 +19,8 @@ from cdk_sagemaker_llm.planning.decision import (
     ServiceRequest,
     decide,
 )
-from cdk_sagemaker_llm.planning.performance import Efficiency, Workload
+from cdk_sagemaker_llm.planning.engine_profiles import resolve_profile
+from cdk_sagemaker_llm.planning.performance import Efficiency, Workload, efficiency_of
 from cdk_sagemaker_llm.planning.recommend import Risk, Slo, recommend
 
 CANDIDATES = [InstanceType.G5_2XLARGE, InstanceType.G5_12XLARGE, InstanceType.G6E_2XLARGE]
@@ -174,7 +175,12 @@ def test_recommend_command_decides_with_the_calibration_as_applied(
     assert main([*argv, "--format", "json"]) == 0
     decision = json.loads(capsys.readouterr().out)["decision"]
     (efficiency,) = [s for s in decision["sources"] if s.startswith("efficiency:")]
-    assert efficiency.startswith("efficiency: memory bandwidth 75% of peak")
+    # Not transferred: the factors of the target engine's profile (not the generic ones).
+    profile = efficiency_of(resolve_profile(EngineRelease("lmi", "0.31.0")))
+    assert efficiency.startswith(
+        f"efficiency: memory bandwidth {profile.memory_bandwidth:.0%} of peak, decode compute "
+        f"{profile.decode_compute:.0%}, prefill compute {profile.prefill_compute:.0%}"
+    )
     assert "12 ms per-step overhead" in efficiency  # the engine-level factor transfers
     assert any(
         "only the engine-level per-step overhead" in n for n in decision["calibration_notes"]
@@ -193,7 +199,7 @@ def test_a_knee_asking_more_copies_than_the_instances_hold_caps_max_copies_with_
     request = ServiceRequest(
         **{
             **REQUEST.__dict__,
-            "traffic": ExpectedTraffic.requests_per_second(8, minimum=1),
+            "traffic": ExpectedTraffic.requests_per_second(6, minimum=1),
             "candidates": [InstanceType.G6E_2XLARGE],
             "max_instance_count": 2,
             "engine": EngineRelease("lmi", "0.31.0"),

@@ -29,7 +29,8 @@ from cdk_sagemaker_llm.constructs.optimization_techniques import (
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.plan import build_plan, render_json, render_markdown
 from cdk_sagemaker_llm.planning.calibration import Calibration, EngineRelease
-from cdk_sagemaker_llm.planning.performance import Efficiency, Workload
+from cdk_sagemaker_llm.planning.engine_profiles import resolve_profile
+from cdk_sagemaker_llm.planning.performance import Efficiency, Workload, efficiency_of
 from cdk_sagemaker_llm.planning.recommend import Option, Risk, Slo, recommend
 from cdk_sagemaker_llm.template_metadata import SERVICE
 
@@ -573,12 +574,17 @@ def test_a_calibration_of_another_model_warns_that_only_engine_and_hardware_tran
 def test_predictions_use_the_calibration_as_applied_to_the_chosen_hardware() -> None:
     calibration = measured()
     built = service(calibration=calibration, instance_types=[InstanceType.G6E_2XLARGE])
-    # calibrated on an A10G, served on an L40S: only the per-step overhead transfers
+    # calibrated on an A10G, served on an L40S: only the per-step overhead transfers, over the
+    # target engine's profile (lmi 0.33.0: lmi-vllm-v1), scaled to the measured 6 ms at 32 layers
+    profile = efficiency_of(resolve_profile(EngineRelease("lmi", "0.33.0")))
     (source,) = [s for s in built.decision.predicted.sources if s.startswith("efficiency:")]
     assert source.startswith(
-        "efficiency: memory bandwidth 75% of peak, decode compute 50%, prefill compute 60%, "
-        "6 ms per-step overhead (calibrated on s3://bench/llama/results.json: llama-3-8b"
+        f"efficiency: memory bandwidth {profile.memory_bandwidth:.0%} of peak, decode compute "
+        f"{profile.decode_compute:.0%}, prefill compute {profile.prefill_compute:.0%}, "
     )
+    assert "(calibrated on s3://bench/llama/results.json: llama-3-8b" in source
+    applied = calibration.applied_to(ModelSpec.LLAMA_3_8B, InstanceType.G6E_2XLARGE)
+    assert applied.efficiency.step_overhead_s(32, 1) == pytest.approx(0.006)
     assert any(
         "only the engine-level per-step overhead" in n for n in built.decision.calibration_notes
     )

@@ -922,7 +922,7 @@ def _reasoning(
             "with a benchmark"
         )
     if degree > 1:
-        link = interconnect_of(layout.instance_type)
+        link = interconnect_of(layout.instance_type, degree)
         lines.append(
             f"TP{degree} pays {model.all_reduce_s(1) * 1000:.1f} ms of all-reduces per step over "
             f"{link.name}"
