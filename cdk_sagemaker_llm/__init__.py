@@ -37,9 +37,11 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .constructs.benchmark_options import BenchmarkEngine, BenchmarkGate, BenchmarkResults
     from .constructs.component_options import (
         AzBalanceEnforcement,
+        ComponentModel,
         ComponentScheduling,
         ComponentSpecification,
         ContainerMetrics,
+        CopyResources,
         PlacementStrategy,
     )
     from .constructs.data_capture import DataCapture
@@ -58,6 +60,7 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .constructs.llm_service import LlmService
     from .constructs.model import Model, ModelBase
     from .constructs.model_source import ModelSource, ModelSourceKind
+    from .constructs.networking import ContainerNetworking
     from .constructs.optimization_job import OptimizationJob
     from .constructs.optimization_options import (
         OptimizationOutput,
@@ -85,12 +88,16 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .constructs.variant_options import (
         CapacityReservation,
         CapacityReservationPreference,
+        ContainerStartup,
         InferenceAmiVersion,
         InstancePool,
+        ManagedInstanceScaling,
         PrefixAwareRouting,
         RoutingStrategy,
         ScaleInPolicy,
         ScaleInStrategy,
+        StorageVolume,
+        VariantPlatform,
     )
     from .errors import ValidationError
     from .planning import sizing
@@ -130,6 +137,7 @@ _EXPORTS: dict[str, str] = {
     "CapacityReservation": ".constructs.variant_options",
     "CapacityReservationPreference": ".constructs.variant_options",
     "CompilationTarget": ".constructs.optimization_techniques",
+    "ComponentModel": ".constructs.component_options",
     "ComponentScaling": ".constructs.autoscaling",
     "ComponentScheduling": ".constructs.component_options",
     "ComponentSettings": ".constructs.service_options",
@@ -138,6 +146,9 @@ _EXPORTS: dict[str, str] = {
     "ContainerFamily": ".catalog.containers",
     "ContainerImage": ".constructs.images",
     "ContainerMetrics": ".constructs.component_options",
+    "ContainerNetworking": ".constructs.networking",
+    "ContainerStartup": ".constructs.variant_options",
+    "CopyResources": ".constructs.component_options",
     "DEFAULT_PRICE_LIST": ".catalog.prices",
     "DataCapture": ".constructs.data_capture",
     "DataType": ".constructs.serving_options",
@@ -167,6 +178,7 @@ _EXPORTS: dict[str, str] = {
     "LmiBackend": ".constructs.serving_options",
     "LmiLora": ".constructs.serving_options",
     "LmiOptions": ".constructs.serving_options",
+    "ManagedInstanceScaling": ".constructs.variant_options",
     "Model": ".constructs.model",
     "ModelBase": ".constructs.model",
     "ModelSource": ".constructs.model_source",
@@ -208,10 +220,12 @@ _EXPORTS: dict[str, str] = {
     "Slo": ".planning.recommend",
     "SpeculativeDecoding": ".constructs.speculative_decoding",
     "StepPolicy": ".constructs.autoscaling",
+    "StorageVolume": ".constructs.variant_options",
     "TargetTrackingPolicy": ".constructs.autoscaling",
     "TechniqueKind": ".constructs.optimization_techniques",
     "TgiOptions": ".constructs.serving_options",
     "ValidationError": ".errors",
+    "VariantPlatform": ".constructs.variant_options",
     "VariantScaling": ".constructs.autoscaling",
     "Workload": ".planning.workload",
     "sizing": ".planning.sizing",

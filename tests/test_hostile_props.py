@@ -36,12 +36,16 @@ from cdk_sagemaker_llm import (
     BenchmarkPricing,
     BenchmarkResults,
     CapacityReservation,
+    ComponentModel,
     ComponentScaling,
     ComponentScheduling,
     ComponentSettings,
     ComponentSpecification,
     ContainerImage,
     ContainerMetrics,
+    ContainerNetworking,
+    ContainerStartup,
+    CopyResources,
     CopyScaling,
     DataCapture,
     DataType,
@@ -63,6 +67,7 @@ from cdk_sagemaker_llm import (
     LmiBackend,
     LmiLora,
     LmiOptions,
+    ManagedInstanceScaling,
     Model,
     ModelSource,
     ModelSpec,
@@ -79,6 +84,7 @@ from cdk_sagemaker_llm import (
     QuantizationMethod,
     RequestProtocol,
     RollingDeployment,
+    RoutingStrategy,
     ScaleFromZeroPolicy,
     ScaleInPolicy,
     ScaleInStrategy,
@@ -91,10 +97,12 @@ from cdk_sagemaker_llm import (
     Slo,
     SpeculativeDecoding,
     StepPolicy,
+    StorageVolume,
     TargetTrackingPolicy,
     TechniqueKind,
     TgiOptions,
     ValidationError,
+    VariantPlatform,
     VariantScaling,
     Workload,
     sizing,
@@ -227,13 +235,16 @@ def build(props: dict[str, Any]) -> cdk.Stack:
     endpoint_props = dict(props["endpoint"])
     endpoint_props["instance_type"] = InstanceType.of(endpoint_props["instance_type"])
     volume, startup = endpoint_props.pop("volume_size"), endpoint_props.pop("startup")
+    counts = ("initial_instance_count", "min_instance_count", "max_instance_count")
+    instance_scaling = ManagedInstanceScaling(**{n: endpoint_props.pop(n) for n in counts})
     endpoint = InferenceComponentEndpoint(
         stack,
         "Endpoint",
-        volume_size=Size.gibibytes(volume) if volume is not None else None,
-        container_startup_health_check_timeout=Duration.seconds(startup)
-        if startup is not None
-        else None,
+        instance_scaling=instance_scaling,
+        storage=StorageVolume(size=Size.gibibytes(volume) if volume is not None else None),
+        startup=ContainerStartup(
+            health_check_timeout=Duration.seconds(startup) if startup is not None else None
+        ),
         **endpoint_props,
     )
     model_props = dict(props["model"])
@@ -251,10 +262,16 @@ def build(props: dict[str, Any]) -> cdk.Stack:
         stack,
         "Component",
         endpoint=endpoint,
-        model=model,
-        min_memory=Size.mebibytes(minimum) if minimum is not None else None,
-        max_memory=Size.mebibytes(maximum) if maximum is not None else None,
-        model_data_download_timeout=Duration.seconds(download) if download is not None else None,
+        serves=ComponentModel.of(model),
+        resources=CopyResources(
+            min_memory=Size.mebibytes(minimum) if minimum is not None else None,
+            max_memory=Size.mebibytes(maximum) if maximum is not None else None,
+            accelerators=component.pop("accelerators"),
+            cpu_cores=component.pop("cpu_cores"),
+        ),
+        startup=ContainerStartup(
+            download_timeout=Duration.seconds(download) if download is not None else None
+        ),
         **component,
     )
     return stack
@@ -300,10 +317,15 @@ def _baselines(
     bucket = s3.Bucket.from_bucket_name(stack, "Bucket", "models")
     model = Model(stack, "BaseModel", image=ContainerImage.lmi("0.31.0"))
     shared = InferenceComponentEndpoint(
-        stack, "BaseShared", instance_type=InstanceType.G5_12XLARGE, max_instance_count=2
+        stack,
+        "BaseShared",
+        instance_type=InstanceType.G5_12XLARGE,
+        instance_scaling=ManagedInstanceScaling(max_instance_count=2),
     )
     component = shared.add_inference_component(
-        "BaseComponent", model=model, accelerators=1, min_memory=Size.gibibytes(16)
+        "BaseComponent",
+        serves=ComponentModel.of(model),
+        resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(16)),
     )
     variant = ProductionVariant(model=model, instance_type=InstanceType.G5_2XLARGE)
     dedicated = Endpoint(stack, "BaseDedicated", variants=[variant])
@@ -455,10 +477,16 @@ def _baselines(
         "InferenceComponent": construct(
             InferenceComponent,
             endpoint=shared,
-            model=model,
-            accelerators=1,
-            min_memory=Size.gibibytes(16),
+            serves=ComponentModel.of(model),
+            resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(16)),
         ),
+        "ComponentModel": like(ComponentModel.of(model)),
+        "CopyResources": plain(CopyResources, min_memory=Size.gibibytes(16)),
+        "ContainerStartup": plain(ContainerStartup, health_check_timeout=Duration.minutes(5)),
+        "StorageVolume": plain(StorageVolume, size=Size.gibibytes(100)),
+        "ManagedInstanceScaling": plain(ManagedInstanceScaling, max_instance_count=2),
+        "VariantPlatform": plain(VariantPlatform, routing_strategy=RoutingStrategy.RANDOM),
+        "ContainerNetworking": plain(ContainerNetworking, network_isolation=True),
         "ComponentScaling": construct(ComponentScaling, component=component, max_copies=2),
         "VariantScaling": construct(VariantScaling, endpoint=dedicated, max_instances=2),
         "TargetTrackingPolicy": construct(
@@ -526,6 +554,9 @@ PUBLIC_CLASSES = [
     # issue 18 item 5: LlmService's and recommend's grouped props
     "SearchSpace", "Pricing", "Sizing", "LayoutOverrides", "CopyScaling", "ServiceModel",
     "ComponentSettings", "ServiceBenchmark",
+    # issue 18 item 5: the grouped props of InferenceComponent(Endpoint)
+    "ComponentModel", "CopyResources", "ContainerStartup", "StorageVolume",
+    "ManagedInstanceScaling", "VariantPlatform", "ContainerNetworking",
 ]  # fmt: skip
 
 
@@ -591,6 +622,7 @@ FACTORIES: dict[Callable[..., Any], dict[str, Any]] = {
         "source": ModelSource.from_hugging_face("meta-llama/Llama-3.1-8B-Instruct"),
         "image": ContainerImage.lmi("0.31.0"),
     },
+    ComponentModel.from_image: {"image": ContainerImage.lmi("0.31.0")},
 }
 """Each public static factory with typed arguments, and a valid call of it."""
 
@@ -619,7 +651,11 @@ def _component_on_an_instance_endpoint() -> None:
     variant = ProductionVariant(model=model, instance_type=InstanceType.G5_2XLARGE)
     endpoint = Endpoint(stack, "Dedicated", variants=[variant])
     InferenceComponent(
-        stack, "C", endpoint=endpoint, model=model, accelerators=1, min_memory=Size.gibibytes(16)
+        stack,
+        "C",
+        endpoint=endpoint,
+        serves=ComponentModel.of(model),
+        resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(16)),
     )
 
 
@@ -652,7 +688,7 @@ def test_the_issue_examples_get_a_specific_fix(build_call: Any, prop: str, fix: 
 
 
 def test_min_memory_as_a_number_suggests_size(baselines: dict[str, Any]) -> None:
-    call, props = baselines["InferenceComponent"]()
+    call, props = baselines["CopyResources"]()
     with pytest.raises(ValidationError, match=r"min_memory=32768: .*Size\.mebibytes\(32768\)"):
         call(**{**props, "min_memory": 32768})
 

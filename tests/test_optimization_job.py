@@ -15,6 +15,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
 from conftest import assert_cfn_lint_clean, new_stack, resources_of_type
 
+from cdk_sagemaker_llm import ComponentModel, CopyResources
 from cdk_sagemaker_llm.catalog.containers import ContainerFamily
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.constructs.endpoint import InferenceComponentEndpoint
@@ -372,9 +373,8 @@ def test_the_output_feeds_an_inference_component_after_the_job_completes() -> No
         stack,
         "Component",
         endpoint=endpoint,
-        model=model,
-        accelerators=1,
-        min_memory=cdk.Size.gibibytes(16),
+        serves=ComponentModel.of(model),
+        resources=CopyResources(accelerators=1, min_memory=cdk.Size.gibibytes(16)),
     )
     template = assert_cfn_lint_clean(stack)
     output_id = logical_ids(template, "Custom::SageMakerOptimizationJobOutput")[0]

@@ -58,6 +58,7 @@ from ..template_metadata import SERVICE
 from .autoscaling import ComponentScaling
 from .benchmark import EndpointBenchmark
 from .benchmark_options import BenchmarkGate
+from .component_options import ComponentModel, CopyResources
 from .endpoint import InferenceComponentEndpoint, RoutingStrategy
 from .images import ContainerImage
 from .inference_component import InferenceComponent
@@ -68,6 +69,7 @@ from .optimization_techniques import OptimizationTechnique, QuantizationMethod
 from .service_options import ComponentSettings, ServiceBenchmark, ServiceModel
 from .serving_options import DataType, LmiOptions, Quantization, ServingOptions, TgiOptions
 from .validation import ValidationError, is_unresolved
+from .variant_options import ContainerStartup, ManagedInstanceScaling, VariantPlatform
 
 __all__ = [
     "HOST_MEMORY_SHARE",
@@ -314,11 +316,13 @@ class LlmService(Construct):
             self,
             "Endpoint",
             instance_type=self.decision.layout.instance_type,
-            initial_instance_count=max(1, scaling.min_instances),
-            min_instance_count=scaling.min_instances,
-            max_instance_count=scaling.max_instances,
-            routing_strategy=RoutingStrategy.LEAST_OUTSTANDING_REQUESTS,
-            container_startup_health_check_timeout=loading_timeout,
+            instance_scaling=ManagedInstanceScaling(
+                initial_instance_count=max(1, scaling.min_instances),
+                min_instance_count=scaling.min_instances,
+                max_instance_count=scaling.max_instances,
+            ),
+            platform=VariantPlatform(routing_strategy=RoutingStrategy.LEAST_OUTSTANDING_REQUESTS),
+            startup=ContainerStartup(health_check_timeout=loading_timeout),
         )
 
     def _render_component(self, settings: ComponentSettings) -> InferenceComponent:
@@ -327,11 +331,13 @@ class LlmService(Construct):
             self,
             "Component",
             endpoint=self.endpoint,
-            model=self.model,
-            accelerators=decision.layout.tensor_parallel_degree,
-            min_memory=settings.min_memory_per_copy
-            or Size.mebibytes(decision.min_memory_per_copy_mib),
-            cpu_cores=settings.cpu_cores_per_copy,
+            serves=ComponentModel.of(self.model),
+            resources=CopyResources(
+                accelerators=decision.layout.tensor_parallel_degree,
+                min_memory=settings.min_memory_per_copy
+                or Size.mebibytes(decision.min_memory_per_copy_mib),
+                cpu_cores=settings.cpu_cores_per_copy,
+            ),
             copy_count=max(1, decision.scaling.min_copies),
             deployment=settings.deployment,
         )

@@ -12,6 +12,7 @@ from constructs import Construct
 
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec
+from ..constructs.component_options import ComponentModel, CopyResources
 from ..constructs.deployment import RollingDeployment
 from ..constructs.endpoint import InferenceComponentEndpoint
 from ..constructs.images import ContainerImage
@@ -25,6 +26,7 @@ from ..constructs.optimization_options import OptimizationOutput, OptimizationRu
 from ..constructs.optimization_techniques import OptimizationTechnique, QuantizationMethod
 from ..constructs.service_options import ComponentSettings, ServiceBenchmark, ServiceModel
 from ..constructs.serving_options import DataType, LmiBackend, LmiOptions
+from ..constructs.variant_options import ContainerStartup, ManagedInstanceScaling
 from ..planning.recommend import Slo
 from ..planning.service_options import Risk, SearchSpace, Sizing
 from ..planning.workload import Workload
@@ -154,9 +156,9 @@ class LlamaInferenceComponentStack(Stack):
             self,
             "SporadicEndpoint",
             instance_type=InstanceType.G5_2XLARGE,
-            initial_instance_count=1,
-            min_instance_count=0,
-            max_instance_count=2,
+            instance_scaling=ManagedInstanceScaling(
+                initial_instance_count=1, min_instance_count=0, max_instance_count=2
+            ),
         )
         acknowledge(
             self.sporadic_endpoint,
@@ -168,12 +170,10 @@ class LlamaInferenceComponentStack(Stack):
             self,
             "Llama3SporadicComponent",
             endpoint=self.sporadic_endpoint,
-            model=self.model,
-            accelerators=1,
-            min_memory=Size.gibibytes(24),
-            cpu_cores=4,
+            serves=ComponentModel.of(self.model),
+            resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(24), cpu_cores=4),
             copy_count=1,
-            container_startup_health_check_timeout=Duration.minutes(15),
+            startup=ContainerStartup(health_check_timeout=Duration.minutes(15)),
         )
         self.sporadic_scaling = self.sporadic_component.auto_scale_copies(
             min_copies=0, max_copies=2
