@@ -72,6 +72,7 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     )
     from .constructs.serverless import ServerlessConfig
     from .constructs.serverless_scaling import ServerlessScaling
+    from .constructs.service_options import ComponentSettings, ServiceBenchmark, ServiceModel
     from .constructs.serving_options import (
         DataType,
         LmiBackend,
@@ -97,7 +98,16 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .planning.decision import ExpectedTraffic, ServiceDecision
     from .planning.engine_profiles import EngineProfile
     from .planning.optimizations import Optimization
-    from .planning.recommend import PriceBasis, Risk, Slo
+    from .planning.recommend import Slo
+    from .planning.service_options import (
+        CopyScaling,
+        LayoutOverrides,
+        PriceBasis,
+        Pricing,
+        Risk,
+        SearchSpace,
+        Sizing,
+    )
     from .planning.sizing import SizingReport
     from .planning.speculation import Speculation
     from .planning.workload import Workload
@@ -122,6 +132,8 @@ _EXPORTS: dict[str, str] = {
     "CompilationTarget": ".constructs.optimization_techniques",
     "ComponentScaling": ".constructs.autoscaling",
     "ComponentScheduling": ".constructs.component_options",
+    "ComponentSettings": ".constructs.service_options",
+    "CopyScaling": ".planning.service_options",
     "ComponentSpecification": ".constructs.component_options",
     "ContainerFamily": ".catalog.containers",
     "ContainerImage": ".constructs.images",
@@ -150,6 +162,7 @@ _EXPORTS: dict[str, str] = {
     "InstanceType": ".catalog.instance_types",
     "GoodputSlo": ".benchmarking",
     "KneeRule": ".benchmarking",
+    "LayoutOverrides": ".planning.service_options",
     "LlmService": ".constructs.llm_service",
     "LmiBackend": ".constructs.serving_options",
     "LmiLora": ".constructs.serving_options",
@@ -169,13 +182,14 @@ _EXPORTS: dict[str, str] = {
     "Precision": ".catalog.model_specs",
     "PredefinedMetric": ".constructs.autoscaling",
     "PrefixAwareRouting": ".constructs.variant_options",
-    "PriceBasis": ".planning.recommend",
+    "PriceBasis": ".planning.service_options",
+    "Pricing": ".planning.service_options",
     "PriceList": ".catalog.prices",
     "ProductionVariant": ".constructs.endpoint",
     "Quantization": ".constructs.serving_options",
     "QuantizationMethod": ".constructs.optimization_techniques",
     "RequestProtocol": ".benchmarking.payload",
-    "Risk": ".planning.recommend",
+    "Risk": ".planning.service_options",
     "RollingDeployment": ".constructs.deployment",
     "RoutingStrategy": ".constructs.variant_options",
     "ScaleFromZeroPolicy": ".constructs.autoscaling",
@@ -184,7 +198,11 @@ _EXPORTS: dict[str, str] = {
     "ScalingPolicy": ".constructs.autoscaling",
     "ScalingPolicyKind": ".constructs.autoscaling",
     "ServerlessConfig": ".constructs.serverless",
+    "SearchSpace": ".planning.service_options",
     "ServerlessScaling": ".constructs.serverless_scaling",
+    "ServiceBenchmark": ".constructs.service_options",
+    "ServiceModel": ".constructs.service_options",
+    "Sizing": ".planning.service_options",
     "SizingReport": ".planning.sizing",
     "ServiceDecision": ".planning.decision",
     "Slo": ".planning.recommend",

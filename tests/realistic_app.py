@@ -47,8 +47,11 @@ from cdk_sagemaker_llm import (
     QuantizationMethod,
     RequestProtocol,
     RollingDeployment,
+    SearchSpace,
     ServerlessConfig,
     ServerlessScaling,
+    ServiceBenchmark,
+    ServiceModel,
     Slo,
     SpeculativeDecoding,
     VariantScaling,
@@ -272,14 +275,13 @@ def build_realistic_stack(app: cdk.App) -> cdk.Stack:
     LlmService(
         stack,
         "Service",
-        image=image,
-        source=ModelSource.from_s3(weights, "llama-3-8b/"),
-        spec=ModelSpec.LLAMA_3_8B,
-        input_tokens=512,
-        output_tokens=256,
+        model=ServiceModel.from_source(
+            ModelSource.from_s3(weights, "llama-3-8b/"), image=image, spec=ModelSpec.LLAMA_3_8B
+        ),
+        workload=Workload(input_tokens=512, output_tokens=256),
         slo=Slo(max_ms_per_token=50),
         traffic=ExpectedTraffic.requests_per_second(2, minimum=1),
-        max_instance_count=2,
-        benchmark=True,
+        search=SearchSpace(max_instance_count=2),
+        benchmark=ServiceBenchmark.knee_search(),
     )
     return stack

@@ -23,8 +23,11 @@ from ..constructs.nag import acknowledge
 from ..constructs.optimization_job import OptimizationJob
 from ..constructs.optimization_options import OptimizationOutput, OptimizationRun
 from ..constructs.optimization_techniques import OptimizationTechnique, QuantizationMethod
+from ..constructs.service_options import ComponentSettings, ServiceBenchmark, ServiceModel
 from ..constructs.serving_options import DataType, LmiBackend, LmiOptions
-from ..planning.recommend import Risk, Slo
+from ..planning.recommend import Slo
+from ..planning.service_options import Risk, SearchSpace, Sizing
+from ..planning.workload import Workload
 
 LLAMA_3_8B_INSTRUCT = "meta-llama/Meta-Llama-3-8B-Instruct"
 HUGGING_FACE_TOKEN_SECRET_NAME = "cdk-sagemaker-llm/hugging-face-token"
@@ -58,35 +61,37 @@ class LlamaInferenceComponentStack(Stack):
         self.service = LlmService(
             self,
             "Llama3",
-            image=image,
-            source=source,
-            input_tokens=512,
-            output_tokens=256,
+            model=ServiceModel.from_source(source, image=image),
+            workload=Workload(input_tokens=512, output_tokens=256),
             slo=Slo(max_ms_per_token=50, max_ttft_ms=2000),
             traffic=ExpectedTraffic.requests_per_second(8, minimum=1),
+            search=SearchSpace(
+                instance_types=[
+                    InstanceType.G5_2XLARGE,
+                    InstanceType.G5_12XLARGE,
+                    InstanceType.G6_12XLARGE,
+                    InstanceType.G6E_2XLARGE,
+                ],
+                max_instance_count=2,
+            ),
             # Sized at the median of the engine profile's band: on these candidates and two
             # instances the pessimistic default (no validation measurement under-provisioned)
             # meets no 50 ms/token; it needs 3 x ml.g5.12xlarge at TP4. The deploy-time
             # benchmark below measures the real figures, and gates on the SLO.
-            risk=Risk.MEDIAN,
-            instance_types=[
-                InstanceType.G5_2XLARGE,
-                InstanceType.G5_12XLARGE,
-                InstanceType.G6_12XLARGE,
-                InstanceType.G6E_2XLARGE,
-            ],
-            max_instance_count=2,
-            deployment=RollingDeployment(
-                batch_size=1,
-                wait_interval=Duration.minutes(2),
-                rollback_alarms=[
-                    cloudwatch.Alarm.from_alarm_name(self, "ErrorsAlarmRef", errors_alarm_name)
-                ],
+            sizing=Sizing(risk=Risk.MEDIAN),
+            component=ComponentSettings(
+                deployment=RollingDeployment(
+                    batch_size=1,
+                    wait_interval=Duration.minutes(2),
+                    rollback_alarms=[
+                        cloudwatch.Alarm.from_alarm_name(self, "ErrorsAlarmRef", errors_alarm_name)
+                    ],
+                )
             ),
-            # Measure the deployed copies (a concurrency sweep at the same payload, streaming):
-            # the deployment fails if one request alone is slower than the SLO, and copies
-            # scale on the measured knee instead of the predicted one.
-            benchmark=True,
+            # Measure the deployed copies (a knee search at the same payload, streaming): the
+            # deployment fails if one request alone is slower than the SLO, and copies scale
+            # on the measured knee instead of the predicted one.
+            benchmark=ServiceBenchmark.knee_search(),
         )
         cloudwatch.Alarm(
             self,
@@ -115,17 +120,15 @@ class LlamaInferenceComponentStack(Stack):
         self.awq_service = LlmService(
             self,
             "Llama3Awq",
-            optimization_job=self.awq_job,
             # The spec cannot be read from an S3 source: state it.
-            spec=ModelSpec.LLAMA_3_8B,
-            input_tokens=6144,
-            output_tokens=2048,
+            model=ServiceModel.from_optimization_job(self.awq_job, spec=ModelSpec.LLAMA_3_8B),
+            workload=Workload(input_tokens=6144, output_tokens=2048),
             slo=Slo(max_ms_per_token=60),
             traffic=ExpectedTraffic.concurrency(8, minimum=1),
+            search=SearchSpace(max_instance_count=2),
             # At the median: the pessimistic default takes one copy per 6,144 + 2,048-token
             # request here (8 instances for 8 in flight).
-            risk=Risk.MEDIAN,
-            max_instance_count=2,
+            sizing=Sizing(risk=Risk.MEDIAN),
         )
 
         # Scale to zero, built by hand: a second endpoint for sporadic traffic, which keeps no
