@@ -21,6 +21,7 @@ from aws_cdk import aws_sns as sns
 from cdk_sagemaker_llm import (
     AsyncInference,
     AsyncScaling,
+    BenchmarkEngine,
     BenchmarkLoad,
     BenchmarkResults,
     ComponentModel,
@@ -45,8 +46,10 @@ from cdk_sagemaker_llm import (
     OptimizationOutput,
     OptimizationSecurity,
     OptimizationTechnique,
+    PayloadFormat,
     ProductionVariant,
     QuantizationMethod,
+    RequestProtocol,
     RollingDeployment,
     SearchSpace,
     ServerlessConfig,
@@ -229,6 +232,18 @@ def build_realistic_stack(app: cdk.App) -> cdk.Stack:
         handler_placement=placement,
     )
     copies.scale_on_concurrent_requests(target=bench.knee_concurrency_per_copy)
+    # The managed engine (a SageMaker AI benchmark job) writing to the KMS-encrypted bucket.
+    EndpointBenchmark(
+        stack,
+        "ManagedBenchmark",
+        inference_component=component,
+        load=BenchmarkLoad.concurrency([1, 2]),
+        workload=Workload(input_tokens=512, output_tokens=256),
+        protocol=RequestProtocol(payload_format=PayloadFormat.MESSAGES, stream=True),
+        engine=BenchmarkEngine.managed(),
+        results=BenchmarkResults.in_bucket(outputs, prefix="managed-benchmarks/"),
+        handler_placement=placement,
+    )
     EndpointBenchmark(
         stack,
         "NewBucketBenchmark",

@@ -8,6 +8,7 @@
 - ``signalling_loop``: the Standard workflow ``<step>`` -> ``Done``? -> (run a level, or wait)
   -> ``<step>``. The step's handler signals the wait condition once done; a broken step runs
   the same handler as ``ReportFailure`` (it signals FAILURE with the error) and fails.
+  ``OptimizationJob``'s poll workflow is the same loop, with its own retry policy.
 - ``starter_function``: the custom resource's handler, which starts an execution of the
   workflow and, on Delete, stops it (``StartExecution``, ``StopExecution`` on this workflow's
   executions only).
@@ -68,6 +69,23 @@ def lambda_task(scope: Construct, id: str, function: lambda_.IFunction) -> tasks
     return task
 
 
+TaskFactory = Callable[[Construct, str, lambda_.IFunction], tasks.LambdaInvoke]
+"""Builds a loop's Lambda task: ``(scope, id, function) -> LambdaInvoke``."""
+
+
+def cdk_retried_task(scope: Construct, id: str, function: lambda_.IFunction) -> tasks.LambdaInvoke:
+    """A task that invokes ``function`` with the state as payload and passes on its answer,
+    with aws-cdk-lib's default retry of Lambda's service errors (``retry_on_service_exceptions``:
+    6 attempts from 2 s, doubling, no jitter)."""
+    return tasks.LambdaInvoke(
+        scope,
+        id,
+        lambda_function=function,
+        payload_response_only=True,
+        retry_on_service_exceptions=True,
+    )
+
+
 def signalling_loop(
     scope: Construct,
     function: lambda_.IFunction,
@@ -80,23 +98,34 @@ def signalling_loop(
     placement: HandlerPlacement,
     invoked: Sequence[lambda_.IFunction],
     summary: str,
+    done_id: str = "Done",
+    task: TaskFactory = lambda_task,
+    step_retry: sfn.RetryProps | None = None,
 ) -> sfn.StateMachine:
-    """``<step_id>`` (``function``) -> ``Done``? -> ``between(report)`` -> ``<step_id>``, as a
-    logged Standard workflow (``Workflow``).
+    """``<step_id>`` (``function``) -> ``<done_id>``? -> ``between(report)`` -> ``<step_id>``,
+    as a logged Standard workflow (``Workflow``).
 
-    ``$.Done`` true ends it (``Signalled``). Any error of the step runs ``function`` again as
-    ``ReportFailure`` (the error under ``$.Error``), then fails (``<failed_id>``, ``error``);
-    ``between`` gets that chain to route its own errors there. ``invoked`` and ``summary``
-    are ``logged_workflow``'s.
+    ``$.Done`` true ends it (``Signalled``). Any error of the step (after ``step_retry``, if
+    given) runs ``function`` again as ``ReportFailure`` (the error under ``$.Error``), then
+    fails (``<failed_id>``, ``error``); ``between`` gets that chain to route its own errors
+    there. ``task`` builds both Lambda tasks (default ``lambda_task``, which retries Lambda's
+    transient errors). ``invoked`` and ``summary`` are ``logged_workflow``'s.
     """
-    step = lambda_task(scope, step_id, function)
-    report = lambda_task(scope, "ReportFailure", function).next(
-        sfn.Fail(scope, failed_id, error=error)
-    )
+    step = task(scope, step_id, function)
+    if step_retry is not None:
+        step.add_retry(
+            errors=step_retry.errors,
+            interval=step_retry.interval,
+            max_attempts=step_retry.max_attempts,
+            backoff_rate=step_retry.backoff_rate,
+            max_delay=step_retry.max_delay,
+            jitter_strategy=step_retry.jitter_strategy,
+        )
+    report = task(scope, "ReportFailure", function).next(sfn.Fail(scope, failed_id, error=error))
     step.add_catch(report, errors=["States.ALL"], result_path="$.Error")
     middle = between(report)
     done = (
-        sfn.Choice(scope, "Done")
+        sfn.Choice(scope, done_id)
         .when(sfn.Condition.boolean_equals("$.Done", True), sfn.Succeed(scope, "Signalled"))
         .otherwise(middle.next(step))
     )

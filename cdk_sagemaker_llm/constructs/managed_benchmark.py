@@ -54,7 +54,7 @@ from .benchmark_workflow import (
     starter_function,
 )
 from .deploy_time import HandlerAsset, HandlerPlacement, handler_function
-from .nag import acknowledge_wildcard_resources
+from .nag import acknowledge_key_grant, acknowledge_wildcard_resources
 from .validation import ValidationError, check_range
 
 MANAGED_ASSET = HandlerAsset(
@@ -200,6 +200,11 @@ def build(
     key = target.bucket.encryption_key
     if key is not None:
         key.grant_encrypt_decrypt(poll)
+        acknowledge_key_grant(
+            poll,
+            "Key.grant_encrypt_decrypt's action families on exactly the results bucket's key: "
+            "the function reads the job's SSE-KMS output and writes results there",
+        )
     state_machine = _workflow(scope, poll, options.poll_interval, timeout, placement)
     starter, executions = starter_function(
         scope, code=code, placement=placement, state_machine=state_machine,
@@ -266,6 +271,11 @@ def _job_role(scope: Construct, target: ManagedTarget) -> iam.Role:
     key = target.bucket.encryption_key
     if key is not None:
         key.grant_encrypt_decrypt(role)
+        acknowledge_key_grant(
+            role,
+            "Key.grant_encrypt_decrypt's action families on exactly the results bucket's key: "
+            "the job writes SSE-KMS output there",
+        )
     acknowledge_wildcard_resources(
         role, [target.objects],
         "The job writes its output under this benchmark's run folders only (run names carry "

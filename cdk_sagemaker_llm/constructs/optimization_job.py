@@ -67,12 +67,12 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
-from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec
 from ..prop_types import typed_props
+from .benchmark_workflow import cdk_retried_task, signalling_loop
 from .deploy_time import (
     CUSTOM_RESOURCE_TIMEOUT,
     HandlerAsset,
@@ -80,7 +80,6 @@ from .deploy_time import (
     SignalledWork,
     depend_on_policy_only,
     handler_function,
-    logged_workflow,
     signalled_work,
 )
 from .execution_role import depend_on_role_policy
@@ -125,6 +124,16 @@ SIGNAL_MARGIN = Duration.minutes(20)
 longer than the worst case of a failing poll and its retries (5 attempts of at most 1 minute
 each plus 150 s of backoff, then the failure report), so a reason always reaches
 CloudFormation before the wait condition's own timeout."""
+
+POLL_RETRY = sfn.RetryProps(
+    errors=["States.TaskFailed", "States.Timeout"],
+    interval=Duration.seconds(10),
+    max_attempts=4,
+    backoff_rate=2,
+    jitter_strategy=sfn.JitterType.FULL,
+)
+"""A failing poll is retried 4 times from 10 s, doubling, with full jitter (Step Functions
+developer guide, "Handling errors in Step Functions workflows"), before it reports failure."""
 
 
 @typed_props
@@ -503,41 +512,24 @@ class OptimizationJob(Construct):
     def _state_machine(
         self, poller: lambda_.IFunction, interval: Duration, timeout: Duration
     ) -> sfn.StateMachine:
-        poll = tasks.LambdaInvoke(
+        """``Poll`` -> ``Finished``? -> ``WaitForJob`` -> ``Poll``; a broken poll signals
+        FAILURE (``benchmark_workflow.signalling_loop``)."""
+        return signalling_loop(
             self,
-            "Poll",
-            lambda_function=poller,
-            payload_response_only=True,
-            retry_on_service_exceptions=True,
-        )
-        poll.add_retry(
-            errors=["States.TaskFailed", "States.Timeout"],
-            interval=Duration.seconds(10),
-            max_attempts=4,
-            backoff_rate=2,
-            jitter_strategy=sfn.JitterType.FULL,
-        )
-        report = tasks.LambdaInvoke(
-            self,
-            "ReportFailure",
-            lambda_function=poller,
-            payload_response_only=True,
-            retry_on_service_exceptions=True,
-        ).next(sfn.Fail(self, "PollingFailed", error="PollingFailed"))
-        poll.add_catch(report, errors=["States.ALL"], result_path="$.Error")
-        wait = sfn.Wait(self, "WaitForJob", time=sfn.WaitTime.duration(interval))
-        finished = (
-            sfn.Choice(self, "Finished")
-            .when(sfn.Condition.boolean_equals("$.Done", True), sfn.Succeed(self, "Signalled"))
-            .otherwise(wait.next(poll))
-        )
-        return logged_workflow(
-            self,
-            definition=poll.next(finished),
+            poller,
+            step_id="Poll",
+            failed_id="PollingFailed",
+            error="PollingFailed",
+            done_id="Finished",
+            between=lambda _report: sfn.Wait(
+                self, "WaitForJob", time=sfn.WaitTime.duration(interval)
+            ),
             timeout=timeout,
-            log_encryption_key=self._placement.log_encryption_key,
+            placement=self._placement,
             invoked=[poller],
             summary="The workflow is a poll loop of one Lambda task",
+            task=cdk_retried_task,
+            step_retry=POLL_RETRY,
         )
 
 
