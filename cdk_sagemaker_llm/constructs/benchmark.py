@@ -72,13 +72,7 @@ from ..planning.workload import Workload
 from ..prop_types import typed_props
 from . import managed_benchmark
 from .benchmark_options import BenchmarkEngine, BenchmarkGate, BenchmarkResults
-from .benchmark_workflow import (
-    ENGINE_SOURCES,
-    depend_on_policies_only,
-    lambda_task,
-    signalling_loop,
-    starter_function,
-)
+from .benchmark_workflow import ENGINE_SOURCES, depend_on_policies_only, starter_function
 from .benchmark_workload import check_deploy_time
 from .deploy_time import (
     CUSTOM_RESOURCE_TIMEOUT,
@@ -93,6 +87,7 @@ from .managed_benchmark import ManagedBenchmarkOptions
 from .model import Model
 from .nag import acknowledge_key_grant, acknowledge_wildcard_resources
 from .validation import ValidationError, check_range, is_unresolved
+from .workflow_loop import lambda_task, signalling_loop
 
 HANDLER_ASSET = HandlerAsset(
     sources=ENGINE_SOURCES,

@@ -47,15 +47,11 @@ from ..benchmarking.aiperf import MANAGED_ENGINE, workload_spec
 from ..benchmarking.load import BenchmarkLoad
 from ..benchmarking.payload import PayloadFormat, RequestProtocol
 from ..planning.workload import Workload
-from .benchmark_workflow import (
-    ENGINE_SOURCES,
-    depend_on_policies_only,
-    signalling_loop,
-    starter_function,
-)
+from .benchmark_workflow import ENGINE_SOURCES, depend_on_policies_only, starter_function
 from .deploy_time import HandlerAsset, HandlerPlacement, handler_function
 from .nag import acknowledge_key_grant, acknowledge_wildcard_resources
 from .validation import ValidationError, check_range
+from .workflow_loop import signalling_loop
 
 MANAGED_ASSET = HandlerAsset(
     sources=(*ENGINE_SOURCES, "lambdas/managed_benchmark"),

@@ -72,7 +72,6 @@ from constructs import Construct
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec
 from ..prop_types import typed_props
-from .benchmark_workflow import cdk_retried_task, signalling_loop
 from .deploy_time import (
     CUSTOM_RESOURCE_TIMEOUT,
     HandlerAsset,
@@ -106,6 +105,7 @@ from .optimization_techniques import (
 )
 from .s3_prefix_grants import acknowledge_prefix
 from .validation import SAGEMAKER_NAME, ValidationError
+from .workflow_loop import cdk_retried_task, signalling_loop
 
 HANDLER_ASSET = HandlerAsset(
     sources=(
@@ -513,7 +513,7 @@ class OptimizationJob(Construct):
         self, poller: lambda_.IFunction, interval: Duration, timeout: Duration
     ) -> sfn.StateMachine:
         """``Poll`` -> ``Finished``? -> ``WaitForJob`` -> ``Poll``; a broken poll signals
-        FAILURE (``benchmark_workflow.signalling_loop``)."""
+        FAILURE (``workflow_loop.signalling_loop``)."""
         return signalling_loop(
             self,
             poller,
