@@ -23,6 +23,8 @@ from test_endpoint_benchmark_handler import HANDLE, ClientError, run_config
 from cdk_sagemaker_llm import (
     BenchmarkEngine,
     BenchmarkLoad,
+    ComponentModel,
+    CopyResources,
     EndpointBenchmark,
     GoodputSlo,
     PayloadFormat,
@@ -236,7 +238,9 @@ def test_the_managed_benchmark_is_nag_clean(tmp_path: Any) -> None:
     model = Model(stack, "Model", image=ContainerImage.lmi("0.31.0"))
     endpoint = InferenceComponentEndpoint(stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE)
     component = endpoint.add_inference_component(
-        "Component", model=model, accelerators=1, min_memory=cdk.Size.gibibytes(16)
+        "Component",
+        serves=ComponentModel.of(model),
+        resources=CopyResources(accelerators=1, min_memory=cdk.Size.gibibytes(16)),
     )
     EndpointBenchmark(stack, "Bench", inference_component=component, protocol=CHAT,
                       engine=BenchmarkEngine.managed())  # fmt: skip
