@@ -6,7 +6,7 @@ At one stream every tool reads TTFT about a millisecond above the server's truth
 This splits that offset into its parts, each measured on its own:
 
 1. **offset**: per request, the client's TTFT (first token read - request sent) minus the
-   simulator's (first token emitted - request read and parsed), matched by request id; the
+   simulator's (first token emitted - request head read), matched by request id; the
    simulator runs in its own process, one stream, for the SageMaker route (event stream) and
    the OpenAI route (server-sent events).
 2. **loopback floor**: the same asyncio HTTP/1.1 client against a server process that answers
@@ -18,8 +18,9 @@ This splits that offset into its parts, each measured on its own:
 4. **client send**: from the request's start timestamp to the bytes handed to the socket
    (SigV4 signing happens before the start timestamp, so it is not in TTFT).
 
-The rest of the offset is the server's: reading and parsing the request before it records the
-arrival, and encoding and writing the first chunk after it records the first token.
+The rest of the offset is the server's: reading the request head before it records the
+arrival, and encoding and writing the first chunk after it records the first token. (Before
+2026-11-25 the simulator recorded the arrival after reading and parsing the body.)
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from urllib.parse import quote, urlsplit
 
 from ._clock import now
+from ._http import body_chunks, delimited
 from .eventstream import EventStreamDecoder
 from .payload import (
     PREFIX_AWARE_HEADER,
@@ -269,13 +270,14 @@ class AsyncInvoker:
                     body = await self._read_body(connection.reader, headers)
                     sample.output_tokens = parse_response(body, request.response_format)
                 sample.end = now()
-            keep = headers.get("connection", "").lower() != "close"
+            keep = headers.get("connection", "").lower() != "close" and delimited(headers)
             return sample, keep
         except TimeoutError:
             code, message, status, keep = "ReadTimeout", "client read timeout", None, False
         except _HttpError as exc:
             # An error event inside a stream (status 200) leaves the body unfinished.
-            code, message, status, keep = exc.code, exc.message, exc.status, exc.status >= 300
+            keep = exc.status >= 300 and delimited(headers)
+            code, message, status = exc.code, exc.message, exc.status
         except ResponseFormatError as exc:
             code, message, status, keep = "ResponseFormatError", str(exc), None, False
         except StreamModelError as exc:
@@ -305,16 +307,7 @@ class AsyncInvoker:
 
     @staticmethod
     async def _read_body(reader: asyncio.StreamReader, headers: dict[str, str]) -> bytes:
-        if headers.get("transfer-encoding", "").lower() == "chunked":
-            parts: list[bytes] = []
-            while True:
-                size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
-                if size == 0:
-                    await reader.readuntil(b"\r\n")
-                    return b"".join(parts)
-                parts.append(await reader.readexactly(size + 2))
-                parts[-1] = parts[-1][:-2]
-        return await reader.readexactly(int(headers.get("content-length", "0")))
+        return b"".join([data async for data in body_chunks(reader, headers)])
 
     @staticmethod
     def _http_error(status: int, headers: dict[str, str], body: bytes) -> _HttpError:
@@ -340,22 +333,7 @@ class AsyncInvoker:
     ) -> None:
         events = EventStreamDecoder()
         parser = StreamParser(request.response_format)
-        chunked = headers.get("transfer-encoding", "").lower() == "chunked"
-        remaining = int(headers.get("content-length", "0")) if not chunked else 0
-        while True:
-            if chunked:
-                size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
-                if size == 0:
-                    await reader.readuntil(b"\r\n")
-                    break
-                data = (await reader.readexactly(size + 2))[:-2]
-            else:
-                if remaining <= 0:
-                    break
-                data = await reader.read(min(remaining, 1 << 16))
-                if not data:
-                    raise asyncio.IncompleteReadError(b"", remaining)
-                remaining -= len(data)
+        async for data in body_chunks(reader, headers):
             t = now()
             for event_headers, payload in events.feed(data):
                 message_type = event_headers.get(":message-type")

@@ -32,6 +32,7 @@ import os
 from typing import Any
 from urllib.parse import urlsplit
 
+from ._http import body_chunks
 from .invokers import AsyncInvoker, _HttpError
 from .payload import InvocationRequest, StreamParser
 from .samples import RequestSample
@@ -121,23 +122,7 @@ class OpenAIInvoker(AsyncInvoker):
         from ._clock import now
 
         parser = StreamParser(request.response_format)
-        chunked = headers.get("transfer-encoding", "").lower() == "chunked"
-        length = headers.get("content-length")
-        remaining = int(length) if length is not None else -1
-        while True:
-            if chunked:
-                size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
-                if size == 0:
-                    await reader.readuntil(b"\r\n")
-                    break
-                data = (await reader.readexactly(size + 2))[:-2]
-            else:
-                if remaining == 0:
-                    break
-                data = await reader.read(1 << 16 if remaining < 0 else min(remaining, 1 << 16))
-                if not data:
-                    break
-                remaining -= len(data) if remaining > 0 else 0
+        async for data in body_chunks(reader, headers):
             parser.feed(data, now())
         parser.close(now())
         sample.output_tokens = parser.output_tokens

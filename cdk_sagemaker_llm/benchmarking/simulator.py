@@ -412,6 +412,10 @@ class Simulator:
                     head = await reader.readuntil(b"\r\n\r\n")
                 except (asyncio.IncompleteReadError, ConnectionError):
                     return
+                # The arrival: once the head is in, before the body is read and parsed (a
+                # truth stamped after parsing misses this loop's work on the other requests
+                # that arrived at the same moment; see benchmarks/ttft_streams.py).
+                arrival = now()
                 request_line, *header_lines = head.decode("latin-1").split("\r\n")
                 method, target, _ = request_line.split(" ", 2)
                 headers = {}
@@ -422,7 +426,9 @@ class Simulator:
                 if headers.get("expect", "").lower() == "100-continue":
                     writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
-                await self._dispatch(method, target.split("?", 1)[0], headers, body, writer)
+                await self._dispatch(
+                    method, target.split("?", 1)[0], headers, body, writer, arrival
+                )
                 await writer.drain()
                 if headers.get("connection", "").lower() == "close":
                     return
@@ -440,6 +446,7 @@ class Simulator:
         headers: dict[str, str],
         body: bytes,
         writer: asyncio.StreamWriter,
+        arrival: float,
     ) -> None:
         request_id = str(uuid.uuid4())
         if path == "/_simulator/truth" and method == "GET":
@@ -451,7 +458,7 @@ class Simulator:
             writer.write(_http_response(200, "OK", {}, b""))
             return
         if method == "POST" and path in _OPENAI_PATHS:
-            await self._openai(_OPENAI_PATHS[path], body, writer, request_id)
+            await self._openai(_OPENAI_PATHS[path], body, writer, request_id, arrival)
             return
         match = _PATH.match(path)
         if method != "POST" or match is None:
@@ -470,7 +477,7 @@ class Simulator:
             inference_component=headers.get("x-amzn-sagemaker-inference-component"),
             stream=match.group(2) == "invocations-response-stream",
             input_tokens=parsed.input_tokens,
-            arrival=now(),
+            arrival=arrival,
             streamed=parsed.stream,
             api=parsed.api,
             prefix_aware_id=headers.get("x-amzn-sagemaker-prefix-aware-id"),
@@ -558,7 +565,7 @@ class Simulator:
         return min(hits * config.prefix_block_tokens, max(0, len(prompt) - 1))
 
     async def _openai(
-        self, api: str, body: bytes, writer: asyncio.StreamWriter, request_id: str
+        self, api: str, body: bytes, writer: asyncio.StreamWriter, request_id: str, arrival: float
     ) -> None:
         """An OpenAI-compatible request (``messages`` or ``completions``) for the same engine:
         streamed as a chunked ``text/event-stream`` body when the body asks, else one JSON."""
@@ -579,7 +586,7 @@ class Simulator:
             return
         truth = TruthRecord(
             request_id=request_id, endpoint_name="openai", inference_component=None,
-            stream=parsed.stream, input_tokens=parsed.input_tokens, arrival=now(),
+            stream=parsed.stream, input_tokens=parsed.input_tokens, arrival=arrival,
             streamed=parsed.stream, api=parsed.api, route="openai",
         )  # fmt: skip
         await self._admit(truth, parsed, body, writer)
