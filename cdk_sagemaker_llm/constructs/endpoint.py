@@ -33,6 +33,7 @@ from .model import ModelBase
 from .nag import acknowledge_key_grant
 from .networking import place_in_vpc
 from .serverless import ServerlessConfig
+from .synth_cache import node_path, remember
 from .validation import (
     ValidationError,
     check_range,
@@ -597,6 +598,7 @@ class InferenceComponentEndpoint(EndpointBase):
             enhanced metrics are per container here); default SageMaker's.
         """
         super().__init__(scope, id)
+        remember(self, scope, id)
         require_inference_components(self, "region of the stack")
         check_sagemaker_name("endpoint_name", endpoint_name)
         check_sagemaker_name("variant_name", variant_name)
@@ -632,7 +634,7 @@ class InferenceComponentEndpoint(EndpointBase):
         self._most_copies: dict[str, int] = {}
         """Each component's autoscaling maximum, by construct path, once it scales."""
         self.role: iam.IRole = role or create_execution_role(
-            self, "ExecutionRole", description=f"SageMaker execution role of {self.node.path}"
+            self, "ExecutionRole", description=f"SageMaker execution role of {node_path(self)}"
         )
         """The execution role of the endpoint's component containers."""
         vpc_config = self._vpc_config(vpc, vpc_subnets, security_groups)
@@ -736,7 +738,7 @@ class InferenceComponentEndpoint(EndpointBase):
         """Count ``component`` among the hosted ones; raise ValidationError when
         ``max_instance_count`` instances can no longer hold every component's copies."""
         self.components.append(component)
-        self._check_copies(component.node.path, component.copy_count, "copy_count")
+        self._check_copies(node_path(component), component.copy_count, "copy_count")
 
     def check_variant_scaling(
         self, variant_name: str, min_instances: int, max_instances: int
@@ -755,7 +757,7 @@ class InferenceComponentEndpoint(EndpointBase):
         """Raise ValidationError when ``max_instance_count`` instances cannot hold ``copies``
         copies of ``component`` (its copy count or scaling maximum) and every other component's
         most copies (see ``capacity``)."""
-        self._check_copies(component.node.path, copies, prop)
+        self._check_copies(node_path(component), copies, prop)
 
     def _check_copies(self, path: str, copies: int, prop: str) -> None:
         """Check the copies on every instance type the endpoint may be provisioned on: with
@@ -771,14 +773,15 @@ class InferenceComponentEndpoint(EndpointBase):
         for instance_type in self.instance_types:
             demands = []
             for hosted in self.components:
-                most = self._most_copies.get(hosted.node.path, hosted.copy_count)
-                if hosted.node.path == path:
+                hosted_path = node_path(hosted)
+                most = self._most_copies.get(hosted_path, hosted.copy_count)
+                if hosted_path == path:
                     most = copies
                 if hosted.base_component or is_unresolved(most):
                     continue
                 accelerators, memory_mib = hosted.requirements_on(instance_type)
                 demands.append(
-                    CopyDemand(hosted.node.path, most, accelerators, memory_mib, hosted.cpu_cores)
+                    CopyDemand(hosted_path, most, accelerators, memory_mib, hosted.cpu_cores)
                 )
             check_capacity(
                 instance_type,

@@ -24,6 +24,7 @@ from .model import ModelBase, check_image_on_instance, merge_environment
 from .model_source import ModelSource, ModelSourceKind
 from .plan_metadata import add_plan_metadata
 from .serving_options import MAX_LORA_RANKS, ServingOptions
+from .synth_cache import node_path, remember
 from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
 
 if TYPE_CHECKING:  # imported where used: importing them costs synth time
@@ -195,6 +196,7 @@ class InferenceComponent(InferenceComponentBase):
             options are set and checked against every adapter (see ``LmiLora``).
         """
         super().__init__(scope, id)
+        remember(self, scope, id)
         _check_creation(inference_component_name, copy_count, deployment)
         self.deployment = deployment
         """The rolling deployment of later changes, if any."""
@@ -345,7 +347,7 @@ class InferenceComponent(InferenceComponentBase):
         for served_model in dict.fromkeys(m for m in served_models if m is not None):
             self.lora_adapters.serve(
                 LoraServer(
-                    served_model.node.path,
+                    node_path(served_model),
                     served_model.image,
                     served_model.environment,
                     settable=False,
