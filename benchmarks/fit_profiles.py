@@ -86,16 +86,15 @@ def fitted_document(name: str, rows: list[pf.Row], held: list[pf.HeldOutPredicti
             "source": "leave-one-source-out residuals ln(measured / predicted) of "
             "benchmarks/measurements/rows.csv (benchmarks/fit_profiles.py)",
         }
-        sizes = [row.spec.parameters / 1e9 for row in own]
-        inputs = [row.input_tokens for row in own]
+        covered = pf.fitted_range(own)
         document["fitted"] = {
             "by": "benchmarks/fit_profiles.py",
-            "rows": len(own),
-            "sources": sorted({row.source for row in own}),
-            "gpus": sorted({row.gpu for row in own}),
-            "tensor_parallel_degrees": sorted({row.tensor_parallel_degree for row in own}),
-            "parameters_billion": [round(min(sizes), 1), round(max(sizes), 1)],
-            "input_tokens": [min(inputs), max(inputs)],
+            "rows": covered.rows,
+            "sources": list(covered.sources),
+            "gpus": list(covered.gpus),
+            "tensor_parallel_degrees": list(covered.tensor_parallel_degrees),
+            "parameters_billion": list(covered.parameters_billion),
+            "input_tokens": list(covered.input_tokens),
         }
     else:
         ms, tokens = pf.residual_quantiles(held)

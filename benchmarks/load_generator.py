@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -35,6 +34,7 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import boto3
+import simulator_process
 from botocore.config import Config
 
 from cdk_sagemaker_llm.benchmarking import (
@@ -48,12 +48,6 @@ from cdk_sagemaker_llm.benchmarking import (
 from cdk_sagemaker_llm.benchmarking.simulator import fetch_truth, reset_truth
 
 REGION = "us-east-1"
-
-
-def cpu_seconds() -> float:
-    """User + system CPU time of this process, all threads."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def start_simulator(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]:
@@ -71,21 +65,7 @@ def start_simulator(args: argparse.Namespace) -> tuple[subprocess.Popen[str], st
         "--default-max-new-tokens",
         str(args.output_tokens),
     ]
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=Path(__file__).resolve().parent.parent,
-        preexec_fn=(lambda: os.sched_setaffinity(0, {args.server_cpu}))
-        if args.server_cpu is not None
-        else None,
-    )
-    assert process.stdout is not None
-    url = process.stdout.readline().strip()
-    if not url.startswith("http://127.0.0.1:"):
-        process.kill()
-        raise SystemExit(f"simulator did not start: {url!r}")
-    return process, url
+    return simulator_process.start(command, args.server_cpu)
 
 
 def measure(
@@ -95,9 +75,9 @@ def measure(
     # Warm up connections, code paths and the server.
     run_level(invoker, spec, args.concurrency, requests=args.concurrency)
     reset_truth(url)
-    before = cpu_seconds()
+    before = simulator_process.cpu_seconds()
     samples = run_level(invoker, spec, args.concurrency, requests=args.requests)
-    cpu = cpu_seconds() - before
+    cpu = simulator_process.cpu_seconds() - before
     truth = {record.request_id: record for record in fetch_truth(url)}
     level = summarize_level(samples, args.concurrency)
     matched = [s for s in samples if s.ok and s.request_id in truth]
@@ -145,10 +125,7 @@ def main() -> int:
     parser.add_argument("--skip-stream", action="store_true")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
-    cpus = sorted(os.sched_getaffinity(0))
-    if args.server_cpu is None and len(cpus) > 1:
-        args.server_cpu = next(cpu for cpu in cpus if cpu != args.client_cpu)
-    os.sched_setaffinity(0, {args.client_cpu})
+    simulator_process.pin_client(args)
     process, url = start_simulator(args)
     print(
         f"simulator {url} (CPU {args.server_cpu}), client on CPU {args.client_cpu}, "

@@ -32,8 +32,10 @@ from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.planning.engine_profiles import (
     EngineProfile,
+    FittedRange,
     KernelSpeed,
     Quantiles,
+    Residuals,
     engine_profile,
     row_profile_name,
 )
@@ -319,19 +321,24 @@ def row_errors(row: Row, predicted: Predicted) -> dict[str, float]:
 
 
 def prior_efficiency(profile: EngineProfile) -> Efficiency:
-    """The profile's hand-set prior (its JSON ``prior``), before any fit."""
+    """The profile's hand-set prior (its JSON ``prior``), before any fit: ``efficiency_of``
+    the profile with its prior values, so the step overhead is the planning layer's
+    (``Efficiency.step_overhead_s``), not a second formula here."""
     prior = profile.raw.get("prior")
     if not prior:
         return efficiency_of(profile)
-    return Efficiency(
-        memory_bandwidth=prior["memory_bandwidth"],
-        decode_compute=prior["decode_compute"],
-        prefill_compute=prior["prefill_compute"],
-        step_overhead_ms=prior["base_ms"],
-        per_layer_ms=prior["per_layer_ms"],
-        per_layer_per_extra_rank_ms=prior["per_layer_per_extra_rank_ms"],
-        per_extra_rank_ms=prior.get("per_extra_rank_ms", 0.0),
-        all_reduce_scale=prior["all_reduce_scale"],
+    return efficiency_of(
+        replace(
+            profile,
+            memory_bandwidth=prior["memory_bandwidth"],
+            decode_compute=prior["decode_compute"],
+            prefill_compute=prior["prefill_compute"],
+            base_overhead_ms=prior["base_ms"],
+            per_layer_ms=prior["per_layer_ms"],
+            per_layer_per_extra_rank_ms=prior["per_layer_per_extra_rank_ms"],
+            per_extra_rank_ms=prior.get("per_extra_rank_ms", 0.0),
+            all_reduce_scale=prior["all_reduce_scale"],
+        )
     )
 
 
@@ -402,21 +409,6 @@ def fit(rows: Sequence[Row], profile: EngineProfile) -> tuple[Efficiency, Engine
     return best, profile, True
 
 
-def profile_with(profile: EngineProfile, efficiency: Efficiency) -> EngineProfile:
-    """``profile`` with fitted efficiencies and overheads."""
-    return replace(
-        profile,
-        memory_bandwidth=efficiency.memory_bandwidth,
-        decode_compute=efficiency.decode_compute,
-        prefill_compute=efficiency.prefill_compute,
-        base_overhead_ms=efficiency.step_overhead_ms,
-        per_layer_ms=efficiency.per_layer_ms,
-        per_layer_per_extra_rank_ms=efficiency.per_layer_per_extra_rank_ms,
-        per_extra_rank_ms=efficiency.per_extra_rank_ms,
-        all_reduce_scale=efficiency.all_reduce_scale,
-    )
-
-
 @dataclass(frozen=True)
 class HeldOutPrediction:
     """A row predicted by the profile fitted without the row's source."""
@@ -453,6 +445,26 @@ def leave_one_source_out(
                 )
     results.sort(key=lambda held: held.row.index)
     return results
+
+
+def fitted_range(rows: Sequence[Row]) -> FittedRange:
+    """What ``rows`` cover (a profile fitted to them extrapolates outside it)."""
+    sizes = [row.spec.parameters / 1e9 for row in rows]
+    inputs = [row.input_tokens for row in rows]
+    return FittedRange(
+        gpus=tuple(sorted({row.gpu for row in rows})),
+        tensor_parallel_degrees=tuple(sorted({row.tensor_parallel_degree for row in rows})),
+        parameters_billion=(round(min(sizes), 1), round(max(sizes), 1)),
+        input_tokens=(min(inputs), max(inputs)),
+        rows=len(rows),
+        sources=tuple(sorted({row.source for row in rows})),
+    )
+
+
+def residuals_of(held: Sequence[HeldOutPrediction], source: str) -> Residuals:
+    """The band's residuals (``EngineProfile.residuals``) of ``held``."""
+    ms, tokens = residual_quantiles(held)
+    return Residuals(ms, tokens, len(held), source)
 
 
 def residual_quantiles(held: Sequence[HeldOutPrediction]) -> tuple[Quantiles, Quantiles]:

@@ -55,6 +55,7 @@ def count(app: Path, sets: int) -> dict[str, int]:
             check=True,
             capture_output=True,
             text=True,
+            cwd=outdir,  # not the checkout: PYTHONPATH may name another source tree
         )
     counts: dict[str, int] = json.loads(done.stdout.strip().splitlines()[-1])
     return counts

@@ -27,7 +27,6 @@ import argparse
 import asyncio
 import json
 import os
-import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -38,6 +37,8 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "dummy")
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import simulator_process
 
 from cdk_sagemaker_llm.benchmarking import (
     AsyncInvoker,
@@ -60,12 +61,6 @@ from cdk_sagemaker_llm.benchmarking.simulator import (
 REGION = "us-east-1"
 MAX_P50_ERROR_PCT = 2.0
 MAX_TTFT_ERROR_PCT = 5.0
-
-
-def cpu_seconds() -> float:
-    """User + system CPU time of this process."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 class WireTimeSimulator(Simulator):
@@ -100,21 +95,7 @@ def start_simulator(args: argparse.Namespace) -> tuple[subprocess.Popen[str], st
         sys.executable, __file__, "--serve", "--step-ms", str(args.step_ms),
         "--output-tokens", str(args.output_tokens),
     ]  # fmt: skip
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=Path(__file__).resolve().parent.parent,
-        preexec_fn=(lambda: os.sched_setaffinity(0, {args.server_cpu}))
-        if args.server_cpu is not None
-        else None,
-    )
-    assert process.stdout is not None
-    url = process.stdout.readline().strip()
-    if not url.startswith("http://127.0.0.1:"):
-        process.kill()
-        raise SystemExit(f"simulator did not start: {url!r}")
-    return process, url
+    return simulator_process.start(command, args.server_cpu)
 
 
 def errors_against_truth(samples: list[RequestSample], truth: list[TruthRecord]) -> dict[str, Any]:
@@ -142,9 +123,9 @@ def closed_loop(
 ) -> dict[str, Any]:
     run_level(invoker, spec, concurrency, requests=concurrency)  # connections, code paths
     reset_truth(url)
-    before = cpu_seconds()
+    before = simulator_process.cpu_seconds()
     samples = run_level(invoker, spec, concurrency, requests=args.rounds * concurrency)
-    cpu = cpu_seconds() - before
+    cpu = simulator_process.cpu_seconds() - before
     result = {
         "concurrency": concurrency,
         "cpu_s": cpu,
@@ -215,10 +196,7 @@ def main() -> int:
     if args.serve:
         serve(args.step_ms, args.output_tokens)
         return 0
-    cpus = sorted(os.sched_getaffinity(0))
-    if args.server_cpu is None and len(cpus) > 1:
-        args.server_cpu = next(cpu for cpu in cpus if cpu != args.client_cpu)
-    os.sched_setaffinity(0, {args.client_cpu})
+    simulator_process.pin_client(args)
     process, url = start_simulator(args)
     print(
         f"simulator {url} (CPU {args.server_cpu}), client on CPU {args.client_cpu}; streaming "

@@ -37,9 +37,11 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .constructs.benchmark_options import BenchmarkEngine, BenchmarkGate, BenchmarkResults
     from .constructs.component_options import (
         AzBalanceEnforcement,
+        ComponentModel,
         ComponentScheduling,
         ComponentSpecification,
         ContainerMetrics,
+        CopyResources,
         PlacementStrategy,
     )
     from .constructs.data_capture import DataCapture
@@ -58,15 +60,22 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .constructs.llm_service import LlmService
     from .constructs.model import Model, ModelBase
     from .constructs.model_source import ModelSource, ModelSourceKind
-    from .constructs.optimization_job import (
+    from .constructs.networking import ContainerNetworking
+    from .constructs.optimization_job import OptimizationJob
+    from .constructs.optimization_options import (
+        OptimizationOutput,
+        OptimizationRun,
+        OptimizationSecurity,
+    )
+    from .constructs.optimization_techniques import (
         CompilationTarget,
-        OptimizationJob,
         OptimizationTechnique,
         QuantizationMethod,
         TechniqueKind,
     )
     from .constructs.serverless import ServerlessConfig
     from .constructs.serverless_scaling import ServerlessScaling
+    from .constructs.service_options import ComponentSettings, ServiceBenchmark, ServiceModel
     from .constructs.serving_options import (
         DataType,
         LmiBackend,
@@ -79,12 +88,16 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .constructs.variant_options import (
         CapacityReservation,
         CapacityReservationPreference,
+        ContainerStartup,
         InferenceAmiVersion,
         InstancePool,
+        ManagedInstanceScaling,
         PrefixAwareRouting,
         RoutingStrategy,
         ScaleInPolicy,
         ScaleInStrategy,
+        StorageVolume,
+        VariantPlatform,
     )
     from .errors import ValidationError
     from .planning import sizing
@@ -92,7 +105,16 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .planning.decision import ExpectedTraffic, ServiceDecision
     from .planning.engine_profiles import EngineProfile
     from .planning.optimizations import Optimization
-    from .planning.recommend import PriceBasis, Risk, Slo
+    from .planning.recommend import Slo
+    from .planning.service_options import (
+        CopyScaling,
+        LayoutOverrides,
+        PriceBasis,
+        Pricing,
+        Risk,
+        SearchSpace,
+        Sizing,
+    )
     from .planning.sizing import SizingReport
     from .planning.speculation import Speculation
     from .planning.workload import Workload
@@ -114,13 +136,19 @@ _EXPORTS: dict[str, str] = {
     "Calibration": ".planning.calibration",
     "CapacityReservation": ".constructs.variant_options",
     "CapacityReservationPreference": ".constructs.variant_options",
-    "CompilationTarget": ".constructs.optimization_job",
+    "CompilationTarget": ".constructs.optimization_techniques",
+    "ComponentModel": ".constructs.component_options",
     "ComponentScaling": ".constructs.autoscaling",
     "ComponentScheduling": ".constructs.component_options",
+    "ComponentSettings": ".constructs.service_options",
+    "CopyScaling": ".planning.service_options",
     "ComponentSpecification": ".constructs.component_options",
     "ContainerFamily": ".catalog.containers",
     "ContainerImage": ".constructs.images",
     "ContainerMetrics": ".constructs.component_options",
+    "ContainerNetworking": ".constructs.networking",
+    "ContainerStartup": ".constructs.variant_options",
+    "CopyResources": ".constructs.component_options",
     "DEFAULT_PRICE_LIST": ".catalog.prices",
     "DataCapture": ".constructs.data_capture",
     "DataType": ".constructs.serving_options",
@@ -145,29 +173,35 @@ _EXPORTS: dict[str, str] = {
     "InstanceType": ".catalog.instance_types",
     "GoodputSlo": ".benchmarking",
     "KneeRule": ".benchmarking",
+    "LayoutOverrides": ".planning.service_options",
     "LlmService": ".constructs.llm_service",
     "LmiBackend": ".constructs.serving_options",
     "LmiLora": ".constructs.serving_options",
     "LmiOptions": ".constructs.serving_options",
+    "ManagedInstanceScaling": ".constructs.variant_options",
     "Model": ".constructs.model",
     "ModelBase": ".constructs.model",
     "ModelSource": ".constructs.model_source",
     "ModelSourceKind": ".constructs.model_source",
     "ModelSpec": ".catalog.model_specs",
     "OptimizationJob": ".constructs.optimization_job",
-    "OptimizationTechnique": ".constructs.optimization_job",
+    "OptimizationOutput": ".constructs.optimization_options",
+    "OptimizationRun": ".constructs.optimization_options",
+    "OptimizationSecurity": ".constructs.optimization_options",
+    "OptimizationTechnique": ".constructs.optimization_techniques",
     "PayloadFormat": ".benchmarking.payload",
     "PlacementStrategy": ".constructs.component_options",
     "Precision": ".catalog.model_specs",
     "PredefinedMetric": ".constructs.autoscaling",
     "PrefixAwareRouting": ".constructs.variant_options",
-    "PriceBasis": ".planning.recommend",
+    "PriceBasis": ".planning.service_options",
+    "Pricing": ".planning.service_options",
     "PriceList": ".catalog.prices",
     "ProductionVariant": ".constructs.endpoint",
     "Quantization": ".constructs.serving_options",
-    "QuantizationMethod": ".constructs.optimization_job",
+    "QuantizationMethod": ".constructs.optimization_techniques",
     "RequestProtocol": ".benchmarking.payload",
-    "Risk": ".planning.recommend",
+    "Risk": ".planning.service_options",
     "RollingDeployment": ".constructs.deployment",
     "RoutingStrategy": ".constructs.variant_options",
     "ScaleFromZeroPolicy": ".constructs.autoscaling",
@@ -176,16 +210,22 @@ _EXPORTS: dict[str, str] = {
     "ScalingPolicy": ".constructs.autoscaling",
     "ScalingPolicyKind": ".constructs.autoscaling",
     "ServerlessConfig": ".constructs.serverless",
+    "SearchSpace": ".planning.service_options",
     "ServerlessScaling": ".constructs.serverless_scaling",
+    "ServiceBenchmark": ".constructs.service_options",
+    "ServiceModel": ".constructs.service_options",
+    "Sizing": ".planning.service_options",
     "SizingReport": ".planning.sizing",
     "ServiceDecision": ".planning.decision",
     "Slo": ".planning.recommend",
     "SpeculativeDecoding": ".constructs.speculative_decoding",
     "StepPolicy": ".constructs.autoscaling",
+    "StorageVolume": ".constructs.variant_options",
     "TargetTrackingPolicy": ".constructs.autoscaling",
-    "TechniqueKind": ".constructs.optimization_job",
+    "TechniqueKind": ".constructs.optimization_techniques",
     "TgiOptions": ".constructs.serving_options",
     "ValidationError": ".errors",
+    "VariantPlatform": ".constructs.variant_options",
     "VariantScaling": ".constructs.autoscaling",
     "Workload": ".planning.workload",
     "sizing": ".planning.sizing",

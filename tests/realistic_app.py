@@ -21,9 +21,13 @@ from aws_cdk import aws_sns as sns
 from cdk_sagemaker_llm import (
     AsyncInference,
     AsyncScaling,
+    BenchmarkEngine,
     BenchmarkLoad,
     BenchmarkResults,
+    ComponentModel,
     ContainerImage,
+    ContainerNetworking,
+    CopyResources,
     DataCapture,
     Endpoint,
     EndpointBenchmark,
@@ -34,18 +38,27 @@ from cdk_sagemaker_llm import (
     KneeRule,
     LlmService,
     LmiOptions,
+    ManagedInstanceScaling,
     Model,
     ModelSource,
     ModelSpec,
     OptimizationJob,
+    OptimizationOutput,
+    OptimizationSecurity,
     OptimizationTechnique,
+    PayloadFormat,
     ProductionVariant,
     QuantizationMethod,
+    RequestProtocol,
     RollingDeployment,
+    SearchSpace,
     ServerlessConfig,
     ServerlessScaling,
+    ServiceBenchmark,
+    ServiceModel,
     Slo,
     SpeculativeDecoding,
+    StorageVolume,
     VariantScaling,
     Workload,
 )
@@ -176,29 +189,37 @@ def build_realistic_stack(app: cdk.App) -> cdk.Stack:
         stack,
         "ComponentEndpoint",
         instance_type=InstanceType.G5_12XLARGE,
-        max_instance_count=2,
-        vpc=vpc,
+        instance_scaling=ManagedInstanceScaling(max_instance_count=2),
+        networking=ContainerNetworking(vpc=vpc),
         data_capture=DataCapture(bucket=outputs, prefix="component-capture/", kms_key=key),
     )
     # Instance types with local NVMe refuse a storage key: the key on an Inferentia endpoint.
     InferenceComponentEndpoint(
-        stack, "NeuronEndpoint", instance_type=InstanceType.INF2_48XLARGE, kms_key=key
+        stack,
+        "NeuronEndpoint",
+        instance_type=InstanceType.INF2_48XLARGE,
+        storage=StorageVolume(kms_key=key),
     )
     component = component_endpoint.add_inference_component(
-        "Llama", model=prefix_model, accelerators=1, min_memory=Size.gibibytes(24), copy_count=1
+        "Llama",
+        serves=ComponentModel.of(prefix_model),
+        resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(24)),
+        copy_count=1,
     )
     base = component_endpoint.add_inference_component(
         "Base",
-        image=image,
-        artifact=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
-        serving=LmiOptions(async_mode=True, max_rolling_batch_size=32),
-        min_memory=Size.gibibytes(32),
+        serves=ComponentModel.from_image(
+            image,
+            artifact=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
+            serving=LmiOptions(async_mode=True, max_rolling_batch_size=32),
+        ),
+        resources=CopyResources(min_memory=Size.gibibytes(32)),
     )
     component_endpoint.add_inference_component(
         "Adapter",
-        base_component=base,
-        artifact=ModelSource.from_s3_tarball(weights, "adapters/sql.tar.gz"),
-        lora_rank=16,
+        serves=ComponentModel.lora_adapter(
+            base, ModelSource.from_s3_tarball(weights, "adapters/sql.tar.gz"), lora_rank=16
+        ),
     )
     copies = component.auto_scale_copies(min_copies=1, max_copies=4)
     bench = EndpointBenchmark(
@@ -211,6 +232,18 @@ def build_realistic_stack(app: cdk.App) -> cdk.Stack:
         handler_placement=placement,
     )
     copies.scale_on_concurrent_requests(target=bench.knee_concurrency_per_copy)
+    # The managed engine (a SageMaker AI benchmark job) writing to the KMS-encrypted bucket.
+    EndpointBenchmark(
+        stack,
+        "ManagedBenchmark",
+        inference_component=component,
+        load=BenchmarkLoad.concurrency([1, 2]),
+        workload=Workload(input_tokens=512, output_tokens=256),
+        protocol=RequestProtocol(payload_format=PayloadFormat.MESSAGES, stream=True),
+        engine=BenchmarkEngine.managed(),
+        results=BenchmarkResults.in_bucket(outputs, prefix="managed-benchmarks/"),
+        handler_placement=placement,
+    )
     EndpointBenchmark(
         stack,
         "NewBucketBenchmark",
@@ -228,9 +261,8 @@ def build_realistic_stack(app: cdk.App) -> cdk.Stack:
         source=ModelSource.from_s3(weights, "llama-3-8b/"),
         instance_type=InstanceType.G5_2XLARGE,
         techniques=[OptimizationTechnique.quantization_of(QuantizationMethod.AWQ)],
-        output_bucket=outputs,
-        output_kms_key=key,
-        vpc=vpc,
+        output=OptimizationOutput.in_bucket(outputs, encryption_key=key),
+        security=OptimizationSecurity.in_vpc(vpc),
         handler_placement=placement,
     )
     Model(
@@ -249,21 +281,20 @@ def build_realistic_stack(app: cdk.App) -> cdk.Stack:
                 training_data_bucket=weights, training_data_key="eagle-data/"
             )
         ],
-        output_bucket=outputs,
+        output=OptimizationOutput.in_bucket(outputs),
     )
 
     # The service layer: a layout decided from an SLO, with a deploy-time benchmark.
     LlmService(
         stack,
         "Service",
-        image=image,
-        source=ModelSource.from_s3(weights, "llama-3-8b/"),
-        spec=ModelSpec.LLAMA_3_8B,
-        input_tokens=512,
-        output_tokens=256,
+        model=ServiceModel.from_source(
+            ModelSource.from_s3(weights, "llama-3-8b/"), image=image, spec=ModelSpec.LLAMA_3_8B
+        ),
+        workload=Workload(input_tokens=512, output_tokens=256),
         slo=Slo(max_ms_per_token=50),
         traffic=ExpectedTraffic.requests_per_second(2, minimum=1),
-        max_instance_count=2,
-        benchmark=True,
+        search=SearchSpace(max_instance_count=2),
+        benchmark=ServiceBenchmark.knee_search(),
     )
     return stack

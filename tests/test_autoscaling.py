@@ -15,12 +15,15 @@ from aws_cdk.assertions import Template
 from conftest import assert_cfn_lint_clean, new_stack
 
 from cdk_sagemaker_llm import (
+    ComponentModel,
     ComponentScaling,
     ContainerImage,
+    CopyResources,
     Endpoint,
     InferenceComponent,
     InferenceComponentEndpoint,
     InstanceType,
+    ManagedInstanceScaling,
     Model,
     ModelSource,
     ProductionVariant,
@@ -37,7 +40,7 @@ ALARM = "AWS::CloudWatch::Alarm"
 def ic_endpoint(
     stack: cdk.Stack, id: str = "Endpoint", **kwargs: Any
 ) -> InferenceComponentEndpoint:
-    kwargs.setdefault("max_instance_count", 2)
+    kwargs.setdefault("instance_scaling", ManagedInstanceScaling(max_instance_count=2))
     return InferenceComponentEndpoint(stack, id, instance_type=InstanceType.G5_12XLARGE, **kwargs)
 
 
@@ -47,9 +50,8 @@ def component_on(
     kwargs.setdefault("copy_count", 1)
     return endpoint.add_inference_component(
         id,
-        image=ContainerImage.lmi("0.31.0"),
-        accelerators=1,
-        min_memory=Size.gibibytes(16),
+        serves=ComponentModel.from_image(ContainerImage.lmi("0.31.0")),
+        resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(16)),
         **kwargs,
     )
 
@@ -88,7 +90,7 @@ class Synthesized:
 def synthesized() -> Synthesized:
     stack = new_stack()
     # A shared endpoint with a high-resolution concurrency component.
-    endpoint = ic_endpoint(stack, max_instance_count=3)
+    endpoint = ic_endpoint(stack, instance_scaling=ManagedInstanceScaling(max_instance_count=3))
     component = component_on(endpoint, copy_count=2)
     copies = ComponentScaling(stack, "CopyScaling", component=component, min_copies=1, max_copies=8)
     copies.scale_on_concurrent_requests(
@@ -110,7 +112,9 @@ def synthesized() -> Synthesized:
         start_time=datetime.datetime(2030, 1, 1, tzinfo=datetime.UTC),
     )
     # A scale-to-zero endpoint and component.
-    zero_endpoint = ic_endpoint(stack, "ZeroEndpoint", min_instance_count=0)
+    zero_endpoint = ic_endpoint(
+        stack, "ZeroEndpoint", instance_scaling=ManagedInstanceScaling(min_instance_count=0)
+    )
     zero_component = component_on(zero_endpoint, "Sporadic")
     zero = zero_component.auto_scale_copies(min_copies=0, max_copies=4)
     zero.scale_on_invocations(target=10, scale_in_cooldown=Duration.minutes(5))
@@ -368,9 +372,10 @@ def test_variant_step_scaling_on_any_metric(synthesized: Synthesized) -> None:
 # --- Validation -----------------------------------------------------------------------------
 
 
-def fresh_component(**endpoint_kwargs: Any) -> tuple[cdk.Stack, InferenceComponent]:
+def fresh_component(min_instance_count: int = 1) -> tuple[cdk.Stack, InferenceComponent]:
     stack = new_stack()
-    return stack, component_on(ic_endpoint(stack, **endpoint_kwargs))
+    scaling = ManagedInstanceScaling(min_instance_count=min_instance_count, max_instance_count=2)
+    return stack, component_on(ic_endpoint(stack, instance_scaling=scaling))
 
 
 def test_scale_to_zero_requires_endpoint_min_instance_count_zero() -> None:
@@ -501,9 +506,9 @@ def test_adapter_cannot_scale() -> None:
     bucket = cdk.aws_s3.Bucket.from_bucket_name(stack, "Bucket", "adapters")
     adapter = endpoint.add_inference_component(
         "Adapter",
-        base_component=base,
-        artifact=ModelSource.from_s3_tarball(bucket, "adapter.tar.gz"),
-        lora_rank=16,
+        serves=ComponentModel.lora_adapter(
+            base, ModelSource.from_s3_tarball(bucket, "adapter.tar.gz"), lora_rank=16
+        ),
     )
     with pytest.raises(ValidationError, match="base component"):
         ComponentScaling(stack, "Scaling", component=adapter, max_copies=2)

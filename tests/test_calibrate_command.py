@@ -29,6 +29,7 @@ from cdk_sagemaker_llm.planning.calibration import (
     Calibration,
     EngineRelease,
 )
+from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
 from cdk_sagemaker_llm.planning.performance import (
     DEFAULT_EFFICIENCY,
     CopyModel,
@@ -36,9 +37,11 @@ from cdk_sagemaker_llm.planning.performance import (
     Layout,
     Workload,
     copy_limits,
+    efficiency_of,
     predict,
 )
 from cdk_sagemaker_llm.planning.recommend import Slo, Traffic, recommend
+from cdk_sagemaker_llm.planning.service_options import SearchSpace, Sizing
 
 SPEC = ModelSpec.LLAMA_2_7B
 G5 = InstanceType.G5_2XLARGE
@@ -241,19 +244,39 @@ def test_another_model_transfers_only_engine_and_hardware_factors_and_warns(
     # In Python: the factors that transfer, and on other hardware only the engine's overhead.
     calibration = Calibration.from_file(out)
     other = calibration.applied_to(ModelSpec.LLAMA_3_8B, G5, engine=EngineRelease("tgi", "3.3.6"))
-    assert other.efficiency == calibration.efficiency
+    measured, tp = calibration.efficiency, calibration.tensor_parallel_degree
+    assert other.efficiency.memory_bandwidth == measured.memory_bandwidth
+    # The measured overhead at the calibrated layers and TP, grown as the engine profile grows.
+    assert other.efficiency.step_overhead_s(SPEC.layers, tp) == pytest.approx(
+        measured.step_overhead_s(SPEC.layers, tp)
+    )
     assert len(other.warnings) == 1
+    assert calibration.applied_to(SPEC, G5).efficiency == measured  # what was measured
     elsewhere = calibration.applied_to(SPEC, InstanceType.G6E_XLARGE)
-    assert elsewhere.efficiency.step_overhead_ms == calibration.efficiency.step_overhead_ms
-    assert elsewhere.efficiency.memory_bandwidth == DEFAULT_EFFICIENCY.memory_bandwidth
+    assert elsewhere.efficiency.step_overhead_s(SPEC.layers, tp) == pytest.approx(
+        measured.step_overhead_s(SPEC.layers, tp)
+    )
+    # Not transferred: the target engine's profile (tgi 3.3.6 -> tgi-2-3), not the generic one.
+    tgi = efficiency_of(engine_profile("tgi-2-3"))
+    assert elsewhere.efficiency.decode_compute == tgi.decode_compute
+    assert elsewhere.efficiency.prefill_compute == tgi.prefill_compute
+    assert tgi.decode_compute != DEFAULT_EFFICIENCY.decode_compute
+    # ... and the overhead grows with TP as that profile's does.
+    assert elsewhere.efficiency.step_overhead_s(
+        SPEC.layers, 4
+    ) > elsewhere.efficiency.step_overhead_s(SPEC.layers, 1)
     assert any("only the engine-level per-step overhead" in w for w in elsewhere.warnings)
     prediction = predict(ModelSpec.LLAMA_3_8B, Layout(G5, 1, 1), LOAD, [4], calibration=other)
     assert prediction.extrapolated
     # recommend states the transfer too.
     result = recommend(
-        ModelSpec.LLAMA_3_8B, LOAD, Slo(max_ms_per_token=100), Traffic(concurrency=4),
-        instance_types=[G5], calibration=calibration,
-    )  # fmt: skip
+        ModelSpec.LLAMA_3_8B,
+        LOAD,
+        Slo(max_ms_per_token=100),
+        Traffic(concurrency=4),
+        search=SearchSpace(instance_types=[G5]),
+        sizing=Sizing(calibration=calibration),
+    )
     assert any("applied to llama-3-8b" in line for line in result.assumptions)
 
 
@@ -277,9 +300,13 @@ def test_another_engine_is_an_error_naming_the_file_the_engines_and_the_fix(
         calibration.applied_to(SPEC, G5, engine=EngineRelease("lmi", "0.31.0"))
     with pytest.raises(ValidationError, match=r"lmi 0\.31\.0"):
         recommend(
-            SPEC, LOAD, Slo(max_ms_per_token=100), Traffic(concurrency=4), instance_types=[G5],
-            calibration=calibration, engine=EngineRelease("lmi", "0.31.0"),
-        )  # fmt: skip
+            SPEC,
+            LOAD,
+            Slo(max_ms_per_token=100),
+            Traffic(concurrency=4),
+            search=SearchSpace(instance_types=[G5]),
+            sizing=Sizing(calibration=calibration, engine=EngineRelease("lmi", "0.31.0")),
+        )
 
 
 def test_engine_compatibility_follows_caret_ranges() -> None:

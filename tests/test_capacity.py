@@ -8,6 +8,7 @@ import pytest
 from aws_cdk import Size
 from conftest import new_stack
 
+from cdk_sagemaker_llm import ComponentModel, CopyResources, ManagedInstanceScaling
 from cdk_sagemaker_llm.benchmarking import BenchmarkLoad
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.constructs.autoscaling import ComponentScaling
@@ -45,7 +46,7 @@ def endpoint(stack: cdk.Stack, max_instance_count: int = 1) -> InferenceComponen
         stack,
         "Endpoint",
         instance_type=InstanceType.G5_12XLARGE,
-        max_instance_count=max_instance_count,
+        instance_scaling=ManagedInstanceScaling(max_instance_count=max_instance_count),
     )
 
 
@@ -63,10 +64,10 @@ def component(
         stack,
         id,
         endpoint=ep,
-        model=model(stack, f"{id}Model", lora),
-        accelerators=1,
-        min_memory=Size.gibibytes(memory_gib),
-        cpu_cores=cpu_cores,
+        serves=ComponentModel.of(model(stack, f"{id}Model", lora)),
+        resources=CopyResources(
+            accelerators=1, min_memory=Size.gibibytes(memory_gib), cpu_cores=cpu_cores
+        ),
         copy_count=copies,
     )
 
@@ -162,10 +163,12 @@ def test_an_adapter_takes_no_capacity_of_its_own() -> None:
         stack,
         "Adapter",
         endpoint=ep,
-        base_component=base,
-        lora_rank=8,
-        artifact=ModelSource.from_s3_tarball(
-            cdk.aws_s3.Bucket.from_bucket_name(stack, "Adapters", "adapters"), "a.tar.gz"
+        serves=ComponentModel.lora_adapter(
+            base,
+            ModelSource.from_s3_tarball(
+                cdk.aws_s3.Bucket.from_bucket_name(stack, "Adapters", "adapters"), "a.tar.gz"
+            ),
+            lora_rank=8,
         ),
     )
 
@@ -202,3 +205,16 @@ def test_a_components_benchmark_divides_over_its_copies_on_every_instance() -> N
         stack, "Bench", inference_component=comp, load=BenchmarkLoad.concurrency([1, 2])
     )
     assert bench.copies == 6
+
+
+def test_a_rejected_component_or_maximum_is_not_counted_afterwards() -> None:
+    """A copy count or scaling maximum the endpoint rejected leaves its capacity as it was."""
+    stack = new_stack()
+    ep = endpoint(stack, max_instance_count=1)  # 4 GPUs
+    comp = component(stack, ep, copies=2)
+    with pytest.raises(ValidationError, match="max_copies"):
+        comp.auto_scale_copies(max_copies=100)
+    with pytest.raises(ValidationError, match="copy_count"):
+        component(stack, ep, "Big", copies=10)
+    component(stack, ep, "Fits", copies=2)  # 2 + 2 one-GPU copies on one instance
+    assert [hosted.node.id for hosted in ep.components] == ["Component", "Fits"]

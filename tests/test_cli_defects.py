@@ -16,6 +16,7 @@ from cdk_sagemaker_llm.cli import main
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.planning.performance import Workload
 from cdk_sagemaker_llm.planning.recommend import Slo, Traffic, recommend
+from cdk_sagemaker_llm.planning.service_options import Pricing, SearchSpace
 
 PREDICT_8B_G5 = [
     "predict", "--model", "llama-3-8b", "--instance-type", "ml.g5.2xlarge",
@@ -73,8 +74,8 @@ def test_recommend_ranks_price_unknown_options_last_and_flags_them(
         Workload(512, 256),
         Slo(max_ms_per_token=300),
         Traffic(concurrency=4),
-        instance_types=[InstanceType.G6E_XLARGE, InstanceType.G5_2XLARGE],
-        prices=prices,
+        search=SearchSpace(instance_types=[InstanceType.G6E_XLARGE, InstanceType.G5_2XLARGE]),
+        pricing=Pricing(prices=prices),
     )
     assert result.options[0].layout.instance_type.name == "ml.g5.2xlarge"
     assert result.options[-1].price_per_hour is None
@@ -100,8 +101,10 @@ def test_recommend_markdown_flags_an_unpriced_option(capsys: pytest.CaptureFixtu
         Workload(512, 256),
         Slo(max_ms_per_token=300),
         Traffic(concurrency=4),
-        instance_types=[InstanceType.G5_2XLARGE],
-        prices=PriceList(as_of="2025-01-01", source="test", region="us-east-1", prices={}),
+        search=SearchSpace(instance_types=[InstanceType.G5_2XLARGE]),
+        pricing=Pricing(
+            prices=PriceList(as_of="2025-01-01", source="test", region="us-east-1", prices={})
+        ),
     )
     out = render_markdown("llama-3-8b", result)
     assert "price unknown" in out

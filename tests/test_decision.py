@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,8 +20,17 @@ from cdk_sagemaker_llm.planning.decision import (
     ServiceRequest,
     decide,
 )
-from cdk_sagemaker_llm.planning.performance import Efficiency, Workload
-from cdk_sagemaker_llm.planning.recommend import Risk, Slo, recommend
+from cdk_sagemaker_llm.planning.engine_profiles import resolve_profile
+from cdk_sagemaker_llm.planning.performance import Efficiency, Workload, efficiency_of
+from cdk_sagemaker_llm.planning.recommend import Slo, recommend
+from cdk_sagemaker_llm.planning.service_options import (
+    CopyScaling,
+    LayoutOverrides,
+    Pricing,
+    Risk,
+    SearchSpace,
+    Sizing,
+)
 
 CANDIDATES = [InstanceType.G5_2XLARGE, InstanceType.G5_12XLARGE, InstanceType.G6E_2XLARGE]
 REQUEST = ServiceRequest(
@@ -28,10 +38,10 @@ REQUEST = ServiceRequest(
     workload=Workload(input_tokens=512, output_tokens=256),
     slo=Slo(max_ms_per_token=50, max_ttft_ms=2000),
     traffic=ExpectedTraffic.requests_per_second(4, minimum=0.5),
-    candidates=CANDIDATES,
-    max_instance_count=4,
-    region="us-west-2",
-    risk=Risk.MEDIAN,  # the pessimistic default meets no 50 ms/token on these candidates
+    search=SearchSpace(instance_types=CANDIDATES, max_instance_count=4),
+    pricing=Pricing(region="us-west-2"),
+    # the pessimistic default meets no 50 ms/token on these candidates
+    sizing=Sizing(risk=Risk.MEDIAN),
 )
 
 
@@ -42,11 +52,10 @@ def test_the_decision_is_recommends_first_option_with_serving_and_scaling() -> N
         REQUEST.workload,
         REQUEST.slo,
         REQUEST.traffic.peak,
-        instance_types=CANDIDATES,
-        max_instance_count=4,
+        search=REQUEST.search,
         top=1000,
-        region="us-west-2",
-        risk=Risk.MEDIAN,  # as REQUEST
+        pricing=REQUEST.pricing,
+        sizing=REQUEST.sizing,  # as REQUEST
     ).options[0]
     assert decision.option == first
     assert decision.layout == first.layout
@@ -76,7 +85,7 @@ def test_the_predictions_carry_their_sources() -> None:
 
 
 def test_the_metadata_round_trips() -> None:
-    decision = decide(REQUEST, Overrides(max_copies=1))
+    decision = decide(REQUEST, Overrides(scaling=CopyScaling(max_copies=1)))
     metadata = json.loads(json.dumps(decision.to_metadata()))
     again = ServiceDecision.from_metadata(metadata)
     assert again.to_metadata() == metadata
@@ -91,13 +100,15 @@ def test_benchmark_defers_the_target_to_the_measured_knee() -> None:
     assert decision.scaling.benchmark
     assert decision.choices["target_concurrency_per_copy"].source == "benchmark"
     knee = decision.scaling.target_concurrency_per_copy
-    overridden = decide(REQUEST, Overrides(benchmark=True, target_concurrency_per_copy=knee))
+    overridden = decide(
+        REQUEST, Overrides(benchmark=True, scaling=CopyScaling(target_concurrency_per_copy=knee))
+    )
     assert not overridden.scaling.benchmark
 
 
 def test_deciding_is_pure_and_errors_name_the_override() -> None:
     with pytest.raises(ValidationError) as raised:
-        decide(REQUEST, Overrides(tensor_parallel_degree=3))
+        decide(REQUEST, Overrides(layout=LayoutOverrides(tensor_parallel_degree=3)))
     assert raised.value.prop == "tensor_parallel_degree"
 
 
@@ -174,7 +185,12 @@ def test_recommend_command_decides_with_the_calibration_as_applied(
     assert main([*argv, "--format", "json"]) == 0
     decision = json.loads(capsys.readouterr().out)["decision"]
     (efficiency,) = [s for s in decision["sources"] if s.startswith("efficiency:")]
-    assert efficiency.startswith("efficiency: memory bandwidth 75% of peak")
+    # Not transferred: the factors of the target engine's profile (not the generic ones).
+    profile = efficiency_of(resolve_profile(EngineRelease("lmi", "0.31.0")))
+    assert efficiency.startswith(
+        f"efficiency: memory bandwidth {profile.memory_bandwidth:.0%} of peak, decode compute "
+        f"{profile.decode_compute:.0%}, prefill compute {profile.prefill_compute:.0%}"
+    )
     assert "12 ms per-step overhead" in efficiency  # the engine-level factor transfers
     assert any(
         "only the engine-level per-step overhead" in n for n in decision["calibration_notes"]
@@ -193,10 +209,9 @@ def test_a_knee_asking_more_copies_than_the_instances_hold_caps_max_copies_with_
     request = ServiceRequest(
         **{
             **REQUEST.__dict__,
-            "traffic": ExpectedTraffic.requests_per_second(8, minimum=1),
-            "candidates": [InstanceType.G6E_2XLARGE],
-            "max_instance_count": 2,
-            "engine": EngineRelease("lmi", "0.31.0"),
+            "traffic": ExpectedTraffic.requests_per_second(6, minimum=1),
+            "search": SearchSpace(instance_types=[InstanceType.G6E_2XLARGE], max_instance_count=2),
+            "sizing": replace(REQUEST.sizing, engine=EngineRelease("lmi", "0.31.0")),
         }
     )
     decision = decide(request)

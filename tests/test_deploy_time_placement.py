@@ -19,8 +19,9 @@ from cdk_sagemaker_llm import BenchmarkResults, ModelSource, ValidationError
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.constructs.benchmark import EndpointBenchmark
 from cdk_sagemaker_llm.constructs.deploy_time import HandlerPlacement
-from cdk_sagemaker_llm.constructs.optimization_job import (
-    OptimizationJob,
+from cdk_sagemaker_llm.constructs.optimization_job import OptimizationJob
+from cdk_sagemaker_llm.constructs.optimization_options import OptimizationOutput, OptimizationRun
+from cdk_sagemaker_llm.constructs.optimization_techniques import (
     OptimizationTechnique,
     QuantizationMethod,
 )
@@ -94,8 +95,8 @@ def test_optimization_job_handlers_in_vpc_with_encrypted_logs() -> None:
         source=ModelSource.from_s3(bucket, "llama/"),
         instance_type=InstanceType.G5_12XLARGE,
         techniques=[OptimizationTechnique.quantization_of(QuantizationMethod.AWQ)],
-        output_bucket=bucket,
-        max_runtime=Duration.hours(2),
+        output=OptimizationOutput.in_bucket(bucket),
+        run=OptimizationRun(max_runtime=Duration.hours(2)),
         handler_placement=placement,
     )
     template = assert_cfn_lint_clean(stack)
@@ -141,7 +142,7 @@ def test_placed_handlers_have_no_nag_findings(tmp_path: Any) -> None:
         source=ModelSource.from_s3(bucket, "llama/"),
         instance_type=InstanceType.G5_12XLARGE,
         techniques=[OptimizationTechnique.quantization_of(QuantizationMethod.AWQ)],
-        output_bucket=bucket,
+        output=OptimizationOutput.in_bucket(bucket),
         handler_placement=placement,
     )
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))

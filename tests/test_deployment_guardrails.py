@@ -10,11 +10,14 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from conftest import assert_cfn_lint_clean, new_stack, resources_of_type
 
 from cdk_sagemaker_llm import (
+    ComponentModel,
     ComponentScaling,
     ContainerImage,
+    CopyResources,
     Endpoint,
     InferenceComponentEndpoint,
     InstanceType,
+    ManagedInstanceScaling,
     Model,
     ProductionVariant,
     RollingDeployment,
@@ -25,12 +28,15 @@ from cdk_sagemaker_llm import (
 
 def component(stack: Any, copies: int, deployment: RollingDeployment) -> Any:
     endpoint = InferenceComponentEndpoint(
-        stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE, max_instance_count=25
+        stack,
+        "Endpoint",
+        instance_type=InstanceType.G5_12XLARGE,
+        instance_scaling=ManagedInstanceScaling(max_instance_count=25),
     )
     return endpoint.add_inference_component(
         "Llm",
-        model=Model(stack, "Model", image=ContainerImage.lmi("0.31.0")),
-        min_memory=Size.gibibytes(8),
+        serves=ComponentModel.of(Model(stack, "Model", image=ContainerImage.lmi("0.31.0"))),
+        resources=CopyResources(min_memory=Size.gibibytes(8)),
         copy_count=copies,
         deployment=deployment,
     )

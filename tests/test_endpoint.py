@@ -14,17 +14,23 @@ from aws_cdk.assertions import Template
 from conftest import assert_cfn_lint_clean, new_stack, resources_of_type
 
 from cdk_sagemaker_llm import (
+    ComponentModel,
     ContainerImage,
+    ContainerStartup,
+    CopyResources,
     DataCapture,
     Endpoint,
     InferenceComponentEndpoint,
     InstanceType,
     LmiOptions,
+    ManagedInstanceScaling,
     Model,
     ProductionVariant,
     RollingDeployment,
     RoutingStrategy,
+    StorageVolume,
     ValidationError,
+    VariantPlatform,
 )
 
 
@@ -171,13 +177,17 @@ def test_inference_component_endpoint_has_role_and_no_model() -> None:
         stack,
         "Endpoint",
         instance_type=InstanceType.G6E_12XLARGE,
-        initial_instance_count=2,
-        min_instance_count=1,
-        max_instance_count=4,
-        routing_strategy=RoutingStrategy.RANDOM,
-        container_startup_health_check_timeout=Duration.minutes(15),
+        instance_scaling=ManagedInstanceScaling(
+            initial_instance_count=2, min_instance_count=1, max_instance_count=4
+        ),
+        platform=VariantPlatform(routing_strategy=RoutingStrategy.RANDOM),
+        startup=ContainerStartup(health_check_timeout=Duration.minutes(15)),
     )
-    endpoint.add_inference_component("Llm", model=lmi_model(stack), min_memory=Size.gibibytes(16))
+    endpoint.add_inference_component(
+        "Llm",
+        serves=ComponentModel.of(lmi_model(stack)),
+        resources=CopyResources(min_memory=Size.gibibytes(16)),
+    )
     template = assert_cfn_lint_clean(stack)
     (config,) = resources_of_type(template, "AWS::SageMaker::EndpointConfig")
     assert "ExecutionRoleArn" in config
@@ -199,8 +209,7 @@ def test_scale_to_zero_bounds_warn_about_regions() -> None:
         stack,
         "Endpoint",
         instance_type=InstanceType.G5_2XLARGE,
-        min_instance_count=0,
-        max_instance_count=2,
+        instance_scaling=ManagedInstanceScaling(min_instance_count=0, max_instance_count=2),
     )
     assert endpoint.min_instance_count == 0
     from aws_cdk.assertions import Annotations, Match
@@ -215,20 +224,30 @@ def test_scale_to_zero_bounds_warn_about_regions() -> None:
     ("kwargs", "expected"),
     [
         (
-            {"min_instance_count": 3, "max_instance_count": 2},
+            {
+                "instance_scaling": ManagedInstanceScaling(
+                    min_instance_count=3, max_instance_count=2
+                )
+            },
             "min_instance_count/initial_instance_count/max_instance_count=(3, 1, 2)",
         ),
-        ({"initial_instance_count": 0}, "initial_instance_count=0: must be at least 1"),
-        ({"min_instance_count": -1}, "min_instance_count=-1"),
-        ({"kms_key": "KEY"}, "kms_key="),
-        ({"volume_size": Size.gibibytes(50)}, "endpoint.volume_size='50 GiB'"),
         (
-            {"container_startup_health_check_timeout": Duration.seconds(30)},
-            "container_startup_health_check_timeout (seconds)=30",
+            {"instance_scaling": ManagedInstanceScaling(initial_instance_count=0)},
+            "instance_scaling.initial_instance_count=0: must be at least 1",
         ),
         (
-            {"model_data_download_timeout": Duration.hours(2)},
-            "model_data_download_timeout (seconds)=7200",
+            {"instance_scaling": ManagedInstanceScaling(min_instance_count=-1)},
+            "instance_scaling.min_instance_count=-1",
+        ),
+        ({"storage": "KEY"}, "storage.kms_key="),
+        ({"storage": StorageVolume(size=Size.gibibytes(50))}, "storage.size='50 GiB'"),
+        (
+            {"startup": ContainerStartup(health_check_timeout=Duration.seconds(30))},
+            "startup.health_check_timeout (seconds)=30",
+        ),
+        (
+            {"startup": ContainerStartup(download_timeout=Duration.hours(2))},
+            "startup.download_timeout (seconds)=7200",
         ),
         ({"endpoint_name": "under_score"}, "endpoint_name='under_score'"),
         ({"variant_name": "-bad"}, "variant_name='-bad'"),
@@ -236,8 +255,8 @@ def test_scale_to_zero_bounds_warn_about_regions() -> None:
 )
 def test_inference_component_endpoint_errors(kwargs: dict[str, Any], expected: str) -> None:
     stack = new_stack()
-    if kwargs.get("kms_key") == "KEY":
-        kwargs["kms_key"] = kms.Key(stack, "Key")
+    if kwargs.get("storage") == "KEY":
+        kwargs["storage"] = StorageVolume(kms_key=kms.Key(stack, "Key"))
     with pytest.raises(ValidationError) as error:
         InferenceComponentEndpoint(
             stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE, **kwargs
@@ -250,7 +269,10 @@ def test_kms_key_allowed_without_local_storage() -> None:
     stack = new_stack()
     key = kms.Key(stack, "Key", enable_key_rotation=True)
     InferenceComponentEndpoint(
-        stack, "Endpoint", instance_type=InstanceType.INF2_48XLARGE, kms_key=key
+        stack,
+        "Endpoint",
+        instance_type=InstanceType.INF2_48XLARGE,
+        storage=StorageVolume(kms_key=key),
     )
     (config,) = resources_of_type(
         Template.from_stack(stack).to_json(), "AWS::SageMaker::EndpointConfig"

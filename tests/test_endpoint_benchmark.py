@@ -20,8 +20,11 @@ from cdk_sagemaker_llm import (
     BenchmarkLoad,
     BenchmarkPricing,
     BenchmarkResults,
+    ComponentModel,
+    CopyResources,
     EndpointBenchmark,
     KneeRule,
+    ManagedInstanceScaling,
     PayloadFormat,
     RequestProtocol,
     Workload,
@@ -56,15 +59,17 @@ def component_stack(
         serving=LmiOptions(tensor_parallel_degree=1, max_rolling_batch_size=8, max_model_len=4096),
     )
     endpoint = InferenceComponentEndpoint(
-        stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE, max_instance_count=2
+        stack,
+        "Endpoint",
+        instance_type=InstanceType.G5_12XLARGE,
+        instance_scaling=ManagedInstanceScaling(max_instance_count=2),
     )
     component = InferenceComponent(
         stack,
         "Component",
         endpoint=endpoint,
-        model=model,
-        accelerators=1,
-        min_memory=Size.gibibytes(32),
+        serves=ComponentModel.of(model),
+        resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(32)),
         copy_count=2,
     )
     return stack, component

@@ -9,7 +9,9 @@ from aws_cdk import Duration, Size
 from conftest import cloudformation_schema, new_stack, resources_of_type
 
 from cdk_sagemaker_llm import (
+    ComponentModel,
     ContainerImage,
+    CopyResources,
     Endpoint,
     EndpointMetrics,
     InferenceComponentEndpoint,
@@ -61,9 +63,11 @@ def test_both_endpoint_kinds_render_metrics_config(lint_clean: Any) -> None:
     )
     endpoint.add_inference_component(
         "Component",
-        image=ContainerImage.lmi("0.31.0"),
-        artifact=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
-        min_memory=Size.gibibytes(16),
+        serves=ComponentModel.from_image(
+            ContainerImage.lmi("0.31.0"),
+            artifact=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
+        ),
+        resources=CopyResources(min_memory=Size.gibibytes(16)),
     )
     (config,) = resources_of_type(lint_clean(stack), "AWS::SageMaker::EndpointConfig")
     assert config["MetricsConfig"] == {"EnableDetailedObservability": False}

@@ -36,6 +36,7 @@ from cdk_sagemaker_llm.planning.performance import (
     prediction_band,
 )
 from cdk_sagemaker_llm.planning.recommend import Risk, Slo, Traffic, recommend
+from cdk_sagemaker_llm.planning.service_options import SearchSpace, Sizing
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
@@ -177,7 +178,8 @@ def test_int4_kernels_are_slower_than_their_bytes_promise_on_tgi_1() -> None:
 
 def test_tgi_latency_is_flat_to_tp4_and_rises_at_tp8() -> None:
     """Measured on SageMaker TGI: single-request latency flat from TP1 to TP4, higher at TP8;
-    the generic first-principles model keeps falling."""
+    the generic first-principles model keeps falling. The fitted tgi-1 profile rises gently
+    on p4d (its rank synchronisation grows with log2 TP): within 40 % from TP1 to TP4."""
     spec, load = ModelSpec.LLAMA_2_7B, Workload(256, 128)
 
     def ms(degree: int, engine: str) -> float:
@@ -186,7 +188,7 @@ def test_tgi_latency_is_flat_to_tp4_and_rises_at_tp8() -> None:
 
     tgi = {degree: ms(degree, "tgi-1") for degree in (1, 2, 4, 8)}
     assert tgi[8] > tgi[4] and tgi[8] > tgi[1]
-    assert tgi[4] == pytest.approx(tgi[1], rel=0.35)
+    assert tgi[1] * 0.9 <= tgi[4] <= tgi[1] * 1.4
     generic = {degree: ms(degree, "generic") for degree in (1, 8)}
     assert generic[8] < generic[1]
 
@@ -292,11 +294,13 @@ def test_recommend_at_the_default_risk_under_provisions_no_validation_row(
             row.workload,
             Slo(measured_ms),
             Traffic(requests_per_second=rate),
-            precision=row.precision,
-            instance_types=[row.instance_type],
-            tensor_parallel_degrees=[row.tensor_parallel_degree],
-            engine=row.profile,
-            max_instance_count=10_000,
+            search=SearchSpace(
+                precision=row.precision,
+                instance_types=[row.instance_type],
+                tensor_parallel_degrees=[row.tensor_parallel_degree],
+                max_instance_count=10_000,
+            ),
+            sizing=Sizing(engine=row.profile),
         )
         checked += 1
         for option in result.options:
@@ -308,9 +312,11 @@ def test_recommend_at_the_default_risk_under_provisions_no_validation_row(
 def test_recommend_says_which_side_it_sized_on_and_what_it_costs() -> None:
     spec, load = ModelSpec.LLAMA_2_7B, Workload(512, 128)
     args = (spec, load, Slo(100), Traffic(requests_per_second=2))
-    kwargs = {"instance_types": [InstanceType.G5_2XLARGE], "engine": "tgi-1"}
-    pessimistic = recommend(*args, **kwargs).options[0]  # type: ignore[arg-type]
-    median = recommend(*args, risk=Risk.MEDIAN, **kwargs).options[0]  # type: ignore[arg-type]
+    search = SearchSpace(instance_types=[InstanceType.G5_2XLARGE])
+    pessimistic = recommend(*args, search=search, sizing=Sizing(engine="tgi-1")).options[0]
+    median = recommend(
+        *args, search=search, sizing=Sizing(engine="tgi-1", risk=Risk.MEDIAN)
+    ).options[0]
     assert pessimistic.layout.instance_count >= median.layout.instance_count
     assert pessimistic.median_instance_count == median.layout.instance_count
     line = next(r for r in pessimistic.reasoning if r.startswith("sized on the pessimistic"))

@@ -14,7 +14,11 @@ from aws_cdk.assertions import Template
 from conftest import assert_cfn_lint_clean, new_stack, resources_of_type
 
 from cdk_sagemaker_llm import (
+    ComponentModel,
     ContainerImage,
+    ContainerNetworking,
+    ContainerStartup,
+    CopyResources,
     InferenceComponent,
     InferenceComponentEndpoint,
     InstanceType,
@@ -46,13 +50,14 @@ def test_component_from_model_reserves_compute_per_copy() -> None:
     alarm = cloudwatch.Alarm.from_alarm_name(stack, "Alarm", "errors")
     component = endpoint.add_inference_component(
         "Llm",
-        model=model,
-        min_memory=Size.gibibytes(48),
-        max_memory=Size.gibibytes(64),
-        cpu_cores=12,
+        serves=ComponentModel.of(model),
+        resources=CopyResources(
+            min_memory=Size.gibibytes(48), max_memory=Size.gibibytes(64), cpu_cores=12
+        ),
         copy_count=2,
-        container_startup_health_check_timeout=Duration.minutes(10),
-        model_data_download_timeout=Duration.minutes(5),
+        startup=ContainerStartup(
+            health_check_timeout=Duration.minutes(10), download_timeout=Duration.minutes(5)
+        ),
         data_cache=True,
         deployment=RollingDeployment(batch_size=1, rollback_alarms=[alarm]),
     )
@@ -88,8 +93,8 @@ def test_component_name_is_deterministic() -> None:
         stack = new_stack()
         endpoint_on(stack).add_inference_component(
             "Llm",
-            model=Model(stack, "Model", image=ContainerImage.lmi("0.31.0")),
-            min_memory=Size.gibibytes(8),
+            serves=ComponentModel.of(Model(stack, "Model", image=ContainerImage.lmi("0.31.0"))),
+            resources=CopyResources(min_memory=Size.gibibytes(8)),
         )
         (properties,) = resources_of_type(
             Template.from_stack(stack).to_json(), "AWS::SageMaker::InferenceComponent"
@@ -105,11 +110,13 @@ def test_component_with_container_and_hugging_face_artifact_uses_endpoint_role()
         stack,
         "Tgi",
         endpoint=endpoint,
-        image=ContainerImage.tgi("2.4.0"),
-        artifact=ModelSource.from_hugging_face("mistralai/Mistral-7B-Instruct-v0.3"),
-        serving=TgiOptions(num_gpus=1, max_total_tokens=4096, max_input_tokens=2048),
-        environment={"HF_HUB_ENABLE_HF_TRANSFER": "1"},
-        min_memory=Size.gibibytes(16),
+        serves=ComponentModel.from_image(
+            ContainerImage.tgi("2.4.0"),
+            artifact=ModelSource.from_hugging_face("mistralai/Mistral-7B-Instruct-v0.3"),
+            serving=TgiOptions(num_gpus=1, max_total_tokens=4096, max_input_tokens=2048),
+            environment={"HF_HUB_ENABLE_HF_TRANSFER": "1"},
+        ),
+        resources=CopyResources(min_memory=Size.gibibytes(16)),
     )
     template = assert_cfn_lint_clean(stack)
     (properties,) = resources_of_type(template, "AWS::SageMaker::InferenceComponent")
@@ -139,20 +146,22 @@ def test_adapter_on_base_component() -> None:
     endpoint = endpoint_on(stack)
     base = endpoint.add_inference_component(
         "Base",
-        model=Model(
-            stack,
-            "Model",
-            image=ContainerImage.lmi("0.31.0"),
-            serving=LmiOptions(lora=LmiLora(max_adapters=2, max_rank=16)),
+        serves=ComponentModel.of(
+            Model(
+                stack,
+                "Model",
+                image=ContainerImage.lmi("0.31.0"),
+                serving=LmiOptions(lora=LmiLora(max_adapters=2, max_rank=16)),
+            )
         ),
-        min_memory=Size.gibibytes(8),
+        resources=CopyResources(min_memory=Size.gibibytes(8)),
     )
     bucket = s3.Bucket.from_bucket_name(stack, "Adapters", "adapters")
     endpoint.add_inference_component(
         "Adapter",
-        base_component=base,
-        artifact=ModelSource.from_s3_tarball(bucket, "sql/adapter.tar.gz"),
-        lora_rank=16,
+        serves=ComponentModel.lora_adapter(
+            base, ModelSource.from_s3_tarball(bucket, "sql/adapter.tar.gz"), lora_rank=16
+        ),
     )
     template = assert_cfn_lint_clean(stack)
     adapter = next(
@@ -203,6 +212,9 @@ def _model(stack: Any, image: ContainerImage | None = None, degree: int | None =
     )
 
 
+RESOURCE_FIELDS = ("accelerators", "min_memory", "max_memory", "cpu_cores")
+
+
 @pytest.mark.parametrize(
     ("kwargs", "expected"),
     [
@@ -213,7 +225,7 @@ def _model(stack: Any, image: ContainerImage | None = None, degree: int | None =
         ({"accelerators": 0}, "accelerators=0: must be at least 1"),
         (
             {"degree": 4, "accelerators": 2},
-            "serving.tensor_parallel_degree=4: shards each copy over 4 accelerators but accelerators (on ml.g5.12xlarge) provides 2",
+            "serving.tensor_parallel_degree=4: shards each copy over 4 accelerators but resources.accelerators (on ml.g5.12xlarge) provides 2",
         ),
         (
             {"min_memory": None},
@@ -246,9 +258,15 @@ def test_component_errors(kwargs: dict[str, Any], expected: str) -> None:
     stack = new_stack()
     endpoint = endpoint_on(stack)
     model = _model(stack, kwargs.pop("image", None), kwargs.pop("degree", None))
-    props: dict[str, Any] = {"min_memory": Size.gibibytes(8), **kwargs}
+    per_copy = {"min_memory": Size.gibibytes(8)}
+    per_copy.update({k: kwargs.pop(k) for k in RESOURCE_FIELDS if k in kwargs})
     with pytest.raises(ValidationError) as error:
-        endpoint.add_inference_component("Llm", model=model, **props)
+        endpoint.add_inference_component(
+            "Llm",
+            serves=ComponentModel.of(model),
+            resources=CopyResources(**per_copy),
+            **kwargs,
+        )
     assert expected in str(error.value)
     assert "Fix: " in str(error.value)
 
@@ -259,58 +277,53 @@ def test_component_shape_errors() -> None:
     model = _model(stack)
     bucket = s3.Bucket.from_bucket_name(stack, "B", "bucket")
     memory = Size.gibibytes(8)
-    with pytest.raises(ValidationError, match="exactly one of a Model or a container image"):
-        endpoint.add_inference_component("A", min_memory=memory)
-    with pytest.raises(ValidationError, match="exactly one of a Model or a container image"):
-        endpoint.add_inference_component(
-            "B", model=model, image=ContainerImage.lmi("0.31.0"), min_memory=memory
-        )
-    with pytest.raises(ValidationError, match="these describe a container given by image"):
-        endpoint.add_inference_component(
-            "C", model=model, environment={"A": "1"}, min_memory=memory
-        )
     with pytest.raises(ValidationError, match="not an S3 prefix of uncompressed weights"):
         endpoint.add_inference_component(
             "D",
-            image=ContainerImage.lmi("0.31.0"),
-            artifact=ModelSource.from_s3(bucket, "w/"),
-            min_memory=memory,
+            serves=ComponentModel.from_image(
+                ContainerImage.lmi("0.31.0"), artifact=ModelSource.from_s3(bucket, "w/")
+            ),
+            resources=CopyResources(min_memory=memory),
         )
-    with pytest.raises(ValidationError, match=r"serving.tensor_parallel_degree=4: .* reserves 2"):
+    with pytest.raises(
+        ValidationError, match=r"serves.serving.tensor_parallel_degree=4: .* reserves 2"
+    ):
         endpoint.add_inference_component(
             "E",
-            image=ContainerImage.lmi("0.31.0"),
-            serving=LmiOptions(tensor_parallel_degree=4),
-            accelerators=2,
-            min_memory=memory,
+            serves=ComponentModel.from_image(
+                ContainerImage.lmi("0.31.0"), serving=LmiOptions(tensor_parallel_degree=4)
+            ),
+            resources=CopyResources(accelerators=2, min_memory=memory),
         )
-    base = endpoint.add_inference_component("Base", model=model, min_memory=memory)
+    base = endpoint.add_inference_component(
+        "Base", serves=ComponentModel.of(model), resources=CopyResources(min_memory=memory)
+    )
     with pytest.raises(ValidationError, match="an adapter shares its base component's compute"):
         endpoint.add_inference_component(
             "F",
-            base_component=base,
-            artifact=ModelSource.from_s3_tarball(bucket, "a.tar.gz"),
-            min_memory=memory,
+            serves=ComponentModel.lora_adapter(
+                base, ModelSource.from_s3_tarball(bucket, "a.tar.gz")
+            ),
+            resources=CopyResources(min_memory=memory),
         )
-    with pytest.raises(ValidationError, match="artifact=None: an adapter needs its weights"):
-        endpoint.add_inference_component("G", base_component=base)
     with pytest.raises(
         ValidationError, match=r"an adapter's artifact must be an S3 \.tar\.gz archive"
     ):
         endpoint.add_inference_component(
-            "H", base_component=base, artifact=ModelSource.from_hugging_face("org/lora")
+            "H", serves=ComponentModel.lora_adapter(base, ModelSource.from_hugging_face("org/lora"))
         )
 
 
 def test_network_isolated_endpoint_rejects_hugging_face_container_artifact() -> None:
     stack = new_stack()
-    endpoint = endpoint_on(stack, network_isolation=True)
+    endpoint = endpoint_on(stack, networking=ContainerNetworking(network_isolation=True))
     with pytest.raises(ValidationError, match="the endpoint isolates containers from the network"):
         endpoint.add_inference_component(
             "Llm",
-            image=ContainerImage.lmi("0.31.0"),
-            artifact=ModelSource.from_hugging_face("org/model"),
-            min_memory=Size.gibibytes(8),
+            serves=ComponentModel.from_image(
+                ContainerImage.lmi("0.31.0"), artifact=ModelSource.from_hugging_face("org/model")
+            ),
+            resources=CopyResources(min_memory=Size.gibibytes(8)),
         )
 
 
@@ -319,9 +332,8 @@ def test_cpu_instance_component_reserves_no_accelerator() -> None:
     endpoint = endpoint_on(stack, InstanceType.of("ml.c7i.4xlarge"))
     endpoint.add_inference_component(
         "Cpu",
-        model=Model(stack, "Model", image=ContainerImage.pytorch_cpu("2.5.1")),
-        min_memory=Size.gibibytes(4),
-        cpu_cores=2,
+        serves=ComponentModel.of(Model(stack, "Model", image=ContainerImage.pytorch_cpu("2.5.1"))),
+        resources=CopyResources(min_memory=Size.gibibytes(4), cpu_cores=2),
     )
     (properties,) = resources_of_type(
         assert_cfn_lint_clean(stack), "AWS::SageMaker::InferenceComponent"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,16 +21,33 @@ from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST
 from cdk_sagemaker_llm.constructs.images import ContainerImage
 from cdk_sagemaker_llm.constructs.llm_service import ExpectedTraffic, LlmService
 from cdk_sagemaker_llm.constructs.model_source import ModelSource
-from cdk_sagemaker_llm.constructs.optimization_job import (
-    OptimizationJob,
+from cdk_sagemaker_llm.constructs.optimization_job import OptimizationJob
+from cdk_sagemaker_llm.constructs.optimization_options import OptimizationOutput
+from cdk_sagemaker_llm.constructs.optimization_techniques import (
     OptimizationTechnique,
     QuantizationMethod,
+)
+from cdk_sagemaker_llm.constructs.service_options import (
+    ComponentSettings,
+    ServiceBenchmark,
+    ServiceModel,
 )
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.plan import build_plan, render_json, render_markdown
 from cdk_sagemaker_llm.planning.calibration import Calibration, EngineRelease
-from cdk_sagemaker_llm.planning.performance import Efficiency, Workload
-from cdk_sagemaker_llm.planning.recommend import Option, Risk, Slo, recommend
+from cdk_sagemaker_llm.planning.decision import ServiceDecision
+from cdk_sagemaker_llm.planning.engine_profiles import resolve_profile
+from cdk_sagemaker_llm.planning.optimizations import Optimization
+from cdk_sagemaker_llm.planning.performance import Efficiency, Workload, efficiency_of
+from cdk_sagemaker_llm.planning.recommend import Option, Slo, recommend
+from cdk_sagemaker_llm.planning.service_options import (
+    CopyScaling,
+    LayoutOverrides,
+    Pricing,
+    Risk,
+    SearchSpace,
+    Sizing,
+)
 from cdk_sagemaker_llm.template_metadata import SERVICE
 
 LLAMA = "meta-llama/Meta-Llama-3-8B-Instruct"
@@ -43,6 +61,43 @@ SLO = Slo(max_ms_per_token=50, max_ttft_ms=2000)
 WORKLOAD = Workload(input_tokens=512, output_tokens=256)
 
 
+MODEL_PROPS = ("image", "source", "spec", "environment", "loading_timeout")
+SEARCH_PROPS = ("instance_types", "max_instance_count", "precision", "optimizations")
+LAYOUT_PROPS = (
+    "instance_type",
+    "tensor_parallel_degree",
+    "copies_per_instance",
+    "max_batch_size",
+    "max_model_len",
+)
+SCALING_PROPS = ("min_copies", "max_copies", "target_concurrency_per_copy")
+COMPONENT_PROPS = ("min_memory_per_copy", "cpu_cores_per_copy", "deployment")
+
+
+def grouped(flat: dict[str, Any]) -> dict[str, Any]:
+    """A test shorthand: flat settings (``instance_type=...``, ``min_copies=...``) as the
+    service's typed props (``overrides=LayoutOverrides(...)``, ``scaling=CopyScaling(...)``)."""
+
+    def take(names: tuple[str, ...]) -> dict[str, Any]:
+        return {name: flat.pop(name) for name in names if name in flat}
+
+    model = take(MODEL_PROPS)
+    source = model.pop("source")
+    props: dict[str, Any] = {
+        "model": ServiceModel.from_source(source, **model),
+        "search": SearchSpace(**take(SEARCH_PROPS)),
+        "sizing": Sizing(**take(("risk", "calibration"))),
+        "overrides": LayoutOverrides(**take(LAYOUT_PROPS)),
+        "scaling": CopyScaling(**take(SCALING_PROPS)),
+        "component": ComponentSettings(**take(COMPONENT_PROPS)),
+    }
+    if "input_tokens" in flat:
+        props["workload"] = Workload(flat.pop("input_tokens"), flat.pop("output_tokens"))
+    if flat.pop("benchmark", False):
+        props["benchmark"] = ServiceBenchmark.knee_search()
+    return {**props, **flat}
+
+
 def service(
     stack: cdk.Stack | None = None,
     *,
@@ -50,7 +105,7 @@ def service(
     slo: Slo = SLO,
     **overrides: Any,
 ) -> LlmService:
-    props: dict[str, Any] = {
+    flat: dict[str, Any] = {
         "image": ContainerImage.lmi("0.33.0"),
         "source": ModelSource.from_hugging_face(LLAMA),
         "input_tokens": WORKLOAD.input_tokens,
@@ -64,7 +119,7 @@ def service(
         "risk": Risk.MEDIAN,
         **overrides,
     }
-    return LlmService(stack or new_stack(), "Service", **props)
+    return LlmService(stack or new_stack(), "Service", **grouped(flat))
 
 
 def expected_option(traffic: ExpectedTraffic, **filters: Any) -> Option:
@@ -74,12 +129,13 @@ def expected_option(traffic: ExpectedTraffic, **filters: Any) -> Option:
         WORKLOAD,
         SLO,
         traffic.peak,
-        instance_types=CANDIDATES,
-        max_instance_count=4,
+        search=SearchSpace(instance_types=CANDIDATES, max_instance_count=4),
         top=1000,
-        region="us-west-2",  # the test stacks' region: the price note says so
-        engine=EngineRelease("lmi", "0.33.0"),  # the service's image
-        risk=Risk.MEDIAN,  # as service() (LlmService's default is pessimistic)
+        pricing=Pricing(region="us-west-2"),  # the test stacks' region: the price note says so
+        sizing=Sizing(
+            engine=EngineRelease("lmi", "0.33.0"),  # the service's image
+            risk=Risk.MEDIAN,  # as service() (LlmService's default is pessimistic)
+        ),
     )
     options = [
         o
@@ -195,15 +251,13 @@ def test_an_optimization_jobs_output_is_served_at_its_precision_on_its_instance_
         source=ModelSource.from_s3(models, "llama/"),
         instance_type=InstanceType.G5_2XLARGE,
         techniques=[OptimizationTechnique.quantization_of(QuantizationMethod.AWQ)],
-        output_bucket=models,
+        output=OptimizationOutput.in_bucket(models),
     )
     built = LlmService(
         stack,
         "Service",
-        optimization_job=job,
-        spec=ModelSpec.LLAMA_3_8B,
-        input_tokens=512,
-        output_tokens=256,
+        model=ServiceModel.from_optimization_job(job, spec=ModelSpec.LLAMA_3_8B),
+        workload=Workload(input_tokens=512, output_tokens=256),
         slo=SLO,
         traffic=ExpectedTraffic.concurrency(4),
     )
@@ -342,15 +396,17 @@ def test_an_instance_type_that_cannot_serve_is_an_error_naming_it() -> None:
         LlmService(
             new_stack(),
             "Service",
-            image=ContainerImage.lmi("0.33.0"),
-            source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-70B-Instruct"),
-            input_tokens=512,
-            output_tokens=256,
+            model=ServiceModel.from_source(
+                ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-70B-Instruct"),
+                image=ContainerImage.lmi("0.33.0"),
+            ),
+            workload=Workload(input_tokens=512, output_tokens=256),
             slo=SLO,
             traffic=ExpectedTraffic.concurrency(4),
-            instance_types=[InstanceType.G5_2XLARGE, InstanceType.P4D_24XLARGE],
-            instance_type=InstanceType.G5_2XLARGE,
-            risk=Risk.MEDIAN,  # p4d serves at the median: the override alone is at fault
+            search=SearchSpace(instance_types=[InstanceType.G5_2XLARGE, InstanceType.P4D_24XLARGE]),
+            overrides=LayoutOverrides(instance_type=InstanceType.G5_2XLARGE),
+            # p4d serves at the median: the override alone is at fault
+            sizing=Sizing(risk=Risk.MEDIAN),
         )
     assert raised.value.prop == "instance_type"
     assert raised.value.value == "ml.g5.2xlarge"
@@ -402,7 +458,6 @@ def test_bad_inputs_name_their_prop() -> None:
     raises("instance_types[0]", instance_types=[InstanceType.INF2_XLARGE])
     raises("precision", precision=Precision.INT8)
     raises("input_tokens", input_tokens=0)
-    raises("source", source=None)
     with pytest.raises(ValidationError) as raised:
         ExpectedTraffic.concurrency(4, minimum=8)
     assert raised.value.prop == "traffic.minimum (concurrency)"
@@ -572,12 +627,17 @@ def test_a_calibration_of_another_model_warns_that_only_engine_and_hardware_tran
 def test_predictions_use_the_calibration_as_applied_to_the_chosen_hardware() -> None:
     calibration = measured()
     built = service(calibration=calibration, instance_types=[InstanceType.G6E_2XLARGE])
-    # calibrated on an A10G, served on an L40S: only the per-step overhead transfers
+    # calibrated on an A10G, served on an L40S: only the per-step overhead transfers, over the
+    # target engine's profile (lmi 0.33.0: lmi-vllm-v1), scaled to the measured 6 ms at 32 layers
+    profile = efficiency_of(resolve_profile(EngineRelease("lmi", "0.33.0")))
     (source,) = [s for s in built.decision.predicted.sources if s.startswith("efficiency:")]
     assert source.startswith(
-        "efficiency: memory bandwidth 75% of peak, decode compute 50%, prefill compute 60%, "
-        "6 ms per-step overhead (calibrated on s3://bench/llama/results.json: llama-3-8b"
+        f"efficiency: memory bandwidth {profile.memory_bandwidth:.0%} of peak, decode compute "
+        f"{profile.decode_compute:.0%}, prefill compute {profile.prefill_compute:.0%}, "
     )
+    assert "(calibrated on s3://bench/llama/results.json: llama-3-8b" in source
+    applied = calibration.applied_to(ModelSpec.LLAMA_3_8B, InstanceType.G6E_2XLARGE)
+    assert applied.efficiency.step_overhead_s(32, 1) == pytest.approx(0.006)
     assert any(
         "only the engine-level per-step overhead" in n for n in built.decision.calibration_notes
     )
@@ -616,23 +676,21 @@ def test_a_calibration_file_re_decides_on_the_next_synth_and_plan_shows_the_chan
 
 
 def test_the_service_sizes_on_the_pessimistic_side_by_default_and_says_what_it_costs() -> None:
-    props: dict[str, Any] = {
-        "instance_types": [InstanceType.G5_12XLARGE],
-        "slo": Slo(max_ms_per_token=80, max_ttft_ms=2000),
-        "max_instance_count": 8,
-    }
+    search = SearchSpace(instance_types=[InstanceType.G5_12XLARGE], max_instance_count=8)
+    slo = Slo(max_ms_per_token=80, max_ttft_ms=2000)
     stack = new_stack()
     default = LlmService(
         stack,
         "Default",
-        image=ContainerImage.lmi("0.33.0"),
-        source=ModelSource.from_hugging_face(LLAMA),
-        input_tokens=WORKLOAD.input_tokens,
-        output_tokens=WORKLOAD.output_tokens,
+        model=ServiceModel.from_source(
+            ModelSource.from_hugging_face(LLAMA), image=ContainerImage.lmi("0.33.0")
+        ),
+        workload=WORKLOAD,
+        slo=slo,
         traffic=ExpectedTraffic.requests_per_second(4, minimum=0.5),
-        **props,
+        search=search,
     )
-    median = service(**props)
+    median = service(slo=slo, instance_types=search.instance_types, max_instance_count=8)
     assert default.option.risk is Risk.PESSIMISTIC and median.option.risk is Risk.MEDIAN
     sides = [line for line in default.decision.reasoning if line.startswith("sized ")]
     assert sides and sides[0].startswith("sized on the pessimistic side of the band")
@@ -645,3 +703,125 @@ def test_the_service_sizes_on_the_pessimistic_side_by_default_and_says_what_it_c
         line for line in decision_of(template_of(default))["reasoning"] if line.startswith("sized ")
     ]
     assert recorded == sides[0]
+
+
+# ----- optimizations inside the decision (issue 17 item 4) --------------------------------------
+
+
+def optimizable(
+    stack: cdk.Stack, spec: ModelSpec, *, bucket: bool = True, hugging_face: bool = False
+) -> ServiceModel:
+    """A model the decision may optimize: S3 weights and a bucket for the job's output."""
+    models = s3.Bucket.from_bucket_name(stack, "Models", "models")
+    source = (
+        ModelSource.from_hugging_face(LLAMA)
+        if hugging_face
+        else ModelSource.from_s3(models, f"{spec.name}/")
+    )
+    return ServiceModel.from_source(
+        source,
+        image=ContainerImage.lmi("0.33.0"),
+        spec=spec,
+        optimization_output=OptimizationOutput.in_bucket(models) if bucket else None,
+    )
+
+
+def optimized_service(stack: cdk.Stack, spec: ModelSpec, **props: Any) -> LlmService:
+    return LlmService(
+        stack,
+        "Service",
+        model=props.pop("model", None) or optimizable(stack, spec),
+        workload=WORKLOAD,
+        slo=Slo(max_ms_per_token=100),
+        traffic=ExpectedTraffic.concurrency(4),
+        sizing=Sizing(risk=Risk.MEDIAN),
+        **props,
+    )
+
+
+def test_an_optimized_option_that_wins_emits_its_job_and_the_model_serves_its_output() -> None:
+    """Llama 3 70B fits four A10Gs only as INT4: the AWQ option wins, LlmService creates the
+    quantization job for the chosen instance type and serves the job's output."""
+    stack = new_stack()
+    built = optimized_service(
+        stack,
+        ModelSpec.LLAMA_3_70B,
+        search=SearchSpace(
+            instance_types=[InstanceType.G5_12XLARGE], optimizations=[Optimization.awq()]
+        ),
+    )
+    assert built.decision.optimization == Optimization.awq()
+    assert built.optimization_job is not None
+    template = template_of(built)
+    job = one(template, "Custom::SageMakerOptimizationJob")
+    definition = json.dumps(job)
+    assert "ModelQuantizationConfig" in definition and "ml.g5.12xlarge" in definition
+    (output_id,) = [
+        name
+        for name, r in template["Resources"].items()
+        if r["Type"] == "Custom::SageMakerOptimizationJobOutput"
+    ]
+    container = one(template, "AWS::SageMaker::Model")["PrimaryContainer"]
+    uri = json.dumps(container["ModelDataSource"]["S3DataSource"]["S3Uri"])
+    assert output_id in uri  # the model reads the job's output folder
+    assert container["Environment"]["OPTION_QUANTIZE"] == "awq"
+    recorded = decision_of(template)
+    assert recorded["optimization"]["name"] == "awq"
+    assert recorded["optimization"]["job"]["hours"] > 0
+    assert recorded["optimization"]["job"]["cost"] > 0
+    assert recorded["choices"]["optimization"] == {"value": "awq", "source": "recommended"}
+    (chosen,) = [line for line in recorded["reasoning"] if line.startswith("optimization chosen")]
+    assert "OPTION_QUANTIZE=awq" in chosen and " h, $" in chosen
+    assert "the model as given meets the SLO and memory on no candidate" in chosen
+    again = ServiceDecision.from_metadata(recorded)
+    assert again.optimization == Optimization.awq() and again.job is not None
+
+
+def test_an_optimization_that_does_not_win_emits_no_job() -> None:
+    """Llama 3 8B on one A10G: AWQ serves the traffic on the same instance at the same price,
+    so the model is served as given (an optimization wins only where it saves money)."""
+    stack = new_stack()
+    built = optimized_service(
+        stack,
+        ModelSpec.LLAMA_3_8B,
+        search=SearchSpace(
+            instance_types=[InstanceType.G5_2XLARGE], optimizations=[Optimization.awq()]
+        ),
+    )
+    assert any(o.optimization is not None for o in built.recommendation.options)
+    assert built.decision.optimization is None and built.optimization_job is None
+    template = cdk.assertions.Template.from_stack(stack).to_json()
+    assert not resources_of_type(template, "Custom::SageMakerOptimizationJob")
+    assert "OPTION_QUANTIZE" not in environment_of(template)
+    assert "optimization" not in decision_of(template)
+
+
+def test_optimizations_need_s3_weights_a_bucket_and_a_job_it_can_create() -> None:
+    search = SearchSpace(
+        instance_types=[InstanceType.G5_2XLARGE], optimizations=[Optimization.awq()]
+    )
+    stack = new_stack()
+    with pytest.raises(ValidationError) as raised:
+        optimized_service(
+            stack,
+            ModelSpec.LLAMA_3_8B,
+            model=optimizable(stack, ModelSpec.LLAMA_3_8B, hugging_face=True),
+            search=search,
+        )
+    assert raised.value.prop == "model" and "ModelSource.from_s3" in raised.value.fix
+    stack = new_stack()
+    with pytest.raises(ValidationError) as raised:
+        optimized_service(
+            stack,
+            ModelSpec.LLAMA_3_8B,
+            model=optimizable(stack, ModelSpec.LLAMA_3_8B, bucket=False),
+            search=search,
+        )
+    assert raised.value.prop == "model" and "optimization_output" in raised.value.fix
+    with pytest.raises(ValidationError) as raised:
+        optimized_service(
+            new_stack(),
+            ModelSpec.LLAMA_3_8B,
+            search=replace(search, optimizations=[Optimization.speculative_decoding()]),
+        )
+    assert raised.value.prop == "search.optimizations"

@@ -11,13 +11,16 @@ from aws_cdk.assertions import Annotations, Match
 from conftest import new_stack, resources_of_type
 
 from cdk_sagemaker_llm import (
+    ComponentModel,
     ContainerImage,
+    CopyResources,
     InferenceComponent,
     InferenceComponentEndpoint,
     InstanceType,
     LmiBackend,
     LmiLora,
     LmiOptions,
+    ManagedInstanceScaling,
     Model,
     ModelSource,
     TgiOptions,
@@ -32,12 +35,13 @@ def _endpoint(stack: Any) -> InferenceComponentEndpoint:
 
 
 def _image_base(endpoint: InferenceComponentEndpoint, **kwargs: Any) -> InferenceComponent:
-    kwargs.setdefault("image", ContainerImage.lmi("0.31.0"))
+    image = kwargs.pop("image", ContainerImage.lmi("0.31.0"))
     return endpoint.add_inference_component(
         "Base",
-        artifact=ModelSource.from_hugging_face(LLAMA),
-        min_memory=Size.gibibytes(16),
-        **kwargs,
+        serves=ComponentModel.from_image(
+            image, artifact=ModelSource.from_hugging_face(LLAMA), **kwargs
+        ),
+        resources=CopyResources(min_memory=Size.gibibytes(16)),
     )
 
 
@@ -47,9 +51,9 @@ def _adapter(
     bucket = s3.Bucket.from_bucket_name(endpoint, f"{name}Bucket", "adapters")
     return endpoint.add_inference_component(
         name,
-        base_component=base,
-        artifact=ModelSource.from_s3_tarball(bucket, f"{name}.tar.gz"),
-        lora_rank=rank,
+        serves=ComponentModel.lora_adapter(
+            base, ModelSource.from_s3_tarball(bucket, f"{name}.tar.gz"), lora_rank=rank
+        ),
     )
 
 
@@ -124,11 +128,18 @@ def test_raw_environment_bounds_are_checked(
 def test_a_shared_model_is_checked_against_lmis_defaults_never_changed(lint_clean: Any) -> None:
     stack = new_stack()
     endpoint = InferenceComponentEndpoint(
-        stack, "Endpoint", instance_type=InstanceType.G6E_2XLARGE, max_instance_count=2
+        stack,
+        "Endpoint",
+        instance_type=InstanceType.G6E_2XLARGE,
+        instance_scaling=ManagedInstanceScaling(max_instance_count=2),
     )
 
     def base_on(model: Model, name: str) -> InferenceComponent:
-        return endpoint.add_inference_component(name, model=model, min_memory=Size.gibibytes(16))
+        return endpoint.add_inference_component(
+            name,
+            serves=ComponentModel.of(model),
+            resources=CopyResources(min_memory=Size.gibibytes(16)),
+        )
 
     plain = Model(stack, "Plain", image=ContainerImage.lmi("0.31.0"))
     with pytest.raises(ValidationError, match=r"its LMI container does not enable LoRA"):
@@ -181,13 +192,6 @@ def test_rank_errors() -> None:
         _adapter(endpoint, base, "Sql", None)
     with pytest.raises(ValidationError, match=r"lora_rank=1024"):
         _adapter(endpoint, base, "Wide", 1024)
-    with pytest.raises(ValidationError, match=r"lora_rank=8: is the rank of an adapter"):
-        endpoint.add_inference_component(
-            "NotAnAdapter",
-            image=ContainerImage.lmi("0.31.0"),
-            min_memory=Size.gibibytes(16),
-            lora_rank=8,
-        )
     adapter = _adapter(endpoint, base, "Sql2", 8)
     with pytest.raises(ValidationError, match=r"is itself an adapter"):
         _adapter(endpoint, adapter, "Nested", 8)

@@ -15,6 +15,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
 from conftest import assert_cfn_lint_clean, new_stack, resources_of_type
 
+from cdk_sagemaker_llm import ComponentModel, CopyResources
 from cdk_sagemaker_llm.catalog.containers import ContainerFamily
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.constructs.endpoint import InferenceComponentEndpoint
@@ -22,10 +23,15 @@ from cdk_sagemaker_llm.constructs.images import ContainerImage
 from cdk_sagemaker_llm.constructs.inference_component import InferenceComponent
 from cdk_sagemaker_llm.constructs.model import Model
 from cdk_sagemaker_llm.constructs.model_source import ModelSource
-from cdk_sagemaker_llm.constructs.optimization_job import (
+from cdk_sagemaker_llm.constructs.optimization_job import OptimizationJob
+from cdk_sagemaker_llm.constructs.optimization_options import (
+    OptimizationOutput,
+    OptimizationRun,
+    OptimizationSecurity,
+)
+from cdk_sagemaker_llm.constructs.optimization_techniques import (
     DEPLOYMENT_INSTANCE_TYPES,
     CompilationTarget,
-    OptimizationJob,
     OptimizationTechnique,
     QuantizationMethod,
 )
@@ -34,13 +40,16 @@ from cdk_sagemaker_llm.errors import ValidationError
 AWQ = OptimizationTechnique.quantization_of(QuantizationMethod.AWQ)
 
 
-def job(stack: cdk.Stack, **overrides: Any) -> OptimizationJob:
+def job(
+    stack: cdk.Stack, output_options: dict[str, Any] | None = None, **overrides: Any
+) -> OptimizationJob:
+    """The job under test; ``output_options`` go to ``OptimizationOutput.in_bucket``."""
     bucket = s3.Bucket.from_bucket_name(stack, "Models", "models")
     props: dict[str, Any] = {
         "source": ModelSource.from_s3(bucket, "llama-3-8b/"),
         "instance_type": InstanceType.G5_12XLARGE,
         "techniques": [AWQ],
-        "output_bucket": bucket,
+        "output": OptimizationOutput.in_bucket(bucket, **(output_options or {})),
     }
     props.update(overrides)
     return OptimizationJob(stack, "Awq", **props)
@@ -130,7 +139,7 @@ def test_the_synthesized_template_is_deterministic() -> None:
 def test_a_changed_definition_replaces_the_handle_and_the_wait_condition() -> None:
     base, changed, same = new_stack(), new_stack(), new_stack()
     job(base)
-    job(changed, max_runtime=cdk.Duration.hours(4))
+    job(changed, run=OptimizationRun(max_runtime=cdk.Duration.hours(4)))
     job(same)
     kinds = ("AWS::CloudFormation::WaitConditionHandle", "AWS::CloudFormation::WaitCondition")
     ids = {
@@ -178,7 +187,7 @@ def test_job_role_reads_exactly_the_source_and_writes_exactly_its_output() -> No
 
 def test_handlers_may_act_only_on_their_jobs_and_pass_only_the_job_role() -> None:
     stack = new_stack()
-    job(stack, job_name_prefix="llama-awq")
+    job(stack, run=OptimizationRun(job_name_prefix="llama-awq"))
     template = assert_cfn_lint_clean(stack)
     job_arns = "arn:aws:sagemaker:us-west-2:123456789012:optimization-job/llama-awq*"
     handler = policy_of(template, "AwqHandlerRole")
@@ -213,7 +222,7 @@ def test_handlers_may_act_only_on_their_jobs_and_pass_only_the_job_role() -> Non
 
 def test_destroy_lets_the_handler_delete_only_its_jobs_artifacts() -> None:
     stack = new_stack()
-    job(stack, removal_policy=cdk.RemovalPolicy.DESTROY)
+    job(stack, output_options={"removal_policy": cdk.RemovalPolicy.DESTROY})
     template = assert_cfn_lint_clean(stack)
     stem = one(template, "Custom::SageMakerOptimizationJob")["JobNameStem"]
     assert one(template, "Custom::SageMakerOptimizationJob")["RemovalPolicy"] == "destroy"
@@ -224,7 +233,7 @@ def test_destroy_lets_the_handler_delete_only_its_jobs_artifacts() -> None:
 def test_a_supplied_role_gets_the_same_grants_and_no_role_is_created() -> None:
     stack = new_stack()
     role = iam.Role.from_role_arn(stack, "Mine", "arn:aws:iam::123456789012:role/optimizer")
-    job(stack, role=role)
+    job(stack, security=OptimizationSecurity.managed_network(role=role))
     template = assert_cfn_lint_clean(stack)
     request = one(template, "Custom::SageMakerOptimizationJob")["Request"]
     assert request["RoleArn"] == "arn:aws:iam::123456789012:role/optimizer"
@@ -256,11 +265,11 @@ def test_kms_vpc_eula_environment_and_speculative_training_data() -> None:
     data = s3.Bucket.from_bucket_name(stack, "Data", "prompts")
     job(
         stack,
-        output_kms_key=key,
-        vpc=vpc,
+        output_options={"encryption_key": key},
+        security=OptimizationSecurity.in_vpc(vpc),
         accept_eula=True,
         environment={"OPTION_DTYPE": "fp16"},
-        max_runtime=cdk.Duration.hours(3),
+        run=OptimizationRun(max_runtime=cdk.Duration.hours(3)),
         techniques=[
             OptimizationTechnique.speculative_decoding(
                 training_data_bucket=data, training_data_key="sharegpt/"
@@ -352,7 +361,7 @@ def test_sharding_and_a_custom_quantization_image() -> None:
 def test_the_output_feeds_an_inference_component_after_the_job_completes() -> None:
     stack = new_stack()
     key = kms.Key(stack, "OutKey", enable_key_rotation=True)
-    optimization = job(stack, output_kms_key=key)
+    optimization = job(stack, output_options={"encryption_key": key})
     endpoint = InferenceComponentEndpoint(stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE)
     model = Model(
         stack,
@@ -364,9 +373,8 @@ def test_the_output_feeds_an_inference_component_after_the_job_completes() -> No
         stack,
         "Component",
         endpoint=endpoint,
-        model=model,
-        accelerators=1,
-        min_memory=cdk.Size.gibibytes(16),
+        serves=ComponentModel.of(model),
+        resources=CopyResources(accelerators=1, min_memory=cdk.Size.gibibytes(16)),
     )
     template = assert_cfn_lint_clean(stack)
     output_id = logical_ids(template, "Custom::SageMakerOptimizationJobOutput")[0]
@@ -449,12 +457,6 @@ EAGLE = OptimizationTechnique.speculative_decoding()
         ),
         ({"techniques": []}, "techniques", "1 to 10"),
         ({"techniques": [AWQ, AWQ]}, "techniques", "QUANTIZATION is given 2 times"),
-        ({"max_runtime": cdk.Duration.hours(12)}, "max_runtime (seconds)", "between 1 and 41400"),
-        ({"max_runtime": cdk.Duration.seconds(0)}, "max_runtime (seconds)", "between"),
-        ({"poll_interval": cdk.Duration.seconds(5)}, "poll_interval (seconds)", "between"),
-        ({"job_name_prefix": "Llama_AWQ"}, "job_name_prefix", "lowercase"),
-        ({"job_name_prefix": "x" * 48}, "job_name_prefix", "1-47"),
-        ({"output_prefix": "optimized"}, "output_prefix", "end with '/'"),
         (
             {"environment": {f"V{i}": "1" for i in range(26)}},
             "environment",
@@ -468,6 +470,69 @@ def test_validation_errors(overrides: dict[str, Any], prop: str, message: str) -
     stack = new_stack()
     with pytest.raises(ValidationError) as raised:
         job(stack, **overrides)
+    assert raised.value.prop == prop
+    assert message in str(raised.value)
+    assert raised.value.fix
+
+
+def six_security_groups() -> OptimizationSecurity:
+    stack = new_stack()
+    vpc = ec2.Vpc.from_vpc_attributes(
+        stack, "Vpc", vpc_id="vpc-1", availability_zones=["us-west-2a"],
+        private_subnet_ids=["subnet-1"],
+    )  # fmt: skip
+    groups = [ec2.SecurityGroup.from_security_group_id(stack, f"G{i}", f"sg-{i}") for i in range(6)]
+    return OptimizationSecurity.in_vpc(vpc, security_groups=groups)
+
+
+@pytest.mark.parametrize(
+    ("build", "prop", "message"),
+    [
+        (
+            lambda: OptimizationRun(max_runtime=cdk.Duration.hours(12)),
+            "OptimizationRun(max_runtime) (seconds)",
+            "between 1 and 41400",
+        ),
+        (
+            lambda: OptimizationRun(max_runtime=cdk.Duration.seconds(0)),
+            "OptimizationRun(max_runtime) (seconds)",
+            "between",
+        ),
+        (
+            lambda: OptimizationRun(poll_interval=cdk.Duration.seconds(5)),
+            "OptimizationRun(poll_interval) (seconds)",
+            "between",
+        ),
+        (
+            lambda: OptimizationRun(job_name_prefix="Llama_AWQ"),
+            "OptimizationRun(job_name_prefix)",
+            "lowercase",
+        ),
+        (
+            lambda: OptimizationRun(job_name_prefix="x" * 48),
+            "OptimizationRun(job_name_prefix)",
+            "1-47",
+        ),
+        (
+            lambda: OptimizationOutput.in_bucket(
+                s3.Bucket.from_bucket_name(new_stack(), "B", "models"), prefix="optimized"
+            ),
+            "OptimizationOutput.in_bucket(prefix)",
+            "end with '/'",
+        ),
+        (
+            lambda: OptimizationSecurity(
+                security_groups=[ec2.SecurityGroup.from_security_group_id(new_stack(), "G", "sg-1")]
+            ),
+            "OptimizationSecurity(vpc)",
+            "need a vpc",
+        ),
+        (lambda: six_security_groups(), "OptimizationSecurity.in_vpc(security_groups)", "1 to 5"),
+    ],
+)
+def test_option_validation_errors(build: Any, prop: str, message: str) -> None:
+    with pytest.raises(ValidationError) as raised:
+        build()
     assert raised.value.prop == prop
     assert message in str(raised.value)
     assert raised.value.fix

@@ -40,9 +40,13 @@ from test_optimization_job_handler import (
 
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.constructs.model_source import ModelSource
-from cdk_sagemaker_llm.constructs.optimization_job import (
-    SIGNAL_MARGIN,
-    OptimizationJob,
+from cdk_sagemaker_llm.constructs.optimization_job import SIGNAL_MARGIN, OptimizationJob
+from cdk_sagemaker_llm.constructs.optimization_options import (
+    OptimizationOutput,
+    OptimizationRun,
+    OptimizationSecurity,
+)
+from cdk_sagemaker_llm.constructs.optimization_techniques import (
     OptimizationTechnique,
     QuantizationMethod,
 )
@@ -1148,13 +1152,15 @@ def synthesized_properties(**overrides: Any) -> dict[str, Any]:
         "source": ModelSource.from_s3(bucket, "llama-3-8b/"),
         "instance_type": InstanceType.G5_12XLARGE,
         "techniques": [OptimizationTechnique.quantization_of(QuantizationMethod.AWQ)],
-        "output_bucket": bucket,
-        "output_kms_key": kms.Key(stack, "Key", enable_key_rotation=True),
-        "vpc": vpc,
+        "output": OptimizationOutput.in_bucket(
+            bucket,
+            encryption_key=kms.Key(stack, "Key", enable_key_rotation=True),
+            removal_policy=cdk.RemovalPolicy.DESTROY,
+        ),
+        "security": OptimizationSecurity.in_vpc(vpc),
         "accept_eula": True,
         "environment": {"OPTION_DTYPE": "fp16"},
-        "max_runtime": cdk.Duration.hours(3),
-        "removal_policy": cdk.RemovalPolicy.DESTROY,
+        "run": OptimizationRun(max_runtime=cdk.Duration.hours(3)),
         **overrides,
     }
     OptimizationJob(stack, "Awq", **props)
@@ -1168,7 +1174,10 @@ def synthesized_properties(**overrides: Any) -> dict[str, Any]:
     [
         {},
         {"techniques": [OptimizationTechnique.sharding(tensor_parallel_degree=4)]},
-        {"techniques": [OptimizationTechnique.speculative_decoding()], "vpc": None},
+        {
+            "techniques": [OptimizationTechnique.speculative_decoding()],
+            "security": OptimizationSecurity.managed_network(),
+        },
     ],
 )
 def test_every_synthesized_variant_passes_the_checks_and_botocore(overrides: Any) -> None:

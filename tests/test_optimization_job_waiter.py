@@ -21,8 +21,9 @@ from contracts import checked
 
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.constructs.model_source import ModelSource
-from cdk_sagemaker_llm.constructs.optimization_job import (
-    OptimizationJob,
+from cdk_sagemaker_llm.constructs.optimization_job import OptimizationJob
+from cdk_sagemaker_llm.constructs.optimization_options import OptimizationOutput, OptimizationRun
+from cdk_sagemaker_llm.constructs.optimization_techniques import (
     OptimizationTechnique,
     QuantizationMethod,
 )
@@ -217,8 +218,8 @@ def synthesize(max_runtime: cdk.Duration) -> tuple[dict[str, Any], dict[str, Any
         source=ModelSource.from_s3(bucket, "llama-3-70b/"),
         instance_type=InstanceType.G5_48XLARGE,
         techniques=[OptimizationTechnique.quantization_of(QuantizationMethod.AWQ)],
-        output_bucket=bucket,
-        max_runtime=max_runtime,
+        output=OptimizationOutput.in_bucket(bucket),
+        run=OptimizationRun(max_runtime=max_runtime),
     )
     template = Template.from_stack(stack).to_json()
     resources = template["Resources"]

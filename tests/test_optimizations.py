@@ -4,6 +4,7 @@ decoding in predict and recommend, each naming the optimization job it needs."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -13,6 +14,7 @@ from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.cli import main
 from cdk_sagemaker_llm.planning.performance import Layout, predict
 from cdk_sagemaker_llm.planning.recommend import Risk, Slo, Traffic, recommend
+from cdk_sagemaker_llm.planning.service_options import SearchSpace, Sizing
 from cdk_sagemaker_llm.planning.workload import Workload
 
 LLAMA_8B = ModelSpec.preset("llama-3-8b")
@@ -57,9 +59,11 @@ def test_recommend_weighs_each_optimization_and_answers_optimize_or_buy() -> Non
         WORKLOAD,
         Slo(max_ms_per_token=60),
         Traffic(requests_per_second=2),
-        instance_types=[InstanceType.P4D_24XLARGE, InstanceType.P5_48XLARGE],
-        optimizations=[Optimization.awq(), Optimization.speculative_decoding()],
-        risk=Risk.MEDIAN,
+        search=SearchSpace(
+            instance_types=[InstanceType.P4D_24XLARGE, InstanceType.P5_48XLARGE],
+            optimizations=[Optimization.awq(), Optimization.speculative_decoding()],
+        ),
+        sizing=Sizing(risk=Risk.MEDIAN),
     )
     names = {o.optimization.name if o.optimization else None for o in result.options}
     assert None in names and "speculative-decoding" in names
@@ -75,9 +79,11 @@ def test_recommend_weighs_each_optimization_and_answers_optimize_or_buy() -> Non
 
 def test_without_optimizations_recommend_is_unchanged() -> None:
     args = (LLAMA_8B, WORKLOAD, Slo(max_ms_per_token=100), Traffic(requests_per_second=1))
-    kwargs = {"instance_types": [InstanceType.G5_12XLARGE], "risk": Risk.MEDIAN}
-    assert recommend(*args, **kwargs) == recommend(*args, **kwargs, optimizations=())  # type: ignore[arg-type]
-    assert all(o.optimization is None for o in recommend(*args, **kwargs).options)  # type: ignore[arg-type]
+    search = SearchSpace(instance_types=[InstanceType.G5_12XLARGE])
+    sizing = Sizing(risk=Risk.MEDIAN)
+    plain = recommend(*args, search=search, sizing=sizing)
+    assert plain == recommend(*args, search=replace(search, optimizations=()), sizing=sizing)
+    assert all(o.optimization is None for o in plain.options)
 
 
 def test_optimization_precision() -> None:

@@ -13,6 +13,7 @@ from aws_cdk import aws_s3 as s3
 from conftest import CDK_CONTEXT
 
 from app import build_app
+from cdk_sagemaker_llm import ComponentModel, CopyResources, ManagedInstanceScaling
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec
 from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST
@@ -74,8 +75,7 @@ def scaled_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
         stack,
         "Shared",
         instance_type=InstanceType.G5_12XLARGE,
-        min_instance_count=0,
-        max_instance_count=1,
+        instance_scaling=ManagedInstanceScaling(min_instance_count=0, max_instance_count=1),
         metrics=EndpointMetrics(detailed_observability=False),
     )
     unknown = Model(
@@ -86,7 +86,9 @@ def scaled_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
         serving=LmiOptions(tensor_parallel_degree=1),
     )
     component = endpoint.add_inference_component(
-        "Custom", model=unknown, accelerators=1, min_memory=Size.gibibytes(16)
+        "Custom",
+        serves=ComponentModel.of(unknown),
+        resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(16)),
     )
     scaling = ComponentScaling(
         stack, "CopyScaling", component=component, max_copies=4, min_copies=0

@@ -20,10 +20,12 @@ from cdk_sagemaker_llm import (
     AsyncInference,
     AsyncScaling,
     CapacityReservation,
+    ComponentModel,
     ComponentScheduling,
     ComponentSpecification,
     ContainerImage,
     ContainerMetrics,
+    CopyResources,
     DataCapture,
     Endpoint,
     InferenceAmiVersion,
@@ -31,6 +33,7 @@ from cdk_sagemaker_llm import (
     InstancePool,
     InstanceType,
     LmiOptions,
+    ManagedInstanceScaling,
     Model,
     ModelSource,
     PlacementStrategy,
@@ -42,6 +45,7 @@ from cdk_sagemaker_llm import (
     ServerlessConfig,
     ServerlessScaling,
     ValidationError,
+    VariantPlatform,
     VariantScaling,
 )
 from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST
@@ -243,15 +247,17 @@ def lmi_model(stack: Any, id: str = "Model", degree: int | None = None) -> Model
     return Model(stack, id, image=ContainerImage.lmi("0.31.0"), serving=serving)
 
 
-def pooled_endpoint(stack: Any, **props: Any) -> InferenceComponentEndpoint:
+def pooled_endpoint(stack: Any, **platform: Any) -> InferenceComponentEndpoint:
     return InferenceComponentEndpoint(
         stack,
         "Endpoint",
-        instance_pools=[
-            InstancePool(instance_type=InstanceType.G5_12XLARGE, priority=1),
-            InstancePool(instance_type=InstanceType.G5_2XLARGE, priority=2),
-        ],
-        **props,
+        platform=VariantPlatform(
+            instance_pools=[
+                InstancePool(instance_type=InstanceType.G5_12XLARGE, priority=1),
+                InstancePool(instance_type=InstanceType.G5_2XLARGE, priority=2),
+            ],
+            **platform,
+        ),
     )
 
 
@@ -279,7 +285,9 @@ def test_component_is_checked_on_each_pool_type_without_specifications() -> None
     endpoint = pooled_endpoint(stack)
     with pytest.raises(ValidationError, match="min_memory"):
         endpoint.add_inference_component(
-            "Big", model=lmi_model(stack), min_memory=Size.gibibytes(100)
+            "Big",
+            serves=ComponentModel.of(lmi_model(stack)),
+            resources=CopyResources(min_memory=Size.gibibytes(100)),
         )  # fits the 192 GiB g5.12xlarge, not the 32 GiB g5.2xlarge
 
 
@@ -288,8 +296,8 @@ def test_per_type_specification_fixes_the_fallback() -> None:
     endpoint = pooled_endpoint(stack)
     component = endpoint.add_inference_component(
         "Big",
-        model=lmi_model(stack),
-        min_memory=Size.gibibytes(100),
+        serves=ComponentModel.of(lmi_model(stack)),
+        resources=CopyResources(min_memory=Size.gibibytes(100)),
         specifications=[
             ComponentSpecification(instance_type=InstanceType.G5_12XLARGE, accelerators=2),
             ComponentSpecification(
@@ -341,8 +349,12 @@ def pools(*priorities: int, types: list[InstanceType] | None = None) -> list[Ins
     ],
 )
 def test_instance_pool_errors(props: dict[str, Any], prop: str) -> None:
+    props = dict(props)
+    instance_type = props.pop("instance_type", None)
     with pytest.raises(ValidationError, match=prop) as error:
-        InferenceComponentEndpoint(new_stack(), "Endpoint", **props)
+        InferenceComponentEndpoint(
+            new_stack(), "Endpoint", instance_type=instance_type, platform=VariantPlatform(**props)
+        )
     assert error.value.fix
 
 
@@ -357,11 +369,13 @@ def test_pool_model_override_on_component_endpoint_is_an_error() -> None:
         InferenceComponentEndpoint(
             stack,
             "Endpoint",
-            instance_pools=[
-                InstancePool(
-                    instance_type=InstanceType.G5_2XLARGE, priority=1, model=lmi_model(stack)
-                )
-            ],
+            platform=VariantPlatform(
+                instance_pools=[
+                    InstancePool(
+                        instance_type=InstanceType.G5_2XLARGE, priority=1, model=lmi_model(stack)
+                    )
+                ]
+            ),
         )
 
 
@@ -378,8 +392,8 @@ def test_specification_errors(types: list[InstanceType], match: str) -> None:
     with pytest.raises(ValidationError, match=match):
         endpoint.add_inference_component(
             "C",
-            model=lmi_model(stack),
-            min_memory=Size.gibibytes(8),
+            serves=ComponentModel.of(lmi_model(stack)),
+            resources=CopyResources(min_memory=Size.gibibytes(8)),
             specifications=[ComponentSpecification(instance_type=t) for t in types],
         )
 
@@ -390,8 +404,8 @@ def test_specifications_need_instance_pools() -> None:
     with pytest.raises(ValidationError, match=r"^specifications="):
         endpoint.add_inference_component(
             "C",
-            model=lmi_model(stack),
-            min_memory=Size.gibibytes(8),
+            serves=ComponentModel.of(lmi_model(stack)),
+            resources=CopyResources(min_memory=Size.gibibytes(8)),
             specifications=[ComponentSpecification(instance_type=InstanceType.G5_2XLARGE)] * 2,
         )
 
@@ -431,7 +445,10 @@ def test_specifications_need_instance_pools() -> None:
 def test_scale_in_policy_errors(policy: ScaleInPolicy, prop: str) -> None:
     with pytest.raises(ValidationError, match=f"scale_in_policy.{prop}"):
         InferenceComponentEndpoint(
-            new_stack(), "Endpoint", instance_type=InstanceType.G5_2XLARGE, scale_in_policy=policy
+            new_stack(),
+            "Endpoint",
+            instance_type=InstanceType.G5_2XLARGE,
+            instance_scaling=ManagedInstanceScaling(scale_in_policy=policy),
         )
 
 
@@ -441,7 +458,9 @@ def test_idle_release_policy_is_emitted_alone() -> None:
         stack,
         "Endpoint",
         instance_type=InstanceType.G5_2XLARGE,
-        scale_in_policy=ScaleInPolicy(strategy=ScaleInStrategy.IDLE_RELEASE),
+        instance_scaling=ManagedInstanceScaling(
+            scale_in_policy=ScaleInPolicy(strategy=ScaleInStrategy.IDLE_RELEASE)
+        ),
     )
     Template.from_stack(stack).has_resource_properties(
         "AWS::SageMaker::EndpointConfig",
@@ -535,7 +554,7 @@ def test_gpu_ami_on_neuron_instances_is_an_error() -> None:
             new_stack(),
             "Endpoint",
             instance_type=InstanceType.INF2_24XLARGE,
-            inference_ami_version=InferenceAmiVersion.AL2023_GPU_4_1,
+            platform=VariantPlatform(inference_ami_version=InferenceAmiVersion.AL2023_GPU_4_1),
         )
 
 
@@ -568,21 +587,16 @@ def test_gpu_ami_on_neuron_instances_is_an_error() -> None:
 def test_component_option_errors(props: dict[str, Any], prop: str) -> None:
     stack = new_stack()
     endpoint = InferenceComponentEndpoint(stack, "Endpoint", instance_type=InstanceType.G5_2XLARGE)
+    props = dict(props)
+    metrics = props.pop("container_metrics", None)
     with pytest.raises(ValidationError, match=prop):
         endpoint.add_inference_component(
-            "C", image=ContainerImage.lmi("0.31.0"), min_memory=Size.gibibytes(8), **props
-        )
-
-
-def test_container_metrics_need_an_image_component() -> None:
-    stack = new_stack()
-    endpoint = InferenceComponentEndpoint(stack, "Endpoint", instance_type=InstanceType.G5_2XLARGE)
-    with pytest.raises(ValidationError, match="container_metrics"):
-        endpoint.add_inference_component(
             "C",
-            model=lmi_model(stack),
-            min_memory=Size.gibibytes(8),
-            container_metrics=ContainerMetrics(),
+            serves=ComponentModel.from_image(
+                ContainerImage.lmi("0.31.0"), container_metrics=metrics
+            ),
+            resources=CopyResources(min_memory=Size.gibibytes(8)),
+            **props,
         )
 
 
@@ -591,8 +605,8 @@ def test_bin_packing_on_a_single_type_component_lints_clean(lint_clean: Any) -> 
     endpoint = InferenceComponentEndpoint(stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE)
     endpoint.add_inference_component(
         "C",
-        model=lmi_model(stack),
-        min_memory=Size.gibibytes(8),
+        serves=ComponentModel.of(lmi_model(stack)),
+        resources=CopyResources(min_memory=Size.gibibytes(8)),
         scheduling=ComponentScheduling(placement=PlacementStrategy.BINPACK),
     )
     template = lint_clean(stack)
@@ -876,18 +890,21 @@ def test_plan_shows_reservations_async_and_serverless() -> None:
     assert "serverless: 4096 MB, max concurrency 10, provisioned 2" in plan_markdown("serverless")
 
 
-def test_adapters_take_no_scheduling_metrics_or_specifications() -> None:
+def test_adapters_take_no_scheduling_or_specifications() -> None:
     stack = new_stack()
     endpoint = InferenceComponentEndpoint(stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE)
     base = endpoint.add_inference_component(
-        "Base", model=lmi_model(stack), min_memory=Size.gibibytes(8)
+        "Base",
+        serves=ComponentModel.of(lmi_model(stack)),
+        resources=CopyResources(min_memory=Size.gibibytes(8)),
     )
     bucket = s3.Bucket(stack, "Adapters")
-    with pytest.raises(ValidationError, match="scheduling/container_metrics/specifications"):
+    with pytest.raises(ValidationError, match="scheduling/specifications"):
         endpoint.add_inference_component(
             "Adapter",
-            base_component=base,
-            artifact=ModelSource.from_s3_tarball(bucket, "adapter.tar.gz"),
+            serves=ComponentModel.lora_adapter(
+                base, ModelSource.from_s3_tarball(bucket, "adapter.tar.gz")
+            ),
             scheduling=ComponentScheduling(placement=PlacementStrategy.SPREAD),
         )
 
@@ -897,8 +914,8 @@ def test_component_serves_an_imported_model(lint_clean: Any) -> None:
     endpoint = InferenceComponentEndpoint(stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE)
     component = endpoint.add_inference_component(
         "Imported",
-        model=Model.from_model_name(stack, "Existing", "existing-model"),
-        min_memory=Size.gibibytes(8),
+        serves=ComponentModel.of(Model.from_model_name(stack, "Existing", "existing-model")),
+        resources=CopyResources(min_memory=Size.gibibytes(8)),
     )
     assert component.accelerators == 1
     assert component.container_caching_eligible is False  # the image is unknown
@@ -911,7 +928,11 @@ def test_one_specification_on_pooled_endpoint_and_async_pools_lint_clean(lint_cl
     type, emitted once), and an asynchronous endpoint whose variant has instance pools."""
     stack = new_stack()
     endpoint = pooled_endpoint(stack, provision_timeout=Duration.minutes(5))
-    endpoint.add_inference_component("C", model=lmi_model(stack), min_memory=Size.gibibytes(8))
+    endpoint.add_inference_component(
+        "C",
+        serves=ComponentModel.of(lmi_model(stack)),
+        resources=CopyResources(min_memory=Size.gibibytes(8)),
+    )
     Endpoint(
         stack,
         "Async",

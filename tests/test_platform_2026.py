@@ -14,7 +14,9 @@ from conftest import CDK_CONTEXT, PROJECT_ROOT, cfn_lint_findings, resources_of_
 from test_platform import run_readme_example
 
 from cdk_sagemaker_llm import (
+    ComponentModel,
     ContainerImage,
+    CopyResources,
     Endpoint,
     EndpointMetrics,
     InferenceComponentEndpoint,
@@ -61,17 +63,19 @@ def _every_new_option(app: cdk.App) -> cdk.Stack:
     )
     base = shared.add_inference_component(
         "Base",
-        image=ContainerImage.lmi("0.31.0"),
-        artifact=ModelSource.from_hugging_face(LLAMA),
-        serving=LmiOptions(async_mode=True, lora=LmiLora(max_adapters=4)),
-        min_memory=Size.gibibytes(64),
+        serves=ComponentModel.from_image(
+            ContainerImage.lmi("0.31.0"),
+            artifact=ModelSource.from_hugging_face(LLAMA),
+            serving=LmiOptions(async_mode=True, lora=LmiLora(max_adapters=4)),
+        ),
+        resources=CopyResources(min_memory=Size.gibibytes(64)),
     )
     bucket = s3.Bucket.from_bucket_name(stack, "Adapters", "adapters")
     shared.add_inference_component(
         "Adapter",
-        base_component=base,
-        artifact=ModelSource.from_s3_tarball(bucket, "sql.tar.gz"),
-        lora_rank=32,
+        serves=ComponentModel.lora_adapter(
+            base, ModelSource.from_s3_tarball(bucket, "sql.tar.gz"), lora_rank=32
+        ),
     )
     for name, instance_type in (
         ("B300", InstanceType.P6_B300_48XLARGE),

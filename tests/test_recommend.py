@@ -21,6 +21,7 @@ from cdk_sagemaker_llm.planning.recommend import (
     recommend,
 )
 from cdk_sagemaker_llm.planning.recommend import recommend as recommend_
+from cdk_sagemaker_llm.planning.service_options import Pricing, SearchSpace, Sizing
 from cdk_sagemaker_llm.planning.sizing import recommended_tensor_parallel_degree
 
 P4D, G5_12, G5_48 = InstanceType.P4D_24XLARGE, InstanceType.G5_12XLARGE, InstanceType.G5_48XLARGE
@@ -55,10 +56,13 @@ def test_a_7b_model_on_p4d_serves_most_as_8_single_gpu_copies_and_says_why() -> 
     # (rank_layouts is the plain first-principles model: compare with its profile, at the
     # median.)
     result = recommend(
-        ModelSpec.LLAMA_2_7B, SHORT, Slo(100), Traffic(concurrency=512),
-        instance_types=[P4D], max_instance_count=1, engine="generic", risk=Risk.MEDIAN,
-        max_batch_size=64,
-    )  # fmt: skip
+        ModelSpec.LLAMA_2_7B,
+        SHORT,
+        Slo(100),
+        Traffic(concurrency=512),
+        search=SearchSpace(instance_types=[P4D], max_instance_count=1, max_batch_size=64),
+        sizing=Sizing(engine="generic", risk=Risk.MEDIAN),
+    )
     best = result.options[0]
     assert (best.layout.tensor_parallel_degree, best.layout.copies_per_instance) == (1, 8)
     # At the median the figures are the model's divided by the median residual's slowdown.
@@ -84,7 +88,11 @@ def test_llama_2_13b_on_p4d_is_not_tp1_the_smallest_degree_that_fits() -> None:
 def test_each_rejection_reason() -> None:
     # memory: < 1 GB of KV headroom (Falcon 40B TP2 on p4d) and weights that do not fit.
     falcon = recommend(
-        ModelSpec.FALCON_40B, SHORT, Slo(200), Traffic(concurrency=4), instance_types=[P4D]
+        ModelSpec.FALCON_40B,
+        SHORT,
+        Slo(200),
+        Traffic(concurrency=4),
+        search=SearchSpace(instance_types=[P4D]),
     )
     reasons = _reasons(falcon, P4D)
     assert reasons[1].startswith("memory:") and reasons[2].startswith("memory:")
@@ -92,15 +100,23 @@ def test_each_rejection_reason() -> None:
     assert {o.layout.tensor_parallel_degree for o in falcon.options} == {4, 8}
     # memory: Mixtral TP4 on ml.g5.12xlarge.
     mixtral = recommend(
-        ModelSpec.MIXTRAL_8X7B, SHORT, Slo(200), Traffic(concurrency=4), instance_types=[G5_12]
+        ModelSpec.MIXTRAL_8X7B,
+        SHORT,
+        Slo(200),
+        Traffic(concurrency=4),
+        search=SearchSpace(instance_types=[G5_12]),
     )
     assert _reasons(mixtral, G5_12)[4].startswith("memory:")
     assert not mixtral.options
     # head divisibility: Falcon 7B (71 heads) serves only at TP1; attention and KV heads.
     falcon7 = recommend(
-        ModelSpec.FALCON_7B, SHORT, Slo(100), Traffic(concurrency=4), instance_types=[G5_12],
-        risk=Risk.MEDIAN,
-    )  # fmt: skip
+        ModelSpec.FALCON_7B,
+        SHORT,
+        Slo(100),
+        Traffic(concurrency=4),
+        search=SearchSpace(instance_types=[G5_12]),
+        sizing=Sizing(risk=Risk.MEDIAN),
+    )
     reasons = _reasons(falcon7, G5_12)
     assert reasons[2] == "head divisibility: 71 attention heads do not divide over 2 accelerators"
     assert [o.layout.tensor_parallel_degree for o in falcon7.options] == [1]
@@ -111,12 +127,23 @@ def test_each_rejection_reason() -> None:
     assert (
         "6 KV heads"
         in _reasons(
-            recommend(odd, SHORT, Slo(100), Traffic(concurrency=1), instance_types=[G5_12]), G5_12
+            recommend(
+                odd,
+                SHORT,
+                Slo(100),
+                Traffic(concurrency=1),
+                search=SearchSpace(instance_types=[G5_12]),
+            ),
+            G5_12,
         )[4]
     )
     # slo: per-token latency and TTFT.
     slow = recommend(
-        ModelSpec.LLAMA_2_13B, SHORT, Slo(20), Traffic(concurrency=1), instance_types=[G5_12]
+        ModelSpec.LLAMA_2_13B,
+        SHORT,
+        Slo(20),
+        Traffic(concurrency=1),
+        search=SearchSpace(instance_types=[G5_12]),
     )
     assert _reasons(slow, G5_12)[2].startswith("slo: one request alone takes")
     ttft = recommend(
@@ -124,7 +151,7 @@ def test_each_rejection_reason() -> None:
         Workload(4000, 64),
         Slo(200, max_ttft_ms=100),
         Traffic(concurrency=1),
-        instance_types=[InstanceType.G5_XLARGE],
+        search=SearchSpace(instance_types=[InstanceType.G5_XLARGE]),
     )
     assert "to first token > 100" in _reasons(ttft, InstanceType.G5_XLARGE)[1]
     # instance count: more traffic than max_instance_count instances carry.
@@ -133,8 +160,7 @@ def test_each_rejection_reason() -> None:
         SHORT,
         Slo(100),
         Traffic(requests_per_second=500),
-        instance_types=[InstanceType.G5_XLARGE],
-        max_instance_count=4,
+        search=SearchSpace(instance_types=[InstanceType.G5_XLARGE], max_instance_count=4),
     )
     assert _reasons(busy, InstanceType.G5_XLARGE)[1].startswith("instance count: needs")
     # timeout: one answer longer than 60 s.
@@ -143,18 +169,25 @@ def test_each_rejection_reason() -> None:
         Workload(2048, 2048),
         Slo(1000),
         Traffic(concurrency=1),
-        precision=Precision.INT4_AWQ,
-        instance_types=[G5_12],
+        search=SearchSpace(precision=Precision.INT4_AWQ, instance_types=[G5_12]),
     )
     assert _reasons(long, G5_12)[2].startswith("timeout:")
     # memory: the Neuron runtime stages the weights in host memory (ml.inf2.xlarge: 16 GiB).
     inf2 = InstanceType.INF2_XLARGE
     neuron = recommend(
-        ModelSpec.LLAMA_3_8B, SHORT, Slo(100), Traffic(concurrency=1), instance_types=[inf2]
+        ModelSpec.LLAMA_3_8B,
+        SHORT,
+        Slo(100),
+        Traffic(concurrency=1),
+        search=SearchSpace(instance_types=[inf2]),
     )
     assert "host memory" in _reasons(neuron, inf2)[1]
     small = recommend(
-        ModelSpec.LLAMA_2_7B, SHORT, Slo(100), Traffic(concurrency=1), instance_types=[inf2]
+        ModelSpec.LLAMA_2_7B,
+        SHORT,
+        Slo(100),
+        Traffic(concurrency=1),
+        search=SearchSpace(instance_types=[inf2]),
     )
     assert any("Neuron: modeled at chip level" in line for line in small.options[0].reasoning)
     # not an accelerated type.
@@ -163,7 +196,7 @@ def test_each_rejection_reason() -> None:
         SHORT,
         Slo(100),
         Traffic(concurrency=1),
-        instance_types=[InstanceType.of("ml.c7i.4xlarge")],
+        search=SearchSpace(instance_types=[InstanceType.of("ml.c7i.4xlarge")]),
     )
     assert cpu.rejected[0].reason == "not an accelerated instance type the catalog knows"
 
@@ -171,10 +204,16 @@ def test_each_rejection_reason() -> None:
 def test_options_are_sized_by_littles_law_and_ranked_cheapest_first() -> None:
     rate = 8.0
     result = recommend(
-        ModelSpec.LLAMA_3_8B, SHORT, Slo(60), Traffic(requests_per_second=rate),
-        instance_types=[InstanceType.G5_XLARGE, InstanceType.G6_XLARGE, G5_12, P4D], top=10,
-        risk=Risk.MEDIAN,
-    )  # fmt: skip
+        ModelSpec.LLAMA_3_8B,
+        SHORT,
+        Slo(60),
+        Traffic(requests_per_second=rate),
+        search=SearchSpace(
+            instance_types=[InstanceType.G5_XLARGE, InstanceType.G6_XLARGE, G5_12, P4D]
+        ),
+        sizing=Sizing(risk=Risk.MEDIAN),
+        top=10,
+    )
     assert result.options
     prices = [o.price_per_hour for o in result.options]
     assert prices == sorted(prices)  # type: ignore[type-var]
@@ -210,8 +249,8 @@ def test_options_are_sized_by_littles_law_and_ranked_cheapest_first() -> None:
         SHORT,
         Slo(60),
         Traffic(concurrency=100),
-        instance_types=[InstanceType.G5_XLARGE],
-        risk=Risk.MEDIAN,
+        search=SearchSpace(instance_types=[InstanceType.G5_XLARGE]),
+        sizing=Sizing(risk=Risk.MEDIAN),
     )
     option = result.options[0]
     assert option.layout.copies * option.concurrency_per_copy >= 100
@@ -220,18 +259,31 @@ def test_options_are_sized_by_littles_law_and_ranked_cheapest_first() -> None:
 
 def test_price_basis_and_region() -> None:
     args = (ModelSpec.LLAMA_3_8B, SHORT, Slo(60), Traffic(concurrency=10))
-    recommend = functools.partial(recommend_, risk=Risk.MEDIAN)  # prices, not risk, here
-    on_demand = recommend(*args, instance_types=[InstanceType.G5_XLARGE]).options[0]
+    # prices, not risk, here
+    recommend = functools.partial(recommend_, sizing=Sizing(risk=Risk.MEDIAN))
+    on_demand = recommend(
+        *args, search=SearchSpace(instance_types=[InstanceType.G5_XLARGE])
+    ).options[0]
     saving = recommend(
-        *args, instance_types=[InstanceType.G5_XLARGE], price_basis=PriceBasis.SAVINGS_PLAN_1Y
+        *args,
+        search=SearchSpace(instance_types=[InstanceType.G5_XLARGE]),
+        pricing=Pricing(basis=PriceBasis.SAVINGS_PLAN_1Y),
     ).options[0]
     assert saving.price_per_hour == pytest.approx(on_demand.price_per_hour * 0.75)  # type: ignore[operator]
-    abroad = recommend(*args, instance_types=[InstanceType.G5_XLARGE], region="eu-west-1")
+    abroad = recommend(
+        *args,
+        search=SearchSpace(instance_types=[InstanceType.G5_XLARGE]),
+        pricing=Pricing(region="eu-west-1"),
+    )
     assert abroad.options[0].price_region == "us-east-1"
     assert any("no eu-west-1 prices" in line for line in abroad.options[0].reasoning)
     assert any("no eu-west-1 prices" in line for line in abroad.assumptions)
     no_prices = PriceList(as_of="2025-01-01", source="test", region="us-east-1", prices={})
-    unpriced = recommend(*args, instance_types=[InstanceType.G5_XLARGE], prices=no_prices)
+    unpriced = recommend(
+        *args,
+        search=SearchSpace(instance_types=[InstanceType.G5_XLARGE]),
+        pricing=Pricing(prices=no_prices),
+    )
     assert unpriced.options[0].price_per_hour is None
     assert unpriced.options[0].to_dict()["price_region"] is None
 
@@ -245,7 +297,11 @@ def test_bad_input_is_a_validation_error() -> None:
         Slo(0)
     with pytest.raises(ValidationError, match="max_instance_count"):
         recommend(
-            ModelSpec.LLAMA_3_8B, SHORT, Slo(60), Traffic(concurrency=1), max_instance_count=0
+            ModelSpec.LLAMA_3_8B,
+            SHORT,
+            Slo(60),
+            Traffic(concurrency=1),
+            search=SearchSpace(max_instance_count=0),
         )
 
 

@@ -13,7 +13,9 @@ from aws_cdk import Size
 from conftest import CDK_CONTEXT
 
 from cdk_sagemaker_llm import (
+    ComponentModel,
     ContainerImage,
+    CopyResources,
     InferenceComponentEndpoint,
     InstanceType,
     LmiOptions,
@@ -49,7 +51,9 @@ def sets(count: int, *, shared: bool) -> dict[str, Any]:
             stack, f"Endpoint{index}", instance_type=InstanceType.G5_12XLARGE, role=role
         )
         endpoint.add_inference_component(
-            "Component", model=model, accelerators=1, min_memory=Size.gibibytes(24)
+            "Component",
+            serves=ComponentModel.of(model),
+            resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(24)),
         )
     return app.synth().get_stack_by_name("Many").template  # type: ignore[no-any-return]
 

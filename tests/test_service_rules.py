@@ -10,13 +10,16 @@ from aws_cdk import Size
 from conftest import new_stack
 
 from cdk_sagemaker_llm import (
+    ComponentModel,
     ContainerImage,
-    ContainerMetrics,
+    CopyResources,
     InferenceComponentEndpoint,
     InstanceType,
-    LmiOptions,
+    ManagedInstanceScaling,
     Model,
+    StorageVolume,
     ValidationError,
+    VariantPlatform,
 )
 
 
@@ -26,40 +29,14 @@ def shared(stack: Any, **props: Any) -> InferenceComponentEndpoint:
     )
 
 
-def test_container_metrics_with_a_model_says_to_pass_the_image() -> None:
-    """Model has no container_metrics prop: the fix must not say to set it there."""
-    stack = new_stack()
-    model = Model(stack, "Model", image=ContainerImage.lmi("0.31.0"))
-    with pytest.raises(ValidationError) as raised:
-        shared(stack).add_inference_component(
-            "C", model=model, min_memory=Size.gibibytes(8), container_metrics=ContainerMetrics()
-        )
-    assert raised.value.prop == "container_metrics"
-    assert "on the Model" not in str(raised.value) and "image=" in raised.value.fix
-
-
-def test_container_props_with_a_model_name_the_models_props() -> None:
-    stack = new_stack()
-    model = Model(stack, "Model", image=ContainerImage.lmi("0.31.0"))
-    with pytest.raises(ValidationError) as raised:
-        shared(stack).add_inference_component(
-            "C",
-            model=model,
-            min_memory=Size.gibibytes(8),
-            serving=LmiOptions(),
-            environment={"A": "1"},
-        )
-    assert raised.value.prop == "serving/environment"
-    assert "Model(serving=...), Model(environment=...)" in raised.value.fix
-
-
 def component_with_environment(entries: int) -> None:
     shared(new_stack()).add_inference_component(
         "C",
-        image=ContainerImage.lmi("0.31.0"),
-        accelerators=1,
-        min_memory=Size.gibibytes(8),
-        environment={f"VARIABLE_{index}": "1" for index in range(entries)},
+        serves=ComponentModel.from_image(
+            ContainerImage.lmi("0.31.0"),
+            environment={f"VARIABLE_{index}": "1" for index in range(entries)},
+        ),
+        resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(8)),
     )
 
 
@@ -69,7 +46,7 @@ def test_a_components_container_takes_at_most_16_environment_entries() -> None:
     component_with_environment(16)
     with pytest.raises(ValidationError, match="at most 16 environment entries") as raised:
         component_with_environment(17)
-    assert raised.value.prop == "environment" and "17 entries" in str(raised.value)
+    assert raised.value.prop == "serves.environment" and "17 entries" in str(raised.value)
 
 
 def pooled(stack: Any, **props: Any) -> InferenceComponentEndpoint:
@@ -78,10 +55,12 @@ def pooled(stack: Any, **props: Any) -> InferenceComponentEndpoint:
     return InferenceComponentEndpoint(
         stack,
         "Pooled",
-        instance_pools=[
-            InstancePool(instance_type=InstanceType.G5_48XLARGE, priority=1),
-            InstancePool(instance_type=InstanceType.G5_12XLARGE, priority=2),
-        ],
+        platform=VariantPlatform(
+            instance_pools=[
+                InstancePool(instance_type=InstanceType.G5_48XLARGE, priority=1),
+                InstancePool(instance_type=InstanceType.G5_12XLARGE, priority=2),
+            ]
+        ),
         **props,
     )
 
@@ -90,21 +69,21 @@ def test_the_capacity_check_covers_every_instance_pool() -> None:
     """8 one-GPU copies on 1 instance: a g5.48xlarge (8 GPUs) holds them, the fallback
     g5.12xlarge (4 GPUs) does not; SageMaker may provision either, so the smallest decides."""
     stack = new_stack()
-    endpoint = pooled(stack, max_instance_count=1)
+    endpoint = pooled(stack, instance_scaling=ManagedInstanceScaling(max_instance_count=1))
     with pytest.raises(ValidationError, match=r"instance pool ml\.g5\.12xlarge") as raised:
         endpoint.add_inference_component(
             "C",
-            image=ContainerImage.lmi("0.31.0"),
-            accelerators=1,
-            min_memory=Size.gibibytes(8),
+            serves=ComponentModel.from_image(ContainerImage.lmi("0.31.0")),
+            resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(8)),
             copy_count=8,
         )
     assert raised.value.prop == "copy_count" and "at least 2" in raised.value.fix
-    pooled(new_stack(), max_instance_count=2).add_inference_component(
+    pooled(
+        new_stack(), instance_scaling=ManagedInstanceScaling(max_instance_count=2)
+    ).add_inference_component(
         "C",
-        image=ContainerImage.lmi("0.31.0"),
-        accelerators=1,
-        min_memory=Size.gibibytes(8),
+        serves=ComponentModel.from_image(ContainerImage.lmi("0.31.0")),
+        resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(8)),
         copy_count=8,
     )
 
@@ -118,10 +97,12 @@ def test_two_pools_of_one_priority_are_refused() -> None:
         InferenceComponentEndpoint(
             new_stack(),
             "Pooled",
-            instance_pools=[
-                InstancePool(instance_type=InstanceType.G5_48XLARGE, priority=1),
-                InstancePool(instance_type=InstanceType.G5_12XLARGE, priority=1),
-            ],
+            platform=VariantPlatform(
+                instance_pools=[
+                    InstancePool(instance_type=InstanceType.G5_48XLARGE, priority=1),
+                    InstancePool(instance_type=InstanceType.G5_12XLARGE, priority=1),
+                ]
+            ),
         )
     assert raised.value.prop == "endpoint.instance_pools[].priority"
 
@@ -134,9 +115,13 @@ def test_an_instance_type_built_by_name_is_the_catalogs_entry() -> None:
     stack = new_stack()
     key = kms.Key(stack, "Key")
     with pytest.raises(ValidationError, match="kms_key") as constant:
-        InferenceComponentEndpoint(stack, "A", instance_type=InstanceType.G5_2XLARGE, kms_key=key)
+        InferenceComponentEndpoint(
+            stack, "A", instance_type=InstanceType.G5_2XLARGE, storage=StorageVolume(kms_key=key)
+        )
     with pytest.raises(ValidationError, match="kms_key") as direct:
-        InferenceComponentEndpoint(stack, "B", instance_type=built, kms_key=key)
+        InferenceComponentEndpoint(
+            stack, "B", instance_type=built, storage=StorageVolume(kms_key=key)
+        )
     assert direct.value.problem == constant.value.problem
     assert InstanceType("ml.c7i.4xlarge").accelerator_count is None  # not in the catalog
 
@@ -165,7 +150,13 @@ def sharding_job(preset: str, degree: int) -> None:
     """A sharding job of a Model whose weights are in S3 and whose architecture is known."""
     from aws_cdk import aws_s3 as s3
 
-    from cdk_sagemaker_llm import ModelSource, ModelSpec, OptimizationJob, OptimizationTechnique
+    from cdk_sagemaker_llm import (
+        ModelSource,
+        ModelSpec,
+        OptimizationJob,
+        OptimizationOutput,
+        OptimizationTechnique,
+    )
 
     stack = new_stack()
     bucket = s3.Bucket.from_bucket_name(stack, "Weights", "weights")
@@ -182,7 +173,7 @@ def sharding_job(preset: str, degree: int) -> None:
         source=model,
         instance_type=InstanceType.G5_12XLARGE,
         techniques=[OptimizationTechnique.sharding(tensor_parallel_degree=degree)],
-        output_bucket=bucket,
+        output=OptimizationOutput.in_bucket(bucket),
     )
 
 

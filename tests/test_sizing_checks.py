@@ -8,6 +8,7 @@ from aws_cdk import Size
 from aws_cdk.assertions import Annotations, Match, Template
 from conftest import new_stack
 
+from cdk_sagemaker_llm import ComponentModel, CopyResources, ManagedInstanceScaling
 from cdk_sagemaker_llm.catalog.instance_types import Accelerator, InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec
 from cdk_sagemaker_llm.constructs.endpoint import (
@@ -81,7 +82,9 @@ def test_a_component_gets_the_more_accelerators_fix() -> None:
     # The suggested degree is the one serving most (4,096-token sequences: TP4 on ml.g5.12xlarge).
     with pytest.raises(ValidationError, match=r"tensor-parallel degree 4 fits on ml.g5.12xlarge"):
         endpoint.add_inference_component(
-            "Component", model=model, accelerators=1, min_memory=Size.gibibytes(16)
+            "Component",
+            serves=ComponentModel.of(model),
+            resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(16)),
         )
 
 
@@ -189,20 +192,22 @@ def test_an_image_component_is_checked_against_its_hugging_face_artifact() -> No
     with pytest.raises(ValidationError, match="llama-2-70b \\(fp16\\) does not fit on 2 x"):
         endpoint.add_inference_component(
             "Big",
-            image=ContainerImage.lmi("0.31.0"),
-            artifact=ModelSource.from_hugging_face("meta-llama/Llama-2-70b-chat-hf"),
-            serving=LmiOptions(tensor_parallel_degree=2),
-            accelerators=2,
-            min_memory=Size.gibibytes(16),
+            serves=ComponentModel.from_image(
+                ContainerImage.lmi("0.31.0"),
+                artifact=ModelSource.from_hugging_face("meta-llama/Llama-2-70b-chat-hf"),
+                serving=LmiOptions(tensor_parallel_degree=2),
+            ),
+            resources=CopyResources(accelerators=2, min_memory=Size.gibibytes(16)),
         )
     stack = new_stack()
     endpoint = InferenceComponentEndpoint(stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE)
     endpoint.add_inference_component(
         "Small",
-        image=ContainerImage.lmi("0.31.0"),
-        artifact=ModelSource.from_hugging_face("mistralai/Mistral-7B-Instruct-v0.2"),
-        accelerators=1,
-        min_memory=Size.gibibytes(16),
+        serves=ComponentModel.from_image(
+            ContainerImage.lmi("0.31.0"),
+            artifact=ModelSource.from_hugging_face("mistralai/Mistral-7B-Instruct-v0.2"),
+        ),
+        resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(16)),
     )
     resources = Template.from_stack(stack).find_resources("AWS::SageMaker::InferenceComponent")
     (metadata,) = [resource["Metadata"] for resource in resources.values()]
@@ -215,11 +220,16 @@ def test_a_degree_that_cannot_shard_the_heads_is_a_synth_error() -> None:
     stack = new_stack()
     model = _model(stack, "tiiuae/falcon-7b", serving=LmiOptions(tensor_parallel_degree=2))
     endpoint = InferenceComponentEndpoint(
-        stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE, max_instance_count=1
+        stack,
+        "Endpoint",
+        instance_type=InstanceType.G5_12XLARGE,
+        instance_scaling=ManagedInstanceScaling(max_instance_count=1),
     )
     with pytest.raises(ValidationError) as error:
         endpoint.add_inference_component(
-            "Falcon", model=model, accelerators=2, min_memory=Size.gibibytes(16)
+            "Falcon",
+            serves=ComponentModel.of(model),
+            resources=CopyResources(accelerators=2, min_memory=Size.gibibytes(16)),
         )
     message = str(error.value)
     assert "falcon-7b cannot be sharded at that degree" in message
@@ -231,9 +241,14 @@ def test_a_degree_that_shards_the_heads_passes() -> None:
     stack = new_stack()
     model = _model(stack, "tiiuae/falcon-7b", serving=LmiOptions(tensor_parallel_degree=1))
     endpoint = InferenceComponentEndpoint(
-        stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE, max_instance_count=1
+        stack,
+        "Endpoint",
+        instance_type=InstanceType.G5_12XLARGE,
+        instance_scaling=ManagedInstanceScaling(max_instance_count=1),
     )
     endpoint.add_inference_component(
-        "Falcon", model=model, accelerators=1, min_memory=Size.gibibytes(16)
+        "Falcon",
+        serves=ComponentModel.of(model),
+        resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(16)),
     )
     Template.from_stack(stack).resource_count_is("AWS::SageMaker::InferenceComponent", 1)

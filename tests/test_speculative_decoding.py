@@ -9,6 +9,7 @@ import pytest
 from aws_cdk import aws_s3 as s3
 from conftest import assert_cfn_lint_clean, new_stack, resources_of_type
 
+from cdk_sagemaker_llm import ComponentModel, CopyResources
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.constructs.endpoint import InferenceComponentEndpoint
 from cdk_sagemaker_llm.constructs.images import ContainerImage
@@ -86,9 +87,8 @@ def test_your_own_draft_is_allowed_on_an_inference_component() -> None:
         stack,
         "Component",
         endpoint=endpoint,
-        model=target,
-        accelerators=1,
-        min_memory=cdk.Size.gibibytes(16),
+        serves=ComponentModel.of(target),
+        resources=CopyResources(accelerators=1, min_memory=cdk.Size.gibibytes(16)),
     )
     assert_cfn_lint_clean(stack)
 
@@ -106,9 +106,8 @@ def test_the_providers_draft_is_rejected_on_an_inference_component() -> None:
             stack,
             "Component",
             endpoint=endpoint,
-            model=target,
-            accelerators=1,
-            min_memory=cdk.Size.gibibytes(16),
+            serves=ComponentModel.of(target),
+            resources=CopyResources(accelerators=1, min_memory=cdk.Size.gibibytes(16)),
         )
     assert raised.value.prop == "model.speculative_decoding"
     assert "inference components" in str(raised.value)

@@ -19,10 +19,13 @@ from conftest import PROJECT_ROOT, new_stack
 from jsii._kernel.providers import process as jsii_process
 
 from cdk_sagemaker_llm import (
+    ComponentModel,
     ContainerImage,
+    CopyResources,
     InferenceComponentEndpoint,
     InstanceType,
     LmiOptions,
+    ManagedInstanceScaling,
     Model,
     ModelSource,
 )
@@ -85,10 +88,16 @@ def library_sets(sets: int) -> cdk.Stack:
             ),
         )
         endpoint = InferenceComponentEndpoint(
-            stack, f"Endpoint{suffix}", instance_type=InstanceType.G5_12XLARGE, max_instance_count=2
+            stack,
+            f"Endpoint{suffix}",
+            instance_type=InstanceType.G5_12XLARGE,
+            instance_scaling=ManagedInstanceScaling(max_instance_count=2),
         )
         endpoint.add_inference_component(
-            "Component", model=model, accelerators=1, min_memory=Size.gibibytes(32), copy_count=2
+            "Component",
+            serves=ComponentModel.of(model),
+            resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(32)),
+            copy_count=2,
         )
     return stack
 

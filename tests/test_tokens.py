@@ -15,7 +15,7 @@ from conftest import new_stack
 from test_hostile_props import PUBLIC_CLASSES, _baselines
 
 import cdk_sagemaker_llm
-from cdk_sagemaker_llm import ValidationError
+from cdk_sagemaker_llm import ComponentModel, CopyResources, ManagedInstanceScaling, ValidationError
 from cdk_sagemaker_llm.prop_types import _resolve
 
 
@@ -93,7 +93,7 @@ def test_a_number_token_on_max_instance_count_synthesizes_with_an_info_message()
         stack,
         "Endpoint",
         instance_type=InstanceType.G5_12XLARGE,
-        max_instance_count=most.value_as_number,
+        instance_scaling=ManagedInstanceScaling(max_instance_count=most.value_as_number),
     )
     template = Template.from_stack(stack)
     template.has_resource_properties(
@@ -161,13 +161,12 @@ def test_the_capacity_check_is_skipped_on_a_token_max_instance_count() -> None:
         stack,
         "Endpoint",
         instance_type=InstanceType.G5_12XLARGE,
-        max_instance_count=most.value_as_number,
+        instance_scaling=ManagedInstanceScaling(max_instance_count=most.value_as_number),
     )
     component = endpoint.add_inference_component(
         "Llm",
-        image=ContainerImage.lmi("0.31.0"),
-        accelerators=1,
-        min_memory=Size.gibibytes(8),
+        serves=ComponentModel.from_image(ContainerImage.lmi("0.31.0")),
+        resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(8)),
         copy_count=6,
     )
     infos = Annotations.from_stack(stack).find_info(

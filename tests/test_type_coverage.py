@@ -109,29 +109,45 @@ def _issue_examples() -> list[tuple[str, Callable[[], Any], str]]:
         ExpectedTraffic,
         InstancePool,
         InstanceType,
+        LayoutOverrides,
         LlmService,
         ModelSource,
         PrefixAwareRouting,
         ScaleInPolicy,
+        SearchSpace,
         ServerlessConfig,
+        ServiceModel,
         Slo,
+        Workload,
     )
 
     def service(**changed: Any) -> None:
         props: dict[str, Any] = dict(
-            image=ContainerImage.lmi("0.31.0"),
-            source=ModelSource.from_hugging_face("meta-llama/Llama-3.1-8B-Instruct"),
+            model=ServiceModel.from_source(
+                ModelSource.from_hugging_face("meta-llama/Llama-3.1-8B-Instruct"),
+                image=ContainerImage.lmi("0.31.0"),
+            ),
             slo=Slo(max_ms_per_token=60),
             traffic=ExpectedTraffic.concurrency(8),
-            input_tokens=512,
-            output_tokens=128,
+            workload=Workload(input_tokens=512, output_tokens=128),
         )
         LlmService(new_stack(), "Service", **{**props, **changed})
 
     return [
         ("LlmService slo as a number", lambda: service(slo=50), "slo"),
         ("LlmService traffic as a number", lambda: service(traffic=4), "traffic"),
-        ("LlmService input_tokens as text", lambda: service(input_tokens="512"), "input_tokens"),
+        ("LlmService workload as a number", lambda: service(workload=512), "workload"),
+        ("Workload input_tokens as text", lambda: Workload("512", 128), "input_tokens"),
+        (
+            "SearchSpace instance types as names",
+            lambda: SearchSpace(instance_types=["ml.g5.2xlarge"]),
+            "instance_types[0]",
+        ),
+        (
+            "LayoutOverrides degree as text",
+            lambda: LayoutOverrides(tensor_parallel_degree="2"),
+            "tensor_parallel_degree",
+        ),
         ("Slo as text", lambda: Slo(max_ms_per_token="50"), "max_ms_per_token"),
         (
             "ExpectedTraffic peak as text",

@@ -29,13 +29,24 @@ WHEELHOUSE = Path(
 QUICK_START_APP = """
 import sys
 from aws_cdk import App, Environment, Size, Stack
-from cdk_sagemaker_llm import ContainerImage, InferenceComponentEndpoint, InstanceType, Model
+from cdk_sagemaker_llm import (
+    ComponentModel,
+    ContainerImage,
+    CopyResources,
+    InferenceComponentEndpoint,
+    InstanceType,
+    Model,
+)
 
 app = App(outdir=sys.argv[1])
 stack = Stack(app, "Llm", env=Environment(region="us-west-2"))
 model = Model(stack, "Model", image=ContainerImage.lmi("0.31.0"))
 endpoint = InferenceComponentEndpoint(stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE)
-endpoint.add_inference_component("Component", model=model, accelerators=1, min_memory=Size.gibibytes(16))
+endpoint.add_inference_component(
+    "Component",
+    serves=ComponentModel.of(model),
+    resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(16)),
+)
 app.synth()
 """
 

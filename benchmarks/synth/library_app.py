@@ -12,10 +12,13 @@ import aws_cdk as cdk
 from aws_cdk import Size
 
 from cdk_sagemaker_llm import (
+    ComponentModel,
     ContainerImage,
+    CopyResources,
     InferenceComponentEndpoint,
     InstanceType,
     LmiOptions,
+    ManagedInstanceScaling,
     Model,
     ModelSource,
 )
@@ -34,9 +37,15 @@ for index in range(sets):
         serving=LmiOptions(tensor_parallel_degree=1, max_rolling_batch_size=8, max_model_len=4096),
     )
     endpoint = InferenceComponentEndpoint(
-        stack, f"Endpoint{suffix}", instance_type=InstanceType.G5_12XLARGE, max_instance_count=2
+        stack,
+        f"Endpoint{suffix}",
+        instance_type=InstanceType.G5_12XLARGE,
+        instance_scaling=ManagedInstanceScaling(max_instance_count=2),
     )
     endpoint.add_inference_component(
-        "Component", model=model, accelerators=1, min_memory=Size.gibibytes(32), copy_count=2
+        "Component",
+        serves=ComponentModel.of(model),
+        resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(32)),
+        copy_count=2,
     )
 app.synth()

@@ -52,8 +52,9 @@ def percentile_key(q: float) -> str:
     return f"p{q:g}"
 
 
-def _percentile(ordered: Sequence[float], q: float) -> float:
-    """Linear interpolation between ranks of sorted values (NumPy's default)."""
+def sorted_percentile(ordered: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) of sorted values, by linear interpolation between ranks
+    (NumPy's default)."""
     if len(ordered) == 1:
         return float(ordered[0])
     rank = (len(ordered) - 1) * q / 100.0
@@ -79,7 +80,7 @@ def distribution(values: Iterable[float]) -> dict[str, float | int] | None:
         "max": round(float(ordered[-1]), DIGITS),
     }
     for q in PERCENTILES:
-        stats[percentile_key(q)] = round(_percentile(ordered, q), DIGITS)
+        stats[percentile_key(q)] = round(sorted_percentile(ordered, q), DIGITS)
     return stats
 
 

@@ -27,7 +27,7 @@ from typing import Any, Self
 from ..errors import check_range
 from ..prop_types import typed_props
 from ._clock import now
-from .distributions import level_distributions
+from .distributions import level_distributions, sorted_percentile
 from .goodput import GoodputSlo, goodput
 from .invokers import Invoker
 from .payload import InvocationRequest, PayloadSpec, RequestFactory
@@ -44,13 +44,7 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     """
     if not values:
         return None
-    ordered = sorted(values)
-    if len(ordered) == 1:
-        return float(ordered[0])
-    rank = (len(ordered) - 1) * q / 100.0
-    low = math.floor(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return float(ordered[low] + (ordered[high] - ordered[low]) * (rank - low))
+    return sorted_percentile(sorted(values), q)
 
 
 class _Feeder:

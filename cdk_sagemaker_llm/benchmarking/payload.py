@@ -307,31 +307,29 @@ class RequestFactory:
         if spec.response_format == "completions":
             if "messages" in prompt:
                 raise ValueError(f"{spec.prompts}: 'messages' prompts need --format messages")
-            completion: dict[str, Any] = {
-                "prompt": prompt["inputs"],
-                "max_tokens": spec.output_tokens,
-            }
-            completion.update(spec.parameters)
-            completion.update(prompt["parameters"])
-            if spec.stream:
-                completion["stream"] = True
-                completion["stream_options"] = {"include_usage": True}
-            return completion
+            return self._openai_body(
+                {"prompt": prompt["inputs"], "max_tokens": spec.output_tokens}, prompt
+            )
         if spec.response_format == "messages":
             messages = prompt.get("messages") or [{"role": "user", "content": prompt["inputs"]}]
-            body: dict[str, Any] = {"messages": messages, "max_tokens": spec.output_tokens}
-            body.update(spec.parameters)
-            body.update(prompt["parameters"])
-            if spec.stream:
-                body["stream"] = True
-                body["stream_options"] = {"include_usage": True}
-            return body
+            chat = {"messages": messages, "max_tokens": spec.output_tokens}
+            return self._openai_body(chat, prompt)
         parameters = {"max_new_tokens": spec.output_tokens, "details": True}
         parameters.update(spec.parameters)
         parameters.update(prompt["parameters"])
         body = {"inputs": prompt["inputs"], "parameters": parameters}
         if spec.stream:
             body["stream"] = True
+        return body
+
+    def _openai_body(self, body: dict[str, Any], prompt: dict[str, Any]) -> dict[str, Any]:
+        """An OpenAI-compatible body (completions or chat): ``body`` with the spec's and the
+        prompt's parameters, and usage asked for in the last chunk when streaming."""
+        body.update(self.spec.parameters)
+        body.update(prompt["parameters"])
+        if self.spec.stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
         return body
 
     def __call__(self, index: int) -> InvocationRequest:

@@ -857,10 +857,7 @@ class Simulator:
                 if not isinstance(message, dict) or message.get("role") not in _ROLES:
                     raise ValueError(f"each message needs a role in {_ROLES}")
                 prompt += _content_text(message.get("content")).split()
-            stream = _flag(payload, "stream")
-            options = payload.get("stream_options")
-            if options is not None and (not stream or not isinstance(options, dict)):
-                raise ValueError("'stream_options' is allowed only with \"stream\": true")
+            stream, include_usage = _openai_stream(payload)
             return _ParsedBody(
                 api="messages",
                 input_tokens=len(prompt),
@@ -872,7 +869,7 @@ class Simulator:
                     default,
                 ),
                 stream=stream,
-                include_usage=bool(options and _flag(options, "include_usage")),
+                include_usage=include_usage,
             )
         inputs = payload["inputs"]
         if not isinstance(inputs, str):
@@ -896,21 +893,28 @@ class Simulator:
 _ROLES = ("system", "user", "assistant", "tool")
 
 
+def _openai_stream(payload: dict[str, Any]) -> tuple[bool, bool]:
+    """``stream`` and ``stream_options.include_usage`` of an OpenAI-compatible body (the options
+    only with ``"stream": true``, as OpenAI's API refuses them otherwise)."""
+    stream = _flag(payload, "stream")
+    options = payload.get("stream_options")
+    if options is not None and (not stream or not isinstance(options, dict)):
+        raise ValueError("'stream_options' is allowed only with \"stream\": true")
+    return stream, bool(options and _flag(options, "include_usage"))
+
+
 def _completion(payload: dict[str, Any]) -> _ParsedBody:
     """What an OpenAI-compatible server reads from a completions body."""
     prompt = payload["prompt"]
     if not isinstance(prompt, str):
         raise TypeError("'prompt' must be a string")
-    stream = _flag(payload, "stream")
-    options = payload.get("stream_options")
-    if options is not None and (not stream or not isinstance(options, dict)):
-        raise ValueError("'stream_options' is allowed only with \"stream\": true")
+    stream, include_usage = _openai_stream(payload)
     return _ParsedBody(
         api="completions",
         input_tokens=len(prompt.split()),
         max_tokens=_count(payload, "max_tokens", 16),  # OpenAI's default
         stream=stream,
-        include_usage=bool(options and _flag(options, "include_usage")),
+        include_usage=include_usage,
     )
 
 

@@ -283,21 +283,29 @@ class ModelSpec:
 
     @staticmethod
     def from_metadata(data: dict[str, Any]) -> ModelSpec:
-        """The inverse of ``to_metadata``."""
-        return ModelSpec(
-            name=str(data["name"]),
-            parameters=float(data["parameters"]),
-            layers=int(data["layers"]),
-            attention_heads=int(data["attentionHeads"]),
-            kv_heads=int(data["kvHeads"]),
-            head_dim=int(data["headDim"]),
-            max_context=int(data["maxContext"]),
-            experts=int(data.get("experts", 1)),
-            experts_per_token=int(data.get("expertsPerToken", 1)),
-            active_parameters_per_token=float(data["activeParameters"])
-            if "activeParameters" in data
-            else None,
-        )
+        """The inverse of ``to_metadata``; ValidationError for anything else."""
+        try:
+            return ModelSpec(
+                name=str(data["name"]),
+                parameters=float(data["parameters"]),
+                layers=int(data["layers"]),
+                attention_heads=int(data["attentionHeads"]),
+                kv_heads=int(data["kvHeads"]),
+                head_dim=int(data["headDim"]),
+                max_context=int(data["maxContext"]),
+                experts=int(data.get("experts", 1)),
+                experts_per_token=int(data.get("expertsPerToken", 1)),
+                active_parameters_per_token=float(data["activeParameters"])
+                if "activeParameters" in data
+                else None,
+            )
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValidationError(
+                "ModelSpec.from_metadata(data)",
+                data,
+                f"is not a model spec's metadata ({type(error).__name__}: {error})",
+                "pass what ModelSpec.to_metadata() returned",
+            ) from error
 
 
 def _presets() -> dict[str, ModelSpec]:

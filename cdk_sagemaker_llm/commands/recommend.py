@@ -12,12 +12,11 @@ from typing import Any
 from ..catalog.instance_types import InstanceType
 from ..catalog.prices import DEFAULT_PRICE_LIST
 from ..errors import ValidationError
-from ..planning.calibration import Calibration, EngineRelease
 from ..planning.decision import ExpectedTraffic, ServiceDecision, ServiceRequest, decide
-from ..planning.engine_profiles import EngineProfile
 from ..planning.optimizations import Optimization
 from ..planning.performance import Workload
-from ..planning.recommend import PriceBasis, Recommendation, Risk, Slo, Traffic, recommend
+from ..planning.recommend import Recommendation, Slo, Traffic, recommend
+from ..planning.service_options import PriceBasis, Pricing, Risk, SearchSpace, Sizing
 from .calibrate import add_calibration_arguments, load_calibration
 from .model_options import add_model_arguments, model_spec, precision
 from .predict import engine_choice
@@ -106,24 +105,16 @@ def run(args: argparse.Namespace) -> int:
             if args.instance_types
             else None
         )
+        sizing = Sizing(risk=Risk(args.risk), calibration=calibration, engine=engine)
         result = recommend(
             spec,
             Workload(args.input_tokens, args.output_tokens),
             _slo(args),
             Traffic(requests_per_second=args.requests_per_second, concurrency=args.concurrency),
-            precision=precision(args),
-            instance_types=candidates,
-            max_instance_count=args.max_instance_count,
-            price_basis=PriceBasis(args.price_basis),
+            search=search_space(args, candidates),
+            pricing=pricing(args),
+            sizing=sizing,
             top=args.top,
-            region=args.region,
-            max_batch_size=args.max_batch_size,
-            calibration=calibration,
-            engine=engine,
-            risk=Risk(args.risk),
-            optimizations=[
-                Optimization.of(name) for name in args.optimizations.split(",") if name.strip()
-            ],
         )
     except ValidationError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -131,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     for line in result.assumptions:
         if line.startswith("calibration: "):
             print(f"warning: {line.removeprefix('calibration: ')}", file=sys.stderr)
-    decision = _decision(args, spec, result, calibration, engine)
+    decision = _decision(args, spec, result, sizing)
     if args.format == "json":
         data = result.to_dict()
         if decision is not None:
@@ -149,16 +140,32 @@ def _slo(args: argparse.Namespace) -> Slo:
     )
 
 
+def search_space(args: argparse.Namespace, candidates: list[InstanceType] | None) -> SearchSpace:
+    """The search space the flags ask for (``--instance-types``, ``--max-instance-count``,
+    the precision, ``--optimizations``, ``--max-batch-size``)."""
+    return SearchSpace(
+        instance_types=candidates,
+        max_instance_count=args.max_instance_count,
+        precision=precision(args),
+        optimizations=[
+            Optimization.of(name) for name in args.optimizations.split(",") if name.strip()
+        ],
+        max_batch_size=args.max_batch_size,
+    )
+
+
+def pricing(args: argparse.Namespace) -> Pricing:
+    """The pricing the flags ask for (``--price-basis``, ``--region``)."""
+    return Pricing(basis=PriceBasis(args.price_basis), region=args.region)
+
+
 def _decision(
-    args: argparse.Namespace,
-    spec: Any,
-    result: Recommendation,
-    calibration: Calibration | None = None,
-    engine: EngineRelease | EngineProfile | None = None,
+    args: argparse.Namespace, spec: Any, result: Recommendation, sizing: Sizing
 ) -> ServiceDecision | None:
     """What ``LlmService`` would deploy from the first option: the same ``ServiceDecision``
-    (serving options, scaling bounds and target, sources), with the calibration as it applies
-    to that option's hardware under ``engine``."""
+    (serving options, scaling bounds and target, sources), from the same search space (on
+    that option's instance type), pricing and sizing, with the calibration as it applies to
+    that option's hardware under the engine."""
     if not result.options:
         return None
     first = result.options[0].layout.instance_type
@@ -168,14 +175,9 @@ def _decision(
         workload=Workload(args.input_tokens, args.output_tokens),
         slo=_slo(args),
         traffic=ExpectedTraffic(peak),
-        candidates=[first],
-        max_instance_count=args.max_instance_count,
-        precision=precision(args),
-        price_basis=PriceBasis(args.price_basis),
-        region=args.region,
-        calibration=calibration,
-        engine=engine,
-        risk=Risk(args.risk),
+        search=search_space(args, [first]),
+        pricing=pricing(args),
+        sizing=sizing,
     )
     return decide(request, recommendation=result)
 

@@ -701,6 +701,38 @@ class _Scaling(Construct):
 
 
 @typed_props
+class _VariantScaling(_Scaling):
+    """A scalable target on one variant of an endpoint (``endpoint/<name>/variant/<variant>``):
+    its instance count (``VariantScaling``) or provisioned concurrency (``ServerlessScaling``),
+    between bounds the caller passed as ``min_<unit>`` and ``max_<unit>``."""
+
+    _DIMENSION: ClassVar[str]
+    _UNIT: ClassVar[str]
+
+    def __init__(
+        self, scope: Construct, id: str, endpoint: IEndpoint, variant: str, bounds: tuple[int, int]
+    ) -> None:
+        minimum, maximum = bounds
+        super().__init__(
+            scope,
+            id,
+            resource_id=f"endpoint/{endpoint.endpoint_name}/variant/{variant}",
+            scalable_dimension=self._DIMENSION,
+            min_capacity=minimum,
+            max_capacity=maximum,
+            min_prop=f"min_{self._UNIT}",
+            max_prop=f"max_{self._UNIT}",
+            depends_on=_explicit_dependency(
+                endpoint.endpoint_name, getattr(endpoint, "resource", None)
+            ),
+        )
+        self.endpoint = endpoint
+        """The endpoint whose variant scales."""
+        self.variant_name = variant
+        """The variant scaled."""
+
+
+@typed_props
 class _RequestScaling(_Scaling):
     """A scalable target whose capacity serves requests: target tracking on SageMaker's
     predefined per-copy (component) or per-instance (variant) request metrics."""
@@ -832,7 +864,7 @@ class ComponentScaling(_RequestScaling):
 
 
 @typed_props
-class VariantScaling(_RequestScaling):
+class VariantScaling(_RequestScaling, _VariantScaling):
     """Scale the instance count of a variant of an instance-based endpoint.
 
     Policies: ``scale_on_invocations`` (per instance), ``scale_on_concurrent_requests``
@@ -845,6 +877,8 @@ class VariantScaling(_RequestScaling):
         PredefinedMetric.VARIANT_CONCURRENT_REQUESTS_PER_MODEL_HIGH_RESOLUTION
     )
     _INVOCATIONS_METRIC = PredefinedMetric.VARIANT_INVOCATIONS_PER_INSTANCE
+    _DIMENSION = INSTANCE_COUNT_DIMENSION
+    _UNIT = "instances"
 
     def __init__(
         self,
@@ -864,25 +898,9 @@ class VariantScaling(_RequestScaling):
         """
         self._check_min_instances(min_instances)
         variant = variant_name or endpoint.default_variant_name
-        depends_on = None
         if isinstance(endpoint, EndpointBase):
             endpoint.check_variant_scaling(variant, min_instances, max_instances)
-            depends_on = _explicit_dependency(endpoint.endpoint_name, endpoint.resource)
-        super().__init__(
-            scope,
-            id,
-            resource_id=f"endpoint/{endpoint.endpoint_name}/variant/{variant}",
-            scalable_dimension=INSTANCE_COUNT_DIMENSION,
-            min_capacity=min_instances,
-            max_capacity=max_instances,
-            min_prop="min_instances",
-            max_prop="max_instances",
-            depends_on=depends_on,
-        )
-        self.endpoint = endpoint
-        """The endpoint whose variant scales."""
-        self.variant_name = variant
-        """The variant scaled."""
+        super().__init__(scope, id, endpoint, variant, (min_instances, max_instances))
         self.min_instances = min_instances
         """Fewest instances."""
         self.max_instances = max_instances

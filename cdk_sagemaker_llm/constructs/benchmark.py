@@ -49,7 +49,6 @@ import json
 from typing import Any
 
 from aws_cdk import (
-    ArnFormat,
     CfnResource,
     CustomResource,
     Duration,
@@ -60,7 +59,6 @@ from aws_cdk import (
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_stepfunctions as sfn
-from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from ..benchmarking.load import BenchmarkLoad
@@ -74,14 +72,19 @@ from ..planning.workload import Workload
 from ..prop_types import typed_props
 from . import managed_benchmark
 from .benchmark_options import BenchmarkEngine, BenchmarkGate, BenchmarkResults
+from .benchmark_workflow import (
+    ENGINE_SOURCES,
+    depend_on_policies_only,
+    lambda_task,
+    signalling_loop,
+    starter_function,
+)
 from .benchmark_workload import check_deploy_time
 from .deploy_time import (
     CUSTOM_RESOURCE_TIMEOUT,
     HandlerAsset,
     HandlerPlacement,
-    depend_on_policy_only,
     handler_function,
-    logged_workflow,
     signalled_work,
 )
 from .endpoint import Endpoint, IEndpoint, InferenceComponentEndpoint
@@ -92,15 +95,7 @@ from .nag import acknowledge_key_grant, acknowledge_wildcard_resources
 from .validation import ValidationError, check_range, is_unresolved
 
 HANDLER_ASSET = HandlerAsset(
-    sources=(
-        "errors.py",
-        "prop_types.py",
-        "planning/__init__.py",
-        "planning/workload.py",
-        "lambdas/runtime_support.py",
-        "lambdas/benchmark",
-        "benchmarking",
-    ),
+    sources=ENGINE_SOURCES,
     entry_module="index",
     entry_source='"""Lambda entry points of EndpointBenchmark."""\n\n'
     "from cdk_sagemaker_llm.lambdas.benchmark.handler import advance, on_event, worker\n\n"
@@ -123,13 +118,6 @@ MAX_TOKENS = 200_000
 DEFAULT_WORKLOAD = Workload(input_tokens=256, output_tokens=128)
 DEFINITION_HASH_LENGTH = 8
 WORKER_TIMEOUT = Duration.minutes(15)
-LAMBDA_RETRY_ERRORS = [
-    "Lambda.ServiceException",
-    "Lambda.AWSLambdaException",
-    "Lambda.SdkClientException",
-    "Lambda.TooManyRequestsException",
-]
-"""Transient Lambda errors retried by the workflow (with backoff and full jitter)."""
 
 
 # ----- the construct -------------------------------------------------------------------------
@@ -404,25 +392,12 @@ class EndpointBenchmark(Construct):
             advance, worker, Duration.seconds(sweep_seconds + margin)
         )
         """The Step Functions workflow of the sweep."""
-        starter = handler_function(
+        starter, executions = starter_function(
             self,
-            "Starter",
-            placement=self._placement,
             code=code,
-            handler="index.on_event",
-            timeout=Duration.minutes(1),
+            placement=self._placement,
+            state_machine=self.state_machine,
             description="Starts the sweep (CloudFormation custom resource); Delete stops it",
-        )
-        self.state_machine.grant_start_execution(starter)
-        # Delete stops the run's execution: only this state machine's executions.
-        executions = Stack.of(self).format_arn(
-            service="states",
-            resource="execution",
-            resource_name=f"{self.state_machine.state_machine_name}:*",
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
-        iam.Grant.add_to_principal(
-            grantee=starter, actions=["states:StopExecution"], resource_arns=[executions]
         )
         assert starter.role is not None
         acknowledge_wildcard_resources(
@@ -431,9 +406,7 @@ class EndpointBenchmark(Construct):
             "StopExecution on this benchmark's own workflow only: run names carry the wait "
             "handle, known only at deploy time.",
         )
-        for function in (worker, advance, starter):
-            depend_on_policy_only(function, function.role)
-        depend_on_policy_only(self.state_machine, self.state_machine.role)
+        depend_on_policies_only([worker, advance, starter], self.state_machine)
         self._acknowledge_findings(objects, advance, worker)
         return starter
 
@@ -532,55 +505,36 @@ class EndpointBenchmark(Construct):
 
     # ----- internals -------------------------------------------------------------------------
 
-    def _invoke(self, id: str, function: lambda_.IFunction) -> tasks.LambdaInvoke:
-        task = tasks.LambdaInvoke(
-            self,
-            id,
-            lambda_function=function,
-            payload_response_only=True,
-            retry_on_service_exceptions=False,
-        )
-        task.add_retry(
-            errors=LAMBDA_RETRY_ERRORS,
-            interval=Duration.seconds(2),
-            max_attempts=6,
-            backoff_rate=2,
-            max_delay=Duration.seconds(60),
-            jitter_strategy=sfn.JitterType.FULL,
-        )
-        return task
-
     def _state_machine(
         self, advance: lambda_.IFunction, worker: lambda_.IFunction, timeout: Duration
     ) -> sfn.StateMachine:
-        step = self._invoke("AdvanceSweep", advance)
-        report = self._invoke("ReportFailure", advance).next(
-            sfn.Fail(self, "SweepFailed", error="SweepFailed")
-        )
-        step.add_catch(report, errors=["States.ALL"], result_path="$.Error")
-        run_level = sfn.Map(
+        """``AdvanceSweep`` -> ``Done``? -> ``RunLevel`` (a Map of worker tasks) -> ..."""
+
+        def run_level(report: sfn.Chain) -> sfn.Map:
+            level = sfn.Map(
+                self,
+                "RunLevel",
+                items_path="$.Slices",
+                item_selector={
+                    "Run": sfn.JsonPath.object_at("$.Run"),
+                    "Slice": sfn.JsonPath.object_at("$$.Map.Item.Value"),
+                },
+                max_concurrency=self.max_workers,
+                result_path=sfn.JsonPath.DISCARD,
+            )
+            level.item_processor(lambda_task(self, "RunWorker", worker))
+            level.add_catch(report, errors=["States.ALL"], result_path="$.Error")
+            return level
+
+        return signalling_loop(
             self,
-            "RunLevel",
-            items_path="$.Slices",
-            item_selector={
-                "Run": sfn.JsonPath.object_at("$.Run"),
-                "Slice": sfn.JsonPath.object_at("$$.Map.Item.Value"),
-            },
-            max_concurrency=self.max_workers,
-            result_path=sfn.JsonPath.DISCARD,
-        )
-        run_level.item_processor(self._invoke("RunWorker", worker))
-        run_level.add_catch(report, errors=["States.ALL"], result_path="$.Error")
-        done = (
-            sfn.Choice(self, "Done")
-            .when(sfn.Condition.boolean_equals("$.Done", True), sfn.Succeed(self, "Signalled"))
-            .otherwise(run_level.next(step))
-        )
-        return logged_workflow(
-            self,
-            definition=step.next(done),
+            advance,
+            step_id="AdvanceSweep",
+            failed_id="SweepFailed",
+            error="SweepFailed",
+            between=run_level,
             timeout=timeout,
-            log_encryption_key=self._placement.log_encryption_key,
+            placement=self._placement,
             invoked=[advance, worker],
             summary="The workflow is a loop of Lambda tasks",
         )

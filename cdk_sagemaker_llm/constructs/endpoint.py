@@ -31,7 +31,7 @@ from .inference_component import InferenceComponent
 from .interfaces import IEndpoint, IHostedComponent
 from .model import ModelBase
 from .nag import acknowledge_key_grant
-from .networking import place_in_vpc
+from .networking import ContainerNetworking, place_in_vpc
 from .serverless import ServerlessConfig
 from .synth_cache import node_path, remember
 from .validation import (
@@ -44,12 +44,15 @@ from .validation import (
 )
 from .variant_options import (
     CapacityReservation,
+    ContainerStartup,
     InferenceAmiVersion,
     InstancePool,
+    ManagedInstanceScaling,
     PrefixAwareRouting,
     RoutingStrategy,
-    ScaleInPolicy,
+    StorageVolume,
     VariantPlatform,
+    timeout_seconds,
 )
 
 if TYPE_CHECKING:  # annotations only: importing these costs synth time
@@ -125,24 +128,29 @@ class ProductionVariant:
 
 
 def _check_instance_storage(
-    instance_type: InstanceType, volume_size: Size | None, kms_key: kms.IKey | None, prop: str
+    instance_type: InstanceType,
+    volume_size: Size | None,
+    kms_key: kms.IKey | None,
+    size_prop: str,
+    key_prop: str = "kms_key",
 ) -> None:
     if not instance_type.has_local_nvme_storage:
         return
     if volume_size is not None:
         raise ValidationError(
-            f"{prop}.volume_size",
+            size_prop,
             f"{volume_size.to_gibibytes()} GiB",
             f"{instance_type.name} has local NVMe storage; SageMaker rejects a volume size for it",
-            "drop volume_size (the instance store is used), or pick a type without local storage",
+            "drop the volume size (the instance store is used), or pick a type without local "
+            "storage",
         )
     if kms_key is not None:
         raise ValidationError(
-            "kms_key",
+            key_prop,
             kms_key.key_arn,
             f"{instance_type.name} has local NVMe storage; SageMaker rejects a KMS key for its "
             "storage volume (the instance store is encrypted by hardware)",
-            "drop kms_key for this instance type, or pick a type without local storage",
+            f"drop {key_prop} for this instance type, or pick a type without local storage",
         )
 
 
@@ -164,7 +172,7 @@ def _instance_variant(
         )
         model = models.get(instance_type.name) or variant.model
         model.check_placement(instance_type, instance_type.accelerator_count or None, where)
-        _check_instance_storage(instance_type, variant.volume_size, kms_key, prop)
+        _check_instance_storage(instance_type, variant.volume_size, kms_key, f"{prop}.volume_size")
     return {
         "instance_type": variant.instance_type.name if variant.instance_type else None,
         "initial_instance_count": count,
@@ -231,17 +239,14 @@ def _serverless_variant(
 
 
 def _component_instance_types(
-    platform: VariantPlatform,
-    instance_type: InstanceType | None,
-    instance_pools: Sequence[InstancePool] | None,
-    volume_size: Size | None,
-    kms_key: kms.IKey | None,
+    platform: VariantPlatform, instance_type: InstanceType | None, storage: StorageVolume
 ) -> list[InstanceType]:
     """The instance types an inference-component endpoint's variant may use, in priority
     order, each checked (AMI, storage); its pools bring no model (components do)."""
+    instance_pools = platform.instance_pools
     if any(pool.model is not None for pool in instance_pools or []):
         raise ValidationError(
-            "instance_pools[].model",
+            "platform.instance_pools[].model",
             [pool.model.node.path for pool in instance_pools or [] if pool.model],
             "an inference-component endpoint's variant serves no model of its own",
             "drop model from the pools and give components per-type specifications",
@@ -249,7 +254,9 @@ def _component_instance_types(
     instance_types = platform.instance_types(instance_type, "endpoint")
     platform.check_ami(instance_types, "endpoint")
     for each in instance_types:
-        _check_instance_storage(each, volume_size, kms_key, "endpoint")
+        _check_instance_storage(
+            each, storage.size, storage.kms_key, "storage.size", "storage.kms_key"
+        )
     return instance_types
 
 
@@ -294,15 +301,10 @@ def _timeouts(
     startup: Duration | None,
     download: Duration | None,
 ) -> tuple[int | None, int | None]:
-    values = []
-    for name, value in (
-        ("container_startup_health_check_timeout", startup),
-        ("model_data_download_timeout", download),
-    ):
-        seconds = int(value.to_seconds()) if value is not None else None
-        check_range(f"{prefix}{name} (seconds)", seconds, minimum=60, maximum=3600)
-        values.append(seconds)
-    return values[0], values[1]
+    return (
+        timeout_seconds(f"{prefix}container_startup_health_check_timeout", startup),
+        timeout_seconds(f"{prefix}model_data_download_timeout", download),
+    )
 
 
 def _volume_gib(prop: str, size: Size | None) -> int | None:
@@ -521,113 +523,75 @@ class InferenceComponentEndpoint(EndpointBase):
     """An endpoint that hosts inference components on shared instances.
 
     The variant has no model; components (``add_inference_component``) bring their own, and
-    SageMaker's managed instance scaling adds and removes instances between
-    ``min_instance_count`` and ``max_instance_count`` as components scale their copies.
+    SageMaker's managed instance scaling adds and removes instances between the
+    ``instance_scaling`` bounds as components scale their copies.
     """
 
     from_endpoint_name = staticmethod(import_endpoint_by_name)
     from_endpoint_arn = staticmethod(import_endpoint_by_arn)
 
-    def __init__(  # noqa: PLR0913 - known offender (issue 18 item 5): group the props
+    def __init__(
         self,
         scope: Construct,
         id: str,
         *,
         instance_type: InstanceType | None = None,
-        initial_instance_count: int = 1,
-        min_instance_count: int = 1,
-        max_instance_count: int | None = None,
-        variant_name: str = DEFAULT_VARIANT_NAME,
-        routing_strategy: RoutingStrategy | None = None,
-        prefix_aware_routing: PrefixAwareRouting | None = None,
-        instance_pools: Sequence[InstancePool] | None = None,
-        provision_timeout: Duration | None = None,
-        scale_in_policy: ScaleInPolicy | None = None,
-        capacity_reservation: CapacityReservation | None = None,
-        inference_ami_version: InferenceAmiVersion | None = None,
-        enable_ssm_access: bool | None = None,
-        volume_size: Size | None = None,
-        container_startup_health_check_timeout: Duration | None = None,
-        model_data_download_timeout: Duration | None = None,
+        instance_scaling: ManagedInstanceScaling | None = None,
+        platform: VariantPlatform | None = None,
+        storage: StorageVolume | None = None,
+        startup: ContainerStartup | None = None,
+        networking: ContainerNetworking | None = None,
         role: iam.IRole | None = None,
-        vpc: ec2.IVpc | None = None,
-        vpc_subnets: ec2.SubnetSelection | None = None,
-        security_groups: Sequence[ec2.ISecurityGroup] | None = None,
-        network_isolation: bool = False,
-        kms_key: kms.IKey | None = None,
         data_capture: DataCapture | None = None,
-        endpoint_name: str | None = None,
         metrics: EndpointMetrics | None = None,
+        variant_name: str = DEFAULT_VARIANT_NAME,
+        endpoint_name: str | None = None,
     ) -> None:
         """
         :param instance_type: the instance type every component shares; or give
-            ``instance_pools``.
-        :param initial_instance_count: instances at creation; default 1.
-        :param min_instance_count: fewest instances managed scaling keeps; default 1. 0 allows
-            scale to zero (not accepted in every region).
-        :param max_instance_count: most instances; default ``initial_instance_count``.
-        :param variant_name: the variant name; default ``AllTraffic``.
-        :param routing_strategy: request routing; default SageMaker's.
-        :param prefix_aware_routing: settings of ``RoutingStrategy.PREFIX_AWARE`` (required
-            with it; implies it).
-        :param instance_pools: 1-5 instance types by priority (fallback when capacity is
-            short), replacing ``instance_type``; components are checked on each, and may give
-            per-type ``specifications``. Default none.
-        :param provision_timeout: how long provisioning across pools may take (300-3600 s);
-            default SageMaker's.
-        :param scale_in_policy: how managed scaling releases instances (idle release or
-            consolidation); default SageMaker's.
-        :param capacity_reservation: launch into an ML capacity reservation; default
-            on-demand.
-        :param inference_ami_version: the inference AMI; default SageMaker's.
-        :param enable_ssm_access: allow SSM sessions into the containers; default off.
-        :param volume_size: ML storage volume (1-512 GiB); not allowed with local NVMe storage.
-        :param container_startup_health_check_timeout: default for components (60-3600 s).
-        :param model_data_download_timeout: default for components (60-3600 s).
+            ``platform=VariantPlatform(instance_pools=[...])``.
+        :param instance_scaling: initial, fewest and most instances and the scale-in policy
+            of managed instance scaling; default 1 instance, neither more nor fewer.
+        :param platform: instance pools (1-5 instance types by priority, tried in turn when
+            capacity is short; components are checked on each and may give per-type
+            ``specifications``), provisioning timeout, routing, capacity reservation,
+            inference AMI and SSM access; default SageMaker's.
+        :param storage: the ML storage volume's size and KMS key; default SageMaker's and
+            AWS-managed. Not allowed on instance types with local NVMe storage.
+        :param startup: default health-check and download timeouts of the components'
+            containers (60-3600 s); default SageMaker's.
+        :param networking: the components' VPC, subnets, security groups and network
+            isolation; default SageMaker's managed network.
         :param role: the execution role the API requires; default a new least-privilege role
             (components with their own container add their grants to it).
-        :param vpc: run component containers in this VPC; default none.
-        :param vpc_subnets: subnets within ``vpc``; default the private subnets.
-        :param security_groups: default one new group with no inbound rules.
-        :param network_isolation: forbid containers network access; default False.
-        :param kms_key: encrypt storage volumes; default AWS-managed. Not allowed with local
-            NVMe storage.
         :param data_capture: capture requests/responses to S3; default off.
-        :param endpoint_name: default generated by CloudFormation.
         :param metrics: which metrics SageMaker publishes and how often (``MetricsConfig``;
             enhanced metrics are per container here); default SageMaker's.
+        :param variant_name: the variant name; default ``AllTraffic``.
+        :param endpoint_name: default generated by CloudFormation.
         """
         super().__init__(scope, id)
         remember(self, scope, id)
         require_inference_components(self, "region of the stack")
         check_sagemaker_name("endpoint_name", endpoint_name)
         check_sagemaker_name("variant_name", variant_name)
-        maximum = max_instance_count if max_instance_count is not None else initial_instance_count
-        self._check_instance_counts(min_instance_count, initial_instance_count, maximum)
-        platform = VariantPlatform(
-            instance_pools=instance_pools,
-            provision_timeout=provision_timeout,
-            routing_strategy=routing_strategy,
-            prefix_aware_routing=prefix_aware_routing,
-            capacity_reservation=capacity_reservation,
-            inference_ami_version=inference_ami_version,
-            enable_ssm_access=enable_ssm_access,
+        scaling = instance_scaling or ManagedInstanceScaling()
+        storage = storage or StorageVolume()
+        networking = networking or ContainerNetworking()
+        platform = platform or VariantPlatform()
+        self._check_instance_counts(
+            scaling.min_instance_count, scaling.initial_instance_count, scaling.maximum
         )
-        self.instance_types = _component_instance_types(
-            platform, instance_type, instance_pools, volume_size, kms_key
-        )
+        self.instance_types = _component_instance_types(platform, instance_type, storage)
         """The instance types components run on, in priority order (one without pools)."""
-        startup, download = _timeouts(
-            "", container_startup_health_check_timeout, model_data_download_timeout
-        )
         self.instance_type = self.instance_types[0]
         """The (first-priority) instance type."""
-        self.min_instance_count = min_instance_count
+        self.min_instance_count = scaling.min_instance_count
         """Fewest instances managed scaling keeps."""
-        self.max_instance_count = maximum
+        self.max_instance_count = scaling.maximum
         """Most instances managed scaling adds."""
         self.default_variant_name = variant_name
-        self.network_isolation = network_isolation
+        self.network_isolation = networking.network_isolation
         """Whether containers are denied network access."""
         self.components: list[IHostedComponent] = []
         """Components this endpoint hosts, in the order they were created."""
@@ -637,39 +601,8 @@ class InferenceComponentEndpoint(EndpointBase):
             self, "ExecutionRole", description=f"SageMaker execution role of {node_path(self)}"
         )
         """The execution role of the endpoint's component containers."""
-        vpc_config = self._vpc_config(vpc, vpc_subnets, security_groups)
-        if kms_key is not None:
-            kms_key.grant_encrypt_decrypt(self.role)
-            acknowledge_key_grant(self.role, STORAGE_KEY_REASON)
-
-        self.endpoint_config = sagemaker.CfnEndpointConfig(
-            self,
-            "Config",
-            execution_role_arn=self.role.role_arn,
-            enable_network_isolation=network_isolation or None,
-            vpc_config=vpc_config,
-            kms_key_id=kms_key.key_arn if kms_key else None,
-            data_capture_config=data_capture.bind([self.role]) if data_capture else None,
-            metrics_config=metrics.render("metrics") if metrics else None,
-            production_variants=[
-                sagemaker.CfnEndpointConfig.ProductionVariantProperty(
-                    variant_name=variant_name,
-                    instance_type=instance_type.name if instance_type else None,
-                    initial_instance_count=initial_instance_count,
-                    managed_instance_scaling=sagemaker.CfnEndpointConfig.ManagedInstanceScalingProperty(
-                        status="ENABLED",
-                        min_instance_count=min_instance_count,
-                        max_instance_count=maximum,
-                        scale_in_policy=scale_in_policy.render("scale_in_policy")
-                        if scale_in_policy
-                        else None,
-                    ),
-                    **platform.render("endpoint"),
-                    volume_size_in_gb=_volume_gib("endpoint", volume_size),
-                    container_startup_health_check_timeout_in_seconds=startup,
-                    model_data_download_timeout_in_seconds=download,
-                )
-            ],
+        self.endpoint_config = self._config(
+            instance_type, scaling, platform, storage, startup, networking, data_capture, metrics
         )
         depend_on_role_policy(self.endpoint_config, self.role)
         self.resource = sagemaker.CfnEndpoint(
@@ -681,25 +614,77 @@ class InferenceComponentEndpoint(EndpointBase):
         self.endpoint_name = self.resource.attr_endpoint_name
         self.endpoint_arn = self.resource.ref
 
+    def _config(
+        self,
+        instance_type: InstanceType | None,
+        scaling: ManagedInstanceScaling,
+        platform: VariantPlatform,
+        storage: StorageVolume,
+        startup: ContainerStartup | None,
+        networking: ContainerNetworking,
+        data_capture: DataCapture | None,
+        metrics: EndpointMetrics | None,
+    ) -> sagemaker.CfnEndpointConfig:
+        """The ``AWS::SageMaker::EndpointConfig``: its one variant with managed instance
+        scaling, and the endpoint-wide role, network, key, data capture and metrics."""
+        health_check, download = startup.seconds("startup") if startup else (None, None)
+        vpc_config = self._vpc_config(networking)
+        kms_key = storage.kms_key
+        if kms_key is not None:
+            kms_key.grant_encrypt_decrypt(self.role)
+            acknowledge_key_grant(self.role, STORAGE_KEY_REASON)
+        l1 = sagemaker.CfnEndpointConfig
+        return l1(
+            self,
+            "Config",
+            execution_role_arn=self.role.role_arn,
+            enable_network_isolation=networking.network_isolation or None,
+            vpc_config=vpc_config,
+            kms_key_id=kms_key.key_arn if kms_key else None,
+            data_capture_config=data_capture.bind([self.role]) if data_capture else None,
+            metrics_config=metrics.render("metrics") if metrics else None,
+            production_variants=[
+                l1.ProductionVariantProperty(
+                    variant_name=self.default_variant_name,
+                    instance_type=instance_type.name if instance_type else None,
+                    initial_instance_count=scaling.initial_instance_count,
+                    managed_instance_scaling=l1.ManagedInstanceScalingProperty(
+                        status="ENABLED",
+                        min_instance_count=scaling.min_instance_count,
+                        max_instance_count=scaling.maximum,
+                        scale_in_policy=scaling.scale_in_policy.render(
+                            "instance_scaling.scale_in_policy"
+                        )
+                        if scaling.scale_in_policy
+                        else None,
+                    ),
+                    **platform.render("endpoint"),
+                    volume_size_in_gb=storage.size_gib("storage"),
+                    container_startup_health_check_timeout_in_seconds=health_check,
+                    model_data_download_timeout_in_seconds=download,
+                )
+            ],
+        )
+
     def _check_instance_counts(self, minimum: int, initial: int, maximum: int) -> None:
         """Managed instance scaling keeps ``minimum <= initial <= maximum`` instances; it starts
         with at least 1, and scaling to 0 is not accepted in every region (a warning)."""
         check_range(
-            "initial_instance_count",
+            "instance_scaling.initial_instance_count",
             initial,
             minimum=1,
             fix="create with at least 1 instance; scale to zero afterwards",
         )
-        check_range("min_instance_count", minimum, minimum=0)
-        check_range("max_instance_count", maximum, minimum=1)
+        check_range("instance_scaling.min_instance_count", minimum, minimum=0)
+        check_range("instance_scaling.max_instance_count", maximum, minimum=1)
         if any(map(is_unresolved, (minimum, initial, maximum))):
             note_unchecked(
-                "min_instance_count/initial_instance_count/max_instance_count",
+                "instance_scaling.min_instance_count/initial_instance_count/max_instance_count",
                 "min <= initial <= max",
             )
         elif not minimum <= initial <= maximum:
             raise ValidationError(
-                "min_instance_count/initial_instance_count/max_instance_count",
+                "instance_scaling.min_instance_count/initial_instance_count/max_instance_count",
                 (minimum, initial, maximum),
                 "must satisfy min <= initial <= max",
                 "raise max_instance_count or lower min_instance_count",
@@ -712,15 +697,16 @@ class InferenceComponentEndpoint(EndpointBase):
             )
 
     def _vpc_config(
-        self,
-        vpc: ec2.IVpc | None,
-        vpc_subnets: ec2.SubnetSelection | None,
-        security_groups: Sequence[ec2.ISecurityGroup] | None,
+        self, networking: ContainerNetworking
     ) -> sagemaker.CfnEndpointConfig.VpcConfigProperty | None:
-        """Place the containers in ``vpc`` (security groups and ENI rights for the role); the
+        """Place the containers in the VPC (security groups and ENI rights for the role); the
         L1 property, None without a VPC."""
         network = place_in_vpc(
-            self, vpc=vpc, vpc_subnets=vpc_subnets, security_groups=security_groups, role=self.role
+            self,
+            vpc=networking.vpc,
+            vpc_subnets=networking.vpc_subnets,
+            security_groups=networking.security_groups,
+            role=self.role,
         )
         self.security_groups: list[ec2.ISecurityGroup] = network.security_groups if network else []
         """Security groups of the containers' network interfaces (empty without a VPC)."""
@@ -735,10 +721,10 @@ class InferenceComponentEndpoint(EndpointBase):
         return InferenceComponent(self, id, endpoint=self, **props)
 
     def host(self, component: IHostedComponent) -> None:
-        """Count ``component`` among the hosted ones; raise ValidationError when
-        ``max_instance_count`` instances can no longer hold every component's copies."""
+        """Count ``component`` among the hosted ones; raise ValidationError (and leave it out)
+        when ``max_instance_count`` instances can no longer hold every component's copies."""
+        self._check_copies(node_path(component), component.copy_count, "copy_count", component)
         self.components.append(component)
-        self._check_copies(node_path(component), component.copy_count, "copy_count")
 
     def check_variant_scaling(
         self, variant_name: str, min_instances: int, max_instances: int
@@ -748,7 +734,7 @@ class InferenceComponentEndpoint(EndpointBase):
             "endpoint",
             self.node.path,
             "an inference-component endpoint's instances follow its components (managed "
-            "instance scaling between min_instance_count and max_instance_count)",
+            "instance scaling between its instance_scaling bounds)",
             "scale the components with ComponentScaling and set the instance bounds on the "
             "InferenceComponentEndpoint",
         )
@@ -759,38 +745,53 @@ class InferenceComponentEndpoint(EndpointBase):
         most copies (see ``capacity``)."""
         self._check_copies(node_path(component), copies, prop)
 
-    def _check_copies(self, path: str, copies: int, prop: str) -> None:
+    def _check_copies(
+        self, path: str, copies: int, prop: str, adding: IHostedComponent | None = None
+    ) -> None:
         """Check the copies on every instance type the endpoint may be provisioned on: with
         instance pools SageMaker may fall back to any of them, so the type that holds the
-        fewest copies decides, and the error names that pool."""
+        fewest copies decides, and the error names that pool. A rejected value is not
+        remembered (a component being added is counted only once accepted)."""
         if is_unresolved(copies):
             return
-        if prop == "max_copies":
-            self._most_copies[path] = copies
         if is_unresolved(self.max_instance_count):
             note_unchecked("max_instance_count", "whether the instances hold every copy")
-            return
-        for instance_type in self.instance_types:
-            demands = []
-            for hosted in self.components:
-                hosted_path = node_path(hosted)
-                most = self._most_copies.get(hosted_path, hosted.copy_count)
-                if hosted_path == path:
-                    most = copies
-                if hosted.base_component or is_unresolved(most):
-                    continue
-                accelerators, memory_mib = hosted.requirements_on(instance_type)
-                demands.append(
-                    CopyDemand(hosted_path, most, accelerators, memory_mib, hosted.cpu_cores)
+        else:
+            hosted = [*self.components, *([adding] if adding is not None else [])]
+            for instance_type in self.instance_types:
+                check_capacity(
+                    instance_type,
+                    self.max_instance_count,
+                    self._demands(hosted, instance_type, path, copies),
+                    prop=prop,
+                    value=copies,
+                    pool=len(self.instance_types) > 1,
                 )
-            check_capacity(
-                instance_type,
-                self.max_instance_count,
-                demands,
-                prop=prop,
-                value=copies,
-                pool=len(self.instance_types) > 1,
+        if prop == "max_copies":
+            self._most_copies[path] = copies
+
+    def _demands(
+        self,
+        hosted: Sequence[IHostedComponent],
+        instance_type: InstanceType,
+        path: str,
+        copies: int,
+    ) -> list[CopyDemand]:
+        """What each hosted component's most copies reserve on ``instance_type``, with
+        ``copies`` for the one at ``path``."""
+        demands = []
+        for component in hosted:
+            component_path = node_path(component)
+            most = self._most_copies.get(component_path, component.copy_count)
+            if component_path == path:
+                most = copies
+            if component.base_component or is_unresolved(most):
+                continue
+            accelerators, memory_mib = component.requirements_on(instance_type)
+            demands.append(
+                CopyDemand(component_path, most, accelerators, memory_mib, component.cpu_cores)
             )
+        return demands
 
     def check_scale_to_zero(self) -> bool:
         """Raise ValidationError unless managed instance scaling may release every instance."""
@@ -800,6 +801,8 @@ class InferenceComponentEndpoint(EndpointBase):
                 0,
                 "scale to zero needs the endpoint's managed instance scaling to allow 0 "
                 f"instances, but {self.node.path} has min_instance_count={self.min_instance_count}",
-                "set min_instance_count=0 on the InferenceComponentEndpoint, or min_copies >= 1",
+                "give the InferenceComponentEndpoint "
+                "instance_scaling=ManagedInstanceScaling(min_instance_count=0, ...), or "
+                "min_copies >= 1",
             )
         return True

@@ -13,7 +13,12 @@ from constructs import Construct
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec
 from ..prop_types import typed_props
-from .component_options import ComponentScheduling, ComponentSpecification, ContainerMetrics
+from .component_options import (
+    ComponentModel,
+    ComponentScheduling,
+    ComponentSpecification,
+    CopyResources,
+)
 from .deployment import RollingDeployment
 from .endpoint_base import INVOKE_ACTIONS, import_endpoint_by_name
 from .fit_check import check_fit
@@ -23,9 +28,10 @@ from .lora_adapters import LoraAdapters, LoraServer
 from .model import ModelBase, check_image_on_instance, merge_environment
 from .model_source import ModelSource, ModelSourceKind
 from .plan_metadata import add_plan_metadata
-from .serving_options import MAX_LORA_RANKS, ServingOptions
+from .serving_options import MAX_LORA_RANKS
 from .synth_cache import node_path, remember
 from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
+from .variant_options import ContainerStartup
 
 if TYPE_CHECKING:  # imported where used: importing them costs synth time
     from aws_cdk import aws_cloudwatch as cloudwatch
@@ -129,71 +135,47 @@ class _ImportedInferenceComponent(InferenceComponentBase):
 class InferenceComponent(InferenceComponentBase):
     """One inference component: a model, or a container + artifact, with its compute share.
 
-    The compute requirements reserve accelerators, memory and CPU for each copy; they must fit
-    on one instance of the endpoint's type. For LoRA adapters, pass ``base_component``, an
-    ``artifact`` and the adapter's ``lora_rank``, and no compute requirements: the adapter
-    shares its base's copies, and its base's LMI LoRA options are set or checked for it.
+    What it serves is a ``ComponentModel``: ``ComponentModel.of(model)``,
+    ``ComponentModel.from_image(image, ...)``, or ``ComponentModel.lora_adapter(base, ...)``.
+    The ``resources`` reserve accelerators, memory and CPU for each copy; they must fit on one
+    instance of the endpoint's type. A LoRA adapter takes no resources: it shares its base's
+    copies, and its base's LMI LoRA options are set or checked for it.
     """
 
-    def __init__(  # noqa: PLR0913 - known offender (issue 18 item 5): group the props
+    def __init__(
         self,
         scope: Construct,
         id: str,
         *,
         endpoint: IComponentHost,
-        model: ModelBase | None = None,
-        image: ContainerImage | None = None,
-        artifact: ModelSource | None = None,
-        serving: ServingOptions | None = None,
-        environment: Mapping[str, str] | None = None,
-        accelerators: int | None = None,
-        min_memory: Size | None = None,
-        max_memory: Size | None = None,
-        cpu_cores: float | None = None,
+        serves: ComponentModel,
+        resources: CopyResources | None = None,
         copy_count: int = 1,
-        container_startup_health_check_timeout: Duration | None = None,
-        model_data_download_timeout: Duration | None = None,
+        startup: ContainerStartup | None = None,
         data_cache: bool = False,
-        base_component: IInferenceComponent | None = None,
+        scheduling: ComponentScheduling | None = None,
+        specifications: Sequence[ComponentSpecification] | None = None,
         deployment: RollingDeployment | None = None,
         inference_component_name: str | None = None,
-        scheduling: ComponentScheduling | None = None,
-        container_metrics: ContainerMetrics | None = None,
-        specifications: Sequence[ComponentSpecification] | None = None,
-        lora_rank: int | None = None,
     ) -> None:
         """
         :param endpoint: the inference-component endpoint that hosts this component.
-        :param model: the model served; or give ``image`` (+ ``artifact``) instead.
-        :param image: a container to run directly, pulled with the endpoint's role.
-        :param artifact: with ``image`` or ``base_component``: a Hugging Face id or an S3
-            ``.tar.gz`` (for adapters, the adapter weights).
-        :param serving: with ``image``: typed serving options; default none.
-        :param environment: with ``image``: extra container variables; default none.
-        :param accelerators: accelerators per copy; default the model's tensor-parallel degree,
-            or 1 on accelerated instances.
-        :param min_memory: host memory reserved per copy (at least 128 MiB); required.
-        :param max_memory: host memory limit per copy; default none.
-        :param cpu_cores: CPU cores reserved per copy (at least 0.25); default none.
+        :param serves: the Model, container image or LoRA adapter served (``ComponentModel``).
+        :param resources: what each copy reserves (``CopyResources``; ``min_memory`` is
+            required); none for an adapter.
         :param copy_count: copies at creation (at least 1; scale to zero later); default 1.
-        :param container_startup_health_check_timeout: 60-3600 s; default the endpoint's.
-        :param model_data_download_timeout: 60-3600 s; default the endpoint's.
+        :param startup: the container's health-check and download timeouts, 60-3600 s each;
+            default the endpoint's.
         :param data_cache: cache the model artifacts on the instance so new copies start
             faster; default False.
-        :param base_component: makes this an adapter of that component.
-        :param deployment: rolling update with alarm rollback for later changes; default
-            SageMaker's.
-        :param inference_component_name: default generated by CloudFormation.
         :param scheduling: how copies are placed (spread or bin-pack, availability-zone
             balance); default SageMaker's.
-        :param container_metrics: publish the container's Prometheus metrics to CloudWatch;
-            with ``image`` only (a Model-based component defines no container); default off.
         :param specifications: on an endpoint with instance pools, what runs on each instance
             type (one per pool type, 2-5); default one specification for every type, checked
             on each.
-        :param lora_rank: with ``base_component``: the adapter's LoRA rank (``r`` in its
-            ``adapter_config.json``), 1-512; required when the base runs LMI, whose LoRA
-            options are set and checked against every adapter (see ``LmiLora``).
+        :param deployment: rolling update with alarm rollback for later changes; default
+            SageMaker's.
+        :param inference_component_name: default generated by CloudFormation.
         """
         super().__init__(scope, id)
         remember(self, scope, id)
@@ -201,102 +183,99 @@ class InferenceComponent(InferenceComponentBase):
         self.deployment = deployment
         """The rolling deployment of later changes, if any."""
         self.endpoint = endpoint
-        self.model = model
+        self.serves = serves
+        """What the component serves."""
+        self.model = serves.model
         """The model served, when given as a Model."""
         self.copy_count = copy_count
         """Copies at creation (on the whole endpoint)."""
-        self.base_component = base_component
+        self.base_component = serves.base_component
         """The component this adapter runs in, or None."""
         self.min_memory_mib = 0
         """Host memory reserved per copy (MiB) on the first-priority instance type; 0 for an
         adapter."""
-        self.cpu_cores = cpu_cores
+        self.cpu_cores = resources.cpu_cores if resources is not None else None
         """CPU cores reserved per copy, or None."""
         self._min_memory_mib_by_instance_type: dict[str, int] = {}
         self.lora_adapters: LoraAdapters | None = None
         """The adapter components attached to this one; None for an adapter."""
+        self.image: ContainerImage | None = None
+        """The container image the copies run (the Model's or the given one); None for an
+        adapter."""
+        self.accelerators = 0
+        """Accelerators reserved per copy (on the first-priority instance type)."""
+        self.accelerators_by_instance_type: dict[str, int] = {}
+        """Accelerators reserved per copy, by instance type."""
 
-        specifications_prop = None
-        if base_component is not None:
-            _check_adapter(
-                model,
-                image,
-                artifact,
-                accelerators,
-                min_memory,
-                max_memory,
-                cpu_cores,
-                scheduling,
-                container_metrics,
-                specifications,
-            )
-            assert artifact is not None
-            self.image: ContainerImage | None = None
-            self.accelerators = 0
-            self.accelerators_by_instance_type: dict[str, int] = {}
-            specification: (
-                sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty | None
-            ) = self._adapter_specification(base_component, artifact, endpoint)
-            _attach_adapter(self, base_component, lora_rank)
+        specification: (
+            sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty | None
+        )
+        if serves.base_component is not None:
+            _check_adapter(resources, scheduling, specifications)
+            specification, specifications_prop = self._adapter(serves, endpoint), None
         else:
-            _check_served(
-                model,
-                image,
-                artifact,
-                serving,
-                environment,
-                container_metrics,
+            specification, specifications_prop = self._served(
+                endpoint,
+                serves,
+                resources or CopyResources(),
+                {
+                    "startup_parameters": _startup(startup),
+                    "data_cache_config": _data_cache(data_cache),
+                    "scheduling_config": scheduling.render("scheduling") if scheduling else None,
+                },
                 specifications,
-                lora_rank,
             )
-            self.lora_adapters = LoraAdapters(self)
-            self._serve_models_to_adapters(model, specifications)
-            self.image = model.image if model is not None else image
-            if image is not None and serving is not None:
-                serving.validate(image)
-            container = (
-                self._container(image, artifact, serving, environment, endpoint, container_metrics)
-                if image is not None
-                else None
-            )
-            entries = _entries(endpoint, specifications)
-            self.accelerators_by_instance_type = {}
-            """Accelerators reserved per copy, by instance type."""
-            compute = {
-                instance_type.name: self._requirements(
-                    instance_type,
-                    entry,
-                    model=model,
-                    image=image,
-                    artifact=artifact,
-                    serving=serving,
-                    environment=environment,
-                    accelerators=accelerators,
-                    min_memory=min_memory,
-                    max_memory=max_memory,
-                    cpu_cores=cpu_cores,
-                    specified=bool(specifications),
-                )
-                for instance_type, entry in entries
-            }
-            self.accelerators = self.accelerators_by_instance_type[endpoint.instance_type.name]
-            """Accelerators reserved per copy (on the first-priority instance type)."""
-            self.min_memory_mib = self._min_memory_mib_by_instance_type[endpoint.instance_type.name]
-            common: dict[str, Any] = {
-                "startup_parameters": _startup(
-                    container_startup_health_check_timeout, model_data_download_timeout
-                ),
-                "data_cache_config": _data_cache(data_cache),
-                "scheduling_config": scheduling.render("scheduling") if scheduling else None,
-            }
-            specification, specifications_prop = _specifications(
-                model, container, compute, entries, common, endpoint.instance_type, specifications
-            )
-
         self.resource = self._resource(
             inference_component_name, copy_count, specification, specifications_prop
         )
-        self._register(endpoint, deployment, model, artifact)
+        self._register(endpoint, deployment, serves.model, serves.artifact)
+
+    def _adapter(
+        self, serves: ComponentModel, endpoint: IComponentHost
+    ) -> sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty:
+        """An adapter: its specification, checked against its base's LoRA options."""
+        assert serves.base_component is not None and serves.artifact is not None
+        specification = self._adapter_specification(
+            serves.base_component, serves.artifact, endpoint
+        )
+        _attach_adapter(self, serves.base_component, serves.lora_rank)
+        return specification
+
+    def _served(
+        self,
+        endpoint: IComponentHost,
+        serves: ComponentModel,
+        resources: CopyResources,
+        common: Mapping[str, Any],
+        specifications: Sequence[ComponentSpecification] | None,
+    ) -> tuple[
+        sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty | None,
+        list[sagemaker.CfnInferenceComponent.InferenceComponentSpecificationForInstanceTypeProperty]
+        | None,
+    ]:
+        """A component with copies of its own: its container (when it runs an image), the
+        compute requirements checked on each instance type, and its specification(s)."""
+        model, image = serves.model, serves.image
+        _check_served(model, specifications)
+        self.lora_adapters = LoraAdapters(self)
+        self._serve_models_to_adapters(model, specifications)
+        self.image = model.image if model is not None else image
+        if image is not None and serves.serving is not None:
+            serves.serving.validate(image)
+        container = self._container(serves, image, endpoint) if image is not None else None
+        entries = _entries(endpoint, specifications)
+        compute = {
+            instance_type.name: self._requirements(
+                instance_type, entry, serves, resources, specified=bool(specifications)
+            )
+            for instance_type, entry in entries
+        }
+        first = endpoint.instance_type.name
+        self.accelerators = self.accelerators_by_instance_type[first]
+        self.min_memory_mib = self._min_memory_mib_by_instance_type[first]
+        return _specifications(
+            model, container, compute, entries, common, endpoint.instance_type, specifications
+        )
 
     def _register(
         self,
@@ -401,56 +380,48 @@ class InferenceComponent(InferenceComponentBase):
         )
 
     def _container(
-        self,
-        image: ContainerImage,
-        artifact: ModelSource | None,
-        serving: ServingOptions | None,
-        environment: Mapping[str, str] | None,
-        endpoint: IComponentHost,
-        metrics: ContainerMetrics | None = None,
+        self, serves: ComponentModel, image: ContainerImage, endpoint: IComponentHost
     ) -> sagemaker.CfnInferenceComponent.InferenceComponentContainerSpecificationProperty:
+        artifact, environment = serves.artifact, serves.environment
         rendered: dict[str, str] = {}
         artifact_url = None
         if artifact is not None:
             if endpoint.network_isolation and artifact.needs_internet:
                 raise ValidationError(
-                    "artifact",
+                    "serves.artifact",
                     artifact.model_id,
                     "the endpoint isolates containers from the network, so a Hugging Face "
                     "model cannot be downloaded",
-                    "use an S3 tarball artifact, or create the endpoint without network_isolation",
+                    "use an S3 tarball artifact, or create the endpoint without "
+                    "networking.network_isolation",
                 )
             if artifact.kind is ModelSourceKind.S3_TARBALL:
                 artifact_url = self._artifact_url(artifact, endpoint)
             else:
                 rendered.update(self._hugging_face_environment(artifact, endpoint))
-        if serving is not None:
-            rendered.update(serving.environment())
-        merged = merge_environment(rendered, environment, "environment")
+        if serves.serving is not None:
+            rendered.update(serves.serving.environment())
+        merged = merge_environment(rendered, environment, "serves.environment")
         _check_environment_entries(merged, environment)
         assert self.lora_adapters is not None
+        metrics = serves.container_metrics
         return sagemaker.CfnInferenceComponent.InferenceComponentContainerSpecificationProperty(
             image=image.bind(self, endpoint.role),
             artifact_url=artifact_url,
             # Lazy: adapters attached later may add LMI's LoRA options (lora_adapters.py).
             environment=self.lora_adapters.serve(LoraServer("image", image, merged, True)),
-            container_metrics_config=metrics.render("container_metrics") if metrics else None,
+            container_metrics_config=metrics.render("serves.container_metrics")
+            if metrics
+            else None,
         )
 
     def _requirements(
         self,
         instance_type: InstanceType,
         entry: ComponentSpecification | None,
+        serves: ComponentModel,
+        resources: CopyResources,
         *,
-        model: ModelBase | None,
-        image: ContainerImage | None,
-        artifact: ModelSource | None,
-        serving: ServingOptions | None,
-        environment: Mapping[str, str] | None,
-        accelerators: int | None,
-        min_memory: Size | None,
-        max_memory: Size | None,
-        cpu_cores: float | None,
         specified: bool,
     ) -> sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty:
         """Check that a copy fits on one ``instance_type`` (accelerator kind, tensor-parallel
@@ -459,8 +430,11 @@ class InferenceComponent(InferenceComponentBase):
         prop = (
             f"specifications[{instance_type.name}]"
             if specified
-            else f"accelerators (on {instance_type.name})"
+            else f"resources.accelerators (on {instance_type.name})"
         )
+        model, image, serving = serves.model, serves.image, serves.serving
+        accelerators, min_memory = resources.accelerators, resources.min_memory
+        max_memory, cpu_cores = resources.max_memory, resources.cpu_cores
         if entry is not None:
             model = entry.model or model
             accelerators = entry.accelerators or accelerators
@@ -481,16 +455,21 @@ class InferenceComponent(InferenceComponentBase):
             degree = serving.accelerators_per_copy if serving else None
             if degree is not None and degree > reserved:
                 raise ValidationError(
-                    "serving.tensor_parallel_degree",
+                    "serves.serving.tensor_parallel_degree",
                     degree,
                     f"shards each copy over {degree} accelerators but the component "
                     f"reserves {reserved} on {instance_type.name}",
-                    f"set accelerators to {degree} or lower the tensor-parallel degree",
+                    f"set resources.accelerators to {degree} or lower the tensor-parallel degree",
                 )
             check_fit(
                 self,
-                spec=ModelSpec.from_hugging_face_id(artifact.model_id if artifact else None),
-                environment={**(serving.environment() if serving else {}), **(environment or {})},
+                spec=ModelSpec.from_hugging_face_id(
+                    serves.artifact.model_id if serves.artifact else None
+                ),
+                environment={
+                    **(serving.environment() if serving else {}),
+                    **(serves.environment or {}),
+                },
                 instance_type=instance_type,
                 accelerators=reserved or None,
                 prop=prop,
@@ -513,11 +492,12 @@ class InferenceComponent(InferenceComponentBase):
     ) -> dict[str, str]:
         if artifact.kind is not ModelSourceKind.HUGGING_FACE:
             raise ValidationError(
-                "artifact",
+                "serves.artifact",
                 artifact.s3_uri,
                 "a component's container takes a .tar.gz artifact or a Hugging Face id, not an "
                 "S3 prefix of uncompressed weights",
-                "wrap the prefix in a Model (model=Model(..., source=ModelSource.from_s3(...)))",
+                "wrap the prefix in a Model: serves=ComponentModel.of(Model(..., "
+                "source=ModelSource.from_s3(...)))",
             )
         return artifact.bind(endpoint.role).environment
 
@@ -525,7 +505,7 @@ class InferenceComponent(InferenceComponentBase):
     def _artifact_url(artifact: ModelSource, endpoint: IComponentHost) -> str:
         if artifact.kind is not ModelSourceKind.S3_TARBALL:
             raise ValidationError(
-                "artifact",
+                "serves.artifact",
                 artifact.s3_uri or artifact.model_id,
                 "an adapter's artifact must be an S3 .tar.gz archive",
                 "use ModelSource.from_s3_tarball(bucket, key)",
@@ -624,71 +604,19 @@ def _check_environment_entries(merged: Mapping[str, str], given: Mapping[str, st
         return
     derived = len(merged) - len(given or {})
     raise ValidationError(
-        "environment",
+        "serves.environment",
         f"{len(merged)} entries ({len(given or {})} given, {derived} from serving/artifact)",
         f"an inference component's container takes at most {MAX_ENVIRONMENT_ENTRIES} "
         "environment entries (SageMaker API reference, InferenceComponentContainerSpecification)",
-        "drop the variables the container does not need, or serve a Model (model=...), whose "
-        "container takes more",
+        "drop the variables the container does not need, or serve a Model "
+        "(serves=ComponentModel.of(model)), whose container takes more",
     )
 
 
 def _check_served(
-    model: ModelBase | None,
-    image: ContainerImage | None,
-    artifact: ModelSource | None,
-    serving: ServingOptions | None,
-    environment: Mapping[str, str] | None,
-    container_metrics: ContainerMetrics | None,
-    specifications: Sequence[ComponentSpecification] | None,
-    lora_rank: int | None,
+    model: ModelBase | None, specifications: Sequence[ComponentSpecification] | None
 ) -> None:
-    """What a component with copies of its own serves: a Model or an image, not both."""
-    if lora_rank is not None:
-        raise ValidationError(
-            "lora_rank",
-            lora_rank,
-            "is the rank of an adapter, and this component has no base_component",
-            "drop lora_rank, or pass base_component to make this an adapter",
-        )
-    if (model is None) == (image is None):
-        raise ValidationError(
-            "model/image",
-            (model, image),
-            "a component runs exactly one of a Model or a container image",
-            "pass model=Model(...) or image=ContainerImage.<family>(...), not both",
-        )
-    if model is not None and container_metrics is not None:
-        # ContainerMetricsConfig belongs to the component's own container specification
-        # (CreateInferenceComponent: InferenceComponentContainerSpecification), which a
-        # component that runs a Model (ModelName) does not render; Model has no such prop.
-        raise ValidationError(
-            "container_metrics",
-            container_metrics,
-            "metrics are scraped from a container the component specifies itself (image=); "
-            "a component given model= runs the Model's container",
-            "pass image=ContainerImage.<family>(...) (with artifact=, serving=, environment=) "
-            "instead of model= to scrape its metrics, or drop container_metrics",
-        )
-    if model is not None and (artifact or serving or environment):
-        given = [
-            name
-            for name, value in (
-                ("artifact", artifact),
-                ("serving", serving),
-                ("environment", environment),
-            )
-            if value
-        ]
-        on_model = {"artifact": "source", "serving": "serving", "environment": "environment"}
-        raise ValidationError(
-            "/".join(given),
-            "given with model",
-            "these describe a container given by image; a Model carries its own",
-            "set them on the Model ("
-            + ", ".join(f"Model({on_model[name]}=...)" for name in given)
-            + "), or pass image instead of model",
-        )
+    """The models a component with copies of its own serves take no provider draft."""
     for served in [model] + [entry.model for entry in specifications or []]:
         draft = served.speculative_decoding if served is not None else None
         if draft is not None and draft.is_provider_draft:
@@ -743,43 +671,22 @@ def _specifications(
 
 
 def _check_adapter(
-    model: ModelBase | None,
-    image: ContainerImage | None,
-    artifact: ModelSource | None,
-    accelerators: int | None,
-    min_memory: Size | None,
-    max_memory: Size | None,
-    cpu_cores: float | None,
+    resources: CopyResources | None,
     scheduling: ComponentScheduling | None,
-    container_metrics: ContainerMetrics | None,
     specifications: Sequence[ComponentSpecification] | None,
 ) -> None:
-    if model is not None or image is not None:
+    if resources is not None:
         raise ValidationError(
-            "base_component",
-            "given with model/image",
-            "an adapter runs inside its base component's container",
-            "drop model and image; pass the adapter weights as artifact",
-        )
-    if artifact is None:
-        raise ValidationError(
-            "artifact",
-            None,
-            "an adapter needs its weights",
-            "pass artifact=ModelSource.from_s3_tarball(...)",
-        )
-    if any(value is not None for value in (accelerators, min_memory, max_memory, cpu_cores)):
-        raise ValidationError(
-            "accelerators/min_memory/max_memory/cpu_cores",
-            "given with base_component",
+            "resources",
+            "given with ComponentModel.lora_adapter",
             "an adapter shares its base component's compute and takes no requirements",
-            "drop the compute requirements from the adapter",
+            "drop resources from the adapter",
         )
-    if scheduling or container_metrics or specifications:
+    if scheduling or specifications:
         raise ValidationError(
-            "scheduling/container_metrics/specifications",
-            "given with base_component",
-            "an adapter has no copies or container of its own",
+            "scheduling/specifications",
+            "given with ComponentModel.lora_adapter",
+            "an adapter has no copies of its own",
             "set them on the base component",
         )
 
@@ -812,7 +719,12 @@ def _accelerators(requested: int | None, per_copy: int | None, available: int | 
         if available is None:  # accelerators unknown: only what the serving options state
             return per_copy or 0
         return per_copy or 1
-    check_range("accelerators", requested, minimum=1, fix="reserve at least 1 accelerator per copy")
+    check_range(
+        "resources.accelerators",
+        requested,
+        minimum=1,
+        fix="reserve at least 1 accelerator per copy",
+    )
     return requested
 
 
@@ -822,16 +734,16 @@ def _memory(
     if min_memory is None:
         hint = f" (one instance has {instance_mib} MiB)" if instance_mib else ""
         raise ValidationError(
-            "min_memory",
+            "resources.min_memory",
             None,
             "SageMaker needs the host memory each copy reserves",
-            f"pass min_memory=Size.gibibytes(N){hint}",
+            f"pass resources=CopyResources(min_memory=Size.gibibytes(N)){hint}",
         )
     min_mib = int(min_memory.to_mebibytes())
-    check_range("min_memory (MiB)", min_mib, minimum=MIN_MEMORY_MIB)
+    check_range("resources.min_memory (MiB)", min_mib, minimum=MIN_MEMORY_MIB)
     if instance_mib is not None and min_mib > instance_mib:
         raise ValidationError(
-            "min_memory (MiB)",
+            "resources.min_memory (MiB)",
             min_mib,
             f"exceeds the host memory of one instance ({instance_mib} MiB)",
             "lower min_memory or use a larger instance type",
@@ -839,7 +751,10 @@ def _memory(
     max_mib = int(max_memory.to_mebibytes()) if max_memory is not None else None
     if max_mib is not None and max_mib < min_mib:
         raise ValidationError(
-            "max_memory (MiB)", max_mib, f"is below min_memory ({min_mib} MiB)", "raise max_memory"
+            "resources.max_memory (MiB)",
+            max_mib,
+            f"is below min_memory ({min_mib} MiB)",
+            "raise max_memory",
         )
     return min_mib, max_mib
 
@@ -850,21 +765,21 @@ def _check_fit(accelerators: int, cpu_cores: float | None, instance_type: Instan
         and accelerators > instance_type.accelerator_count
     ):
         raise ValidationError(
-            "accelerators",
+            "resources.accelerators",
             accelerators,
             f"one copy must fit on one instance, and {instance_type.name} has "
             f"{instance_type.accelerator_count} accelerators",
             f"reserve at most {instance_type.accelerator_count} accelerators per copy, or use an "
             "instance type with more",
         )
-    check_range("cpu_cores", cpu_cores, minimum=0.25)
+    check_range("resources.cpu_cores", cpu_cores, minimum=0.25)
     if (
         cpu_cores is not None
         and instance_type.vcpus is not None
         and cpu_cores > instance_type.vcpus
     ):
         raise ValidationError(
-            "cpu_cores",
+            "resources.cpu_cores",
             cpu_cores,
             f"exceeds the {instance_type.vcpus} vCPUs of one {instance_type.name}",
             "lower cpu_cores or use a larger instance type",
@@ -872,19 +787,14 @@ def _check_fit(accelerators: int, cpu_cores: float | None, instance_type: Instan
 
 
 def _startup(
-    startup: Duration | None, download: Duration | None
+    startup: ContainerStartup | None,
 ) -> sagemaker.CfnInferenceComponent.InferenceComponentStartupParametersProperty | None:
-    if startup is None and download is None:
+    if startup is None:
         return None
-    seconds = []
-    for name, value in (
-        ("container_startup_health_check_timeout", startup),
-        ("model_data_download_timeout", download),
-    ):
-        converted = int(value.to_seconds()) if value is not None else None
-        check_range(f"{name} (seconds)", converted, minimum=60, maximum=3600)
-        seconds.append(converted)
+    health_check, download = startup.seconds("startup")
+    if health_check is None and download is None:
+        return None
     return sagemaker.CfnInferenceComponent.InferenceComponentStartupParametersProperty(
-        container_startup_health_check_timeout_in_seconds=seconds[0],
-        model_data_download_timeout_in_seconds=seconds[1],
+        container_startup_health_check_timeout_in_seconds=health_check,
+        model_data_download_timeout_in_seconds=download,
     )

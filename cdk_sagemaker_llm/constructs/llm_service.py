@@ -16,6 +16,10 @@ construct only renders that decision:
   per copy, or at the knee a deploy-time ``EndpointBenchmark`` measures when ``benchmark=True``
   (whose gate is the SLO).
 
+With ``SearchSpace(optimizations=[Optimization.awq()])`` the decision also weighs the model
+quantized; when such an option wins, the construct creates the ``OptimizationJob`` it needs
+(``_render_optimization_job``) and the model serves the job's output.
+
 Every choice can be overridden by a prop; an override the model predicts breaks the SLO is a
 warning naming the prop, one that breaks memory or capacity is a ValidationError. The decision,
 its reasoning and the predicted figures with their sources are recorded as template metadata
@@ -25,17 +29,16 @@ plan`` reads back and shows beside the cost.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import replace
 
 from aws_cdk import Annotations, Duration, Size, Stack
 from constructs import Construct
 
 from ..benchmarking import BenchmarkLoad, KneeRule, PayloadFormat, RequestProtocol
-from ..catalog.containers import ContainerFamily
 from ..catalog.instance_types import CATALOG, InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
-from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
-from ..planning.calibration import Calibration, EngineRelease
+from ..planning.calibration import EngineRelease
 from ..planning.decision import (
     HOST_MEMORY_SHARE,
     TGI_DEFAULT_PREFILL_TOKENS,
@@ -46,27 +49,42 @@ from ..planning.decision import (
     ServingSettings,
     decide,
 )
+from ..planning.optimizations import OptimizationKind
 from ..planning.performance import Workload
-from ..planning.recommend import PriceBasis, Risk, Slo
+from ..planning.recommend import Slo
+from ..planning.service_options import CopyScaling, LayoutOverrides, Pricing, SearchSpace, Sizing
 from ..prop_types import typed_props
 from ..template_metadata import SERVICE
 from .autoscaling import ComponentScaling
 from .benchmark import EndpointBenchmark
 from .benchmark_options import BenchmarkGate
-from .deployment import RollingDeployment
+from .component_options import ComponentModel, CopyResources
 from .endpoint import InferenceComponentEndpoint, RoutingStrategy
 from .images import ContainerImage
 from .inference_component import InferenceComponent
 from .model import Model
-from .model_source import ModelSource
-from .optimization_job import OptimizationJob, QuantizationMethod
+from .model_source import ModelSource, ModelSourceKind
+from .optimization_job import OptimizationJob
+from .optimization_techniques import OptimizationTechnique, QuantizationMethod
+from .service_options import ComponentSettings, ServiceBenchmark, ServiceModel
 from .serving_options import DataType, LmiOptions, Quantization, ServingOptions, TgiOptions
-from .validation import ValidationError, check_range, is_unresolved
+from .validation import ValidationError, is_unresolved
+from .variant_options import ContainerStartup, ManagedInstanceScaling, VariantPlatform
 
-__all__ = ["HOST_MEMORY_SHARE", "TGI_DEFAULT_PREFILL_TOKENS", "ExpectedTraffic", "LlmService"]
-
-SERVICE_FAMILIES = (ContainerFamily.LMI, ContainerFamily.LMI_TENSORRT_LLM, ContainerFamily.TGI)
-"""Images whose serving options LlmService renders (GPU LMI and TGI)."""
+__all__ = [
+    "HOST_MEMORY_SHARE",
+    "TGI_DEFAULT_PREFILL_TOKENS",
+    "ComponentSettings",
+    "CopyScaling",
+    "ExpectedTraffic",
+    "LayoutOverrides",
+    "LlmService",
+    "Pricing",
+    "SearchSpace",
+    "ServiceBenchmark",
+    "ServiceModel",
+    "Sizing",
+]
 
 
 @typed_props
@@ -75,13 +93,15 @@ class LlmService(Construct):
 
     ::
 
-        service = LlmService(self, "Llama", image=ContainerImage.lmi("0.31.0"),
-            source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
-            input_tokens=512, output_tokens=256,
+        service = LlmService(self, "Llama",
+            model=ServiceModel.from_source(
+                ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
+                image=ContainerImage.lmi("0.31.0")),
+            workload=Workload(input_tokens=512, output_tokens=256),
             slo=Slo(max_ms_per_token=50, max_ttft_ms=2000),
             traffic=ExpectedTraffic.requests_per_second(4, minimum=0.5),
-            instance_types=[InstanceType.G5_2XLARGE, InstanceType.G5_12XLARGE],
-            benchmark=True)
+            search=SearchSpace(instance_types=[InstanceType.G5_2XLARGE, InstanceType.G5_12XLARGE]),
+            benchmark=ServiceBenchmark.knee_search())
 
     See the module documentation for what is decided and emitted.
     """
@@ -89,138 +109,71 @@ class LlmService(Construct):
     __synth_decision__ = "LlmService decides the layout from its numbers"
     """Numbers given here decide at synth: a deploy-time token is refused (``typed_props``)."""
 
-    def __init__(  # noqa: PLR0913 - known offender (issue 18 item 5): group the props
+    def __init__(
         self,
         scope: Construct,
         id: str,
         *,
-        image: ContainerImage | None = None,
-        source: ModelSource | None = None,
-        optimization_job: OptimizationJob | None = None,
-        spec: ModelSpec | None = None,
+        model: ServiceModel,
+        workload: Workload,
         slo: Slo,
         traffic: ExpectedTraffic,
-        input_tokens: int,
-        output_tokens: int,
-        instance_types: Sequence[InstanceType] | None = None,
-        max_instance_count: int = 4,
-        precision: Precision | None = None,
-        prices: PriceList = DEFAULT_PRICE_LIST,
-        price_basis: PriceBasis = PriceBasis.ON_DEMAND,
-        calibration: Calibration | None = None,
-        risk: Risk = Risk.PESSIMISTIC,
-        instance_type: InstanceType | None = None,
-        tensor_parallel_degree: int | None = None,
-        copies_per_instance: int | None = None,
-        max_batch_size: int | None = None,
-        max_model_len: int | None = None,
-        min_copies: int | None = None,
-        max_copies: int | None = None,
-        target_concurrency_per_copy: float | None = None,
-        min_memory_per_copy: Size | None = None,
-        cpu_cores_per_copy: float | None = None,
-        environment: Mapping[str, str] | None = None,
-        deployment: RollingDeployment | None = None,
-        model_loading_timeout: Duration = Duration.minutes(15),
-        benchmark: bool = False,
-        benchmark_max_duration: Duration = Duration.hours(1),
+        search: SearchSpace | None = None,
+        pricing: Pricing | None = None,
+        sizing: Sizing | None = None,
+        overrides: LayoutOverrides | None = None,
+        scaling: CopyScaling | None = None,
+        component: ComponentSettings | None = None,
+        benchmark: ServiceBenchmark | None = None,
     ) -> None:
         """
-        :param image: the serving container, an LMI (vLLM, LMI-Dist, TensorRT-LLM) or TGI GPU
-            image; default the optimization job's recommended image (required without one).
-        :param source: the weights; give this or ``optimization_job``.
-        :param optimization_job: serve this job's output (its quantization sets the default
-            precision); give this or ``source``.
-        :param spec: the model's architecture; default inferred from a well-known Hugging Face
-            id (required otherwise: the performance model needs it).
+        :param model: what is served (``ServiceModel.from_source`` or
+            ``.from_optimization_job``), with its image, architecture, environment and
+            loading timeout.
+        :param workload: a typical request's input and output tokens (``Workload``, shared
+            with ``recommend`` and ``EndpointBenchmark``).
         :param slo: the most ms/token (and, optionally, time to first token) a request sees.
         :param traffic: the peak and the minimum traffic.
-        :param input_tokens: prompt tokens of a typical request.
-        :param output_tokens: generated tokens of a typical request.
-        :param instance_types: candidate instance types; default the optimization job's
-            instance type (its output is built for it), else every GPU type of the catalog.
-        :param max_instance_count: the most instances the service may use; default 4.
-        :param precision: weights precision; default INT4 (AWQ) for an AWQ optimization job,
-            FP8 for an FP8 one, else FP16.
-        :param prices: prices that rank the options; default the library's list.
-        :param price_basis: on-demand or 1-year savings plan prices; default on-demand.
-        :param calibration: efficiency factors fitted from a deploy-time benchmark
-            (``Calibration.from_file("calibration.json")``, written by ``cdk-sagemaker-llm
-            calibrate``); the next synth re-decides with them. A calibration of another engine
-            than the image's is a ValidationError; of another model or accelerator only the
-            engine- and hardware-level factors transfer, and a synth warning says so. Default
-            the model's uncalibrated constants.
-        :param risk: which side of each prediction's band the layout is sized on:
-            ``Risk.PESSIMISTIC`` (default; the slowest cross-validated residual of the engine
-            profile, so no validation measurement would be under-provisioned) or
-            ``Risk.MEDIAN`` (cheaper; about half of deployments would be slower than
-            predicted). The reasoning says which side was used and what it costs.
-        :param instance_type: override: serve on this type (it joins the candidates).
-        :param tensor_parallel_degree: override: accelerators each copy is sharded over.
-        :param copies_per_instance: override: copies on each instance; fewer than fit leaves
-            accelerators free for other components and spreads the same copies over more
-            instances.
-        :param max_batch_size: override: the server's batch limit per copy; default the
-            recommendation's. Above what the KV cache holds is an error.
-        :param max_model_len: override: longest sequence served; default input + output tokens.
-        :param min_copies: override: fewest copies; default what the minimum traffic needs at
-            the target per copy (at least 1). 0 scales to zero (endpoint min instances 0).
-        :param max_copies: override: most copies; default what the peak traffic needs.
-        :param target_concurrency_per_copy: override: the in-flight requests per copy that
-            autoscaling holds; default the predicted knee per copy, or the benchmark's measured
-            knee when ``benchmark`` is True.
-        :param min_memory_per_copy: host memory each copy reserves; default half of its share
-            of the instance's memory (its accelerators' share).
-        :param cpu_cores_per_copy: CPU cores each copy reserves; default none reserved.
-        :param environment: extra container variables; default none.
-        :param deployment: rolling updates of the component with alarm rollback; default
-            SageMaker's.
-        :param model_loading_timeout: how long a copy may take to load and pass its health
-            check; default 15 minutes.
-        :param benchmark: run a deploy-time ``EndpointBenchmark`` at the workload's payload
-            whose gate is the SLO, and scale on its measured knee; default False.
-        :param benchmark_max_duration: the sweep's time limit; default 1 hour.
+        :param search: the candidates (default the optimization job's instance type, else
+            every GPU type of the catalog), at most 4 instances unless it says, the precision
+            (default INT4 (AWQ) for an AWQ optimization job, FP8 for an FP8 one, else FP16),
+            the tensor-parallel degrees, the server batch cap the search assumes, and the
+            optimizations to weigh (AWQ and FP8: when one wins, the service creates its
+            ``OptimizationJob``, which needs S3 weights and ``optimization_output``).
+        :param pricing: prices that rank the options; default the library's on-demand list
+            prices in the stack's region.
+        :param sizing: the risk side (default ``Risk.PESSIMISTIC``: no validation
+            measurement would be under-provisioned; ``Risk.MEDIAN`` is cheaper and about half
+            of deployments would be slower than predicted; the reasoning says which side was
+            used and what it costs), a calibration (``Calibration.from_file``: the next synth
+            re-decides with it; another engine than the image's is a ValidationError, another
+            model or accelerator a synth warning on what transferred) and the engine (default
+            the image's).
+        :param overrides: the layout pinned: instance type (it joins the candidates),
+            tensor-parallel degree, copies per instance, batch limit, longest sequence.
+        :param scaling: min/max copies and the target per copy pinned; default from the
+            minimum and peak traffic at the predicted (or benchmarked) knee. ``min_copies=0``
+            scales to zero.
+        :param component: per-copy memory and CPU reservations and the rolling deployment;
+            default half of a copy's share of host memory, no CPU reserved, SageMaker's
+            deployment.
+        :param benchmark: a deploy-time ``EndpointBenchmark`` at the workload's payload whose
+            gate is the SLO, whose measured knee the copy autoscaling holds
+            (``ServiceBenchmark.knee_search()``); default none.
         """
         super().__init__(scope, id)
-        image, source = _image_and_source(image, source, optimization_job)
-        check_range("input_tokens", input_tokens, minimum=1)
-        check_range("output_tokens", output_tokens, minimum=1)
-        check_range("max_instance_count", max_instance_count, minimum=1)
-        precision = precision or _job_precision(optimization_job)
-        _check_precision(precision)
-        job_type = optimization_job.instance_type if optimization_job is not None else None
-        region = Stack.of(self).region
-        request = ServiceRequest(
-            spec=_spec(spec, source),
-            workload=Workload(input_tokens=input_tokens, output_tokens=output_tokens),
-            slo=slo,
-            traffic=traffic,
-            candidates=_candidates(instance_types, instance_type, job_type),
-            max_instance_count=max_instance_count,
-            precision=precision,
-            prices=prices,
-            price_basis=price_basis,
-            calibration=calibration,
-            region=None if is_unresolved(region) else region,
-            tgi=image.family.is_tgi,
-            engine=serving_engine(image),
-            risk=risk,
+        overrides = overrides or LayoutOverrides()
+        component = component or ComponentSettings()
+        request = self._request(
+            model, workload, slo, traffic, search or SearchSpace(), pricing, sizing, overrides
         )
         self.decision: ServiceDecision = decide(
             request,
             Overrides(
-                instance_type=instance_type,
-                tensor_parallel_degree=tensor_parallel_degree,
-                copies_per_instance=copies_per_instance,
-                max_batch_size=max_batch_size,
-                max_model_len=max_model_len,
-                min_copies=min_copies,
-                max_copies=max_copies,
-                target_concurrency_per_copy=target_concurrency_per_copy,
-                min_memory_per_copy_mib=None
-                if min_memory_per_copy is None
-                else int(min_memory_per_copy.to_mebibytes()),
-                benchmark=benchmark,
+                layout=overrides,
+                scaling=scaling or CopyScaling(),
+                min_memory_per_copy_mib=component.min_memory_mib,
+                benchmark=benchmark is not None,
             ),
         )
         """What is deployed and why (``planning.decision``); recorded as template metadata."""
@@ -230,18 +183,25 @@ class LlmService(Construct):
         self.option = self.decision.option
         """The option served (the cheapest that meets the overrides)."""
         self._annotate_warnings()
-        self.model = self._render_model(image, source, request, environment, model_loading_timeout)
+        self.optimization_job: OptimizationJob | None = None
+        """The optimization job the decision chose (``search.optimizations``), whose output
+        the model serves; None when the model is served as given."""
+        weights = model.weights()
+        if self.decision.optimization is not None:
+            self.optimization_job = self._render_optimization_job(model)
+            weights = self.optimization_job.as_model_source()
+        self.model = self._render_model(model, request, weights)
         """The model, with the serving options of the decision."""
-        self.endpoint = self._render_endpoint(model_loading_timeout)
+        self.endpoint = self._render_endpoint(model.loading_timeout)
         """The inference-component endpoint on the chosen instance type."""
-        self.component = self._render_component(min_memory_per_copy, cpu_cores_per_copy, deployment)
+        self.component = self._render_component(component)
         """The component: accelerators = the tensor-parallel degree per copy."""
         self.scaling = self._render_scaling()
         """Copy autoscaling between the minimum and the peak traffic's copies."""
         self.benchmark: EndpointBenchmark | None = None
-        """The deploy-time benchmark, when ``benchmark`` is True."""
-        if benchmark:
-            self.benchmark = self._render_benchmark(image, request, benchmark_max_duration)
+        """The deploy-time benchmark, when ``benchmark`` is given."""
+        if benchmark is not None:
+            self.benchmark = self._render_benchmark(model.image, request, benchmark)
         self.target_concurrency_per_copy = self._render_target()
         """The in-flight requests per copy autoscaling holds (a token with a benchmark)."""
         self.min_copies = self.decision.scaling.min_copies
@@ -249,6 +209,48 @@ class LlmService(Construct):
         self.max_copies = self.decision.scaling.max_copies
         """Most copies."""
         self._render_metadata()
+
+    # ----- asking for the decision ----------------------------------------------------------
+
+    def _request(
+        self,
+        model: ServiceModel,
+        workload: Workload,
+        slo: Slo,
+        traffic: ExpectedTraffic,
+        search: SearchSpace,
+        pricing: Pricing | None,
+        sizing: Sizing | None,
+        overrides: LayoutOverrides,
+    ) -> ServiceRequest:
+        """The decision's inputs: the search space with the service's defaults (the job's
+        instance type and precision; the pinned instance type joins the candidates), the
+        stack's region, and the image's engine unless the sizing names one."""
+        _check_optimizations(search, model)
+        job = model.optimization_job
+        precision = search.precision or _job_precision(job)
+        _check_precision(precision)
+        candidates = _candidates(
+            search.instance_types,
+            overrides.instance_type,
+            job.instance_type if job is not None else None,
+        )
+        pricing = pricing or Pricing()
+        region = pricing.region or Stack.of(self).region
+        pricing = replace(pricing, region=None if is_unresolved(region) else region)
+        sizing = sizing or Sizing()
+        if sizing.engine is None:
+            sizing = replace(sizing, engine=serving_engine(model.image))
+        return ServiceRequest(
+            spec=_spec(model.spec, model.weights()),
+            workload=workload,
+            slo=slo,
+            traffic=traffic,
+            search=replace(search, instance_types=candidates, precision=precision),
+            pricing=pricing,
+            sizing=sizing,
+            tgi=model.image.family.is_tgi,
+        )
 
     # ----- rendering the decision -----------------------------------------------------------
 
@@ -279,22 +281,33 @@ class LlmService(Construct):
                 f"cdk-sagemaker-llm:service-calibration-{index}", f"calibration: {note}"
             )
 
+    def _render_optimization_job(self, model: ServiceModel) -> OptimizationJob:
+        """The optimization job the chosen option needs: its quantization of the source's
+        weights for the chosen instance type, written to the model's ``optimization_output``
+        (``SearchSpace.optimizations``, checked by ``_check_optimizations``)."""
+        optimization = self.decision.optimization
+        assert optimization is not None and model.source is not None
+        assert model.optimization_output is not None
+        return OptimizationJob(
+            self,
+            "OptimizationJob",
+            source=model.source,
+            instance_type=self.decision.layout.instance_type,
+            techniques=[OptimizationTechnique.quantization_of(JOB_QUANTIZATION[optimization.kind])],
+            output=model.optimization_output,
+        )
+
     def _render_model(
-        self,
-        image: ContainerImage,
-        source: ModelSource,
-        request: ServiceRequest,
-        environment: Mapping[str, str] | None,
-        loading_timeout: Duration,
+        self, model: ServiceModel, request: ServiceRequest, weights: ModelSource
     ) -> Model:
         return Model(
             self,
             "Model",
-            image=image,
-            source=source,
+            image=model.image,
+            source=weights,
             spec=request.spec,
-            serving=_serving(self.decision.serving, loading_timeout),
-            environment=environment,
+            serving=_serving(self.decision.serving, model.loading_timeout),
+            environment=model.environment or None,
         )
 
     def _render_endpoint(self, loading_timeout: Duration) -> InferenceComponentEndpoint:
@@ -303,30 +316,30 @@ class LlmService(Construct):
             self,
             "Endpoint",
             instance_type=self.decision.layout.instance_type,
-            initial_instance_count=max(1, scaling.min_instances),
-            min_instance_count=scaling.min_instances,
-            max_instance_count=scaling.max_instances,
-            routing_strategy=RoutingStrategy.LEAST_OUTSTANDING_REQUESTS,
-            container_startup_health_check_timeout=loading_timeout,
+            instance_scaling=ManagedInstanceScaling(
+                initial_instance_count=max(1, scaling.min_instances),
+                min_instance_count=scaling.min_instances,
+                max_instance_count=scaling.max_instances,
+            ),
+            platform=VariantPlatform(routing_strategy=RoutingStrategy.LEAST_OUTSTANDING_REQUESTS),
+            startup=ContainerStartup(health_check_timeout=loading_timeout),
         )
 
-    def _render_component(
-        self,
-        min_memory: Size | None,
-        cpu_cores: float | None,
-        deployment: RollingDeployment | None,
-    ) -> InferenceComponent:
+    def _render_component(self, settings: ComponentSettings) -> InferenceComponent:
         decision = self.decision
         return InferenceComponent(
             self,
             "Component",
             endpoint=self.endpoint,
-            model=self.model,
-            accelerators=decision.layout.tensor_parallel_degree,
-            min_memory=min_memory or Size.mebibytes(decision.min_memory_per_copy_mib),
-            cpu_cores=cpu_cores,
+            serves=ComponentModel.of(self.model),
+            resources=CopyResources(
+                accelerators=decision.layout.tensor_parallel_degree,
+                min_memory=settings.min_memory_per_copy
+                or Size.mebibytes(decision.min_memory_per_copy_mib),
+                cpu_cores=settings.cpu_cores_per_copy,
+            ),
             copy_count=max(1, decision.scaling.min_copies),
-            deployment=deployment,
+            deployment=settings.deployment,
         )
 
     def _render_target(self) -> float:
@@ -344,7 +357,7 @@ class LlmService(Construct):
         return target
 
     def _render_benchmark(
-        self, image: ContainerImage, request: ServiceRequest, max_duration: Duration
+        self, image: ContainerImage, request: ServiceRequest, settings: ServiceBenchmark
     ) -> EndpointBenchmark:
         """A knee search of the initial copies that starts from their predicted knee (it
         brackets around the prediction and widens only where the measurement disagrees, up to
@@ -369,49 +382,60 @@ class LlmService(Construct):
                 stream=True,
             ),
             gate=BenchmarkGate(max_p50_ms_per_token=per_token) if per_token else None,
-            max_duration=max_duration,
+            max_duration=settings.max_duration,
         )
 
 
 # ----- helpers ----------------------------------------------------------------------------------
 
 
-def _image_and_source(
-    image: ContainerImage | None, source: ModelSource | None, job: OptimizationJob | None
-) -> tuple[ContainerImage, ModelSource]:
-    if job is not None:
-        if source is not None:
-            raise ValidationError(
-                "source",
-                source.model_id or source.s3_uri,
-                "the service serves the optimization job's output",
-                "drop source, or drop optimization_job",
-            )
-        source = job.as_model_source()
-        image = image or job.recommended_image()
-    if source is None:
+JOB_QUANTIZATION = {
+    OptimizationKind.AWQ: QuantizationMethod.AWQ,
+    OptimizationKind.FP8: QuantizationMethod.FP8,
+}
+"""The optimization job's quantization for each optimization LlmService can create a job for."""
+
+
+def _check_optimizations(search: SearchSpace, model: ServiceModel) -> None:
+    """Optimizations the decision may choose need weights an optimization job can read and a
+    bucket for its output; LlmService creates quantization jobs (AWQ, FP8) only."""
+    names = [o.name for o in search.optimizations]
+    if not names:
+        return
+    if model.optimization_job is not None:
         raise ValidationError(
-            "source",
-            None,
-            "a service needs the model's weights",
-            "pass source=ModelSource.from_hugging_face(...) or optimization_job=...",
+            "search.optimizations",
+            names,
+            "the model is already an optimization job's output",
+            "drop optimizations, or serve the original weights with ServiceModel.from_source",
         )
-    if image is None:
+    unsupported = [o.name for o in search.optimizations if o.kind not in JOB_QUANTIZATION]
+    if unsupported:
         raise ValidationError(
-            "image",
-            None,
-            "a service needs a serving container",
-            'pass image=ContainerImage.lmi("0.31.0") or ContainerImage.tgi(...)',
+            "search.optimizations",
+            names,
+            f"LlmService creates quantization jobs (awq, fp8) only, not {unsupported[0]}: "
+            "serving a speculative-decoding job's output needs settings it does not render",
+            "drop it (`recommend --optimizations speculative-decoding` weighs it), or build "
+            "the OptimizationJob and serve it with ServiceModel.from_optimization_job",
         )
-    if image.family not in SERVICE_FAMILIES:
+    source = model.source
+    if source is None or source.kind is not ModelSourceKind.S3_PREFIX:
         raise ValidationError(
-            "image",
-            image.family.value,
-            "LlmService renders serving options for GPU LMI and TGI images only",
-            "use ContainerImage.lmi(...), .lmi_tensorrt_llm(...) or .tgi(...), or build the "
-            "endpoint by hand with Model and InferenceComponent",
+            "model",
+            None if source is None else source.model_id or source.s3_uri,
+            "an optimization job reads uncompressed weights under an S3 prefix",
+            "copy the weights to S3 and pass ServiceModel.from_source(ModelSource.from_s3(bucket, "
+            "'prefix/'), ...), or drop search.optimizations",
         )
-    return image, source
+    if model.optimization_output is None:
+        raise ValidationError(
+            "model",
+            "optimization_output=None",
+            "an optimized option needs a place for its optimization job's output",
+            "pass ServiceModel.from_source(..., optimization_output=OptimizationOutput."
+            "in_bucket(bucket)), or drop search.optimizations",
+        )
 
 
 def serving_engine(image: ContainerImage) -> EngineRelease:

@@ -1,15 +1,16 @@
 """LoRA adapter components on a base component: the base container's LMI LoRA options they need.
 
-An adapter inference component (``base_component=``) runs inside its base component's
-container (SageMaker developer guide, "Fine-tune models with adapter inference components").
-LMI serves adapters only with ``OPTION_ENABLE_LORA=true`` and bounds them with
+An adapter inference component (``ComponentModel.lora_adapter(...)``) runs inside its base
+component's container (SageMaker developer guide, "Fine-tune models with adapter inference
+components"). LMI serves adapters only with ``OPTION_ENABLE_LORA=true`` and bounds them with
 ``OPTION_MAX_LORAS`` (distinct adapters in one batch, default 4) and ``OPTION_MAX_LORA_RANK``
 (largest adapter rank, default 16) (djl-serving docs, "Adapters"). So every adapter attached to
 a base running LMI must fit both bounds:
 
-- on the component's own container (``image=``) the library sets what you left out: enable,
-  as many adapters as are attached, the smallest vLLM rank covering every adapter's rank; what
-  you set (``LmiOptions(lora=LmiLora(...))`` or raw ``environment``) is checked;
+- on the component's own container (``ComponentModel.from_image``) the library sets what you
+  left out: enable, as many adapters as are attached, the smallest vLLM rank covering every
+  adapter's rank; what you set (``LmiOptions(lora=LmiLora(...))`` or raw ``environment``) is
+  checked;
 - a ``Model`` may be shared, so its environment is never changed, only checked: it must enable
   LoRA and its bounds (or LMI's defaults) must cover the adapters.
 
@@ -106,7 +107,8 @@ class LoraAdapters:
                 None,
                 f"the base component {self._owner.node.path} runs LMI, whose "
                 f"{MAX_LORA_RANK} must cover every adapter's rank",
-                "pass lora_rank=<r of the adapter's adapter_config.json>",
+                "pass ComponentModel.lora_adapter(..., lora_rank=<r of the adapter's "
+                "adapter_config.json>)",
             )
         check_range("lora_rank", rank, minimum=1, maximum=MAX_LORA_RANKS[-1])
         count = len(self.ranks) + 1

@@ -41,34 +41,24 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_stepfunctions as sfn
-from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from ..benchmarking.aiperf import MANAGED_ENGINE, workload_spec
 from ..benchmarking.load import BenchmarkLoad
 from ..benchmarking.payload import PayloadFormat, RequestProtocol
 from ..planning.workload import Workload
-from .deploy_time import (
-    HandlerAsset,
-    HandlerPlacement,
-    depend_on_policy_only,
-    handler_function,
-    logged_workflow,
+from .benchmark_workflow import (
+    ENGINE_SOURCES,
+    depend_on_policies_only,
+    signalling_loop,
+    starter_function,
 )
-from .nag import acknowledge_wildcard_resources
+from .deploy_time import HandlerAsset, HandlerPlacement, handler_function
+from .nag import acknowledge_key_grant, acknowledge_wildcard_resources
 from .validation import ValidationError, check_range
 
 MANAGED_ASSET = HandlerAsset(
-    sources=(
-        "errors.py",
-        "prop_types.py",
-        "planning/__init__.py",
-        "planning/workload.py",
-        "lambdas/runtime_support.py",
-        "lambdas/benchmark",
-        "lambdas/managed_benchmark",
-        "benchmarking",
-    ),
+    sources=(*ENGINE_SOURCES, "lambdas/managed_benchmark"),
     entry_module="index",
     entry_source='"""Lambda entry points of EndpointBenchmark on a SageMaker AI benchmark job."""'
     "\n\nfrom cdk_sagemaker_llm.lambdas.managed_benchmark.handler import on_event, poll\n\n"
@@ -210,21 +200,17 @@ def build(
     key = target.bucket.encryption_key
     if key is not None:
         key.grant_encrypt_decrypt(poll)
+        acknowledge_key_grant(
+            poll,
+            "Key.grant_encrypt_decrypt's action families on exactly the results bucket's key: "
+            "the function reads the job's SSE-KMS output and writes results there",
+        )
     state_machine = _workflow(scope, poll, options.poll_interval, timeout, placement)
-    starter = handler_function(
-        scope, "Starter", placement=placement, code=code, handler="index.on_event",
-        timeout=Duration.minutes(1),
+    starter, executions = starter_function(
+        scope, code=code, placement=placement, state_machine=state_machine,
         description="Starts the SageMaker AI benchmark job and its poll workflow "
         "(CloudFormation custom resource); Delete stops them",
     )  # fmt: skip
-    state_machine.grant_start_execution(starter)
-    executions = stack.format_arn(
-        service="states",
-        resource="execution",
-        resource_name=f"{state_machine.state_machine_name}:*",
-        arn_format=ArnFormat.COLON_RESOURCE_NAME,
-    )
-    _allow(starter, ["states:StopExecution"], [executions])
     _allow(starter, ["sagemaker:StopAIBenchmarkJob"], [jobs])
     for function, patterns in ((poll, [jobs, target.objects]), (starter, [jobs, executions])):
         assert function.role is not None
@@ -233,8 +219,7 @@ def build(
             "This benchmark's own jobs, run folders and workflow executions only: run names "
             "carry the wait handle, known only at deploy time.",
         )  # fmt: skip
-        depend_on_policy_only(function, function.role)
-    depend_on_policy_only(state_machine, state_machine.role)
+    depend_on_policies_only([poll, starter], state_machine)
     return starter, state_machine
 
 
@@ -286,6 +271,11 @@ def _job_role(scope: Construct, target: ManagedTarget) -> iam.Role:
     key = target.bucket.encryption_key
     if key is not None:
         key.grant_encrypt_decrypt(role)
+        acknowledge_key_grant(
+            role,
+            "Key.grant_encrypt_decrypt's action families on exactly the results bucket's key: "
+            "the job writes SSE-KMS output there",
+        )
     acknowledge_wildcard_resources(
         role, [target.objects],
         "The job writes its output under this benchmark's run folders only (run names carry "
@@ -301,35 +291,17 @@ def _workflow(
     timeout: Duration,
     placement: HandlerPlacement,
 ) -> sfn.StateMachine:
-    """``PollJob`` -> ``Done``? -> ``Wait`` -> ``PollJob``; a broken step signals FAILURE."""
-
-    def invoke(id: str) -> tasks.LambdaInvoke:
-        task = tasks.LambdaInvoke(
-            scope, id, lambda_function=poll, payload_response_only=True,
-            retry_on_service_exceptions=False,
-        )  # fmt: skip
-        task.add_retry(
-            errors=["Lambda.ServiceException", "Lambda.AWSLambdaException",
-                    "Lambda.SdkClientException", "Lambda.TooManyRequestsException"],
-            interval=Duration.seconds(2), max_attempts=6, backoff_rate=2,
-            max_delay=Duration.seconds(60), jitter_strategy=sfn.JitterType.FULL,
-        )  # fmt: skip
-        return task
-
-    step = invoke("PollJob")
-    report = invoke("ReportFailure").next(sfn.Fail(scope, "JobFailed", error="BenchmarkFailed"))
-    step.add_catch(report, errors=["States.ALL"], result_path="$.Error")
-    wait = sfn.Wait(scope, "WaitForJob", time=sfn.WaitTime.duration(interval))
-    done = (
-        sfn.Choice(scope, "Done")
-        .when(sfn.Condition.boolean_equals("$.Done", True), sfn.Succeed(scope, "Signalled"))
-        .otherwise(wait.next(step))
-    )
-    return logged_workflow(
+    """``PollJob`` -> ``Done``? -> ``WaitForJob`` -> ``PollJob``; a broken step signals
+    FAILURE."""
+    return signalling_loop(
         scope,
-        definition=step.next(done),
+        poll,
+        step_id="PollJob",
+        failed_id="JobFailed",
+        error="BenchmarkFailed",
+        between=lambda _report: sfn.Wait(scope, "WaitForJob", time=sfn.WaitTime.duration(interval)),
         timeout=timeout,
-        log_encryption_key=placement.log_encryption_key,
+        placement=placement,
         invoked=[poll],
         summary="The workflow polls a SageMaker AI benchmark job with one Lambda task",
     )

@@ -9,11 +9,34 @@ from typing import TYPE_CHECKING
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from ..prop_types import typed_props
 from .execution_role import grant_vpc_access
 from .validation import ValidationError
 
 if TYPE_CHECKING:
     from aws_cdk import aws_ec2 as ec2
+
+
+__all__ = ["ContainerNetworking"]
+
+
+@typed_props
+@dataclass(frozen=True, kw_only=True)
+class ContainerNetworking:
+    """Where the containers' network interfaces attach (``VpcConfig``), and whether they may
+    reach the network at all (``EnableNetworkIsolation``), as in the SageMaker API reference
+    (``CreateEndpointConfig``, "Give SageMaker AI hosted endpoints access to resources in your
+    Amazon VPC")."""
+
+    vpc: ec2.IVpc | None = None
+    """Run the containers in this VPC; default SageMaker's managed network."""
+    vpc_subnets: ec2.SubnetSelection | None = None
+    """Subnets within ``vpc``; default the private subnets with egress."""
+    security_groups: Sequence[ec2.ISecurityGroup] | None = None
+    """Security groups of the network interfaces; default one new group with no inbound
+    rules."""
+    network_isolation: bool = False
+    """Forbid the containers any network access; default False."""
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,7 @@ from .autoscaling import (
     PredefinedMetric,
     TargetTrackingOptions,
     TargetTrackingPolicy,
-    _explicit_dependency,
-    _Scaling,
+    _VariantScaling,
 )
 from .interfaces import IServerlessEndpoint
 from .serverless import PROVISIONED_CONCURRENCY_DIMENSION
@@ -29,7 +28,7 @@ __all__ = ["ServerlessScaling"]
 
 
 @typed_props
-class ServerlessScaling(_Scaling):
+class ServerlessScaling(_VariantScaling):
     """Scale the provisioned concurrency of a serverless variant (target tracking on
     ``SageMakerVariantProvisionedConcurrencyUtilization``). The variant must be created with
     ``provisioned_concurrency``.
@@ -39,6 +38,9 @@ class ServerlessScaling(_Scaling):
         scaling = ServerlessScaling(self, "Warm", endpoint=endpoint, max_concurrency=10)
         scaling.scale_on_utilization(target=0.5)
     """
+
+    _DIMENSION = PROVISIONED_CONCURRENCY_DIMENSION
+    _UNIT = "concurrency"
 
     def __init__(
         self,
@@ -76,21 +78,7 @@ class ServerlessScaling(_Scaling):
             fix=f"keep max_concurrency within the variant's max_concurrency "
             f"({config.max_concurrency})",
         )
-        super().__init__(
-            scope,
-            id,
-            resource_id=f"endpoint/{endpoint.endpoint_name}/variant/{variant}",
-            scalable_dimension=PROVISIONED_CONCURRENCY_DIMENSION,
-            min_capacity=min_concurrency,
-            max_capacity=max_concurrency,
-            min_prop="min_concurrency",
-            max_prop="max_concurrency",
-            depends_on=_explicit_dependency(endpoint.endpoint_name, endpoint.resource),
-        )
-        self.endpoint = endpoint
-        """The endpoint whose variant scales."""
-        self.variant_name = variant
-        """The serverless variant scaled."""
+        super().__init__(scope, id, endpoint, variant, (min_concurrency, max_concurrency))
 
     def scale_on_utilization(
         self, *, target: float = 0.5, **options: Unpack[TargetTrackingOptions]

@@ -71,8 +71,9 @@ class LmiLora:
     (djl-serving docs, "Adapters": vLLM is the only LMI backend that hosts LoRA adapters).
 
     A component's own LMI container gets these set from the adapter components attached to it
-    (``base_component=``) when you leave them out; give them to fix the bounds yourself (room
-    for adapters added later) or on a ``Model``, which may be shared and is never changed.
+    (``ComponentModel.lora_adapter(...)``) when you leave them out; give them to fix the bounds
+    yourself (room for adapters added later) or on a ``Model``, which may be shared and is never
+    changed.
     """
 
     max_adapters: int | None = None

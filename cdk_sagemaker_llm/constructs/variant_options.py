@@ -1,6 +1,8 @@
 """Production-variant options shared by both endpoint kinds: instance pools (fallback instance
 types), the provisioning timeout, routing, capacity reservations, the inference AMI, SSM access
-and the managed-scaling scale-in policy.
+(``VariantPlatform``), the container startup limits (``ContainerStartup``), the storage volume
+(``StorageVolume``) and managed instance scaling with its scale-in policy
+(``ManagedInstanceScaling``).
 
 Ranges and enums follow the SageMaker API reference (botocore ``sagemaker`` service model:
 ``InstancePool``, ``ProductionVariant``, ``ProductionVariantRoutingConfig``,
@@ -15,9 +17,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Size
 from aws_cdk import aws_sagemaker as sagemaker
 
 from ..catalog.instance_types import InstanceType
@@ -25,14 +27,20 @@ from ..prop_types import typed_props
 from .model import ModelBase
 from .validation import ValidationError, check_range, is_unresolved, note_unchecked
 
+if TYPE_CHECKING:  # annotations only: importing it costs synth time
+    from aws_cdk import aws_kms as kms
+
 __all__ = [
     "CapacityReservation",
+    "ContainerStartup",
     "InferenceAmiVersion",
     "InstancePool",
+    "ManagedInstanceScaling",
     "PrefixAwareRouting",
     "RoutingStrategy",
     "ScaleInPolicy",
     "ScaleInStrategy",
+    "StorageVolume",
     "VariantPlatform",
 ]
 
@@ -235,10 +243,14 @@ class InferenceAmiVersion(Enum):
         return "neuron" in self.value
 
 
+@typed_props
 @dataclass(frozen=True, kw_only=True)
 class VariantPlatform:
-    """What a variant runs on besides its instance type, gathered from the endpoint's or the
-    ``ProductionVariant``'s flat props; a field left None is not emitted (SageMaker's default)."""
+    """What a variant runs on besides its instance type (``ProductionVariant``'s
+    ``InstancePools``, ``VariantInstanceProvisionTimeoutInSeconds``, ``RoutingConfig``,
+    ``CapacityReservationConfig``, ``InferenceAmiVersion``, ``EnableSSMAccess``): the
+    ``platform`` of an ``InferenceComponentEndpoint``, or gathered from a ``ProductionVariant``'s
+    fields. A field left None is not emitted (SageMaker's default)."""
 
     instance_pools: Sequence[InstancePool] | None = None
     """1-5 instance pools by priority, replacing the variant's single instance type; default
@@ -377,3 +389,81 @@ class VariantPlatform:
             if prefix
             else None,
         )
+
+
+def timeout_seconds(
+    prop: str, value: Duration | None, *, minimum: int = 60, maximum: int = 3600
+) -> int | None:
+    """A timeout in whole seconds, checked against its range; None stays None."""
+    seconds = int(value.to_seconds()) if value is not None else None
+    check_range(f"{prop} (seconds)", seconds, minimum=minimum, maximum=maximum)
+    return seconds
+
+
+@typed_props
+@dataclass(frozen=True, kw_only=True)
+class ContainerStartup:
+    """How long a container may take to start: ``ContainerStartupHealthCheckTimeoutInSeconds``
+    and ``ModelDataDownloadTimeoutInSeconds`` (60-3600 s each, SageMaker API reference,
+    ``ProductionVariant`` and ``InferenceComponentStartupParameters``)."""
+
+    health_check_timeout: Duration | None = None
+    """How long the container may take to pass its health check; default SageMaker's (or, on
+    a component, its endpoint's)."""
+    download_timeout: Duration | None = None
+    """How long downloading the model data may take; default SageMaker's (or, on a
+    component, its endpoint's)."""
+
+    def seconds(self, prop: str) -> tuple[int | None, int | None]:
+        """The two timeouts in whole seconds (None when not given), range-checked."""
+        return (
+            timeout_seconds(f"{prop}.health_check_timeout", self.health_check_timeout),
+            timeout_seconds(f"{prop}.download_timeout", self.download_timeout),
+        )
+
+
+@typed_props
+@dataclass(frozen=True, kw_only=True)
+class StorageVolume:
+    """The ML storage volume of each instance: ``VolumeSizeInGB`` (1-512 GiB) and the
+    endpoint configuration's ``KmsKeyId`` that encrypts it. Neither is allowed on instance
+    types with local NVMe storage (SageMaker API reference, ``ProductionVariant``,
+    ``CreateEndpointConfig``)."""
+
+    size: Size | None = None
+    """The volume size, 1-512 GiB; default SageMaker's for the instance type."""
+    kms_key: kms.IKey | None = None
+    """Encrypt the volume with this key; default AWS-managed encryption."""
+
+    def size_gib(self, prop: str) -> int | None:
+        """The size in whole GiB, range-checked; None when not given."""
+        if self.size is None:
+            return None
+        gib = int(self.size.to_gibibytes())
+        check_range(f"{prop}.size (GiB)", gib, minimum=1, maximum=512)
+        return gib
+
+
+@typed_props
+@dataclass(frozen=True, kw_only=True)
+class ManagedInstanceScaling:
+    """The instance counts of an inference-component endpoint, whose managed instance scaling
+    (``ManagedInstanceScaling``) adds and removes instances as components scale their copies."""
+
+    initial_instance_count: int = 1
+    """Instances at creation (at least 1); default 1."""
+    min_instance_count: int = 1
+    """Fewest instances managed scaling keeps; default 1. 0 allows scale to zero (not
+    accepted in every region)."""
+    max_instance_count: int | None = None
+    """Most instances; default ``initial_instance_count``."""
+    scale_in_policy: ScaleInPolicy | None = None
+    """How managed scaling releases instances (idle release or consolidation); default
+    SageMaker's."""
+
+    @property
+    def maximum(self) -> int:
+        """``max_instance_count``, or ``initial_instance_count`` when it is None."""
+        if self.max_instance_count is None:
+            return self.initial_instance_count
+        return self.max_instance_count

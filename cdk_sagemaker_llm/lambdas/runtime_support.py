@@ -189,6 +189,51 @@ def send(url: str, body: Mapping[str, Any], put: Put, budget: Budget) -> None:
             budget.sleep(delay)
 
 
+def respond(
+    event: Any,
+    put: Put,
+    handler: Callable[[], dict[str, Any]],
+    budget: Budget | None = None,
+    *,
+    reason: Callable[[BaseException], str] = explain,
+    delete_never_fails: bool = False,
+) -> dict[str, Any]:
+    """Run ``handler`` and PUT a SUCCESS or FAILED custom resource response; raises only if
+    the PUT keeps failing.
+
+    Any failure of the handler, a malformed event included, is answered FAILED with
+    ``reason(error)`` (with ``delete_never_fails``, a Delete is answered SUCCESS instead). An
+    event without a usable ``ResponseURL`` goes unanswered (no one to answer).
+    """
+    budget = budget or Budget()
+    event = event if isinstance(event, Mapping) else {}
+    body: dict[str, Any] = {
+        key: event.get(key) if isinstance(event.get(key), str) else ""
+        for key in ("StackId", "RequestId", "LogicalResourceId")
+    }
+    try:
+        body.update(Status="SUCCESS", **handler())
+    except Exception as error:
+        physical = event.get("PhysicalResourceId")
+        request_id = body["RequestId"] if len(body["RequestId"]) <= 200 else "request"
+        fallback = (
+            getattr(error, "physical_id", None)
+            or (physical if isinstance(physical, str) and 0 < len(physical) <= 1024 else None)
+            or f"failed-{request_id or 'request'}"
+        )
+        if delete_never_fails and event.get("RequestType") == "Delete":
+            body.update(Status="SUCCESS", PhysicalResourceId=fallback, Data={})
+        else:
+            body.update(
+                Status="FAILED", Reason=truncate(reason(error)), PhysicalResourceId=fallback
+            )
+    print(json.dumps({"Status": body["Status"], "Reason": body.get("Reason", "")}))
+    url = event.get("ResponseURL")
+    if isinstance(url, str) and len(url) <= 4096 and HTTPS_URL.fullmatch(url):
+        send(url, body, put, budget)
+    return body
+
+
 def truncate(text: str, limit: int = MAX_REASON) -> str:
     """``text`` cut to ``limit`` characters, marked when cut."""
     return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -21,7 +21,12 @@ says about another target:
   efficiencies the engine reaches on that accelerator, and its per-step overhead) and says so:
   the measured levels, knee and fit error describe the benchmarked model only;
 - another accelerator keeps only the engine-level factor (the per-step overhead); the
-  bandwidth and compute efficiencies fall back to the uncalibrated ones, and it says so.
+  bandwidth and compute efficiencies fall back to the target engine's profile
+  (``planning.engine_profiles``), and it says so.
+
+The per-step overhead a calibration measures is one figure at the benchmarked model's layers
+and TP degree; applied to another model or accelerator it scales the target engine profile's
+overhead (which grows with layers and TP) to that figure, rather than carrying a flat cost.
 """
 
 from __future__ import annotations
@@ -39,12 +44,14 @@ from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
 from ..prop_types import typed_props
+from .engine_profiles import resolve_profile
 from .performance import (
     DEFAULT_EFFICIENCY,
     CopyModel,
     Efficiency,
     Layout,
     Workload,
+    efficiency_of,
 )
 from .placement import copy_memory
 
@@ -428,17 +435,21 @@ class Calibration:
         instance_type: InstanceType,
         *,
         engine: EngineRelease | None = None,
-        base: Efficiency = DEFAULT_EFFICIENCY,
+        base: Efficiency | None = None,
     ) -> AppliedCalibration:
         """What this calibration says about ``spec`` on ``instance_type`` served by ``engine``
         (see the module docstring): the factors that transfer, on top of ``base`` for the rest,
         and a note for each factor that does not.
 
         :param engine: the target's engine; None assumes the calibrated one and says so.
-        :param base: the uncalibrated factors (default ``DEFAULT_EFFICIENCY``).
+        :param base: the uncalibrated factors; default the engine profile of the target's
+            engine (``engine``, else the calibrated one: ``engine_profiles.resolve_profile``).
         :raises ValidationError: when ``engine`` is another engine than the calibrated one.
         """
         notes = self.engine_notes(engine)
+        if base is None:
+            target = engine if engine is not None else self.engine
+            base = efficiency_of(resolve_profile(target, instance_type.is_neuron))
         accelerator = instance_type.accelerator
         same_hardware = instance_type.name == self.instance_type or (
             accelerator is not None
@@ -446,17 +457,25 @@ class Calibration:
             and accelerator.name == self.accelerator
         )
         fitted = self.efficiency
-        if same_hardware:
+        same_model = spec.name == self.model
+        if same_hardware and same_model:
             efficiency = fitted
+        elif same_hardware:
+            efficiency = replace(
+                self._overhead_over(base),
+                memory_bandwidth=fitted.memory_bandwidth,
+                decode_compute=fitted.decode_compute,
+                prefill_compute=fitted.prefill_compute,
+            )
         else:
-            efficiency = replace(base, step_overhead_ms=fitted.step_overhead_ms)
+            efficiency = self._overhead_over(base)
             notes.append(
                 f"calibrated on {self.accelerator or self.instance_type}, applied to "
                 f"{accelerator.name if accelerator else instance_type.name}: only the "
                 f"engine-level per-step overhead ({fitted.step_overhead_ms:g} ms) transfers; "
-                "bandwidth and compute efficiencies are the uncalibrated ones"
+                "bandwidth and compute efficiencies are the engine profile's"
             )
-        if spec.name != self.model:
+        if not same_model:
             notes.append(
                 f"calibrated on {self.model}, applied to {spec.name}: only the engine- and "
                 "hardware-level factors transfer (bandwidth and compute efficiencies, per-step "
@@ -464,6 +483,32 @@ class Calibration:
                 f"describe {self.model} only: benchmark {spec.name} and calibrate to confirm"
             )
         return AppliedCalibration(self, efficiency, tuple(notes))
+
+    def _overhead_over(self, base: Efficiency) -> Efficiency:
+        """``base`` (an engine profile's factors) with its per-step overhead scaled so that at
+        the calibrated layers and TP degree it equals the measured one: the measurement sets the
+        level, the profile how it grows with layers and TP (a calibration fits one flat
+        overhead, which would otherwise carry one model's layers and TP to another)."""
+        fitted = self.efficiency
+        layers = self.layers or 0
+        measured = fitted.step_overhead_s(layers, self.tensor_parallel_degree)
+        profile = base.step_overhead_s(layers, self.tensor_parallel_degree)
+        if self.layers is None or profile <= 0:
+            return replace(
+                base,
+                step_overhead_ms=fitted.step_overhead_ms,
+                per_layer_ms=0.0,
+                per_layer_per_extra_rank_ms=0.0,
+                per_extra_rank_ms=0.0,
+            )
+        scale = measured / profile
+        return replace(
+            base,
+            step_overhead_ms=base.step_overhead_ms * scale,
+            per_layer_ms=base.per_layer_ms * scale,
+            per_layer_per_extra_rank_ms=base.per_layer_per_extra_rank_ms * scale,
+            per_extra_rank_ms=base.per_extra_rank_ms * scale,
+        )
 
 
 @dataclass(frozen=True)

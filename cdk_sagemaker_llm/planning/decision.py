@@ -24,11 +24,12 @@ from typing import Any
 
 from ..catalog.instance_types import CATALOG, InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
-from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
+from ..catalog.prices import PriceList
 from ..errors import ValidationError, check_range
 from ..prop_types import typed_props
 from .calibration import AppliedCalibration, Calibration, EngineRelease
 from .engine_profiles import EngineProfile, resolve_profile
+from .optimizations import JobEstimate, Optimization
 from .performance import (
     CopyModel,
     Efficiency,
@@ -42,13 +43,20 @@ from .performance import (
 from .placement import head_divisibility_problem
 from .recommend import (
     Option,
-    PriceBasis,
     Recommendation,
-    Risk,
     Slo,
     Traffic,
     recommend,
     unit_price,
+)
+from .service_options import (
+    CopyScaling,
+    LayoutOverrides,
+    PriceBasis,
+    Pricing,
+    Risk,
+    SearchSpace,
+    Sizing,
 )
 
 HOST_MEMORY_SHARE = 0.5
@@ -112,49 +120,127 @@ class ExpectedTraffic:
         return f"peak {self.peak.concurrency} concurrent, minimum {self.minimum:g}"
 
 
+DEFAULT_MAX_INSTANCE_COUNT = 4
+"""A service's most instances when its search space does not say."""
+
+
 @dataclass(frozen=True)
 class ServiceRequest:
-    """What the service must do, and what it may use (the inputs of ``decide``)."""
+    """What the service must do, and what it may use (the inputs of ``decide``): the same
+    ``Workload``, ``Slo``, ``SearchSpace``, ``Pricing`` and ``Sizing`` that ``recommend``
+    takes, and the traffic with its minimum."""
 
     spec: ModelSpec
     workload: Workload
     slo: Slo
     traffic: ExpectedTraffic
-    candidates: Sequence[InstanceType]
-    max_instance_count: int
-    precision: Precision = Precision.FP16
-    prices: PriceList = DEFAULT_PRICE_LIST
-    price_basis: PriceBasis = PriceBasis.ON_DEMAND
-    calibration: Calibration | None = None
-    region: str | None = None
-    tgi: bool = False
-    """The engine batches by tokens (TGI) rather than by requests (LMI)."""
-    engine: EngineRelease | EngineProfile | None = None
-    """The serving engine (the image's container family and release): it chooses the engine
-    profile (``planning.engine_profiles``); a calibration of another engine is a
+    search: SearchSpace = field(default_factory=SearchSpace)
+    """The candidates (default every GPU type of the catalog), at most
+    ``DEFAULT_MAX_INSTANCE_COUNT`` instances unless it says, the precision (default FP16) and
+    the optimizations to weigh."""
+    pricing: Pricing = field(default_factory=Pricing)
+    sizing: Sizing = field(default_factory=Sizing)
+    """The risk side (default pessimistic, as ``recommend``), the calibration, and the serving
+    engine: the image's container family and release (``EngineRelease``) chooses the engine
+    profile (``planning.engine_profiles``), a calibration of another engine is a
     ValidationError, and one of a release outside the range is noted. A profile (the
     ``recommend`` command's ``--engine tgi-1``) or None: that or the default profile, and a
     calibration's engine is assumed (the decision says so)."""
-    risk: Risk = Risk.PESSIMISTIC
-    """The side of each prediction's band the layout is sized on (``recommend``'s ``risk``,
-    ``LlmService(risk=...)``); default the pessimistic side, as ``recommend``."""
+    tgi: bool = False
+    """The engine batches by tokens (TGI) rather than by requests (LMI)."""
+
+    @property
+    def candidates(self) -> Sequence[InstanceType]:
+        """The candidate instance types."""
+        found = self.search.instance_types
+        return found if found is not None else [t for t in CATALOG.values() if t.is_gpu]
+
+    @property
+    def max_instance_count(self) -> int:
+        """The most instances."""
+        return self.search.max_instance_count or DEFAULT_MAX_INSTANCE_COUNT
+
+    @property
+    def precision(self) -> Precision:
+        """The weights' precision as given."""
+        return self.search.precision or Precision.FP16
+
+    @property
+    def prices(self) -> PriceList:
+        """The price list."""
+        return self.pricing.prices
+
+    @property
+    def price_basis(self) -> PriceBasis:
+        """How instance-hours are paid for."""
+        return self.pricing.basis
+
+    @property
+    def region(self) -> str | None:
+        """Where the endpoint runs."""
+        return self.pricing.region
+
+    @property
+    def calibration(self) -> Calibration | None:
+        """The measured efficiency factors."""
+        return self.sizing.calibration
+
+    @property
+    def risk(self) -> Risk:
+        """The side of each prediction's band the layout is sized on."""
+        return self.sizing.risk
+
+    @property
+    def engine(self) -> EngineRelease | EngineProfile | None:
+        """The serving engine: a container release, a profile (a name resolved), or None."""
+        engine = self.sizing.engine
+        return resolve_profile(engine) if isinstance(engine, str) else engine
 
 
 @dataclass(frozen=True)
 class Overrides:
     """The user's overrides of the decision; None leaves a choice to the performance model."""
 
-    instance_type: InstanceType | None = None
-    tensor_parallel_degree: int | None = None
-    copies_per_instance: int | None = None
-    max_batch_size: int | None = None
-    max_model_len: int | None = None
-    min_copies: int | None = None
-    max_copies: int | None = None
-    target_concurrency_per_copy: float | None = None
+    layout: LayoutOverrides = field(default_factory=LayoutOverrides)
+    """Instance type, tensor-parallel degree, copies per instance, batch limit, longest
+    sequence."""
+    scaling: CopyScaling = field(default_factory=CopyScaling)
+    """Min/max copies and the target per copy."""
     min_memory_per_copy_mib: int | None = None
     benchmark: bool = False
     """A deploy-time benchmark measures the knee that the scaling target holds."""
+
+    @property
+    def instance_type(self) -> InstanceType | None:
+        return self.layout.instance_type
+
+    @property
+    def tensor_parallel_degree(self) -> int | None:
+        return self.layout.tensor_parallel_degree
+
+    @property
+    def copies_per_instance(self) -> int | None:
+        return self.layout.copies_per_instance
+
+    @property
+    def max_batch_size(self) -> int | None:
+        return self.layout.max_batch_size
+
+    @property
+    def max_model_len(self) -> int | None:
+        return self.layout.max_model_len
+
+    @property
+    def min_copies(self) -> int | None:
+        return self.scaling.min_copies
+
+    @property
+    def max_copies(self) -> int | None:
+        return self.scaling.max_copies
+
+    @property
+    def target_concurrency_per_copy(self) -> float | None:
+        return self.scaling.target_concurrency_per_copy
 
 
 # ----- What is decided ---------------------------------------------------------------------------
@@ -287,6 +373,11 @@ class ServiceDecision:
     calibration_change: str | None = None
     """The uncalibrated decision beside this one: what the calibration changed (None:
     uncalibrated)."""
+    optimization: Optimization | None = None
+    """The optimization the served option applies to the model (``SearchSpace.optimizations``;
+    ``LlmService`` creates its job and serves the job's output); None: the model as given."""
+    job: JobEstimate | None = None
+    """The optimization job that optimization needs, with its expected time and cost."""
     option: Option | None = field(default=None, compare=False, repr=False)
     """The recommendation's option served (None when read back from metadata)."""
     recommendation: Recommendation | None = field(default=None, compare=False, repr=False)
@@ -315,6 +406,11 @@ class ServiceDecision:
                     "calibration_change": self.calibration_change,
                 }
                 if self.calibration_change is not None
+                else {}
+            ),
+            **(
+                {"optimization": _optimization_metadata(self.optimization, self.job)}
+                if self.optimization is not None
                 else {}
             ),
             "sources": list(self.predicted.sources),
@@ -391,7 +487,38 @@ class ServiceDecision:
             calibration_change=None
             if data.get("calibration_change") is None
             else str(data["calibration_change"]),
+            **_optimization_from_metadata(data.get("optimization")),
         )
+
+
+def _optimization_metadata(optimization: Optimization, job: JobEstimate | None) -> dict[str, Any]:
+    """The ``optimization`` entry of the metadata: what it serves and the job it needs."""
+    return {
+        "name": optimization.name,
+        "serves": optimization.describe(),
+        "job": None if job is None else job.to_dict(),
+    }
+
+
+def _optimization_from_metadata(entry: Any) -> dict[str, Any]:
+    """``optimization`` and ``job`` read back from the metadata's entry (none when absent or
+    not understood)."""
+    if not isinstance(entry, Mapping):
+        return {}
+    try:
+        optimization = Optimization.of(str(entry.get("name")))
+    except ValidationError:
+        return {}
+    job = entry.get("job")
+    estimate = None
+    if isinstance(job, Mapping):
+        estimate = JobEstimate(
+            technique=str(job.get("technique", "")),
+            hours=job.get("hours"),
+            cost=job.get("cost"),
+            basis=str(job.get("basis", "")),
+        )
+    return {"optimization": optimization, "job": estimate}
 
 
 GOAL_KEYS = (
@@ -433,6 +560,7 @@ def decide(
     choices.update(decider.layout_choices(option))
     memory = decider.memory(option.layout)
     choices["min_memory_per_copy_mib"] = memory
+    choices.update(decider.optimization_choices())
     decision = ServiceDecision(
         goal=decider.goal(),
         layout=option.layout,
@@ -443,7 +571,11 @@ def decide(
         predicted=decider.prediction(option),
         price_per_hour=option.price_per_hour,
         cost_per_million_tokens=option.cost_per_million_tokens,
-        reasoning=(decider.engine_reasoning(option.layout.instance_type), *option.reasoning),
+        reasoning=(
+            decider.engine_reasoning(option.layout.instance_type),
+            *decider.optimization_reasoning(option),
+            *option.reasoning,
+        ),
         alternatives=tuple(summary(o) for o in decider.recommendation.options if o is not option)[
             :MAX_ALTERNATIVES_RECORDED
         ],
@@ -453,6 +585,8 @@ def decide(
         ),
         rejected_count=len(decider.recommendation.rejected),
         warnings=tuple(decider.warnings),
+        optimization=option.optimization,
+        job=option.job,
         option=option,
         recommendation=decider.recommendation,
     )
@@ -475,6 +609,10 @@ class _Decider:
         self.warnings: list[DecisionWarning] = []
         self._applied: dict[str, AppliedCalibration] = {}
         self.recommendation = Recommendation([], [])
+        self.optimization: Optimization | None = None
+        """The optimization of the option served (None: the model as given)."""
+        self.precision = request.precision
+        """The weights' precision served: the request's, or the optimization's."""
 
     def warn(self, prop: str, message: str) -> None:
         self.warnings.append(DecisionWarning(prop, message))
@@ -540,7 +678,10 @@ class _Decider:
         """The uncalibrated decision of the same request beside ``decision``, in one line."""
         after = _outline(decision)
         try:
-            uncalibrated = decide(replace(self.request, calibration=None), self.overrides)
+            request = self.request
+            uncalibrated = decide(
+                replace(request, sizing=replace(request.sizing, calibration=None)), self.overrides
+            )
         except ValidationError as error:
             return (
                 f"changed the decision: uncalibrated, no layout ({error.problem}); calibrated "
@@ -563,16 +704,15 @@ class _Decider:
             request.workload,
             request.slo,
             request.traffic.peak,
-            precision=request.precision,
-            instance_types=list(request.candidates),
-            max_instance_count=request.max_instance_count,
-            price_basis=request.price_basis,
-            calibration=request.calibration,
-            engine=request.engine,
+            search=replace(
+                request.search,
+                instance_types=list(request.candidates),
+                max_instance_count=request.max_instance_count,
+                precision=request.precision,
+            ),
+            pricing=request.pricing,
+            sizing=replace(request.sizing, engine=request.engine),
             top=len(request.candidates) * 64,
-            region=request.region,
-            prices=request.prices,
-            risk=request.risk,
         )
         option = choose(
             self.recommendation,
@@ -580,6 +720,9 @@ class _Decider:
             tensor_parallel_degree=overrides.tensor_parallel_degree,
             max_instance_count=request.max_instance_count,
         )
+        self.optimization = option.optimization
+        if option.optimization is not None:
+            self.precision = option.optimization.precision(request.precision)
         if overrides.copies_per_instance is not None:
             option = self._repack(option, overrides.copies_per_instance)
         return option
@@ -651,6 +794,7 @@ class _Decider:
             calibration=self.measured(layout.instance_type),
             max_batch_size=option.max_batch_size,
             engine=request.engine,
+            optimization=self.optimization,
         ).levels[0]
         price = unit_price(layout.instance_type, self.request.prices, request.price_basis)
         hourly = None if price is None else price * count
@@ -683,6 +827,34 @@ class _Decider:
             ),
         }
 
+    def optimization_choices(self) -> dict[str, Choice]:
+        """The optimization and the precision it serves at, when an optimized option won
+        (nothing otherwise: a decision without one records what it always did)."""
+        if self.optimization is None:
+            return {}
+        return {
+            "optimization": Choice(self.optimization.name, "recommended"),
+            "precision": Choice(self.precision.value, "derived"),
+        }
+
+    def optimization_reasoning(self, option: Option) -> list[str]:
+        """Why an optimized option was chosen, and the job it needs with its time and cost."""
+        optimization = option.optimization
+        if optimization is None:
+            return []
+        job = option.job.describe() if option.job is not None else "a job"
+        plain = next((o for o in self.recommendation.options if o.optimization is None), None)
+        given = (
+            f"the model as given would take {summary(plain)}"
+            if plain is not None
+            else "the model as given meets the SLO and memory on no candidate"
+        )
+        return [
+            f"optimization chosen: {optimization.describe()} ({optimization.name}), served "
+            f"from the optimization job's output, which LlmService creates before the model: "
+            f"{job}; {given}"
+        ]
+
     # ----- serving -----------------------------------------------------------------------
 
     def serving(self, option: Option) -> tuple[ServingSettings, dict[str, Choice]]:
@@ -698,7 +870,7 @@ class _Decider:
             max_batch_size=batch.value,
             max_model_len=model_len.value,
             max_input_tokens=workload.input_tokens,
-            precision=request.precision,
+            precision=self.precision,
         )
         return serving, {"max_batch_size": batch, "max_model_len": model_len}
 
@@ -708,10 +880,11 @@ class _Decider:
             request.spec,
             layout.instance_type,
             layout.tensor_parallel_degree,
-            request.precision,
+            self.precision,
             request.workload,
             self.profile(layout.instance_type),
             self.efficiency_on(layout.instance_type),
+            speculation=self.optimization.speculation if self.optimization else None,
         )
 
     def _check_batch(self, layout: Layout, batch: int) -> None:
@@ -805,6 +978,7 @@ class _Decider:
             calibration=self.measured(layout.instance_type),
             max_batch_size=batch,
             engine=request.engine,
+            optimization=self.optimization,
         ).levels[0]
         slo = request.slo
         broken = []

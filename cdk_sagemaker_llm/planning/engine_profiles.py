@@ -191,10 +191,10 @@ class EngineProfile:
     per_layer_ms: float
     """Per-step cost per transformer layer at TP1, ms."""
     per_layer_per_extra_rank_ms: float
-    """Per-step cost per layer for each accelerator beyond the first (synchronisation of the
-    tensor-parallel ranks: what makes SageMaker containers flat from TP1 to TP4), ms."""
+    """Per-step cost per layer for each doubling of the tensor-parallel degree (log2 TP;
+    ``Efficiency.step_overhead_s``), ms."""
     per_extra_rank_ms: float
-    """Per-step cost for each accelerator beyond the first, ms."""
+    """Per-step cost for each doubling of the tensor-parallel degree (log2 TP), ms."""
     all_reduce_scale: float
     """Multiplier on the all-reduce transfer time (1.0 = nccl-tests bandwidth)."""
     batching: Batching
@@ -207,16 +207,6 @@ class EngineProfile:
     """None: the profile is a prior, not fitted to measurements."""
     raw: Mapping[str, Any] = field(repr=False, compare=False, default_factory=dict)
     """The JSON document the profile was read from."""
-
-    def step_overhead_ms(self, layers: int, tensor_parallel_degree: int) -> float:
-        """Fixed cost of one forward step, ms: base + per layer x layers + (per extra rank +
-        per layer per extra rank x layers) x (TP - 1)."""
-        return (
-            self.base_overhead_ms
-            + self.per_layer_ms * layers
-            + (self.per_extra_rank_ms + self.per_layer_per_extra_rank_ms * layers)
-            * (tensor_parallel_degree - 1)
-        )
 
     def kernel(self, precision: Precision) -> KernelSpeed | None:
         """The kernel speed for quantized ``precision`` weights; None for fp16/bf16/fp32."""
@@ -273,7 +263,7 @@ class EngineProfile:
             f"engine profile {self.name} ({self.description}; {fitted}): "
             f"{self.base_overhead_ms:g} ms + {self.per_layer_ms:g} ms/layer + "
             f"({self.per_extra_rank_ms:g} ms + {self.per_layer_per_extra_rank_ms:g} ms/layer) "
-            "per extra TP rank per step, "
+            "per TP doubling per step, "
             f"batch limit {self.describe_batching()}"
         )
 

@@ -126,10 +126,23 @@ NVLINK_H100 = Interconnect(
 PCIE_GEN4 = Interconnect(
     "PCIe Gen4 x16",
     20,
-    60,
+    21,
     "A10G, L4 and L40S talk over PCIe Gen4 x16 (32 GB/s each way, NVIDIA datasheets; no NVLink "
-    "on g5/g6/g6e): about 20 GB/s achievable all-reduce bandwidth and ~60 us per small "
-    "all-reduce at TP2 (staged through the host, about twice NVLink's); approximate, calibrate",
+    "on g5/g6/g6e): about 20 GB/s achievable all-reduce bandwidth; a small all-reduce takes "
+    "~42 us over 8 PCIe GPUs (nccl-tests all_reduce_perf, 8-byte message, 8 x RTX 4090 on "
+    "PCIe: 42.1 us; NVIDIA/nccl issue #1530), ~21 us at TP2 by the (1 + log2 TP) / 2 law; "
+    "approximate, calibrate",
+)
+PCIE_GEN4_CROSS_SOCKET = Interconnect(
+    "PCIe Gen4 x16 across CPU sockets",
+    10,
+    21,
+    "the 8-GPU PCIe instances (g5/g6/g6e.48xlarge: 192 vCPUs, two CPU sockets) hang four GPUs "
+    "off each socket; a tensor-parallel group of more than four crosses the inter-socket link, "
+    "where NCCL's ring stages through host memory: about half the single-socket PCIe "
+    "bandwidth (NCCL issues: nccl-tests #74, A40 on dual AMD EPYC, PCIe P2P across sockets "
+    "slower than within one; nccl #1639, 8 PCIe GPUs reach less bus bandwidth than 4); "
+    "approximate, calibrate",
 )
 NEURONLINK = Interconnect(
     "NeuronLink v2",
@@ -140,14 +153,22 @@ NEURONLINK = Interconnect(
 )
 
 
-def interconnect_of(instance_type: InstanceType) -> Interconnect:
-    """The interconnect tensor parallelism uses on ``instance_type``."""
+PCIE_GPUS_PER_SOCKET = 4
+"""GPUs per CPU socket on the PCIe instances: the 8-GPU sizes have two sockets (192 vCPUs,
+EC2 G5/G6/G6e instance-type pages), the 4-GPU sizes one."""
+
+
+def interconnect_of(instance_type: InstanceType, tensor_parallel_degree: int = 1) -> Interconnect:
+    """The interconnect tensor parallelism of ``tensor_parallel_degree`` uses on
+    ``instance_type`` (on PCIe, a group wider than one CPU socket's GPUs crosses sockets)."""
     if instance_type.is_neuron:
         return NEURONLINK
     if instance_type.family in ("p4d", "p4de"):
         return NVLINK_A100
     if instance_type.family.startswith("p5"):
         return NVLINK_H100
+    if tensor_parallel_degree > PCIE_GPUS_PER_SOCKET:
+        return PCIE_GEN4_CROSS_SOCKET
     return PCIE_GEN4
 
 
@@ -177,12 +198,13 @@ class Efficiency:
     per_layer_ms: float = 0.0
     """Per-step cost per transformer layer, ms (an engine profile's; 0 in the defaults)."""
     per_layer_per_extra_rank_ms: float = 0.0
-    """Per-step cost per layer for each tensor-parallel rank beyond the first, ms (an engine
-    profile's; 0 in the defaults)."""
+    """Per-step cost per layer for each doubling of the tensor-parallel degree (log2 TP: once
+    at TP2, twice at TP4, three times at TP8), ms (an engine profile's; 0 in the defaults)."""
     per_extra_rank_ms: float = 0.0
-    """Per-step cost for each tensor-parallel rank beyond the first, ms: the rank
-    synchronisation that keeps SageMaker containers' latency flat from TP1 to TP4 (an engine
-    profile's; 0 in the defaults)."""
+    """Per-step cost for each doubling of the tensor-parallel degree (log2 TP), ms: the rank
+    synchronisation of the SageMaker containers (TGI's router steps every shard over gRPC;
+    collectives synchronise in log2 TP rounds), which keeps their latency nearly flat from
+    TP1 to TP8 on g5 (an engine profile's; 0 in the defaults)."""
     all_reduce_scale: float = 1.0
     """Multiplier on the all-reduce transfer time (bytes / nccl-tests bandwidth): the engine's
     all-reduce of large (prefill) messages is often slower than the interconnect allows."""
@@ -211,12 +233,14 @@ class Efficiency:
 
     def step_overhead_s(self, layers: int, tensor_parallel_degree: int) -> float:
         """Fixed cost of one forward step, seconds: base + per layer x layers + (per extra
-        rank + per layer per extra rank x layers) x (TP - 1)."""
+        rank + per layer per extra rank x layers) x log2 TP. Logarithmic, not linear, in TP:
+        the published SageMaker TGI measurements put about 8-11 ms of it at TP4 and 15 ms at
+        TP8 on g5, for 32 to 80 layers alike (benchmarks/measurements)."""
         return (
             self.step_overhead_ms
             + self.per_layer_ms * layers
             + (self.per_extra_rank_ms + self.per_layer_per_extra_rank_ms * layers)
-            * (tensor_parallel_degree - 1)
+            * math.log2(tensor_parallel_degree)
         ) / 1000
 
     def describe(self) -> str:
@@ -229,7 +253,7 @@ class Efficiency:
         if self.per_layer_ms or self.per_layer_per_extra_rank_ms or self.per_extra_rank_ms:
             text += (
                 f" + {self.per_layer_ms:g} ms per layer + ({self.per_extra_rank_ms:g} ms + "
-                f"{self.per_layer_per_extra_rank_ms:g} ms per layer) per extra TP rank"
+                f"{self.per_layer_per_extra_rank_ms:g} ms per layer) per TP doubling"
             )
         if self.all_reduce_scale != 1.0:
             text += f", all-reduces x{self.all_reduce_scale:g}"
@@ -364,7 +388,7 @@ class CopyModel:
         if degree == 1:
             return 0.0
         message = tokens * hidden_size(self.spec) * 2  # fp16 activations
-        one = interconnect_of(self.instance_type).all_reduce_s(
+        one = interconnect_of(self.instance_type, degree).all_reduce_s(
             degree, message, self.efficiency.all_reduce_scale
         )
         return ALL_REDUCES_PER_LAYER * self.spec.layers * one
@@ -994,7 +1018,7 @@ def describe_assumptions(
         f"{model.prefill_s() * 1000:.1f} ms; {_compute_bound_note(model)}",
     ]
     if degree > 1:
-        link = interconnect_of(layout.instance_type)
+        link = interconnect_of(layout.instance_type, degree)
         lines.append(
             f"tensor parallelism: {ALL_REDUCES_PER_LAYER * model.spec.layers} all-reduces per "
             f"step over {link.name} ({link.bandwidth_gbps:g} GB/s, {link.latency_us:g} us at TP2: "

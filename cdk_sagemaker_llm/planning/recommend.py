@@ -16,15 +16,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from enum import Enum
 from typing import Any
 
 from ..catalog.instance_types import CATALOG, InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
-from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
+from ..catalog.prices import PriceList
 from ..errors import ValidationError
 from ..prop_types import typed_props
-from .calibration import Calibration, EngineRelease
+from .calibration import EngineRelease
 from .engine_profiles import Band, ContainerRelease, EngineProfile, resolve_profile
 from .optimizations import JobEstimate, Optimization
 from .performance import (
@@ -49,6 +48,24 @@ from .performance import (
     profile_model,
 )
 from .placement import GB, MIN_KV_HEADROOM_BYTES, head_divisibility_problem, host_memory_problem
+from .service_options import PriceBasis, Pricing, Risk, SearchSpace, Sizing
+
+__all__ = [
+    "Option",
+    "PriceBasis",
+    "Pricing",
+    "Recommendation",
+    "Rejection",
+    "Risk",
+    "SearchSpace",
+    "Sizing",
+    "Slo",
+    "Traffic",
+    "recommend",
+]
+
+DEFAULT_MAX_INSTANCE_COUNT = 16
+"""``recommend``'s most instances per option when the search space does not say."""
 
 
 @typed_props
@@ -134,32 +151,6 @@ class Traffic:
         if self.requests_per_second is not None:
             return f"{self.requests_per_second:g} requests/s"
         return f"{self.concurrency} concurrent requests"
-
-
-@typed_props
-class Risk(Enum):
-    """Which side of a prediction's band ``recommend`` sizes on."""
-
-    PESSIMISTIC = "pessimistic"
-    """Size for the slowest cross-validated residual of the engine profile (widened where the
-    prediction extrapolates): no measurement in the validation data would have been
-    under-provisioned. The default."""
-    MEDIAN = "median"
-    """Size at the median of the residuals: cheaper, and about half of deployments would be
-    slower than predicted."""
-
-    def slowdown(self, band: Band) -> float:
-        """The factor this risk applies to the model's times (and divides tokens/s by)."""
-        if self is Risk.PESSIMISTIC:
-            return band.pessimistic_slowdown
-        return band.median_slowdown
-
-
-class PriceBasis(Enum):
-    """How instance-hours are paid for."""
-
-    ON_DEMAND = "on-demand"
-    SAVINGS_PLAN_1Y = "savings-plan-1y"
 
 
 @dataclass(frozen=True)
@@ -443,70 +434,61 @@ class _Side:
     band: Band
 
 
-def recommend(  # noqa: PLR0913 - known offender (issue 18 item 5): group the options
+def recommend(
     spec: ModelSpec,
     workload: Workload,
     slo: Slo,
     traffic: Traffic,
     *,
-    precision: Precision = Precision.FP16,
-    instance_types: Sequence[InstanceType] | None = None,
-    max_instance_count: int = 16,
-    prices: PriceList = DEFAULT_PRICE_LIST,
-    price_basis: PriceBasis = PriceBasis.ON_DEMAND,
-    calibration: Calibration | None = None,
+    search: SearchSpace | None = None,
+    pricing: Pricing | None = None,
+    sizing: Sizing | None = None,
     top: int = 5,
-    region: str | None = None,
-    max_batch_size: int | None = None,
-    engine: EngineProfile | ContainerRelease | str | None = None,
-    risk: Risk = Risk.PESSIMISTIC,
-    tensor_parallel_degrees: Sequence[int] | None = None,
-    optimizations: Sequence[Optimization] = (),
 ) -> Recommendation:
     """The cheapest layouts that serve ``traffic`` within ``slo`` (see the module docstring).
 
-    :param calibration: measured factors (``Calibration.from_file``), applied to each
-        candidate by ``Calibration.applied_to``: in full on the calibrated accelerator, only
-        the engine-level overhead elsewhere; another model gets only the engine- and
-        hardware-level factors, and the assumptions say so.
-    :param instance_types: candidates; default every accelerated type of the catalog.
-    :param max_instance_count: the most instances one option may use. Default 16.
-    :param region: where the endpoint runs; prices from another region are marked as such.
-    :param max_batch_size: the server's request cap per copy; default the engine profile's
-        (vLLM/LMI 256; TGI a KV-token budget).
-    :param engine: the engine that will serve: a container ``EngineRelease`` (it chooses the
-        engine profile, and a calibration of another engine is a ValidationError), an
-        ``EngineProfile`` or a profile name; None: profile ``lmi-vllm-v1`` on GPUs and
-        ``lmi-neuronx`` on Inferentia/Trainium, and the calibrated engine is assumed (and
-        said).
-    :param risk: size on the pessimistic side of each prediction's band (default: no
-        validation measurement would be under-provisioned) or at its median.
-    :param tensor_parallel_degrees: only these degrees; default every degree that splits an
-        instance into whole copies.
-    :param optimizations: also weigh serving the model optimized (``Optimization.awq()``,
-        ``.fp8()``, ``.speculative_decoding()``): each layout is evaluated as given and with
-        each optimization; an optimized option names the job it needs with its time and cost,
-        and the assumptions answer "optimize, or buy more accelerators?".
+    :param search: the candidates, instance count, tensor-parallel degrees, precision,
+        optimizations and server batch cap (``SearchSpace``); default every accelerated type
+        of the catalog, at most 16 instances, FP16, no optimization. With
+        ``optimizations`` each layout is evaluated as given and with each optimization; an
+        optimized option names the job it needs with its time and cost, and the assumptions
+        answer "optimize, or buy more accelerators?".
+    :param pricing: the price list, basis and region (``Pricing``); default on-demand list
+        prices; prices from another region than ``pricing.region`` are marked as such.
+    :param sizing: the risk side, calibration and engine (``Sizing``): a calibration applies
+        to each candidate by ``Calibration.applied_to`` (in full on the calibrated
+        accelerator, only the engine-level overhead elsewhere; another model gets only the
+        engine- and hardware-level factors, and the assumptions say so); default the
+        pessimistic side, uncalibrated, the default engine profile.
+    :param top: options to return; default 5.
     """
+    search = search or SearchSpace()
+    pricing = pricing or Pricing()
+    sizing = sizing or Sizing()
+    precision = search.precision or Precision.FP16
+    max_instance_count = search.max_instance_count or DEFAULT_MAX_INSTANCE_COUNT
+    prices, price_basis = pricing.prices, pricing.basis
+    calibration, engine, risk = sizing.calibration, sizing.engine, sizing.risk
+    max_batch_size = search.max_batch_size
+    optimizations = search.optimizations
     if max_instance_count < 1:
         raise ValidationError(
             "max_instance_count", max_instance_count, "must be at least 1", "pass e.g. 16"
         )
     if top < 1:
         raise ValidationError("top", top, "must be at least 1", "pass e.g. 5")
-    profile = resolve_profile(engine)
+    resolve_profile(engine)  # an unknown profile name is an error before the search
     release = engine if isinstance(engine, EngineRelease) else None
     efficiency = calibration.efficiency if calibration else None
     calibration_notes = calibration.engine_notes(release) if calibration else []
-    candidates = list(instance_types) if instance_types is not None else default_instance_types()
+    candidates = (
+        list(search.instance_types)
+        if search.instance_types is not None
+        else default_instance_types()
+    )
     options: list[Option] = []
     rejected: list[Rejection] = []
-    region_note = None
-    if region is not None and region != prices.region:
-        region_note = (
-            f"no {region} prices: the {prices.region} list is used as an estimate "
-            f"({prices.describe()})"
-        )
+    region_note = _region_note(pricing)
     for instance_type in candidates:
         unusable = _unpredictable(instance_type)
         if unusable is not None:
@@ -532,7 +514,7 @@ def recommend(  # noqa: PLR0913 - known offender (issue 18 item 5): group the op
                 region_note,
                 engine,
                 risk,
-                tensor_parallel_degrees,
+                search.tensor_parallel_degrees,
                 tuple(optimizations),
             ),
             instance_type,
@@ -566,7 +548,51 @@ def recommend(  # noqa: PLR0913 - known offender (issue 18 item 5): group the op
         )
         for option in options[:top]
     ]
+    notes = [region_note, trade_off, *(f"calibration: {note}" for note in calibration_notes)]
+    assumptions = _assumptions(workload, slo, traffic, search, pricing, sizing, notes)
+    if risk is Risk.PESSIMISTIC and kept:
+        median = recommend(
+            spec,
+            workload,
+            slo,
+            traffic,
+            search=replace(search, instance_types=candidates),
+            pricing=pricing,
+            sizing=replace(sizing, risk=Risk.MEDIAN),
+            top=1,
+        )
+        line = _pessimism_cost(kept[0], median.options[0] if median.options else None)
+        assumptions.append(line)
+        kept[0] = replace(kept[0], reasoning=[*kept[0].reasoning, line])
+    return Recommendation(kept, rejected, assumptions)
+
+
+def _region_note(pricing: Pricing) -> str | None:
+    """Prices from another region than the endpoint's are an estimate, and said so."""
+    prices, region = pricing.prices, pricing.region
+    if region is None or region == prices.region:
+        return None
+    return (
+        f"no {region} prices: the {prices.region} list is used as an estimate ({prices.describe()})"
+    )
+
+
+def _assumptions(
+    workload: Workload,
+    slo: Slo,
+    traffic: Traffic,
+    search: SearchSpace,
+    pricing: Pricing,
+    sizing: Sizing,
+    notes: Sequence[str | None],
+) -> list[str]:
+    """What every option of a recommendation assumes, one line each, then ``notes`` (the
+    region's prices, the optimization trade-off, the calibration; None skipped)."""
+    calibration, engine, prices = sizing.calibration, sizing.engine, pricing.prices
+    profile = resolve_profile(engine)
+    efficiency = calibration.efficiency if calibration else None
     shown = efficiency if efficiency is not None else efficiency_of(profile)
+    max_batch_size = search.max_batch_size
     batch_limit = (
         f"server batch limit {max_batch_size} per copy"
         if max_batch_size is not None
@@ -579,44 +605,16 @@ def recommend(  # noqa: PLR0913 - known offender (issue 18 item 5): group the op
         + ("; on Inferentia/Trainium the lmi-neuronx profile" if engine is None else ""),
         f"efficiency: {shown.describe()}"
         + (f" ({calibration.describe()})" if calibration else f" ({profile.name} profile)"),
-        _risk_note(risk),
+        _risk_note(sizing.risk),
         f"{batch_limit}; every accelerator of an instance holds a copy",
-        f"prices: {price_basis.value}, {prices.describe()}"
+        f"prices: {pricing.basis.value}, {prices.describe()}"
         + (
             f", savings plan {prices.savings_plan_1y_discount:.0%} off on-demand"
-            if price_basis is PriceBasis.SAVINGS_PLAN_1Y
+            if pricing.basis is PriceBasis.SAVINGS_PLAN_1Y
             else ""
         ),
     ]
-    if region_note:
-        assumptions.append(region_note)
-    if trade_off:
-        assumptions.append(trade_off)
-    assumptions += [f"calibration: {note}" for note in calibration_notes]
-    if risk is Risk.PESSIMISTIC and kept:
-        median = recommend(
-            spec,
-            workload,
-            slo,
-            traffic,
-            precision=precision,
-            instance_types=candidates,
-            max_instance_count=max_instance_count,
-            prices=prices,
-            price_basis=price_basis,
-            calibration=calibration,
-            top=1,
-            region=region,
-            max_batch_size=max_batch_size,
-            engine=engine,
-            risk=Risk.MEDIAN,
-            tensor_parallel_degrees=tensor_parallel_degrees,
-            optimizations=optimizations,
-        )
-        line = _pessimism_cost(kept[0], median.options[0] if median.options else None)
-        assumptions.append(line)
-        kept[0] = replace(kept[0], reasoning=[*kept[0].reasoning, line])
-    return Recommendation(kept, rejected, assumptions)
+    return assumptions + [note for note in notes if note]
 
 
 def _optimize_or_buy(options: Sequence[Option]) -> str:
@@ -669,11 +667,12 @@ def _risk_note(risk: Risk) -> str:
         return (
             "risk: sized on the pessimistic side of each prediction's band (the slowest "
             "cross-validated residual of the engine profile, widened where the prediction "
-            "extrapolates); pass risk=Risk.MEDIAN (--risk median) to size at the median"
+            "extrapolates); pass sizing=Sizing(risk=Risk.MEDIAN) (--risk median) to size at the "
+            "median"
         )
     return (
         "risk: sized at the median of the engine profile's residuals: about half of "
-        "deployments would be slower than predicted (risk=Risk.PESSIMISTIC sizes for the "
+        "deployments would be slower than predicted (Sizing(risk=Risk.PESSIMISTIC) sizes for the "
         "slowest validation measurement)"
     )
 
@@ -763,13 +762,17 @@ def _unpredictable(instance_type: InstanceType) -> Rejection | None:
     return None
 
 
-def _rank(option: Option) -> tuple[bool, float, float, float, float]:
-    """Price per hour; then cost per 1M tokens at the traffic; then, at equal price and
-    traffic, the option serving more within the SLO (lower cost per 1M tokens at capacity);
-    then the lower predicted ms/token."""
+def _rank(option: Option) -> tuple[bool, float, bool, float, float, float]:
+    """Price per hour; then, at an equal price, the model served as given before an
+    optimized one (an optimization wins only where it lowers the bill: its job costs deploy
+    hours, and serving the same traffic faster on the same instances saves nothing); then
+    cost per 1M tokens at the traffic; then, at equal price and traffic, the option serving
+    more within the SLO (lower cost per 1M tokens at capacity); then the lower predicted
+    ms/token."""
     return (
         option.price_per_hour is None,
         option.price_per_hour if option.price_per_hour is not None else 0.0,
+        option.optimization is not None,
         round(option.cost_per_million_tokens or 0.0, 6),
         -option.max_tokens_per_s_within_slo,
         option.predicted.ms_per_token,
@@ -922,7 +925,7 @@ def _reasoning(
             "with a benchmark"
         )
     if degree > 1:
-        link = interconnect_of(layout.instance_type)
+        link = interconnect_of(layout.instance_type, degree)
         lines.append(
             f"TP{degree} pays {model.all_reduce_s(1) * 1000:.1f} ms of all-reduces per step over "
             f"{link.name}"

@@ -12,6 +12,7 @@ from constructs import Construct
 
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec
+from ..constructs.component_options import ComponentModel, CopyResources
 from ..constructs.deployment import RollingDeployment
 from ..constructs.endpoint import InferenceComponentEndpoint
 from ..constructs.images import ContainerImage
@@ -20,13 +21,15 @@ from ..constructs.llm_service import ExpectedTraffic, LlmService
 from ..constructs.model import Model
 from ..constructs.model_source import ModelSource
 from ..constructs.nag import acknowledge
-from ..constructs.optimization_job import (
-    OptimizationJob,
-    OptimizationTechnique,
-    QuantizationMethod,
-)
+from ..constructs.optimization_job import OptimizationJob
+from ..constructs.optimization_options import OptimizationOutput, OptimizationRun
+from ..constructs.optimization_techniques import OptimizationTechnique, QuantizationMethod
+from ..constructs.service_options import ComponentSettings, ServiceBenchmark, ServiceModel
 from ..constructs.serving_options import DataType, LmiBackend, LmiOptions
-from ..planning.recommend import Risk, Slo
+from ..constructs.variant_options import ContainerStartup, ManagedInstanceScaling
+from ..planning.recommend import Slo
+from ..planning.service_options import Risk, SearchSpace, Sizing
+from ..planning.workload import Workload
 
 LLAMA_3_8B_INSTRUCT = "meta-llama/Meta-Llama-3-8B-Instruct"
 HUGGING_FACE_TOKEN_SECRET_NAME = "cdk-sagemaker-llm/hugging-face-token"
@@ -60,35 +63,37 @@ class LlamaInferenceComponentStack(Stack):
         self.service = LlmService(
             self,
             "Llama3",
-            image=image,
-            source=source,
-            input_tokens=512,
-            output_tokens=256,
+            model=ServiceModel.from_source(source, image=image),
+            workload=Workload(input_tokens=512, output_tokens=256),
             slo=Slo(max_ms_per_token=50, max_ttft_ms=2000),
             traffic=ExpectedTraffic.requests_per_second(8, minimum=1),
+            search=SearchSpace(
+                instance_types=[
+                    InstanceType.G5_2XLARGE,
+                    InstanceType.G5_12XLARGE,
+                    InstanceType.G6_12XLARGE,
+                    InstanceType.G6E_2XLARGE,
+                ],
+                max_instance_count=2,
+            ),
             # Sized at the median of the engine profile's band: on these candidates and two
             # instances the pessimistic default (no validation measurement under-provisioned)
             # meets no 50 ms/token; it needs 3 x ml.g5.12xlarge at TP4. The deploy-time
             # benchmark below measures the real figures, and gates on the SLO.
-            risk=Risk.MEDIAN,
-            instance_types=[
-                InstanceType.G5_2XLARGE,
-                InstanceType.G5_12XLARGE,
-                InstanceType.G6_12XLARGE,
-                InstanceType.G6E_2XLARGE,
-            ],
-            max_instance_count=2,
-            deployment=RollingDeployment(
-                batch_size=1,
-                wait_interval=Duration.minutes(2),
-                rollback_alarms=[
-                    cloudwatch.Alarm.from_alarm_name(self, "ErrorsAlarmRef", errors_alarm_name)
-                ],
+            sizing=Sizing(risk=Risk.MEDIAN),
+            component=ComponentSettings(
+                deployment=RollingDeployment(
+                    batch_size=1,
+                    wait_interval=Duration.minutes(2),
+                    rollback_alarms=[
+                        cloudwatch.Alarm.from_alarm_name(self, "ErrorsAlarmRef", errors_alarm_name)
+                    ],
+                )
             ),
-            # Measure the deployed copies (a concurrency sweep at the same payload, streaming):
-            # the deployment fails if one request alone is slower than the SLO, and copies
-            # scale on the measured knee instead of the predicted one.
-            benchmark=True,
+            # Measure the deployed copies (a knee search at the same payload, streaming): the
+            # deployment fails if one request alone is slower than the SLO, and copies scale
+            # on the measured knee instead of the predicted one.
+            benchmark=ServiceBenchmark.knee_search(),
         )
         cloudwatch.Alarm(
             self,
@@ -111,25 +116,21 @@ class LlamaInferenceComponentStack(Stack):
             source=ModelSource.from_s3(models, f"{LLAMA_3_8B_INSTRUCT}/"),
             instance_type=InstanceType.G5_2XLARGE,
             techniques=[OptimizationTechnique.quantization_of(QuantizationMethod.AWQ)],
-            output_bucket=models,
-            output_prefix="optimized/",
-            max_runtime=Duration.hours(4),
-            job_name_prefix="llama3-8b-awq",
+            output=OptimizationOutput.in_bucket(models, prefix="optimized/"),
+            run=OptimizationRun(max_runtime=Duration.hours(4), job_name_prefix="llama3-8b-awq"),
         )
         self.awq_service = LlmService(
             self,
             "Llama3Awq",
-            optimization_job=self.awq_job,
             # The spec cannot be read from an S3 source: state it.
-            spec=ModelSpec.LLAMA_3_8B,
-            input_tokens=6144,
-            output_tokens=2048,
+            model=ServiceModel.from_optimization_job(self.awq_job, spec=ModelSpec.LLAMA_3_8B),
+            workload=Workload(input_tokens=6144, output_tokens=2048),
             slo=Slo(max_ms_per_token=60),
             traffic=ExpectedTraffic.concurrency(8, minimum=1),
+            search=SearchSpace(max_instance_count=2),
             # At the median: the pessimistic default takes one copy per 6,144 + 2,048-token
             # request here (8 instances for 8 in flight).
-            risk=Risk.MEDIAN,
-            max_instance_count=2,
+            sizing=Sizing(risk=Risk.MEDIAN),
         )
 
         # Scale to zero, built by hand: a second endpoint for sporadic traffic, which keeps no
@@ -155,9 +156,9 @@ class LlamaInferenceComponentStack(Stack):
             self,
             "SporadicEndpoint",
             instance_type=InstanceType.G5_2XLARGE,
-            initial_instance_count=1,
-            min_instance_count=0,
-            max_instance_count=2,
+            instance_scaling=ManagedInstanceScaling(
+                initial_instance_count=1, min_instance_count=0, max_instance_count=2
+            ),
         )
         acknowledge(
             self.sporadic_endpoint,
@@ -169,12 +170,10 @@ class LlamaInferenceComponentStack(Stack):
             self,
             "Llama3SporadicComponent",
             endpoint=self.sporadic_endpoint,
-            model=self.model,
-            accelerators=1,
-            min_memory=Size.gibibytes(24),
-            cpu_cores=4,
+            serves=ComponentModel.of(self.model),
+            resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(24), cpu_cores=4),
             copy_count=1,
-            container_startup_health_check_timeout=Duration.minutes(15),
+            startup=ContainerStartup(health_check_timeout=Duration.minutes(15)),
         )
         self.sporadic_scaling = self.sporadic_component.auto_scale_copies(
             min_copies=0, max_copies=2

@@ -13,16 +13,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..runtime_support import (
-    HTTPS_URL,
     Budget,
     HandlerError,
     Put,
     call_with_retry,
     error_code,
-    send,
     shown,
     truncate,
 )
+from ..runtime_support import respond as answer
 from .events import (
     IGNORED_PROPERTIES,
     KEY_PREFIX,
@@ -246,39 +245,10 @@ def respond(
     handler: Callable[[], dict[str, Any]],
     budget: Budget | None = None,
 ) -> dict[str, Any]:
-    """Run ``handler`` and PUT the custom resource response; raises only if the PUT keeps failing.
-
-    Any failure of the handler, a malformed event included, is answered FAILED with its reason;
-    a Delete always answers SUCCESS: a benchmark never blocks deleting a stack, even after a
-    failed create. An event without a usable ``ResponseURL`` goes unanswered (no one to answer).
-    """
-    budget = budget or Budget()
-    event = event if isinstance(event, Mapping) else {}
-    body: dict[str, Any] = {
-        key: event.get(key) if isinstance(event.get(key), str) else ""
-        for key in ("StackId", "RequestId", "LogicalResourceId")
-    }
-    try:
-        body.update(Status="SUCCESS", **handler())
-    except Exception as error:
-        physical = event.get("PhysicalResourceId")
-        request_id = body["RequestId"] if len(body["RequestId"]) <= 200 else "request"
-        fallback = (
-            getattr(error, "physical_id", None)
-            or (physical if isinstance(physical, str) and 0 < len(physical) <= 1024 else None)
-            or f"failed-{request_id or 'request'}"
-        )
-        if event.get("RequestType") == "Delete":
-            body.update(Status="SUCCESS", PhysicalResourceId=fallback, Data={})
-        else:
-            body.update(
-                Status="FAILED", Reason=truncate(explain(error)), PhysicalResourceId=fallback
-            )
-    print(json.dumps({"Status": body["Status"], "Reason": body.get("Reason", "")}))
-    url = event.get("ResponseURL")
-    if isinstance(url, str) and len(url) <= 4096 and HTTPS_URL.fullmatch(url):
-        send(url, body, put, budget)
-    return body
+    """``runtime_support.respond``, where a Delete always answers SUCCESS: a benchmark never
+    blocks deleting a stack, even after a failed create; a malformed event's reason names the
+    field."""
+    return answer(event, put, handler, budget, reason=explain, delete_never_fails=True)
 
 
 def dispatch(event: Any, *, sfn: Any, now: float, budget: Budget) -> dict[str, Any]:

@@ -39,7 +39,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,9 +55,9 @@ from ..runtime_support import (
     explain,
     http_put,
     is_transient,
+    respond,
     send,
     shown,
-    truncate,
     wait_condition_signal,
 )
 from ..runtime_support import client as _client
@@ -863,43 +863,6 @@ def error_signal(state: Mapping[str, Any]) -> dict[str, str]:
 
 
 # ----- Lambda entry points (real clients, real HTTP) ------------------------------------------
-
-
-def respond(
-    event: Mapping[str, Any],
-    put: Put,
-    handler: Callable[[], dict[str, Any]],
-    budget: Budget | None = None,
-) -> dict[str, Any]:
-    """Run ``handler`` and PUT a SUCCESS or FAILED custom resource response.
-
-    Any failure of the handler, including a malformed event, is answered FAILED with its
-    reason. Only an event without a usable ``ResponseURL`` goes unanswered (there is no one to
-    answer), and only a PUT that keeps failing raises.
-    """
-    budget = budget or Budget()
-    event = event if isinstance(event, Mapping) else {}
-    body: dict[str, Any] = {
-        key: event.get(key) if isinstance(event.get(key), str) else ""
-        for key in ("StackId", "RequestId", "LogicalResourceId")
-    }
-    try:
-        outcome = handler()
-        body.update(Status="SUCCESS", **outcome)
-    except Exception as error:
-        physical = event.get("PhysicalResourceId")
-        request_id = body["RequestId"] if len(body["RequestId"]) <= 200 else "request"
-        fallback = (
-            getattr(error, "physical_id", None)
-            or (physical if isinstance(physical, str) and 0 < len(physical) <= 1024 else None)
-            or f"failed-{request_id or 'request'}"
-        )
-        body.update(Status="FAILED", Reason=truncate(explain(error)), PhysicalResourceId=fallback)
-    print(json.dumps({"Status": body["Status"], "Reason": body.get("Reason", "")}))
-    url = event.get("ResponseURL")
-    if isinstance(url, str) and HTTPS_URL.fullmatch(url):
-        send(url, body, put, budget)
-    return body
 
 
 def on_event(event: dict[str, Any], context: Any) -> dict[str, Any]:  # pragma: no cover
