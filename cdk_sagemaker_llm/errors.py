@@ -99,10 +99,11 @@ TOKEN_NUMBER_MAGNITUDE = 1e288
 ``DOUBLE_TOKEN_MARKER_BITS``); no literal a prop takes comes near."""
 
 
-def _may_be_token(value: Any) -> bool:
+def may_be_token(value: str | float | list[Any]) -> bool:
     """Could ``value`` be an encoded token? Answered in Python: a jsii call costs a round trip
     to the CDK's process, and the kernel is not safe to call from several threads at once
-    (the benchmark workers check their payloads in threads)."""
+    (the benchmark workers check their payloads in threads). False is certain; True needs
+    ``Token.is_unresolved`` to confirm."""
     if isinstance(value, str):
         return TOKEN_STRING_MARKER in value
     if isinstance(value, list):
@@ -115,7 +116,7 @@ def is_token(value: Any) -> bool:
     cdk = sys.modules.get("aws_cdk")  # no aws_cdk loaded: no token can exist
     if cdk is None or isinstance(value, bool) or not isinstance(value, str | int | float | list):
         return False
-    return _may_be_token(value) and bool(cdk.Token.is_unresolved(value))
+    return may_be_token(value) and bool(cdk.Token.is_unresolved(value))
 
 
 def check_range(

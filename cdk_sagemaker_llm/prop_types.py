@@ -143,6 +143,16 @@ def _protocol_members(protocol: type) -> set[str]:
     return members
 
 
+def _has_member(value: Any, member: str) -> bool:
+    """``hasattr(value, member)``, without reading a member that a class from outside this
+    package defines (``Construct.node``): reading a jsii property is a round trip to the
+    kernel, and such a property always answers."""
+    for cls in type(value).__mro__:
+        if member in vars(cls):
+            return not cls.__module__.startswith(_PACKAGE) or hasattr(value, member)
+    return hasattr(value, member)
+
+
 def _matches_class(value: Any, expected: type) -> bool:
     if expected is Any or expected is object:
         return True
@@ -160,7 +170,7 @@ def _matches_class(value: Any, expected: type) -> bool:
         candidates = [value, *(delegates if isinstance(delegates, list) else [])]
         return any(isinstance(c, proxy) or _declares(c, expected) for c in candidates)
     if getattr(expected, "_is_protocol", False):
-        return all(hasattr(value, member) for member in _protocol_members(expected))
+        return all(_has_member(value, member) for member in _protocol_members(expected))
     return isinstance(value, expected)
 
 

@@ -9,8 +9,27 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
+from typing import Any
 
-from conftest import PROJECT_ROOT
+import aws_cdk as cdk
+import pytest
+from aws_cdk import Size
+from conftest import PROJECT_ROOT, new_stack
+from jsii._kernel.providers import process as jsii_process
+
+from cdk_sagemaker_llm import (
+    ComponentModel,
+    ContainerImage,
+    CopyResources,
+    InferenceComponentEndpoint,
+    InstanceType,
+    LmiOptions,
+    ManagedInstanceScaling,
+    Model,
+    ModelSource,
+)
+from cdk_sagemaker_llm.constructs.validation import is_unresolved
 
 CORE_APP = (PROJECT_ROOT / "benchmarks" / "synth" / "library_app.py").read_text()
 
@@ -36,3 +55,73 @@ def aws_cdk_modules_loaded(code: str) -> set[str]:
 def test_the_core_path_loads_only_what_plain_l1_loads(tmp_path: object) -> None:
     code = CORE_APP.replace("sys.argv[1]", repr(str(tmp_path)))
     assert aws_cdk_modules_loaded(code) == {"aws_cdk.aws_iam", "aws_cdk.aws_sagemaker"}
+
+
+def kernel_round_trips(monkeypatch: pytest.MonkeyPatch, build: Callable[[], object]) -> int:
+    """How many requests ``build()`` sends to the jsii kernel (each a round trip to Node.js)."""
+    sent = [0]
+    send = jsii_process._NodeProcess.send
+
+    def counting(self: Any, request: Any, response_type: Any) -> Any:
+        sent[0] += 1
+        return send(self, request, response_type)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(jsii_process._NodeProcess, "send", counting)
+        build()
+    return sent[0]
+
+
+def library_sets(sets: int) -> cdk.Stack:
+    """The benchmark's library app (``benchmarks/synth/library_app.py``), unsynthesized."""
+    stack = new_stack(account=None)
+    image = ContainerImage.lmi("0.31.0")
+    for index in range(sets):
+        suffix = "" if index == 0 else str(index)
+        model = Model(
+            stack,
+            f"Model{suffix}",
+            image=image,
+            source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
+            serving=LmiOptions(
+                tensor_parallel_degree=1, max_rolling_batch_size=8, max_model_len=4096
+            ),
+        )
+        endpoint = InferenceComponentEndpoint(
+            stack,
+            f"Endpoint{suffix}",
+            instance_type=InstanceType.G5_12XLARGE,
+            instance_scaling=ManagedInstanceScaling(max_instance_count=2),
+        )
+        endpoint.add_inference_component(
+            "Component",
+            serves=ComponentModel.of(model),
+            resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(32)),
+            copy_count=2,
+        )
+    return stack
+
+
+def test_each_set_costs_a_bounded_number_of_kernel_round_trips(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Per stack, the constructs ask the kernel once for what does not change (the stack, its
+    # region, the log-group and repository ARNs, their rendering for cdk-nag, construct
+    # paths), and answer literal token checks in Python. A set cost 96 round trips before
+    # (the L1 app's costs 11); 42 now: what is left is creating the resources, roles and grants.
+    one = kernel_round_trips(monkeypatch, lambda: library_sets(1))
+    three = kernel_round_trips(monkeypatch, lambda: library_sets(3))
+    assert (three - one) / 2 <= 45
+
+
+def test_literal_token_checks_ask_no_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    literals = ["ml.g5.2xlarge", "", 4, 2.5, True, None, ["a", "b"], -1.5e3]
+    asked = kernel_round_trips(monkeypatch, lambda: [is_unresolved(v) for v in literals])
+    assert asked == 0
+    assert not any(is_unresolved(value) for value in literals)
+    stack = new_stack()
+    number = cdk.CfnParameter(stack, "Count", type="Number")
+    names = cdk.CfnParameter(stack, "Names", type="CommaDelimitedList")
+    tokens = [cdk.Aws.REGION, number.value_as_number, names.value_as_list]
+    assert all(is_unresolved(token) for token in tokens)
+    assert is_unresolved(cdk.Token.as_any("x"))

@@ -7,10 +7,11 @@ unknown resource type, so the library refuses it at synth instead.
 
 from __future__ import annotations
 
-from aws_cdk import Aws, CfnRule, CfnRuleAssertion, Fn, Stack, Token
+from aws_cdk import Aws, CfnRule, CfnRuleAssertion, Fn
 from constructs import Construct
 
-from .validation import ValidationError
+from .synth_cache import region_of, stack_of
+from .validation import ValidationError, is_unresolved
 
 INFERENCE_COMPONENT_REGIONS = frozenset(
     [
@@ -41,9 +42,10 @@ _RULE_ID = "InferenceComponentRegionRule"
 def require_inference_components(scope: Construct, prop: str) -> None:
     """Fail at synth when the stack's region lacks inference components; for a
     region-agnostic stack, add a template rule that fails the deployment early instead."""
-    stack = Stack.of(scope)
+    stack = stack_of(scope)
+    region = region_of(stack)
     regions = sorted(INFERENCE_COMPONENT_REGIONS)
-    if Token.is_unresolved(stack.region):
+    if is_unresolved(region):
         if stack.node.try_find_child(_RULE_ID) is None:
             CfnRule(
                 stack,
@@ -57,10 +59,10 @@ def require_inference_components(scope: Construct, prop: str) -> None:
                 ],
             )
         return
-    if stack.region not in INFERENCE_COMPONENT_REGIONS:
+    if region not in INFERENCE_COMPONENT_REGIONS:
         raise ValidationError(
             prop,
-            stack.region,
+            region,
             "CloudFormation does not offer AWS::SageMaker::InferenceComponent in this region",
             f"deploy to one of {', '.join(regions)}, or serve the model from an "
             "instance-based Endpoint",

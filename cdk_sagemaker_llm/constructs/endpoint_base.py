@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from aws_cdk import Arn, ArnFormat, CfnResource, Duration, Stack, Token
+from aws_cdk import Arn, ArnFormat, CfnResource, Duration, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from ..prop_types import typed_props
-from .validation import ValidationError, check_sagemaker_name
+from .validation import ValidationError, check_sagemaker_name, is_unresolved
 
 if TYPE_CHECKING:  # imported where a metric is made: importing it costs synth time
     from aws_cdk import aws_cloudwatch as cloudwatch
@@ -131,7 +131,7 @@ def import_endpoint_by_name(scope: Construct, id: str, endpoint_name: str) -> En
 
 def import_endpoint_by_arn(scope: Construct, id: str, endpoint_arn: str) -> EndpointBase:
     """An existing endpoint by ARN."""
-    literal = not Token.is_unresolved(endpoint_arn)
+    literal = not is_unresolved(endpoint_arn)
     if literal and (not endpoint_arn.startswith("arn:") or endpoint_arn.count(":") < 5):
         name = None  # Arn.split would fail inside jsii with a raw error
     else:

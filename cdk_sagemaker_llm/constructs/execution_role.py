@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, Stack
+import contextlib
+import weakref
+from typing import Any
+
+from aws_cdk import ArnFormat
 from aws_cdk import aws_iam as iam
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from .nag import acknowledge_wildcard_resources
+from .synth_cache import format_arn, remember, stack_of
 
 
 def create_execution_role(scope: Construct, id: str, *, description: str) -> iam.Role:
@@ -15,15 +20,12 @@ def create_execution_role(scope: Construct, id: str, *, description: str) -> iam
     Everything else (pulling exactly one image, reading exactly one S3 location, VPC network
     interfaces) is granted by the construct that needs it.
     """
-    role = iam.Role(
-        scope,
-        id,
-        assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
-        description=description,
-    )
-    stack = Stack.of(scope)
+    role = iam.Role(scope, id, assumed_by=_sagemaker_principal(), description=description)
+    stack = stack_of(scope)
+    remember(role, scope, id)
     log_groups = [
-        stack.format_arn(
+        format_arn(
+            stack,
             service="logs",
             resource="log-group",
             resource_name=f"/aws/sagemaker/{kind}/*",
@@ -49,6 +51,17 @@ def create_execution_role(scope: Construct, id: str, *, description: str) -> iam
         "created before those names exist; the wildcard stays within SageMaker's log groups.",
     )
     return role
+
+
+_principal: list[iam.ServicePrincipal] = []
+
+
+def _sagemaker_principal() -> iam.ServicePrincipal:
+    """The SageMaker service principal, created once: a principal is a value, not a construct,
+    so every role may share it (one jsii object instead of one per role)."""
+    if not _principal:
+        _principal.append(iam.ServicePrincipal("sagemaker.amazonaws.com"))
+    return _principal[0]
 
 
 def grant_vpc_access(role: iam.IRole) -> None:
@@ -84,6 +97,20 @@ def depend_on_role_policy(resource: Construct, role: iam.IRole) -> None:
     """Make ``resource`` wait for ``role``'s inline policy, so SageMaker never starts with a
     role that cannot yet pull its image or read its weights. (The role itself is already a
     dependency through the ``ExecutionRoleArn`` reference.)"""
-    policy = role.node.try_find_child("DefaultPolicy") or role.node.try_find_child("Policy")
+    try:
+        policy = _default_policies.get(role)
+    except TypeError:  # not weakly referenceable: ask every time
+        policy = None
+    if policy is None:
+        node = role.node
+        policy = node.try_find_child("DefaultPolicy")
+        if policy is not None:  # a role's default policy, once made, stays: ask once per role
+            with contextlib.suppress(TypeError):
+                _default_policies[role] = policy
+        else:
+            policy = node.try_find_child("Policy")
     if policy is not None:
         resource.node.add_dependency(policy)
+
+
+_default_policies: weakref.WeakKeyDictionary[Any, IConstruct] = weakref.WeakKeyDictionary()

@@ -6,6 +6,7 @@ model does not fit) or a warning (a configured concurrency the KV cache cannot h
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,6 +18,12 @@ from ..catalog.model_specs import ModelSpec
 from ..planning.placement import head_divisibility_problem
 from ..planning.sizing import GB, SizingReport, serving_facts, size
 from .validation import ValidationError
+
+_size = functools.lru_cache(maxsize=512)(size)
+"""``planning.sizing.size``, computed once per model, instance type, degree, precision and
+sequence length: a stack of many components of one model on one instance type asks the same
+question for each (ranking the layouts is about 10 ms each; synth cost in ``benchmarks/``).
+Its arguments are frozen dataclasses and enums, and its report is never changed."""
 
 
 def check_fit(
@@ -51,13 +58,15 @@ def check_fit(
     facts = serving_facts(environment)
     degree = facts.tensor_parallel_degree or accelerators or instance_type.accelerator_count
     degree = min(degree, instance_type.accelerator_count)
-    report = size(
-        spec,
-        instance_type,
-        tensor_parallel_degree=degree,
-        precision=facts.precision,
-        max_total_tokens=facts.max_total_tokens,
-    )
+    arguments: dict[str, Any] = {
+        "tensor_parallel_degree": degree,
+        "precision": facts.precision,
+        "max_total_tokens": facts.max_total_tokens,
+    }
+    try:
+        report = _size(spec, instance_type, **arguments)
+    except TypeError:  # a spec or type holding a list cannot be a cache key
+        report = size(spec, instance_type, **arguments)
     if report.head_problem is not None:
         shardable = [
             d for d in range(1, degree) if head_divisibility_problem(spec, d) is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from aws_cdk import Annotations, Aws, CfnMapping, Fn, Stack, Token
+from aws_cdk import Annotations, Aws, CfnMapping, Fn, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
@@ -22,7 +22,8 @@ from ..catalog.registries import ecr_domain
 from ..planning.engine_profiles import EngineProfile, profile_for_image
 from ..prop_types import typed_props
 from .nag import acknowledge_wildcard_resources
-from .validation import ValidationError
+from .synth_cache import format_arn, region_of, stack_of
+from .validation import ValidationError, is_unresolved
 
 __all__ = ["ContainerFamily", "ContainerImage"]
 
@@ -170,7 +171,7 @@ class ContainerImage:
     def from_uri(uri: str) -> ContainerImage:
         """Any image by URI. A Deep Learning Container URI is recognized (family, caching);
         an ECR URI gets a pull grant on its repository; other registries get none."""
-        if Token.is_unresolved(uri):
+        if is_unresolved(uri):
             return ContainerImage(
                 family=ContainerFamily.CUSTOM, repository_name="", tag="", uri=uri
             )
@@ -220,7 +221,7 @@ class ContainerImage:
             return True
         return (
             self._uri is not None
-            and not Token.is_unresolved(self._uri)
+            and not is_unresolved(self._uri)
             and bool(ECR_URI.match(self._uri))
         )
 
@@ -265,9 +266,9 @@ class ContainerImage:
             self._grant_pull_from_uri(scope, role)
             return self._uri
         assert self._line is not None
-        stack = Stack.of(scope)
-        region = stack.region
-        if Token.is_unresolved(region):
+        stack = stack_of(scope)
+        region = region_of(stack)
+        if is_unresolved(region):
             account: str = self._registry_mapping(stack).find_in_map(Aws.REGION, "account")
             uri = Fn.join(
                 "",
@@ -280,7 +281,8 @@ class ContainerImage:
                     f"/{self.repository_name}:{self.tag}",
                 ],
             )
-            arn = stack.format_arn(
+            arn = format_arn(
+                stack,
                 service="ecr",
                 account=account,
                 resource="repository",
@@ -301,7 +303,8 @@ class ContainerImage:
             uri = (
                 f"{account}.dkr.ecr.{region}.{ecr_domain(region)}/{self.repository_name}:{self.tag}"
             )
-            arn = stack.format_arn(
+            arn = format_arn(
+                stack,
                 service="ecr",
                 region=region,
                 account=account,
@@ -340,9 +343,7 @@ class ContainerImage:
             self._ecr_repository.grant_pull(role)
             return
         match = (
-            ECR_URI.match(self._uri or "")
-            if self._uri and not Token.is_unresolved(self._uri)
-            else None
+            ECR_URI.match(self._uri or "") if self._uri and not is_unresolved(self._uri) else None
         )
         if match is None:
             return
@@ -353,7 +354,8 @@ class ContainerImage:
 
 
 def _repository_arn(scope: Construct, match: re.Match[str]) -> str:
-    return Stack.of(scope).format_arn(
+    return format_arn(
+        stack_of(scope),
         service="ecr",
         region=match.group("region"),
         account=match.group("account"),

@@ -21,6 +21,7 @@ from .networking import place_in_vpc
 from .plan_metadata import add_plan_metadata
 from .serving_options import ServingOptions
 from .speculative_decoding import SpeculativeDecoding
+from .synth_cache import node_path, remember
 from .validation import ValidationError, check_sagemaker_name, is_unresolved
 
 if TYPE_CHECKING:  # annotations only: importing these costs synth time
@@ -175,6 +176,7 @@ class Model(ModelBase):
             on inference components.
         """
         super().__init__(scope, id)
+        remember(self, scope, id)
         check_sagemaker_name("model_name", model_name)
         if serving is not None:
             serving.validate(image)
@@ -205,7 +207,7 @@ class Model(ModelBase):
         )
         """The model's architecture, when given or inferred; sizing checks need it."""
         self.role: iam.IRole = role or create_execution_role(
-            self, "ExecutionRole", description=f"SageMaker execution role of {self.node.path}"
+            self, "ExecutionRole", description=f"SageMaker execution role of {node_path(self)}"
         )
         """The role SageMaker assumes to run this model."""
 

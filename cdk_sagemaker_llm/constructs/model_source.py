@@ -7,13 +7,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from aws_cdk import Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 
 from ..prop_types import typed_props
 from .nag import acknowledge_wildcard_resources
-from .validation import ValidationError
+from .validation import ValidationError, is_unresolved
 
 if TYPE_CHECKING:  # annotations only: importing these costs synth time
     from aws_cdk import aws_s3 as s3
@@ -114,7 +113,7 @@ class ModelSource:
         If the Hub is a must, use a read-only, fine-grained token for the one repository and
         rotate it."""
         if not isinstance(model_id, str) or (
-            not Token.is_unresolved(model_id) and (not model_id or " " in model_id)
+            not is_unresolved(model_id) and (not model_id or " " in model_id)
         ):
             raise ValidationError(
                 "ModelSource.from_hugging_face(model_id)",
@@ -122,7 +121,7 @@ class ModelSource:
                 "not a Hugging Face model id",
                 'pass "<organization>/<model>", e.g. "meta-llama/Meta-Llama-3-8B-Instruct"',
             )
-        if not Token.is_unresolved(model_id):
+        if not is_unresolved(model_id):
             _refuse_hub_url(model_id)
         return ModelSource(
             ModelSourceKind.HUGGING_FACE, model_id=model_id, token_secret=token_secret
@@ -131,7 +130,7 @@ class ModelSource:
     @staticmethod
     def from_s3(bucket: s3.IBucket, prefix: str) -> ModelSource:
         """Uncompressed weights under ``prefix`` (which ends in ``/``) in ``bucket``."""
-        if not Token.is_unresolved(prefix) and (not prefix.endswith("/") or prefix.startswith("/")):
+        if not is_unresolved(prefix) and (not prefix.endswith("/") or prefix.startswith("/")):
             raise ValidationError(
                 "ModelSource.from_s3(prefix)",
                 prefix,
@@ -143,7 +142,7 @@ class ModelSource:
     @staticmethod
     def from_s3_tarball(bucket: s3.IBucket, key: str) -> ModelSource:
         """A ``.tar.gz`` archive of the weights at ``key`` in ``bucket``."""
-        if not Token.is_unresolved(key) and not key.endswith(".tar.gz"):
+        if not is_unresolved(key) and not key.endswith(".tar.gz"):
             raise ValidationError(
                 "ModelSource.from_s3_tarball(key)",
                 key,

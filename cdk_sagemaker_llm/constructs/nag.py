@@ -9,10 +9,13 @@ id names the rendered resource, e.g. ``AwsSolutions-IAM5[Resource::arn:aws:logs:
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any
 
-from aws_cdk import Acknowledgment, Stack, Validations
+from aws_cdk import Acknowledgment, Validations
 from constructs import Construct, IConstruct
+
+from .synth_cache import resolved, stack_of
 
 if TYPE_CHECKING:
     from aws_cdk import aws_iam as iam
@@ -22,23 +25,48 @@ KEY_ACTION_FAMILIES = ["kms:GenerateDataKey*", "kms:ReEncrypt*"]
 ``grant_encrypt_decrypt`` (and of ``Topic.grant_publish`` on an encrypted topic)."""
 
 
+_validations: weakref.WeakKeyDictionary[Any, Validations] = weakref.WeakKeyDictionary()
+
+
+def _validations_of(scope: IConstruct) -> Validations:
+    """``Validations.of(scope)``, created once per construct (a jsii round trip each)."""
+    try:
+        return _validations[scope]
+    except KeyError:
+        validations = _validations[scope] = Validations.of(scope)
+        return validations
+    except TypeError:
+        return Validations.of(scope)
+
+
 def acknowledge(scope: IConstruct, rule_id: str, reason: str) -> None:
     """Acknowledge ``rule_id`` (e.g. ``AwsSolutions-IAM4``) on ``scope`` and its children."""
-    Validations.of(scope).acknowledge(Acknowledgment(id=rule_id, reason=reason))
+    acknowledge_all(scope, [rule_id], reason)
+
+
+def acknowledge_all(scope: IConstruct, rule_ids: list[str], reason: str) -> None:
+    """Acknowledge each of ``rule_ids`` on ``scope`` for the same reason, in one jsii call."""
+    _validations_of(scope).acknowledge(
+        *(Acknowledgment(id=rule_id, reason=reason) for rule_id in dict.fromkeys(rule_ids))
+    )
 
 
 def acknowledge_wildcard_resources(scope: IConstruct, resources: list[str], reason: str) -> None:
     """Acknowledge AwsSolutions-IAM5 for exactly these wildcard resource ARNs on ``scope``."""
-    stack = Stack.of(scope)
-    for resource in resources:
-        rendered = _rendered(stack.resolve(resource))
-        acknowledge(scope, f"AwsSolutions-IAM5[Resource::{rendered}]", reason)
+    stack = stack_of(scope)
+    acknowledge_all(
+        scope,
+        [
+            f"AwsSolutions-IAM5[Resource::{_rendered(resolved(stack, resource))}]"
+            for resource in resources
+        ],
+        reason,
+    )
 
 
 def acknowledge_wildcard_actions(scope: IConstruct, actions: list[str], reason: str) -> None:
     """Acknowledge AwsSolutions-IAM5 for exactly these wildcard actions (``s3:GetObject*``)."""
-    for action in actions:
-        acknowledge(scope, f"AwsSolutions-IAM5[Action::{action}]", reason)
+    acknowledge_all(scope, [f"AwsSolutions-IAM5[Action::{action}]" for action in actions], reason)
 
 
 def acknowledge_key_grant(

@@ -26,13 +26,12 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from aws_cdk import Token
 from aws_cdk import aws_iam as iam
 
 from ..prop_types import typed_props
 from .images import ContainerFamily, ContainerImage
 from .model_source import ModelSource
-from .validation import ValidationError
+from .validation import ValidationError, is_unresolved
 
 if TYPE_CHECKING:  # annotations only: importing it costs synth time
     from aws_cdk import aws_s3 as s3
@@ -98,7 +97,7 @@ class SpeculativeDecoding:
     @staticmethod
     def from_s3(bucket: s3.IBucket, prefix: str) -> SpeculativeDecoding:
         """Your own draft's uncompressed weights under ``prefix`` (ending in ``/``)."""
-        if not Token.is_unresolved(prefix) and (not prefix.endswith("/") or prefix.startswith("/")):
+        if not is_unresolved(prefix) and (not prefix.endswith("/") or prefix.startswith("/")):
             raise ValidationError(
                 "SpeculativeDecoding.from_s3(prefix)",
                 prefix,

@@ -7,7 +7,7 @@ from typing import Any
 
 from aws_cdk import Token
 
-from ..errors import ValidationError, check_range, note_unchecked, require_concrete
+from ..errors import ValidationError, check_range, may_be_token, note_unchecked, require_concrete
 from ..prop_types import typed_props
 
 __all__ = [
@@ -22,8 +22,16 @@ __all__ = [
 
 
 def is_unresolved(value: Any) -> bool:
-    """True when ``value`` is a CDK token whose value is only known at deploy time."""
-    return Token.is_unresolved(value)
+    """True when ``value`` is a CDK token whose value is only known at deploy time.
+
+    A string, number or list that cannot hold an encoded token (``errors.may_be_token``) is
+    answered here: asking ``Token.is_unresolved`` is a round trip to the jsii kernel, and
+    constructs ask it of nearly every prop (synth cost, ``benchmarks/README.md``)."""
+    if value is None or isinstance(value, bool):
+        return False
+    if isinstance(value, str | int | float | list) and not may_be_token(value):
+        return False
+    return bool(Token.is_unresolved(value))
 
 
 SAGEMAKER_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*$")

@@ -1,0 +1,100 @@
+"""Answers the constructs ask of the jsii kernel again and again, kept in Python per stack.
+
+Every read of a CDK object (``Stack.of``, ``stack.region``, ``format_arn``, ``resolve``,
+``node.path``) is a round trip to the CDK's Node.js process. The constructs ask the same
+questions for every model, endpoint and component of a stack, and the answers never change
+once asked: a stack's region and the ARN it formats for the same arguments are fixed when the
+stack is created, and so is a construct's path. Caching them here takes most of the library's
+per-construct round trips off the synth path (``benchmarks/README.md``, synthesis weight).
+
+The caches are keyed on the Python objects themselves (jsii gives each CDK object one Python
+proxy), weakly, so a stack that is gone takes its answers with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from typing import Any, Protocol
+
+from aws_cdk import Stack
+from constructs import IConstruct, Node
+
+_stacks: weakref.WeakKeyDictionary[Any, Stack] = weakref.WeakKeyDictionary()
+_paths: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+_per_stack: weakref.WeakKeyDictionary[Stack, dict[Any, Any]] = weakref.WeakKeyDictionary()
+
+
+def stack_of(scope: IConstruct) -> Stack:
+    """``Stack.of(scope)``, asked once per construct object."""
+    try:
+        return _stacks[scope]
+    except KeyError:
+        stack = _stacks[scope] = Stack.of(scope)
+        return stack
+    except TypeError:  # not weakly referenceable: ask every time
+        return Stack.of(scope)
+
+
+class _HasNode(Protocol):
+    @property
+    def node(self) -> Node: ...
+
+
+def node_path(construct: _HasNode) -> str:
+    """``construct.node.path``, asked once per construct object (paths never change)."""
+    try:
+        return _paths[construct]
+    except KeyError:
+        path = _paths[construct] = construct.node.path
+        return path
+    except TypeError:
+        return construct.node.path
+
+
+def _facts(stack: Stack) -> dict[Any, Any]:
+    try:
+        return _per_stack[stack]
+    except KeyError:
+        facts: dict[Any, Any] = {}
+        _per_stack[stack] = facts
+        return facts
+
+
+def region_of(stack: Stack) -> str:
+    """``stack.region`` (a literal, or the ``AWS::Region`` token), asked once per stack."""
+    facts = _facts(stack)
+    if "region" not in facts:
+        facts["region"] = stack.region
+    region: str = facts["region"]
+    return region
+
+
+def format_arn(stack: Stack, **components: Any) -> str:
+    """``stack.format_arn(**components)``, asked once per stack and arguments."""
+    key = ("format_arn", tuple(sorted((name, repr(value)) for name, value in components.items())))
+    facts = _facts(stack)
+    if key not in facts:
+        facts[key] = stack.format_arn(**components)
+    arn: str = facts[key]
+    return arn
+
+
+def resolved(stack: Stack, value: str) -> Any:
+    """``stack.resolve(value)`` of a string, asked once per stack and string."""
+    key = ("resolve", value)
+    facts = _facts(stack)
+    if key not in facts:
+        facts[key] = stack.resolve(value)
+    return facts[key]
+
+
+def remember(construct: IConstruct, scope: IConstruct, id: str) -> None:
+    """``construct`` was just created as ``id`` in ``scope``: its stack is ``scope``'s (it is
+    not itself a ``Stack``) and its path is ``scope``'s path + ``/`` + ``id``, known with no
+    round trip once the scope's are."""
+    with contextlib.suppress(TypeError):
+        _stacks[construct] = stack_of(scope)
+        if "/" not in id:  # the constructs library rewrites a "/" in an id
+            parent = node_path(scope)
+            _paths[construct] = f"{parent}/{id}" if parent else id
