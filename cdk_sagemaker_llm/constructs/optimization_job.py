@@ -60,7 +60,6 @@ from aws_cdk import (
     Lazy,
     Names,
     Stack,
-    Token,
 )
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -104,7 +103,7 @@ from .optimization_techniques import (
     check_techniques,
 )
 from .s3_prefix_grants import acknowledge_prefix
-from .validation import SAGEMAKER_NAME, ValidationError
+from .validation import SAGEMAKER_NAME, ValidationError, is_unresolved
 from .workflow_loop import cdk_retried_task, signalling_loop
 
 HANDLER_ASSET = HandlerAsset(
@@ -500,7 +499,7 @@ class OptimizationJob(Construct):
                     assert inner.bucket is not None and inner.key is not None
                     acknowledge_prefix(self.role, inner.bucket, inner.key)
             return {"SageMakerModel": {"ModelName": source.model_name}}
-        if not Token.is_unresolved(source) and not SAGEMAKER_NAME.match(source or ""):
+        if not is_unresolved(source) and not SAGEMAKER_NAME.match(source or ""):
             raise ValidationError(
                 "source",
                 source,
@@ -629,7 +628,7 @@ def _source_spec(source: ModelSource | Model | str) -> ModelSpec | None:
         return source.spec or ModelSpec.from_hugging_face_id(_model_id(source.source))
     if isinstance(source, ModelSource):
         return ModelSpec.from_hugging_face_id(_model_id(source))
-    return None if Token.is_unresolved(source) else ModelSpec.from_hugging_face_id(source)
+    return None if is_unresolved(source) else ModelSpec.from_hugging_face_id(source)
 
 
 def _model_id(source: ModelSource | None) -> str | None:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aws_cdk import Duration, RemovalPolicy, Token
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
@@ -19,7 +19,7 @@ from ..prop_types import typed_factory, typed_props
 from .nag import acknowledge_key_grant
 from .networking import place_in_vpc
 from .s3_prefix_grants import acknowledge_prefix, grant_delete, grant_read
-from .validation import SAGEMAKER_NAME, ValidationError, check_range
+from .validation import SAGEMAKER_NAME, ValidationError, check_range, is_unresolved
 
 if TYPE_CHECKING:  # annotations only: most stacks place nothing in a VPC (networking.py)
     from aws_cdk import aws_ec2 as ec2
@@ -253,7 +253,7 @@ class OptimizationSecurity:
 
 def check_job_name_prefix(prefix: str) -> None:
     """A job name prefix leaves room for the hashes within SageMaker's 63 characters."""
-    if Token.is_unresolved(prefix) or (
+    if is_unresolved(prefix) or (
         0 < len(prefix) <= MAX_PREFIX_LENGTH
         and SAGEMAKER_NAME.match(prefix)
         and prefix == prefix.lower()
@@ -270,7 +270,7 @@ def check_job_name_prefix(prefix: str) -> None:
 
 
 def _check_prefix(prop: str, prefix: str) -> None:
-    if Token.is_unresolved(prefix):
+    if is_unresolved(prefix):
         return
     if prefix.startswith("/") or (prefix and not prefix.endswith("/")):
         raise ValidationError(
@@ -282,7 +282,7 @@ def _check_prefix(prop: str, prefix: str) -> None:
 
 
 def _check_count(prop: str, values: Sequence[str], maximum: int) -> None:
-    if not Token.is_unresolved(values) and not 1 <= len(values) <= maximum:
+    if not is_unresolved(values) and not 1 <= len(values) <= maximum:
         raise ValidationError(
             prop,
             len(values),

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from aws_cdk import Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
@@ -24,7 +23,7 @@ from ..prop_types import typed_props
 from .images import ContainerImage
 from .model import merge_environment
 from .s3_prefix_grants import grant_read
-from .validation import ValidationError
+from .validation import ValidationError, is_unresolved
 
 DEPLOYMENT_INSTANCE_TYPES: tuple[str, ...] = (
     "ml.p4d.24xlarge",
@@ -208,12 +207,7 @@ class OptimizationTechnique:
                 "pass both, or neither to use SageMaker's default data",
             )
         key = training_data_key
-        if (
-            key is not None
-            and not Token.is_unresolved(key)
-            and not manifest
-            and not key.endswith("/")
-        ):
+        if key is not None and not is_unresolved(key) and not manifest and not key.endswith("/"):
             raise ValidationError(
                 "speculative_decoding(training_data_key)",
                 key,
@@ -345,7 +339,7 @@ def _check_tensor_parallel(
             f"sharding needs a tensor-parallel degree ({TENSOR_PARALLEL_VARIABLE})",
             "pass OptimizationTechnique.sharding(tensor_parallel_degree=N)",
         )
-    if Token.is_unresolved(degree):
+    if is_unresolved(degree):
         return
     if not degree.isdigit() or int(degree) < 1:
         raise ValidationError(
@@ -384,7 +378,7 @@ def check_sharding_heads(
         degree = technique.environment.get(TENSOR_PARALLEL_VARIABLE)
         if technique.kind is not TechniqueKind.SHARDING or spec is None or degree is None:
             continue
-        if Token.is_unresolved(degree) or not degree.isdigit() or int(degree) < 1:
+        if is_unresolved(degree) or not degree.isdigit() or int(degree) < 1:
             continue
         problem = head_divisibility_problem(spec, int(degree))
         if problem is not None:
