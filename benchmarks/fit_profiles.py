@@ -41,6 +41,12 @@ PROFILE_DIR = (
 )
 
 
+RESIDUALS_SOURCE = (
+    "leave-one-source-out residuals ln(measured / predicted) of "
+    "benchmarks/measurements/rows.csv (benchmarks/fit_profiles.py)"
+)
+
+
 def fitted_document(name: str, rows: list[pf.Row], held: list[pf.HeldOutPrediction]) -> dict:
     """The profile's JSON document with the fit of ``rows`` and the residuals of ``held``."""
     path = PROFILE_DIR / f"{name}.json"
@@ -78,14 +84,17 @@ def fitted_document(name: str, rows: list[pf.Row], held: list[pf.HeldOutPredicti
     }
     own_held = [h for h in held if h.row.profile == name]
     if fitted and own_held:
-        ms, tokens = pf.residual_quantiles(own_held)
+        pool = [h for h in held if h.fitted]
+        residuals = pf.residuals_of(own_held, RESIDUALS_SOURCE, pool)
         document["residuals"] = {
-            "ms_per_token": ms.to_dict(),
-            "tokens_per_s": tokens.to_dict(),
-            "rows": len(own_held),
-            "source": "leave-one-source-out residuals ln(measured / predicted) of "
-            "benchmarks/measurements/rows.csv (benchmarks/fit_profiles.py)",
+            "ms_per_token": residuals.ms_per_token.to_dict(),
+            "tokens_per_s": residuals.tokens_per_s.to_dict(),
+            "rows": residuals.rows,
+            "source": RESIDUALS_SOURCE,
         }
+        if residuals.pooled:
+            document["residuals"]["pooled"] = list(residuals.pooled)
+            document["residuals"]["pooled_source"] = residuals.pooled_source
         covered = pf.fitted_range(own)
         document["fitted"] = {
             "by": "benchmarks/fit_profiles.py",

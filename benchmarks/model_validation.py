@@ -251,7 +251,11 @@ def band_coverage(
             profile = replace(
                 profile,
                 fitted=pf.fitted_range(train),
-                residuals=pf.residuals_of(others, "other sources"),
+                residuals=pf.residuals_of(
+                    others,
+                    "other sources",
+                    [g for g in held if g.row.source != row.source and g.fitted],
+                ),
             )
         else:
             pool = [g for g in held if g.row.source != row.source and g.fitted]

@@ -31,6 +31,7 @@ from pathlib import Path
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.planning.engine_profiles import (
+    MIN_RESIDUALS,
     EngineProfile,
     FittedRange,
     KernelSpeed,
@@ -461,16 +462,50 @@ def fitted_range(rows: Sequence[Row]) -> FittedRange:
     )
 
 
-def residuals_of(held: Sequence[HeldOutPrediction], source: str) -> Residuals:
-    """The band's residuals (``EngineProfile.residuals``) of ``held``."""
-    ms, tokens = residual_quantiles(held)
-    return Residuals(ms, tokens, len(held), source)
+def residuals_of(
+    held: Sequence[HeldOutPrediction],
+    source: str,
+    pool: Sequence[HeldOutPrediction] = (),
+) -> Residuals:
+    """The band's residuals (``EngineProfile.residuals``) of ``held``; a figure with fewer
+    than ``MIN_RESIDUALS`` residuals in ``held`` takes the quantiles of ``pool`` (every fitted
+    profile's held-out predictions) instead, marked pooled (``band_of`` widens it)."""
+    own_ms, own_tokens = residual_values(held)
+    pool_ms, pool_tokens = residual_values(pool)
+    pooled = []
+    if len(own_ms) < MIN_RESIDUALS and pool_ms:
+        own_ms = pool_ms
+        pooled.append("ms_per_token")
+    if len(own_tokens) < MIN_RESIDUALS and pool_tokens:
+        own_tokens = pool_tokens
+        pooled.append("tokens_per_s")
+    names = sorted({h.row.profile for h in pool})
+    pooled_source = (
+        f"pooled leave-one-source-out residuals of {len(pool)} rows of the fitted profiles "
+        f"({', '.join(names)}), widened as an extrapolation"
+        if pooled
+        else ""
+    )
+    return Residuals(
+        Quantiles.of(own_ms),
+        Quantiles.of(own_tokens),
+        len(held),
+        source,
+        tuple(pooled),
+        pooled_source,
+    )
+
+
+def residual_values(held: Sequence[HeldOutPrediction]) -> tuple[list[float], list[float]]:
+    """ln(measured / predicted) of ms/token (ITL rows included) and of tokens/s."""
+    ms = [h.errors[k] for h in held for k in ("ms_per_token", "itl_ms") if k in h.errors]
+    tokens = [h.errors["tokens_per_s"] for h in held if "tokens_per_s" in h.errors]
+    return ms, tokens
 
 
 def residual_quantiles(held: Sequence[HeldOutPrediction]) -> tuple[Quantiles, Quantiles]:
     """Quantiles of ln(measured / predicted) for ms/token (ITL rows included) and tokens/s."""
-    ms = [h.errors[k] for h in held for k in ("ms_per_token", "itl_ms") if k in h.errors]
-    tokens = [h.errors["tokens_per_s"] for h in held if "tokens_per_s" in h.errors]
+    ms, tokens = residual_values(held)
     return Quantiles.of(ms), Quantiles.of(tokens)
 
 

@@ -344,3 +344,35 @@ def test_recommend_cli_takes_risk_and_engine(capsys: pytest.CaptureFixture[str])
     median = json.loads(capsys.readouterr().out)["options"][0]
     assert pessimistic["risk"] == "pessimistic" and median["risk"] == "median"
     assert pessimistic["instance_count"] >= median["instance_count"]
+
+
+def test_no_profile_claims_a_zero_width_band_and_a_borrowed_band_says_so() -> None:
+    for profile in all_profiles():
+        band = band_of(profile.residuals, [])
+        for name, (low, high) in (
+            ("ms_per_token", band.ms_per_token),
+            ("tokens_per_s", band.tokens_per_s),
+        ):
+            assert high / low > 1.1, (profile.name, name, low, high)
+            if name in profile.residuals.pooled:
+                assert any(reason.startswith(name.replace("_per_", "/")) for reason in band.reasons)
+                assert "pooled" in profile.residuals.pooled_source
+
+
+def test_lmi_0_31_ms_per_token_band_borrows_pooled_residuals() -> None:
+    profile = engine_argument("lmi:0.31.0")
+    assert profile is not None and profile.name == "lmi-vllm-v0"
+    assert profile.residuals.pooled == ("ms_per_token",)
+    prediction = predict(
+        ModelSpec.LLAMA_2_7B,
+        Layout(InstanceType.P4D_24XLARGE, 1, 1),
+        Workload(256, 256),
+        [1],
+        engine=profile,
+    )
+    level = prediction.levels[0]
+    assert level.ms_per_token_band is not None
+    low, high = level.ms_per_token_band
+    assert low < level.ms_per_token < high and high / low > 1.5
+    assert prediction.band is not None
+    assert any("no cross-validated ms/token rows" in r for r in prediction.band.reasons)

@@ -41,6 +41,12 @@ PROFILE_NAMES = (
 )
 """Every profile shipped, one JSON file each in ``planning/engine_profiles/``."""
 
+MIN_RESIDUALS = 5
+"""A figure's band needs at least this many cross-validated residuals of the profile's own
+rows; with fewer (e.g. a source measuring throughput only, so no single-request ms/token) the
+band borrows the pooled residuals of every fitted profile (``Residuals.pooled``) instead of
+claiming a certainty no row showed."""
+
 EXTRAPOLATION_WIDENING = 0.5
 """Each reason a prediction extrapolates (hardware, engine, model size, prompt length or TP
 outside what the profile was fitted on) widens the band's log-width by this fraction: two
@@ -153,6 +159,13 @@ class Residuals:
     rows: int
     """Rows the quantiles come from; 0: none (the band is a wide prior)."""
     source: str
+    pooled: tuple[str, ...] = ()
+    """Figures (``ms_per_token``, ``tokens_per_s``) the profile's own rows give too few
+    cross-validated residuals for (``MIN_RESIDUALS``): their quantiles are the pooled
+    leave-one-source-out residuals of every fitted profile, and ``band_of`` widens them as
+    an extrapolation and says so."""
+    pooled_source: str = ""
+    """Where the pooled quantiles come from, in words."""
 
 
 @dataclass(frozen=True)
@@ -347,23 +360,41 @@ class Band:
 def band_of(residuals: Residuals, reasons: Sequence[str]) -> Band:
     """The band of a prediction from its profile's residuals: p10-p90 widened by
     ``EXTRAPOLATION_WIDENING`` per extrapolation reason around the median; the pessimistic
-    edge is the worst residual seen, or the widened p90 where that is worse."""
-    widen = 1 + EXTRAPOLATION_WIDENING * len(reasons)
+    edge is the worst residual seen, or the widened p90 where that is worse. A figure whose
+    residuals are pooled from other profiles (``Residuals.pooled``) is widened once more, and
+    the band's reasons say so."""
     ms, tokens = residuals.ms_per_token, residuals.tokens_per_s
+    widen_ms = 1 + EXTRAPOLATION_WIDENING * (len(reasons) + ("ms_per_token" in residuals.pooled))
+    widen_tokens = 1 + EXTRAPOLATION_WIDENING * (
+        len(reasons) + ("tokens_per_s" in residuals.pooled)
+    )
 
-    def factor(center: float, value: float) -> float:
+    def factor(center: float, value: float, widen: float) -> float:
         return math.exp(center + (value - center) * widen)
 
+    pooled = [
+        f"{POOLED_LABELS[name]}: no cross-validated {POOLED_LABELS[name]} rows of this engine; "
+        f"{residuals.pooled_source or 'pooled residuals of the fitted profiles'}"
+        for name in residuals.pooled
+    ]
     return Band(
-        ms_per_token=(factor(ms.p50, ms.p10), factor(ms.p50, ms.p90)),
-        tokens_per_s=(factor(tokens.p50, tokens.p10), factor(tokens.p50, tokens.p90)),
-        pessimistic_ms_per_token=max(1.0, math.exp(ms.high), factor(ms.p50, ms.p90)),
-        pessimistic_tokens_per_s=min(1.0, math.exp(tokens.low), factor(tokens.p50, tokens.p10)),
+        ms_per_token=(factor(ms.p50, ms.p10, widen_ms), factor(ms.p50, ms.p90, widen_ms)),
+        tokens_per_s=(
+            factor(tokens.p50, tokens.p10, widen_tokens),
+            factor(tokens.p50, tokens.p90, widen_tokens),
+        ),
+        pessimistic_ms_per_token=max(1.0, math.exp(ms.high), factor(ms.p50, ms.p90, widen_ms)),
+        pessimistic_tokens_per_s=min(
+            1.0, math.exp(tokens.low), factor(tokens.p50, tokens.p10, widen_tokens)
+        ),
         median_ms_per_token=math.exp(ms.p50),
         median_tokens_per_s=math.exp(tokens.p50),
-        reasons=tuple(reasons),
+        reasons=(*reasons, *pooled),
         rows=residuals.rows,
     )
+
+
+POOLED_LABELS = {"ms_per_token": "ms/token", "tokens_per_s": "tokens/s"}
 
 
 # ----- Loading ----------------------------------------------------------------------------------
@@ -410,6 +441,8 @@ def profile_from_dict(data: Mapping[str, Any]) -> EngineProfile:
             _quantiles(residuals["tokens_per_s"]),
             int(residuals["rows"]),
             residuals["source"],
+            tuple(residuals.get("pooled", ())),
+            residuals.get("pooled_source", ""),
         ),
         fitted=None
         if not fitted
