@@ -9,7 +9,10 @@ choose the profile: ``engine_profiles.row_profile_name``):
 1. the efficiencies and overheads (``profile_fitting.FITTED_PARAMETERS``) are fitted to all its
    rows: least squares on ln(measured / predicted) of ms/token, inter-token latency, TTFT and
    tokens/s, by coordinate descent on fixed grids starting from the profile's hand-set
-   ``prior``; a profile with fewer than ``MIN_ROWS_TO_FIT`` rows keeps its prior;
+   ``prior``; a profile with fewer than ``MIN_ROWS_TO_FIT`` rows keeps its prior, and a
+   parameter no row of the profile can identify (``profile_fitting.IDENTIFIED_BY``: bandwidth
+   efficiency and per-step overheads need single-request latency rows, the TP terms a sweep
+   over TP degrees) keeps its prior too, listed under ``kept_at_prior`` with the reason;
 2. the residual quantiles the prediction band comes from are leave-one-source-out: each
    source's rows are predicted by the profile fitted without that source;
 3. the fitted range (GPUs, TP degrees, model sizes, prompt lengths, sources) is stored, so a
@@ -82,6 +85,10 @@ def fitted_document(name: str, rows: list[pf.Row], held: list[pf.HeldOutPredicti
         "per_extra_rank_ms": efficiency.per_extra_rank_ms,
         "all_reduce_scale": efficiency.all_reduce_scale,
     }
+    _, kept = pf.identified(own)
+    document.pop("kept_at_prior", None)
+    if fitted and kept:
+        document["kept_at_prior"] = kept
     own_held = [h for h in held if h.row.profile == name]
     if fitted and own_held:
         pool = [h for h in held if h.fitted]

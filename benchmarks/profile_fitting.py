@@ -94,6 +94,24 @@ GRIDS: Mapping[str, Sequence[float]] = {
     "prefill_compute": [0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8],
     "all_reduce_scale": [0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0],
 }
+IDENTIFIED_BY: Mapping[str, str] = {
+    "memory_bandwidth": "single-request latency",
+    "step_overhead_ms": "single-request latency",
+    "per_layer_ms": "single-request latency",
+    "per_extra_rank_ms": "tensor-parallel sweep",
+    "per_layer_per_extra_rank_ms": "tensor-parallel sweep",
+    "all_reduce_scale": "tensor-parallel sweep",
+    "decode_compute": "throughput or TTFT",
+    "prefill_compute": "throughput or TTFT",
+}
+"""The kind of row that identifies each fitted parameter. The fit moves a parameter only when
+the rows hold at least ``MIN_IDENTIFYING_ROWS`` of its kind (``identified``); otherwise it is
+kept at the profile's prior. Without single-request latency rows, bandwidth efficiency and
+per-step overheads trade off freely against the compute efficiencies on throughput rows (the
+vLLM 0.6 blog alone moved ``lmi-vllm-v0``'s bandwidth efficiency from 0.72 to 0.55 and its
+per-layer overhead to 0.08 ms, doubling its single-request latency); without a sweep over TP
+degrees of one model, the TP terms are not identified at all."""
+MIN_IDENTIFYING_ROWS = 3
 ROUNDS = 3
 LITTLE_MIN_RATIO = 0.7
 """A closed-loop row's tokens/s must be at least this share of what Little's law gives from
@@ -353,6 +371,45 @@ def loss(rows: Sequence[Row], profile: EngineProfile, efficiency: Efficiency) ->
     return total
 
 
+def rows_of_kind(rows: Sequence[Row]) -> dict[str, int]:
+    """How many of ``rows`` are of each kind in ``IDENTIFIED_BY``: single-request latency
+    (concurrency 1 with ms/token or ITL), tensor-parallel sweep (rows of one source, model, GPU
+    and precision measured at two or more TP degrees), throughput or TTFT."""
+    degrees: dict[tuple[object, ...], set[int]] = {}
+    for row in rows:
+        key = (row.source, row.model_name, row.gpu, row.precision.value)
+        degrees.setdefault(key, set()).add(row.tensor_parallel_degree)
+    return {
+        "single-request latency": sum(
+            row.concurrency == 1 and (row.ms_per_token or row.itl_ms) is not None for row in rows
+        ),
+        "tensor-parallel sweep": sum(
+            len(degrees[(row.source, row.model_name, row.gpu, row.precision.value)]) > 1
+            for row in rows
+        ),
+        "throughput or TTFT": sum(
+            row.tokens_per_s is not None or row.ttft_ms is not None for row in rows
+        ),
+    }
+
+
+def identified(rows: Sequence[Row]) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The parameters ``rows`` identify (``FITTED_PARAMETERS`` order), and for each other one
+    why it keeps its prior."""
+    counts = rows_of_kind(rows)
+    names, kept = [], {}
+    for name in FITTED_PARAMETERS:
+        kind = IDENTIFIED_BY[name]
+        if counts[kind] >= MIN_IDENTIFYING_ROWS:
+            names.append(name)
+        else:
+            kept[name] = (
+                f"kept at the prior: {counts[kind]} {kind} rows "
+                f"(< {MIN_IDENTIFYING_ROWS}) cannot identify it"
+            )
+    return tuple(names), kept
+
+
 KERNEL_GRID = [0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
 MIN_ROWS_TO_FIT_KERNEL = 4
 """Quantized rows a profile needs before its kernel's weight-read speed is fitted rather than
@@ -375,10 +432,11 @@ def prior_profile(profile: EngineProfile) -> EngineProfile:
 
 
 def fit(rows: Sequence[Row], profile: EngineProfile) -> tuple[Efficiency, EngineProfile, bool]:
-    """The efficiencies and overheads (and the weight-read speed of quantized kernels with
-    enough rows) that minimise ``loss`` over ``rows``: coordinate descent on fixed grids from
-    the prior. Returns the efficiency, the profile with its kernels, and whether a fit happened
-    (False: too few rows, the prior is kept)."""
+    """The efficiencies and overheads the rows identify (``identified``; the others keep the
+    prior), and the weight-read speed of quantized kernels with enough rows, that minimise
+    ``loss`` over ``rows``: coordinate descent on fixed grids from the prior. Returns the
+    efficiency, the profile with its kernels, and whether a fit happened (False: too few rows,
+    the prior is kept)."""
     start = prior_efficiency(profile)
     profile = prior_profile(profile)
     if len(rows) < MIN_ROWS_TO_FIT:
@@ -388,11 +446,12 @@ def fit(rows: Sequence[Row], profile: EngineProfile) -> tuple[Efficiency, Engine
         for name in profile.kernels
         if sum(row.precision.value == name for row in rows) >= MIN_ROWS_TO_FIT_KERNEL
     )
+    names, _ = identified(rows)
     best = start
     best_loss = loss(rows, profile, best)
     for _ in range(ROUNDS):
         improved = False
-        for name in FITTED_PARAMETERS:
+        for name in names:
             for value in GRIDS[name]:
                 candidate = replace(best, **{name: value})
                 candidate_loss = loss(rows, profile, candidate)

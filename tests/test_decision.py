@@ -209,7 +209,7 @@ def test_a_knee_asking_more_copies_than_the_instances_hold_caps_max_copies_with_
     request = ServiceRequest(
         **{
             **REQUEST.__dict__,
-            "traffic": ExpectedTraffic.requests_per_second(6, minimum=1),
+            "traffic": ExpectedTraffic.requests_per_second(12, minimum=1),
             "search": SearchSpace(instance_types=[InstanceType.G6E_2XLARGE], max_instance_count=2),
             "sizing": replace(REQUEST.sizing, engine=EngineRelease("lmi", "0.31.0")),
         }

@@ -376,3 +376,32 @@ def test_lmi_0_31_ms_per_token_band_borrows_pooled_residuals() -> None:
     assert low < level.ms_per_token < high and high / low > 1.5
     assert prediction.band is not None
     assert any("no cross-validated ms/token rows" in r for r in prediction.band.reasons)
+
+
+def test_the_fit_keeps_parameters_no_row_identifies_at_the_prior(
+    fitting: ModuleType, rows: list[Any]
+) -> None:
+    throughput_only = [row for row in rows if row.profile == "lmi-vllm-v0"]
+    names, kept = fitting.identified(throughput_only)
+    assert "memory_bandwidth" in kept and "per_layer_ms" in kept
+    assert "all_reduce_scale" in kept and "decode_compute" in names
+    profile = engine_profile("lmi-vllm-v0")
+    prior = fitting.prior_efficiency(profile)
+    fitted, _, did_fit = fitting.fit(throughput_only, profile)
+    assert did_fit
+    for name in kept:
+        assert getattr(fitted, name) == getattr(prior, name), name
+    assert set(profile.raw["kept_at_prior"]) == set(kept)
+
+
+def test_lmi_0_31_single_request_latency_follows_the_bandwidth_and_tp_is_not_fastest_at_8() -> None:
+    spec, load = ModelSpec.LLAMA_2_7B, Workload(256, 256)
+    ms = {
+        tp: predict(spec, Layout(InstanceType.P4D_24XLARGE, tp, 1), load, [1], engine="lmi-vllm-v0")
+        .levels[0]
+        .ms_per_token
+        for tp in (1, 2, 4, 8)
+    }
+    # 13.5 GB of fp16 weights over an A100-40GB's 1.555 TB/s is 8.7 ms; a few ms per step on top.
+    assert 10 < ms[1] < 18
+    assert min(ms, key=ms.__getitem__) != 8
