@@ -723,6 +723,23 @@ def profile_model(
     )
 
 
+def layout_model(
+    spec: ModelSpec,
+    layout: Layout,
+    precision: Precision,
+    workload: Workload,
+    profile: EngineProfile,
+    efficiency: Efficiency | None = None,
+    slowdown: float = 1.0,
+    speculation: Speculation | None = None,
+) -> CopyModel:
+    """:func:`profile_model` on ``layout``'s instance type and tensor-parallel degree."""
+    instance_type, degree = layout.instance_type, layout.tensor_parallel_degree
+    return profile_model(
+        spec, instance_type, degree, precision, workload, profile, efficiency, slowdown, speculation
+    )
+
+
 def prediction_band(
     profile: EngineProfile,
     spec: ModelSpec,
@@ -941,10 +958,9 @@ def predict(
     profile = resolve_profile(engine, layout.instance_type.is_neuron)
     if optimization is not None:
         precision = optimization.precision(precision)
-    model = profile_model(
+    model = layout_model(
         spec,
-        layout.instance_type,
-        layout.tensor_parallel_degree,
+        layout,
         precision,
         workload,
         profile,
@@ -1093,16 +1109,8 @@ def max_throughput_within(
         limits, _ = copy_limits(model, max_batch_size)
     else:
         profile = resolve_profile(engine, layout.instance_type.is_neuron)
-        model = profile_model(
-            spec,
-            layout.instance_type,
-            layout.tensor_parallel_degree,
-            precision,
-            workload,
-            profile,
-            efficiency,
-            slowdown,
-            speculation,
+        model = layout_model(
+            spec, layout, precision, workload, profile, efficiency, slowdown, speculation
         )
         limits, _ = profile_limits(model, profile, max_batch_size)
     return _best_within(model, layout, workload, limits, max_ms_per_token, max_ttft_ms)

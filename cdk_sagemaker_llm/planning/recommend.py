@@ -41,6 +41,7 @@ from .performance import (
     copy_limits,
     efficiency_of,
     interconnect_of,
+    layout_model,
     max_throughput_within,
     optimization_notes,
     prediction_band,
@@ -715,10 +716,9 @@ def _with_median_cost(
         slo,
         traffic,
         precision=precision,
-        efficiency_model=profile_model(
+        efficiency_model=layout_model(
             spec,
-            layout.instance_type,
-            layout.tensor_parallel_degree,
+            base,
             precision,
             workload,
             profile,
