@@ -699,32 +699,6 @@ def profile_limits(
 
 def profile_model(
     spec: ModelSpec,
-    instance_type: InstanceType,
-    tensor_parallel_degree: int,
-    precision: Precision,
-    workload: Workload,
-    profile: EngineProfile,
-    efficiency: Efficiency | None = None,
-    slowdown: float = 1.0,
-    speculation: Speculation | None = None,
-) -> CopyModel:
-    """A ``CopyModel`` with an engine profile's efficiencies (or measured ``efficiency``), its
-    quantized-kernel speed, a band ``slowdown`` and optional speculative decoding."""
-    return CopyModel(
-        spec,
-        instance_type,
-        tensor_parallel_degree,
-        precision,
-        workload,
-        efficiency if efficiency is not None else efficiency_of(profile),
-        profile.kernel(precision),
-        slowdown,
-        speculation,
-    )
-
-
-def layout_model(
-    spec: ModelSpec,
     layout: Layout,
     precision: Precision,
     workload: Workload,
@@ -733,10 +707,19 @@ def layout_model(
     slowdown: float = 1.0,
     speculation: Speculation | None = None,
 ) -> CopyModel:
-    """:func:`profile_model` on ``layout``'s instance type and tensor-parallel degree."""
-    instance_type, degree = layout.instance_type, layout.tensor_parallel_degree
-    return profile_model(
-        spec, instance_type, degree, precision, workload, profile, efficiency, slowdown, speculation
+    """A ``CopyModel`` of one copy of ``layout`` with an engine profile's efficiencies (or
+    measured ``efficiency``), its quantized-kernel speed, a band ``slowdown`` and optional
+    speculative decoding."""
+    return CopyModel(
+        spec,
+        layout.instance_type,
+        layout.tensor_parallel_degree,
+        precision,
+        workload,
+        efficiency if efficiency is not None else efficiency_of(profile),
+        profile.kernel(precision),
+        slowdown,
+        speculation,
     )
 
 
@@ -958,7 +941,7 @@ def predict(
     profile = resolve_profile(engine, layout.instance_type.is_neuron)
     if optimization is not None:
         precision = optimization.precision(precision)
-    model = layout_model(
+    model = profile_model(
         spec,
         layout,
         precision,
@@ -1109,7 +1092,7 @@ def max_throughput_within(
         limits, _ = copy_limits(model, max_batch_size)
     else:
         profile = resolve_profile(engine, layout.instance_type.is_neuron)
-        model = layout_model(
+        model = profile_model(
             spec, layout, precision, workload, profile, efficiency, slowdown, speculation
         )
         limits, _ = profile_limits(model, profile, max_batch_size)

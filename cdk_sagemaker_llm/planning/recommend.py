@@ -41,7 +41,6 @@ from .performance import (
     copy_limits,
     efficiency_of,
     interconnect_of,
-    layout_model,
     max_throughput_within,
     optimization_notes,
     prediction_band,
@@ -383,14 +382,13 @@ def _search_variant(
 ) -> tuple[Option | None, Rejection | None]:
     """One layout, served as given or with one optimization (its precision and speculative
     decoding in the model; the job it needs in the option)."""
-    instance_type, degree = layout.instance_type, layout.tensor_parallel_degree
+    instance_type = layout.instance_type
     precision = optimization.precision(search.precision) if optimization else search.precision
     profile = resolve_profile(search.engine, instance_type.is_neuron)
     band = prediction_band(profile, search.spec, layout, search.workload, precision, optimization)
     model = profile_model(
         search.spec,
-        instance_type,
-        degree,
+        layout,
         precision,
         search.workload,
         profile,
@@ -717,7 +715,7 @@ def _with_median_cost(
         slo,
         traffic,
         precision=precision,
-        efficiency_model=layout_model(
+        efficiency_model=profile_model(
             spec,
             base,
             precision,
