@@ -44,6 +44,8 @@ from pathlib import Path
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import simulator_process
+
 from cdk_sagemaker_llm.benchmarking.simulator import TruthRecord, fetch_truth, reset_truth
 
 MODEL = "simulated"
@@ -240,17 +242,11 @@ def main() -> int:
     parser.add_argument("--no-pin", dest="pin", action="store_false",
                         help="run the simulator and the tools on any CPU")  # fmt: skip
     args = parser.parse_args()
-    pin = ["taskset", "-c", "0"] if args.pin else []
-    server = subprocess.Popen(
-        [*pin, sys.executable, "-m", "cdk_sagemaker_llm.benchmarking.simulator", "--max-batch",
-         "512", "--step-base-s", "0.032", "--step-per-sequence-s", "0.00005"],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
     tokenizer = str(Path(args.tokenizer).resolve())
     chosen = args.tools.split(",")
-    try:
-        assert server.stdout is not None
-        url = server.stdout.readline().strip()
+    with simulator_process.running(
+        simulator_process.PEERS_SIMULATOR, 0 if args.pin else None
+    ) as url:
         print(f"load average before: {os.getloadavg()[0]:.1f}; pinned: {args.pin}")
         print("| tool | streams | p50 TTFT ms | truth p50 ms | error | peak in flight | "
               "mean in flight | CPU s / 1,000 req | peak PSS MB |")  # fmt: skip
@@ -282,9 +278,6 @@ def main() -> int:
                 print(f"| {name} | {streams} | {measured:.1f} | {true:.1f} | "
                       f"{measured / true - 1:+.1%} | {peak} | {mean:.0f} | {per_1000:.1f} | "
                       f"{pss_mb:.0f} |", flush=True)  # fmt: skip
-    finally:
-        server.terminate()
-        server.wait(10)
     return 0
 
 

@@ -1,5 +1,6 @@
-"""What the client-side benchmarks (``load_generator.py``, ``worker_capacity.py``) share: the
-loopback simulator in a process of its own, and this process's CPU time."""
+"""What the client-side benchmarks (``load_generator.py``, ``worker_capacity.py``,
+``peers_truth.py``, ``ttft_streams.py``) share: the loopback simulator in a process of its own,
+and this process's CPU time."""
 
 from __future__ import annotations
 
@@ -7,7 +8,17 @@ import argparse
 import os
 import resource
 import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+PEERS_SIMULATOR = [
+    sys.executable, "-m", "cdk_sagemaker_llm.benchmarking.simulator", "--max-batch", "512",
+    "--step-base-s", "0.032", "--step-per-sequence-s", "0.00005",
+]  # fmt: skip
+"""The simulator ``peers_truth.py`` and ``ttft_streams.py`` measure against: batch 512, 32 ms +
+0.05 ms per sequence per decode step."""
 
 
 def cpu_seconds() -> float:
@@ -43,3 +54,14 @@ def start(command: list[str], server_cpu: int | None) -> tuple[subprocess.Popen[
         process.kill()
         raise SystemExit(f"simulator did not start: {url!r}")
     return process, url
+
+
+@contextmanager
+def running(command: list[str], server_cpu: int | None) -> Iterator[str]:
+    """:func:`start` the simulator, give its URL, and stop it on the way out."""
+    process, url = start(command, server_cpu)
+    try:
+        yield url
+    finally:
+        process.terminate()
+        process.wait(10)

@@ -22,12 +22,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import simulator_process
 
 from cdk_sagemaker_llm.benchmarking import PayloadSpec, run_level
 from cdk_sagemaker_llm.benchmarking.openai_target import OpenAIInvoker
@@ -47,15 +48,9 @@ def main() -> int:
     args = parser.parse_args()
     if args.pin:
         os.sched_setaffinity(0, {1})
-    server = subprocess.Popen(
-        [*(["taskset", "-c", "0"] if args.pin else []), sys.executable, "-m",
-         "cdk_sagemaker_llm.benchmarking.simulator", "--max-batch", "512",
-         "--step-base-s", "0.032", "--step-per-sequence-s", "0.00005"],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        assert server.stdout is not None
-        url = server.stdout.readline().strip()
+    with simulator_process.running(
+        simulator_process.PEERS_SIMULATOR, 0 if args.pin else None
+    ) as url:
         invoker = OpenAIInvoker(f"{url}/v1")
         factory = PayloadSpec(64, 32, True, "messages").build()
         print(f"load average {os.getloadavg()[0]:.1f}; pinned: {args.pin}")
@@ -79,9 +74,6 @@ def main() -> int:
             c50, t50 = statistics.median(client) * 1000, statistics.median(true) * 1000
             print(f"| {streams} | {c50:.1f} | {t50:.1f} | {c50 / t50 - 1:+.1%} | {_p(offset)} "
                   f"| {_p(send)} | {_p(receive)} |", flush=True)  # fmt: skip
-    finally:
-        server.terminate()
-        server.wait(10)
     return 0
 
 

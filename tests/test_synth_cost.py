@@ -6,6 +6,7 @@ the plain L1 app (``aws_iam``, ``aws_sagemaker``), not the bindings of asynchron
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -14,24 +15,17 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import Size
 from conftest import PROJECT_ROOT, new_stack
 from jsii._kernel.providers import process as jsii_process
 
-from cdk_sagemaker_llm import (
-    ComponentModel,
-    ContainerImage,
-    CopyResources,
-    InferenceComponentEndpoint,
-    InstanceType,
-    LmiOptions,
-    ManagedInstanceScaling,
-    Model,
-    ModelSource,
-)
 from cdk_sagemaker_llm.constructs.validation import is_unresolved
 
-CORE_APP = (PROJECT_ROOT / "benchmarks" / "synth" / "library_app.py").read_text()
+LIBRARY_APP_PATH = PROJECT_ROOT / "benchmarks" / "synth" / "library_app.py"
+CORE_APP = LIBRARY_APP_PATH.read_text()
+_spec = importlib.util.spec_from_file_location("library_app", LIBRARY_APP_PATH)
+assert _spec is not None and _spec.loader is not None
+LIBRARY_APP = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(LIBRARY_APP)
 
 
 def aws_cdk_modules_loaded(code: str) -> set[str]:
@@ -75,30 +69,7 @@ def kernel_round_trips(monkeypatch: pytest.MonkeyPatch, build: Callable[[], obje
 def library_sets(sets: int) -> cdk.Stack:
     """The benchmark's library app (``benchmarks/synth/library_app.py``), unsynthesized."""
     stack = new_stack(account=None)
-    image = ContainerImage.lmi("0.31.0")
-    for index in range(sets):
-        suffix = "" if index == 0 else str(index)
-        model = Model(
-            stack,
-            f"Model{suffix}",
-            image=image,
-            source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
-            serving=LmiOptions(
-                tensor_parallel_degree=1, max_rolling_batch_size=8, max_model_len=4096
-            ),
-        )
-        endpoint = InferenceComponentEndpoint(
-            stack,
-            f"Endpoint{suffix}",
-            instance_type=InstanceType.G5_12XLARGE,
-            instance_scaling=ManagedInstanceScaling(max_instance_count=2),
-        )
-        endpoint.add_inference_component(
-            "Component",
-            serves=ComponentModel.of(model),
-            resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(32)),
-            copy_count=2,
-        )
+    LIBRARY_APP.add_sets(stack, sets)
     return stack
 
 

@@ -23,29 +23,39 @@ from cdk_sagemaker_llm import (
     ModelSource,
 )
 
-app = cdk.App(outdir=sys.argv[1])
-sets = int(sys.argv[2]) if len(sys.argv) > 2 else 1
-stack = cdk.Stack(app, "Library", env=cdk.Environment(region="us-west-2"))
-image = ContainerImage.lmi("0.31.0")
-for index in range(sets):
-    suffix = "" if index == 0 else str(index)
-    model = Model(
-        stack,
-        f"Model{suffix}",
-        image=image,
-        source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
-        serving=LmiOptions(tensor_parallel_degree=1, max_rolling_batch_size=8, max_model_len=4096),
-    )
-    endpoint = InferenceComponentEndpoint(
-        stack,
-        f"Endpoint{suffix}",
-        instance_type=InstanceType.G5_12XLARGE,
-        instance_scaling=ManagedInstanceScaling(max_instance_count=2),
-    )
-    endpoint.add_inference_component(
-        "Component",
-        serves=ComponentModel.of(model),
-        resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(32)),
-        copy_count=2,
-    )
-app.synth()
+
+def add_sets(stack: cdk.Stack, sets: int) -> None:
+    """Add ``sets`` model + endpoint + component sets to ``stack`` (tests/test_synth_cost.py
+    counts the kernel round trips of these same sets)."""
+    image = ContainerImage.lmi("0.31.0")
+    for index in range(sets):
+        suffix = "" if index == 0 else str(index)
+        model = Model(
+            stack,
+            f"Model{suffix}",
+            image=image,
+            source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
+            serving=LmiOptions(
+                tensor_parallel_degree=1, max_rolling_batch_size=8, max_model_len=4096
+            ),
+        )
+        endpoint = InferenceComponentEndpoint(
+            stack,
+            f"Endpoint{suffix}",
+            instance_type=InstanceType.G5_12XLARGE,
+            instance_scaling=ManagedInstanceScaling(max_instance_count=2),
+        )
+        endpoint.add_inference_component(
+            "Component",
+            serves=ComponentModel.of(model),
+            resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(32)),
+            copy_count=2,
+        )
+
+
+if __name__ == "__main__":
+    app = cdk.App(outdir=sys.argv[1])
+    sets = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+    stack = cdk.Stack(app, "Library", env=cdk.Environment(region="us-west-2"))
+    add_sets(stack, sets)
+    app.synth()

@@ -94,7 +94,18 @@ class _HttpError(Exception):
         self.message = message
 
 
-class AsyncInvoker:
+class _SampleHook:
+    """The ``on_sample`` hook both invokers call with each finished request."""
+
+    on_sample: Callable[[RequestSample], None] | None = None
+    """Called with each finished request's sample (e.g. live progress); default none."""
+
+    def _report(self, sample: RequestSample) -> None:
+        if self.on_sample is not None:
+            self.on_sample(sample)
+
+
+class AsyncInvoker(_SampleHook):
     """Asyncio client over raw HTTP/1.1 with SigV4 signing (see module docstring).
 
     ``endpoint_url`` defaults to the region's SageMaker Runtime endpoint; point it at any
@@ -102,9 +113,6 @@ class AsyncInvoker:
     the usual chain of ``session`` (a ``boto3.Session`` or botocore session; default: a new
     one). Requests are not retried: a throttled request is recorded as a throttling error.
     """
-
-    on_sample: Callable[[RequestSample], None] | None = None
-    """Called with each finished request's sample (e.g. live progress); default none."""
 
     def __init__(
         self,
@@ -162,8 +170,7 @@ class AsyncInvoker:
                 while (request := next_request()) is not None:
                     sample, connection = await self._send(request, connection, ssl_context)
                     samples.append(sample)
-                    if self.on_sample is not None:
-                        self.on_sample(sample)
+                    self._report(sample)
             finally:
                 if connection is not None:
                     connection.close()
@@ -351,14 +358,10 @@ class AsyncInvoker:
                     raise _HttpError(200, inner if inner == "ModelInvocationTimeExceeded"
                                      else str(code), str(text))  # fmt: skip
         parser.close(now())
-        sample.output_tokens = parser.output_tokens
-        sample.stream_tokens = parser.tokens
-        sample.first_token = parser.first_token
-        sample.last_token = parser.last_token
-        sample.itl_gaps_s = parser.gaps
+        parser.record(sample)
 
 
-class BotoInvoker:
+class BotoInvoker(_SampleHook):
     """A thread pool of blocking boto3 calls sharing one client (the baseline approach).
 
     ``client`` defaults to a ``sagemaker-runtime`` client (created on first use, kept across
@@ -367,9 +370,6 @@ class BotoInvoker:
     throttling is counted rather than hidden) in ``retry_mode`` (default ``standard``; the
     ``adaptive`` mode also rate-limits the client after throttling, which changes the load).
     """
-
-    on_sample: Callable[[RequestSample], None] | None = None
-    """Called with each finished request's sample (e.g. live progress); default none."""
 
     def __init__(
         self,
@@ -455,11 +455,7 @@ class BotoInvoker:
                     if part is not None:
                         parser.feed(part["Bytes"], now())
                 parser.close(now())
-                sample.output_tokens = parser.output_tokens
-                sample.stream_tokens = parser.tokens
-                sample.first_token = parser.first_token
-                sample.last_token = parser.last_token
-                sample.itl_gaps_s = parser.gaps
+                parser.record(sample)
             else:
                 response = client.invoke_endpoint(Accept="application/json", **kwargs)
                 sample.request_id = response["ResponseMetadata"].get("RequestId")
@@ -501,8 +497,7 @@ class BotoInvoker:
                 sample = self.invoke_one(client, request)
                 with lock:
                     samples.append(sample)
-                if self.on_sample is not None:
-                    self.on_sample(sample)
+                self._report(sample)
 
         with ThreadPoolExecutor(max_workers=concurrency) as pool:
             for future in [pool.submit(worker) for _ in range(concurrency)]:

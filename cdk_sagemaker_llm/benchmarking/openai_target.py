@@ -125,9 +125,5 @@ class OpenAIInvoker(AsyncInvoker):
         async for data in body_chunks(reader, headers):
             parser.feed(data, now())
         parser.close(now())
-        sample.output_tokens = parser.output_tokens
-        sample.stream_tokens = parser.tokens
-        sample.first_token = parser.first_token
-        sample.last_token = parser.last_token
-        sample.itl_gaps_s = parser.gaps
+        parser.record(sample)
         sample.request_id = headers.get("x-request-id")

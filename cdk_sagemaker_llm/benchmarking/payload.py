@@ -42,12 +42,15 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ValidationError, is_token, note_unchecked
 from ..planning.workload import Shape, Workload
 from ..prop_types import typed_props
 from .workloads import ShapedPrompts
+
+if TYPE_CHECKING:
+    from .samples import RequestSample
 
 # Common English words that are a single token in the usual BPE vocabularies (Llama, Mistral,
 # GPT-2 style), so ``n`` space-separated words are about ``n`` input tokens.
@@ -532,6 +535,14 @@ class StreamParser:
         """``details.generated_tokens`` or ``usage.completion_tokens`` if the stream carried
         it, else the token events."""
         return self.generated_tokens if self.generated_tokens is not None else self.tokens
+
+    def record(self, sample: RequestSample) -> None:
+        """Copy the closed stream's token count, token times and gaps into ``sample``."""
+        sample.output_tokens = self.output_tokens
+        sample.stream_tokens = self.tokens
+        sample.first_token = self.first_token
+        sample.last_token = self.last_token
+        sample.itl_gaps_s = self.gaps
 
 
 def classify_error(code: str | None, message: str = "", status: int | None = None) -> str:

@@ -45,6 +45,16 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_max_batch_size_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--max-batch-size`` (the serving engine's request cap per copy) to ``parser``."""
+    parser.add_argument(
+        "--max-batch-size",
+        type=int,
+        help="the server's request cap per copy; default the engine's (vLLM/LMI 256, TGI a "
+        "KV-token budget)",
+    )
+
+
 def _custom(args: argparse.Namespace) -> ModelSpec:
     missing = [
         flag

@@ -25,6 +25,7 @@ from ..planning.performance import (
 from ..planning.sizing import recommended_tensor_parallel_degree
 from .calibrate import add_calibration_arguments, engine_option, load_calibration
 from .model_options import (
+    add_max_batch_size_argument,
     add_model_arguments,
     check_tensor_parallel_degree,
     int_list,
@@ -58,12 +59,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--concurrency", type=int_list, required=True, help="whole deployment, e.g. 1,2,4,8,16"
     )
-    parser.add_argument(
-        "--max-batch-size",
-        type=int,
-        help="the server's request cap per copy; default the engine's (vLLM/LMI 256, TGI a "
-        "KV-token budget)",
-    )
+    add_max_batch_size_argument(parser)
     parser.add_argument(
         "--optimization",
         help="predict the model served optimized: awq, fp8 or speculative-decoding (an EAGLE "

@@ -18,7 +18,12 @@ from ..planning.performance import Workload
 from ..planning.recommend import Recommendation, Slo, Traffic, recommend
 from ..planning.service_options import PriceBasis, Pricing, Risk, SearchSpace, Sizing
 from .calibrate import add_calibration_arguments, load_calibration
-from .model_options import add_model_arguments, model_spec, precision
+from .model_options import (
+    add_max_batch_size_argument,
+    add_model_arguments,
+    model_spec,
+    precision,
+)
 from .predict import engine_choice
 
 
@@ -62,12 +67,7 @@ def register(subparsers: Any) -> None:
         choices=[basis.value for basis in PriceBasis],
         default=PriceBasis.ON_DEMAND.value,
     )
-    parser.add_argument(
-        "--max-batch-size",
-        type=int,
-        help="the server's request cap per copy; default the engine's (vLLM/LMI 256, TGI a "
-        "KV-token budget)",
-    )
+    add_max_batch_size_argument(parser)
     parser.add_argument(
         "--risk",
         choices=[risk.value for risk in Risk],

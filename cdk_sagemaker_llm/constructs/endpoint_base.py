@@ -20,6 +20,25 @@ INVOKE_ACTIONS = ["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithRespo
 DEFAULT_VARIANT_NAME = "AllTraffic"
 
 
+def sagemaker_metric(
+    metric_name: str,
+    dimensions: dict[str, str],
+    namespace: str,
+    statistic: str,
+    period: Duration,
+) -> cloudwatch.Metric:
+    """One CloudWatch metric of an endpoint or inference component (the ``metric`` methods)."""
+    from aws_cdk import aws_cloudwatch as cloudwatch
+
+    return cloudwatch.Metric(
+        namespace=namespace,
+        metric_name=metric_name,
+        dimensions_map=dimensions,
+        statistic=statistic,
+        period=period,
+    )
+
+
 @typed_props
 class EndpointBase(Construct):
     """What every endpoint offers: invoke grants and CloudWatch metrics."""
@@ -63,18 +82,11 @@ class EndpointBase(Construct):
         period: Duration = Duration.minutes(1),
     ) -> cloudwatch.Metric:
         """Any metric of one production variant of this endpoint."""
-        from aws_cdk import aws_cloudwatch as cloudwatch
-
-        return cloudwatch.Metric(
-            namespace=namespace,
-            metric_name=metric_name,
-            dimensions_map={
-                "EndpointName": self.endpoint_name,
-                "VariantName": variant_name or self.default_variant_name,
-            },
-            statistic=statistic,
-            period=period,
-        )
+        dimensions = {
+            "EndpointName": self.endpoint_name,
+            "VariantName": variant_name or self.default_variant_name,
+        }
+        return sagemaker_metric(metric_name, dimensions, namespace, statistic, period)
 
     def metric_invocations(self, *, variant_name: str | None = None) -> cloudwatch.Metric:
         """Requests sent to the variant (Sum per minute)."""

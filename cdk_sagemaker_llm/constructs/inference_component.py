@@ -20,7 +20,7 @@ from .component_options import (
     CopyResources,
 )
 from .deployment import RollingDeployment
-from .endpoint_base import INVOKE_ACTIONS, import_endpoint_by_name
+from .endpoint_base import INVOKE_ACTIONS, import_endpoint_by_name, sagemaker_metric
 from .fit_check import check_fit
 from .images import ContainerImage
 from .interfaces import IComponentHost, IEndpoint, IInferenceComponent
@@ -68,15 +68,8 @@ class InferenceComponentBase(Construct):
         period: Duration = Duration.minutes(1),
     ) -> cloudwatch.Metric:
         """Any metric of this component (dimension ``InferenceComponentName``)."""
-        from aws_cdk import aws_cloudwatch as cloudwatch
-
-        return cloudwatch.Metric(
-            namespace=namespace,
-            metric_name=metric_name,
-            dimensions_map={"InferenceComponentName": self.inference_component_name},
-            statistic=statistic,
-            period=period,
-        )
+        dimensions = {"InferenceComponentName": self.inference_component_name}
+        return sagemaker_metric(metric_name, dimensions, namespace, statistic, period)
 
     def metric_invocations(self) -> cloudwatch.Metric:
         """Requests sent to the component (Sum per minute)."""

@@ -878,8 +878,7 @@ class _Decider:
         request = self.request
         return profile_model(
             request.spec,
-            layout.instance_type,
-            layout.tensor_parallel_degree,
+            layout,
             self.precision,
             request.workload,
             self.profile(layout.instance_type),

@@ -699,8 +699,7 @@ def profile_limits(
 
 def profile_model(
     spec: ModelSpec,
-    instance_type: InstanceType,
-    tensor_parallel_degree: int,
+    layout: Layout,
     precision: Precision,
     workload: Workload,
     profile: EngineProfile,
@@ -708,12 +707,13 @@ def profile_model(
     slowdown: float = 1.0,
     speculation: Speculation | None = None,
 ) -> CopyModel:
-    """A ``CopyModel`` with an engine profile's efficiencies (or measured ``efficiency``), its
-    quantized-kernel speed, a band ``slowdown`` and optional speculative decoding."""
+    """A ``CopyModel`` of one copy of ``layout`` with an engine profile's efficiencies (or
+    measured ``efficiency``), its quantized-kernel speed, a band ``slowdown`` and optional
+    speculative decoding."""
     return CopyModel(
         spec,
-        instance_type,
-        tensor_parallel_degree,
+        layout.instance_type,
+        layout.tensor_parallel_degree,
         precision,
         workload,
         efficiency if efficiency is not None else efficiency_of(profile),
@@ -943,8 +943,7 @@ def predict(
         precision = optimization.precision(precision)
     model = profile_model(
         spec,
-        layout.instance_type,
-        layout.tensor_parallel_degree,
+        layout,
         precision,
         workload,
         profile,
@@ -1094,15 +1093,7 @@ def max_throughput_within(
     else:
         profile = resolve_profile(engine, layout.instance_type.is_neuron)
         model = profile_model(
-            spec,
-            layout.instance_type,
-            layout.tensor_parallel_degree,
-            precision,
-            workload,
-            profile,
-            efficiency,
-            slowdown,
-            speculation,
+            spec, layout, precision, workload, profile, efficiency, slowdown, speculation
         )
         limits, _ = profile_limits(model, profile, max_batch_size)
     return _best_within(model, layout, workload, limits, max_ms_per_token, max_ttft_ms)

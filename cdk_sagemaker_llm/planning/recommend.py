@@ -47,7 +47,13 @@ from .performance import (
     profile_limits,
     profile_model,
 )
-from .placement import GB, MIN_KV_HEADROOM_BYTES, head_divisibility_problem, host_memory_problem
+from .placement import (
+    GB,
+    MIN_KV_HEADROOM_BYTES,
+    Memory,
+    head_divisibility_problem,
+    host_memory_problem,
+)
 from .service_options import PriceBasis, Pricing, Risk, SearchSpace, Sizing
 
 __all__ = [
@@ -274,24 +280,19 @@ def unit_price(instance_type: InstanceType, prices: PriceList, basis: PriceBasis
 
 
 def _reject_reason(
-    spec: ModelSpec,
-    instance_type: InstanceType,
-    degree: int,
-    workload: Workload,
-    precision: Precision,
-    efficiency_model: CopyModel,
-    limits: CopyLimits,
-    kv_free: float,
-    per_sequence: float,
-    slo: Slo,
+    efficiency_model: CopyModel, limits: CopyLimits, memory: Memory, slo: Slo
 ) -> str:
-    problem = head_divisibility_problem(spec, degree)
+    """Why ``efficiency_model``'s layout serves nothing within ``slo`` (its model, instance
+    type, TP degree, precision and workload are the layout's)."""
+    spec, workload = efficiency_model.spec, efficiency_model.workload
+    problem = head_divisibility_problem(spec, efficiency_model.tensor_parallel_degree)
     if problem:
         return f"head divisibility: {problem}"
-    problem = host_memory_problem(spec, instance_type, precision)
+    problem = host_memory_problem(spec, efficiency_model.instance_type, efficiency_model.precision)
     if problem:
         return f"memory: {problem}"
     if limits.kv_sequences < 1:
+        kv_free, per_sequence = memory.kv_free_bytes, memory.kv_bytes_per_sequence
         if kv_free < MIN_KV_HEADROOM_BYTES:
             return (
                 f"memory: leaves {kv_free / GB:.1f} GB for the KV cache per copy "
@@ -381,14 +382,13 @@ def _search_variant(
 ) -> tuple[Option | None, Rejection | None]:
     """One layout, served as given or with one optimization (its precision and speculative
     decoding in the model; the job it needs in the option)."""
-    instance_type, degree = layout.instance_type, layout.tensor_parallel_degree
+    instance_type = layout.instance_type
     precision = optimization.precision(search.precision) if optimization else search.precision
     profile = resolve_profile(search.engine, instance_type.is_neuron)
     band = prediction_band(profile, search.spec, layout, search.workload, precision, optimization)
     model = profile_model(
         search.spec,
-        instance_type,
-        degree,
+        layout,
         precision,
         search.workload,
         profile,
@@ -717,8 +717,7 @@ def _with_median_cost(
         precision=precision,
         efficiency_model=profile_model(
             spec,
-            layout.instance_type,
-            layout.tensor_parallel_degree,
+            base,
             precision,
             workload,
             profile,
@@ -813,18 +812,7 @@ def _evaluate(
         speculation=efficiency_model.speculation,
     )
     if capacity is None:
-        reason = _reject_reason(
-            spec,
-            instance_type,
-            degree,
-            workload,
-            precision,
-            efficiency_model,
-            limits,
-            memory.kv_free_bytes,
-            memory.kv_bytes_per_sequence,
-            slo,
-        )
+        reason = _reject_reason(efficiency_model, limits, memory, slo)
         return None, Rejection(instance_type.name, reason, degree)
     per_copy = capacity.concurrency_per_copy
     per_instance_copies = layout.copies_per_instance
@@ -979,18 +967,7 @@ def rank_layouts(
             max_batch_size=max_batch_size,
         )
         if capacity is None:
-            reason = _reject_reason(
-                spec,
-                instance_type,
-                degree,
-                workload,
-                precision,
-                model,
-                limits,
-                memory.kv_free_bytes,
-                memory.kv_bytes_per_sequence,
-                Slo(max_ms_per_token),
-            )
+            reason = _reject_reason(model, limits, memory, Slo(max_ms_per_token))
         else:
             reason = (
                 f"TP{degree} x {layout.copies_per_instance}: {capacity.level.tokens_per_s:.0f} "
