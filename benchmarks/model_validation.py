@@ -43,11 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import profile_fitting as pf
 
 from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
-from cdk_sagemaker_llm.planning.performance import (
-    KNEE_MIN_GAIN_PER_DOUBLING,
-    Layout,
-    prediction_band,
-)
+from cdk_sagemaker_llm.planning.performance import KNEE_MIN_GAIN_PER_DOUBLING
 
 SLO_MS = 100.0
 
@@ -260,19 +256,8 @@ def band_coverage(
         else:
             pool = [g for g in held if g.row.source != row.source and g.fitted]
             profile = replace(profile, fitted=None, residuals=pf.residuals_of(pool, "pooled"))
-        band = prediction_band(
-            profile,
-            row.spec,
-            Layout(row.instance_type, row.tensor_parallel_degree, 1),
-            row.workload,
-            row.precision,
-        )
-        for measured, predicted, limits in (
-            (row.ms_per_token, h.predicted.ms_per_token, band.ms_range),
-            (row.itl_ms, h.predicted.itl_ms, band.ms_range),
-            (row.tokens_per_s, h.predicted.tokens_per_s, band.tokens_range),
-        ):
-            if measured is None or predicted <= 0:
+        for measured, predicted, limits in pf.banded_figures(row, h.predicted, profile):
+            if predicted <= 0:
                 continue
             low, high = limits(predicted)
             total += 1

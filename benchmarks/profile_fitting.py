@@ -43,8 +43,10 @@ from cdk_sagemaker_llm.planning.engine_profiles import (
 from cdk_sagemaker_llm.planning.performance import (
     CopyModel,
     Efficiency,
+    Layout,
     Workload,
     efficiency_of,
+    prediction_band,
     profile_limits,
 )
 
@@ -307,6 +309,28 @@ def predict_row(row: Row, profile: EngineProfile, efficiency: Efficiency) -> Pre
     ms, ttft, e2e, tokens = model.level(row.concurrency, capacity)
     decode_ms = (e2e - ttft) / max(1, row.output_tokens - 1)
     return Predicted(ms, decode_ms, ttft, tokens)
+
+
+def banded_figures(
+    row: Row, predicted: Predicted, profile: EngineProfile
+) -> list[tuple[float, float, Callable[[float], tuple[float, float]]]]:
+    """The row's measured figures (ms/token, inter-token latency, tokens/s), each with the
+    model's figure and the p10-p90 range ``profile``'s band puts around it (one copy)."""
+    band = prediction_band(
+        profile,
+        row.spec,
+        Layout(row.instance_type, row.tensor_parallel_degree, 1),
+        row.workload,
+        row.precision,
+    )
+    figures = (
+        (row.ms_per_token, predicted.ms_per_token, band.ms_range),
+        (row.itl_ms, predicted.itl_ms, band.ms_range),
+        (row.tokens_per_s, predicted.tokens_per_s, band.tokens_range),
+    )
+    return [
+        (measured, model, limits) for measured, model, limits in figures if measured is not None
+    ]
 
 
 _CAPACITY: dict[tuple[object, ...], int] = {}

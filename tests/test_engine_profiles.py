@@ -33,7 +33,6 @@ from cdk_sagemaker_llm.planning.performance import (
     Workload,
     efficiency_of,
     predict,
-    prediction_band,
 )
 from cdk_sagemaker_llm.planning.recommend import Risk, Slo, Traffic, recommend
 from cdk_sagemaker_llm.planning.service_options import SearchSpace, Sizing
@@ -245,20 +244,7 @@ def test_the_band_holds_the_measured_value_on_most_validation_rows(
     for row in rows:
         profile = engine_profile(row.profile)
         predicted = fitting.predict_row(row, profile, efficiency_of(profile))
-        band = prediction_band(
-            profile,
-            row.spec,
-            Layout(row.instance_type, row.tensor_parallel_degree, 1),
-            row.workload,
-            row.precision,
-        )
-        for measured, model, low_high in (
-            (row.ms_per_token, predicted.ms_per_token, band.ms_range),
-            (row.itl_ms, predicted.itl_ms, band.ms_range),
-            (row.tokens_per_s, predicted.tokens_per_s, band.tokens_range),
-        ):
-            if measured is None:
-                continue
+        for measured, model, low_high in fitting.banded_figures(row, predicted, profile):
             low, high = low_high(model)
             total += 1
             inside += low <= measured <= high
