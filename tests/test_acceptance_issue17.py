@@ -4,6 +4,8 @@ pass vacuously."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from cdk_sagemaker_llm.cli import main
@@ -35,3 +37,145 @@ def test_recommend_table_names_each_options_optimization(
     # The median's cheapest option names its optimization too (70B fits 4 A10Gs only as int4).
     median = next(line for line in out.splitlines() if "at the median the cheapest" in line)
     assert "ml.g5.12xlarge" not in median or "with awq" in median, median
+
+
+# ----- A profile for each image, and the user's override ---------------------------------------
+
+SERVING_FAMILIES = {"tgi", "lmi", "lmi-tensorrt-llm", "lmi-neuronx", "tgi-neuronx"}
+"""The catalog's LLM serving containers: each has an engine profile of its own."""
+
+
+def _catalog_images() -> list[tuple[str, str]]:
+    from cdk_sagemaker_llm.catalog.containers import DLC_LINES
+
+    return [
+        (line.family.value, version) for line in DLC_LINES.values() for version in line.releases
+    ]
+
+
+@pytest.mark.parametrize(("family", "version"), _catalog_images())
+def test_every_catalog_image_chooses_its_engines_profile_through_container_image(
+    family: str, version: str
+) -> None:
+    """The test beside the profiles checks ``profile_for_image`` against itself; this one
+    checks what a user's ``ContainerImage`` gets: the catalog's serving containers never
+    fall back to the ``generic`` profile, and TGI/LMI releases land on their generation."""
+    from cdk_sagemaker_llm.catalog.containers import version_tuple
+    from cdk_sagemaker_llm.constructs.images import ContainerImage
+
+    factory = getattr(ContainerImage, family.replace("-", "_"))
+    name = factory(version).engine_profile.name
+    if family not in SERVING_FAMILIES:
+        assert name == "generic"
+        return
+    assert name != "generic", (family, version)
+    release = version_tuple(version)
+    expected = {
+        "tgi": "tgi-1" if release < (2,) else "tgi-2-3",
+        "lmi": "lmi-vllm-v0" if release < (0, 33) else "lmi-vllm-v1",
+        "lmi-tensorrt-llm": "lmi-trtllm",
+        "lmi-neuronx": "lmi-neuronx",
+        "tgi-neuronx": "lmi-neuronx",
+    }[family]
+    assert name == expected, (family, version, name)
+
+
+@pytest.mark.parametrize(
+    ("engine", "expected"), [(None, "lmi-vllm-v0"), ("tgi-1", "tgi-1"), ("tgi:3.3.6", "tgi-2-3")]
+)
+def test_the_users_engine_overrides_the_images_profile_in_llm_service(
+    engine: str | None, expected: str
+) -> None:
+    from conftest import new_stack
+
+    from cdk_sagemaker_llm import (
+        ContainerImage,
+        EngineRelease,
+        ExpectedTraffic,
+        InstanceType,
+        LlmService,
+        ModelSource,
+        Risk,
+        SearchSpace,
+        ServiceModel,
+        Sizing,
+        Slo,
+        Workload,
+    )
+
+    stated = EngineRelease.parse(engine) if engine and ":" in engine else engine
+    built = LlmService(
+        new_stack(),
+        "Service",
+        model=ServiceModel.from_source(
+            ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
+            image=ContainerImage.lmi("0.31.0"),
+        ),
+        workload=Workload(512, 256),
+        slo=Slo(max_ms_per_token=100),
+        traffic=ExpectedTraffic.requests_per_second(1),
+        search=SearchSpace(instance_types=[InstanceType.G5_12XLARGE]),
+        sizing=Sizing(engine=stated, risk=Risk.MEDIAN),
+    )
+    first = built.decision.reasoning[0]
+    assert f"engine profile {expected}" in first, first
+    assert any(
+        line.startswith(f"engine: engine profile {expected} ")
+        for line in built.decision.predicted.sources
+    )
+
+
+# ----- No under-provisioning, and not by refusing to answer --------------------------------------
+
+
+def _first_option(row: Any, measured_ms: float, wanted_copies: int, risk: Any) -> Any:
+    """The first option ``recommend`` gives for ``wanted_copies`` copies' worth of the row's
+    measured request rate within its measured ms/token, on the row's instance, TP and engine
+    (the question ``test_engine_profiles`` asks)."""
+    from cdk_sagemaker_llm.planning.recommend import Slo, Traffic, recommend
+    from cdk_sagemaker_llm.planning.service_options import SearchSpace, Sizing
+
+    options = recommend(
+        row.spec,
+        row.workload,
+        Slo(measured_ms),
+        Traffic(requests_per_second=row.tokens_per_s / row.output_tokens * wanted_copies),
+        search=SearchSpace(
+            precision=row.precision,
+            instance_types=[row.instance_type],
+            tensor_parallel_degrees=[row.tensor_parallel_degree],
+            max_instance_count=10_000,
+        ),
+        sizing=Sizing(engine=row.profile, risk=risk),
+    ).options
+    return options[0] if options else None
+
+
+def test_the_no_under_provisioning_check_is_not_passed_by_refusing_to_answer() -> None:
+    """``test_recommend_at_the_default_risk_under_provisions_no_validation_row`` accepts "no
+    layout" for a row. At the default risk most rows get none (their SLO is the measured
+    ms/token, which the pessimistic edge puts out of reach at low concurrency), so the check
+    only means something if enough rows do get a layout, each with the copies the measurement
+    says are needed, and if the median would have under-provisioned some: the check can
+    fail."""
+    from test_engine_profiles import _fitting, _measured_ms
+
+    from cdk_sagemaker_llm.planning.recommend import Risk
+
+    rows, _ = _fitting().load_rows()
+    checked = answered = under_at_median = 0
+    for row in rows:
+        measured_ms = _measured_ms(row)
+        if row.static_batch or measured_ms is None or row.tokens_per_s is None:
+            continue
+        wanted = 4 * (row.instance_type.accelerator_devices // row.tensor_parallel_degree)
+        checked += 1
+        pessimistic = _first_option(row, measured_ms, wanted, Risk.PESSIMISTIC)
+        if pessimistic is not None:
+            answered += 1
+            assert pessimistic.layout.copies >= wanted, (row.index, pessimistic.layout.describe())
+        median = _first_option(row, measured_ms, wanted, Risk.MEDIAN)
+        if median is not None and median.layout.copies < wanted:
+            under_at_median += 1
+    assert answered >= max(25, checked // 5), (answered, checked)
+    assert under_at_median > 0, "the median under-provisions no row: the check cannot fail"
