@@ -76,10 +76,24 @@ OUTPUTS = (
     DocOutput(
         before="1,8,32,128 --engine tgi:1.4.5` prints:\n\n",
         after="\n**`cdk-sagemaker-llm recommend`**",
-        argv=tuple(
-            "predict --model llama-2-13b --instance-type ml.g5.12xlarge "
-            "--tensor-parallel-degree 4 --copies 1 --input-tokens 256 --output-tokens 128 "
-            "--concurrency 1,8,32,128 --engine tgi:1.4.5".split()
+        argv=(
+            "predict",
+            "--model",
+            "llama-2-13b",
+            "--instance-type",
+            "ml.g5.12xlarge",
+            "--tensor-parallel-degree",
+            "4",
+            "--copies",
+            "1",
+            "--input-tokens",
+            "256",
+            "--output-tokens",
+            "128",
+            "--concurrency",
+            "1,8,32,128",
+            "--engine",
+            "tgi:1.4.5",
         ),
         demote_headings=True,
     ),
