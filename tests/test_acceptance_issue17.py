@@ -4,6 +4,7 @@ pass vacuously."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -179,3 +180,93 @@ def test_the_no_under_provisioning_check_is_not_passed_by_refusing_to_answer() -
             under_at_median += 1
     assert answered >= max(25, checked // 5), (answered, checked)
     assert under_at_median > 0, "the median under-provisions no row: the check cannot fail"
+
+
+# ----- Command-line errors name the flag a user typed ---------------------------------------------
+
+RECOMMEND = [
+    "recommend", "--model", "llama-3-8b", "--input-tokens", "512", "--output-tokens", "256",
+    "--max-ms-per-token", "60", "--requests-per-second", "4",
+]  # fmt: skip
+PREDICT_13B = [
+    "predict", "--model", "llama-2-13b", "--instance-type", "ml.g5.48xlarge",
+    "--input-tokens", "3072", "--output-tokens", "1024", "--concurrency", "1",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (
+            [*RECOMMEND[:-4], "--max-ms-per-token", "-5", "--requests-per-second", "4"],
+            "error: --max-ms-per-token=-5.0: must be positive",
+        ),
+        ([*RECOMMEND[:-2], "--requests-per-second", "0"], "error: --requests-per-second=0.0"),
+        ([*RECOMMEND, "--optimizations", "bogus"], "error: --optimizations='bogus'"),
+        ([*RECOMMEND, "--instance-types", "ml.foo"], "error: --instance-types='ml.foo'"),
+        ([*RECOMMEND, "--dtype", "int3"], "error: --dtype='int3'"),
+        ([*RECOMMEND, "--max-batch-size", "0"], "error: --max-batch-size=0"),
+        (
+            [*RECOMMEND, "--calibration", "/nonexistent.json"],
+            "error: --calibration='/nonexistent.json': cannot be read",
+        ),
+        (
+            [*PREDICT_13B, "--tensor-parallel-degree", "1"],
+            "error: --tensor-parallel-degree=1: 1 x ml.g5.48xlarge, TP1 x 8 copies each: "
+            "llama-2-13b leaves",
+        ),
+        ([*PREDICT_13B, "--copies", "9", "--tensor-parallel-degree", "1"], "error: --copies=9"),
+        ([*PREDICT_13B, "--optimization", "x"], "error: --optimization='x'"),
+        ([*PREDICT_13B, "--instance-count", "0"], "error: --instance-count=0"),
+        (
+            ["size", "--model", "llama-2-7b", "--instance-type", "ml.g5.xlarge", "--dtype", "x"],
+            "error: --dtype='x'",
+        ),
+    ],
+)
+def test_errors_name_the_flag_the_value_and_the_fix(
+    argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Was: the library's prop names (``max_ms_per_token=``, ``instance_type=``,
+    ``optimization=`` for ``--optimizations``), and ``layout='1 x ml.g5.48xlarge, ...'`` for a
+    ``--tensor-parallel-degree`` that leaves no room for the KV cache."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(expected), err
+    assert "Fix: " in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([*PREDICT_13B, "--copies", "0", "--tensor-parallel-degree", "4"], "error: --copies=0"),
+        (
+            [
+                "size",
+                "--model",
+                "llama-2-7b",
+                "--instance-type",
+                "ml.g5.xlarge",
+                "--max-total-tokens",
+                "0",
+            ],
+            "error: --max-total-tokens=0: must be positive",
+        ),
+    ],
+)
+def test_a_zero_is_an_error_not_the_default(
+    argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Was: ``--copies 0`` and ``--max-total-tokens 0`` silently replaced by the default."""
+    assert main(argv) == 2
+    assert capsys.readouterr().err.startswith(expected)
+
+
+def test_a_bad_field_of_a_calibration_file_names_the_file_and_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    newer = tmp_path / "newer.json"
+    newer.write_text('{"format": "cdk-sagemaker-llm/calibration", "version": 99}')
+    assert main([*RECOMMEND, "--calibration", str(newer)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --calibration {newer}.version=99: "), err

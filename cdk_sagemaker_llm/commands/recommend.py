@@ -21,6 +21,7 @@ from .calibrate import add_calibration_arguments, load_calibration
 from .model_options import (
     add_max_batch_size_argument,
     add_model_arguments,
+    flag_error,
     model_spec,
     precision,
 )
@@ -117,7 +118,12 @@ def run(args: argparse.Namespace) -> int:
             top=args.top,
         )
     except ValidationError as error:
-        print(f"error: {error}", file=sys.stderr)
+        aliases = {
+            "optimization": "--optimizations",
+            "instance_type": "--instance-types",
+            "precision": "--dtype",
+        }
+        print(f"error: {flag_error(error, args, aliases)}", file=sys.stderr)
         return 2
     for line in result.assumptions:
         if line.startswith("calibration: "):
