@@ -270,3 +270,19 @@ def test_a_bad_field_of_a_calibration_file_names_the_file_and_the_field(
     assert main([*RECOMMEND, "--calibration", str(newer)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: --calibration {newer}.version=99: "), err
+
+
+def test_size_says_which_engine_its_latency_assumes(capsys: pytest.CaptureFixture[str]) -> None:
+    """Was: a single-request latency and a recommended degree from the generic profile (batch
+    limit 64), unstated, beside ``predict``'s ``lmi-vllm-v1`` default for the same layout."""
+    argv = ["size", "--model", "llama-2-7b", "--instance-type", "ml.g5.xlarge", "--format", "json"]
+    assert main(argv) == 0
+    import json
+
+    data = json.loads(capsys.readouterr().out)
+    assert data["single_request_ms_per_token"] is not None
+    assert any(
+        line.startswith("latency and tokens/s: the generic engine profile")
+        and "predict --engine" in line
+        for line in data["reasoning"]
+    )
