@@ -88,3 +88,12 @@ def test_the_documented_json_fields_are_the_ones_printed(
     assert main(argv.split()) == 0
     printed = json.loads(capsys.readouterr().out)
     assert _documented_keys(shape) == _actual_keys(printed, skip)
+
+
+def test_the_documented_calibration_file_is_one_this_release_reads_and_writes() -> None:
+    from cdk_sagemaker_llm.planning.calibration import Calibration
+
+    guide = SCRIPT_MODULE.GUIDE.read_text()
+    (block,) = re.findall(r"```json\n(.*?)```", guide, re.DOTALL)
+    shown = json.loads(block)
+    assert Calibration.from_dict(shown).to_dict() == shown
