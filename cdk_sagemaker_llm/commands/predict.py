@@ -12,7 +12,7 @@ from typing import Any
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
-from ..planning.calibration import EngineRelease, calibrate
+from ..planning.calibration import AppliedCalibration, EngineRelease, calibrate
 from ..planning.engine_profiles import PROFILE_NAMES, EngineProfile, engine_profile
 from ..planning.optimizations import Optimization
 from ..planning.performance import (
@@ -109,6 +109,11 @@ def _calibration(
     return calibration.applied_to(spec, layout.instance_type, engine=engine)
 
 
+def _calibrated_engine(applied: MeasuredEfficiency) -> EngineRelease | None:
+    """The engine an applied calibration measured (None when it does not say)."""
+    return applied.calibration.engine if isinstance(applied, AppliedCalibration) else None
+
+
 def run(args: argparse.Namespace) -> int:
     """Print the prediction; exit 0, or 2 on bad input."""
     try:
@@ -136,9 +141,10 @@ def run(args: argparse.Namespace) -> int:
             else args.copies
         )
         layout = Layout(instance_type, degree, copies, args.instance_count)
-        calibration = _calibration(
-            args.calibration, engine_choice(args.engine), spec, layout, dtype
-        )
+        engine = engine_choice(args.engine)
+        calibration = _calibration(args.calibration, engine, spec, layout, dtype)
+        if engine is None and calibration is not None:
+            engine = _calibrated_engine(calibration)  # assumed (its notes say so): its profile
         prediction = predict(
             spec,
             layout,
@@ -147,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
             precision=dtype,
             calibration=calibration,
             max_batch_size=args.max_batch_size,
-            engine=engine_choice(args.engine),
+            engine=engine,
             optimization=Optimization.of(args.optimization) if args.optimization else None,
         )
     except ValidationError as error:
