@@ -349,3 +349,31 @@ def test_a_calibration_without_engine_predicts_with_the_calibrated_engines_profi
     )
     # A stated engine still wins (and another one is still an error).
     assert main([*recommend_argv, "--engine", "lmi:0.33.0"]) == 2
+
+
+@pytest.mark.parametrize("profile", ["lmi-vllm-v1", "tgi-1"])
+def test_an_engine_named_by_another_profile_than_the_calibrated_one_is_an_error(
+    profile: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Was: ``--engine lmi-vllm-v1`` with a TGI 3.3.6 calibration applied the TGI factors to
+    the vLLM profile with only a warning that the engine was "assumed" to be TGI."""
+    from cdk_sagemaker_llm.errors import ValidationError
+    from cdk_sagemaker_llm.planning.calibration import Calibration
+    from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
+
+    calibration = _tgi_calibration(tmp_path / "tgi.json")
+    predict = [
+        "predict", "--model", "llama-2-7b", "--instance-type", "ml.g5.2xlarge",
+        "--input-tokens", "256", "--output-tokens", "128", "--concurrency", "4",
+    ]  # fmt: skip
+    for argv in (
+        [*RECOMMEND, "--instance-types", "ml.g5.2xlarge"],
+        predict,
+    ):
+        assert main([*argv, "--calibration", str(calibration), "--engine", profile]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: --calibration='{calibration}': measures tgi 3.3.6 "), err
+        assert f"engine profile tgi-2-3), but the target's engine profile is {profile}" in err
+    with pytest.raises(ValidationError, match="engine profile tgi-2-3"):
+        Calibration.from_file(calibration).check_profile(engine_profile(profile))
+    Calibration.from_file(calibration).check_profile(engine_profile("tgi-2-3"))  # the same

@@ -88,10 +88,11 @@ def _calibration(
 ) -> MeasuredEfficiency | None:
     """The ``--calibration`` file applied to this target (``Calibration.applied_to``); a
     benchmark's results.json (the earlier form of the flag) is fitted to this layout."""
-    if isinstance(engine, EngineProfile):
-        engine = None  # a profile name says nothing about the calibrated container
     if path is None:
         return None
+    # A profile name says nothing about the calibrated release; it is checked as a profile.
+    profile = engine if isinstance(engine, EngineProfile) else None
+    release = engine if isinstance(engine, EngineRelease) else None
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
@@ -102,11 +103,16 @@ def _calibration(
             "pass the file `cdk-sagemaker-llm calibrate --out` wrote",
         ) from error
     if isinstance(document, dict) and "levels" in document and "format" not in document:
-        fitted = calibrate(document, spec, layout, dtype, source=Path(path).name, engine=engine)
-        return fitted.applied_to(spec, layout.instance_type, engine=engine)
-    calibration = load_calibration(path)
-    assert calibration is not None
-    return calibration.applied_to(spec, layout.instance_type, engine=engine)
+        calibration = calibrate(
+            document, spec, layout, dtype, source=Path(path).name, engine=release
+        )
+    else:
+        loaded = load_calibration(path)
+        assert loaded is not None
+        calibration = loaded
+    if profile is not None:
+        calibration.check_profile(profile)
+    return calibration.applied_to(spec, layout.instance_type, engine=release)
 
 
 def _calibrated_engine(applied: MeasuredEfficiency) -> EngineRelease | None:

@@ -572,9 +572,12 @@ def recommend(
 def _with_calibrated_engine(sizing: Sizing) -> Sizing:
     """``sizing`` with the calibrated engine when it states none: the engine the calibration's
     notes say is assumed chooses the profile too (its batch limit, kernels and band), not the
-    default engine's."""
-    calibration = sizing.calibration
-    if sizing.engine is not None or calibration is None or calibration.engine is None:
+    default engine's. An engine named by another profile than the calibrated one is an
+    error."""
+    calibration, engine = sizing.calibration, sizing.engine
+    if calibration is not None and isinstance(engine, EngineProfile | str):
+        calibration.check_profile(resolve_profile(engine))  # another profile: an error
+    if engine is not None or calibration is None or calibration.engine is None:
         return sizing
     return replace(sizing, engine=calibration.engine)
 
