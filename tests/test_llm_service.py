@@ -928,6 +928,20 @@ def test_speculation_that_stops_paying_at_high_concurrency_emits_no_job() -> Non
     assert "optimization" not in decision_of(template)
 
 
+def test_plan_shows_the_eagle_option_its_job_and_where_speculation_pays(tmp_path: Path) -> None:
+    app = cdk.App(outdir=str(tmp_path), context=CDK_CONTEXT)
+    eagle_service(cdk.Stack(app, "Svc", env=cdk.Environment(region="us-west-2")))
+    app.synth()
+    markdown = render_markdown(build_plan(tmp_path))
+    for expected in (
+        "optimization: speculative-decoding (recommended)",
+        "optimization chosen: EAGLE head, 5 draft tokens at 80% acceptance",
+        "ModelSpeculativeDecodingConfig (EAGLE): time not published, cost unknown",
+        "x at one sequence; it pays up to the copy's",
+    ):
+        assert expected in markdown, expected
+
+
 @pytest.mark.parametrize(
     ("image", "value"),
     [
