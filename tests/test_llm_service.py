@@ -38,7 +38,7 @@ from cdk_sagemaker_llm.planning.calibration import Calibration, EngineRelease
 from cdk_sagemaker_llm.planning.decision import ServiceDecision
 from cdk_sagemaker_llm.planning.engine_profiles import resolve_profile
 from cdk_sagemaker_llm.planning.optimizations import Optimization
-from cdk_sagemaker_llm.planning.performance import Efficiency, Workload, efficiency_of
+from cdk_sagemaker_llm.planning.performance import Efficiency, Workload, efficiency_of, predict
 from cdk_sagemaker_llm.planning.recommend import Option, Slo, recommend
 from cdk_sagemaker_llm.planning.service_options import (
     CopyScaling,
@@ -926,6 +926,46 @@ def test_speculation_that_stops_paying_at_high_concurrency_emits_no_job() -> Non
     assert not resources_of_type(template, "Custom::SageMakerOptimizationJob")
     assert "OPTION_SPECULATIVE_DRAFT_MODEL" not in environment_of(template)
     assert "optimization" not in decision_of(template)
+
+
+def test_the_eagle_heads_memory_is_taken_from_the_kv_cache_the_batch_limit_counts() -> None:
+    """The head's weights sit beside the target's: one copy holds fewer sequences than the
+    model as given on the same layout, and the server's batch limit is that smaller count."""
+    built = eagle_service(new_stack())
+    layout = built.option.layout
+    as_given = predict(
+        ModelSpec.LLAMA_3_8B, layout, WORKLOAD, [1], engine=EngineRelease("lmi", "0.33.0")
+    )
+    with_head = predict(
+        ModelSpec.LLAMA_3_8B,
+        layout,
+        WORKLOAD,
+        [1],
+        engine=EngineRelease("lmi", "0.33.0"),
+        optimization=Optimization.speculative_decoding(),
+    )
+    assert with_head.max_concurrency < as_given.max_concurrency
+    batch = built.decision.serving.max_batch_size
+    assert batch <= with_head.max_concurrency
+    template = cdk.assertions.Template.from_stack(cdk.Stack.of(built)).to_json()
+    assert environment_of(template)["OPTION_MAX_ROLLING_BATCH_SIZE"] == str(batch)
+
+
+def test_an_eagle_jobs_output_is_not_served_in_place_of_the_model() -> None:
+    stack = new_stack()
+    models = s3.Bucket.from_bucket_name(stack, "Models", "models")
+    job = OptimizationJob(
+        stack,
+        "Eagle",
+        source=ModelSource.from_s3(models, "llama-3-8b/"),
+        instance_type=InstanceType.G5_2XLARGE,
+        techniques=[OptimizationTechnique.speculative_decoding()],
+        output=OptimizationOutput.in_bucket(models),
+    )
+    with pytest.raises(ValidationError) as raised:
+        ServiceModel.from_optimization_job(job)
+    assert raised.value.prop == "ServiceModel.from_optimization_job(job)"
+    assert "as_speculative_draft" in raised.value.fix
 
 
 def test_plan_shows_the_eagle_option_its_job_and_where_speculation_pays(tmp_path: Path) -> None:
