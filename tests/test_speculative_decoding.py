@@ -7,7 +7,7 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_s3 as s3
-from conftest import assert_cfn_lint_clean, new_stack, resources_of_type
+from conftest import assert_cfn_lint_clean, new_stack, resources_of_type, role_statements
 
 from cdk_sagemaker_llm import ComponentModel, CopyResources
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
@@ -61,11 +61,7 @@ def test_an_s3_draft_is_read_with_exactly_its_prefix() -> None:
     environment = container(stack)["Environment"]
     assert environment["OPTION_SPECULATIVE_DRAFT_MODEL"] == "s3://drafts/llama-3.2-1b/"
     template = assert_cfn_lint_clean(stack)
-    statements = [
-        s
-        for p in resources_of_type(template, "AWS::IAM::Policy")
-        for s in p["PolicyDocument"]["Statement"]
-    ]
+    statements = role_statements(template)
     assert {
         "Action": "s3:GetObject",
         "Effect": "Allow",
