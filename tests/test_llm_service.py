@@ -13,7 +13,13 @@ import pytest
 from aws_cdk import Size
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Annotations, Match
-from conftest import CDK_CONTEXT, assert_cfn_lint_clean, new_stack, resources_of_type
+from conftest import (
+    CDK_CONTEXT,
+    assert_cfn_lint_clean,
+    new_stack,
+    resources_of_type,
+    role_statements,
+)
 
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
@@ -886,7 +892,7 @@ def test_an_eagle_option_that_wins_trains_its_head_and_serves_it_as_the_draft() 
     assert environment["OPTION_TENSOR_PARALLEL_DEGREE"] == "1"
     assert "OPTION_QUANTIZE" not in environment
     # the model's role reads exactly the job's output folder (the draft)
-    policies = json.dumps(resources_of_type(template, "AWS::IAM::Policy"))
+    policies = json.dumps(role_statements(template))  # inline or separate policies
     assert f'"{output_id}", "OutputPrefix"' in policies
     recorded = decision_of(template)
     assert recorded["optimization"]["name"] == "speculative-decoding"
