@@ -886,7 +886,10 @@ def test_an_eagle_option_that_wins_trains_its_head_and_serves_it_as_the_draft() 
     assert environment["OPTION_TENSOR_PARALLEL_DEGREE"] == "1"
     assert "OPTION_QUANTIZE" not in environment
     # the model's role reads exactly the job's output folder (the draft)
-    policies = json.dumps(resources_of_type(template, "AWS::IAM::Policy"))
+    policies = json.dumps(  # execution roles carry their statements inline
+        resources_of_type(template, "AWS::IAM::Policy")
+        + resources_of_type(template, "AWS::IAM::Role")
+    )
     assert f'"{output_id}", "OutputPrefix"' in policies
     recorded = decision_of(template)
     assert recorded["optimization"]["name"] == "speculative-decoding"
