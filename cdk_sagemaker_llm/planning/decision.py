@@ -857,9 +857,15 @@ class _Decider:
             if plain is not None
             else "the model as given meets the SLO and memory on no candidate"
         )
+        served = (
+            "served as the weights given with the EAGLE head the optimization job trains as "
+            "its draft (the job's recommended image; LlmService creates the job before the model)"
+            if optimization.speculation is not None
+            else "served from the optimization job's output, which LlmService creates before "
+            "the model"
+        )
         return [
-            f"optimization chosen: {optimization.describe()} ({optimization.name}), served "
-            f"from the optimization job's output, which LlmService creates before the model: "
+            f"optimization chosen: {optimization.describe()} ({optimization.name}), {served}: "
             f"{job}; {given}"
         ]
 
