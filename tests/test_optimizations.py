@@ -11,6 +11,7 @@ import pytest
 from cdk_sagemaker_llm import Optimization, Speculation
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
+from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST
 from cdk_sagemaker_llm.cli import main
 from cdk_sagemaker_llm.planning.performance import Layout, predict
 from cdk_sagemaker_llm.planning.recommend import Risk, Slo, Traffic, recommend
@@ -31,6 +32,17 @@ def test_quantized_weights_use_the_engines_kernel_speed_and_name_their_job() -> 
     assert awq.levels[0].ms_per_token > plain.levels[0].ms_per_token / 4
     job = [a for a in awq.assumptions if a.startswith("needs an optimization job")]
     assert job and "OPTION_QUANTIZE=awq" in job[0] and "GPTQ" in job[0]
+
+
+def test_predict_prices_the_optimization_job_at_the_instances_catalog_price() -> None:
+    """predict priced the job with no price ("cost unknown") while recommend priced it."""
+    layout = Layout(InstanceType.G5_12XLARGE, 4, 1)
+    awq = predict(LLAMA_8B, layout, WORKLOAD, [1], engine="tgi-1", optimization=Optimization.awq())
+    (job,) = [a for a in awq.assumptions if a.startswith("needs an optimization job")]
+    price = DEFAULT_PRICE_LIST.price_per_hour(InstanceType.G5_12XLARGE)
+    assert price is not None
+    assert "cost unknown" not in job
+    assert job == f"needs an optimization job: {Optimization.awq().job(LLAMA_8B, price).describe()}"
 
 
 def test_speculative_decoding_pays_at_low_concurrency_and_widens_the_band() -> None:

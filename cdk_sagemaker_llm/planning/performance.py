@@ -42,6 +42,7 @@ from typing import Any, Protocol
 
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
+from ..catalog.prices import DEFAULT_PRICE_LIST
 from ..errors import ValidationError
 from .engine_profiles import (
     Band,
@@ -962,7 +963,8 @@ def predict(
     assumptions = describe_assumptions(model, layout, limits, memory)
     assumptions.insert(3, profile.describe())
     if optimization is not None:
-        assumptions += optimization_notes(optimization, model, limits, price_per_hour=None)
+        price = DEFAULT_PRICE_LIST.price_per_hour(layout.instance_type)  # as recommend's default
+        assumptions += optimization_notes(optimization, model, limits, price_per_hour=price)
     assumptions.append(band.describe())
     extrapolated = True
     if calibration is None:
