@@ -28,7 +28,7 @@ from ..catalog.prices import PriceList
 from ..errors import ValidationError, check_range
 from ..prop_types import typed_props
 from .calibration import AppliedCalibration, Calibration, EngineRelease
-from .engine_profiles import EngineProfile, resolve_profile
+from .engine_profiles import EngineProfile, profile_origin, resolve_profile
 from .optimizations import JobEstimate, Optimization
 from .performance import (
     CopyModel,
@@ -1128,25 +1128,11 @@ def prediction_sources(request: ServiceRequest, layout: Layout) -> list[str]:
         )
     else:
         lines.append(
-            f"efficiency: {efficiency_of(profile).describe()} ({_profile_origin(profile)})"
+            f"efficiency: {efficiency_of(profile).describe()} ({profile_origin(profile)}; "
+            "calibrate with a deploy-time benchmark)"
         )
     lines.append(f"price: {request.price_basis.value}; {request.prices.describe()}")
     return lines
-
-
-def _profile_origin(profile: EngineProfile) -> str:
-    """Where an engine profile's efficiencies come from, without claiming a fit it lacks."""
-    fitted = profile.fitted
-    if fitted is None:
-        return (
-            f"the {profile.name} profile's prior, not fitted to measurements of this engine; "
-            "calibrate with a deploy-time benchmark"
-        )
-    sources = len(fitted.sources)
-    return (
-        f"the {profile.name} profile, fitted to {fitted.rows} published measurements from "
-        f"{sources} source{'' if sources == 1 else 's'}; calibrate with a deploy-time benchmark"
-    )
 
 
 def choose(

@@ -593,3 +593,16 @@ def engine_argument(text: str | None) -> EngineProfile | None:
             ) from error
         return profile_for_image(container, version.strip() or None)
     return engine_profile(text.strip())
+
+
+def profile_origin(profile: EngineProfile) -> str:
+    """Where an engine profile's efficiencies come from, without claiming a fit it lacks: a
+    prior, or the published measurements (rows and sources) it was fitted to."""
+    fitted = profile.fitted
+    if fitted is None:
+        return f"the {profile.name} profile's prior, not fitted to measurements of this engine"
+    sources = len(fitted.sources)
+    return (
+        f"the {profile.name} profile, fitted to {fitted.rows} published measurements from "
+        f"{sources} source{'' if sources == 1 else 's'}"
+    )

@@ -51,6 +51,7 @@ from .engine_profiles import (
     EngineProfile,
     KernelSpeed,
     band_of,
+    profile_origin,
     resolve_profile,
 )
 from .optimizations import Optimization
@@ -923,7 +924,7 @@ def predict(
         assumptions name the optimization job it needs with its time and cost.
 
     :param calibration: efficiency factors fitted from a benchmark; default the engine
-        profile's (fitted to published measurements).
+        profile's (fitted to published measurements, or a prior: ``profile_origin``).
     :param max_batch_size: the server's per-copy request cap; default the engine's (vLLM/LMI
         256, TGI none: a KV-token budget).
     :param engine: the engine profile (``planning.engine_profiles``), its name, or None for the
@@ -969,9 +970,8 @@ def predict(
     extrapolated = True
     if calibration is None:
         assumptions.append(
-            f"no calibration: efficiency factors are the {profile.name} profile's, fitted to "
-            "published measurements of other deployments; every figure is extrapolated (pass "
-            "--calibration results.json from a benchmark of this layout)"
+            f"no calibration: efficiency factors from {profile_origin(profile)}; every figure is "
+            "extrapolated (pass --calibration results.json from a benchmark of this layout)"
         )
     else:
         assumptions.append(calibration.describe())

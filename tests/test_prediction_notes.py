@@ -1,0 +1,34 @@
+"""What ``predict``'s assumptions say about where its figures come from: the quantized
+kernels' speed it used, and whether its engine profile was fitted (issue 17's audit)."""
+
+from __future__ import annotations
+
+from cdk_sagemaker_llm.catalog.instance_types import InstanceType
+from cdk_sagemaker_llm.catalog.model_specs import ModelSpec
+from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
+from cdk_sagemaker_llm.planning.performance import Layout, predict
+from cdk_sagemaker_llm.planning.workload import Workload
+
+LLAMA_8B = ModelSpec.preset("llama-3-8b")
+LAYOUT = Layout(InstanceType.G5_12XLARGE, 4, 1)
+WORKLOAD = Workload(512, 256)
+
+
+def _line(assumptions: list[str], start: str) -> str:
+    (line,) = [a for a in assumptions if a.startswith(start)]
+    return line
+
+
+def test_no_calibration_note_claims_a_fit_only_for_fitted_profiles() -> None:
+    """It said every profile was "fitted to published measurements", priors included."""
+    prior = engine_profile("lmi-vllm-v1")
+    assert prior.fitted is None  # the default profile is a prior
+    note = _line(predict(LLAMA_8B, LAYOUT, WORKLOAD, [1]).assumptions, "no calibration:")
+    assert "fitted to published" not in note
+    assert "the lmi-vllm-v1 profile's prior, not fitted to measurements" in note
+    fitted = engine_profile("tgi-1").fitted
+    assert fitted is not None
+    note = _line(
+        predict(LLAMA_8B, LAYOUT, WORKLOAD, [1], engine="tgi-1").assumptions, "no calibration:"
+    )
+    assert f"the tgi-1 profile, fitted to {fitted.rows} published measurements from " in note
