@@ -4,7 +4,7 @@ kernels' speed it used, and whether its engine profile was fitted (issue 17's au
 from __future__ import annotations
 
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
-from cdk_sagemaker_llm.catalog.model_specs import ModelSpec
+from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
 from cdk_sagemaker_llm.planning.performance import Layout, predict
 from cdk_sagemaker_llm.planning.workload import Workload
@@ -17,6 +17,20 @@ WORKLOAD = Workload(512, 256)
 def _line(assumptions: list[str], start: str) -> str:
     (line,) = [a for a in assumptions if a.startswith(start)]
     return line
+
+
+def test_the_quantized_weights_note_states_the_profiles_kernel_speed() -> None:
+    """It said "modeled as fewer bytes read at the same bandwidth efficiency ... calibrate",
+    contradicting the profiles' kernel speeds the model used."""
+    for name, precision in (("tgi-1", Precision.INT4_AWQ), ("lmi-vllm-v1", Precision.FP8)):
+        kernel = engine_profile(name).kernel(precision)
+        assert kernel is not None
+        prediction = predict(LLAMA_8B, LAYOUT, WORKLOAD, [1], engine=name, precision=precision)
+        note = _line(prediction.assumptions, f"{precision.value} weights:")
+        assert "the same bandwidth efficiency" not in note
+        assert f"the {name} profile's {precision.value} kernels" in note
+        assert f"{kernel.weight_read:.0%} of the FP16 kernels' bandwidth efficiency" in note
+        assert f"{kernel.compute:.0%} of FP16 compute" in note
 
 
 def test_no_calibration_note_claims_a_fit_only_for_fitted_profiles() -> None:

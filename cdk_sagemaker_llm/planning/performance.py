@@ -961,7 +961,7 @@ def predict(
         _deployment_level(model, copies, c, limits.capacity).with_band(band)
         for c in sorted(levels_in)
     ]
-    assumptions = describe_assumptions(model, layout, limits, memory)
+    assumptions = describe_assumptions(model, layout, limits, memory, engine=profile.name)
     assumptions.insert(3, profile.describe())
     if optimization is not None:
         price = DEFAULT_PRICE_LIST.price_per_hour(layout.instance_type)  # as recommend's default
@@ -993,9 +993,15 @@ def predict(
 
 
 def describe_assumptions(
-    model: CopyModel, layout: Layout, limits: CopyLimits, memory: Memory
+    model: CopyModel,
+    layout: Layout,
+    limits: CopyLimits,
+    memory: Memory,
+    *,
+    engine: str | None = None,
 ) -> list[str]:
-    """The model's inputs and limits, in words."""
+    """The model's inputs and limits, in words (``engine``: the profile whose kernels the
+    model uses, named in the quantized-weights line)."""
     accelerator = layout.instance_type.accelerator
     assert accelerator is not None
     degree = layout.tensor_parallel_degree
@@ -1026,12 +1032,7 @@ def describe_assumptions(
             f"{link.source}) = {model.all_reduce_s(1) * 1000:.2f} ms per step at batch 1"
         )
     if model.precision.bytes_per_parameter < 2:
-        lines.append(
-            f"{model.precision.value} weights: modeled as fewer bytes read at the same bandwidth "
-            "efficiency and FP16 compute; dequantizing kernels are often slower than that "
-            "(Hugging Face measured Llama 2 7B GPTQ on ml.g5.2xlarge at 34 ms/token with 5 "
-            "clients, TGI 1.0.3): calibrate"
-        )
+        lines.append(_quantized_note(model, engine))
     if model.spec.experts > 1:
         lines.append(
             f"mixture of experts: {model.spec.active_parameters / 1e9:.1f}B of "
@@ -1039,6 +1040,25 @@ def describe_assumptions(
             "experts its batch routes to"
         )
     return lines
+
+
+def _quantized_note(model: CopyModel, engine: str | None) -> str:
+    """The quantized weights' line: the kernel speed the model used, and whose it is."""
+    kind = model.precision.value
+    kernel = model.kernel
+    if kernel is None:
+        return (
+            f"{kind} weights: no kernel speed stated, modeled as fewer bytes read at the FP16 "
+            "kernels' bandwidth efficiency and FP16 compute (the ideal speed-up): calibrate"
+        )
+    ideal = 2 / model.precision.bytes_per_parameter
+    whose = f"the {engine} profile's" if engine else "the stated"
+    return (
+        f"{kind} weights: {whose} {kind} kernels read weights at {kernel.weight_read:.0%} of the "
+        f"FP16 kernels' bandwidth efficiency (about {ideal * kernel.weight_read:.1f}x faster "
+        f"weight reads than FP16, not the ideal {ideal:g}x) and reach {kernel.compute:.0%} of "
+        f"FP16 compute ({kernel.source})"
+    )
 
 
 @dataclass(frozen=True)
