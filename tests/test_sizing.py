@@ -92,9 +92,17 @@ def test_fit_and_recommended_degree() -> None:
     g5_12 = InstanceType.G5_12XLARGE
     assert not fits(ModelSpec.LLAMA_2_13B, InstanceType.G5_XLARGE)
     assert fits(ModelSpec.LLAMA_2_13B, g5_12, tensor_parallel_degree=2)
-    # Short sequences: one copy per A10G serves most (each holds 44 sequences of 1,024 tokens).
+    # Short sequences: with the generic profile (64 requests per copy) one copy per A10G serves
+    # most (each holds 44 sequences of 1,024 tokens); with the default (predict's) lmi-vllm-v1
+    # profile and its 256-request batches, TP2 x 2 (208 sequences per copy) serves ~6% more.
     assert (
-        recommended_tensor_parallel_degree(ModelSpec.LLAMA_3_8B, g5_12, max_total_tokens=1024) == 1
+        recommended_tensor_parallel_degree(
+            ModelSpec.LLAMA_3_8B, g5_12, max_total_tokens=1024, engine="generic"
+        )
+        == 1
+    )
+    assert (
+        recommended_tensor_parallel_degree(ModelSpec.LLAMA_3_8B, g5_12, max_total_tokens=1024) == 2
     )
     # 4,096-token sequences: TP1 leaves 6 GB of KV cache per copy (11 sequences); TP4 frees the
     # memory three replicas of the weights would take and serves more.

@@ -13,7 +13,12 @@ from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
 from ..planning.calibration import AppliedCalibration, EngineRelease, calibrate
-from ..planning.engine_profiles import PROFILE_NAMES, EngineProfile, engine_profile
+from ..planning.engine_profiles import (
+    PROFILE_NAMES,
+    EngineProfile,
+    engine_profile,
+    resolve_profile,
+)
 from ..planning.optimizations import Optimization
 from ..planning.performance import (
     Layout,
@@ -128,11 +133,13 @@ def run(args: argparse.Namespace) -> int:
         instance_type = InstanceType.of(args.instance_type)
         workload = Workload(args.input_tokens, args.output_tokens)
         check_tensor_parallel_degree(instance_type, args.tensor_parallel_degree)
+        engine = engine_choice(args.engine)
         degree = args.tensor_parallel_degree or recommended_tensor_parallel_degree(
             spec,
             instance_type,
             max_total_tokens=workload.total_tokens,
             precision=dtype,
+            engine=resolve_profile(engine, instance_type.is_neuron),
         )
         if degree is None:
             raise ValidationError(
@@ -147,7 +154,6 @@ def run(args: argparse.Namespace) -> int:
             else args.copies
         )
         layout = Layout(instance_type, degree, copies, args.instance_count)
-        engine = engine_choice(args.engine)
         calibration = _calibration(args.calibration, engine, spec, layout, dtype)
         if engine is None and calibration is not None:
             engine = _calibrated_engine(calibration)  # assumed (its notes say so): its profile

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..catalog.instance_types import InstanceType
 from ..errors import ValidationError
+from ..planning.engine_profiles import EngineProfile, resolve_profile
 from ..planning.sizing import size
 from .model_options import (
     add_model_arguments,
@@ -18,6 +19,7 @@ from .model_options import (
     model_spec,
     precision,
 )
+from .predict import engine_choice
 
 
 def register(subparsers: Any) -> None:
@@ -27,7 +29,8 @@ def register(subparsers: Any) -> None:
         help="size a model on an instance type (fit, KV cache, concurrency, parallelism)",
         description="Size a model on a SageMaker instance type with the library's formulas: "
         "weights, KV cache per token, concurrent sequences, and the tensor-parallel degree "
-        "whose layout serves the most tokens/s within 100 ms/token (performance model). "
+        "whose layout serves the most tokens/s within 100 ms/token (performance model with the "
+        "--engine profile, as predict and recommend). "
         "Sizes are decimal GB (10^9 bytes). Exit 0 when the model serves at the degree, "
         "1 when it does not fit or its heads do not shard, 2 on bad input.",
     )
@@ -39,8 +42,21 @@ def register(subparsers: Any) -> None:
         type=int,
         help="prompt + output tokens per sequence; default the model's context capped at 4096",
     )
+    parser.add_argument(
+        "--engine",
+        help="the container that will serve, FAMILY[:VERSION] (e.g. tgi:3.3.6), or an engine "
+        "profile (tgi-1, tgi-2-3, lmi-vllm-v0, lmi-vllm-v1, lmi-trtllm, lmi-neuronx, generic): "
+        "its profile ranks the layouts; default lmi-vllm-v1 (lmi-neuronx on Inferentia/"
+        "Trainium), as predict and recommend",
+    )
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.set_defaults(handler=run)
+
+
+def _engine(text: str | None, instance_type: InstanceType) -> EngineProfile | None:
+    """``--engine`` as a profile (``predict``'s reading of the flag); None: the default."""
+    engine = engine_choice(text)
+    return None if engine is None else resolve_profile(engine, instance_type.is_neuron)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
             tensor_parallel_degree=args.tensor_parallel_degree,
             precision=precision(args),
             max_total_tokens=args.max_total_tokens,
+            engine=_engine(args.engine, instance_type),
         )
     except ValidationError as error:
         print(f"error: {flag_error(error, args, {'precision': '--dtype'})}", file=sys.stderr)

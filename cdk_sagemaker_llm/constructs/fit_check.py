@@ -34,6 +34,7 @@ def check_fit(
     instance_type: InstanceType,
     accelerators: int | None,
     prop: str,
+    engine: str | None = None,
 ) -> SizingReport | None:
     """The synth-time fit check of a model placed on ``accelerators`` of ``instance_type``.
 
@@ -41,7 +42,10 @@ def check_fit(
     attention or KV heads (serving containers refuse it), or when weights + overhead + one
     sequence's KV cache exceed the accelerators' usable memory at that degree; warns when a
     configured max concurrency exceeds the sequences the KV cache holds; notes (info) when the
-    check is skipped because the model spec or the hardware is unknown.
+    check is skipped because the model spec or the hardware is unknown. ``engine`` is the
+    serving image's engine profile name (``ContainerImage.engine_profile``): it ranks the
+    layouts behind the recommended degree, as ``predict`` and ``recommend`` would; None: their
+    default profile.
     """
     if spec is None:
         Annotations.of(scope).add_info(
@@ -62,6 +66,7 @@ def check_fit(
         "tensor_parallel_degree": degree,
         "precision": facts.precision,
         "max_total_tokens": facts.max_total_tokens,
+        "engine": engine,
     }
     try:
         report = _size(spec, instance_type, **arguments)

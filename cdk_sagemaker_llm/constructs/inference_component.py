@@ -466,6 +466,7 @@ class InferenceComponent(InferenceComponentBase):
                 instance_type=instance_type,
                 accelerators=reserved or None,
                 prop=prop,
+                engine=image.engine_profile.name,
             )
         min_mib, max_mib = _memory(min_memory, max_memory, instance_type.memory_mib)
         self._min_memory_mib_by_instance_type[instance_type.name] = min_mib

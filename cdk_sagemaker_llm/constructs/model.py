@@ -282,6 +282,7 @@ class Model(ModelBase):
             instance_type=instance_type,
             accelerators=accelerators,
             prop=prop,
+            engine=self.image.engine_profile.name if self.image is not None else None,
         )
 
 

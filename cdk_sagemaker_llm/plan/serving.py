@@ -12,6 +12,7 @@ from ..catalog.container_caching import caching_applies
 from ..catalog.containers import recognize_dlc_uri
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec
+from ..planning.engine_profiles import profile_name_for
 from ..planning.sizing import serving_facts, size
 from ..template_metadata import IMAGE, MODEL_SPEC
 from .model import ImagePlan, SizingVerdict
@@ -112,6 +113,18 @@ def model_label(container: Container, spec: ModelSpec | None) -> str | None:
     return model_id or (spec.name if spec else None)
 
 
+def _engine_of(container: Container, instance_type: InstanceType) -> str | None:
+    """The engine profile of the container's image (as the Model construct's fit check ranks
+    with it); None when the image is not recognized: ``predict``'s default profile."""
+    image = image_plan(container.image_value, container.metadata, instance_type)
+    if image.family is None:
+        return None
+    try:
+        return profile_name_for(image.family, image.release)
+    except ValueError:  # a family the profiles do not know
+        return None
+
+
 def sizing_verdict(
     container: Container, instance_type: InstanceType, accelerators: int | None
 ) -> SizingVerdict:
@@ -133,6 +146,7 @@ def sizing_verdict(
         tensor_parallel_degree=degree,
         precision=facts.precision,
         max_total_tokens=facts.max_total_tokens,
+        engine=_engine_of(container, instance_type),
     )
     warnings = []
     if report.fits:

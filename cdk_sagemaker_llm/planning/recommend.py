@@ -27,8 +27,6 @@ from .calibration import EngineRelease
 from .engine_profiles import Band, ContainerRelease, EngineProfile, resolve_profile
 from .optimizations import JobEstimate, Optimization
 from .performance import (
-    DEFAULT_EFFICIENCY,
-    DEFAULT_MAX_BATCH_SIZE,
     CopyLimits,
     CopyModel,
     Efficiency,
@@ -38,7 +36,6 @@ from .performance import (
     Workload,
     _deployment_level,
     copy_knee,
-    copy_limits,
     efficiency_of,
     interconnect_of,
     max_throughput_within,
@@ -963,16 +960,25 @@ def rank_layouts(
     *,
     max_ms_per_token: float = 100.0,
     precision: Precision = Precision.FP16,
-    efficiency: Any = DEFAULT_EFFICIENCY,
-    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+    engine: EngineProfile | ContainerRelease | str | None = None,
+    efficiency: Efficiency | None = None,
+    max_batch_size: int | None = None,
 ) -> list[RankedLayout]:
     """Every TP x copies layout of one instance, ranked by the output tokens/s it serves within
-    ``max_ms_per_token`` (most first); the first entry's reason says why the others lose."""
+    ``max_ms_per_token`` (most first); the first entry's reason says why the others lose.
+
+    :param engine: the engine profile (``planning.engine_profiles``), its name or a container
+        release; default the one ``predict`` and ``recommend`` use (``lmi-vllm-v1``;
+        ``lmi-neuronx`` on Inferentia/Trainium), so that all three rank one model alike.
+    :param efficiency: measured factors instead of the profile's.
+    :param max_batch_size: a per-copy request cap instead of the profile's batch limit.
+    """
+    profile = resolve_profile(engine, instance_type.is_neuron)
     ranked: list[RankedLayout] = []
     for degree in degrees(instance_type):
         layout = Layout(instance_type, degree, instance_type.accelerator_devices // degree)
-        model = CopyModel(spec, instance_type, degree, precision, workload, efficiency)
-        limits, memory = copy_limits(model, max_batch_size)
+        model = profile_model(spec, layout, precision, workload, profile, efficiency)
+        limits, memory = profile_limits(model, profile, max_batch_size)
         capacity = max_throughput_within(
             spec,
             layout,
@@ -981,6 +987,7 @@ def rank_layouts(
             precision=precision,
             efficiency=efficiency,
             max_batch_size=max_batch_size,
+            engine=profile,
         )
         if capacity is None:
             reason = _reject_reason(model, limits, memory, Slo(max_ms_per_token))

@@ -7,8 +7,10 @@ parameter plus about 2 GB of framework overhead per accelerator; the KV cache ta
 that fit are what is left of the accelerators' usable memory divided by one sequence's KV cache,
 provided at least 1 GB is left (``planning.placement``). The recommended tensor-parallel degree
 is the layout that serves the most output tokens/s within 100 ms/token according to the
-performance model (``planning.performance``, ``planning.recommend.rank_layouts``), not the
-smallest degree that fits. Every size is in decimal GB.
+performance model with the serving engine's profile (``planning.performance``,
+``planning.engine_profiles``, ``planning.recommend.rank_layouts``; the image's profile where the
+image is known, else the one ``predict`` and ``recommend`` default to), not the smallest degree
+that fits. Every size is in decimal GB.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from ..catalog.model_specs import ModelSpec, Precision
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
 from ..errors import ValidationError
 from ..prop_types import typed_factory, typed_props
-from .performance import DEFAULT_EFFICIENCY, INVOCATION_TIMEOUT_S, CopyModel, Workload
+from .engine_profiles import EngineProfile, profile_origin, resolve_profile
+from .performance import INVOCATION_TIMEOUT_S, Layout, Workload, profile_model
 from .placement import (
     FRAMEWORK_OVERHEAD_BYTES,
     GB,
@@ -195,9 +198,11 @@ def ranked_layouts(
     *,
     max_total_tokens: int | None = None,
     precision: Precision = Precision.FP16,
+    engine: EngineProfile | str | None = None,
 ) -> list[RankedLayout]:
     """The instance's TP x copies layouts ranked by the output tokens/s they serve within
-    100 ms/token on the sizing workload (``sizing_workload``)."""
+    100 ms/token on the sizing workload (``sizing_workload``) with the ``engine`` profile
+    (default: ``predict``'s and ``recommend``'s, ``engine_profiles.resolve_profile``)."""
     tokens = max_total_tokens or default_max_total_tokens(spec)
     if instance_type.accelerator is None or not instance_type.accelerator.performance_known:
         return []  # nothing to rank by: the smallest degree that fits is recommended
@@ -207,6 +212,7 @@ def ranked_layouts(
         sizing_workload(tokens),
         max_ms_per_token=SIZING_SLO_MS_PER_TOKEN,
         precision=precision,
+        engine=engine,
     )
 
 
@@ -218,6 +224,7 @@ def recommended_tensor_parallel_degree(
     max_total_tokens: int | None = None,
     precision: Precision = Precision.FP16,
     overhead_bytes: float = FRAMEWORK_OVERHEAD_BYTES,
+    engine: EngineProfile | str | None = None,
 ) -> int | None:
     """The degree whose layout serves the most within 100 ms/token; when none meets that
     latency, the smallest degree that fits; None when none fits.
@@ -227,9 +234,10 @@ def recommended_tensor_parallel_degree(
 
     :param overhead_bytes: per accelerator; a non-default value skips the ranking (the
         performance model assumes the default) and returns the smallest degree that fits.
+    :param engine: the serving engine's profile or its name; default ``predict``'s.
     """
     ranked = ranked_layouts(
-        spec, instance_type, max_total_tokens=max_total_tokens, precision=precision
+        spec, instance_type, max_total_tokens=max_total_tokens, precision=precision, engine=engine
     )
     if ranked and ranked[0].capacity is not None and overhead_bytes == FRAMEWORK_OVERHEAD_BYTES:
         return ranked[0].layout.tensor_parallel_degree
@@ -384,6 +392,9 @@ class SizingReport:
     (end-to-end latency / output tokens, as the 100 ms/token limit measures it)."""
     max_tokens_per_s_within_slo: float | None = None
     """Predicted output tokens/s of one instance at this degree within 100 ms/token."""
+    engine: str | None = None
+    """The engine profile the ranking and latency figures use; None when the accelerator's
+    performance is unknown (nothing is ranked)."""
 
     @property
     def serves(self) -> bool:
@@ -436,6 +447,7 @@ class SizingReport:
             "max_tokens_per_s_within_100_ms_per_token": None
             if self.max_tokens_per_s_within_slo is None
             else round(self.max_tokens_per_s_within_slo, 0),
+            "engine": self.engine,
             "reasoning": list(self.reasoning),
         }
 
@@ -468,6 +480,7 @@ def size(
     precision: Precision = Precision.FP16,
     max_total_tokens: int | None = None,
     overhead_bytes: float = FRAMEWORK_OVERHEAD_BYTES,
+    engine: EngineProfile | str | None = None,
 ) -> SizingReport:
     """Size ``spec`` on ``instance_type``.
 
@@ -476,6 +489,10 @@ def size(
     :param max_total_tokens: prompt + output tokens per sequence; default the model's
         context capped at 4096.
     :param overhead_bytes: framework overhead per accelerator. Default 2 GB.
+    :param engine: the serving engine's profile (``planning.engine_profiles``) or its name,
+        which ranks the layouts and predicts the latency; default the one ``predict`` and
+        ``recommend`` use (``lmi-vllm-v1``; ``lmi-neuronx`` on Inferentia/Trainium).
+        ``ContainerImage.engine_profile`` gives an image's.
     """
     _require_accelerators(instance_type)
     assert instance_type.accelerator is not None and instance_type.accelerator_count is not None
@@ -483,8 +500,11 @@ def size(
     if tokens < 1:
         raise ValidationError("max_total_tokens", tokens, "must be positive", "pass e.g. 4096")
     count = instance_type.accelerator_count
+    profile = resolve_profile(engine, instance_type.is_neuron)
     ranked = (
-        ranked_layouts(spec, instance_type, max_total_tokens=tokens, precision=precision)
+        ranked_layouts(
+            spec, instance_type, max_total_tokens=tokens, precision=precision, engine=profile
+        )
         if overhead_bytes == FRAMEWORK_OVERHEAD_BYTES
         else []
     )
@@ -494,6 +514,7 @@ def size(
         max_total_tokens=tokens,
         precision=precision,
         overhead_bytes=overhead_bytes,
+        engine=profile,
     )
     degree = tensor_parallel_degree or recommended or count
     if degree < 1 or degree > count:
@@ -565,7 +586,8 @@ def size(
         reasoning.append(
             f"recommended: tensor-parallel degree {recommended}, "
             f"{_copies(count // recommended)} per instance, the layout serving the most "
-            f"tokens/s within {SIZING_SLO_MS_PER_TOKEN:g} ms/token "
+            f"tokens/s within {SIZING_SLO_MS_PER_TOKEN:g} ms/token by the {profile.name} "
+            "engine profile "
             f"({sizing_workload(tokens).input_tokens} in / "
             f"{sizing_workload(tokens).output_tokens} out): {ranked[0].reason}"
         )
@@ -594,8 +616,10 @@ def size(
         )
     single = None
     if serves and b_star is not None:
-        single = _single_request_ms_per_token(spec, instance_type, degree, precision, tokens)
-        reasoning.append(SIZING_ENGINE_NOTE)
+        single = _single_request_ms_per_token(
+            spec, instance_type, degree, precision, tokens, profile
+        )
+        reasoning.append(sizing_engine_note(profile, engine is None))
     return SizingReport(
         model=spec.name,
         instance_type=instance_type.name,
@@ -616,6 +640,7 @@ def size(
         head_problem=head_problem,
         single_request_ms_per_token=single,
         max_tokens_per_s_within_slo=chosen.tokens_per_s if chosen and chosen.capacity else None,
+        engine=profile.name if accelerator.performance_known else None,
     )
 
 
@@ -633,22 +658,33 @@ def _why_none_ranks(ranked: list[RankedLayout]) -> str:
     )
 
 
-SIZING_ENGINE_NOTE = (
-    "latency and tokens/s: the generic engine profile (75% of peak bandwidth, 2 ms per step, "
-    "64 requests per copy; no serving image is given), no band; `cdk-sagemaker-llm predict "
-    "--engine FAMILY:VERSION` predicts a serving engine's figures with their band"
-)
-"""What the sizing's latency figures assume: no image, so no engine profile of its own."""
+def sizing_engine_note(profile: EngineProfile, default: bool) -> str:
+    """What the sizing's latency figures assume: the engine profile used, and why that one."""
+    why = (
+        "the default of `predict` and `recommend`; pass --engine FAMILY:VERSION for another "
+        "serving image"
+        if default
+        else "the serving image's or the one given"
+    )
+    return (
+        f"latency and tokens/s: the {profile.name} engine profile ({why}; "
+        f"{profile_origin(profile)}; batch limit {profile.describe_batching()}), at the median, "
+        "no band; `cdk-sagemaker-llm predict` gives the figures with their band"
+    )
 
 
 def _single_request_ms_per_token(
-    spec: ModelSpec, instance_type: InstanceType, degree: int, precision: Precision, tokens: int
+    spec: ModelSpec,
+    instance_type: InstanceType,
+    degree: int,
+    precision: Precision,
+    tokens: int,
+    profile: EngineProfile,
 ) -> float:
     """ms/token of one request alone on the sizing workload, as the sizing limit measures it:
     end-to-end latency (prefill + every decode step) / output tokens."""
-    model = CopyModel(
-        spec, instance_type, degree, precision, sizing_workload(tokens), DEFAULT_EFFICIENCY
-    )
+    layout = Layout(instance_type, degree, max(1, instance_type.accelerator_devices // degree))
+    model = profile_model(spec, layout, precision, sizing_workload(tokens), profile)
     ms, _, _, _ = model.level(1, 1)
     return ms
 
