@@ -28,6 +28,7 @@ from .model_options import (
     add_max_batch_size_argument,
     add_model_arguments,
     check_tensor_parallel_degree,
+    flag_error,
     int_list,
     model_spec,
     precision,
@@ -129,7 +130,11 @@ def run(args: argparse.Namespace) -> int:
                 f"{spec.name} fits at no tensor-parallel degree there",
                 "use a larger instance type or quantization (--dtype int4)",
             )
-        copies = args.copies or max(1, instance_type.accelerator_devices // degree)
+        copies = (
+            max(1, instance_type.accelerator_devices // degree)
+            if args.copies is None
+            else args.copies
+        )
         layout = Layout(instance_type, degree, copies, args.instance_count)
         calibration = _calibration(
             args.calibration, engine_choice(args.engine), spec, layout, dtype
@@ -146,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
             optimization=Optimization.of(args.optimization) if args.optimization else None,
         )
     except ValidationError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {_flag_error(error, args)}", file=sys.stderr)
         return 2
     for note in getattr(calibration, "warnings", []):
         print(f"warning: {note}", file=sys.stderr)
@@ -155,6 +160,16 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_markdown(spec.name, prediction))
     return 0
+
+
+def _flag_error(error: ValidationError, args: argparse.Namespace) -> ValidationError:
+    """``error`` naming the flag to change; a layout that does not fit names the degree the
+    user gave (or the instance type), with the layout in the problem."""
+    if error.prop == "layout":
+        flag = "--tensor-parallel-degree" if args.tensor_parallel_degree else "--instance-type"
+        value = args.tensor_parallel_degree or args.instance_type
+        return ValidationError(flag, value, f"{error.value}: {error.problem}", error.fix)
+    return flag_error(error, args, {"copies_per_instance": "--copies", "precision": "--dtype"})
 
 
 def render_markdown(model: str, prediction: Prediction) -> str:

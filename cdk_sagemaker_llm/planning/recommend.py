@@ -649,7 +649,8 @@ def _pessimism_cost(pessimistic: Option, median: Option | None) -> str:
     """What sizing on the pessimistic side costs against the cheapest option at the median."""
     if median is None:
         return "at the median no option would serve either"
-    text = f"at the median the cheapest option would be {median.layout.describe()}" + (
+    served = "" if median.optimization is None else f" with {median.optimization.name}"
+    text = f"at the median the cheapest option would be {median.layout.describe()}{served}" + (
         f" at ${median.price_per_hour:,.2f}/hour" if median.price_per_hour is not None else ""
     )
     if pessimistic.price_per_hour is not None and median.price_per_hour is not None:

@@ -479,7 +479,7 @@ def size(
     """
     _require_accelerators(instance_type)
     assert instance_type.accelerator is not None and instance_type.accelerator_count is not None
-    tokens = max_total_tokens or default_max_total_tokens(spec)
+    tokens = default_max_total_tokens(spec) if max_total_tokens is None else max_total_tokens
     if tokens < 1:
         raise ValidationError("max_total_tokens", tokens, "must be positive", "pass e.g. 4096")
     count = instance_type.accelerator_count
