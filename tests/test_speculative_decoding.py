@@ -239,5 +239,8 @@ def test_an_optimization_jobs_eagle_head_is_a_draft_read_from_its_output() -> No
     draft = environment["OPTION_SPECULATIVE_DRAFT_MODEL"]["Fn::Join"][1]
     assert draft[0] == "s3://weights/" and draft[1]["Fn::GetAtt"][1] == "OutputPrefix"
     assert environment["OPTION_SPECULATIVE_LENGTH"] == "3"
-    policies = str(resources_of_type(template, "AWS::IAM::Policy"))
+    policies = str(  # execution roles carry their statements inline
+        resources_of_type(template, "AWS::IAM::Policy")
+        + resources_of_type(template, "AWS::IAM::Role")
+    )
     assert "kms:Decrypt" in policies and "OutputPrefix" in policies
