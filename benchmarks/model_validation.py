@@ -19,7 +19,8 @@ in aggregate (issue 17's targets in brackets):
 - TP orderings: per TP sweep (the same source, engine, GPU, model, precision and workload at
   several TP degrees), the TP with the lowest single-request ms/token, and the layout serving
   the most tokens/s per instance within 100 ms/token (copies = GPUs / TP), measured vs.
-  predicted (all must match);
+  predicted (all must match); strict (the same TP) and tie-aware (``TIE_TOLERANCE``: the
+  predicted TP's measured figure within 3 % of the measured best's);
 - band coverage, cross-validated: share of (row, figure) pairs whose measured ms/token and
   tokens/s lie inside the p10-p90 band the library would have shown without the row's
   source: the residuals of the profile's other sources, widened where the row lies outside
@@ -46,6 +47,14 @@ from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
 from cdk_sagemaker_llm.planning.performance import KNEE_MIN_GAIN_PER_DOUBLING
 
 SLO_MS = 100.0
+TIE_TOLERANCE = 0.03
+"""TP orderings, tie-aware: the predicted best TP also counts as right when its measured figure
+is within 3 % of the measured best's (what picking it would lose is inside the measurement's
+own noise). The 3 % is the spread between replicate measurements in the data: FMBench
+measured the same layout (Llama 2 13B, TGI 1.1.0, TP4 on four A10G) on ml.g5.12xlarge and
+on ml.g5.24xlarge, and their single-request ms/token differ by 0.7-2.9 % at each prompt
+length. Fixed with this rule before the tie-aware figure was computed; the strict figure
+(exact match) is reported beside it."""
 
 
 def _abs_pct(error: float) -> float:
@@ -213,17 +222,14 @@ def _tp_orderings(sweeps: Sequence[Sequence[pf.HeldOutPrediction]]) -> list[dict
             both = set(table["measured"]) & set(table["predicted"])
             if len(both) < 2:
                 continue
-            measured_best = (
-                min(both, key=lambda d: table["measured"][d])
-                if name.startswith("fastest")
-                else max(both, key=lambda d: table["measured"][d])
-            )
-            predicted_best = (
-                min(both, key=lambda d: table["predicted"][d])
-                if name.startswith("fastest")
-                else max(both, key=lambda d: table["predicted"][d])
-            )
-            entry[name] = (measured_best, predicted_best, sorted(both))
+            lower_is_better = name.startswith("fastest")
+            choose = min if lower_is_better else max
+            measured_best = choose(both, key=lambda d: table["measured"][d])
+            predicted_best = choose(both, key=lambda d: table["predicted"][d])
+            best, picked = table["measured"][measured_best], table["measured"][predicted_best]
+            # What picking the predicted TP loses, measured: extra ms/token or fewer tokens/s.
+            regret = picked / best - 1 if lower_is_better else 1 - picked / best
+            entry[name] = (measured_best, predicted_best, sorted(both), round(regret, 4))
         if len(entry) > 1:
             results.append(entry)
     return results
@@ -272,12 +278,14 @@ def render(held: Sequence[pf.HeldOutPrediction], details: bool, rows: Sequence[p
     knees = result["knees"]  # type: ignore[assignment]
     orderings = result["orderings"]  # type: ignore[assignment]
     checks = [
-        (name, m, p)
+        (name, m, p, regret)
         for entry in orderings  # type: ignore[attr-defined]
         for name, value in entry.items()
         if name != "sweep"
-        for m, p, _ in [value]
+        for m, p, _, regret in [value]
     ]
+    strict = sum(m == p for _, m, p, _ in checks)
+    tie_aware = sum(m == p or regret < TIE_TOLERANCE for _, m, p, regret in checks)
     coverage, pairs = band_coverage(held, rows or [h.row for h in held])
     sources = sorted({h.row.source for h in held})
     lines = [
@@ -298,10 +306,10 @@ def render(held: Sequence[pf.HeldOutPrediction], details: bool, rows: Sequence[p
         f"{sum(ok for _, ok, _, _ in knees)} | "  # type: ignore[attr-defined]
         f"{(sum(ok for _, ok, _, _ in knees) / len(knees)) if knees else float('nan'):.0%} | "  # type: ignore[arg-type,attr-defined]
         ">= 85 % |",
-        f"| TP orderings (fastest per copy; most per instance) | {len(checks)} | "
-        f"{sum(m == p for _, m, p in checks)} | "
-        f"{(sum(m == p for _, m, p in checks) / len(checks)) if checks else float('nan'):.0%} | "
-        "all |",
+        f"| TP orderings (fastest per copy; most per instance), strict | {len(checks)} | "
+        f"{strict} | {(strict / len(checks)) if checks else float('nan'):.0%} | all |",
+        f"| TP orderings, tie-aware (measured within {TIE_TOLERANCE:.0%} = tie) | {len(checks)} | "
+        f"{tie_aware} | {(tie_aware / len(checks)) if checks else float('nan'):.0%} | all |",
         f"| band p10-p90 holds the measured value, cross-validated (row x metric) | {pairs} | "
         f"{round(coverage * pairs)} | {coverage:.0%} | >= 80 % |",
     ]
@@ -320,7 +328,11 @@ def render(held: Sequence[pf.HeldOutPrediction], details: bool, rows: Sequence[p
             f"{_quantile(errors, 0.5):.0%} |"
         )
     if details:
-        lines += ["", "TP orderings (measured best, predicted best, degrees):"]
+        lines += [
+            "",
+            "TP orderings (measured best, predicted best, degrees, measured loss of the "
+            "predicted best):",
+        ]
         for entry in orderings:  # type: ignore[attr-defined]
             lines.append(f"- {entry}")
         lines += ["", "Max tokens/s within 100 ms/token per sweep (measured, predicted):"]

@@ -121,6 +121,22 @@ its own concurrency and end-to-end latency (c x output tokens / e2e); below it t
 throughput counts idle client time (FMBench waits for each concurrent batch to finish), which
 no endpoint model predicts, and only the row's latency is used. Rows dropped this way are
 listed by ``model_validation.py``."""
+BATCH_SYNCHRONOUS_SOURCES: Mapping[str, str] = {
+    "fmbench-2024-01": (
+        "FMBench 3_run_inference.ipynb (github.com/aws-samples/foundation-model-benchmarking-"
+        "tool): create_combinations splits the payloads into chunks of `concurrency` requests; "
+        "run_inferences sends one chunk with asyncio.gather, times it until its slowest "
+        "response, and only then sends the next chunk; throughput is the chunk's tokens over "
+        "that elapsed time"
+    ),
+}
+"""Sources whose client is batch-synchronous (documented in their code): c requests at once,
+the next c only when the slowest of them has answered. Their throughput counts the time the
+faster requests of a chunk sit idle waiting for the slowest (max_new_tokens against the mean),
+which is the client's, not the endpoint's; the endpoint's closed-loop throughput at that
+concurrency is Little's law on the row's measured mean latency (c x output tokens / e2e), and
+that is what the model predicts and what its rows use. The rule follows the source's method,
+for every row of the source with a concurrency and an end-to-end latency."""
 MIN_ROWS_TO_FIT = 8
 """A profile with fewer rows (after leaving a source out) keeps its prior."""
 
@@ -248,14 +264,7 @@ def _row(index: int, raw: Mapping[str, str]) -> tuple[Row | None, str]:
     e2e = _float(raw["e2e_latency_s"])
     if ms is None and itl is None and e2e is not None and output_tokens > 1:
         ms = e2e * 1000 / output_tokens
-    tokens = _float(raw["output_tokens_per_s"])
-    rps = _float(raw["requests_per_s"])
-    if tokens is None and rps is not None:
-        tokens = rps * output_tokens
-    if tokens is not None and e2e is not None and not static and concurrency_text:
-        closed_loop = concurrency * output_tokens / e2e
-        if tokens < LITTLE_MIN_RATIO * closed_loop:
-            tokens = None  # not a closed-loop steady state: its latency still counts
+    tokens = _tokens_per_s(raw, output_tokens, None if static else concurrency, e2e)
     ttft = _float(raw["ttft_ms"])
     if ms is None and itl is None and tokens is None and ttft is None:
         return None, "no metric"
@@ -281,6 +290,28 @@ def _row(index: int, raw: Mapping[str, str]) -> tuple[Row | None, str]:
         ),
         "",
     )
+
+
+def _tokens_per_s(
+    raw: Mapping[str, str], output_tokens: int, closed_loop_clients: int | None, e2e: float | None
+) -> float | None:
+    """The row's output tokens/s as the endpoint served them: the source's figure (or
+    requests/s x output tokens); for a closed-loop row with an end-to-end latency, Little's law
+    on that latency when the source's client is batch-synchronous
+    (``BATCH_SYNCHRONOUS_SOURCES``), and None when the source's figure falls below
+    ``LITTLE_MIN_RATIO`` of it (not a steady state: the row's latency still counts)."""
+    tokens = _float(raw["output_tokens_per_s"])
+    rps = _float(raw["requests_per_s"])
+    if tokens is None and rps is not None:
+        tokens = rps * output_tokens
+    if e2e is None or closed_loop_clients is None or not raw["concurrency"].strip():
+        return tokens
+    closed_loop = closed_loop_clients * output_tokens / e2e
+    if raw["source_id"] in BATCH_SYNCHRONOUS_SOURCES:
+        return closed_loop  # the endpoint's, not the batch-synchronous client's
+    if tokens is not None and tokens < LITTLE_MIN_RATIO * closed_loop:
+        return None
+    return tokens
 
 
 # ----- The model's prediction of a row ----------------------------------------------------------
