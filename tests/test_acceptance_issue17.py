@@ -270,3 +270,110 @@ def test_a_bad_field_of_a_calibration_file_names_the_file_and_the_field(
     assert main([*RECOMMEND, "--calibration", str(newer)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: --calibration {newer}.version=99: "), err
+
+
+def test_size_says_which_engine_its_latency_assumes(capsys: pytest.CaptureFixture[str]) -> None:
+    """Was: a single-request latency and a recommended degree from the generic profile (batch
+    limit 64), unstated, beside ``predict``'s ``lmi-vllm-v1`` default for the same layout."""
+    argv = ["size", "--model", "llama-2-7b", "--instance-type", "ml.g5.xlarge", "--format", "json"]
+    assert main(argv) == 0
+    import json
+
+    data = json.loads(capsys.readouterr().out)
+    assert data["single_request_ms_per_token"] is not None
+    assert any(
+        line.startswith("latency and tokens/s: the generic engine profile")
+        and "predict --engine" in line
+        for line in data["reasoning"]
+    )
+
+
+# ----- A calibration's assumed engine is the one predicted with ---------------------------------
+
+
+def _tgi_calibration(path: Path) -> Path:
+    from cdk_sagemaker_llm.planning.calibration import Calibration, EngineRelease
+    from cdk_sagemaker_llm.planning.performance import Efficiency
+
+    Calibration(
+        efficiency=Efficiency(memory_bandwidth=0.45, step_overhead_ms=8.0),
+        model="llama-2-7b",
+        instance_type="ml.g5.2xlarge",
+        tensor_parallel_degree=1,
+        copies=1,
+        precision="fp16",
+        input_tokens=256,
+        output_tokens=128,
+        concurrency_range=(1, 16),
+        levels=5,
+        rms_error=0.02,
+        engine=EngineRelease("tgi", "3.3.6"),
+        accelerator="NVIDIA A10G",
+    ).to_file(path)
+    return path
+
+
+def test_a_calibration_without_engine_predicts_with_the_calibrated_engines_profile(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Was: "engine assumed to be the calibrated tgi 3.3.6", then predicted with the default
+    lmi-vllm-v1 profile (a batch limit of 256 requests, its band and kernels) and an "As an
+    LlmService" decision on that profile."""
+    import json
+
+    calibration = str(_tgi_calibration(tmp_path / "tgi.json"))
+    predict_argv = [
+        "predict", "--model", "llama-2-7b", "--instance-type", "ml.g5.2xlarge",
+        "--input-tokens", "256", "--output-tokens", "128", "--concurrency", "4",
+        "--calibration", calibration, "--format", "json",
+    ]  # fmt: skip
+    assert main(predict_argv) == 0
+    captured = capsys.readouterr()
+    predicted = json.loads(captured.out)
+    assert predicted["engine"] == "tgi-2-3"
+    assert "warning: engine assumed to be the calibrated tgi 3.3.6" in captured.err
+    recommend_argv = [
+        "recommend", "--model", "llama-2-7b", "--input-tokens", "256", "--output-tokens",
+        "128", "--max-ms-per-token", "100", "--requests-per-second", "4", "--instance-types",
+        "ml.g5.2xlarge", "--risk", "median", "--calibration", calibration, "--format", "json",
+    ]  # fmt: skip
+    assert main(recommend_argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    assumptions = " / ".join(result["assumptions"])
+    assert "engine profile tgi-2-3" in assumptions and "lmi-vllm-v1" not in assumptions
+    assert "engine assumed to be the calibrated tgi 3.3.6" in assumptions
+    decision = result["decision"]
+    assert decision["reasoning"][0] == (
+        "serving engine: not stated, the calibrated tgi 3.3.6 assumed (not checked), engine "
+        "profile tgi-2-3"
+    )
+    # A stated engine still wins (and another one is still an error).
+    assert main([*recommend_argv, "--engine", "lmi:0.33.0"]) == 2
+
+
+@pytest.mark.parametrize("profile", ["lmi-vllm-v1", "tgi-1"])
+def test_an_engine_named_by_another_profile_than_the_calibrated_one_is_an_error(
+    profile: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Was: ``--engine lmi-vllm-v1`` with a TGI 3.3.6 calibration applied the TGI factors to
+    the vLLM profile with only a warning that the engine was "assumed" to be TGI."""
+    from cdk_sagemaker_llm.errors import ValidationError
+    from cdk_sagemaker_llm.planning.calibration import Calibration
+    from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
+
+    calibration = _tgi_calibration(tmp_path / "tgi.json")
+    predict = [
+        "predict", "--model", "llama-2-7b", "--instance-type", "ml.g5.2xlarge",
+        "--input-tokens", "256", "--output-tokens", "128", "--concurrency", "4",
+    ]  # fmt: skip
+    for argv in (
+        [*RECOMMEND, "--instance-types", "ml.g5.2xlarge"],
+        predict,
+    ):
+        assert main([*argv, "--calibration", str(calibration), "--engine", profile]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: --calibration='{calibration}': measures tgi 3.3.6 "), err
+        assert f"engine profile tgi-2-3), but the target's engine profile is {profile}" in err
+    with pytest.raises(ValidationError, match="engine profile tgi-2-3"):
+        Calibration.from_file(calibration).check_profile(engine_profile(profile))
+    Calibration.from_file(calibration).check_profile(engine_profile("tgi-2-3"))  # the same

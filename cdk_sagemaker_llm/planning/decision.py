@@ -192,8 +192,11 @@ class ServiceRequest:
 
     @property
     def engine(self) -> EngineRelease | EngineProfile | None:
-        """The serving engine: a container release, a profile (a name resolved), or None."""
+        """The serving engine: a container release, a profile (a name resolved), the
+        calibrated engine when none is stated (assumed, and said), or None."""
         engine = self.sizing.engine
+        if engine is None and self.calibration is not None:
+            return self.calibration.engine
         return resolve_profile(engine) if isinstance(engine, str) else engine
 
 
@@ -662,6 +665,11 @@ class _Decider:
             return (
                 f"serving engine: not stated, the default {profile}; a calibration's engine is "
                 "assumed, not checked"
+            )
+        if self.request.sizing.engine is None:
+            return (
+                f"serving engine: not stated, the calibrated {engine.describe()} assumed "
+                f"(not checked), {profile}"
             )
         if engine.version is None:
             return (

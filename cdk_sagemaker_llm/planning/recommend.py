@@ -491,6 +491,8 @@ def recommend(
     release = engine if isinstance(engine, EngineRelease) else None
     efficiency = calibration.efficiency if calibration else None
     calibration_notes = calibration.engine_notes(release) if calibration else []
+    sizing = _with_calibrated_engine(sizing)
+    engine = sizing.engine
     candidates = (
         list(search.instance_types)
         if search.instance_types is not None
@@ -575,6 +577,19 @@ def recommend(
         assumptions.append(line)
         kept[0] = replace(kept[0], reasoning=[*kept[0].reasoning, line])
     return Recommendation(kept, rejected, assumptions)
+
+
+def _with_calibrated_engine(sizing: Sizing) -> Sizing:
+    """``sizing`` with the calibrated engine when it states none: the engine the calibration's
+    notes say is assumed chooses the profile too (its batch limit, kernels and band), not the
+    default engine's. An engine named by another profile than the calibrated one is an
+    error."""
+    calibration, engine = sizing.calibration, sizing.engine
+    if calibration is not None and isinstance(engine, EngineProfile | str):
+        calibration.check_profile(resolve_profile(engine))  # another profile: an error
+    if engine is not None or calibration is None or calibration.engine is None:
+        return sizing
+    return replace(sizing, engine=calibration.engine)
 
 
 def _region_note(pricing: Pricing) -> str | None:
