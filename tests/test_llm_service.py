@@ -983,7 +983,9 @@ def test_plan_shows_the_eagle_option_its_job_and_where_speculation_pays(tmp_path
         "optimization: speculative-decoding (recommended)",
         "optimization chosen: EAGLE head, 5 draft tokens at 80% acceptance",
         "ModelSpeculativeDecodingConfig (EAGLE): time not published, cost unknown",
-        "x at one sequence; it pays up to the copy's",
+        # a g5.2xlarge copy holds ~54 sequences; EAGLE stops paying at ~51 on an A10G (the
+        # verification of 6 positions per sequence turns compute-bound; planning.speculation)
+        "x at one sequence; it stops paying at 5",
     ):
         assert expected in markdown, expected
 
