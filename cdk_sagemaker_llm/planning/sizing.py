@@ -619,7 +619,7 @@ def size(
         single = _single_request_ms_per_token(
             spec, instance_type, degree, precision, tokens, profile
         )
-        reasoning.append(sizing_engine_note(profile, engine is None))
+        reasoning.append(_sizing_engine_note(profile, engine is None))
     return SizingReport(
         model=spec.name,
         instance_type=instance_type.name,
@@ -658,7 +658,7 @@ def _why_none_ranks(ranked: list[RankedLayout]) -> str:
     )
 
 
-def sizing_engine_note(profile: EngineProfile, default: bool) -> str:
+def _sizing_engine_note(profile: EngineProfile, default: bool) -> str:
     """What the sizing's latency figures assume: the engine profile used, and why that one."""
     why = (
         "the default of `predict` and `recommend`; pass --engine FAMILY:VERSION for another "
