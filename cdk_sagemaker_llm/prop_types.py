@@ -29,6 +29,7 @@ from typing import Any, TypeVar, cast
 
 from .errors import (
     ValidationError,
+    _shown,
     collecting_unchecked,
     is_token,
     require_concrete,
@@ -180,9 +181,10 @@ _COLLECTIONS = _SEQUENCES + _MAPPINGS
 
 
 def _matches_collection(value: Any, origin: Any, arguments: tuple[Any, ...]) -> bool:
-    """True when ``value`` is the collection ``origin[arguments]`` (or a token for one)."""
+    """True when ``value`` is the collection ``origin[arguments]`` (or a list token for a
+    sequence: a string or number token never stands for a collection)."""
     if isinstance(value, str) or not isinstance(value, origin):
-        return is_token(value)
+        return origin in _SEQUENCES and isinstance(value, list) and is_token(value)
     if origin in _MAPPINGS:
         key_type, item_type = arguments if arguments else (Any, Any)
         return all(_matches(k, key_type) and _matches(v, item_type) for k, v in value.items())
@@ -262,11 +264,12 @@ def _enum_fix(value: Any, cls: type[Enum]) -> str:
 
 
 def _scalar_fix(value: Any, cls: type, prop: str) -> str | None:
-    """A number for a Duration or Size, a number for a quoted or boolean one, a bool."""
+    """A number for a Duration or Size, a number for a quoted or boolean one, a bool. A token
+    is shown as one, never by its encoded value."""
     if cls.__name__ == "Duration" and isinstance(value, numbers.Real):
-        return f"use Duration.seconds({value!r}) (or Duration.minutes/hours)"
+        return f"use Duration.seconds({_shown(value)}) (or Duration.minutes/hours)"
     if cls.__name__ == "Size" and isinstance(value, numbers.Real):
-        return f"use Size.mebibytes({value!r}) or Size.gibibytes(...)"
+        return f"use Size.mebibytes({_shown(value)}) or Size.gibibytes(...)"
     if cls in (int, float) and isinstance(value, bool):
         return f"pass a number, not {value}"
     if cls in (int, float) and isinstance(value, str):
@@ -278,7 +281,8 @@ def _scalar_fix(value: Any, cls: type, prop: str) -> str | None:
         name = value.removeprefix("s3://").split("/")[0] or "my-bucket"
         return (
             f"pass a bucket, not its name: s3.Bucket.from_bucket_name(self, 'Weights', "
-            f"{name!r}) for an existing bucket, or a bucket your stack creates"
+            f"{_shown(value) if is_token(value) else repr(name)}) for an existing bucket, or a "
+            "bucket your stack creates"
         )
     return None
 
@@ -297,7 +301,7 @@ def _fix(value: Any, expected: Any, prop: str) -> str:
             article = "an" if cls.__name__[0] in "AEIOU" else "a"
             return f"pass {article} {cls.__name__}: " + " ".join(summary.replace("``", "").split())
         factories = _factories(cls)
-        if isinstance(value, str) and "of" in factories:
+        if isinstance(value, str) and "of" in factories and not is_token(value):
             return f"use {cls.__name__}.of({value!r})"
         if factories:
             shown = ", ".join(f"{cls.__name__}.{name}(...)" for name in factories[:4])

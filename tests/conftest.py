@@ -96,6 +96,32 @@ def cloudformation_schema(resource_type: str, region: str = "us-east-1") -> dict
     return schema
 
 
+def role_policies(template: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(role logical id, policy document) of every identity policy on a role in ``template``:
+    each ``AWS::IAM::Policy`` per role it is attached to (aws-cdk-lib roles' default policies)
+    and each inline policy in a role's ``Policies`` (the library's execution roles)."""
+    found = []
+    for logical_id, resource in template["Resources"].items():
+        properties = resource.get("Properties", {})
+        if resource["Type"] == "AWS::IAM::Policy":
+            for role in properties.get("Roles", []):
+                found.append((role["Ref"] if isinstance(role, dict) else role, properties))
+        elif resource["Type"] == "AWS::IAM::Role":
+            found += [(logical_id, policy) for policy in properties.get("Policies", [])]
+    return [(role, policy["PolicyDocument"]) for role, policy in found]
+
+
+def role_statements(template: dict[str, Any], role_prefix: str = "") -> list[dict[str, Any]]:
+    """Every statement of the policies on roles whose logical id starts with ``role_prefix``
+    (all roles by default), separate or inline (``role_policies``)."""
+    return [
+        statement
+        for role, document in role_policies(template)
+        if role.startswith(role_prefix)
+        for statement in document["Statement"]
+    ]
+
+
 def resources_of_type(template: dict[str, Any], resource_type: str) -> list[dict[str, Any]]:
     """The properties of every resource of ``resource_type`` in ``template``."""
     return [

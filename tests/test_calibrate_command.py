@@ -7,6 +7,7 @@ another engine is an error."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -420,3 +421,38 @@ def test_a_malformed_deployment_in_the_run_is_rejected_with_the_field(
 
     with pytest.raises(EventError, match=message):
         _write(s3, deployment)
+
+
+FAST = Efficiency(
+    memory_bandwidth=0.92, decode_compute=0.6, prefill_compute=0.7, step_overhead_ms=0.5
+)
+"""A server faster than the engine profile (tgi-2-3: 75 % bandwidth, 2.5 ms + per layer)."""
+
+
+def test_a_faster_measurement_moves_recommend_the_other_way_on_the_same_engine(
+    tmp_path: Path, s3: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The round trip in both directions, against the uncalibrated answer *of the same engine*
+    (tgi 3.3: the tgi-2-3 profile), so that the calibration alone moves the answer: a server
+    measured faster than the profile needs fewer instances, a slower one more."""
+    argv = [
+        "recommend", "--model", "llama-2-7b", "--input-tokens", "256", "--output-tokens", "128",
+        "--max-ms-per-token", "100", "--requests-per-second", "32", "--instance-types",
+        "ml.g5.2xlarge", "--format", "json", "--risk", "median", "--engine", "tgi:3.3.6",
+        "--max-instance-count", "64",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    uncalibrated = json.loads(capsys.readouterr().out)["options"][0]
+    counts = {}
+    for name, measured in (("fast", FAST), ("slow", SLOW)):
+        monkeypatch.setattr(sys.modules[__name__], "SLOW", measured)  # what _write measures
+        uri = _write(s3, DEPLOYMENT)
+        out = tmp_path / f"{name}.json"
+        assert main(["calibrate", uri, "--out", str(out)]) == 0
+        capsys.readouterr()
+        assert main([*argv, "--calibration", str(out)]) == 0
+        counts[name] = json.loads(capsys.readouterr().out)["options"][0]["instance_count"]
+    assert counts["fast"] < uncalibrated["instance_count"] < counts["slow"], (
+        counts,
+        uncalibrated["instance_count"],
+    )

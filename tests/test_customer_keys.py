@@ -15,7 +15,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Template
-from conftest import new_stack
+from conftest import new_stack, role_policies, role_statements
 
 from cdk_sagemaker_llm import (
     AsyncInference,
@@ -30,13 +30,10 @@ from cdk_sagemaker_llm import (
 def kms_actions_on(template: dict[str, Any], role_logical_id: str, key_logical_id: str) -> set[str]:
     """The KMS actions the policies attached to a role allow on exactly this key."""
     actions: set[str] = set()
-    for resource in template["Resources"].values():
-        if resource["Type"] != "AWS::IAM::Policy":
+    for role, document in role_policies(template):
+        if role != role_logical_id:
             continue
-        properties = resource["Properties"]
-        if {"Ref": role_logical_id} not in properties.get("Roles", []):
-            continue
-        for statement in properties["PolicyDocument"]["Statement"]:
+        for statement in document["Statement"]:
             resources = statement["Resource"]
             resources = resources if isinstance(resources, list) else [resources]
             if {"Fn::GetAtt": [key_logical_id, "Arn"]} not in resources:
@@ -115,12 +112,7 @@ def test_async_inference_on_an_unencrypted_or_s3_managed_bucket_grants_no_kms() 
     bucket = s3.Bucket(stack, "Bucket")  # SSE-S3
     _, role, client = async_endpoint(stack, bucket)
     template = Template.from_stack(stack).to_json()
-    statements = [
-        statement
-        for resource in template["Resources"].values()
-        if resource["Type"] == "AWS::IAM::Policy"
-        for statement in resource["Properties"]["PolicyDocument"]["Statement"]
-    ]
+    statements = role_statements(template)
     assert not any("kms:" in str(statement["Action"]) for statement in statements)
     del role, client
 

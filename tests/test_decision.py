@@ -78,9 +78,23 @@ def test_the_predictions_carry_their_sources() -> None:
     sources = decide(REQUEST).predicted.sources
     assert any(line.startswith("accelerator: NVIDIA") for line in sources)
     assert any(line.startswith("model: llama-3-8b, 32 layers") for line in sources)
-    # Uncalibrated: the engine profile's efficiencies, fitted to published measurements.
+    # Uncalibrated: the engine profile's efficiencies, said to be fitted only where they are.
     assert any(line.startswith("engine: engine profile lmi-vllm-v1") for line in sources)
-    assert any("profile, fitted to published measurements" in line for line in sources)
+    default = resolve_profile(None)
+    efficiency = next(line for line in sources if line.startswith("efficiency: "))
+    if default.fitted is None:
+        assert "the lmi-vllm-v1 profile's prior, not fitted to measurements" in efficiency
+        assert "fitted to published" not in efficiency
+    else:
+        assert f"fitted to {default.fitted.rows} published measurements" in efficiency
+    tgi = decide(replace(REQUEST, sizing=Sizing(engine="tgi-1", risk=Risk.MEDIAN)))
+    fitted = resolve_profile("tgi-1").fitted
+    assert fitted is not None
+    assert any(
+        f"(the tgi-1 profile, fitted to {fitted.rows} published measurements from "
+        f"{len(fitted.sources)} source" in line
+        for line in tgi.predicted.sources
+    )
     assert any(line.startswith("price: on-demand;") for line in sources)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from aws_cdk import Size
 from aws_cdk import aws_cloudwatch as cloudwatch
-from conftest import assert_cfn_lint_clean, new_stack, resources_of_type
+from conftest import assert_cfn_lint_clean, new_stack, resources_of_type, role_policies
 
 from cdk_sagemaker_llm import (
     ComponentModel,
@@ -127,11 +127,10 @@ def test_the_rollback_batch_is_rendered() -> None:
 def describe_alarms_statements(template: dict[str, Any]) -> list[tuple[str, Any]]:
     """(role logical id, resources) of every statement allowing cloudwatch:DescribeAlarms."""
     found = []
-    for policy in resources_of_type(template, "AWS::IAM::Policy"):
-        for statement in policy["PolicyDocument"]["Statement"]:
+    for role, document in role_policies(template):
+        for statement in document["Statement"]:
             if statement["Action"] == "cloudwatch:DescribeAlarms":
-                for role in policy["Roles"]:
-                    found.append((role["Ref"], statement["Resource"]))
+                found.append((role, statement["Resource"]))
     return found
 
 

@@ -16,6 +16,18 @@ from cdk_sagemaker_llm.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES: dict[str, tuple[str, list[str]]] = {
+    "size-llama-2-13b": (
+        "docs/guides/capacity-planning.md",
+        ["size", "--model", "llama-2-13b", "--instance-type", "ml.p4d.24xlarge"],
+    ),
+    "predict-llama-2-13b": (
+        "docs/guides/capacity-planning.md",
+        [
+            "predict", "--model", "llama-2-13b", "--instance-type", "ml.g5.12xlarge",
+            "--tensor-parallel-degree", "4", "--copies", "1", "--input-tokens", "256",
+            "--output-tokens", "128", "--concurrency", "1,8,32,128", "--engine", "tgi:1.4.5",
+        ],
+    ),
     "recommend-llama-3-8b": (
         "docs/guides/capacity-planning.md",
         [
@@ -33,11 +45,17 @@ def _block(name: str) -> re.Pattern[str]:
     )
 
 
-def _printed(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+FENCED = {"size-llama-2-13b": "text"}
+"""Examples quoted as a code block (plain text output), with the block's language."""
+
+
+def _printed(name: str, argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     assert main(argv) == 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().out.rstrip("\n") + "\n"
+    if name in FENCED:
+        return f"```{FENCED[name]}\n{out}```\n"
     # One heading level deeper: the guide's section heading sits above the output.
-    return re.sub(r"^(#+) ", r"#\1 ", out, flags=re.MULTILINE).rstrip("\n") + "\n"
+    return re.sub(r"^(#+) ", r"#\1 ", out, flags=re.MULTILINE)
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
@@ -49,7 +67,7 @@ def test_a_quoted_command_output_is_what_the_command_prints(
     text = document.read_text(encoding="utf-8")
     match = _block(name).search(text)
     assert match is not None, f"{path} has no generated block {name}"
-    printed = _printed(argv, capsys)
+    printed = _printed(name, argv, capsys)
     if os.environ.get("UPDATE_DOC_EXAMPLES") == "1":
         updated = text[: match.start(2)] + printed + text[match.end(2) :]
         document.write_text(updated, encoding="utf-8")

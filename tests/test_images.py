@@ -9,7 +9,7 @@ import pytest
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Annotations, Match, Template
-from conftest import new_stack
+from conftest import new_stack, role_statements
 
 from cdk_sagemaker_llm import ContainerFamily, ContainerImage, ValidationError
 from cdk_sagemaker_llm.catalog.containers import CATALOG_SOURCE
@@ -305,13 +305,7 @@ def test_region_agnostic_stack_maps_each_release_separately() -> None:
 
 
 def _statements(stack: cdk.Stack) -> list[dict]:
-    template = Template.from_stack(stack).to_json()
-    return [
-        statement
-        for resource in template["Resources"].values()
-        if resource["Type"] == "AWS::IAM::Policy"
-        for statement in resource["Properties"]["PolicyDocument"]["Statement"]
-    ]
+    return role_statements(Template.from_stack(stack).to_json())
 
 
 def _as_list(value: str | list[str]) -> list[str]:

@@ -11,7 +11,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
-from conftest import assert_cfn_lint_clean, new_stack, resources_of_type
+from conftest import assert_cfn_lint_clean, new_stack, resources_of_type, role_statements
 
 from cdk_sagemaker_llm import (
     ComponentModel,
@@ -137,7 +137,7 @@ def test_component_with_container_and_hugging_face_artifact_uses_endpoint_role()
         ]
         == 1
     )
-    policies = json.dumps(resources_of_type(template, "AWS::IAM::Policy"))
+    policies = json.dumps(role_statements(template))
     assert "huggingface-pytorch-tgi-inference" in policies
 
 

@@ -13,7 +13,13 @@ import pytest
 from aws_cdk import Size
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Annotations, Match
-from conftest import CDK_CONTEXT, assert_cfn_lint_clean, new_stack, resources_of_type
+from conftest import (
+    CDK_CONTEXT,
+    assert_cfn_lint_clean,
+    new_stack,
+    resources_of_type,
+    role_statements,
+)
 
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
@@ -38,7 +44,7 @@ from cdk_sagemaker_llm.planning.calibration import Calibration, EngineRelease
 from cdk_sagemaker_llm.planning.decision import ServiceDecision
 from cdk_sagemaker_llm.planning.engine_profiles import resolve_profile
 from cdk_sagemaker_llm.planning.optimizations import Optimization
-from cdk_sagemaker_llm.planning.performance import Efficiency, Workload, efficiency_of
+from cdk_sagemaker_llm.planning.performance import Efficiency, Workload, efficiency_of, predict
 from cdk_sagemaker_llm.planning.recommend import Option, Slo, recommend
 from cdk_sagemaker_llm.planning.service_options import (
     CopyScaling,
@@ -48,6 +54,7 @@ from cdk_sagemaker_llm.planning.service_options import (
     SearchSpace,
     Sizing,
 )
+from cdk_sagemaker_llm.planning.speculation import Speculation
 from cdk_sagemaker_llm.template_metadata import SERVICE
 
 LLAMA = "meta-llama/Meta-Llama-3-8B-Instruct"
@@ -818,10 +825,191 @@ def test_optimizations_need_s3_weights_a_bucket_and_a_job_it_can_create() -> Non
             search=search,
         )
     assert raised.value.prop == "model" and "optimization_output" in raised.value.fix
+    draft_model = Optimization.speculative_decoding(Speculation.draft_model(ModelSpec.MISTRAL_7B))
     with pytest.raises(ValidationError) as raised:
         optimized_service(
             new_stack(),
-            ModelSpec.LLAMA_3_8B,
-            search=replace(search, optimizations=[Optimization.speculative_decoding()]),
+            ModelSpec.LLAMA_3_70B,
+            search=replace(search, optimizations=[Optimization.awq(), draft_model]),
         )
-    assert raised.value.prop == "search.optimizations"
+    assert raised.value.prop == "search.optimizations[1]"
+    assert "Optimization.speculative_decoding()" in raised.value.fix
+
+
+# ----- speculative decoding: an EAGLE head the job trains, served as the draft ------------------
+
+EAGLE_SEARCH = SearchSpace(
+    instance_types=[InstanceType.G5_2XLARGE, InstanceType.G5_12XLARGE],
+    optimizations=[Optimization.speculative_decoding()],
+)
+
+
+def eagle_service(stack: cdk.Stack, **props: Any) -> LlmService:
+    """Llama 3 8B at 25 ms/token for 4 requests in flight: as given it needs the four A10Gs
+    of a g5.12xlarge; with an EAGLE head (3.69 tokens per step) one g5.2xlarge serves it."""
+    return LlmService(
+        stack,
+        "Service",
+        model=props.pop("model", None) or optimizable(stack, ModelSpec.LLAMA_3_8B),
+        workload=WORKLOAD,
+        slo=props.pop("slo", Slo(max_ms_per_token=25)),
+        traffic=props.pop("traffic", ExpectedTraffic.concurrency(4)),
+        search=props.pop("search", EAGLE_SEARCH),
+        sizing=Sizing(risk=Risk.MEDIAN),
+        **props,
+    )
+
+
+def test_an_eagle_option_that_wins_trains_its_head_and_serves_it_as_the_draft() -> None:
+    stack = new_stack()
+    built = eagle_service(stack)
+    assert built.decision.optimization == Optimization.speculative_decoding()
+    assert built.option.layout.instance_type is InstanceType.G5_2XLARGE
+    template = template_of(built)  # cfn-lint clean
+    job = one(template, "Custom::SageMakerOptimizationJob")["Request"]
+    assert job["OptimizationConfigs"] == [
+        {"ModelSpeculativeDecodingConfig": {"Technique": "EAGLE"}}
+    ]
+    assert job["DeploymentInstanceType"] == "ml.g5.2xlarge"
+    assert job["ModelSource"] == {"S3": {"S3Uri": "s3://models/llama-3-8b/"}}
+    (output_id,) = [
+        name
+        for name, r in template["Resources"].items()
+        if r["Type"] == "Custom::SageMakerOptimizationJobOutput"
+    ]
+    output = template["Resources"][output_id]["Properties"]
+    assert output["RequireRecommendedImage"] == "true"
+    container = one(template, "AWS::SageMaker::Model")["PrimaryContainer"]
+    # SageMaker's recommended image for the optimized model, a token of the completed job
+    assert container["Image"] == {"Fn::GetAtt": [output_id, "RecommendedInferenceImage"]}
+    # the target's weights are served as given; the job's output folder is the draft
+    assert container["ModelDataSource"]["S3DataSource"]["S3Uri"] == "s3://models/llama-3-8b/"
+    environment = container["Environment"]
+    assert environment["OPTION_SPECULATIVE_DRAFT_MODEL"] == {
+        "Fn::Join": ["", ["s3://models/", {"Fn::GetAtt": [output_id, "OutputPrefix"]}]]
+    }
+    assert environment["OPTION_SPECULATIVE_LENGTH"] == "5"  # the draft length the model assumed
+    assert environment["OPTION_TENSOR_PARALLEL_DEGREE"] == "1"
+    assert "OPTION_QUANTIZE" not in environment
+    # the model's role reads exactly the job's output folder (the draft)
+    policies = json.dumps(role_statements(template))  # inline or separate policies
+    assert f'"{output_id}", "OutputPrefix"' in policies
+    recorded = decision_of(template)
+    assert recorded["optimization"]["name"] == "speculative-decoding"
+    job_estimate = recorded["optimization"]["job"]  # unknown time and cost: no figures
+    assert job_estimate["technique"] == "ModelSpeculativeDecodingConfig (EAGLE)"
+    assert job_estimate.get("hours") is None and job_estimate.get("cost") is None
+    assert "training instances" in job_estimate["basis"]
+    (chosen,) = [line for line in recorded["reasoning"] if line.startswith("optimization chosen")]
+    assert "EAGLE head" in chosen and "as its draft" in chosen
+    assert "time not published, cost unknown" in chosen
+    assert "the model as given would take 1 x ml.g5.12xlarge" in chosen
+    (paying,) = [
+        line for line in recorded["reasoning"] if line.startswith("speculative decoding (")
+    ]
+    assert "x at one sequence" in paying and "sequences" in paying
+    again = ServiceDecision.from_metadata(recorded)
+    assert again.optimization is not None and again.optimization.name == "speculative-decoding"
+
+
+def test_speculation_that_stops_paying_at_high_concurrency_emits_no_job() -> None:
+    """256 requests in flight on a g5.12xlarge: verifying six positions per sequence turns an
+    EAGLE copy compute-bound early, so its throughput flattens past 16 in flight (the knee)
+    where a plain copy's grows to 128; the EAGLE option needs two instances where the model
+    as given needs one, and the service serves the model as given."""
+    stack = new_stack()
+    built = eagle_service(
+        stack,
+        slo=Slo(max_ms_per_token=100),
+        traffic=ExpectedTraffic.concurrency(256),
+        search=replace(EAGLE_SEARCH, instance_types=[InstanceType.G5_12XLARGE]),
+    )
+    eagle = [o for o in built.recommendation.options if o.optimization is not None]
+    assert eagle and built.decision.optimization is None and built.optimization_job is None
+    assert eagle[0].layout.instance_count > built.option.layout.instance_count
+    assert eagle[0].knee_concurrency_per_copy < built.option.knee_concurrency_per_copy
+    template = cdk.assertions.Template.from_stack(stack).to_json()
+    assert not resources_of_type(template, "Custom::SageMakerOptimizationJob")
+    assert "OPTION_SPECULATIVE_DRAFT_MODEL" not in environment_of(template)
+    assert "optimization" not in decision_of(template)
+
+
+def test_the_eagle_heads_memory_is_taken_from_the_kv_cache_the_batch_limit_counts() -> None:
+    """The head's weights sit beside the target's: one copy holds fewer sequences than the
+    model as given on the same layout, and the server's batch limit is that smaller count."""
+    built = eagle_service(new_stack())
+    layout = built.option.layout
+    as_given = predict(
+        ModelSpec.LLAMA_3_8B, layout, WORKLOAD, [1], engine=EngineRelease("lmi", "0.33.0")
+    )
+    with_head = predict(
+        ModelSpec.LLAMA_3_8B,
+        layout,
+        WORKLOAD,
+        [1],
+        engine=EngineRelease("lmi", "0.33.0"),
+        optimization=Optimization.speculative_decoding(),
+    )
+    assert with_head.max_concurrency < as_given.max_concurrency
+    batch = built.decision.serving.max_batch_size
+    assert batch <= with_head.max_concurrency
+    template = cdk.assertions.Template.from_stack(cdk.Stack.of(built)).to_json()
+    assert environment_of(template)["OPTION_MAX_ROLLING_BATCH_SIZE"] == str(batch)
+
+
+def test_an_eagle_jobs_output_is_not_served_in_place_of_the_model() -> None:
+    stack = new_stack()
+    models = s3.Bucket.from_bucket_name(stack, "Models", "models")
+    job = OptimizationJob(
+        stack,
+        "Eagle",
+        source=ModelSource.from_s3(models, "llama-3-8b/"),
+        instance_type=InstanceType.G5_2XLARGE,
+        techniques=[OptimizationTechnique.speculative_decoding()],
+        output=OptimizationOutput.in_bucket(models),
+    )
+    with pytest.raises(ValidationError) as raised:
+        ServiceModel.from_optimization_job(job)
+    assert raised.value.prop == "ServiceModel.from_optimization_job(job)"
+    assert "as_speculative_draft" in raised.value.fix
+
+
+def test_plan_shows_the_eagle_option_its_job_and_where_speculation_pays(tmp_path: Path) -> None:
+    app = cdk.App(outdir=str(tmp_path), context=CDK_CONTEXT)
+    eagle_service(cdk.Stack(app, "Svc", env=cdk.Environment(region="us-west-2")))
+    app.synth()
+    markdown = render_markdown(build_plan(tmp_path))
+    for expected in (
+        "optimization: speculative-decoding (recommended)",
+        "optimization chosen: EAGLE head, 5 draft tokens at 80% acceptance",
+        "ModelSpeculativeDecodingConfig (EAGLE): time not published, cost unknown",
+        "x at one sequence; it pays up to the copy's",
+    ):
+        assert expected in markdown, expected
+
+
+@pytest.mark.parametrize(
+    ("image", "value"),
+    [
+        (ContainerImage.tgi("3.3.6"), "tgi 3.3.6"),
+        (ContainerImage.lmi_tensorrt_llm("0.33.0"), "lmi-tensorrt-llm 0.33.0"),
+        (ContainerImage.lmi("0.26.0-deepspeed0.12.6-cu121"), "lmi 0.26.0"),
+    ],
+    ids=["tgi", "tensorrt-llm", "lmi-before-0.27"],
+)
+def test_speculation_on_an_image_that_cannot_serve_a_draft_is_an_error(
+    image: ContainerImage, value: str
+) -> None:
+    stack = new_stack()
+    models = s3.Bucket.from_bucket_name(stack, "Models", "models")
+    model = ServiceModel.from_source(
+        ModelSource.from_s3(models, "llama-3-8b/"),
+        image=image,
+        spec=ModelSpec.LLAMA_3_8B,
+        optimization_output=OptimizationOutput.in_bucket(models),
+    )
+    with pytest.raises(ValidationError) as raised:
+        eagle_service(stack, model=model)
+    assert raised.value.prop == "model.image" and raised.value.value == value
+    assert "ContainerImage.lmi('0.27.0')" in raised.value.fix
+    assert "search.optimizations" in raised.value.fix

@@ -12,7 +12,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk.assertions import Template
-from conftest import assert_cfn_lint_clean, new_stack, resources_of_type
+from conftest import assert_cfn_lint_clean, new_stack, resources_of_type, role_statements
 
 from cdk_sagemaker_llm import (
     ContainerImage,
@@ -34,11 +34,7 @@ def only_model(template: dict[str, Any]) -> dict[str, Any]:
 
 
 def policy_statements(template: dict[str, Any]) -> list[dict[str, Any]]:
-    return [
-        statement
-        for policy in resources_of_type(template, "AWS::IAM::Policy")
-        for statement in policy["PolicyDocument"]["Statement"]
-    ]
+    return role_statements(template)
 
 
 def test_lmi_options_render_as_option_variables() -> None:

@@ -85,3 +85,65 @@ def test_a_realistic_app_with_every_construct_has_no_unacknowledged_findings(
     build_realistic_stack(app)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     app.synth()  # raises ValidationFailed, listing them, on any unacknowledged finding
+
+
+def test_a_service_serving_an_eagle_head_has_no_unacknowledged_findings(tmp_path: Path) -> None:
+    """LlmService whose EAGLE option wins: the job, its recommended image and the draft read
+    from its KMS-encrypted output folder add no unacknowledged finding."""
+    from aws_cdk import aws_kms as kms
+    from aws_cdk import aws_s3 as s3
+    from cdk_nag import AwsSolutionsChecks
+    from realistic_app import _bucket
+
+    from cdk_sagemaker_llm import (
+        ContainerImage,
+        ExpectedTraffic,
+        InstanceType,
+        LlmService,
+        ModelSource,
+        ModelSpec,
+        Optimization,
+        OptimizationOutput,
+        Risk,
+        SearchSpace,
+        ServiceModel,
+        Sizing,
+        Slo,
+        Workload,
+    )
+
+    app = cdk.App(outdir=str(tmp_path), context=CDK_CONTEXT)
+    stack = cdk.Stack(app, "Eagle", env=cdk.Environment(account="123456789012", region="us-west-2"))
+    key = kms.Key(stack, "DataKey", enable_key_rotation=True)
+    logs = s3.Bucket(
+        stack,
+        "AccessLogs",
+        encryption=s3.BucketEncryption.S3_MANAGED,
+        enforce_ssl=True,
+        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+    )
+    cdk.Validations.of(logs).acknowledge(
+        cdk.Acknowledgment(id="AwsSolutions-S1", reason="The access-log bucket itself.")
+    )
+    weights = _bucket(stack, "Weights", key, logs)
+    service = LlmService(
+        stack,
+        "Service",
+        model=ServiceModel.from_source(
+            ModelSource.from_s3(weights, "llama-3-8b/"),
+            image=ContainerImage.lmi("0.33.0"),
+            spec=ModelSpec.LLAMA_3_8B,
+            optimization_output=OptimizationOutput.in_bucket(weights, encryption_key=key),
+        ),
+        workload=Workload(input_tokens=512, output_tokens=256),
+        slo=Slo(max_ms_per_token=25),
+        traffic=ExpectedTraffic.concurrency(4),
+        search=SearchSpace(
+            instance_types=[InstanceType.G5_2XLARGE, InstanceType.G5_12XLARGE],
+            optimizations=[Optimization.speculative_decoding()],
+        ),
+        sizing=Sizing(risk=Risk.MEDIAN),
+    )
+    assert service.optimization_job is not None  # the EAGLE option won
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()  # raises ValidationFailed, listing them, on any unacknowledged finding

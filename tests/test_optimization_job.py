@@ -13,7 +13,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
-from conftest import assert_cfn_lint_clean, new_stack, resources_of_type
+from conftest import assert_cfn_lint_clean, new_stack, resources_of_type, role_statements
 
 from cdk_sagemaker_llm import ComponentModel, CopyResources
 from cdk_sagemaker_llm.catalog.containers import ContainerFamily
@@ -70,13 +70,12 @@ def job_role_id(template: dict[str, Any]) -> str:
 
 
 def policy_of(template: dict[str, Any], role_prefix: str) -> list[dict[str, Any]]:
-    for resource in template["Resources"].values():
-        if resource["Type"] != "AWS::IAM::Policy":
-            continue
-        roles = resource["Properties"]["Roles"]
-        if any(r.get("Ref", "").startswith(role_prefix) for r in roles):
-            return list(resource["Properties"]["PolicyDocument"]["Statement"])
-    raise AssertionError(f"no policy for {role_prefix}")
+    """The statements on the role(s) whose logical id starts with ``role_prefix``, whether
+    aws-cdk-lib's separate default policy or the library's inline execution-role policy."""
+    statements = role_statements(template, role_prefix)
+    if not statements:
+        raise AssertionError(f"no policy for {role_prefix}")
+    return statements
 
 
 # ----- what is emitted ---------------------------------------------------------------------------

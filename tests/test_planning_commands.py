@@ -76,7 +76,7 @@ def test_predict_defaults_to_the_recommended_layout_and_prints_markdown(
     [
         (["--concurrency", "1,x"], None),
         (["--concurrency", "1", "--tensor-parallel-degree", "3"], "attention heads"),
-        (["--concurrency", "1", "--copies", "9"], "copies_per_instance"),
+        (["--concurrency", "1", "--copies", "9"], "--copies=9"),
         (["--concurrency", "0"], None),
     ],
 )

@@ -14,7 +14,13 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Annotations, Match, Template
-from conftest import PROJECT_ROOT, cfn_lint_findings, new_stack, resources_of_type
+from conftest import (
+    PROJECT_ROOT,
+    cfn_lint_findings,
+    new_stack,
+    resources_of_type,
+    role_statements,
+)
 
 from cdk_sagemaker_llm import (
     AsyncInference,
@@ -176,11 +182,7 @@ def test_async_example_emits_config_grants_and_scale_to_zero_recipe() -> None:
     assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert alarm["TreatMissingData"] == "missing"
 
-    statements = [
-        statement
-        for policy in resources_of_type(template, "AWS::IAM::Policy")
-        for statement in policy["PolicyDocument"]["Statement"]
-    ]
+    statements = role_statements(template)
     actions = {str(statement["Action"]) for statement in statements}
     assert "sagemaker:InvokeEndpointAsync" in actions
     assert any("sns:Publish" in action for action in actions)

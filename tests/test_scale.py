@@ -10,7 +10,7 @@ from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import Size
-from conftest import CDK_CONTEXT
+from conftest import CDK_CONTEXT, role_policies
 
 from cdk_sagemaker_llm import (
     ComponentModel,
@@ -66,26 +66,26 @@ def counts(template: dict[str, Any]) -> Counter[str]:
     )
 
 
-def test_one_set_emits_eight_resources_and_shared_roles_leave_four() -> None:
-    """The figures the guide states: a role and a policy for the model and for the endpoint,
-    besides the four SageMaker resources; sharing one role leaves the four."""
+def test_one_set_emits_six_resources_and_shared_roles_leave_four() -> None:
+    """The figures the guide states: a role for the model and one for the endpoint, each with
+    its statements inline (``Policies``, no separate ``AWS::IAM::Policy``), besides the four
+    SageMaker resources, as many as the plain L1 app (benchmarks/synth/l1_app.py); sharing
+    one role leaves the four."""
     alone = counts(sets(1, shared=False))
-    assert sum(alone.values()) == 8
-    assert alone["AWS::IAM::Role"] == alone["AWS::IAM::Policy"] == 2
+    assert sum(alone.values()) == 6
+    assert alone["AWS::IAM::Role"] == 2
+    assert alone["AWS::IAM::Policy"] == 0
     two_shared = counts(sets(2, shared=True))
-    assert sum(two_shared.values()) == 2 + 2 * 4
-    assert two_shared["AWS::IAM::Role"] == two_shared["AWS::IAM::Policy"] == 1
+    assert sum(two_shared.values()) == 1 + 2 * 4
+    assert two_shared["AWS::IAM::Role"] == 1
+    assert two_shared["AWS::IAM::Policy"] == 0
 
 
 def test_a_hundred_sets_with_shared_roles_stay_under_the_resource_limit() -> None:
     template = sets(100, shared=True)
     by_type = counts(template)
     total = sum(by_type.values())
-    assert total == 2 + 100 * 4 < CLOUDFORMATION_RESOURCE_LIMIT, by_type
+    assert total == 1 + 100 * 4 < CLOUDFORMATION_RESOURCE_LIMIT, by_type
     # The shared role's policy does not grow with the sets: the same image and log groups.
-    (policy,) = (
-        resource["Properties"]["PolicyDocument"]
-        for resource in template["Resources"].values()
-        if resource["Type"] == "AWS::IAM::Policy"
-    )
+    ((_, policy),) = role_policies(template)
     assert len(json.dumps(policy, separators=(",", ":"))) < IAM_INLINE_POLICY_LIMIT / 4

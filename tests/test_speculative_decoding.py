@@ -7,7 +7,7 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_s3 as s3
-from conftest import assert_cfn_lint_clean, new_stack, resources_of_type
+from conftest import assert_cfn_lint_clean, new_stack, resources_of_type, role_statements
 
 from cdk_sagemaker_llm import ComponentModel, CopyResources
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
@@ -61,11 +61,7 @@ def test_an_s3_draft_is_read_with_exactly_its_prefix() -> None:
     environment = container(stack)["Environment"]
     assert environment["OPTION_SPECULATIVE_DRAFT_MODEL"] == "s3://drafts/llama-3.2-1b/"
     template = assert_cfn_lint_clean(stack)
-    statements = [
-        s
-        for p in resources_of_type(template, "AWS::IAM::Policy")
-        for s in p["PolicyDocument"]["Statement"]
-    ]
+    statements = role_statements(template)
     assert {
         "Action": "s3:GetObject",
         "Effect": "Allow",
@@ -185,3 +181,66 @@ def test_factory_arguments_are_checked() -> None:
     with pytest.raises(ValidationError, match="Hugging Face model id"):
         SpeculativeDecoding.from_hugging_face("not an id")
     assert repr(SpeculativeDecoding.provider_draft()) == "SpeculativeDecoding(provider, sagemaker)"
+
+
+def test_the_draft_length_is_set_and_checked() -> None:
+    stack = new_stack()
+    drafts = s3.Bucket.from_bucket_name(stack, "Drafts", "drafts")
+    model(stack, SpeculativeDecoding.from_s3(drafts, "llama-3.2-1b/", speculative_length=4))
+    environment = container(stack)["Environment"]
+    assert environment["OPTION_SPECULATIVE_LENGTH"] == "4"
+    with pytest.raises(ValidationError) as raised:
+        SpeculativeDecoding.from_s3(drafts, "llama-3.2-1b/", speculative_length=0)
+    assert raised.value.prop == "speculative_length"
+
+
+def test_an_lmi_release_before_the_draft_options_is_refused() -> None:
+    """LMI documents option.speculative_draft_model from 0.27.0; a full tag's leading DJL
+    version is read where the catalog does not know the release."""
+    with pytest.raises(ValidationError) as raised:
+        model(
+            new_stack(),
+            SpeculativeDecoding.from_hugging_face("meta-llama/Llama-3.2-1B-Instruct"),
+            image=ContainerImage.lmi("0.26.0-deepspeed0.12.6-cu121"),
+        )
+    assert raised.value.prop == "speculative_decoding" and raised.value.value == "lmi 0.26.0"
+    assert "ContainerImage.lmi('0.27.0')" in raised.value.fix
+
+
+def test_an_optimization_jobs_eagle_head_is_a_draft_read_from_its_output() -> None:
+    """``OptimizationJob.as_speculative_draft()``: the job's output folder (a deploy-time
+    token) as the draft, read by the model's role and decrypted with the output key."""
+    from aws_cdk import aws_kms as kms
+
+    from cdk_sagemaker_llm.constructs.optimization_job import OptimizationJob
+    from cdk_sagemaker_llm.constructs.optimization_options import OptimizationOutput
+    from cdk_sagemaker_llm.constructs.optimization_techniques import OptimizationTechnique
+
+    stack = new_stack()
+    weights = s3.Bucket.from_bucket_name(stack, "Weights", "weights")
+    key = kms.Key(stack, "OutputKey", enable_key_rotation=True)
+    job = OptimizationJob(
+        stack,
+        "Eagle",
+        source=ModelSource.from_s3(weights, "llama-3-70b/"),
+        instance_type=InstanceType.P4D_24XLARGE,
+        techniques=[OptimizationTechnique.speculative_decoding()],
+        output=OptimizationOutput.in_bucket(weights, encryption_key=key),
+    )
+    model(
+        stack,
+        job.as_speculative_draft(speculative_length=3),
+        source=ModelSource.from_s3(weights, "llama-3-70b/"),
+        image=job.recommended_image(),
+    )
+    template = assert_cfn_lint_clean(stack)
+    (properties,) = resources_of_type(template, "AWS::SageMaker::Model")
+    environment = properties["PrimaryContainer"]["Environment"]
+    draft = environment["OPTION_SPECULATIVE_DRAFT_MODEL"]["Fn::Join"][1]
+    assert draft[0] == "s3://weights/" and draft[1]["Fn::GetAtt"][1] == "OutputPrefix"
+    assert environment["OPTION_SPECULATIVE_LENGTH"] == "3"
+    policies = str(  # execution roles carry their statements inline
+        resources_of_type(template, "AWS::IAM::Policy")
+        + resources_of_type(template, "AWS::IAM::Role")
+    )
+    assert "kms:Decrypt" in policies and "OutputPrefix" in policies

@@ -12,7 +12,7 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from conftest import new_stack
-from test_hostile_props import PUBLIC_CLASSES, _baselines
+from test_hostile_props import PUBLIC_CLASSES, _baselines, _props
 
 import cdk_sagemaker_llm
 from cdk_sagemaker_llm import ComponentModel, CopyResources, ManagedInstanceScaling, ValidationError
@@ -173,3 +173,26 @@ def test_the_capacity_check_is_skipped_on_a_token_max_instance_count() -> None:
         f"/{component.node.path}", Match.string_like_regexp("whether the instances hold every copy")
     )
     assert infos
+
+
+WRONG_PLACE_PROPS = [
+    (name, prop) for name in PUBLIC_CLASSES for prop in _props(name) if name not in ONE_PER_TARGET
+]
+
+
+@pytest.mark.parametrize(("name", "prop"), WRONG_PLACE_PROPS, ids=lambda v: str(v))
+def test_a_token_of_any_kind_in_any_prop_is_accepted_or_our_error_without_its_value(
+    baselines: dict[str, Any], name: str, prop: str
+) -> None:
+    """A number or string token given to any prop (a collection, a Duration, a bucket ...)
+    synthesizes or is our ValidationError, and neither the message nor the fix shows the
+    token's encoded value. Before, a token where a list or mapping goes passed the type check
+    and failed inside the construct ("'float' object is not iterable"), and fixes read
+    ``Size.mebibytes(-1.888e+289)``."""
+    call, props = baselines[name]()
+    for kind in (float, str):
+        try:
+            call(**{**props, prop: _token(kind)})
+        except ValidationError as error:
+            message = str(error)
+            assert "e+289" not in message and "Token[" not in message, message

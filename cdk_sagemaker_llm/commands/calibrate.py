@@ -94,9 +94,14 @@ def load_calibration(path: str | None) -> Calibration | None:
     try:
         return Calibration.from_file(path)
     except ValidationError as error:
-        raise ValidationError(f"--calibration {path}", error.value, error.problem, error.fix) from (
-            error
-        )
+        # The file itself (unreadable, not a calibration) is the flag's value; a bad field
+        # names the field of that file (``PATH.version``).
+        prop = str(error.prop)
+        if prop == "calibration":
+            prop = "--calibration"
+        else:
+            prop = f"--calibration {prop if path in prop else f'{path}: {prop}'}"
+        raise ValidationError(prop, error.value, error.problem, error.fix) from error
 
 
 def read_results(source: str, region: str | None = None) -> tuple[dict[str, Any], str]:

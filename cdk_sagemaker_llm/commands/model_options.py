@@ -4,6 +4,7 @@ its ``config.json`` facts (shared by ``size``, ``predict`` and ``recommend``).""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import PRESETS, ModelSpec, Precision
@@ -149,3 +150,19 @@ def check_tensor_parallel_degree(instance_type: InstanceType, degree: int | None
             f"pass a degree of {', '.join(map(str, dividing))}, or an instance type with at "
             f"least {degree} {kind}",
         )
+
+
+def flag_error(
+    error: ValidationError, args: argparse.Namespace, aliases: Mapping[str, str] | None = None
+) -> ValidationError:
+    """``error`` naming the command-line flag a user typed instead of the library's prop
+    (``--max-ms-per-token``, not ``max_ms_per_token``): ``aliases`` for props whose flag is
+    named otherwise (``{"optimization": "--optimizations"}``), else the flag of the same name
+    when the command has one; other props (a calibration file's field) stay as they are."""
+    prop = str(error.prop)
+    flag = (aliases or {}).get(prop)
+    if flag is None and prop in vars(args) and prop != "handler":
+        flag = "--" + prop.replace("_", "-")
+    if flag is None:
+        return error
+    return ValidationError(flag, error.value, error.problem, error.fix)

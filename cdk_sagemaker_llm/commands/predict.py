@@ -12,7 +12,7 @@ from typing import Any
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
-from ..planning.calibration import EngineRelease, calibrate
+from ..planning.calibration import AppliedCalibration, EngineRelease, calibrate
 from ..planning.engine_profiles import PROFILE_NAMES, EngineProfile, engine_profile
 from ..planning.optimizations import Optimization
 from ..planning.performance import (
@@ -28,6 +28,7 @@ from .model_options import (
     add_max_batch_size_argument,
     add_model_arguments,
     check_tensor_parallel_degree,
+    flag_error,
     int_list,
     model_spec,
     precision,
@@ -87,10 +88,11 @@ def _calibration(
 ) -> MeasuredEfficiency | None:
     """The ``--calibration`` file applied to this target (``Calibration.applied_to``); a
     benchmark's results.json (the earlier form of the flag) is fitted to this layout."""
-    if isinstance(engine, EngineProfile):
-        engine = None  # a profile name says nothing about the calibrated container
     if path is None:
         return None
+    # A profile name says nothing about the calibrated release; it is checked as a profile.
+    profile = engine if isinstance(engine, EngineProfile) else None
+    release = engine if isinstance(engine, EngineRelease) else None
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
@@ -101,11 +103,21 @@ def _calibration(
             "pass the file `cdk-sagemaker-llm calibrate --out` wrote",
         ) from error
     if isinstance(document, dict) and "levels" in document and "format" not in document:
-        fitted = calibrate(document, spec, layout, dtype, source=Path(path).name, engine=engine)
-        return fitted.applied_to(spec, layout.instance_type, engine=engine)
-    calibration = load_calibration(path)
-    assert calibration is not None
-    return calibration.applied_to(spec, layout.instance_type, engine=engine)
+        calibration = calibrate(
+            document, spec, layout, dtype, source=Path(path).name, engine=release
+        )
+    else:
+        loaded = load_calibration(path)
+        assert loaded is not None
+        calibration = loaded
+    if profile is not None:
+        calibration.check_profile(profile)
+    return calibration.applied_to(spec, layout.instance_type, engine=release)
+
+
+def _calibrated_engine(applied: MeasuredEfficiency) -> EngineRelease | None:
+    """The engine an applied calibration measured (None when it does not say)."""
+    return applied.calibration.engine if isinstance(applied, AppliedCalibration) else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -129,11 +141,16 @@ def run(args: argparse.Namespace) -> int:
                 f"{spec.name} fits at no tensor-parallel degree there",
                 "use a larger instance type or quantization (--dtype int4)",
             )
-        copies = args.copies or max(1, instance_type.accelerator_devices // degree)
-        layout = Layout(instance_type, degree, copies, args.instance_count)
-        calibration = _calibration(
-            args.calibration, engine_choice(args.engine), spec, layout, dtype
+        copies = (
+            max(1, instance_type.accelerator_devices // degree)
+            if args.copies is None
+            else args.copies
         )
+        layout = Layout(instance_type, degree, copies, args.instance_count)
+        engine = engine_choice(args.engine)
+        calibration = _calibration(args.calibration, engine, spec, layout, dtype)
+        if engine is None and calibration is not None:
+            engine = _calibrated_engine(calibration)  # assumed (its notes say so): its profile
         prediction = predict(
             spec,
             layout,
@@ -142,11 +159,11 @@ def run(args: argparse.Namespace) -> int:
             precision=dtype,
             calibration=calibration,
             max_batch_size=args.max_batch_size,
-            engine=engine_choice(args.engine),
+            engine=engine,
             optimization=Optimization.of(args.optimization) if args.optimization else None,
         )
     except ValidationError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {_flag_error(error, args)}", file=sys.stderr)
         return 2
     for note in getattr(calibration, "warnings", []):
         print(f"warning: {note}", file=sys.stderr)
@@ -155,6 +172,16 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_markdown(spec.name, prediction))
     return 0
+
+
+def _flag_error(error: ValidationError, args: argparse.Namespace) -> ValidationError:
+    """``error`` naming the flag to change; a layout that does not fit names the degree the
+    user gave (or the instance type), with the layout in the problem."""
+    if error.prop == "layout":
+        flag = "--tensor-parallel-degree" if args.tensor_parallel_degree else "--instance-type"
+        value = args.tensor_parallel_degree or args.instance_type
+        return ValidationError(flag, value, f"{error.value}: {error.problem}", error.fix)
+    return flag_error(error, args, {"copies_per_instance": "--copies", "precision": "--dtype"})
 
 
 def render_markdown(model: str, prediction: Prediction) -> str:

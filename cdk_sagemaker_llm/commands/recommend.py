@@ -15,12 +15,13 @@ from ..errors import ValidationError
 from ..planning.decision import ExpectedTraffic, ServiceDecision, ServiceRequest, decide
 from ..planning.optimizations import Optimization
 from ..planning.performance import Workload
-from ..planning.recommend import Recommendation, Slo, Traffic, recommend
+from ..planning.recommend import Option, Recommendation, Slo, Traffic, recommend
 from ..planning.service_options import PriceBasis, Pricing, Risk, SearchSpace, Sizing
 from .calibrate import add_calibration_arguments, load_calibration
 from .model_options import (
     add_max_batch_size_argument,
     add_model_arguments,
+    flag_error,
     model_spec,
     precision,
 )
@@ -117,7 +118,12 @@ def run(args: argparse.Namespace) -> int:
             top=args.top,
         )
     except ValidationError as error:
-        print(f"error: {error}", file=sys.stderr)
+        aliases = {
+            "optimization": "--optimizations",
+            "instance_type": "--instance-types",
+            "precision": "--dtype",
+        }
+        print(f"error: {flag_error(error, args, aliases)}", file=sys.stderr)
         return 2
     for line in result.assumptions:
         if line.startswith("calibration: "):
@@ -182,6 +188,12 @@ def _decision(
     return decide(request, recommendation=result)
 
 
+def _served_with(option: Option) -> str:
+    """How the table's layout cell names an optimized option: `` with awq`` (the reasoning
+    names its job, time and cost); nothing for a model served as given."""
+    return "" if option.optimization is None else f" with {option.optimization.name}"
+
+
 def _money(value: float | None) -> str:
     return "price unknown" if value is None else f"${value:,.2f}"
 
@@ -202,7 +214,8 @@ def render_markdown(
             layout, level = option.layout, option.predicted
             lines.append(
                 f"| {rank} | {layout.instance_count} x {layout.instance_type.name} | "
-                f"TP{layout.tensor_parallel_degree} x {layout.copies_per_instance} | "
+                f"TP{layout.tensor_parallel_degree} x {layout.copies_per_instance}"
+                f"{_served_with(option)} | "
                 f"{option.concurrency_per_copy} | {level.ms_per_token:.1f} | "
                 f"{level.ttft_ms:.0f} | {level.tokens_per_s:.0f} | "
                 f"{_money(option.price_per_hour)} | {_money(option.cost_per_million_tokens)} |"

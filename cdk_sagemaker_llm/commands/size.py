@@ -14,6 +14,7 @@ from ..planning.sizing import size
 from .model_options import (
     add_model_arguments,
     check_tensor_parallel_degree,
+    flag_error,
     model_spec,
     precision,
 )
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
             max_total_tokens=args.max_total_tokens,
         )
     except ValidationError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {flag_error(error, args, {'precision': '--dtype'})}", file=sys.stderr)
         return 2
     data = report.to_dict()
     if args.format == "json":

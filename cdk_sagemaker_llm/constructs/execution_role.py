@@ -18,11 +18,11 @@ def create_execution_role(scope: Construct, id: str, *, description: str) -> iam
     """A role SageMaker can assume, allowed only to write its endpoints' CloudWatch logs.
 
     Everything else (pulling exactly one image, reading exactly one S3 location, VPC network
-    interfaces) is granted by the construct that needs it.
+    interfaces) is granted by the construct that needs it. Every statement renders inline on
+    the role (``AWS::IAM::Role`` ``Policies``), so the model or endpoint config that names the
+    role waits for all of them with no separate ``AWS::IAM::Policy``.
     """
-    role = iam.Role(scope, id, assumed_by=_sagemaker_principal(), description=description)
     stack = stack_of(scope)
-    remember(role, scope, id)
     log_groups = [
         format_arn(
             stack,
@@ -33,17 +33,17 @@ def create_execution_role(scope: Construct, id: str, *, description: str) -> iam
         )
         for kind in ("Endpoints", "InferenceComponents")
     ]
-    role.add_to_policy(
-        iam.PolicyStatement(
-            actions=[
-                "logs:CreateLogGroup",
-                "logs:CreateLogStream",
-                "logs:DescribeLogStreams",
-                "logs:PutLogEvents",
-            ],
-            resources=log_groups,
-        )
+    logs = iam.PolicyStatement(
+        actions=[
+            "logs:CreateLogGroup",
+            "logs:CreateLogStream",
+            "logs:DescribeLogStreams",
+            "logs:PutLogEvents",
+        ],
+        resources=log_groups,
     )
+    role = ExecutionRole(scope, id, description=description, statements=[logs])
+    remember(role, scope, id)
     acknowledge_wildcard_resources(
         role,
         log_groups,
@@ -51,6 +51,33 @@ def create_execution_role(scope: Construct, id: str, *, description: str) -> iam
         "created before those names exist; the wildcard stays within SageMaker's log groups.",
     )
     return role
+
+
+class ExecutionRole(iam.Role):
+    """An ``iam.Role`` for SageMaker whose statements, its own and every grant's, render in
+    one inline policy on the role (``AWS::IAM::Role`` ``Policies``, ``ExecutionPolicy``)
+    instead of a separate ``AWS::IAM::Policy``: CloudFormation creates them with the role, so
+    whatever names the role waits for them, and a set of resources costs one resource less
+    per role (the plain CloudFormation way; see ``benchmarks/README.md``, synthesis weight)."""
+
+    def __init__(
+        self, scope: Construct, id: str, *, description: str, statements: list[iam.PolicyStatement]
+    ) -> None:
+        self._document = iam.PolicyDocument(statements=statements)
+        super().__init__(
+            scope,
+            id,
+            assumed_by=_sagemaker_principal(),
+            description=description,
+            inline_policies={"ExecutionPolicy": self._document},
+        )
+
+    def add_to_principal_policy(
+        self, statement: iam.PolicyStatement
+    ) -> iam.AddToPrincipalPolicyResult:
+        """Add ``statement`` to the role's inline policy (grants call this too)."""
+        self._document.add_statements(statement)
+        return iam.AddToPrincipalPolicyResult(statement_added=True, policy_dependable=self)
 
 
 _principal: list[iam.ServicePrincipal] = []
@@ -97,6 +124,8 @@ def depend_on_role_policy(resource: Construct, role: iam.IRole) -> None:
     """Make ``resource`` wait for ``role``'s inline policy, so SageMaker never starts with a
     role that cannot yet pull its image or read its weights. (The role itself is already a
     dependency through the ``ExecutionRoleArn`` reference.)"""
+    if isinstance(role, ExecutionRole):  # its statements are part of the role itself
+        return
     try:
         policy = _default_policies.get(role)
     except TypeError:  # not weakly referenceable: ask every time

@@ -19,6 +19,13 @@ construct only renders that decision:
 With ``SearchSpace(optimizations=[Optimization.awq()])`` the decision also weighs the model
 quantized; when such an option wins, the construct creates the ``OptimizationJob`` it needs
 (``_render_optimization_job``) and the model serves the job's output.
+``Optimization.speculative_decoding()`` (an EAGLE head) is weighed the same way; when it wins,
+the job trains the head (``ModelSpeculativeDecodingConfig``, technique ``EAGLE``) and the model
+serves the original weights with the head as its draft: the job's recommended inference image,
+``OPTION_SPECULATIVE_DRAFT_MODEL`` = the job's output folder and ``OPTION_SPECULATIVE_LENGTH``
+= the draft length the decision assumed (``OptimizationJob.as_speculative_draft``). An image
+that cannot serve a draft (TGI, LMI with TensorRT-LLM, LMI before 0.27.0) is refused when
+speculation is among the optimizations (``speculative_decoding.check_serving_image``).
 
 Every choice can be overridden by a prop; an override the model predicts breaks the SLO is a
 warning naming the prop, one that breaks memory or capacity is a ValidationError. The decision,
@@ -53,6 +60,7 @@ from ..planning.optimizations import OptimizationKind
 from ..planning.performance import Workload
 from ..planning.recommend import Slo
 from ..planning.service_options import CopyScaling, LayoutOverrides, Pricing, SearchSpace, Sizing
+from ..planning.speculation import Speculation, SpeculationKind
 from ..prop_types import typed_props
 from ..template_metadata import SERVICE
 from .autoscaling import ComponentScaling
@@ -60,7 +68,7 @@ from .benchmark import EndpointBenchmark
 from .benchmark_options import BenchmarkGate
 from .component_options import ComponentModel, CopyResources
 from .endpoint import InferenceComponentEndpoint, RoutingStrategy
-from .images import ContainerImage
+from .images import ContainerFamily, ContainerImage
 from .inference_component import InferenceComponent
 from .model import Model
 from .model_source import ModelSource, ModelSourceKind
@@ -68,6 +76,7 @@ from .optimization_job import OptimizationJob
 from .optimization_techniques import OptimizationTechnique, QuantizationMethod
 from .service_options import ComponentSettings, ServiceBenchmark, ServiceModel
 from .serving_options import DataType, LmiOptions, Quantization, ServingOptions, TgiOptions
+from .speculative_decoding import FIRST_DRAFT_RELEASE, check_serving_image
 from .validation import ValidationError, is_unresolved
 from .variant_options import ContainerStartup, ManagedInstanceScaling, VariantPlatform
 
@@ -138,8 +147,9 @@ class LlmService(Construct):
             every GPU type of the catalog), at most 4 instances unless it says, the precision
             (default INT4 (AWQ) for an AWQ optimization job, FP8 for an FP8 one, else FP16),
             the tensor-parallel degrees, the server batch cap the search assumes, and the
-            optimizations to weigh (AWQ and FP8: when one wins, the service creates its
-            ``OptimizationJob``, which needs S3 weights and ``optimization_output``).
+            optimizations to weigh (AWQ, FP8 and EAGLE speculative decoding: when one wins,
+            the service creates its ``OptimizationJob``, which needs S3 weights and
+            ``optimization_output``; speculation needs an LMI image from 0.27.0).
         :param pricing: prices that rank the options; default the library's on-demand list
             prices in the stack's region.
         :param sizing: the risk side (default ``Risk.PESSIMISTIC``: no validation
@@ -186,11 +196,8 @@ class LlmService(Construct):
         self.optimization_job: OptimizationJob | None = None
         """The optimization job the decision chose (``search.optimizations``), whose output
         the model serves; None when the model is served as given."""
-        weights = model.weights()
-        if self.decision.optimization is not None:
-            self.optimization_job = self._render_optimization_job(model)
-            weights = self.optimization_job.as_model_source()
-        self.model = self._render_model(model, request, weights)
+        self.optimization_job = self._render_optimization_job(model)
+        self.model = self._render_model(model, request)
         """The model, with the serving options of the decision."""
         self.endpoint = self._render_endpoint(model.loading_timeout)
         """The inference-component endpoint on the chosen instance type."""
@@ -281,33 +288,52 @@ class LlmService(Construct):
                 f"cdk-sagemaker-llm:service-calibration-{index}", f"calibration: {note}"
             )
 
-    def _render_optimization_job(self, model: ServiceModel) -> OptimizationJob:
-        """The optimization job the chosen option needs: its quantization of the source's
-        weights for the chosen instance type, written to the model's ``optimization_output``
+    def _render_optimization_job(self, model: ServiceModel) -> OptimizationJob | None:
+        """The optimization job the chosen option needs (None when the model is served as
+        given): a quantization of the source's weights, or an EAGLE head trained for them,
+        for the chosen instance type, written to the model's ``optimization_output``
         (``SearchSpace.optimizations``, checked by ``_check_optimizations``)."""
         optimization = self.decision.optimization
-        assert optimization is not None and model.source is not None
-        assert model.optimization_output is not None
+        if optimization is None:
+            return None
+        assert model.source is not None and model.optimization_output is not None
+        technique = (
+            OptimizationTechnique.speculative_decoding()
+            if optimization.kind is OptimizationKind.SPECULATIVE_DECODING
+            else OptimizationTechnique.quantization_of(JOB_QUANTIZATION[optimization.kind])
+        )
         return OptimizationJob(
             self,
             "OptimizationJob",
             source=model.source,
             instance_type=self.decision.layout.instance_type,
-            techniques=[OptimizationTechnique.quantization_of(JOB_QUANTIZATION[optimization.kind])],
+            techniques=[technique],
             output=model.optimization_output,
         )
 
-    def _render_model(
-        self, model: ServiceModel, request: ServiceRequest, weights: ModelSource
-    ) -> Model:
+    def _render_model(self, model: ServiceModel, request: ServiceRequest) -> Model:
+        """The model with the decision's serving options: the weights as given, a
+        quantization job's output, or (speculative decoding) the weights as given with the
+        job's EAGLE head as the draft, on the job's recommended image."""
+        job = self.optimization_job
+        optimization = self.decision.optimization
+        image, weights, draft = model.image, model.weights(), None
+        if job is not None and optimization is not None and optimization.speculation is not None:
+            image = job.recommended_image(ContainerFamily.LMI)
+            draft = job.as_speculative_draft(
+                speculative_length=optimization.speculation.draft_length
+            )
+        elif job is not None:
+            weights = job.as_model_source()
         return Model(
             self,
             "Model",
-            image=model.image,
+            image=image,
             source=weights,
             spec=request.spec,
             serving=_serving(self.decision.serving, model.loading_timeout),
             environment=model.environment or None,
+            speculative_decoding=draft,
         )
 
     def _render_endpoint(self, loading_timeout: Duration) -> InferenceComponentEndpoint:
@@ -393,12 +419,14 @@ JOB_QUANTIZATION = {
     OptimizationKind.AWQ: QuantizationMethod.AWQ,
     OptimizationKind.FP8: QuantizationMethod.FP8,
 }
-"""The optimization job's quantization for each optimization LlmService can create a job for."""
+"""The optimization job's quantization for each quantization LlmService can create a job for
+(speculative decoding's job trains an EAGLE head instead)."""
 
 
 def _check_optimizations(search: SearchSpace, model: ServiceModel) -> None:
     """Optimizations the decision may choose need weights an optimization job can read and a
-    bucket for its output; LlmService creates quantization jobs (AWQ, FP8) only."""
+    bucket for its output; speculative decoding needs an EAGLE head (what the job trains)
+    and an image that serves a draft."""
     names = [o.name for o in search.optimizations]
     if not names:
         return
@@ -409,16 +437,9 @@ def _check_optimizations(search: SearchSpace, model: ServiceModel) -> None:
             "the model is already an optimization job's output",
             "drop optimizations, or serve the original weights with ServiceModel.from_source",
         )
-    unsupported = [o.name for o in search.optimizations if o.kind not in JOB_QUANTIZATION]
-    if unsupported:
-        raise ValidationError(
-            "search.optimizations",
-            names,
-            f"LlmService creates quantization jobs (awq, fp8) only, not {unsupported[0]}: "
-            "serving a speculative-decoding job's output needs settings it does not render",
-            "drop it (`recommend --optimizations speculative-decoding` weighs it), or build "
-            "the OptimizationJob and serve it with ServiceModel.from_optimization_job",
-        )
+    for index, optimization in enumerate(search.optimizations):
+        if optimization.speculation is not None:
+            _check_speculation(f"search.optimizations[{index}]", optimization.speculation, model)
     source = model.source
     if source is None or source.kind is not ModelSourceKind.S3_PREFIX:
         raise ValidationError(
@@ -436,6 +457,26 @@ def _check_optimizations(search: SearchSpace, model: ServiceModel) -> None:
             "pass ServiceModel.from_source(..., optimization_output=OptimizationOutput."
             "in_bucket(bucket)), or drop search.optimizations",
         )
+
+
+def _check_speculation(prop: str, speculation: Speculation, model: ServiceModel) -> None:
+    """A speculative option LlmService can serve: an EAGLE head (the job trains it; a separate
+    draft model's weights are not the service's to find) on an image that reads a draft."""
+    if speculation.kind is not SpeculationKind.EAGLE:
+        raise ValidationError(
+            prop,
+            speculation.describe(),
+            "LlmService serves the EAGLE head its optimization job trains; a separate draft "
+            "model's weights are not known to it",
+            "use Optimization.speculative_decoding() (EAGLE), or build the Model with "
+            "speculative_decoding=SpeculativeDecoding.from_s3(bucket, 'draft/')",
+        )
+    check_serving_image(
+        "model.image",
+        model.image,
+        f"serve with ContainerImage.lmi('{FIRST_DRAFT_RELEASE}') or later (vLLM / LMI-Dist), "
+        f"or drop Optimization.speculative_decoding() from {prop.split('[')[0]}",
+    )
 
 
 def serving_engine(image: ContainerImage) -> EngineRelease:

@@ -103,6 +103,7 @@ from .optimization_techniques import (
     check_techniques,
 )
 from .s3_prefix_grants import acknowledge_prefix
+from .speculative_decoding import DraftModelKind, SpeculativeDecoding
 from .validation import SAGEMAKER_NAME, ValidationError, is_unresolved
 from .workflow_loop import cdk_retried_task, signalling_loop
 
@@ -285,6 +286,30 @@ class OptimizationJob(Construct):
         """
         return _OptimizedModelSource(
             self.output.bucket, self.output_key_prefix, self.output.encryption_key
+        )
+
+    def as_speculative_draft(self, *, speculative_length: int | None = None) -> SpeculativeDecoding:
+        """The EAGLE head a speculative-decoding job trained, as the draft of a ``Model``
+        that serves the original (unchanged) weights: ``OPTION_SPECULATIVE_DRAFT_MODEL`` is
+        the job's output folder (``s3://`` URI, a deploy-time attribute), which the model's
+        role may read (and decrypt with ``output_kms_key``).
+
+        EAGLE leaves the target model's weights as they are (Li et al., "EAGLE", ICML 2024:
+        the head is trained on the frozen target's features), and SageMaker's own deployment
+        of a speculative-decoding recommendation mounts the base weights as the primary model
+        data and the draft beside them with ``OPTION_SPECULATIVE_DRAFT_MODEL`` pointing at it
+        (SageMaker Python SDK ``ModelBuilder``). CloudFormation cannot mount an additional
+        model data source (and inference components refuse one), so the draft is given as its
+        ``s3://`` URI, which LMI downloads at start (``SpeculativeDecoding.from_s3``).
+
+        :param speculative_length: draft tokens per step (``OPTION_SPECULATIVE_LENGTH``);
+            default LMI's 5.
+        """
+        return _OptimizedDraft(
+            self.output.bucket,
+            self.output_key_prefix,
+            self.output.encryption_key,
+            speculative_length,
         )
 
     def recommended_image(self, family: ContainerFamily | None = None) -> ContainerImage:
@@ -565,6 +590,26 @@ class _OptimizedModelSource(ModelSource):
             if self._kms_key is not None:
                 self._kms_key.grant_decrypt(role)
         return bound
+
+
+class _OptimizedDraft(SpeculativeDecoding):
+    """The job's output folder as an S3 draft; also grants decrypt on the output key."""
+
+    def __init__(
+        self,
+        bucket: s3.IBucket,
+        prefix: str,
+        key: kms.IKey | None,
+        speculative_length: int | None,
+    ) -> None:
+        super().__init__(
+            DraftModelKind.S3, bucket=bucket, prefix=prefix, speculative_length=speculative_length
+        )
+        self._kms_key = key
+
+    def _grant_read(self, role: iam.IRole) -> None:
+        assert self.bucket is not None and self.prefix is not None
+        _OptimizedModelSource(self.bucket, self.prefix, self._kms_key).bind(role)
 
 
 class _RecommendedImage(ContainerImage):

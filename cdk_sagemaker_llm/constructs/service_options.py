@@ -17,6 +17,7 @@ from .images import ContainerImage
 from .model_source import ModelSource
 from .optimization_job import OptimizationJob
 from .optimization_options import OptimizationOutput
+from .optimization_techniques import TechniqueKind
 from .validation import ValidationError
 
 __all__ = ["ComponentSettings", "ServiceBenchmark", "ServiceModel"]
@@ -122,6 +123,7 @@ class ServiceModel:
         :param environment: extra container variables; default none.
         :param loading_timeout: default 15 minutes.
         """
+        _check_served_job(job)
         return ServiceModel(
             image=image or job.recommended_image(),
             source=None,
@@ -137,6 +139,21 @@ class ServiceModel:
             return self.optimization_job.as_model_source()
         assert self.source is not None
         return self.source
+
+
+def _check_served_job(job: OptimizationJob) -> None:
+    """An EAGLE job writes a draft head, not a model to serve in place of the original."""
+    if any(t.kind is TechniqueKind.SPECULATIVE_DECODING for t in job.techniques):
+        raise ValidationError(
+            "ServiceModel.from_optimization_job(job)",
+            job.node.path,
+            "a speculative-decoding job's output is an EAGLE draft head, not a model to serve "
+            "in place of the original weights",
+            "serve the original weights with ServiceModel.from_source(..., "
+            "optimization_output=...) and SearchSpace(optimizations=[Optimization."
+            "speculative_decoding()]), or build Model(..., speculative_decoding="
+            "job.as_speculative_draft())",
+        )
 
 
 def _check_image(image: ContainerImage) -> None:

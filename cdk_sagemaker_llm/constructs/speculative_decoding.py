@@ -18,16 +18,27 @@ draft from ``OPTION_SPECULATIVE_DRAFT_MODEL``, as the SageMaker Python SDK sets 
   as its ``s3://`` URI, which LMI downloads at start with the model's execution role. That
   role is granted read on exactly the draft's prefix; the container needs network access, so
   network isolation is rejected with an S3 draft.
+- ``OptimizationJob.as_speculative_draft()``: the EAGLE head a speculative-decoding
+  optimization job trained, read from the job's output folder like an S3 draft.
+
+``speculative_length`` sets ``OPTION_SPECULATIVE_LENGTH``, the draft tokens proposed per step
+(LMI's default 5). LMI documents ``option.speculative_draft_model``,
+``option.speculative_length`` and ``option.draft_model_tp_size`` from release 0.27.0 (LMI
+user guide, "LMI-Dist Engine User Guide", configuration table); ``check_serving_image``
+refuses images that cannot serve a draft: TGI and other non-LMI families, LMI with
+TensorRT-LLM (its drafts are compiled engines, not these variables) and LMI before 0.27.0.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from enum import Enum
 from typing import TYPE_CHECKING
 
 from aws_cdk import aws_iam as iam
 
+from ..catalog.containers import version_tuple
 from ..prop_types import typed_props
 from .images import ContainerFamily, ContainerImage
 from .model_source import ModelSource
@@ -38,6 +49,12 @@ if TYPE_CHECKING:  # annotations only: importing it costs synth time
 
 DRAFT_MODEL_VARIABLE = "OPTION_SPECULATIVE_DRAFT_MODEL"
 """The LMI variable naming the draft model."""
+SPECULATIVE_LENGTH_VARIABLE = "OPTION_SPECULATIVE_LENGTH"
+"""The LMI variable with the draft tokens proposed per step (default 5)."""
+LEADING_VERSION = re.compile(r"^(\d+\.\d+\.\d+)-")
+"""The DJL Serving version an LMI image tag starts with."""
+FIRST_DRAFT_RELEASE = "0.27.0"
+"""The first LMI release whose documented options include a speculative draft model."""
 PROVIDER_DRAFT = "sagemaker"
 """The value of ``OPTION_SPECULATIVE_DRAFT_MODEL`` that selects SageMaker's own draft."""
 ADDITIONAL_MODEL_DATA_DIRECTORY = "/opt/ml/additional-model-data-sources"
@@ -72,7 +89,15 @@ class SpeculativeDecoding:
         model_id: str | None = None,
         bucket: s3.IBucket | None = None,
         prefix: str | None = None,
+        speculative_length: int | None = None,
     ) -> None:
+        if speculative_length is not None and not 1 <= speculative_length <= 16:
+            raise ValidationError(
+                "speculative_length",
+                speculative_length,
+                "must be between 1 and 16 draft tokens per step",
+                "pass e.g. 5 (LMI's default), or leave it out",
+            )
         self.kind = kind
         """Where the draft model comes from."""
         self.model_id = model_id
@@ -81,6 +106,8 @@ class SpeculativeDecoding:
         """The S3 bucket, for S3 drafts."""
         self.prefix = prefix
         """The S3 prefix (ending in ``/``), for S3 drafts."""
+        self.speculative_length = speculative_length
+        """Draft tokens proposed per step (``OPTION_SPECULATIVE_LENGTH``); None: LMI's 5."""
 
     @staticmethod
     def provider_draft() -> SpeculativeDecoding:
@@ -95,8 +122,11 @@ class SpeculativeDecoding:
         return SpeculativeDecoding(DraftModelKind.HUGGING_FACE, model_id=model_id)
 
     @staticmethod
-    def from_s3(bucket: s3.IBucket, prefix: str) -> SpeculativeDecoding:
-        """Your own draft's uncompressed weights under ``prefix`` (ending in ``/``)."""
+    def from_s3(
+        bucket: s3.IBucket, prefix: str, *, speculative_length: int | None = None
+    ) -> SpeculativeDecoding:
+        """Your own draft's uncompressed weights under ``prefix`` (ending in ``/``);
+        ``speculative_length`` draft tokens per step (default LMI's 5)."""
         if not is_unresolved(prefix) and (not prefix.endswith("/") or prefix.startswith("/")):
             raise ValidationError(
                 "SpeculativeDecoding.from_s3(prefix)",
@@ -104,7 +134,9 @@ class SpeculativeDecoding:
                 "a draft model's S3 prefix must end with '/' and not start with '/'",
                 f"pass {prefix.strip('/') + '/'!r}",
             )
-        return SpeculativeDecoding(DraftModelKind.S3, bucket=bucket, prefix=prefix)
+        return SpeculativeDecoding(
+            DraftModelKind.S3, bucket=bucket, prefix=prefix, speculative_length=speculative_length
+        )
 
     @property
     def is_provider_draft(self) -> bool:
@@ -135,6 +167,7 @@ class SpeculativeDecoding:
                 "serve the model with an LMI image (ContainerImage.lmi(...)), or drop "
                 "speculative_decoding",
             )
+        _check_release("speculative_decoding", image)
         custom_code = sorted(set(CUSTOM_CODE_VARIABLES) & set(environment or {}))
         if self.is_provider_draft and (image.family is ContainerFamily.CUSTOM or custom_code):
             detail = (
@@ -160,17 +193,63 @@ class SpeculativeDecoding:
 
     def bind(self, role: iam.IRole | None) -> dict[str, str]:
         """The container variables; grants ``role`` read on exactly an S3 draft's prefix."""
+        rendered = {DRAFT_MODEL_VARIABLE: self._draft(role)}
+        if self.speculative_length is not None:
+            rendered[SPECULATIVE_LENGTH_VARIABLE] = str(self.speculative_length)
+        return rendered
+
+    def _draft(self, role: iam.IRole | None) -> str:
+        """The value of ``OPTION_SPECULATIVE_DRAFT_MODEL``."""
         if self.kind is DraftModelKind.PROVIDER:
-            return {DRAFT_MODEL_VARIABLE: PROVIDER_DRAFT}
+            return PROVIDER_DRAFT
         if self.kind is DraftModelKind.HUGGING_FACE:
             assert self.model_id is not None
-            return {DRAFT_MODEL_VARIABLE: self.model_id}
+            return self.model_id
         assert self.bucket is not None and self.prefix is not None
         if role is not None:
-            # Reuse the model source's exact-prefix read grant (objects, listing, KMS).
-            ModelSource.from_s3(self.bucket, self.prefix).bind(role)
-        return {DRAFT_MODEL_VARIABLE: self.s3_uri or ""}
+            self._grant_read(role)
+        return self.s3_uri or ""
+
+    def _grant_read(self, role: iam.IRole) -> None:
+        """Read on exactly the draft's prefix (the model source's grant: objects, listing)."""
+        assert self.bucket is not None and self.prefix is not None
+        ModelSource.from_s3(self.bucket, self.prefix).bind(role)
 
     def __repr__(self) -> str:
         where = self.s3_uri or self.model_id or PROVIDER_DRAFT
         return f"SpeculativeDecoding({self.kind.value}, {where})"
+
+
+def check_serving_image(prop: str, image: ContainerImage, fix: str) -> None:
+    """Raise ValidationError naming ``prop`` when ``image`` cannot serve a speculative draft:
+    a family other than LMI with vLLM / LMI-Dist (TGI, TensorRT-LLM, NeuronX, ...) or an LMI
+    release before the draft options (``FIRST_DRAFT_RELEASE``)."""
+    if image.family is not ContainerFamily.LMI:
+        raise ValidationError(
+            prop,
+            f"{image.family.value} {image.release or ''}".strip(),
+            f"speculative decoding is served through LMI's {DRAFT_MODEL_VARIABLE} (vLLM / "
+            f"LMI-Dist backends), which a {image.family.value} image does not read",
+            fix,
+        )
+    _check_release(prop, image, fix)
+
+
+def _check_release(prop: str, image: ContainerImage, fix: str | None = None) -> None:
+    """An LMI release known to predate the draft options is refused: the catalog's release,
+    else the DJL version a full tag starts with (``0.26.0-deepspeed0.12.6-cu121``); an image
+    whose release is unknown (by URI) is trusted."""
+    if image.family is not ContainerFamily.LMI:
+        return
+    leading = LEADING_VERSION.match(image.tag or "")
+    release = image.release or (leading.group(1) if leading else None)
+    if release is None:
+        return
+    if version_tuple(release) < version_tuple(FIRST_DRAFT_RELEASE):
+        raise ValidationError(
+            prop,
+            f"lmi {release}",
+            f"LMI documents {DRAFT_MODEL_VARIABLE} and {SPECULATIVE_LENGTH_VARIABLE} from "
+            f"release {FIRST_DRAFT_RELEASE}",
+            fix or f"use ContainerImage.lmi('{FIRST_DRAFT_RELEASE}') or later",
+        )

@@ -44,7 +44,7 @@ from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
 from ..prop_types import typed_props
-from .engine_profiles import resolve_profile
+from .engine_profiles import EngineProfile, profile_for_image, resolve_profile
 from .performance import (
     DEFAULT_EFFICIENCY,
     CopyModel,
@@ -388,6 +388,26 @@ class Calibration:
         Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
 
     # ----- applying it to a target ------------------------------------------------------------
+
+    def check_profile(self, profile: EngineProfile) -> None:
+        """A target named by its engine profile (``--engine tgi-1``) against the calibrated
+        engine: another profile is another engine (generation), a ValidationError naming this
+        calibration, both and the fix."""
+        if self.engine is None:
+            return
+        measured = profile_for_image(self.engine.family, self.engine.version)
+        if measured.name == profile.name:
+            return
+        raise ValidationError(
+            "calibration",
+            self.file or self.source,
+            f"measures {self.engine.describe()} (engine profile {measured.name}), but the "
+            f"target's engine profile is {profile.name}: a calibration holds only for the "
+            "engine it measured",
+            f"name the calibrated engine ({self.engine.family}:{self.engine.version or 'VERSION'}"
+            f" or {measured.name}), or benchmark an engine of profile {profile.name} and "
+            "calibrate on its results, or drop the calibration",
+        )
 
     def engine_notes(self, engine: EngineRelease | None) -> list[str]:
         """Check the target's ``engine`` against the calibrated one: a ValidationError naming

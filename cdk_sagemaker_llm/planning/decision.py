@@ -192,8 +192,11 @@ class ServiceRequest:
 
     @property
     def engine(self) -> EngineRelease | EngineProfile | None:
-        """The serving engine: a container release, a profile (a name resolved), or None."""
+        """The serving engine: a container release, a profile (a name resolved), the
+        calibrated engine when none is stated (assumed, and said), or None."""
         engine = self.sizing.engine
+        if engine is None and self.calibration is not None:
+            return self.calibration.engine
         return resolve_profile(engine) if isinstance(engine, str) else engine
 
 
@@ -663,6 +666,11 @@ class _Decider:
                 f"serving engine: not stated, the default {profile}; a calibration's engine is "
                 "assumed, not checked"
             )
+        if self.request.sizing.engine is None:
+            return (
+                f"serving engine: not stated, the calibrated {engine.describe()} assumed "
+                f"(not checked), {profile}"
+            )
         if engine.version is None:
             return (
                 f"serving engine: {engine.family}, release unknown (an image given by URI), "
@@ -849,9 +857,15 @@ class _Decider:
             if plain is not None
             else "the model as given meets the SLO and memory on no candidate"
         )
+        served = (
+            "served as the weights given with the EAGLE head the optimization job trains as "
+            "its draft (the job's recommended image; LlmService creates the job before the model)"
+            if optimization.speculation is not None
+            else "served from the optimization job's output, which LlmService creates before "
+            "the model"
+        )
         return [
-            f"optimization chosen: {optimization.describe()} ({optimization.name}), served "
-            f"from the optimization job's output, which LlmService creates before the model: "
+            f"optimization chosen: {optimization.describe()} ({optimization.name}), {served}: "
             f"{job}; {given}"
         ]
 
@@ -1114,11 +1128,25 @@ def prediction_sources(request: ServiceRequest, layout: Layout) -> list[str]:
         )
     else:
         lines.append(
-            f"efficiency: {efficiency_of(profile).describe()} (the {profile.name} profile, "
-            "fitted to published measurements; calibrate with a deploy-time benchmark)"
+            f"efficiency: {efficiency_of(profile).describe()} ({_profile_origin(profile)})"
         )
     lines.append(f"price: {request.price_basis.value}; {request.prices.describe()}")
     return lines
+
+
+def _profile_origin(profile: EngineProfile) -> str:
+    """Where an engine profile's efficiencies come from, without claiming a fit it lacks."""
+    fitted = profile.fitted
+    if fitted is None:
+        return (
+            f"the {profile.name} profile's prior, not fitted to measurements of this engine; "
+            "calibrate with a deploy-time benchmark"
+        )
+    sources = len(fitted.sources)
+    return (
+        f"the {profile.name} profile, fitted to {fitted.rows} published measurements from "
+        f"{sources} source{'' if sources == 1 else 's'}; calibrate with a deploy-time benchmark"
+    )
 
 
 def choose(

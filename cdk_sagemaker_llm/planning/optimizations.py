@@ -14,7 +14,12 @@ The job (SageMaker developer guide, "Create an inference optimization job", sect
 pricing for inference optimization jobs"): "When you create a inference optimization job that
 applies quantization or compilation, SageMaker AI chooses which instance type to use to run the
 job. You are charged based on the instance used ... You incur no additional costs for jobs that
-apply speculative decoding."
+apply speculative decoding." That sentence predates the jobs that train an EAGLE head: the
+AWS Machine Learning Blog post that introduced them ("Amazon SageMaker AI introduces EAGLE based
+adaptive speculative decoding to accelerate generative AI inference", November 2025, "Pricing
+considerations") says "Optimization jobs run on SageMaker AI training instances, you will be
+billed depending on the instance type and job duration", and publishes neither: an EAGLE job's
+time and cost are therefore unknown, not zero.
 """
 
 from __future__ import annotations
@@ -36,6 +41,12 @@ BLOOM models "in approximately four GPU hours" on one A100 (Frantar et al., "GPT
 Post-Training Quantization for Generative Pre-trained Transformers", ICLR 2023, abstract).
 AWQ needs no reconstruction and is faster (Lin et al., "AWQ", MLSys 2024), and FP8 only
 calibrates scales, so this is an upper bound for both."""
+
+EAGLE_JOB_BASIS = (
+    "trains an EAGLE head on SageMaker training instances, billed by instance type and "
+    "duration, neither published (AWS ML Blog, EAGLE speculative decoding, Nov 2025)"
+)
+"""Why an EAGLE job's time and cost are unknown (module documentation)."""
 
 
 class OptimizationKind(Enum):
@@ -146,8 +157,8 @@ class Optimization:
             return JobEstimate(
                 "ModelSpeculativeDecodingConfig (EAGLE)",
                 None,
-                0.0,
-                "SageMaker charges nothing extra for speculative-decoding jobs",
+                None,
+                EAGLE_JOB_BASIS,
             )
         hours = JOB_START_HOURS + QUANTIZATION_GPU_HOURS_PER_BILLION * spec.parameters / 1e9
         return JobEstimate(

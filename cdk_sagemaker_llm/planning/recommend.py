@@ -481,6 +481,8 @@ def recommend(
     release = engine if isinstance(engine, EngineRelease) else None
     efficiency = calibration.efficiency if calibration else None
     calibration_notes = calibration.engine_notes(release) if calibration else []
+    sizing = _with_calibrated_engine(sizing)
+    engine = sizing.engine
     candidates = (
         list(search.instance_types)
         if search.instance_types is not None
@@ -567,6 +569,19 @@ def recommend(
     return Recommendation(kept, rejected, assumptions)
 
 
+def _with_calibrated_engine(sizing: Sizing) -> Sizing:
+    """``sizing`` with the calibrated engine when it states none: the engine the calibration's
+    notes say is assumed chooses the profile too (its batch limit, kernels and band), not the
+    default engine's. An engine named by another profile than the calibrated one is an
+    error."""
+    calibration, engine = sizing.calibration, sizing.engine
+    if calibration is not None and isinstance(engine, EngineProfile | str):
+        calibration.check_profile(resolve_profile(engine))  # another profile: an error
+    if engine is not None or calibration is None or calibration.engine is None:
+        return sizing
+    return replace(sizing, engine=calibration.engine)
+
+
 def _region_note(pricing: Pricing) -> str | None:
     """Prices from another region than the endpoint's are an estimate, and said so."""
     prices, region = pricing.prices, pricing.region
@@ -649,7 +664,8 @@ def _pessimism_cost(pessimistic: Option, median: Option | None) -> str:
     """What sizing on the pessimistic side costs against the cheapest option at the median."""
     if median is None:
         return "at the median no option would serve either"
-    text = f"at the median the cheapest option would be {median.layout.describe()}" + (
+    served = "" if median.optimization is None else f" with {median.optimization.name}"
+    text = f"at the median the cheapest option would be {median.layout.describe()}{served}" + (
         f" at ${median.price_per_hour:,.2f}/hour" if median.price_per_hour is not None else ""
     )
     if pessimistic.price_per_hour is not None and median.price_per_hour is not None:

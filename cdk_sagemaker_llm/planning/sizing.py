@@ -479,7 +479,7 @@ def size(
     """
     _require_accelerators(instance_type)
     assert instance_type.accelerator is not None and instance_type.accelerator_count is not None
-    tokens = max_total_tokens or default_max_total_tokens(spec)
+    tokens = default_max_total_tokens(spec) if max_total_tokens is None else max_total_tokens
     if tokens < 1:
         raise ValidationError("max_total_tokens", tokens, "must be positive", "pass e.g. 4096")
     count = instance_type.accelerator_count
@@ -595,6 +595,7 @@ def size(
     single = None
     if serves and b_star is not None:
         single = _single_request_ms_per_token(spec, instance_type, degree, precision, tokens)
+        reasoning.append(SIZING_ENGINE_NOTE)
     return SizingReport(
         model=spec.name,
         instance_type=instance_type.name,
@@ -630,6 +631,14 @@ def _why_none_ranks(ranked: list[RankedLayout]) -> str:
         f"no layout serves the sizing workload within {SIZING_SLO_MS_PER_TOKEN:g} ms/token "
         f"and the {INVOCATION_TIMEOUT_S:g} s invocation timeout: {reasons}"
     )
+
+
+SIZING_ENGINE_NOTE = (
+    "latency and tokens/s: the generic engine profile (75% of peak bandwidth, 2 ms per step, "
+    "64 requests per copy; no serving image is given), no band; `cdk-sagemaker-llm predict "
+    "--engine FAMILY:VERSION` predicts a serving engine's figures with their band"
+)
+"""What the sizing's latency figures assume: no image, so no engine profile of its own."""
 
 
 def _single_request_ms_per_token(
