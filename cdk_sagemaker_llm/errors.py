@@ -4,6 +4,7 @@ and the checks every layer shares (pure: no aws_cdk)."""
 from __future__ import annotations
 
 import math
+import re
 import sys
 from contextvars import ContextVar, Token
 from typing import Any
@@ -20,7 +21,8 @@ class ValidationError(ValueError):
         self.value = value
         self.problem = problem
         self.fix = fix
-        super().__init__(f"{prop}={_shown(value)}: {problem}. Fix: {fix}")
+        message = f"{prop}={_shown(value)}: {problem}. Fix: {fix}"
+        super().__init__(_ENCODED_TOKEN.sub(repr(_DeployTimeToken()), message))
 
 
 class _DeployTimeToken:
@@ -90,6 +92,10 @@ def require_concrete(prop: str, value: Any, decision: str) -> None:
             f"pass the {kind} itself for {prop}",
         )
 
+
+_ENCODED_TOKEN = re.compile(r"\$\{Token\[[^\]]*\]\}|#\{Token\[[^\]]*\]\}|-1\.88\d*e\+289")
+"""An encoded token inside a message's text (a prop name, a path or a number formatted into
+the problem or the fix): a message shows ``<deploy-time token>`` instead."""
 
 TOKEN_STRING_MARKER = "Token["
 """What every encoded string or list token contains (aws-cdk-lib core ``encoding.ts``:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 from conftest import new_stack
+from loadproof import LagMonitor
 from test_endpoint_benchmark_handler import HANDLE, FakeS3, invoker, run_config
 from test_endpoint_benchmark_waiter import as_cloudformation
 
@@ -86,12 +87,18 @@ def workflow(
     raise AssertionError("the workflow did not finish")
 
 
+ARRIVAL_ABS_S = 0.05
+"""How much later than scheduled the server may see a request on an idle machine: the
+worker's event loop waking, signing and sending it, behind the other requests of a Poisson
+burst (a few milliseconds each); ``LagMonitor.allowance`` stretches it by this run's load."""
+
+
 @pytest.mark.timing
 def test_a_rate_sweep_splits_levels_across_workers_and_writes_the_cli_schema() -> None:
     config = SimulatorConfig(max_batch=8, step_base_s=0.004, step_per_sequence_s=0.0002)
     run = rate_run()
     s3 = FakeS3()
-    with Simulator(config) as sim:
+    with Simulator(config) as sim, LagMonitor() as monitor:
         state, signals, maps = workflow(sim, run, s3)
         truth = sim.truth()
     assert state["Outcome"] == "SUCCESS", signals
@@ -109,20 +116,37 @@ def test_a_rate_sweep_splits_levels_across_workers_and_writes_the_cli_schema() -
     assert results["knee"]["concurrency"] is None
     figures = json.loads(signals[0]["Data"])
     assert figures["SustainableRequestsPerSecond"] == results["goodput"]["sustainable_rate_per_s"]
-    # The workers' shares make up one Poisson process of the level's rate, as the server saw it:
-    # the first 40 arrivals are the 20/s level.
+    # The workers' shares make up one Poisson process of the level's rate (deterministic: the
+    # seeded schedule itself), and the server saw each request when it was scheduled: the
+    # i-th of the first 40 arrivals (the 20/s level) no earlier than the i-th scheduled send
+    # and at most the idle bound later, stretched by what this run's load did (a late send
+    # only delays, so sorted arrivals stay within that bound of the sorted schedule).
+    scheduled = sorted(
+        maps[0]["StartAt"] + offset
+        for part in range(2)
+        for offset in Arrival.poisson(seed=4).share(20, 40, part, 2)
+    )
+    assert achieved_rate(scheduled) == pytest.approx(20, rel=0.25)
     first = sorted(r.arrival for r in truth)[:40]
-    assert achieved_rate(first) == pytest.approx(20, rel=0.25)
+    late = [arrival - send for arrival, send in zip(first, scheduled, strict=True)]
+    assert min(late) >= -0.002 and max(late) <= monitor.allowance(ARRIVAL_ABS_S), (
+        max(late),
+        monitor,
+    )
 
 
 @pytest.mark.timing
 def test_a_knee_search_in_the_workflow_finds_the_simulators_batch() -> None:
-    config = SimulatorConfig(max_batch=4, step_base_s=0.004, step_per_sequence_s=0.0002)
+    # Steps of 12 ms: a request of 8 tokens takes about 100 ms, so the client's own work
+    # between requests (a few ms, stretched on a busy machine) costs concurrency 4 little of
+    # its throughput, and 8 gains less than the rule's 25 % over it (with 4 ms steps, a loaded
+    # run once found 8).
+    config = SimulatorConfig(max_batch=4, step_base_s=0.012, step_per_sequence_s=0.0006)
     run = run_config(
         Concurrencies=[1, 64], Search="knee", OutputTokens=8, Rule={"MinGainPerDoubling": 0.25}
     )
     s3 = FakeS3()
-    with Simulator(config) as sim:
+    with Simulator(config) as sim, LagMonitor() as monitor:
         state, signals, maps = workflow(sim, run, s3)
         truth = sim.truth()
     assert state["Outcome"] == "SUCCESS"
@@ -131,7 +155,10 @@ def test_a_knee_search_in_the_workflow_finds_the_simulators_batch() -> None:
     assert [m["Level"] for m in maps] == search["levels_run"]
     assert search["levels_run"][:4] == [1, 2, 4, 8]
     assert search["found"] == results["knee"]["concurrency"]
-    assert abs(math.log2(search["found"] / 4)) < 1  # batch 4: the knee of a full sweep
+    # batch 4: the knee of a full sweep; within one level when the monitor saw a loaded
+    # machine (loadproof: the client, not the server, can then set the next level's gain)
+    levels_off = abs(math.log2(search["found"] / 4))
+    assert levels_off < 1 or (monitor.loaded and levels_off <= 1), (search, monitor)
     assert search["requests"] == len(truth) == sum(lv["requests"] for lv in results["levels"])
     full_sweep = sum(max(4 * c, 16) for c in (1, 2, 4, 8, 16, 32, 64))
     assert search["requests"] <= 0.5 * full_sweep

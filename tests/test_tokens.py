@@ -196,3 +196,40 @@ def test_a_token_of_any_kind_in_any_prop_is_accepted_or_our_error_without_its_va
         except ValidationError as error:
             message = str(error)
             assert "e+289" not in message and "Token[" not in message, message
+
+
+def test_scale_to_zero_on_a_token_min_instance_count_is_not_compared() -> None:
+    """The endpoint's min_instance_count as a CfnParameter (0 at deploy): scale to zero was
+    refused at synth because the token's encoded value is not 0; now the check is skipped
+    with an info message on the scaling."""
+    from aws_cdk import Size
+    from aws_cdk.assertions import Annotations, Match
+
+    from cdk_sagemaker_llm import (
+        ComponentScaling,
+        ContainerImage,
+        InferenceComponentEndpoint,
+        InstanceType,
+    )
+
+    stack = new_stack()
+    least = cdk.CfnParameter(stack, "LeastInstances", type="Number", default=0)
+    endpoint = InferenceComponentEndpoint(
+        stack,
+        "Endpoint",
+        instance_type=InstanceType.G5_12XLARGE,
+        instance_scaling=ManagedInstanceScaling(
+            min_instance_count=least.value_as_number, max_instance_count=2
+        ),
+    )
+    component = endpoint.add_inference_component(
+        "Llm",
+        serves=ComponentModel.from_image(ContainerImage.lmi("0.31.0")),
+        resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(8)),
+    )
+    scaling = ComponentScaling(stack, "Scaling", component=component, min_copies=0, max_copies=2)
+    scaling.scale_on_concurrent_requests(target=4)
+    infos = Annotations.from_stack(stack).find_info(
+        f"/{scaling.node.path}", Match.string_like_regexp("min_instance_count is a deploy-time")
+    )
+    assert infos, "no info message says the scale-to-zero check was skipped"

@@ -134,8 +134,7 @@ class Arrival:
     def share(self, rate: float, requests: int, part: int, parts: int) -> list[float]:
         """Send offsets of worker ``part`` of ``parts`` sharing one level (see :func:`share`)."""
         if self.dealt:
-            if not 0 <= part < parts:
-                raise ValueError(f"part={part}: must be 0 to {parts - 1}")
+            _check_part(part, parts)
             return self.schedule(rate, requests)[part::parts]
         return share(rate, requests, part, parts, arrival=self.kind, seed=self.seed)
 
@@ -161,11 +160,15 @@ def schedule(
     arriving at ``rate`` requests/s by ``arrival`` (see the module docstring; ``burstiness``:
     the gamma gaps' shape)."""
     if not rate > 0:
-        raise ValueError(f"rate={rate}: must be positive")
+        raise ValidationError(
+            "rate", rate, "must be a positive number of requests/s", "pass e.g. 2.0"
+        )
     if requests < 1:
-        raise ValueError(f"requests={requests}: must be at least 1")
+        raise ValidationError("requests", requests, "must be at least 1", "pass e.g. 100")
     if arrival not in ARRIVALS:
-        raise ValueError(f"arrival={arrival!r}: use one of {', '.join(ARRIVALS)}")
+        raise ValidationError(
+            "arrival", arrival, "is no arrival process", f"use one of {', '.join(ARRIVALS)}"
+        )
     if arrival == "constant" or requests == 1:
         return [index / rate for index in range(requests)]
     rng = random.Random(seed)
@@ -192,14 +195,20 @@ def share(
     """Offsets of worker ``part`` of ``parts`` sharing one level (see the module docstring).
 
     Shares differ by at most one request; a poisson share has its own seed ``seed + part``."""
-    if not 0 <= part < parts:
-        raise ValueError(f"part={part}: must be 0 to {parts - 1}")
+    _check_part(part, parts)
     count = requests // parts + (1 if part < requests % parts else 0)
     if count == 0:
         return []
     if arrival == "constant":
         return [(part + index * parts) / rate for index in range(count)]
     return schedule(rate / parts, count, arrival=arrival, seed=seed + part)
+
+
+def _check_part(part: int, parts: int) -> None:
+    if not 0 <= part < parts:
+        raise ValidationError(
+            "part", part, f"must be 0 to {parts - 1}", f"pass a part below {parts}"
+        )
 
 
 def achieved_rate(sends: Sequence[float]) -> float | None:

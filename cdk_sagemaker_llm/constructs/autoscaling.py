@@ -20,6 +20,7 @@ pull, weights, start-up) comes on top.
 from __future__ import annotations
 
 import datetime
+import math
 import re
 from collections.abc import Sequence
 from enum import Enum
@@ -429,14 +430,15 @@ def one_step_from_zero(
 
 
 def check_target(prop: str, target: float) -> None:
-    """A literal target value must be a number > 0; tokens are checked at deploy time."""
+    """A literal target value must be a finite number > 0 (infinity would reach jsii, which
+    cannot serialize it); tokens are checked at deploy time."""
     if is_unresolved(target):
         return
-    if isinstance(target, bool) or not isinstance(target, int | float) or not target > 0:
+    if isinstance(target, bool) or not isinstance(target, int | float) or not 0 < target < math.inf:
         raise ValidationError(
             prop,
             target,
-            "a target-tracking target must be a number greater than 0",
+            "a target-tracking target must be a finite number greater than 0",
             "pass the metric value per copy/instance to hold, e.g. target=4",
         )
 
@@ -597,9 +599,16 @@ class _Scaling(Construct):
                 "two target-tracking policies on one metric fight each other",
                 "keep one policy per metric (change its target instead)",
             )
-        policy = TargetTrackingPolicy(
-            self, id, scalable_target=self.scalable_target, metric=metric, target=target, **options
-        )
+        try:
+            policy = TargetTrackingPolicy(
+                self, id, scalable_target=self.scalable_target, metric=metric, target=target,
+                **options,
+            )  # fmt: skip
+        except ValidationError:
+            # A refused policy leaves no half-built child: calling again with a valid target
+            # would otherwise be jsii's "There is already a Construct with name".
+            self.node.try_remove_child(id)
+            raise
         self._tracked[metric] = policy
         return self._added(policy)
 

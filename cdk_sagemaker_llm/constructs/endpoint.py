@@ -794,7 +794,13 @@ class InferenceComponentEndpoint(EndpointBase):
         return demands
 
     def check_scale_to_zero(self) -> bool:
-        """Raise ValidationError unless managed instance scaling may release every instance."""
+        """Raise ValidationError unless managed instance scaling may release every instance;
+        a token min_instance_count is not compared (noted for synth's info message)."""
+        if is_unresolved(self.min_instance_count):
+            note_unchecked(
+                f"{self.node.path} min_instance_count", "that it is 0, as scaling to zero needs"
+            )
+            return True
         if self.min_instance_count != 0:
             raise ValidationError(
                 "min_copies",

@@ -42,7 +42,7 @@ from ..catalog.containers import version_tuple
 from ..prop_types import typed_props
 from .images import ContainerFamily, ContainerImage
 from .model_source import ModelSource
-from .validation import ValidationError, is_unresolved
+from .validation import ValidationError, check_range, is_unresolved
 
 if TYPE_CHECKING:  # annotations only: importing it costs synth time
     from aws_cdk import aws_s3 as s3
@@ -91,13 +91,14 @@ class SpeculativeDecoding:
         prefix: str | None = None,
         speculative_length: int | None = None,
     ) -> None:
-        if speculative_length is not None and not 1 <= speculative_length <= 16:
-            raise ValidationError(
-                "speculative_length",
-                speculative_length,
-                "must be between 1 and 16 draft tokens per step",
-                "pass e.g. 5 (LMI's default), or leave it out",
-            )
+        # a token is not compared (check_range notes it for synth's info message)
+        check_range(
+            "speculative_length",
+            speculative_length,
+            minimum=1,
+            maximum=16,
+            fix="pass e.g. 5 (LMI's default), or leave it out",
+        )
         self.kind = kind
         """Where the draft model comes from."""
         self.model_id = model_id

@@ -385,7 +385,12 @@ class Calibration:
 
     def to_file(self, path: str | Path) -> None:
         """Write the calibration file (``to_dict``, indented, keys in a stable order)."""
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+        try:
+            Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+        except OSError as error:
+            raise ValidationError(
+                "path", str(path), f"cannot be written: {error}", "pass a writable file path"
+            ) from error
 
     # ----- applying it to a target ------------------------------------------------------------
 
