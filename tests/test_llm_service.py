@@ -984,12 +984,12 @@ def test_plan_shows_the_eagle_option_its_job_and_where_speculation_pays(tmp_path
         "optimization: speculative-decoding (recommended)",
         "optimization chosen: EAGLE head, 5 draft tokens at 80% acceptance",
         "ModelSpeculativeDecodingConfig (EAGLE): time not published, cost unknown",
-        "x at one sequence; it ",
+        # a g5.2xlarge copy holds ~54 sequences; EAGLE stops paying before that on an A10G (the
+        # verification of 6 positions per sequence turns compute-bound; planning.speculation;
+        # where exactly moves with the fitted lmi-vllm-v1 profile)
+        "x at one sequence; it stops paying at ",
     ):
         assert expected in markdown, expected
-    # Where speculation stops paying, or that it pays up to the copy's batch limit (which one
-    # depends on the fitted lmi-vllm-v1 profile: 44 sequences per copy with its 25-row fit).
-    assert "it pays up to the copy's" in markdown or "it stops paying at" in markdown
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,11 @@ from cdk_sagemaker_llm import Optimization, Speculation
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.cli import main
-from cdk_sagemaker_llm.planning.performance import Layout, predict
+from cdk_sagemaker_llm.planning.engine_profiles import resolve_profile
+from cdk_sagemaker_llm.planning.performance import Layout, predict, profile_model
 from cdk_sagemaker_llm.planning.recommend import Risk, Slo, Traffic, recommend
 from cdk_sagemaker_llm.planning.service_options import SearchSpace, Sizing
+from cdk_sagemaker_llm.planning.speculation import SpeculativeTiming
 from cdk_sagemaker_llm.planning.workload import Workload
 
 LLAMA_8B = ModelSpec.preset("llama-3-8b")
@@ -113,3 +115,33 @@ def test_cli_recommend_and_predict_take_optimizations(capsys: pytest.CaptureFixt
     data = json.loads(capsys.readouterr().out)
     assert any("OPTION_QUANTIZE=fp8" in a for a in data["assumptions"])
     assert main([*argv[:-4], "--optimization", "nonsense"]) == 2
+
+
+def test_recommend_sizes_speculation_at_its_pessimistic_acceptance() -> None:
+    # The default risk is pessimistic: an EAGLE head is weighed at 60% acceptance (2.38 tokens
+    # per step, vLLM's measured MT-bench range) and is chosen only where it pays at the chosen
+    # concurrency per copy; the median side keeps 80% (3.69).
+    search = SearchSpace(
+        instance_types=[InstanceType.G5_2XLARGE, InstanceType.G5_12XLARGE],
+        optimizations=[Optimization.speculative_decoding()],
+    )
+    slo, traffic = Slo(max_ms_per_token=50), Traffic(concurrency=8)
+    pessimistic = recommend(LLAMA_8B, WORKLOAD, slo, traffic, search=search, top=10)
+    median = recommend(
+        LLAMA_8B, WORKLOAD, slo, traffic, search=search, sizing=Sizing(risk=Risk.MEDIAN), top=10
+    )
+    speculative = [o for o in pessimistic.options if o.optimization is not None]
+    assert speculative
+    for option in speculative:
+        text = "\n".join(option.reasoning)
+        assert "60% acceptance: 2.38 tokens per step" in text, text
+        model = profile_model(
+            LLAMA_8B, option.layout, Precision.FP16, WORKLOAD, resolve_profile(None, False)
+        )
+        timing = SpeculativeTiming(model, Speculation.eagle().pessimistic())
+        assert timing.speedup(option.concurrency_per_copy) > 1
+    assert any(
+        "80% acceptance: 3.69 tokens per step" in "\n".join(o.reasoning)
+        for o in median.options
+        if o.optimization is not None
+    )

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.errors import ValidationError
-from cdk_sagemaker_llm.planning.performance import DEFAULT_EFFICIENCY, CopyModel
+from cdk_sagemaker_llm.planning.engine_profiles import resolve_profile
+from cdk_sagemaker_llm.planning.performance import (
+    DEFAULT_EFFICIENCY,
+    CopyModel,
+    Layout,
+    profile_model,
+)
 from cdk_sagemaker_llm.planning.speculation import Speculation, SpeculativeTiming
 from cdk_sagemaker_llm.planning.workload import Workload
 
@@ -82,3 +90,105 @@ def test_bad_speculation_names_the_prop(build, prop: str) -> None:  # type: igno
 def test_factories_check_types() -> None:
     with pytest.raises(ValidationError):
         Speculation.draft_model("llama-3-8b")  # type: ignore[arg-type]
+
+
+# ----- Against published measurements (see planning/speculation.py's docstring) --------------
+
+LLAMA_3_2_1B = ModelSpec("llama-3.2-1b", 1.24e9, 16, 32, 8, 64, 131_072)
+"""Llama 3.2 1B (its Hugging Face config), a draft for the Llama 3 family."""
+
+
+def served(model: str, instance_type: InstanceType, degree: int) -> CopyModel:
+    """A copy with the default engine profile's efficiencies (LMI with vLLM V1)."""
+    return profile_model(
+        ModelSpec.preset(model),
+        Layout(instance_type, degree, 1),
+        Precision.FP16,
+        WORKLOAD,
+        resolve_profile(None, False),
+    )
+
+
+def eagle_on(instance_type: InstanceType, model: str = "llama-3-8b") -> SpeculativeTiming:
+    return SpeculativeTiming(served(model, instance_type, 1), Speculation.eagle())
+
+
+def test_eagle_at_one_sequence_is_within_the_published_range() -> None:
+    # EAGLE-3 paper (arXiv 2503.01840): Llama 3.1 8B on one H100 in SGLang, 1.5x with EAGLE-2 and
+    # 2.4x with EAGLE-3 at batch 1; vLLM measured 1.3-1.4x with EAGLE-1 (vllm-project/vllm#16035).
+    # The model without a draft forward's fixed cost said 3.0x on the H100 and 2.85x on the A10G.
+    assert 1.3 <= eagle_on(InstanceType.P5_48XLARGE).speedup(1) <= 2.4
+    assert 1.3 <= eagle_on(InstanceType.G5_2XLARGE).speedup(1) <= 2.5
+
+
+def test_eagles_gain_shrinks_with_the_batch_as_published() -> None:
+    h100 = eagle_on(InstanceType.P5_48XLARGE)
+    # (from 1 to ~32 sequences the draft's fixed costs amortise and it stays about flat)
+    speedups = [h100.speedup(batch) for batch in (32, 64, 128, 256)]
+    assert speedups == sorted(speedups, reverse=True)
+    assert h100.speedup(1) > h100.speedup(128)
+    # EAGLE-3 reaches 1.38x throughput at batch 64 on an H100 (SGLang; the old model said 1.7x)
+    assert h100.speedup(64) <= 1.5
+    # and it turns into a slowdown at high load (vLLM blog, 2024-10-17: 1.4x slower at high QPS)
+    assert h100.speedup(256) < 1
+
+
+def test_eagle_does_not_pay_at_batch_256_on_an_a10g() -> None:
+    a10g = eagle_on(InstanceType.G5_2XLARGE)
+    assert a10g.speedup(256) <= 1.0
+    breakeven = a10g.break_even_batch(4096)
+    assert breakeven is not None and breakeven < 256
+
+
+def test_the_break_even_is_computed_from_the_hardware() -> None:
+    # Not a constant: where verifying batch x (k + 1) tokens turns compute-bound, which depends on
+    # the accelerator's FLOPS against its bandwidth, and on the draft length.
+    a10g, a100, h100 = (
+        eagle_on(instance_type).break_even_batch(4096)
+        for instance_type in (
+            InstanceType.G5_2XLARGE,
+            InstanceType.P4D_24XLARGE,
+            InstanceType.P5_48XLARGE,
+        )
+    )
+    assert a10g is not None and a100 is not None and h100 is not None
+    assert len({a10g, a100, h100}) == 3
+    target = served("llama-3-8b", InstanceType.G5_2XLARGE, 1)
+    short = SpeculativeTiming(target, Speculation.eagle(acceptance_rate=0.8, draft_length=2))
+    long = SpeculativeTiming(target, Speculation.eagle(acceptance_rate=0.8, draft_length=8))
+    short_even, long_even = short.break_even_batch(4096), long.break_even_batch(4096)
+    assert short_even is not None and long_even is not None and long_even < short_even
+
+
+def test_each_draft_token_is_a_forward_pass_with_its_fixed_cost() -> None:
+    timing = eagle_on(InstanceType.P5_48XLARGE)
+    assert timing.draft_step_s(1) > timing.target.draft_forward_overhead_s(2) > 0
+
+
+def test_verification_all_reduces_carry_every_position() -> None:
+    target = served("llama-3-8b", InstanceType.G5_12XLARGE, 4)
+    timing = SpeculativeTiming(target, Speculation.eagle())
+    roofline = max(target.memory_time_s(64), 6 * target.compute_time_s(64))
+    expected = target.overhead_s() + target.all_reduce_s(64 * 6) + roofline
+    assert timing.verify_step_s(64) == pytest.approx(expected)
+    assert target.all_reduce_s(64 * 6) > target.all_reduce_s(64)
+
+
+def test_a_draft_model_on_llama_3_70b_has_vllms_published_shape() -> None:
+    # vLLM blog (2024-10-17), Llama 3 70B on 4 x H100 with a 0.5B draft: up to 1.5x at QPS 1,
+    # 1.4x slower at high QPS.
+    target = served("llama-3-70b", InstanceType.P5_48XLARGE, 4)
+    draft = replace(target, spec=LLAMA_3_2_1B, kernel=None)
+    timing = SpeculativeTiming(target, Speculation.draft_model(LLAMA_3_2_1B), draft)
+    assert 1.2 <= timing.speedup(1) <= 1.8
+    assert 0.5 <= timing.speedup(256) < 1
+
+
+def test_the_pessimistic_side_takes_the_low_end_of_measured_acceptance() -> None:
+    # vLLM measured mean accepted lengths of 1.9-2.4 with EAGLE heads on MT-bench.
+    pessimistic = Speculation.eagle().pessimistic()
+    assert pessimistic.acceptance_rate == 0.6
+    assert pessimistic.tokens_per_step == pytest.approx((1 - 0.6**6) / 0.4)
+    assert Speculation.draft_model(LLAMA_3_2_1B).pessimistic().acceptance_rate == 0.5
+    measured = Speculation.eagle(acceptance_rate=0.75)
+    assert measured.pessimistic() is measured

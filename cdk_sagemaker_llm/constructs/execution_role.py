@@ -11,7 +11,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct, IConstruct
 
 from .nag import acknowledge_wildcard_resources
-from .synth_cache import format_arn, remember, stack_of
+from .synth_cache import format_arn, remember, shared, stack_of
 
 
 def create_execution_role(scope: Construct, id: str, *, description: str) -> iam.Role:
@@ -33,14 +33,18 @@ def create_execution_role(scope: Construct, id: str, *, description: str) -> iam
         )
         for kind in ("Endpoints", "InferenceComponents")
     ]
-    logs = iam.PolicyStatement(
-        actions=[
-            "logs:CreateLogGroup",
-            "logs:CreateLogStream",
-            "logs:DescribeLogStreams",
-            "logs:PutLogEvents",
-        ],
-        resources=log_groups,
+    logs = shared(
+        stack,
+        "logs statement",
+        lambda: iam.PolicyStatement(
+            actions=[
+                "logs:CreateLogGroup",
+                "logs:CreateLogStream",
+                "logs:DescribeLogStreams",
+                "logs:PutLogEvents",
+            ],
+            resources=log_groups,
+        ),
     )
     role = ExecutionRole(scope, id, description=description, statements=[logs])
     remember(role, scope, id)
@@ -78,6 +82,11 @@ class ExecutionRole(iam.Role):
         """Add ``statement`` to the role's inline policy (grants call this too)."""
         self._document.add_statements(statement)
         return iam.AddToPrincipalPolicyResult(statement_added=True, policy_dependable=self)
+
+    def add_statements(self, *statements: iam.PolicyStatement) -> None:
+        """Add ``statements`` to the role's inline policy in one call into jsii (a statement
+        is a value: the library's constructs share one per stack and content among roles)."""
+        self._document.add_statements(*statements)
 
 
 _principal: list[iam.ServicePrincipal] = []

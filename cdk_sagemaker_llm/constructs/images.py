@@ -21,8 +21,9 @@ from ..catalog.containers import (
 from ..catalog.registries import ecr_domain
 from ..planning.engine_profiles import EngineProfile, profile_for_image
 from ..prop_types import typed_props
+from .execution_role import ExecutionRole
 from .nag import acknowledge_wildcard_resources
-from .synth_cache import format_arn, region_of, stack_of
+from .synth_cache import format_arn, region_of, shared, stack_of
 from .validation import ValidationError, is_unresolved
 
 __all__ = ["ContainerFamily", "ContainerImage"]
@@ -353,6 +354,20 @@ class ContainerImage:
         return f"ContainerImage({self.family.value}, {self.repository_name}:{self.tag})"
 
 
+def _pull_statements(repository_arn: str) -> tuple[iam.PolicyStatement, iam.PolicyStatement]:
+    return (
+        iam.PolicyStatement(
+            actions=[
+                "ecr:BatchCheckLayerAvailability",
+                "ecr:GetDownloadUrlForLayer",
+                "ecr:BatchGetImage",
+            ],
+            resources=[repository_arn],
+        ),
+        iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"]),
+    )
+
+
 def _repository_arn(scope: Construct, match: re.Match[str]) -> str:
     return format_arn(
         stack_of(scope),
@@ -366,18 +381,17 @@ def _repository_arn(scope: Construct, match: re.Match[str]) -> str:
 
 def _grant_pull(role: iam.IRole, repository_arn: str) -> None:
     """Pull rights on exactly one repository (the token call has no resource to scope)."""
-    iam.Grant.add_to_principal(
-        grantee=role,
-        actions=[
-            "ecr:BatchCheckLayerAvailability",
-            "ecr:GetDownloadUrlForLayer",
-            "ecr:BatchGetImage",
-        ],
-        resource_arns=[repository_arn],
-    )
-    iam.Grant.add_to_principal(
-        grantee=role, actions=["ecr:GetAuthorizationToken"], resource_arns=["*"]
-    )
+    if isinstance(role, ExecutionRole):  # the same two statements for every role of a stack
+        role.add_statements(
+            *shared(
+                stack_of(role),
+                ("ecr pull statements", repository_arn),
+                lambda: _pull_statements(repository_arn),
+            )
+        )
+    else:
+        for statement in _pull_statements(repository_arn):
+            role.add_to_principal_policy(statement)
     acknowledge_wildcard_resources(
         role,
         ["*"],

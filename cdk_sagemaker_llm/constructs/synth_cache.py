@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from typing import Any, Protocol
+from collections.abc import Callable, Hashable
+from typing import Any, Protocol, TypeVar
 
 from aws_cdk import Stack
 from constructs import IConstruct, Node
+
+T = TypeVar("T")
 
 _stacks: weakref.WeakKeyDictionary[Any, Stack] = weakref.WeakKeyDictionary()
 _paths: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
@@ -78,6 +81,17 @@ def format_arn(stack: Stack, **components: Any) -> str:
         facts[key] = stack.format_arn(**components)
     arn: str = facts[key]
     return arn
+
+
+def shared(stack: Stack, key: Hashable, make: Callable[[], T]) -> T:
+    """``make()``, built once per stack and ``key``: a value (a policy statement, say) that
+    every construct of the stack may use as is instead of building its own copy."""
+    facts = _facts(stack)
+    full_key = ("shared", key)
+    if full_key not in facts:
+        facts[full_key] = make()
+    value: T = facts[full_key]
+    return value
 
 
 def resolved(stack: Stack, value: str) -> Any:

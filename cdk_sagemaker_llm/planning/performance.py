@@ -405,6 +405,11 @@ class CopyModel:
         """The fixed cost of one forward step (grows with layers and TP degree)."""
         return self.efficiency.step_overhead_s(self.spec.layers, self.tensor_parallel_degree)
 
+    def draft_forward_overhead_s(self, layers: int) -> float:
+        """The fixed cost of one forward step of a ``layers``-layer draft (an EAGLE head) in
+        this engine, at this TP degree (``planning.speculation``)."""
+        return self.efficiency.step_overhead_s(layers, self.tensor_parallel_degree)
+
     def memory_time_s(self, batch: int) -> float:
         """Seconds a decode step spends reading weights and the batch's KV cache."""
         kv = (

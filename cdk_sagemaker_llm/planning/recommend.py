@@ -55,6 +55,7 @@ from .placement import (
     host_memory_problem,
 )
 from .service_options import PriceBasis, Pricing, Risk, SearchSpace, Sizing
+from .speculation import Speculation
 
 __all__ = [
     "Option",
@@ -374,6 +375,15 @@ def _search_instance(
     return options, rejected
 
 
+def _speculation_at_risk(optimization: Optimization | None, risk: Risk) -> Speculation | None:
+    """An optimization's speculative decoding as sized at ``risk``: on the pessimistic side
+    at the low end of its acceptance (``Speculation.pessimistic``)."""
+    if optimization is None or optimization.speculation is None:
+        return None
+    speculation = optimization.speculation
+    return speculation.pessimistic() if risk is Risk.PESSIMISTIC else speculation
+
+
 def _search_variant(
     search: _Search,
     layout: Layout,
@@ -394,7 +404,7 @@ def _search_variant(
         profile,
         measured,
         search.risk.slowdown(band),
-        optimization.speculation if optimization else None,
+        _speculation_at_risk(optimization, search.risk),
     )
     option, rejection = _evaluate(
         search.spec,

@@ -19,15 +19,37 @@ read once, but it computes ``k + 1`` positions per sequence) plus ``k`` draft st
 While decode is memory-bound the verification costs about one ordinary step and speculation
 pays ~E/(1 + k x draft share); as the batch grows the ``k + 1`` positions make the step
 compute-bound, and above some batch speculation costs more than it saves (the "break-even"
-concurrency). vLLM's documentation says the same in words: speculation "improves inter-token
-latency in memory-bound LLM inference" and does not help everywhere (docs.vllm.ai, "Speculative
-decoding in vLLM").
+concurrency). That batch is computed, not assumed: it is where ``(k + 1) x compute(b)`` (the
+verification of ``b x (k + 1)`` tokens, rejected ones included) plus ``k`` draft forward passes
+cost more than ``E`` ordinary steps.
+
+Each draft token is a forward pass of its own (a draft model's, or the EAGLE head's): its
+weights read, plus the fixed cost of a forward step in the engine (launches, sampling: the
+engine profile's per-step overhead for a model of that many layers), and, under tensor
+parallelism, the verification's all-reduces carry ``b x (k + 1)`` tokens.
+
+Published measurements the model is checked against (``tests/test_speculation.py``,
+``benchmarks/speculation_sweep.py``; docs/guides/capacity-planning.md):
+
+- vLLM team, "How Speculative Decoding Boosts vLLM Performance by up to 2.8x" (blog.vllm.ai,
+  2024-10-17): a draft model gives up to 1.5x at QPS 1 (Llama 3 70B, 4 x H100, ShareGPT) and
+  a 1.4x *slowdown* at high QPS: "the extra compute required to propose and verify tokens can
+  sometimes slow down the system when it is already compute-bound".
+- Li et al., "EAGLE-3" (arXiv 2503.01840, 2025): Llama 3.1 8B on one H100 in SGLang, 158
+  tokens/s plain, 244 with EAGLE-2 (1.5x) and 373 with EAGLE-3 (2.4x) at batch 1; 1.38x
+  throughput at batch 64.
+- SpecDecode-Bench, "Speculative Decoding: Performance or Illusion?" (arXiv 2601.11580, vLLM
+  0.10-0.11 on H100, batch 1-128): speed-ups shrink as the batch grows (the system becomes
+  compute-bound), are below the 3-4x often quoted at batch 1, and verification takes 42-95%
+  of the time.
+- vLLM's documentation: speculation "improves inter-token latency in memory-bound LLM
+  inference" (docs.vllm.ai, "Speculative decoding in vLLM").
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Protocol
 
@@ -38,18 +60,31 @@ from ..prop_types import typed_factory, typed_props
 EAGLE_ACCEPTANCE_RATE = 0.8
 """Default per-token acceptance of an EAGLE head. EAGLE reports mean accepted lengths of about
 3.5-4 tokens per step on MT-bench for 7B-70B chat models (Li et al., "EAGLE: Speculative
-Sampling Requires Rethinking Feature Uncertainty", ICML 2024, Table 1), which ``a = 0.8`` with
-``k = 5`` reproduces (E = 3.69)."""
+Sampling Requires Rethinking Feature Uncertainty", ICML 2024, Table 1), and vLLM measured 3.53
+for EAGLE-3 on Llama 3.1 8B with 7 draft tokens (vllm-project/vllm#26191), which ``a = 0.8``
+with ``k = 5`` reproduces (E = 3.69)."""
+EAGLE_PESSIMISTIC_ACCEPTANCE_RATE = 0.6
+"""Per-token acceptance of an EAGLE head on the pessimistic side (``recommend``'s default
+risk): vLLM's own MT-bench runs on Llama 3 / 3.1 8B measured mean accepted lengths of 1.89-2.08
+with an EAGLE-1 head at k = 2-4 (vllm-project/vllm#16035) and 2.39 with EAGLE-3
+(vllm-project/vllm#24343); ``a = 0.6`` with ``k = 5`` gives E = 2.38. Acceptance "varies
+markedly across output token positions, requests, and datasets" (SpecDecode-Bench, arXiv
+2601.11580)."""
 DRAFT_MODEL_ACCEPTANCE_RATE = 0.7
 """Default per-token acceptance of a separate small draft model: Leviathan et al. (2023,
 Table 3) measure 0.5-0.9 across target/draft pairs; 0.7 is the middle of that range."""
+DRAFT_MODEL_PESSIMISTIC_ACCEPTANCE_RATE = 0.5
+"""Per-token acceptance of a draft model on the pessimistic side: the low end of Leviathan et
+al.'s 0.5-0.9 (2023, Table 3)."""
 DEFAULT_DRAFT_LENGTH = 5
 """Draft tokens per step: vLLM's documented example (``num_speculative_tokens=5``) and LMI's
 default ``option.speculative_length``."""
-EAGLE_DRAFT_LAYERS = 2.0
-"""An EAGLE head is one decoder layer plus the target's LM head, whose reads are about one
-more layer's worth for 7B-70B models (Li et al. 2024, section 4): each draft token costs
-about 2 / layers of a target step's roofline."""
+EAGLE_DRAFT_LAYERS = 2
+"""An EAGLE head is one decoder layer plus an LM head (EAGLE-3's over a reduced draft
+vocabulary of 10k-32k tokens: vLLM blog, "Speculators v0.3.0", 2025-12-13), about one more
+layer's worth of reads for 7B-70B models (Li et al. 2024, section 4): each draft token reads
+about 2 / layers of the target's weights, and is a forward step of a 2-layer model in the
+engine (its fixed per-step cost included)."""
 
 
 class SpeculationKind(Enum):
@@ -82,6 +117,14 @@ class DecodeTiming(Protocol):
         """Seconds of one decode step of ``batch`` sequences, fixed costs included."""
         ...
 
+    def all_reduce_s(self, tokens: float) -> float:
+        """Seconds of the all-reduces of one forward pass over ``tokens`` tokens."""
+        ...
+
+    def draft_forward_overhead_s(self, layers: int) -> float:
+        """The fixed cost of one forward step of a ``layers``-layer model in this engine."""
+        ...
+
 
 @typed_props
 @dataclass(frozen=True)
@@ -100,15 +143,21 @@ class Speculation:
     """Draft tokens proposed per step (``k``)."""
     draft: ModelSpec | None = None
     """The draft model, for ``DRAFT_MODEL``."""
+    pessimistic_acceptance_rate: float | None = None
+    """The acceptance ``recommend`` sizes with on the pessimistic side (``Risk.PESSIMISTIC``):
+    the low end of the published range when the acceptance is the default, None (the stated
+    rate) when it was given as measured."""
 
     def __post_init__(self) -> None:
-        if not 0 < self.acceptance_rate < 1:
-            raise ValidationError(
-                "speculation.acceptance_rate",
-                self.acceptance_rate,
-                "must be a probability strictly between 0 and 1",
-                "pass the measured per-token acceptance, e.g. 0.7",
-            )
+        for prop in ("acceptance_rate", "pessimistic_acceptance_rate"):
+            value = getattr(self, prop)
+            if value is not None and not 0 < value < 1:
+                raise ValidationError(
+                    f"speculation.{prop}",
+                    value,
+                    "must be a probability strictly between 0 and 1",
+                    "pass the measured per-token acceptance, e.g. 0.7",
+                )
         if not 1 <= self.draft_length <= 16:
             raise ValidationError(
                 "speculation.draft_length",
@@ -121,10 +170,22 @@ class Speculation:
     @typed_factory
     def eagle(
         *,
-        acceptance_rate: float = EAGLE_ACCEPTANCE_RATE,
+        acceptance_rate: float | None = None,
         draft_length: int = DEFAULT_DRAFT_LENGTH,
     ) -> Speculation:
-        """An EAGLE head (what SageMaker's speculative-decoding optimization job trains)."""
+        """An EAGLE head (what SageMaker's speculative-decoding optimization job trains).
+
+        :param acceptance_rate: the measured per-token acceptance; default
+            ``EAGLE_ACCEPTANCE_RATE`` (0.8), and ``EAGLE_PESSIMISTIC_ACCEPTANCE_RATE`` (0.6)
+            on the pessimistic side of a decision.
+        """
+        if acceptance_rate is None:
+            return Speculation(
+                SpeculationKind.EAGLE,
+                EAGLE_ACCEPTANCE_RATE,
+                draft_length,
+                pessimistic_acceptance_rate=EAGLE_PESSIMISTIC_ACCEPTANCE_RATE,
+            )
         return Speculation(SpeculationKind.EAGLE, acceptance_rate, draft_length)
 
     @staticmethod
@@ -132,11 +193,32 @@ class Speculation:
     def draft_model(
         draft: ModelSpec,
         *,
-        acceptance_rate: float = DRAFT_MODEL_ACCEPTANCE_RATE,
+        acceptance_rate: float | None = None,
         draft_length: int = DEFAULT_DRAFT_LENGTH,
     ) -> Speculation:
-        """A separate small draft model (``ModelSpec.preset("llama-3.2-1b")``-like)."""
+        """A separate small draft model (``ModelSpec.preset("llama-3.2-1b")``-like).
+
+        :param acceptance_rate: the measured per-token acceptance; default
+            ``DRAFT_MODEL_ACCEPTANCE_RATE`` (0.7), and
+            ``DRAFT_MODEL_PESSIMISTIC_ACCEPTANCE_RATE`` (0.5) on the pessimistic side.
+        """
+        if acceptance_rate is None:
+            return Speculation(
+                SpeculationKind.DRAFT_MODEL,
+                DRAFT_MODEL_ACCEPTANCE_RATE,
+                draft_length,
+                draft,
+                DRAFT_MODEL_PESSIMISTIC_ACCEPTANCE_RATE,
+            )
         return Speculation(SpeculationKind.DRAFT_MODEL, acceptance_rate, draft_length, draft)
+
+    def pessimistic(self) -> Speculation:
+        """This speculation at its pessimistic acceptance (itself when the rate was given)."""
+        if self.pessimistic_acceptance_rate is None:
+            return self
+        return replace(
+            self, acceptance_rate=self.pessimistic_acceptance_rate, pessimistic_acceptance_rate=None
+        )
 
     @property
     def tokens_per_step(self) -> float:
@@ -194,19 +276,26 @@ class SpeculativeTiming:
         return max(timing.memory_time_s(batch), timing.compute_time_s(batch))
 
     def verify_step_s(self, batch: int) -> float:
-        """One verification step: the target's fixed costs, its weights read once, and
-        ``k + 1`` positions computed per sequence."""
+        """One verification step: the target's fixed costs, its weights read once, ``k + 1``
+        positions computed per sequence (rejected ones too), and its all-reduces carrying
+        ``batch x (k + 1)`` tokens."""
         target = self.target
-        fixed = target.step_s(batch) - self._roofline_s(target, batch)
         positions = self.speculation.draft_length + 1
+        fixed = target.step_s(batch) - self._roofline_s(target, batch)
+        fixed += target.all_reduce_s(batch * positions) - target.all_reduce_s(batch)
         return fixed + max(target.memory_time_s(batch), positions * target.compute_time_s(batch))
 
     def draft_step_s(self, batch: int) -> float:
-        """One draft token for ``batch`` sequences."""
+        """One draft token for ``batch`` sequences: a forward step of the draft model, or of
+        the EAGLE head (``EAGLE_DRAFT_LAYERS / layers`` of the target's roofline plus the
+        engine's fixed cost of a step of that many layers)."""
         if self.draft is not None:
             return self.draft.step_s(batch)
-        share = EAGLE_DRAFT_LAYERS / self.target.spec.layers
-        return share * self._roofline_s(self.target, batch)
+        target = self.target
+        share = EAGLE_DRAFT_LAYERS / target.spec.layers
+        return share * self._roofline_s(target, batch) + target.draft_forward_overhead_s(
+            EAGLE_DRAFT_LAYERS
+        )
 
     def step_s(self, batch: int) -> float:
         """Seconds per generated token per sequence (what ``CopyModel.step_s`` is without
