@@ -13,6 +13,10 @@ choose the profile: ``engine_profiles.row_profile_name``):
    parameter no row of the profile can identify (``profile_fitting.IDENTIFIED_BY``: bandwidth
    efficiency and per-step overheads need single-request latency rows, the TP terms a sweep
    over TP degrees) keeps its prior too, listed under ``kept_at_prior`` with the reason;
+   a fit no leave-one-source-out fold can repeat (leaving one of the profile's sources out
+   leaves fewer than ``MIN_ROWS_TO_FIT`` rows) is not shipped: the profile keeps its prior,
+   which is what its held-out residuals measure, every parameter listed under
+   ``kept_at_prior``, ``fitted`` null (its band is widened as an unfitted engine);
 2. the residual quantiles the prediction band comes from are leave-one-source-out: each
    source's rows are predicted by the profile fitted without that source;
 3. the fitted range (GPUs, TP degrees, model sizes, prompt lengths, sources) is stored, so a
@@ -50,6 +54,13 @@ RESIDUALS_SOURCE = (
 )
 
 
+UNCHECKED_RESIDUALS_SOURCE = (
+    "leave-one-source-out residuals ln(measured / predicted) of the profile's prior on its rows "
+    "of benchmarks/measurements/rows.csv (benchmarks/fit_profiles.py); too few rows to "
+    "cross-validate a fit, so the prior is kept and widened as not fitted"
+)
+
+
 def fitted_document(name: str, rows: list[pf.Row], held: list[pf.HeldOutPrediction]) -> dict:
     """The profile's JSON document with the fit of ``rows`` and the residuals of ``held``."""
     path = PROFILE_DIR / f"{name}.json"
@@ -57,6 +68,12 @@ def fitted_document(name: str, rows: list[pf.Row], held: list[pf.HeldOutPredicti
     profile = engine_profile(name)
     own = [row for row in rows if row.profile == name]
     efficiency, trained, fitted = pf.fit(own, profile)
+    own_held = [h for h in held if h.row.profile == name]
+    # A fit no fold could repeat without one of its sources is not cross-validated: the
+    # residuals below would measure the prior, not it. Ship the prior they measure.
+    unchecked = fitted and not all(h.fitted for h in own_held)
+    if unchecked:
+        efficiency, trained, fitted = pf.prior_efficiency(profile), pf.prior_profile(profile), False
     if "prior_kernels" not in document:
         document["prior_kernels"] = document["kernels"]
     document["kernels"] = {}
@@ -89,8 +106,26 @@ def fitted_document(name: str, rows: list[pf.Row], held: list[pf.HeldOutPredicti
     document.pop("kept_at_prior", None)
     if fitted and kept:
         document["kept_at_prior"] = kept
-    own_held = [h for h in held if h.row.profile == name]
-    if fitted and own_held:
+    if unchecked:
+        document["kept_at_prior"] = {
+            parameter: f"kept at the prior: leaving one of its {len({r.source for r in own})} "
+            f"sources out leaves fewer than {pf.MIN_ROWS_TO_FIT} rows, so no fit of its "
+            f"{len(own)} rows can be cross-validated"
+            for parameter in pf.FITTED_PARAMETERS
+        }
+        pool = [h for h in held if h.fitted]
+        residuals = pf.residuals_of(own_held, UNCHECKED_RESIDUALS_SOURCE, pool)
+        document["residuals"] = {
+            "ms_per_token": residuals.ms_per_token.to_dict(),
+            "tokens_per_s": residuals.tokens_per_s.to_dict(),
+            "rows": residuals.rows,
+            "source": UNCHECKED_RESIDUALS_SOURCE,
+        }
+        if residuals.pooled:
+            document["residuals"]["pooled"] = list(residuals.pooled)
+            document["residuals"]["pooled_source"] = residuals.pooled_source
+        document["fitted"] = None
+    elif fitted and own_held:
         pool = [h for h in held if h.fitted]
         residuals = pf.residuals_of(own_held, RESIDUALS_SOURCE, pool)
         document["residuals"] = {

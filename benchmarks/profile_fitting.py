@@ -31,6 +31,7 @@ from pathlib import Path
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.planning.engine_profiles import (
+    MIN_RESIDUAL_SOURCES,
     MIN_RESIDUALS,
     EngineProfile,
     FittedRange,
@@ -137,6 +138,14 @@ which is the client's, not the endpoint's; the endpoint's closed-loop throughput
 concurrency is Little's law on the row's measured mean latency (c x output tokens / e2e), and
 that is what the model predicts and what its rows use. The rule follows the source's method,
 for every row of the source with a concurrency and an end-to-end latency."""
+BURST = re.compile(r"requests (?:sent )?at once")
+"""Rows whose notes say the requests of a level were sent at once (one wave): every request
+arrives together, so the mean time to first token includes queueing behind the other
+requests' prefills (about half the wave's prefills), which a closed-loop steady state does
+not have; the model predicts the steady state, so such a row's TTFT is not used (its
+latency and throughput still are). Without this rule, the four evalscope waves on H100
+(vLLM 0.9, 181-459 ms TTFT for ~1,800-token prompts) pulled lmi-vllm-v1's prefill efficiency
+to the bottom of its grid (15% of peak) and made its decode latency worse."""
 MIN_ROWS_TO_FIT = 8
 """A profile with fewer rows (after leaving a source out) keeps its prior."""
 
@@ -266,6 +275,8 @@ def _row(index: int, raw: Mapping[str, str]) -> tuple[Row | None, str]:
         ms = e2e * 1000 / output_tokens
     tokens = _tokens_per_s(raw, output_tokens, None if static else concurrency, e2e)
     ttft = _float(raw["ttft_ms"])
+    if ttft is not None and BURST.search(notes):
+        ttft = None  # a wave's TTFT queues behind the wave's own prefills: not a steady state
     if ms is None and itl is None and tokens is None and ttft is None:
         return None, "no metric"
     return (
@@ -418,10 +429,21 @@ def prior_efficiency(profile: EngineProfile) -> Efficiency:
 
 def loss(rows: Sequence[Row], profile: EngineProfile, efficiency: Efficiency) -> float:
     """Sum of squared log errors over every metric of every row (TTFT weighted 0.5: the
-    sources measure it least consistently)."""
+    sources measure it least consistently). TTFT under load is left out for an engine that
+    chunks its prefills (``Batching.chunked_prefill``: vLLM V1, TGI 3): there a new request's
+    prompt is fed in chunks within each step's token budget beside the running decodes (vLLM
+    documentation, "Optimization and Tuning": chunked prefill prioritises decode requests and
+    batches prefill chunks into the remaining max_num_batched_tokens), so its TTFT under load
+    is a count of decode steps, which the model's TTFT (its own and the other clients'
+    prefills at the prefill efficiency) does not describe; fitted to it, the prefill
+    efficiency of lmi-vllm-v1 ran to the bottom of its grid (15% of peak) to stand in for
+    the missing steps. At one request TTFT is the prefill and still counts."""
     total = 0.0
+    chunked = profile.batching.chunked_prefill
     for row in rows:
         for name, error in row_errors(row, predict_row(row, profile, efficiency)).items():
+            if name == "ttft_ms" and chunked and row.concurrency > 1:
+                continue
             total += error * error * (0.5 if name == "ttft_ms" else 1.0)
     return total
 
@@ -582,15 +604,19 @@ def residuals_of(
     pool: Sequence[HeldOutPrediction] = (),
 ) -> Residuals:
     """The band's residuals (``EngineProfile.residuals``) of ``held``; a figure with fewer
-    than ``MIN_RESIDUALS`` residuals in ``held`` takes the quantiles of ``pool`` (every fitted
-    profile's held-out predictions) instead, marked pooled (``band_of`` widens it)."""
+    than ``MIN_RESIDUALS`` residuals in ``held``, or with residuals of fewer than
+    ``MIN_RESIDUAL_SOURCES`` sources, takes the quantiles of ``pool`` (every fitted profile's
+    held-out predictions) instead, marked pooled (``band_of`` widens it)."""
     own_ms, own_tokens = residual_values(held)
     pool_ms, pool_tokens = residual_values(pool)
+    ms_sources = {h.row.source for h in held if "ms_per_token" in h.errors or "itl_ms" in h.errors}
+    token_sources = {h.row.source for h in held if "tokens_per_s" in h.errors}
     pooled = []
-    if len(own_ms) < MIN_RESIDUALS and pool_ms:
+    if (len(own_ms) < MIN_RESIDUALS or len(ms_sources) < MIN_RESIDUAL_SOURCES) and pool_ms:
         own_ms = pool_ms
         pooled.append("ms_per_token")
-    if len(own_tokens) < MIN_RESIDUALS and pool_tokens:
+    too_few_tokens = len(own_tokens) < MIN_RESIDUALS or len(token_sources) < MIN_RESIDUAL_SOURCES
+    if too_few_tokens and pool_tokens:
         own_tokens = pool_tokens
         pooled.append("tokens_per_s")
     names = sorted({h.row.profile for h in pool})

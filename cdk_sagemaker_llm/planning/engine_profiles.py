@@ -46,6 +46,11 @@ MIN_RESIDUALS = 5
 rows; with fewer (e.g. a source measuring throughput only, so no single-request ms/token) the
 band borrows the pooled residuals of every fitted profile (``Residuals.pooled``) instead of
 claiming a certainty no row showed."""
+MIN_RESIDUAL_SOURCES = 2
+"""... and they must come from at least this many sources: one source's residuals measure that
+source's own offset from the model (its client, its prompts, its engine build), not how far
+another deployment lands from it (five rows of one llmperf run put lmi-vllm-v0's ms/token band
+at x0.83-0.88, a band narrower than any two sources agree)."""
 
 EXTRAPOLATION_WIDENING = 0.5
 """Each reason a prediction extrapolates (hardware, engine, model size, prompt length or TP
@@ -373,7 +378,8 @@ def band_of(residuals: Residuals, reasons: Sequence[str]) -> Band:
         return math.exp(center + (value - center) * widen)
 
     pooled = [
-        f"{POOLED_LABELS[name]}: no cross-validated {POOLED_LABELS[name]} rows of this engine; "
+        f"{POOLED_LABELS[name]}: too few cross-validated {POOLED_LABELS[name]} rows of this "
+        f"engine (fewer than {MIN_RESIDUALS}, or from one source); "
         f"{residuals.pooled_source or 'pooled residuals of the fitted profiles'}"
         for name in residuals.pooled
     ]
