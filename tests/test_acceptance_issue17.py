@@ -274,7 +274,8 @@ def test_a_bad_field_of_a_calibration_file_names_the_file_and_the_field(
 
 def test_size_says_which_engine_its_latency_assumes(capsys: pytest.CaptureFixture[str]) -> None:
     """Was: a single-request latency and a recommended degree from the generic profile (batch
-    limit 64), unstated, beside ``predict``'s ``lmi-vllm-v1`` default for the same layout."""
+    limit 64), unstated, beside ``predict``'s ``lmi-vllm-v1`` default for the same layout; now
+    ``size`` ranks with ``predict``'s default profile and names it."""
     argv = ["size", "--model", "llama-2-7b", "--instance-type", "ml.g5.xlarge", "--format", "json"]
     assert main(argv) == 0
     import json
@@ -282,8 +283,9 @@ def test_size_says_which_engine_its_latency_assumes(capsys: pytest.CaptureFixtur
     data = json.loads(capsys.readouterr().out)
     assert data["single_request_ms_per_token"] is not None
     assert any(
-        line.startswith("latency and tokens/s: the generic engine profile")
-        and "predict --engine" in line
+        line.startswith("latency and tokens/s: the lmi-vllm-v1 engine profile")
+        and "--engine" in line
+        and "predict" in line
         for line in data["reasoning"]
     )
 

@@ -35,11 +35,13 @@ def test_the_quantized_weights_note_states_the_profiles_kernel_speed() -> None:
 
 def test_no_calibration_note_claims_a_fit_only_for_fitted_profiles() -> None:
     """It said every profile was "fitted to published measurements", priors included."""
-    prior = engine_profile("lmi-vllm-v1")
-    assert prior.fitted is None  # the default profile is a prior
-    note = _line(predict(LLAMA_8B, LAYOUT, WORKLOAD, [1]).assumptions, "no calibration:")
+    prior = engine_profile("tgi-2-3")
+    assert prior.fitted is None  # too few measurements of TGI 2-3 to fit: a prior
+    note = _line(
+        predict(LLAMA_8B, LAYOUT, WORKLOAD, [1], engine="tgi-2-3").assumptions, "no calibration:"
+    )
     assert "fitted to published" not in note
-    assert "the lmi-vllm-v1 profile's prior, not fitted to measurements" in note
+    assert "the tgi-2-3 profile's prior, not fitted to measurements" in note
     fitted = engine_profile("tgi-1").fitted
     assert fitted is not None
     note = _line(

@@ -105,8 +105,10 @@ def test_fit_and_recommended_degree() -> None:
         recommended_tensor_parallel_degree(ModelSpec.LLAMA_3_8B, g5_12, max_total_tokens=1024) == 2
     )
     # 4,096-token sequences: TP1 leaves 6 GB of KV cache per copy (11 sequences); TP4 frees the
-    # memory three replicas of the weights would take and serves more.
-    assert recommended_tensor_parallel_degree(ModelSpec.LLAMA_3_8B, g5_12) == 4
+    # memory three replicas of the weights would take and serves more (generic profile: 64
+    # requests per copy); the fitted lmi-vllm-v1 default's larger batches make TP2 x 2 serve most.
+    assert recommended_tensor_parallel_degree(ModelSpec.LLAMA_3_8B, g5_12, engine="generic") == 4
+    assert recommended_tensor_parallel_degree(ModelSpec.LLAMA_3_8B, g5_12) == 2
     assert copies_per_instance(g5_12, 1) == 4
     # 70B fp16 (138 GB) fits on 4 of p4d's 40 GB A100s with KV room for 19 sequences per copy;
     # TP8 holds 141 and serves more. AWQ int4 fits on 2 A10Gs, but there a 3,072-token prompt

