@@ -1,6 +1,8 @@
 """Command output quoted in the guides is generated, not typed: each block between
 ``<!-- generated: NAME -->`` and ``<!-- /generated: NAME -->`` in a guide is what the command
-of ``EXAMPLES[NAME]`` prints today (its headings one level deeper, to sit under the guide's).
+of ``EXAMPLES[NAME]`` prints today (its headings one level deeper, to sit under the guide's),
+and the ``model-validation`` blocks (README and the capacity-planning guide) are what
+``benchmarks/model_validation.py --aggregate`` prints.
 When the model or its profiles change (``benchmarks/fit_profiles.py``), regenerate the blocks
 with ``UPDATE_DOC_EXAMPLES=1 pytest tests/test_doc_examples.py`` and review the diff."""
 
@@ -8,6 +10,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -76,3 +80,33 @@ def test_a_quoted_command_output_is_what_the_command_prints(
         f"{path}: the {name} block is stale; regenerate it with "
         "UPDATE_DOC_EXAMPLES=1 pytest tests/test_doc_examples.py"
     )
+
+
+VALIDATION_DOCUMENTS = ("README.md", "docs/guides/capacity-planning.md")
+"""Where the validation figures are quoted: the README's "how far to trust the decisions" and
+the guide's performance-model section."""
+
+
+def test_the_quoted_validation_figures_are_what_model_validation_prints() -> None:
+    """The accuracy the docs claim is the leave-one-source-out validation of today's profiles
+    and data (about 30 s: every source left out in turn)."""
+    result = subprocess.run(
+        [sys.executable, "benchmarks/model_validation.py", "--aggregate"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    printed = f"```text\n{result.stdout.rstrip(chr(10))}\n```\n"
+    for path in VALIDATION_DOCUMENTS:
+        document = ROOT / path
+        text = document.read_text(encoding="utf-8")
+        match = _block("model-validation").search(text)
+        assert match is not None, f"{path} has no generated block model-validation"
+        if os.environ.get("UPDATE_DOC_EXAMPLES") == "1":
+            document.write_text(text[: match.start(2)] + printed + text[match.end(2) :], "utf-8")
+            continue
+        assert match.group(2) == printed, (
+            f"{path}: the model-validation block is stale; regenerate it with "
+            "UPDATE_DOC_EXAMPLES=1 pytest tests/test_doc_examples.py"
+        )
