@@ -91,9 +91,8 @@ def test_a_service_serving_an_eagle_head_has_no_unacknowledged_findings(tmp_path
     """LlmService whose EAGLE option wins: the job, its recommended image and the draft read
     from its KMS-encrypted output folder add no unacknowledged finding."""
     from aws_cdk import aws_kms as kms
-    from aws_cdk import aws_s3 as s3
     from cdk_nag import AwsSolutionsChecks
-    from realistic_app import _bucket
+    from realistic_app import _bucket, access_log_bucket
 
     from cdk_sagemaker_llm import (
         ContainerImage,
@@ -115,16 +114,7 @@ def test_a_service_serving_an_eagle_head_has_no_unacknowledged_findings(tmp_path
     app = cdk.App(outdir=str(tmp_path), context=CDK_CONTEXT)
     stack = cdk.Stack(app, "Eagle", env=cdk.Environment(account="123456789012", region="us-west-2"))
     key = kms.Key(stack, "DataKey", enable_key_rotation=True)
-    logs = s3.Bucket(
-        stack,
-        "AccessLogs",
-        encryption=s3.BucketEncryption.S3_MANAGED,
-        enforce_ssl=True,
-        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-    )
-    cdk.Validations.of(logs).acknowledge(
-        cdk.Acknowledgment(id="AwsSolutions-S1", reason="The access-log bucket itself.")
-    )
+    logs = access_log_bucket(stack)
     weights = _bucket(stack, "Weights", key, logs)
     service = LlmService(
         stack,
