@@ -61,6 +61,24 @@ UNCHECKED_RESIDUALS_SOURCE = (
 )
 
 
+def _residuals_document(
+    own_held: list[pf.HeldOutPrediction], source: str, held: list[pf.HeldOutPrediction]
+) -> dict:
+    """A profile's held-out residuals as its JSON stores them: its own rows' residuals, or the
+    pooled residuals of the fitted profiles where its own are too few (``pooled``)."""
+    residuals = pf.residuals_of(own_held, source, [h for h in held if h.fitted])
+    document: dict = {
+        "ms_per_token": residuals.ms_per_token.to_dict(),
+        "tokens_per_s": residuals.tokens_per_s.to_dict(),
+        "rows": residuals.rows,
+        "source": source,
+    }
+    if residuals.pooled:
+        document["pooled"] = list(residuals.pooled)
+        document["pooled_source"] = residuals.pooled_source
+    return document
+
+
 def fitted_document(name: str, rows: list[pf.Row], held: list[pf.HeldOutPrediction]) -> dict:
     """The profile's JSON document with the fit of ``rows`` and the residuals of ``held``."""
     path = PROFILE_DIR / f"{name}.json"
@@ -113,30 +131,10 @@ def fitted_document(name: str, rows: list[pf.Row], held: list[pf.HeldOutPredicti
             f"{len(own)} rows can be cross-validated"
             for parameter in pf.FITTED_PARAMETERS
         }
-        pool = [h for h in held if h.fitted]
-        residuals = pf.residuals_of(own_held, UNCHECKED_RESIDUALS_SOURCE, pool)
-        document["residuals"] = {
-            "ms_per_token": residuals.ms_per_token.to_dict(),
-            "tokens_per_s": residuals.tokens_per_s.to_dict(),
-            "rows": residuals.rows,
-            "source": UNCHECKED_RESIDUALS_SOURCE,
-        }
-        if residuals.pooled:
-            document["residuals"]["pooled"] = list(residuals.pooled)
-            document["residuals"]["pooled_source"] = residuals.pooled_source
+        document["residuals"] = _residuals_document(own_held, UNCHECKED_RESIDUALS_SOURCE, held)
         document["fitted"] = None
     elif fitted and own_held:
-        pool = [h for h in held if h.fitted]
-        residuals = pf.residuals_of(own_held, RESIDUALS_SOURCE, pool)
-        document["residuals"] = {
-            "ms_per_token": residuals.ms_per_token.to_dict(),
-            "tokens_per_s": residuals.tokens_per_s.to_dict(),
-            "rows": residuals.rows,
-            "source": RESIDUALS_SOURCE,
-        }
-        if residuals.pooled:
-            document["residuals"]["pooled"] = list(residuals.pooled)
-            document["residuals"]["pooled_source"] = residuals.pooled_source
+        document["residuals"] = _residuals_document(own_held, RESIDUALS_SOURCE, held)
         covered = pf.fitted_range(own)
         document["fitted"] = {
             "by": "benchmarks/fit_profiles.py",
