@@ -268,6 +268,17 @@ def calibration_from_results(
         )
     spec = _spec(stated, str(model_name))
     hardware = InstanceType.of(str(type_name))
+    if (
+        tensor_parallel_degree is None
+        and degree is not None
+        and (not isinstance(degree, int) or isinstance(degree, bool) or degree < 1)
+    ):
+        raise ValidationError(
+            f"{name}: deployment.tensor_parallel_degree",
+            degree,
+            "must be a positive integer",
+            "pass the results the benchmark wrote (it records the degree as a number)",
+        )
     check_tensor_parallel_degree(hardware, degree)
     degree = int(degree or 1)
     if not isinstance(count, int) or count < 1:

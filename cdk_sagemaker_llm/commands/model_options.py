@@ -133,22 +133,29 @@ def int_list(text: str) -> list[int]:
     return values
 
 
-def check_tensor_parallel_degree(instance_type: InstanceType, degree: int | None) -> None:
-    """``--tensor-parallel-degree`` against the instance's accelerators: a degree beyond them
-    (or below 1) is a ValidationError naming the flag, the value, the count and the fix."""
+def check_tensor_parallel_degree(instance_type: InstanceType, degree: object) -> None:
+    """``--tensor-parallel-degree`` against the instance's accelerators: a degree beyond them,
+    below 1 or not an integer (a results file's) is a ValidationError naming the flag, the value,
+    the count and the fix."""
     if degree is None:
         return
     count = instance_type.accelerator_devices
     kind = "Neuron devices" if instance_type.is_neuron else "GPUs"
-    if degree < 1 or degree > count:
-        dividing = [d for d in range(1, count + 1) if count % d == 0]
+    dividing = ", ".join(str(d) for d in range(1, count + 1) if count % d == 0)
+    if not isinstance(degree, int) or isinstance(degree, bool) or degree < 1:
         raise ValidationError(
             "--tensor-parallel-degree",
             degree,
-            f"{instance_type.name} has {count} {kind}; a copy cannot span "
-            f"{'more' if degree > count else 'fewer'} than that",
-            f"pass a degree of {', '.join(map(str, dividing))}, or an instance type with at "
-            f"least {degree} {kind}",
+            "must be a positive integer (accelerators per copy)",
+            f"pass a degree of {dividing} for {instance_type.name}, or leave it out for the "
+            "recommended one",
+        )
+    if degree > count:
+        raise ValidationError(
+            "--tensor-parallel-degree",
+            degree,
+            f"{instance_type.name} has {count} {kind}; a copy cannot span more than that",
+            f"pass a degree of {dividing}, or an instance type with at least {degree} {kind}",
         )
 
 

@@ -1,0 +1,64 @@
+"""Bad command-line input found by trying it (review of issue 17/19's CLI): each is exit 2 with
+an error naming the flag (or the file's field), the value and the fix, never a traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cdk_sagemaker_llm.cli import main
+
+PREDICT = [
+    "predict", "--model", "llama-3-8b", "--instance-type", "ml.g5.12xlarge",
+    "--input-tokens", "512", "--output-tokens", "128", "--concurrency", "4",
+]  # fmt: skip
+SIZE = ["size", "--model", "llama-3-8b", "--instance-type", "ml.g5.12xlarge"]
+
+
+def _error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """The one error line ``argv`` prints, after checking it exits 2 without a traceback."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.startswith("error: ")
+    return err
+
+
+@pytest.mark.parametrize("degree", ["0", "-2"])
+@pytest.mark.parametrize("command", [PREDICT, SIZE], ids=["predict", "size"])
+def test_a_degree_below_one_is_not_a_request_for_fewer_gpus(
+    command: list[str], degree: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Was: "ml.g5.12xlarge has 4 GPUs; a copy cannot span fewer than that. Fix: pass a degree
+    # of 1, 2, 4, or an instance type with at least 0 GPUs".
+    err = _error([*command, "--tensor-parallel-degree", degree], capsys)
+    assert f"--tensor-parallel-degree={degree}: must be a positive integer" in err
+    assert "pass a degree of 1, 2, 4 for ml.g5.12xlarge" in err
+    assert "at least" not in err
+
+
+def _results(tmp_path: Path, **deployment: object) -> str:
+    """A results.json whose deployment section states ``deployment`` (levels are not read
+    before the deployment is checked)."""
+    path = tmp_path / "results.json"
+    stated = {
+        "model": "llama-2-7b",
+        "engine": {"family": "tgi", "version": "3.3.6"},
+        "instance_type": "ml.g5.2xlarge",
+        "precision": "fp16",
+        **deployment,
+    }
+    path.write_text(json.dumps({"levels": [], "deployment": stated}))
+    return str(path)
+
+
+@pytest.mark.parametrize("degree", ["abc", 0, True])
+def test_calibrate_names_a_results_file_s_bad_degree(
+    tmp_path: Path, degree: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Was: TypeError: '<' not supported between instances of 'str' and 'int'.
+    results = _results(tmp_path, tensor_parallel_degree=degree)
+    err = _error(["calibrate", results, "--out", str(tmp_path / "c.json")], capsys)
+    assert "deployment.tensor_parallel_degree" in err and "must be a positive integer" in err
