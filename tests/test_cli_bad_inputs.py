@@ -62,3 +62,19 @@ def test_calibrate_names_a_results_file_s_bad_degree(
     results = _results(tmp_path, tensor_parallel_degree=degree)
     err = _error(["calibrate", results, "--out", str(tmp_path / "c.json")], capsys)
     assert "deployment.tensor_parallel_degree" in err and "must be a positive integer" in err
+
+
+RECOMMEND = [
+    "recommend", "--model", "llama-3-8b", "--input-tokens", "512", "--output-tokens", "128",
+    "--max-ms-per-token", "50",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("rate", ["inf", "nan", "0"])
+def test_recommend_refuses_a_rate_that_is_not_a_positive_finite_number(
+    rate: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Was (inf): OverflowError: cannot convert float infinity to integer, in _evaluate.
+    err = _error([*RECOMMEND, "--requests-per-second", rate], capsys)
+    assert f"--requests-per-second={float(rate)}: must be a positive, finite rate" in err
+    assert "pass e.g. 5" in err
