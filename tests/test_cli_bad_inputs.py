@@ -78,3 +78,36 @@ def test_recommend_refuses_a_rate_that_is_not_a_positive_finite_number(
     err = _error([*RECOMMEND, "--requests-per-second", rate], capsys)
     assert f"--requests-per-second={float(rate)}: must be a positive, finite rate" in err
     assert "pass e.g. 5" in err
+
+
+CUSTOM = [
+    "predict", "--model", "mine", "--parameters", "7e9", "--layers", "32",
+    "--attention-heads", "32", "--head-dim", "128", "--max-context", "4096",
+    "--instance-type", "ml.g5.12xlarge", "--input-tokens", "512", "--output-tokens", "128",
+    "--concurrency", "4",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "problem"),
+    [
+        # Was: ValueError: cannot convert float NaN to integer (placement.sequences).
+        ("--parameters", "nan", "must be a positive, finite number of parameters"),
+        # Was: "--instance-type='ml.g5.12xlarge': mine fits at no tensor-parallel degree there".
+        ("--parameters", "inf", "must be a positive, finite number of parameters"),
+        # Was: spec.kv_heads=7 (the library's field, not the flag).
+        ("--kv-heads", "7", "must divide attention_heads (32)"),
+        ("--active-parameters", "9e9", "must be positive and at most parameters"),
+        ("--layers", "0", "must be a positive integer"),
+    ],
+)
+def test_a_custom_model_s_bad_fact_names_its_flag(
+    flag: str, value: str, problem: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = list(CUSTOM)
+    if flag in argv:
+        argv[argv.index(flag) + 1] = value
+    else:
+        argv += [flag, value]
+    err = _error(argv, capsys)
+    assert err.startswith(f"error: {flag}=") and problem in err

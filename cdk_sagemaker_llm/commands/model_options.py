@@ -56,6 +56,19 @@ def add_max_batch_size_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+_SPEC_FLAGS = {
+    "spec.parameters": "--parameters",
+    "spec.layers": "--layers",
+    "spec.attention_heads": "--attention-heads",
+    "spec.kv_heads": "--kv-heads",
+    "spec.head_dim": "--head-dim",
+    "spec.max_context": "--max-context",
+    "spec.experts_per_token": "--experts-per-token",
+    "spec.active_parameters_per_token": "--active-parameters",
+}
+"""The custom-spec flag of each ``ModelSpec`` field its checks name."""
+
+
 def _custom(args: argparse.Namespace) -> ModelSpec:
     missing = [
         flag
@@ -75,18 +88,24 @@ def _custom(args: argparse.Namespace) -> ModelSpec:
             f"pass {CUSTOM_SPEC_FLAGS} (and --kv-heads for grouped-query attention)",
         )
     experts = args.experts or 1
-    return ModelSpec(
-        name=args.model or "custom",
-        parameters=args.parameters,
-        layers=args.layers,
-        attention_heads=args.attention_heads,
-        kv_heads=args.kv_heads or args.attention_heads,
-        head_dim=args.head_dim,
-        max_context=args.max_context,
-        experts=experts,
-        experts_per_token=args.experts_per_token or (2 if experts > 1 else 1),
-        active_parameters_per_token=args.active_parameters,
-    )
+    try:
+        return ModelSpec(
+            name=args.model or "custom",
+            parameters=args.parameters,
+            layers=args.layers,
+            attention_heads=args.attention_heads,
+            kv_heads=args.kv_heads or args.attention_heads,
+            head_dim=args.head_dim,
+            max_context=args.max_context,
+            experts=experts,
+            experts_per_token=args.experts_per_token or (2 if experts > 1 else 1),
+            active_parameters_per_token=args.active_parameters,
+        )
+    except ValidationError as error:
+        flag = _SPEC_FLAGS.get(str(error.prop))
+        if flag is None:
+            raise
+        raise ValidationError(flag, error.value, error.problem, error.fix) from error
 
 
 def model_spec(args: argparse.Namespace) -> ModelSpec:
