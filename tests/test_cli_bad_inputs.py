@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from cdk_sagemaker_llm.catalog.prices import PriceList
 from cdk_sagemaker_llm.cli import main
+from cdk_sagemaker_llm.errors import ValidationError
 
 PREDICT = [
     "predict", "--model", "llama-3-8b", "--instance-type", "ml.g5.12xlarge",
@@ -111,3 +113,54 @@ def test_a_custom_model_s_bad_fact_names_its_flag(
         argv += [flag, value]
     err = _error(argv, capsys)
     assert err.startswith(f"error: {flag}=") and problem in err
+
+
+@pytest.mark.parametrize(
+    ("files", "problem"),
+    [
+        # Was: json.decoder.JSONDecodeError.
+        ({"manifest.json": "not json"}, "manifest.json cannot be read as JSON"),
+        # Was: AttributeError: 'list' object has no attribute 'get' (plan/template.py).
+        ({"Stack.template.json": "[1]"}, "Stack.template.json is not a JSON object"),
+        # Was: AttributeError: 'str' object has no attribute 'items'.
+        ({"Stack.template.json": '{"Resources": "x"}'}, "Resources is not an object"),
+    ],
+)
+def test_plan_names_an_assembly_file_it_cannot_read(
+    tmp_path: Path, files: dict[str, str], problem: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    err = _error(["plan", str(tmp_path)], capsys)
+    assert err.startswith(f"error: assembly_dir={str(tmp_path)!r}") and problem in err
+    assert "pass the directory `cdk synth` wrote" in err
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "shown", "problem"),
+    [
+        # Was: accepted (NaN and inf prices made the plan's costs nan/inf).
+        ("--price", "ml.g5.2xlarge=nan", "'ml.g5.2xlarge=nan'", "finite USD amount"),
+        ("--price", "ml.g5.2xlarge=inf", "'ml.g5.2xlarge=inf'", "finite USD amount"),
+        # Was: "prices['ml.g5.2xlarge']=-1.0" / "discount=1.5" (not the flags).
+        ("--price", "ml.g5.2xlarge=-1", "'ml.g5.2xlarge=-1'", "finite USD amount"),
+        ("--discount", "1.5", "1.5", "must be a fraction from 0 to below 1"),
+        ("--discount", "nan", "nan", "must be a fraction from 0 to below 1"),
+    ],
+)
+def test_plan_s_price_flags_are_named_with_their_values(
+    tmp_path: Path,
+    flag: str,
+    value: str,
+    shown: str,
+    problem: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    err = _error(["plan", str(tmp_path), flag, value], capsys)
+    assert err.startswith(f"error: {flag}={shown}: ") and problem in err
+
+
+@pytest.mark.parametrize("price", [float("nan"), float("inf")])
+def test_a_price_list_refuses_a_price_that_is_not_finite(price: float) -> None:
+    with pytest.raises(ValidationError, match="must be a non-negative, finite number"):
+        PriceList(as_of="today", source="test", region="us-east-1", prices={"ml.g5.xlarge": price})
