@@ -11,6 +11,7 @@ import pytest
 from cdk_sagemaker_llm.catalog.prices import PriceList
 from cdk_sagemaker_llm.cli import main
 from cdk_sagemaker_llm.errors import ValidationError
+from cdk_sagemaker_llm.planning.calibration import measured_levels
 
 PREDICT = [
     "predict", "--model", "llama-3-8b", "--instance-type", "ml.g5.12xlarge",
@@ -164,3 +165,28 @@ def test_plan_s_price_flags_are_named_with_their_values(
 def test_a_price_list_refuses_a_price_that_is_not_finite(price: float) -> None:
     with pytest.raises(ValidationError, match="must be a non-negative, finite number"):
         PriceList(as_of="today", source="test", region="us-east-1", prices={"ml.g5.xlarge": price})
+
+
+def test_calibrate_names_out_when_it_cannot_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Was: "path='...': cannot be written" (Calibration.to_file's argument, not the flag).
+    document = json.loads(Path(_results(tmp_path, tensor_parallel_degree=1)).read_text())
+    document["payload"] = {"input_tokens": 256, "output_tokens": 128}
+    document["levels"] = [
+        {"concurrency": c, "p50_ms_per_token": 30.0 + c, "output_tokens_per_s": 30.0 * c}
+        for c in (1, 2, 4, 8)
+    ]
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps(document))
+    out = str(tmp_path / "missing" / "c.json")
+    err = _error(["calibrate", str(results), "--out", out], capsys)
+    assert err.startswith(f"error: --out={out!r}: cannot be written")
+
+
+@pytest.mark.parametrize("concurrency", [-3, 0, True])
+def test_calibration_skips_a_level_without_a_positive_concurrency(concurrency: object) -> None:
+    # Was (-3): ValueError: math domain error in the fit.
+    level = {"p50_ms_per_token": 20.0, "output_tokens_per_s": 50.0, "error_rate": "n/a"}
+    levels = [{**level, "concurrency": concurrency}, {**level, "concurrency": 2}]
+    assert [found.concurrency for found in measured_levels({"levels": levels})] == [2]

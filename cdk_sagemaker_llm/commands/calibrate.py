@@ -311,10 +311,9 @@ def run(args: argparse.Namespace) -> int:
         )
         calibration.to_file(args.out)
     except ValidationError as error:
+        if error.prop == "path":  # Calibration.to_file's argument is --out here
+            error = ValidationError("--out", error.value, error.problem, error.fix)
         print(f"error: {error}", file=sys.stderr)
-        return 2
-    except OSError as error:
-        print(f"error: --out {args.out}: {error}", file=sys.stderr)
         return 2
     print(f"wrote {args.out}: {calibration.describe()}")
     for note in calibration.fit_notes():
