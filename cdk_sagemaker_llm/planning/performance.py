@@ -1121,7 +1121,7 @@ def max_throughput_within(
     *,
     precision: Precision = Precision.FP16,
     efficiency: Efficiency | None = None,
-    max_batch_size: int | None = DEFAULT_MAX_BATCH_SIZE,
+    max_batch_size: int | None = None,
     max_ttft_ms: float | None = None,
     engine: EngineProfile | ContainerRelease | str | None = None,
     slowdown: float = 1.0,
@@ -1131,10 +1131,11 @@ def max_throughput_within(
     or None when even one request per copy misses them or the layout does not fit.
 
     Without ``engine`` the model is the plain first-principles one with ``efficiency``
-    (default ``DEFAULT_EFFICIENCY``) and ``max_batch_size``; with it, the profile's
-    efficiencies (unless ``efficiency`` is given), kernels and batch limit (unless
-    ``max_batch_size`` is given). ``slowdown`` multiplies the times and divides tokens/s: a
-    band edge.
+    (default ``DEFAULT_EFFICIENCY``) and ``max_batch_size`` (default
+    ``DEFAULT_MAX_BATCH_SIZE``); with it, the profile's efficiencies (unless ``efficiency`` is
+    given), kernels and batch limit (its KV-token budget or request cap, as
+    ``profile_limits``; a ``max_batch_size`` given overrides it). ``slowdown`` multiplies the
+    times and divides tokens/s: a band edge.
     """
     if head_divisibility_problem(spec, layout.tensor_parallel_degree) or host_memory_problem(
         spec, layout.instance_type, precision
@@ -1152,7 +1153,9 @@ def max_throughput_within(
             slowdown,
             speculation,
         )
-        limits, _ = copy_limits(model, max_batch_size)
+        limits, _ = copy_limits(
+            model, DEFAULT_MAX_BATCH_SIZE if max_batch_size is None else max_batch_size
+        )
     else:
         profile = resolve_profile(engine, layout.instance_type.is_neuron)
         model = profile_model(

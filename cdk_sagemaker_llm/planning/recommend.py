@@ -137,9 +137,12 @@ class Traffic:
                 "give exactly one of requests_per_second and concurrency",
                 "pass Traffic(requests_per_second=5) or Traffic(concurrency=32)",
             )
-        if self.requests_per_second is not None and not self.requests_per_second > 0:
+        if self.requests_per_second is not None and not 0 < self.requests_per_second < math.inf:
             raise ValidationError(
-                "requests_per_second", self.requests_per_second, "must be positive", "pass e.g. 5"
+                "requests_per_second",
+                self.requests_per_second,
+                "must be a positive, finite rate",
+                "pass e.g. 5",
             )
         if self.concurrency is not None and (
             not isinstance(self.concurrency, int)
