@@ -493,11 +493,13 @@ def test_only_batched_rows_of_several_model_sizes_identify_the_host_cost(
     assert "per_sequence_ms" in kept
 
 
-def test_vllm_v1_never_fits_a_host_cost_its_engine_overlaps(
-    fitting: ModuleType, rows: list[Any]
+@pytest.mark.parametrize("name", ["lmi-vllm-v1", "lmi-trtllm"])
+def test_engines_that_overlap_their_host_work_never_fit_a_host_cost(
+    fitting: ModuleType, rows: list[Any], name: str
 ) -> None:
-    profile = engine_profile("lmi-vllm-v1")
-    own = [row for row in rows if row.profile == "lmi-vllm-v1"]
+    profile = engine_profile(name)
+    own = [row for row in rows if row.profile == name]
+    assert fitting.rows_of_kind(own)["batched decode at several model sizes"] >= 3
     names, kept = fitting.identified(own, profile)
     assert "per_sequence_ms" not in names
     assert "overlaps" in kept["per_sequence_ms"]
