@@ -190,3 +190,13 @@ def test_calibration_skips_a_level_without_a_positive_concurrency(concurrency: o
     level = {"p50_ms_per_token": 20.0, "output_tokens_per_s": 50.0, "error_rate": "n/a"}
     levels = [{**level, "concurrency": concurrency}, {**level, "concurrency": 2}]
     assert [found.concurrency for found in measured_levels({"levels": levels})] == [2]
+
+
+@pytest.mark.parametrize("flag", ["--max-instance-count", "--max-batch-size"])
+def test_a_range_error_s_fix_names_the_flag_too(
+    flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Was: "--max-instance-count=0: must be at least 1. Fix: set max_instance_count within
+    # that range" (check_range's default fix names the library's prop).
+    err = _error([*RECOMMEND, "--concurrency", "2", flag, "0"], capsys)
+    assert f"Fix: set {flag} within that range" in err
