@@ -150,6 +150,8 @@ def _has_member(value: Any, member: str) -> bool:
     kernel, and such a property always answers."""
     for cls in type(value).__mro__:
         if member in vars(cls):
+            if isinstance(vars(cls)[member], (property, functools.cached_property)):
+                return True  # declared; a construct's may read the kernel (``model_arn``)
             return not cls.__module__.startswith(_PACKAGE) or hasattr(value, member)
     return hasattr(value, member)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Annotations, Duration, Size
@@ -30,7 +31,7 @@ from .execution_role import create_execution_role, depend_on_role_policy
 from .inference_component import InferenceComponent
 from .interfaces import IEndpoint, IHostedComponent
 from .model import ModelBase
-from .nag import acknowledge_key_grant
+from .nag import acknowledge_key_grant, batched_acknowledgments
 from .networking import ContainerNetworking, place_in_vpc
 from .serverless import ServerlessConfig
 from .synth_cache import node_path, remember
@@ -572,47 +573,61 @@ class InferenceComponentEndpoint(EndpointBase):
         """
         super().__init__(scope, id)
         remember(self, scope, id)
-        require_inference_components(self, "region of the stack")
-        check_sagemaker_name("endpoint_name", endpoint_name)
-        check_sagemaker_name("variant_name", variant_name)
-        scaling = instance_scaling or ManagedInstanceScaling()
-        storage = storage or StorageVolume()
-        networking = networking or ContainerNetworking()
-        platform = platform or VariantPlatform()
-        self._check_instance_counts(
-            scaling.min_instance_count, scaling.initial_instance_count, scaling.maximum
-        )
-        self.instance_types = _component_instance_types(platform, instance_type, storage)
-        """The instance types components run on, in priority order (one without pools)."""
-        self.instance_type = self.instance_types[0]
-        """The (first-priority) instance type."""
-        self.min_instance_count = scaling.min_instance_count
-        """Fewest instances managed scaling keeps."""
-        self.max_instance_count = scaling.maximum
-        """Most instances managed scaling adds."""
-        self.default_variant_name = variant_name
-        self.network_isolation = networking.network_isolation
-        """Whether containers are denied network access."""
-        self.components: list[IHostedComponent] = []
-        """Components this endpoint hosts, in the order they were created."""
-        self._most_copies: dict[str, int] = {}
-        """Each component's autoscaling maximum, by construct path, once it scales."""
-        self.role: iam.IRole = role or create_execution_role(
-            self, "ExecutionRole", description=f"SageMaker execution role of {node_path(self)}"
-        )
-        """The execution role of the endpoint's component containers."""
-        self.endpoint_config = self._config(
-            instance_type, scaling, platform, storage, startup, networking, data_capture, metrics
-        )
-        depend_on_role_policy(self.endpoint_config, self.role)
-        self.resource = sagemaker.CfnEndpoint(
-            self,
-            "Resource",
-            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
-            endpoint_name=endpoint_name,
-        )
-        self.endpoint_name = self.resource.attr_endpoint_name
-        self.endpoint_arn = self.resource.ref
+        with batched_acknowledgments():  # one cdk-nag call per role
+            require_inference_components(self, "region of the stack")
+            check_sagemaker_name("endpoint_name", endpoint_name)
+            check_sagemaker_name("variant_name", variant_name)
+            scaling = instance_scaling or ManagedInstanceScaling()
+            storage = storage or StorageVolume()
+            networking = networking or ContainerNetworking()
+            platform = platform or VariantPlatform()
+            self._check_instance_counts(
+                scaling.min_instance_count, scaling.initial_instance_count, scaling.maximum
+            )
+            self.instance_types = _component_instance_types(platform, instance_type, storage)
+            """The instance types components run on, in priority order (one without pools)."""
+            self.instance_type = self.instance_types[0]
+            """The (first-priority) instance type."""
+            self.min_instance_count = scaling.min_instance_count
+            """Fewest instances managed scaling keeps."""
+            self.max_instance_count = scaling.maximum
+            """Most instances managed scaling adds."""
+            self.default_variant_name = variant_name
+            self.network_isolation = networking.network_isolation
+            """Whether containers are denied network access."""
+            self.components: list[IHostedComponent] = []
+            """Components this endpoint hosts, in the order they were created."""
+            self._most_copies: dict[str, int] = {}
+            """Each component's autoscaling maximum, by construct path, once it scales."""
+            self.role: iam.IRole = role or create_execution_role(
+                self, "ExecutionRole", description=f"SageMaker execution role of {node_path(self)}"
+            )
+            """The execution role of the endpoint's component containers."""
+            self.endpoint_config = self._config(
+                instance_type,
+                scaling,
+                platform,
+                storage,
+                startup,
+                networking,
+                data_capture,
+                metrics,
+            )
+            depend_on_role_policy(self.endpoint_config, self.role)
+            self.resource = sagemaker.CfnEndpoint(
+                self,
+                "Resource",
+                endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
+                endpoint_name=endpoint_name,
+            )
+            self.endpoint_name = self.resource.attr_endpoint_name
+
+    @cached_property
+    def endpoint_arn(self) -> str:  # type: ignore[override]
+        """The endpoint ARN (read from the template on first use: a jsii round trip that most
+        stacks never need)."""
+        assert self.resource is not None  # created in __init__
+        return self.resource.ref
 
     def _config(
         self,

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from aws_cdk import Annotations, Duration, Names, Size, Stack
+from aws_cdk import Annotations, Duration, Size, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
@@ -29,7 +30,7 @@ from .model import ModelBase, check_image_on_instance, merge_environment
 from .model_source import ModelSource, ModelSourceKind
 from .plan_metadata import add_plan_metadata
 from .serving_options import MAX_LORA_RANKS
-from .synth_cache import node_path, remember
+from .synth_cache import node_path, remember, unique_resource_name
 from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
 from .variant_options import ContainerStartup
 
@@ -279,8 +280,7 @@ class InferenceComponent(InferenceComponentBase):
     ) -> None:
         """Join the endpoint, let the guardrails read their alarms, leave plan metadata, and
         expose the component's name and ARN."""
-        self.inference_component_name = self.resource.inference_component_name or ""
-        self.inference_component_arn = self.resource.attr_inference_component_arn
+        self.inference_component_name = self._name
         endpoint.host(self)  # a whole IHostedComponent by now (its name and ARN set)
         if deployment is not None:
             # Guardrails read the rollback alarms with the execution role(s).
@@ -338,14 +338,16 @@ class InferenceComponent(InferenceComponentBase):
         | None,
     ) -> sagemaker.CfnInferenceComponent:
         """The ``AWS::SageMaker::InferenceComponent``."""
+        # A name known at synth time lets scaling policies and metrics refer to it directly.
+        self._name = inference_component_name or unique_resource_name(
+            self, max_length=63, separator="-"
+        )
         return sagemaker.CfnInferenceComponent(
             self,
             "Resource",
             endpoint_name=self.endpoint.endpoint_name,
             variant_name=self.endpoint.default_variant_name,
-            # A name known at synth time lets scaling policies and metrics refer to it directly.
-            inference_component_name=inference_component_name
-            or Names.unique_resource_name(self, max_length=63, separator="-"),
+            inference_component_name=self._name,
             specification=specification,
             specifications=specifications,
             runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(
@@ -355,6 +357,12 @@ class InferenceComponent(InferenceComponentBase):
             else None,
             deployment_config=self.deployment.for_component() if self.deployment else None,
         )
+
+    @cached_property
+    def inference_component_arn(self) -> str:  # type: ignore[override]
+        """The component's ARN (read from the template on first use: a jsii round trip that
+        most stacks never need)."""
+        return self.resource.attr_inference_component_arn
 
     @property
     def container_caching_eligible(self) -> bool:

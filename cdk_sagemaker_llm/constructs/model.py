@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from aws_cdk import Annotations, Arn, ArnFormat, Stack
@@ -17,6 +18,7 @@ from .execution_role import create_execution_role, depend_on_role_policy
 from .fit_check import check_fit
 from .images import ContainerImage
 from .model_source import ModelSource
+from .nag import batched_acknowledgments
 from .networking import place_in_vpc
 from .plan_metadata import add_plan_metadata
 from .serving_options import ServingOptions
@@ -177,86 +179,101 @@ class Model(ModelBase):
         """
         super().__init__(scope, id)
         remember(self, scope, id)
-        check_sagemaker_name("model_name", model_name)
-        if serving is not None:
-            serving.validate(image)
-        if speculative_decoding is not None:
-            speculative_decoding.validate(image, environment, network_isolation=network_isolation)
-        if network_isolation and source is not None and source.needs_internet:
-            raise ValidationError(
-                "network_isolation",
-                True,
-                "a Hugging Face model source downloads weights at start, which network "
-                "isolation forbids",
-                "load the weights from S3 (ModelSource.from_s3) or disable network_isolation",
+        with batched_acknowledgments():  # one cdk-nag call per role
+            check_sagemaker_name("model_name", model_name)
+            if serving is not None:
+                serving.validate(image)
+            if speculative_decoding is not None:
+                speculative_decoding.validate(
+                    image, environment, network_isolation=network_isolation
+                )
+            if network_isolation and source is not None and source.needs_internet:
+                raise ValidationError(
+                    "network_isolation",
+                    True,
+                    "a Hugging Face model source downloads weights at start, which network "
+                    "isolation forbids",
+                    "load the weights from S3 (ModelSource.from_s3) or disable network_isolation",
+                )
+            self.image = image
+            """The serving container."""
+            self.source = source
+            """Where the weights come from, if given."""
+            self.serving = serving
+            """The typed serving options, if given."""
+            self.speculative_decoding = speculative_decoding
+            """The draft model for speculative decoding, if given."""
+            self.network_isolation = network_isolation
+            """Whether the container is denied network access."""
+            self.spec = spec or (
+                ModelSpec.from_hugging_face_id(source.model_id)
+                if source is not None and source.model_id
+                else None
             )
-        self.image = image
-        """The serving container."""
-        self.source = source
-        """Where the weights come from, if given."""
-        self.serving = serving
-        """The typed serving options, if given."""
-        self.speculative_decoding = speculative_decoding
-        """The draft model for speculative decoding, if given."""
-        self.network_isolation = network_isolation
-        """Whether the container is denied network access."""
-        self.spec = spec or (
-            ModelSpec.from_hugging_face_id(source.model_id)
-            if source is not None and source.model_id
-            else None
-        )
-        """The model's architecture, when given or inferred; sizing checks need it."""
-        self.role: iam.IRole = role or create_execution_role(
-            self, "ExecutionRole", description=f"SageMaker execution role of {node_path(self)}"
-        )
-        """The role SageMaker assumes to run this model."""
-
-        bound_source = source.bind(self.role) if source else None
-        rendered = {**(bound_source.environment if bound_source else {})}
-        if serving is not None:
-            for name, value in serving.environment().items():
-                rendered[name] = value
-        if speculative_decoding is not None:
-            rendered.update(speculative_decoding.bind(self.role))
-        self.environment: dict[str, str] = merge_environment(rendered, environment, "environment")
-        """The container environment, as rendered into the template."""
-        self.image_uri = image.bind(self, self.role)
-        """The resolved image URI (a token for region-agnostic stacks)."""
-
-        network = place_in_vpc(
-            self, vpc=vpc, vpc_subnets=vpc_subnets, security_groups=security_groups, role=self.role
-        )
-        self.security_groups: list[ec2.ISecurityGroup] = network.security_groups if network else []
-        """The security groups of the model's network interfaces (empty without a VPC)."""
-        vpc_config = (
-            sagemaker.CfnModel.VpcConfigProperty(
-                security_group_ids=network.security_group_ids, subnets=network.subnet_ids
+            """The model's architecture, when given or inferred; sizing checks need it."""
+            self.role: iam.IRole = role or create_execution_role(
+                self, "ExecutionRole", description=f"SageMaker execution role of {node_path(self)}"
             )
-            if network
-            else None
-        )
+            """The role SageMaker assumes to run this model."""
 
-        self.resource = sagemaker.CfnModel(
-            self,
-            "Resource",
-            execution_role_arn=self.role.role_arn,
-            model_name=model_name,
-            enable_network_isolation=network_isolation or None,
-            vpc_config=vpc_config,
-            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
-                image=self.image_uri,
-                mode="SingleModel",
-                environment=self.environment or None,
-                model_data_url=bound_source.model_data_url if bound_source else None,
-                model_data_source=bound_source.model_data_source if bound_source else None,
-            ),
-        )
-        depend_on_role_policy(self.resource, self.role)
-        add_plan_metadata(self.resource, image=image, spec=self.spec)
-        self.model_name: str = self.resource.attr_model_name
-        """The SageMaker model name."""
-        self.model_arn: str = self.resource.ref
-        """The SageMaker model ARN."""
+            bound_source = source.bind(self.role) if source else None
+            rendered = {**(bound_source.environment if bound_source else {})}
+            if serving is not None:
+                for name, value in serving.environment().items():
+                    rendered[name] = value
+            if speculative_decoding is not None:
+                rendered.update(speculative_decoding.bind(self.role))
+            self.environment: dict[str, str] = merge_environment(
+                rendered, environment, "environment"
+            )
+            """The container environment, as rendered into the template."""
+            self.image_uri = image.bind(self, self.role)
+            """The resolved image URI (a token for region-agnostic stacks)."""
+
+            network = place_in_vpc(
+                self,
+                vpc=vpc,
+                vpc_subnets=vpc_subnets,
+                security_groups=security_groups,
+                role=self.role,
+            )
+            self.security_groups: list[ec2.ISecurityGroup] = (
+                network.security_groups if network else []
+            )
+            """The security groups of the model's network interfaces (empty without a VPC)."""
+            vpc_config = (
+                sagemaker.CfnModel.VpcConfigProperty(
+                    security_group_ids=network.security_group_ids, subnets=network.subnet_ids
+                )
+                if network
+                else None
+            )
+
+            self.resource = sagemaker.CfnModel(
+                self,
+                "Resource",
+                execution_role_arn=self.role.role_arn,
+                model_name=model_name,
+                enable_network_isolation=network_isolation or None,
+                vpc_config=vpc_config,
+                primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
+                    image=self.image_uri,
+                    mode="SingleModel",
+                    environment=self.environment or None,
+                    model_data_url=bound_source.model_data_url if bound_source else None,
+                    model_data_source=bound_source.model_data_source if bound_source else None,
+                ),
+            )
+            depend_on_role_policy(self.resource, self.role)
+            add_plan_metadata(self.resource, image=image, spec=self.spec)
+            self.model_name: str = self.resource.attr_model_name
+            """The SageMaker model name."""
+
+    @cached_property
+    def model_arn(self) -> str:  # type: ignore[override]
+        """The SageMaker model ARN (read from the template on first use: a jsii round trip
+        that most stacks never need)."""
+        return self.resource.ref
 
     def check_placement(
         self, instance_type: InstanceType, accelerators: int | None, prop: str

@@ -9,7 +9,9 @@ id names the rendered resource, e.g. ``AwsSolutions-IAM5[Resource::arn:aws:logs:
 
 from __future__ import annotations
 
+import contextlib
 import weakref
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Acknowledgment, Validations
@@ -44,11 +46,37 @@ def acknowledge(scope: IConstruct, rule_id: str, reason: str) -> None:
     acknowledge_all(scope, [rule_id], reason)
 
 
+_batch: list[dict[IConstruct, list[Acknowledgment]]] = []
+
+
+@contextlib.contextmanager
+def batched_acknowledgments() -> Iterator[None]:
+    """Hold the acknowledgments made inside the block and make them per construct, in order,
+    in one jsii call at its end (a construct whose role gets several, e.g. its logs and its
+    image pull, pays one round trip instead of one each). Nested blocks join the outer one."""
+    if _batch:
+        yield
+        return
+    pending: dict[IConstruct, list[Acknowledgment]] = {}
+    _batch.append(pending)
+    try:
+        yield
+    finally:
+        _batch.clear()
+        for scope, acknowledgments in pending.items():
+            _validations_of(scope).acknowledge(*acknowledgments)
+
+
 def acknowledge_all(scope: IConstruct, rule_ids: list[str], reason: str) -> None:
-    """Acknowledge each of ``rule_ids`` on ``scope`` for the same reason, in one jsii call."""
-    _validations_of(scope).acknowledge(
-        *(Acknowledgment(id=rule_id, reason=reason) for rule_id in dict.fromkeys(rule_ids))
-    )
+    """Acknowledge each of ``rule_ids`` on ``scope`` for the same reason, in one jsii call
+    (or at the end of the enclosing ``batched_acknowledgments`` block)."""
+    acknowledgments = [
+        Acknowledgment(id=rule_id, reason=reason) for rule_id in dict.fromkeys(rule_ids)
+    ]
+    if _batch:
+        _batch[0].setdefault(scope, []).extend(acknowledgments)
+    else:
+        _validations_of(scope).acknowledge(*acknowledgments)
 
 
 def acknowledge_wildcard_resources(scope: IConstruct, resources: list[str], reason: str) -> None:

@@ -14,11 +14,13 @@ proxy), weakly, so a stack that is gone takes its answers with it.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import re
 import weakref
 from collections.abc import Callable, Hashable
 from typing import Any, Protocol, TypeVar
 
-from aws_cdk import Stack
+from aws_cdk import Names, Stack
 from constructs import IConstruct, Node
 
 T = TypeVar("T")
@@ -112,3 +114,48 @@ def remember(construct: IConstruct, scope: IConstruct, id: str) -> None:
         if "/" not in id:  # the constructs library rewrites a "/" in an id
             parent = node_path(scope)
             _paths[construct] = f"{parent}/{id}" if parent else id
+
+
+def unique_resource_name(construct: IConstruct, *, max_length: int, separator: str) -> str:
+    """``Names.unique_resource_name(construct, max_length=..., separator=...)``, computed here
+    from the construct's cached path and its stack's name with aws-cdk-lib's algorithm
+    (``core/lib/private/unique-resource-name``: the path's ids from the top-level stack's name
+    down, less ``Default``; the human part without ``Resource`` and repeated ids, cut in the
+    middle to fit; then 8 hex digits of the path's MD5). A construct in a nested stack asks
+    the kernel."""
+    stack = stack_of(construct)
+    facts = _facts(stack)
+    if "stack name" not in facts:
+        facts["stack name"] = None if stack.nested else stack.stack_name
+    stack_name: str | None = facts["stack name"]
+    stack_path, path = node_path(stack), node_path(construct)
+    if stack_name is None or not path.startswith(f"{stack_path}/"):
+        return Names.unique_resource_name(construct, max_length=max_length, separator=separator)
+    components = [stack_name, *path[len(stack_path) + 1 :].split("/")]
+    components = [component for component in components if component != "Default"]
+    if len(components) == 1 and len(_alphanumeric(components[0])) <= max_length:
+        return _alphanumeric(components[0])
+    digest = hashlib.md5("/".join(components).encode(), usedforsecurity=False).hexdigest()
+    human = separator.join(
+        kept
+        for kept in (_alphanumeric(c) for c in _without_repeats(components) if c != "Resource")
+        if kept
+    )
+    human += separator
+    if len(human) > max_length - 8:
+        half = (max_length - 8) // 2
+        human = human[:half] + human[-half:]
+    return human + digest[:8].upper()
+
+
+def _alphanumeric(component: str) -> str:
+    return re.sub("[^A-Za-z0-9]", "", component)
+
+
+def _without_repeats(components: list[str]) -> list[str]:
+    """Drop each id that the id kept before it ends with (aws-cdk-lib's ``removeDupes``)."""
+    kept: list[str] = []
+    for component in components:
+        if not kept or not kept[-1].endswith(component):
+            kept.append(component)
+    return kept
