@@ -215,3 +215,15 @@ def test_no_range_takes_an_infinity(value: float) -> None:
     with pytest.raises(ValidationError, match="must be finite and between 1 and 5"):
         check_range("x", value, minimum=1, maximum=5)
     check_range("x", 10**400, minimum=1)  # a huge integer is finite (no float overflow)
+
+
+@pytest.mark.parametrize("document", [[], {"version": 99}])
+def test_a_file_that_is_no_calibration_is_the_flag_s_value(
+    tmp_path: Path, document: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Was: "--calibration c.json='list': ..." / "--calibration c.json=None: ..." (the file's
+    # path in the prop, its type or missing format as the value).
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(document))
+    err = _error([*RECOMMEND, "--concurrency", "2", "--calibration", str(path)], capsys)
+    assert err.startswith(f"error: --calibration={str(path)!r}: is not a calibration file")
