@@ -497,7 +497,7 @@ def recommend(
     options: list[Option] = []
     rejected: list[Rejection] = []
     region_note = _region_note(pricing)
-    measured_on: dict[str, Efficiency | None] = {}  # the calibration as it applies per type
+    measured_on: dict[str, Efficiency | None] = {}  # the calibration as applied per type
     for instance_type in candidates:
         unusable = _unpredictable(instance_type)
         if unusable is not None:
@@ -544,7 +544,7 @@ def recommend(
             traffic,
             precision=precision,
             profile=resolve_profile(engine, option.layout.instance_type.is_neuron),
-            measured=None if calibration is None else measured_on[option.layout.instance_type.name],
+            measured=measured_on[option.layout.instance_type.name],
             max_instance_count=max_instance_count,
             prices=prices,
             price_basis=price_basis,
