@@ -97,10 +97,9 @@ def load_calibration(path: str | None) -> Calibration | None:
         # The file itself (unreadable, not a calibration) is the flag's value; a bad field
         # names the field of that file (``PATH.version``).
         prop = str(error.prop)
-        if prop == "calibration":
-            prop = "--calibration"
-        else:
-            prop = f"--calibration {prop if path in prop else f'{path}: {prop}'}"
+        if prop in ("calibration", path):
+            raise ValidationError("--calibration", path, error.problem, error.fix) from error
+        prop = f"--calibration {prop if path in prop else f'{path}: {prop}'}"
         raise ValidationError(prop, error.value, error.problem, error.fix) from error
 
 

@@ -191,4 +191,6 @@ def flag_error(
         flag = "--" + prop.replace("_", "-")
     if flag is None:
         return error
-    return ValidationError(flag, error.value, error.problem, error.fix)
+    # check_range's default fix ("set max_batch_size within that range") names the prop too.
+    fix = error.fix.replace(f"set {prop} within", f"set {flag} within")
+    return ValidationError(flag, error.value, error.problem, fix)

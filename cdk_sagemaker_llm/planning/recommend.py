@@ -481,10 +481,6 @@ def recommend(
     calibration, engine, risk = sizing.calibration, sizing.engine, sizing.risk
     max_batch_size = search.max_batch_size
     optimizations = search.optimizations
-    if max_instance_count < 1:
-        raise ValidationError(
-            "max_instance_count", max_instance_count, "must be at least 1", "pass e.g. 16"
-        )
     if top < 1:
         raise ValidationError("top", top, "must be at least 1", "pass e.g. 5")
     resolve_profile(engine)  # an unknown profile name is an error before the search
@@ -501,17 +497,18 @@ def recommend(
     options: list[Option] = []
     rejected: list[Rejection] = []
     region_note = _region_note(pricing)
+    measured_on: dict[str, Efficiency | None] = {}  # the calibration as applied per type
     for instance_type in candidates:
         unusable = _unpredictable(instance_type)
         if unusable is not None:
             rejected.append(unusable)
             continue
-        found_any = False
         measured = efficiency
         if calibration is not None:
             applied = calibration.applied_to(spec, instance_type, engine=release)
             measured = applied.efficiency
             calibration_notes += [n for n in applied.warnings if n not in calibration_notes]
+        measured_on[instance_type.name] = measured
         found, refused = _search_instance(
             _Search(
                 spec,
@@ -534,8 +531,7 @@ def recommend(
         )
         options += found
         rejected += refused
-        found_any = bool(found)
-        if not found_any and not any(r.instance_type == instance_type.name for r in rejected):
+        if not found and not any(r.instance_type == instance_type.name for r in rejected):
             rejected.append(Rejection(instance_type.name, "no layout fits"))
     options.sort(key=_rank)
     trade_off = _optimize_or_buy(options) if optimizations else None
@@ -548,11 +544,7 @@ def recommend(
             traffic,
             precision=precision,
             profile=resolve_profile(engine, option.layout.instance_type.is_neuron),
-            measured=None
-            if calibration is None
-            else calibration.applied_to(
-                spec, option.layout.instance_type, engine=release
-            ).efficiency,
+            measured=measured_on[option.layout.instance_type.name],
             max_instance_count=max_instance_count,
             prices=prices,
             price_basis=price_basis,
