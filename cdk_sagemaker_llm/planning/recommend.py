@@ -53,6 +53,7 @@ from .placement import (
 )
 from .service_options import PriceBasis, Pricing, Risk, SearchSpace, Sizing
 from .speculation import Speculation
+from .workload import check_workload_context
 
 __all__ = [
     "Option",
@@ -483,6 +484,7 @@ def recommend(
     optimizations = search.optimizations
     if top < 1:
         raise ValidationError("top", top, "must be at least 1", "pass e.g. 5")
+    check_workload_context(spec, workload)
     resolve_profile(engine)  # an unknown profile name is an error before the search
     release = engine if isinstance(engine, EngineRelease) else None
     efficiency = calibration.efficiency if calibration else None
