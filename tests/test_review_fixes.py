@@ -10,15 +10,17 @@ from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec
 from cdk_sagemaker_llm.cli import main
 from cdk_sagemaker_llm.errors import ValidationError
+from cdk_sagemaker_llm.planning.calibration import EngineRelease
 from cdk_sagemaker_llm.planning.decision import (
     ExpectedTraffic,
     Overrides,
     ServiceRequest,
     decide,
 )
+from cdk_sagemaker_llm.planning.optimizations import Optimization
 from cdk_sagemaker_llm.planning.performance import Layout, Workload, predict
 from cdk_sagemaker_llm.planning.recommend import Slo, Traffic, recommend
-from cdk_sagemaker_llm.planning.service_options import LayoutOverrides, SearchSpace
+from cdk_sagemaker_llm.planning.service_options import LayoutOverrides, SearchSpace, Sizing
 from cdk_sagemaker_llm.planning.sizing import size
 
 SIZE = [
@@ -95,3 +97,65 @@ def test_the_commands_name_the_flag_of_a_request_beyond_the_context(
     err = capsys.readouterr().err
     assert err.startswith(f"error: {flag}")
     assert "context of 8192 tokens" in err and "--max-context" in err
+
+
+SPECULATION = Optimization.speculative_decoding()
+LAYOUT = Layout(InstanceType.G5_2XLARGE, 1, 1, 1)
+ORDINARY = Workload(input_tokens=512, output_tokens=128)
+
+
+@pytest.mark.parametrize(
+    ("engine", "named"),
+    [
+        (EngineRelease("tgi", "3.3.6"), "tgi 3.3.6"),
+        (EngineRelease("lmi-tensorrt-llm"), "lmi-tensorrt-llm"),
+        (EngineRelease("lmi", "0.26.0"), "lmi 0.26.0"),
+        ("tgi-1", "tgi-1"),
+        ("lmi-trtllm", "lmi-trtllm"),
+    ],
+)
+def test_speculation_is_not_predicted_on_an_engine_that_cannot_serve_a_draft(
+    engine: object, named: str
+) -> None:
+    with pytest.raises(ValidationError) as error:
+        predict(SPEC, LAYOUT, ORDINARY, [1], engine=engine, optimization=SPECULATION)  # type: ignore[arg-type]
+    assert error.value.prop == "engine" and error.value.value == named
+    assert "speculative-decoding" in error.value.problem
+    assert "OPTION_SPECULATIVE_DRAFT_MODEL" in error.value.problem
+    assert "LMI 0.27.0 or later" in error.value.fix
+
+
+@pytest.mark.parametrize("engine", [None, EngineRelease("lmi", "0.31.0"), "lmi-vllm-v0"])
+def test_speculation_is_predicted_on_lmi_with_draft_options(engine: object) -> None:
+    prediction = predict(SPEC, LAYOUT, ORDINARY, [1], engine=engine, optimization=SPECULATION)  # type: ignore[arg-type]
+    assert prediction.levels
+
+
+def test_the_predict_command_names_engine_and_optimization(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = [
+        "predict", "--model", "llama-3-8b", "--instance-type", "ml.g5.2xlarge",
+        "--input-tokens", "512", "--output-tokens", "128", "--concurrency", "1",
+        "--optimization", "speculative-decoding", "--engine", "tgi:3.3.6",
+    ]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --engine='tgi 3.3.6': cannot serve the speculative-decoding")
+
+
+def test_recommend_skips_speculation_on_tgi_and_says_why() -> None:
+    result = recommend(
+        SPEC,
+        ORDINARY,
+        Slo(max_ms_per_token=100),
+        Traffic(requests_per_second=1),
+        search=SearchSpace(instance_types=[InstanceType.G5_2XLARGE], optimizations=[SPECULATION]),
+        sizing=Sizing(engine=EngineRelease("tgi", "3.3.6")),
+    )
+    assert all(option.optimization is None for option in result.options)
+    reasons = [r.reason for r in result.rejected]
+    assert any(
+        r.startswith("with speculative-decoding: the engine (tgi-2-3) cannot serve it")
+        for r in reasons
+    ), reasons

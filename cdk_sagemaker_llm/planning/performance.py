@@ -977,6 +977,7 @@ def predict(
     check_workload_context(spec, workload)
     profile = resolve_profile(engine, layout.instance_type.is_neuron)
     if optimization is not None:
+        optimization.check_engine(engine, profile.name)
         precision = optimization.precision(precision)
     model = profile_model(
         spec,

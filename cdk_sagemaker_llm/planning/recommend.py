@@ -396,6 +396,13 @@ def _search_variant(
     instance_type = layout.instance_type
     precision = optimization.precision(search.precision) if optimization else search.precision
     profile = resolve_profile(search.engine, instance_type.is_neuron)
+    unservable = optimization.engine_problem(search.engine, profile.name) if optimization else None
+    if unservable is not None:
+        assert optimization is not None
+        reason = (
+            f"with {optimization.name}: the engine ({profile.name}) cannot serve it: {unservable}"
+        )
+        return None, Rejection(instance_type.name, reason, layout.tensor_parallel_degree)
     band = prediction_band(profile, search.spec, layout, search.workload, precision, optimization)
     model = profile_model(
         search.spec,
