@@ -239,3 +239,36 @@ def test_predict_fits_results_that_agree_and_reads_them_once(
     reads.clear()
     assert main([*PREDICT_7B, "--calibration", str(out)]) == 0
     assert reads.count("calibration.json") == 1
+
+
+def test_an_empty_concurrency_item_is_an_error_naming_the_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = [*PREDICT_7B[:-4], "--concurrency", "1,,2"]
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --concurrency: '1,,2' has an empty item" in err
+
+
+def test_an_unknown_engine_lists_the_profiles_too(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*PREDICT_7B, "--engine", "lmi-vllm-v9"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --engine='lmi-vllm-v9': is neither an engine profile nor")
+    assert "lmi-vllm-v1" in err and "lmi-tensorrt-llm" in err
+
+
+def test_calibrate_says_a_bad_instance_type_came_from_the_results(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _results_file(
+        tmp_path, model="llama-2-7b", instance_type="ml.nope", engine={"family": "tgi"}
+    )
+    argv = ["calibrate", str(path), "--out", str(tmp_path / "c.json")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}: deployment.instance_type='ml.nope'"), err
+    assert main([*argv, "--instance-type", "ml.nope2"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --instance-type='ml.nope2'"), err

@@ -323,7 +323,14 @@ def calibration_from_results(
             "ml.g5.2xlarge --engine tgi:3.3.6)",
         )
     spec = model_of_results(stated, str(model_name))
-    hardware = InstanceType.of(str(type_name))
+    try:
+        hardware = InstanceType.of(str(type_name))
+    except ValidationError as error:
+        # The flag's value, or the file's: say which, as the degree's error does.
+        prop = (
+            "--instance-type" if instance_type is not None else f"{name}: deployment.instance_type"
+        )
+        raise ValidationError(prop, type_name, error.problem, error.fix) from error
     if (
         tensor_parallel_degree is None
         and degree is not None

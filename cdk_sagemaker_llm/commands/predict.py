@@ -95,7 +95,19 @@ def engine_choice(text: str | None) -> EngineRelease | EngineProfile | None:
     ``FAMILY[:VERSION]`` (which also chooses the profile: ``planning.engine_profiles``)."""
     if text is not None and text.strip() in PROFILE_NAMES:
         return engine_profile(text.strip())
-    return engine_option(text)
+    try:
+        return engine_option(text)
+    except ValidationError as error:
+        if error.prop != "--engine" or ":" in str(text) or "@" in str(text):
+            raise
+        # Neither a profile nor a family: the fix lists both, not only the families.
+        raise ValidationError(
+            "--engine",
+            text,
+            "is neither an engine profile nor a container family the library knows",
+            f"pass a profile ({', '.join(PROFILE_NAMES)}) or a container FAMILY[:VERSION] "
+            f"with FAMILY {error.fix.removeprefix('pass ')}",
+        ) from error
 
 
 PREDICT_MISMATCH_FIX = (
