@@ -56,6 +56,9 @@ def add_max_batch_size_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+WORKLOAD_FLAGS = "--input-tokens + --output-tokens"
+"""The flags of a workload's tokens per request (a ``workload`` error names them)."""
+
 _SPEC_FLAGS = {
     "spec.parameters": "--parameters",
     "spec.layers": "--layers",

@@ -53,6 +53,7 @@ from .placement import (
 )
 from .service_options import PriceBasis, Pricing, Risk, SearchSpace, Sizing
 from .speculation import Speculation
+from .workload import check_workload_context
 
 __all__ = [
     "Option",
@@ -395,6 +396,13 @@ def _search_variant(
     instance_type = layout.instance_type
     precision = optimization.precision(search.precision) if optimization else search.precision
     profile = resolve_profile(search.engine, instance_type.is_neuron)
+    unservable = optimization.engine_problem(search.engine, profile.name) if optimization else None
+    if unservable is not None:
+        assert optimization is not None
+        reason = (
+            f"with {optimization.name}: the engine ({profile.name}) cannot serve it: {unservable}"
+        )
+        return None, Rejection(instance_type.name, reason, layout.tensor_parallel_degree)
     band = prediction_band(profile, search.spec, layout, search.workload, precision, optimization)
     model = profile_model(
         search.spec,
@@ -483,6 +491,7 @@ def recommend(
     optimizations = search.optimizations
     if top < 1:
         raise ValidationError("top", top, "must be at least 1", "pass e.g. 5")
+    check_workload_context(spec, workload)
     resolve_profile(engine)  # an unknown profile name is an error before the search
     release = engine if isinstance(engine, EngineRelease) else None
     efficiency = calibration.efficiency if calibration else None
