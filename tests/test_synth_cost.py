@@ -84,7 +84,7 @@ def test_each_set_costs_a_bounded_number_of_kernel_round_trips(
     # left is creating the resources and roles, acknowledgments, metadata, names and ARNs.
     one = kernel_round_trips(monkeypatch, lambda: library_sets(1))
     three = kernel_round_trips(monkeypatch, lambda: library_sets(3))
-    assert (three - one) / 2 <= 25
+    assert (three - one) / 2 <= 24
 
 
 def test_literal_token_checks_ask_no_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
