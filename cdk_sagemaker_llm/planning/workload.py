@@ -311,6 +311,29 @@ class Workload:
         return self.input_tokens + self.output_tokens
 
     @property
+    def longest_input_tokens(self) -> int:
+        """Prompt tokens of the longest prompt: a multi-turn workload's last turn (the whole
+        history), a trace's longest record; ``input_tokens`` otherwise."""
+        shape = self.shape
+        if isinstance(shape, MultiTurn):
+            history = (shape.turns - 1) * (shape.turn_tokens + self.output_tokens)
+            return shape.system_tokens + shape.turn_tokens + history
+        if isinstance(shape, Trace):
+            return max(record.input_tokens for record in shape.records)
+        return self.input_tokens
+
+    @property
+    def longest_tokens(self) -> int:
+        """Input + output tokens of the longest request (``total_tokens`` when every request
+        is alike): the sequence length the server must accept."""
+        shape = self.shape
+        if isinstance(shape, MultiTurn):
+            return self.longest_input_tokens + self.output_tokens
+        if isinstance(shape, Trace):
+            return max(record.input_tokens + record.output_tokens for record in shape.records)
+        return self.total_tokens
+
+    @property
     def mean_context(self) -> float:
         """Mean context length while decoding: input + half the output."""
         return self.input_tokens + self.output_tokens / 2
@@ -347,13 +370,11 @@ def check_context(spec: ModelSpec, tokens: int, prop: str, value: object = None)
 
 
 def check_workload_context(spec: ModelSpec, workload: Workload, prop: str = "workload") -> None:
-    """``check_context`` of ``workload``'s input + output tokens (the mean of a shape)."""
-    check_context(
-        spec,
-        workload.total_tokens,
-        prop,
-        f"{workload.describe()} ({workload.total_tokens} in all)",
-    )
+    """``check_context`` of the input + output tokens of ``workload``'s longest request (a
+    shape's mean can fit while its longest request does not, and the server rejects that)."""
+    longest = workload.longest_tokens
+    where = "" if longest == workload.total_tokens else "the longest request has "
+    check_context(spec, longest, prop, f"{workload.describe()} ({where}{longest} in all)")
 
 
 def _check_prompt(owner: str, tokens: int) -> None:
