@@ -19,11 +19,13 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..catalog.model_specs import ModelSpec
 from ..errors import ValidationError
 from ..prop_types import typed_factory, typed_props
+
+if TYPE_CHECKING:  # the managed-benchmark Lambda bundles planning/workload.py without catalog/
+    from ..catalog.model_specs import ModelSpec
 
 MAX_SHAPE_TOKENS = 200_000
 """Tokens of one prompt a shape may build."""
