@@ -9,8 +9,9 @@ Besides every request alike (``Workload(input_tokens=..., output_tokens=...)``),
 each built by a factory: prompts that share prefixes (``Workload.shared_prefix``), multi-turn
 conversations whose every turn resends the history (``Workload.multi_turn``) and the replay of
 a trace of requests with their timestamps and token counts (``Workload.trace``, in the Mooncake
-JSONL format that aiperf replays). The planner sees a shaped workload's mean tokens; the
-benchmark builds each request from the shape (``benchmarking.workloads``).
+JSONL format that aiperf replays). The planner sees a shaped workload's mean tokens, and its
+longest request (``longest_tokens``) for the model's context and the served ``max_model_len``;
+the benchmark builds each request from the shape (``benchmarking.workloads``).
 """
 
 from __future__ import annotations
