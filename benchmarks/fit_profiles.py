@@ -100,6 +100,7 @@ def fitted_document(name: str, rows: list[pf.Row], held: list[pf.HeldOutPredicti
         count = sum(row.precision.value == kernel_name for row in own)
         if fitted and kernel.weight_read != prior["weight_read"]:
             document["kernels"][kernel_name] = {
+                **prior,
                 "weight_read": kernel.weight_read,
                 "compute": kernel.compute,
                 "source": f"fitted to {count} {kernel_name} rows of "

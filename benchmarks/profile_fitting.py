@@ -501,10 +501,7 @@ def prior_profile(profile: EngineProfile) -> EngineProfile:
         return profile
     return replace(
         profile,
-        kernels={
-            name: KernelSpeed(float(k["weight_read"]), float(k["compute"]), k["source"])
-            for name, k in prior.items()
-        },
+        kernels={name: KernelSpeed.of(k) for name, k in prior.items()},
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -19,6 +20,7 @@ from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.planning.engine_profiles import (
     PROFILE_NAMES,
     BatchLimit,
+    KernelSpeed,
     Quantiles,
     Residuals,
     all_profiles,
@@ -29,6 +31,7 @@ from cdk_sagemaker_llm.planning.engine_profiles import (
     profile_name_for,
 )
 from cdk_sagemaker_llm.planning.performance import (
+    CopyModel,
     Layout,
     Workload,
     efficiency_of,
@@ -170,6 +173,44 @@ def test_int4_kernels_are_slower_than_their_bytes_promise_on_tgi_1() -> None:
     marlin = predict(spec, layout, load, [1], engine="lmi-vllm-v1", precision=Precision.INT4_AWQ)
     assert marlin.levels[0].ms_per_token < int4.levels[0].ms_per_token
     assert any("precision" in reason for reason in int4.band.reasons)  # type: ignore[union-attr]
+
+
+def test_tgi_1_int4_loses_its_edge_above_exllamas_reconstruction_threshold() -> None:
+    """TGI 1.x's exllama GPTQ kernel dequantizes to FP16 and calls cuBLAS above 8 rows
+    (``matmul_recons_thd = 8``, TGI v1.0.3 ``utils/gptq/exllama.py``): a step then moves more
+    bytes than FP16 weights, so int4's per-token advantage over FP16 shrinks past 8
+    sequences (published, TGI 1.0.3 on one A10G: 1.5x faster than FP16 at one client, slower
+    from about 10)."""
+    kernel = engine_profile("tgi-1").kernel(Precision.INT4_AWQ)
+    assert kernel is not None and kernel.reconstruct_above == 8
+    assert not kernel.reconstructs(8) and kernel.reconstructs(9)
+    assert "matmul_recons_thd = 8" in kernel.reconstruct_source
+    assert KernelSpeed.of(kernel.to_dict()) == kernel
+    spec, load = ModelSpec.LLAMA_2_7B, Workload(256, 128)
+
+    def step(precision: Precision, batch: int, reconstruct: bool = True) -> float:
+        layout = Layout(InstanceType.G5_2XLARGE, 1, 1)
+        profile = engine_profile("tgi-1")
+        quantized = profile.kernel(precision)
+        if quantized is not None and not reconstruct:
+            quantized = replace(quantized, reconstruct_above=None)
+        model = CopyModel(
+            spec,
+            layout.instance_type,
+            1,
+            precision,
+            load,
+            efficiency_of(profile),
+            quantized,
+        )
+        return model.step_s(batch)
+
+    assert step(Precision.INT4_AWQ, 8) == step(Precision.INT4_AWQ, 8, reconstruct=False)
+    fused, switched = step(Precision.INT4_AWQ, 9, False), step(Precision.INT4_AWQ, 9)
+    assert switched > fused
+    assert step(Precision.INT4_AWQ, 1) / step(Precision.FP16, 1) < (
+        step(Precision.INT4_AWQ, 16) / step(Precision.FP16, 16)
+    )
 
 
 # ----- Tensor parallelism on the SageMaker containers ---------------------------------------------

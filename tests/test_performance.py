@@ -7,8 +7,10 @@ import pytest
 from cdk_sagemaker_llm.catalog.instance_types import A10G, A100_40GB, InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.errors import ValidationError
+from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
 from cdk_sagemaker_llm.planning.performance import (
     DEFAULT_EFFICIENCY,
+    DEFAULT_MAX_BATCH_SIZE,
     NVLINK_A100,
     PCIE_GEN4,
     PCIE_GEN4_CROSS_SOCKET,
@@ -19,6 +21,8 @@ from cdk_sagemaker_llm.planning.performance import (
     interconnect_of,
     max_throughput_within,
     predict,
+    profile_limits,
+    profile_model,
     weight_bytes_read,
 )
 from cdk_sagemaker_llm.planning.placement import GB, copy_memory, head_divisibility_problem
@@ -220,3 +224,20 @@ def test_predict_rejects_layouts_that_cannot_serve() -> None:
         Workload(0, 10)
     with pytest.raises(ValidationError, match="memory_bandwidth"):
         Efficiency(memory_bandwidth=1.5)
+
+
+def test_max_throughput_within_defaults_to_the_engine_batch_limit() -> None:
+    """Without ``max_batch_size`` an engine profile's own batch limit applies (TGI 1.x: a
+    KV-token budget, here 88 requests on one A10G), not the 64-request default (issue 17)."""
+    spec, g5 = ModelSpec.LLAMA_3_8B, InstanceType.G5_2XLARGE
+    layout, load = Layout(g5, 1, 1), Workload(256, 256)
+    model = profile_model(spec, layout, Precision.FP16, load, engine_profile("tgi-1"))
+    limits, _ = profile_limits(model, engine_profile("tgi-1"))
+    assert limits.capacity > DEFAULT_MAX_BATCH_SIZE
+    default = max_throughput_within(spec, layout, load, 200, engine="tgi-1")
+    capped = max_throughput_within(spec, layout, load, 200, engine="tgi-1", max_batch_size=64)
+    plain = max_throughput_within(spec, layout, load, 200)
+    assert default is not None and capped is not None and plain is not None
+    assert default.concurrency_per_copy == limits.capacity
+    assert capped.concurrency_per_copy == DEFAULT_MAX_BATCH_SIZE
+    assert plain.concurrency_per_copy <= DEFAULT_MAX_BATCH_SIZE

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, ClassVar
@@ -150,11 +151,15 @@ class ModelSpec:
                 raise ValidationError(
                     f"spec.{prop}", value, "must be a positive integer", f"set {prop} to a count"
                 )
-        if not isinstance(self.parameters, int | float) or self.parameters <= 0:
+        if (
+            not isinstance(self.parameters, int | float)
+            or isinstance(self.parameters, bool)
+            or not 0 < self.parameters < math.inf
+        ):
             raise ValidationError(
                 "spec.parameters",
                 self.parameters,
-                "must be a positive number of parameters",
+                "must be a positive, finite number of parameters",
                 "pass the total parameter count, e.g. 7.24e9",
             )
         if not 1 <= self.experts_per_token <= self.experts or (

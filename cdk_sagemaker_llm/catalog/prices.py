@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -48,9 +49,16 @@ class PriceList:
 
     def __post_init__(self) -> None:
         for name, price in self.prices.items():
-            if not isinstance(price, int | float) or isinstance(price, bool) or price < 0:
+            if (
+                not isinstance(price, int | float)
+                or isinstance(price, bool)
+                or not 0 <= price < math.inf
+            ):
                 raise ValidationError(
-                    f"prices[{name!r}]", price, "must be a non-negative number", "fix the price"
+                    f"prices[{name!r}]",
+                    price,
+                    "must be a non-negative, finite number",
+                    "fix the price (USD per instance-hour)",
                 )
         check_discount("savings_plan_1y_discount", self.savings_plan_1y_discount)
         object.__setattr__(self, "prices", MappingProxyType(dict(sorted(self.prices.items()))))

@@ -97,10 +97,9 @@ def load_calibration(path: str | None) -> Calibration | None:
         # The file itself (unreadable, not a calibration) is the flag's value; a bad field
         # names the field of that file (``PATH.version``).
         prop = str(error.prop)
-        if prop == "calibration":
-            prop = "--calibration"
-        else:
-            prop = f"--calibration {prop if path in prop else f'{path}: {prop}'}"
+        if prop in ("calibration", path):
+            raise ValidationError("--calibration", path, error.problem, error.fix) from error
+        prop = f"--calibration {prop if path in prop else f'{path}: {prop}'}"
         raise ValidationError(prop, error.value, error.problem, error.fix) from error
 
 
@@ -268,6 +267,17 @@ def calibration_from_results(
         )
     spec = _spec(stated, str(model_name))
     hardware = InstanceType.of(str(type_name))
+    if (
+        tensor_parallel_degree is None
+        and degree is not None
+        and (not isinstance(degree, int) or isinstance(degree, bool) or degree < 1)
+    ):
+        raise ValidationError(
+            f"{name}: deployment.tensor_parallel_degree",
+            degree,
+            "must be a positive integer",
+            "pass the results the benchmark wrote (it records the degree as a number)",
+        )
     check_tensor_parallel_degree(hardware, degree)
     degree = int(degree or 1)
     if not isinstance(count, int) or count < 1:
@@ -300,10 +310,9 @@ def run(args: argparse.Namespace) -> int:
         )
         calibration.to_file(args.out)
     except ValidationError as error:
+        if error.prop == "path":  # Calibration.to_file's argument is --out here
+            error = ValidationError("--out", error.value, error.problem, error.fix)
         print(f"error: {error}", file=sys.stderr)
-        return 2
-    except OSError as error:
-        print(f"error: --out {args.out}: {error}", file=sys.stderr)
         return 2
     print(f"wrote {args.out}: {calibration.describe()}")
     for note in calibration.fit_notes():

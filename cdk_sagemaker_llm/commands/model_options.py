@@ -56,6 +56,22 @@ def add_max_batch_size_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+WORKLOAD_FLAGS = "--input-tokens + --output-tokens"
+"""The flags of a workload's tokens per request (a ``workload`` error names them)."""
+
+_SPEC_FLAGS = {
+    "spec.parameters": "--parameters",
+    "spec.layers": "--layers",
+    "spec.attention_heads": "--attention-heads",
+    "spec.kv_heads": "--kv-heads",
+    "spec.head_dim": "--head-dim",
+    "spec.max_context": "--max-context",
+    "spec.experts_per_token": "--experts-per-token",
+    "spec.active_parameters_per_token": "--active-parameters",
+}
+"""The custom-spec flag of each ``ModelSpec`` field its checks name."""
+
+
 def _custom(args: argparse.Namespace) -> ModelSpec:
     missing = [
         flag
@@ -75,18 +91,24 @@ def _custom(args: argparse.Namespace) -> ModelSpec:
             f"pass {CUSTOM_SPEC_FLAGS} (and --kv-heads for grouped-query attention)",
         )
     experts = args.experts or 1
-    return ModelSpec(
-        name=args.model or "custom",
-        parameters=args.parameters,
-        layers=args.layers,
-        attention_heads=args.attention_heads,
-        kv_heads=args.kv_heads or args.attention_heads,
-        head_dim=args.head_dim,
-        max_context=args.max_context,
-        experts=experts,
-        experts_per_token=args.experts_per_token or (2 if experts > 1 else 1),
-        active_parameters_per_token=args.active_parameters,
-    )
+    try:
+        return ModelSpec(
+            name=args.model or "custom",
+            parameters=args.parameters,
+            layers=args.layers,
+            attention_heads=args.attention_heads,
+            kv_heads=args.kv_heads or args.attention_heads,
+            head_dim=args.head_dim,
+            max_context=args.max_context,
+            experts=experts,
+            experts_per_token=args.experts_per_token or (2 if experts > 1 else 1),
+            active_parameters_per_token=args.active_parameters,
+        )
+    except ValidationError as error:
+        flag = _SPEC_FLAGS.get(str(error.prop))
+        if flag is None:
+            raise
+        raise ValidationError(flag, error.value, error.problem, error.fix) from error
 
 
 def model_spec(args: argparse.Namespace) -> ModelSpec:
@@ -133,22 +155,29 @@ def int_list(text: str) -> list[int]:
     return values
 
 
-def check_tensor_parallel_degree(instance_type: InstanceType, degree: int | None) -> None:
-    """``--tensor-parallel-degree`` against the instance's accelerators: a degree beyond them
-    (or below 1) is a ValidationError naming the flag, the value, the count and the fix."""
+def check_tensor_parallel_degree(instance_type: InstanceType, degree: object) -> None:
+    """``--tensor-parallel-degree`` against the instance's accelerators: a degree beyond them,
+    below 1 or not an integer (a results file's) is a ValidationError naming the flag, the value,
+    the count and the fix."""
     if degree is None:
         return
     count = instance_type.accelerator_devices
     kind = "Neuron devices" if instance_type.is_neuron else "GPUs"
-    if degree < 1 or degree > count:
-        dividing = [d for d in range(1, count + 1) if count % d == 0]
+    dividing = ", ".join(str(d) for d in range(1, count + 1) if count % d == 0)
+    if not isinstance(degree, int) or isinstance(degree, bool) or degree < 1:
         raise ValidationError(
             "--tensor-parallel-degree",
             degree,
-            f"{instance_type.name} has {count} {kind}; a copy cannot span "
-            f"{'more' if degree > count else 'fewer'} than that",
-            f"pass a degree of {', '.join(map(str, dividing))}, or an instance type with at "
-            f"least {degree} {kind}",
+            "must be a positive integer (accelerators per copy)",
+            f"pass a degree of {dividing} for {instance_type.name}, or leave it out for the "
+            "recommended one",
+        )
+    if degree > count:
+        raise ValidationError(
+            "--tensor-parallel-degree",
+            degree,
+            f"{instance_type.name} has {count} {kind}; a copy cannot span more than that",
+            f"pass a degree of {dividing}, or an instance type with at least {degree} {kind}",
         )
 
 
@@ -165,4 +194,6 @@ def flag_error(
         flag = "--" + prop.replace("_", "-")
     if flag is None:
         return error
-    return ValidationError(flag, error.value, error.problem, error.fix)
+    # check_range's default fix ("set max_batch_size within that range") names the prop too.
+    fix = error.fix.replace(f"set {prop} within", f"set {flag} within")
+    return ValidationError(flag, error.value, error.problem, fix)

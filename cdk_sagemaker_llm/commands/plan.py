@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from typing import Any
 
-from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
+from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList, check_discount
 from ..errors import ValidationError
 from ..plan import build_plan, render_json, render_markdown
 
@@ -57,8 +58,18 @@ def add_price_arguments(parser: argparse.ArgumentParser) -> None:
 
 def price_list(args: argparse.Namespace) -> PriceList:
     """The library's price list with the user's prices and discount applied; for another
-    ``--price-region``, only the user's prices (the library's are us-east-1's)."""
+    ``--price-region``, only the user's prices (the library's are us-east-1's). A bad price or
+    discount is a ValidationError naming its flag."""
     given = dict(args.price)
+    for name, price in given.items():
+        if not 0 <= price < math.inf:
+            raise ValidationError(
+                "--price",
+                f"{name}={price:g}",
+                "must be a non-negative, finite USD amount per instance-hour",
+                "pass e.g. --price ml.g5.2xlarge=1.7",
+            )
+    check_discount("--discount", args.discount)
     region = args.price_region or DEFAULT_PRICE_LIST.region
     if region != DEFAULT_PRICE_LIST.region:
         prices = PriceList(

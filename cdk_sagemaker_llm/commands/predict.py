@@ -30,6 +30,7 @@ from ..planning.performance import (
 from ..planning.sizing import recommended_tensor_parallel_degree
 from .calibrate import add_calibration_arguments, engine_option, load_calibration
 from .model_options import (
+    WORKLOAD_FLAGS,
     add_max_batch_size_argument,
     add_model_arguments,
     check_tensor_parallel_degree,
@@ -187,7 +188,8 @@ def _flag_error(error: ValidationError, args: argparse.Namespace) -> ValidationE
         flag = "--tensor-parallel-degree" if args.tensor_parallel_degree else "--instance-type"
         value = args.tensor_parallel_degree or args.instance_type
         return ValidationError(flag, value, f"{error.value}: {error.problem}", error.fix)
-    return flag_error(error, args, {"copies_per_instance": "--copies", "precision": "--dtype"})
+    aliases = {"copies_per_instance": "--copies", "precision": "--dtype"}
+    return flag_error(error, args, {**aliases, "workload": WORKLOAD_FLAGS})
 
 
 def render_markdown(model: str, prediction: Prediction) -> str:

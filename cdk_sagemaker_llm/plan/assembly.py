@@ -34,17 +34,39 @@ def _read_assembly(root: Path, templates: dict[str, dict[str, Any]]) -> None:
     manifest_path = root / "manifest.json"
     if not manifest_path.is_file():
         for path in sorted(root.glob("*.template.json")):
-            templates[path.name.removesuffix(".template.json")] = json.loads(path.read_text())
+            templates[path.name.removesuffix(".template.json")] = _read_object(path, template=True)
         return
-    manifest = json.loads(manifest_path.read_text())
+    manifest = _read_object(manifest_path)
     for artifact_id, artifact in sorted(manifest.get("artifacts", {}).items()):
         kind = artifact.get("type")
         properties = artifact.get("properties", {})
         if kind == "aws:cloudformation:stack" and properties.get("templateFile"):
             name = artifact.get("displayName") or properties.get("stackName") or artifact_id
-            templates[name] = json.loads((root / properties["templateFile"]).read_text())
+            templates[name] = _read_object(root / properties["templateFile"], template=True)
         elif kind == "cdk:cloud-assembly" and properties.get("directoryName"):
             _read_assembly(root / properties["directoryName"], templates)
+
+
+def _read_object(path: Path, *, template: bool = False) -> dict[str, Any]:
+    """The JSON object in ``path`` (a manifest, or a template whose ``Resources`` is an object);
+    a file that is unreadable, not JSON or not such an object is a ValidationError naming it."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        problem = f"{path} cannot be read as JSON: {error}"
+    else:
+        if not isinstance(document, dict):
+            problem = f"{path} is not a JSON object"
+        elif template and not isinstance(document.get("Resources", {}), dict):
+            problem = f"{path}'s Resources is not an object"
+        else:
+            return document
+    raise ValidationError(
+        "assembly_dir",
+        str(path.parent),
+        problem,
+        "pass the directory `cdk synth` wrote (cdk.out), or synthesize again",
+    )
 
 
 def stack_regions(assembly_dir: str | Path) -> dict[str, str]:
@@ -55,9 +77,7 @@ def stack_regions(assembly_dir: str | Path) -> dict[str, str]:
         manifest_path = root / "manifest.json"
         if not manifest_path.is_file():
             return
-        for artifact_id, artifact in (
-            json.loads(manifest_path.read_text()).get("artifacts", {}).items()
-        ):
+        for artifact_id, artifact in _read_object(manifest_path).get("artifacts", {}).items():
             properties = artifact.get("properties", {})
             if artifact.get("type") == "cdk:cloud-assembly" and properties.get("directoryName"):
                 read(root / properties["directoryName"])

@@ -595,8 +595,15 @@ def measured_levels(results: Mapping[str, Any]) -> list[MeasuredLevel]:
         concurrency = level.get("concurrency")
         ms = _number(level.get("p50_ms_per_token"))
         tput = _number(level.get("output_tokens_per_s"))
-        error_rate = level.get("error_rate") or 0
-        if not isinstance(concurrency, int) or ms is None or tput is None or error_rate > 0.5:
+        error_rate = _number(level.get("error_rate")) or 0.0
+        if (
+            not isinstance(concurrency, int)
+            or isinstance(concurrency, bool)
+            or concurrency < 1
+            or ms is None
+            or tput is None
+            or error_rate > 0.5
+        ):
             continue
         ttft_s = _number(level.get("p50_ttft_s"))
         found.append(

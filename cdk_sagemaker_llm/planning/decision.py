@@ -58,6 +58,7 @@ from .service_options import (
     SearchSpace,
     Sizing,
 )
+from .workload import check_context, check_workload_context
 
 HOST_MEMORY_SHARE = 0.5
 """Of a copy's share of host memory (its accelerators' share of the instance), the part its
@@ -555,6 +556,9 @@ def decide(
     the candidates, the instance count) or an override cannot hold (its value and the fix).
     """
     overrides = overrides or Overrides()
+    check_workload_context(request.spec, request.workload)
+    if overrides.max_model_len is not None:
+        check_context(request.spec, overrides.max_model_len, "max_model_len")
     decider = _Decider(request, overrides)
     option = decider.layout(recommendation)
     serving, choices = decider.serving(option)

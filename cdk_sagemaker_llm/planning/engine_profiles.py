@@ -110,10 +110,48 @@ class KernelSpeed:
     compute: float
     """Fraction of FP16 compute efficiency at large batches (dequantizing costs arithmetic)."""
     source: str
+    reconstruct_above: int | None = None
+    """Rows (sequences in a decode step, prompt tokens in a prefill) above which the engine
+    stops multiplying the quantized weights in a fused kernel and instead dequantizes each
+    weight matrix to FP16 and multiplies it with cuBLAS (exllama's ``matmul_recons_thd``): a
+    step then reads the quantized weights, writes them as FP16 and reads the FP16 back, at the
+    FP16 kernels' bandwidth and compute efficiency. None: the fused kernel at every batch."""
+    reconstruct_share: float = 1.0
+    """Share of the quantized weights whose kernel reconstructs above ``reconstruct_above``
+    (the others stay in the fused kernel at every batch)."""
+    reconstruct_source: str = ""
+    """Where ``reconstruct_above`` and ``reconstruct_share`` come from (engine source file and
+    version)."""
+
+    def reconstructs(self, rows: float) -> bool:
+        """Whether a matrix product over ``rows`` rows dequantizes to FP16 first."""
+        return self.reconstruct_above is not None and rows > self.reconstruct_above
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form."""
-        return {"weight_read": self.weight_read, "compute": self.compute, "source": self.source}
+        document: dict[str, Any] = {
+            "weight_read": self.weight_read,
+            "compute": self.compute,
+            "source": self.source,
+        }
+        if self.reconstruct_above is not None:
+            document["reconstruct_above"] = self.reconstruct_above
+            document["reconstruct_share"] = self.reconstruct_share
+            document["reconstruct_source"] = self.reconstruct_source
+        return document
+
+    @staticmethod
+    def of(document: Mapping[str, Any]) -> KernelSpeed:
+        """A kernel speed from its JSON form (``to_dict``)."""
+        above = document.get("reconstruct_above")
+        return KernelSpeed(
+            float(document["weight_read"]),
+            float(document["compute"]),
+            document["source"],
+            None if above is None else int(above),
+            float(document.get("reconstruct_share", 1.0)),
+            document.get("reconstruct_source", ""),
+        )
 
 
 @dataclass(frozen=True)
@@ -438,10 +476,7 @@ def profile_from_dict(data: Mapping[str, Any]) -> EngineProfile:
             chunked_prefill=bool(batching["chunked_prefill"]),
             source=batching["source"],
         ),
-        kernels={
-            name: KernelSpeed(float(k["weight_read"]), float(k["compute"]), k["source"])
-            for name, k in data["kernels"].items()
-        },
+        kernels={name: KernelSpeed.of(k) for name, k in data["kernels"].items()},
         residuals=Residuals(
             _quantiles(residuals["ms_per_token"]),
             _quantiles(residuals["tokens_per_s"]),

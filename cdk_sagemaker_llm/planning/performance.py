@@ -65,7 +65,7 @@ from .placement import (
     kv_bytes_per_token_per_copy,
 )
 from .speculation import Speculation, SpeculativeTiming, draft_weight_bytes
-from .workload import Workload
+from .workload import Workload, check_workload_context
 
 INVOCATION_TIMEOUT_S = 60.0
 """SageMaker real-time InvokeEndpoint times out after 60 s (SageMaker developer guide,
@@ -81,6 +81,8 @@ ALL_REDUCES_PER_LAYER = 2
 KNEE_MIN_GAIN_PER_DOUBLING = 0.10
 """The knee rule the benchmark uses (``benchmarking.engine.KneeRule``): the last concurrency
 before doubling it buys less than 10 % more throughput."""
+FP16_BYTES = 2
+"""Bytes of one FP16 weight (what a reconstructing quantized kernel writes and reads back)."""
 
 
 @dataclass(frozen=True)
@@ -395,13 +397,33 @@ class CopyModel:
         )
         return ALL_REDUCES_PER_LAYER * self.spec.layers * one
 
-    @property
-    def _weight_read_factor(self) -> float:
-        return self.kernel.weight_read if self.kernel is not None else 1.0
+    def _reconstructed_share(self, rows: float) -> float:
+        """Share of the quantized weights multiplied as reconstructed FP16 over ``rows`` rows
+        (``KernelSpeed.reconstruct_above`` / ``reconstruct_share``)."""
+        if self.kernel is None or not self.kernel.reconstructs(rows):
+            return 0.0
+        return self.kernel.reconstruct_share
 
-    @property
-    def _weight_compute_factor(self) -> float:
-        return self.kernel.compute if self.kernel is not None else 1.0
+    def _weight_compute_factor(self, rows: float) -> float:
+        """Share of FP16 compute the weights' matrix products reach over ``rows`` rows: the
+        fused quantized kernel's, FP16's (1) for the weights it reconstructs as FP16."""
+        if self.kernel is None:
+            return 1.0
+        share = self._reconstructed_share(rows)
+        return 1 / ((1 - share) / self.kernel.compute + share)
+
+    def _weight_traffic_s(self, rows: float, batch: int) -> float:
+        """Seconds of weight memory traffic of one forward pass over ``rows`` rows. A fused
+        quantized kernel reads the fewer bytes at its ``weight_read`` share of FP16's bandwidth
+        efficiency; a reconstructing one reads them, writes the matrix as FP16 and reads it
+        back for cuBLAS, all at FP16's efficiency."""
+        weights = weight_bytes_read(self.spec, self.precision, batch)
+        if self.kernel is None:
+            return weights / self._bandwidth
+        share = self._reconstructed_share(rows)
+        fp16 = weights / self.precision.bytes_per_parameter * FP16_BYTES
+        fused = (1 - share) * weights / self.kernel.weight_read
+        return (fused + share * (weights + 2 * fp16)) / self._bandwidth
 
     def overhead_s(self) -> float:
         """The fixed cost of one forward step (grows with layers and TP degree)."""
@@ -419,13 +441,12 @@ class CopyModel:
             * self.workload.mean_context
             * kv_bytes_per_token_per_copy(self.spec, self.tensor_parallel_degree, self.precision)
         )
-        weights = weight_bytes_read(self.spec, self.precision, batch) / self._weight_read_factor
-        return (weights + kv) / self._bandwidth
+        return self._weight_traffic_s(batch, batch) + kv / self._bandwidth
 
     def compute_time_s(self, batch: int) -> float:
         """Seconds a decode step spends on arithmetic at the decode compute efficiency."""
         per_token = (
-            2 * self.spec.active_parameters / self._weight_compute_factor
+            2 * self.spec.active_parameters / self._weight_compute_factor(batch)
             + 4 * self.spec.layers * hidden_size(self.spec) * self.workload.mean_context
         )
         return batch * per_token / self._flops_rate(self.efficiency.decode_compute)
@@ -461,11 +482,19 @@ class CopyModel:
     def _prefill(self) -> float:
         tokens = self.workload.input_tokens
         flops = (
-            2 * self.spec.active_parameters * tokens / self._weight_compute_factor
+            2 * self.spec.active_parameters * tokens / self._weight_compute_factor(tokens)
             + 2 * self.spec.layers * hidden_size(self.spec) * tokens**2
         )
+        # A reconstructing kernel first reads the quantized weights and writes them as FP16
+        # (cuBLAS's own weight reads overlap the prefill's arithmetic, as FP16's do).
+        quantized = self._reconstructed_share(tokens) * weight_bytes_read(
+            self.spec, self.precision, 1
+        )
+        written = quantized / self.precision.bytes_per_parameter * FP16_BYTES
+        reconstruction = (quantized + written) / self._bandwidth
         return (
             flops / self._flops_rate(self.efficiency.prefill_compute)
+            + reconstruction
             + self.all_reduce_s(tokens)
             + self.overhead_s()
         )
@@ -945,8 +974,10 @@ def predict(
         )
     if max_batch_size is not None and max_batch_size < 1:
         raise ValidationError("max_batch_size", max_batch_size, "must be positive", "pass 256")
+    check_workload_context(spec, workload)
     profile = resolve_profile(engine, layout.instance_type.is_neuron)
     if optimization is not None:
+        optimization.check_engine(engine, profile.name)
         precision = optimization.precision(precision)
     model = profile_model(
         spec,
@@ -1058,12 +1089,19 @@ def _quantized_note(model: CopyModel, engine: str | None) -> str:
         )
     ideal = 2 / model.precision.bytes_per_parameter
     whose = f"the {engine} profile's" if engine else "the stated"
-    return (
+    note = (
         f"{kind} weights: {whose} {kind} kernels read weights at {kernel.weight_read:.0%} of the "
         f"FP16 kernels' bandwidth efficiency (about {ideal * kernel.weight_read:.1f}x faster "
         f"weight reads than FP16, not the ideal {ideal:g}x) and reach {kernel.compute:.0%} of "
         f"FP16 compute ({kernel.source})"
     )
+    if kernel.reconstruct_above is not None:
+        note += (
+            f"; above {kernel.reconstruct_above} sequences per step (and in prefill) "
+            f"{kernel.reconstruct_share:.0%} of the weights are dequantized to FP16 and "
+            "multiplied with cuBLAS, which moves more bytes than FP16 weights do"
+        )
+    return note
 
 
 @dataclass(frozen=True)
@@ -1085,7 +1123,7 @@ def max_throughput_within(
     *,
     precision: Precision = Precision.FP16,
     efficiency: Efficiency | None = None,
-    max_batch_size: int | None = DEFAULT_MAX_BATCH_SIZE,
+    max_batch_size: int | None = None,
     max_ttft_ms: float | None = None,
     engine: EngineProfile | ContainerRelease | str | None = None,
     slowdown: float = 1.0,
@@ -1095,10 +1133,11 @@ def max_throughput_within(
     or None when even one request per copy misses them or the layout does not fit.
 
     Without ``engine`` the model is the plain first-principles one with ``efficiency``
-    (default ``DEFAULT_EFFICIENCY``) and ``max_batch_size``; with it, the profile's
-    efficiencies (unless ``efficiency`` is given), kernels and batch limit (unless
-    ``max_batch_size`` is given). ``slowdown`` multiplies the times and divides tokens/s: a
-    band edge.
+    (default ``DEFAULT_EFFICIENCY``) and ``max_batch_size`` (default
+    ``DEFAULT_MAX_BATCH_SIZE``); with it, the profile's efficiencies (unless ``efficiency`` is
+    given), kernels and batch limit (its KV-token budget or request cap, as
+    ``profile_limits``; a ``max_batch_size`` given overrides it). ``slowdown`` multiplies the
+    times and divides tokens/s: a band edge.
     """
     if head_divisibility_problem(spec, layout.tensor_parallel_degree) or host_memory_problem(
         spec, layout.instance_type, precision
@@ -1116,7 +1155,9 @@ def max_throughput_within(
             slowdown,
             speculation,
         )
-        limits, _ = copy_limits(model, max_batch_size)
+        limits, _ = copy_limits(
+            model, DEFAULT_MAX_BATCH_SIZE if max_batch_size is None else max_batch_size
+        )
     else:
         profile = resolve_profile(engine, layout.instance_type.is_neuron)
         model = profile_model(

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..catalog.model_specs import ModelSpec
 from ..errors import ValidationError
 from ..prop_types import typed_factory, typed_props
 
@@ -319,6 +320,40 @@ class Workload:
         mean = "mean " if self.shape is not None else ""
         text = f"{mean}{self.input_tokens} in / {self.output_tokens} out tokens"
         return text if self.shape is None else f"{text}: {self.shape.describe()}"
+
+
+def check_context(spec: ModelSpec, tokens: int, prop: str, value: object = None) -> None:
+    """Raise ValidationError naming ``prop`` (and ``value``, default ``tokens``) when sequences
+    of ``tokens`` (prompt + output) exceed ``spec.max_context``: vLLM refuses to start with a
+    ``max_model_len`` above the length it derives from the model's config.json
+    (``max_position_embeddings``, times a RoPE scaling factor) unless
+    ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`` ("User-specified max_model_len ... is greater than the
+    derived max_model_len"; vLLM engine arguments, ``--max-model-len``, and environment
+    variables), and TGI validates ``max_total_tokens`` and ``max_input_tokens`` against the
+    model's configuration. ``predict``, ``recommend``, ``size`` and ``decide`` (``LlmService``)
+    call it before planning."""
+    if tokens <= spec.max_context:
+        return
+    raise ValidationError(
+        prop,
+        tokens if value is None else value,
+        f"{tokens} tokens per sequence exceed {spec.name}'s context of {spec.max_context} "
+        "tokens (max_context, its max_position_embeddings): vLLM refuses to start with a "
+        "longer max_model_len and TGI with a longer max_total_tokens",
+        f"keep prompt + output within {spec.max_context} tokens (shorter prompts or outputs), "
+        "use a model with a longer context, or, for a RoPE-scaled model, a custom spec with "
+        "its scaled context (ModelSpec.custom(max_context=...), --max-context)",
+    )
+
+
+def check_workload_context(spec: ModelSpec, workload: Workload, prop: str = "workload") -> None:
+    """``check_context`` of ``workload``'s input + output tokens (the mean of a shape)."""
+    check_context(
+        spec,
+        workload.total_tokens,
+        prop,
+        f"{workload.describe()} ({workload.total_tokens} in all)",
+    )
 
 
 def _check_prompt(owner: str, tokens: int) -> None:
