@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -159,3 +162,113 @@ def test_recommend_skips_speculation_on_tgi_and_says_why() -> None:
         r.startswith("with speculative-decoding: the engine (tgi-2-3) cannot serve it")
         for r in reasons
     ), reasons
+
+
+def _results_file(tmp_path: Path, **deployment: Any) -> Path:
+    from tests.test_calibration import _results
+
+    document = _results([1, 2, 4, 8])
+    document["deployment"] = deployment
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+PREDICT_7B = [
+    "predict", "--model", "llama-2-7b", "--instance-type", "ml.g5.2xlarge",
+    "--input-tokens", "256", "--output-tokens", "128", "--concurrency", "1,2,4,8",
+    "--format", "json",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("deployment", "flag", "says"),
+    [
+        ({"instance_type": "ml.g5.12xlarge"}, "--instance-type", "instance_type ml.g5.12xlarge"),
+        ({"model": "llama-3-8b"}, "--model", "model llama-3-8b"),
+        (
+            {"engine": {"family": "lmi", "version": "0.31.0"}},
+            "--engine",
+            "engine lmi 0.31.0",
+        ),
+        ({"precision": "int4"}, "--dtype", "precision int4"),
+    ],
+)
+def test_predict_refuses_results_of_another_deployment_as_calibrate_does(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    deployment: dict[str, Any],
+    flag: str,
+    says: str,
+) -> None:
+    path = _results_file(tmp_path, **deployment)
+    argv = [*PREDICT_7B, "--calibration", str(path), "--engine", "tgi:3.3.6"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {flag}="), err
+    assert f"{path} says {says}" in err
+    assert "cdk-sagemaker-llm calibrate" in err
+
+
+def test_predict_fits_results_that_agree_and_reads_them_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _results_file(
+        tmp_path,
+        model="meta-llama/Llama-2-7b-hf",  # another name of the preset
+        instance_type="ml.g5.2xlarge",
+        tensor_parallel_degree=1,
+        precision="fp16",
+    )
+    reads: list[str] = []
+    read_text = Path.read_text
+
+    def counted(self: Path, *args: Any, **kwargs: Any) -> str:
+        reads.append(self.name)
+        return read_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", counted)
+    assert main([*PREDICT_7B, "--calibration", str(path)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert any("calibrated on results.json" in line for line in data["assumptions"])
+    assert reads.count("results.json") == 1
+    # A calibration file is read once too (it was parsed, then read again to load it).
+    out = tmp_path / "calibration.json"
+    assert main(["calibrate", str(path), "--out", str(out), "--engine", "tgi:3.3.6"]) == 0
+    capsys.readouterr()
+    reads.clear()
+    assert main([*PREDICT_7B, "--calibration", str(out)]) == 0
+    assert reads.count("calibration.json") == 1
+
+
+def test_an_empty_concurrency_item_is_an_error_naming_the_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = [*PREDICT_7B[:-4], "--concurrency", "1,,2"]
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --concurrency: '1,,2' has an empty item" in err
+
+
+def test_an_unknown_engine_lists_the_profiles_too(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*PREDICT_7B, "--engine", "lmi-vllm-v9"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --engine='lmi-vllm-v9': is neither an engine profile nor")
+    assert "lmi-vllm-v1" in err and "lmi-tensorrt-llm" in err
+
+
+def test_calibrate_says_a_bad_instance_type_came_from_the_results(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _results_file(
+        tmp_path, model="llama-2-7b", instance_type="ml.nope", engine={"family": "tgi"}
+    )
+    argv = ["calibrate", str(path), "--out", str(tmp_path / "c.json")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}: deployment.instance_type='ml.nope'"), err
+    assert main([*argv, "--instance-type", "ml.nope2"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --instance-type='ml.nope2'"), err

@@ -143,9 +143,15 @@ def precision(args: argparse.Namespace) -> Precision:
 
 
 def int_list(text: str) -> list[int]:
-    """``1,2,4`` as ``[1, 2, 4]`` (argparse type)."""
+    """``1,2,4`` as ``[1, 2, 4]`` (argparse type; argparse names the flag in its error). An
+    empty item (``1,,2``, a trailing comma) is an error, not skipped."""
+    if any(not part.strip() for part in text.split(",")):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} has an empty item: pass positive integers separated by single commas, "
+            "such as 1,2,4,8"
+        )
     try:
-        values = [int(part) for part in text.split(",") if part.strip()]
+        values = [int(part) for part in text.split(",")]
     except ValueError as error:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a comma-separated list of integers"
