@@ -114,6 +114,8 @@ def may_be_token(value: str | float | list[Any]) -> bool:
         return TOKEN_STRING_MARKER in value
     if isinstance(value, list):
         return any(isinstance(item, str) and TOKEN_STRING_MARKER in item for item in value)
+    if isinstance(value, int) and abs(value) > sys.float_info.max:
+        return False  # no float, so no token (math.isfinite would overflow)
     return math.isfinite(value) and abs(value) >= TOKEN_NUMBER_MAGNITUDE
 
 
@@ -133,7 +135,8 @@ def check_range(
     maximum: float | None = None,
     fix: str | None = None,
 ) -> None:
-    """Check ``minimum <= value <= maximum`` for a literal number; a token passes unchecked
+    """Check ``minimum <= value <= maximum`` for a literal, finite number (an infinity passes
+    no range: it would reach the CDK's process, whose JSON has none); a token passes unchecked
     (noted: synth reports it as an info message)."""
     if value is None:
         return
@@ -142,10 +145,14 @@ def check_range(
         return
     low_ok = minimum is None or value >= minimum
     high_ok = maximum is None or value <= maximum
-    if low_ok and high_ok:
+    if low_ok and high_ok and (isinstance(value, int) or math.isfinite(value)):
         return
+    finite = "" if isinstance(value, int) or not math.isinf(value) else "finite and "
     raise ValidationError(
-        prop, value, f"must be {_bounds(minimum, maximum)}", fix or f"set {prop} within that range"
+        prop,
+        value,
+        f"must be {finite}{_bounds(minimum, maximum)}",
+        fix or f"set {prop} within that range",
     )
 
 

@@ -4,13 +4,15 @@ an error naming the flag (or the file's field), the value and the fix, never a t
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
 
+from cdk_sagemaker_llm import BenchmarkGate, CopyScaling
 from cdk_sagemaker_llm.catalog.prices import PriceList
 from cdk_sagemaker_llm.cli import main
-from cdk_sagemaker_llm.errors import ValidationError
+from cdk_sagemaker_llm.errors import ValidationError, check_range
 from cdk_sagemaker_llm.planning.calibration import measured_levels
 
 PREDICT = [
@@ -190,3 +192,38 @@ def test_calibration_skips_a_level_without_a_positive_concurrency(concurrency: o
     level = {"p50_ms_per_token": 20.0, "output_tokens_per_s": 50.0, "error_rate": "n/a"}
     levels = [{**level, "concurrency": concurrency}, {**level, "concurrency": 2}]
     assert [found.concurrency for found in measured_levels({"levels": levels})] == [2]
+
+
+@pytest.mark.parametrize("flag", ["--max-instance-count", "--max-batch-size"])
+def test_a_range_error_s_fix_names_the_flag_too(
+    flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Was: "--max-instance-count=0: must be at least 1. Fix: set max_instance_count within
+    # that range" (check_range's default fix names the library's prop).
+    err = _error([*RECOMMEND, "--concurrency", "2", flag, "0"], capsys)
+    assert f"Fix: set {flag} within that range" in err
+
+
+@pytest.mark.parametrize("value", [math.inf, -math.inf])
+def test_no_range_takes_an_infinity(value: float) -> None:
+    # Was: check_range passed inf when a prop had only a minimum (CopyScaling's target per
+    # copy, BenchmarkGate's figures), a value the CDK's JSON cannot carry.
+    with pytest.raises(ValidationError, match=r"must be finite and at least 0\.001"):
+        CopyScaling(target_concurrency_per_copy=value)
+    with pytest.raises(ValidationError, match=r"must be finite and at least 0\.001"):
+        BenchmarkGate(max_p50_ms_per_token=value)
+    with pytest.raises(ValidationError, match="must be finite and between 1 and 5"):
+        check_range("x", value, minimum=1, maximum=5)
+    check_range("x", 10**400, minimum=1)  # a huge integer is finite (no float overflow)
+
+
+@pytest.mark.parametrize("document", [[], {"version": 99}])
+def test_a_file_that_is_no_calibration_is_the_flag_s_value(
+    tmp_path: Path, document: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Was: "--calibration c.json='list': ..." / "--calibration c.json=None: ..." (the file's
+    # path in the prop, its type or missing format as the value).
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(document))
+    err = _error([*RECOMMEND, "--concurrency", "2", "--calibration", str(path)], capsys)
+    assert err.startswith(f"error: --calibration={str(path)!r}: is not a calibration file")

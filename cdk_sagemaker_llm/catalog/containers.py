@@ -79,6 +79,43 @@ def version_tuple(version: str) -> tuple[int, ...]:
 
 SHORT_VERSION = re.compile(r"^\d+(\.\d+)+$")
 
+DRAFT_MODEL_VARIABLE = "OPTION_SPECULATIVE_DRAFT_MODEL"
+"""The LMI variable naming the draft model of speculative decoding."""
+SPECULATIVE_LENGTH_VARIABLE = "OPTION_SPECULATIVE_LENGTH"
+"""The LMI variable with the draft tokens proposed per step (default 5)."""
+FIRST_DRAFT_RELEASE = "0.27.0"
+"""The first LMI release whose documented options include a speculative draft model."""
+LEADING_VERSION = re.compile(r"^(\d+\.\d+\.\d+)-")
+"""The DJL Serving version an LMI image tag starts with."""
+
+
+def draft_release(release: str | None, tag: str | None) -> str | None:
+    """An LMI image's release: the catalog's, else the DJL version a full tag starts with
+    (``0.26.0-deepspeed0.12.6-cu121``); None when neither says."""
+    leading = LEADING_VERSION.match(tag or "")
+    return release or (leading.group(1) if leading else None)
+
+
+def draft_serving_problem(family: ContainerFamily, release: str | None) -> str | None:
+    """Why a ``family`` image at ``release`` cannot serve speculative decoding (None: it can,
+    or its release is unknown and trusted). LMI documents ``option.speculative_draft_model``,
+    ``option.speculative_length`` and ``option.draft_model_tp_size`` from release 0.27.0 (LMI
+    user guide, "LMI-Dist Engine User Guide", configuration table), read by its vLLM and
+    LMI-Dist backends: TGI and the other non-LMI families do not read them, and LMI with
+    TensorRT-LLM takes its drafts as compiled engines, not these variables. ``LlmService``
+    (``SpeculativeDecoding``), ``predict`` and ``recommend`` apply this rule."""
+    if family is not ContainerFamily.LMI:
+        return (
+            f"speculative decoding is served through LMI's {DRAFT_MODEL_VARIABLE} (vLLM / "
+            f"LMI-Dist backends), which a {family.value} image does not read"
+        )
+    if release is not None and version_tuple(release) < version_tuple(FIRST_DRAFT_RELEASE):
+        return (
+            f"LMI documents {DRAFT_MODEL_VARIABLE} and {SPECULATIVE_LENGTH_VARIABLE} from "
+            f"release {FIRST_DRAFT_RELEASE}"
+        )
+    return None
+
 
 @dataclass(frozen=True)
 class DlcRelease:

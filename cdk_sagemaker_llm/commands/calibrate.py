@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -91,16 +92,27 @@ def load_calibration(path: str | None) -> Calibration | None:
     """The ``--calibration`` file (None when not given)."""
     if path is None:
         return None
+    return _named_by_flag(path, lambda: Calibration.from_file(path))
+
+
+def calibration_of(document: Any, path: str) -> Calibration:
+    """The calibration in ``document``, already read from the ``--calibration`` file ``path``
+    (errors named as ``load_calibration`` names them)."""
+    return _named_by_flag(
+        path, lambda: replace(Calibration.from_dict(document, where=path), file=path)
+    )
+
+
+def _named_by_flag(path: str, read: Callable[[], Calibration]) -> Calibration:
     try:
-        return Calibration.from_file(path)
+        return read()
     except ValidationError as error:
         # The file itself (unreadable, not a calibration) is the flag's value; a bad field
         # names the field of that file (``PATH.version``).
         prop = str(error.prop)
-        if prop == "calibration":
-            prop = "--calibration"
-        else:
-            prop = f"--calibration {prop if path in prop else f'{path}: {prop}'}"
+        if prop in ("calibration", path):
+            raise ValidationError("--calibration", path, error.problem, error.fix) from error
+        prop = f"--calibration {prop if path in prop else f'{path}: {prop}'}"
         raise ValidationError(prop, error.value, error.problem, error.fix) from error
 
 
@@ -184,23 +196,72 @@ def _s3_body(bucket: str, key: str, region: str | None) -> bytes:
         ) from error
 
 
+MISMATCH_FIX = "drop {flag} (the results know what was benchmarked) or pass the right results"
+"""``calibrate``'s fix for a flag that contradicts the results ({flag}: the flag)."""
+
+
 def _merge(
-    stated: Mapping[str, Any], key: str, flag: str, given: Any, name: str
+    stated: Mapping[str, Any], key: str, flag: str, given: Any, name: str, fix: str
 ) -> Any:  # the flag fills a gap; contradicting the results is an error
     found = stated.get(key)
     if given is None:
         return found
     if found is not None and str(found).lower() != str(given).lower():
-        raise ValidationError(
-            flag,
-            given,
-            f"{name} says {key} {found}",
-            f"drop {flag} (the results know what was benchmarked) or pass the right results",
-        )
+        raise ValidationError(flag, given, f"{name} says {key} {found}", fix.format(flag=flag))
     return given
 
 
-def _spec(stated: Mapping[str, Any], name: str) -> ModelSpec:
+def merge_flags(
+    document: Mapping[str, Any],
+    name: str,
+    *,
+    model: str | None = None,
+    instance_type: str | None = None,
+    tensor_parallel_degree: int | None = None,
+    copies: int | None = None,
+    engine: str | EngineRelease | None = None,
+    dtype: str | None = None,
+    fix: str = MISMATCH_FIX,
+) -> dict[str, Any]:
+    """What the results' ``deployment`` section states (``deployment_of``), each gap filled by
+    its flag: ``model``, ``instance_type``, ``tensor_parallel_degree``, ``engine`` (an
+    EngineRelease), ``precision`` and ``copies`` (None where neither says). A flag that
+    contradicts the results is a ValidationError naming the flag, its value and what ``name``
+    says, with ``fix`` (``{flag}``: the flag)."""
+    stated = deployment_of(document)
+    merged = {
+        "model": _merge(stated, "model", "--model", model, name, fix),
+        "instance_type": _merge(
+            stated, "instance_type", "--instance-type", instance_type, name, fix
+        ),
+        "tensor_parallel_degree": _merge(
+            stated,
+            "tensor_parallel_degree",
+            "--tensor-parallel-degree",
+            tensor_parallel_degree,
+            name,
+            fix,
+        ),
+    }
+    stated_engine = stated.get("engine")
+    engine_value = engine if isinstance(engine, EngineRelease) else engine_option(engine)
+    if stated_engine is not None:
+        recorded = EngineRelease.from_dict(stated_engine, f"{name}: deployment.engine")
+        if engine_value is not None and engine_value != recorded:
+            raise ValidationError(
+                "--engine",
+                engine if isinstance(engine, str) else engine_value.describe(),
+                f"{name} says engine {recorded.describe()}",
+                fix.format(flag="--engine"),
+            )
+        engine_value = recorded
+    merged["engine"] = engine_value
+    merged["precision"] = _merge(stated, "precision", "--dtype", dtype, name, fix)
+    merged["copies"] = _merge(stated, "copies", "--copies", copies, name, fix)
+    return merged
+
+
+def model_of_results(stated: Mapping[str, Any], name: str) -> ModelSpec:
     """The benchmarked model: the deployment's ``model_spec`` (``ModelSpec.to_metadata()``,
     custom models) when it names this model, else a preset or well-known Hugging Face id."""
     recorded = stated.get("model_spec")
@@ -228,26 +289,21 @@ def calibration_from_results(
 ) -> Calibration:
     """Fit a Calibration to a results document; the keyword arguments (the command's flags)
     fill what its ``deployment`` section does not state."""
-    stated = deployment_of(document)
-    model_name = _merge(stated, "model", "--model", model, name)
-    type_name = _merge(stated, "instance_type", "--instance-type", instance_type, name)
-    degree = _merge(
-        stated, "tensor_parallel_degree", "--tensor-parallel-degree", tensor_parallel_degree, name
+    merged = merge_flags(
+        document,
+        name,
+        model=model,
+        instance_type=instance_type,
+        tensor_parallel_degree=tensor_parallel_degree,
+        copies=copies,
+        engine=engine,
+        dtype=dtype,
     )
-    stated_engine = stated.get("engine")
-    engine_value = engine_option(engine)
-    if stated_engine is not None:
-        recorded = EngineRelease.from_dict(stated_engine, f"{name}: deployment.engine")
-        if engine_value is not None and engine_value != recorded:
-            raise ValidationError(
-                "--engine",
-                engine,
-                f"{name} says engine {recorded.describe()}",
-                "drop --engine (the results know what was benchmarked) or pass the right results",
-            )
-        engine_value = recorded
-    precision_name = _merge(stated, "precision", "--dtype", dtype, name) or "fp16"
-    count = _merge(stated, "copies", "--copies", copies, name) or 1
+    stated = deployment_of(document)
+    model_name, type_name = merged["model"], merged["instance_type"]
+    degree, engine_value = merged["tensor_parallel_degree"], merged["engine"]
+    precision_name = merged["precision"] or "fp16"
+    count = merged["copies"] or 1
     missing = [
         flag
         for flag, value in (
@@ -266,8 +322,15 @@ def calibration_from_results(
             f"pass {' and '.join(missing)} (e.g. --model llama-3-8b --instance-type "
             "ml.g5.2xlarge --engine tgi:3.3.6)",
         )
-    spec = _spec(stated, str(model_name))
-    hardware = InstanceType.of(str(type_name))
+    spec = model_of_results(stated, str(model_name))
+    try:
+        hardware = InstanceType.of(str(type_name))
+    except ValidationError as error:
+        # The flag's value, or the file's: say which, as the degree's error does.
+        prop = (
+            "--instance-type" if instance_type is not None else f"{name}: deployment.instance_type"
+        )
+        raise ValidationError(prop, type_name, error.problem, error.fix) from error
     if (
         tensor_parallel_degree is None
         and degree is not None

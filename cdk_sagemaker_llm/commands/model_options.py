@@ -56,6 +56,9 @@ def add_max_batch_size_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+WORKLOAD_FLAGS = "--input-tokens + --output-tokens"
+"""The flags of a workload's tokens per request (a ``workload`` error names them)."""
+
 _SPEC_FLAGS = {
     "spec.parameters": "--parameters",
     "spec.layers": "--layers",
@@ -140,9 +143,15 @@ def precision(args: argparse.Namespace) -> Precision:
 
 
 def int_list(text: str) -> list[int]:
-    """``1,2,4`` as ``[1, 2, 4]`` (argparse type)."""
+    """``1,2,4`` as ``[1, 2, 4]`` (argparse type; argparse names the flag in its error). An
+    empty item (``1,,2``, a trailing comma) is an error, not skipped."""
+    if any(not part.strip() for part in text.split(",")):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} has an empty item: pass positive integers separated by single commas, "
+            "such as 1,2,4,8"
+        )
     try:
-        values = [int(part) for part in text.split(",") if part.strip()]
+        values = [int(part) for part in text.split(",")]
     except ValueError as error:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a comma-separated list of integers"
@@ -191,4 +200,6 @@ def flag_error(
         flag = "--" + prop.replace("_", "-")
     if flag is None:
         return error
-    return ValidationError(flag, error.value, error.problem, error.fix)
+    # check_range's default fix ("set max_batch_size within that range") names the prop too.
+    fix = error.fix.replace(f"set {prop} within", f"set {flag} within")
+    return ValidationError(flag, error.value, error.problem, fix)

@@ -12,7 +12,13 @@ from typing import Any
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
-from ..planning.calibration import AppliedCalibration, EngineRelease, calibrate
+from ..planning.calibration import (
+    AppliedCalibration,
+    Calibration,
+    EngineRelease,
+    calibrate,
+    deployment_of,
+)
 from ..planning.engine_profiles import (
     PROFILE_NAMES,
     EngineProfile,
@@ -28,8 +34,15 @@ from ..planning.performance import (
     predict,
 )
 from ..planning.sizing import recommended_tensor_parallel_degree
-from .calibrate import add_calibration_arguments, engine_option, load_calibration
+from .calibrate import (
+    add_calibration_arguments,
+    calibration_of,
+    engine_option,
+    merge_flags,
+    model_of_results,
+)
 from .model_options import (
+    WORKLOAD_FLAGS,
     add_max_batch_size_argument,
     add_model_arguments,
     check_tensor_parallel_degree,
@@ -49,7 +62,8 @@ def register(subparsers: Any) -> None:
         "throughput from first principles (memory bandwidth, FLOPS, interconnect, KV cache, "
         "60 s timeout). Concurrency is for the whole deployment (instances x copies). Pass a "
         "calibration file (`cdk-sagemaker-llm calibrate`) with --calibration to use measured "
-        "efficiency factors; a benchmark's results.json there is fitted to this layout.",
+        "efficiency factors; a benchmark's results.json there is fitted to the deployment it "
+        "states, which the flags may complete but not contradict (as in calibrate).",
     )
     add_model_arguments(parser)
     parser.add_argument("--instance-type", required=True, help="e.g. ml.p4d.24xlarge")
@@ -81,7 +95,27 @@ def engine_choice(text: str | None) -> EngineRelease | EngineProfile | None:
     ``FAMILY[:VERSION]`` (which also chooses the profile: ``planning.engine_profiles``)."""
     if text is not None and text.strip() in PROFILE_NAMES:
         return engine_profile(text.strip())
-    return engine_option(text)
+    try:
+        return engine_option(text)
+    except ValidationError as error:
+        if error.prop != "--engine" or ":" in str(text) or "@" in str(text):
+            raise
+        # Neither a profile nor a family: the fix lists both, not only the families.
+        raise ValidationError(
+            "--engine",
+            text,
+            "is neither an engine profile nor a container family the library knows",
+            f"pass a profile ({', '.join(PROFILE_NAMES)}) or a container FAMILY[:VERSION] "
+            f"with FAMILY {error.fix.removeprefix('pass ')}",
+        ) from error
+
+
+PREDICT_MISMATCH_FIX = (
+    "predict the benchmarked layout, pass results of this one, or calibrate them "
+    "(`cdk-sagemaker-llm calibrate RESULTS --out calibration.json`) and pass that file, which "
+    "transfers to other layouts"
+)
+"""The fix for a flag that contradicts a results file's deployment."""
 
 
 def _calibration(
@@ -89,10 +123,11 @@ def _calibration(
     engine: EngineRelease | EngineProfile | None,
     spec: ModelSpec,
     layout: Layout,
-    dtype: Precision,
+    args: argparse.Namespace,
 ) -> MeasuredEfficiency | None:
     """The ``--calibration`` file applied to this target (``Calibration.applied_to``); a
-    benchmark's results.json (the earlier form of the flag) is fitted to this layout."""
+    benchmark's results.json (the earlier form of the flag) is fitted to the deployment it
+    states, which the flags may fill but not contradict (``calibrate``'s check)."""
     if path is None:
         return None
     # A profile name says nothing about the calibrated release; it is checked as a profile.
@@ -108,16 +143,59 @@ def _calibration(
             "pass the file `cdk-sagemaker-llm calibrate --out` wrote",
         ) from error
     if isinstance(document, dict) and "levels" in document and "format" not in document:
-        calibration = calibrate(
-            document, spec, layout, dtype, source=Path(path).name, engine=release
-        )
+        calibration = _fitted(document, path, release, spec, layout, args)
     else:
-        loaded = load_calibration(path)
-        assert loaded is not None
-        calibration = loaded
+        calibration = calibration_of(document, path)
     if profile is not None:
         calibration.check_profile(profile)
     return calibration.applied_to(spec, layout.instance_type, engine=release)
+
+
+def _fitted(
+    document: dict[str, Any],
+    path: str,
+    release: EngineRelease | None,
+    spec: ModelSpec,
+    layout: Layout,
+    args: argparse.Namespace,
+) -> Calibration:
+    """A results document fitted to the deployment it states, gaps filled by the target."""
+    dtype = precision(args)
+    stated = deployment_of(document)
+    model: str | None = spec.name
+    if "model" in stated and _same_model(stated, spec):
+        model = None  # another name of this model (a Hugging Face id for a preset)
+    stated_dtype = stated.get("precision")
+    same_dtype = stated_dtype is not None and _precision_of(stated_dtype) is dtype
+    merged = merge_flags(
+        document,
+        path,
+        model=model,
+        instance_type=layout.instance_type.name,
+        tensor_parallel_degree=args.tensor_parallel_degree,
+        engine=release,
+        dtype=None if same_dtype else args.dtype,
+        fix=PREDICT_MISMATCH_FIX,
+    )
+    degree = merged["tensor_parallel_degree"] or layout.tensor_parallel_degree
+    check_tensor_parallel_degree(layout.instance_type, degree)
+    copies = merged["copies"] or layout.copies
+    fitted = Layout(layout.instance_type, int(degree), 1, int(copies))
+    return calibrate(document, spec, fitted, dtype, source=Path(path).name, engine=merged["engine"])
+
+
+def _same_model(stated: dict[str, Any], spec: ModelSpec) -> bool:
+    try:
+        return model_of_results(stated, str(stated["model"])).name == spec.name
+    except ValidationError:
+        return False
+
+
+def _precision_of(name: object) -> Precision | None:
+    try:
+        return Precision.of(str(name))
+    except ValidationError:
+        return None
 
 
 def _calibrated_engine(applied: MeasuredEfficiency) -> EngineRelease | None:
@@ -154,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
             else args.copies
         )
         layout = Layout(instance_type, degree, copies, args.instance_count)
-        calibration = _calibration(args.calibration, engine, spec, layout, dtype)
+        calibration = _calibration(args.calibration, engine, spec, layout, args)
         if engine is None and calibration is not None:
             engine = _calibrated_engine(calibration)  # assumed (its notes say so): its profile
         prediction = predict(
@@ -187,7 +265,8 @@ def _flag_error(error: ValidationError, args: argparse.Namespace) -> ValidationE
         flag = "--tensor-parallel-degree" if args.tensor_parallel_degree else "--instance-type"
         value = args.tensor_parallel_degree or args.instance_type
         return ValidationError(flag, value, f"{error.value}: {error.problem}", error.fix)
-    return flag_error(error, args, {"copies_per_instance": "--copies", "precision": "--dtype"})
+    aliases = {"copies_per_instance": "--copies", "precision": "--dtype"}
+    return flag_error(error, args, {**aliases, "workload": WORKLOAD_FLAGS})
 
 
 def render_markdown(model: str, prediction: Prediction) -> str:

@@ -19,6 +19,7 @@ from ..planning.recommend import Option, Recommendation, Slo, Traffic, recommend
 from ..planning.service_options import PriceBasis, Pricing, Risk, SearchSpace, Sizing
 from .calibrate import add_calibration_arguments, load_calibration
 from .model_options import (
+    WORKLOAD_FLAGS,
     add_max_batch_size_argument,
     add_model_arguments,
     flag_error,
@@ -122,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
             "optimization": "--optimizations",
             "instance_type": "--instance-types",
             "precision": "--dtype",
+            "workload": WORKLOAD_FLAGS,
         }
         print(f"error: {flag_error(error, args, aliases)}", file=sys.stderr)
         return 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
+from collections.abc import Sequence
 from typing import Any
 
 from aws_cdk import ArnFormat
@@ -14,11 +15,19 @@ from .nag import acknowledge_wildcard_resources
 from .synth_cache import format_arn, remember, shared, stack_of
 
 
-def create_execution_role(scope: Construct, id: str, *, description: str) -> iam.Role:
+def create_execution_role(
+    scope: Construct,
+    id: str,
+    *,
+    description: str,
+    statements: Sequence[iam.PolicyStatement] = (),
+) -> iam.Role:
     """A role SageMaker can assume, allowed only to write its endpoints' CloudWatch logs.
 
     Everything else (pulling exactly one image, reading exactly one S3 location, VPC network
-    interfaces) is granted by the construct that needs it. Every statement renders inline on
+    interfaces) is granted by the construct that needs it; ``statements`` the caller knows it
+    will grant first (an image's pull statements) may be given here, so the role is created
+    with them (one jsii call less). Every statement renders inline on
     the role (``AWS::IAM::Role`` ``Policies``), so the model or endpoint config that names the
     role waits for all of them with no separate ``AWS::IAM::Policy``.
     """
@@ -46,7 +55,7 @@ def create_execution_role(scope: Construct, id: str, *, description: str) -> iam
             resources=log_groups,
         ),
     )
-    role = ExecutionRole(scope, id, description=description, statements=[logs])
+    role = ExecutionRole(scope, id, description=description, statements=[logs, *statements])
     remember(role, scope, id)
     acknowledge_wildcard_resources(
         role,
@@ -68,6 +77,7 @@ class ExecutionRole(iam.Role):
         self, scope: Construct, id: str, *, description: str, statements: list[iam.PolicyStatement]
     ) -> None:
         self._document = iam.PolicyDocument(statements=statements)
+        self._statements = list(statements)  # what the document has, as Python objects
         super().__init__(
             scope,
             id,
@@ -81,12 +91,17 @@ class ExecutionRole(iam.Role):
     ) -> iam.AddToPrincipalPolicyResult:
         """Add ``statement`` to the role's inline policy (grants call this too)."""
         self._document.add_statements(statement)
+        self._statements.append(statement)
         return iam.AddToPrincipalPolicyResult(statement_added=True, policy_dependable=self)
 
     def add_statements(self, *statements: iam.PolicyStatement) -> None:
         """Add ``statements`` to the role's inline policy in one call into jsii (a statement
-        is a value: the library's constructs share one per stack and content among roles)."""
-        self._document.add_statements(*statements)
+        is a value: the library's constructs share one per stack and content among roles);
+        statements the role already has are skipped."""
+        new = [s for s in statements if not any(s is had for had in self._statements)]
+        if new:
+            self._document.add_statements(*new)
+            self._statements.extend(new)
 
 
 _principal: list[iam.ServicePrincipal] = []

@@ -16,8 +16,8 @@ from ..catalog.model_specs import ModelSpec
 from ..prop_types import typed_props
 from .execution_role import create_execution_role, depend_on_role_policy
 from .fit_check import check_fit
-from .images import ContainerImage
-from .model_source import ModelSource
+from .images import ContainerImage, pull_statements_known_now
+from .model_source import ModelSource, ModelSourceKind
 from .nag import batched_acknowledgments
 from .networking import place_in_vpc
 from .plan_metadata import add_plan_metadata
@@ -212,7 +212,14 @@ class Model(ModelBase):
             )
             """The model's architecture, when given or inferred; sizing checks need it."""
             self.role: iam.IRole = role or create_execution_role(
-                self, "ExecutionRole", description=f"SageMaker execution role of {node_path(self)}"
+                self,
+                "ExecutionRole",
+                description=f"SageMaker execution role of {node_path(self)}",
+                # Nothing is granted before the image's pull (in the same order as before).
+                statements=pull_statements_known_now(image, self)
+                if (source is None or source.kind is ModelSourceKind.HUGGING_FACE)
+                and speculative_decoding is None
+                else (),
             )
             """The role SageMaker assumes to run this model."""
 

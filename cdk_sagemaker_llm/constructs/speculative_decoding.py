@@ -31,14 +31,19 @@ TensorRT-LLM (its drafts are compiled engines, not these variables) and LMI befo
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from enum import Enum
 from typing import TYPE_CHECKING
 
 from aws_cdk import aws_iam as iam
 
-from ..catalog.containers import version_tuple
+from ..catalog.containers import (
+    DRAFT_MODEL_VARIABLE,
+    FIRST_DRAFT_RELEASE,
+    SPECULATIVE_LENGTH_VARIABLE,
+    draft_release,
+    draft_serving_problem,
+)
 from ..prop_types import typed_props
 from .images import ContainerFamily, ContainerImage
 from .model_source import ModelSource
@@ -47,14 +52,6 @@ from .validation import ValidationError, check_range, is_unresolved
 if TYPE_CHECKING:  # annotations only: importing it costs synth time
     from aws_cdk import aws_s3 as s3
 
-DRAFT_MODEL_VARIABLE = "OPTION_SPECULATIVE_DRAFT_MODEL"
-"""The LMI variable naming the draft model."""
-SPECULATIVE_LENGTH_VARIABLE = "OPTION_SPECULATIVE_LENGTH"
-"""The LMI variable with the draft tokens proposed per step (default 5)."""
-LEADING_VERSION = re.compile(r"^(\d+\.\d+\.\d+)-")
-"""The DJL Serving version an LMI image tag starts with."""
-FIRST_DRAFT_RELEASE = "0.27.0"
-"""The first LMI release whose documented options include a speculative draft model."""
 PROVIDER_DRAFT = "sagemaker"
 """The value of ``OPTION_SPECULATIVE_DRAFT_MODEL`` that selects SageMaker's own draft."""
 ADDITIONAL_MODEL_DATA_DIRECTORY = "/opt/ml/additional-model-data-sources"
@@ -222,16 +219,15 @@ class SpeculativeDecoding:
 
 
 def check_serving_image(prop: str, image: ContainerImage, fix: str) -> None:
-    """Raise ValidationError naming ``prop`` when ``image`` cannot serve a speculative draft:
-    a family other than LMI with vLLM / LMI-Dist (TGI, TensorRT-LLM, NeuronX, ...) or an LMI
-    release before the draft options (``FIRST_DRAFT_RELEASE``)."""
+    """Raise ValidationError naming ``prop`` when ``image`` cannot serve a speculative draft
+    (``catalog.containers.draft_serving_problem``): a family other than LMI with vLLM /
+    LMI-Dist (TGI, TensorRT-LLM, NeuronX, ...) or an LMI release before the draft options
+    (``FIRST_DRAFT_RELEASE``)."""
     if image.family is not ContainerFamily.LMI:
+        problem = draft_serving_problem(image.family, None)
+        assert problem is not None
         raise ValidationError(
-            prop,
-            f"{image.family.value} {image.release or ''}".strip(),
-            f"speculative decoding is served through LMI's {DRAFT_MODEL_VARIABLE} (vLLM / "
-            f"LMI-Dist backends), which a {image.family.value} image does not read",
-            fix,
+            prop, f"{image.family.value} {image.release or ''}".strip(), problem, fix
         )
     _check_release(prop, image, fix)
 
@@ -242,15 +238,12 @@ def _check_release(prop: str, image: ContainerImage, fix: str | None = None) -> 
     whose release is unknown (by URI) is trusted."""
     if image.family is not ContainerFamily.LMI:
         return
-    leading = LEADING_VERSION.match(image.tag or "")
-    release = image.release or (leading.group(1) if leading else None)
-    if release is None:
-        return
-    if version_tuple(release) < version_tuple(FIRST_DRAFT_RELEASE):
+    release = draft_release(image.release, image.tag)
+    problem = draft_serving_problem(image.family, release)
+    if problem is not None:
         raise ValidationError(
             prop,
             f"lmi {release}",
-            f"LMI documents {DRAFT_MODEL_VARIABLE} and {SPECULATIVE_LENGTH_VARIABLE} from "
-            f"release {FIRST_DRAFT_RELEASE}",
+            problem,
             fix or f"use ContainerImage.lmi('{FIRST_DRAFT_RELEASE}') or later",
         )

@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from ..catalog.containers import ContainerFamily, draft_serving_problem
 from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
 from ..prop_types import typed_factory, typed_props
@@ -47,6 +48,17 @@ EAGLE_JOB_BASIS = (
     "duration, neither published (AWS ML Blog, EAGLE speculative decoding, Nov 2025)"
 )
 """Why an EAGLE job's time and cost are unknown (module documentation)."""
+
+
+PROFILE_FAMILIES = {
+    "tgi-1": ContainerFamily.TGI,
+    "tgi-2-3": ContainerFamily.TGI,
+    "lmi-vllm-v0": ContainerFamily.LMI,
+    "lmi-vllm-v1": ContainerFamily.LMI,
+    "lmi-trtllm": ContainerFamily.LMI_TENSORRT_LLM,
+    "lmi-neuronx": ContainerFamily.LMI_NEURONX,
+}
+"""The container family each engine profile models (``generic``: unknown, trusted)."""
 
 
 class OptimizationKind(Enum):
@@ -167,6 +179,41 @@ class Optimization:
             None if price_per_hour is None else hours * price_per_hour,
             "GPTQ's 4 GPU-hours per 175B parameters plus 15 min to start, at the deployment "
             "instance's price",
+        )
+
+    def engine_problem(self, engine: object, profile_name: str) -> str | None:
+        """Why the serving engine cannot apply this optimization, or None: speculative
+        decoding needs LMI 0.27.0 or later with vLLM / LMI-Dist
+        (``catalog.containers.draft_serving_problem``). ``engine`` is a container release
+        (``EngineRelease``: its family and version decide) or anything else, when the
+        resolved profile's family decides (an unknown release is trusted)."""
+        if self.speculation is None:
+            return None
+        family_value = getattr(engine, "family", None)
+        if isinstance(family_value, str):
+            version = getattr(engine, "version", None)
+            return draft_serving_problem(ContainerFamily(family_value), version)
+        family = PROFILE_FAMILIES.get(profile_name)
+        return None if family is None else draft_serving_problem(family, None)
+
+    def check_engine(self, engine: object, profile_name: str) -> None:
+        """Raise ValidationError naming ``engine`` when it cannot apply this optimization
+        (``engine_problem``) rather than predict a speed-up nothing would serve."""
+        problem = self.engine_problem(engine, profile_name)
+        if problem is None:
+            return
+        family_value = getattr(engine, "family", None)
+        name = (
+            f"{family_value} {getattr(engine, 'version', None) or ''}".strip()
+            if isinstance(family_value, str)
+            else profile_name
+        )
+        raise ValidationError(
+            "engine",
+            name,
+            f"cannot serve the {self.name} optimization: {problem}",
+            "serve with LMI 0.27.0 or later (vLLM / LMI-Dist backends; e.g. lmi:0.31.0 or the "
+            f"lmi-vllm-v1 profile), or drop the {self.name} optimization",
         )
 
     def describe(self) -> str:

@@ -65,7 +65,7 @@ from .placement import (
     kv_bytes_per_token_per_copy,
 )
 from .speculation import Speculation, SpeculativeTiming, draft_weight_bytes
-from .workload import Workload
+from .workload import Workload, check_workload_context
 
 INVOCATION_TIMEOUT_S = 60.0
 """SageMaker real-time InvokeEndpoint times out after 60 s (SageMaker developer guide,
@@ -990,8 +990,10 @@ def predict(
         )
     if max_batch_size is not None and max_batch_size < 1:
         raise ValidationError("max_batch_size", max_batch_size, "must be positive", "pass 256")
+    check_workload_context(spec, workload)
     profile = resolve_profile(engine, layout.instance_type.is_neuron)
     if optimization is not None:
+        optimization.check_engine(engine, profile.name)
         precision = optimization.precision(precision)
     model = profile_model(
         spec,

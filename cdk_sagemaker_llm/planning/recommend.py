@@ -53,6 +53,7 @@ from .placement import (
 )
 from .service_options import PriceBasis, Pricing, Risk, SearchSpace, Sizing
 from .speculation import Speculation
+from .workload import check_workload_context
 
 __all__ = [
     "Option",
@@ -395,6 +396,13 @@ def _search_variant(
     instance_type = layout.instance_type
     precision = optimization.precision(search.precision) if optimization else search.precision
     profile = resolve_profile(search.engine, instance_type.is_neuron)
+    unservable = optimization.engine_problem(search.engine, profile.name) if optimization else None
+    if unservable is not None:
+        assert optimization is not None
+        reason = (
+            f"with {optimization.name}: the engine ({profile.name}) cannot serve it: {unservable}"
+        )
+        return None, Rejection(instance_type.name, reason, layout.tensor_parallel_degree)
     band = prediction_band(profile, search.spec, layout, search.workload, precision, optimization)
     model = profile_model(
         search.spec,
@@ -481,12 +489,9 @@ def recommend(
     calibration, engine, risk = sizing.calibration, sizing.engine, sizing.risk
     max_batch_size = search.max_batch_size
     optimizations = search.optimizations
-    if max_instance_count < 1:
-        raise ValidationError(
-            "max_instance_count", max_instance_count, "must be at least 1", "pass e.g. 16"
-        )
     if top < 1:
         raise ValidationError("top", top, "must be at least 1", "pass e.g. 5")
+    check_workload_context(spec, workload)
     resolve_profile(engine)  # an unknown profile name is an error before the search
     release = engine if isinstance(engine, EngineRelease) else None
     efficiency = calibration.efficiency if calibration else None
@@ -501,17 +506,18 @@ def recommend(
     options: list[Option] = []
     rejected: list[Rejection] = []
     region_note = _region_note(pricing)
+    measured_on: dict[str, Efficiency | None] = {}  # the calibration as applied per type
     for instance_type in candidates:
         unusable = _unpredictable(instance_type)
         if unusable is not None:
             rejected.append(unusable)
             continue
-        found_any = False
         measured = efficiency
         if calibration is not None:
             applied = calibration.applied_to(spec, instance_type, engine=release)
             measured = applied.efficiency
             calibration_notes += [n for n in applied.warnings if n not in calibration_notes]
+        measured_on[instance_type.name] = measured
         found, refused = _search_instance(
             _Search(
                 spec,
@@ -534,8 +540,7 @@ def recommend(
         )
         options += found
         rejected += refused
-        found_any = bool(found)
-        if not found_any and not any(r.instance_type == instance_type.name for r in rejected):
+        if not found and not any(r.instance_type == instance_type.name for r in rejected):
             rejected.append(Rejection(instance_type.name, "no layout fits"))
     options.sort(key=_rank)
     trade_off = _optimize_or_buy(options) if optimizations else None
@@ -548,11 +553,7 @@ def recommend(
             traffic,
             precision=precision,
             profile=resolve_profile(engine, option.layout.instance_type.is_neuron),
-            measured=None
-            if calibration is None
-            else calibration.applied_to(
-                spec, option.layout.instance_type, engine=release
-            ).efficiency,
+            measured=measured_on[option.layout.instance_type.name],
             max_instance_count=max_instance_count,
             prices=prices,
             price_basis=price_basis,

@@ -37,6 +37,7 @@ from .placement import (
     kv_bytes_per_token_per_copy,
 )
 from .recommend import RankedLayout, rank_layouts
+from .workload import check_context
 
 SIZING_SLO_MS_PER_TOKEN = 100.0
 """The per-token latency the recommended layout must meet (domain.md's example limit)."""
@@ -499,6 +500,7 @@ def size(
     tokens = default_max_total_tokens(spec) if max_total_tokens is None else max_total_tokens
     if tokens < 1:
         raise ValidationError("max_total_tokens", tokens, "must be positive", "pass e.g. 4096")
+    check_context(spec, tokens, "max_total_tokens")
     count = instance_type.accelerator_count
     profile = resolve_profile(engine, instance_type.is_neuron)
     ranked = (
