@@ -265,7 +265,7 @@ def test_a_band_widens_when_extrapolating() -> None:
 
 def test_a_prediction_off_the_fitted_range_says_why() -> None:
     prediction = predict(
-        ModelSpec.LLAMA_3_70B,
+        ModelSpec.LLAMA_3_1_70B,  # 128K context: a 16,000-token prompt is valid
         Layout(InstanceType.P5_48XLARGE, 8, 1),
         Workload(16_000, 256),
         [1],
