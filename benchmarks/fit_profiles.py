@@ -42,6 +42,7 @@ from cdk_sagemaker_llm.planning.engine_profiles import (
     PROFILE_NAMES,
     engine_profile,
 )
+from cdk_sagemaker_llm.planning.performance import Efficiency
 
 PROFILE_DIR = (
     Path(__file__).resolve().parent.parent / "cdk_sagemaker_llm" / "planning" / "engine_profiles"
@@ -120,8 +121,10 @@ def fitted_document(name: str, rows: list[pf.Row], held: list[pf.HeldOutPredicti
         "per_layer_per_extra_rank_ms": round(efficiency.per_layer_per_extra_rank_ms, 4),
         "per_extra_rank_ms": efficiency.per_extra_rank_ms,
         "all_reduce_scale": efficiency.all_reduce_scale,
+        "per_sequence_ms": efficiency.per_sequence_ms,
+        "per_sequence_source": _per_sequence_source(document["prior"], efficiency, own),
     }
-    _, kept = pf.identified(own)
+    _, kept = pf.identified(own, profile)
     document.pop("kept_at_prior", None)
     if fitted and kept:
         document["kept_at_prior"] = kept
@@ -159,6 +162,17 @@ def fitted_document(name: str, rows: list[pf.Row], held: list[pf.HeldOutPredicti
         }
         document["fitted"] = None
     return document
+
+
+def _per_sequence_source(prior: dict, efficiency: Efficiency, own: list[pf.Row]) -> str:
+    """Where the host per-sequence cost comes from: the prior's citation, or the fit and it."""
+    if efficiency.per_sequence_ms == prior["per_sequence_ms"]:
+        return str(prior["per_sequence_source"])
+    return (
+        f"fitted to {len(own)} rows of benchmarks/measurements/rows.csv "
+        f"(benchmarks/fit_profiles.py); prior {prior['per_sequence_ms']:g} ms: "
+        f"{prior['per_sequence_source']}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

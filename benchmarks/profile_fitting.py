@@ -86,6 +86,7 @@ FITTED_PARAMETERS = (
     "all_reduce_scale",
     "decode_compute",
     "per_layer_ms",
+    "per_sequence_ms",
 )
 GRIDS: Mapping[str, Sequence[float]] = {
     "memory_bandwidth": [round(0.30 + 0.025 * i, 3) for i in range(27)],  # 0.30 .. 0.95
@@ -96,6 +97,22 @@ GRIDS: Mapping[str, Sequence[float]] = {
     "decode_compute": [0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8],
     "prefill_compute": [0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8],
     "all_reduce_scale": [0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0],
+    "per_sequence_ms": [
+        0.0,
+        0.005,
+        0.01,
+        0.02,
+        0.03,
+        0.04,
+        0.05,
+        0.06,
+        0.08,
+        0.1,
+        0.12,
+        0.15,
+        0.2,
+        0.3,
+    ],
 }
 IDENTIFIED_BY: Mapping[str, str] = {
     "memory_bandwidth": "single-request latency",
@@ -106,6 +123,7 @@ IDENTIFIED_BY: Mapping[str, str] = {
     "all_reduce_scale": "tensor-parallel sweep",
     "decode_compute": "throughput or TTFT",
     "prefill_compute": "throughput or TTFT",
+    "per_sequence_ms": "batched decode at several model sizes",
 }
 """The kind of row that identifies each fitted parameter. The fit moves a parameter only when
 the rows hold at least ``MIN_IDENTIFYING_ROWS`` of its kind (``identified``); otherwise it is
@@ -113,7 +131,14 @@ kept at the profile's prior. Without single-request latency rows, bandwidth effi
 per-step overheads trade off freely against the compute efficiencies on throughput rows (the
 vLLM 0.6 blog alone moved ``lmi-vllm-v0``'s bandwidth efficiency from 0.72 to 0.55 and its
 per-layer overhead to 0.08 ms, doubling its single-request latency); without a sweep over TP
-degrees of one model, the TP terms are not identified at all."""
+degrees of one model, the TP terms are not identified at all. The host's per-sequence cost
+and the decode compute efficiency both grow a step with its batch; only the compute part
+grows with the model's parameters, so only batched rows (``BATCHED_CONCURRENCY`` or more
+sequences) of two or more model sizes tell them apart."""
+BATCHED_CONCURRENCY = 16
+"""A row at this many sequences or more is batched decode for ``per_sequence_ms``: at 16
+sequences a host cost of 0.05 ms per sequence is 0.8 ms a step, about a tenth of a 7-8B model's
+single-GPU step, so below it the term is within the rows' own noise."""
 MIN_IDENTIFYING_ROWS = 3
 ROUNDS = 3
 LITTLE_MIN_RATIO = 0.7
@@ -423,6 +448,7 @@ def prior_efficiency(profile: EngineProfile) -> Efficiency:
             per_layer_per_extra_rank_ms=prior["per_layer_per_extra_rank_ms"],
             per_extra_rank_ms=prior.get("per_extra_rank_ms", 0.0),
             all_reduce_scale=prior["all_reduce_scale"],
+            per_sequence_ms=prior.get("per_sequence_ms", 0.0),
         )
     )
 
@@ -467,17 +493,36 @@ def rows_of_kind(rows: Sequence[Row]) -> dict[str, int]:
         "throughput or TTFT": sum(
             row.tokens_per_s is not None or row.ttft_ms is not None for row in rows
         ),
+        "batched decode at several model sizes": _batched_decode_rows(rows),
     }
 
 
-def identified(rows: Sequence[Row]) -> tuple[tuple[str, ...], dict[str, str]]:
+def _batched_decode_rows(rows: Sequence[Row]) -> int:
+    """Rows at ``BATCHED_CONCURRENCY`` or more sequences with a decode figure (tokens/s,
+    ms/token or ITL), counted only when they span two or more model sizes (else 0)."""
+    batched = [
+        row
+        for row in rows
+        if row.concurrency >= BATCHED_CONCURRENCY
+        and (row.tokens_per_s or row.ms_per_token or row.itl_ms) is not None
+    ]
+    return len(batched) if len({row.spec.active_parameters for row in batched}) > 1 else 0
+
+
+def identified(
+    rows: Sequence[Row], profile: EngineProfile | None = None
+) -> tuple[tuple[str, ...], dict[str, str]]:
     """The parameters ``rows`` identify (``FITTED_PARAMETERS`` order), and for each other one
-    why it keeps its prior."""
+    why it keeps its prior. A profile whose prior fixes its host per-sequence cost
+    (``fixed_by_source``) never fits it."""
     counts = rows_of_kind(rows)
+    fixed = fixed_by_source(profile) if profile is not None else {}
     names, kept = [], {}
     for name in FITTED_PARAMETERS:
         kind = IDENTIFIED_BY[name]
-        if counts[kind] >= MIN_IDENTIFYING_ROWS:
+        if name in fixed:
+            kept[name] = fixed[name]
+        elif counts[kind] >= MIN_IDENTIFYING_ROWS:
             names.append(name)
         else:
             kept[name] = (
@@ -485,6 +530,22 @@ def identified(rows: Sequence[Row]) -> tuple[tuple[str, ...], dict[str, str]]:
                 f"(< {MIN_IDENTIFYING_ROWS}) cannot identify it"
             )
     return tuple(names), kept
+
+
+def fixed_by_source(profile: EngineProfile) -> dict[str, str]:
+    """Parameters the profile's sources fix rather than estimate, and why: an engine whose
+    cited architecture overlaps its per-request host work with the GPU's step (the JSON
+    prior's ``per_sequence_fixed``: vLLM V1's separate engine-core process, TensorRT-LLM's
+    C++ batch manager) has no host per-sequence cost to fit; a fit there only absorbs other
+    misfits (fitted without NVIDIA's own C++ benchmark, lmi-trtllm's rows put 0.06 ms on it and
+    predicted two of that benchmark's rows at 40% and 62% of their measured tokens/s)."""
+    prior = profile.raw.get("prior") or {}
+    if prior.get("per_sequence_fixed"):
+        return {
+            "per_sequence_ms": "kept at the prior: the engine overlaps its per-request host "
+            "work with the GPU (overhead.per_sequence_source), so no row can identify it"
+        }
+    return {}
 
 
 KERNEL_GRID = [0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
@@ -520,7 +581,7 @@ def fit(rows: Sequence[Row], profile: EngineProfile) -> tuple[Efficiency, Engine
         for name in profile.kernels
         if sum(row.precision.value == name for row in rows) >= MIN_ROWS_TO_FIT_KERNEL
     )
-    names, _ = identified(rows)
+    names, _ = identified(rows, profile)
     best = start
     best_loss = loss(rows, profile, best)
     for _ in range(ROUNDS):

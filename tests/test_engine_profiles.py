@@ -32,6 +32,7 @@ from cdk_sagemaker_llm.planning.engine_profiles import (
 )
 from cdk_sagemaker_llm.planning.performance import (
     CopyModel,
+    Efficiency,
     Layout,
     Workload,
     efficiency_of,
@@ -264,7 +265,7 @@ def test_a_band_widens_when_extrapolating() -> None:
 
 def test_a_prediction_off_the_fitted_range_says_why() -> None:
     prediction = predict(
-        ModelSpec.LLAMA_3_70B,
+        ModelSpec.LLAMA_3_1_70B,  # 128K context: a 16,000-token prompt is valid
         Layout(InstanceType.P5_48XLARGE, 8, 1),
         Workload(16_000, 256),
         [1],
@@ -438,3 +439,69 @@ def test_lmi_0_31_single_request_latency_follows_the_bandwidth_and_tp_is_not_fas
     # 13.5 GB of fp16 weights over an A100-40GB's 1.555 TB/s is 8.7 ms; a few ms per step on top.
     assert 10 < ms[1] < 18
     assert min(ms, key=ms.__getitem__) != 8
+
+
+# ----- Host (CPU) cost per sequence per step ------------------------------------------------------
+
+
+def test_a_decode_step_pays_the_host_cost_of_each_sequence_in_it() -> None:
+    spec, load = ModelSpec.LLAMA_2_7B, Workload(256, 256)
+
+    def step(per_sequence_ms: float, batch: int) -> float:
+        model = CopyModel(
+            spec,
+            InstanceType.P4D_24XLARGE,
+            1,
+            Precision.FP16,
+            load,
+            Efficiency(per_sequence_ms=per_sequence_ms),
+        )
+        return model.step_s(batch)
+
+    assert step(0.1, 1) - step(0.0, 1) == pytest.approx(0.0001)
+    assert step(0.1, 200) - step(0.0, 200) == pytest.approx(0.02)
+    with pytest.raises(ValidationError, match="per_sequence_ms"):
+        Efficiency(per_sequence_ms=-1.0)
+
+
+def test_every_profile_cites_its_host_cost_and_engines_that_overlap_it_have_none() -> None:
+    for profile in all_profiles():
+        assert profile.raw["overhead"]["per_sequence_source"], profile.name
+        assert profile.raw["prior"]["per_sequence_source"], profile.name
+    # Python per-request work every step: vLLM V0 (its v0.6.0 blog) and TGI's model server.
+    for name in ("lmi-vllm-v0", "tgi-1", "tgi-2-3"):
+        assert engine_profile(name).raw["prior"]["per_sequence_ms"] > 0, name
+    # vLLM V1's engine-core process and TensorRT-LLM's C++ runtime overlap it: prior 0.
+    for name in ("lmi-vllm-v1", "lmi-trtllm"):
+        assert engine_profile(name).raw["prior"]["per_sequence_ms"] == 0, name
+    assert "per sequence (host)" in engine_profile("tgi-1").describe()
+
+
+def test_only_batched_rows_of_several_model_sizes_identify_the_host_cost(
+    fitting: ModuleType, rows: list[Any]
+) -> None:
+    tgi = [row for row in rows if row.profile == "tgi-1"]
+    names, _ = fitting.identified(tgi)
+    assert "per_sequence_ms" in names
+    one_model = [row for row in tgi if row.model_name == tgi[0].model_name]
+    batched_one_model = [row for row in one_model if row.concurrency >= fitting.BATCHED_CONCURRENCY]
+    assert batched_one_model  # the rule, not the rows, keeps it at the prior
+    _, kept = fitting.identified(one_model)
+    assert "per_sequence_ms" in kept
+    single = [row for row in tgi if row.concurrency < fitting.BATCHED_CONCURRENCY]
+    _, kept = fitting.identified(single)
+    assert "per_sequence_ms" in kept
+
+
+@pytest.mark.parametrize("name", ["lmi-vllm-v1", "lmi-trtllm"])
+def test_engines_that_overlap_their_host_work_never_fit_a_host_cost(
+    fitting: ModuleType, rows: list[Any], name: str
+) -> None:
+    profile = engine_profile(name)
+    own = [row for row in rows if row.profile == name]
+    assert fitting.rows_of_kind(own)["batched decode at several model sizes"] >= 3
+    names, kept = fitting.identified(own, profile)
+    assert "per_sequence_ms" not in names
+    assert "overlaps" in kept["per_sequence_ms"]
+    assert profile.per_sequence_ms == 0
+    assert "overlaps" in profile.raw["kept_at_prior"]["per_sequence_ms"]

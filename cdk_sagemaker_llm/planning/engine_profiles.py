@@ -263,6 +263,10 @@ class EngineProfile:
     """None: the profile is a prior, not fitted to measurements."""
     raw: Mapping[str, Any] = field(repr=False, compare=False, default_factory=dict)
     """The JSON document the profile was read from."""
+    per_sequence_ms: float = 0.0
+    """Host (CPU) cost per sequence in the batch per decode step that the engine does not
+    overlap with the GPU, ms (``Efficiency.per_sequence_ms``; the JSON's
+    ``overhead.per_sequence_ms``, cited in ``overhead.per_sequence_source``)."""
 
     def kernel(self, precision: Precision) -> KernelSpeed | None:
         """The kernel speed for quantized ``precision`` weights; None for fp16/bf16/fp32."""
@@ -319,8 +323,13 @@ class EngineProfile:
             f"engine profile {self.name} ({self.description}; {fitted}): "
             f"{self.base_overhead_ms:g} ms + {self.per_layer_ms:g} ms/layer + "
             f"({self.per_extra_rank_ms:g} ms + {self.per_layer_per_extra_rank_ms:g} ms/layer) "
-            "per TP doubling per step, "
-            f"batch limit {self.describe_batching()}"
+            "per TP doubling"
+            + (
+                f" + {self.per_sequence_ms:g} ms per sequence (host)"
+                if self.per_sequence_ms
+                else ""
+            )
+            + f" per step, batch limit {self.describe_batching()}"
         )
 
     def describe_batching(self) -> str:
@@ -468,6 +477,7 @@ def profile_from_dict(data: Mapping[str, Any]) -> EngineProfile:
         per_layer_per_extra_rank_ms=float(overhead["per_layer_per_extra_rank_ms"]),
         per_extra_rank_ms=float(overhead.get("per_extra_rank_ms", 0.0)),
         all_reduce_scale=float(overhead["all_reduce_scale"]),
+        per_sequence_ms=float(overhead.get("per_sequence_ms", 0.0)),
         batching=Batching(
             limit=BatchLimit(batching["limit"]),
             max_batch_size=batching["max_batch_size"],

@@ -7,7 +7,7 @@ insightful visual performance model", CACM 2009; Pope et al., "Efficiently Scali
 Inference", MLSys 2023)::
 
     step = max(bytes_read / (TP x bandwidth x eta_mem), flops / (TP x peak x eta_compute))
-           + overhead + all_reduce(b)
+           + overhead + b x per-sequence host cost + all_reduce(b)
     bytes_read = weight bytes read per step + b x L x KV bytes per token
     flops      = 2 x active parameters x b  +  4 x layers x hidden x L x b   (attention)
 
@@ -212,6 +212,12 @@ class Efficiency:
     all_reduce_scale: float = 1.0
     """Multiplier on the all-reduce transfer time (bytes / nccl-tests bandwidth): the engine's
     all-reduce of large (prefill) messages is often slower than the interconnect allows."""
+    per_sequence_ms: float = 0.0
+    """Host (CPU) cost per sequence in the batch per decode step, ms, that the engine does not
+    overlap with the GPU's step: per-request Python work every step (sampling bookkeeping,
+    stopping criteria, incremental detokenization, building each request's output), which
+    makes a step at 256 sequences slower than its roofline. Each engine profile cites its
+    value (0 in the defaults)."""
 
     def __post_init__(self) -> None:
         for prop in ("memory_bandwidth", "decode_compute", "prefill_compute"):
@@ -226,6 +232,7 @@ class Efficiency:
             "per_layer_per_extra_rank_ms",
             "per_extra_rank_ms",
             "all_reduce_scale",
+            "per_sequence_ms",
         ):
             if getattr(self, prop) < 0:
                 raise ValidationError(
@@ -247,6 +254,11 @@ class Efficiency:
             * math.log2(tensor_parallel_degree)
         ) / 1000
 
+    def host_s(self, batch: int) -> float:
+        """Host cost of one decode step of ``batch`` sequences that the engine does not
+        overlap with the GPU, seconds (``per_sequence_ms`` x batch)."""
+        return self.per_sequence_ms * batch / 1000
+
     def describe(self) -> str:
         """The factors in one line."""
         text = (
@@ -259,6 +271,8 @@ class Efficiency:
                 f" + {self.per_layer_ms:g} ms per layer + ({self.per_extra_rank_ms:g} ms + "
                 f"{self.per_layer_per_extra_rank_ms:g} ms per layer) per TP doubling"
             )
+        if self.per_sequence_ms:
+            text += f" + {self.per_sequence_ms:g} ms per sequence (host)"
         if self.all_reduce_scale != 1.0:
             text += f", all-reduces x{self.all_reduce_scale:g}"
         return text
@@ -279,6 +293,7 @@ def efficiency_of(profile: EngineProfile) -> Efficiency:
         per_layer_per_extra_rank_ms=profile.per_layer_per_extra_rank_ms,
         per_extra_rank_ms=profile.per_extra_rank_ms,
         all_reduce_scale=profile.all_reduce_scale,
+        per_sequence_ms=profile.per_sequence_ms,
     )
 
 
@@ -453,13 +468,14 @@ class CopyModel:
 
     def step_s(self, batch: int) -> float:
         """Time per generated token of ``batch`` sequences: one decode step (roofline +
-        overhead + all-reduces), or with speculative decoding a verification and its draft
-        over the tokens they yield."""
+        overhead + the host's per-sequence cost + all-reduces), or with speculative decoding a
+        verification and its draft over the tokens they yield."""
         if self.speculation is not None:
             return self._speculative.step_s(batch)
         return (
             max(self.memory_time_s(batch), self.compute_time_s(batch))
             + self.overhead_s()
+            + self.efficiency.host_s(batch)
             + self.all_reduce_s(batch)
         )
 
