@@ -31,6 +31,7 @@ from cdk_sagemaker_llm.planning.service_options import (
     SearchSpace,
     Sizing,
 )
+from cdk_sagemaker_llm.planning.workload import TraceRecord, check_workload_context
 
 CANDIDATES = [InstanceType.G5_2XLARGE, InstanceType.G5_12XLARGE, InstanceType.G6E_2XLARGE]
 REQUEST = ServiceRequest(
@@ -236,3 +237,43 @@ def test_a_knee_asking_more_copies_than_the_instances_hold_caps_max_copies_with_
     (warning,) = decision.warnings
     assert warning.prop == "max_instance_count"
     assert "capped at 2" in warning.message
+
+
+def _trace_request(*lengths: tuple[int, int]) -> ServiceRequest:
+    records = [TraceRecord(float(i), prompt, output) for i, (prompt, output) in enumerate(lengths)]
+    return ServiceRequest(**{**REQUEST.__dict__, "workload": Workload.trace(records)})
+
+
+def test_a_traces_longest_request_must_fit_the_context_not_its_mean() -> None:
+    # mean 4128 + 128 tokens fits Llama 3 8B's 8192; the 8000-token prompt + 200 does not,
+    # and vLLM would reject it at run time
+    request = _trace_request((256, 56), (8000, 200))
+    assert request.workload.total_tokens < 8192 < request.workload.longest_tokens == 8200
+    with pytest.raises(ValidationError) as raised:
+        decide(request)
+    assert raised.value.prop == "workload"
+    assert "longest request has 8200 in all" in str(raised.value)
+    with pytest.raises(ValidationError, match="8200 tokens per sequence"):
+        check_workload_context(request.spec, request.workload)
+
+
+def test_max_model_len_serves_a_traces_longest_request() -> None:
+    request = _trace_request((256, 56), (1000, 100), (3000, 200))
+    workload = request.workload
+    serving = decide(request).serving
+    assert serving.max_model_len == workload.longest_tokens == 3200
+    assert serving.max_input_tokens == workload.longest_input_tokens == 3000
+    # TGI's batch budget stays what the KV cache was checked to hold: batch x the mean
+    assert serving.max_batch_total_tokens == serving.max_batch_size * workload.total_tokens
+
+
+def test_a_multi_turn_workloads_longest_request_is_its_last_turn() -> None:
+    workload = Workload.multi_turn(
+        conversations=2, turns=3, turn_tokens=100, output_tokens=50, system_tokens=20
+    )
+    # turn 3: system + three turns + two answers in, one answer out
+    assert workload.longest_input_tokens == 20 + 3 * 100 + 2 * 50
+    assert workload.longest_tokens == workload.longest_input_tokens + 50
+    assert workload.longest_tokens > workload.total_tokens
+    plain = Workload(input_tokens=512, output_tokens=256)
+    assert (plain.longest_input_tokens, plain.longest_tokens) == (512, 768)

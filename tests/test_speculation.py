@@ -16,7 +16,12 @@ from cdk_sagemaker_llm.planning.performance import (
     Layout,
     profile_model,
 )
-from cdk_sagemaker_llm.planning.speculation import Speculation, SpeculativeTiming
+from cdk_sagemaker_llm.planning.speculation import (
+    EAGLE_DRAFT_LAYERS,
+    Speculation,
+    SpeculativeTiming,
+    draft_weight_bytes,
+)
 from cdk_sagemaker_llm.planning.workload import Workload
 
 WORKLOAD = Workload(input_tokens=512, output_tokens=256)
@@ -64,6 +69,16 @@ def test_a_draft_model_costs_its_own_steps() -> None:
     eagle = SpeculativeTiming(target, Speculation.eagle(acceptance_rate=0.7))
     assert with_draft.draft_step_s(1) == draft.step_s(1)
     assert with_draft.draft_step_s(1) > eagle.draft_step_s(1)
+
+
+def test_an_eagle_heads_memory_is_the_layers_its_timing_reads() -> None:
+    # An EAGLE-3 head is a decoder layer, a fusion layer and its own reduced-vocabulary LM head
+    # (32k tokens): about 0.42B parameters for Llama 3.1 8B by its config, about two layers.
+    spec = ModelSpec.preset("llama-3-8b")
+    layer = spec.parameters / spec.layers
+    head = draft_weight_bytes(Speculation.eagle(), spec, 2.0)
+    assert head == pytest.approx(EAGLE_DRAFT_LAYERS * layer * 2.0, rel=1e-6)
+    assert 0.35e9 * 2.0 <= head <= 0.6e9 * 2.0
 
 
 @pytest.mark.parametrize(

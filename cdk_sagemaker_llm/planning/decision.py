@@ -269,15 +269,20 @@ class ServingSettings:
     max_batch_size: int
     """Requests one copy batches (LMI ``OPTION_MAX_ROLLING_BATCH_SIZE``)."""
     max_model_len: int
-    """Longest sequence served (input + output tokens)."""
+    """Longest sequence served (input + output tokens): the workload's longest request."""
     max_input_tokens: int
     precision: Precision
+    mean_tokens: int | None = None
+    """Mean input + output tokens per request, what TGI's batch budget counts; None:
+    ``max_model_len`` (every request alike, or a ``max_model_len`` given)."""
 
     @property
     def max_batch_total_tokens(self) -> int:
-        """TGI's ``MAX_BATCH_TOTAL_TOKENS``: TGI bounds its batch by tokens, batch x tokens
-        per request."""
-        return self.max_batch_size * self.max_model_len
+        """TGI's ``MAX_BATCH_TOTAL_TOKENS``: TGI bounds its batch by tokens, batch x mean
+        tokens per request (what the KV cache was checked to hold), and at least one longest
+        sequence."""
+        per_request = self.max_model_len if self.mean_tokens is None else self.mean_tokens
+        return max(self.max_model_len, self.max_batch_size * per_request)
 
     @property
     def max_batch_prefill_tokens(self) -> int:
@@ -881,14 +886,19 @@ class _Decider:
         batch = _override(overrides.max_batch_size, option.max_batch_size)
         self._check_batch(option.layout, batch.value)
         workload = request.workload
-        model_len = _override(overrides.max_model_len, workload.total_tokens, "derived")
+        # the longest request, not the mean: vLLM rejects a prompt + max_tokens above
+        # max_model_len, TGI one above max_total_tokens / max_input_tokens
+        longest = min(workload.longest_tokens, request.spec.max_context)
+        model_len = _override(overrides.max_model_len, longest, "derived")
+        longest_input = min(workload.longest_input_tokens, model_len.value - 1)
         serving = ServingSettings(
             tgi=request.tgi,
             tensor_parallel_degree=option.layout.tensor_parallel_degree,
             max_batch_size=batch.value,
             max_model_len=model_len.value,
-            max_input_tokens=workload.input_tokens,
+            max_input_tokens=max(workload.input_tokens, longest_input),
             precision=self.precision,
+            mean_tokens=workload.total_tokens if overrides.max_model_len is None else None,
         )
         return serving, {"max_batch_size": batch, "max_model_len": model_len}
 

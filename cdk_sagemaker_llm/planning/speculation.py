@@ -80,11 +80,19 @@ DEFAULT_DRAFT_LENGTH = 5
 """Draft tokens per step: vLLM's documented example (``num_speculative_tokens=5``) and LMI's
 default ``option.speculative_length``."""
 EAGLE_DRAFT_LAYERS = 2
-"""An EAGLE head is one decoder layer plus an LM head (EAGLE-3's over a reduced draft
-vocabulary of 10k-32k tokens: vLLM blog, "Speculators v0.3.0", 2025-12-13), about one more
-layer's worth of reads for 7B-70B models (Li et al. 2024, section 4): each draft token reads
-about 2 / layers of the target's weights, and is a forward step of a 2-layer model in the
-engine (its fixed per-step cost included)."""
+"""An EAGLE head's size in the target's decoder layers, for its weights and for its reads per
+draft token. SageMaker's optimization job trains an EAGLE-3 or an EAGLE-2 head depending on
+the model's architecture (AWS Machine Learning Blog, "Amazon SageMaker AI introduces EAGLE
+based adaptive speculative decoding to accelerate generative AI inference", 2025-11). An
+EAGLE-3 head is one decoder layer, a layer fusing three of the target's hidden states, and its
+own LM head over a reduced draft vocabulary of 10k-32k tokens (Li et al., "EAGLE-3", arXiv
+2503.01840; the EAGLE repository's configs: ``draft_vocab_size``; vLLM blog, "Speculators
+v0.3.0", 2025-12-13): by their configs about 1.7 layers' worth for Llama 3.1 8B (0.42B
+parameters) and 1.6 for 70B (1.4B), rounded up to two. An EAGLE-2 head is one decoder layer
+that reads the target's full LM head (Li et al. 2024, section 4): the same reads per draft
+token, and fewer weights of its own, so two layers is the memory of the larger head. Each
+draft token reads about 2 / layers of the target's weights, and is a forward step of a 2-layer
+model in the engine (its fixed per-step cost included)."""
 
 
 class SpeculationKind(Enum):
@@ -340,7 +348,9 @@ def draft_weight_bytes(
     speculation: Speculation, target: ModelSpec, bytes_per_parameter: float
 ) -> float:
     """Accelerator memory the draft takes beside the target's weights: the draft model's
-    weights, or one decoder layer for an EAGLE head (its LM head is the target's)."""
+    weights, or ``EAGLE_DRAFT_LAYERS`` of the target's layers for an EAGLE head (an EAGLE-3
+    head's decoder layer, fusion layer and own reduced-vocabulary LM head), the size its
+    timing reads per draft token."""
     if speculation.draft is not None:
         return speculation.draft.parameters * bytes_per_parameter
-    return math.ceil(target.parameters / target.layers) * bytes_per_parameter
+    return EAGLE_DRAFT_LAYERS * math.ceil(target.parameters / target.layers) * bytes_per_parameter

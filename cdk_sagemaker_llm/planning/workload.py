@@ -9,8 +9,9 @@ Besides every request alike (``Workload(input_tokens=..., output_tokens=...)``),
 each built by a factory: prompts that share prefixes (``Workload.shared_prefix``), multi-turn
 conversations whose every turn resends the history (``Workload.multi_turn``) and the replay of
 a trace of requests with their timestamps and token counts (``Workload.trace``, in the Mooncake
-JSONL format that aiperf replays). The planner sees a shaped workload's mean tokens; the
-benchmark builds each request from the shape (``benchmarking.workloads``).
+JSONL format that aiperf replays). The planner sees a shaped workload's mean tokens, and its
+longest request (``longest_tokens``) for the model's context and the served ``max_model_len``;
+the benchmark builds each request from the shape (``benchmarking.workloads``).
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..catalog.model_specs import ModelSpec
 from ..errors import ValidationError
 from ..prop_types import typed_factory, typed_props
+
+if TYPE_CHECKING:  # the managed-benchmark Lambda bundles planning/workload.py without catalog/
+    from ..catalog.model_specs import ModelSpec
 
 MAX_SHAPE_TOKENS = 200_000
 """Tokens of one prompt a shape may build."""
@@ -311,6 +314,29 @@ class Workload:
         return self.input_tokens + self.output_tokens
 
     @property
+    def longest_input_tokens(self) -> int:
+        """Prompt tokens of the longest prompt: a multi-turn workload's last turn (the whole
+        history), a trace's longest record; ``input_tokens`` otherwise."""
+        shape = self.shape
+        if isinstance(shape, MultiTurn):
+            history = (shape.turns - 1) * (shape.turn_tokens + self.output_tokens)
+            return shape.system_tokens + shape.turn_tokens + history
+        if isinstance(shape, Trace):
+            return max(record.input_tokens for record in shape.records)
+        return self.input_tokens
+
+    @property
+    def longest_tokens(self) -> int:
+        """Input + output tokens of the longest request (``total_tokens`` when every request
+        is alike): the sequence length the server must accept."""
+        shape = self.shape
+        if isinstance(shape, MultiTurn):
+            return self.longest_input_tokens + self.output_tokens
+        if isinstance(shape, Trace):
+            return max(record.input_tokens + record.output_tokens for record in shape.records)
+        return self.total_tokens
+
+    @property
     def mean_context(self) -> float:
         """Mean context length while decoding: input + half the output."""
         return self.input_tokens + self.output_tokens / 2
@@ -347,13 +373,11 @@ def check_context(spec: ModelSpec, tokens: int, prop: str, value: object = None)
 
 
 def check_workload_context(spec: ModelSpec, workload: Workload, prop: str = "workload") -> None:
-    """``check_context`` of ``workload``'s input + output tokens (the mean of a shape)."""
-    check_context(
-        spec,
-        workload.total_tokens,
-        prop,
-        f"{workload.describe()} ({workload.total_tokens} in all)",
-    )
+    """``check_context`` of the input + output tokens of ``workload``'s longest request (a
+    shape's mean can fit while its longest request does not, and the server rejects that)."""
+    longest = workload.longest_tokens
+    where = "" if longest == workload.total_tokens else "the longest request has "
+    check_context(spec, longest, prop, f"{workload.describe()} ({where}{longest} in all)")
 
 
 def _check_prompt(owner: str, tokens: int) -> None:
