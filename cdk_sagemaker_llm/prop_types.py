@@ -120,28 +120,38 @@ def unresolved_arguments(function: Callable[..., Any]) -> list[str]:
     return sorted(name for name, hint in hints.items() if hint is _UNRESOLVED)
 
 
+@functools.cache
 def _jsii_interface_proxy(expected: type) -> type | None:
+    """The proxy class of a jsii interface (``iam.IRole``), else None; once per class."""
     proxy = getattr(expected, "__jsii_proxy_class__", None)
     return proxy() if callable(proxy) and getattr(expected, "_is_protocol", False) else None
 
 
 def _declares(value: Any, interface: type) -> bool:
     """True when ``value``'s class says it implements the jsii ``interface`` (or a sub-one)."""
-    for cls in type(value).__mro__:
+    value_class: Any = type(value)  # a class is hashable; mypy does not see it of type[Any]
+    return _class_declares(value_class, interface)
+
+
+@functools.cache
+def _class_declares(value_class: Any, interface: type) -> bool:
+    for cls in value_class.__mro__:
         for declared in getattr(cls, "__jsii_ifaces__", ()):
             if interface in declared.__mro__:
                 return True
     return False
 
 
-def _protocol_members(protocol: type) -> set[str]:
+@functools.cache
+def _protocol_members(protocol: type) -> frozenset[str]:
+    """The members a protocol declares; once per protocol (a class does not change)."""
     members: set[str] = set()
     for cls in protocol.__mro__:
         if cls in (object, typing.Generic) or cls.__name__ == "Protocol":
             continue
         members.update(getattr(cls, "__annotations__", {}))
         members.update(name for name in vars(cls) if not name.startswith("_"))
-    return members
+    return frozenset(members)
 
 
 def _has_member(value: Any, member: str) -> bool:
@@ -198,14 +208,28 @@ def _matches_collection(value: Any, origin: Any, arguments: tuple[Any, ...]) -> 
     return all(_matches(item, item_type) for item in value)
 
 
+def _shape(expected: Any) -> tuple[Any, tuple[Any, ...]]:
+    """``typing.get_origin`` and ``typing.get_args`` of an annotation, once per annotation."""
+    try:
+        return _cached_shape(expected)
+    except TypeError:  # an unhashable annotation (a Literal of a list): not cached
+        return typing.get_origin(expected), typing.get_args(expected)
+
+
+@functools.cache
+def _cached_shape(expected: Any) -> tuple[Any, tuple[Any, ...]]:
+    return typing.get_origin(expected), typing.get_args(expected)
+
+
 def _matches(value: Any, expected: Any) -> bool:
     """True when ``value`` is of the annotated type ``expected``."""
+    if type(value) is expected:  # the common case, a value of exactly the annotated class
+        return True
     if expected is _UNRESOLVED or expected is Any or isinstance(expected, TypeVar):
         return True
     if expected is None or expected is type(None):
         return value is None
-    origin = typing.get_origin(expected)
-    arguments = typing.get_args(expected)
+    origin, arguments = _shape(expected)
     if origin in (typing.Union, types.UnionType):
         return any(_matches(value, option) for option in arguments)
     if origin is typing.Literal:
@@ -388,6 +412,43 @@ def _report_unchecked(construct: Any, notes: list[str]) -> None:
         cdk.Annotations.of(construct).add_info(note)
 
 
+def _binder(
+    signature: inspect.Signature,
+) -> Callable[[tuple[Any, ...], dict[str, Any]], list[tuple[str, Any]]]:
+    """``signature.bind(*args, **kwargs).arguments.items()``, in the parameters' order, without
+    ``Signature.bind``'s general machinery when every parameter is positional-or-keyword or
+    keyword-only (a construct's, a props dataclass's, a factory's): the arguments are matched
+    by position and name here. Any other call (too many positional arguments, an unknown or
+    repeated name, a missing argument) and any other signature go through ``Signature.bind``,
+    which raises its usual ``TypeError``."""
+    parameters = signature.parameters
+    positional_or_keyword = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    plain_kinds = (positional_or_keyword, inspect.Parameter.KEYWORD_ONLY)
+
+    def general(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[tuple[str, Any]]:
+        return list(signature.bind(*args, **kwargs).arguments.items())
+
+    if any(parameter.kind not in plain_kinds for parameter in parameters.values()):
+        return general
+    order = tuple(parameters)
+    positional = tuple(n for n, p in parameters.items() if p.kind is positional_or_keyword)
+    names = frozenset(parameters)
+    required = frozenset(n for n, p in parameters.items() if p.default is p.empty)
+
+    def fast(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[tuple[str, Any]]:
+        if len(args) > len(positional):
+            return general(args, kwargs)
+        given = dict(zip(positional, args, strict=False))
+        if not names.issuperset(kwargs) or not given.keys().isdisjoint(kwargs):
+            return general(args, kwargs)
+        given.update(kwargs)
+        if not required.issubset(given):
+            return general(args, kwargs)
+        return [(name, given[name]) for name in order if name in given]
+
+    return fast
+
+
 def _checked(
     function: Callable[..., R],
     owner: str,
@@ -405,6 +466,13 @@ def _checked(
     which reports the checks skipped on tokens while it runs as info messages.
     """
     signature = inspect.signature(function)
+    bind = _binder(signature)
+    # What each call needs of a parameter, read once: its kind, and whether its written
+    # annotation admits None (a None there is not checked further).
+    kinds = {name: parameter.kind for name, parameter in signature.parameters.items()}
+    admits_none = {
+        name: _admits_none(parameter.annotation) for name, parameter in signature.parameters.items()
+    }
 
     @functools.cache
     def hint(name: str) -> Any:
@@ -415,21 +483,19 @@ def _checked(
     @functools.wraps(function)
     def checked(*args: Any, **kwargs: Any) -> R:
         try:
-            bound = signature.bind(*args, **kwargs)
+            arguments = bind(args, kwargs)
         except TypeError as error:  # an unknown or missing prop
             raise ValidationError(
                 owner, f"{args!r}, {kwargs!r}", str(error), f"see help({owner})"
             ) from None
-        for name, value in bound.arguments.items():
-            parameter = signature.parameters[name]
-            if parameter.kind is inspect.Parameter.VAR_POSITIONAL or (
-                value is None and _admits_none(parameter.annotation)
-            ):
+        for name, value in arguments:
+            kind = kinds[name]
+            if kind is inspect.Parameter.VAR_POSITIONAL or (value is None and admits_none[name]):
                 continue
             expected = hint(name)
             if expected is _UNANNOTATED:
                 continue
-            if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            if kind is inspect.Parameter.VAR_KEYWORD:
                 _check_options(value, expected, owner, qualified)
                 continue
             check_type(name, value, expected, owner, qualified=qualified)

@@ -1,0 +1,68 @@
+"""The run-time type checks bind arguments as ``inspect.Signature.bind`` does (issue 19: the
+checks bind a plain signature without it, for synth time)."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import pytest
+
+from cdk_sagemaker_llm.errors import ValidationError
+from cdk_sagemaker_llm.prop_types import _binder, typed_factory
+
+
+def plain(self: Any, a: int, b: str = "x", *, c: float = 1.0, d: int | None = None) -> None:
+    """Positional-or-keyword and keyword-only parameters only."""
+
+
+def variadic(a: int, *rest: int, **options: Any) -> None:
+    """A signature the fast path leaves to ``Signature.bind``."""
+
+
+CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    ((0, 1), {}),
+    ((0,), {"a": 1}),
+    ((0, 1, "y"), {"d": 4, "c": 2.0}),
+    ((0,), {"d": 4, "a": 1, "b": "z"}),
+    ((0, 1), {"a": 2}),  # a given twice
+    ((0, 1, "y", 3.0), {}),  # c is keyword-only
+    ((0,), {}),  # a missing
+    ((0, 1), {"e": 5}),  # no such parameter
+    ((), {}),
+]
+
+
+@pytest.mark.parametrize(("function"), [plain, variadic])
+@pytest.mark.parametrize(("args", "kwargs"), CALLS)
+def test_binds_as_signature_bind(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]):
+    signature = inspect.signature(function)
+    try:
+        expected: Any = list(signature.bind(*args, **kwargs).arguments.items())
+    except TypeError as error:
+        expected = str(error)
+    try:
+        bound: Any = _binder(signature)(args, kwargs)
+    except TypeError as error:
+        bound = str(error)
+    assert bound == expected
+
+
+class Factory:
+    @staticmethod
+    @typed_factory
+    def of(a: int, b: str = "x", *, c: float = 1.0) -> tuple[int, str, float]:
+        return a, b, c
+
+
+def test_checked_factory_binds_and_reports():
+    assert Factory.of(1, c=2.0) == (1, "x", 2.0)
+    with pytest.raises(ValidationError, match="missing a required argument: 'a'"):
+        Factory.of(b="y")
+    with pytest.raises(ValidationError, match="unexpected keyword argument 'd'"):
+        Factory.of(1, d=2)
+    with pytest.raises(ValidationError, match=r"Factory\.of\(b\)"):
+        Factory.of(1, 2)
+    # The first wrong argument in the parameters' order is reported, whatever the call's order.
+    with pytest.raises(ValidationError, match=r"Factory\.of\(a\)"):
+        Factory.of(c="no", b=3, a="no")
