@@ -26,6 +26,7 @@ from cdk_sagemaker_llm.constructs.serving_options import (
     TgiOptions,
 )
 from cdk_sagemaker_llm.errors import ValidationError
+from cdk_sagemaker_llm.plan.serving import image_plan
 
 
 def _model(
@@ -174,11 +175,44 @@ def test_a_given_spec_overrides_the_inferred_one_and_lands_in_metadata() -> None
     resources = Template.from_stack(stack).find_resources("AWS::SageMaker::Model")
     (metadata,) = [resource["Metadata"] for resource in resources.values()]
     assert metadata[MODEL_SPEC] == tiny.to_metadata()
-    assert metadata[IMAGE] == {
-        "family": "lmi",
-        "release": "0.31.0",
-        "containerCachingEligible": True,
+    # The image's facts are in its literal URI, where ``plan`` reads them: not repeated.
+    assert IMAGE not in metadata
+
+
+def test_plan_metadata_holds_only_what_plan_cannot_read_from_the_resource() -> None:
+    """A literal Deep Learning Container URI and a well-known ``HF_MODEL_ID`` tell ``plan``
+    the image's facts and the architecture: no metadata (two jsii calls and template size
+    saved per model). A region-agnostic stack's image URI is a token, so its facts are
+    written; a spec ``plan`` would infer differently is written."""
+    regional = new_stack()
+    inferred = _model(regional, "mistralai/Mistral-7B-Instruct-v0.2")
+    assert inferred.spec is ModelSpec.MISTRAL_7B
+    _variant_endpoint(regional, inferred, InstanceType.G5_XLARGE)
+    (resource,) = Template.from_stack(regional).find_resources("AWS::SageMaker::Model").values()
+    assert "Metadata" not in resource
+    image = image_plan(resource["Properties"]["PrimaryContainer"]["Image"], {}, None)
+    assert (image.family, image.release, image.caching_eligible) == ("lmi", "0.31.0", True)
+
+    agnostic = new_stack(region=None)
+    _variant_endpoint(
+        agnostic, _model(agnostic, "mistralai/Mistral-7B-Instruct-v0.2"), InstanceType.G5_XLARGE
+    )
+    (resource,) = Template.from_stack(agnostic).find_resources("AWS::SageMaker::Model").values()
+    assert resource["Metadata"] == {
+        IMAGE: {"family": "lmi", "release": "0.31.0", "containerCachingEligible": True}
     }
+
+    renamed = new_stack()
+    model = Model(
+        renamed,
+        "Model",
+        image=ContainerImage.lmi("0.31.0"),
+        source=ModelSource.from_hugging_face("mistralai/Mistral-7B-Instruct-v0.2"),
+        spec=ModelSpec.LLAMA_3_8B,  # not what the id says: plan needs it
+    )
+    _variant_endpoint(renamed, model, InstanceType.G5_XLARGE)
+    (resource,) = Template.from_stack(renamed).find_resources("AWS::SageMaker::Model").values()
+    assert resource["Metadata"] == {MODEL_SPEC: ModelSpec.LLAMA_3_8B.to_metadata()}
 
 
 def test_the_spec_is_inferred_from_well_known_hugging_face_ids() -> None:

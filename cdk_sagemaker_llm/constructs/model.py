@@ -272,7 +272,13 @@ class Model(ModelBase):
                 ),
             )
             depend_on_role_policy(self.resource, self.role)
-            add_plan_metadata(self.resource, image=image, spec=self.spec)
+            add_plan_metadata(
+                self.resource,
+                image=image,
+                spec=self.spec,
+                image_uri=self.image_uri,
+                environment=self.environment,
+            )
             self.model_name: str = self.resource.attr_model_name
             """The SageMaker model name."""
 
