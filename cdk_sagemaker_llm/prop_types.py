@@ -449,6 +449,16 @@ def _binder(
     return fast
 
 
+_Prepared = tuple[
+    Callable[[tuple[Any, ...], dict[str, Any]], list[tuple[str, Any]]],
+    dict[str, Any],
+    dict[str, bool],
+    Callable[[str], Any],
+]
+"""What a checked function's calls need of its signature: the binder, each parameter's kind,
+whether its written annotation admits None, and its resolved annotation by name."""
+
+
 def _checked(
     function: Callable[..., R],
     owner: str,
@@ -465,23 +475,35 @@ def _checked(
     concrete number is needed. ``construct``: the function is a construct's ``__init__``,
     which reports the checks skipped on tokens while it runs as info messages.
     """
-    signature = inspect.signature(function)
-    bind = _binder(signature)
-    # What each call needs of a parameter, read once: its kind, and whether its written
-    # annotation admits None (a None there is not checked further).
-    kinds = {name: parameter.kind for name, parameter in signature.parameters.items()}
-    admits_none = {
-        name: _admits_none(parameter.annotation) for name, parameter in signature.parameters.items()
-    }
+    # What each call needs of the signature (its binder, each parameter's kind, whether its
+    # written annotation admits None: a None there is not checked further) is read on the
+    # first call, not at import: most checked functions of an app are never called.
+    prepared: _Prepared | None = None
 
-    @functools.cache
-    def hint(name: str) -> Any:
-        # Resolved on first use, one parameter at a time: annotations may refer ahead, and the
-        # aws_cdk module of a prop left at None (``ec2``, ``kms``) is never imported for it.
-        return _resolve(function, only=name).get(name, _UNANNOTATED)
+    def prepare() -> _Prepared:
+        signature = inspect.signature(function)
+        parameters = signature.parameters.items()
+
+        @functools.cache
+        def hint(name: str) -> Any:
+            # Resolved on first use, one parameter at a time: annotations may refer ahead,
+            # and the aws_cdk module of a prop left at None (``ec2``, ``kms``) is never
+            # imported for it.
+            return _resolve(function, only=name).get(name, _UNANNOTATED)
+
+        return (
+            _binder(signature),
+            {name: parameter.kind for name, parameter in parameters},
+            {name: _admits_none(parameter.annotation) for name, parameter in parameters},
+            hint,
+        )
 
     @functools.wraps(function)
     def checked(*args: Any, **kwargs: Any) -> R:
+        nonlocal prepared
+        if prepared is None:
+            prepared = prepare()
+        bind, kinds, admits_none, hint = prepared
         try:
             arguments = bind(args, kwargs)
         except TypeError as error:  # an unknown or missing prop
@@ -528,6 +550,20 @@ def is_typed(function: Any) -> bool:
     return not [name for name in parameters if name not in ("self", "cls")]
 
 
+def _needs_no_check(function: Any) -> bool:
+    """``is_typed`` of a plain function, read from its code object (``inspect.signature``
+    costs more, for each method of each class at import) unless it wraps another or declares
+    its own signature."""
+    code = getattr(function, "__code__", None)
+    if code is None or hasattr(function, "__wrapped__") or hasattr(function, "__signature__"):
+        return is_typed(function)
+    if getattr(function, _TYPED, False):
+        return True
+    count = code.co_argcount + code.co_kwonlyargcount
+    count += bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    return not [name for name in code.co_varnames[:count] if name not in ("self", "cls")]
+
+
 def _foreign_names(cls: type) -> set[str]:
     """Names a base class from outside this package (a jsii class, ``Construct``, ``Enum``)
     or an implemented jsii interface defines: methods the jsii kernel may call back (``bind``,
@@ -551,7 +587,7 @@ def _check_methods(cls: type, decision: str | None = None) -> None:
         if name.startswith("_") or name in foreign:
             continue
         function = getattr(member, "__func__", member)
-        if not inspect.isfunction(function) or is_typed(function):
+        if not inspect.isfunction(function) or _needs_no_check(function):
             continue
         checked = _checked(function, function.__qualname__, qualified=True, decision=decision)
         if isinstance(member, staticmethod):
