@@ -52,11 +52,12 @@ _UNRESOLVED = object()
 
 class _Namespace(dict[str, Any]):
     """Names an annotation may use beyond its module's globals: the module aliases of
-    ``aws_cdk`` (``ec2``, ``kms`` ...), which modules import only for type checkers (importing
-    them costs synth time). Names the module or the builtins define are theirs (``eval`` looks
-    here first), so checking a pure module's annotations imports no aws_cdk. A name of this
-    package must be imported at run time by the module that annotates with it
-    (``unchecked_props`` finds one that is not)."""
+    ``aws_cdk`` (``ec2``, ``kms`` ...), and this package's public exports (``AsyncInference``,
+    ``RollingDeployment`` ...), which modules import only for type checkers (importing them
+    costs synth time, and a prop left at None never resolves its annotation). Names the module
+    or the builtins define are theirs (``eval`` looks here first), so checking a pure module's
+    annotations imports no aws_cdk. Any other name of this package must be imported at run time
+    by the module that annotates with it (``unchecked_props`` finds one that is not)."""
 
     def __init__(self, module_globals: Mapping[str, Any]) -> None:
         super().__init__()
@@ -65,6 +66,9 @@ class _Namespace(dict[str, Any]):
     def __missing__(self, name: str) -> Any:
         if name in self._globals or hasattr(builtins, name):
             raise KeyError(name)
+        package = sys.modules[_PACKAGE]
+        if name in getattr(package, "_EXPORTS", ()):
+            return getattr(package, name)  # the package imports the export's module once
         try:
             return importlib.import_module(f"aws_cdk.aws_{name}")
         except ImportError:
