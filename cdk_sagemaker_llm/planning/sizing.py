@@ -8,7 +8,7 @@ that fit are what is left of the accelerators' usable memory divided by one sequ
 provided at least 1 GB is left (``planning.placement``). The recommended tensor-parallel degree
 is the layout that serves the most output tokens/s within 100 ms/token according to the
 performance model with the serving engine's profile (``planning.performance``,
-``planning.engine_profiles``, ``planning.recommend.rank_layouts``; the image's profile where the
+``planning.engine_profiles``, ``planning.ranking.rank_layouts``; the image's profile where the
 image is known, else the one ``predict`` and ``recommend`` default to), not the smallest degree
 that fits. Every size is in decimal GB.
 """
@@ -36,7 +36,7 @@ from .placement import (
     head_divisibility_problem,
     kv_bytes_per_token_per_copy,
 )
-from .recommend import RankedLayout, rank_layouts
+from .ranking import RankedLayout, rank_layouts
 from .workload import check_context
 
 SIZING_SLO_MS_PER_TOKEN = 100.0
