@@ -25,7 +25,7 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from enum import Enum
-from typing import Any, TypeVar, cast
+from typing import Any, ParamSpec, TypeVar, cast
 
 from .errors import (
     ValidationError,
@@ -36,11 +36,19 @@ from .errors import (
     stop_collecting_unchecked,
 )
 
-__all__ = ["is_typed", "typed_factory", "typed_props", "unchecked_props", "unresolved_arguments"]
+__all__ = [
+    "is_typed",
+    "trusted",
+    "typed_factory",
+    "typed_props",
+    "unchecked_props",
+    "unresolved_arguments",
+]
 
 T = TypeVar("T", bound=type)
 R = TypeVar("R")
 F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
 
 _TYPED = "__typed_checked__"
 """The attribute that marks a function whose arguments ``_checked`` checks."""
@@ -698,3 +706,21 @@ def typed_factory(function: F) -> F:
     arguments at call time; a wrong one is named ``Class.factory(argument)``, as the factory's
     own validation names it."""
     return cast(F, _checked(function, function.__qualname__, qualified=True))
+
+
+def trusted(cls: Callable[P, R]) -> Callable[P, R]:
+    """``cls``'s constructor without the run-time type checks of ``@typed_props``: for the
+    library's own constant data (the catalog's accelerators, instance types, model specs and
+    prices), whose types mypy checks, so that importing the catalog does not check each of its
+    entries. The class's own validation (``__post_init__``) still runs, and every value a user
+    passes still goes through the checks."""
+    init = getattr(_init_of(cast(type, cls)), "__wrapped__", None)
+    if init is None:
+        return cls
+
+    def build(*args: P.args, **kwargs: P.kwargs) -> R:
+        instance: R = cast(Any, cls).__new__(cls)
+        init(instance, *args, **kwargs)
+        return instance
+
+    return build
