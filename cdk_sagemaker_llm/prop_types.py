@@ -83,21 +83,35 @@ class _Namespace(dict[str, Any]):
             raise KeyError(name) from None
 
 
-def _resolve(function: Callable[..., Any], only: str | None = None) -> dict[str, Any]:
-    """The evaluated annotation of each parameter (``_UNRESOLVED`` when it cannot be); of
-    parameter ``only`` alone when given."""
-    module = sys.modules[function.__module__]
+_EVALUATED: dict[tuple[str, str], Any] = {}
+"""Each written annotation evaluated in its module, once per module (``int | None`` is
+written on many parameters of one module); one that cannot be evaluated is not kept."""
+
+
+def _evaluate(annotation: Any, module_name: str) -> Any:
+    """A parameter's annotation as written (a string, under ``from __future__ import
+    annotations``) evaluated in its module, or ``_UNRESOLVED`` when it cannot be."""
+    if not isinstance(annotation, str):
+        return annotation
+    key = (module_name, annotation)
+    evaluated = _EVALUATED.get(key, _UNRESOLVED)
+    if evaluated is _UNRESOLVED:
+        namespace = vars(sys.modules[module_name])
+        try:
+            evaluated = eval(annotation, dict(namespace), _Namespace(namespace))
+        except (NameError, AttributeError, TypeError, SyntaxError):
+            return _UNRESOLVED
+        _EVALUATED[key] = evaluated
+    return evaluated
+
+
+def _resolve(function: Callable[..., Any]) -> dict[str, Any]:
+    """The evaluated annotation of each parameter (``_UNRESOLVED`` when it cannot be)."""
     hints: dict[str, Any] = {}
     for name, parameter in inspect.signature(function).parameters.items():
-        annotation = parameter.annotation
-        if name == "self" or annotation is inspect.Parameter.empty or only not in (None, name):
+        if name == "self" or parameter.annotation is inspect.Parameter.empty:
             continue
-        if isinstance(annotation, str):
-            try:
-                annotation = eval(annotation, dict(vars(module)), _Namespace(vars(module)))
-            except (NameError, AttributeError, TypeError, SyntaxError):
-                annotation = _UNRESOLVED
-        hints[name] = annotation
+        hints[name] = _evaluate(parameter.annotation, function.__module__)
     return hints
 
 
@@ -471,6 +485,33 @@ _Prepared = tuple[
 whether its written annotation admits None, and its resolved annotation by name."""
 
 
+def _prepare(function: Callable[..., Any]) -> _Prepared:
+    """What the calls of a checked ``function`` need of its signature, read on its first call."""
+    signature = inspect.signature(function)
+    parameters = signature.parameters.items()
+    written = {
+        name: parameter.annotation
+        for name, parameter in parameters
+        if name != "self" and parameter.annotation is not inspect.Parameter.empty
+    }
+
+    @functools.cache
+    def hint(name: str) -> Any:
+        # Resolved on first use, one parameter at a time: annotations may refer ahead,
+        # and the aws_cdk module of a prop left at None (``ec2``, ``kms``) is never
+        # imported for it.
+        if name not in written:
+            return _UNANNOTATED
+        return _evaluate(written[name], function.__module__)
+
+    return (
+        _binder(signature),
+        {name: parameter.kind for name, parameter in parameters},
+        {name: _admits_none(parameter.annotation) for name, parameter in parameters},
+        hint,
+    )
+
+
 def _checked(
     function: Callable[..., R],
     owner: str,
@@ -492,29 +533,11 @@ def _checked(
     # first call, not at import: most checked functions of an app are never called.
     prepared: _Prepared | None = None
 
-    def prepare() -> _Prepared:
-        signature = inspect.signature(function)
-        parameters = signature.parameters.items()
-
-        @functools.cache
-        def hint(name: str) -> Any:
-            # Resolved on first use, one parameter at a time: annotations may refer ahead,
-            # and the aws_cdk module of a prop left at None (``ec2``, ``kms``) is never
-            # imported for it.
-            return _resolve(function, only=name).get(name, _UNANNOTATED)
-
-        return (
-            _binder(signature),
-            {name: parameter.kind for name, parameter in parameters},
-            {name: _admits_none(parameter.annotation) for name, parameter in parameters},
-            hint,
-        )
-
     @functools.wraps(function)
     def checked(*args: Any, **kwargs: Any) -> R:
         nonlocal prepared
         if prepared is None:
-            prepared = prepare()
+            prepared = _prepare(function)
         bind, kinds, admits_none, hint = prepared
         try:
             arguments = bind(args, kwargs)
