@@ -240,6 +240,27 @@ def recommended_tensor_parallel_degree(
     ranked = ranked_layouts(
         spec, instance_type, max_total_tokens=max_total_tokens, precision=precision, engine=engine
     )
+    return _recommended_degree(
+        spec,
+        instance_type,
+        ranked,
+        max_total_tokens=max_total_tokens,
+        precision=precision,
+        overhead_bytes=overhead_bytes,
+    )
+
+
+def _recommended_degree(
+    spec: ModelSpec,
+    instance_type: InstanceType,
+    ranked: list[RankedLayout],
+    *,
+    max_total_tokens: int | None,
+    precision: Precision,
+    overhead_bytes: float,
+) -> int | None:
+    """``recommended_tensor_parallel_degree`` from the layouts already ranked (``size`` ranks
+    them once for both)."""
     if ranked and ranked[0].capacity is not None and overhead_bytes == FRAMEWORK_OVERHEAD_BYTES:
         return ranked[0].layout.tensor_parallel_degree
     for degree in tensor_parallel_candidates(spec, instance_type):
@@ -510,13 +531,13 @@ def size(
         if overhead_bytes == FRAMEWORK_OVERHEAD_BYTES
         else []
     )
-    recommended = recommended_tensor_parallel_degree(
+    recommended = _recommended_degree(  # the ranking above, not a second one
         spec,
         instance_type,
+        ranked,
         max_total_tokens=tokens,
         precision=precision,
         overhead_bytes=overhead_bytes,
-        engine=profile,
     )
     degree = tensor_parallel_degree or recommended or count
     if degree < 1 or degree > count:
