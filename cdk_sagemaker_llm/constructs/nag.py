@@ -5,16 +5,24 @@ runs the AwsSolutions pack over a stack built from this library sees only findin
 own. cdk-nag 3 reads acknowledgments from CDK's ``Validations`` metadata; a wildcard finding's
 id names the rendered resource, e.g. ``AwsSolutions-IAM5[Resource::arn:aws:logs:us-west-2:
 <AWS::AccountId>:log-group:/aws/sagemaker/Endpoints/*]``.
+
+The acknowledgments are written as that metadata directly, one entry per construct, with no
+stack trace: ``Validations.acknowledge`` writes one entry per rule, each with a stack trace
+that, called through jsii, holds only aws-cdk-lib and jsii frames (no user code), and also
+acknowledges annotation warnings of the same id, which a cdk-nag finding never is. The
+entry is the one cdk-nag 3.0's ``NagPack.isAcknowledged`` and aws-cdk-lib's validation
+report read (``Validations.ACKNOWLEDGED_RULES_METADATA_KEY``, rule ids keyed as
+``Annotation::<id>``, the form ``Validations.acknowledge`` writes for an id without a
+namespace); it costs about half the kernel CPU of the ``Validations`` calls (synth cost in
+``benchmarks/README.md``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from aws_cdk import Acknowledgment, Validations
 from constructs import Construct, IConstruct
 
 from .synth_cache import resolved, stack_of
@@ -27,18 +35,21 @@ KEY_ACTION_FAMILIES = ["kms:GenerateDataKey*", "kms:ReEncrypt*"]
 ``grant_encrypt_decrypt`` (and of ``Topic.grant_publish`` on an encrypted topic)."""
 
 
-_validations: weakref.WeakKeyDictionary[Any, Validations] = weakref.WeakKeyDictionary()
+ACKNOWLEDGED_RULES_METADATA_KEY = "aws:cdk:acknowledged-rules"
+"""``Validations.ACKNOWLEDGED_RULES_METADATA_KEY`` (aws-cdk-lib 2.262+), as a constant: reading
+the static property is a jsii round trip."""
+
+ANNOTATION_NAMESPACE = "Annotation::"
+"""The namespace ``Validations.acknowledge`` gives a rule id that has none (aws-cdk-lib 2.262.1+;
+cdk-nag 3 strips it, case-insensitively, when it matches)."""
 
 
-def _validations_of(scope: IConstruct) -> Validations:
-    """``Validations.of(scope)``, created once per construct (a jsii round trip each)."""
-    try:
-        return _validations[scope]
-    except KeyError:
-        validations = _validations[scope] = Validations.of(scope)
-        return validations
-    except TypeError:
-        return Validations.of(scope)
+def _record(scope: IConstruct, acknowledgments: dict[str, str]) -> None:
+    """Write ``acknowledgments`` (rule id -> reason) on ``scope`` as one metadata entry."""
+    scope.node.add_metadata(
+        ACKNOWLEDGED_RULES_METADATA_KEY,
+        {f"{ANNOTATION_NAMESPACE}{rule_id}": reason for rule_id, reason in acknowledgments.items()},
+    )
 
 
 def acknowledge(scope: IConstruct, rule_id: str, reason: str) -> None:
@@ -46,7 +57,7 @@ def acknowledge(scope: IConstruct, rule_id: str, reason: str) -> None:
     acknowledge_all(scope, [rule_id], reason)
 
 
-_batch: list[dict[IConstruct, list[Acknowledgment]]] = []
+_batch: list[dict[IConstruct, dict[str, str]]] = []
 
 
 @contextlib.contextmanager
@@ -57,26 +68,24 @@ def batched_acknowledgments() -> Iterator[None]:
     if _batch:
         yield
         return
-    pending: dict[IConstruct, list[Acknowledgment]] = {}
+    pending: dict[IConstruct, dict[str, str]] = {}
     _batch.append(pending)
     try:
         yield
     finally:
         _batch.clear()
         for scope, acknowledgments in pending.items():
-            _validations_of(scope).acknowledge(*acknowledgments)
+            _record(scope, acknowledgments)
 
 
 def acknowledge_all(scope: IConstruct, rule_ids: list[str], reason: str) -> None:
     """Acknowledge each of ``rule_ids`` on ``scope`` for the same reason, in one jsii call
     (or at the end of the enclosing ``batched_acknowledgments`` block)."""
-    acknowledgments = [
-        Acknowledgment(id=rule_id, reason=reason) for rule_id in dict.fromkeys(rule_ids)
-    ]
+    acknowledgments = dict.fromkeys(rule_ids, reason)
     if _batch:
-        _batch[0].setdefault(scope, []).extend(acknowledgments)
+        _batch[0].setdefault(scope, {}).update(acknowledgments)
     else:
-        _validations_of(scope).acknowledge(*acknowledgments)
+        _record(scope, acknowledgments)
 
 
 def acknowledge_wildcard_resources(scope: IConstruct, resources: list[str], reason: str) -> None:
