@@ -25,7 +25,7 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from enum import Enum
-from typing import Any, TypeVar, cast
+from typing import Any, ParamSpec, TypeVar, cast
 
 from .errors import (
     ValidationError,
@@ -36,11 +36,19 @@ from .errors import (
     stop_collecting_unchecked,
 )
 
-__all__ = ["is_typed", "typed_factory", "typed_props", "unchecked_props", "unresolved_arguments"]
+__all__ = [
+    "is_typed",
+    "trusted",
+    "typed_factory",
+    "typed_props",
+    "unchecked_props",
+    "unresolved_arguments",
+]
 
 T = TypeVar("T", bound=type)
 R = TypeVar("R")
 F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
 
 _TYPED = "__typed_checked__"
 """The attribute that marks a function whose arguments ``_checked`` checks."""
@@ -52,11 +60,12 @@ _UNRESOLVED = object()
 
 class _Namespace(dict[str, Any]):
     """Names an annotation may use beyond its module's globals: the module aliases of
-    ``aws_cdk`` (``ec2``, ``kms`` ...), which modules import only for type checkers (importing
-    them costs synth time). Names the module or the builtins define are theirs (``eval`` looks
-    here first), so checking a pure module's annotations imports no aws_cdk. A name of this
-    package must be imported at run time by the module that annotates with it
-    (``unchecked_props`` finds one that is not)."""
+    ``aws_cdk`` (``ec2``, ``kms`` ...), and this package's public exports (``AsyncInference``,
+    ``RollingDeployment`` ...), which modules import only for type checkers (importing them
+    costs synth time, and a prop left at None never resolves its annotation). Names the module
+    or the builtins define are theirs (``eval`` looks here first), so checking a pure module's
+    annotations imports no aws_cdk. Any other name of this package must be imported at run time
+    by the module that annotates with it (``unchecked_props`` finds one that is not)."""
 
     def __init__(self, module_globals: Mapping[str, Any]) -> None:
         super().__init__()
@@ -65,27 +74,44 @@ class _Namespace(dict[str, Any]):
     def __missing__(self, name: str) -> Any:
         if name in self._globals or hasattr(builtins, name):
             raise KeyError(name)
+        package = sys.modules[_PACKAGE]
+        if name in getattr(package, "_EXPORTS", ()):
+            return getattr(package, name)  # the package imports the export's module once
         try:
             return importlib.import_module(f"aws_cdk.aws_{name}")
         except ImportError:
             raise KeyError(name) from None
 
 
-def _resolve(function: Callable[..., Any], only: str | None = None) -> dict[str, Any]:
-    """The evaluated annotation of each parameter (``_UNRESOLVED`` when it cannot be); of
-    parameter ``only`` alone when given."""
-    module = sys.modules[function.__module__]
+_EVALUATED: dict[tuple[str, str], Any] = {}
+"""Each written annotation evaluated in its module, once per module (``int | None`` is
+written on many parameters of one module); one that cannot be evaluated is not kept."""
+
+
+def _evaluate(annotation: Any, module_name: str) -> Any:
+    """A parameter's annotation as written (a string, under ``from __future__ import
+    annotations``) evaluated in its module, or ``_UNRESOLVED`` when it cannot be."""
+    if not isinstance(annotation, str):
+        return annotation
+    key = (module_name, annotation)
+    evaluated = _EVALUATED.get(key, _UNRESOLVED)
+    if evaluated is _UNRESOLVED:
+        namespace = vars(sys.modules[module_name])
+        try:
+            evaluated = eval(annotation, dict(namespace), _Namespace(namespace))
+        except (NameError, AttributeError, TypeError, SyntaxError):
+            return _UNRESOLVED
+        _EVALUATED[key] = evaluated
+    return evaluated
+
+
+def _resolve(function: Callable[..., Any]) -> dict[str, Any]:
+    """The evaluated annotation of each parameter (``_UNRESOLVED`` when it cannot be)."""
     hints: dict[str, Any] = {}
     for name, parameter in inspect.signature(function).parameters.items():
-        annotation = parameter.annotation
-        if name == "self" or annotation is inspect.Parameter.empty or only not in (None, name):
+        if name == "self" or parameter.annotation is inspect.Parameter.empty:
             continue
-        if isinstance(annotation, str):
-            try:
-                annotation = eval(annotation, dict(vars(module)), _Namespace(vars(module)))
-            except (NameError, AttributeError, TypeError, SyntaxError):
-                annotation = _UNRESOLVED
-        hints[name] = annotation
+        hints[name] = _evaluate(parameter.annotation, function.__module__)
     return hints
 
 
@@ -449,6 +475,43 @@ def _binder(
     return fast
 
 
+_Prepared = tuple[
+    Callable[[tuple[Any, ...], dict[str, Any]], list[tuple[str, Any]]],
+    dict[str, Any],
+    dict[str, bool],
+    Callable[[str], Any],
+]
+"""What a checked function's calls need of its signature: the binder, each parameter's kind,
+whether its written annotation admits None, and its resolved annotation by name."""
+
+
+def _prepare(function: Callable[..., Any]) -> _Prepared:
+    """What the calls of a checked ``function`` need of its signature, read on its first call."""
+    signature = inspect.signature(function)
+    parameters = signature.parameters.items()
+    written = {
+        name: parameter.annotation
+        for name, parameter in parameters
+        if name != "self" and parameter.annotation is not inspect.Parameter.empty
+    }
+
+    @functools.cache
+    def hint(name: str) -> Any:
+        # Resolved on first use, one parameter at a time: annotations may refer ahead,
+        # and the aws_cdk module of a prop left at None (``ec2``, ``kms``) is never
+        # imported for it.
+        if name not in written:
+            return _UNANNOTATED
+        return _evaluate(written[name], function.__module__)
+
+    return (
+        _binder(signature),
+        {name: parameter.kind for name, parameter in parameters},
+        {name: _admits_none(parameter.annotation) for name, parameter in parameters},
+        hint,
+    )
+
+
 def _checked(
     function: Callable[..., R],
     owner: str,
@@ -465,23 +528,17 @@ def _checked(
     concrete number is needed. ``construct``: the function is a construct's ``__init__``,
     which reports the checks skipped on tokens while it runs as info messages.
     """
-    signature = inspect.signature(function)
-    bind = _binder(signature)
-    # What each call needs of a parameter, read once: its kind, and whether its written
-    # annotation admits None (a None there is not checked further).
-    kinds = {name: parameter.kind for name, parameter in signature.parameters.items()}
-    admits_none = {
-        name: _admits_none(parameter.annotation) for name, parameter in signature.parameters.items()
-    }
-
-    @functools.cache
-    def hint(name: str) -> Any:
-        # Resolved on first use, one parameter at a time: annotations may refer ahead, and the
-        # aws_cdk module of a prop left at None (``ec2``, ``kms``) is never imported for it.
-        return _resolve(function, only=name).get(name, _UNANNOTATED)
+    # What each call needs of the signature (its binder, each parameter's kind, whether its
+    # written annotation admits None: a None there is not checked further) is read on the
+    # first call, not at import: most checked functions of an app are never called.
+    prepared: _Prepared | None = None
 
     @functools.wraps(function)
     def checked(*args: Any, **kwargs: Any) -> R:
+        nonlocal prepared
+        if prepared is None:
+            prepared = _prepare(function)
+        bind, kinds, admits_none, hint = prepared
         try:
             arguments = bind(args, kwargs)
         except TypeError as error:  # an unknown or missing prop
@@ -528,6 +585,20 @@ def is_typed(function: Any) -> bool:
     return not [name for name in parameters if name not in ("self", "cls")]
 
 
+def _needs_no_check(function: Any) -> bool:
+    """``is_typed`` of a plain function, read from its code object (``inspect.signature``
+    costs more, for each method of each class at import) unless it wraps another or declares
+    its own signature."""
+    code = getattr(function, "__code__", None)
+    if code is None or hasattr(function, "__wrapped__") or hasattr(function, "__signature__"):
+        return is_typed(function)
+    if getattr(function, _TYPED, False):
+        return True
+    count = code.co_argcount + code.co_kwonlyargcount
+    count += bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    return not [name for name in code.co_varnames[:count] if name not in ("self", "cls")]
+
+
 def _foreign_names(cls: type) -> set[str]:
     """Names a base class from outside this package (a jsii class, ``Construct``, ``Enum``)
     or an implemented jsii interface defines: methods the jsii kernel may call back (``bind``,
@@ -551,7 +622,7 @@ def _check_methods(cls: type, decision: str | None = None) -> None:
         if name.startswith("_") or name in foreign:
             continue
         function = getattr(member, "__func__", member)
-        if not inspect.isfunction(function) or is_typed(function):
+        if not inspect.isfunction(function) or _needs_no_check(function):
             continue
         checked = _checked(function, function.__qualname__, qualified=True, decision=decision)
         if isinstance(member, staticmethod):
@@ -658,3 +729,21 @@ def typed_factory(function: F) -> F:
     arguments at call time; a wrong one is named ``Class.factory(argument)``, as the factory's
     own validation names it."""
     return cast(F, _checked(function, function.__qualname__, qualified=True))
+
+
+def trusted(cls: Callable[P, R]) -> Callable[P, R]:
+    """``cls``'s constructor without the run-time type checks of ``@typed_props``: for the
+    library's own constant data (the catalog's accelerators, instance types, model specs and
+    prices), whose types mypy checks, so that importing the catalog does not check each of its
+    entries. The class's own validation (``__post_init__``) still runs, and every value a user
+    passes still goes through the checks."""
+    init = getattr(_init_of(cast(type, cls)), "__wrapped__", None)
+    if init is None:
+        return cls
+
+    def build(*args: P.args, **kwargs: P.kwargs) -> R:
+        instance: R = cast(Any, cls).__new__(cls)
+        init(instance, *args, **kwargs)
+        return instance
+
+    return build

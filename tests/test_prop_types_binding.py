@@ -3,13 +3,17 @@ checks bind a plain signature without it, for synth time)."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from typing import Any
 
 import pytest
 
+from cdk_sagemaker_llm.catalog.instance_types import CATALOG
+from cdk_sagemaker_llm.catalog.model_specs import PRESETS, ModelSpec
+from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST
 from cdk_sagemaker_llm.errors import ValidationError
-from cdk_sagemaker_llm.prop_types import _binder, typed_factory
+from cdk_sagemaker_llm.prop_types import _binder, trusted, typed_factory
 
 
 def plain(self: Any, a: int, b: str = "x", *, c: float = 1.0, d: int | None = None) -> None:
@@ -66,3 +70,29 @@ def test_checked_factory_binds_and_reports():
     # The first wrong argument in the parameters' order is reported, whatever the call's order.
     with pytest.raises(ValidationError, match=r"Factory\.of\(a\)"):
         Factory.of(c="no", b=3, a="no")
+
+
+def _init_values(instance: Any) -> dict[str, Any]:
+    return {f.name: getattr(instance, f.name) for f in dataclasses.fields(instance) if f.init}
+
+
+def test_the_catalogs_trusted_entries_pass_the_checks():
+    """The catalog builds its constants without the run-time checks (``trusted``, issue 19:
+    import cost); built again through the checked constructors, each is accepted and equal."""
+    entries: list[Any] = [
+        *CATALOG.values(),
+        *{t.accelerator for t in CATALOG.values() if t.accelerator is not None},
+        *PRESETS.values(),
+        DEFAULT_PRICE_LIST,
+    ]
+    for entry in entries:
+        assert type(entry)(**_init_values(entry)) == entry, entry
+
+
+def test_trusted_skips_the_type_check_but_not_the_class_validation():
+    build = trusted(ModelSpec)
+    with pytest.raises(ValidationError, match="layers"):
+        ModelSpec("m", 1e9, "32", 32, 8, 128, 4_096)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):  # __post_init__ still refuses a negative count
+        build("m", 1e9, -32, 32, 8, 128, 4_096)
+    assert build("m", 1e9, 32, 32, 8, 128, 4_096) == ModelSpec("m", 1e9, 32, 32, 8, 128, 4_096)

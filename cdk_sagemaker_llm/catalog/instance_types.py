@@ -24,7 +24,7 @@ from enum import Enum
 from typing import ClassVar
 
 from ..errors import ValidationError
-from ..prop_types import typed_props
+from ..prop_types import trusted, typed_props
 
 
 class AcceleratorKind(Enum):
@@ -103,35 +103,37 @@ class Accelerator:
         return self.memory_bandwidth_gbps, self.fp16_tflops
 
 
+_accelerator = trusted(Accelerator)
+"""The constants below, built without the run-time type checks (``prop_types.trusted``)."""
 _GPU = AcceleratorKind.NVIDIA_GPU
 _NEURON = AcceleratorKind.AWS_NEURON
 # T4: 16 GB GDDR6 (15,360 MiB usable), 320 GB/s, 65 TFLOPS mixed-precision FP16, no BF16.
-T4 = Accelerator("NVIDIA T4", _GPU, 15_360, 320, 65)
-A10G = Accelerator("NVIDIA A10G", _GPU, 22_888, 600, 70, 70)
-L4 = Accelerator("NVIDIA L4", _GPU, 22_888, 300, 121, 121)
-L40S = Accelerator("NVIDIA L40S", _GPU, 45_776, 864, 362, 362)
-A100_40GB = Accelerator("NVIDIA A100 40GB", _GPU, 40_960, 1_555, 312, 312)
-A100_80GB = Accelerator("NVIDIA A100 80GB", _GPU, 81_920, 2_039, 312, 312)
-H100 = Accelerator("NVIDIA H100", _GPU, 81_920, 3_350, 989, 989)
+T4 = _accelerator("NVIDIA T4", _GPU, 15_360, 320, 65)
+A10G = _accelerator("NVIDIA A10G", _GPU, 22_888, 600, 70, 70)
+L4 = _accelerator("NVIDIA L4", _GPU, 22_888, 300, 121, 121)
+L40S = _accelerator("NVIDIA L40S", _GPU, 45_776, 864, 362, 362)
+A100_40GB = _accelerator("NVIDIA A100 40GB", _GPU, 40_960, 1_555, 312, 312)
+A100_80GB = _accelerator("NVIDIA A100 80GB", _GPU, 81_920, 2_039, 312, 312)
+H100 = _accelerator("NVIDIA H100", _GPU, 81_920, 3_350, 989, 989)
 # H200: 141 GB HBM3e at 4.8 TB/s, the H100's compute.
-H200 = Accelerator("NVIDIA H200", _GPU, 144_384, 4_800, 989, 989)
+H200 = _accelerator("NVIDIA H200", _GPU, 144_384, 4_800, 989, 989)
 # B200 (HGX B200): 180 GB HBM3e at 8 TB/s; 36 PFLOPS FP16/BF16 per 8 GPUs with sparsity,
 # 2.25 PFLOPS dense per GPU.
-B200 = Accelerator("NVIDIA B200", _GPU, 184_320, 8_000, 2_250, 2_250)
+B200 = _accelerator("NVIDIA B200", _GPU, 184_320, 8_000, 2_250, 2_250)
 # B300 (Blackwell Ultra, HGX B300): EC2 reports 275,040 MiB per GPU on p6-b300.48xlarge; 8 TB/s
 # HBM3e; NVIDIA's HGX table gives FP16/BF16 36 PFLOPS with sparsity per 8 GPUs, the same as
 # HGX B200: 2.25 PFLOPS dense per GPU.
-B300 = Accelerator("NVIDIA B300", _GPU, 275_040, 8_000, 2_250, 2_250)
+B300 = _accelerator("NVIDIA B300", _GPU, 275_040, 8_000, 2_250, 2_250)
 # GB200 (GB200 NVL72, the GPUs of p6e-gb200): 186 GB HBM3e per GPU (13.4 TB per 72 GPUs; the
 # HyperPod CLI's full-GPU MIG profile is mig-7g.186gb); 576 TB/s per 72 GPUs = 8 TB/s each;
 # FP16/BF16 360 PFLOPS with sparsity per 72 GPUs = 2.5 PFLOPS dense each. EC2's usable MiB for
 # this type is not published in the sources read: 186 GB (decimal) = 177,383 MiB, a lower bound.
-GB200 = Accelerator("NVIDIA GB200", _GPU, 177_383, 8_000, 2_500, 2_500)
+GB200 = _accelerator("NVIDIA GB200", _GPU, 177_383, 8_000, 2_500, 2_500)
 # RTX PRO 4500 Blackwell Server Edition (g7): EC2 reports 32,768 MiB (32 GB GDDR7). Neither
 # AWS's G7 announcement nor an NVIDIA page we could read states its memory bandwidth (a reseller
 # lists 800 GB/s; the Workstation Edition's 896 GB/s is another SKU) or a dense FP16 tensor
 # TFLOPS figure: both unknown.
-RTX_PRO_4500_SERVER = Accelerator(
+RTX_PRO_4500_SERVER = _accelerator(
     "NVIDIA RTX PRO 4500 Blackwell Server Edition",
     _GPU,
     32_768,
@@ -143,7 +145,7 @@ RTX_PRO_4500_SERVER = Accelerator(
 # RTX PRO 6000 Blackwell Server Edition (g7e): EC2 reports 98,304 MiB (96 GB GDDR7); 1,597 GB/s
 # (NVIDIA's datasheet and AWS's G7e announcement). NVIDIA's datasheet omits FP16/BF16; its web
 # page advertises "1 PFLOP" FP16/BF16 without saying dense or sparse: unknown.
-RTX_PRO_6000_SERVER = Accelerator(
+RTX_PRO_6000_SERVER = _accelerator(
     "NVIDIA RTX PRO 6000 Blackwell Server Edition",
     _GPU,
     98_304,
@@ -153,10 +155,10 @@ RTX_PRO_6000_SERVER = Accelerator(
     'them; its web page\'s "1 PFLOP" FP16/BF16 does not say dense or sparse)',
 )
 # Inferentia2 and Trainium: 32 GiB HBM at 820 GB/s, 190 TFLOPS FP16/BF16 per chip.
-INFERENTIA2 = Accelerator("AWS Inferentia2", _NEURON, 32_768, 820, 190, 190)
-TRAINIUM = Accelerator("AWS Trainium", _NEURON, 32_768, 820, 190, 190)
+INFERENTIA2 = _accelerator("AWS Inferentia2", _NEURON, 32_768, 820, 190, 190)
+TRAINIUM = _accelerator("AWS Trainium", _NEURON, 32_768, 820, 190, 190)
 # Trainium2: 96 GiB HBM at 2.9 TB/s, 667 TFLOPS dense FP16/BF16 per chip.
-TRAINIUM2 = Accelerator("AWS Trainium2", _NEURON, 98_304, 2_900, 667, 667)
+TRAINIUM2 = _accelerator("AWS Trainium2", _NEURON, 98_304, 2_900, 667, 667)
 
 for _device_name, _device in {
     "T4": T4,
@@ -483,6 +485,10 @@ _SIZES_G7E = {
 }
 
 
+_instance_type = trusted(InstanceType)
+"""The catalog's entries, built without the run-time type checks (``prop_types.trusted``)."""
+
+
 def _accelerated(
     name: str,
     vcpus: int,
@@ -493,7 +499,7 @@ def _accelerated(
     interconnect: tuple[str, float],
 ) -> InstanceType:
     link, gbps = interconnect if count > 1 else (None, None)
-    return InstanceType(
+    return _instance_type(
         name,
         vcpus,
         memory_gib * 1024,
@@ -560,14 +566,14 @@ def _catalog() -> dict[str, InstanceType]:
         _accelerated("ml.p6e-gb200.36xlarge", 144, 960, GB200, 4, 22_500, _NVLINK_B200),
         # Inferentia2 chips of inf2.24xlarge/48xlarge form a NeuronLink ring; AWS publishes no
         # per-chip bandwidth for it, so the interconnect is left unknown.
-        InstanceType("ml.inf2.xlarge", 4, 16 * 1024, INFERENTIA2, 1, local_nvme_gb=0),
-        InstanceType("ml.inf2.8xlarge", 32, 128 * 1024, INFERENTIA2, 1, local_nvme_gb=0),
-        InstanceType("ml.inf2.24xlarge", 96, 384 * 1024, INFERENTIA2, 6, local_nvme_gb=0),
-        InstanceType("ml.inf2.48xlarge", 192, 768 * 1024, INFERENTIA2, 12, local_nvme_gb=0),
-        InstanceType("ml.trn1.2xlarge", 8, 32 * 1024, TRAINIUM, 1, True, 474),
-        InstanceType("ml.trn1.32xlarge", 128, 512 * 1024, TRAINIUM, 16, True, 7_600),
-        InstanceType("ml.trn1n.32xlarge", 128, 512 * 1024, TRAINIUM, 16, True, 7_600),
-        InstanceType("ml.trn2.48xlarge", 192, 2_048 * 1024, TRAINIUM2, 16, True, 7_600),
+        _instance_type("ml.inf2.xlarge", 4, 16 * 1024, INFERENTIA2, 1, local_nvme_gb=0),
+        _instance_type("ml.inf2.8xlarge", 32, 128 * 1024, INFERENTIA2, 1, local_nvme_gb=0),
+        _instance_type("ml.inf2.24xlarge", 96, 384 * 1024, INFERENTIA2, 6, local_nvme_gb=0),
+        _instance_type("ml.inf2.48xlarge", 192, 768 * 1024, INFERENTIA2, 12, local_nvme_gb=0),
+        _instance_type("ml.trn1.2xlarge", 8, 32 * 1024, TRAINIUM, 1, True, 474),
+        _instance_type("ml.trn1.32xlarge", 128, 512 * 1024, TRAINIUM, 16, True, 7_600),
+        _instance_type("ml.trn1n.32xlarge", 128, 512 * 1024, TRAINIUM, 16, True, 7_600),
+        _instance_type("ml.trn2.48xlarge", 192, 2_048 * 1024, TRAINIUM2, 16, True, 7_600),
     ]
     return {t.name: t for t in types}
 

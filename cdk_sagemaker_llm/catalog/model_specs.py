@@ -8,7 +8,7 @@ from enum import Enum
 from typing import Any, ClassVar
 
 from ..errors import ValidationError
-from ..prop_types import typed_props
+from ..prop_types import trusted, typed_props
 
 
 @typed_props
@@ -314,14 +314,15 @@ class ModelSpec:
 
 
 def _presets() -> dict[str, ModelSpec]:
+    spec = trusted(ModelSpec)  # published facts: no run-time type check of each
     # Published architecture facts (the models' config.json files and papers).
     specs = [
-        ModelSpec("llama-2-7b", 6.74e9, 32, 32, 32, 128, 4_096, ("meta-llama/Llama-2-7b",)),
-        ModelSpec("llama-2-13b", 13.0e9, 40, 40, 40, 128, 4_096, ("meta-llama/Llama-2-13b",)),
-        ModelSpec("llama-2-70b", 69.0e9, 80, 64, 8, 128, 4_096, ("meta-llama/Llama-2-70b",)),
-        ModelSpec("llama-3-8b", 8.03e9, 32, 32, 8, 128, 8_192, ("meta-llama/Meta-Llama-3-8B",)),
-        ModelSpec("llama-3-70b", 70.6e9, 80, 64, 8, 128, 8_192, ("meta-llama/Meta-Llama-3-70B",)),
-        ModelSpec(
+        spec("llama-2-7b", 6.74e9, 32, 32, 32, 128, 4_096, ("meta-llama/Llama-2-7b",)),
+        spec("llama-2-13b", 13.0e9, 40, 40, 40, 128, 4_096, ("meta-llama/Llama-2-13b",)),
+        spec("llama-2-70b", 69.0e9, 80, 64, 8, 128, 4_096, ("meta-llama/Llama-2-70b",)),
+        spec("llama-3-8b", 8.03e9, 32, 32, 8, 128, 8_192, ("meta-llama/Meta-Llama-3-8B",)),
+        spec("llama-3-70b", 70.6e9, 80, 64, 8, 128, 8_192, ("meta-llama/Meta-Llama-3-70B",)),
+        spec(
             "llama-3.1-8b",
             8.03e9,
             32,
@@ -331,7 +332,7 @@ def _presets() -> dict[str, ModelSpec]:
             131_072,
             ("meta-llama/Meta-Llama-3.1-8B", "meta-llama/Llama-3.1-8B"),
         ),
-        ModelSpec(
+        spec(
             "llama-3.1-70b",
             70.6e9,
             80,
@@ -341,10 +342,10 @@ def _presets() -> dict[str, ModelSpec]:
             131_072,
             ("meta-llama/Meta-Llama-3.1-70B", "meta-llama/Llama-3.1-70B"),
         ),
-        ModelSpec("mistral-7b", 7.24e9, 32, 32, 8, 128, 32_768, ("mistralai/Mistral-7B",)),
+        spec("mistral-7b", 7.24e9, 32, 32, 8, 128, 32_768, ("mistralai/Mistral-7B",)),
         # Mixtral: 8 experts, 2 per token, 12.9B of 46.7B parameters active (Mistral AI,
         # "Mixtral of experts", 2023).
-        ModelSpec(
+        spec(
             "mixtral-8x7b",
             46.7e9,
             32,
@@ -357,9 +358,9 @@ def _presets() -> dict[str, ModelSpec]:
             experts_per_token=2,
             active_parameters_per_token=12.9e9,
         ),
-        ModelSpec("falcon-7b", 7.2e9, 32, 71, 1, 64, 2_048, ("tiiuae/falcon-7b",)),
-        ModelSpec("falcon-40b", 41.8e9, 60, 128, 8, 64, 2_048, ("tiiuae/falcon-40b",)),
-        ModelSpec("falcon-180b", 179.5e9, 80, 232, 8, 64, 2_048, ("tiiuae/falcon-180B",)),
+        spec("falcon-7b", 7.2e9, 32, 71, 1, 64, 2_048, ("tiiuae/falcon-7b",)),
+        spec("falcon-40b", 41.8e9, 60, 128, 8, 64, 2_048, ("tiiuae/falcon-40b",)),
+        spec("falcon-180b", 179.5e9, 80, 232, 8, 64, 2_048, ("tiiuae/falcon-180B",)),
     ]
     return {spec.name: spec for spec in specs}
 

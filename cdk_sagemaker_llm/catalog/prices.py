@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from ..errors import ValidationError
-from ..prop_types import typed_props
+from ..prop_types import trusted, typed_props
 from .instance_types import InstanceType
 
 
@@ -129,7 +129,7 @@ def check_discount(prop: str, discount: float) -> None:
         )
 
 
-DEFAULT_PRICE_LIST = PriceList(
+DEFAULT_PRICE_LIST = trusted(PriceList)(  # dated list prices: no run-time type check
     as_of="2025-09-01",
     source=(
         "Amazon SageMaker AI pricing page, real-time inference on-demand list prices, "

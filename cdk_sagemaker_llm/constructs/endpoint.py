@@ -14,11 +14,8 @@ from constructs import Construct
 
 from ..catalog.instance_types import InstanceType
 from ..prop_types import typed_props
-from .async_inference import AsyncInference
 from .availability import require_inference_components
 from .capacity import CopyDemand, check_capacity
-from .data_capture import DataCapture
-from .deployment import RollingDeployment
 from .endpoint_base import (
     DEFAULT_VARIANT_NAME,
     INVOKE_ACTIONS,
@@ -26,14 +23,12 @@ from .endpoint_base import (
     import_endpoint_by_arn,
     import_endpoint_by_name,
 )
-from .endpoint_metrics import EndpointMetrics
 from .execution_role import create_execution_role, depend_on_role_policy
 from .inference_component import InferenceComponent
 from .interfaces import IEndpoint, IHostedComponent
 from .model import ModelBase
 from .nag import acknowledge_key_grant, batched_acknowledgments
 from .networking import ContainerNetworking, place_in_vpc
-from .serverless import ServerlessConfig
 from .synth_cache import node_path, remember
 from .validation import (
     ValidationError,
@@ -59,6 +54,14 @@ from .variant_options import (
 if TYPE_CHECKING:  # annotations only: importing these costs synth time
     from aws_cdk import aws_ec2 as ec2
     from aws_cdk import aws_kms as kms
+
+    # Optional features, imported where used (a prop left at None never needs them; the type
+    # checks resolve them as the package's exports): importing them costs synth time.
+    from .async_inference import AsyncInference
+    from .data_capture import DataCapture
+    from .deployment import RollingDeployment
+    from .endpoint_metrics import EndpointMetrics
+    from .serverless import ServerlessConfig
 
 __all__ = [
     "INVOKE_ACTIONS",
@@ -235,6 +238,8 @@ def _serverless_variant(
                 problem,
                 f"drop {name}, or serve on instances",
             )
+    from .serverless import ServerlessConfig
+
     ServerlessConfig.check_model(variant.model, f"{prop}")
     return {"serverless_config": variant.serverless.render(f"{prop}.serverless")}
 

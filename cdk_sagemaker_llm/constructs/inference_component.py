@@ -20,7 +20,6 @@ from .component_options import (
     ComponentSpecification,
     CopyResources,
 )
-from .deployment import RollingDeployment
 from .endpoint_base import INVOKE_ACTIONS, import_endpoint_by_name, sagemaker_metric
 from .fit_check import check_fit
 from .images import ContainerImage
@@ -38,6 +37,7 @@ if TYPE_CHECKING:  # imported where used: importing them costs synth time
     from aws_cdk import aws_cloudwatch as cloudwatch
 
     from .autoscaling import ComponentScaling
+    from .deployment import RollingDeployment
 
 __all__ = ["IInferenceComponent", "InferenceComponent", "InferenceComponentBase"]
 

@@ -38,7 +38,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
@@ -54,7 +54,6 @@ from .engine_profiles import (
     profile_origin,
     resolve_profile,
 )
-from .optimizations import Optimization
 from .placement import (
     GB,
     MIN_KV_HEADROOM_BYTES,
@@ -64,8 +63,12 @@ from .placement import (
     host_memory_problem,
     kv_bytes_per_token_per_copy,
 )
-from .speculation import Speculation, SpeculativeTiming, draft_weight_bytes
 from .workload import Workload, check_workload_context
+
+if TYPE_CHECKING:  # imported where used: a model without speculative decoding or an
+    # optimization (a synth's fit check) never needs them, and importing them costs synth time
+    from .optimizations import Optimization
+    from .speculation import Speculation, SpeculativeTiming
 
 INVOCATION_TIMEOUT_S = 60.0
 """SageMaker real-time InvokeEndpoint times out after 60 s (SageMaker developer guide,
@@ -481,6 +484,8 @@ class CopyModel:
 
     @cached_property
     def _speculative(self) -> SpeculativeTiming:
+        from .speculation import SpeculativeTiming
+
         assert self.speculation is not None
         plain = replace(self, speculation=None)
         draft = self.speculation.draft
@@ -719,6 +724,8 @@ def copy_limits(
         model.workload.total_tokens,
     )
     if model.speculation is not None:  # the draft's weights sit beside the target's
+        from .speculation import draft_weight_bytes
+
         draft = draft_weight_bytes(
             model.speculation, model.spec, model.precision.bytes_per_parameter
         )

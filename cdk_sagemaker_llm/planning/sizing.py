@@ -8,7 +8,7 @@ that fit are what is left of the accelerators' usable memory divided by one sequ
 provided at least 1 GB is left (``planning.placement``). The recommended tensor-parallel degree
 is the layout that serves the most output tokens/s within 100 ms/token according to the
 performance model with the serving engine's profile (``planning.performance``,
-``planning.engine_profiles``, ``planning.recommend.rank_layouts``; the image's profile where the
+``planning.engine_profiles``, ``planning.ranking.rank_layouts``; the image's profile where the
 image is known, else the one ``predict`` and ``recommend`` default to), not the smallest degree
 that fits. Every size is in decimal GB.
 """
@@ -36,7 +36,7 @@ from .placement import (
     head_divisibility_problem,
     kv_bytes_per_token_per_copy,
 )
-from .recommend import RankedLayout, rank_layouts
+from .ranking import RankedLayout, rank_layouts
 from .workload import check_context
 
 SIZING_SLO_MS_PER_TOKEN = 100.0
@@ -240,6 +240,27 @@ def recommended_tensor_parallel_degree(
     ranked = ranked_layouts(
         spec, instance_type, max_total_tokens=max_total_tokens, precision=precision, engine=engine
     )
+    return _recommended_degree(
+        spec,
+        instance_type,
+        ranked,
+        max_total_tokens=max_total_tokens,
+        precision=precision,
+        overhead_bytes=overhead_bytes,
+    )
+
+
+def _recommended_degree(
+    spec: ModelSpec,
+    instance_type: InstanceType,
+    ranked: list[RankedLayout],
+    *,
+    max_total_tokens: int | None,
+    precision: Precision,
+    overhead_bytes: float,
+) -> int | None:
+    """``recommended_tensor_parallel_degree`` from the layouts already ranked (``size`` ranks
+    them once for both)."""
     if ranked and ranked[0].capacity is not None and overhead_bytes == FRAMEWORK_OVERHEAD_BYTES:
         return ranked[0].layout.tensor_parallel_degree
     for degree in tensor_parallel_candidates(spec, instance_type):
@@ -510,13 +531,13 @@ def size(
         if overhead_bytes == FRAMEWORK_OVERHEAD_BYTES
         else []
     )
-    recommended = recommended_tensor_parallel_degree(
+    recommended = _recommended_degree(  # the ranking above, not a second one
         spec,
         instance_type,
+        ranked,
         max_total_tokens=tokens,
         precision=precision,
         overhead_bytes=overhead_bytes,
-        engine=profile,
     )
     degree = tensor_parallel_degree or recommended or count
     if degree < 1 or degree > count:
