@@ -324,3 +324,11 @@ def test_the_blackwell_families_take_part_where_their_figures_are_known() -> Non
         assert reason.startswith("performance unknown: its ")
         assert "not published" in reason
     assert not any(name.startswith(("ml.g7.", "ml.g7e.")) for name in names)
+
+
+@pytest.mark.parametrize("limit", [0, -5, float("nan")])
+def test_rank_layouts_refuses_a_limit_that_is_not_positive(limit: float) -> None:
+    """As ``Slo`` does (the ranking moved to ``planning.ranking``; it must not answer with a
+    rejection reason per layout instead)."""
+    with pytest.raises(ValidationError, match="max_ms_per_token"):
+        rank_layouts(ModelSpec.LLAMA_2_7B, P4D, Workload(512, 256), max_ms_per_token=limit)

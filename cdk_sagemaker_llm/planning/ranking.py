@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
+from ..errors import ValidationError
 from .engine_profiles import ContainerRelease, EngineProfile, resolve_profile
 from .performance import (
     CopyLimits,
@@ -118,6 +119,10 @@ def rank_layouts(
     :param efficiency: measured factors instead of the profile's.
     :param max_batch_size: a per-copy request cap instead of the profile's batch limit.
     """
+    if not max_ms_per_token > 0:  # NaN too; as ``Slo`` refuses it
+        raise ValidationError(
+            "max_ms_per_token", max_ms_per_token, "must be positive", "pass e.g. 100"
+        )
     profile = resolve_profile(engine, instance_type.is_neuron)
     ranked: list[RankedLayout] = []
     for degree in degrees(instance_type):
