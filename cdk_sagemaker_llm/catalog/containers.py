@@ -230,3 +230,14 @@ def recognize_dlc_uri(uri: str) -> tuple[ContainerFamily, DlcLine | None, str, s
         ):
             return line.family, line, repository, tag
     return ContainerFamily.CUSTOM, None, repository, tag
+
+
+def image_facts_of_uri(uri: str) -> tuple[str | None, str | None, bool]:
+    """``(family, release, in ECR)`` a literal image URI states: the family's value and the
+    Deep Learning Container release when ``recognize_dlc_uri`` knows the line, and whether the
+    image is in Amazon ECR (what makes it eligible for container caching)."""
+    recognized = recognize_dlc_uri(uri)
+    if recognized is None:
+        return None, None, False
+    family, line, _, tag = recognized
+    return family.value, line.release_of(tag) if line else None, True

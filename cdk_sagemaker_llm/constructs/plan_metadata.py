@@ -5,8 +5,8 @@ properties; the few facts that are not (a model's architecture, whether an image
 SageMaker container caching) are added as resource metadata under ``cdk-sagemaker-llm:`` keys,
 kept small and deterministic. A fact ``plan`` derives the same way from the resource's own
 properties is not repeated: a Deep Learning Container's family, release and caching
-eligibility from a literal image URI (``catalog.containers.recognize_dlc_uri``, as
-``plan.serving.image_plan`` reads it), a model's architecture from its literal
+eligibility from a literal image URI (``catalog.containers.image_facts_of_uri``, which
+``plan.serving.image_plan`` also uses), a model's architecture from its literal
 ``HF_MODEL_ID`` (``ModelSpec.from_hugging_face_id``, as ``plan.serving.spec_of`` reads it).
 Each entry written costs a jsii round trip and template size the synth-time validation reads
 (synth cost in ``benchmarks/README.md``).
@@ -19,7 +19,7 @@ from typing import Any
 
 from aws_cdk import CfnResource
 
-from ..catalog.containers import recognize_dlc_uri
+from ..catalog.containers import image_facts_of_uri
 from ..catalog.model_specs import ModelSpec
 from ..errors import may_be_token
 from ..template_metadata import IMAGE, MODEL_SPEC
@@ -40,13 +40,8 @@ def image_facts_in_uri(uri: str | None) -> dict[str, Any] | None:
     ``plan`` cannot read)."""
     if not isinstance(uri, str) or may_be_token(uri):
         return None
-    recognized = recognize_dlc_uri(uri)
-    family, line, _, tag = recognized if recognized is not None else (None, None, "", "")
-    return {
-        "family": family.value if family is not None else None,
-        "release": line.release_of(tag) if line is not None else None,
-        "containerCachingEligible": recognized is not None,
-    }
+    family, release, eligible = image_facts_of_uri(uri)
+    return {"family": family, "release": release, "containerCachingEligible": eligible}
 
 
 def spec_in_environment(environment: Mapping[str, Any] | None) -> ModelSpec | None:

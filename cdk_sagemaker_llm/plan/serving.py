@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..catalog.container_caching import caching_applies
-from ..catalog.containers import recognize_dlc_uri
+from ..catalog.containers import image_facts_of_uri
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec
 from ..planning.engine_profiles import profile_name_for
@@ -30,12 +30,7 @@ def image_plan(
         family, release = facts.get("family"), facts.get("release")
         eligible = bool(facts.get("containerCachingEligible"))
     elif isinstance(uri_value, str):
-        recognized = recognize_dlc_uri(uri_value)
-        eligible = recognized is not None  # an ECR URI
-        if recognized is not None:
-            image_family, line, _, tag = recognized
-            family = image_family.value
-            release = line.release_of(tag) if line else None
+        family, release, eligible = image_facts_of_uri(uri_value)
     applies = caching_applies(instance_type) if instance_type is not None else None
     reason = None
     if eligible and applies is not True:
