@@ -20,7 +20,7 @@ import json  # noqa: E402
 import aws_cdk as cdk  # noqa: E402
 
 from app import build_app  # noqa: E402
-from cdk_sagemaker_llm.plan import build_plan, render_markdown  # noqa: E402
+from cdk_sagemaker_llm.review import build_plan, render_markdown  # noqa: E402
 
 GUIDE = ROOT / "docs" / "guides" / "plan.md"
 MARKER = "On the reference app it prints:"

@@ -7,8 +7,8 @@ import pytest
 
 from cdk_sagemaker_llm import Accelerator, InstanceType
 from cdk_sagemaker_llm.catalog.container_caching import caching_applies
-from cdk_sagemaker_llm.plan.render import _caching
-from cdk_sagemaker_llm.plan.serving import image_plan as _image_plan
+from cdk_sagemaker_llm.review.render import _caching
+from cdk_sagemaker_llm.review.serving import image_plan as _image_plan
 
 DLC = "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.38.0-lmi29.0.0-cu130"
 OWN = "111122223333.dkr.ecr.us-east-1.amazonaws.com/team/llm:1.0"

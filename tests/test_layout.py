@@ -14,8 +14,8 @@ import pytest
 
 import cdk_sagemaker_llm
 import cdk_sagemaker_llm.catalog
-import cdk_sagemaker_llm.plan
 import cdk_sagemaker_llm.planning
+import cdk_sagemaker_llm.review
 
 PURE_MODULES = sorted(
     [
@@ -29,10 +29,10 @@ PURE_MODULES = sorted(
         ),
         "cdk_sagemaker_llm.errors",
         "cdk_sagemaker_llm.template_metadata",
-        "cdk_sagemaker_llm.plan",
+        "cdk_sagemaker_llm.review",
         *(
-            f"cdk_sagemaker_llm.plan.{m.name}"
-            for m in pkgutil.iter_modules(cdk_sagemaker_llm.plan.__path__)
+            f"cdk_sagemaker_llm.review.{m.name}"
+            for m in pkgutil.iter_modules(cdk_sagemaker_llm.review.__path__)
         ),
         "cdk_sagemaker_llm.cli",
     ]
@@ -42,7 +42,7 @@ PURE_MODULES = sorted(
 def test_pure_modules_are_found() -> None:
     assert "cdk_sagemaker_llm.catalog.instance_types" in PURE_MODULES
     assert "cdk_sagemaker_llm.planning.sizing" in PURE_MODULES
-    assert "cdk_sagemaker_llm.plan.render" in PURE_MODULES
+    assert "cdk_sagemaker_llm.review.render" in PURE_MODULES
 
 
 def test_pure_modules_and_the_command_line_import_no_aws_cdk() -> None:
@@ -192,7 +192,7 @@ def test_the_graph_counts_every_kind_of_import(graph: dict[str, set[str]]) -> No
     assert f"{ROOT}.planning.performance" in graph[f"{ROOT}.planning.calibration"]
     assert f"{ROOT}.benchmarking" in graph[f"{ROOT}.lambdas.benchmark.handler"]  # in a function
     assert f"{ROOT}.constructs.endpoint" in graph[ROOT]  # _EXPORTS
-    assert {f"{ROOT}.cli", f"{ROOT}.plan", f"{ROOT}.stacks.reference"} <= set(graph)
+    assert {f"{ROOT}.cli", f"{ROOT}.review", f"{ROOT}.stacks.reference"} <= set(graph)
 
 
 def test_no_module_imports_one_that_imports_it_back(graph: dict[str, set[str]]) -> None:
@@ -223,8 +223,8 @@ LAYERS: dict[str, set[str]] = {
         "template_metadata",
     },
     "stacks": {"constructs", "benchmarking", "catalog", "planning", "errors"},
-    "plan": {"catalog", "planning", "errors", "template_metadata"},
-    "commands": {"plan", "benchmarking", "catalog", "planning", "errors", "_version"},
+    "review": {"catalog", "planning", "errors", "template_metadata"},
+    "commands": {"review", "benchmarking", "catalog", "planning", "errors", "_version"},
     "cli": {"commands", "_version"},
     "_version": set(),
     "snapshot": set(),

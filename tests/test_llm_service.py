@@ -39,7 +39,6 @@ from cdk_sagemaker_llm.constructs.service_options import (
     ServiceModel,
 )
 from cdk_sagemaker_llm.errors import ValidationError
-from cdk_sagemaker_llm.plan import build_plan, render_json, render_markdown
 from cdk_sagemaker_llm.planning.calibration import Calibration, EngineRelease
 from cdk_sagemaker_llm.planning.decision import ServiceDecision
 from cdk_sagemaker_llm.planning.engine_profiles import resolve_profile
@@ -55,6 +54,7 @@ from cdk_sagemaker_llm.planning.service_options import (
     Sizing,
 )
 from cdk_sagemaker_llm.planning.speculation import Speculation
+from cdk_sagemaker_llm.review import build_plan, render_json, render_markdown
 from cdk_sagemaker_llm.template_metadata import SERVICE
 
 LLAMA = "meta-llama/Meta-Llama-3-8B-Instruct"

@@ -31,7 +31,7 @@ from cdk_sagemaker_llm.constructs.model_source import ModelSource
 from cdk_sagemaker_llm.constructs.serverless import ServerlessConfig
 from cdk_sagemaker_llm.constructs.serverless_scaling import ServerlessScaling
 from cdk_sagemaker_llm.constructs.serving_options import LmiOptions, TgiOptions
-from cdk_sagemaker_llm.plan import EndpointPlan, build_plan, render_json, render_markdown
+from cdk_sagemaker_llm.review import EndpointPlan, build_plan, render_json, render_markdown
 
 
 @pytest.fixture(scope="module")
@@ -434,7 +434,7 @@ def test_s3_sources_show_their_location_and_cross_stack_values_read_as_imports(
 
 
 def test_a_cross_stack_import_reads_as_the_export_it_names() -> None:
-    from cdk_sagemaker_llm.plan.template import shown
+    from cdk_sagemaker_llm.review.template import shown
 
     assert shown({"Fn::ImportValue": "Data:BucketName"}) == "${import:Data:BucketName}"
     joined = {"Fn::Join": ["", ["s3://", {"Fn::ImportValue": "Data:Bucket"}, "/llama/"]]}

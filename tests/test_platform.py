@@ -55,7 +55,7 @@ from cdk_sagemaker_llm import (
     VariantScaling,
 )
 from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST
-from cdk_sagemaker_llm.plan import Plan, plan_template, render_markdown
+from cdk_sagemaker_llm.review import Plan, plan_template, render_markdown
 
 PLATFORM_GUIDE = PROJECT_ROOT / "docs" / "guides" / "platform-options.md"
 EXAMPLE = re.compile(r"```python\n(# example: ([a-z-]+)\n.*?)```", re.DOTALL)

@@ -26,7 +26,7 @@ from cdk_sagemaker_llm.constructs.serving_options import (
     TgiOptions,
 )
 from cdk_sagemaker_llm.errors import ValidationError
-from cdk_sagemaker_llm.plan.serving import image_plan
+from cdk_sagemaker_llm.review.serving import image_plan
 
 
 def _model(

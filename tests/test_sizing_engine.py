@@ -18,7 +18,6 @@ from cdk_sagemaker_llm.constructs.model import Model
 from cdk_sagemaker_llm.constructs.model_source import ModelSource
 from cdk_sagemaker_llm.constructs.serving_options import TgiOptions
 from cdk_sagemaker_llm.errors import ValidationError
-from cdk_sagemaker_llm.plan.serving import Container, sizing_verdict
 from cdk_sagemaker_llm.planning.engine_profiles import (
     engine_profile,
     profile_origin,
@@ -32,6 +31,7 @@ from cdk_sagemaker_llm.planning.sizing import (
     size,
     sizing_workload,
 )
+from cdk_sagemaker_llm.review.serving import Container, sizing_verdict
 from cdk_sagemaker_llm.template_metadata import IMAGE
 
 LLAMA_3_8B, LLAMA_3_70B = ModelSpec.preset("llama-3-8b"), ModelSpec.preset("llama-3-70b")

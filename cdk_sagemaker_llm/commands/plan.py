@@ -9,7 +9,7 @@ from typing import Any
 
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList, check_discount
 from ..errors import ValidationError
-from ..plan import build_plan, render_json, render_markdown
+from ..review import build_plan, render_json, render_markdown
 
 
 def register(subparsers: Any) -> None:
