@@ -1,4 +1,4 @@
-"""The command-line defects a new user met (issue 17 item 6), one regression test each."""
+"""Command-line flags and tables a new user met: errors name the flag, tables flag what they cannot price."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 21's options together: the guides' examples and one stack with every new option (endpoint
+"""The platform options together: the guides' examples and one stack with every new option (endpoint
 metrics, the g7/g7e/p6-b300/p6e-gb200 types, LoRA adapters, LMI async mode) are cfn-lint and
 cdk-nag (AwsSolutions) clean."""
 

@@ -1,4 +1,4 @@
-"""Issue 17 acceptance audit: what a platform engineer reads before betting a budget on
+"""What a platform engineer reads before betting a budget on
 ``recommend``/``predict``/``LlmService`` says what it assumed, and the acceptance tests cannot
 pass vacuously."""
 

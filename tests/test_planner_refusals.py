@@ -1,4 +1,4 @@
-"""Regression tests of the review findings: each input the planner accepted silently."""
+"""Inputs the planner once accepted silently: each is refused (or served) as documented."""
 
 from __future__ import annotations
 
