@@ -265,3 +265,83 @@ def test_async_mode_renders_lmis_vllm_async_service() -> None:
 def test_async_mode_and_lora_need_vllm(options: LmiOptions, image: Any, match: str) -> None:
     with pytest.raises(ValidationError, match=match):
         options.validate(image)
+
+
+def _depends_on(template: dict[str, Any], adapter: InferenceComponent) -> list[str]:
+    from aws_cdk import Stack
+
+    logical_id = Stack.of(adapter).resolve(adapter.resource.logical_id)
+    return list(template["Resources"][logical_id].get("DependsOn", []))
+
+
+def test_an_adapter_is_created_after_its_base_and_deleted_before_it(lint_clean: Any) -> None:
+    """SageMaker needs the base to exist when an adapter is created (and the adapter gone
+    before the base goes); the base's name is a literal, so only DependsOn orders them."""
+    stack = new_stack()
+    endpoint = _endpoint(stack)
+    base = _image_base(endpoint)
+    adapter = _adapter(endpoint, base, "Sql", 8)
+    template = lint_clean(stack)
+    assert stack.resolve(base.resource.logical_id) in _depends_on(template, adapter)
+
+
+def test_an_adapter_in_another_construct_of_the_stack_follows_its_base(lint_clean: Any) -> None:
+    from constructs import Construct
+
+    stack = new_stack()
+    endpoint = _endpoint(stack)
+    base = _image_base(endpoint)
+    bucket = s3.Bucket.from_bucket_name(stack, "Adapters", "adapters")
+    adapter = InferenceComponent(
+        Construct(stack, "Team"),
+        "Sql",
+        endpoint=endpoint,
+        serves=ComponentModel.lora_adapter(
+            base, ModelSource.from_s3_tarball(bucket, "sql.tar.gz"), lora_rank=8
+        ),
+    )
+    template = lint_clean(stack)
+    assert stack.resolve(base.resource.logical_id) in _depends_on(template, adapter)
+
+
+def test_an_adapter_in_another_stack_orders_the_stacks() -> None:
+    from aws_cdk import App, Environment, Stack
+
+    app = App()
+    env = Environment(account="123456789012", region="us-west-2")
+    base_stack = Stack(app, "Base", env=env)
+    endpoint = _endpoint(base_stack)
+    base = _image_base(endpoint)
+    adapter_stack = Stack(app, "Adapters", env=env)
+    bucket = s3.Bucket.from_bucket_name(adapter_stack, "Adapters", "adapters")
+    InferenceComponent(
+        adapter_stack,
+        "Sql",
+        endpoint=endpoint,
+        serves=ComponentModel.lora_adapter(
+            base, ModelSource.from_s3_tarball(bucket, "sql.tar.gz"), lora_rank=8
+        ),
+    )
+    app.synth()
+    assert base_stack in adapter_stack.dependencies
+
+
+def test_an_adapter_in_another_stage_is_refused() -> None:
+    from aws_cdk import App, Environment, Stack, Stage
+
+    app = App()
+    env = Environment(account="123456789012", region="us-west-2")
+    base_stack = Stack(app, "Base", env=env)
+    base = _image_base(_endpoint(base_stack))
+    other = Stack(Stage(app, "Prod"), "Adapters", env=env)
+    endpoint = InferenceComponentEndpoint(other, "Endpoint", instance_type=InstanceType.G6E_2XLARGE)
+    bucket = s3.Bucket.from_bucket_name(other, "Adapters", "adapters")
+    with pytest.raises(ValidationError, match=r"base_component.*another stage"):
+        InferenceComponent(
+            other,
+            "Sql",
+            endpoint=endpoint,
+            serves=ComponentModel.lora_adapter(
+                base, ModelSource.from_s3_tarball(bucket, "sql.tar.gz"), lora_rank=8
+            ),
+        )

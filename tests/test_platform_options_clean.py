@@ -51,6 +51,19 @@ def test_the_guide_examples_emit_what_they_say() -> None:
         "OPTION_MAX_LORA_RANK": "64",
     }
     assert environment["OPTION_ASYNC_MODE"] == "true"
+    # Each adapter waits for its base (creation) and goes first (deletion).
+    (base_id,) = [
+        logical_id
+        for logical_id, resource in template["Resources"].items()
+        if resource.get("Properties") is base
+    ]
+    adapters = [
+        resource
+        for resource in template["Resources"].values()
+        if "BaseInferenceComponentName" in resource.get("Properties", {}).get("Specification", {})
+    ]
+    assert len(adapters) == 2
+    assert all(base_id in adapter.get("DependsOn", []) for adapter in adapters)
 
 
 def _every_new_option(app: cdk.App) -> cdk.Stack:

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from aws_cdk import Annotations, Duration, Size, Stack
+from aws_cdk import Annotations, Duration, Size, Stack, Stage
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
@@ -222,6 +222,7 @@ class InferenceComponent(InferenceComponentBase):
         self.resource = self._resource(
             inference_component_name, copy_count, specification, specifications_prop
         )
+        _order_after_base(self, serves.base_component)
         self._register(endpoint, deployment, serves.model, serves.artifact)
 
     def _adapter(
@@ -712,6 +713,27 @@ def _attach_adapter(
         f"LoRA options of the imported base component {base.inference_component_name} not "
         "checked: its container is unknown."
     )
+
+
+def _order_after_base(adapter: InferenceComponent, base: IInferenceComponent | None) -> None:
+    """Create an adapter after its base and delete it before (SageMaker developer guide,
+    "Fine-tune models with adapter inference components": the base component must exist when
+    the adapter is created, and its adapters must be gone before it is deleted). The base's
+    name is a literal, so the template has no reference that would order them; a base in
+    another stack of the same stage orders the stacks (CDK adds the stack dependency); an
+    imported base is already there."""
+    if not isinstance(base, InferenceComponent):
+        return
+    if Stage.of(adapter) is not Stage.of(base):
+        raise ValidationError(
+            "base_component",
+            base.node.path,
+            "is in another stage (cloud assembly) than the adapter, so CloudFormation cannot "
+            "order the adapter after it",
+            "put the adapter in the base's stage, or import the base with "
+            "InferenceComponent.from_inference_component_name(...) and deploy it first",
+        )
+    adapter.resource.add_dependency(base.resource)
 
 
 def _accelerators(requested: int | None, per_copy: int | None, available: int | None) -> int:
