@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .benchmarking.payload import PayloadFormat, RequestProtocol
     from .benchmarking.pricing import BenchmarkPricing
     from .catalog.containers import ContainerFamily
-    from .catalog.instance_types import Accelerator, AcceleratorKind, InstanceType
+    from .catalog.instance_types import Accelerator, AcceleratorKind, CpuArchitecture, InstanceType
     from .catalog.model_specs import ModelSpec, Precision
     from .catalog.prices import DEFAULT_PRICE_LIST, PriceList
     from .constructs.async_inference import AsyncInference
@@ -149,6 +149,7 @@ _EXPORTS: dict[str, str] = {
     "ContainerNetworking": ".constructs.networking",
     "ContainerStartup": ".constructs.variant_options",
     "CopyResources": ".constructs.component_options",
+    "CpuArchitecture": ".catalog.instance_types",
     "DEFAULT_PRICE_LIST": ".catalog.prices",
     "DataCapture": ".constructs.data_capture",
     "DataType": ".constructs.serving_options",

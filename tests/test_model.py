@@ -385,3 +385,62 @@ def test_placement_checks_accelerator_kind_and_tensor_parallel_degree() -> None:
         neuron.check_placement(InstanceType.G5_XLARGE, 1, "variants[0].instance_type")
     # Unknown instance types carry no hardware facts: no kind check.
     neuron.check_placement(InstanceType.of("ml.inf3.xlarge"), None, "variants[0].instance_type")
+
+
+def test_an_x86_image_on_grace_hosts_is_refused() -> None:
+    """p6e-gb200's CPUs are Arm (Grace): LMI 0.31.0 is an x86_64 image and never starts."""
+    from cdk_sagemaker_llm import CpuArchitecture, Endpoint, ProductionVariant
+
+    stack = new_stack()
+    model = Model(
+        stack,
+        "Model",
+        image=ContainerImage.lmi("0.31.0"),
+        source=ModelSource.from_hugging_face("Qwen/Qwen2.5-7B-Instruct"),
+    )
+    assert InstanceType.P6E_GB200_36XLARGE.cpu_architecture is CpuArchitecture.ARM64
+    assert ContainerImage.lmi("0.31.0").cpu_architecture is CpuArchitecture.X86_64
+    with pytest.raises(
+        ValidationError,
+        match=r"instance_type='ml\.p6e-gb200\.36xlarge': its CPUs are arm64 but .* x86_64",
+    ):
+        Endpoint(
+            stack,
+            "Endpoint",
+            variants=[
+                ProductionVariant(model=model, instance_type=InstanceType.P6E_GB200_36XLARGE)
+            ],
+        )
+
+
+def test_an_arm64_image_serves_on_grace_hosts_and_is_refused_on_x86_hosts() -> None:
+    from cdk_sagemaker_llm import CpuArchitecture, Endpoint, ProductionVariant
+
+    uri = "123456789012.dkr.ecr.us-west-2.amazonaws.com/my-vllm:arm64"
+    stack = new_stack()
+    model = Model(
+        stack,
+        "Model",
+        image=ContainerImage.from_uri(uri, cpu_architecture=CpuArchitecture.ARM64),
+        source=ModelSource.from_hugging_face("Qwen/Qwen2.5-7B-Instruct"),
+    )
+    Endpoint(
+        stack,
+        "Grace",
+        variants=[ProductionVariant(model=model, instance_type=InstanceType.P6E_GB200_36XLARGE)],
+    )
+    with pytest.raises(ValidationError, match=r"its CPUs are x86_64 but .* arm64"):
+        Endpoint(
+            stack,
+            "Hopper",
+            variants=[ProductionVariant(model=model, instance_type=InstanceType.P5_48XLARGE)],
+        )
+
+
+def test_graviton_names_are_arm_and_unknown_types_unchecked() -> None:
+    from cdk_sagemaker_llm import CpuArchitecture
+
+    assert InstanceType.of("ml.c7g.4xlarge").cpu_architecture is CpuArchitecture.ARM64
+    assert InstanceType.of("ml.c7i.4xlarge").cpu_architecture is None
+    assert InstanceType.G6E_2XLARGE.cpu_architecture is CpuArchitecture.X86_64
+    assert ContainerImage.from_uri("ghcr.io/me/llm:1").cpu_architecture is None

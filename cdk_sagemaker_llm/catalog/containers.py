@@ -19,6 +19,8 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
+from .instance_types import CpuArchitecture
+
 
 class ContainerFamily(Enum):
     """The serving stack inside an image; decides which serving options apply."""
@@ -162,6 +164,12 @@ class DlcLine:
             if release.tag == tag:
                 return release
         return self.newest
+
+    def architecture_of(self, tag: str) -> CpuArchitecture:
+        """The CPU architecture ``tag`` is built for: the SDK's image map gives these lines'
+        x86_64 images; AWS tags its Arm builds ``arm64`` (Deep Learning Containers'
+        ``available_images.md``, e.g. ``...-cpu-py312-ubuntu22.04-sagemaker-arm64``)."""
+        return CpuArchitecture.ARM64 if "arm64" in tag.split("-") else CpuArchitecture.X86_64
 
     def publishes_from(self, region: str, account: str) -> bool:
         """True when some release of this line is published by ``account`` in ``region``."""

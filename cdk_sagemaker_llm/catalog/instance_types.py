@@ -19,12 +19,31 @@ from botocore's ``ProductionVariantInstanceType`` enum.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, fields
 from enum import Enum
 from typing import ClassVar
 
 from ..errors import ValidationError
 from ..prop_types import trusted, typed_props
+
+
+class CpuArchitecture(Enum):
+    """The instruction set of a host's CPUs, which a container image must be built for."""
+
+    X86_64 = "x86_64"
+    """Intel and AMD CPUs (every GPU and Neuron type but the Grace ones)."""
+    ARM64 = "arm64"
+    """Arm CPUs: AWS Graviton, NVIDIA Grace (``ml.p6e-gb200.36xlarge``)."""
+
+
+_GRAVITON_NAME = re.compile(r"^ml\.[a-z]+\d+g[a-z]*\.")
+"""EC2's naming: a ``g`` right after the generation marks a Graviton (Arm) family (c7g, m6gd)."""
+
+
+def architecture_of_name(name: str) -> CpuArchitecture | None:
+    """The CPU architecture a type's name states (Graviton families are Arm), or None."""
+    return CpuArchitecture.ARM64 if _GRAVITON_NAME.match(name) else None
 
 
 class AcceleratorKind(Enum):
@@ -218,6 +237,9 @@ class InstanceType:
     interconnect_gbps: float | None = None
     """Peer bandwidth of one accelerator over ``interconnect`` in GB/s (both directions, as
     vendors publish it); None when unknown or single-accelerator."""
+    cpu_architecture: CpuArchitecture | None = None
+    """The host CPUs' architecture, which the serving image must be built for; None when
+    unknown (a type the catalog does not know, unless its name is a Graviton family)."""
 
     # Named constants are attached below the class body.
     G4DN_XLARGE: ClassVar[InstanceType]
@@ -377,7 +399,7 @@ class InstanceType:
             )
         known = CATALOG.get(name)
         if known is None:
-            bare = InstanceType(name)
+            bare = InstanceType(name, cpu_architecture=architecture_of_name(name))
             if accelerator is None and accelerator_count is None:
                 return bare
             return bare.with_accelerators(accelerator, accelerator_count)
@@ -562,7 +584,7 @@ def _catalog() -> dict[str, InstanceType]:
         _accelerated("ml.p6-b300.48xlarge", 192, 4_096, B300, 8, 30_400, _NVLINK_B200),
         # One compute tray of a GB200 NVL72 UltraServer: 144 Arm (Grace) vCPUs, 960 GiB and
         # 4 GPUs (HyperPod CLI); 405 TB of NVMe per 18-instance UltraServer (AWS) = 22,500 GB.
-        # Its CPUs are Arm: serving images must be built for arm64.
+        # Its CPUs are Arm: serving images must be built for arm64 (ARM_HOSTS).
         _accelerated("ml.p6e-gb200.36xlarge", 144, 960, GB200, 4, 22_500, _NVLINK_B200),
         # Inferentia2 chips of inf2.24xlarge/48xlarge form a NeuronLink ring; AWS publishes no
         # per-chip bandwidth for it, so the interconnect is left unknown.
@@ -575,8 +597,20 @@ def _catalog() -> dict[str, InstanceType]:
         _instance_type("ml.trn1n.32xlarge", 128, 512 * 1024, TRAINIUM, 16, True, 7_600),
         _instance_type("ml.trn2.48xlarge", 192, 2_048 * 1024, TRAINIUM2, 16, True, 7_600),
     ]
-    return {t.name: t for t in types}
+    return {
+        t.name: dataclasses.replace(
+            t,
+            cpu_architecture=CpuArchitecture.ARM64
+            if t.name in ARM_HOSTS
+            else CpuArchitecture.X86_64,
+        )
+        for t in types
+    }
 
+
+ARM_HOSTS = frozenset({"ml.p6e-gb200.36xlarge"})
+"""The catalog's types with Arm CPUs: p6e-gb200's Grace CPUs (EC2 P6e-GB200 UltraServers,
+"NVIDIA Grace CPUs"); every other catalog type has Intel or AMD (x86_64) CPUs."""
 
 CATALOG: dict[str, InstanceType] = _catalog()
 """Every instance type whose hardware the library knows, by name."""

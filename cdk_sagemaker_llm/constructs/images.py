@@ -18,6 +18,7 @@ from ..catalog.containers import (
     recognize_dlc_uri,
     version_tuple,
 )
+from ..catalog.instance_types import CpuArchitecture
 from ..catalog.registries import ecr_domain
 from ..planning.engine_profiles import EngineProfile, profile_for_image
 from ..prop_types import typed_props
@@ -54,6 +55,7 @@ class ContainerImage:
         uri: str | None = None,
         ecr_repository: ecr.IRepository | None = None,
         tag_known: bool = True,
+        cpu_architecture: CpuArchitecture | None = None,
     ) -> None:
         self.family = family
         """The serving stack inside the image."""
@@ -65,6 +67,7 @@ class ContainerImage:
         self._uri = uri
         self._ecr_repository = ecr_repository
         self._tag_known = tag_known
+        self._cpu_architecture = cpu_architecture
 
     # ----- Deep Learning Container factories -------------------------------------------------
 
@@ -169,12 +172,21 @@ class ContainerImage:
     # ----- Other images -----------------------------------------------------------------------
 
     @staticmethod
-    def from_uri(uri: str) -> ContainerImage:
-        """Any image by URI. A Deep Learning Container URI is recognized (family, caching);
-        an ECR URI gets a pull grant on its repository; other registries get none."""
+    def from_uri(uri: str, *, cpu_architecture: CpuArchitecture | None = None) -> ContainerImage:
+        """Any image by URI. A Deep Learning Container URI is recognized (family, caching,
+        CPU architecture); an ECR URI gets a pull grant on its repository; other registries
+        get none.
+
+        :param cpu_architecture: the CPUs your image is built for, checked against the
+            instance type's; default: a Deep Learning Container's from its tag, else unknown.
+        """
         if is_unresolved(uri):
             return ContainerImage(
-                family=ContainerFamily.CUSTOM, repository_name="", tag="", uri=uri
+                family=ContainerFamily.CUSTOM,
+                repository_name="",
+                tag="",
+                uri=uri,
+                cpu_architecture=cpu_architecture,
             )
         recognized = recognize_dlc_uri(uri) if isinstance(uri, str) else None
         if recognized is None:
@@ -187,17 +199,36 @@ class ContainerImage:
                     "123456789012.dkr.ecr.us-west-2.amazonaws.com/my-llm:1.0",
                 )
             return ContainerImage(
-                family=ContainerFamily.CUSTOM, repository_name="", tag="", uri=uri
+                family=ContainerFamily.CUSTOM,
+                repository_name="",
+                tag="",
+                uri=uri,
+                cpu_architecture=cpu_architecture,
             )
         family, line, repository, tag = recognized
         return ContainerImage(
-            family=family, repository_name=repository, tag=tag, line=line, uri=uri
+            family=family,
+            repository_name=repository,
+            tag=tag,
+            line=line,
+            uri=uri,
+            cpu_architecture=cpu_architecture,
         )
 
     @staticmethod
-    def from_ecr_repository(repository: ecr.IRepository, tag: str = "latest") -> ContainerImage:
-        """Your own image in an ECR repository; the model's role is granted pull on it."""
+    def from_ecr_repository(
+        repository: ecr.IRepository,
+        tag: str = "latest",
+        *,
+        cpu_architecture: CpuArchitecture | None = None,
+    ) -> ContainerImage:
+        """Your own image in an ECR repository; the model's role is granted pull on it.
+
+        :param cpu_architecture: the CPUs the image is built for, checked against the
+            instance type's; default unknown (not checked).
+        """
         return ContainerImage(
+            cpu_architecture=cpu_architecture,
             family=ContainerFamily.CUSTOM,
             repository_name=repository.repository_name,
             tag=tag,
@@ -208,6 +239,16 @@ class ContainerImage:
         )
 
     # ----- Facts -----------------------------------------------------------------------------
+
+    @property
+    def cpu_architecture(self) -> CpuArchitecture | None:
+        """The CPUs the image is built for: as stated, else a Deep Learning Container's from
+        its catalog line; None when unknown."""
+        if self._cpu_architecture is not None:
+            return self._cpu_architecture
+        if self._line is not None and not is_unresolved(self.tag):
+            return self._line.architecture_of(self.tag)
+        return None
 
     @property
     def is_deep_learning_container(self) -> bool:

@@ -317,7 +317,9 @@ class Model(ModelBase):
 
 
 def check_image_on_instance(image: ContainerImage, instance_type: InstanceType, prop: str) -> None:
-    """Raise ValidationError when an image built for one accelerator kind meets another."""
+    """Raise ValidationError when an image built for one accelerator kind, or one CPU
+    architecture, meets another."""
+    _check_cpu_architecture(image, instance_type, prop)
     if not instance_type.is_known:
         return
     if image.family.needs_neuron and not instance_type.is_neuron:
@@ -335,3 +337,20 @@ def check_image_on_instance(image: ContainerImage, instance_type: InstanceType, 
             "use a GPU instance type (ml.g5, ml.g6, ml.g6e, ml.p4d, ml.p5), or a Neuron image "
             "on Inferentia/Trainium",
         )
+
+
+def _check_cpu_architecture(image: ContainerImage, instance_type: InstanceType, prop: str) -> None:
+    """A container runs only on the CPU architecture it is built for: an x86_64 image on an
+    Arm host (Grace, Graviton) never starts, nor an arm64 image on an x86_64 host."""
+    host, built = instance_type.cpu_architecture, image.cpu_architecture
+    if host is None or built is None or host is built:
+        return
+    raise ValidationError(
+        prop,
+        instance_type.name,
+        f"its CPUs are {host.value} but the image {image!r} is built for {built.value}, so the "
+        "container cannot start",
+        f"use an image built for {host.value} (ContainerImage.from_uri(uri, "
+        f"cpu_architecture=CpuArchitecture.{host.name}) for your own), or an instance type "
+        f"with {built.value} CPUs",
+    )
