@@ -264,3 +264,28 @@ def test_cli_workload_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     ):  # fmt: skip
         assert main(["benchmark", "--endpoint-name", "e", "--region", "us-east-1",
                      "--out", str(tmp_path / "x"), *flags]) == 2, flags  # fmt: skip
+
+
+def test_a_prefix_aware_id_longer_than_the_api_allows_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """botocore's sagemaker-runtime model caps PrefixAwareId at 64 characters; a 65-character
+    id is refused by the construct props, the CLI flag and the benchmark handler."""
+    import botocore.session
+
+    from cdk_sagemaker_llm.benchmarking.payload import PREFIX_AWARE_ID_MAX_LENGTH
+    from cdk_sagemaker_llm.lambdas.benchmark.events import EventError
+    from cdk_sagemaker_llm.lambdas.benchmark.workload import check_workload
+
+    model = botocore.session.get_session().get_service_model("sagemaker-runtime")
+    for operation in ("InvokeEndpoint", "InvokeEndpointWithResponseStream"):
+        member = model.operation_model(operation).input_shape.members["PrefixAwareId"]
+        assert member.metadata["max"] == PREFIX_AWARE_ID_MAX_LENGTH
+    RequestProtocol(prefix_aware_id="a" * 64)
+    with pytest.raises(ValidationError, match=r"prefix_aware_id.*1 to 64.*65 characters"):
+        RequestProtocol(prefix_aware_id="a" * 65)
+    assert main(["benchmark", "--endpoint-name", "e", "--region", "us-east-1",
+                 "--out", str(tmp_path / "x"), "--prefix-aware-id", "a" * 65]) == 2  # fmt: skip
+    assert "1 to 64" in capsys.readouterr().err
+    with pytest.raises(EventError, match="PrefixAwareId"):
+        check_workload({"PrefixAwareId": "a" * 65}, "Runs[0]")

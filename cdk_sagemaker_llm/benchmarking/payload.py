@@ -109,8 +109,9 @@ class RequestProtocol:
     ``X-Amzn-SageMaker-Prefix-Aware-Id``): a stable identifier that an endpoint with
     prefix-aware routing (``RoutingStrategy`` ``PREFIX_AWARE``) combines with the prompt's
     prefix to pick the instance, so that applications whose prompts share a prefix are routed
-    apart (SageMaker Runtime API, ``InvokeEndpoint``); 1 to 256 characters of letters, digits,
-    ``-``, ``_``, ``.`` and ``:``. Default none."""
+    apart (SageMaker Runtime API, ``InvokeEndpoint``); 1 to 64 characters
+    (``PREFIX_AWARE_ID_MAX_LENGTH``) of letters, digits, ``-``, ``_``, ``.`` and ``:``.
+    Default none."""
 
     def __post_init__(self) -> None:
         check_prefix_aware_id("RequestProtocol(prefix_aware_id)", self.prefix_aware_id)
@@ -119,21 +120,30 @@ class RequestProtocol:
 PREFIX_AWARE_HEADER = "X-Amzn-SageMaker-Prefix-Aware-Id"
 """The ``PrefixAwareId`` member's header in botocore's ``sagemaker-runtime`` model."""
 
+PREFIX_AWARE_ID_MAX_LENGTH = 64
+"""The longest ``PrefixAwareId`` SageMaker accepts: botocore's ``sagemaker-runtime`` model,
+shape ``PrefixAwareIdHeader`` (``max`` 64) of ``InvokeEndpoint`` and
+``InvokeEndpointWithResponseStream``."""
+
 
 def check_prefix_aware_id(prop: str, value: str | None) -> None:
-    """A ``PrefixAwareId`` this library sends: 1 to 256 characters, letters, digits and
+    """A ``PrefixAwareId`` this library sends: 1 to 64 characters, letters, digits and
     ``-_.:`` (a conservative subset: the value travels in an HTTP header)."""
     if value is None:
         return
     if is_token(value):  # a deploy-time value: the service checks it
         note_unchecked(prop, "its characters and length")
         return
-    if not 1 <= len(value) <= 256 or not all(c.isascii() and (c.isalnum() or c in "-_.:")
-                                             for c in value):  # fmt: skip
+    if not 1 <= len(value) <= PREFIX_AWARE_ID_MAX_LENGTH or not all(
+        c.isascii() and (c.isalnum() or c in "-_.:") for c in value
+    ):
         raise ValidationError(
-            prop, value, "a PrefixAwareId is 1 to 256 letters, digits, '-', '_', '.' or ':'",
+            prop,
+            value,
+            f"a PrefixAwareId is 1 to {PREFIX_AWARE_ID_MAX_LENGTH} letters, digits, '-', '_', "
+            f"'.' or ':' (this one has {len(value)} characters)",
             "pass a stable name of your application, e.g. 'chat-app'",
-        )  # fmt: skip
+        )
 
 
 def synthetic_prompt(input_tokens: int, index: int = 0) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...benchmarking.aiperf import MANAGED_ENGINE
+from ...benchmarking.payload import PREFIX_AWARE_ID_MAX_LENGTH
 from ...benchmarking.workloads import MAX_RUN_TRACE_BLOCKS, MAX_RUN_TRACE_RECORDS
 from ...planning.workload import (
     MAX_GROUPS,
@@ -25,7 +26,7 @@ from ...planning.workload import (
 from ..runtime_support import shown
 from .events import EventError, field, integer, known, number, string
 
-PREFIX_AWARE_ID = re.compile(r"[A-Za-z0-9_.:\-]{1,256}")
+PREFIX_AWARE_ID = re.compile(rf"[A-Za-z0-9_.:\-]{{1,{PREFIX_AWARE_ID_MAX_LENGTH}}}")
 KINDS = ("shared-prefix", "multi-turn", "trace")
 _KEYS = {
     "shared-prefix": frozenset({"Kind", "Prefixes", "PrefixTokens", "RequestsPerPrefix",
@@ -40,7 +41,7 @@ def check_workload(run: Mapping[str, Any], where: str) -> dict[str, Any]:
     checked: dict[str, Any] = {"Workload": None, "PrefixAwareId": ""}
     raw_id = run.get("PrefixAwareId", "")
     if raw_id:
-        text = string(raw_id, f"{where}.PrefixAwareId", max_length=256)
+        text = string(raw_id, f"{where}.PrefixAwareId", max_length=PREFIX_AWARE_ID_MAX_LENGTH)
         if not PREFIX_AWARE_ID.fullmatch(text):
             raise EventError(f"{where}.PrefixAwareId: {shown(text)} is not a PrefixAwareId")
         checked["PrefixAwareId"] = text
