@@ -226,6 +226,7 @@ LAYERS: dict[str, set[str]] = {
     "review": {"catalog", "planning", "errors", "template_metadata"},
     "commands": {"review", "benchmarking", "catalog", "planning", "errors", "_version"},
     "cli": {"commands", "_version"},
+    "__main__": {"cli"},
     "_version": set(),
     "snapshot": set(),
 }
