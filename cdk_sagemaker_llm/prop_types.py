@@ -35,6 +35,7 @@ from .errors import (
     require_concrete,
     stop_collecting_unchecked,
 )
+from .signatures import expose_init_signature
 
 __all__ = [
     "is_typed",
@@ -705,7 +706,9 @@ def typed_props(cls: T) -> T:
     base class or interface. An ``__init__`` inherited from outside this package (an abstract
     construct base's, an enum's) is left alone.
 
-    A props dataclass's ``help()`` lists its fields with their docstrings.
+    A props dataclass's ``help()`` lists its fields with their docstrings, and every class's
+    ``inspect.signature`` (so ``help()``, IPython, Jupyter) gives its ``__init__``'s parameters
+    (``signatures.py``: jsii's metaclass hides them otherwise).
 
     A class that decides something at synth from its numbers names the decision in
     ``__synth_decision__`` (``"LlmService decides the layout"``): a number given to it as a
@@ -721,6 +724,7 @@ def typed_props(cls: T) -> T:
         )
     _check_methods(cls, decision)
     _document_fields(cls)
+    expose_init_signature(cls)
     return cls
 
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Idempotent set-up: a virtual environment with the package and its dev tools (at the versions
 # of constraints/tested.txt), a wheelhouse of the runtime dependencies for the wheel test, and
-# from npm the pinned AWS CDK CLI and Node 22 (jsii no longer supports Node 20), and headless
-# Chromium for the documentation site's browser test.
+# from npm the pinned AWS CDK CLI and Node 22 (jsii no longer supports Node 20). Python and npm
+# are all it needs: no system package manager (the browser the documentation site's test needs
+# is the test command's own set-up: scripts/setup_browser.sh, run by scripts/test.sh).
 # Re-installs only when pyproject.toml, the constraints or package*.json change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,24 +25,6 @@ if [ "$(cat .venv/.setup-stamp 2>/dev/null)" != "$wanted" ]; then
   echo "setup: installing the CDK CLI and Node 22" >&2
   npm ci --no-audit --no-fund --loglevel=error
   echo "$wanted" > .venv/.setup-stamp
-fi
-# Headless Chromium and its driver for tests/test_site_browser.py: Debian's packages, installed
-# when missing if this runs as root with apt-get (as CI does). Otherwise the test skips and
-# says why. Any Chrome with a chromedriver on PATH does as well.
-have_browser() {
-  command -v chromedriver >/dev/null &&
-    { command -v chromium || command -v chromium-browser || command -v google-chrome; } >/dev/null
-}
-if ! have_browser; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "setup: installing chromium and chromium-driver (apt)" >&2
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      chromium chromium-driver >/dev/null
-  else
-    echo "setup: no chromium and cannot install it (not root, or no apt-get):" \
-      "the browser test will skip" >&2
-  fi
 fi
 # The pinned SageMaker SDK wheel the image catalog is generated from, cached for the test that
 # regenerates it offline (downloads only when the cache lacks it).

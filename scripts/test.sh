@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Set up, then lint (ruff, actionlint), type-check, build the documentation site and run the
+# Set up (and the documentation site's browser, when it can be installed), then lint (ruff, actionlint), type-check, build the documentation site and run the
 # whole test suite.
 # Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+bash scripts/setup_browser.sh
 source scripts/env.sh
 ruff check .
 ruff format --check .
