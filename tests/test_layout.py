@@ -214,7 +214,7 @@ LAYERS: dict[str, set[str]] = {
     "catalog": {"errors", "prop_types"},
     "planning": {"catalog", "errors", "prop_types"},
     "benchmarking": {"catalog", "planning", "errors", "prop_types"},
-    "lambdas": {"benchmarking", "catalog", "planning", "errors"},
+    "lambdas": {"benchmarking", "catalog", "planning", "errors", "template_metadata"},
     "constructs": {
         "benchmarking",
         "catalog",

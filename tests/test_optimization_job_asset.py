@@ -50,6 +50,11 @@ def test_the_bundled_asset_answers_without_aws_cdk(tmp_path: Path) -> None:
     assert out["entry"] == ["on_event", "poll"] and out["cdk"] == []
     assert out["answer"]["Status"] == "FAILED"
     assert "unsupported ResourceType" in out["answer"]["Reason"]
+    assert sorted(p.name for p in (tmp_path / "cdk_sagemaker_llm").iterdir()) == [
+        "__init__.py",
+        "lambdas",
+        "template_metadata.py",
+    ]
     assert sorted(p.name for p in (tmp_path / "cdk_sagemaker_llm" / "lambdas").iterdir()) == [
         "__init__.py",
         "optimization_job",

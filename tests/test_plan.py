@@ -12,6 +12,7 @@ from aws_cdk import Duration, Size
 from aws_cdk import aws_s3 as s3
 from conftest import CDK_CONTEXT
 
+import cdk_sagemaker_llm.template_metadata as template_metadata
 from app import build_app
 from cdk_sagemaker_llm import ComponentModel, CopyResources, ManagedInstanceScaling
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
@@ -32,6 +33,7 @@ from cdk_sagemaker_llm.constructs.serverless import ServerlessConfig
 from cdk_sagemaker_llm.constructs.serverless_scaling import ServerlessScaling
 from cdk_sagemaker_llm.constructs.serving_options import LmiOptions, TgiOptions
 from cdk_sagemaker_llm.review import EndpointPlan, build_plan, render_json, render_markdown
+from cdk_sagemaker_llm.review.custom_resources import custom_kind
 
 
 @pytest.fixture(scope="module")
@@ -266,6 +268,40 @@ def test_plan_reads_scaling_policies_custom_resources_and_instance_endpoints(
         "⚠️ 8 copies need 2 instances",
     ):
         assert expected in markdown, expected
+
+
+def test_plan_lists_each_custom_resource_the_constructs_start_by_its_declared_type(
+    reference_assembly: Path,
+) -> None:
+    """Parity: the types the constructs synthesize are the ones ``review`` looks for, both read
+    from ``template_metadata``; the ``...Output`` readers and unrelated custom resources whose
+    type merely contains a marker word are not deploy-time work."""
+    (template_file,) = reference_assembly.glob("*.template.json")
+    resources = json.loads(template_file.read_text())["Resources"]
+    types = {resource["Type"] for resource in resources.values()}
+    assert {
+        template_metadata.OPTIMIZATION_JOB_RESOURCE,
+        template_metadata.OPTIMIZATION_JOB_OUTPUT_RESOURCE,
+        template_metadata.BENCHMARK_RESOURCE,
+        template_metadata.BENCHMARK_OUTPUT_RESOURCE,
+    } <= types
+    kinds = {
+        resource["Type"]: custom_kind(resource)
+        for resource in resources.values()
+        if resource["Type"].startswith("Custom::")
+    }
+    assert kinds == {
+        template_metadata.OPTIMIZATION_JOB_RESOURCE: "optimization-job",
+        template_metadata.OPTIMIZATION_JOB_OUTPUT_RESOURCE: None,
+        template_metadata.BENCHMARK_RESOURCE: "benchmark",
+        template_metadata.BENCHMARK_OUTPUT_RESOURCE: None,
+    }
+    (benchmark,) = (
+        r for r in resources.values() if r["Type"] == template_metadata.BENCHMARK_RESOURCE
+    )
+    assert template_metadata.BENCHMARK in benchmark["Metadata"]
+    for unrelated in ("Custom::MyBenchmarkTable", "Custom::OptimizationJobNotifier"):
+        assert custom_kind({"Type": unrelated, "Properties": {}}) is None
 
 
 def test_plan_command_formats_and_errors(

@@ -70,6 +70,7 @@ from ..catalog.prices import PriceList
 from ..planning.sizing import serving_facts
 from ..planning.workload import Workload
 from ..prop_types import typed_props
+from ..template_metadata import BENCHMARK, BENCHMARK_OUTPUT_RESOURCE, BENCHMARK_RESOURCE
 from . import managed_benchmark
 from .benchmark_options import BenchmarkEngine, BenchmarkGate, BenchmarkResults
 from .benchmark_workflow import ENGINE_SOURCES, depend_on_policies_only, starter_function
@@ -100,9 +101,9 @@ HANDLER_ASSET = HandlerAsset(
 bundle_handler = HANDLER_ASSET.bundle
 asset_hash = HANDLER_ASSET.hash
 
-RESOURCE_TYPE = "Custom::SageMakerEndpointBenchmark"
-OUTPUT_RESOURCE_TYPE = "Custom::SageMakerEndpointBenchmarkOutput"
-PLAN_METADATA = "cdk-sagemaker-llm:benchmark"
+RESOURCE_TYPE = BENCHMARK_RESOURCE
+OUTPUT_RESOURCE_TYPE = BENCHMARK_OUTPUT_RESOURCE
+PLAN_METADATA = BENCHMARK
 MAX_WAIT_SECONDS = 43_200
 """A CloudFormation wait condition's longest timeout (12 hours)."""
 SIGNAL_MARGIN = Duration.minutes(15)

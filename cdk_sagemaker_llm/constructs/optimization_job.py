@@ -71,6 +71,7 @@ from constructs import Construct
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec
 from ..prop_types import typed_props
+from ..template_metadata import OPTIMIZATION_JOB_OUTPUT_RESOURCE, OPTIMIZATION_JOB_RESOURCE
 from .deploy_time import (
     CUSTOM_RESOURCE_TIMEOUT,
     HandlerAsset,
@@ -109,6 +110,7 @@ from .workflow_loop import cdk_retried_task, signalling_loop
 
 HANDLER_ASSET = HandlerAsset(
     sources=(
+        "template_metadata.py",
         "lambdas/runtime_support.py",
         "lambdas/optimization_job/__init__.py",
         "lambdas/optimization_job/handler.py",
@@ -439,7 +441,7 @@ class OptimizationJob(Construct):
             self,
             definition_hash=self.definition_hash,
             handler=handler,
-            resource_type="Custom::SageMakerOptimizationJob",
+            resource_type=OPTIMIZATION_JOB_RESOURCE,
             properties={
                 "JobNamePrefix": self.job_name_prefix,
                 "JobNameStem": name_stem,
@@ -458,7 +460,7 @@ class OptimizationJob(Construct):
             self,
             "Output",
             service_token=handler.function_arn,
-            resource_type="Custom::SageMakerOptimizationJobOutput",
+            resource_type=OPTIMIZATION_JOB_OUTPUT_RESOURCE,
             service_timeout=CUSTOM_RESOURCE_TIMEOUT,
             properties={
                 "JobName": self._job.ref,

@@ -7,35 +7,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..template_metadata import BENCHMARK, BENCHMARK_RESOURCE, OPTIMIZATION_JOB_RESOURCE
 from .template import shown
 
-OPTIMIZATION_JOB_MARKERS = ("optimizationjob", "optimization-job", "optimization_job")
-BENCHMARK_MARKERS = ("benchmark",)
-BENCHMARK_METADATA = "cdk-sagemaker-llm:benchmark"
+KINDS = {OPTIMIZATION_JOB_RESOURCE: "optimization-job", BENCHMARK_RESOURCE: "benchmark"}
+"""The kind of each custom-resource type that starts deploy-time work. The ``...Output``
+types only read a finished job's or benchmark's results, so they are not listed twice."""
 
 
 def custom_kind(resource: dict[str, Any]) -> str | None:
-    """``optimization-job``, ``benchmark`` or None, from the resource type or metadata."""
-    metadata = resource.get("Metadata") or {}
-    keys = " ".join(str(key).lower() for key in metadata)
-    resource_type = str(resource.get("Type", "")).lower()
-    if resource_type.endswith("output"):
-        return None  # e.g. Custom::SageMakerOptimizationJobOutput describes a job listed already
-    is_custom = resource_type.startswith("custom::") or resource_type in (
-        "aws::cloudformation::customresource",
-    )
-    kind_value = str(metadata.get("cdk-sagemaker-llm:kind", "")).lower()
-    for kind, markers in (
-        ("optimization-job", OPTIMIZATION_JOB_MARKERS),
-        ("benchmark", BENCHMARK_MARKERS),
-    ):
-        if any(marker in kind_value for marker in markers):
-            return kind
-        if any(f"cdk-sagemaker-llm:{marker}" in keys for marker in markers):
-            return kind
-        if is_custom and any(marker in resource_type for marker in markers):
-            return kind
-    return None
+    """``optimization-job``, ``benchmark`` or None, from the resource type the constructs
+    write (``template_metadata``), or the benchmark metadata key."""
+    if BENCHMARK in (resource.get("Metadata") or {}):
+        return "benchmark"
+    return KINDS.get(str(resource.get("Type", "")))
 
 
 def custom_details(resource: dict[str, Any]) -> dict[str, str]:
@@ -44,7 +29,7 @@ def custom_details(resource: dict[str, Any]) -> dict[str, str]:
         if str(key).startswith("cdk-sagemaker-llm:") and isinstance(value, dict):
             for inner, item in sorted(value.items()):
                 details[str(inner)] = short(item)
-    if details and BENCHMARK_METADATA in (resource.get("Metadata") or {}):
+    if details and BENCHMARK in (resource.get("Metadata") or {}):
         return details  # the construct states what to review; its properties are plumbing
     properties = resource.get("Properties") or {}
     request = properties.get("Request")

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ...template_metadata import BENCHMARK_OUTPUT_RESOURCE, BENCHMARK_RESOURCE
 from ..runtime_support import (
     Budget,
     HandlerError,
@@ -39,8 +40,8 @@ from .events import (
 )
 from .run import RUN_KEYS, check_run, results_key
 
-RESOURCE_TYPE = "Custom::SageMakerEndpointBenchmark"
-OUTPUT_RESOURCE_TYPE = "Custom::SageMakerEndpointBenchmarkOutput"
+RESOURCE_TYPE = BENCHMARK_RESOURCE
+OUTPUT_RESOURCE_TYPE = BENCHMARK_OUTPUT_RESOURCE
 MAX_SWEEP_SECONDS = 43_200
 RESOURCE_PROPERTIES = frozenset(
     {"RunNameStem", "Run", "ResultsPrefix", "SweepSeconds", "WaitHandle", "StateMachineArn"}

@@ -43,6 +43,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ...template_metadata import OPTIMIZATION_JOB_OUTPUT_RESOURCE, OPTIMIZATION_JOB_RESOURCE
 from ..runtime_support import (
     HTTPS_URL,
     Budget,
@@ -62,8 +63,8 @@ from ..runtime_support import (
 )
 from ..runtime_support import client as _client
 
-JOB_RESOURCE_TYPE = "Custom::SageMakerOptimizationJob"
-OUTPUT_RESOURCE_TYPE = "Custom::SageMakerOptimizationJobOutput"
+JOB_RESOURCE_TYPE = OPTIMIZATION_JOB_RESOURCE
+OUTPUT_RESOURCE_TYPE = OPTIMIZATION_JOB_OUTPUT_RESOURCE
 REQUEST_TYPES = ("Create", "Update", "Delete")
 
 RUNNING = frozenset({"STARTING", "INPROGRESS"})
