@@ -464,14 +464,14 @@ def recommend(
     candidates = (
         list(search.instance_types)
         if search.instance_types is not None
-        else default_instance_types()
+        else [t for t in default_instance_types() if _engine_runs_on(engine, t)]
     )
     options: list[Option] = []
     rejected: list[Rejection] = []
     region_note = _region_note(pricing)
     measured_on: dict[str, Efficiency | None] = {}  # the calibration as applied per type
     for instance_type in candidates:
-        unusable = _unpredictable(instance_type)
+        unusable = _unpredictable(instance_type) or _wrong_hardware(engine, instance_type)
         if unusable is not None:
             rejected.append(unusable)
             continue
@@ -756,6 +756,27 @@ def _unpredictable(instance_type: InstanceType) -> Rejection | None:
             "cannot be predicted",
         )
     return None
+
+
+def _engine_runs_on(engine: object, instance_type: InstanceType) -> bool:
+    """True when the engine (a profile, a release, or None: the default per accelerator)
+    runs on ``instance_type``'s accelerators (its profile's ``serves.accelerators``)."""
+    return resolve_profile(engine, instance_type.is_neuron).serves.runs_on(instance_type)
+
+
+def _wrong_hardware(engine: object, instance_type: InstanceType) -> Rejection | None:
+    """A candidate the engine does not run on (vLLM on Inferentia, NeuronX on a GPU), as
+    ``LlmService`` refuses it: predicting it as other hardware would be a guess."""
+    if _engine_runs_on(engine, instance_type):
+        return None
+    profile = resolve_profile(engine, instance_type.is_neuron)
+    accelerator = instance_type.accelerator.name if instance_type.accelerator else "no accelerator"
+    return Rejection(
+        instance_type.name,
+        RejectionKind.ENGINE,
+        f"engine: {profile.name} runs on {profile.serves.accelerators.value} accelerators, "
+        f"not on {accelerator} ({profile.serves.source})",
+    )
 
 
 def _rank(option: Option) -> tuple[bool, float, bool, float, float, float]:
