@@ -22,7 +22,7 @@ from cdk_sagemaker_llm.planning.decision import (
 )
 from cdk_sagemaker_llm.planning.engine_profiles import resolve_profile
 from cdk_sagemaker_llm.planning.performance import Efficiency, Workload, efficiency_of
-from cdk_sagemaker_llm.planning.recommend import Slo, recommend
+from cdk_sagemaker_llm.planning.recommend import RejectionKind, Slo, recommend
 from cdk_sagemaker_llm.planning.service_options import (
     CopyScaling,
     LayoutOverrides,
@@ -278,3 +278,27 @@ def test_a_multi_turn_workloads_longest_request_is_its_last_turn() -> None:
     assert workload.longest_tokens > workload.total_tokens
     plain = Workload(input_tokens=512, output_tokens=256)
     assert (plain.longest_input_tokens, plain.longest_tokens) == (512, 768)
+
+
+def test_an_accelerator_with_unpublished_figures_is_not_called_a_memory_problem() -> None:
+    """Llama 3 8B fits one RTX PRO 4500 (ml.g7.2xlarge) many times over, but its figures are
+    unpublished: the answer blames the candidates' unknown performance, typed as such, and
+    does not ask for more accelerator memory."""
+    request = replace(REQUEST, search=SearchSpace(instance_types=[InstanceType.G7_2XLARGE]))
+    found = recommend(
+        request.spec,
+        request.workload,
+        request.slo,
+        request.traffic.peak,
+        search=request.search,
+        sizing=request.sizing,
+    )
+    assert [r.kind for r in found.rejected] == [RejectionKind.UNPREDICTABLE]
+    assert found.to_dict()["rejected"][0]["kind"] == "unpredictable"
+    with pytest.raises(ValidationError) as raised:
+        decide(request)
+    assert raised.value.prop == "instance_types"
+    assert raised.value.value == ["ml.g7.2xlarge"]
+    assert "performance unknown" in raised.value.problem
+    assert "does not fit" not in raised.value.problem
+    assert "more accelerator memory is not what is missing" in raised.value.fix

@@ -29,6 +29,7 @@ from cdk_sagemaker_llm.planning.engine_profiles import (
     engine_profile,
     profile_for_image,
     profile_name_for,
+    row_profile_name,
 )
 from cdk_sagemaker_llm.planning.performance import (
     CopyModel,
@@ -106,6 +107,45 @@ def test_the_engine_generation_decides(
     family: ContainerFamily, version: str | None, expected: str
 ) -> None:
     assert profile_name_for(family, version) == expected
+
+
+def test_each_profile_json_states_what_it_serves_and_the_mappings_derive_from_it(
+    rows: list[Any],
+) -> None:
+    """One place per fact: the shipped profiles are the JSON files; every catalog image and
+    every measured row maps to the profile whose JSON states its family (or engine name) and
+    version, else the fallback; a profile's family and hardware come from the same block."""
+    folder = Path(__file__).parent.parent / "cdk_sagemaker_llm" / "planning" / "engine_profiles"
+    assert set(PROFILE_NAMES) == {path.stem for path in folder.glob("*.json")}
+    for profile in all_profiles():
+        assert profile.raw["name"] == profile.name
+        serves = profile.serves
+        assert serves.source
+        assert profile.family == (
+            ContainerFamily(serves.containers[0].name) if serves.containers else None
+        )
+        neuron = {ContainerFamily.LMI_NEURONX, ContainerFamily.TGI_NEURONX}
+        families = {ContainerFamily(c.name) for c in serves.containers}
+        assert serves.runs_on(InstanceType.INF2_XLARGE) == (not families or families <= neuron)
+        assert serves.runs_on(InstanceType.G5_XLARGE) == (not families & neuron)
+    for line in DLC_LINES.values():
+        for version in (*line.releases, None):
+            profile = engine_profile(profile_name_for(line.family, version))
+            stating = [
+                p.name
+                for p in all_profiles()
+                if any(c.matches(line.family.value, version) for c in p.serves.containers)
+            ]
+            assert stating in ([profile.name], []), (line.family, version, stating)
+            assert stating or profile.name == "generic"
+    for row in rows:
+        profile = engine_profile(row.profile)
+        assert profile.serves.measured_as, row
+    assert row_profile_name("vllm", "0.5.4") == "lmi-vllm-v0"
+    assert row_profile_name("lmi-vllm", "0.31.0") == "lmi-vllm-v0"
+    assert row_profile_name("lmi-vllm", "0.10.1") == "lmi-vllm-v1"
+    assert row_profile_name("nim", "1.0") == "lmi-trtllm"
+    assert row_profile_name("an-unknown-engine", "1.0") == "generic"
 
 
 def test_container_image_exposes_its_profile() -> None:

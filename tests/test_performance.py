@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from cdk_sagemaker_llm.catalog.instance_types import A10G, A100_40GB, InstanceType
+from cdk_sagemaker_llm.catalog.instance_types import A10G, A100_40GB, CATALOG, InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
 from cdk_sagemaker_llm.planning.performance import (
     DEFAULT_EFFICIENCY,
     DEFAULT_MAX_BATCH_SIZE,
+    MEASURED_LINKS,
     NVLINK_A100,
     PCIE_GEN4,
     PCIE_GEN4_CROSS_SOCKET,
+    PCIE_GPUS_PER_SOCKET,
     CopyModel,
     Efficiency,
     Layout,
@@ -67,12 +71,51 @@ def test_grouped_query_attention_model_turns_compute_bound_near_the_critical_bat
     assert _model(ModelSpec.LLAMA_2_7B, P4D, 1, SHORT).critical_batch() == 100_000
 
 
+@pytest.mark.parametrize(
+    "instance_type",
+    [t for t in CATALOG.values() if t.is_gpu and (t.accelerator_count or 0) > 1],
+    ids=str,
+)
+def test_every_multi_gpu_type_is_timed_on_the_interconnect_the_catalog_states(
+    instance_type: InstanceType,
+) -> None:
+    """The planner reads the link from the catalog: each degree maps to the stated kind and
+    bandwidth, a measured link keeps its measurement, and an unmeasured one says so in the
+    prediction's assumptions."""
+    stated = (instance_type.interconnect, instance_type.interconnect_gbps)
+    assert stated[0] is not None
+    count = instance_type.accelerator_count or 0
+    for degree in range(2, count + 1):
+        link = interconnect_of(instance_type, degree)
+        assert link.link == stated
+        assert link.name.startswith(stated[0] if stated not in MEASURED_LINKS else "")
+    full = interconnect_of(instance_type, count)
+    crosses = stated[0].startswith("PCIe") and count > PCIE_GPUS_PER_SOCKET
+    assert full.measured == (stated in MEASURED_LINKS), full
+    if stated in MEASURED_LINKS and not crosses:
+        assert full == replace(MEASURED_LINKS[stated], link=stated)
+    spec = ModelSpec.LLAMA_3_8B
+    if instance_type.accelerator and instance_type.accelerator.performance_known:
+        prediction = predict(spec, Layout(instance_type, count, 1), SHORT, [1], engine="generic")
+        text = " ".join(prediction.assumptions)
+        assert ("unmeasured link" in text) == (not full.measured)
+
+
+def test_nvlink_5_is_timed_as_nvlink_not_as_pcie() -> None:
+    """B200's NVLink (1,800 GB/s per GPU) all-reduces faster than H200's (900 GB/s), not at
+    PCIe speed: a TP8 step of Llama 3 70B pays less all-reduce time on p6-b200 than on p5e."""
+    b200 = _model(ModelSpec.LLAMA_3_70B, InstanceType.P6_B200_48XLARGE, 8, SHORT)
+    h200 = _model(ModelSpec.LLAMA_3_70B, InstanceType.P5E_48XLARGE, 8, SHORT)
+    g5 = _model(ModelSpec.LLAMA_3_70B, InstanceType.G5_48XLARGE, 8, SHORT)
+    assert b200.all_reduce_s(1000) < h200.all_reduce_s(1000) < g5.all_reduce_s(1000) / 10
+
+
 def test_tensor_parallelism_costs_all_reduces_on_the_right_interconnect() -> None:
-    assert interconnect_of(P4D) is NVLINK_A100
-    assert interconnect_of(InstanceType.G5_12XLARGE) is PCIE_GEN4
+    assert interconnect_of(P4D).name == NVLINK_A100.name
+    assert interconnect_of(InstanceType.G5_12XLARGE).name == PCIE_GEN4.name
     # TP8 on the two-socket g5.48xlarge crosses sockets; TP4 fits on one socket's four GPUs.
-    assert interconnect_of(InstanceType.G5_48XLARGE, 8) is PCIE_GEN4_CROSS_SOCKET
-    assert interconnect_of(InstanceType.G5_48XLARGE, 4) is PCIE_GEN4
+    assert interconnect_of(InstanceType.G5_48XLARGE, 8).name == PCIE_GEN4_CROSS_SOCKET.name
+    assert interconnect_of(InstanceType.G5_48XLARGE, 4).name == PCIE_GEN4.name
     tp1 = _model(ModelSpec.LLAMA_2_7B, P4D, 1, SHORT)
     tp2 = _model(ModelSpec.LLAMA_2_7B, P4D, 2, SHORT)
     tp8 = _model(ModelSpec.LLAMA_2_7B, P4D, 8, SHORT)

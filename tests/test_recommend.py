@@ -11,9 +11,11 @@ from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST, PriceList
 from cdk_sagemaker_llm.errors import ValidationError
+from cdk_sagemaker_llm.planning.engine_profiles import engine_argument
 from cdk_sagemaker_llm.planning.performance import Workload
 from cdk_sagemaker_llm.planning.recommend import (
     PriceBasis,
+    RejectionKind,
     Risk,
     Slo,
     Traffic,
@@ -332,3 +334,40 @@ def test_rank_layouts_refuses_a_limit_that_is_not_positive(limit: float) -> None
     rejection reason per layout instead)."""
     with pytest.raises(ValidationError, match="max_ms_per_token"):
         rank_layouts(ModelSpec.LLAMA_2_7B, P4D, Workload(512, 256), max_ms_per_token=limit)
+
+
+def test_the_engine_filters_the_hardware_it_runs_on() -> None:
+    """vLLM (LMI 0.38.0) runs on GPUs: the default candidates keep no Inferentia/Trainium type
+    and a listed one is rejected as the engine's, not predicted as a GPU; NeuronX the other
+    way round."""
+    vllm = engine_argument("lmi:0.38.0")
+    slo, traffic = Slo(max_ms_per_token=60), Traffic(requests_per_second=1)
+    default = recommend(ModelSpec.LLAMA_3_8B, SHORT, slo, traffic, sizing=Sizing(engine=vllm))
+    assert default.options
+    shown = [o.layout.instance_type for o in default.options] + [
+        InstanceType.of(r.instance_type) for r in default.rejected
+    ]
+    assert not any(t.is_neuron for t in shown)
+    listed = recommend(
+        ModelSpec.LLAMA_3_8B,
+        SHORT,
+        slo,
+        traffic,
+        search=SearchSpace(instance_types=[InstanceType.INF2_8XLARGE, InstanceType.G6E_XLARGE]),
+        sizing=Sizing(engine=vllm),
+    )
+    assert {o.layout.instance_type.name for o in listed.options} == {"ml.g6e.xlarge"}
+    (inf2,) = [r for r in listed.rejected if r.instance_type == "ml.inf2.8xlarge"]
+    assert inf2.kind is RejectionKind.ENGINE and "runs on gpu accelerators" in inf2.reason
+    neuron = recommend(
+        ModelSpec.LLAMA_3_8B,
+        SHORT,
+        slo,
+        traffic,
+        search=SearchSpace(instance_types=[InstanceType.INF2_8XLARGE, InstanceType.G6E_XLARGE]),
+        sizing=Sizing(engine="lmi-neuronx"),
+    )
+    assert all(o.layout.instance_type.is_neuron for o in neuron.options)
+    assert [r.kind for r in neuron.rejected if r.instance_type == "ml.g6e.xlarge"] == [
+        RejectionKind.ENGINE
+    ]

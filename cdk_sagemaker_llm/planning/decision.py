@@ -41,6 +41,7 @@ from .performance import (
     profile_model,
 )
 from .placement import head_divisibility_problem
+from .ranking import RejectionKind
 from .recommend import (
     Option,
     Recommendation,
@@ -1191,18 +1192,29 @@ def choose(
 
 def _no_option_error(recommendation: Recommendation, max_instance_count: int) -> ValidationError:
     """No option at all: blame what every rejection has in common (memory: the candidates;
-    the instance count: max_instance_count), else the SLO."""
+    unpublished accelerator figures: the candidates; the instance count: max_instance_count),
+    else the SLO."""
     reasons = "; ".join(rejections(recommendation, None, None))
-    kinds = {_kind(r.reason) for r in recommendation.rejected}
-    if kinds and kinds <= {"memory", "head divisibility", "other"}:
+    kinds = {r.kind for r in recommendation.rejected}
+    candidates = sorted({r.instance_type for r in recommendation.rejected})
+    if RejectionKind.UNPREDICTABLE in kinds and kinds <= _CANDIDATE_KINDS:
         return ValidationError(
             "instance_types",
-            sorted({r.instance_type for r in recommendation.rejected}),
+            candidates,
+            f"no candidate can be predicted or fits the model: {reasons}",
+            "add instance types whose accelerators' performance figures are published (the "
+            "catalog's GPU and Neuron types), or benchmark the type and serve it with a "
+            "pinned layout; more accelerator memory is not what is missing",
+        )
+    if kinds and kinds <= _CANDIDATE_KINDS:
+        return ValidationError(
+            "instance_types",
+            candidates,
             f"the model does not fit on any candidate: {reasons}",
             "add instance types with more accelerator memory (or more accelerators), or lower "
             "the precision (e.g. Precision.INT4_AWQ); the SLO is not the cause",
         )
-    if kinds == {"instance count"}:
+    if kinds == {RejectionKind.INSTANCE_COUNT}:
         return ValidationError(
             "max_instance_count",
             max_instance_count,
@@ -1218,9 +1230,18 @@ def _no_option_error(recommendation: Recommendation, max_instance_count: int) ->
     )
 
 
-def _kind(reason: str) -> str:
-    head = reason.split(":", 1)[0]
-    return head if head in ("memory", "head divisibility", "instance count", "slo") else "other"
+_CANDIDATE_KINDS = frozenset(
+    {
+        RejectionKind.MEMORY,
+        RejectionKind.HEAD_DIVISIBILITY,
+        RejectionKind.UNPREDICTABLE,
+        RejectionKind.ENGINE,
+        RejectionKind.NO_LAYOUT,
+        RejectionKind.TIMEOUT,
+    }
+)
+"""Rejection kinds the candidate instance types answer for (a different candidate, not a
+looser SLO or more instances, gives an option)."""
 
 
 def rejections(

@@ -26,20 +26,25 @@ from importlib import resources
 from typing import Any, Protocol
 
 from ..catalog.containers import ContainerFamily, version_tuple
+from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
 from ..prop_types import typed_props
 
-PROFILE_NAMES = (
-    "tgi-1",
-    "tgi-2-3",
-    "lmi-vllm-v0",
-    "lmi-vllm-v1",
-    "lmi-trtllm",
-    "lmi-neuronx",
-    "generic",
+FALLBACK_PROFILE_NAME = "generic"
+"""The profile of an image no other profile serves (its JSON states no containers)."""
+PROFILE_NAMES = tuple(
+    sorted(
+        (
+            entry.name.removesuffix(".json")
+            for entry in resources.files(__package__).joinpath("engine_profiles").iterdir()
+            if entry.name.endswith(".json")
+        ),
+        key=lambda name: (name == FALLBACK_PROFILE_NAME, name),
+    )
 )
-"""Every profile shipped, one JSON file each in ``planning/engine_profiles/``."""
+"""Every profile shipped: the JSON files of ``planning/engine_profiles/`` (the fallback
+last)."""
 
 MIN_RESIDUALS = 5
 """A figure's band needs at least this many cross-validated residuals of the profile's own
@@ -67,6 +72,65 @@ class BatchLimit(Enum):
     KV_TOKENS = "kv-tokens"
     """A KV-token budget (TGI ``MAX_BATCH_TOTAL_TOKENS``, by default what the memory left after
     the weights holds): as many sequences as their input + output tokens fit."""
+
+
+class Accelerators(Enum):
+    """The accelerators an engine runs on."""
+
+    GPU = "gpu"
+    """NVIDIA GPUs (CUDA)."""
+    NEURON = "neuron"
+    """AWS Inferentia2 and Trainium (the Neuron SDK)."""
+    ANY = "any"
+    """Unknown engine: any accelerator."""
+
+
+@dataclass(frozen=True)
+class VersionRange:
+    """A container family (or a published measurement's engine name) over a version range:
+    ``first`` included, ``below`` excluded, either open. An unknown version is the current
+    line: it matches a range open above."""
+
+    name: str
+    first: str | None = None
+    below: str | None = None
+
+    @staticmethod
+    def of(data: Mapping[str, str], key: str) -> VersionRange:
+        """A range from its JSON form (``{key: name, "from": ..., "below": ...}``)."""
+        return VersionRange(data[key], data.get("from"), data.get("below"))
+
+    def matches(self, name: str, version: str | None) -> bool:
+        """True when ``name`` at ``version`` lies in this range."""
+        if name != self.name:
+            return False
+        parsed = _version(version)
+        if parsed is None:
+            return self.below is None
+        return (self.first is None or parsed >= version_tuple(self.first)) and (
+            self.below is None or parsed < version_tuple(self.below)
+        )
+
+
+@dataclass(frozen=True)
+class Serves:
+    """What an engine profile models: the containers and versions it serves, the names
+    published measurements give that engine, and the accelerators it runs on (the JSON's
+    ``serves``, with its ``source``). The profile-to-container mappings derive from it
+    (``profile_name_for``, ``row_profile_name``, ``EngineProfile.family``)."""
+
+    accelerators: Accelerators
+    containers: tuple[VersionRange, ...]
+    measured_as: tuple[VersionRange, ...]
+    source: str
+
+    def runs_on(self, instance_type: InstanceType) -> bool:
+        """True when the engine runs on ``instance_type``'s accelerators."""
+        if self.accelerators is Accelerators.NEURON:
+            return instance_type.is_neuron
+        if self.accelerators is Accelerators.GPU:
+            return instance_type.is_gpu
+        return True
 
 
 @dataclass(frozen=True)
@@ -267,6 +331,16 @@ class EngineProfile:
     """Host (CPU) cost per sequence in the batch per decode step that the engine does not
     overlap with the GPU, ms (``Efficiency.per_sequence_ms``; the JSON's
     ``overhead.per_sequence_ms``, cited in ``overhead.per_sequence_source``)."""
+    serves: Serves = field(
+        default_factory=lambda: Serves(Accelerators.ANY, (), (), "no container stated")
+    )
+    """The containers, measured engine names and accelerators the profile models."""
+
+    @property
+    def family(self) -> ContainerFamily | None:
+        """The container family the profile models first (None: any, the fallback)."""
+        containers = self.serves.containers
+        return ContainerFamily(containers[0].name) if containers else None
 
     def kernel(self, precision: Precision) -> KernelSpeed | None:
         """The kernel speed for quantized ``precision`` weights; None for fp16/bf16/fp32."""
@@ -509,6 +583,16 @@ def profile_from_dict(data: Mapping[str, Any]) -> EngineProfile:
             sources=tuple(fitted["sources"]),
         ),
         raw=data,
+        serves=_serves(data["serves"]),
+    )
+
+
+def _serves(data: Mapping[str, Any]) -> Serves:
+    return Serves(
+        Accelerators(data["accelerators"]),
+        tuple(VersionRange.of(c, "family") for c in data["containers"]),
+        tuple(VersionRange.of(e, "engine") for e in data["measured_as"]),
+        data["source"],
     )
 
 
@@ -533,33 +617,15 @@ def all_profiles() -> list[EngineProfile]:
 
 # ----- Choosing a profile ---------------------------------------------------------------------
 
-LMI_FIRST_VLLM_V1 = "0.33.0"
-"""The first LMI release whose vLLM backend runs vLLM >= 0.8 with the V1 engine (LMI v15,
-vLLM 0.8.4; LMI release notes, djl-serving "LMI V15 release")."""
-TGI_2 = "2.0.0"
-
 
 def profile_name_for(family: ContainerFamily | str, version: str | None) -> str:
-    """The profile that models a container ``family`` at ``version`` (a pure function of the
-    catalog's facts): TGI < 2 -> ``tgi-1``; TGI 2.x/3.x -> ``tgi-2-3``; LMI < 0.33 ->
-    ``lmi-vllm-v0``; LMI >= 0.33 (or unknown) -> ``lmi-vllm-v1``; LMI TensorRT-LLM ->
-    ``lmi-trtllm``; LMI NeuronX and TGI NeuronX -> ``lmi-neuronx``; anything else ->
-    ``generic``."""
+    """The profile that models a container ``family`` at ``version``: the one whose JSON
+    states it serves them (``Serves.containers``), else the fallback (``generic``)."""
     family = ContainerFamily(family)
-    parsed = _version(version)
-    if family is ContainerFamily.TGI:
-        if parsed is not None and parsed < version_tuple(TGI_2):
-            return "tgi-1"
-        return "tgi-2-3"
-    if family is ContainerFamily.LMI:
-        if parsed is not None and parsed < version_tuple(LMI_FIRST_VLLM_V1):
-            return "lmi-vllm-v0"
-        return "lmi-vllm-v1"
-    if family is ContainerFamily.LMI_TENSORRT_LLM:
-        return "lmi-trtllm"
-    if family in (ContainerFamily.LMI_NEURONX, ContainerFamily.TGI_NEURONX):
-        return "lmi-neuronx"
-    return "generic"
+    for profile in all_profiles():
+        if any(c.matches(family.value, version) for c in profile.serves.containers):
+            return profile.name
+    return FALLBACK_PROFILE_NAME
 
 
 def _version(version: str | None) -> tuple[int, ...] | None:
@@ -609,21 +675,13 @@ def resolve_profile(
 
 def row_profile_name(engine: str, engine_version: str | None) -> str:
     """The profile a published measurement belongs to, from its engine name (``tgi``,
-    ``lmi-vllm``, ``vllm``, ``lmi-trtllm``, ``trtllm``, ``nim``, ``lmi-neuronx``) and
-    version."""
-    parsed = _version((engine_version or "").lstrip("v").split("-")[0] or None)
-    if engine == "tgi":
-        return "tgi-1" if parsed is not None and parsed < version_tuple(TGI_2) else "tgi-2-3"
-    if engine in ("lmi-vllm", "vllm"):
-        threshold = version_tuple("0.8.0")
-        if engine == "lmi-vllm" and parsed is not None and parsed >= (0, 20):
-            threshold = version_tuple(LMI_FIRST_VLLM_V1)  # an LMI release number
-        return "lmi-vllm-v0" if parsed is not None and parsed < threshold else "lmi-vllm-v1"
-    if engine in ("lmi-trtllm", "trtllm", "nim"):
-        return "lmi-trtllm"
-    if engine == "lmi-neuronx":
-        return "lmi-neuronx"
-    return "generic"
+    ``lmi-vllm``, ``vllm``, ``lmi-trtllm``, ``trtllm``, ``nim``, ``lmi-neuronx``) and version:
+    the profile whose JSON names it (``Serves.measured_as``), else the fallback."""
+    version = (engine_version or "").lstrip("v").split("-")[0] or None
+    for profile in all_profiles():
+        if any(e.matches(engine, version) for e in profile.serves.measured_as):
+            return profile.name
+    return FALLBACK_PROFILE_NAME
 
 
 def engine_argument(text: str | None) -> EngineProfile | None:

@@ -31,6 +31,7 @@ from ..catalog.containers import ContainerFamily, draft_serving_problem
 from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
 from ..prop_types import typed_factory, typed_props
+from .engine_profiles import engine_profile
 from .speculation import Speculation
 
 JOB_START_HOURS = 0.25
@@ -48,17 +49,6 @@ EAGLE_JOB_BASIS = (
     "duration, neither published (AWS ML Blog, EAGLE speculative decoding, Nov 2025)"
 )
 """Why an EAGLE job's time and cost are unknown (module documentation)."""
-
-
-PROFILE_FAMILIES = {
-    "tgi-1": ContainerFamily.TGI,
-    "tgi-2-3": ContainerFamily.TGI,
-    "lmi-vllm-v0": ContainerFamily.LMI,
-    "lmi-vllm-v1": ContainerFamily.LMI,
-    "lmi-trtllm": ContainerFamily.LMI_TENSORRT_LLM,
-    "lmi-neuronx": ContainerFamily.LMI_NEURONX,
-}
-"""The container family each engine profile models (``generic``: unknown, trusted)."""
 
 
 class OptimizationKind(Enum):
@@ -193,7 +183,7 @@ class Optimization:
         if isinstance(family_value, str):
             version = getattr(engine, "version", None)
             return draft_serving_problem(ContainerFamily(family_value), version)
-        family = PROFILE_FAMILIES.get(profile_name)
+        family = engine_profile(profile_name).family
         return None if family is None else draft_serving_problem(family, None)
 
     def check_engine(self, engine: object, profile_name: str) -> None:

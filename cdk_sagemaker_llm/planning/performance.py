@@ -99,6 +99,16 @@ class Interconnect:
     """Fixed cost of one small all-reduce over 2 devices, microseconds; it grows with
     1 + log2(devices) (tree/low-latency all-reduce algorithms take log2(devices) rounds)."""
     source: str
+    link: tuple[str, float] | None = None
+    """The link this models, as the catalog states it (``InstanceType.interconnect`` and
+    ``interconnect_gbps``); None for a link the catalog leaves unstated."""
+    measured: bool = True
+    """False when no all-reduce measurement of this link exists and its figures are scaled
+    from a measured link of the same kind (say so; calibrate)."""
+
+    def unmeasured_note(self) -> str:
+        """What a link's figures lack, in words: empty for a measured link."""
+        return "" if self.measured else " (unmeasured link: no all-reduce measurement)"
 
     def all_reduce_s(
         self, devices: int, message_bytes: float, transfer_scale: float = 1.0
@@ -156,27 +166,79 @@ NEURONLINK = Interconnect(
     100,
     20,
     "Inferentia2/Trainium chips are linked by NeuronLink v2 (AWS inf2/trn1 product pages: "
-    "192 GB/s per chip on inf2); figures approximate, calibrate with a benchmark",
+    "192 GB/s per chip on inf2); no all-reduce measurement: figures approximate, calibrate "
+    "with a benchmark",
+    measured=False,
 )
 
+MEASURED_LINKS: dict[tuple[str, float], Interconnect] = {
+    ("NVLink", 600.0): NVLINK_A100,
+    ("NVLink", 900.0): NVLINK_H100,
+    ("PCIe Gen4", 64.0): PCIE_GEN4,
+}
+"""The links an all-reduce measurement exists for, by the (kind, peer GB/s) the catalog states
+(``InstanceType.interconnect``, ``interconnect_gbps``): a catalog link of the same kind at
+another bandwidth is scaled from the closest of these."""
 
 PCIE_GPUS_PER_SOCKET = 4
 """GPUs per CPU socket on the PCIe instances: the 8-GPU sizes have two sockets (192 vCPUs,
 EC2 G5/G6/G6e instance-type pages), the 4-GPU sizes one."""
+CROSS_SOCKET_SHARE = PCIE_GEN4_CROSS_SOCKET.bandwidth_gbps / PCIE_GEN4.bandwidth_gbps
+"""What a PCIe all-reduce keeps of its bandwidth across CPU sockets (the Gen4 measurement)."""
 
 
 def interconnect_of(instance_type: InstanceType, tensor_parallel_degree: int = 1) -> Interconnect:
     """The interconnect tensor parallelism of ``tensor_parallel_degree`` uses on
-    ``instance_type`` (on PCIe, a group wider than one CPU socket's GPUs crosses sockets)."""
+    ``instance_type``: the link the catalog states (``InstanceType.interconnect``), with the
+    all-reduce figures measured on it, or scaled from a measured link of the same kind by the
+    stated bandwidth (``measured`` False); on PCIe, a group wider than one CPU socket's GPUs
+    crosses sockets."""
     if instance_type.is_neuron:
         return NEURONLINK
-    if instance_type.family in ("p4d", "p4de"):
-        return NVLINK_A100
-    if instance_type.family.startswith("p5"):
-        return NVLINK_H100
-    if tensor_parallel_degree > PCIE_GPUS_PER_SOCKET:
-        return PCIE_GEN4_CROSS_SOCKET
-    return PCIE_GEN4
+    crosses = tensor_parallel_degree > PCIE_GPUS_PER_SOCKET
+    if instance_type.interconnect is None or instance_type.interconnect_gbps is None:
+        assumed = PCIE_GEN4_CROSS_SOCKET if crosses else PCIE_GEN4
+        return replace(
+            assumed,
+            link=None,
+            measured=False,
+            source="the catalog states no link for this type (accelerators you stated): "
+            f"assumed {assumed.name}; {assumed.source}",
+        )
+    stated = (instance_type.interconnect, instance_type.interconnect_gbps)
+    crosses = crosses and stated[0].startswith("PCIe")
+    if crosses and stated in MEASURED_LINKS and MEASURED_LINKS[stated] is PCIE_GEN4:
+        return replace(PCIE_GEN4_CROSS_SOCKET, link=stated)
+    link = MEASURED_LINKS.get(stated) or _scaled_link(stated)
+    if not crosses:
+        return replace(link, link=stated)
+    return replace(
+        link,
+        name=f"{link.name} across CPU sockets",
+        bandwidth_gbps=link.bandwidth_gbps * CROSS_SOCKET_SHARE,
+        source=f"{link.source}; across CPU sockets {CROSS_SOCKET_SHARE:.0%} of it "
+        f"({PCIE_GEN4_CROSS_SOCKET.source})",
+        link=stated,
+        measured=False,
+    )
+
+
+def _scaled_link(stated: tuple[str, float]) -> Interconnect:
+    """A link no all-reduce measurement covers: the closest measured link of its kind (PCIe
+    Gen4 for another kind), its bandwidth scaled by the stated peer bandwidth."""
+    kind, gbps = stated
+    same_kind = [link for link in MEASURED_LINKS if link[0] == kind] or [("PCIe Gen4", 64.0)]
+    closest = min(same_kind, key=lambda link: abs(math.log(gbps / link[1])))
+    base = MEASURED_LINKS[closest]
+    return Interconnect(
+        f"{kind} ({gbps:g} GB/s)",
+        base.bandwidth_gbps * gbps / closest[1],
+        base.latency_us,
+        f"not measured: {base.name}'s all-reduce figures scaled by the stated peer bandwidth "
+        f"({gbps:g} vs {closest[1]:g} GB/s; catalog/instance_types.py), latency kept; "
+        "calibrate with a benchmark",
+        measured=False,
+    )
 
 
 @dataclass(frozen=True)
@@ -1087,8 +1149,9 @@ def describe_assumptions(
         link = interconnect_of(layout.instance_type, degree)
         lines.append(
             f"tensor parallelism: {ALL_REDUCES_PER_LAYER * model.spec.layers} all-reduces per "
-            f"step over {link.name} ({link.bandwidth_gbps:g} GB/s, {link.latency_us:g} us at TP2: "
-            f"{link.source}) = {model.all_reduce_s(1) * 1000:.2f} ms per step at batch 1"
+            f"step over {link.name}{link.unmeasured_note()} ({link.bandwidth_gbps:g} GB/s, "
+            f"{link.latency_us:g} us at TP2: {link.source}) = "
+            f"{model.all_reduce_s(1) * 1000:.2f} ms per step at batch 1"
         )
     if model.precision.bytes_per_parameter < 2:
         lines.append(_quantized_note(model, engine))

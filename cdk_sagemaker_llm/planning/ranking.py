@@ -9,6 +9,7 @@ calibration or optimizations, so a synth that checks a model's fit does not impo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
@@ -33,7 +34,29 @@ from .placement import (
     host_memory_problem,
 )
 
-__all__ = ["RankedLayout", "degrees", "rank_layouts"]
+__all__ = ["RankedLayout", "RejectionKind", "degrees", "rank_layouts"]
+
+
+class RejectionKind(Enum):
+    """Why the search rejected a layout or an instance type: what a user changes to get an
+    option (``planning.decision`` blames the prop each kind points at)."""
+
+    MEMORY = "memory"
+    """The model, its KV cache or the host memory does not fit: more accelerator memory."""
+    HEAD_DIVISIBILITY = "head divisibility"
+    """The tensor-parallel degree does not divide the attention heads."""
+    TIMEOUT = "timeout"
+    """One request alone outlives the 60 s invocation timeout."""
+    SLO = "slo"
+    """One request alone misses the latency limit."""
+    INSTANCE_COUNT = "instance count"
+    """The traffic needs more instances than ``max_instance_count``."""
+    UNPREDICTABLE = "unpredictable"
+    """No accelerator, or its vendor publishes no performance figures: nothing to predict."""
+    ENGINE = "engine"
+    """The serving engine cannot serve it (an optimization, or hardware it does not run on)."""
+    NO_LAYOUT = "no layout"
+    """No tensor-parallel degree of the search splits the instance into copies."""
 
 
 def degrees(instance_type: InstanceType) -> list[int]:
@@ -48,30 +71,31 @@ def _reject_reason(
     memory: Memory,
     max_ms_per_token: float,
     max_ttft_ms: float | None = None,
-) -> str:
+) -> tuple[RejectionKind, str]:
     """Why ``efficiency_model``'s layout serves nothing within the latency limits (an SLO's;
-    its model, instance type, TP degree, precision and workload are the layout's)."""
+    its model, instance type, TP degree, precision and workload are the layout's): the kind,
+    and the reason in words (led by the kind's name)."""
     spec, workload = efficiency_model.spec, efficiency_model.workload
     problem = head_divisibility_problem(spec, efficiency_model.tensor_parallel_degree)
     if problem:
-        return f"head divisibility: {problem}"
+        return RejectionKind.HEAD_DIVISIBILITY, f"head divisibility: {problem}"
     problem = host_memory_problem(spec, efficiency_model.instance_type, efficiency_model.precision)
     if problem:
-        return f"memory: {problem}"
+        return RejectionKind.MEMORY, f"memory: {problem}"
     if limits.kv_sequences < 1:
         kv_free, per_sequence = memory.kv_free_bytes, memory.kv_bytes_per_sequence
         if kv_free < MIN_KV_HEADROOM_BYTES:
-            return (
+            return RejectionKind.MEMORY, (
                 f"memory: leaves {kv_free / GB:.1f} GB for the KV cache per copy "
                 f"(< {MIN_KV_HEADROOM_BYTES / GB:g} GB headroom)"
             )
-        return (
+        return RejectionKind.MEMORY, (
             f"memory: {kv_free / GB:.1f} GB of KV cache holds no sequence of "
             f"{workload.total_tokens} tokens ({per_sequence / GB:.2f} GB)"
         )
     if limits.timeout_sequences < 1:
         alone = efficiency_model.cycle_s(1)
-        return (
+        return RejectionKind.TIMEOUT, (
             f"timeout: one request alone ({workload.input_tokens} in + "
             f"{workload.output_tokens} out) takes {alone:.0f} s "
             f"({alone * 1000 / workload.output_tokens:.1f} ms/token), longer than the 60 s "
@@ -79,8 +103,12 @@ def _reject_reason(
         )
     ms, ttft, _, _ = efficiency_model.level(1, limits.capacity)
     if ms > max_ms_per_token:
-        return f"slo: one request alone takes {ms:.1f} ms/token > {max_ms_per_token:g}"
-    return f"slo: one request alone takes {ttft:.0f} ms to first token > {max_ttft_ms:g}"
+        return RejectionKind.SLO, (
+            f"slo: one request alone takes {ms:.1f} ms/token > {max_ms_per_token:g}"
+        )
+    return RejectionKind.SLO, (
+        f"slo: one request alone takes {ttft:.0f} ms to first token > {max_ttft_ms:g}"
+    )
 
 
 @dataclass(frozen=True)
@@ -140,7 +168,7 @@ def rank_layouts(
             engine=profile,
         )
         if capacity is None:
-            reason = _reject_reason(model, limits, memory, max_ms_per_token)
+            _, reason = _reject_reason(model, limits, memory, max_ms_per_token)
         else:
             reason = (
                 f"TP{degree} x {layout.copies_per_instance}: {capacity.level.tokens_per_s:.0f} "

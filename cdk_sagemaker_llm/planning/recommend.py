@@ -45,7 +45,7 @@ from .performance import (
     profile_model,
 )
 from .ranking import RankedLayout as RankedLayout  # (re-exported: where it was defined)
-from .ranking import _reject_reason, degrees
+from .ranking import RejectionKind, _reject_reason, degrees
 from .ranking import rank_layouts as rank_layouts
 from .service_options import PriceBasis, Pricing, Risk, SearchSpace, Sizing
 from .speculation import Speculation
@@ -57,6 +57,7 @@ __all__ = [
     "Pricing",
     "Recommendation",
     "Rejection",
+    "RejectionKind",
     "Risk",
     "SearchSpace",
     "Sizing",
@@ -228,12 +229,19 @@ class Rejection:
     """A layout (or a whole instance type) the search rejected, and why."""
 
     instance_type: str
+    kind: RejectionKind
+    """What kind of problem it is (what a user changes to get an option)."""
     reason: str
+    """The problem in words."""
     tensor_parallel_degree: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form."""
-        data: dict[str, Any] = {"instance_type": self.instance_type, "reason": self.reason}
+        data: dict[str, Any] = {
+            "instance_type": self.instance_type,
+            "kind": self.kind.value,
+            "reason": self.reason,
+        }
         if self.tensor_parallel_degree is not None:
             data["tensor_parallel_degree"] = self.tensor_parallel_degree
         return data
@@ -355,7 +363,9 @@ def _search_variant(
         reason = (
             f"with {optimization.name}: the engine ({profile.name}) cannot serve it: {unservable}"
         )
-        return None, Rejection(instance_type.name, reason, layout.tensor_parallel_degree)
+        return None, Rejection(
+            instance_type.name, RejectionKind.ENGINE, reason, layout.tensor_parallel_degree
+        )
     band = prediction_band(profile, search.spec, layout, search.workload, precision, optimization)
     model = profile_model(
         search.spec,
@@ -454,14 +464,14 @@ def recommend(
     candidates = (
         list(search.instance_types)
         if search.instance_types is not None
-        else default_instance_types()
+        else [t for t in default_instance_types() if _engine_runs_on(engine, t)]
     )
     options: list[Option] = []
     rejected: list[Rejection] = []
     region_note = _region_note(pricing)
     measured_on: dict[str, Efficiency | None] = {}  # the calibration as applied per type
     for instance_type in candidates:
-        unusable = _unpredictable(instance_type)
+        unusable = _unpredictable(instance_type) or _wrong_hardware(engine, instance_type)
         if unusable is not None:
             rejected.append(unusable)
             continue
@@ -494,7 +504,9 @@ def recommend(
         options += found
         rejected += refused
         if not found and not any(r.instance_type == instance_type.name for r in rejected):
-            rejected.append(Rejection(instance_type.name, "no layout fits"))
+            rejected.append(
+                Rejection(instance_type.name, RejectionKind.NO_LAYOUT, "no layout fits")
+            )
     options.sort(key=_rank)
     trade_off = _optimize_or_buy(options) if optimizations else None
     kept = [
@@ -731,14 +743,40 @@ def _unpredictable(instance_type: InstanceType) -> Rejection | None:
     """Why the model cannot predict ``instance_type`` (no accelerator, unpublished figures);
     None when it can."""
     if instance_type.accelerator is None:
-        return Rejection(instance_type.name, "not an accelerated instance type the catalog knows")
+        return Rejection(
+            instance_type.name,
+            RejectionKind.UNPREDICTABLE,
+            "not an accelerated instance type the catalog knows",
+        )
     if not instance_type.accelerator.performance_known:
         return Rejection(
             instance_type.name,
+            RejectionKind.UNPREDICTABLE,
             f"performance unknown: {instance_type.accelerator.unpublished}, so its latency "
             "cannot be predicted",
         )
     return None
+
+
+def _engine_runs_on(engine: object, instance_type: InstanceType) -> bool:
+    """True when the engine (a profile, a release, or None: the default per accelerator)
+    runs on ``instance_type``'s accelerators (its profile's ``serves.accelerators``)."""
+    return resolve_profile(engine, instance_type.is_neuron).serves.runs_on(instance_type)
+
+
+def _wrong_hardware(engine: object, instance_type: InstanceType) -> Rejection | None:
+    """A candidate the engine does not run on (vLLM on Inferentia, NeuronX on a GPU), as
+    ``LlmService`` refuses it: predicting it as other hardware would be a guess."""
+    if _engine_runs_on(engine, instance_type):
+        return None
+    profile = resolve_profile(engine, instance_type.is_neuron)
+    accelerator = instance_type.accelerator.name if instance_type.accelerator else "no accelerator"
+    return Rejection(
+        instance_type.name,
+        RejectionKind.ENGINE,
+        f"engine: {profile.name} runs on {profile.serves.accelerators.value} accelerators, "
+        f"not on {accelerator} ({profile.serves.source})",
+    )
 
 
 def _rank(option: Option) -> tuple[bool, float, bool, float, float, float]:
@@ -792,10 +830,10 @@ def _evaluate(
         speculation=efficiency_model.speculation,
     )
     if capacity is None:
-        reason = _reject_reason(
+        kind, reason = _reject_reason(
             efficiency_model, limits, memory, slo.max_ms_per_token, slo.max_ttft_ms
         )
-        return None, Rejection(instance_type.name, reason, degree)
+        return None, Rejection(instance_type.name, kind, reason, degree)
     per_copy = capacity.concurrency_per_copy
     per_instance_copies = layout.copies_per_instance
     if traffic.concurrency is not None:
@@ -807,6 +845,7 @@ def _evaluate(
     if count > max_instance_count:
         return None, Rejection(
             instance_type.name,
+            RejectionKind.INSTANCE_COUNT,
             f"instance count: needs {count} instances for {traffic.describe()} "
             f"(> max_instance_count {max_instance_count})",
             degree,
@@ -898,6 +937,6 @@ def _reasoning(
         link = interconnect_of(layout.instance_type, degree)
         lines.append(
             f"TP{degree} pays {model.all_reduce_s(1) * 1000:.1f} ms of all-reduces per step over "
-            f"{link.name}"
+            f"{link.name}{link.unmeasured_note()}"
         )
     return lines
