@@ -514,31 +514,36 @@ class CopyModel:
         this engine, at this TP degree (``planning.speculation``)."""
         return self.efficiency.step_overhead_s(layers, self.tensor_parallel_degree)
 
-    def memory_time_s(self, batch: int) -> float:
-        """Seconds a decode step spends reading weights and the batch's KV cache."""
+    def memory_time_s(self, batch: int, context: float | None = None) -> float:
+        """Seconds a decode step spends reading weights and the batch's KV cache (``context``:
+        the mean context of its sequences; default the workload's ``mean_context``)."""
+        mean = self.workload.mean_context if context is None else context
         kv = (
             batch
-            * self.workload.mean_context
+            * mean
             * kv_bytes_per_token_per_copy(self.spec, self.tensor_parallel_degree, self.precision)
         )
         return self._weight_traffic_s(batch, batch) + kv / self._bandwidth
 
-    def compute_time_s(self, batch: int) -> float:
-        """Seconds a decode step spends on arithmetic at the decode compute efficiency."""
+    def compute_time_s(self, batch: int, context: float | None = None) -> float:
+        """Seconds a decode step spends on arithmetic at the decode compute efficiency
+        (``context`` as ``memory_time_s``)."""
+        mean = self.workload.mean_context if context is None else context
         per_token = (
             2 * self.spec.active_parameters / self._weight_compute_factor(batch)
-            + 4 * self.spec.layers * hidden_size(self.spec) * self.workload.mean_context
+            + 4 * self.spec.layers * hidden_size(self.spec) * mean
         )
         return batch * per_token / self._flops_rate(self.efficiency.decode_compute)
 
-    def step_s(self, batch: int) -> float:
-        """Time per generated token of ``batch`` sequences: one decode step (roofline +
-        overhead + the host's per-sequence cost + all-reduces), or with speculative decoding a
-        verification and its draft over the tokens they yield."""
+    def step_s(self, batch: int, context: float | None = None) -> float:
+        """Time per generated token of ``batch`` sequences of mean ``context`` tokens (default
+        the workload's): one decode step (roofline + overhead + the host's per-sequence cost +
+        all-reduces), or with speculative decoding a verification and its draft over the tokens
+        they yield (at the workload's mean context)."""
         if self.speculation is not None:
             return self._speculative.step_s(batch)
         return (
-            max(self.memory_time_s(batch), self.compute_time_s(batch))
+            max(self.memory_time_s(batch, context), self.compute_time_s(batch, context))
             + self.overhead_s()
             + self.efficiency.host_s(batch)
             + self.all_reduce_s(batch)
@@ -563,10 +568,17 @@ class CopyModel:
 
     @cached_property
     def _prefill(self) -> float:
-        tokens = self.workload.input_tokens
+        return self.prefill_tokens_s(self.workload.input_tokens)
+
+    def prefill_tokens_s(self, tokens: int, prior: int = 0) -> float:
+        """Seconds of one forward pass that prefills ``tokens`` prompt tokens after ``prior``
+        tokens already in the KV cache (a chunk of a longer prompt, or the suffix after a
+        cached prefix): causal attention over ``prior + tokens`` less what the prior tokens
+        already computed, so the chunks of a prompt sum to its whole prefill's attention."""
+        attention = (prior + tokens) ** 2 - prior**2
         flops = (
             2 * self.spec.active_parameters * tokens / self._weight_compute_factor(tokens)
-            + 2 * self.spec.layers * hidden_size(self.spec) * tokens**2
+            + 2 * self.spec.layers * hidden_size(self.spec) * attention
         )
         # A reconstructing kernel first reads the quantized weights and writes them as FP16
         # (cuBLAS's own weight reads overlap the prefill's arithmetic, as FP16's do).

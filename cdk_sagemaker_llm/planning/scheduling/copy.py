@@ -1,0 +1,39 @@
+"""One copy of a model served by an engine profile, simulated: its memory gives the KV tokens,
+its profile the scheduling policy (``selection``), its ``CopyModel`` the step costs."""
+
+from __future__ import annotations
+
+from ..engine_profiles import EngineProfile
+from ..performance import CopyModel
+from ..placement import copy_memory
+from .costs import StepCosts
+from .load import Load
+from .loop import SimulationResult, simulate
+from .selection import kv_tokens_of, policy_for
+
+
+def simulate_copy(
+    model: CopyModel,
+    profile: EngineProfile,
+    load: Load,
+    *,
+    max_batch_size: int | None = None,
+    max_concurrent_requests: int | None = None,
+) -> SimulationResult:
+    """Simulate ``load`` of ``model.workload`` on one copy (``policy_for`` states the
+    options)."""
+    memory = copy_memory(
+        model.spec,
+        model.instance_type,
+        model.tensor_parallel_degree,
+        model.precision,
+        model.workload.total_tokens,
+    )
+    policy = policy_for(
+        profile,
+        kv_tokens_of(model, memory.kv_free_bytes),
+        model.workload,
+        max_batch_size=max_batch_size,
+        max_concurrent_requests=max_concurrent_requests,
+    )
+    return simulate(policy, StepCosts(model), model.workload, load)

@@ -1,0 +1,72 @@
+"""Which scheduling policy an engine profile runs, read from the profile's own batching fields
+(``EngineProfile.batching``): a KV-token budget is TGI's router (chunked from 3.x), a compiled
+batch is NeuronX, a chunked token budget is vLLM V1, a per-pass token budget without chunking
+is TensorRT-LLM's in-flight batching, and a request cap alone is vLLM V0's prefill-first."""
+
+from __future__ import annotations
+
+from ..engine_profiles import BatchLimit, EngineProfile
+from ..performance import DEFAULT_MAX_BATCH_SIZE, CopyModel
+from ..placement import kv_bytes_per_token_per_copy
+from ..workload import Workload
+from .neuronx import StaticBatchSlots
+from .policy import SchedulingPolicy
+from .tgi import (
+    TGI_MAX_BATCH_PREFILL_TOKENS,
+    TGI_MAX_CONCURRENT_REQUESTS,
+    TgiChunked,
+    TgiPrefillFirst,
+)
+from .trtllm import InflightBatching
+from .vllm import VLLM_V0_MIN_BATCHED_TOKENS, VllmChunked, VllmPrefillFirst
+
+NEURON_ENGINE = "lmi-neuronx"
+"""The profile ``engine`` of the NeuronX backends (``engine_profiles/lmi-neuronx.json``)."""
+
+
+def kv_tokens_of(model: CopyModel, kv_free_bytes: float) -> int:
+    """KV-cache tokens the memory left after the weights holds on one copy."""
+    per_token = kv_bytes_per_token_per_copy(
+        model.spec, model.tensor_parallel_degree, model.precision
+    )
+    return max(0, int(kv_free_bytes // per_token))
+
+
+def policy_for(
+    profile: EngineProfile,
+    kv_tokens: int,
+    workload: Workload,
+    *,
+    max_batch_size: int | None = None,
+    max_concurrent_requests: int | None = None,
+) -> SchedulingPolicy:
+    """A fresh policy of ``profile`` over ``kv_tokens`` KV tokens per copy. A budget that could
+    not hold the workload's longest prompt is raised to it, as the engines require at launch
+    (TGI: ``max_batch_prefill_tokens`` >= ``max_input_tokens``; vLLM V0 and TensorRT-LLM
+    without chunking: the per-pass budget >= the longest prompt).
+
+    :param max_batch_size: the request cap per copy to use instead of the profile's.
+    :param max_concurrent_requests: TGI's ``MAX_CONCURRENT_REQUESTS``; default 128.
+    """
+    batching = profile.batching
+    longest = workload.longest_input_tokens
+    if batching.limit is BatchLimit.KV_TOKENS:
+        budget = batching.max_batch_total_tokens or kv_tokens
+        prefill = batching.max_batch_prefill_tokens or TGI_MAX_BATCH_PREFILL_TOKENS
+        cap = max_concurrent_requests or TGI_MAX_CONCURRENT_REQUESTS
+        if batching.chunked_prefill:
+            return TgiChunked(min(budget, kv_tokens), prefill, cap)
+        return TgiPrefillFirst(
+            min(budget, kv_tokens), max(prefill, longest), max_concurrent_requests=cap
+        )
+    seqs = max_batch_size or batching.max_batch_size or DEFAULT_MAX_BATCH_SIZE
+    if profile.engine == NEURON_ENGINE:
+        return StaticBatchSlots(kv_tokens, seqs)
+    per_pass = batching.max_batch_prefill_tokens
+    if batching.chunked_prefill:
+        return VllmChunked(kv_tokens, seqs, per_pass or VLLM_V0_MIN_BATCHED_TOKENS)
+    if per_pass is not None:
+        return InflightBatching(kv_tokens, seqs, max(per_pass, longest))
+    return VllmPrefillFirst(
+        kv_tokens, seqs, max(VLLM_V0_MIN_BATCHED_TOKENS, workload.longest_tokens)
+    )

@@ -1,0 +1,145 @@
+"""vLLM's scheduler, as LMI's vLLM backend runs it.
+
+KV blocks are allocated as sequences grow, not reserved up front; when a running sequence cannot
+get a slot for its next token, the most recently admitted one is preempted and its prompt and
+generated tokens are recomputed later (vLLM docs, "Optimization and Tuning": preemption,
+``RECOMPUTE`` mode by default).
+
+V0 (``vllm/core/scheduler.py`` ``_schedule_default``, prefill-first unless
+``enable_chunked_prefill``): when waiting prompts can be admitted (within ``max_num_seqs``,
+``max_num_batched_tokens`` and the free KV blocks) the pass prefills them and the running batch
+waits; otherwise every running sequence decodes one token. Without chunked prefill
+``max_num_batched_tokens`` defaults to ``max(max_model_len, 2048)`` (``vllm/config.py``
+``SchedulerConfig``).
+
+V1 (``vllm/v1/core/sched/scheduler.py``; vLLM engine arguments, docs.vllm.ai/en/v0.8.5/
+serving/engine_args.html): one token budget per pass, ``max_num_batched_tokens``; running
+sequences are scheduled first (one token each, or the next chunk of a prompt), then waiting ones
+in arrival order while ``max_num_seqs`` and the budget allow, the last prompt chunked to the
+budget; automatic prefix caching is on by default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .policy import SchedulingPolicy
+from .state import SchedulerState, Sequence, Step
+
+VLLM_V0_MIN_BATCHED_TOKENS = 2048
+"""``_DEFAULT_MAX_NUM_BATCHED_TOKENS`` of vLLM V0 (``vllm/config.py``): without chunked prefill
+the budget is ``max(max_model_len, 2048)``."""
+VLLM_KV_WATERMARK = 0.01
+"""``watermark`` of V0's block manager (``vllm/core/block_manager.py``): a prompt is admitted
+only while 1 % of the KV blocks stay free."""
+
+
+def _make_room(state: SchedulerState, sequence: Sequence, used: int, need: int) -> int | None:
+    """Preempt the most recently admitted sequences until ``need`` more KV tokens fit beside
+    ``used``; the KV tokens used after, or None when ``sequence`` itself had to go."""
+    while used + need > state.kv_tokens:
+        victim = state.running.pop()
+        used -= victim.context
+        victim.preempt()
+        state.waiting.appendleft(victim)
+        if victim is sequence:
+            return None
+    return used
+
+
+@dataclass
+class VllmPrefillFirst(SchedulingPolicy):
+    """vLLM V0 without chunked prefill."""
+
+    kv_tokens: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+
+    def plan(self, state: SchedulerState) -> Step:
+        """Waiting prompts if any can be admitted, else one decode step of the batch."""
+        admitted = self._admit(state)
+        if admitted:
+            return Step(prefills=tuple((s, s.prompt_left) for s in admitted))
+        used = state.kv_used()
+        index = 0
+        while index < len(state.running):  # preemption pops from the end, past ``index``
+            room = _make_room(state, state.running[index], used, 1)
+            if room is not None:
+                used = room + 1
+            index += 1
+        return Step(decodes=tuple(state.running))
+
+    def _admit(self, state: SchedulerState) -> list[Sequence]:
+        free = state.kv_tokens * (1 - VLLM_KV_WATERMARK) - state.kv_used()
+        tokens = 0
+        admitted: list[Sequence] = []
+        while state.waiting and len(state.running) < self.max_num_seqs:
+            sequence = state.waiting[0]
+            need = sequence.prompt_left
+            if tokens + need > self.max_num_batched_tokens or need > free:
+                break
+            state.waiting.popleft()
+            self.start(sequence, state)
+            admitted.append(sequence)
+            tokens += need
+            free -= need
+        return admitted
+
+    def describe(self) -> str:
+        """The policy in one line."""
+        return (
+            f"vLLM V0 prefill-first: max_num_seqs {self.max_num_seqs}, max_num_batched_tokens "
+            f"{self.max_num_batched_tokens}, {self.kv_tokens} KV tokens allocated as sequences "
+            "grow, preemption by recompute (vllm/core/scheduler.py)"
+        )
+
+
+@dataclass
+class VllmChunked(SchedulingPolicy):
+    """vLLM V1: one token budget per pass shared by decodes and prompt chunks."""
+
+    kv_tokens: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    prefix_caching: bool = True
+
+    def plan(self, state: SchedulerState) -> Step:
+        """Running sequences first (a token, or a prompt chunk), then waiting prompts."""
+        budget = self.max_num_batched_tokens
+        used = state.kv_used()
+        planned: list[tuple[Sequence, int]] = []
+        index = 0
+        while index < len(state.running) and budget > 0:  # preemption pops past ``index``
+            sequence = state.running[index]
+            index += 1
+            need = min(sequence.prompt_left, budget) if sequence.prompt_left else 1
+            room = _make_room(state, sequence, used, need)
+            if room is None:
+                break
+            used = room + need
+            budget -= need
+            planned.append((sequence, need))
+        while state.waiting and budget > 0 and len(state.running) < self.max_num_seqs:
+            sequence = state.waiting[0]
+            self.start(sequence, state)
+            need = min(sequence.prompt_left, budget)
+            if used + need > state.kv_tokens:
+                state.running.pop()
+                break
+            state.waiting.popleft()
+            planned.append((sequence, need))
+            budget -= need
+            used += need
+        return Step(
+            prefills=tuple((s, n) for s, n in planned if s.prompt_left),
+            decodes=tuple(s for s, _ in planned if not s.prompt_left),
+        )
+
+    def describe(self) -> str:
+        """The policy in one line."""
+        return (
+            f"vLLM V1 chunked prefill: max_num_seqs {self.max_num_seqs}, max_num_batched_tokens "
+            f"{self.max_num_batched_tokens} per pass, {self.kv_tokens} KV tokens allocated as "
+            "sequences grow, preemption by recompute, prefix caching "
+            "(vllm/v1/core/sched/scheduler.py)"
+        )

@@ -1,0 +1,257 @@
+"""The scheduler simulation (``planning.scheduling``): each engine's policy reproduces its
+documented scheduling behaviour on a constructed case, and the simulation agrees with the closed
+form where the closed form holds (light load) and with Little's law everywhere."""
+
+from __future__ import annotations
+
+import pytest
+
+from cdk_sagemaker_llm.catalog.instance_types import InstanceType
+from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
+from cdk_sagemaker_llm.planning.engine_profiles import PROFILE_NAMES, engine_profile
+from cdk_sagemaker_llm.planning.performance import Layout, profile_limits, profile_model
+from cdk_sagemaker_llm.planning.scheduling.copy import simulate_copy
+from cdk_sagemaker_llm.planning.scheduling.costs import StepCosts
+from cdk_sagemaker_llm.planning.scheduling.load import ClosedLoop, PoissonArrivals
+from cdk_sagemaker_llm.planning.scheduling.loop import simulate
+from cdk_sagemaker_llm.planning.scheduling.neuronx import StaticBatchSlots, context_bucket
+from cdk_sagemaker_llm.planning.scheduling.policy import SchedulingPolicy
+from cdk_sagemaker_llm.planning.scheduling.selection import policy_for
+from cdk_sagemaker_llm.planning.scheduling.state import SchedulerState, Sequence, SimRequest, Step
+from cdk_sagemaker_llm.planning.scheduling.tgi import TgiChunked, TgiPrefillFirst
+from cdk_sagemaker_llm.planning.scheduling.trtllm import InflightBatching
+from cdk_sagemaker_llm.planning.scheduling.vllm import VllmChunked, VllmPrefillFirst
+from cdk_sagemaker_llm.planning.workload import TraceRecord, Workload
+
+SPEC = ModelSpec.LLAMA_3_8B
+G5 = InstanceType.of("ml.g5.2xlarge")
+LOAD = Workload(input_tokens=512, output_tokens=128)
+
+
+def _costs(workload: Workload = LOAD, profile: str = "lmi-vllm-v1") -> StepCosts:
+    model = profile_model(SPEC, Layout(G5, 1, 1), Precision.FP16, workload, engine_profile(profile))
+    return StepCosts(model)
+
+
+def _decoding(count: int, context: int = 600) -> list[Sequence]:
+    sequences = []
+    for index in range(count):
+        sequence = Sequence(SimRequest(index, 0.0, 512, 256), 512)
+        sequence.advance(512, 0.0)
+        sequence.decoded = context - 512
+        sequences.append(sequence)
+    return sequences
+
+
+def _state(running: int, waiting_prompts: list[int], kv_tokens: int = 100_000) -> SchedulerState:
+    state = SchedulerState(kv_tokens=kv_tokens)
+    state.running.extend(_decoding(running))
+    for offset, prompt in enumerate(waiting_prompts):
+        state.waiting.append(Sequence(SimRequest(100 + offset, 0.0, prompt, 64), prompt))
+    return state
+
+
+# ----- one constructed case per engine -----------------------------------------------------------
+
+
+def test_tgi_1_stalls_every_running_decode_while_a_long_prompt_prefills() -> None:
+    policy = TgiPrefillFirst(kv_tokens=100_000, max_batch_prefill_tokens=4096)
+    policy._waiting_tokens = policy.max_waiting_tokens  # past the waiting_served_ratio wait
+    step = policy.plan(_state(running=8, waiting_prompts=[3800]))
+    assert [tokens for _, tokens in step.prefills] == [3800]
+    assert step.decodes == ()  # the running batch waits for the whole prefill
+    assert policy.plan(_state(running=8, waiting_prompts=[])).decodes
+
+
+def test_vllm_v1_keeps_decoding_while_a_long_prompt_is_chunked_into_the_pass() -> None:
+    policy = VllmChunked(kv_tokens=100_000, max_num_seqs=256, max_num_batched_tokens=2048)
+    state = _state(running=8, waiting_prompts=[3800])
+    step = policy.plan(state)
+    assert len(step.decodes) == 8
+    assert [tokens for _, tokens in step.prefills] == [2048 - 8]  # the budget less the decodes
+    for sequence, tokens in step.prefills:
+        sequence.advance(tokens, 1.0)
+    second = policy.plan(state)
+    assert len(second.decodes) == 8 and [t for _, t in second.prefills] == [3800 - 2040]
+
+
+def test_a_long_prompt_stalls_short_requests_under_tgi_1_but_not_under_vllm_v1() -> None:
+    short = [TraceRecord(0.0, 128, 128) for _ in range(7)]
+    workload = Workload.trace([*short, TraceRecord(0.0, 3800, 16)])
+    gaps = {}
+    for profile, policy in (
+        ("tgi-1", TgiPrefillFirst(kv_tokens=60_000, max_batch_prefill_tokens=4096)),
+        ("lmi-vllm-v1", VllmChunked(60_000, 256, 512)),
+    ):
+        costs = _costs(workload, profile)
+        result = simulate(policy, costs, workload, ClosedLoop(8, rounds=4))
+        short_gaps = [o.longest_gap_s for o in result.outcomes if o.output_tokens == 128]
+        gaps[profile] = (max(short_gaps), costs.prefill_s(3800))
+    tgi_gap, tgi_prefill = gaps["tgi-1"]
+    vllm_gap, vllm_prefill = gaps["lmi-vllm-v1"]
+    assert tgi_gap >= tgi_prefill  # a decode waited for the whole 3,800-token prefill
+    assert vllm_gap < vllm_prefill / 3  # chunks of 512 tokens: a pass, not a prefill
+
+
+def test_tgi_waits_for_waiting_served_ratio_times_the_batch_before_prefilling() -> None:
+    policy = TgiPrefillFirst(kv_tokens=100_000, max_batch_prefill_tokens=4096)
+    state = _state(running=10, waiting_prompts=[100] * 5)  # 5 < floor(10 x 1.2) = 12
+    decodes = 0
+    while not policy.plan(state).prefills:
+        decodes += 1
+    # TGI prefills the 5 anyway once max_waiting_tokens (20) decode steps have passed
+    assert decodes == policy.max_waiting_tokens
+    state = _state(running=10, waiting_prompts=[100] * 12)
+    assert len(TgiPrefillFirst(100_000, 4096).plan(state).prefills) == 12
+
+
+def test_tgi_refuses_requests_beyond_max_concurrent_requests() -> None:
+    policy = TgiPrefillFirst(kv_tokens=100_000, max_concurrent_requests=8)
+    result = simulate(policy, _costs(), LOAD, ClosedLoop(12))
+    assert result.rejected == 4  # four clients got 429 on their first request
+    burst = simulate(
+        TgiChunked(kv_tokens=100_000, max_concurrent_requests=8),
+        _costs(),
+        LOAD,
+        PoissonArrivals(rate_per_s=50.0, requests=200),
+    )
+    assert burst.rejected > 100
+    assert burst.rejected + len(burst.outcomes) < 200  # the rest served, warm-up left out
+
+
+def test_tgi_3_prefills_a_chunk_and_decodes_the_batch_in_one_pass() -> None:
+    policy = TgiChunked(kv_tokens=100_000, max_batch_prefill_tokens=1024)
+    step = policy.plan(_state(running=8, waiting_prompts=[3000]))
+    assert len(step.decodes) == 8
+    assert [tokens for _, tokens in step.prefills] == [1024 - 8]
+
+
+class _Widest(VllmChunked):
+    """VllmChunked recording the widest pass it planned."""
+
+    widest = 0
+
+    def plan(self, state: SchedulerState) -> Step:
+        step = super().plan(state)
+        self.widest = max(self.widest, len(step.decodes) + len(step.prefills))
+        return step
+
+
+def test_max_num_seqs_caps_the_batch_and_the_rest_queue() -> None:
+    policy = _Widest(kv_tokens=100_000, max_num_seqs=4, max_num_batched_tokens=2048)
+    result = simulate(policy, _costs(), LOAD, ClosedLoop(16))
+    assert policy.widest == 4
+    alone = simulate(VllmChunked(100_000, 4, 2048), _costs(), LOAD, ClosedLoop(4))
+    # 16 clients on 4 slots: the same throughput, four times the latency (they queue)
+    assert result.tokens_per_s == pytest.approx(alone.tokens_per_s, rel=0.05)
+    assert result.mean("e2e_s") == pytest.approx(4 * alone.mean("e2e_s"), rel=0.1)
+
+
+def test_vllm_preempts_by_recompute_when_the_kv_cache_runs_out() -> None:
+    kv = 8 * 640  # room for 8 sequences of 640 tokens: 16 clients outgrow it as they decode
+    workload = Workload(input_tokens=512, output_tokens=256)
+    for policy in (VllmChunked(kv, 256, 2048), VllmPrefillFirst(kv, 256, 4096)):
+        result = simulate(policy, _costs(workload), workload, ClosedLoop(16))
+        assert result.preemptions > 0
+        assert result.unserved == 0
+
+
+def test_trtllm_guarantees_no_eviction_and_mixes_prompts_into_generation_passes() -> None:
+    kv = 8 * 640
+    workload = Workload(input_tokens=512, output_tokens=256)
+    result = simulate(InflightBatching(kv, 256, 8192), _costs(workload), workload, ClosedLoop(16))
+    assert result.preemptions == 0
+    policy = InflightBatching(kv_tokens=100_000, max_batch_size=256, max_num_tokens=8192)
+    step = policy.plan(_state(running=8, waiting_prompts=[3000, 3000, 3000]))
+    assert len(step.decodes) == 8
+    assert [t for _, t in step.prefills] == [3000, 3000]  # the third does not fit whole
+
+
+def test_neuronx_pads_decode_to_the_compiled_batch_and_prompts_to_their_bucket() -> None:
+    costs = _costs(profile="lmi-neuronx")
+    policy = StaticBatchSlots(kv_tokens=100_000, batch_size=16)
+    one = _decoding(1)
+    assert policy.forward_s(costs, Step(decodes=tuple(one))) == pytest.approx(
+        costs.decode_s(16, 16 * 600)
+    )
+    prompt = Sequence(SimRequest(0, 0.0, 300, 16), 300)
+    assert context_bucket(300) == 512 and context_bucket(100) == 128
+    assert policy.forward_s(costs, Step(prefills=((prompt, 300),))) == pytest.approx(
+        costs.prefill_s(512)
+    )
+    assert policy.forward_s(costs, Step(prefills=((prompt, 300),))) > costs.prefill_s(300)
+
+
+# ----- the simulation as a whole -----------------------------------------------------------------
+
+
+def test_each_shipped_profile_names_its_engine_policy() -> None:
+    expected = {
+        "tgi-1": TgiPrefillFirst,
+        "tgi-2-3": TgiChunked,
+        "lmi-vllm-v0": VllmPrefillFirst,
+        "lmi-vllm-v1": VllmChunked,
+        "lmi-trtllm": InflightBatching,
+        "lmi-neuronx": StaticBatchSlots,
+        "generic": VllmPrefillFirst,
+    }
+    assert set(expected) == set(PROFILE_NAMES)
+    for name, kind in expected.items():
+        policy = policy_for(engine_profile(name), 50_000, LOAD)
+        assert type(policy) is kind, name
+        assert isinstance(policy, SchedulingPolicy) and policy.describe()
+
+
+@pytest.mark.parametrize(
+    "profile", ["tgi-1", "tgi-2-3", "lmi-vllm-v0", "lmi-vllm-v1", "lmi-trtllm"]
+)
+def test_at_light_load_the_simulation_agrees_with_the_closed_form(profile: str) -> None:
+    workload = Workload(input_tokens=512, output_tokens=256)
+    model = profile_model(SPEC, Layout(G5, 1, 1), Precision.FP16, workload, engine_profile(profile))
+    limits, _ = profile_limits(model, engine_profile(profile))
+    result = simulate_copy(model, engine_profile(profile), ClosedLoop(1))
+    ms, _, _, tokens = model.level(1, limits.capacity)
+    # One request alone: the closed form times every token at the mean context and counts one
+    # decode step more than the prefill leaves to do (within 1 / 256 + the context's spread).
+    assert result.mean("ms_per_token") == pytest.approx(ms, rel=0.03)
+    assert result.tokens_per_s == pytest.approx(tokens, rel=0.03)
+
+
+@pytest.mark.parametrize("clients", [4, 32, 96])
+def test_littles_law_holds_for_closed_loop_clients(clients: int) -> None:
+    model = profile_model(SPEC, Layout(G5, 1, 1), Precision.FP16, LOAD, engine_profile("tgi-1"))
+    result = simulate_copy(model, engine_profile("tgi-1"), ClosedLoop(clients))
+    assert result.rejected == 0
+    # clients in flight = requests/s x mean time in the system (queueing included)
+    assert result.requests_per_s * result.mean("e2e_s") == pytest.approx(clients, rel=0.05)
+
+
+def test_prefix_caching_skips_the_shared_prefix_of_later_requests() -> None:
+    workload = Workload.shared_prefix(
+        prefixes=2, prefix_tokens=2000, requests_per_prefix=64, suffix_tokens=32, output_tokens=64
+    )
+    costs = _costs(workload)
+    cached = simulate(VllmChunked(200_000, 256, 2048), costs, workload, ClosedLoop(4))
+    plain = simulate(
+        VllmChunked(200_000, 256, 2048, prefix_caching=False), costs, workload, ClosedLoop(4)
+    )
+    assert cached.mean("ttft_s") < plain.mean("ttft_s") / 3
+
+
+def test_poisson_runs_are_deterministic_per_seed() -> None:
+    def run(seed: int) -> tuple[float, float]:
+        load = PoissonArrivals(rate_per_s=2.0, requests=120, seed=seed)
+        result = simulate(VllmChunked(100_000, 256, 2048), _costs(), LOAD, load)
+        return result.tokens_per_s, result.percentile("ttft_s", 0.9)
+
+    assert run(7) == run(7)
+    assert run(7) != run(8)
+
+
+def test_a_load_that_is_not_positive_is_refused_with_the_property_named() -> None:
+    from cdk_sagemaker_llm.errors import ValidationError
+
+    with pytest.raises(ValidationError, match="ClosedLoop"):
+        ClosedLoop(0)
+    with pytest.raises(ValidationError, match="rate_per_s"):
+        PoissonArrivals(rate_per_s=0.0)
