@@ -206,7 +206,15 @@ def test_the_template_holds_the_workload_configuration_and_least_privilege() -> 
             "sagemaker:StopAIBenchmarkJob", "iam:PassRole", "s3:ListBucket",
             "s3:GetObject", "s3:PutObject"} <= actions(poll)  # fmt: skip
     assert "sagemaker:CreateAIBenchmarkJob" not in actions(starter)
-    assert {"sagemaker:StopAIBenchmarkJob", "states:StopExecution"} <= actions(starter)
+    # Delete stops the job and waits (DescribeAIBenchmarkJob) until it has left Stopping.
+    assert {"sagemaker:StopAIBenchmarkJob", "sagemaker:DescribeAIBenchmarkJob",
+            "states:StopExecution"} <= actions(starter)  # fmt: skip
+    (starter_function,) = [
+        r["Properties"] for r in template["Resources"].values()
+        if r["Type"] == "AWS::Lambda::Function"
+        and r["Properties"].get("Handler") == "index.on_event"
+    ]  # fmt: skip
+    assert starter_function["Timeout"] == 900
     assert actions(job) == {
         "sagemaker:InvokeEndpoint",
         "sagemaker:InvokeEndpointWithResponseStream",
@@ -409,6 +417,8 @@ def test_delete_stops_the_job_and_the_workflow() -> None:
     name = "x-bench-980695c5-60b9b797-abcdef"
     stub.add_client_error("stop_ai_benchmark_job", "ResourceNotFound",
                           expected_params={"AIBenchmarkJobName": name})  # fmt: skip
+    stub.add_client_error("describe_ai_benchmark_job", "ResourceNotFound",
+                          expected_params={"AIBenchmarkJobName": name})  # fmt: skip
 
     class Sfn:
         stopped: list[str] = []
@@ -425,6 +435,74 @@ def test_delete_stops_the_job_and_the_workflow() -> None:
         answer = dispatch_managed(event, sfn=sfn, sagemaker=client, now=0.0)
     assert answer["PhysicalResourceId"] == name
     stub.assert_no_pending_responses()
+
+
+class _StoppedWorkflow:
+    """Step Functions' StopExecution, recording the order of calls with the job's."""
+
+    def __init__(self, calls: list[str]) -> None:
+        self.calls = calls
+
+    def stop_execution(self, executionArn: str, **_: Any) -> dict[str, Any]:
+        self.calls.append("StopExecution")
+        return {"stopDate": 1.0}
+
+
+def _rollback_delete(name: str) -> dict[str, Any]:
+    """The Delete CloudFormation sends for the benchmark on a rollback (or a stack delete)."""
+    return {"RequestType": "Delete", "ResourceType": RESOURCE_TYPE, "PhysicalResourceId": name,
+            "ResourceProperties": {
+                "RunNameStem": name.rsplit("-", 1)[0],
+                "StateMachineArn": "arn:aws:states:us-west-2:123456789012:stateMachine:W"},
+            "RequestId": "r", "ResponseURL": "https://x"}  # fmt: skip
+
+
+def test_a_rollback_waits_until_the_job_has_left_stopping() -> None:
+    """SageMaker refuses to delete a workload configuration an active job references, and a
+    job in Stopping is active: the Delete stops the workflow, then the job, and returns only
+    once DescribeAIBenchmarkJob says Stopped (botocore-validated by the Stubber)."""
+    from cdk_sagemaker_llm.lambdas.runtime_support import Budget
+
+    run = managed_run()
+    name = run["Name"]
+    client, stub = sagemaker()
+    calls: list[str] = []
+    client.meta.events.register(
+        "before-parameter-build.sagemaker", lambda model, **_: calls.append(model.name)
+    )
+    params = {"AIBenchmarkJobName": name}
+    arn = described(run, "Stopping")["AIBenchmarkJobArn"]
+    stub.add_response("stop_ai_benchmark_job", {"AIBenchmarkJobArn": arn}, params)
+    for status in ("Stopping", "Stopping", "Stopped"):
+        stub.add_response("describe_ai_benchmark_job", described(run, status), params)
+    slept: list[float] = []
+    budget = Budget(remaining_ms=lambda: 600_000.0, sleep=slept.append)
+    sfn = checked(_StoppedWorkflow(calls), "stepfunctions")
+    with stub:
+        answer = dispatch_managed(
+            _rollback_delete(name), sfn=sfn, sagemaker=client, now=0.0, budget=budget
+        )
+    stub.assert_no_pending_responses()
+    assert answer["PhysicalResourceId"] == name
+    assert calls == ["StopExecution", "StopAIBenchmarkJob", *["DescribeAIBenchmarkJob"] * 3]
+    assert len(slept) == 2
+
+
+def test_a_job_still_stopping_when_the_delete_runs_out_of_time_fails_the_delete() -> None:
+    from cdk_sagemaker_llm.lambdas.runtime_support import Budget
+
+    run = managed_run()
+    name = run["Name"]
+    client, stub = sagemaker()
+    params = {"AIBenchmarkJobName": name}
+    stub.add_client_error("stop_ai_benchmark_job", "ValidationException", expected_params=params)
+    stub.add_response("describe_ai_benchmark_job", described(run, "Stopping"), params)
+    # Time for one more call, not for a poll interval and another.
+    left_ms = (Budget().reserve + Budget().call_seconds + 1.0) * 1000.0
+    budget = Budget(remaining_ms=lambda: left_ms, sleep=lambda _s: None)
+    sfn = checked(_StoppedWorkflow([]), "stepfunctions")
+    with stub, pytest.raises(EventError, match=f"{name} is still Stopping.*retry the delete"):
+        dispatch_managed(_rollback_delete(name), sfn=sfn, sagemaker=client, now=0.0, budget=budget)
 
 
 def test_a_managed_run_is_checked() -> None:

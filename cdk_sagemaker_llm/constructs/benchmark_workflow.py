@@ -41,10 +41,12 @@ def starter_function(
     placement: HandlerPlacement,
     state_machine: sfn.StateMachine,
     description: str,
+    timeout: Duration = Duration.minutes(1),
 ) -> tuple[lambda_.Function, str]:
     """The custom resource's handler (``Starter``, ``index.on_event``): it may start an
     execution of ``state_machine`` and stop its executions. Returns it and the ARN pattern of
     those executions (``execution:<state machine name>:*``), for its wildcard acknowledgment.
+    ``timeout`` bounds one request (a Delete that waits for a job to stop needs more).
     Call ``depend_on_policy_only`` on it once every grant is in place."""
     starter = handler_function(
         scope,
@@ -52,7 +54,7 @@ def starter_function(
         placement=placement,
         code=code,
         handler="index.on_event",
-        timeout=Duration.minutes(1),
+        timeout=timeout,
         description=description,
     )
     state_machine.grant_start_execution(starter)

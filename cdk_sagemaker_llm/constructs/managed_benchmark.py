@@ -12,7 +12,10 @@ Resources, each allowed only what it does:
 - ``JobRole``: the role the job runs as (``CreateAIBenchmarkJob`` ``RoleArn``), assumed by
   SageMaker: it may invoke the endpoint (or component) and write the run folders' objects.
 - ``Starter`` (the custom resource's handler): starts the poll workflow; Delete stops it and
-  the job (``StopExecution``, ``StopAIBenchmarkJob``).
+  the job (``StopExecution``, ``StopAIBenchmarkJob``) and waits (``DescribeAIBenchmarkJob``,
+  up to ``STARTER_TIMEOUT``) until the job has left ``Stopping``: SageMaker refuses to delete
+  a workload configuration an active job references, and CloudFormation deletes the
+  configuration right after this resource (on a stack delete and on every rollback).
 - ``Poll`` and the ``Workflow``: the first poll creates the job (``CreateAIBenchmarkJob``,
   named after the run, passing ``JobRole``), then ``DescribeAIBenchmarkJob`` every
   ``poll_interval``; once the
@@ -52,6 +55,10 @@ from .deploy_time import HandlerAsset, HandlerPlacement, handler_function
 from .nag import acknowledge_key_grant, acknowledge_wildcard_resources
 from .validation import ValidationError, check_range
 from .workflow_loop import signalling_loop
+
+STARTER_TIMEOUT = Duration.minutes(15)
+"""The starter's Lambda timeout: Lambda's most, all of it for a Delete waiting out ``Stopping``
+(a CloudFormation custom resource may take up to an hour; Lambda's own limit is the bound)."""
 
 MANAGED_ASSET = HandlerAsset(
     sources=(*ENGINE_SOURCES, "lambdas/managed_benchmark"),
@@ -205,9 +212,10 @@ def build(
     starter, executions = starter_function(
         scope, code=code, placement=placement, state_machine=state_machine,
         description="Starts the SageMaker AI benchmark job and its poll workflow "
-        "(CloudFormation custom resource); Delete stops them",
+        "(CloudFormation custom resource); Delete stops them and waits for the job to stop",
+        timeout=STARTER_TIMEOUT,
     )  # fmt: skip
-    _allow(starter, ["sagemaker:StopAIBenchmarkJob"], [jobs])
+    _allow(starter, ["sagemaker:StopAIBenchmarkJob", "sagemaker:DescribeAIBenchmarkJob"], [jobs])
     for function, patterns in ((poll, [jobs, target.objects]), (starter, [jobs, executions])):
         assert function.role is not None
         acknowledge_wildcard_resources(

@@ -30,6 +30,8 @@ JOB_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 """botocore's ``AIEntityName``."""
 MAX_ARCHIVE_BYTES = 256 * 1024 * 1024
 RUNNING = ("InProgress", "Stopping")
+STOP_POLL_S = 10.0
+"""Seconds between ``DescribeAIBenchmarkJob`` calls while a Delete waits for the job to stop."""
 CREATE_GRACE_S = 600.0
 """A job not found this long after the run started was never created: an error."""
 
@@ -77,6 +79,34 @@ def stop_job(name: str, *, sagemaker: Any, budget: Budget) -> str:
         code = error_code(error)
         return "gone" if code in ("ResourceNotFound", "ValidationException") else code
     return "stopped"
+
+
+def stop_and_wait(name: str, *, sagemaker: Any, budget: Budget) -> str:
+    """Stop the job and wait until it has left ``InProgress`` and ``Stopping``: a job in
+    ``Stopping`` is still active, and SageMaker refuses ``DeleteAIWorkloadConfig`` for a
+    configuration an active job references. Returns the job's final status (``gone`` when it
+    does not exist); raises EventError when it is still running as the invocation's time runs
+    out, so the Delete fails with the reason instead of the configuration's."""
+    stop_job(name, sagemaker=sagemaker, budget=budget)
+    while True:
+        try:
+            job = call_with_retry(
+                sagemaker.describe_ai_benchmark_job, budget, AIBenchmarkJobName=name
+            )
+        except Exception as error:
+            if error_code(error) == "ResourceNotFound":
+                return "gone"
+            raise
+        status = str(job["AIBenchmarkJobStatus"])
+        if status not in RUNNING:
+            return status
+        if budget.left() < STOP_POLL_S + budget.call_seconds:
+            raise EventError(
+                f"the benchmark job {name} is still {status} as this Delete runs out of time; "
+                "its workload configuration cannot be deleted until the job has stopped: "
+                "retry the delete (or the rollback) once it has"
+            )
+        budget.sleep(STOP_POLL_S)
 
 
 def read_levels(
@@ -173,10 +203,13 @@ def dispatch_managed(
     event: Mapping[str, Any], *, sfn: Any, sagemaker: Any, now: float,
     budget: Budget | None = None,
 ) -> dict[str, Any]:  # fmt: skip
-    """The custom resources: as the Lambda engine's (start the poll workflow, attributes),
-    and a Delete also stops the run's job (best effort; Delete always succeeds)."""
+    """The custom resources: as the Lambda engine's (start the poll workflow, attributes);
+    a Delete (a stack delete, or any rollback) first stops the poll workflow, so no poll
+    creates the job afterwards, then stops the run's job and waits until it has stopped
+    (``stop_and_wait``), so the workload configuration CloudFormation deletes next is free."""
     budget = budget or Budget()
     physical = event.get("PhysicalResourceId")
+    answer = dispatch(event, sfn=sfn, now=now, budget=budget)
     if (
         event.get("RequestType") == "Delete"
         and event.get("ResourceType") == RESOURCE_TYPE
@@ -184,6 +217,6 @@ def dispatch_managed(
         and RUN_NAME.fullmatch(physical)
         and JOB_NAME.fullmatch(physical)
     ):
-        print(json.dumps({"StopJob": physical, "Outcome": stop_job(physical, sagemaker=sagemaker,
-                                                                    budget=budget)}))  # fmt: skip
-    return dispatch(event, sfn=sfn, now=now, budget=budget)
+        outcome = stop_and_wait(physical, sagemaker=sagemaker, budget=budget)
+        print(json.dumps({"StopJob": physical, "Outcome": outcome}))
+    return answer
