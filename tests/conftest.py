@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -129,3 +131,22 @@ def resources_of_type(template: dict[str, Any], resource_type: str) -> list[dict
         for resource in template["Resources"].values()
         if resource["Type"] == resource_type
     ]
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The documentation site: ``$CDK_SAGEMAKER_LLM_SITE`` when set (``scripts/test.sh`` builds
+    it once with ``mkdocs build --strict`` and passes it on), else built here, once."""
+    built = os.environ.get("CDK_SAGEMAKER_LLM_SITE")
+    if built:
+        root = Path(built).resolve()
+        assert (root / "index.html").is_file(), f"CDK_SAGEMAKER_LLM_SITE={built} has no site"
+        return root
+    root = tmp_path_factory.mktemp("site")
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(root)],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-4000:]
+    return root

@@ -5,8 +5,8 @@ page, the ``LlmService`` reference page and the capacity-planning guide, served 
 ``LlmService`` from the index, and that no internal link (or its anchor) is broken.
 Screenshots go to ``screenshots/`` (gitignored).
 
-The site is ``$CDK_SAGEMAKER_LLM_SITE`` when set (``scripts/test.sh`` builds it once with
-``mkdocs build --strict`` and passes it on), else built here into a temporary folder.
+The site is conftest's ``site`` fixture: ``$CDK_SAGEMAKER_LLM_SITE`` when set (``scripts/test.sh``
+builds it once with ``mkdocs build --strict`` and passes it on), else built once per session.
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ import functools
 import html.parser
 import os
 import shutil
-import subprocess
-import sys
 import threading
 import urllib.error
 import urllib.parse
@@ -43,23 +41,6 @@ DRIVERS = ("chromedriver",)
 
 def _find(names: tuple[str, ...]) -> str | None:
     return next((path for name in names if (path := shutil.which(name))), None)
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    built = os.environ.get("CDK_SAGEMAKER_LLM_SITE")
-    if built:
-        root = Path(built).resolve()
-        assert (root / "index.html").is_file(), f"CDK_SAGEMAKER_LLM_SITE={built} has no site"
-        return root
-    root = tmp_path_factory.mktemp("site")
-    result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(root)],
-        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-4000:]
-    return root
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,8 @@ from typing import Any
 
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList, check_discount
 from ..errors import ValidationError
-from ..review import build_plan, render_json, render_markdown
+from ..review import MonthlyAssumption, build_plan, render_json, render_markdown
+from ..review.budget import DEFAULT_PEAK_HOURS_PER_DAY
 
 
 def register(subparsers: Any) -> None:
@@ -19,12 +20,21 @@ def register(subparsers: Any) -> None:
         help="describe the endpoints, components, scaling, cost and sizing of a cloud assembly",
         description="Read a synthesized cloud assembly (cdk synth's output) and print, per "
         "endpoint and component: instances, copies, image and container caching, scaling "
-        "policies with detection time, optimization jobs, benchmarks, cost and sizing.",
+        "policies with detection time, optimization jobs, benchmarks, cost and sizing; then the "
+        "monthly cost under the stated traffic and the endpoint-usage quotas the deploy needs.",
     )
     parser.add_argument(
         "assembly_dir", nargs="?", default="cdk.out", help="the assembly directory; default cdk.out"
     )
     parser.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    parser.add_argument(
+        "--peak-hours-per-day",
+        type=float,
+        default=DEFAULT_PEAK_HOURS_PER_DAY,
+        metavar="HOURS",
+        help="hours of each day the endpoints run at their maximum, for the monthly cost (the "
+        f"rest at the minimum; 730 hours a month); default {DEFAULT_PEAK_HOURS_PER_DAY:g}",
+    )
     add_price_arguments(parser)
     parser.set_defaults(handler=run)
 
@@ -87,9 +97,11 @@ def price_list(args: argparse.Namespace) -> PriceList:
 def run(args: argparse.Namespace) -> int:
     """Print the plan; exit 2 when the assembly cannot be read."""
     try:
+        assumption = MonthlyAssumption(args.peak_hours_per_day)
         plan = build_plan(args.assembly_dir, prices=price_list(args))
     except ValidationError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    sys.stdout.write(render_json(plan) if args.format == "json" else render_markdown(plan))
+    render = render_json if args.format == "json" else render_markdown
+    sys.stdout.write(render(plan, assumption))
     return 0

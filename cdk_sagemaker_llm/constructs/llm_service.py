@@ -13,8 +13,8 @@ construct only renders that decision:
   output tokens);
 - one inference component (accelerators = the tensor-parallel degree per copy);
 - copy autoscaling: min/max copies from the minimum/peak traffic, held at the predicted knee
-  per copy, or at the knee a deploy-time ``EndpointBenchmark`` measures when ``benchmark=True``
-  (whose gate is the SLO).
+  per copy, or at the knee a deploy-time ``EndpointBenchmark`` measures when
+  ``benchmark=ServiceBenchmark.knee_search()`` (whose gate is the SLO).
 
 With ``SearchSpace(optimizations=[Optimization.awq()])`` the decision also weighs the model
 quantized; when such an option wins, the construct creates the ``OptimizationJob`` it needs

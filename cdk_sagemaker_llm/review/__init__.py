@@ -14,12 +14,14 @@ The package, in the order of the work:
 - ``model``: the plan's model of what deploys (``Plan``, ``StackPlan``, ``EndpointPlan``...);
 - ``endpoints`` (with ``serving``, ``scaling``, ``options``, ``custom_resources``): building
   that model from the templates;
+- ``budget``: the monthly cost under the stated traffic, and the quotas the deploy needs;
 - ``render``: Markdown for a pull-request comment, and JSON.
 """
 
 from __future__ import annotations
 
 from .assembly import read_templates, stack_regions
+from .budget import MonthlyAssumption, QuotaNeed, monthly_cost, quota_needs
 from .endpoints import build_plan, plan_template
 from .model import (
     ComponentPlan,
@@ -40,14 +42,18 @@ __all__ = [
     "CustomResourcePlan",
     "EndpointPlan",
     "ImagePlan",
+    "MonthlyAssumption",
     "Plan",
+    "QuotaNeed",
     "ScalingPlan",
     "ScalingPolicyPlan",
     "SizingVerdict",
     "StackPlan",
     "VariantPlan",
     "build_plan",
+    "monthly_cost",
     "plan_template",
+    "quota_needs",
     "read_templates",
     "render_json",
     "render_markdown",

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from ..planning.decision import ServiceDecision
+from .budget import MonthlyAssumption, budget_json, budget_markdown
 from .model import (
     CustomResourcePlan,
     EndpointPlan,
@@ -68,8 +69,9 @@ def _row(label: str, lines: list[str]) -> str:
     return f"| {label} | {cell} |"
 
 
-def render_markdown(plan: Plan) -> str:
-    """The plan as Markdown fit for a pull-request comment."""
+def render_markdown(plan: Plan, assumption: MonthlyAssumption | None = None) -> str:
+    """The plan as Markdown fit for a pull-request comment; its monthly costs under
+    ``assumption`` (default ``MonthlyAssumption()``) and the quotas it needs come last."""
     out = ["## cdk-sagemaker-llm plan", "", f"Costs use {plan.prices}.", ""]
     if not any(s.endpoints or s.optimization_jobs or s.benchmarks for s in plan.stacks):
         out += ["No SageMaker endpoints, optimization jobs or benchmarks found.", ""]
@@ -81,6 +83,7 @@ def render_markdown(plan: Plan) -> str:
             out += _endpoint_markdown(endpoint)
         out += _custom_markdown("Optimization jobs", stack.optimization_jobs)
         out += _custom_markdown("Benchmarks", stack.benchmarks)
+    out += budget_markdown(plan, assumption or MonthlyAssumption())
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -258,6 +261,9 @@ def _custom_markdown(title: str, resources: list[CustomResourcePlan]) -> list[st
     return [*out, ""]
 
 
-def render_json(plan: Plan) -> str:
-    """The plan as indented, key-sorted JSON."""
-    return json.dumps(plan.to_dict(), indent=2, sort_keys=True) + "\n"
+def render_json(plan: Plan, assumption: MonthlyAssumption | None = None) -> str:
+    """The plan as indented, key-sorted JSON; ``budget`` holds the monthly costs under
+    ``assumption`` (default ``MonthlyAssumption()``) and the quotas."""
+    data = plan.to_dict()
+    data["budget"] = budget_json(plan, assumption or MonthlyAssumption())
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
