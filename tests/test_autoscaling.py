@@ -32,6 +32,10 @@ from cdk_sagemaker_llm import (
     ValidationError,
     VariantScaling,
 )
+from cdk_sagemaker_llm.catalog import scaling_metrics
+from cdk_sagemaker_llm.constructs.autoscaling import PredefinedMetric, TargetTrackingPolicy
+from cdk_sagemaker_llm.review import scaling as review_scaling
+from cdk_sagemaker_llm.review import template as review_template
 
 SCALABLE_TARGET = "AWS::ApplicationAutoScaling::ScalableTarget"
 SCALING_POLICY = "AWS::ApplicationAutoScaling::ScalingPolicy"
@@ -586,3 +590,34 @@ def test_variant_on_imported_endpoint_and_five_minute_metric() -> None:
         stack.resolve(scaling.scalable_target.resource_id)
         == "endpoint/my-endpoint/variant/AllTraffic"
     )
+
+
+@pytest.mark.parametrize("metric", list(PredefinedMetric), ids=lambda m: m.name)
+def test_plan_reads_the_detection_time_the_policy_states(metric: PredefinedMetric) -> None:
+    """Parity: for every predefined metric, ``plan`` reading the synthesized policy states the
+    same detection time as the construct's ``expected_detection_time`` (both from
+    ``catalog.scaling_metrics``), and the target's dimension is the one ``plan`` looks for."""
+    stack = new_stack()
+    dimension = {
+        "SageMakerInferenceComponent": scaling_metrics.COPY_COUNT_DIMENSION,
+        "SageMakerVariantProvisioned": scaling_metrics.PROVISIONED_CONCURRENCY_DIMENSION,
+    }.get(metric.value[:27], scaling_metrics.INSTANCE_COUNT_DIMENSION)
+    target = appscaling.CfnScalableTarget(
+        stack,
+        "Target",
+        min_capacity=1,
+        max_capacity=2,
+        resource_id="endpoint/ep/variant/AllTraffic",
+        scalable_dimension=dimension,
+        service_namespace=scaling_metrics.SERVICE_NAMESPACE,
+    )
+    policy = TargetTrackingPolicy(
+        stack, "Policy", scalable_target=target, metric=metric, target=2.0
+    )
+    template = Template.from_stack(stack).to_json()
+    (plan,) = review_scaling.scaling_plans(review_template.Template(template)).values()
+    (read,) = plan.policies
+    assert plan.dimension == dimension
+    assert read.detection_seconds == policy.expected_detection_time.to_seconds()
+    high_resolution = metric.value.endswith("HighResolution")
+    assert read.detection_seconds == (30 if high_resolution else 180)

@@ -34,25 +34,26 @@ from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct, IValidation
 
+from ..catalog import scaling_metrics
+from ..catalog.scaling_metrics import (
+    COPY_COUNT_DIMENSION,
+    INSTANCE_COUNT_DIMENSION,
+    SERVICE_NAMESPACE,
+    TARGET_TRACKING_SCALE_OUT_DATAPOINTS,
+)
 from ..prop_types import typed_props
 from .deployment import RollingDeployment
 from .endpoint_base import EndpointBase
 from .interfaces import IEndpoint, IInferenceComponent
 from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
 
-SERVICE_NAMESPACE = "sagemaker"
-COPY_COUNT_DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
-INSTANCE_COUNT_DIMENSION = "sagemaker:variant:DesiredInstanceCount"
-
 MAX_COOLDOWN_SECONDS = 3600
 """Cooldowns accepted by these constructs: 0 to 3600 s (an hour without reacting is a bug)."""
 
-STANDARD_METRIC_PERIOD = Duration.minutes(1)
+STANDARD_METRIC_PERIOD = Duration.seconds(scaling_metrics.STANDARD_PERIOD_SECONDS)
 """Period of the alarms target tracking creates for standard (1-minute) SageMaker metrics."""
-HIGH_RESOLUTION_METRIC_PERIOD = Duration.seconds(10)
+HIGH_RESOLUTION_METRIC_PERIOD = Duration.seconds(scaling_metrics.HIGH_RESOLUTION_PERIOD_SECONDS)
 """Period of the alarms target tracking creates for high-resolution SageMaker metrics."""
-TARGET_TRACKING_SCALE_OUT_DATAPOINTS = 3
-"""Datapoints in breach before a target-tracking scale-out alarm fires."""
 
 SCALE_FROM_ZERO_COOLDOWN = Duration.seconds(60)
 """Cooldown of the scale-from-zero step policy (the documented recipe)."""
@@ -70,31 +71,33 @@ class PredefinedMetric(Enum):
     """SageMaker metrics Application Auto Scaling can track against a target value."""
 
     INFERENCE_COMPONENT_CONCURRENT_REQUESTS_PER_COPY_HIGH_RESOLUTION = (
-        "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"
+        scaling_metrics.INFERENCE_COMPONENT_CONCURRENT_REQUESTS_PER_COPY_HIGH_RESOLUTION
     )
     """In-flight requests per copy, streaming included; published every 10 s."""
-    INFERENCE_COMPONENT_INVOCATIONS_PER_COPY = "SageMakerInferenceComponentInvocationsPerCopy"
+    INFERENCE_COMPONENT_INVOCATIONS_PER_COPY = (
+        scaling_metrics.INFERENCE_COMPONENT_INVOCATIONS_PER_COPY
+    )
     """Requests per copy per minute."""
     VARIANT_CONCURRENT_REQUESTS_PER_MODEL_HIGH_RESOLUTION = (
-        "SageMakerVariantConcurrentRequestsPerModelHighResolution"
+        scaling_metrics.VARIANT_CONCURRENT_REQUESTS_PER_MODEL_HIGH_RESOLUTION
     )
     """In-flight requests per model (instance), streaming included; published every 10 s."""
-    VARIANT_INVOCATIONS_PER_INSTANCE = "SageMakerVariantInvocationsPerInstance"
+    VARIANT_INVOCATIONS_PER_INSTANCE = scaling_metrics.VARIANT_INVOCATIONS_PER_INSTANCE
     """Requests per instance per minute."""
     VARIANT_PROVISIONED_CONCURRENCY_UTILIZATION = (
-        "SageMakerVariantProvisionedConcurrencyUtilization"
+        scaling_metrics.VARIANT_PROVISIONED_CONCURRENCY_UTILIZATION
     )
     """Used share of a serverless variant's provisioned concurrency (a ratio, 0-1)."""
 
     @property
     def high_resolution(self) -> bool:
         """True for metrics published every 10 s (faster scale-out detection)."""
-        return self.value.endswith("HighResolution")
+        return scaling_metrics.is_high_resolution(self.value)
 
     @property
     def alarm_period(self) -> Duration:
         """Period of the scale-out alarm target tracking creates for this metric."""
-        return HIGH_RESOLUTION_METRIC_PERIOD if self.high_resolution else STANDARD_METRIC_PERIOD
+        return Duration.seconds(scaling_metrics.alarm_period_seconds(self.value))
 
 
 class ScalingPolicyKind(Enum):

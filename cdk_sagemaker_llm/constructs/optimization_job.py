@@ -112,8 +112,7 @@ HANDLER_ASSET = HandlerAsset(
     sources=(
         "template_metadata.py",
         "lambdas/runtime_support.py",
-        "lambdas/optimization_job/__init__.py",
-        "lambdas/optimization_job/handler.py",
+        "lambdas/optimization_job",
     ),
     entry_module="handler",
     entry_source='"""Lambda entry points of OptimizationJob."""\n\n'

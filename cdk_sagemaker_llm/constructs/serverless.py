@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from aws_cdk import Size
 from aws_cdk import aws_sagemaker as sagemaker
 
+from ..catalog.scaling_metrics import PROVISIONED_CONCURRENCY_DIMENSION
 from ..prop_types import typed_props
 from .model import ModelBase
 from .validation import ValidationError, check_range, is_unresolved
 
 __all__ = ["PROVISIONED_CONCURRENCY_DIMENSION", "ServerlessConfig"]
 
-PROVISIONED_CONCURRENCY_DIMENSION = "sagemaker:variant:DesiredProvisionedConcurrency"
 MAX_SERVERLESS_CONCURRENCY = 200
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..catalog.instance_types import InstanceType
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
+from ..catalog.scaling_metrics import COPY_COUNT_DIMENSION, PROVISIONED_CONCURRENCY_DIMENSION
 from ..errors import ValidationError
 from ..planning.sizing import serving_facts
 from ..template_metadata import SERVICE
@@ -33,8 +34,6 @@ from .options import (
     variant_options,
 )
 from .scaling import (
-    COPY_COUNT_DIMENSION,
-    PROVISIONED_CONCURRENCY_DIMENSION,
     scaling_for,
     scaling_plans,
     variant_scaling,

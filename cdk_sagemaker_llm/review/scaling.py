@@ -6,17 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..catalog.scaling_metrics import (
+    INSTANCE_COUNT_DIMENSION,
+    TARGET_TRACKING_SCALE_OUT_DATAPOINTS,
+    alarm_period_seconds,
+)
 from .model import ScalingPlan, ScalingPolicyPlan
 from .template import Template, literal_int, refs, shown
-
-COPY_COUNT_DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
-INSTANCE_COUNT_DIMENSION = "sagemaker:variant:DesiredInstanceCount"
-PROVISIONED_CONCURRENCY_DIMENSION = "sagemaker:variant:DesiredProvisionedConcurrency"
-"""A serverless variant's provisioned concurrency (``ServerlessScaling``)."""
-TARGET_TRACKING_SCALE_OUT_DATAPOINTS = 3
-"""Target tracking's scale-out alarm fires after 3 datapoints above the target."""
-HIGH_RESOLUTION_PERIOD_SECONDS = 10
-STANDARD_PERIOD_SECONDS = 60
 
 
 def scaling_plans(template: Template) -> dict[str, ScalingPlan]:
@@ -67,8 +63,7 @@ def _policy_plan(
         predefined = (config.get("PredefinedMetricSpecification") or {}).get("PredefinedMetricType")
         custom = config.get("CustomizedMetricSpecification") or {}
         metric = shown(predefined) if predefined else shown(custom.get("MetricName", "custom"))
-        high_resolution = isinstance(predefined, str) and predefined.endswith("HighResolution")
-        period = HIGH_RESOLUTION_PERIOD_SECONDS if high_resolution else STANDARD_PERIOD_SECONDS
+        period = alarm_period_seconds(predefined if isinstance(predefined, str) else "")
         return ScalingPolicyPlan(
             logical_id=logical_id,
             policy_type="target tracking",

@@ -1,0 +1,375 @@
+"""Untrusted input of ``OptimizationJob``'s handlers: every event, property and poll state is
+checked here before use, and a malformed one fails with the field named (``InvalidEvent``)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..runtime_support import (
+    HTTPS_URL,
+    shown,
+)
+from .errors import InvalidEvent
+
+REQUEST_TYPES = ("Create", "Update", "Delete")
+
+MAX_WAIT_SECONDS = 43_200
+"""A CloudFormation wait condition's longest timeout (12 hours)."""
+INT32_MAX = 2**31 - 1
+
+
+SAGEMAKER_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9])*")
+MAX_PREFIX_LENGTH = 47
+"""63 characters less ``-<8 hex>-<6 hex>``."""
+ROLE_ARN = re.compile(r"arn:aws[a-z-]*:iam::\d{1,12}:role/?[a-zA-Z_0-9+=,.@\-/]+")
+STATE_MACHINE_ARN = re.compile(
+    r"arn:aws[a-z-]*:states:[a-z0-9-]+:\d{1,12}:stateMachine:[a-zA-Z0-9_-]{1,80}"
+)
+S3_URI = re.compile(r"(https|s3)://[^/\s]+/?\S*")
+OUTPUT_STEM = re.compile(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/\S*")
+INSTANCE_TYPE = re.compile(r"ml\.[a-z0-9-]+\.[a-z0-9]+")
+KMS_KEY = re.compile(r"[a-zA-Z0-9:/_-]*")
+SECURITY_GROUP = re.compile(r"sg-[0-9a-z]{1,32}")
+SUBNET = re.compile(r"subnet-[0-9a-z]{1,32}")
+IGNORED_PROPERTIES = frozenset({"ServiceToken", "ServiceTimeout"})
+"""Properties CloudFormation itself adds to ``ResourceProperties``."""
+TECHNIQUES = frozenset(
+    {
+        "ModelQuantizationConfig",
+        "ModelCompilationConfig",
+        "ModelShardingConfig",
+        "ModelSpeculativeDecodingConfig",
+    }
+)
+
+
+def check_mapping(
+    value: Any, where: str, required: frozenset[str] | set[str], optional: Any = None
+) -> dict[str, Any]:
+    """``value`` as a dict with the ``required`` keys and some ``optional`` ones (any when
+    ``optional`` is None)."""
+    if not isinstance(value, Mapping):
+        raise InvalidEvent(f"{where} must be an object, not {type(value).__name__}")
+    keys = set(value)
+    missing = sorted(str(k) for k in set(required) - keys)
+    if missing:
+        raise InvalidEvent(f"{where} is missing {', '.join(missing)}")
+    unknown = sorted(shown(k) for k in keys - set(required) - set(optional or ()))
+    if optional is not None and unknown:
+        raise InvalidEvent(f"{where} has unknown keys: {', '.join(unknown)}")
+    return dict(value)
+
+
+def check_string(
+    value: Any,
+    where: str,
+    pattern: re.Pattern[str] | None = None,
+    max_length: int = 2048,
+    min_length: int = 1,
+) -> str:
+    """``value`` as a string of ``min_length``..``max_length`` characters matching ``pattern``."""
+    if not isinstance(value, str):
+        raise InvalidEvent(f"{where} must be a string, not {type(value).__name__}")
+    if not min_length <= len(value) <= max_length:
+        raise InvalidEvent(
+            f"{where} must have {min_length} to {max_length} characters, not {len(value)}"
+        )
+    if pattern is not None and not pattern.fullmatch(value):
+        raise InvalidEvent(f"{where} is malformed: {shown(value)}")
+    return value
+
+
+def check_integer(value: Any, where: str, low: int, high: int) -> int:
+    """``value`` (an int, or the decimal string CloudFormation makes of it) in low..high."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise InvalidEvent(f"{where} must be an integer, not {type(value).__name__}")
+    if isinstance(value, str):
+        if not re.fullmatch(r"-?\d{1,19}", value):
+            raise InvalidEvent(f"{where} must be an integer, not {shown(value)}")
+        value = int(value)
+    if not low <= value <= high:
+        raise InvalidEvent(f"{where} must be between {low} and {high}, not {value}")
+    return value
+
+
+def check_boolean(value: Any, where: str) -> bool:
+    """``value`` (a bool, or ``"true"``/``"false"`` as CloudFormation sends it)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise InvalidEvent(f"{where} must be true or false, not {shown(value)}")
+
+
+def check_list(value: Any, where: str, low: int, high: int) -> list[Any]:
+    """``value`` as a list of ``low``..``high`` items."""
+    if not isinstance(value, list):
+        raise InvalidEvent(f"{where} must be a list, not {type(value).__name__}")
+    if not low <= len(value) <= high:
+        raise InvalidEvent(f"{where} must have {low} to {high} items, not {len(value)}")
+    return value
+
+
+def check_request(request: Any) -> dict[str, Any]:
+    """``Request`` checked against ``CreateOptimizationJob``'s shapes, then coerced.
+
+    The technique configurations are checked for their kind only: botocore's own parameter
+    validation rejects a malformed one before any request is sent.
+    """
+    where = "Request"
+    body = check_mapping(
+        request,
+        where,
+        {
+            "RoleArn",
+            "ModelSource",
+            "DeploymentInstanceType",
+            "OptimizationConfigs",
+            "OutputConfig",
+            "StoppingCondition",
+        },
+        {"MaxInstanceCount", "OptimizationEnvironment", "VpcConfig", "Tags"},
+    )
+    check_string(body["RoleArn"], f"{where}.RoleArn", ROLE_ARN, 2048, 20)
+    _check_model_source(body, where)
+    check_string(
+        body["DeploymentInstanceType"], f"{where}.DeploymentInstanceType", INSTANCE_TYPE, 64
+    )
+    _check_optimization_configs(body, where)
+    _check_output(body, where)
+    _check_stopping(body, where)
+    if "MaxInstanceCount" in body:
+        check_integer(body["MaxInstanceCount"], f"{where}.MaxInstanceCount", 1, INT32_MAX)
+    _check_environment(body, where)
+    _check_vpc(body, where)
+    _check_tags(body, where)
+    return coerce_request(body)
+
+
+def _check_model_source(body: dict[str, Any], where: str) -> None:
+    """``ModelSource``: exactly one of S3 (with its access config) or a SageMaker model."""
+    source = check_mapping(
+        body["ModelSource"], f"{where}.ModelSource", set(), {"S3", "SageMakerModel"}
+    )
+    if len(source) != 1:
+        raise InvalidEvent(f"{where}.ModelSource must have exactly one of S3, SageMakerModel")
+    if "S3" in source:
+        s3 = check_mapping(
+            source["S3"], f"{where}.ModelSource.S3", {"S3Uri"}, {"ModelAccessConfig"}
+        )
+        check_string(s3["S3Uri"], f"{where}.ModelSource.S3.S3Uri", S3_URI, 1024)
+        if "ModelAccessConfig" in s3:
+            access = check_mapping(
+                s3["ModelAccessConfig"],
+                f"{where}.ModelSource.S3.ModelAccessConfig",
+                {"AcceptEula"},
+                set(),
+            )
+            check_boolean(
+                access["AcceptEula"], f"{where}.ModelSource.S3.ModelAccessConfig.AcceptEula"
+            )
+    else:
+        model = check_mapping(
+            source["SageMakerModel"], f"{where}.ModelSource.SageMakerModel", {"ModelName"}, set()
+        )
+        check_string(
+            model["ModelName"], f"{where}.ModelSource.SageMakerModel.ModelName", SAGEMAKER_NAME, 63
+        )
+
+
+def _check_optimization_configs(body: dict[str, Any], where: str) -> None:
+    """``OptimizationConfigs``: each names exactly one technique."""
+    configs = check_list(body["OptimizationConfigs"], f"{where}.OptimizationConfigs", 0, 10)
+    for index, config in enumerate(configs):
+        item = check_mapping(config, f"{where}.OptimizationConfigs[{index}]", set(), TECHNIQUES)
+        if len(item) != 1:
+            raise InvalidEvent(
+                f"{where}.OptimizationConfigs[{index}] must have exactly one of "
+                + ", ".join(sorted(TECHNIQUES))
+            )
+        ((kind, settings),) = item.items()
+        check_mapping(settings, f"{where}.OptimizationConfigs[{index}].{kind}", set())
+
+
+def _check_output(body: dict[str, Any], where: str) -> None:
+    """``OutputConfig``: its key and the model it creates, when given."""
+    output = check_mapping(
+        body["OutputConfig"], f"{where}.OutputConfig", set(), {"KmsKeyId", "SageMakerModel"}
+    )
+    if "KmsKeyId" in output:
+        check_string(output["KmsKeyId"], f"{where}.OutputConfig.KmsKeyId", KMS_KEY, 2048, 0)
+    if "SageMakerModel" in output:
+        model = check_mapping(
+            output["SageMakerModel"], f"{where}.OutputConfig.SageMakerModel", {"ModelName"}, set()
+        )
+        check_string(
+            model["ModelName"], f"{where}.OutputConfig.SageMakerModel.ModelName", SAGEMAKER_NAME, 63
+        )
+
+
+def _check_stopping(body: dict[str, Any], where: str) -> None:
+    """``StoppingCondition``: the run, wait and pending time limits."""
+    stopping = check_mapping(
+        body["StoppingCondition"],
+        f"{where}.StoppingCondition",
+        {"MaxRuntimeInSeconds"},
+        {"MaxWaitTimeInSeconds", "MaxPendingTimeInSeconds"},
+    )
+    check_integer(
+        stopping["MaxRuntimeInSeconds"],
+        f"{where}.StoppingCondition.MaxRuntimeInSeconds",
+        1,
+        MAX_WAIT_SECONDS,
+    )
+    if "MaxWaitTimeInSeconds" in stopping:
+        check_integer(
+            stopping["MaxWaitTimeInSeconds"],
+            f"{where}.StoppingCondition.MaxWaitTimeInSeconds",
+            1,
+            MAX_WAIT_SECONDS,
+        )
+    if "MaxPendingTimeInSeconds" in stopping:
+        check_integer(
+            stopping["MaxPendingTimeInSeconds"],
+            f"{where}.StoppingCondition.MaxPendingTimeInSeconds",
+            1800,
+            2_419_200,
+        )
+
+
+def _check_environment(body: dict[str, Any], where: str) -> None:
+    """``OptimizationEnvironment``: at most 25 string variables."""
+    if "OptimizationEnvironment" not in body:
+        return
+    environment = check_mapping(
+        body["OptimizationEnvironment"], f"{where}.OptimizationEnvironment", set()
+    )
+    if len(environment) > 25:
+        raise InvalidEvent(
+            f"{where}.OptimizationEnvironment must have at most 25 variables, "
+            f"not {len(environment)}"
+        )
+    for key, value in environment.items():
+        check_string(key, f"{where}.OptimizationEnvironment key", None, 1024)
+        check_string(value, f"{where}.OptimizationEnvironment[{shown(key)}]", None, 1024, 0)
+
+
+def _check_vpc(body: dict[str, Any], where: str) -> None:
+    """``VpcConfig``: 1-5 security groups and 1-16 subnets."""
+    if "VpcConfig" not in body:
+        return
+    vpc = check_mapping(
+        body["VpcConfig"], f"{where}.VpcConfig", {"SecurityGroupIds", "Subnets"}, set()
+    )
+    for group in check_list(vpc["SecurityGroupIds"], f"{where}.VpcConfig.SecurityGroupIds", 1, 5):
+        check_string(group, f"{where}.VpcConfig.SecurityGroupIds[]", SECURITY_GROUP, 32)
+    for subnet in check_list(vpc["Subnets"], f"{where}.VpcConfig.Subnets", 1, 16):
+        check_string(subnet, f"{where}.VpcConfig.Subnets[]", SUBNET, 32)
+
+
+def _check_tags(body: dict[str, Any], where: str) -> None:
+    """``Tags``: at most 50 key/value pairs."""
+    if "Tags" not in body:
+        return
+    for index, tag in enumerate(check_list(body["Tags"], f"{where}.Tags", 0, 50)):
+        item = check_mapping(tag, f"{where}.Tags[{index}]", {"Key", "Value"}, set())
+        check_string(item["Key"], f"{where}.Tags[{index}].Key", None, 128)
+        check_string(item["Value"], f"{where}.Tags[{index}].Value", None, 256, 0)
+
+
+@dataclass(frozen=True)
+class JobProperties:
+    """``Custom::SageMakerOptimizationJob``'s properties, checked."""
+
+    prefix: str
+    stem: str
+    request: dict[str, Any]
+    output_stem: str
+    handle: str
+    wait_seconds: int
+    state_machine_arn: str
+    destroy: bool
+
+
+def check_job_properties(props: Any) -> JobProperties:
+    """The job resource's properties, every field checked (``InvalidEvent`` names the bad one)."""
+    where = "ResourceProperties"
+    body = check_mapping(
+        props,
+        where,
+        {
+            "JobNamePrefix",
+            "JobNameStem",
+            "Request",
+            "OutputLocationStem",
+            "WaitHandle",
+            "WaitSeconds",
+            "StateMachineArn",
+            "RemovalPolicy",
+        },
+        IGNORED_PROPERTIES,
+    )
+    prefix = check_string(
+        body["JobNamePrefix"], f"{where}.JobNamePrefix", SAGEMAKER_NAME, MAX_PREFIX_LENGTH
+    )
+    stem = check_string(body["JobNameStem"], f"{where}.JobNameStem", SAGEMAKER_NAME, 56)
+    if not re.fullmatch(re.escape(prefix) + r"-[0-9a-f]{1,16}", stem):
+        raise InvalidEvent(f"{where}.JobNameStem must be JobNamePrefix-<hex>, not {shown(stem)}")
+    removal = check_string(body["RemovalPolicy"], f"{where}.RemovalPolicy", None, 16)
+    if removal not in ("retain", "destroy"):
+        raise InvalidEvent(f"{where}.RemovalPolicy must be retain or destroy, not {shown(removal)}")
+    return JobProperties(
+        prefix=prefix,
+        stem=stem,
+        request=check_request(body["Request"]),
+        output_stem=check_string(
+            body["OutputLocationStem"], f"{where}.OutputLocationStem", OUTPUT_STEM, 900
+        ),
+        handle=check_string(body["WaitHandle"], f"{where}.WaitHandle", HTTPS_URL, 4096),
+        wait_seconds=check_integer(
+            body["WaitSeconds"], f"{where}.WaitSeconds", 1, MAX_WAIT_SECONDS
+        ),
+        state_machine_arn=check_string(
+            body["StateMachineArn"], f"{where}.StateMachineArn", STATE_MACHINE_ARN, 256
+        ),
+        destroy=removal == "destroy",
+    )
+
+
+def check_request_type(event: Any) -> str:
+    """The event's ``RequestType``, which must be Create, Update or Delete."""
+    if not isinstance(event, Mapping):
+        raise InvalidEvent(f"the event must be an object, not {type(event).__name__}")
+    request_type = event.get("RequestType")
+    if request_type not in REQUEST_TYPES:
+        raise InvalidEvent(
+            f"RequestType must be Create, Update or Delete, not {shown(request_type)}"
+        )
+    return str(request_type)
+
+
+def is_job_name(value: Any) -> bool:
+    """Whether ``value`` can name a SageMaker job (a failed create's placeholder cannot)."""
+    return isinstance(value, str) and len(value) <= 63 and bool(SAGEMAKER_NAME.fullmatch(value))
+
+
+def coerce_request(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The API request from custom resource properties, in which CloudFormation has turned
+    every number and boolean into a string."""
+    result = json.loads(json.dumps(request))
+    stopping = result.get("StoppingCondition", {})
+    for key in ("MaxRuntimeInSeconds", "MaxWaitTimeInSeconds", "MaxPendingTimeInSeconds"):
+        if key in stopping:
+            stopping[key] = int(stopping[key])
+    if "MaxInstanceCount" in result:
+        result["MaxInstanceCount"] = int(result["MaxInstanceCount"])
+    access = result.get("ModelSource", {}).get("S3", {}).get("ModelAccessConfig")
+    if access is not None:
+        access["AcceptEula"] = str(access["AcceptEula"]).lower() == "true"
+    if not result.get("OutputConfig", {}).get("KmsKeyId", True):
+        del result["OutputConfig"]["KmsKeyId"]
+    return dict(result)
