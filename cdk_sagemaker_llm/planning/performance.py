@@ -430,6 +430,20 @@ def weight_bytes_read(spec: ModelSpec, precision: Precision, batch: int) -> floa
 
 
 @dataclass(frozen=True)
+class CopyLevel:
+    """What one copy serves at one closed-loop load (``CopyModel.level``)."""
+
+    ms_per_token: float
+    """Per-token latency a request sees: end-to-end latency / output tokens."""
+    ttft_ms: float
+    """Time to first token, queueing included."""
+    e2e_ms: float
+    """End-to-end latency of one request."""
+    tokens_per_s: float
+    """Output tokens/s of the copy."""
+
+
+@dataclass(frozen=True)
 class CopyModel:
     """The first-principles timing of one copy of a model on one layout."""
 
@@ -599,11 +613,11 @@ class CopyModel:
         """Time for ``batch`` in-flight requests to each finish once (closed loop)."""
         return batch * self.prefill_s() + self.workload.output_tokens * self.step_s(batch)
 
-    def level(self, clients: float, capacity: int) -> tuple[float, float, float, float]:
-        """(ms/token, TTFT ms, e2e ms, output tokens/s) of ``clients`` closed-loop clients on
-        one copy that holds ``capacity`` sequences at once."""
+    def level(self, clients: float, capacity: int) -> CopyLevel:
+        """What ``clients`` closed-loop clients see on one copy that holds ``capacity``
+        sequences at once."""
         if clients <= 0:
-            return 0.0, 0.0, 0.0, 0.0
+            return CopyLevel(0.0, 0.0, 0.0, 0.0)
         batch = max(1, min(math.ceil(clients), capacity))
         cycle = self.cycle_s(batch)
         served = min(clients, capacity)
@@ -618,11 +632,11 @@ class CopyModel:
         concurrent_prefills = (batch - 1) * prefill / cycle
         ttft = waiting + step + prefill * (1 + concurrent_prefills)
         slower = self.slowdown
-        return (
-            e2e / self.workload.output_tokens * 1000 * slower,
-            ttft * 1000 * slower,
-            e2e * 1000 * slower,
-            tokens_per_s / slower,
+        return CopyLevel(
+            ms_per_token=e2e / self.workload.output_tokens * 1000 * slower,
+            ttft_ms=ttft * 1000 * slower,
+            e2e_ms=e2e * 1000 * slower,
+            tokens_per_s=tokens_per_s / slower,
         )
 
 
@@ -924,13 +938,14 @@ def copy_knee(model: CopyModel, limits: CopyLimits, slo_ms_per_token: float | No
     previous: int | None = None
     concurrency = 1
     while True:
-        ms, _, _, tput = model.level(concurrency, limits.capacity)
+        at = model.level(concurrency, limits.capacity)
+        ms, tput = at.ms_per_token, at.tokens_per_s
         if slo_ms_per_token is not None and ms > slo_ms_per_token:
             if previous is None:
                 return Knee(0, f"even one request takes {ms:.1f} ms/token > {slo_ms_per_token:g}")
             return Knee(previous, f"{concurrency} per copy exceeds {slo_ms_per_token:g} ms/token")
         if previous is not None:
-            _, _, _, before = model.level(previous, limits.capacity)
+            before = model.level(previous, limits.capacity).tokens_per_s
             doublings = math.log2(concurrency / previous)
             gain = (tput / before) ** (1 / doublings) - 1 if before > 0 else 0.0
             if gain < KNEE_MIN_GAIN_PER_DOUBLING:
@@ -958,9 +973,9 @@ def _deployment_level(
     for clients, count in parts:
         if count == 0 or clients == 0:
             continue
-        ms, ttft, e2e, tput = model.level(clients, capacity)
-        tokens += tput * count
-        worst = max(worst, (ms, ttft, e2e))
+        at = model.level(clients, capacity)
+        tokens += at.tokens_per_s * count
+        worst = max(worst, (at.ms_per_token, at.ttft_ms, at.e2e_ms))
     ms, ttft, e2e = worst
     return LevelPrediction(
         concurrency=concurrency,
@@ -1082,8 +1097,7 @@ def predict(
         _deployment_level(model, copies, c, limits.capacity).with_band(band)
         for c in sorted(levels_in)
     ]
-    assumptions = describe_assumptions(model, layout, limits, memory, engine=profile.name)
-    assumptions.insert(3, profile.describe())
+    assumptions = describe_assumptions(model, layout, limits, memory, profile=profile)
     if optimization is not None:
         price = DEFAULT_PRICE_LIST.price_per_hour(layout.instance_type)  # as recommend's default
         assumptions += optimization_notes(optimization, model, limits, price_per_hour=price)
@@ -1119,10 +1133,11 @@ def describe_assumptions(
     limits: CopyLimits,
     memory: Memory,
     *,
-    engine: str | None = None,
+    profile: EngineProfile | None = None,
 ) -> list[str]:
-    """The model's inputs and limits, in words (``engine``: the profile whose kernels the
-    model uses, named in the quantized-weights line)."""
+    """The model's inputs and limits, in words, in order (``profile``: the engine profile
+    the model uses, described after the accelerator and named in the quantized-weights
+    line)."""
     accelerator = layout.instance_type.accelerator
     assert accelerator is not None
     degree = layout.tensor_parallel_degree
@@ -1133,6 +1148,7 @@ def describe_assumptions(
         "tokens per request, closed loop (each client sends its next request when the last ends)",
         f"{accelerator.name}: {model._figures[0]:g} GB/s, "
         f"{model._figures[1]:g} dense FP16 TFLOPS each (aws-facts; NVIDIA/AWS datasheets)",
+        *([profile.describe()] if profile is not None else []),
         f"efficiency: {model.efficiency.describe()}",
         f"memory per copy: {memory.usable_bytes / GB:.1f} GB usable - "
         f"{memory.weights_bytes / GB:.1f} GB weights - "
@@ -1154,7 +1170,7 @@ def describe_assumptions(
             f"{model.all_reduce_s(1) * 1000:.2f} ms per step at batch 1"
         )
     if model.precision.bytes_per_parameter < 2:
-        lines.append(_quantized_note(model, engine))
+        lines.append(_quantized_note(model, profile.name if profile else None))
     if model.spec.experts > 1:
         lines.append(
             f"mixture of experts: {model.spec.active_parameters / 1e9:.1f}B of "
@@ -1261,16 +1277,19 @@ def _best_within(
     max_ms_per_token: float,
     max_ttft_ms: float | None,
 ) -> LayoutCapacity | None:
-    best: tuple[int, float, float, float, float] | None = None
+    best: tuple[int, CopyLevel] | None = None
     for clients in _client_counts(limits.max_concurrency):
-        ms, ttft, e2e, tput = model.level(clients, limits.capacity)
-        if ms > max_ms_per_token or (max_ttft_ms is not None and ttft > max_ttft_ms):
+        at = model.level(clients, limits.capacity)
+        if at.ms_per_token > max_ms_per_token or (
+            max_ttft_ms is not None and at.ttft_ms > max_ttft_ms
+        ):
             break
-        if best is None or tput > best[4]:
-            best = (clients, ms, ttft, e2e, tput)
+        if best is None or at.tokens_per_s > best[1].tokens_per_s:
+            best = (clients, at)
     if best is None:
         return None
-    clients, ms, ttft, e2e, tput = best
+    clients, at = best
+    ms, ttft, e2e, tput = at.ms_per_token, at.ttft_ms, at.e2e_ms, at.tokens_per_s
     copies = layout.copies
     level = LevelPrediction(
         concurrency=clients * copies,
