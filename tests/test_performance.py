@@ -240,7 +240,7 @@ def test_max_concurrency_is_far_below_the_kv_only_estimate_on_multi_gpu() -> Non
     assert prediction.max_concurrency_reason == "the 60 s invocation timeout"
     assert kv_only / prediction.max_concurrency > 3
     assert kv_only / prediction.knee.concurrency > 5
-    assert "compute-bound near batch" in prediction.knee.reason
+    assert "compute-bound near batch" in prediction.knee.detail
 
 
 def test_the_60_s_timeout_caps_long_answers() -> None:

@@ -54,6 +54,7 @@ from .engine_profiles import (
     profile_origin,
     resolve_profile,
 )
+from .knee import THROUGHPUT, TTFT, Knee, KneeRule, LevelFigures, trip_reason
 from .placement import (
     GB,
     MIN_KV_HEADROOM_BYTES,
@@ -81,9 +82,9 @@ larger ``max_rolling_batch_size`` / ``MAX_CONCURRENT_REQUESTS``; vLLM's own defa
 ALL_REDUCES_PER_LAYER = 2
 """Megatron-style tensor parallelism all-reduces twice per transformer layer (Shoeybi et al.,
 "Megatron-LM: Training Multi-Billion Parameter Language Models Using Model Parallelism", 2019)."""
-KNEE_MIN_GAIN_PER_DOUBLING = 0.10
-"""The knee rule the benchmark uses (``benchmarking.engine.KneeRule``): the last concurrency
-before doubling it buys less than 10 % more throughput."""
+KNEE_MIN_GAIN_PER_DOUBLING = KneeRule().min_gain_per_doubling
+"""The knee rule's default (``planning.knee.KneeRule``, which the benchmark applies too): the
+last concurrency before doubling it buys less than 10 % more throughput."""
 FP16_BYTES = 2
 """Bytes of one FP16 weight (what a reconstructing quantized kernel writes and reads back)."""
 
@@ -688,18 +689,6 @@ class LevelPrediction:
 
 
 @dataclass(frozen=True)
-class Knee:
-    """Where more concurrency stops paying off, for the whole deployment."""
-
-    concurrency: int
-    reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form."""
-        return {"concurrency": self.concurrency, "reason": self.reason}
-
-
-@dataclass(frozen=True)
 class Prediction:
     """The model's prediction for one layout and workload at several concurrencies."""
 
@@ -724,7 +713,7 @@ class Prediction:
         """The ``predict --format json`` document."""
         data: dict[str, Any] = {
             "levels": [level.to_dict() for level in self.levels],
-            "knee": self.knee.to_dict(),
+            "knee": {"concurrency": self.knee.concurrency, "reason": self.knee.detail},
             "max_concurrency": self.max_concurrency,
             "assumptions": list(self.assumptions),
         }
@@ -929,36 +918,54 @@ def _compute_bound_note(model: CopyModel) -> str:
     return f"decode turns compute-bound near batch {critical}"
 
 
-def copy_knee(model: CopyModel, limits: CopyLimits, slo_ms_per_token: float | None = None) -> Knee:
-    """The knee of one copy: the last concurrency before doubling it buys < 10 % throughput,
-    breaks the SLO, or passes the copy's limits."""
+def copy_knee(
+    model: CopyModel,
+    limits: CopyLimits,
+    slo_ms_per_token: float | None = None,
+    slo_ttft_ms: float | None = None,
+) -> Knee:
+    """The knee of one copy under the benchmark's rule (``planning.knee``): the last
+    concurrency, doubling from 1, before one that buys < 10 % throughput per doubling or
+    breaks the SLO; or the copy's limit. ``concurrency`` is 0 when one request already breaks
+    the SLO, and ``detail`` says why in words."""
+    rule = KneeRule(KNEE_MIN_GAIN_PER_DOUBLING, slo_ms_per_token, None, slo_ttft_ms)
     limit = limits.max_concurrency
     if limit < 1:
-        return Knee(0, "no request fits: " + limits.reason())
-    previous: int | None = None
+        return Knee(0, rule.describe(), detail="no request fits: " + limits.reason())
+    previous: LevelFigures | None = None
     concurrency = 1
     while True:
         at = model.level(concurrency, limits.capacity)
-        ms, tput = at.ms_per_token, at.tokens_per_s
-        if slo_ms_per_token is not None and ms > slo_ms_per_token:
-            if previous is None:
-                return Knee(0, f"even one request takes {ms:.1f} ms/token > {slo_ms_per_token:g}")
-            return Knee(previous, f"{concurrency} per copy exceeds {slo_ms_per_token:g} ms/token")
-        if previous is not None:
-            before = model.level(previous, limits.capacity).tokens_per_s
-            doublings = math.log2(concurrency / previous)
-            gain = (tput / before) ** (1 / doublings) - 1 if before > 0 else 0.0
-            if gain < KNEE_MIN_GAIN_PER_DOUBLING:
-                return Knee(
-                    previous,
-                    f"throughput gain per doubling falls below "
-                    f"{KNEE_MIN_GAIN_PER_DOUBLING:.0%} past {previous} per copy "
-                    f"({_compute_bound_note(model)}; KV reads and prefills grow with the batch)",
-                )
+        figures = LevelFigures(concurrency, at.tokens_per_s, at.ms_per_token, at.ttft_ms)
+        tripped = trip_reason(rule, figures, previous)
+        if tripped is not None:
+            knee = 0 if previous is None else int(previous.concurrency)
+            detail = _knee_detail(model, tripped, knee, figures, rule)
+            return Knee(knee, rule.describe(), concurrency, tripped, detail=detail)
         if concurrency >= limit:
-            return Knee(limit, f"{limit} per copy is the most {limits.reason()} allows")
-        previous = concurrency
+            detail = f"{limit} per copy is the most {limits.reason()} allows"
+            return Knee(limit, rule.describe(), detail=detail)
+        previous = figures
         concurrency = min(concurrency * 2, limit)
+
+
+def _knee_detail(
+    model: CopyModel, tripped: str, knee: int, level: LevelFigures, rule: KneeRule
+) -> str:
+    """Why a predicted knee is where it is, in words."""
+    if tripped == THROUGHPUT:
+        return (
+            f"throughput gain per doubling falls below {rule.min_gain_per_doubling:.0%} past "
+            f"{knee} per copy ({_compute_bound_note(model)}; KV reads and prefills grow with "
+            "the batch)"
+        )
+    if tripped == TTFT:
+        limit, figure, unit = rule.slo_ttft_ms, level.ttft_ms, "ms to first token"
+    else:
+        limit, figure, unit = rule.slo_ms_per_token, level.ms_per_token, "ms/token"
+    if knee == 0:
+        return f"even one request takes {figure:.1f} {unit} > {limit:g}"
+    return f"{int(level.concurrency)} per copy exceeds {limit:g} {unit}"
 
 
 def _deployment_level(
@@ -1117,7 +1124,12 @@ def predict(
         layout=layout,
         workload=workload,
         levels=levels,
-        knee=Knee(knee.concurrency * copies, f"per copy: {knee.reason}; x {copies} copies"),
+        knee=replace(
+            knee,
+            concurrency=(knee.concurrency or 0) * copies,
+            tripped_at=None if knee.tripped_at is None else knee.tripped_at * copies,
+            detail=f"per copy: {knee.detail}; x {copies} copies",
+        ),
         max_concurrency=limits.max_concurrency * copies,
         assumptions=assumptions,
         extrapolated=extrapolated,
