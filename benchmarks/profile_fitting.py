@@ -373,7 +373,8 @@ def predict_row(row: Row, profile: EngineProfile, efficiency: Efficiency) -> Pre
         profile.kernel(row.precision),
     )
     capacity = _capacity(row, profile, model)
-    ms, ttft, e2e, tokens = model.level(row.concurrency, capacity)
+    at = model.level(row.concurrency, capacity)
+    ms, ttft, e2e, tokens = at.ms_per_token, at.ttft_ms, at.e2e_ms, at.tokens_per_s
     decode_ms = (e2e - ttft) / max(1, row.output_tokens - 1)
     return Predicted(ms, decode_ms, ttft, tokens)
 

@@ -78,7 +78,8 @@ def _levels(efficiency: Efficiency, concurrencies: list[int]) -> list[dict[str, 
     limits, _ = copy_limits(model)
     records = []
     for c in concurrencies:
-        ms, ttft, e2e, tput = model.level(c, limits.capacity)
+        at = model.level(c, limits.capacity)
+        ms, ttft, e2e, tput = at.ms_per_token, at.ttft_ms, at.e2e_ms, at.tokens_per_s
         level = LevelResult(
             concurrency=c, requests=4 * c, errors=0, errors_by_kind={}, error_rate=0.0,
             duration_s=4 * e2e / 1000, p50_latency_s=e2e / 1000, p90_latency_s=e2e / 1000,

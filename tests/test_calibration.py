@@ -42,7 +42,8 @@ def _results(concurrencies: list[int], efficiency: Efficiency = TRUE) -> dict[st
     limits, _ = copy_limits(model)
     levels = []
     for c in concurrencies:
-        ms, ttft, e2e, tput = model.level(c, limits.capacity)
+        at = model.level(c, limits.capacity)
+        ms, ttft, e2e, tput = at.ms_per_token, at.ttft_ms, at.e2e_ms, at.tokens_per_s
         levels.append(
             LevelResult(
                 concurrency=c, requests=4 * c, errors=0, errors_by_kind={}, error_rate=0.0,

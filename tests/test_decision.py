@@ -14,6 +14,7 @@ from cdk_sagemaker_llm.cli import main
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.planning.calibration import Calibration, EngineRelease
 from cdk_sagemaker_llm.planning.decision import (
+    ChoiceSource,
     ExpectedTraffic,
     Overrides,
     ServiceDecision,
@@ -72,7 +73,7 @@ def test_the_decision_is_recommends_first_option_with_serving_and_scaling() -> N
         "serving engine: not stated, the default engine profile lmi-vllm-v1; a calibration's "
         "engine is assumed, not checked"
     )
-    assert decision.choices["instance_type"].source == "recommended"
+    assert decision.choices["instance_type"].source is ChoiceSource.RECOMMENDED
 
 
 def test_the_predictions_carry_their_sources() -> None:
@@ -113,7 +114,7 @@ def test_the_metadata_round_trips() -> None:
 def test_benchmark_defers_the_target_to_the_measured_knee() -> None:
     decision = decide(REQUEST, Overrides(benchmark=True))
     assert decision.scaling.benchmark
-    assert decision.choices["target_concurrency_per_copy"].source == "benchmark"
+    assert decision.choices["target_concurrency_per_copy"].source is ChoiceSource.BENCHMARK
     knee = decision.scaling.target_concurrency_per_copy
     overridden = decide(
         REQUEST, Overrides(benchmark=True, scaling=CopyScaling(target_concurrency_per_copy=knee))
@@ -234,7 +235,7 @@ def test_a_knee_asking_more_copies_than_the_instances_hold_caps_max_copies_with_
     )
     decision = decide(request)
     assert decision.scaling.max_copies == 2 == decision.scaling.max_instances
-    assert decision.choices["max_copies"].source == "derived"
+    assert decision.choices["max_copies"].source is ChoiceSource.DERIVED
     (warning,) = decision.warnings
     assert warning.prop == "max_instance_count"
     assert "capped at 2" in warning.message

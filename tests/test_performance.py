@@ -18,10 +18,12 @@ from cdk_sagemaker_llm.planning.performance import (
     PCIE_GEN4,
     PCIE_GEN4_CROSS_SOCKET,
     PCIE_GPUS_PER_SOCKET,
+    CopyLevel,
     CopyModel,
     Efficiency,
     Layout,
     Workload,
+    describe_assumptions,
     interconnect_of,
     max_throughput_within,
     predict,
@@ -238,7 +240,7 @@ def test_max_concurrency_is_far_below_the_kv_only_estimate_on_multi_gpu() -> Non
     assert prediction.max_concurrency_reason == "the 60 s invocation timeout"
     assert kv_only / prediction.max_concurrency > 3
     assert kv_only / prediction.knee.concurrency > 5
-    assert "compute-bound near batch" in prediction.knee.reason
+    assert "compute-bound near batch" in prediction.knee.detail
 
 
 def test_the_60_s_timeout_caps_long_answers() -> None:
@@ -284,3 +286,30 @@ def test_max_throughput_within_defaults_to_the_engine_batch_limit() -> None:
     assert default.concurrency_per_copy == limits.capacity
     assert capped.concurrency_per_copy == DEFAULT_MAX_BATCH_SIZE
     assert plain.concurrency_per_copy <= DEFAULT_MAX_BATCH_SIZE
+
+
+def test_a_copy_level_names_its_figures_and_keeps_littles_law() -> None:
+    """``CopyModel.level`` returns a named ``CopyLevel``: the clients equal throughput in
+    requests/s times the end-to-end latency, and ms/token is e2e over the output tokens."""
+    model = _model(ModelSpec.LLAMA_3_8B, InstanceType.G6E_XLARGE, 1, SHORT)
+    at = model.level(12, 64)
+    assert isinstance(at, CopyLevel)
+    requests_per_s = at.tokens_per_s / SHORT.output_tokens
+    assert requests_per_s * at.e2e_ms / 1000 == pytest.approx(12)
+    assert at.ms_per_token == pytest.approx(at.e2e_ms / SHORT.output_tokens)
+    assert 0 < at.ttft_ms < at.e2e_ms
+    assert model.level(0, 64) == CopyLevel(0.0, 0.0, 0.0, 0.0)
+
+
+def test_the_assumptions_are_built_in_order_with_the_engine_after_the_accelerator() -> None:
+    """``describe_assumptions`` places the engine profile's line itself (after the
+    accelerator's figures, before the efficiencies), so ``predict`` patches nothing in."""
+    profile = engine_profile("lmi-vllm-v1")
+    layout = Layout(InstanceType.G5_12XLARGE, 4, 1)
+    model = profile_model(ModelSpec.LLAMA_3_8B, layout, Precision.FP16, SHORT, profile)
+    limits, memory = profile_limits(model, profile, None)
+    lines = describe_assumptions(model, layout, limits, memory, profile=profile)
+    assert lines[2].startswith("NVIDIA A10G: ") and lines[3] == profile.describe()
+    assert lines[4].startswith("efficiency: ")
+    predicted = predict(ModelSpec.LLAMA_3_8B, layout, SHORT, [1], engine=profile)
+    assert predicted.assumptions[: len(lines)] == lines

@@ -18,14 +18,13 @@ price per hour / (tokens/s x 3600 / 10^6).
 from __future__ import annotations
 
 import json
-import math
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Self
 
-from ..errors import check_range
-from ..prop_types import typed_props
+from ..planning.knee import Knee, KneeRule, LevelFigures
+from ..planning.knee import trip_reason as knee_trip_reason
 from ._clock import now
 from .distributions import level_distributions, sorted_percentile
 from .goodput import GoodputSlo, goodput
@@ -244,96 +243,23 @@ def summarize_level(
     return result
 
 
-@typed_props
-@dataclass(frozen=True)
-class KneeRule:
-    """When more concurrency stops paying off.
-
-    Levels are taken in increasing concurrency. A level *trips* the rule when its output
-    throughput gain per doubling of concurrency over the previous level,
-    ``(tput_i / tput_(i-1)) ** (1 / log2(c_i / c_(i-1))) - 1``, is below
-    ``min_gain_per_doubling``; or its p50 ms/token exceeds ``slo_ms_per_token``; or its error
-    rate exceeds ``max_error_rate``. The knee is the last level before the first level that
-    trips: the highest concurrency that still buys throughput within the SLO. A level that
-    trips is already queueing, so it is reported as ``tripped_at``, not as the knee.
-    """
-
-    min_gain_per_doubling: float = 0.10
-    """Minimum relative throughput gain per doubling. Default 10 %."""
-    slo_ms_per_token: float | None = None
-    """p50 ms/token limit. Default: none."""
-    max_error_rate: float | None = None
-    """Error rate limit (0-1). Default: none."""
-
-    def __post_init__(self) -> None:
-        check_range("min_gain_per_doubling", self.min_gain_per_doubling, minimum=0, maximum=10)
-        check_range("slo_ms_per_token", self.slo_ms_per_token, minimum=0.001)
-        check_range("max_error_rate", self.max_error_rate, minimum=0, maximum=1)
-
-    def describe(self) -> str:
-        """The rule in words, as stated in results."""
-        parts = [f"throughput gain per doubling < {self.min_gain_per_doubling:.0%}"]
-        if self.slo_ms_per_token is not None:
-            parts.append(f"p50 ms/token > {self.slo_ms_per_token:g}")
-        if self.max_error_rate is not None:
-            parts.append(f"error rate > {self.max_error_rate:.1%}")
-        return "last level before the first level with " + " or ".join(parts)
-
-
-@dataclass
-class Knee:
-    """The knee of a sweep."""
-
-    concurrency: int | None
-    """The knee concurrency; ``None`` when even the lowest level trips the rule."""
-    rule: str
-    """The rule, in words."""
-    tripped_at: int | None = None
-    """The first level that tripped the rule (``None``: none did; the knee is the highest)."""
-    reason: str | None = None
-    """``throughput``, ``slo`` or ``errors``: why that level tripped."""
-    at_least: bool = False
-    """No level tripped the rule: the knee is *at least* ``concurrency`` (the highest level
-    run), not a measured knee."""
-    raise_with: str | None = None
-    """With ``at_least``: what raises the bound (a flag or a prop, e.g. ``--search-cap``)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return asdict(self)
-
-    def describe(self) -> str:
-        """The knee in words: measured, a lower bound, or none."""
-        if self.concurrency is None:
-            return f"none: even the lowest level trips the rule ({self.reason})"
-        if self.at_least:
-            hint = f"; raise it with {self.raise_with}" if self.raise_with else ""
-            return (
-                f"at least concurrency {self.concurrency} (no level tripped the rule, so the "
-                f"knee lies above the highest level run{hint})"
-            )
-        return (
-            f"concurrency {self.concurrency} ({self.reason} rule tripped at concurrency "
-            f"{self.tripped_at})"
-        )
+def level_figures(level: LevelResult) -> LevelFigures:
+    """What the knee rule reads of a measured level."""
+    ttft = None if level.p50_ttft_s is None else level.p50_ttft_s * 1000
+    return LevelFigures(
+        level.concurrency,
+        level.output_tokens_per_s,
+        level.p50_ms_per_token,
+        ttft,
+        level.error_rate,
+    )
 
 
 def trip_reason(rule: KneeRule, level: LevelResult, previous: LevelResult | None) -> str | None:
-    """Why ``level`` trips ``rule`` against ``previous`` (``throughput``, ``slo``,
-    ``errors``), or ``None``."""
-    if rule.max_error_rate is not None and level.error_rate > rule.max_error_rate:
-        return "errors"
-    if rule.slo_ms_per_token is not None and (
-        level.p50_ms_per_token is None or level.p50_ms_per_token > rule.slo_ms_per_token
-    ):
-        return "slo"
-    if previous is not None and previous.output_tokens_per_s > 0:
-        doublings = math.log2(level.concurrency / previous.concurrency)
-        ratio = level.output_tokens_per_s / previous.output_tokens_per_s
-        gain = ratio ** (1 / doublings) - 1 if ratio > 0 else -1.0
-        if gain < rule.min_gain_per_doubling:
-            return "throughput"
-    return None
+    """Why ``level`` trips ``rule`` against ``previous`` (``planning.knee.trip_reason``, the
+    rule predictions use too), or ``None``."""
+    before = None if previous is None else level_figures(previous)
+    return knee_trip_reason(rule, level_figures(level), before)
 
 
 def find_knee(

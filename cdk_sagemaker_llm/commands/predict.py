@@ -294,7 +294,7 @@ def render_markdown(model: str, prediction: Prediction) -> str:
         lines += ["", f"**Engine:** {prediction.engine}; **band:** {prediction.band.describe()}"]
     lines += [
         "",
-        f"**Knee:** {prediction.knee.concurrency} ({prediction.knee.reason})",
+        f"**Knee:** {prediction.knee.concurrency} ({prediction.knee.detail})",
         f"**Max concurrency:** {prediction.max_concurrency} ({prediction.max_concurrency_reason})",
         "",
         "Assumptions:",

@@ -673,7 +673,9 @@ def calibrate(
         spec, layout.instance_type, layout.tensor_parallel_degree, precision, load, efficiency
     )
     relative = [
-        model.level(level.concurrency / layout.copies, fit.capacity)[0] / level.ms_per_token - 1
+        model.level(level.concurrency / layout.copies, fit.capacity).ms_per_token
+        / level.ms_per_token
+        - 1
         for level in levels
     ]
     return Calibration(
@@ -761,9 +763,9 @@ class _Fit:
         copies = self.layout.copies
         total = 0.0
         for level in self.levels:
-            ms, _, _, tput = model.level(level.concurrency / copies, self.capacity)
-            total += math.log(ms / level.ms_per_token) ** 2
-            total += math.log(tput * copies / level.tokens_per_s) ** 2
+            at = model.level(level.concurrency / copies, self.capacity)
+            total += math.log(at.ms_per_token / level.ms_per_token) ** 2
+            total += math.log(at.tokens_per_s * copies / level.tokens_per_s) ** 2
         return total
 
     def _best(self, candidates: list[Efficiency]) -> Efficiency:
@@ -789,9 +791,11 @@ class _Fit:
         measured = level.ttft_ms
 
         def error(candidate: Efficiency) -> float:
-            ttft = self._model(candidate).level(
-                level.concurrency / self.layout.copies, self.capacity
-            )[1]
+            ttft = (
+                self._model(candidate)
+                .level(level.concurrency / self.layout.copies, self.capacity)
+                .ttft_ms
+            )
             return abs(math.log(ttft / measured))
 
         return min((replace(start, prefill_compute=p) for p in _PREFILL_GRID), key=error)

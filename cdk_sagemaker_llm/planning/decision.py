@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from typing import Any
 
 from ..catalog.instance_types import CATALOG, InstanceType
@@ -251,14 +252,25 @@ class Overrides:
 # ----- What is decided ---------------------------------------------------------------------------
 
 
+class ChoiceSource(Enum):
+    """Where a decision's value came from (its metadata's ``source``)."""
+
+    RECOMMENDED = "recommended"
+    """The performance model's option."""
+    DERIVED = "derived"
+    """Computed from other choices."""
+    OVERRIDE = "override"
+    """The user's prop."""
+    BENCHMARK = "benchmark"
+    """Measured at deploy time (the benchmark's knee)."""
+
+
 @dataclass(frozen=True)
 class Choice:
-    """A value the decision settled on and where it came from: ``recommended`` (the
-    performance model's option), ``derived`` (computed from other choices), ``override``
-    (the user's prop) or ``benchmark`` (measured at deploy time)."""
+    """A value the decision settled on and where it came from (``ChoiceSource``)."""
 
     value: Any
-    source: str
+    source: ChoiceSource
 
 
 @dataclass(frozen=True)
@@ -399,7 +411,7 @@ class ServiceDecision:
         return {
             **self.goal,
             "choices": {
-                name: {"value": choice.value, "source": choice.source}
+                name: {"value": choice.value, "source": choice.source.value}
                 for name, choice in sorted(self.choices.items())
             },
             "predicted": self.predicted.to_metadata(),
@@ -431,7 +443,7 @@ class ServiceDecision:
         """The decision an ``LlmService`` recorded (``plan`` reads it from cdk.out); values
         the record lacks read as 0 or empty."""
         choices = {
-            name: Choice(entry.get("value"), str(entry.get("source", "?")))
+            name: Choice(entry.get("value"), ChoiceSource(entry["source"]))
             for name, entry in (data.get("choices") or {}).items()
             if isinstance(entry, Mapping)
         }
@@ -471,8 +483,10 @@ class ServiceDecision:
                 min_instances=int(value("min_instances")),
                 max_instances=int(value("max_instances")),
                 target_concurrency_per_copy=float(value("target_concurrency_per_copy")),
-                benchmark=choices.get("target_concurrency_per_copy", Choice(0, "")).source
-                == "benchmark",
+                benchmark=(
+                    "target_concurrency_per_copy" in choices
+                    and choices["target_concurrency_per_copy"].source is ChoiceSource.BENCHMARK
+                ),
             ),
             min_memory_per_copy_mib=int(value("min_memory_per_copy_mib")),
             choices=choices,
@@ -851,8 +865,8 @@ class _Decider:
         if self.optimization is None:
             return {}
         return {
-            "optimization": Choice(self.optimization.name, "recommended"),
-            "precision": Choice(self.precision.value, "derived"),
+            "optimization": Choice(self.optimization.name, ChoiceSource.RECOMMENDED),
+            "precision": Choice(self.precision.value, ChoiceSource.DERIVED),
         }
 
     def optimization_reasoning(self, option: Option) -> list[str]:
@@ -890,7 +904,7 @@ class _Decider:
         # the longest request, not the mean: vLLM rejects a prompt + max_tokens above
         # max_model_len, TGI one above max_total_tokens / max_input_tokens
         longest = min(workload.longest_tokens, request.spec.max_context)
-        model_len = _override(overrides.max_model_len, longest, "derived")
+        model_len = _override(overrides.max_model_len, longest, ChoiceSource.DERIVED)
         longest_input = min(workload.longest_input_tokens, model_len.value - 1)
         serving = ServingSettings(
             tgi=request.tgi,
@@ -961,20 +975,20 @@ class _Decider:
             fix="serve at least input_tokens + output_tokens per request",
         )
         if overrides.benchmark and overrides.target_concurrency_per_copy is None:
-            knee = Choice(knee.value, "benchmark")
+            knee = Choice(knee.value, ChoiceSource.BENCHMARK)
         bounds = ScalingBounds(
             min_copies=fewest.value,
             max_copies=most.value,
             min_instances=math.ceil(fewest.value / per_instance),
             max_instances=max_instances,
             target_concurrency_per_copy=knee.value,
-            benchmark=knee.source == "benchmark",
+            benchmark=knee.source is ChoiceSource.BENCHMARK,
         )
         return bounds, {
             "min_copies": fewest,
             "max_copies": most,
-            "min_instances": Choice(bounds.min_instances, "derived"),
-            "max_instances": Choice(max_instances, "derived"),
+            "min_instances": Choice(bounds.min_instances, ChoiceSource.DERIVED),
+            "max_instances": Choice(max_instances, ChoiceSource.DERIVED),
             "target_concurrency_per_copy": knee,
         }
 
@@ -1038,7 +1052,7 @@ class _Decider:
                 f"is capped at {fits}, where the model predicts the SLO still holds",
             )
             derived = fits
-        most = _override(given, derived, "derived")
+        most = _override(given, derived, ChoiceSource.DERIVED)
         if given is not None:
             check_range("max_copies", given, minimum=1)
             if given < needed:
@@ -1054,7 +1068,9 @@ class _Decider:
         traffic = self.request.traffic
         minimum = traffic.minimum_concurrency(option.predicted.e2e_ms / 1000)
         fewest = _override(
-            self.overrides.min_copies, min(most, max(1, math.ceil(minimum / knee))), "derived"
+            self.overrides.min_copies,
+            min(most, max(1, math.ceil(minimum / knee))),
+            ChoiceSource.DERIVED,
         )
         check_range("min_copies", fewest.value, minimum=0, maximum=most)
         return fewest
@@ -1064,11 +1080,11 @@ class _Decider:
     def memory(self, layout: Layout) -> Choice:
         """Host memory each copy reserves: half its accelerators' share of the instance."""
         if self.overrides.min_memory_per_copy_mib is not None:
-            return Choice(self.overrides.min_memory_per_copy_mib, "override")
+            return Choice(self.overrides.min_memory_per_copy_mib, ChoiceSource.OVERRIDE)
         instance = layout.instance_type
         assert instance.memory_mib is not None and instance.accelerator_count
         share = instance.memory_mib * layout.tensor_parallel_degree / instance.accelerator_count
-        return Choice(max(1, int(share * HOST_MEMORY_SHARE // 1024)) * 1024, "derived")
+        return Choice(max(1, int(share * HOST_MEMORY_SHARE // 1024)) * 1024, ChoiceSource.DERIVED)
 
     def goal(self) -> dict[str, Any]:
         request = self.request
@@ -1307,12 +1323,14 @@ def _attribute(option: Option, prop: str) -> Any:
     return getattr(layout, prop)
 
 
-def _override(given: Any, default: Any, source: str = "recommended") -> Choice:
-    return Choice(given, "override") if given is not None else Choice(default, source)
+def _override(given: Any, default: Any, source: ChoiceSource = ChoiceSource.RECOMMENDED) -> Choice:
+    if given is not None:
+        return Choice(given, ChoiceSource.OVERRIDE)
+    return Choice(default, source)
 
 
-def _source(given: Any) -> str:
-    return "override" if given is not None else "recommended"
+def _source(given: Any) -> ChoiceSource:
+    return ChoiceSource.OVERRIDE if given is not None else ChoiceSource.RECOMMENDED
 
 
 def _rounded(value: float | None, digits: int) -> float | None:

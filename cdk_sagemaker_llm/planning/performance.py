@@ -54,6 +54,7 @@ from .engine_profiles import (
     profile_origin,
     resolve_profile,
 )
+from .knee import THROUGHPUT, TTFT, Knee, KneeRule, LevelFigures, trip_reason
 from .placement import (
     GB,
     MIN_KV_HEADROOM_BYTES,
@@ -81,9 +82,9 @@ larger ``max_rolling_batch_size`` / ``MAX_CONCURRENT_REQUESTS``; vLLM's own defa
 ALL_REDUCES_PER_LAYER = 2
 """Megatron-style tensor parallelism all-reduces twice per transformer layer (Shoeybi et al.,
 "Megatron-LM: Training Multi-Billion Parameter Language Models Using Model Parallelism", 2019)."""
-KNEE_MIN_GAIN_PER_DOUBLING = 0.10
-"""The knee rule the benchmark uses (``benchmarking.engine.KneeRule``): the last concurrency
-before doubling it buys less than 10 % more throughput."""
+KNEE_MIN_GAIN_PER_DOUBLING = KneeRule().min_gain_per_doubling
+"""The knee rule's default (``planning.knee.KneeRule``, which the benchmark applies too): the
+last concurrency before doubling it buys less than 10 % more throughput."""
 FP16_BYTES = 2
 """Bytes of one FP16 weight (what a reconstructing quantized kernel writes and reads back)."""
 
@@ -430,6 +431,20 @@ def weight_bytes_read(spec: ModelSpec, precision: Precision, batch: int) -> floa
 
 
 @dataclass(frozen=True)
+class CopyLevel:
+    """What one copy serves at one closed-loop load (``CopyModel.level``)."""
+
+    ms_per_token: float
+    """Per-token latency a request sees: end-to-end latency / output tokens."""
+    ttft_ms: float
+    """Time to first token, queueing included."""
+    e2e_ms: float
+    """End-to-end latency of one request."""
+    tokens_per_s: float
+    """Output tokens/s of the copy."""
+
+
+@dataclass(frozen=True)
 class CopyModel:
     """The first-principles timing of one copy of a model on one layout."""
 
@@ -611,11 +626,11 @@ class CopyModel:
         """Time for ``batch`` in-flight requests to each finish once (closed loop)."""
         return batch * self.prefill_s() + self.workload.output_tokens * self.step_s(batch)
 
-    def level(self, clients: float, capacity: int) -> tuple[float, float, float, float]:
-        """(ms/token, TTFT ms, e2e ms, output tokens/s) of ``clients`` closed-loop clients on
-        one copy that holds ``capacity`` sequences at once."""
+    def level(self, clients: float, capacity: int) -> CopyLevel:
+        """What ``clients`` closed-loop clients see on one copy that holds ``capacity``
+        sequences at once."""
         if clients <= 0:
-            return 0.0, 0.0, 0.0, 0.0
+            return CopyLevel(0.0, 0.0, 0.0, 0.0)
         batch = max(1, min(math.ceil(clients), capacity))
         cycle = self.cycle_s(batch)
         served = min(clients, capacity)
@@ -630,11 +645,11 @@ class CopyModel:
         concurrent_prefills = (batch - 1) * prefill / cycle
         ttft = waiting + step + prefill * (1 + concurrent_prefills)
         slower = self.slowdown
-        return (
-            e2e / self.workload.output_tokens * 1000 * slower,
-            ttft * 1000 * slower,
-            e2e * 1000 * slower,
-            tokens_per_s / slower,
+        return CopyLevel(
+            ms_per_token=e2e / self.workload.output_tokens * 1000 * slower,
+            ttft_ms=ttft * 1000 * slower,
+            e2e_ms=e2e * 1000 * slower,
+            tokens_per_s=tokens_per_s / slower,
         )
 
 
@@ -686,18 +701,6 @@ class LevelPrediction:
 
 
 @dataclass(frozen=True)
-class Knee:
-    """Where more concurrency stops paying off, for the whole deployment."""
-
-    concurrency: int
-    reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form."""
-        return {"concurrency": self.concurrency, "reason": self.reason}
-
-
-@dataclass(frozen=True)
 class Prediction:
     """The model's prediction for one layout and workload at several concurrencies."""
 
@@ -722,7 +725,7 @@ class Prediction:
         """The ``predict --format json`` document."""
         data: dict[str, Any] = {
             "levels": [level.to_dict() for level in self.levels],
-            "knee": self.knee.to_dict(),
+            "knee": {"concurrency": self.knee.concurrency, "reason": self.knee.detail},
             "max_concurrency": self.max_concurrency,
             "assumptions": list(self.assumptions),
         }
@@ -927,35 +930,54 @@ def _compute_bound_note(model: CopyModel) -> str:
     return f"decode turns compute-bound near batch {critical}"
 
 
-def copy_knee(model: CopyModel, limits: CopyLimits, slo_ms_per_token: float | None = None) -> Knee:
-    """The knee of one copy: the last concurrency before doubling it buys < 10 % throughput,
-    breaks the SLO, or passes the copy's limits."""
+def copy_knee(
+    model: CopyModel,
+    limits: CopyLimits,
+    slo_ms_per_token: float | None = None,
+    slo_ttft_ms: float | None = None,
+) -> Knee:
+    """The knee of one copy under the benchmark's rule (``planning.knee``): the last
+    concurrency, doubling from 1, before one that buys < 10 % throughput per doubling or
+    breaks the SLO; or the copy's limit. ``concurrency`` is 0 when one request already breaks
+    the SLO, and ``detail`` says why in words."""
+    rule = KneeRule(KNEE_MIN_GAIN_PER_DOUBLING, slo_ms_per_token, None, slo_ttft_ms)
     limit = limits.max_concurrency
     if limit < 1:
-        return Knee(0, "no request fits: " + limits.reason())
-    previous: int | None = None
+        return Knee(0, rule.describe(), detail="no request fits: " + limits.reason())
+    previous: LevelFigures | None = None
     concurrency = 1
     while True:
-        ms, _, _, tput = model.level(concurrency, limits.capacity)
-        if slo_ms_per_token is not None and ms > slo_ms_per_token:
-            if previous is None:
-                return Knee(0, f"even one request takes {ms:.1f} ms/token > {slo_ms_per_token:g}")
-            return Knee(previous, f"{concurrency} per copy exceeds {slo_ms_per_token:g} ms/token")
-        if previous is not None:
-            _, _, _, before = model.level(previous, limits.capacity)
-            doublings = math.log2(concurrency / previous)
-            gain = (tput / before) ** (1 / doublings) - 1 if before > 0 else 0.0
-            if gain < KNEE_MIN_GAIN_PER_DOUBLING:
-                return Knee(
-                    previous,
-                    f"throughput gain per doubling falls below "
-                    f"{KNEE_MIN_GAIN_PER_DOUBLING:.0%} past {previous} per copy "
-                    f"({_compute_bound_note(model)}; KV reads and prefills grow with the batch)",
-                )
+        at = model.level(concurrency, limits.capacity)
+        figures = LevelFigures(concurrency, at.tokens_per_s, at.ms_per_token, at.ttft_ms)
+        tripped = trip_reason(rule, figures, previous)
+        if tripped is not None:
+            knee = 0 if previous is None else int(previous.concurrency)
+            detail = _knee_detail(model, tripped, knee, figures, rule)
+            return Knee(knee, rule.describe(), concurrency, tripped, detail=detail)
         if concurrency >= limit:
-            return Knee(limit, f"{limit} per copy is the most {limits.reason()} allows")
-        previous = concurrency
+            detail = f"{limit} per copy is the most {limits.reason()} allows"
+            return Knee(limit, rule.describe(), detail=detail)
+        previous = figures
         concurrency = min(concurrency * 2, limit)
+
+
+def _knee_detail(
+    model: CopyModel, tripped: str, knee: int, level: LevelFigures, rule: KneeRule
+) -> str:
+    """Why a predicted knee is where it is, in words."""
+    if tripped == THROUGHPUT:
+        return (
+            f"throughput gain per doubling falls below {rule.min_gain_per_doubling:.0%} past "
+            f"{knee} per copy ({_compute_bound_note(model)}; KV reads and prefills grow with "
+            "the batch)"
+        )
+    if tripped == TTFT:
+        limit, figure, unit = rule.slo_ttft_ms, level.ttft_ms, "ms to first token"
+    else:
+        limit, figure, unit = rule.slo_ms_per_token, level.ms_per_token, "ms/token"
+    if knee == 0:
+        return f"even one request takes {figure:.1f} {unit} > {limit:g}"
+    return f"{int(level.concurrency)} per copy exceeds {limit:g} {unit}"
 
 
 def _deployment_level(
@@ -970,9 +992,9 @@ def _deployment_level(
     for clients, count in parts:
         if count == 0 or clients == 0:
             continue
-        ms, ttft, e2e, tput = model.level(clients, capacity)
-        tokens += tput * count
-        worst = max(worst, (ms, ttft, e2e))
+        at = model.level(clients, capacity)
+        tokens += at.tokens_per_s * count
+        worst = max(worst, (at.ms_per_token, at.ttft_ms, at.e2e_ms))
     ms, ttft, e2e = worst
     return LevelPrediction(
         concurrency=concurrency,
@@ -1094,8 +1116,7 @@ def predict(
         _deployment_level(model, copies, c, limits.capacity).with_band(band)
         for c in sorted(levels_in)
     ]
-    assumptions = describe_assumptions(model, layout, limits, memory, engine=profile.name)
-    assumptions.insert(3, profile.describe())
+    assumptions = describe_assumptions(model, layout, limits, memory, profile=profile)
     if optimization is not None:
         price = DEFAULT_PRICE_LIST.price_per_hour(layout.instance_type)  # as recommend's default
         assumptions += optimization_notes(optimization, model, limits, price_per_hour=price)
@@ -1115,7 +1136,12 @@ def predict(
         layout=layout,
         workload=workload,
         levels=levels,
-        knee=Knee(knee.concurrency * copies, f"per copy: {knee.reason}; x {copies} copies"),
+        knee=replace(
+            knee,
+            concurrency=(knee.concurrency or 0) * copies,
+            tripped_at=None if knee.tripped_at is None else knee.tripped_at * copies,
+            detail=f"per copy: {knee.detail}; x {copies} copies",
+        ),
         max_concurrency=limits.max_concurrency * copies,
         assumptions=assumptions,
         extrapolated=extrapolated,
@@ -1131,10 +1157,11 @@ def describe_assumptions(
     limits: CopyLimits,
     memory: Memory,
     *,
-    engine: str | None = None,
+    profile: EngineProfile | None = None,
 ) -> list[str]:
-    """The model's inputs and limits, in words (``engine``: the profile whose kernels the
-    model uses, named in the quantized-weights line)."""
+    """The model's inputs and limits, in words, in order (``profile``: the engine profile
+    the model uses, described after the accelerator and named in the quantized-weights
+    line)."""
     accelerator = layout.instance_type.accelerator
     assert accelerator is not None
     degree = layout.tensor_parallel_degree
@@ -1145,6 +1172,7 @@ def describe_assumptions(
         "tokens per request, closed loop (each client sends its next request when the last ends)",
         f"{accelerator.name}: {model._figures[0]:g} GB/s, "
         f"{model._figures[1]:g} dense FP16 TFLOPS each (aws-facts; NVIDIA/AWS datasheets)",
+        *([profile.describe()] if profile is not None else []),
         f"efficiency: {model.efficiency.describe()}",
         f"memory per copy: {memory.usable_bytes / GB:.1f} GB usable - "
         f"{memory.weights_bytes / GB:.1f} GB weights - "
@@ -1166,7 +1194,7 @@ def describe_assumptions(
             f"{model.all_reduce_s(1) * 1000:.2f} ms per step at batch 1"
         )
     if model.precision.bytes_per_parameter < 2:
-        lines.append(_quantized_note(model, engine))
+        lines.append(_quantized_note(model, profile.name if profile else None))
     if model.spec.experts > 1:
         lines.append(
             f"mixture of experts: {model.spec.active_parameters / 1e9:.1f}B of "
@@ -1273,16 +1301,19 @@ def _best_within(
     max_ms_per_token: float,
     max_ttft_ms: float | None,
 ) -> LayoutCapacity | None:
-    best: tuple[int, float, float, float, float] | None = None
+    best: tuple[int, CopyLevel] | None = None
     for clients in _client_counts(limits.max_concurrency):
-        ms, ttft, e2e, tput = model.level(clients, limits.capacity)
-        if ms > max_ms_per_token or (max_ttft_ms is not None and ttft > max_ttft_ms):
+        at = model.level(clients, limits.capacity)
+        if at.ms_per_token > max_ms_per_token or (
+            max_ttft_ms is not None and at.ttft_ms > max_ttft_ms
+        ):
             break
-        if best is None or tput > best[4]:
-            best = (clients, ms, ttft, e2e, tput)
+        if best is None or at.tokens_per_s > best[1].tokens_per_s:
+            best = (clients, at)
     if best is None:
         return None
-    clients, ms, ttft, e2e, tput = best
+    clients, at = best
+    ms, ttft, e2e, tput = at.ms_per_token, at.ttft_ms, at.e2e_ms, at.tokens_per_s
     copies = layout.copies
     level = LevelPrediction(
         concurrency=clients * copies,

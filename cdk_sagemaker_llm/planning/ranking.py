@@ -101,7 +101,8 @@ def _reject_reason(
             f"({alone * 1000 / workload.output_tokens:.1f} ms/token), longer than the 60 s "
             "invocation timeout: fewer output tokens per request or a faster layout"
         )
-    ms, ttft, _, _ = efficiency_model.level(1, limits.capacity)
+    single = efficiency_model.level(1, limits.capacity)
+    ms, ttft = single.ms_per_token, single.ttft_ms
     if ms > max_ms_per_token:
         return RejectionKind.SLO, (
             f"slo: one request alone takes {ms:.1f} ms/token > {max_ms_per_token:g}"

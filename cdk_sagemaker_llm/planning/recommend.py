@@ -875,7 +875,16 @@ def _evaluate(
         else price / (level.tokens_per_s * 3600 / 1e6)
     )
     reasoning = _reasoning(
-        spec, sized, workload, slo, traffic, efficiency_model, limits, capacity, level, knee.reason
+        spec,
+        sized,
+        workload,
+        slo,
+        traffic,
+        efficiency_model,
+        limits,
+        capacity,
+        level,
+        knee.detail or "",
     )
     if unit is None:
         reasoning.append(f"no {price_basis.value} price for {instance_type.name} in the list")
@@ -885,7 +894,7 @@ def _evaluate(
         Option(
             layout=sized,
             concurrency_per_copy=busiest,
-            knee_concurrency_per_copy=knee.concurrency,
+            knee_concurrency_per_copy=knee.concurrency or 0,
             max_batch_size=limits.capacity,
             predicted=level,
             price_per_hour=price,

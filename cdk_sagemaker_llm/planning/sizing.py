@@ -708,8 +708,7 @@ def _single_request_ms_per_token(
     end-to-end latency (prefill + every decode step) / output tokens."""
     layout = Layout(instance_type, degree, max(1, instance_type.accelerator_devices // degree))
     model = profile_model(spec, layout, precision, sizing_workload(tokens), profile)
-    ms, _, _, _ = model.level(1, 1)
-    return ms
+    return model.level(1, 1).ms_per_token
 
 
 # ----- What a serving container's environment says -------------------------------------------

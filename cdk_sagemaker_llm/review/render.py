@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..planning.decision import ServiceDecision
+from ..planning.decision import ChoiceSource, ServiceDecision
 from .budget import MonthlyAssumption, budget_json, budget_markdown
 from .model import (
     CustomResourcePlan,
@@ -196,9 +196,9 @@ def _decision_rows(metadata: dict[str, Any]) -> list[str]:
 
     def choice(name: str) -> str:
         entry = decision.choices[name]
-        if entry.source == "benchmark":
+        if entry.source is ChoiceSource.BENCHMARK:
             return f"{name}: deploy-time benchmark's measured knee (predicted {entry.value})"
-        return f"{name}: {entry.value} ({entry.source})"
+        return f"{name}: {entry.value} ({entry.source.value})"
 
     rows = [
         _row(
