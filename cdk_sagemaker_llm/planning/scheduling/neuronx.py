@@ -32,6 +32,7 @@ class StaticBatchSlots(SchedulingPolicy):
 
     kv_tokens: int
     batch_size: int
+    pads_decode: bool = True
 
     def plan(self, state: SchedulerState) -> Step:
         """One waiting prompt into a free slot, else a decode pass of every slot."""

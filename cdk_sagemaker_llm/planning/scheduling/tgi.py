@@ -75,6 +75,17 @@ class TgiPrefillFirst(SchedulingPolicy):
         self._waiting_tokens += 1
         return Step(decodes=tuple(running))
 
+    def coasted(self, passes: int) -> None:
+        """Decode steps without a prefill count towards ``max_waiting_tokens``."""
+        self._waiting_tokens += passes
+
+    def coast_limit(self, state: SchedulerState) -> tuple[int | None, bool]:
+        """While ``waiting_served_ratio`` holds the queue back, until ``max_waiting_tokens``
+        decode steps have passed or enough requests arrive."""
+        if state.waiting and self._waiting_tokens < self.max_waiting_tokens:
+            return self.max_waiting_tokens - self._waiting_tokens, True
+        return super().coast_limit(state)
+
     def _next_batch(self, state: SchedulerState, min_size: int | None) -> list[Sequence]:
         """``queue.rs`` ``next_batch``: entries in order within both token budgets; none when
         fewer than ``min_size`` are waiting or fit."""
