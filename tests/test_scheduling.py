@@ -10,6 +10,7 @@ from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.planning.engine_profiles import PROFILE_NAMES, engine_profile
 from cdk_sagemaker_llm.planning.performance import Layout, profile_limits, profile_model
+from cdk_sagemaker_llm.planning.scheduling.capacity import CopySimulation
 from cdk_sagemaker_llm.planning.scheduling.copy import simulate_copy
 from cdk_sagemaker_llm.planning.scheduling.costs import StepCosts
 from cdk_sagemaker_llm.planning.scheduling.load import ClosedLoop, PoissonArrivals
@@ -255,3 +256,32 @@ def test_a_load_that_is_not_positive_is_refused_with_the_property_named() -> Non
         ClosedLoop(0)
     with pytest.raises(ValidationError, match="rate_per_s"):
         PoissonArrivals(rate_per_s=0.0)
+
+
+# ----- capacity over the simulation --------------------------------------------------------------
+
+
+def _simulation(profile: str = "tgi-1") -> tuple[CopySimulation, int]:
+    model = profile_model(SPEC, Layout(G5, 1, 1), Precision.FP16, LOAD, engine_profile(profile))
+    limits, _ = profile_limits(model, engine_profile(profile))
+    return CopySimulation(model, engine_profile(profile)), limits.max_concurrency
+
+
+def test_capacity_is_the_most_clients_whose_simulated_ms_per_token_meets_the_limit() -> None:
+    simulation, most = _simulation()
+    found = simulation.capacity_within(60.0, most)
+    assert found is not None
+    assert found.ms_per_token <= 60.0
+    assert simulation.level(found.clients + 1).ms_per_token > 60.0
+    assert simulation.capacity_within(1.0, most) is None  # one request alone misses it
+
+
+def test_the_simulated_knee_is_where_doubling_buys_under_ten_percent() -> None:
+    simulation, most = _simulation()
+    knee = simulation.knee(most)
+    assert 1 <= knee.clients <= most
+    if knee.clients * 2 <= most:
+        assert simulation.level(knee.clients * 2).tokens_per_s < 1.1 * knee.tokens_per_s
+    if knee.clients > 1:
+        half = simulation.level(knee.clients // 2)
+        assert knee.tokens_per_s >= 1.1 * half.tokens_per_s
