@@ -4,12 +4,20 @@ form where the closed form holds (light load) and with Little's law everywhere."
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
+from cdk_sagemaker_llm.cli import main
 from cdk_sagemaker_llm.planning.engine_profiles import PROFILE_NAMES, engine_profile
-from cdk_sagemaker_llm.planning.performance import Layout, profile_limits, profile_model
+from cdk_sagemaker_llm.planning.performance import (
+    Layout,
+    predict,
+    profile_limits,
+    profile_model,
+)
 from cdk_sagemaker_llm.planning.scheduling.capacity import CopySimulation
 from cdk_sagemaker_llm.planning.scheduling.copy import simulate_copy
 from cdk_sagemaker_llm.planning.scheduling.costs import StepCosts
@@ -17,6 +25,7 @@ from cdk_sagemaker_llm.planning.scheduling.load import ClosedLoop, PoissonArriva
 from cdk_sagemaker_llm.planning.scheduling.loop import simulate
 from cdk_sagemaker_llm.planning.scheduling.neuronx import StaticBatchSlots, context_bucket
 from cdk_sagemaker_llm.planning.scheduling.policy import SchedulingPolicy
+from cdk_sagemaker_llm.planning.scheduling.prediction import with_simulated_levels
 from cdk_sagemaker_llm.planning.scheduling.selection import policy_for
 from cdk_sagemaker_llm.planning.scheduling.state import SchedulerState, Sequence, SimRequest, Step
 from cdk_sagemaker_llm.planning.scheduling.tgi import TgiChunked, TgiPrefillFirst
@@ -285,3 +294,40 @@ def test_the_simulated_knee_is_where_doubling_buys_under_ten_percent() -> None:
     if knee.clients > 1:
         half = simulation.level(knee.clients // 2)
         assert knee.tokens_per_s >= 1.1 * half.tokens_per_s
+
+
+# ----- predictions from the simulation ------------------------------------------------------------
+
+
+def test_a_simulated_prediction_keeps_the_closed_form_at_light_load_and_its_band() -> None:
+    closed = predict(SPEC, Layout(G5, 1, 1), LOAD, [1, 8, 64], engine="tgi-1")
+    simulated = with_simulated_levels(closed, SPEC)
+    assert [level.concurrency for level in simulated.levels] == [1, 8, 64]
+    light, cf_light = simulated.levels[0], closed.levels[0]
+    assert light.ms_per_token == pytest.approx(cf_light.ms_per_token, rel=0.03)
+    assert light.ms_per_token_band is not None and simulated.band == closed.band
+    assert any("simulated" in note for note in simulated.assumptions)
+    assert simulated.knee.concurrency >= 1
+
+
+def test_the_simulated_prediction_sees_tgi_1_refusing_beyond_its_request_cap() -> None:
+    workload = Workload(input_tokens=64, output_tokens=64)
+    closed = predict(SPEC, Layout(G5, 1, 1), workload, [160], engine="tgi-1")
+    simulated = with_simulated_levels(closed, SPEC)
+    assert any("refuses 32 (429)" in note for note in simulated.assumptions)
+
+
+def test_predict_simulate_scheduler_prints_the_simulated_levels(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = [
+        "predict", "--model", "llama-3-8b", "--instance-type", "ml.g5.2xlarge",
+        "--input-tokens", "512", "--output-tokens", "128", "--concurrency", "1,16",
+        "--engine", "tgi-1", "--format", "json", "--simulate-scheduler",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert [level["concurrency"] for level in printed["levels"]] == [1, 16]
+    assert any("levels and knee simulated" in line for line in printed["assumptions"])
+    assert main([*argv, "--optimization", "awq"]) == 2
+    assert "--simulate-scheduler" in capsys.readouterr().err
