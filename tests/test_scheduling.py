@@ -331,3 +331,32 @@ def test_predict_simulate_scheduler_prints_the_simulated_levels(
     assert any("levels and knee simulated" in line for line in printed["assumptions"])
     assert main([*argv, "--optimization", "awq"]) == 2
     assert "--simulate-scheduler" in capsys.readouterr().err
+
+
+def test_poisson_arrivals_queue_as_the_rate_nears_what_the_copy_serves() -> None:
+    costs = _costs()
+    saturated = simulate(VllmChunked(100_000, 8, 2048), costs, LOAD, ClosedLoop(8))
+    capacity = saturated.requests_per_s  # what 8 slots serve back to back
+    ttft = {}
+    for share in (0.3, 0.9, 1.5):
+        load = PoissonArrivals(rate_per_s=share * capacity, requests=300, seed=3)
+        result = simulate(VllmChunked(100_000, 8, 2048), costs, LOAD, load)
+        ttft[share] = result.percentile("ttft_s", 0.5)
+        if share < 1:  # below capacity the copy keeps up with the arrivals
+            assert result.requests_per_s == pytest.approx(share * capacity, rel=0.2)
+    assert ttft[0.3] < ttft[0.9] < ttft[1.5]
+    assert ttft[1.5] > 10 * ttft[0.3]  # past capacity the queue, and the wait, keep growing
+
+
+def test_multi_turn_history_is_served_from_the_prefix_cache() -> None:
+    workload = Workload.multi_turn(conversations=4, turns=4, turn_tokens=256, output_tokens=64)
+    costs = _costs(workload)
+    cached = simulate(VllmChunked(200_000, 256, 2048), costs, workload, ClosedLoop(4, rounds=8))
+    plain = simulate(
+        VllmChunked(200_000, 256, 2048, prefix_caching=False),
+        costs,
+        workload,
+        ClosedLoop(4, rounds=8),
+    )
+    assert cached.mean("ttft_s") < plain.mean("ttft_s")
+    assert cached.tokens_per_s > plain.tokens_per_s
