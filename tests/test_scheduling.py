@@ -4,18 +4,28 @@ form where the closed form holds (light load) and with Little's law everywhere."
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
+from cdk_sagemaker_llm.cli import main
 from cdk_sagemaker_llm.planning.engine_profiles import PROFILE_NAMES, engine_profile
-from cdk_sagemaker_llm.planning.performance import Layout, profile_limits, profile_model
+from cdk_sagemaker_llm.planning.performance import (
+    Layout,
+    predict,
+    profile_limits,
+    profile_model,
+)
+from cdk_sagemaker_llm.planning.scheduling.capacity import CopySimulation
 from cdk_sagemaker_llm.planning.scheduling.copy import simulate_copy
 from cdk_sagemaker_llm.planning.scheduling.costs import StepCosts
 from cdk_sagemaker_llm.planning.scheduling.load import ClosedLoop, PoissonArrivals
 from cdk_sagemaker_llm.planning.scheduling.loop import simulate
 from cdk_sagemaker_llm.planning.scheduling.neuronx import StaticBatchSlots, context_bucket
 from cdk_sagemaker_llm.planning.scheduling.policy import SchedulingPolicy
+from cdk_sagemaker_llm.planning.scheduling.prediction import with_simulated_levels
 from cdk_sagemaker_llm.planning.scheduling.selection import policy_for
 from cdk_sagemaker_llm.planning.scheduling.state import SchedulerState, Sequence, SimRequest, Step
 from cdk_sagemaker_llm.planning.scheduling.tgi import TgiChunked, TgiPrefillFirst
@@ -255,3 +265,98 @@ def test_a_load_that_is_not_positive_is_refused_with_the_property_named() -> Non
         ClosedLoop(0)
     with pytest.raises(ValidationError, match="rate_per_s"):
         PoissonArrivals(rate_per_s=0.0)
+
+
+# ----- capacity over the simulation --------------------------------------------------------------
+
+
+def _simulation(profile: str = "tgi-1") -> tuple[CopySimulation, int]:
+    model = profile_model(SPEC, Layout(G5, 1, 1), Precision.FP16, LOAD, engine_profile(profile))
+    limits, _ = profile_limits(model, engine_profile(profile))
+    return CopySimulation(model, engine_profile(profile)), limits.max_concurrency
+
+
+def test_capacity_is_the_most_clients_whose_simulated_ms_per_token_meets_the_limit() -> None:
+    simulation, most = _simulation()
+    found = simulation.capacity_within(60.0, most)
+    assert found is not None
+    assert found.ms_per_token <= 60.0
+    assert simulation.level(found.clients + 1).ms_per_token > 60.0
+    assert simulation.capacity_within(1.0, most) is None  # one request alone misses it
+
+
+def test_the_simulated_knee_is_where_doubling_buys_under_ten_percent() -> None:
+    simulation, most = _simulation()
+    knee = simulation.knee(most)
+    assert 1 <= knee.clients <= most
+    if knee.clients * 2 <= most:
+        assert simulation.level(knee.clients * 2).tokens_per_s < 1.1 * knee.tokens_per_s
+    if knee.clients > 1:
+        half = simulation.level(knee.clients // 2)
+        assert knee.tokens_per_s >= 1.1 * half.tokens_per_s
+
+
+# ----- predictions from the simulation ------------------------------------------------------------
+
+
+def test_a_simulated_prediction_keeps_the_closed_form_at_light_load_and_its_band() -> None:
+    closed = predict(SPEC, Layout(G5, 1, 1), LOAD, [1, 8, 64], engine="tgi-1")
+    simulated = with_simulated_levels(closed, SPEC)
+    assert [level.concurrency for level in simulated.levels] == [1, 8, 64]
+    light, cf_light = simulated.levels[0], closed.levels[0]
+    assert light.ms_per_token == pytest.approx(cf_light.ms_per_token, rel=0.03)
+    assert light.ms_per_token_band is not None and simulated.band == closed.band
+    assert any("simulated" in note for note in simulated.assumptions)
+    assert simulated.knee.concurrency >= 1
+
+
+def test_the_simulated_prediction_sees_tgi_1_refusing_beyond_its_request_cap() -> None:
+    workload = Workload(input_tokens=64, output_tokens=64)
+    closed = predict(SPEC, Layout(G5, 1, 1), workload, [160], engine="tgi-1")
+    simulated = with_simulated_levels(closed, SPEC)
+    assert any("refuses 32 (429)" in note for note in simulated.assumptions)
+
+
+def test_predict_simulate_scheduler_prints_the_simulated_levels(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = [
+        "predict", "--model", "llama-3-8b", "--instance-type", "ml.g5.2xlarge",
+        "--input-tokens", "512", "--output-tokens", "128", "--concurrency", "1,16",
+        "--engine", "tgi-1", "--format", "json", "--simulate-scheduler",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert [level["concurrency"] for level in printed["levels"]] == [1, 16]
+    assert any("levels and knee simulated" in line for line in printed["assumptions"])
+    assert main([*argv, "--optimization", "awq"]) == 2
+    assert "--simulate-scheduler" in capsys.readouterr().err
+
+
+def test_poisson_arrivals_queue_as_the_rate_nears_what_the_copy_serves() -> None:
+    costs = _costs()
+    saturated = simulate(VllmChunked(100_000, 8, 2048), costs, LOAD, ClosedLoop(8))
+    capacity = saturated.requests_per_s  # what 8 slots serve back to back
+    ttft = {}
+    for share in (0.3, 0.9, 1.5):
+        load = PoissonArrivals(rate_per_s=share * capacity, requests=300, seed=3)
+        result = simulate(VllmChunked(100_000, 8, 2048), costs, LOAD, load)
+        ttft[share] = result.percentile("ttft_s", 0.5)
+        if share < 1:  # below capacity the copy keeps up with the arrivals
+            assert result.requests_per_s == pytest.approx(share * capacity, rel=0.2)
+    assert ttft[0.3] < ttft[0.9] < ttft[1.5]
+    assert ttft[1.5] > 10 * ttft[0.3]  # past capacity the queue, and the wait, keep growing
+
+
+def test_multi_turn_history_is_served_from_the_prefix_cache() -> None:
+    workload = Workload.multi_turn(conversations=4, turns=4, turn_tokens=256, output_tokens=64)
+    costs = _costs(workload)
+    cached = simulate(VllmChunked(200_000, 256, 2048), costs, workload, ClosedLoop(4, rounds=8))
+    plain = simulate(
+        VllmChunked(200_000, 256, 2048, prefix_caching=False),
+        costs,
+        workload,
+        ClosedLoop(4, rounds=8),
+    )
+    assert cached.mean("ttft_s") < plain.mean("ttft_s")
+    assert cached.tokens_per_s > plain.tokens_per_s

@@ -33,6 +33,7 @@ from ..planning.performance import (
     Workload,
     predict,
 )
+from ..planning.scheduling.prediction import with_simulated_levels
 from ..planning.sizing import recommended_tensor_parallel_degree
 from .calibrate import (
     add_calibration_arguments,
@@ -86,6 +87,13 @@ def register(subparsers: Any) -> None:
         "head); the assumptions name the optimization job it needs",
     )
     add_calibration_arguments(parser)
+    parser.add_argument(
+        "--simulate-scheduler",
+        action="store_true",
+        help="time each level and the knee with a discrete-event simulation of the engine's "
+        "scheduler (prefill stalls, token budgets, request caps, queueing: "
+        "planning.scheduling) instead of the closed form; slower (about 0.1-1 s per level)",
+    )
     parser.add_argument("--format", choices=("json", "markdown"), default="markdown")
     parser.set_defaults(handler=run)
 
@@ -246,6 +254,8 @@ def run(args: argparse.Namespace) -> int:
             engine=engine,
             optimization=Optimization.of(args.optimization) if args.optimization else None,
         )
+        if args.simulate_scheduler:
+            prediction = _simulated(prediction, spec, dtype, calibration, args)
     except ValidationError as error:
         print(f"error: {_flag_error(error, args)}", file=sys.stderr)
         return 2
@@ -256,6 +266,30 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_markdown(spec.name, prediction))
     return 0
+
+
+def _simulated(
+    prediction: Prediction,
+    spec: ModelSpec,
+    dtype: Precision,
+    calibration: MeasuredEfficiency | None,
+    args: argparse.Namespace,
+) -> Prediction:
+    """``--simulate-scheduler``: the prediction's levels and knee from the simulation."""
+    if args.optimization:
+        raise ValidationError(
+            "--simulate-scheduler",
+            True,
+            f"does not simulate an optimized model (--optimization {args.optimization})",
+            "drop one of the two flags",
+        )
+    return with_simulated_levels(
+        prediction,
+        spec,
+        dtype,
+        efficiency=calibration.efficiency if calibration is not None else None,
+        max_batch_size=args.max_batch_size,
+    )
 
 
 def _flag_error(error: ValidationError, args: argparse.Namespace) -> ValidationError:

@@ -9,7 +9,33 @@ from ..placement import copy_memory
 from .costs import StepCosts
 from .load import Load
 from .loop import SimulationResult, simulate
+from .policy import SchedulingPolicy
 from .selection import kv_tokens_of, policy_for
+
+
+def copy_policy(
+    model: CopyModel,
+    profile: EngineProfile,
+    *,
+    max_batch_size: int | None = None,
+    max_concurrent_requests: int | None = None,
+) -> SchedulingPolicy:
+    """A fresh policy of ``profile`` over the KV tokens one copy of ``model`` holds
+    (``policy_for`` states the options)."""
+    memory = copy_memory(
+        model.spec,
+        model.instance_type,
+        model.tensor_parallel_degree,
+        model.precision,
+        model.workload.total_tokens,
+    )
+    return policy_for(
+        profile,
+        kv_tokens_of(model, memory.kv_free_bytes),
+        model.workload,
+        max_batch_size=max_batch_size,
+        max_concurrent_requests=max_concurrent_requests,
+    )
 
 
 def simulate_copy(
@@ -20,19 +46,10 @@ def simulate_copy(
     max_batch_size: int | None = None,
     max_concurrent_requests: int | None = None,
 ) -> SimulationResult:
-    """Simulate ``load`` of ``model.workload`` on one copy (``policy_for`` states the
-    options)."""
-    memory = copy_memory(
-        model.spec,
-        model.instance_type,
-        model.tensor_parallel_degree,
-        model.precision,
-        model.workload.total_tokens,
-    )
-    policy = policy_for(
+    """Simulate ``load`` of ``model.workload`` on one copy (``copy_policy``)."""
+    policy = copy_policy(
+        model,
         profile,
-        kv_tokens_of(model, memory.kv_free_bytes),
-        model.workload,
         max_batch_size=max_batch_size,
         max_concurrent_requests=max_concurrent_requests,
     )

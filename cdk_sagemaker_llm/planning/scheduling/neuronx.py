@@ -1,10 +1,12 @@
 """NeuronX serving (LMI's NeuronX backend, transformers-neuronx / NxD Inference): the model is
 compiled ahead of time for fixed shapes, so every decode pass runs at the compiled batch size
-whatever the number of live sequences (empty slots are padding), and a prompt is encoded alone
-at the smallest compiled context length (bucket) that holds it, while the batch waits (AWS Neuron
-docs, NxD Inference "Bucketing": context-encoding buckets are powers of two from 128 up to the
-maximum context length by default; LMI configurations: ``option.max_rolling_batch_size`` is
-compiled into the model)."""
+whatever the number of live sequences (empty slots are padding), and a prompt is encoded alone,
+padded to the next larger compiled context length (AWS Neuron docs, "Running inference on
+variable input shapes with bucketing": with Inferentia every input shape is fixed at compile
+time and each input is padded to the next largest bucket; LMI configurations:
+``option.max_rolling_batch_size`` is compiled into the model). Which buckets a model was
+compiled with is the deployment's choice; the simulation assumes powers of two from 128
+(``SMALLEST_CONTEXT_BUCKET``), and says so in its description."""
 
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ from .policy import SchedulingPolicy
 from .state import SchedulerState, Step
 
 SMALLEST_CONTEXT_BUCKET = 128
-"""NxD Inference's smallest default context-encoding bucket (Neuron docs, "Bucketing")."""
+"""The smallest compiled context length assumed; larger buckets double from it (an assumption:
+state your compiled buckets by calibrating)."""
 
 
 def context_bucket(tokens: int) -> int:
@@ -32,6 +35,7 @@ class StaticBatchSlots(SchedulingPolicy):
 
     kv_tokens: int
     batch_size: int
+    pads_decode: bool = True
 
     def plan(self, state: SchedulerState) -> Step:
         """One waiting prompt into a free slot, else a decode pass of every slot."""
@@ -58,5 +62,5 @@ class StaticBatchSlots(SchedulingPolicy):
         return (
             f"NeuronX static shapes: decode at the compiled batch of {self.batch_size}, prompts "
             f"encoded one at a time padded to power-of-two buckets from {SMALLEST_CONTEXT_BUCKET} "
-            "(Neuron NxD Inference bucketing; LMI max_rolling_batch_size)"
+            "(assumed buckets; Neuron bucketing app note; LMI max_rolling_batch_size)"
         )

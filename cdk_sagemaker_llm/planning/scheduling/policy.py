@@ -18,6 +18,22 @@ class SchedulingPolicy(ABC):
     """KV-cache tokens the copy holds."""
     prefix_caching: bool = False
     """Whether a prompt's cached prefix skips its prefill."""
+    kv_on_demand: bool = False
+    """Whether KV blocks are allocated as sequences grow (vLLM), not reserved up front."""
+    pads_decode: bool = False
+    """Whether a decode pass runs at a compiled batch size whatever the live sequences."""
+
+    def coasted(self, passes: int) -> None:  # noqa: B027 (most engines keep no such count)
+        """The loop ran ``passes`` more decode passes of an unchanged batch at once (TGI counts
+        them towards ``max_waiting_tokens``)."""
+
+    def coast_limit(self, state: SchedulerState) -> tuple[int | None, bool]:
+        """After a decode-only pass: how many more the batch runs unchanged whatever happens
+        (None: until a sequence finishes or the KV cache runs out), and whether an arrival
+        could change that. With requests waiting, the policy declined them for a limit only a
+        finishing sequence lifts (batch size, KV reservation, token budget); with none, the
+        next arrival joins."""
+        return None, not state.waiting
 
     def refuses(self, in_flight: int) -> bool:
         """Whether a request arriving with ``in_flight`` already held is refused (HTTP 429)."""

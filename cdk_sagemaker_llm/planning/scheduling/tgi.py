@@ -9,8 +9,10 @@ While a batch runs, a new one is only taken when at least ``waiting_served_ratio
 batch's size are waiting, unless ``max_waiting_tokens`` decode steps have passed since the last
 prefill. Beyond ``MAX_CONCURRENT_REQUESTS`` requests in flight the router answers 429 ("Model is
 overloaded"). Defaults: TGI launcher reference (huggingface.co/docs/text-generation-inference/
-basic_tutorials/launcher): ``--waiting-served-ratio`` 1.2, ``--max-waiting-tokens`` 20,
-``--max-concurrent-requests`` 128, ``--max-batch-prefill-tokens`` 4096.
+reference/launcher) and the router's own arguments (``router/src/main.rs``, ``#[clap(default_value
+= "1.2")] waiting_served_ratio``, ``"20"`` ``max_waiting_tokens``): ``--waiting-served-ratio``
+1.2, ``--max-waiting-tokens`` 20, ``--max-concurrent-requests`` 128,
+``--max-batch-prefill-tokens`` 4096.
 
 TGI 3.x (``backends/v3/src/backend.rs``, ``backends/v3/src/queue.rs``; TGI v3 "Chunking" and
 prefix caching, huggingface.co/docs/text-generation-inference/conceptual/chunking): a prompt that
@@ -74,6 +76,17 @@ class TgiPrefillFirst(SchedulingPolicy):
             return Step()
         self._waiting_tokens += 1
         return Step(decodes=tuple(running))
+
+    def coasted(self, passes: int) -> None:
+        """Decode steps without a prefill count towards ``max_waiting_tokens``."""
+        self._waiting_tokens += passes
+
+    def coast_limit(self, state: SchedulerState) -> tuple[int | None, bool]:
+        """While ``waiting_served_ratio`` holds the queue back, until ``max_waiting_tokens``
+        decode steps have passed or enough requests arrive."""
+        if state.waiting and self._waiting_tokens < self.max_waiting_tokens:
+            return self.max_waiting_tokens - self._waiting_tokens, True
+        return super().coast_limit(state)
 
     def _next_batch(self, state: SchedulerState, min_size: int | None) -> list[Sequence]:
         """``queue.rs`` ``next_batch``: entries in order within both token budgets; none when

@@ -5,10 +5,11 @@ within ``max_num_tokens`` tokens and ``max_batch_size`` requests (TensorRT-LLM d
 Max Batch Size and Max Num Tokens", nvidia.github.io/TensorRT-LLM/performance/performance-tuning-
 guide; ``max_num_tokens`` default 8192). The default capacity scheduler policy
 ``GUARANTEED_NO_EVICT`` admits a request only when the KV cache can hold its prompt and every
-token it may generate, so nothing is ever preempted (TensorRT-LLM docs, "The Batch Manager in
-TensorRT-LLM": ``CapacitySchedulerPolicy``). Without chunked context (``enable_chunked_context``,
-off by default) a prompt is prefilled whole, in a pass with room for it; with it, prompts are
-split into chunks that fill the pass.
+token it may generate, so a started request is never paused (TensorRT-LLM docs, "Useful
+Runtime Options", nvidia.github.io/TensorRT-LLM/performance/performance-tuning-guide/useful-
+runtime-flags.html: ``GUARANTEED_NO_EVICT`` is the default capacity scheduler policy).
+Without chunked context (``enable_chunked_context``, off by default) a prompt is prefilled
+whole, in a pass with room for it; with it, prompts are split into chunks that fill the pass.
 """
 
 from __future__ import annotations
@@ -62,5 +63,5 @@ class InflightBatching(SchedulingPolicy):
         return (
             f"TensorRT-LLM in-flight batching: max_batch_size {self.max_batch_size}, "
             f"max_num_tokens {self.max_num_tokens} per pass, {chunking}, GUARANTEED_NO_EVICT "
-            f"over {self.kv_tokens} KV tokens (TensorRT-LLM batch manager docs)"
+            f"over {self.kv_tokens} KV tokens (TensorRT-LLM performance tuning guide)"
         )

@@ -54,6 +54,7 @@ class VllmPrefillFirst(SchedulingPolicy):
     kv_tokens: int
     max_num_seqs: int
     max_num_batched_tokens: int
+    kv_on_demand: bool = True
 
     def plan(self, state: SchedulerState) -> Step:
         """Waiting prompts if any can be admitted, else one decode step of the batch."""
@@ -101,6 +102,7 @@ class VllmChunked(SchedulingPolicy):
     kv_tokens: int
     max_num_seqs: int
     max_num_batched_tokens: int
+    kv_on_demand: bool = True
     prefix_caching: bool = True
 
     def plan(self, state: SchedulerState) -> Step:

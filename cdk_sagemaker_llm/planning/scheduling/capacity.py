@@ -1,0 +1,107 @@
+"""Capacity over the simulation: the most closed-loop clients per copy whose simulated ms/token
+(and TTFT) meet the limits, found by bisecting the load (as Vidur searches configurations,
+Agrawal et al., MLSys 2024), and the knee by the library's doubling rule
+(``performance.KNEE_MIN_GAIN_PER_DOUBLING``) over simulated levels."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..engine_profiles import EngineProfile
+from ..performance import KNEE_MIN_GAIN_PER_DOUBLING, CopyModel
+from .copy import simulate_copy
+from .load import ClosedLoop
+from .loop import SimulationResult
+
+
+@dataclass(frozen=True)
+class SimulatedLevel:
+    """One simulated closed-loop level of one copy."""
+
+    clients: int
+    result: SimulationResult
+
+    @property
+    def ms_per_token(self) -> float:
+        """Mean end-to-end latency / output tokens, ms."""
+        return self.result.mean("ms_per_token")
+
+    @property
+    def ttft_ms(self) -> float:
+        """Mean time to first token, ms."""
+        return self.result.mean("ttft_s") * 1000
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Output tokens/s of the copy."""
+        return self.result.tokens_per_s
+
+
+class CopySimulation:
+    """Simulated closed-loop levels of one copy, each run once and remembered."""
+
+    def __init__(
+        self, model: CopyModel, profile: EngineProfile, max_batch_size: int | None = None
+    ) -> None:
+        self.model = model
+        self.profile = profile
+        self.max_batch_size = max_batch_size
+        self._levels: dict[int, SimulatedLevel] = {}
+
+    def level(self, clients: int) -> SimulatedLevel:
+        """The copy under ``clients`` closed-loop clients."""
+        known = self._levels.get(clients)
+        if known is None:
+            result = simulate_copy(
+                self.model,
+                self.profile,
+                ClosedLoop(clients),
+                max_batch_size=self.max_batch_size,
+            )
+            known = self._levels[clients] = SimulatedLevel(clients, result)
+        return known
+
+    def meets(self, clients: int, max_ms_per_token: float, max_ttft_ms: float | None) -> bool:
+        """Whether every client is served (no 429) within the limits at ``clients``."""
+        level = self.level(clients)
+        if level.result.rejected or not level.result.outcomes:
+            return False
+        if level.ms_per_token > max_ms_per_token:
+            return False
+        return max_ttft_ms is None or level.ttft_ms <= max_ttft_ms
+
+    def capacity_within(
+        self, max_ms_per_token: float, max_clients: int, max_ttft_ms: float | None = None
+    ) -> SimulatedLevel | None:
+        """The most clients (up to ``max_clients``) that meet the limits, by doubling then
+        bisecting (ms/token grows with the load); None when one client alone misses them."""
+        if not self.meets(1, max_ms_per_token, max_ttft_ms):
+            return None
+        low, high = 1, 2
+        while high <= max_clients and self.meets(high, max_ms_per_token, max_ttft_ms):
+            low, high = high, high * 2
+        high = min(high, max_clients + 1)
+        while high - low > 1:
+            middle = (low + high) // 2
+            if self.meets(middle, max_ms_per_token, max_ttft_ms):
+                low = middle
+            else:
+                high = middle
+        return self.level(low)
+
+    def knee(self, max_clients: int) -> SimulatedLevel:
+        """The last level before doubling the clients buys less than
+        ``KNEE_MIN_GAIN_PER_DOUBLING`` more throughput (or ``max_clients``)."""
+        previous = self.level(1)
+        clients = 2
+        while clients <= max_clients:
+            current = self.level(clients)
+            doublings = math.log2(clients / previous.clients)
+            ratio = current.tokens_per_s / previous.tokens_per_s if previous.tokens_per_s else 0
+            gain = ratio ** (1 / doublings) - 1  # per doubling, as copy_knee
+            if gain < KNEE_MIN_GAIN_PER_DOUBLING or current.result.rejected:
+                return previous
+            previous = current
+            clients = min(clients * 2, max_clients) if clients < max_clients else max_clients + 1
+        return previous

@@ -1,0 +1,94 @@
+"""A prediction (``performance.predict``) whose levels and knee come from the scheduler
+simulation rather than the closed form: the same layout, band, limits and assumptions, with
+each level's figures simulated under closed-loop clients spread over the copies as the load
+balancer spreads them, and the knee by the doubling rule over simulated levels."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ...catalog.model_specs import ModelSpec, Precision
+from ..engine_profiles import engine_profile
+from ..performance import (
+    Efficiency,
+    Knee,
+    LevelPrediction,
+    Prediction,
+    profile_limits,
+    profile_model,
+)
+from .capacity import CopySimulation
+from .copy import copy_policy
+
+
+def with_simulated_levels(
+    prediction: Prediction,
+    spec: ModelSpec,
+    precision: Precision = Precision.FP16,
+    *,
+    efficiency: Efficiency | None = None,
+    max_batch_size: int | None = None,
+) -> Prediction:
+    """``prediction`` (of ``spec`` at ``precision``, with a calibration's ``efficiency`` if it
+    had one) with simulated levels and knee."""
+    profile = engine_profile(prediction.engine)
+    layout, workload = prediction.layout, prediction.workload
+    model = profile_model(spec, layout, precision, workload, profile, efficiency)
+    limits, _ = profile_limits(model, profile, max_batch_size)
+    simulation = CopySimulation(model, profile, max_batch_size)
+    copies = layout.copies
+    levels = [_level(simulation, copies, level.concurrency) for level in prediction.levels]
+    if prediction.band is not None:
+        levels = [level.with_band(prediction.band) for level in levels]
+    knee = simulation.knee(limits.max_concurrency)
+    notes = [
+        "levels and knee simulated (planning.scheduling): "
+        + copy_policy(model, profile, max_batch_size=max_batch_size).describe()
+        + "; closed-loop clients, the first round and the drain left out"
+    ]
+    for level in prediction.levels:
+        refused = _refused(simulation, copies, level.concurrency)
+        if refused:
+            notes.append(f"at {level.concurrency} in flight the engine refuses {refused} (429)")
+    return replace(
+        prediction,
+        levels=levels,
+        knee=Knee(
+            knee.clients * copies,
+            f"per copy: simulated throughput gains less than 10% per doubling past "
+            f"{knee.clients} (or the copy's limit); x {copies} copies",
+        ),
+        assumptions=[*prediction.assumptions, *notes],
+    )
+
+
+def _shares(copies: int, concurrency: int) -> list[tuple[int, int]]:
+    """(clients per copy, copies with that many): the load balancer's even share."""
+    base, extra = divmod(concurrency, copies)
+    return [(c, n) for c, n in ((base + 1, extra), (base, copies - extra)) if c and n]
+
+
+def _level(simulation: CopySimulation, copies: int, concurrency: int) -> LevelPrediction:
+    tokens = 0.0
+    worst = (0.0, 0.0, 0.0)
+    for clients, count in _shares(copies, concurrency):
+        level = simulation.level(clients)
+        tokens += level.tokens_per_s * count
+        e2e = level.result.mean("e2e_s") * 1000
+        worst = max(worst, (level.ms_per_token, level.ttft_ms, e2e))
+    ms, ttft, e2e = worst
+    return LevelPrediction(
+        concurrency=concurrency,
+        ms_per_token=ms,
+        ttft_ms=ttft,
+        e2e_ms=e2e,
+        tokens_per_s=tokens,
+        requests_per_s=tokens / simulation.model.workload.output_tokens,
+    )
+
+
+def _refused(simulation: CopySimulation, copies: int, concurrency: int) -> int:
+    return sum(
+        simulation.level(clients).result.rejected * count
+        for clients, count in _shares(copies, concurrency)
+    )
