@@ -24,8 +24,10 @@ PURE_MODULES = sorted(
             for m in pkgutil.iter_modules(cdk_sagemaker_llm.catalog.__path__)
         ),
         *(
-            f"cdk_sagemaker_llm.planning.{m.name}"
-            for m in pkgutil.iter_modules(cdk_sagemaker_llm.planning.__path__)
+            m.name
+            for m in pkgutil.walk_packages(
+                cdk_sagemaker_llm.planning.__path__, "cdk_sagemaker_llm.planning."
+            )
         ),
         "cdk_sagemaker_llm.errors",
         "cdk_sagemaker_llm.template_metadata",
@@ -42,6 +44,7 @@ PURE_MODULES = sorted(
 def test_pure_modules_are_found() -> None:
     assert "cdk_sagemaker_llm.catalog.instance_types" in PURE_MODULES
     assert "cdk_sagemaker_llm.planning.sizing" in PURE_MODULES
+    assert "cdk_sagemaker_llm.planning.scheduling.loop" in PURE_MODULES  # subpackages too
     assert "cdk_sagemaker_llm.review.render" in PURE_MODULES
 
 
