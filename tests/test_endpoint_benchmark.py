@@ -546,3 +546,21 @@ def test_request_metric_scaling_on_an_async_endpoint_steers_to_async_scaling() -
         scaling.scale_on_invocations(target=100)
     with pytest.raises(ValidationError, match=r"scale_on_concurrent_requests=.*never scale"):
         scaling.scale_on_concurrent_requests(target=4)
+
+
+def test_a_ttft_objective_without_streaming_is_refused() -> None:
+    """TTFT is measured on streamed responses only: without streaming every request would
+    miss the objective."""
+    from cdk_sagemaker_llm import GoodputSlo
+
+    stack = new_stack()
+    component = InferenceComponent.from_inference_component_name(
+        stack, "Ic", inference_component_name="ic", endpoint_name="ep"
+    )
+    load = BenchmarkLoad.request_rates([1, 2], slo=GoodputSlo(ttft_ms=500))
+    with pytest.raises(ValidationError, match=r"load\.slo\.ttft_ms=500: .*does not stream"):
+        EndpointBenchmark(stack, "Bench", inference_component=component, load=load)
+    EndpointBenchmark(
+        stack, "Streamed", inference_component=component, load=load,
+        protocol=RequestProtocol(stream=True),
+    )  # fmt: skip

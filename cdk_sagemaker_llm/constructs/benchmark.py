@@ -200,6 +200,13 @@ class EndpointBenchmark(Construct):
             check_range(f"workload.{prop}", getattr(workload, prop), maximum=MAX_TOKENS)
         check_deploy_time(workload, self.load)
         protocol = protocol or RequestProtocol()
+        if self.load.slo is not None:
+            self.load.slo.check_measurable(
+                protocol.stream,
+                "load.slo.ttft_ms",
+                "stream the responses (protocol=RequestProtocol(..., stream=True)), or drop "
+                "ttft_ms",
+            )
         gate = gate or BenchmarkGate()
         gate.check_applies_to(self.load)
         engine = engine or BenchmarkEngine.lambda_workers()
