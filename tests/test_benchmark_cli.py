@@ -332,3 +332,16 @@ def test_no_credentials_gives_a_hint(
     assert code == 2
     err = capsys.readouterr().err
     assert "no AWS credentials found" in err and "AWS_ACCESS_KEY_ID" in err
+
+
+def test_slo_ttft_without_stream_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """TTFT is measured on streamed responses only."""
+    argv = ["benchmark", "--endpoint-name", "e", "--region", "us-east-1",
+            "--out", str(tmp_path / "r.json"), "--request-rate", "1,2",
+            "--slo-ttft-ms", "500"]  # fmt: skip
+    assert main(argv) == 2
+    assert "--slo-ttft-ms=500.0: a TTFT objective needs streamed responses" in (
+        capsys.readouterr().err
+    )

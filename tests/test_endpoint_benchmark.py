@@ -490,3 +490,77 @@ def test_a_target_is_required_and_must_be_consistent() -> None:
 
 def test_the_asset_hash_is_deterministic_and_follows_the_sources() -> None:
     assert asset_hash() == asset_hash() and len(asset_hash()) == 64
+
+
+def _async_endpoint(stack: cdk.Stack) -> Endpoint:
+    from cdk_sagemaker_llm import AsyncInference
+
+    model = Model(
+        stack,
+        "AsyncModel",
+        image=ContainerImage.lmi("0.31.0"),
+        source=ModelSource.from_hugging_face("Qwen/Qwen2.5-7B-Instruct"),
+    )
+    return Endpoint(
+        stack,
+        "Async",
+        variants=[ProductionVariant(model=model, instance_type=InstanceType.G6E_2XLARGE)],
+        async_inference=AsyncInference(bucket=s3.Bucket(stack, "AsyncBucket")),
+    )
+
+
+@pytest.mark.parametrize("engine", [None, BenchmarkEngine.managed()], ids=["lambda", "managed"])
+def test_a_component_endpoint_benchmarked_without_a_component_is_refused(engine: Any) -> None:
+    """Every request to an endpoint of inference components must name one."""
+    stack = new_stack()
+    endpoint = InferenceComponentEndpoint(stack, "Ep", instance_type=InstanceType.G6E_2XLARGE)
+    with pytest.raises(ValidationError, match=r"inference_component=None: .* hosts inference"):
+        EndpointBenchmark(
+            stack, "Bench", endpoint=endpoint, engine=engine,
+            workload=Workload(input_tokens=64, output_tokens=16),
+        )  # fmt: skip
+
+
+@pytest.mark.parametrize("engine", [None, BenchmarkEngine.managed()], ids=["lambda", "managed"])
+def test_an_async_endpoint_benchmark_is_refused(engine: Any) -> None:
+    """An asynchronous endpoint answers InvokeEndpointAsync only."""
+    stack = new_stack()
+    endpoint = _async_endpoint(stack)
+    with pytest.raises(ValidationError, match=r"endpoint='.*Async': is asynchronous"):
+        EndpointBenchmark(
+            stack, "Bench", endpoint=endpoint, engine=engine,
+            workload=Workload(input_tokens=64, output_tokens=16),
+        )  # fmt: skip
+
+
+def test_request_metric_scaling_on_an_async_endpoint_steers_to_async_scaling() -> None:
+    from cdk_sagemaker_llm import AsyncScaling, VariantScaling
+
+    stack = new_stack()
+    endpoint = _async_endpoint(stack)
+    with pytest.raises(ValidationError, match=r"endpoint=.*is asynchronous.*Fix: use AsyncScaling"):
+        VariantScaling(stack, "Scaling", endpoint=endpoint, max_instances=4)
+    scaling = AsyncScaling(stack, "AsyncScaling", endpoint=endpoint, max_instances=4)
+    scaling.scale_on_backlog(target=5)
+    with pytest.raises(ValidationError, match=r"scale_on_invocations=.*never scale"):
+        scaling.scale_on_invocations(target=100)
+    with pytest.raises(ValidationError, match=r"scale_on_concurrent_requests=.*never scale"):
+        scaling.scale_on_concurrent_requests(target=4)
+
+
+def test_a_ttft_objective_without_streaming_is_refused() -> None:
+    """TTFT is measured on streamed responses only: without streaming every request would
+    miss the objective."""
+    from cdk_sagemaker_llm import GoodputSlo
+
+    stack = new_stack()
+    component = InferenceComponent.from_inference_component_name(
+        stack, "Ic", inference_component_name="ic", endpoint_name="ep"
+    )
+    load = BenchmarkLoad.request_rates([1, 2], slo=GoodputSlo(ttft_ms=500))
+    with pytest.raises(ValidationError, match=r"load\.slo\.ttft_ms=500: .*does not stream"):
+        EndpointBenchmark(stack, "Bench", inference_component=component, load=load)
+    EndpointBenchmark(
+        stack, "Streamed", inference_component=component, load=load,
+        protocol=RequestProtocol(stream=True),
+    )  # fmt: skip

@@ -444,3 +444,30 @@ def test_graviton_names_are_arm_and_unknown_types_unchecked() -> None:
     assert InstanceType.of("ml.c7i.4xlarge").cpu_architecture is None
     assert InstanceType.G6E_2XLARGE.cpu_architecture is CpuArchitecture.X86_64
     assert ContainerImage.from_uri("ghcr.io/me/llm:1").cpu_architecture is None
+
+
+def test_an_environment_value_over_1024_bytes_is_refused() -> None:
+    """Each environment key and value is at most 1,024 bytes (SageMaker API reference), on a
+    Model and on a component's own container alike."""
+    from cdk_sagemaker_llm import ComponentModel, InferenceComponentEndpoint
+
+    stack = new_stack()
+    long_value = "x" * 1025
+    Model(stack, "Fits", image=ContainerImage.lmi("0.31.0"), environment={"A": "x" * 1024})
+    with pytest.raises(ValidationError, match=r"environment\['CHAT_TEMPLATE'\]=.*1025 bytes"):
+        Model(
+            stack,
+            "Model",
+            image=ContainerImage.lmi("0.31.0"),
+            environment={"CHAT_TEMPLATE": long_value},
+        )
+    endpoint = InferenceComponentEndpoint(stack, "Ep", instance_type=InstanceType.G6E_2XLARGE)
+    with pytest.raises(ValidationError, match=r"serves\.environment\['CHAT_TEMPLATE'\]"):
+        endpoint.add_inference_component(
+            "Component",
+            serves=ComponentModel.from_image(
+                ContainerImage.lmi("0.31.0"),
+                artifact=ModelSource.from_hugging_face("Qwen/Qwen2.5-7B-Instruct"),
+                environment={"CHAT_TEMPLATE": long_value},
+            ),
+        )

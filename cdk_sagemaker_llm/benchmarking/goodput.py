@@ -58,6 +58,19 @@ class GoodputSlo:
         """True when at least one objective is set."""
         return self.ms_per_token is not None or self.ttft_ms is not None
 
+    def check_measurable(self, stream: bool, prop: str, fix: str) -> None:
+        """Raise ValidationError when an objective cannot be measured: the time to the first
+        token is known only on streamed responses (a whole answer arrives at once), so a TTFT
+        objective without streaming would count every request as failed."""
+        if self.ttft_ms is not None and not stream:
+            raise ValidationError(
+                prop,
+                self.ttft_ms,
+                "a TTFT objective needs streamed responses, and this benchmark does not stream: "
+                "every request would miss it",
+                fix,
+            )
+
     def meets(self, sample: RequestSample) -> bool:
         """True when ``sample`` succeeded and meets every objective."""
         if not sample.ok:

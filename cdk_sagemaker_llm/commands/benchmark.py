@@ -458,6 +458,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         load = workload_options.replay_load(args) or _load(args)
+        if load.slo is not None:
+            load.slo.check_measurable(args.stream, "--slo-ttft-ms", "add --stream, or drop it")
         spec = _spec(args)
         pricing = _pricing(args)
         invoker = _invoker(args)

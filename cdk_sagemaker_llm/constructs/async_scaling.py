@@ -10,6 +10,8 @@ datapoints, >= 1), because with no instance the per-instance backlog metric is n
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import jsii
 from aws_cdk import Duration
 from aws_cdk import aws_applicationautoscaling as appscaling
@@ -165,8 +167,11 @@ class AsyncScaling(VariantScaling):
 
     ``min_instances=0`` (the default) adds ``BacklogScaleFromZeroPolicy``; add
     ``scale_on_backlog`` (required at 0, it releases the last instance). The other
-    ``VariantScaling`` policies work too.
+    ``VariantScaling`` policies on metrics an asynchronous endpoint publishes (step scaling,
+    schedules) work too; the request-metric ones are refused.
     """
+
+    _SCALES_ASYNC: ClassVar[bool] = True
 
     def __init__(
         self,

@@ -762,6 +762,7 @@ class _RequestScaling(_Scaling):
             or a token.
         :param options: cooldowns and ``disable_scale_in`` (``TargetTrackingOptions``).
         """
+        self._check_request_metrics_published("scale_on_concurrent_requests")
         return self._track(
             "ConcurrentRequestsPolicy", self._CONCURRENT_REQUESTS_METRIC, target, **options
         )
@@ -775,7 +776,23 @@ class _RequestScaling(_Scaling):
         :param target: invocations per copy or instance per minute; > 0 or a token.
         :param options: cooldowns and ``disable_scale_in`` (``TargetTrackingOptions``).
         """
+        self._check_request_metrics_published("scale_on_invocations")
         return self._track("InvocationsPolicy", self._INVOCATIONS_METRIC, target, **options)
+
+    def _check_request_metrics_published(self, method: str) -> None:
+        """An asynchronous endpoint's requests go through its queue: the per-instance request
+        metrics these policies track are not published for it, so they would never scale
+        (developer guide, "Autoscale an asynchronous endpoint": track
+        ``ApproximateBacklogSizePerInstance``)."""
+        endpoint = getattr(self, "endpoint", None)
+        if isinstance(endpoint, Construct) and getattr(endpoint, "async_inference", None):
+            raise ValidationError(
+                method,
+                endpoint.node.path,
+                "the endpoint is asynchronous: SageMaker publishes no per-instance request "
+                "metrics for it, so this policy would never scale",
+                "scale it on its queue with AsyncScaling(...).scale_on_backlog(...)",
+            )
 
 
 @typed_props
@@ -891,6 +908,8 @@ class VariantScaling(_RequestScaling, _VariantScaling):
     _INVOCATIONS_METRIC = PredefinedMetric.VARIANT_INVOCATIONS_PER_INSTANCE
     _DIMENSION = INSTANCE_COUNT_DIMENSION
     _UNIT = "instances"
+    _SCALES_ASYNC: ClassVar[bool] = False
+    """Whether this class scales asynchronous endpoints (``AsyncScaling`` does)."""
 
     def __init__(
         self,
@@ -909,6 +928,18 @@ class VariantScaling(_RequestScaling, _VariantScaling):
         :param variant_name: the variant scaled; default the endpoint's first variant.
         """
         self._check_min_instances(min_instances)
+        if (
+            not self._SCALES_ASYNC
+            and isinstance(endpoint, Construct)
+            and getattr(endpoint, "async_inference", None) is not None
+        ):
+            raise ValidationError(
+                "endpoint",
+                endpoint.node.path,
+                "is asynchronous (async_inference): instance scaling on request metrics never "
+                "sees its queued requests",
+                "use AsyncScaling(endpoint=..., max_instances=...) and scale_on_backlog",
+            )
         variant = variant_name or endpoint.default_variant_name
         if isinstance(endpoint, EndpointBase):
             endpoint.check_variant_scaling(variant, min_instances, max_instances)

@@ -201,6 +201,13 @@ class EndpointBenchmark(Construct):
             check_range(f"workload.{prop}", getattr(workload, prop), maximum=MAX_TOKENS)
         check_deploy_time(workload, self.load)
         protocol = protocol or RequestProtocol()
+        if self.load.slo is not None:
+            self.load.slo.check_measurable(
+                protocol.stream,
+                "load.slo.ttft_ms",
+                "stream the responses (protocol=RequestProtocol(..., stream=True)), or drop "
+                "ttft_ms",
+            )
         gate = gate or BenchmarkGate()
         gate.check_applies_to(self.load)
         engine = engine or BenchmarkEngine.lambda_workers()
@@ -570,6 +577,7 @@ def _target_endpoint(
     if endpoint is None:
         assert component is not None
         return component.endpoint
+    _check_invocable(endpoint, component)
     if component is not None and stack.resolve(component.endpoint.endpoint_name) != stack.resolve(
         endpoint.endpoint_name
     ):
@@ -580,6 +588,31 @@ def _target_endpoint(
             "pass the component's own endpoint, or omit endpoint=",
         )
     return endpoint
+
+
+def _check_invocable(endpoint: IEndpoint, component: IInferenceComponent | None) -> None:
+    """Both engines send ``InvokeEndpoint`` (or its streaming form): an endpoint of inference
+    components needs the ``InferenceComponentName`` of each request (SageMaker Runtime API,
+    ``InvokeEndpoint``: "Inference Component Name header is required" otherwise), and an
+    asynchronous endpoint answers only ``InvokeEndpointAsync`` (developer guide, "Asynchronous
+    inference": requests go through S3)."""
+    if component is None and isinstance(endpoint, InferenceComponentEndpoint):
+        raise ValidationError(
+            "inference_component",
+            None,
+            f"{endpoint.node.path} hosts inference components, and SageMaker refuses a request "
+            "to it that names none",
+            "pass inference_component=<the component to load> (its endpoint is used)",
+        )
+    if isinstance(endpoint, Endpoint) and endpoint.async_inference is not None:
+        raise ValidationError(
+            "endpoint",
+            endpoint.node.path,
+            "is asynchronous (async_inference): it answers InvokeEndpointAsync only, and "
+            "both benchmark engines send InvokeEndpoint",
+            "benchmark a real-time endpoint of the same model and instance type, and scale "
+            "the asynchronous one with AsyncScaling on its backlog",
+        )
 
 
 def _sweep_seconds(max_duration: Duration) -> int:

@@ -25,7 +25,12 @@ from .fit_check import check_fit
 from .images import ContainerImage
 from .interfaces import IComponentHost, IEndpoint, IInferenceComponent
 from .lora_adapters import LoraAdapters, LoraServer
-from .model import ModelBase, check_image_on_instance, merge_environment
+from .model import (
+    ModelBase,
+    check_environment_lengths,
+    check_image_on_instance,
+    merge_environment,
+)
 from .model_source import ModelSource, ModelSourceKind
 from .plan_metadata import add_plan_metadata
 from .serving_options import MAX_LORA_RANKS
@@ -405,6 +410,7 @@ class InferenceComponent(InferenceComponentBase):
             rendered.update(serves.serving.environment())
         merged = merge_environment(rendered, environment, "serves.environment")
         _check_environment_entries(merged, environment)
+        check_environment_lengths(merged, "serves.environment")
         assert self.lora_adapters is not None
         metrics = serves.container_metrics
         return sagemaker.CfnInferenceComponent.InferenceComponentContainerSpecificationProperty(

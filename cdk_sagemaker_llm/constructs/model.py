@@ -48,6 +48,32 @@ def merge_environment(
     return dict(sorted(merged.items()))
 
 
+MAX_ENVIRONMENT_LENGTH = 1024
+"""The longest key or value of a container's environment: SageMaker API reference,
+``ContainerDefinition.Environment`` ("The maximum length of each key and value in the
+Environment map is 1024 bytes") and ``InferenceComponentContainerSpecification.Environment``
+("Each key and value ... can have length of up to 1024")."""
+
+
+def check_environment_lengths(environment: Mapping[str, str], prop: str) -> None:
+    """Raise ValidationError for a key or value longer than ``MAX_ENVIRONMENT_LENGTH`` bytes
+    (a deploy-time token, such as a resolved secret, is the service's to check)."""
+    for name, value in environment.items():
+        for what, text in (("name", name), ("value", value)):
+            if not isinstance(text, str) or is_unresolved(text):
+                continue
+            size = len(text.encode())
+            if size > MAX_ENVIRONMENT_LENGTH:
+                raise ValidationError(
+                    f"{prop}[{name[:40]!r}]",
+                    f"a {what} of {size} bytes",
+                    f"SageMaker takes environment names and values of at most "
+                    f"{MAX_ENVIRONMENT_LENGTH} bytes (SageMaker API reference, Environment)",
+                    "shorten it, or ship the long setting as a file in the model artifact "
+                    "(serving.properties, a config file) and point the variable at it",
+                )
+
+
 @typed_props
 class ModelBase(Construct):
     """What endpoints and components consume of a model, created here or imported."""
@@ -233,6 +259,7 @@ class Model(ModelBase):
             self.environment: dict[str, str] = merge_environment(
                 rendered, environment, "environment"
             )
+            check_environment_lengths(self.environment, "environment")
             """The container environment, as rendered into the template."""
             self.image_uri = image.bind(self, self.role)
             """The resolved image URI (a token for region-agnostic stacks)."""
