@@ -1,4 +1,4 @@
-"""Timing checks that hold on a busy machine (issue 19).
+"""Timing checks that hold on a busy machine.
 
 A loopback timing test compares what the client measured with what the simulator recorded.
 Both take their timestamps in this process, and a busy machine moves them two ways:

@@ -118,7 +118,7 @@ def test_streaming_ttft_and_itl_at_64_streams_match_the_truth(
     assert level["p50_itl_s"] == pytest.approx(itl, rel=0.05, abs=slack / 15), monitor
 
 
-@pytest.mark.timing
+@pytest.mark.loopback
 @pytest.mark.parametrize("fmt", ["auto", "lmi", "tgi", "messages"])
 def test_without_stream_no_body_asks_to_stream(tmp_path: Path, fmt: str) -> None:
     with Simulator(SimulatorConfig(step_base_s=0.001)) as sim:
@@ -133,7 +133,7 @@ def test_without_stream_no_body_asks_to_stream(tmp_path: Path, fmt: str) -> None
     assert len(truth) == 5 and {(r.stream, r.streamed) for r in truth} == {(False, False)}
 
 
-@pytest.mark.timing
+@pytest.mark.loopback
 def test_costs_carry_their_price_basis_and_discount(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

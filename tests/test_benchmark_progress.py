@@ -57,7 +57,7 @@ def test_a_log_gets_only_plain_lines() -> None:
     assert log.getvalue() == "concurrency 1: 4 requests ...\nconcurrency 1: 4 requests, 0 errors\n"
 
 
-@pytest.mark.timing
+@pytest.mark.loopback
 def test_the_invoker_reports_every_request_of_a_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "dummy")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "dummy")

@@ -160,7 +160,7 @@ def test_prefix_aware_routing_reuses_the_prefix_cache() -> None:
     assert spread_results["levels"][0]["p50_ttft_s"] > 0
 
 
-@pytest.mark.timing
+@pytest.mark.loopback
 def test_the_header_is_part_of_the_routing_key() -> None:
     """Per the API reference, requests with the same prefix *and* the same PrefixAwareId go to
     the same instance: without the header, the prefix alone decides."""
@@ -224,7 +224,7 @@ def test_trace_replay_sends_at_the_trace_timestamps(tmp_path: Path) -> None:
                       BenchmarkLoad.trace_replay(), warmup_requests=0)  # fmt: skip
 
 
-@pytest.mark.timing
+@pytest.mark.loopback
 def test_cli_workload_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     trace = tmp_path / "trace.jsonl"
     trace.write_text(

@@ -1,4 +1,4 @@
-"""Measurements close the loop (issue 17 item 5): a deploy-time benchmark's results.json, as the
+"""Measurements close the loop: a deploy-time benchmark's results.json, as the
 benchmark Lambda writes it, -> ``cdk-sagemaker-llm calibrate`` (local path or s3:// URI) -> a
 calibration file -> ``recommend``/``predict --calibration`` change their answer in the
 measured direction; another model transfers only engine/hardware-level factors and warns;

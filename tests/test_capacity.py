@@ -1,11 +1,12 @@
 """Multi-instance correctness: copies against what max_instance_count instances hold, and the
-benchmark's per-copy figures over instances x copies per instance (issue 10, item 6)."""
+benchmark's per-copy figures over instances x copies per instance."""
 
 from __future__ import annotations
 
 import aws_cdk as cdk
 import pytest
 from aws_cdk import Size
+from aws_cdk.assertions import Template
 from conftest import new_stack
 
 from cdk_sagemaker_llm import ComponentModel, CopyResources, ManagedInstanceScaling
@@ -171,6 +172,16 @@ def test_an_adapter_takes_no_capacity_of_its_own() -> None:
             lora_rank=8,
         ),
     )
+    # The base's 4 one-GPU copies fill the one 4-GPU instance: were the adapter counted as a
+    # copy, synth would fail the capacity check.
+    resources = Template.from_stack(stack).find_resources("AWS::SageMaker::InferenceComponent")
+    specs = {logical_id: r["Properties"]["Specification"] for logical_id, r in resources.items()}
+    (adapter,) = (spec for spec in specs.values() if "BaseInferenceComponentName" in spec)
+    (base_spec,) = (spec for spec in specs.values() if "BaseInferenceComponentName" not in spec)
+    assert "ComputeResourceRequirements" not in adapter
+    assert base_spec["ComputeResourceRequirements"]["NumberOfAcceleratorDevicesRequired"] == 1
+    copies = [r["Properties"].get("RuntimeConfig") for r in resources.values()]
+    assert sorted(copies, key=str) == [None, {"CopyCount": 4}]
 
 
 def test_the_benchmark_of_an_instance_endpoint_divides_its_knee_over_every_instance() -> None:

@@ -1,4 +1,4 @@
-"""Bad command-line input found by trying it (review of issue 17/19's CLI): each is exit 2 with
+"""Bad command-line input found by trying it: each is exit 2 with
 an error naming the flag (or the file's field), the value and the fix, never a traceback."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Customer-managed KMS keys (issue 19, item 4): every grant the library makes on an S3 bucket
+"""Customer-managed KMS keys: every grant the library makes on an S3 bucket
 (or SNS topic) also grants what that bucket's (or topic's) key requires, or the request fails
 with AccessDenied at run time. SSE-KMS: reading an object needs ``kms:Decrypt``, writing one
 ``kms:GenerateDataKey`` (S3 user guide, "Permissions for SSE-KMS"; SNS developer guide,

@@ -1,4 +1,4 @@
-"""Fault injection into the EndpointBenchmark handlers (issue 7, items 4 and 5).
+"""Fault injection into the EndpointBenchmark handlers.
 
 Three handlers: the starter (``respond`` -> ``dispatch`` -> ``handle_event`` /
 ``handle_output_event``), which answers CloudFormation itself; ``advance`` (``advance_step``,

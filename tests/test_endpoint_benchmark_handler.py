@@ -307,7 +307,7 @@ def test_merging_is_not_averaging_percentiles() -> None:
     assert merged.p50_latency_s != pytest.approx(mean_of_p50)
 
 
-@pytest.mark.timing
+@pytest.mark.loopback
 def test_a_duplicate_worker_event_sends_no_more_load() -> None:
     run = run_config(RequestsPerLevel=4)
     s3 = checked(FakeS3(), "s3")

@@ -1,4 +1,4 @@
-"""EndpointMetrics: the endpoint config's MetricsConfig on both endpoint kinds (issue 21)."""
+"""EndpointMetrics: the endpoint config's MetricsConfig on both endpoint kinds."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Engine profiles (issue 17): chosen by the image, data with provenance, a band that holds the
+"""Engine profiles: chosen by the image, data with provenance, a band that holds the
 published measurements, and ``recommend`` sizing that under-provisions none of them."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``help()`` on the public API (issue 19): signatures show no large default objects, and each
+"""``help()`` on the public API: signatures show no large default objects, and each
 props class documents each field."""
 
 from __future__ import annotations

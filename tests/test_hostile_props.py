@@ -544,7 +544,7 @@ PUBLIC_CLASSES = [
     "OptimizationTechnique", "SpeculativeDecoding", "LmiOptions", "TgiOptions",
     "RollingDeployment", "DataCapture", "HandlerPlacement", "Workload", "RequestProtocol",
     "KneeRule", "GoodputSlo", "LmiLora", "EndpointMetrics",
-    # issue 19: every public class, the newest included
+    # every public class, the newest included
     "Accelerator", "InstanceType", "ModelSpec", "PriceList", "SizingReport", "Slo",
     "ExpectedTraffic", "Arrival", "BenchmarkLoad", "BenchmarkPricing", "BenchmarkEngine",
     "BenchmarkResults", "ContainerImage", "ModelSource", "CapacityReservation", "InstancePool",
@@ -553,10 +553,10 @@ PUBLIC_CLASSES = [
     "ServerlessScaling", "BacklogTrackingPolicy", "BacklogScaleFromZeroPolicy", "LlmService",
     "Calibration", "EngineRelease", "ServiceDecision", "EngineProfile", "Optimization",
     "Speculation", "OptimizationOutput", "OptimizationRun", "OptimizationSecurity",
-    # issue 18 item 5: LlmService's and recommend's grouped props
+    # LlmService's and recommend's grouped props
     "SearchSpace", "Pricing", "Sizing", "LayoutOverrides", "CopyScaling", "ServiceModel",
     "ComponentSettings", "ServiceBenchmark",
-    # issue 18 item 5: the grouped props of InferenceComponent(Endpoint)
+    # the grouped props of InferenceComponent(Endpoint)
     "ComponentModel", "CopyResources", "ContainerStartup", "StorageVolume",
     "ManagedInstanceScaling", "VariantPlatform", "ContainerNetworking",
 ]  # fmt: skip
@@ -682,7 +682,9 @@ def _component_on_an_instance_endpoint() -> None:
         ),
     ],
 )
-def test_the_issue_examples_get_a_specific_fix(build_call: Any, prop: str, fix: str) -> None:
+def test_a_common_wrong_type_gets_a_fix_that_names_the_right_one(
+    build_call: Any, prop: str, fix: str
+) -> None:
     with pytest.raises(ValidationError) as raised:
         build_call()
     assert raised.value.prop == prop
@@ -714,7 +716,7 @@ def _token(kind: str) -> Any:
 
 wrong_values = st.one_of(
     st.text(max_size=12),
-    # numbers no prop takes, and deploy-time tokens where any value goes (issue 19 audit)
+    # numbers no prop takes, and deploy-time tokens where any value goes
     st.sampled_from([math.nan, math.inf, -math.inf, 10**30, -(10**30), 1e308, -0.0]),
     st.sampled_from(["Number", "String"]).map(_token),
     st.integers(min_value=-5, max_value=100_000),
@@ -761,7 +763,7 @@ def test_outcome_summary() -> None:
         print(f"  {count:4d}  {outcome}")
 
 
-# Every public callable (issue 19): constructors, factories, class methods, public methods and
+# Every public callable: constructors, factories, class methods, public methods and
 # the sizing functions, drawn with hostile values for each argument.
 
 

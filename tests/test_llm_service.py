@@ -425,7 +425,7 @@ def test_a_tensor_parallel_degree_no_layout_uses_is_an_error() -> None:
 
 
 def test_a_degree_the_heads_do_not_divide_blames_the_degree_and_says_why() -> None:
-    """Issue 17: TP=3 on Llama 3 8B (32 heads) said "no layout serves the peak traffic within
+    """TP=3 on Llama 3 8B (32 heads) said "no layout serves the peak traffic within
     the SLO", as if the SLO were at fault."""
     error = raises("tensor_parallel_degree", tensor_parallel_degree=3)
     assert error.value == 3
@@ -447,7 +447,7 @@ def test_more_copies_per_instance_than_the_instance_holds_blames_the_override() 
 
 
 def test_a_model_no_candidate_holds_in_memory_blames_the_candidates_not_the_slo() -> None:
-    """Issue 17: Llama 3 70B on g5s was reported as slo='unmet'."""
+    """Llama 3 70B on g5s was reported as slo='unmet'."""
     error = raises(
         "instance_types",
         source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-70B-Instruct"),
@@ -712,7 +712,7 @@ def test_the_service_sizes_on_the_pessimistic_side_by_default_and_says_what_it_c
     assert recorded == sides[0]
 
 
-# ----- optimizations inside the decision (issue 17 item 4) --------------------------------------
+# ----- optimizations inside the decision --------------------------------------
 
 
 def optimizable(

@@ -1,4 +1,4 @@
-"""LoRA adapter components and their base's LMI LoRA options; LMI async mode (issue 21)."""
+"""LoRA adapter components and their base's LMI LoRA options; LMI async mode."""
 
 from __future__ import annotations
 

@@ -74,7 +74,7 @@ def test_data_capture_with_a_customer_key_is_nag_clean(tmp_path: Path, kind: str
 def test_a_realistic_app_with_every_construct_has_no_unacknowledged_findings(
     tmp_path: Path,
 ) -> None:
-    """Issue 19: every construct on stack-created buckets, customer keys, encrypted topics and
+    """Every construct on stack-created buckets, customer keys, encrypted topics and
     a VPC (tests/realistic_app.py). Before, 12 AwsSolutions-IAM5 findings came from the
     library's own grants: ModelSource.from_s3 prefixes, Key.grant_encrypt_decrypt families
     (storage keys, benchmark results, optimization-job outputs) and an encrypted topic's key."""

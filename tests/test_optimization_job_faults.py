@@ -1,4 +1,4 @@
-"""Fault injection into the OptimizationJob handlers (issue 7, items 4 and 5).
+"""Fault injection into the OptimizationJob handlers.
 
 Two handlers: the custom resource handler (``on_event`` -> ``respond`` -> ``handle_job_event`` /
 ``handle_output_event``), which answers CloudFormation itself, and the poller (``poll_step``),
@@ -557,10 +557,10 @@ def setting(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
 HOSTILE_PROPERTIES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     # wrong types
     ("prefix-int", setting("JobNamePrefix", 42), "JobNamePrefix must be a string"),
-    ("wait-float", setting("WaitSeconds", 12.5), "WaitSeconds must be an integer"),
-    ("wait-bool", setting("WaitSeconds", True), "WaitSeconds must be an integer"),
-    ("wait-text", setting("WaitSeconds", "an hour"), "WaitSeconds must be an integer"),
-    ("wait-null", setting("WaitSeconds", None), "WaitSeconds must be an integer"),
+    ("wait-float", setting("WaitSeconds", 12.5), "WaitSeconds: expected an integer"),
+    ("wait-bool", setting("WaitSeconds", True), "WaitSeconds: expected an integer"),
+    ("wait-text", setting("WaitSeconds", "an hour"), "WaitSeconds: expected an integer"),
+    ("wait-null", setting("WaitSeconds", None), "WaitSeconds: expected an integer"),
     ("request-list", setting("Request", []), "Request must be an object"),
     ("request-string", setting("Request", "{}"), "Request must be an object"),
     ("role-int", setting("Request.RoleArn", 7), "RoleArn must be a string"),
@@ -587,14 +587,18 @@ HOSTILE_PROPERTIES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ),
     ("tags-dict", setting("Request.Tags", {"Key": "a"}), "Tags must be a list"),
     # ranges
-    ("wait-negative", setting("WaitSeconds", "-1"), "WaitSeconds must be between 1 and 43200"),
-    ("wait-zero", setting("WaitSeconds", "0"), "WaitSeconds must be between 1 and 43200"),
+    (
+        "wait-negative",
+        setting("WaitSeconds", "-1"),
+        "WaitSeconds: expected an integer from 1 to 43200",
+    ),
+    ("wait-zero", setting("WaitSeconds", "0"), "WaitSeconds: expected an integer from 1 to 43200"),
     (
         "wait-huge",
         setting("WaitSeconds", "99999999999999999999999"),
-        "WaitSeconds must be an integer",
+        "WaitSeconds: expected an integer",
     ),
-    ("wait-beyond-12h", setting("WaitSeconds", "43201"), "WaitSeconds must be between"),
+    ("wait-beyond-12h", setting("WaitSeconds", "43201"), "WaitSeconds: expected an integer from"),
     (
         "runtime-zero",
         setting("Request.StoppingCondition.MaxRuntimeInSeconds", "0"),
@@ -790,7 +794,7 @@ def test_a_wrong_request_type_fails_with_a_clear_reason(
     body = answer(ev, clock, job_event(sm, sf)(ev))
     assert (
         body["Status"] == "FAILED"
-        and "RequestType must be Create, Update or Delete" in body["Reason"]
+        and "RequestType: expected Create, Update or Delete" in body["Reason"]
     )
     assert calls == []
 
@@ -899,8 +903,8 @@ def test_output_reports_access_denied_with_the_message(clock: Clock, sagemaker: 
         ({"JobName": None}, "JobName must be a string"),
         ({"JobName": "../other"}, "JobName is malformed"),
         ({"JobName": "j" * 64}, "JobName must have 1 to 63"),
-        ({"RequireRecommendedImage": "maybe"}, "RequireRecommendedImage must be true or false"),
-        ({"RequireRecommendedImage": 1}, "RequireRecommendedImage must be true or false"),
+        ({"RequireRecommendedImage": "maybe"}, "RequireRecommendedImage: expected true or false"),
+        ({"RequireRecommendedImage": 1}, "RequireRecommendedImage: expected true or false"),
         ({"Extra": "x"}, "unknown keys: 'Extra'"),
     ],
 )
@@ -1044,15 +1048,15 @@ def test_poll_at_the_deadline_signals_even_when_the_stop_fails(
 @pytest.mark.parametrize(
     ("overrides", "reason"),
     [
-        ({"Deadline": "soon"}, "state.Deadline must be an integer"),
-        ({"Deadline": -5}, "state.Deadline must be between 0"),
-        ({"Deadline": int(NOW) + 10**9}, "state.Deadline must be between 0"),
-        ({"Deadline": 1.5e300}, "state.Deadline must be an integer"),
+        ({"Deadline": "soon"}, "state.Deadline: expected an integer"),
+        ({"Deadline": -5}, "state.Deadline: expected an integer from 0"),
+        ({"Deadline": int(NOW) + 10**9}, "state.Deadline: expected an integer from 0"),
+        ({"Deadline": 1.5e300}, "state.Deadline: expected an integer from 0"),
         ({"JobName": "x" * 64}, "state.JobName must have 1 to 63"),
         ({"JobName": "job; rm -rf"}, "state.JobName is malformed"),
         ({"JobName": None}, "state.JobName must be a string"),
-        ({"Done": "perhaps"}, "state.Done must be true or false"),
-        ({"Throttled": -1}, "state.Throttled must be between 0"),
+        ({"Done": "perhaps"}, "state.Done: expected true or false"),
+        ({"Throttled": -1}, "state.Throttled: expected an integer from 0"),
         ({"Injected": "x"}, "state has unknown keys: 'Injected'"),
     ],
 )

@@ -1,4 +1,4 @@
-"""Optimizations inside the decision (issue 17 item 4): quantized weights and speculative
+"""Optimizations inside the decision: quantized weights and speculative
 decoding in predict and recommend, each naming the optimization job it needs."""
 
 from __future__ import annotations

@@ -273,7 +273,7 @@ def test_predict_rejects_layouts_that_cannot_serve() -> None:
 
 def test_max_throughput_within_defaults_to_the_engine_batch_limit() -> None:
     """Without ``max_batch_size`` an engine profile's own batch limit applies (TGI 1.x: a
-    KV-token budget, here 88 requests on one A10G), not the 64-request default (issue 17)."""
+    KV-token budget, here 88 requests on one A10G), not the 64-request default."""
     spec, g5 = ModelSpec.LLAMA_3_8B, InstanceType.G5_2XLARGE
     layout, load = Layout(g5, 1, 1), Workload(256, 256)
     model = profile_model(spec, layout, Precision.FP16, load, engine_profile("tgi-1"))

@@ -360,13 +360,13 @@ def test_the_plan_guide_shows_the_plan_of_the_reference_app(reference_assembly: 
     shown = shown.split("````", 1)[0]
     actual = render_markdown(build_plan(reference_assembly))
     # The whole block, not only its headings: the predicted figures, the sources and the
-    # benchmark's concurrencies had gone stale behind unchanged headings (issue 17 audit).
+    # benchmark's concurrencies had gone stale behind unchanged headings.
     assert shown.rstrip() == actual.rstrip(), (
         "the plan guide's example is stale: run `python scripts/update_readme_plan.py`"
     )
 
 
-# ----- serverless endpoints, S3 sources, cross-stack values (issue 19) --------------------------
+# ----- serverless endpoints, S3 sources, cross-stack values --------------------------
 
 
 @pytest.fixture(scope="module")

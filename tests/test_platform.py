@@ -1,4 +1,4 @@
-"""Platform options (issue 12): the guide's examples (docs/guides/platform-options.md) run as written, cfn-lint accepts what they
+"""Platform options: the guide's examples (docs/guides/platform-options.md) run as written, cfn-lint accepts what they
 emit, the emitted properties are the documented ones, and every validation error fires."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What ``predict``'s assumptions say about where its figures come from: the quantized
-kernels' speed it used, and whether its engine profile was fitted (issue 17's audit)."""
+kernels' speed it used, and whether its engine profile was fitted."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The run-time type checks bind arguments as ``inspect.Signature.bind`` does (issue 19: the
-checks bind a plain signature without it, for synth time)."""
+"""The run-time type checks bind arguments as ``inspect.Signature.bind`` does (the checks bind
+a plain signature without it, for synth time)."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def _init_values(instance: Any) -> dict[str, Any]:
 
 
 def test_the_catalogs_trusted_entries_pass_the_checks():
-    """The catalog builds its constants without the run-time checks (``trusted``, issue 19:
+    """The catalog builds its constants without the run-time checks (``trusted``, for
     import cost); built again through the checked constructors, each is accepted and equal."""
     entries: list[Any] = [
         *CATALOG.values(),

@@ -38,7 +38,7 @@ def test_the_hugging_face_token_exposure_is_documented_next_to_the_option() -> N
 
 
 def test_the_guides_say_deleting_a_benchmark_stops_its_run() -> None:
-    """Issue 19: the handler stops the run's execution on Delete (lambdas/benchmark/
+    """The handler stops the run's execution on Delete (lambdas/benchmark/
     custom_resource.py, stop_run); the guide said deleting did nothing."""
     text = " ".join(documentation_text().split())
     assert "Deleting does nothing" not in text

@@ -1,4 +1,4 @@
-"""Scale (issue 19, item 8): the resources each construct emits, and a stack of 100 model +
+"""Scale: the resources each construct emits, and a stack of 100 model +
 endpoint + component sets under CloudFormation's 500-resource limit with shared execution
 roles (docs/guides/models-and-endpoints.md, "Many models in one stack")."""
 

@@ -1,6 +1,6 @@
 """The guide's table of the resources each construct emits (docs/guides/models-and-endpoints.md,
 "Many models in one stack") against a synth of each construct alone, so that the figures stay
-true when a construct's resources change (issue 19 item 8)."""
+true when a construct's resources change."""
 
 from __future__ import annotations
 

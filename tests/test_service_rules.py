@@ -1,4 +1,4 @@
-"""SageMaker's documented rules that its schemas do not enforce (issue 19 item 3), each a synth
+"""SageMaker's documented rules that its schemas do not enforce, each a synth
 error citing the documentation; and the messages that say how to fix a component's props."""
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import boto3
@@ -21,6 +22,18 @@ from cdk_sagemaker_llm.benchmarking.simulator import (
 )
 
 BODY = json.dumps({"inputs": "one two three", "parameters": {"max_new_tokens": 5, "details": True}})
+WAIT_LIMIT_S = 30.0
+"""The longest any wait in these tests lasts before it fails (a bound, not a measurement)."""
+
+
+def wait_until(condition: Callable[[], bool], failure: str) -> None:
+    """Poll ``condition`` every millisecond; fail with ``failure`` after ``WAIT_LIMIT_S``."""
+    deadline = time.monotonic() + WAIT_LIMIT_S
+    while not condition():
+        assert time.monotonic() < deadline, failure
+        time.sleep(0.001)
+
+
 STREAM_BODY = json.dumps({**json.loads(BODY), "stream": True})
 CHAT = {"messages": [{"role": "user", "content": "one two three"}], "max_tokens": 5}
 
@@ -63,13 +76,13 @@ def test_event_stream_framing_round_trips_through_botocore() -> None:
     assert json.loads(messages[1].payload) == {"Message": "boom", "ErrorCode": "StreamBroken"}
 
 
-@pytest.mark.timing
+@pytest.mark.loopback
 def test_binds_to_loopback_only(lmi: Simulator) -> None:
     assert lmi.endpoint_url.startswith("http://127.0.0.1:")
     assert lmi.port > 0
 
 
-@pytest.mark.timing
+@pytest.mark.loopback
 def test_invoke_endpoint_lmi_with_inference_component(lmi: Simulator) -> None:
     response = client(lmi).invoke_endpoint(
         EndpointName="my-endpoint", Body=BODY, InferenceComponentName="my-ic"
@@ -84,7 +97,7 @@ def test_invoke_endpoint_lmi_with_inference_component(lmi: Simulator) -> None:
     assert truth.arrival <= truth.start <= truth.first_token <= truth.end  # type: ignore[operator]
 
 
-@pytest.mark.timing
+@pytest.mark.loopback
 def test_stream_lmi_json_lines_parsed_by_botocore(lmi: Simulator) -> None:
     response = client(lmi).invoke_endpoint_with_response_stream(EndpointName="e", Body=STREAM_BODY)
     assert response["ContentType"] == "application/jsonlines"
@@ -99,7 +112,7 @@ def test_stream_lmi_json_lines_parsed_by_botocore(lmi: Simulator) -> None:
     assert truth.stream and truth.inference_component is None
 
 
-@pytest.mark.timing
+@pytest.mark.loopback
 def test_tgi_formats() -> None:
     with Simulator(SimulatorConfig(response_format="tgi", step_base_s=0.001)) as sim:
         runtime = client(sim)
@@ -124,18 +137,18 @@ def test_throttling_maps_to_client_error_429() -> None:
             target=runtime.invoke_endpoint, kwargs={"EndpointName": "e", "Body": BODY}
         )
         first.start()
-        while not sim.truth():
-            pass
+        wait_until(lambda: bool(sim.truth()), "the first request never reached the simulator")
         with pytest.raises(ClientError) as caught:
             runtime.invoke_endpoint(EndpointName="e", Body=BODY)
-        first.join()
+        first.join(timeout=WAIT_LIMIT_S)
+        assert not first.is_alive(), "the first request never finished"
     error = caught.value.response
     assert error["Error"]["Code"] == "ThrottlingException"
     assert error["ResponseMetadata"]["HTTPStatusCode"] == 429
     assert [t.outcome for t in sim.truth()] == ["ok", "throttled"]
 
 
-@pytest.mark.timing
+@pytest.mark.loopback
 def test_model_error_shape() -> None:
     with Simulator(SimulatorConfig(model_error_every=1)) as sim:
         runtime = client(sim)
@@ -166,7 +179,7 @@ def test_timeout_before_first_token_and_mid_stream() -> None:
     assert all(t.latency_s is not None and t.latency_s >= 0.1 for t in sim.truth())
 
 
-@pytest.mark.timing
+@pytest.mark.loopback
 def test_truth_over_http(lmi: Simulator) -> None:
     client(lmi).invoke_endpoint(EndpointName="e", Body=BODY)
     (record,) = fetch_truth(lmi.endpoint_url)
@@ -175,7 +188,7 @@ def test_truth_over_http(lmi: Simulator) -> None:
     assert lmi.truth() == []
 
 
-@pytest.mark.timing
+@pytest.mark.loopback
 @pytest.mark.parametrize(
     "body",
     [
@@ -200,7 +213,7 @@ def test_bad_bodies_are_refused_by_the_container(lmi: Simulator, body: str | byt
     assert lmi.truth() == []
 
 
-@pytest.mark.timing
+@pytest.mark.loopback
 def test_streams_only_when_the_body_asks(lmi: Simulator) -> None:
     """LMI and TGI stream only on ``"stream": true``; the streaming route alone is not enough."""
     runtime = client(lmi)
@@ -223,7 +236,7 @@ def test_streams_only_when_the_body_asks(lmi: Simulator) -> None:
     ]  # fmt: skip
 
 
-@pytest.mark.timing
+@pytest.mark.loopback
 def test_tgi_reads_stream_only_at_the_top_level() -> None:
     with Simulator(SimulatorConfig(response_format="tgi", step_base_s=0.001)) as sim:
         nested = {"inputs": "a", "parameters": {"max_new_tokens": 3, "stream": True}}
@@ -238,7 +251,7 @@ def test_tgi_reads_stream_only_at_the_top_level() -> None:
     assert caught.value.response["OriginalStatusCode"] == 422  # TGI's JSON rejection
 
 
-@pytest.mark.timing
+@pytest.mark.loopback
 @pytest.mark.parametrize("fmt", ["lmi", "tgi"])
 def test_messages_api(fmt: str) -> None:
     with Simulator(SimulatorConfig(response_format=fmt, step_base_s=0.001)) as sim:

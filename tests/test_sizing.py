@@ -292,8 +292,8 @@ def test_precision_names_and_serving_environment() -> None:
     assert serving_facts({"OPTION_TENSOR_PARALLEL_DEGREE": "max"}).tensor_parallel_degree is None
 
 
-def test_issue_10_decision_errors_are_fixed() -> None:
-    """Each of these was wrong before the performance model (issue 10)."""
+def test_fit_and_layout_errors_of_the_memory_only_model_stay_fixed() -> None:
+    """Each of these was wrong before the performance model."""
     p4d, g5_12 = InstanceType.P4D_24XLARGE, InstanceType.G5_12XLARGE
     # < 1 GB left for the KV cache is no fit (before: accepted, 0.3 GB and 0.6 GB).
     assert not fits(ModelSpec.FALCON_40B, p4d, tensor_parallel_degree=2)

@@ -1,6 +1,5 @@
 """One model, one answer: ``size``, the constructs' fit check and ``predict``'s default degree
-rank layouts with the serving engine's profile, as ``predict`` and ``recommend`` do (issue 17's
-audit: they used the ``generic`` profile)."""
+rank layouts with the serving engine's profile, as ``predict`` and ``recommend`` do."""
 
 from __future__ import annotations
 

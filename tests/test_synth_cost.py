@@ -1,4 +1,4 @@
-"""Synth cost (issue 19, item 9): what a stack that uses no optional feature imports. Time is
+"""Synth cost: what a stack that uses no optional feature imports. Time is
 measured in benchmarks/synth_time.py; this checks the cause deterministically: the core path
 (a model, an inference-component endpoint, a component) loads the same aws-cdk-lib modules as
 the plain L1 app (``aws_iam``, ``aws_sagemaker``), not the bindings of asynchronous inference

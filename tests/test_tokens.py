@@ -1,4 +1,4 @@
-"""Deploy-time tokens (issue 19 item 2): every number or string prop accepts a CDK token where
+"""Deploy-time tokens: every number or string prop accepts a CDK token where
 CloudFormation would. A check that cannot run on a token is skipped and synth says so in an
 info message; no check ever compares a token's encoded value (``-1.888e+289``). A synth-time
 decision that needs a concrete number says so."""

@@ -94,8 +94,8 @@ def test_the_count_of_public_callables() -> None:
     assert len(callables) > 150
 
 
-def _issue_examples() -> list[tuple[str, Callable[[], Any], str]]:
-    """The wrong types of issue 19 that raised a raw ``AttributeError`` or ``TypeError``:
+def _once_raw_examples() -> list[tuple[str, Callable[[], Any], str]]:
+    """Wrong types that once raised a raw ``AttributeError`` or ``TypeError``:
     (what, the call, the prop the error must name)."""
     from aws_cdk import Size
     from conftest import new_stack
@@ -206,10 +206,10 @@ def _issue_examples() -> list[tuple[str, Callable[[], Any], str]]:
     ]
 
 
-def test_the_issue_examples_are_our_error_naming_the_prop() -> None:
+def test_the_once_raw_examples_are_our_error_naming_the_prop() -> None:
     from cdk_sagemaker_llm import ValidationError
 
-    for what, call, prop in _issue_examples():
+    for what, call, prop in _once_raw_examples():
         try:
             call()
         except ValidationError as error:

@@ -27,6 +27,7 @@ ENGINE_SOURCES = (
     "planning/__init__.py",
     "planning/workload.py",
     "lambdas/runtime_support.py",
+    "lambdas/event_checks.py",
     "lambdas/benchmark",
     "benchmarking",
 )

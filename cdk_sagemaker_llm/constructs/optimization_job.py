@@ -112,6 +112,7 @@ HANDLER_ASSET = HandlerAsset(
     sources=(
         "template_metadata.py",
         "lambdas/runtime_support.py",
+        "lambdas/event_checks.py",
         "lambdas/optimization_job",
     ),
     entry_module="handler",

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...template_metadata import BENCHMARK_OUTPUT_RESOURCE, BENCHMARK_RESOURCE
+from ..event_checks import MAX_WAIT_SECONDS
 from ..runtime_support import (
     Budget,
     HandlerError,
@@ -42,7 +43,8 @@ from .run import RUN_KEYS, check_run, results_key
 
 RESOURCE_TYPE = BENCHMARK_RESOURCE
 OUTPUT_RESOURCE_TYPE = BENCHMARK_OUTPUT_RESOURCE
-MAX_SWEEP_SECONDS = 43_200
+MAX_SWEEP_SECONDS = MAX_WAIT_SECONDS
+"""A sweep lasts at most a wait condition's longest timeout."""
 RESOURCE_PROPERTIES = frozenset(
     {"RunNameStem", "Run", "ResultsPrefix", "SweepSeconds", "WaitHandle", "StateMachineArn"}
 )

@@ -1,16 +1,11 @@
-"""Errors of ``OptimizationJob``'s handlers: a malformed event, and what SageMaker says
-about a job that does not exist."""
+"""What SageMaker says about an optimization job that does not exist (a malformed event is
+``event_checks.EventError``)."""
 
 from __future__ import annotations
 
 from ..runtime_support import (
-    HandlerError,
     error_code,
 )
-
-
-class InvalidEvent(HandlerError):
-    """An event or property that fails validation; its message names the field."""
 
 
 def error_message(error: BaseException) -> str:

@@ -1,5 +1,5 @@
 """Untrusted input of ``OptimizationJob``'s handlers: every event, property and poll state is
-checked here before use, and a malformed one fails with the field named (``InvalidEvent``)."""
+checked here before use, and a malformed one fails with the field named (``EventError``)."""
 
 from __future__ import annotations
 
@@ -9,34 +9,32 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..event_checks import (
+    IGNORED_PROPERTIES,
+    MAX_WAIT_SECONDS,
+    SAGEMAKER_NAME,
+    STATE_MACHINE_ARN,
+    EventError,
+    boolean,
+    integer,
+)
 from ..runtime_support import (
     HTTPS_URL,
     shown,
 )
-from .errors import InvalidEvent
 
-REQUEST_TYPES = ("Create", "Update", "Delete")
-
-MAX_WAIT_SECONDS = 43_200
-"""A CloudFormation wait condition's longest timeout (12 hours)."""
 INT32_MAX = 2**31 - 1
 
 
-SAGEMAKER_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9])*")
 MAX_PREFIX_LENGTH = 47
 """63 characters less ``-<8 hex>-<6 hex>``."""
 ROLE_ARN = re.compile(r"arn:aws[a-z-]*:iam::\d{1,12}:role/?[a-zA-Z_0-9+=,.@\-/]+")
-STATE_MACHINE_ARN = re.compile(
-    r"arn:aws[a-z-]*:states:[a-z0-9-]+:\d{1,12}:stateMachine:[a-zA-Z0-9_-]{1,80}"
-)
 S3_URI = re.compile(r"(https|s3)://[^/\s]+/?\S*")
 OUTPUT_STEM = re.compile(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/\S*")
 INSTANCE_TYPE = re.compile(r"ml\.[a-z0-9-]+\.[a-z0-9]+")
 KMS_KEY = re.compile(r"[a-zA-Z0-9:/_-]*")
 SECURITY_GROUP = re.compile(r"sg-[0-9a-z]{1,32}")
 SUBNET = re.compile(r"subnet-[0-9a-z]{1,32}")
-IGNORED_PROPERTIES = frozenset({"ServiceToken", "ServiceTimeout"})
-"""Properties CloudFormation itself adds to ``ResourceProperties``."""
 TECHNIQUES = frozenset(
     {
         "ModelQuantizationConfig",
@@ -53,14 +51,14 @@ def check_mapping(
     """``value`` as a dict with the ``required`` keys and some ``optional`` ones (any when
     ``optional`` is None)."""
     if not isinstance(value, Mapping):
-        raise InvalidEvent(f"{where} must be an object, not {type(value).__name__}")
+        raise EventError(f"{where} must be an object, not {type(value).__name__}")
     keys = set(value)
     missing = sorted(str(k) for k in set(required) - keys)
     if missing:
-        raise InvalidEvent(f"{where} is missing {', '.join(missing)}")
+        raise EventError(f"{where} is missing {', '.join(missing)}")
     unknown = sorted(shown(k) for k in keys - set(required) - set(optional or ()))
     if optional is not None and unknown:
-        raise InvalidEvent(f"{where} has unknown keys: {', '.join(unknown)}")
+        raise EventError(f"{where} has unknown keys: {', '.join(unknown)}")
     return dict(value)
 
 
@@ -73,44 +71,22 @@ def check_string(
 ) -> str:
     """``value`` as a string of ``min_length``..``max_length`` characters matching ``pattern``."""
     if not isinstance(value, str):
-        raise InvalidEvent(f"{where} must be a string, not {type(value).__name__}")
+        raise EventError(f"{where} must be a string, not {type(value).__name__}")
     if not min_length <= len(value) <= max_length:
-        raise InvalidEvent(
+        raise EventError(
             f"{where} must have {min_length} to {max_length} characters, not {len(value)}"
         )
     if pattern is not None and not pattern.fullmatch(value):
-        raise InvalidEvent(f"{where} is malformed: {shown(value)}")
+        raise EventError(f"{where} is malformed: {shown(value)}")
     return value
-
-
-def check_integer(value: Any, where: str, low: int, high: int) -> int:
-    """``value`` (an int, or the decimal string CloudFormation makes of it) in low..high."""
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise InvalidEvent(f"{where} must be an integer, not {type(value).__name__}")
-    if isinstance(value, str):
-        if not re.fullmatch(r"-?\d{1,19}", value):
-            raise InvalidEvent(f"{where} must be an integer, not {shown(value)}")
-        value = int(value)
-    if not low <= value <= high:
-        raise InvalidEvent(f"{where} must be between {low} and {high}, not {value}")
-    return value
-
-
-def check_boolean(value: Any, where: str) -> bool:
-    """``value`` (a bool, or ``"true"``/``"false"`` as CloudFormation sends it)."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    raise InvalidEvent(f"{where} must be true or false, not {shown(value)}")
 
 
 def check_list(value: Any, where: str, low: int, high: int) -> list[Any]:
     """``value`` as a list of ``low``..``high`` items."""
     if not isinstance(value, list):
-        raise InvalidEvent(f"{where} must be a list, not {type(value).__name__}")
+        raise EventError(f"{where} must be a list, not {type(value).__name__}")
     if not low <= len(value) <= high:
-        raise InvalidEvent(f"{where} must have {low} to {high} items, not {len(value)}")
+        raise EventError(f"{where} must have {low} to {high} items, not {len(value)}")
     return value
 
 
@@ -143,7 +119,7 @@ def check_request(request: Any) -> dict[str, Any]:
     _check_output(body, where)
     _check_stopping(body, where)
     if "MaxInstanceCount" in body:
-        check_integer(body["MaxInstanceCount"], f"{where}.MaxInstanceCount", 1, INT32_MAX)
+        integer(body["MaxInstanceCount"], f"{where}.MaxInstanceCount", 1, INT32_MAX)
     _check_environment(body, where)
     _check_vpc(body, where)
     _check_tags(body, where)
@@ -156,7 +132,7 @@ def _check_model_source(body: dict[str, Any], where: str) -> None:
         body["ModelSource"], f"{where}.ModelSource", set(), {"S3", "SageMakerModel"}
     )
     if len(source) != 1:
-        raise InvalidEvent(f"{where}.ModelSource must have exactly one of S3, SageMakerModel")
+        raise EventError(f"{where}.ModelSource must have exactly one of S3, SageMakerModel")
     if "S3" in source:
         s3 = check_mapping(
             source["S3"], f"{where}.ModelSource.S3", {"S3Uri"}, {"ModelAccessConfig"}
@@ -169,9 +145,7 @@ def _check_model_source(body: dict[str, Any], where: str) -> None:
                 {"AcceptEula"},
                 set(),
             )
-            check_boolean(
-                access["AcceptEula"], f"{where}.ModelSource.S3.ModelAccessConfig.AcceptEula"
-            )
+            boolean(access["AcceptEula"], f"{where}.ModelSource.S3.ModelAccessConfig.AcceptEula")
     else:
         model = check_mapping(
             source["SageMakerModel"], f"{where}.ModelSource.SageMakerModel", {"ModelName"}, set()
@@ -187,7 +161,7 @@ def _check_optimization_configs(body: dict[str, Any], where: str) -> None:
     for index, config in enumerate(configs):
         item = check_mapping(config, f"{where}.OptimizationConfigs[{index}]", set(), TECHNIQUES)
         if len(item) != 1:
-            raise InvalidEvent(
+            raise EventError(
                 f"{where}.OptimizationConfigs[{index}] must have exactly one of "
                 + ", ".join(sorted(TECHNIQUES))
             )
@@ -219,21 +193,21 @@ def _check_stopping(body: dict[str, Any], where: str) -> None:
         {"MaxRuntimeInSeconds"},
         {"MaxWaitTimeInSeconds", "MaxPendingTimeInSeconds"},
     )
-    check_integer(
+    integer(
         stopping["MaxRuntimeInSeconds"],
         f"{where}.StoppingCondition.MaxRuntimeInSeconds",
         1,
         MAX_WAIT_SECONDS,
     )
     if "MaxWaitTimeInSeconds" in stopping:
-        check_integer(
+        integer(
             stopping["MaxWaitTimeInSeconds"],
             f"{where}.StoppingCondition.MaxWaitTimeInSeconds",
             1,
             MAX_WAIT_SECONDS,
         )
     if "MaxPendingTimeInSeconds" in stopping:
-        check_integer(
+        integer(
             stopping["MaxPendingTimeInSeconds"],
             f"{where}.StoppingCondition.MaxPendingTimeInSeconds",
             1800,
@@ -249,7 +223,7 @@ def _check_environment(body: dict[str, Any], where: str) -> None:
         body["OptimizationEnvironment"], f"{where}.OptimizationEnvironment", set()
     )
     if len(environment) > 25:
-        raise InvalidEvent(
+        raise EventError(
             f"{where}.OptimizationEnvironment must have at most 25 variables, "
             f"not {len(environment)}"
         )
@@ -296,7 +270,7 @@ class JobProperties:
 
 
 def check_job_properties(props: Any) -> JobProperties:
-    """The job resource's properties, every field checked (``InvalidEvent`` names the bad one)."""
+    """The job resource's properties, every field checked (``EventError`` names the bad one)."""
     where = "ResourceProperties"
     body = check_mapping(
         props,
@@ -318,10 +292,10 @@ def check_job_properties(props: Any) -> JobProperties:
     )
     stem = check_string(body["JobNameStem"], f"{where}.JobNameStem", SAGEMAKER_NAME, 56)
     if not re.fullmatch(re.escape(prefix) + r"-[0-9a-f]{1,16}", stem):
-        raise InvalidEvent(f"{where}.JobNameStem must be JobNamePrefix-<hex>, not {shown(stem)}")
+        raise EventError(f"{where}.JobNameStem must be JobNamePrefix-<hex>, not {shown(stem)}")
     removal = check_string(body["RemovalPolicy"], f"{where}.RemovalPolicy", None, 16)
     if removal not in ("retain", "destroy"):
-        raise InvalidEvent(f"{where}.RemovalPolicy must be retain or destroy, not {shown(removal)}")
+        raise EventError(f"{where}.RemovalPolicy must be retain or destroy, not {shown(removal)}")
     return JobProperties(
         prefix=prefix,
         stem=stem,
@@ -330,26 +304,12 @@ def check_job_properties(props: Any) -> JobProperties:
             body["OutputLocationStem"], f"{where}.OutputLocationStem", OUTPUT_STEM, 900
         ),
         handle=check_string(body["WaitHandle"], f"{where}.WaitHandle", HTTPS_URL, 4096),
-        wait_seconds=check_integer(
-            body["WaitSeconds"], f"{where}.WaitSeconds", 1, MAX_WAIT_SECONDS
-        ),
+        wait_seconds=integer(body["WaitSeconds"], f"{where}.WaitSeconds", 1, MAX_WAIT_SECONDS),
         state_machine_arn=check_string(
             body["StateMachineArn"], f"{where}.StateMachineArn", STATE_MACHINE_ARN, 256
         ),
         destroy=removal == "destroy",
     )
-
-
-def check_request_type(event: Any) -> str:
-    """The event's ``RequestType``, which must be Create, Update or Delete."""
-    if not isinstance(event, Mapping):
-        raise InvalidEvent(f"the event must be an object, not {type(event).__name__}")
-    request_type = event.get("RequestType")
-    if request_type not in REQUEST_TYPES:
-        raise InvalidEvent(
-            f"RequestType must be Create, Update or Delete, not {shown(request_type)}"
-        )
-    return str(request_type)
 
 
 def is_job_name(value: Any) -> bool:

@@ -41,6 +41,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...template_metadata import OPTIMIZATION_JOB_OUTPUT_RESOURCE, OPTIMIZATION_JOB_RESOURCE
+from ..event_checks import (
+    IGNORED_PROPERTIES,
+    MAX_WAIT_SECONDS,
+    REQUEST_TYPES,
+    SAGEMAKER_NAME,
+    STATE_MACHINE_ARN,
+    EventError,
+    boolean,
+    check_request_type,
+    integer,
+)
 from ..runtime_support import (
     HTTPS_URL,
     Budget,
@@ -60,34 +71,25 @@ from ..runtime_support import (
 )
 from ..runtime_support import client as _client
 from .errors import (
-    InvalidEvent,
     error_message,
     is_absent,
 )
 from .events import (
-    IGNORED_PROPERTIES,
     INSTANCE_TYPE,
     INT32_MAX,
     KMS_KEY,
     MAX_PREFIX_LENGTH,
-    MAX_WAIT_SECONDS,
     OUTPUT_STEM,
-    REQUEST_TYPES,
     ROLE_ARN,
     S3_URI,
-    SAGEMAKER_NAME,
     SECURITY_GROUP,
-    STATE_MACHINE_ARN,
     SUBNET,
     TECHNIQUES,
     JobProperties,
-    check_boolean,
-    check_integer,
     check_job_properties,
     check_list,
     check_mapping,
     check_request,
-    check_request_type,
     check_string,
     coerce_request,
     is_job_name,
@@ -113,6 +115,8 @@ from .poll import (
     poll_step,
 )
 
+InvalidEvent = EventError
+"""The name this handler gave ``EventError`` before both handlers shared it."""
 JOB_RESOURCE_TYPE = OPTIMIZATION_JOB_RESOURCE
 OUTPUT_RESOURCE_TYPE = OPTIMIZATION_JOB_OUTPUT_RESOURCE
 
@@ -139,15 +143,15 @@ __all__ = [
     "TECHNIQUES",
     "TERMINAL",
     "Budget",
+    "EventError",
     "HandlerError",
     "InvalidEvent",
     "JobProperties",
     "OutOfTime",
     "Put",
     "Sleep",
+    "boolean",
     "call_with_retry",
-    "check_boolean",
-    "check_integer",
     "check_job_properties",
     "check_list",
     "check_mapping",
@@ -166,6 +170,7 @@ __all__ = [
     "handle_job_event",
     "handle_output_event",
     "http_put",
+    "integer",
     "is_absent",
     "is_job_name",
     "is_transient",
@@ -198,7 +203,7 @@ def on_event(event: dict[str, Any], context: Any) -> dict[str, Any]:  # pragma: 
         if kind == OUTPUT_RESOURCE_TYPE:
             return handle_output_event(event, sagemaker=_client("sagemaker"), budget=budget)
         if kind != JOB_RESOURCE_TYPE:
-            raise InvalidEvent(f"unsupported ResourceType {shown(kind)}")
+            raise EventError(f"unsupported ResourceType {shown(kind)}")
         props = event.get("ResourceProperties")
         destroy = isinstance(props, Mapping) and props.get("RemovalPolicy") == "destroy"
         return handle_job_event(

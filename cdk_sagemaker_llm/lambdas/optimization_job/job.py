@@ -11,6 +11,12 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ..event_checks import (
+    IGNORED_PROPERTIES,
+    SAGEMAKER_NAME,
+    boolean,
+    check_request_type,
+)
 from ..runtime_support import (
     Budget,
     HandlerError,
@@ -19,16 +25,14 @@ from ..runtime_support import (
     error_code,
     explain,
 )
-from .errors import is_absent
+from .errors import (
+    is_absent,
+)
 from .events import (
-    IGNORED_PROPERTIES,
     OUTPUT_STEM,
-    SAGEMAKER_NAME,
     JobProperties,
-    check_boolean,
     check_job_properties,
     check_mapping,
-    check_request_type,
     check_string,
     is_job_name,
 )
@@ -293,7 +297,7 @@ def handle_output_event(
         IGNORED_PROPERTIES,
     )
     name = check_string(props["JobName"], "ResourceProperties.JobName", SAGEMAKER_NAME, 63)
-    require_image = check_boolean(
+    require_image = boolean(
         props["RequireRecommendedImage"], "ResourceProperties.RequireRecommendedImage"
     )
     physical = f"{name}-output"

@@ -7,6 +7,13 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ..event_checks import (
+    MAX_WAIT_SECONDS,
+    SAGEMAKER_NAME,
+    EventError,
+    boolean,
+    integer,
+)
 from ..runtime_support import (
     HTTPS_URL,
     Budget,
@@ -17,13 +24,8 @@ from ..runtime_support import (
     is_transient,
     wait_condition_signal,
 )
-from .errors import InvalidEvent
 from .events import (
     INT32_MAX,
-    MAX_WAIT_SECONDS,
-    SAGEMAKER_NAME,
-    check_boolean,
-    check_integer,
     check_mapping,
     check_string,
     is_job_name,
@@ -35,7 +37,7 @@ POLL_STATE_KEYS = frozenset({"Status", "Throttled", "Error"})
 
 
 def check_state(state: Any, now: float) -> tuple[str, str, float]:
-    """The poll state's job name, handle URL and deadline, checked (``InvalidEvent``).
+    """The poll state's job name, handle URL and deadline, checked (``EventError``).
 
     The deadline must lie within a wait condition's longest timeout from now: a huge one would
     keep polling past the point where CloudFormation stops listening.
@@ -45,10 +47,10 @@ def check_state(state: Any, now: float) -> tuple[str, str, float]:
     )
     name = check_string(body["JobName"], "state.JobName", SAGEMAKER_NAME, 63)
     handle = check_string(body["HandleUrl"], "state.HandleUrl", HTTPS_URL, 4096)
-    deadline = check_integer(body["Deadline"], "state.Deadline", 0, int(now) + MAX_WAIT_SECONDS)
-    check_boolean(body["Done"], "state.Done")
+    deadline = integer(body["Deadline"], "state.Deadline", 0, int(now) + MAX_WAIT_SECONDS)
+    boolean(body["Done"], "state.Done")
     if "Throttled" in body:
-        check_integer(body["Throttled"], "state.Throttled", 0, INT32_MAX)
+        integer(body["Throttled"], "state.Throttled", 0, INT32_MAX)
     return name, handle, float(deadline)
 
 
@@ -73,7 +75,7 @@ def poll_step(
     budget = budget or Budget(sleep=sleep)
     try:
         name, handle, deadline = check_state(state, now)
-    except InvalidEvent as error:
+    except EventError as error:
         url = state.get("HandleUrl") if isinstance(state, Mapping) else None
         if not (isinstance(url, str) and len(url) <= 4096 and HTTPS_URL.fullmatch(url)):
             raise
