@@ -545,3 +545,27 @@ def test_engines_that_overlap_their_host_work_never_fit_a_host_cost(
     assert "overlaps" in kept["per_sequence_ms"]
     assert profile.per_sequence_ms == 0
     assert "overlaps" in profile.raw["kept_at_prior"]["per_sequence_ms"]
+
+
+def test_a_degree_between_fitted_degrees_interpolates_and_keeps_the_band() -> None:
+    """lmi-vllm-v1 is fitted at TP1 and TP4: TP2 lies between them (not an extrapolation, no
+    widened band); TP8 lies outside and says so."""
+    profile = engine_profile("lmi-vllm-v1")
+    assert profile.fitted is not None and profile.fitted.tensor_parallel_degrees == (1, 4)
+    spec, load = ModelSpec.LLAMA_3_8B, Workload(1024, 256)
+
+    def reasons(degree: int) -> list[str]:
+        return profile.extrapolation_reasons(spec, "L4", degree, load.input_tokens, Precision.FP16)
+
+    assert not any(r.startswith("tensor parallelism") for r in reasons(2))
+    assert any(r.startswith("tensor parallelism: TP8 outside") for r in reasons(8))
+    bands = {
+        degree: predict(
+            spec, Layout(InstanceType.G6_48XLARGE, degree, 8 // degree), load, [1],
+            engine=profile,
+        ).band
+        for degree in (1, 2, 4, 8)
+    }  # fmt: skip
+    assert bands[2] == bands[1] == bands[4]
+    assert bands[8] is not None and bands[1] is not None
+    assert bands[8].pessimistic_ms_per_token > bands[2].pessimistic_ms_per_token

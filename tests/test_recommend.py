@@ -7,9 +7,9 @@ import functools
 
 import pytest
 
-from cdk_sagemaker_llm.catalog.instance_types import InstanceType
+from cdk_sagemaker_llm.catalog.instance_types import CATALOG, InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
-from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST, PriceList
+from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST, UNPRICED, PriceList
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.planning.engine_profiles import engine_argument
 from cdk_sagemaker_llm.planning.performance import Workload
@@ -371,3 +371,35 @@ def test_the_engine_filters_the_hardware_it_runs_on() -> None:
     assert [r.kind for r in neuron.rejected if r.instance_type == "ml.g6e.xlarge"] == [
         RejectionKind.ENGINE
     ]
+
+
+def test_an_unpriced_first_option_on_unseen_hardware_is_neither_cheapest_nor_a_decision() -> None:
+    """Only p6-b200 (no price in the default list, B200 in no profile's fit) is offered: the
+    answer says its price is unknown and never calls it the cheapest, and says its figures are
+    an extrapolation to benchmark, not a decision."""
+    found = recommend(
+        ModelSpec.LLAMA_3_70B,
+        Workload(2000, 500),
+        Slo(max_ms_per_token=40),
+        Traffic(requests_per_second=2),
+        search=SearchSpace(instance_types=[InstanceType.P6_B200_48XLARGE]),
+    )
+    assert found.options and found.options[0].price_per_hour is None
+    text = " ".join(found.assumptions + found.options[0].reasoning)
+    assert "cheapest" not in text.replace("none of them is called the cheapest", "")
+    assert "price unknown: the first option (ml.p6-b200.48xlarge) has no price" in text
+    assert "extrapolation, not a decision: the first option runs on NVIDIA B200" in text
+    priced = recommend(
+        ModelSpec.LLAMA_3_8B, SHORT, Slo(max_ms_per_token=60), Traffic(requests_per_second=1),
+        search=SearchSpace(instance_types=[InstanceType.G6_XLARGE]),
+    )  # fmt: skip
+    assert not any(a.startswith(("price unknown", "extrapolation")) for a in priced.assumptions)
+
+
+def test_every_catalog_type_is_priced_or_flagged_unpriced() -> None:
+    """A type added to the catalog gets a dated price or an entry in ``UNPRICED`` saying why
+    not; never both."""
+    priced = set(DEFAULT_PRICE_LIST.prices)
+    assert priced.isdisjoint(UNPRICED)
+    assert set(CATALOG) == priced | set(UNPRICED)
+    assert all(UNPRICED.values())

@@ -173,7 +173,34 @@ DEFAULT_PRICE_LIST = trusted(PriceList)(  # dated list prices: no run-time type 
     },
 )
 """The library's default prices: us-east-1 on-demand, for the catalog's instance types whose
-price was read (g4dn, p5.4xlarge, p5e, p5en, p6-b200, trn1n and trn2 have none yet, nor do g7,
-g7e, p6-b300 and p6e-gb200, whose SageMaker prices were not in the sources read: cost figures
-for them say the price is unknown, and ``recommend`` ranks them after every priced option,
-until you add them with ``with_prices``)."""
+price was read; the others are flagged in ``UNPRICED``."""
+
+_NOT_READ = (
+    "no SageMaker real-time inference price in the sources read for DEFAULT_PRICE_LIST (2025-09-01)"
+)
+_NEWER = (
+    "launched after DEFAULT_PRICE_LIST was read (2025-09-01); its SageMaker price was not in the "
+    "sources read"
+)
+UNPRICED: Mapping[str, str] = MappingProxyType(
+    {
+        **{f"ml.g4dn.{size}": _NOT_READ for size in ("xlarge", "2xlarge", "4xlarge")},
+        **{f"ml.g4dn.{size}": _NOT_READ for size in ("8xlarge", "12xlarge", "16xlarge")},
+        **{f"ml.g7.{size}": _NEWER for size in ("2xlarge", "4xlarge", "8xlarge")},
+        **{f"ml.g7.{size}": _NEWER for size in ("12xlarge", "24xlarge", "48xlarge")},
+        **{f"ml.g7e.{size}": _NEWER for size in ("2xlarge", "4xlarge", "8xlarge")},
+        **{f"ml.g7e.{size}": _NEWER for size in ("12xlarge", "24xlarge", "48xlarge")},
+        "ml.p5.4xlarge": _NOT_READ,
+        "ml.p5e.48xlarge": _NOT_READ,
+        "ml.p5en.48xlarge": _NOT_READ,
+        "ml.p6-b200.48xlarge": _NOT_READ,
+        "ml.p6-b300.48xlarge": _NEWER,
+        "ml.p6e-gb200.36xlarge": _NEWER,
+        "ml.trn1n.32xlarge": _NOT_READ,
+        "ml.trn2.48xlarge": _NOT_READ,
+    }
+)
+"""The catalog's instance types ``DEFAULT_PRICE_LIST`` has no price for, and why (a price is
+read from a dated public source, never estimated): cost figures for them say the price is
+unknown, ``recommend`` ranks them after every priced option and never calls one the cheapest,
+until you add their prices with ``PriceList.with_prices``."""

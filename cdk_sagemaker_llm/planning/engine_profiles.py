@@ -366,10 +366,13 @@ class EngineProfile:
                 f"hardware: {gpu or 'this accelerator'} is not among the fitted "
                 f"{', '.join(fitted.gpus)}"
             )
-        if tensor_parallel_degree not in fitted.tensor_parallel_degrees:
+        degrees = fitted.tensor_parallel_degrees
+        if not min(degrees) <= tensor_parallel_degree <= max(degrees):
+            # Between two fitted degrees the TP terms (log2 TP overheads, all-reduces)
+            # interpolate, as model size and prompt length do within their fitted ranges.
             reasons.append(
                 f"tensor parallelism: TP{tensor_parallel_degree} outside the fitted "
-                f"{'/'.join(map(str, fitted.tensor_parallel_degrees))}"
+                f"{'/'.join(map(str, degrees))}"
             )
         low, high = fitted.parameters_billion
         size = spec.parameters / 1e9

@@ -24,7 +24,13 @@ from ..catalog.prices import PriceList
 from ..errors import ValidationError
 from ..prop_types import typed_props
 from .calibration import EngineRelease
-from .engine_profiles import Band, ContainerRelease, EngineProfile, resolve_profile
+from .engine_profiles import (
+    Band,
+    ContainerRelease,
+    EngineProfile,
+    all_profiles,
+    resolve_profile,
+)
 from .optimizations import JobEstimate, Optimization
 from .performance import (
     CopyLimits,
@@ -37,6 +43,7 @@ from .performance import (
     _deployment_level,
     copy_knee,
     efficiency_of,
+    gpu_name,
     interconnect_of,
     max_throughput_within,
     optimization_notes,
@@ -526,7 +533,13 @@ def recommend(
         )
         for option in options[:top]
     ]
-    notes = [region_note, trade_off, *(f"calibration: {note}" for note in calibration_notes)]
+    notes = [
+        region_note,
+        trade_off,
+        _unpriced_note(kept),
+        _unseen_hardware_note(kept),
+        *(f"calibration: {note}" for note in calibration_notes),
+    ]
     assumptions = _assumptions(workload, slo, traffic, search, pricing, sizing, notes)
     if risk is Risk.PESSIMISTIC and kept:
         median = recommend(
@@ -636,13 +649,48 @@ def _optimize_or_buy(options: Sequence[Option]) -> str:
     )
 
 
+def _unpriced_note(options: Sequence[Option]) -> str | None:
+    """When the first option has no price, that it is ranked, not found, the cheapest."""
+    if not options or options[0].price_per_hour is not None:
+        return None
+    return (
+        f"price unknown: the first option ({options[0].layout.instance_type.name}) has no price "
+        "in the list; unpriced options rank after every priced one and none of them is called "
+        "the cheapest: add their prices with PriceList.with_prices to compare them"
+    )
+
+
+def _unseen_hardware_note(options: Sequence[Option]) -> str | None:
+    """When the first option runs on an accelerator no engine profile was fitted on, that
+    its figures are an extrapolation to check, not a decision to deploy."""
+    if not options:
+        return None
+    gpu = gpu_name(options[0].layout.instance_type)
+    seen = sorted({g for p in all_profiles() if p.fitted for g in p.fitted.gpus})
+    if gpu in seen:
+        return None
+    return (
+        f"extrapolation, not a decision: the first option runs on "
+        f"{gpu or options[0].layout.instance_type.name}, which no engine profile was fitted on "
+        f"(fitted: {', '.join(seen)}); its figures and band are the model's extrapolation: "
+        "benchmark it (EndpointBenchmark, then calibrate) before relying on them"
+    )
+
+
 def _pessimism_cost(pessimistic: Option, median: Option | None) -> str:
     """What sizing on the pessimistic side costs against the cheapest option at the median."""
     if median is None:
         return "at the median no option would serve either"
     served = "" if median.optimization is None else f" with {median.optimization.name}"
-    text = f"at the median the cheapest option would be {median.layout.describe()}{served}" + (
-        f" at ${median.price_per_hour:,.2f}/hour" if median.price_per_hour is not None else ""
+    if median.price_per_hour is None:  # unpriced options rank last: nothing says cheapest
+        return (
+            f"at the median the first option would be {median.layout.describe()}{served}, "
+            "whose price is not in the list: what sizing on the pessimistic side costs is "
+            "unknown (add the price with PriceList.with_prices)"
+        )
+    text = (
+        f"at the median the cheapest option would be {median.layout.describe()}{served} at "
+        f"${median.price_per_hour:,.2f}/hour"
     )
     if pessimistic.price_per_hour is not None and median.price_per_hour is not None:
         extra = pessimistic.price_per_hour - median.price_per_hour
