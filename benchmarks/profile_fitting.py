@@ -46,6 +46,7 @@ from cdk_sagemaker_llm.planning.performance import (
     Efficiency,
     Layout,
     Workload,
+    copy_knee,
     efficiency_of,
     prediction_band,
     profile_limits,
@@ -230,6 +231,17 @@ EXTRA_SPECS = {
         head_dim=128,
         max_context=40_960,
     ),
+    # meta-llama/Llama-3.1-405B-Instruct config.json: 126 layers, 128 query / 8 KV heads of 128
+    # (hidden 16,384), 131,072 positions; 405.9e9 parameters (the model card's 405B).
+    "meta-llama/llama-3.1-405b-instruct": ModelSpec.custom(
+        "llama-3.1-405b",
+        parameters=405.9e9,
+        layers=126,
+        attention_heads=128,
+        kv_heads=8,
+        head_dim=128,
+        max_context=131_072,
+    ),
 }
 """Measured models the catalog has no preset for."""
 
@@ -398,6 +410,22 @@ def banded_figures(
     return [
         (measured, model, limits) for measured, model, limits in figures if measured is not None
     ]
+
+
+def predicted_knee(row: Row, profile: EngineProfile, efficiency: Efficiency) -> int:
+    """The knee of one copy of the row's layout and workload under the engine's batch limit
+    (``copy_knee`` without an SLO: the last concurrency before doubling it buys < 10 %)."""
+    model = CopyModel(
+        row.spec,
+        row.instance_type,
+        row.tensor_parallel_degree,
+        row.precision,
+        row.workload,
+        efficiency,
+        profile.kernel(row.precision),
+    )
+    limits, _ = profile_limits(model, profile)
+    return max(1, copy_knee(model, limits).concurrency)
 
 
 _CAPACITY: dict[tuple[object, ...], int] = {}
@@ -613,6 +641,9 @@ class HeldOutPrediction:
     errors: dict[str, float]
     fitted: bool
     """False when the profile had too few other rows and its prior predicted the row."""
+    knee: int
+    """The knee of the row's copy (``copy_knee``, no SLO) as the same fit predicts it: where the
+    row's load regime is read when its own sweep does not locate a measured knee."""
 
 
 def leave_one_source_out(
@@ -635,8 +666,9 @@ def leave_one_source_out(
                 if row.source != source:
                     continue
                 predicted = predict_row(row, trained, efficiency)
+                knee = predicted_knee(row, trained, efficiency)
                 results.append(
-                    HeldOutPrediction(row, predicted, row_errors(row, predicted), fitted)
+                    HeldOutPrediction(row, predicted, row_errors(row, predicted), fitted, knee)
                 )
     results.sort(key=lambda held: held.row.index)
     return results
