@@ -4,7 +4,9 @@
     python benchmarks/model_validation.py --aggregate  # the aggregate table only
 
 Each source's rows are predicted by the engine profiles fitted (``fit_profiles.py``'s fit) to
-every other source, so no figure below was fitted to the row it scores. Reported, per row and
+every other source, so no figure below was fitted to the row it scores; the sources in
+``profile_fitting.VALIDATION_ONLY_SOURCES`` are scored but never trained on (nor do their
+residuals widen another row's band), as ``fit_profiles.py`` never fits them. Reported, per row and
 in aggregate (issue 17's targets in brackets):
 
 - single-request ms/token: |predicted / measured - 1| at concurrency 1 (median <= 15 %,
@@ -307,20 +309,32 @@ def band_hits(
     for h in held:
         row = h.row
         profile = engine_profile(row.profile)
-        others = [g for g in held if g.row.profile == row.profile and g.row.source != row.source]
+        others = [
+            g
+            for g in held
+            if g.row.profile == row.profile and g.row.source != row.source and pf.trains(g.row)
+        ]
         if h.fitted and others:
-            train = [r for r in rows if r.profile == row.profile and r.source != row.source]
+            train = [
+                r
+                for r in rows
+                if r.profile == row.profile and r.source != row.source and pf.trains(r)
+            ]
             profile = replace(
                 profile,
                 fitted=pf.fitted_range(train),
                 residuals=pf.residuals_of(
                     others,
                     "other sources",
-                    [g for g in held if g.row.source != row.source and g.fitted],
+                    [
+                        g
+                        for g in held
+                        if g.row.source != row.source and g.fitted and pf.trains(g.row)
+                    ],
                 ),
             )
         else:
-            pool = [g for g in held if g.row.source != row.source and g.fitted]
+            pool = [g for g in held if g.row.source != row.source and g.fitted and pf.trains(g.row)]
             profile = replace(profile, fitted=None, residuals=pf.residuals_of(pool, "pooled"))
         for measured, predicted, limits in pf.banded_figures(row, h.predicted, profile):
             if predicted <= 0:

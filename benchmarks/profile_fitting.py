@@ -62,6 +62,32 @@ HELD_OUT = re.compile(
 """The held-out source of issue 17 (AWS Machine Learning Blog, January 2024) and its copies:
 never fitted to; a row citing it is an error."""
 
+VALIDATION_ONLY_SOURCES: Mapping[str, str] = {
+    "trtllm-perf-overview-v1.0": (
+        "offline trtllm-bench runs at a batch limit trtllm-bench chooses and the page does not "
+        "state (up to 2,048 with CUDA graphs to 8,192) against the lmi-trtllm profile's 256: "
+        "fitting their throughput would move the bandwidth and compute efficiencies to absorb "
+        "a scheduling limit the closed form does not model (issue 30 item 1)"
+    ),
+    "trtllm-0.16-llama70b-tp8-sweep-2025-07": (
+        "offline trtllm-bench runs at a batch limit of 2,048 against the lmi-trtllm profile's "
+        "256 (as trtllm-perf-overview-v1.0)"
+    ),
+    "trtllm-perf-v0.9": (
+        "static batches the model can state, but not refitted yet: a refit of lmi-trtllm moves "
+        "every TensorRT-LLM prediction and is left to the refit that follows the scheduler "
+        "simulation (issue 30 item 1)"
+    ),
+}
+"""Sources that score the profiles (``model_validation.py``) but do not fit them, with why:
+neither ``fit_profiles.py`` nor a leave-one-source-out fold trains on their rows."""
+
+
+def trains(row: Row) -> bool:
+    """Whether a fit may use ``row`` (its source is not ``VALIDATION_ONLY_SOURCES``)."""
+    return row.source not in VALIDATION_ONLY_SOURCES
+
+
 MODEL_ALIASES = {
     "meta-llama/llama-3.3-70b-instruct": "llama-3.1-70b",  # same architecture as Llama 3.1 70B
     "llama-3.3-70b": "llama-3.1-70b",
@@ -660,7 +686,7 @@ def leave_one_source_out(
         for source in sorted({row.source for row in own}):
             if progress:
                 progress(f"{name}: fitting without {source}")
-            train = [row for row in own if row.source != source]
+            train = [row for row in own if row.source != source and trains(row)]
             efficiency, trained, fitted = fit(train, profile)
             for row in own:
                 if row.source != source:

@@ -84,3 +84,14 @@ def test_offline_runs_are_saturated_below_any_knee(validation: ModuleType, rows:
     held = _held(rows, "trtllm-perf-v0.9", 100_000)
     assert held and all(h.row.static_batch for h in held)
     assert {validation.regime_of(h, {}) for h in held} == {"saturated"}
+
+
+def test_every_validation_only_source_has_rows_and_a_reason(rows: list[Any]) -> None:
+    """A source the fits leave out is one the data has, and says why it is left out."""
+    fitting = sys.modules["profile_fitting"]
+    sources = {row.source for row in rows}
+    for source, why in fitting.VALIDATION_ONLY_SOURCES.items():
+        assert source in sources, source
+        assert len(why) > 40, source
+        assert not any(fitting.trains(row) for row in rows if row.source == source)
+    assert all(fitting.trains(row) for row in rows if row.source == "trtllm-perf-v0.6")
