@@ -30,7 +30,11 @@ in aggregate (issue 17's targets in brackets):
 - per load regime (``REGIMES``; issue 30 item 2): the |error| of ms/token (or inter-token
   latency) and of tokens/s over the rows of each regime, of the max tokens/s within the SLO
   over the sweeps whose measured best lies in it, and the band's coverage there (median
-  <= 15 % for ms/token, <= 20 % for tokens/s, p90 <= 35 %, coverage >= 80 % in every regime).
+  <= 15 % for ms/token, <= 20 % for tokens/s, p90 <= 35 %, coverage >= 80 % in every regime);
+- the band by extrapolation distance: coverage and median p90/p10 width of the (row, figure)
+  pairs by how many ways the row leaves what its profile was fitted on without its source
+  (``BandHit.distance``), to check that the band widens, and still holds, as a prediction
+  moves away from its data.
 
 The held-out JumpStart post of issue 17 is not in the data and is never read.
 """
@@ -44,6 +48,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -288,24 +293,35 @@ def _tp_orderings(sweeps: Sequence[Sequence[pf.HeldOutPrediction]]) -> list[dict
     return results
 
 
+class BandHit(NamedTuple):
+    """One (row, metric) pair against the band the library would have shown for the row."""
+
+    held: pf.HeldOutPrediction
+    inside: bool
+    """The measured value lies within the band's p10-p90."""
+    distance: int
+    """How far the row extrapolates: the reasons the band is widened for (hardware, TP degree,
+    model size, prompt length, precision, an unfitted engine, pooled residuals)."""
+    width: float
+    """The band's p90 / p10 ratio for this figure."""
+
+
 def band_coverage(
     held: Sequence[pf.HeldOutPrediction], rows: Sequence[pf.Row]
 ) -> tuple[float, int]:
     """Share of (row, metric) pairs inside the band (``band_hits``), and their number."""
     hits = band_hits(held, rows)
-    inside = sum(hit for _, hit in hits)
+    inside = sum(hit.inside for hit in hits)
     return (inside / len(hits) if hits else float("nan")), len(hits)
 
 
-def band_hits(
-    held: Sequence[pf.HeldOutPrediction], rows: Sequence[pf.Row]
-) -> list[tuple[pf.HeldOutPrediction, bool]]:
+def band_hits(held: Sequence[pf.HeldOutPrediction], rows: Sequence[pf.Row]) -> list[BandHit]:
     """Each (row, metric) pair, and whether it lies inside the band the library would have
     shown for the row without its source: ``prediction_band`` of the profile whose residuals
     are the held-out residuals of its other sources and whose fitted range is its other
     sources' rows, widened where the row lies outside that range (an unfitted profile: the
     pooled residuals of the fitted ones from other sources, widened as an unfitted engine)."""
-    hits = []
+    hits: list[BandHit] = []
     for h in held:
         row = h.row
         profile = engine_profile(row.profile)
@@ -336,11 +352,12 @@ def band_hits(
         else:
             pool = [g for g in held if g.row.source != row.source and g.fitted and pf.trains(g.row)]
             profile = replace(profile, fitted=None, residuals=pf.residuals_of(pool, "pooled"))
+        distance = len(pf.band_of_row(row, profile).reasons)
         for measured, predicted, limits in pf.banded_figures(row, h.predicted, profile):
             if predicted <= 0:
                 continue
             low, high = limits(predicted)
-            hits.append((h, low <= measured <= high))
+            hits.append(BandHit(h, low <= measured <= high, distance, high / low))
     return hits
 
 
@@ -354,7 +371,7 @@ def _cell(errors: Sequence[float]) -> str:
 def regime_table(
     held: Sequence[pf.HeldOutPrediction],
     max_tokens: Sequence[tuple[Sequence[pf.HeldOutPrediction], float, float, float]],
-    hits: Sequence[tuple[pf.HeldOutPrediction, bool]],
+    hits: Sequence[BandHit],
 ) -> list[str]:
     """Every figure per load regime (``REGIMES``) and in aggregate, as a Markdown table."""
     knees = measured_knees(held)
@@ -380,11 +397,27 @@ def regime_table(
         ]
         tokens = [_abs_pct(h.errors["tokens_per_s"]) for h in members if "tokens_per_s" in h.errors]
         best = [e for r, e in sweep_regime if name in ("all", r)]
-        covered = [hit for h, hit in hits if name in ("all", regime[h.row.index])]
+        covered = [hit.inside for hit in hits if name in ("all", regime[hit.held.row.index])]
         share = f"{sum(covered) / len(covered):.0%} of {len(covered)}" if covered else "-"
         lines.append(
             f"| {name} | {len(members)} | {len({h.row.source for h in members})} | {_cell(ms)} | "
             f"{_cell(tokens)} | {_cell(best)} | {share} |"
+        )
+    return lines
+
+
+def distance_table(hits: Sequence[BandHit]) -> list[str]:
+    """Band coverage and width by extrapolation distance (the reasons a band is widened for)."""
+    lines = [
+        "| extrapolation reasons | pairs | inside p10-p90 | band width p90/p10, median |",
+        "|---|---:|---:|---:|",
+    ]
+    for distance in sorted({hit.distance for hit in hits}):
+        members = [hit for hit in hits if hit.distance == distance]
+        inside = sum(hit.inside for hit in members)
+        lines.append(
+            f"| {distance} | {len(members)} | {inside / len(members):.0%} | "
+            f"x{_quantile([hit.width for hit in members], 0.5):.2f} |"
         )
     return lines
 
@@ -406,7 +439,7 @@ def render(held: Sequence[pf.HeldOutPrediction], details: bool, rows: Sequence[p
     tie_aware = sum(m == p or regret < TIE_TOLERANCE for _, m, p, regret in checks)
     hits = band_hits(held, rows or [h.row for h in held])
     pairs = len(hits)
-    coverage = sum(hit for _, hit in hits) / pairs if pairs else float("nan")
+    coverage = sum(hit.inside for hit in hits) / pairs if pairs else float("nan")
     sources = sorted({h.row.source for h in held})
     lines = [
         f"Leave-one-source-out validation: {len(held)} rows, {len(sources)} sources "
@@ -440,6 +473,11 @@ def render(held: Sequence[pf.HeldOutPrediction], details: bool, rows: Sequence[p
         "coverage >= 80 %:",
         "",
         *regime_table(held, result["max_tokens"], hits),  # type: ignore[arg-type]
+        "",
+        "The band by extrapolation distance (how many ways the row leaves what its profile was "
+        "fitted on without its source; each widens the band):",
+        "",
+        *distance_table(hits),
     ]
     per_profile = defaultdict(list)
     for h in held:

@@ -33,6 +33,7 @@ from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.planning.engine_profiles import (
     MIN_RESIDUAL_SOURCES,
     MIN_RESIDUALS,
+    Band,
     EngineProfile,
     FittedRange,
     KernelSpeed,
@@ -416,18 +417,23 @@ def predict_row(row: Row, profile: EngineProfile, efficiency: Efficiency) -> Pre
     return Predicted(ms, decode_ms, ttft, tokens)
 
 
-def banded_figures(
-    row: Row, predicted: Predicted, profile: EngineProfile
-) -> list[tuple[float, float, Callable[[float], tuple[float, float]]]]:
-    """The row's measured figures (ms/token, inter-token latency, tokens/s), each with the
-    model's figure and the p10-p90 range ``profile``'s band puts around it (one copy)."""
-    band = prediction_band(
+def band_of_row(row: Row, profile: EngineProfile) -> Band:
+    """The band ``profile`` puts around its prediction of one copy of the row's layout."""
+    return prediction_band(
         profile,
         row.spec,
         Layout(row.instance_type, row.tensor_parallel_degree, 1),
         row.workload,
         row.precision,
     )
+
+
+def banded_figures(
+    row: Row, predicted: Predicted, profile: EngineProfile
+) -> list[tuple[float, float, Callable[[float], tuple[float, float]]]]:
+    """The row's measured figures (ms/token, inter-token latency, tokens/s), each with the
+    model's figure and the p10-p90 range ``profile``'s band puts around it (one copy)."""
+    band = band_of_row(row, profile)
     figures = (
         (row.ms_per_token, predicted.ms_per_token, band.ms_range),
         (row.itl_ms, predicted.itl_ms, band.ms_range),
