@@ -22,6 +22,9 @@ choose the profile: ``engine_profiles.row_profile_name``):
 3. the fitted range (GPUs, TP degrees, model sizes, prompt lengths, sources) is stored, so a
    prediction outside it says it extrapolates and widens its band.
 
+Sources in ``profile_fitting.VALIDATION_ONLY_SOURCES`` are left out of every fit (each with its
+reason, printed): ``model_validation.py`` scores the profiles on them.
+
 The held-out source of issue 17 (the AWS ML Blog JumpStart benchmark post, January 2024) is
 never read: ``profile_fitting.load_rows`` refuses a row that cites it. Deterministic: the same
 rows give byte-identical files.
@@ -182,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     rows, skipped = pf.load_rows()
     for line in skipped:
         print(f"skipped {line}", file=sys.stderr)
+    for source, why in pf.VALIDATION_ONLY_SOURCES.items():
+        print(f"not fitted to {source}: {why}", file=sys.stderr)
+    rows = [row for row in rows if pf.trains(row)]
     held = pf.leave_one_source_out(
         rows, progress=lambda text: print(text, file=sys.stderr, flush=True)
     )

@@ -4,7 +4,9 @@
     python benchmarks/model_validation.py --aggregate  # the aggregate table only
 
 Each source's rows are predicted by the engine profiles fitted (``fit_profiles.py``'s fit) to
-every other source, so no figure below was fitted to the row it scores. Reported, per row and
+every other source, so no figure below was fitted to the row it scores; the sources in
+``profile_fitting.VALIDATION_ONLY_SOURCES`` are scored but never trained on (nor do their
+residuals widen another row's band), as ``fit_profiles.py`` never fits them. Reported, per row and
 in aggregate (issue 17's targets in brackets):
 
 - single-request ms/token: |predicted / measured - 1| at concurrency 1 (median <= 15 %,
@@ -24,7 +26,15 @@ in aggregate (issue 17's targets in brackets):
 - band coverage, cross-validated: share of (row, figure) pairs whose measured ms/token and
   tokens/s lie inside the p10-p90 band the library would have shown without the row's
   source: the residuals of the profile's other sources, widened where the row lies outside
-  what those sources cover (``band_coverage``; >= 80 %, issue 17 item 3).
+  what those sources cover (``band_coverage``; >= 80 %, issue 17 item 3);
+- per load regime (``REGIMES``; issue 30 item 2): the |error| of ms/token (or inter-token
+  latency) and of tokens/s over the rows of each regime, of the max tokens/s within the SLO
+  over the sweeps whose measured best lies in it, and the band's coverage there (median
+  <= 15 % for ms/token, <= 20 % for tokens/s, p90 <= 35 %, coverage >= 80 % in every regime);
+- the band by extrapolation distance: coverage and median p90/p10 width of the (row, figure)
+  pairs by how many ways the row leaves what its profile was fitted on without its source
+  (``BandHit.distance``), to check that the band widens, and still holds, as a prediction
+  moves away from its data.
 
 The held-out JumpStart post of issue 17 is not in the data and is never read.
 """
@@ -38,6 +48,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -55,6 +66,15 @@ measured the same layout (Llama 2 13B, TGI 1.1.0, TP4 on four A10G) on ml.g5.12x
 on ml.g5.24xlarge, and their single-request ms/token differ by 0.7-2.9 % at each prompt
 length. Fixed with this rule before the tie-aware figure was computed; the strict figure
 (exact match) is reported beside it."""
+
+
+REGIMES = ("light", "near the knee", "saturated")
+"""Load regimes of a row, read against the knee of its copy (the last concurrency before
+doubling buys < 10 % more tokens/s): light at no more than a quarter of the knee, near the knee
+above that and up to it, saturated beyond it. The knee is the measured one where the row's
+sweep has >= 3 concurrencies, else the one the held-out fit predicts. Offline runs (a static
+batch, or every request sent at once) are saturated: the source ran the engine at its batch
+limit."""
 
 
 def _abs_pct(error: float) -> float:
@@ -116,6 +136,18 @@ def _max_within(members: Sequence[pf.HeldOutPrediction], measured: bool) -> floa
     return best
 
 
+def _best_row(members: Sequence[pf.HeldOutPrediction]) -> pf.HeldOutPrediction | None:
+    """The row of the measured max tokens/s within ``SLO_MS`` (``_max_within``)."""
+    within = [
+        h
+        for h in members
+        if h.row.tokens_per_s is not None
+        and (_ms(h, True) or 0.0) <= SLO_MS
+        and _ms(h, True) is not None
+    ]
+    return max(within, key=lambda h: h.row.tokens_per_s or 0.0, default=None)
+
+
 def _knee(levels: Sequence[tuple[int, float]]) -> int:
     previous = None
     for concurrency, tokens in levels:
@@ -127,6 +159,36 @@ def _knee(levels: Sequence[tuple[int, float]]) -> int:
                 return before_c
         previous = (concurrency, tokens)
     return levels[-1][0]
+
+
+def _levels(members: Sequence[pf.HeldOutPrediction]) -> list[tuple[int, float, float]]:
+    """(concurrency, measured, predicted tokens/s) of a sweep's closed-loop rows."""
+    return [
+        (h.row.concurrency, h.row.tokens_per_s, h.predicted.tokens_per_s)
+        for h in members
+        if h.row.tokens_per_s is not None and not h.row.static_batch
+    ]
+
+
+def measured_knees(held: Sequence[pf.HeldOutPrediction]) -> dict[int, int]:
+    """Row index -> the measured knee of its sweep, for sweeps of >= 3 concurrencies."""
+    knees = {}
+    for members in _sweeps(held):
+        levels = _levels(members)
+        concurrencies = sorted({c for c, _, _ in levels})
+        if len(concurrencies) >= 3 and len(concurrencies) == len(levels):
+            knee = _knee([(c, m) for c, m, _ in levels])
+            knees.update({h.row.index: knee for h in members})
+    return knees
+
+
+def regime_of(h: pf.HeldOutPrediction, knees: dict[int, int]) -> str:
+    """The row's load regime (``REGIMES``)."""
+    row = h.row
+    knee = knees.get(row.index, h.knee)
+    if row.static_batch or row.concurrency > knee:
+        return "saturated"
+    return "light" if row.concurrency * 4 <= knee else "near the knee"
 
 
 def evaluate(held: Sequence[pf.HeldOutPrediction]) -> dict[str, object]:
@@ -146,11 +208,7 @@ def evaluate(held: Sequence[pf.HeldOutPrediction]) -> dict[str, object]:
         predicted = _max_within(members, False)
         if measured and predicted:
             max_tokens.append((members, abs(predicted / measured - 1), measured, predicted))
-        levels = [
-            (h.row.concurrency, h.row.tokens_per_s, h.predicted.tokens_per_s)
-            for h in members
-            if h.row.tokens_per_s is not None and not h.row.static_batch
-        ]
+        levels = _levels(members)
         concurrencies = sorted({c for c, _, _ in levels})
         if len(concurrencies) >= 3 and len(concurrencies) == len(levels):
             knee_measured = _knee([(c, m) for c, m, _ in levels])
@@ -235,40 +293,133 @@ def _tp_orderings(sweeps: Sequence[Sequence[pf.HeldOutPrediction]]) -> list[dict
     return results
 
 
+class BandHit(NamedTuple):
+    """One (row, metric) pair against the band the library would have shown for the row."""
+
+    held: pf.HeldOutPrediction
+    inside: bool
+    """The measured value lies within the band's p10-p90."""
+    distance: int
+    """How far the row extrapolates: the reasons the band is widened for (hardware, TP degree,
+    model size, prompt length, precision, an unfitted engine, pooled residuals)."""
+    width: float
+    """The band's p90 / p10 ratio for this figure."""
+
+
 def band_coverage(
     held: Sequence[pf.HeldOutPrediction], rows: Sequence[pf.Row]
 ) -> tuple[float, int]:
-    """Share of (row, metric) pairs inside the band the library would have shown for the row
-    without its source: ``prediction_band`` of the profile whose residuals are the held-out
-    residuals of its other sources and whose fitted range is its other sources' rows, widened
-    where the row lies outside that range (an unfitted profile: the pooled residuals of the
-    fitted ones from other sources, widened as an unfitted engine)."""
-    inside = total = 0
+    """Share of (row, metric) pairs inside the band (``band_hits``), and their number."""
+    hits = band_hits(held, rows)
+    inside = sum(hit.inside for hit in hits)
+    return (inside / len(hits) if hits else float("nan")), len(hits)
+
+
+def band_hits(held: Sequence[pf.HeldOutPrediction], rows: Sequence[pf.Row]) -> list[BandHit]:
+    """Each (row, metric) pair, and whether it lies inside the band the library would have
+    shown for the row without its source: ``prediction_band`` of the profile whose residuals
+    are the held-out residuals of its other sources and whose fitted range is its other
+    sources' rows, widened where the row lies outside that range (an unfitted profile: the
+    pooled residuals of the fitted ones from other sources, widened as an unfitted engine)."""
+    hits: list[BandHit] = []
     for h in held:
         row = h.row
         profile = engine_profile(row.profile)
-        others = [g for g in held if g.row.profile == row.profile and g.row.source != row.source]
+        others = [
+            g
+            for g in held
+            if g.row.profile == row.profile and g.row.source != row.source and pf.trains(g.row)
+        ]
         if h.fitted and others:
-            train = [r for r in rows if r.profile == row.profile and r.source != row.source]
+            train = [
+                r
+                for r in rows
+                if r.profile == row.profile and r.source != row.source and pf.trains(r)
+            ]
             profile = replace(
                 profile,
                 fitted=pf.fitted_range(train),
                 residuals=pf.residuals_of(
                     others,
                     "other sources",
-                    [g for g in held if g.row.source != row.source and g.fitted],
+                    [
+                        g
+                        for g in held
+                        if g.row.source != row.source and g.fitted and pf.trains(g.row)
+                    ],
                 ),
             )
         else:
-            pool = [g for g in held if g.row.source != row.source and g.fitted]
+            pool = [g for g in held if g.row.source != row.source and g.fitted and pf.trains(g.row)]
             profile = replace(profile, fitted=None, residuals=pf.residuals_of(pool, "pooled"))
+        distance = len(pf.band_of_row(row, profile).reasons)
         for measured, predicted, limits in pf.banded_figures(row, h.predicted, profile):
             if predicted <= 0:
                 continue
             low, high = limits(predicted)
-            total += 1
-            inside += low <= measured <= high
-    return (inside / total if total else float("nan")), total
+            hits.append(BandHit(h, low <= measured <= high, distance, high / low))
+    return hits
+
+
+def _cell(errors: Sequence[float]) -> str:
+    """``n / median / p90`` of absolute errors."""
+    if not errors:
+        return "0 / - / -"
+    return f"{len(errors)} / {_quantile(errors, 0.5):.0%} / {_quantile(errors, 0.9):.0%}"
+
+
+def regime_table(
+    held: Sequence[pf.HeldOutPrediction],
+    max_tokens: Sequence[tuple[Sequence[pf.HeldOutPrediction], float, float, float]],
+    hits: Sequence[BandHit],
+) -> list[str]:
+    """Every figure per load regime (``REGIMES``) and in aggregate, as a Markdown table."""
+    knees = measured_knees(held)
+    regime = {h.row.index: regime_of(h, knees) for h in held}
+    sweep_regime = []
+    for members, error, _, _ in max_tokens:
+        best = _best_row(members)
+        if best is not None:
+            sweep_regime.append((regime[best.row.index], error))
+    lines = [
+        "| regime | rows | sources | ms/token: n / median / p90 abs error | tokens/s: n / "
+        f"median / p90 | max tokens/s at <= {SLO_MS:g} ms/token: sweeps / median / p90 | "
+        "band p10-p90 coverage |",
+        "|---|---:|---:|---|---|---|---:|",
+    ]
+    for name in (*REGIMES, "all"):
+        members = [h for h in held if name in ("all", regime[h.row.index])]
+        ms = [
+            _abs_pct(h.errors[k])
+            for h in members
+            for k in ("ms_per_token", "itl_ms")
+            if k in h.errors
+        ]
+        tokens = [_abs_pct(h.errors["tokens_per_s"]) for h in members if "tokens_per_s" in h.errors]
+        best = [e for r, e in sweep_regime if name in ("all", r)]
+        covered = [hit.inside for hit in hits if name in ("all", regime[hit.held.row.index])]
+        share = f"{sum(covered) / len(covered):.0%} of {len(covered)}" if covered else "-"
+        lines.append(
+            f"| {name} | {len(members)} | {len({h.row.source for h in members})} | {_cell(ms)} | "
+            f"{_cell(tokens)} | {_cell(best)} | {share} |"
+        )
+    return lines
+
+
+def distance_table(hits: Sequence[BandHit]) -> list[str]:
+    """Band coverage and width by extrapolation distance (the reasons a band is widened for)."""
+    lines = [
+        "| extrapolation reasons | pairs | inside p10-p90 | band width p90/p10, median |",
+        "|---|---:|---:|---:|",
+    ]
+    for distance in sorted({hit.distance for hit in hits}):
+        members = [hit for hit in hits if hit.distance == distance]
+        inside = sum(hit.inside for hit in members)
+        lines.append(
+            f"| {distance} | {len(members)} | {inside / len(members):.0%} | "
+            f"x{_quantile([hit.width for hit in members], 0.5):.2f} |"
+        )
+    return lines
 
 
 def render(held: Sequence[pf.HeldOutPrediction], details: bool, rows: Sequence[pf.Row] = ()) -> str:
@@ -286,7 +437,9 @@ def render(held: Sequence[pf.HeldOutPrediction], details: bool, rows: Sequence[p
     ]
     strict = sum(m == p for _, m, p, _ in checks)
     tie_aware = sum(m == p or regret < TIE_TOLERANCE for _, m, p, regret in checks)
-    coverage, pairs = band_coverage(held, rows or [h.row for h in held])
+    hits = band_hits(held, rows or [h.row for h in held])
+    pairs = len(hits)
+    coverage = sum(hit.inside for hit in hits) / pairs if pairs else float("nan")
     sources = sorted({h.row.source for h in held})
     lines = [
         f"Leave-one-source-out validation: {len(held)} rows, {len(sources)} sources "
@@ -312,6 +465,19 @@ def render(held: Sequence[pf.HeldOutPrediction], details: bool, rows: Sequence[p
         f"{tie_aware} | {(tie_aware / len(checks)) if checks else float('nan'):.0%} | all |",
         f"| band p10-p90 holds the measured value, cross-validated (row x metric) | {pairs} | "
         f"{round(coverage * pairs)} | {coverage:.0%} | >= 80 % |",
+    ]
+    lines += [
+        "",
+        "Per load regime (light: <= 1/4 of the knee; near the knee; saturated: beyond it, or an "
+        "offline run); targets: median <= 15 % (ms/token), <= 20 % (tokens/s), p90 <= 35 %, "
+        "coverage >= 80 %:",
+        "",
+        *regime_table(held, result["max_tokens"], hits),  # type: ignore[arg-type]
+        "",
+        "The band by extrapolation distance (how many ways the row leaves what its profile was "
+        "fitted on without its source; each widens the band):",
+        "",
+        *distance_table(hits),
     ]
     per_profile = defaultdict(list)
     for h in held:

@@ -33,6 +33,7 @@ from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.planning.engine_profiles import (
     MIN_RESIDUAL_SOURCES,
     MIN_RESIDUALS,
+    Band,
     EngineProfile,
     FittedRange,
     KernelSpeed,
@@ -46,6 +47,7 @@ from cdk_sagemaker_llm.planning.performance import (
     Efficiency,
     Layout,
     Workload,
+    copy_knee,
     efficiency_of,
     prediction_band,
     profile_limits,
@@ -60,6 +62,32 @@ HELD_OUT = re.compile(
 )
 """The held-out source of issue 17 (AWS Machine Learning Blog, January 2024) and its copies:
 never fitted to; a row citing it is an error."""
+
+VALIDATION_ONLY_SOURCES: Mapping[str, str] = {
+    "trtllm-perf-overview-v1.0": (
+        "offline trtllm-bench runs at a batch limit trtllm-bench chooses and the page does not "
+        "state (up to 2,048 with CUDA graphs to 8,192) against the lmi-trtllm profile's 256: "
+        "fitting their throughput would move the bandwidth and compute efficiencies to absorb "
+        "a scheduling limit the closed form does not model (issue 30 item 1)"
+    ),
+    "trtllm-0.16-llama70b-tp8-sweep-2025-07": (
+        "offline trtllm-bench runs at a batch limit of 2,048 against the lmi-trtllm profile's "
+        "256 (as trtllm-perf-overview-v1.0)"
+    ),
+    "trtllm-perf-v0.9": (
+        "static batches the model can state, but not refitted yet: a refit of lmi-trtllm moves "
+        "every TensorRT-LLM prediction and is left to the refit that follows the scheduler "
+        "simulation (issue 30 item 1)"
+    ),
+}
+"""Sources that score the profiles (``model_validation.py``) but do not fit them, with why:
+neither ``fit_profiles.py`` nor a leave-one-source-out fold trains on their rows."""
+
+
+def trains(row: Row) -> bool:
+    """Whether a fit may use ``row`` (its source is not ``VALIDATION_ONLY_SOURCES``)."""
+    return row.source not in VALIDATION_ONLY_SOURCES
+
 
 MODEL_ALIASES = {
     "meta-llama/llama-3.3-70b-instruct": "llama-3.1-70b",  # same architecture as Llama 3.1 70B
@@ -230,6 +258,17 @@ EXTRA_SPECS = {
         head_dim=128,
         max_context=40_960,
     ),
+    # meta-llama/Llama-3.1-405B-Instruct config.json: 126 layers, 128 query / 8 KV heads of 128
+    # (hidden 16,384), 131,072 positions; 405.9e9 parameters (the model card's 405B).
+    "meta-llama/llama-3.1-405b-instruct": ModelSpec.custom(
+        "llama-3.1-405b",
+        parameters=405.9e9,
+        layers=126,
+        attention_heads=128,
+        kv_heads=8,
+        head_dim=128,
+        max_context=131_072,
+    ),
 }
 """Measured models the catalog has no preset for."""
 
@@ -379,18 +418,23 @@ def predict_row(row: Row, profile: EngineProfile, efficiency: Efficiency) -> Pre
     return Predicted(ms, decode_ms, ttft, tokens)
 
 
-def banded_figures(
-    row: Row, predicted: Predicted, profile: EngineProfile
-) -> list[tuple[float, float, Callable[[float], tuple[float, float]]]]:
-    """The row's measured figures (ms/token, inter-token latency, tokens/s), each with the
-    model's figure and the p10-p90 range ``profile``'s band puts around it (one copy)."""
-    band = prediction_band(
+def band_of_row(row: Row, profile: EngineProfile) -> Band:
+    """The band ``profile`` puts around its prediction of one copy of the row's layout."""
+    return prediction_band(
         profile,
         row.spec,
         Layout(row.instance_type, row.tensor_parallel_degree, 1),
         row.workload,
         row.precision,
     )
+
+
+def banded_figures(
+    row: Row, predicted: Predicted, profile: EngineProfile
+) -> list[tuple[float, float, Callable[[float], tuple[float, float]]]]:
+    """The row's measured figures (ms/token, inter-token latency, tokens/s), each with the
+    model's figure and the p10-p90 range ``profile``'s band puts around it (one copy)."""
+    band = band_of_row(row, profile)
     figures = (
         (row.ms_per_token, predicted.ms_per_token, band.ms_range),
         (row.itl_ms, predicted.itl_ms, band.ms_range),
@@ -399,6 +443,22 @@ def banded_figures(
     return [
         (measured, model, limits) for measured, model, limits in figures if measured is not None
     ]
+
+
+def predicted_knee(row: Row, profile: EngineProfile, efficiency: Efficiency) -> int:
+    """The knee of one copy of the row's layout and workload under the engine's batch limit
+    (``copy_knee`` without an SLO: the last concurrency before doubling it buys < 10 %)."""
+    model = CopyModel(
+        row.spec,
+        row.instance_type,
+        row.tensor_parallel_degree,
+        row.precision,
+        row.workload,
+        efficiency,
+        profile.kernel(row.precision),
+    )
+    limits, _ = profile_limits(model, profile)
+    return max(1, copy_knee(model, limits).concurrency)
 
 
 _CAPACITY: dict[tuple[object, ...], int] = {}
@@ -614,6 +674,9 @@ class HeldOutPrediction:
     errors: dict[str, float]
     fitted: bool
     """False when the profile had too few other rows and its prior predicted the row."""
+    knee: int
+    """The knee of the row's copy (``copy_knee``, no SLO) as the same fit predicts it: where the
+    row's load regime is read when its own sweep does not locate a measured knee."""
 
 
 def leave_one_source_out(
@@ -630,14 +693,15 @@ def leave_one_source_out(
         for source in sorted({row.source for row in own}):
             if progress:
                 progress(f"{name}: fitting without {source}")
-            train = [row for row in own if row.source != source]
+            train = [row for row in own if row.source != source and trains(row)]
             efficiency, trained, fitted = fit(train, profile)
             for row in own:
                 if row.source != source:
                     continue
                 predicted = predict_row(row, trained, efficiency)
+                knee = predicted_knee(row, trained, efficiency)
                 results.append(
-                    HeldOutPrediction(row, predicted, row_errors(row, predicted), fitted)
+                    HeldOutPrediction(row, predicted, row_errors(row, predicted), fitted, knee)
                 )
     results.sort(key=lambda held: held.row.index)
     return results

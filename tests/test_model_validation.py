@@ -1,0 +1,97 @@
+"""The validation's load regimes (``benchmarks/model_validation.py``): where a published row sits
+against the knee of its copy decides whether it scores light load, the knee or saturation."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def _module(name: str) -> ModuleType:
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def validation() -> ModuleType:
+    _module("profile_fitting")
+    return _module("model_validation")
+
+
+@pytest.fixture(scope="module")
+def rows(validation: ModuleType) -> list[Any]:
+    loaded, skipped = sys.modules["profile_fitting"].load_rows()
+    assert not skipped
+    return loaded  # type: ignore[no-any-return]
+
+
+def _held(rows: list[Any], source: str, predicted_knee: int) -> list[Any]:
+    """The source's rows as held-out predictions whose fit predicts ``predicted_knee`` (the
+    predicted figures are not read by the regimes)."""
+    fitting = sys.modules["profile_fitting"]
+    unused = fitting.Predicted(1.0, 1.0, 1.0, 1.0)
+    return [
+        fitting.HeldOutPrediction(row, unused, {}, True, predicted_knee)
+        for row in rows
+        if row.source == source
+    ]
+
+
+def test_a_sweep_is_split_at_its_measured_knee(validation: ModuleType, rows: list[Any]) -> None:
+    """NIM 1.8.0's Llama 3.3 70B sweep (5,000 in / 500 out, 1-250 in flight) gains 13 % from
+    50 to 100 and under 1 % from 100 to 150: its knee is 100, whatever the fit predicts."""
+    held = [h for h in _held(rows, "nim-benchmarking-perf", 8) if h.row.input_tokens == 5000]
+    knees = validation.measured_knees(held)
+    regimes = {h.row.concurrency: validation.regime_of(h, knees) for h in held}
+    assert regimes == {
+        1: "light",
+        5: "light",
+        25: "light",
+        50: "near the knee",
+        100: "near the knee",
+        150: "saturated",
+        200: "saturated",
+        250: "saturated",
+    }
+
+
+def test_a_row_without_a_measured_knee_is_read_against_the_predicted_one(
+    validation: ModuleType, rows: list[Any]
+) -> None:
+    held = [h for h in _held(rows, "fmbench-2024-01", 8) if h.row.concurrency in (1, 2, 4)]
+    regimes = {validation.regime_of(h, {}) for h in held if h.row.concurrency == 2}
+    assert regimes == {"light"}
+    regimes = {validation.regime_of(h, {}) for h in held if h.row.concurrency == 4}
+    assert regimes == {"near the knee"}
+
+
+def test_offline_runs_are_saturated_below_any_knee(validation: ModuleType, rows: list[Any]) -> None:
+    """A static batch (TensorRT-LLM 0.9.0's peak-throughput tables) ran the engine at the
+    batch the source chose for its peak: saturated even where the predicted knee is higher."""
+    held = _held(rows, "trtllm-perf-v0.9", 100_000)
+    assert held and all(h.row.static_batch for h in held)
+    assert {validation.regime_of(h, {}) for h in held} == {"saturated"}
+
+
+def test_every_validation_only_source_has_rows_and_a_reason(rows: list[Any]) -> None:
+    """A source the fits leave out is one the data has, and says why it is left out."""
+    fitting = sys.modules["profile_fitting"]
+    sources = {row.source for row in rows}
+    for source, why in fitting.VALIDATION_ONLY_SOURCES.items():
+        assert source in sources, source
+        assert len(why) > 40, source
+        assert not any(fitting.trains(row) for row in rows if row.source == source)
+    assert all(fitting.trains(row) for row in rows if row.source == "trtllm-perf-v0.6")
