@@ -537,14 +537,20 @@ LMI_FIRST_VLLM_V1 = "0.33.0"
 """The first LMI release whose vLLM backend runs vLLM >= 0.8 with the V1 engine (LMI v15,
 vLLM 0.8.4; LMI release notes, djl-serving "LMI V15 release")."""
 TGI_2 = "2.0.0"
+VLLM_V1 = "0.8.0"
+"""The first vLLM release whose OpenAI server runs the V1 engine by default (vLLM 0.8.0
+release notes, "V1 engine on by default"). SageMaker's vLLM containers (``vllm``,
+``huggingface-vllm``) are keyed by vLLM release; every ``vllm-server`` image generation runs
+vLLM >= 0.19 (AWS Deep Learning Containers docs, "vLLM Inference")."""
 
 
 def profile_name_for(family: ContainerFamily | str, version: str | None) -> str:
     """The profile that models a container ``family`` at ``version`` (a pure function of the
     catalog's facts): TGI < 2 -> ``tgi-1``; TGI 2.x/3.x -> ``tgi-2-3``; LMI < 0.33 ->
     ``lmi-vllm-v0``; LMI >= 0.33 (or unknown) -> ``lmi-vllm-v1``; LMI TensorRT-LLM ->
-    ``lmi-trtllm``; LMI NeuronX and TGI NeuronX -> ``lmi-neuronx``; anything else ->
-    ``generic``."""
+    ``lmi-trtllm``; LMI NeuronX and TGI NeuronX -> ``lmi-neuronx``; SageMaker's and Hugging
+    Face's vLLM containers -> ``lmi-vllm-v1`` from vLLM 0.8 (the V1 engine LMI's vLLM backend
+    runs), ``lmi-vllm-v0`` before; anything else -> ``generic``."""
     family = ContainerFamily(family)
     parsed = _version(version)
     if family is ContainerFamily.TGI:
@@ -553,6 +559,14 @@ def profile_name_for(family: ContainerFamily | str, version: str | None) -> str:
         return "tgi-2-3"
     if family is ContainerFamily.LMI:
         if parsed is not None and parsed < version_tuple(LMI_FIRST_VLLM_V1):
+            return "lmi-vllm-v0"
+        return "lmi-vllm-v1"
+    if family.is_vllm:
+        if (
+            family is not ContainerFamily.VLLM_SERVER
+            and parsed is not None
+            and parsed < version_tuple(VLLM_V1)
+        ):
             return "lmi-vllm-v0"
         return "lmi-vllm-v1"
     if family is ContainerFamily.LMI_TENSORRT_LLM:
