@@ -248,3 +248,45 @@ def test_a_tarball_with_other_bytes_is_refused(tmp_path: Path) -> None:
     (tmp_path / generator.TARBALL).write_bytes(b"not the pinned tarball")
     with pytest.raises(ValueError, match="expected"):
         generator.pinned_tarball(tmp_path)
+
+
+# ----- the commands -----------------------------------------------------------------------
+
+
+def test_predict_reads_a_jumpstart_ids_architecture_and_serving_image(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from cdk_sagemaker_llm.cli import main
+
+    argv = ["predict", "--model", LLAMA, "--instance-type", "ml.g5.12xlarge"]
+    workload = ["--input-tokens", "1000", "--output-tokens", "200", "--concurrency", "8"]
+    assert main([*argv, *workload, "--format", "json"]) == 0
+    prediction = json.loads(capsys.readouterr().out)
+    # JumpStart serves it on LMI 0.29.0 (vLLM < 0.8): predict takes that engine by default.
+    assert prediction["engine"] == "lmi-vllm-v0"
+    assert main([*argv, *workload, "--engine", "lmi:0.38.0", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["engine"] == "lmi-vllm-v1"
+
+
+def test_size_and_recommend_take_a_jumpstart_id(capsys: pytest.CaptureFixture[str]) -> None:
+    from cdk_sagemaker_llm.cli import main
+
+    assert main(["size", "--model", MISTRAL, "--instance-type", "ml.g5.12xlarge"]) == 0
+    assert "mistral-7b" in capsys.readouterr().out
+    recommend = ["recommend", "--model", LLAMA, "--input-tokens", "1000", "--output-tokens"]
+    slo = ["200", "--max-ms-per-token", "100", "--concurrency", "4"]
+    assert main([*recommend, *slo, "--instance-types", "ml.g5.12xlarge,ml.g6e.2xlarge"]) == 0
+    assert "llama-3.1-8b" in capsys.readouterr().out
+
+
+def test_the_commands_suggest_close_jumpstart_ids_and_ask_for_a_spec_without_a_preset(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from cdk_sagemaker_llm.cli import main
+
+    assert main(["size", "--model", LLAMA[:-1], "--instance-type", "ml.g5.12xlarge"]) == 2
+    assert f"did you mean the JumpStart id {LLAMA}" in capsys.readouterr().err
+    no_preset = "huggingface-llm-qwen2-5-7b-instruct"
+    assert JUMPSTART_MODELS[no_preset].spec is None
+    assert main(["size", "--model", no_preset, "--instance-type", "ml.g5.12xlarge"]) == 2
+    assert "--parameters" in capsys.readouterr().err
