@@ -175,6 +175,36 @@ def test_another_version_or_instance_type_is_refused_with_what_the_catalog_holds
         ModelSource.from_jumpstart(LLAMA, accept_eula=True, instance_type="ml.c5.xlarge")
 
 
+def test_a_jumpstart_model_is_placed_only_where_its_image_and_environment_hold() -> None:
+    mistrallite = "huggingface-llm-amazon-mistrallite"  # SM_NUM_GPUS=4 on ml.g5.12xlarge only
+    model = JUMPSTART_MODELS[mistrallite]
+    assert model.environment_for("ml.g5.12xlarge")["SM_NUM_GPUS"] == "4"
+    stack = new_stack()
+    default = Model(stack, "Default", source=ModelSource.from_jumpstart(mistrallite))
+    with pytest.raises(ValidationError, match=r"instance_type='ml\.g5\.12xlarge'"):
+        Endpoint(
+            stack,
+            "Wrong",
+            variants=[ProductionVariant(model=default, instance_type=InstanceType.G5_12XLARGE)],
+        )
+    with pytest.raises(ValidationError, match="does not host"):
+        Endpoint(
+            stack,
+            "Cpu",
+            variants=[
+                ProductionVariant(model=default, instance_type=InstanceType.of("ml.c5.xlarge"))
+            ],
+        )
+    chosen = ModelSource.from_jumpstart(mistrallite, instance_type="ml.g5.12xlarge")
+    sharded = Model(stack, "Sharded", source=chosen)
+    Endpoint(
+        stack,
+        "Right",
+        variants=[ProductionVariant(model=sharded, instance_type=InstanceType.G5_12XLARGE)],
+    )
+    assert sharded.environment["SM_NUM_GPUS"] == "4"
+
+
 def test_a_jumpstart_model_takes_no_other_image_and_others_need_one() -> None:
     stack = new_stack()
     source = ModelSource.from_jumpstart(MISTRAL)

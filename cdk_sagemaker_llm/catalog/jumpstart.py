@@ -103,6 +103,26 @@ class JumpStartModel:
             )
         return by_region[region]
 
+    def placement_problem(self, chosen: str, placed_on: str) -> tuple[str, str] | None:
+        """Why a model set up for instance type ``chosen`` cannot run on ``placed_on`` (the
+        problem and the fix), or None: JumpStart does not host it there, or gives that type
+        another image or environment."""
+        if placed_on not in self.instance_types:
+            return (
+                f"JumpStart does not host {self.model_id} {self.version} on {placed_on}",
+                f"place it on one of {', '.join(self.instance_types)}",
+            )
+        same_image = self.image_of_family.get(chosen.split(".")[1]) == self.image_of_family.get(
+            placed_on.split(".")[1]
+        )
+        if same_image and self.environment_for(chosen) == self.environment_for(placed_on):
+            return None
+        return (
+            f"the model was set up with JumpStart's image and environment for {chosen}, which "
+            f"differ on {placed_on}",
+            f"pass ModelSource.from_jumpstart(..., instance_type={placed_on!r})",
+        )
+
     def bucket(self, region: str) -> str:
         """JumpStart's bucket holding the weights in ``region`` (gated or public)."""
         buckets = _DOCUMENT["buckets"][region]

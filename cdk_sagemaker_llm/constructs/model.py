@@ -296,6 +296,11 @@ class Model(ModelBase):
         ``instance_type`` (wrong accelerator kind, or a tensor-parallel degree above them)."""
         if self.image is not None:
             check_image_on_instance(self.image, instance_type, prop)
+        jumpstart = self.source.jumpstart if self.source is not None else None
+        if jumpstart is not None and self.source is not None and self.source.instance_type:
+            problem = jumpstart.placement_problem(self.source.instance_type, instance_type.name)
+            if problem is not None:
+                raise ValidationError(prop, instance_type.name, *problem)
         degree = self.serving.accelerators_per_copy if self.serving else None
         if degree is not None and accelerators is not None and degree > accelerators:
             raise ValidationError(
