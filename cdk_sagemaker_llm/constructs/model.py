@@ -175,7 +175,8 @@ class Model(ModelBase):
         :param network_isolation: forbid the container any network access; default False.
             A Hugging Face source needs the network, so the two together are an error.
         :param spec: the model's architecture, for synth-time fit checks; default inferred
-            from a well-known Hugging Face id, else none (the checks are skipped).
+            from a well-known Hugging Face id or the preset a JumpStart id names, else none
+            (the checks are skipped).
         :param speculative_decoding: a draft model for speculative decoding (LMI images);
             default none. SageMaker's own draft is rejected with custom inference code and
             on inference components.
