@@ -208,8 +208,14 @@ class ModelSource:
     def image_for(self, region: str) -> ContainerImage:
         """A JumpStart source's serving image in ``region`` (a literal region: JumpStart
         publishes per region); raises ValidationError where the model is not offered."""
-        assert self.jumpstart is not None and self.instance_type is not None
-        if is_unresolved(region):
+        if self.jumpstart is None or self.instance_type is None:
+            raise ValidationError(
+                "ModelSource.image_for",
+                self.kind.value,
+                "only a JumpStart source brings a serving image",
+                "pass image= (a ContainerImage) to the Model",
+            )
+        if not isinstance(region, str) or is_unresolved(region):
             raise ValidationError(
                 "region",
                 region,
