@@ -83,6 +83,7 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
         LmiOptions,
         Quantization,
         TgiOptions,
+        VllmOptions,
     )
     from .constructs.speculative_decoding import DraftModelKind, SpeculativeDecoding
     from .constructs.variant_options import (
@@ -225,6 +226,7 @@ _EXPORTS: dict[str, str] = {
     "TargetTrackingPolicy": ".constructs.autoscaling",
     "TechniqueKind": ".constructs.optimization_techniques",
     "TgiOptions": ".constructs.serving_options",
+    "VllmOptions": ".constructs.serving_options",
     "ValidationError": ".errors",
     "VariantPlatform": ".constructs.variant_options",
     "VariantScaling": ".constructs.autoscaling",

@@ -89,6 +89,12 @@ LINES = (
     LineSource("pytorch-cpu", "pytorch.json", "inference", "cpu", first_release="2.0.0"),
     # The SDK strips "-gpu" from Triton tags: only CPU images carry the processor token.
     LineSource("triton", "sagemaker-tritonserver.json", processor="gpu", processor_in_tag=False),
+    # SageMaker's vLLM Deep Learning Containers: vLLM's OpenAI server, configured by SM_VLLM_*
+    # variables. "vllm" is keyed by vLLM release (0.23.0 ...), "vllm-server" by image generation
+    # (2, 2.1 ...; tag server-sagemaker-cuda-v2); both live in the "vllm" repository.
+    LineSource("vllm", "vllm.json", "inference", "gpu"),
+    LineSource("vllm-server", "vllm-server.json", processor="gpu", processor_in_tag=False),
+    LineSource("huggingface-vllm", "huggingface-vllm.json", "inference", "gpu"),
 )
 
 

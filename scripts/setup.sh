@@ -29,3 +29,6 @@ fi
 # The pinned SageMaker SDK wheel the image catalog is generated from, cached for the test that
 # regenerates it offline (downloads only when the cache lacks it).
 .venv/bin/python scripts/generate_image_catalog.py --download >/dev/null
+# The pinned npm tarball the JumpStart catalog is generated from, cached for the test that
+# regenerates it offline (downloads only when the cache lacks it).
+.venv/bin/python scripts/generate_jumpstart_catalog.py --download >/dev/null

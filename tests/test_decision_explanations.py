@@ -42,7 +42,16 @@ def test_recommend_table_names_each_options_optimization(
 
 # ----- A profile for each image, and the user's override ---------------------------------------
 
-SERVING_FAMILIES = {"tgi", "lmi", "lmi-tensorrt-llm", "lmi-neuronx", "tgi-neuronx"}
+SERVING_FAMILIES = {
+    "tgi",
+    "lmi",
+    "lmi-tensorrt-llm",
+    "lmi-neuronx",
+    "tgi-neuronx",
+    "vllm",
+    "vllm-server",
+    "huggingface-vllm",
+}
 """The catalog's LLM serving containers: each has an engine profile of its own."""
 
 
@@ -77,6 +86,10 @@ def test_every_catalog_image_chooses_its_engines_profile_through_container_image
         "lmi-tensorrt-llm": "lmi-trtllm",
         "lmi-neuronx": "lmi-neuronx",
         "tgi-neuronx": "lmi-neuronx",
+        # Every vLLM container in the catalog runs vLLM >= 0.8: the V1 engine.
+        "vllm": "lmi-vllm-v1",
+        "vllm-server": "lmi-vllm-v1",
+        "huggingface-vllm": "lmi-vllm-v1",
     }[family]
     assert name == expected, (family, version, name)
 

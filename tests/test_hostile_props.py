@@ -106,6 +106,7 @@ from cdk_sagemaker_llm import (
     ValidationError,
     VariantPlatform,
     VariantScaling,
+    VllmOptions,
     Workload,
     sizing,
 )
@@ -527,6 +528,7 @@ def _baselines(
         "LmiLora": plain(LmiLora),
         "EndpointMetrics": plain(EndpointMetrics, enhanced_metrics=True),
         "TgiOptions": plain(TgiOptions),
+        "VllmOptions": plain(VllmOptions),
         "RollingDeployment": plain(RollingDeployment, batch_size=1),
         "DataCapture": plain(DataCapture, bucket=bucket),
         "HandlerPlacement": plain(HandlerPlacement),
@@ -559,6 +561,8 @@ PUBLIC_CLASSES = [
     # the grouped props of InferenceComponent(Endpoint)
     "ComponentModel", "CopyResources", "ContainerStartup", "StorageVolume",
     "ManagedInstanceScaling", "VariantPlatform", "ContainerNetworking",
+    # SageMaker's vLLM containers' serving options
+    "VllmOptions",
 ]  # fmt: skip
 
 

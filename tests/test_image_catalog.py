@@ -128,3 +128,18 @@ def test_tags_are_built_as_the_sdk_builds_them(
 def test_a_release_with_several_python_versions_is_refused() -> None:
     with pytest.raises(ValueError, match="several Python versions"):
         generator.image_tag(generator.LINES[5], "1.8.1", _entry(py_versions=["py3", "py36"]))
+
+
+@needs_wheel
+@pytest.mark.parametrize(
+    ("family", "config", "scoped"),
+    [("vllm", "vllm.json", True), ("vllm-server", "vllm-server.json", False)],
+)
+def test_the_catalog_holds_every_vllm_release_of_the_sdk_map(
+    family: str, config: str, scoped: bool
+) -> None:
+    document = json.loads(generator.OUTPUT.read_text())
+    with zipfile.ZipFile(WHEEL) as archive:
+        source = json.loads(archive.read(f"sagemaker/core/image_uri_config/{config}"))
+    versions = (source["inference"] if scoped else source)["versions"]
+    assert set(document["lines"][family]["releases"]) == set(versions)

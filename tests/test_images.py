@@ -323,5 +323,5 @@ def test_known_versions_accept_the_family_value() -> None:
 
 
 def test_known_versions_of_an_unknown_family_is_our_error() -> None:
-    with pytest.raises(ValidationError, match=r"family='vllm'.*ContainerFamily.LMI"):
-        ContainerImage.known_versions("vllm")
+    with pytest.raises(ValidationError, match=r"family='sglang'.*ContainerFamily.LMI"):
+        ContainerImage.known_versions("sglang")

@@ -41,6 +41,13 @@ class ContainerFamily(Enum):
     """PyTorch inference (TorchServe) on CPUs."""
     TRITON = "triton"
     """NVIDIA Triton Inference Server."""
+    VLLM = "vllm"
+    """SageMaker's vLLM Deep Learning Container, by vLLM release (vLLM's OpenAI server,
+    configured by ``SM_VLLM_*`` variables)."""
+    VLLM_SERVER = "vllm-server"
+    """SageMaker's vLLM server image, by image generation (``server-sagemaker-cuda-v2``)."""
+    HUGGINGFACE_VLLM = "huggingface-vllm"
+    """Hugging Face's vLLM Deep Learning Container (vLLM with Transformers)."""
     CUSTOM = "custom"
     """An image the library does not know."""
 
@@ -59,6 +66,15 @@ class ContainerFamily(Enum):
         return self in (ContainerFamily.TGI, ContainerFamily.TGI_NEURONX)
 
     @property
+    def is_vllm(self) -> bool:
+        """True for the vLLM families (serving options as ``SM_VLLM_*`` variables)."""
+        return self in (
+            ContainerFamily.VLLM,
+            ContainerFamily.VLLM_SERVER,
+            ContainerFamily.HUGGINGFACE_VLLM,
+        )
+
+    @property
     def needs_neuron(self) -> bool:
         """True for images built for AWS Inferentia / Trainium."""
         return self in (ContainerFamily.LMI_NEURONX, ContainerFamily.TGI_NEURONX)
@@ -66,11 +82,15 @@ class ContainerFamily(Enum):
     @property
     def needs_gpu(self) -> bool:
         """True for images built for NVIDIA GPUs."""
-        return self in (
-            ContainerFamily.LMI,
-            ContainerFamily.LMI_TENSORRT_LLM,
-            ContainerFamily.TGI,
-            ContainerFamily.PYTORCH_GPU,
+        return (
+            self
+            in (
+                ContainerFamily.LMI,
+                ContainerFamily.LMI_TENSORRT_LLM,
+                ContainerFamily.TGI,
+                ContainerFamily.PYTORCH_GPU,
+            )
+            or self.is_vllm
         )
 
 
@@ -79,7 +99,22 @@ def version_tuple(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split("."))
 
 
-SHORT_VERSION = re.compile(r"^\d+(\.\d+)+$")
+SHORT_VERSION = re.compile(r"^\d+(\.\d+)*$")
+"""A catalog release key: ``0.31.0``, ``25.09``, or a vLLM server image generation (``2``)."""
+
+VLLM_VARIABLE_PREFIX = "SM_VLLM_"
+"""SageMaker's vLLM containers turn every ``SM_VLLM_<ARG>`` variable into the engine argument
+``--<arg>`` (upper case to lower, ``_`` to ``-``; ``true`` a bare flag). AWS Deep Learning
+Containers docs, "vLLM Inference / Configuration"
+(https://aws.github.io/deep-learning-containers/vllm/configuration/), and the image's
+``sagemaker_entrypoint.sh``."""
+
+
+def vllm_variable(argument: str) -> str:
+    """The variable that sets vLLM engine argument ``argument`` (``"max-model-len"`` ->
+    ``SM_VLLM_MAX_MODEL_LEN``) in SageMaker's vLLM containers."""
+    return VLLM_VARIABLE_PREFIX + argument.upper().replace("-", "_")
+
 
 DRAFT_MODEL_VARIABLE = "OPTION_SPECULATIVE_DRAFT_MODEL"
 """The LMI variable naming the draft model of speculative decoding."""
@@ -187,6 +222,11 @@ TAG_PATTERNS: dict[ContainerFamily, re.Pattern[str]] = {
     ContainerFamily.PYTORCH_GPU: re.compile(r"^(?P<release>\d+\.\d+\.\d+)-gpu-"),
     ContainerFamily.PYTORCH_CPU: re.compile(r"^(?P<release>\d+\.\d+\.\d+)-cpu-"),
     ContainerFamily.TRITON: re.compile(r"^(?P<release>\d+\.\d+)-py3"),
+    ContainerFamily.VLLM: re.compile(r"^(?P<release>\d+\.\d+\.\d+)-gpu-py\d+-.*-sagemaker"),
+    ContainerFamily.VLLM_SERVER: re.compile(r"^server-sagemaker-cuda-v(?P<release>\d+(\.\d+)*)$"),
+    ContainerFamily.HUGGINGFACE_VLLM: re.compile(
+        r"^(?P<release>\d+\.\d+\.\d+)-transformers[\d.]+-gpu-"
+    ),
 }
 
 

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 from ..errors import ValidationError
 from ..prop_types import trusted, typed_props
+from .containers import vllm_variable
 
 
 @typed_props
@@ -54,9 +55,13 @@ class Precision(Enum):
     @staticmethod
     def from_environment(environment: dict[str, Any]) -> Precision:
         """The precision a serving container's environment implies (LMI ``OPTION_DTYPE`` /
-        ``OPTION_QUANTIZE``, TGI ``DTYPE`` / ``QUANTIZE``); default FP16."""
+        ``OPTION_QUANTIZE``, TGI ``DTYPE`` / ``QUANTIZE``, SageMaker vLLM ``SM_VLLM_DTYPE`` /
+        ``SM_VLLM_QUANTIZATION``); default FP16."""
         quantize = str(
-            environment.get("OPTION_QUANTIZE") or environment.get("QUANTIZE") or ""
+            environment.get("OPTION_QUANTIZE")
+            or environment.get("QUANTIZE")
+            or environment.get(vllm_variable("quantization"))
+            or ""
         ).lower()
         if quantize in ("awq", "gptq"):
             return Precision.INT4_AWQ
@@ -64,7 +69,11 @@ class Precision(Enum):
             return Precision.FP8
         if quantize in ("bitsandbytes", "bitsandbytes8", "eetq", "int8"):
             return Precision.INT8
-        dtype = environment.get("OPTION_DTYPE") or environment.get("DTYPE")
+        dtype = (
+            environment.get("OPTION_DTYPE")
+            or environment.get("DTYPE")
+            or environment.get(vllm_variable("dtype"))
+        )
         if isinstance(dtype, str) and dtype.strip().lower() in _ALIASES:
             return _ALIASES[dtype.strip().lower()]
         return Precision.FP16

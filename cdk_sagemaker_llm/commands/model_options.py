@@ -1,12 +1,16 @@
-"""Command-line options that name a model: a preset, a Hugging Face id, or a custom spec from
-its ``config.json`` facts (shared by ``size``, ``predict`` and ``recommend``)."""
+"""Command-line options that name a model: a preset, a Hugging Face id, a SageMaker JumpStart
+id, or a custom spec from its ``config.json`` facts (shared by ``size``, ``predict`` and
+``recommend``)."""
 
 from __future__ import annotations
 
 import argparse
+import difflib
 from collections.abc import Mapping
 
+from ..catalog.containers import image_facts_of_uri
 from ..catalog.instance_types import InstanceType
+from ..catalog.jumpstart import JUMPSTART_MODELS
 from ..catalog.model_specs import PRESETS, ModelSpec, Precision
 from ..errors import ValidationError
 
@@ -18,8 +22,10 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``--model``, the custom-spec flags and ``--dtype`` to ``parser``."""
     parser.add_argument(
         "--model",
-        help=f"a preset ({', '.join(sorted(PRESETS))}) or a well-known Hugging Face id; with "
-        f"the custom-spec flags, the name of the custom model",
+        help=f"a preset ({', '.join(sorted(PRESETS))}), a well-known Hugging Face id or a "
+        "SageMaker JumpStart text-generation model id (its architecture, and its serving "
+        "image as the default --engine); with the custom-spec flags, the name of the custom "
+        "model",
     )
     custom = parser.add_argument_group(
         "custom model spec",
@@ -129,12 +135,43 @@ def model_spec(args: argparse.Namespace) -> ModelSpec:
     key = str(args.model).strip().lower()
     if key in PRESETS:
         return PRESETS[key]
+    jumpstart = JUMPSTART_MODELS.get(str(args.model).strip())
+    if jumpstart is not None:
+        if jumpstart.spec is None:
+            raise ValidationError(
+                "--model",
+                args.model,
+                "a JumpStart model whose architecture the library has no preset for",
+                f"describe it with {CUSTOM_SPEC_FLAGS} (from its config.json) and name it with "
+                "--model",
+            )
+        return jumpstart.spec
+    close = difflib.get_close_matches(str(args.model), list(JUMPSTART_MODELS), n=3, cutoff=0.6)
     raise ValidationError(
         "--model",
         args.model,
-        "neither a preset nor a Hugging Face id the catalog knows",
-        f"use one of {', '.join(sorted(PRESETS))}, or describe the model with {CUSTOM_SPEC_FLAGS}",
+        "neither a preset, a Hugging Face id nor a JumpStart id the catalog knows",
+        (f"did you mean the JumpStart id {', '.join(close)}? Or use" if close else "use")
+        + f" one of {', '.join(sorted(PRESETS))}, or describe the model with {CUSTOM_SPEC_FLAGS}",
     )
+
+
+def engine_text(args: argparse.Namespace) -> str | None:
+    """``--engine``, else a JumpStart ``--model``'s serving image as ``FAMILY:RELEASE`` (the
+    image of JumpStart's default instance type in its first region: the same release
+    everywhere, as the catalog records it), else None."""
+    if args.engine is not None:
+        return str(args.engine)
+    jumpstart = JUMPSTART_MODELS.get(str(args.model or "").strip())
+    if jumpstart is None:
+        return None
+    region = jumpstart.regions[0]
+    family, release, _ = image_facts_of_uri(
+        jumpstart.image_uri(region, jumpstart.default_instance_type)
+    )
+    if family is None:
+        return None
+    return f"{family}:{release}" if release else family
 
 
 def precision(args: argparse.Namespace) -> Precision:

@@ -47,6 +47,7 @@ from .model_options import (
     add_max_batch_size_argument,
     add_model_arguments,
     check_tensor_parallel_degree,
+    engine_text,
     flag_error,
     int_list,
     model_spec,
@@ -219,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
         instance_type = InstanceType.of(args.instance_type)
         workload = Workload(args.input_tokens, args.output_tokens)
         check_tensor_parallel_degree(instance_type, args.tensor_parallel_degree)
-        engine = engine_choice(args.engine)
+        engine = engine_choice(engine_text(args))
         degree = args.tensor_parallel_degree or recommended_tensor_parallel_degree(
             spec,
             instance_type,

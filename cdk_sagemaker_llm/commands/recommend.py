@@ -22,6 +22,7 @@ from .model_options import (
     WORKLOAD_FLAGS,
     add_max_batch_size_argument,
     add_model_arguments,
+    engine_text,
     flag_error,
     model_spec,
     precision,
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
             )
         spec = model_spec(args)
         calibration = load_calibration(args.calibration)
-        engine = engine_choice(args.engine)
+        engine = engine_choice(engine_text(args))
         candidates = (
             [InstanceType.of(name.strip()) for name in args.instance_types.split(",") if name]
             if args.instance_types

@@ -15,6 +15,7 @@ from ..planning.sizing import size
 from .model_options import (
     add_model_arguments,
     check_tensor_parallel_degree,
+    engine_text,
     flag_error,
     model_spec,
     precision,
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
             tensor_parallel_degree=args.tensor_parallel_degree,
             precision=precision(args),
             max_total_tokens=args.max_total_tokens,
-            engine=_engine(args.engine, instance_type),
+            engine=_engine(engine_text(args), instance_type),
         )
     except ValidationError as error:
         print(f"error: {flag_error(error, args, {'precision': '--dtype'})}", file=sys.stderr)

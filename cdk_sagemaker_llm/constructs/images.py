@@ -114,6 +114,24 @@ class ContainerImage:
         return ContainerImage._dlc(ContainerFamily.TRITON, version)
 
     @staticmethod
+    def vllm(version: str) -> ContainerImage:
+        """SageMaker's vLLM Deep Learning Container by vLLM release, e.g. ``"0.30.0"``: vLLM's
+        OpenAI-compatible server, configured with ``VllmOptions`` (``SM_VLLM_*`` variables)."""
+        return ContainerImage._dlc(ContainerFamily.VLLM, version)
+
+    @staticmethod
+    def vllm_server(version: str) -> ContainerImage:
+        """SageMaker's vLLM server image by image generation, e.g. ``"2.6"``
+        (``vllm:server-sagemaker-cuda-v2.6``); configured like ``vllm``."""
+        return ContainerImage._dlc(ContainerFamily.VLLM_SERVER, version)
+
+    @staticmethod
+    def huggingface_vllm(version: str) -> ContainerImage:
+        """Hugging Face's vLLM Deep Learning Container by vLLM release, e.g. ``"0.29.0"``;
+        configured like ``vllm``."""
+        return ContainerImage._dlc(ContainerFamily.HUGGINGFACE_VLLM, version)
+
+    @staticmethod
     def known_versions(family: ContainerFamily | str) -> list[str]:
         """The short versions the catalog knows for a container family, oldest first.
 

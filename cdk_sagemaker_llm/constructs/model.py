@@ -6,12 +6,13 @@ from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from aws_cdk import Annotations, Arn, ArnFormat, Stack
+from aws_cdk import Annotations, Arn, ArnFormat, CfnTag, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from ..catalog.instance_types import InstanceType
+from ..catalog.jumpstart import MODEL_ID_TAG, MODEL_VERSION_TAG
 from ..catalog.model_specs import ModelSpec
 from ..prop_types import typed_props
 from .execution_role import create_execution_role, depend_on_role_policy
@@ -23,7 +24,7 @@ from .networking import place_in_vpc
 from .plan_metadata import add_plan_metadata
 from .serving_options import ServingOptions
 from .speculative_decoding import SpeculativeDecoding
-from .synth_cache import node_path, remember
+from .synth_cache import node_path, region_of, remember, stack_of
 from .validation import ValidationError, check_sagemaker_name, is_unresolved
 
 if TYPE_CHECKING:  # annotations only: importing these costs synth time
@@ -171,7 +172,7 @@ class Model(ModelBase):
         scope: Construct,
         id: str,
         *,
-        image: ContainerImage,
+        image: ContainerImage | None = None,
         source: ModelSource | None = None,
         serving: ServingOptions | None = None,
         environment: Mapping[str, str] | None = None,
@@ -185,8 +186,10 @@ class Model(ModelBase):
         speculative_decoding: SpeculativeDecoding | None = None,
     ) -> None:
         """
-        :param image: the serving container.
+        :param image: the serving container; default the JumpStart source's image (required
+            for any other source).
         :param source: the weights; default none (the image or ``environment`` provides them).
+            ``ModelSource.from_jumpstart`` also gives the image and JumpStart's environment.
         :param serving: typed serving options for the image's family; default none.
         :param environment: extra container variables; default none. A name also set by
             ``source`` or ``serving`` is an error.
@@ -198,7 +201,8 @@ class Model(ModelBase):
         :param network_isolation: forbid the container any network access; default False.
             A Hugging Face source needs the network, so the two together are an error.
         :param spec: the model's architecture, for synth-time fit checks; default inferred
-            from a well-known Hugging Face id, else none (the checks are skipped).
+            from a well-known Hugging Face id or the preset a JumpStart id names, else none
+            (the checks are skipped).
         :param speculative_decoding: a draft model for speculative decoding (LMI images);
             default none. SageMaker's own draft is rejected with custom inference code and
             on inference components.
@@ -207,6 +211,7 @@ class Model(ModelBase):
         remember(self, scope, id)
         with batched_acknowledgments():  # one cdk-nag call per role
             check_sagemaker_name("model_name", model_name)
+            image = image_of(self, image, source)
             if serving is not None:
                 serving.validate(image)
             if speculative_decoding is not None:
@@ -231,11 +236,7 @@ class Model(ModelBase):
             """The draft model for speculative decoding, if given."""
             self.network_isolation = network_isolation
             """Whether the container is denied network access."""
-            self.spec = spec or (
-                ModelSpec.from_hugging_face_id(source.model_id)
-                if source is not None and source.model_id
-                else None
-            )
+            self.spec = spec or (source.spec if source is not None else None)
             """The model's architecture, when given or inferred; sizing checks need it."""
             self.role: iam.IRole = role or create_execution_role(
                 self,
@@ -249,7 +250,7 @@ class Model(ModelBase):
             )
             """The role SageMaker assumes to run this model."""
 
-            bound_source = source.bind(self.role) if source else None
+            bound_source = source.bind(self.role, region_of(stack_of(self))) if source else None
             rendered = {**(bound_source.environment if bound_source else {})}
             if serving is not None:
                 for name, value in serving.environment().items():
@@ -288,6 +289,7 @@ class Model(ModelBase):
                 "Resource",
                 execution_role_arn=self.role.role_arn,
                 model_name=model_name,
+                tags=jumpstart_tags(source),
                 enable_network_isolation=network_isolation or None,
                 vpc_config=vpc_config,
                 primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
@@ -322,6 +324,11 @@ class Model(ModelBase):
         ``instance_type`` (wrong accelerator kind, or a tensor-parallel degree above them)."""
         if self.image is not None:
             check_image_on_instance(self.image, instance_type, prop)
+        jumpstart = self.source.jumpstart if self.source is not None else None
+        if jumpstart is not None and self.source is not None and self.source.instance_type:
+            problem = jumpstart.placement_problem(self.source.instance_type, instance_type.name)
+            if problem is not None:
+                raise ValidationError(prop, instance_type.name, *problem)
         degree = self.serving.accelerators_per_copy if self.serving else None
         if degree is not None and accelerators is not None and degree > accelerators:
             raise ValidationError(
@@ -341,6 +348,41 @@ class Model(ModelBase):
             prop=prop,
             engine=self.image.engine_profile.name if self.image is not None else None,
         )
+
+
+def jumpstart_tags(source: ModelSource | None) -> list[CfnTag] | None:
+    """The tags SageMaker Studio gives a model deployed from JumpStart (id and version)."""
+    if source is None or source.jumpstart is None:
+        return None
+    return [
+        CfnTag(key=MODEL_ID_TAG, value=source.jumpstart.model_id),
+        CfnTag(key=MODEL_VERSION_TAG, value=source.jumpstart.version),
+    ]
+
+
+def image_of(
+    scope: Construct, image: ContainerImage | None, source: ModelSource | None
+) -> ContainerImage:
+    """The model's image: the one given, else a JumpStart source's for the stack's region."""
+    if image is not None:
+        if source is not None and source.kind is ModelSourceKind.JUMPSTART:
+            raise ValidationError(
+                "image",
+                image,
+                "a JumpStart model source brings its own serving image (JumpStart's tested "
+                "image for the region)",
+                "drop image, or serve the weights another way (ModelSource.from_s3)",
+            )
+        return image
+    if source is not None and source.kind is ModelSourceKind.JUMPSTART:
+        return source.image_for(region_of(stack_of(scope)))
+    raise ValidationError(
+        "image",
+        None,
+        "a model needs a serving image",
+        "pass image=ContainerImage.lmi(...) (or another factory), or use "
+        "source=ModelSource.from_jumpstart(...), which brings its image",
+    )
 
 
 def check_image_on_instance(image: ContainerImage, instance_type: InstanceType, prop: str) -> None:

@@ -1,4 +1,5 @@
-"""Where a model's weights come from: a Hugging Face model id, an S3 prefix or an S3 tarball."""
+"""Where a model's weights come from: a Hugging Face model id, an S3 prefix or an S3 tarball,
+or a SageMaker JumpStart model (which also names its serving image and environment)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,11 @@ from typing import TYPE_CHECKING
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 
+from ..catalog.jumpstart import JumpStartModel, jumpstart_model
+from ..catalog.model_specs import ModelSpec
+from ..catalog.registries import partition
 from ..prop_types import typed_props
+from .images import ContainerImage
 from .nag import acknowledge_wildcard_resources
 from .validation import ValidationError, is_unresolved
 
@@ -28,6 +33,7 @@ class ModelSourceKind(Enum):
     HUGGING_FACE = "hugging-face"
     S3_PREFIX = "s3-prefix"
     S3_TARBALL = "s3-tarball"
+    JUMPSTART = "jumpstart"
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,9 @@ class ModelSource:
         token_secret: secretsmanager.ISecret | None = None,
         bucket: s3.IBucket | None = None,
         key: str | None = None,
+        jumpstart: JumpStartModel | None = None,
+        accept_eula: bool = False,
+        instance_type: str | None = None,
     ) -> None:
         self.kind = kind
         """How the weights reach the container."""
@@ -94,6 +103,12 @@ class ModelSource:
         """The S3 bucket, for S3 sources."""
         self.key = key
         """The S3 prefix (ending in ``/``) or object key, for S3 sources."""
+        self.jumpstart = jumpstart
+        """The JumpStart model, for JumpStart sources."""
+        self.accept_eula = accept_eula
+        """Whether you accepted the JumpStart model's licence (``ModelAccessConfig``)."""
+        self.instance_type = instance_type
+        """The instance type whose JumpStart image and environment are used (JumpStart)."""
 
     @staticmethod
     def from_hugging_face(
@@ -152,6 +167,71 @@ class ModelSource:
             )
         return ModelSource(ModelSourceKind.S3_TARBALL, bucket=bucket, key=key)
 
+    @staticmethod
+    def from_jumpstart(
+        model_id: str,
+        *,
+        version: str | None = None,
+        accept_eula: bool = False,
+        instance_type: str | None = None,
+    ) -> ModelSource:
+        """A SageMaker JumpStart text-generation model by id (``catalog/jumpstart.py``): its
+        serving image in the stack's region, JumpStart's container environment and the weights
+        in JumpStart's regional bucket (``ModelDataSource``); the model's image comes from it,
+        so ``Model`` takes no ``image``.
+
+        :param version: the model version; default (and only accepted) the catalog's.
+        :param accept_eula: True to accept the model's licence (``ModelAccessConfig.AcceptEula``);
+            a gated model without it is a ValidationError naming the licence. Default False.
+        :param instance_type: the type whose JumpStart image and environment are used; default
+            JumpStart's default type for the model.
+        """
+        model = jumpstart_model(model_id, version)
+        if model.eula is not None and accept_eula is not True:
+            raise ValidationError(
+                "ModelSource.from_jumpstart(accept_eula)",
+                accept_eula,
+                f"{model_id} is gated by its licence ({model.eula} in JumpStart's bucket), "
+                "which must be accepted to deploy it",
+                "review the licence and pass accept_eula=True",
+            )
+        chosen = instance_type or model.default_instance_type
+        if chosen not in model.instance_types:
+            model.image_uri(model.regions[0], chosen)  # raises: JumpStart does not host it
+        return ModelSource(
+            ModelSourceKind.JUMPSTART,
+            jumpstart=model,
+            accept_eula=bool(accept_eula) and model.eula is not None,
+            instance_type=chosen,
+        )
+
+    def image_for(self, region: str) -> ContainerImage:
+        """A JumpStart source's serving image in ``region`` (a literal region: JumpStart
+        publishes per region); raises ValidationError where the model is not offered."""
+        if self.jumpstart is None or self.instance_type is None:
+            raise ValidationError(
+                "ModelSource.image_for",
+                self.kind.value,
+                "only a JumpStart source brings a serving image",
+                "pass image= (a ContainerImage) to the Model",
+            )
+        if not isinstance(region, str) or is_unresolved(region):
+            raise ValidationError(
+                "region",
+                region,
+                "a JumpStart model's image and weights are resolved per region at synth time",
+                "give the stack an explicit region: Stack(..., env=Environment(region=...))",
+            )
+        return ContainerImage.from_uri(self.jumpstart.image_uri(region, self.instance_type))
+
+    @property
+    def spec(self) -> ModelSpec | None:
+        """The architecture the source names: a well-known Hugging Face id's or a JumpStart
+        id's preset; None otherwise."""
+        if self.jumpstart is not None:
+            return self.jumpstart.spec
+        return ModelSpec.from_hugging_face_id(self.model_id) if self.model_id else None
+
     @property
     def needs_internet(self) -> bool:
         """True when the container downloads the weights itself (Hugging Face Hub)."""
@@ -164,8 +244,11 @@ class ModelSource:
             return None
         return f"s3://{self.bucket.bucket_name}/{self.key}"
 
-    def bind(self, role: iam.IRole | None) -> BoundModelSource:
-        """Render the container settings and grant ``role`` read access to exactly this source."""
+    def bind(self, role: iam.IRole | None, region: str | None = None) -> BoundModelSource:
+        """Render the container settings and grant ``role`` read access to exactly this source
+        (a JumpStart source needs the stack's ``region``)."""
+        if self.kind is ModelSourceKind.JUMPSTART:
+            return self._bind_jumpstart(role, region)
         if self.kind is ModelSourceKind.HUGGING_FACE:
             assert self.model_id is not None
             environment = {"HF_MODEL_ID": self.model_id}
@@ -184,6 +267,37 @@ class ModelSource:
                     s3_uri=self.s3_uri or "",
                     s3_data_type="S3Prefix",
                     compression_type="None",
+                )
+            ),
+        )
+
+    def _bind_jumpstart(self, role: iam.IRole | None, region: str | None) -> BoundModelSource:
+        """JumpStart's environment for the instance type, and its weights in the regional
+        bucket: an uncompressed prefix as ``ModelDataSource`` (with ``ModelAccessConfig``
+        where the licence applies), a ``.tar.gz`` as ``ModelDataUrl``."""
+        model, instance_type = self.jumpstart, self.instance_type
+        assert model is not None and instance_type is not None and region is not None
+        self.image_for(region)  # refuses a region where the model is not offered
+        bucket, key = model.bucket(region), model.artifact_key
+        if role is not None:
+            _grant_jumpstart_read(role, f"arn:{partition(region)}:s3:::{bucket}", key)
+        environment = model.environment_for(instance_type)
+        uri = f"s3://{bucket}/{key}"
+        if key.endswith(".tar.gz"):
+            return BoundModelSource(environment=environment, model_data_url=uri)
+        access = (
+            sagemaker.CfnModel.ModelAccessConfigProperty(accept_eula=True)
+            if self.accept_eula
+            else None
+        )
+        return BoundModelSource(
+            environment=environment,
+            model_data_source=sagemaker.CfnModel.ModelDataSourceProperty(
+                s3_data_source=sagemaker.CfnModel.S3DataSourceProperty(
+                    s3_uri=uri,
+                    s3_data_type="S3Prefix",
+                    compression_type="None",
+                    model_access_config=access,
                 )
             ),
         )
@@ -212,3 +326,24 @@ class ModelSource:
             )
         if self.bucket.encryption_key is not None:
             self.bucket.encryption_key.grant_decrypt(role)
+
+
+def _grant_jumpstart_read(role: iam.IRole, bucket_arn: str, key: str) -> None:
+    """Read exactly the model's weights in JumpStart's bucket (objects under its prefix, or its
+    archive), and list only that prefix."""
+    objects = f"{bucket_arn}/{key}*" if key.endswith("/") else f"{bucket_arn}/{key}"
+    role.add_to_principal_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[objects]))
+    if key.endswith("/"):
+        acknowledge_wildcard_resources(
+            role,
+            [objects],
+            "Reads the objects under exactly the JumpStart model's prefix in JumpStart's "
+            "regional bucket: uncompressed weights are many files.",
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [key + "*"]}},
+            )
+        )

@@ -580,8 +580,8 @@ class _OptimizedModelSource(ModelSource):
         super().__init__(ModelSourceKind.S3_PREFIX, bucket=bucket, key=prefix)
         self._kms_key = key
 
-    def bind(self, role: iam.IRole | None) -> BoundModelSource:
-        bound = super().bind(role)
+    def bind(self, role: iam.IRole | None, region: str | None = None) -> BoundModelSource:
+        bound = super().bind(role, region)
         if role is not None:
             assert self.bucket is not None
             acknowledge_wildcard_resources(

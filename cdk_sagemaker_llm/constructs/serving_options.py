@@ -9,6 +9,7 @@ from typing import Any
 
 from aws_cdk import Duration
 
+from ..catalog.containers import VLLM_VARIABLE_PREFIX, vllm_variable
 from ..prop_types import typed_props
 from .images import ContainerFamily, ContainerImage
 from .validation import ValidationError, check_range
@@ -167,7 +168,8 @@ class LmiOptions:
                 "serving",
                 "LmiOptions",
                 f"LMI options do not apply to a {image.family.value} image",
-                "use TgiOptions for TGI images, or pass environment variables directly",
+                "use TgiOptions for TGI images, VllmOptions for vLLM images, or pass "
+                "environment variables directly",
             )
         if (
             self.backend is not None
@@ -319,7 +321,8 @@ class TgiOptions:
                 "serving",
                 "TgiOptions",
                 f"TGI options do not apply to a {image.family.value} image",
-                "use LmiOptions for LMI images, or pass environment variables directly",
+                "use LmiOptions for LMI images, VllmOptions for vLLM images, or pass "
+                "environment variables directly",
             )
         for prop in (
             "num_gpus",
@@ -368,7 +371,118 @@ class TgiOptions:
         return {name: str(value) for name, value in optional.items() if value is not None}
 
 
-ServingOptions = LmiOptions | TgiOptions
+VLLM_DTYPES = {DataType.FP32: "float32", DataType.FP16: "float16", DataType.BF16: "bfloat16"}
+"""vLLM's ``--dtype`` names (vLLM docs, "Engine Arguments")."""
+
+
+@typed_props
+@dataclass(frozen=True, kw_only=True)
+class VllmOptions:
+    """Serving options of SageMaker's vLLM containers (``ContainerImage.vllm``,
+    ``vllm_server``, ``huggingface_vllm``), rendered as ``SM_VLLM_*`` variables that the
+    container passes to ``vllm serve`` as engine arguments (AWS Deep Learning Containers docs,
+    "vLLM Inference / Configuration"; vLLM docs, "Engine Arguments").
+
+    Every option defaults to None: vLLM's own default applies.
+    """
+
+    tensor_parallel_size: int | None = None
+    """Accelerators one copy of the model is sharded over (``--tensor-parallel-size``)."""
+    max_model_len: int | None = None
+    """Longest sequence (input + output tokens) served (``--max-model-len``)."""
+    max_num_seqs: int | None = None
+    """Most sequences decoded together (``--max-num-seqs``)."""
+    max_num_batched_tokens: int | None = None
+    """Most tokens scheduled in one step (``--max-num-batched-tokens``)."""
+    gpu_memory_utilization: float | None = None
+    """Fraction of each GPU's memory vLLM may use, above 0 and at most 1
+    (``--gpu-memory-utilization``; vLLM's default 0.9)."""
+    dtype: DataType | None = None
+    """Precision (``--dtype``)."""
+    quantization: Quantization | None = None
+    """Load-time quantization method (``--quantization``)."""
+    enforce_eager: bool | None = None
+    """Disable CUDA graphs (``--enforce-eager``): less memory, slower decode."""
+    enable_prefix_caching: bool | None = None
+    """Reuse the KV cache of shared prompt prefixes (``--enable-prefix-caching``, or
+    ``--no-enable-prefix-caching`` when False)."""
+
+    @property
+    def accelerators_per_copy(self) -> int | None:
+        """Accelerators one model copy needs, when stated."""
+        return self.tensor_parallel_size
+
+    @property
+    def max_total_tokens(self) -> int | None:
+        """Longest sequence per request, when stated."""
+        return self.max_model_len
+
+    @property
+    def max_concurrent_requests(self) -> int | None:
+        """Most requests decoded together, when stated."""
+        return self.max_num_seqs
+
+    def validate(self, image: ContainerImage) -> None:
+        """Raise ValidationError on options that contradict each other or the image."""
+        if not image.family.is_vllm and image.family is not ContainerFamily.CUSTOM:
+            raise ValidationError(
+                "serving",
+                "VllmOptions",
+                f"vLLM options ({VLLM_VARIABLE_PREFIX}* variables) do not apply to a "
+                f"{image.family.value} image",
+                "use LmiOptions for LMI images, TgiOptions for TGI images, or pass environment "
+                "variables directly",
+            )
+        for prop in (
+            "tensor_parallel_size",
+            "max_model_len",
+            "max_num_seqs",
+            "max_num_batched_tokens",
+        ):
+            _positive(f"serving.{prop}", getattr(self, prop))
+        if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
+            raise ValidationError(
+                "serving.gpu_memory_utilization",
+                self.gpu_memory_utilization,
+                "vLLM takes a fraction of GPU memory above 0 and at most 1",
+                "pass a fraction such as 0.9 (vLLM's default)",
+            )
+        if (
+            self.max_num_batched_tokens is not None
+            and self.max_model_len is not None
+            and self.max_num_batched_tokens < self.max_model_len
+        ):
+            raise ValidationError(
+                "serving.max_num_batched_tokens",
+                self.max_num_batched_tokens,
+                f"is below max_model_len ({self.max_model_len}): vLLM refuses to start unless "
+                "chunked prefill splits longer prompts",
+                "raise max_num_batched_tokens to at least max_model_len",
+            )
+
+    def environment(self) -> dict[str, str]:
+        """The ``SM_VLLM_*`` variables these options render to."""
+        optional: dict[str, object] = {
+            "tensor-parallel-size": self.tensor_parallel_size,
+            "max-model-len": self.max_model_len,
+            "max-num-seqs": self.max_num_seqs,
+            "max-num-batched-tokens": self.max_num_batched_tokens,
+            "gpu-memory-utilization": self.gpu_memory_utilization,
+            "dtype": VLLM_DTYPES[self.dtype] if self.dtype else None,
+            "quantization": self.quantization.value if self.quantization else None,
+            "enforce-eager": "true" if self.enforce_eager else None,
+        }
+        if self.enable_prefix_caching is not None:
+            flag = "enable-prefix-caching"
+            optional[flag if self.enable_prefix_caching else f"no-{flag}"] = "true"
+        return {
+            vllm_variable(argument): str(value)
+            for argument, value in optional.items()
+            if value is not None
+        }
+
+
+ServingOptions = LmiOptions | TgiOptions | VllmOptions
 """Typed serving options of any container family."""
 
 

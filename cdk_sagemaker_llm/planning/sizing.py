@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..catalog.containers import vllm_variable
 from ..catalog.instance_types import Accelerator, InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
@@ -736,16 +737,20 @@ def _int(value: Any) -> int | None:
 
 @typed_factory
 def serving_facts(environment: Mapping[str, Any]) -> ServingFacts:
-    """Sizing settings from LMI (``OPTION_*``) or TGI variables; values that are not literal
-    numbers (tokens, ``max``) count as unset."""
+    """Sizing settings from LMI (``OPTION_*``), TGI or SageMaker vLLM (``SM_VLLM_*``)
+    variables; values that are not literal numbers (tokens, ``max``) count as unset."""
     env = dict(environment)
     model_id = env.get("HF_MODEL_ID")
     return ServingFacts(
         precision=Precision.from_environment(env),
         tensor_parallel_degree=_int(env.get("OPTION_TENSOR_PARALLEL_DEGREE"))
-        or _int(env.get("SM_NUM_GPUS")),
-        max_total_tokens=_int(env.get("OPTION_MAX_MODEL_LEN")) or _int(env.get("MAX_TOTAL_TOKENS")),
+        or _int(env.get("SM_NUM_GPUS"))
+        or _int(env.get(vllm_variable("tensor-parallel-size"))),
+        max_total_tokens=_int(env.get("OPTION_MAX_MODEL_LEN"))
+        or _int(env.get("MAX_TOTAL_TOKENS"))
+        or _int(env.get(vllm_variable("max-model-len"))),
         max_concurrency=_int(env.get("OPTION_MAX_ROLLING_BATCH_SIZE"))
-        or _int(env.get("MAX_CONCURRENT_REQUESTS")),
+        or _int(env.get("MAX_CONCURRENT_REQUESTS"))
+        or _int(env.get(vllm_variable("max-num-seqs"))),
         hugging_face_id=model_id if isinstance(model_id, str) else None,
     )

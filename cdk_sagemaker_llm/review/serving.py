@@ -11,6 +11,7 @@ from typing import Any
 from ..catalog.container_caching import caching_applies
 from ..catalog.containers import image_facts_of_uri
 from ..catalog.instance_types import InstanceType
+from ..catalog.jumpstart import MODEL_ID_TAG, MODEL_VERSION_TAG
 from ..catalog.model_specs import ModelSpec
 from ..planning.engine_profiles import profile_name_for
 from ..planning.sizing import serving_facts, size
@@ -57,6 +58,9 @@ class Container:
     model_data: Any = None
     """Where the weights come from in S3 (``ModelDataUrl``, ``ModelDataSource`` or a
     component's ``ArtifactUrl``), or None."""
+    jumpstart: str | None = None
+    """``<JumpStart id> <version>`` and whether its licence was accepted, for a model tagged
+    as deployed from JumpStart; None otherwise."""
 
 
 def model_data_of(container: dict[str, Any]) -> Any:
@@ -83,7 +87,25 @@ def model_container(template: Template, model_id: str) -> Container:
         environment=environment_of(container.get("Environment")),
         metadata=template.metadata(model_id),
         model_data=model_data_of(container),
+        jumpstart=jumpstart_of(properties.get("Tags"), container),
     )
+
+
+def jumpstart_of(tags: Any, container: dict[str, Any]) -> str | None:
+    """A JumpStart model's id and version (SageMaker Studio's tags on the model) and whether
+    the weights' ``ModelAccessConfig`` accepts the licence."""
+    values = {
+        tag.get("Key"): tag.get("Value")
+        for tag in (tags if isinstance(tags, list) else [])
+        if isinstance(tag, dict)
+    }
+    model_id = values.get(MODEL_ID_TAG)
+    if not isinstance(model_id, str):
+        return None
+    source = (container.get("ModelDataSource") or {}).get("S3DataSource") or {}
+    accepted = (source.get("ModelAccessConfig") or {}).get("AcceptEula") is True
+    licence = "licence accepted" if accepted else "no licence accepted"
+    return f"JumpStart {model_id} {values.get(MODEL_VERSION_TAG, '?')}, {licence}"
 
 
 def spec_of(container: Container) -> ModelSpec | None:
@@ -101,7 +123,9 @@ def model_label(container: Container, spec: ModelSpec | None) -> str | None:
     """The Hugging Face id, or the S3 location the weights come from (the container's
     ``HF_MODEL_ID`` is then the local ``/opt/ml/model``), with the architecture when known."""
     model_id = container.environment.get("HF_MODEL_ID")
-    if container.model_data is not None and (not model_id or model_id.startswith("/")):
+    if container.jumpstart is not None:
+        model_id = container.jumpstart
+    elif container.model_data is not None and (not model_id or model_id.startswith("/")):
         model_id = shown(container.model_data)
     if model_id and spec:
         return f"{model_id} ({spec.name})"
