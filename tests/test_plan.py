@@ -178,13 +178,13 @@ def test_plan_of_the_reference_app(reference_assembly: Path) -> None:
         "that region's prices) |",
         f"{instance_type} (",
         "<br>instances: initial 1, min 1, max 2",
-        "| Container caching | eligible (lmi 0.31.0); applies: accelerator instance type |",
+        "| Container caching | eligible (lmi 0.38.0); applies: accelerator instance type |",
         "| Service goal | llama-3-8b (fp16), 512 in / 256 out tokens",
-        "SLO <= 50 ms/token, TTFT <= 2000 ms; peak 8 requests/s, minimum 1 requests/s",
+        "SLO <= 50 ms/token, TTFT <= 2000 ms; peak 16 requests/s, minimum 1 requests/s",
         f"instance_type: {instance_type} (recommended)",
         "target_concurrency_per_copy: deploy-time benchmark's measured knee",
         "| Predicted | at peak:",
-        "djl-inference:0.31.0-lmi13.0.0-cu124",
+        "djl-inference:0.38.0-lmi29.0.0-cu130",
         DEFAULT_PRICE_LIST.as_of,
     ):
         assert expected in markdown, expected

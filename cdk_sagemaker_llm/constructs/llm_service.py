@@ -105,7 +105,7 @@ class LlmService(Construct):
         service = LlmService(self, "Llama",
             model=ServiceModel.from_source(
                 ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
-                image=ContainerImage.lmi("0.31.0")),
+                image=ContainerImage.lmi("0.38.0")),
             workload=Workload(input_tokens=512, output_tokens=256),
             slo=Slo(max_ms_per_token=50, max_ttft_ms=2000),
             traffic=ExpectedTraffic.requests_per_second(4, minimum=0.5),

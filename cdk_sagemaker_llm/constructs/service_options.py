@@ -37,7 +37,7 @@ class ServiceModel:
 
         ServiceModel.from_source(
             ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
-            image=ContainerImage.lmi("0.31.0"),
+            image=ContainerImage.lmi("0.38.0"),
         )
     """
 
