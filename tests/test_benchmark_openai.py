@@ -137,3 +137,24 @@ def test_target_flags_that_do_not_go_together(
 ) -> None:
     assert main(["benchmark", "--out", "x", *flags]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_failed_requests_say_why_in_the_output_and_the_results(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A base URL without /v1: every request gets a 404; the output and results.json carry
+    the first error of the kind, with its status and the URL the requests went to."""
+    with Simulator(CONFIG) as sim:
+        out = tmp_path / "oa.json"
+        assert main(["benchmark", "--target", "openai", "--base-url", sim.endpoint_url,
+                     "--model", "simulated", "--concurrency", "1", "--requests-per-level", "4",
+                     "--out", str(out)]) == 0  # fmt: skip
+    data = json.loads(out.read_text())
+    (level,) = data["levels"]
+    assert level["errors"] == level["requests"] == 4
+    ((kind, first),) = level["first_errors"].items()
+    assert first["status"] == 404 and level["errors_by_kind"][kind] == 4
+    err = capsys.readouterr().err
+    url = f"{sim.endpoint_url}/chat/completions"
+    assert f"{kind} errors: 4 of 4 requests; first: HTTP 404 " in err
+    assert f"({url})" in err

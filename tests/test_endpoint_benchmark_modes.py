@@ -23,6 +23,7 @@ from cdk_sagemaker_llm import (
     BenchmarkLoad,
     EndpointBenchmark,
     GoodputSlo,
+    RequestProtocol,
 )
 from cdk_sagemaker_llm.benchmarking import BenchmarkResult
 from cdk_sagemaker_llm.benchmarking._clock import now
@@ -249,6 +250,7 @@ def test_the_construct_runs_a_rate_sweep_its_handler_accepts() -> None:
             slo=GoodputSlo(ttft_ms=500, fraction=0.9),
         ),
         gate=BenchmarkGate(min_sustainable_requests_per_s=8),
+        protocol=RequestProtocol(stream=True),  # TTFT is measured on streamed responses
     )  # fmt: skip
     assert run["Mode"] == "rate" and run["Rates"] == [5, 10, 250] and run["Concurrencies"] == []
     assert (run["Arrival"], run["Seed"], run["MaxConcurrency"]) == ("constant", 0, 300)

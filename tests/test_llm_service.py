@@ -1017,3 +1017,33 @@ def test_speculation_on_an_image_that_cannot_serve_a_draft_is_an_error(
     assert raised.value.prop == "model.image" and raised.value.value == value
     assert "ContainerImage.lmi('0.27.0')" in raised.value.fix
     assert "search.optimizations" in raised.value.fix
+
+
+def test_a_benchmark_of_the_services_component_sends_the_services_workload() -> None:
+    """Given no workload, a benchmark of an LlmService's component sends the typical request
+    the service was sized for (512 in, 256 out), not the generic 256/128."""
+    from cdk_sagemaker_llm import EndpointBenchmark
+
+    built = service()
+    bench = EndpointBenchmark(built, "Probe", inference_component=built.component)
+    (resource,) = [
+        child
+        for child in bench.node.find_all()
+        if isinstance(child, cdk.CfnResource)
+        and child.cfn_resource_type == "Custom::SageMakerEndpointBenchmark"
+    ]
+    run = cdk.Stack.of(built).resolve(resource._cfn_properties)["Run"]  # type: ignore[attr-defined]
+    assert (run["InputTokens"], run["OutputTokens"]) == (512, 256)
+
+
+def test_a_pricing_region_typo_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    from cdk_sagemaker_llm.cli import main
+    from cdk_sagemaker_llm.planning.service_options import Pricing
+
+    with pytest.raises(ValidationError, match=r"Pricing\.region='eu-wset-1'.*'eu-west-1'"):
+        Pricing.savings_plan_1y(region="eu-wset-1")
+    with pytest.raises(ValidationError, match=r"PriceList\.region='us-east1'.*'us-east-1'"):
+        DEFAULT_PRICE_LIST.with_prices({"ml.g5.xlarge": 1.5}, region="us-east1")
+    Pricing.on_demand(region="eu-west-1")
+    assert main(["plan", "cdk.out.missing", "--price-region", "us-wset-2"]) == 2
+    assert "did you mean 'us-west-2'" in capsys.readouterr().err

@@ -538,3 +538,48 @@ def test_the_bundled_asset_imports_without_aws_cdk(tmp_path: Any) -> None:
     )  # fmt: skip
     assert completed.returncode == 0, completed.stderr
     assert json.loads(completed.stdout) == ["on_event", "poll", []]
+
+
+def _client_of_older_botocore(tmp_path: Any) -> Any:
+    """A SageMaker client whose service model lacks the AI benchmark operations, as a Lambda
+    runtime's botocore older than 1.44.5 has it."""
+    import botocore.session
+
+    session = botocore.session.get_session()
+    loader = session.get_component("data_loader")
+    version = loader.determine_latest_version("sagemaker", "service-2")
+    model = loader.load_service_model("sagemaker", "service-2", version)
+    for operation in ("CreateAIBenchmarkJob", "DescribeAIBenchmarkJob", "StopAIBenchmarkJob"):
+        del model["operations"][operation]
+    folder = tmp_path / "sagemaker" / version
+    folder.mkdir(parents=True)
+    (folder / "service-2.json").write_text(json.dumps(model))
+    older = botocore.session.get_session()
+    older.set_config_variable("data_path", str(tmp_path))
+    return older.create_client("sagemaker", region_name="us-west-2")
+
+
+def test_a_runtime_botocore_without_the_operations_fails_at_start_with_the_reason(
+    tmp_path: Any,
+) -> None:
+    from cdk_sagemaker_llm.lambdas.managed_benchmark.job import OPERATIONS, missing_operations
+
+    client = _client_of_older_botocore(tmp_path)
+    assert missing_operations(client) == list(OPERATIONS)
+    assert missing_operations(sagemaker()[0]) == []  # the pinned botocore has them
+    run = managed_run()
+    put = lambda _url, _body: None  # noqa: E731
+    with pytest.raises(EventError, match=r"botocore .* has no CreateAIBenchmarkJob.*1\.44\.5"):
+        poll_step({"Run": run}, sagemaker=client, s3=None, put=put, now=run["StartedAt"])
+    create = {"RequestType": "Create", "ResourceType": RESOURCE_TYPE, "RequestId": "r",
+              "ResponseURL": "https://x", "ResourceProperties": {}}  # fmt: skip
+    with pytest.raises(EventError, match="managed benchmark engine needs botocore"):
+        dispatch_managed(create, sfn=None, sagemaker=client, now=0.0)
+    # Such a runtime never created a job: a Delete (rollback) still succeeds.
+    calls: list[str] = []
+    name = run["Name"]
+    answer = dispatch_managed(
+        _rollback_delete(name), sfn=checked(_StoppedWorkflow(calls), "stepfunctions"),
+        sagemaker=client, now=0.0,
+    )  # fmt: skip
+    assert answer["PhysicalResourceId"] == name and calls == ["StopExecution"]

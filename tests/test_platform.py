@@ -961,3 +961,44 @@ def test_one_specification_on_pooled_endpoint_and_async_pools_lint_clean(lint_cl
     async_variant = next(c for c in configs if "AsyncInferenceConfig" in c)["ProductionVariants"][0]
     assert async_variant["VariantInstanceProvisionTimeoutInSeconds"] == 3600
     assert [pool["Priority"] for pool in async_variant["InstancePools"]] == [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "ami", "refused"),
+    [
+        (InstanceType.P6_B300_48XLARGE, InferenceAmiVersion.AL2_GPU_3_1, True),
+        (InstanceType.G7E_2XLARGE, InferenceAmiVersion.AL2_GPU_2, True),
+        (InstanceType.P6_B200_48XLARGE, InferenceAmiVersion.AL2_GPU_2_1, True),
+        (InstanceType.P6_B300_48XLARGE, InferenceAmiVersion.AL2023_GPU_4_1, False),
+        (InstanceType.P5_48XLARGE, InferenceAmiVersion.AL2_GPU_2, False),
+    ],
+)
+def test_blackwell_types_need_an_ami_with_driver_570_or_later(
+    instance_type: InstanceType, ami: InferenceAmiVersion, refused: bool
+) -> None:
+    """The AMI's NVIDIA driver is known per version; Blackwell GPUs need 570 or later."""
+    stack = new_stack()
+
+    def endpoint() -> Endpoint:
+        return Endpoint(
+            stack,
+            "Endpoint",
+            variants=[
+                ProductionVariant(
+                    model=lmi_model(stack),
+                    instance_type=instance_type,
+                    inference_ami_version=ami,
+                )
+            ],
+        )
+
+    if not refused:
+        endpoint()
+        return
+    with pytest.raises(
+        ValidationError,
+        match=rf"inference_ami_version='{ami.value}': carries NVIDIA driver "
+        rf"{ami.nvidia_driver}.*need driver 570 or later. Fix: use "
+        r"al2023-ami-sagemaker-inference-gpu-4-1",
+    ):
+        endpoint()

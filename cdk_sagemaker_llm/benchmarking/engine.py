@@ -160,6 +160,9 @@ class LevelResult:
     distributions: dict[str, Any] | None = None
     """Full distributions (p1 ... p99.9, mean, std, min, max) of TTFT, ITL, TPOT and
     end-to-end latency, by metric (see :mod:`.distributions` for the definitions)."""
+    first_errors: dict[str, dict[str, Any]] | None = None
+    """The first failed request of each error kind (``code``, ``status``, ``message``), so
+    that a level whose requests fail says why; None when none failed."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form; fields not measured in this mode (streaming, SLOs, open loop)
@@ -181,8 +184,21 @@ _OPTIONAL_FIELDS = (
     "p90_tpot_s", "p99_tpot_s", "good_requests", "goodput_requests_per_s",
     "goodput_tokens_per_s", "target_rate_per_s", "achieved_rate_per_s", "p50_schedule_lag_s",
     "p99_schedule_lag_s", "backlog_growth_per_s", "backlog_growing", "sustainable",
-    "distributions",
+    "distributions", "first_errors",
 )  # fmt: skip
+
+
+def first_errors(samples: Iterable[RequestSample]) -> dict[str, dict[str, Any]] | None:
+    """The earliest failed request of each error kind: its code, HTTP status and message."""
+    found: dict[str, dict[str, Any]] = {}
+    for sample in sorted(samples, key=lambda s: s.start):
+        if sample.error is not None and sample.error not in found:
+            found[sample.error] = {
+                "code": sample.error_code,
+                "status": sample.error_status,
+                "message": sample.error_message,
+            }
+    return dict(sorted(found.items())) or None
 
 
 def summarize_level(
@@ -213,6 +229,7 @@ def summarize_level(
     tokens = sum(s.output_tokens for s in ok)
     errors = len(items) - len(ok)
     result = LevelResult(
+        first_errors=first_errors(items),
         concurrency=concurrency,
         requests=len(items),
         errors=errors,

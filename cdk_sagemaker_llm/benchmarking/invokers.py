@@ -253,6 +253,7 @@ class AsyncInvoker(_SampleHook):
             error=classify_error(code, message, status),
             error_code=code,
             error_message=_short(message),
+            error_status=status,
         )
 
     async def _invoke(
@@ -295,6 +296,7 @@ class AsyncInvoker(_SampleHook):
         sample.error = classify_error(code, message, status)
         sample.error_code = code
         sample.error_message = _short(message)
+        sample.error_status = status
         return sample, keep
 
     @staticmethod
@@ -484,6 +486,7 @@ class BotoInvoker(_SampleHook):
         sample.error = classify_error(code, message, status)
         sample.error_code = code
         sample.error_message = _short(str(message))
+        sample.error_status = status
         return sample
 
     def invoke_many(self, next_request: NextRequest, concurrency: int) -> list[RequestSample]:

@@ -266,7 +266,44 @@ def summary_lines(result: BenchmarkResult) -> list[str]:
             f"search ({search['rule']}): found {search_words(search)}; levels "
             f"{search['levels_run']}, {search['requests']} requests"
         )
+    return lines + error_lines(result)
+
+
+def error_lines(result: BenchmarkResult) -> list[str]:
+    """Why requests failed: per error kind, the first failure's HTTP status, code and message,
+    with the URL the requests went to (e.g. an OpenAI base URL without ``/v1`` answers 404)."""
+    firsts: dict[str, dict[str, Any]] = {}
+    counts: dict[str, int] = {}
+    requests = sum(level.requests for level in result.levels)
+    for level in sorted(result.levels, key=_position):
+        for kind, error in (level.first_errors or {}).items():
+            firsts.setdefault(kind, error)
+            counts[kind] = counts.get(kind, 0) + level.errors_by_kind.get(kind, 0)
+    url = target_url(result.target or {})
+    lines = []
+    for kind, error in sorted(firsts.items()):
+        status = f"HTTP {error['status']} " if error.get("status") is not None else ""
+        lines.append(
+            f"{kind} errors: {counts[kind]} of {requests} requests; first: {status}"
+            f"{error.get('code') or 'error'}: {error.get('message') or 'no message'}"
+            + (f" ({url})" if url else "")
+        )
     return lines
+
+
+def target_url(target: dict[str, Any]) -> str | None:
+    """The URL the requests went to, as far as the results' ``target`` says."""
+    if target.get("kind") == "openai" and target.get("base_url"):
+        return f"{str(target['base_url']).rstrip('/')}{target.get('route') or ''}"
+    name = target.get("endpoint_name")
+    if not name:
+        return None
+    base = target.get("endpoint_url") or (
+        f"https://runtime.sagemaker.{target['region']}.amazonaws.com"
+        if target.get("region")
+        else None
+    )
+    return f"{str(base).rstrip('/')}/endpoints/{name}/invocations" if base else None
 
 
 def _search_lines(result: BenchmarkResult) -> list[str]:

@@ -36,6 +36,8 @@ class RequestSample:
     """The service or client error code, e.g. ``ThrottlingException``."""
     error_message: str | None = None
     """The error message, shortened."""
+    error_status: int | None = None
+    """The HTTP status of the failed response; None on success or when none came back."""
     request_id: str | None = None
     """``x-amzn-RequestId`` of the response."""
     concurrency: int = 0

@@ -82,6 +82,9 @@ class Accelerator:
     unpublished: str | None = None
     """Which figures the vendor does not publish, and where that was checked; None when every
     figure is published."""
+    min_nvidia_driver: int | None = None
+    """The oldest NVIDIA driver branch that runs the GPU (``BLACKWELL_MIN_DRIVER`` for
+    Blackwell); None when any driver SageMaker's inference AMIs carry does."""
 
     # Named devices are attached below the class body.
     T4: ClassVar[Accelerator]
@@ -178,6 +181,15 @@ INFERENTIA2 = _accelerator("AWS Inferentia2", _NEURON, 32_768, 820, 190, 190)
 TRAINIUM = _accelerator("AWS Trainium", _NEURON, 32_768, 820, 190, 190)
 # Trainium2: 96 GiB HBM at 2.9 TB/s, 667 TFLOPS dense FP16/BF16 per chip.
 TRAINIUM2 = _accelerator("AWS Trainium2", _NEURON, 98_304, 2_900, 667, 667)
+
+BLACKWELL_MIN_DRIVER = 570
+"""Blackwell GPUs need NVIDIA driver branch 570 or later (NVIDIA GPU Operator platform support:
+"HGX B200 requires a driver container version of 570.133.20 or later"; the R570 branch is the
+first to support Blackwell)."""
+B200, B300, GB200, RTX_PRO_4500_SERVER, RTX_PRO_6000_SERVER = (
+    dataclasses.replace(device, min_nvidia_driver=BLACKWELL_MIN_DRIVER)
+    for device in (B200, B300, GB200, RTX_PRO_4500_SERVER, RTX_PRO_6000_SERVER)
+)
 
 for _device_name, _device in {
     "T4": T4,

@@ -10,6 +10,7 @@ from types import MappingProxyType
 from ..errors import ValidationError
 from ..prop_types import trusted, typed_props
 from .instance_types import InstanceType
+from .registries import check_region
 
 
 @typed_props
@@ -63,6 +64,7 @@ class PriceList:
         check_discount("savings_plan_1y_discount", self.savings_plan_1y_discount)
         object.__setattr__(self, "prices", MappingProxyType(dict(sorted(self.prices.items()))))
         check_discount("discount", self.discount)
+        check_region("PriceList.region", self.region)
 
     def __repr__(self) -> str:
         """Short: a signature's default (``help(LlmService)``) shows no whole price list."""

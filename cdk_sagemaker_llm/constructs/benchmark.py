@@ -162,7 +162,8 @@ class EndpointBenchmark(Construct):
             default ``BenchmarkLoad.concurrency([1, 2, 4, 8, 16, 32])``.
         :param workload: what each request carries: synthetic prompts of ``input_tokens`` (at
             most 200,000), ``output_tokens`` generated, or a shape (``Workload.shared_prefix``,
-            ``multi_turn``, ``trace`` of at most 1,000 requests); default 256 in, 128 out.
+            ``multi_turn``, ``trace`` of at most 1,000 requests); default the workload an
+            ``LlmService``'s component was sized for, else 256 in, 128 out.
         :param protocol: the request schema and whether responses stream (streaming measures
             TTFT and inter-token latency); default ``RequestProtocol()`` (the inputs API, LMI
             or TGI answers detected, not streaming).
@@ -196,7 +197,7 @@ class EndpointBenchmark(Construct):
         """The component loaded, if any."""
         self.load = load or BenchmarkLoad.concurrency()
         """The load applied."""
-        workload = workload or DEFAULT_WORKLOAD
+        workload = workload or _default_workload(inference_component)
         for prop in ("input_tokens", "output_tokens"):
             check_range(f"workload.{prop}", getattr(workload, prop), maximum=MAX_TOKENS)
         check_deploy_time(workload, self.load)
@@ -588,6 +589,13 @@ def _target_endpoint(
             "pass the component's own endpoint, or omit endpoint=",
         )
     return endpoint
+
+
+def _default_workload(component: IInferenceComponent | None) -> Workload:
+    """The workload of a benchmark given none: the typical request the component was sized
+    for (an ``LlmService``'s workload), else ``DEFAULT_WORKLOAD``."""
+    sized_for = getattr(component, "sized_for", None)
+    return sized_for if isinstance(sized_for, Workload) else DEFAULT_WORKLOAD
 
 
 def _check_invocable(endpoint: IEndpoint, component: IInferenceComponent | None) -> None:

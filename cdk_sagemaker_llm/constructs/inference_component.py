@@ -41,6 +41,7 @@ from .variant_options import ContainerStartup
 if TYPE_CHECKING:  # imported where used: importing them costs synth time
     from aws_cdk import aws_cloudwatch as cloudwatch
 
+    from ..planning.workload import Workload
     from .autoscaling import ComponentScaling
     from .deployment import RollingDeployment
 
@@ -205,6 +206,9 @@ class InferenceComponent(InferenceComponentBase):
         """Accelerators reserved per copy (on the first-priority instance type)."""
         self.accelerators_by_instance_type: dict[str, int] = {}
         """Accelerators reserved per copy, by instance type."""
+        self.sized_for: Workload | None = None
+        """The typical request the component was sized for (``LlmService`` sets its
+        workload); a benchmark of the component without a workload sends it. None otherwise."""
 
         specification: (
             sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty | None

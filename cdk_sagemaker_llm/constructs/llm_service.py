@@ -203,6 +203,7 @@ class LlmService(Construct):
         """The inference-component endpoint on the chosen instance type."""
         self.component = self._render_component(component)
         """The component: accelerators = the tensor-parallel degree per copy."""
+        self.component.sized_for = workload
         self.scaling = self._render_scaling()
         """Copy autoscaling between the minimum and the peak traffic's copies."""
         self.benchmark: EndpointBenchmark | None = None

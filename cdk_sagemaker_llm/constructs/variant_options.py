@@ -221,6 +221,24 @@ class CapacityReservation:
         )
 
 
+def _check_driver(ami: InferenceAmiVersion, instance_type: InstanceType, prop: str) -> None:
+    """The AMI's NVIDIA driver must run the instance's GPUs (Blackwell needs 570 or later)."""
+    accelerator = instance_type.accelerator
+    needed = accelerator.min_nvidia_driver if accelerator is not None else None
+    driver = ami.nvidia_driver
+    if needed is None or driver is None or driver >= needed:
+        return
+    assert accelerator is not None
+    newer = [a.value for a in InferenceAmiVersion if (a.nvidia_driver or 0) >= needed]
+    raise ValidationError(
+        f"{prop}.inference_ami_version",
+        ami.value,
+        f"carries NVIDIA driver {driver}, and the {accelerator.name} GPUs of "
+        f"{instance_type.name} need driver {needed} or later",
+        f"use {' or '.join(newer)}, or omit inference_ami_version (SageMaker's default)",
+    )
+
+
 @typed_props
 class InferenceAmiVersion(Enum):
     """Preconfigured inference AMIs (``InferenceAmiVersion``): driver and CUDA/Neuron versions,
@@ -241,6 +259,21 @@ class InferenceAmiVersion(Enum):
     def is_neuron(self) -> bool:
         """True for the Inferentia/Trainium AMI."""
         return "neuron" in self.value
+
+    @property
+    def nvidia_driver(self) -> int | None:
+        """The NVIDIA driver branch the AMI carries (SageMaker API reference,
+        ``ProductionVariant.InferenceAmiVersion``); None for the Neuron AMI."""
+        return _NVIDIA_DRIVERS.get(self.value)
+
+
+_NVIDIA_DRIVERS = {
+    "al2-ami-sagemaker-inference-gpu-2": 535,
+    "al2-ami-sagemaker-inference-gpu-2-1": 535,
+    "al2-ami-sagemaker-inference-gpu-3-1": 550,
+    "al2023-ami-sagemaker-inference-gpu-4-1": 580,
+}
+"""Each GPU AMI's NVIDIA driver branch, as the members' docstrings and the API reference say."""
 
 
 @typed_props
@@ -337,6 +370,7 @@ class VariantPlatform:
                     "pick an AMI for the instance type's accelerator, or omit it (SageMaker's "
                     "default)",
                 )
+            _check_driver(ami, instance_type, prop)
 
     def render(self, prop: str) -> dict[str, Any]:
         """The L1 ``ProductionVariantProperty`` keyword arguments these options set."""

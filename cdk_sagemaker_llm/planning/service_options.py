@@ -24,6 +24,7 @@ from enum import Enum
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import Precision
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
+from ..catalog.registries import check_region
 from ..errors import ValidationError, check_range
 from ..prop_types import typed_factory, typed_props
 from .calibration import Calibration, EngineRelease
@@ -145,6 +146,9 @@ class Pricing:
     region: str | None = None
     """Where the endpoint runs. Default: ``recommend`` none (the list's region is assumed);
     ``LlmService`` its stack's region when resolved."""
+
+    def __post_init__(self) -> None:
+        check_region("Pricing.region", self.region)
 
     @staticmethod
     @typed_factory

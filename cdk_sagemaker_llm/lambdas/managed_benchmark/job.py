@@ -36,6 +36,31 @@ CREATE_GRACE_S = 600.0
 """A job not found this long after the run started was never created: an error."""
 
 
+OPERATIONS = ("CreateAIBenchmarkJob", "DescribeAIBenchmarkJob", "StopAIBenchmarkJob")
+"""The SageMaker operations this engine calls: botocore has them from 1.44.5 (the module doc);
+the Lambda runtime's bundled botocore may be older."""
+
+
+def missing_operations(sagemaker: Any) -> list[str]:
+    """The operations of ``OPERATIONS`` the client's botocore does not know."""
+    known = set(sagemaker.meta.service_model.operation_names)
+    return [name for name in OPERATIONS if name not in known]
+
+
+def require_operations(sagemaker: Any) -> None:
+    """Fail at start, with the reason, when the runtime's botocore lacks an operation this
+    engine calls (instead of an AttributeError halfway through the workflow)."""
+    missing = missing_operations(sagemaker)
+    if missing:
+        import botocore
+
+        raise EventError(
+            f"the Lambda runtime's botocore {botocore.__version__} has no "
+            f"{', '.join(missing)}: the managed benchmark engine needs botocore 1.44.5 or "
+            "later (a newer Lambda Python runtime, or the Lambda engine)"
+        )
+
+
 def job_name(run: Mapping[str, Any]) -> str:
     """The job of a run: named after it."""
     name = str(run["Name"])
@@ -169,6 +194,7 @@ def poll_step(
     """One poll: create the job if it does not exist yet, wait while it runs (stop it past the
     deadline), finish once it has ended: results, gate and signal as the Lambda engine's."""
     budget = budget or Budget()
+    require_operations(sagemaker)
     run = check_run(field(state, "Run", "state"))
     if run["Engine"] != MANAGED_ENGINE:
         raise EventError("state.Run.Engine: this workflow polls a SageMaker AI benchmark job")
@@ -209,9 +235,13 @@ def dispatch_managed(
     (``stop_and_wait``), so the workload configuration CloudFormation deletes next is free."""
     budget = budget or Budget()
     physical = event.get("PhysicalResourceId")
+    deleting = event.get("RequestType") == "Delete"
+    if not deleting and event.get("ResourceType") == RESOURCE_TYPE:
+        require_operations(sagemaker)
     answer = dispatch(event, sfn=sfn, now=now, budget=budget)
     if (
-        event.get("RequestType") == "Delete"
+        deleting
+        and not missing_operations(sagemaker)  # such a runtime never created a job
         and event.get("ResourceType") == RESOURCE_TYPE
         and isinstance(physical, str)
         and RUN_NAME.fullmatch(physical)
