@@ -928,7 +928,9 @@ def copy_knee(
     concurrency, doubling from 1, before one that buys < 10 % throughput per doubling or
     breaks the SLO; or the copy's limit. ``concurrency`` is 0 when one request already breaks
     the SLO, and ``detail`` says why in words."""
-    rule = KneeRule(KNEE_MIN_GAIN_PER_DOUBLING, slo_ms_per_token, None, slo_ttft_ms)
+    limits_ms = slo_ms_per_token is not None and math.isfinite(slo_ms_per_token)
+    per_token = slo_ms_per_token if limits_ms else None  # a TTFT-only SLO: no per-token limit
+    rule = KneeRule(KNEE_MIN_GAIN_PER_DOUBLING, per_token, None, slo_ttft_ms)
     limit = limits.max_concurrency
     if limit < 1:
         return Knee(0, rule.describe(), detail="no request fits: " + limits.reason())
