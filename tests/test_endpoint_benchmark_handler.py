@@ -643,3 +643,15 @@ def test_the_bundled_asset_runs_a_worker_without_aws_cdk(tmp_path: Path) -> None
     assert sorted(p.name for p in (tmp_path / "cdk_sagemaker_llm" / "planning").iterdir()) == [
         "__init__.py", "workload.py",
     ]  # fmt: skip
+
+
+def test_the_runs_knee_rule_carries_a_ttft_limit() -> None:
+    """A TTFT limit on the knee rule (``KneeRule.slo_ttft_ms``) reaches the deploy-time run:
+    the template's ``Rule.SloTtftMs`` is checked and applied to the measured levels."""
+    from cdk_sagemaker_llm.lambdas.benchmark.run import knee_rule_of
+
+    run = run_config(Rule={"MinGainPerDoubling": 0.1, "SloTtftMs": 800})
+    assert knee_rule_of(run).slo_ttft_ms == 800
+    assert knee_rule_of(run_config()).slo_ttft_ms is None
+    with pytest.raises(Exception, match="SloTtftMs"):
+        run_config(Rule={"MinGainPerDoubling": 0.1, "SloTtftMs": -1})

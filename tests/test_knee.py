@@ -72,3 +72,13 @@ def test_zero_throughput_reads_the_same_for_both() -> None:
     measured = [_measured(1, 0.0, 10, 10), _measured(2, 100.0, 10, 10)]
     assert engine.trip_reason(rule, measured[1], measured[0]) is None
     assert find_knee(measured, rule).at_least
+
+
+def test_a_ttft_only_slo_predicts_a_knee_without_a_per_token_limit() -> None:
+    """An SLO with no per-token limit (``max_ms_per_token`` infinite) predicts the same knee
+    as no SLO: the rule gets no per-token limit rather than an infinite one."""
+    profile = engine_profile("lmi-vllm-v1")
+    layout = Layout(InstanceType.G6E_XLARGE, 1, 1)
+    model = profile_model(ModelSpec.LLAMA_3_8B, layout, Precision.FP16, Workload(512, 256), profile)
+    limits, _ = profile_limits(model, profile, None)
+    assert copy_knee(model, limits, float("inf")) == copy_knee(model, limits)

@@ -13,9 +13,10 @@ from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST
 from cdk_sagemaker_llm.cli import main
+from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.planning.engine_profiles import resolve_profile
 from cdk_sagemaker_llm.planning.performance import Layout, predict, profile_model
-from cdk_sagemaker_llm.planning.recommend import Risk, Slo, Traffic, recommend
+from cdk_sagemaker_llm.planning.recommend import RejectionKind, Risk, Slo, Traffic, recommend
 from cdk_sagemaker_llm.planning.service_options import SearchSpace, Sizing
 from cdk_sagemaker_llm.planning.speculation import SpeculativeTiming
 from cdk_sagemaker_llm.planning.workload import Workload
@@ -119,7 +120,7 @@ def test_cli_recommend_and_predict_take_optimizations(capsys: pytest.CaptureFixt
     assert any(o["optimization"] for o in data["options"])
     assert any(a.startswith("optimize or buy") for a in data["assumptions"])
     argv = [
-        "predict", "--model", "llama-3-8b", "--instance-type", "ml.g5.12xlarge",
+        "predict", "--model", "llama-3-8b", "--instance-type", "ml.g6e.12xlarge",
         "--tensor-parallel-degree", "4", "--input-tokens", "512", "--output-tokens", "256",
         "--concurrency", "1", "--optimization", "fp8", "--format", "json",
     ]  # fmt: skip
@@ -157,3 +158,43 @@ def test_recommend_sizes_speculation_at_its_pessimistic_acceptance() -> None:
         for o in median.options
         if o.optimization is not None
     )
+
+
+def test_fp8_is_offered_only_on_accelerators_with_fp8_tensor_cores() -> None:
+    """FP8 weights on A100 (p4d) or A10G (g5) are not offered (no FP8 tensor cores); on H100
+    (p5) and L40S (g6e) they are weighed like any optimization."""
+    found = recommend(
+        ModelSpec.LLAMA_3_8B,
+        Workload(512, 256),
+        Slo(max_ms_per_token=60),
+        Traffic(requests_per_second=1),
+        search=SearchSpace(
+            instance_types=[
+                InstanceType.P4D_24XLARGE,
+                InstanceType.G5_2XLARGE,
+                InstanceType.G6E_XLARGE,
+                InstanceType.P5_48XLARGE,
+            ],
+            optimizations=[Optimization.fp8()],
+        ),
+        sizing=Sizing(risk=Risk.MEDIAN),
+        top=50,
+    )
+    with_fp8 = {o.layout.instance_type.name for o in found.options if o.optimization is not None}
+    assert with_fp8 and with_fp8 <= {"ml.g6e.xlarge", "ml.p5.48xlarge"}
+    refused = {r.instance_type for r in found.rejected if r.kind is RejectionKind.PRECISION}
+    assert refused == {"ml.p4d.24xlarge", "ml.g5.2xlarge"}
+    assert all(
+        "no FP8 tensor cores" in r.reason
+        for r in found.rejected
+        if r.kind is RejectionKind.PRECISION
+    )
+    with pytest.raises(ValidationError) as raised:
+        predict(
+            ModelSpec.LLAMA_3_8B,
+            Layout(InstanceType.G5_2XLARGE, 1, 1),
+            Workload(512, 256),
+            [1],
+            precision=Precision.FP8,
+        )
+    assert raised.value.prop == "precision" and "NVIDIA A10G" in raised.value.problem

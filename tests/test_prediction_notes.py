@@ -25,7 +25,9 @@ def test_the_quantized_weights_note_states_the_profiles_kernel_speed() -> None:
     for name, precision in (("tgi-1", Precision.INT4_AWQ), ("lmi-vllm-v1", Precision.FP8)):
         kernel = engine_profile(name).kernel(precision)
         assert kernel is not None
-        prediction = predict(LLAMA_8B, LAYOUT, WORKLOAD, [1], engine=name, precision=precision)
+        # FP8 needs FP8 tensor cores: L40S (g6e) has them, the A10G of LAYOUT does not.
+        layout = LAYOUT if precision is not Precision.FP8 else Layout(InstanceType.G6E_XLARGE, 1, 1)
+        prediction = predict(LLAMA_8B, layout, WORKLOAD, [1], engine=name, precision=precision)
         note = _line(prediction.assumptions, f"{precision.value} weights:")
         assert "the same bandwidth efficiency" not in note
         assert f"the {name} profile's {precision.value} kernels" in note

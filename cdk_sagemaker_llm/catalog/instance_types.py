@@ -85,6 +85,12 @@ class Accelerator:
     min_nvidia_driver: int | None = None
     """The oldest NVIDIA driver branch that runs the GPU (``BLACKWELL_MIN_DRIVER`` for
     Blackwell); None when any driver SageMaker's inference AMIs carry does."""
+    fp8: bool = False
+    """True when the device has FP8 tensor cores, so an engine serves FP8 weights and
+    activations natively: NVIDIA Ada (L4, L40S), Hopper (H100, H200) and Blackwell (NVIDIA
+    architecture whitepapers: FP8 in the 4th- and 5th-generation Tensor Cores; vLLM's FP8 W8A8
+    "requires compute capability > 8.9"), not Turing or Ampere (T4, A10G, A100). False on
+    Neuron devices: FP8 serving there is not modelled."""
 
     # Named devices are attached below the class body.
     T4: ClassVar[Accelerator]
@@ -132,25 +138,25 @@ _NEURON = AcceleratorKind.AWS_NEURON
 # T4: 16 GB GDDR6 (15,360 MiB usable), 320 GB/s, 65 TFLOPS mixed-precision FP16, no BF16.
 T4 = _accelerator("NVIDIA T4", _GPU, 15_360, 320, 65)
 A10G = _accelerator("NVIDIA A10G", _GPU, 22_888, 600, 70, 70)
-L4 = _accelerator("NVIDIA L4", _GPU, 22_888, 300, 121, 121)
-L40S = _accelerator("NVIDIA L40S", _GPU, 45_776, 864, 362, 362)
+L4 = _accelerator("NVIDIA L4", _GPU, 22_888, 300, 121, 121, fp8=True)
+L40S = _accelerator("NVIDIA L40S", _GPU, 45_776, 864, 362, 362, fp8=True)
 A100_40GB = _accelerator("NVIDIA A100 40GB", _GPU, 40_960, 1_555, 312, 312)
 A100_80GB = _accelerator("NVIDIA A100 80GB", _GPU, 81_920, 2_039, 312, 312)
-H100 = _accelerator("NVIDIA H100", _GPU, 81_920, 3_350, 989, 989)
+H100 = _accelerator("NVIDIA H100", _GPU, 81_920, 3_350, 989, 989, fp8=True)
 # H200: 141 GB HBM3e at 4.8 TB/s, the H100's compute.
-H200 = _accelerator("NVIDIA H200", _GPU, 144_384, 4_800, 989, 989)
+H200 = _accelerator("NVIDIA H200", _GPU, 144_384, 4_800, 989, 989, fp8=True)
 # B200 (HGX B200): 180 GB HBM3e at 8 TB/s; 36 PFLOPS FP16/BF16 per 8 GPUs with sparsity,
 # 2.25 PFLOPS dense per GPU.
-B200 = _accelerator("NVIDIA B200", _GPU, 184_320, 8_000, 2_250, 2_250)
+B200 = _accelerator("NVIDIA B200", _GPU, 184_320, 8_000, 2_250, 2_250, fp8=True)
 # B300 (Blackwell Ultra, HGX B300): EC2 reports 275,040 MiB per GPU on p6-b300.48xlarge; 8 TB/s
 # HBM3e; NVIDIA's HGX table gives FP16/BF16 36 PFLOPS with sparsity per 8 GPUs, the same as
 # HGX B200: 2.25 PFLOPS dense per GPU.
-B300 = _accelerator("NVIDIA B300", _GPU, 275_040, 8_000, 2_250, 2_250)
+B300 = _accelerator("NVIDIA B300", _GPU, 275_040, 8_000, 2_250, 2_250, fp8=True)
 # GB200 (GB200 NVL72, the GPUs of p6e-gb200): 186 GB HBM3e per GPU (13.4 TB per 72 GPUs; the
 # HyperPod CLI's full-GPU MIG profile is mig-7g.186gb); 576 TB/s per 72 GPUs = 8 TB/s each;
 # FP16/BF16 360 PFLOPS with sparsity per 72 GPUs = 2.5 PFLOPS dense each. EC2's usable MiB for
 # this type is not published in the sources read: 186 GB (decimal) = 177,383 MiB, a lower bound.
-GB200 = _accelerator("NVIDIA GB200", _GPU, 177_383, 8_000, 2_500, 2_500)
+GB200 = _accelerator("NVIDIA GB200", _GPU, 177_383, 8_000, 2_500, 2_500, fp8=True)
 # RTX PRO 4500 Blackwell Server Edition (g7): EC2 reports 32,768 MiB (32 GB GDDR7). Neither
 # AWS's G7 announcement nor an NVIDIA page we could read states its memory bandwidth (a reseller
 # lists 800 GB/s; the Workstation Edition's 896 GB/s is another SKU) or a dense FP16 tensor
@@ -163,6 +169,7 @@ RTX_PRO_4500_SERVER = _accelerator(
     None,
     unpublished="its memory bandwidth and dense FP16/BF16 tensor TFLOPS are not published in "
     "the AWS and NVIDIA sources checked",
+    fp8=True,
 )
 # RTX PRO 6000 Blackwell Server Edition (g7e): EC2 reports 98,304 MiB (96 GB GDDR7); 1,597 GB/s
 # (NVIDIA's datasheet and AWS's G7e announcement). NVIDIA's datasheet omits FP16/BF16; its web
@@ -175,6 +182,7 @@ RTX_PRO_6000_SERVER = _accelerator(
     None,
     unpublished="its dense FP16/BF16 tensor TFLOPS are not published (NVIDIA's datasheet omits "
     'them; its web page\'s "1 PFLOP" FP16/BF16 does not say dense or sparse)',
+    fp8=True,
 )
 # Inferentia2 and Trainium: 32 GiB HBM at 820 GB/s, 190 TFLOPS FP16/BF16 per chip.
 INFERENTIA2 = _accelerator("AWS Inferentia2", _NEURON, 32_768, 820, 190, 190)

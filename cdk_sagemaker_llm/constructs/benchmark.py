@@ -308,6 +308,7 @@ class EndpointBenchmark(Construct):
                     "MinGainPerDoubling": load.knee_rule.min_gain_per_doubling,
                     "SloMsPerToken": load.knee_rule.slo_ms_per_token,
                     "MaxErrorRate": load.knee_rule.max_error_rate,
+                    "SloTtftMs": load.knee_rule.slo_ttft_ms,
                 }
             ),
             "Gate": _without_none(

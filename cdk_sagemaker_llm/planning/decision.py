@@ -1253,6 +1253,7 @@ _CANDIDATE_KINDS = frozenset(
         RejectionKind.UNPREDICTABLE,
         RejectionKind.ENGINE,
         RejectionKind.NO_LAYOUT,
+        RejectionKind.PRECISION,
         RejectionKind.TIMEOUT,
     }
 )

@@ -940,7 +940,9 @@ def copy_knee(
     concurrency, doubling from 1, before one that buys < 10 % throughput per doubling or
     breaks the SLO; or the copy's limit. ``concurrency`` is 0 when one request already breaks
     the SLO, and ``detail`` says why in words."""
-    rule = KneeRule(KNEE_MIN_GAIN_PER_DOUBLING, slo_ms_per_token, None, slo_ttft_ms)
+    limits_ms = slo_ms_per_token is not None and math.isfinite(slo_ms_per_token)
+    per_token = slo_ms_per_token if limits_ms else None  # a TTFT-only SLO: no per-token limit
+    rule = KneeRule(KNEE_MIN_GAIN_PER_DOUBLING, per_token, None, slo_ttft_ms)
     limit = limits.max_concurrency
     if limit < 1:
         return Knee(0, rule.describe(), detail="no request fits: " + limits.reason())
@@ -1006,9 +1008,30 @@ def _deployment_level(
     )
 
 
+def precision_problem(instance_type: InstanceType, precision: Precision) -> str | None:
+    """Why ``instance_type``'s accelerator cannot serve ``precision`` weights at the speed the
+    model assumes, or None: FP8 needs FP8 tensor cores (``Accelerator.fp8``; on Ampere an
+    engine falls back to weight-only kernels the profiles have no speed for)."""
+    accelerator = instance_type.accelerator
+    if precision is not Precision.FP8 or accelerator is None or accelerator.fp8:
+        return None
+    return (
+        f"{accelerator.name} has no FP8 tensor cores (FP8 needs Ada, Hopper or Blackwell), so "
+        "FP8 weights are not offered on it"
+    )
+
+
 def _check_fit(
     spec: ModelSpec, layout: Layout, memory: Memory, memory_precision: Precision
 ) -> None:
+    problem = precision_problem(layout.instance_type, memory_precision)
+    if problem:
+        raise ValidationError(
+            "precision",
+            memory_precision.value,
+            problem,
+            "serve FP16/BF16 or int4 AWQ on it, or pick an instance type with FP8 (g6, g6e, p5)",
+        )
     problem = head_divisibility_problem(spec, layout.tensor_parallel_degree)
     if problem:
         raise ValidationError(

@@ -55,6 +55,8 @@ class RejectionKind(Enum):
     """No accelerator, or its vendor publishes no performance figures: nothing to predict."""
     ENGINE = "engine"
     """The serving engine cannot serve it (an optimization, or hardware it does not run on)."""
+    PRECISION = "precision"
+    """The accelerator has no kernels for the precision asked (FP8 without FP8 tensor cores)."""
     NO_LAYOUT = "no layout"
     """No tensor-parallel degree of the search splits the instance into copies."""
 

@@ -47,6 +47,7 @@ from .performance import (
     interconnect_of,
     max_throughput_within,
     optimization_notes,
+    precision_problem,
     prediction_band,
     profile_limits,
     profile_model,
@@ -364,6 +365,14 @@ def _search_variant(
     instance_type = layout.instance_type
     precision = optimization.precision(search.precision) if optimization else search.precision
     profile = resolve_profile(search.engine, instance_type.is_neuron)
+    unsupported = precision_problem(instance_type, precision)
+    if unsupported is not None:
+        return None, Rejection(
+            instance_type.name,
+            RejectionKind.PRECISION,
+            f"precision: {unsupported}",
+            layout.tensor_parallel_degree,
+        )
     unservable = optimization.engine_problem(search.engine, profile.name) if optimization else None
     if unservable is not None:
         assert optimization is not None

@@ -69,7 +69,7 @@ MODEL_SPEC_INTEGERS = {
 """``ModelSpec.to_metadata()``'s integer fields and their upper bounds (a sanity limit)."""
 MODEL_SPEC_NUMBERS = ("parameters", "activeParameters")
 MODEL_SPEC_KEYS = frozenset({"name", *MODEL_SPEC_INTEGERS, *MODEL_SPEC_NUMBERS})
-RULE_KEYS = frozenset({"MinGainPerDoubling", "SloMsPerToken", "MaxErrorRate"})
+RULE_KEYS = frozenset({"MinGainPerDoubling", "SloMsPerToken", "MaxErrorRate", "SloTtftMs"})
 GATE_KEYS = frozenset(
     {"MaxP50MsPerToken", "MinKneeConcurrency", "MinOutputTokensPerS", "MinSustainableRate"}
 )
@@ -323,6 +323,7 @@ def check_run(run: Any, where: str = "Run") -> dict[str, Any]:
             ),
             "SloMsPerToken": optional_number(rule, "SloMsPerToken", f"{where}.Rule", 1e6),
             "MaxErrorRate": optional_number(rule, "MaxErrorRate", f"{where}.Rule", 1.0),
+            "SloTtftMs": optional_number(rule, "SloTtftMs", f"{where}.Rule", 1e6),
         },
         "Gate": {
             "MaxP50MsPerToken": optional_number(gate, "MaxP50MsPerToken", f"{where}.Gate", 1e6),
@@ -432,6 +433,7 @@ def knee_rule_of(run: Mapping[str, Any]) -> KneeRule:
         min_gain_per_doubling=run["Rule"]["MinGainPerDoubling"],
         slo_ms_per_token=run["Rule"]["SloMsPerToken"],
         max_error_rate=run["Rule"]["MaxErrorRate"],
+        slo_ttft_ms=run["Rule"].get("SloTtftMs"),
     )
 
 
