@@ -109,8 +109,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
+from ..planning.scheduling.state import Sequence as EngineSequence
 from . import eventstream
 from ._clock import now
+from .simulated_engine import EngineClock, EngineSimulation
 
 _PATH = re.compile(r"^/endpoints/([^/]+)/(invocations|invocations-response-stream)$")
 _OPENAI_PATHS = {"/v1/chat/completions": "messages", "/v1/completions": "completions"}
@@ -163,6 +165,11 @@ class SimulatorConfig:
     """Prompt tokens (words) of one cached block. Default 16 (vLLM's block size)."""
     routing_seed: int = 0
     """Seed of ``random`` routing and of ``least_outstanding``'s tie-breaks."""
+    engine: EngineSimulation | None = None
+    """Serve a model: each instance runs this engine simulation (the profile's scheduling
+    policy over the step-cost model, ``simulated_engine``) instead of the step law above
+    (``max_batch`` and the ``step_*`` / ``prefill_*`` fields then do not apply). None: the
+    step law, which keeps protocol tests fast."""
 
     def __post_init__(self) -> None:
         if self.routing not in ROUTINGS:
@@ -204,6 +211,13 @@ class TruthRecord:
     """Prompt tokens found in that instance's prefix cache (not prefilled)."""
     prefix_aware_id: str | None = None
     """The ``PrefixAwareId`` header the request carried."""
+    virtual_arrival: float | None = None
+    """With an engine simulation: the arrival on the engine's virtual clock (simulated
+    seconds, unaffected by CPU load); None under the step law."""
+    virtual_first_token: float | None = None
+    """With an engine simulation: the first token on the virtual clock."""
+    virtual_end: float | None = None
+    """With an engine simulation: the last token on the virtual clock."""
 
     @property
     def queue_s(self) -> float | None:
@@ -239,6 +253,8 @@ class _Request:
     include_usage: bool = False
     prompt: tuple[str, ...] = ()
     """The prompt's words (for the prefix cache)."""
+    sequence: EngineSequence | None = None
+    """With an engine simulation: the sequence the engine holds for it."""
     words: list[str] = field(default_factory=list)
     headers_sent: bool = False
     buffered: list[bytes] = field(default_factory=list)
@@ -279,8 +295,12 @@ def _error(status: int, reason: str, code: str, request_id: str, **body: Any) ->
 class _Instance:
     """One server behind the endpoint: its queue, its batch, its prefix cache."""
 
-    def __init__(self, index: int) -> None:
+    def __init__(self, index: int, engine: EngineSimulation | None = None) -> None:
         self.index = index
+        self.clock = None if engine is None else EngineClock(engine)
+        """With an engine simulation: this instance's engine."""
+        self.held: dict[EngineSequence, _Request] = {}
+        """With an engine simulation: the request of each sequence the engine holds."""
         self.queue: collections.deque[_Request] = collections.deque()
         self.active: list[_Request] = []
         self.wake = asyncio.Event()
@@ -333,13 +353,16 @@ class Simulator:
     async def serve(self) -> None:
         """Start serving on the running loop (for use inside an existing event loop)."""
         self._loop = asyncio.get_running_loop()
-        self._instances = [_Instance(index) for index in range(self.config.instances)]
+        self._instances = [
+            _Instance(index, self.config.engine) for index in range(self.config.instances)
+        ]
         self._server = await asyncio.start_server(
             self._handle, "127.0.0.1", self._port, backlog=2048
         )
         self.port = self._server.sockets[0].getsockname()[1]
         for instance in self._instances:
-            instance.task = asyncio.create_task(self._schedule(instance))
+            schedule = self._schedule if instance.clock is None else self._run_engine
+            instance.task = asyncio.create_task(schedule(instance))
 
     async def aclose(self) -> None:
         """Stop serving (inside the loop that called :meth:`serve`)."""
@@ -513,6 +536,13 @@ class Simulator:
                 )
             )
             return
+        clock = instance.clock
+        if clock is not None and clock.refuses():
+            # TGI's router answers 429 "Model is overloaded" beyond max_concurrent_requests
+            # (text-generation-inference router/src/server.rs); SageMaker relays it (424).
+            truth.outcome, truth.end = "throttled", now()
+            writer.write(_model_error(request_id, 429, "Model is overloaded"))
+            return
         assert self._loop is not None
         request = _Request(
             truth,
@@ -522,9 +552,25 @@ class Simulator:
             include_usage=parsed.include_usage,
             prompt=parsed.prompt,
         )
-        instance.queue.append(request)
+        if clock is None:
+            instance.queue.append(request)
+        else:
+            self._hand_to_engine(instance, clock, request)
         instance.wake.set()
         await request.done
+
+    def _hand_to_engine(self, instance: _Instance, clock: EngineClock, request: _Request) -> None:
+        """Queue ``request`` in the instance's engine, stamped on its virtual clock (the
+        prefix cache's hit counts only where the engine caches prefixes)."""
+        truth = request.truth
+        truth.virtual_arrival = clock.virtual_now()
+        if clock.policy.prefix_caching:
+            truth.cached_tokens = self._cached_tokens(instance, request.prompt)
+        request.sequence = clock.admit(
+            truth.input_tokens, request.max_new_tokens, truth.cached_tokens, truth.virtual_arrival
+        )
+        instance.held[request.sequence] = request
+        instance.active.append(request)
 
     def _route(self, body: bytes, prefix_aware_id: str | None) -> _Instance:
         """The instance a request goes to, by the configured routing strategy."""
@@ -625,10 +671,69 @@ class Simulator:
             if finished:
                 instance.active = [r for r in instance.active if r not in finished]
 
+    async def _run_engine(self, instance: _Instance) -> None:
+        """The engine simulation's passes in real time: plan, sleep ``time_scale`` x the pass's
+        simulated seconds, then send each token the pass produced."""
+        clock = instance.clock
+        assert clock is not None
+        scale = clock.engine.time_scale
+        while True:
+            if clock.idle:
+                instance.wake.clear()
+                await instance.wake.wait()
+            self._expire(instance, now())
+            planned = clock.next_pass()
+            if planned is None:
+                for sequence in clock.unschedulable():
+                    self._refuse_unschedulable(instance, instance.held.pop(sequence))
+                instance.wake.clear()
+                if not clock.idle:
+                    await instance.wake.wait()
+                continue
+            step, seconds = planned
+            started = now()
+            for sequence in (*(s for s, _ in step.prefills), *step.decodes):
+                held = instance.held.get(sequence)
+                if held is not None and held.truth.start is None:
+                    held.truth.start = started
+            await asyncio.sleep(seconds * scale)
+            end, produced = clock.complete(step)
+            self._deliver(instance, produced, end)
+
+    def _deliver(self, instance: _Instance, produced: list[EngineSequence], end: float) -> None:
+        """Send the token each sequence produced in the pass that ended at virtual ``end``."""
+        t = now()
+        for sequence in produced:
+            request = instance.held.get(sequence)
+            if request is None:  # timed out during the pass
+                continue
+            truth = request.truth
+            if truth.virtual_first_token is None:
+                truth.virtual_first_token = end
+            if sequence.done:
+                truth.virtual_end = end
+            if self._emit_token(request, t):
+                del instance.held[sequence]
+                instance.active.remove(request)
+
+    def _refuse_unschedulable(self, instance: _Instance, request: _Request) -> None:
+        """A request whose prompt the engine's limits can never hold: the container refuses it
+        (TGI's input validation, 422; LMI's, 424), relayed as ``ModelError``."""
+        instance.active.remove(request)
+        truth = request.truth
+        truth.outcome, truth.end = "model_error", now()
+        status = 422 if self.config.response_format == "tgi" else 424
+        message = f"the prompt ({truth.input_tokens} tokens) exceeds the engine's token budget"
+        request.writer.write(_model_error(truth.request_id, status, message))
+        request.done.set_result(None)
+
     def _expire(self, instance: _Instance, t: float) -> None:
         limit = self.config.invocation_timeout_s
         expired = [r for r in [*instance.queue, *instance.active] if t - r.truth.arrival > limit]
         for request in expired:
+            if request.sequence is not None and instance.clock is not None:
+                instance.clock.drop(request.sequence)
+                instance.held.pop(request.sequence, None)
             if request in instance.active:
                 instance.active.remove(request)
             else:
@@ -1022,7 +1127,7 @@ def add_arguments(parser: argparse.ArgumentParser, *, default_port: int = 0) -> 
         help=f"port on 127.0.0.1 to listen on; 0 picks a free one (default {default_port})",
     )
     defaults = SimulatorConfig()
-    for item in dataclasses.fields(SimulatorConfig):
+    for item in _cli_fields():
         value = getattr(defaults, item.name)
         flags = ["--" + item.name.replace("_", "-")]
         extra: dict[str, Any] = {}
@@ -1042,9 +1147,14 @@ def add_arguments(parser: argparse.ArgumentParser, *, default_port: int = 0) -> 
         )
 
 
+def _cli_fields() -> list[dataclasses.Field[Any]]:
+    """The config fields that are options (the engine simulation is built from a model's)."""
+    return [item for item in dataclasses.fields(SimulatorConfig) if item.name != "engine"]
+
+
 def config_from_arguments(args: argparse.Namespace) -> tuple[SimulatorConfig, int]:
     """The :class:`SimulatorConfig` and port that :func:`add_arguments`'s options name."""
-    values = {item.name: getattr(args, item.name) for item in dataclasses.fields(SimulatorConfig)}
+    values = {item.name: getattr(args, item.name) for item in _cli_fields()}
     return SimulatorConfig(**values), args.port
 
 
