@@ -57,7 +57,16 @@ Request and response schemas (strict: what the containers accept and send; sourc
   API reference (``InvokeEndpoint``, ``InvokeEndpointWithResponseStream``, errors) and
   botocore's ``sagemaker-runtime`` service model.
 
-Model of the server (all times configurable and small by default, for fast tests):
+This module is the server (connections, routing, batching, truth); what each container reads
+from a body is ``simulator_requests``, how each answers (HTTP framing, errors, whole and
+streamed bodies) ``simulator_responses``.
+
+Serving a model (``SimulatorConfig(engine=EngineSimulation.of(...))``, ``cdk-sagemaker-llm
+simulate --model``): each instance runs the planner's scheduler simulation of the engine
+profile (``simulated_engine``: its policy over the step-cost model, each pass slept in real
+time), and the truth also carries each request's times on that engine's virtual clock.
+
+Otherwise, the step law (all times configurable and small by default, for fast tests):
 
 * A scheduler runs decode *steps*. Each step emits one token for every request in the batch
   and lasts ``step_base_s + step_per_sequence_s x batch``, plus the prefill of requests that
@@ -113,15 +122,22 @@ from ..planning.scheduling.state import Sequence as EngineSequence
 from . import eventstream
 from ._clock import now
 from .simulated_engine import EngineClock, EngineSimulation
+from .simulator_requests import ParsedBody, parse_body
+from .simulator_responses import (
+    LAST_CHUNK,
+    TIMEOUT_MESSAGE,
+    chunk,
+    error,
+    full_body,
+    http_response,
+    model_error,
+    stream_chunk,
+    stream_content_type,
+)
 
 _PATH = re.compile(r"^/endpoints/([^/]+)/(invocations|invocations-response-stream)$")
 _OPENAI_PATHS = {"/v1/chat/completions": "messages", "/v1/completions": "completions"}
 _WORDS = ("the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "with", "on")
-_TIMEOUT_MESSAGE = (
-    "Your invocation timed out while waiting for a response from container primary. "
-    "Review the latency metrics for each container in Amazon CloudWatch, resolve the issue, "
-    "and try again."
-)
 
 
 @dataclass(frozen=True)
@@ -259,37 +275,6 @@ class _Request:
     headers_sent: bool = False
     buffered: list[bytes] = field(default_factory=list)
     """The container's streamed bytes when the non-streaming route was called."""
-
-
-def _http_response(
-    status: int, reason: str, headers: dict[str, str], body: bytes = b"", *, chunked: bool = False
-) -> bytes:
-    lines = [f"HTTP/1.1 {status} {reason}"]
-    all_headers = dict(headers)
-    if chunked:
-        all_headers["Transfer-Encoding"] = "chunked"
-    else:
-        all_headers["Content-Length"] = str(len(body))
-    lines += [f"{name}: {value}" for name, value in all_headers.items()]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
-
-
-def _chunk(data: bytes) -> bytes:
-    return f"{len(data):x}\r\n".encode("ascii") + data + b"\r\n"
-
-
-def _error(status: int, reason: str, code: str, request_id: str, **body: Any) -> bytes:
-    payload = json.dumps({"message": body.pop("message", code), **body}).encode("utf-8")
-    return _http_response(
-        status,
-        reason,
-        {
-            "x-amzn-RequestId": request_id,
-            "x-amzn-ErrorType": f"{code}:http://internal.amazon.com/coral/com.amazon.sagemaker/",
-            "Content-Type": "application/json",
-        },
-        payload,
-    )
 
 
 class _Instance:
@@ -474,25 +459,25 @@ class Simulator:
         request_id = str(uuid.uuid4())
         if path == "/_simulator/truth" and method == "GET":
             data = json.dumps([record.to_dict() for record in self._truth]).encode()
-            writer.write(_http_response(200, "OK", {"Content-Type": "application/json"}, data))
+            writer.write(http_response(200, "OK", {"Content-Type": "application/json"}, data))
             return
         if path == "/_simulator/reset" and method == "POST":
             self.reset()
-            writer.write(_http_response(200, "OK", {}, b""))
+            writer.write(http_response(200, "OK", {}, b""))
             return
         if method == "POST" and path in _OPENAI_PATHS:
             await self._openai(_OPENAI_PATHS[path], body, writer, request_id, arrival)
             return
         match = _PATH.match(path)
         if method != "POST" or match is None:
-            writer.write(_error(404, "Not Found", "UnknownOperationException", request_id))
+            writer.write(error(404, "Not Found", "UnknownOperationException", request_id))
             return
         try:
             parsed = self._parse_body(body)
         except (ValueError, KeyError, TypeError) as exc:
             # The container refuses the body; SageMaker relays that as ModelError (424).
             status = 422 if self.config.response_format == "tgi" else 424
-            writer.write(_model_error(request_id, status, f"invalid request body: {exc}"))
+            writer.write(model_error(request_id, status, f"invalid request body: {exc}"))
             return
         truth = TruthRecord(
             request_id=request_id,
@@ -508,7 +493,7 @@ class Simulator:
         await self._admit(truth, parsed, body, writer)
 
     async def _admit(
-        self, truth: TruthRecord, parsed: _ParsedBody, body: bytes, writer: asyncio.StreamWriter
+        self, truth: TruthRecord, parsed: ParsedBody, body: bytes, writer: asyncio.StreamWriter
     ) -> None:
         """Record ``truth``, then fail it, throttle it or route and queue it for the engine
         (``body`` is what prefix-aware routing hashes)."""
@@ -518,7 +503,7 @@ class Simulator:
         every = self.config.model_error_every
         if every and self._invocations % every == 0:
             truth.outcome, truth.end = "model_error", now()
-            writer.write(_model_error(request_id, 500, "simulated container failure"))
+            writer.write(model_error(request_id, 500, "simulated container failure"))
             return
         instance = self._route(body, truth.prefix_aware_id)
         truth.instance = instance.index
@@ -527,7 +512,7 @@ class Simulator:
         if max_queue is not None and in_server >= self.config.max_batch + max_queue:
             truth.outcome, truth.end = "throttled", now()
             writer.write(
-                _error(
+                error(
                     429,
                     "Too Many Requests",
                     "ThrottlingException",
@@ -541,7 +526,7 @@ class Simulator:
             # TGI's router answers 429 "Model is overloaded" beyond max_concurrent_requests
             # (text-generation-inference router/src/server.rs); SageMaker relays it (424).
             truth.outcome, truth.end = "throttled", now()
-            writer.write(_model_error(request_id, 429, "Model is overloaded"))
+            writer.write(model_error(request_id, 429, "Model is overloaded"))
             return
         assert self._loop is not None
         request = _Request(
@@ -626,7 +611,7 @@ class Simulator:
                 }
             }
             writer.write(
-                _http_response(400, "Bad Request", {"Content-Type": "application/json"},
+                http_response(400, "Bad Request", {"Content-Type": "application/json"},
                                json.dumps(error).encode("utf-8"))
             )  # fmt: skip
             return
@@ -724,7 +709,7 @@ class Simulator:
         truth.outcome, truth.end = "model_error", now()
         status = 422 if self.config.response_format == "tgi" else 424
         message = f"the prompt ({truth.input_tokens} tokens) exceeds the engine's token budget"
-        request.writer.write(_model_error(truth.request_id, status, message))
+        request.writer.write(model_error(truth.request_id, status, message))
         request.done.set_result(None)
 
     def _expire(self, instance: _Instance, t: float) -> None:
@@ -742,21 +727,21 @@ class Simulator:
             truth.outcome, truth.end = "timeout", t
             if request.headers_sent:
                 request.writer.write(
-                    _chunk(
+                    chunk(
                         eventstream.exception_event(
-                            "ModelStreamError", _TIMEOUT_MESSAGE, "ModelInvocationTimeExceeded"
+                            "ModelStreamError", TIMEOUT_MESSAGE, "ModelInvocationTimeExceeded"
                         )
                     )
-                    + b"0\r\n\r\n"
+                    + LAST_CHUNK
                 )
             else:
                 request.writer.write(
-                    _error(
+                    error(
                         424,
                         "Failed Dependency",
                         "ModelError",
                         truth.request_id,
-                        message=_TIMEOUT_MESSAGE,
+                        message=TIMEOUT_MESSAGE,
                         OriginalStatusCode=0,
                     )
                 )
@@ -809,17 +794,17 @@ class Simulator:
         if request.truth.streamed:
             if not request.headers_sent:
                 request.headers_sent = True
-                out += _http_response(
+                out += http_response(
                     200, "OK",
                     {"Content-Type": "text/event-stream", "x-request-id": request.truth.request_id},
                     chunked=True,
                 )  # fmt: skip
-            out += _chunk(self._stream_chunk(request, index, word, last))
+            out += chunk(self._stream_chunk(request, index, word, last))
             if last:
-                out += b"0\r\n\r\n"
+                out += LAST_CHUNK
         elif last:
             body = json.dumps(self._full_body(request)).encode("utf-8")
-            out = _http_response(
+            out = http_response(
                 200, "OK",
                 {"Content-Type": "application/json", "x-request-id": request.truth.request_id},
                 body,
@@ -827,62 +812,31 @@ class Simulator:
         if out:
             request.writer.write(out)
 
+    def _parse_body(self, body: bytes, openai: str | None = None) -> ParsedBody:
+        """What this server's container reads from ``body`` (``simulator_requests``)."""
+        config = self.config
+        return parse_body(body, config.response_format, config.default_max_new_tokens, openai)
+
     def _stream_content_type(self, truth: TruthRecord) -> str:
-        if truth.api == "inputs" and self.config.response_format == "lmi":
-            return "application/jsonlines"
-        return "text/event-stream"
-
-    def _details(self, request: _Request) -> dict[str, Any]:
-        return {
-            "finish_reason": "length",
-            "generated_tokens": request.truth.output_tokens,
-            "inputs": None,
-        }
-
-    def _usage(self, request: _Request) -> dict[str, int]:
-        truth = request.truth
-        return {
-            "prompt_tokens": truth.input_tokens,
-            "completion_tokens": truth.output_tokens,
-            "total_tokens": truth.input_tokens + truth.output_tokens,
-        }
-
-    def _chat_head(self, request: _Request, kind: str) -> dict[str, Any]:
-        return {
-            "id": f"chatcmpl-{request.truth.request_id}",
-            "object": kind,
-            "created": int(request.truth.arrival),
-            "model": "simulated",
-        }
+        return stream_content_type(truth.api, self.config.response_format)
 
     def _full_body(self, request: _Request) -> Any:
-        text = "".join(request.words)
-        if request.truth.api == "completions":
-            return {
-                **self._chat_head(request, "text_completion"),
-                "choices": [
-                    {"index": 0, "text": text, "logprobs": None, "finish_reason": "length"}
-                ],
-                "usage": self._usage(request),
-            }
-        if request.truth.api == "messages":
-            return {
-                **self._chat_head(request, "chat.completion"),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": text},
-                        "logprobs": None,
-                        "finish_reason": "length",
-                    }
-                ],
-                "usage": self._usage(request),
-            }
-        result = {"generated_text": text, "details": self._details(request)}
-        return [result] if self.config.response_format == "tgi" else result
+        return full_body(request.truth, "".join(request.words), self.config.response_format)
+
+    def _stream_chunk(self, request: _Request, index: int, word: str, last: bool) -> bytes:
+        """The container's streamed bytes for one token (``simulator_responses``)."""
+        return stream_chunk(
+            request.truth,
+            index,
+            word,
+            "".join(request.words),
+            last=last,
+            include_usage=request.include_usage,
+            response_format=self.config.response_format,
+        )
 
     def _response(self, request: _Request, body: bytes, content_type: str) -> bytes:
-        return _http_response(
+        return http_response(
             200,
             "OK",
             {
@@ -893,47 +847,11 @@ class Simulator:
             body,
         )
 
-    def _stream_chunk(self, request: _Request, index: int, word: str, last: bool) -> bytes:
-        """The container's streamed bytes for one token (see the module's schemas)."""
-        if request.truth.api in ("messages", "completions"):
-            kind = "chat.completion.chunk" if request.truth.api == "messages" else "text_completion"
-            choice: dict[str, Any] = (
-                {"index": 0, "delta": {"role": "assistant", "content": word}}
-                if request.truth.api == "messages"
-                else {"index": 0, "text": word}
-            )
-            choice.update(logprobs=None, finish_reason="length" if last else None)
-            chunk = {**self._chat_head(request, kind), "choices": [choice]}
-            out = b"data: " + json.dumps(chunk).encode("utf-8") + b"\n\n"
-            if last:
-                if request.include_usage:
-                    usage = {
-                        **self._chat_head(request, kind),
-                        "choices": [],
-                        "usage": self._usage(request),
-                    }
-                    out += b"data: " + json.dumps(usage).encode("utf-8") + b"\n\n"
-                out += b"data: [DONE]\n\n"
-            return out
-        if self.config.response_format == "tgi":
-            event: dict[str, Any] = {
-                "index": index,
-                "token": {"id": index, "text": word, "logprob": -0.5, "special": False},
-                "generated_text": "".join(request.words) if last else None,
-                "details": self._details(request) if last else None,
-            }
-            return b"data:" + json.dumps(event).encode("utf-8") + b"\n\n"
-        event = {"token": {"id": index, "text": word, "log_prob": -0.5}}
-        if last:
-            event["generated_text"] = "".join(request.words)
-            event["details"] = self._details(request)
-        return json.dumps(event).encode("utf-8") + b"\n"
-
     def _send_part(self, request: _Request, data: bytes, last: bool, content_type: str) -> None:
         out = b""
         if not request.headers_sent:
             request.headers_sent = True
-            out += _http_response(
+            out += http_response(
                 200,
                 "OK",
                 {
@@ -944,136 +862,10 @@ class Simulator:
                 },
                 chunked=True,
             )
-        out += _chunk(eventstream.payload_part(data))
+        out += chunk(eventstream.payload_part(data))
         if last:
-            out += b"0\r\n\r\n"
+            out += LAST_CHUNK
         request.writer.write(out)
-
-    def _parse_body(self, body: bytes, openai: str | None = None) -> _ParsedBody:
-        """What the container reads from a request body (strict, as the containers are);
-        ``openai``: the OpenAI-compatible route's API (``messages`` or ``completions``)."""
-        payload = json.loads(body)
-        if not isinstance(payload, dict):
-            raise TypeError("the body must be a JSON object")
-        default = self.config.default_max_new_tokens
-        if openai == "completions":
-            return _completion(payload)
-        if openai == "messages" and "messages" not in payload:
-            raise KeyError("messages")
-        if "messages" in payload:
-            messages = payload["messages"]
-            if not isinstance(messages, list) or not messages:
-                raise ValueError("'messages' must be a non-empty list")
-            prompt: list[str] = []
-            for message in messages:
-                if not isinstance(message, dict) or message.get("role") not in _ROLES:
-                    raise ValueError(f"each message needs a role in {_ROLES}")
-                prompt += _content_text(message.get("content")).split()
-            stream, include_usage = _openai_stream(payload)
-            return _ParsedBody(
-                api="messages",
-                input_tokens=len(prompt),
-                prompt=tuple(prompt),
-                # OpenAI's newer name first (vLLM's bench serve sends it), then max_tokens.
-                max_tokens=_count(
-                    payload,
-                    "max_completion_tokens" if "max_completion_tokens" in payload else "max_tokens",
-                    default,
-                ),
-                stream=stream,
-                include_usage=include_usage,
-            )
-        inputs = payload["inputs"]
-        if not isinstance(inputs, str):
-            raise TypeError("'inputs' must be a string")
-        parameters = payload.get("parameters") or {}
-        if not isinstance(parameters, dict):
-            raise TypeError("'parameters' must be an object")
-        if "stream" in payload or self.config.response_format == "tgi":
-            stream = _flag(payload, "stream")  # TGI reads only the top level
-        else:
-            stream = _flag(parameters, "stream")  # LMI falls back to parameters.stream
-        return _ParsedBody(
-            api="inputs",
-            input_tokens=len(inputs.split()),
-            prompt=tuple(inputs.split()),
-            max_tokens=_count(parameters, "max_new_tokens", default),
-            stream=stream,
-        )
-
-
-_ROLES = ("system", "user", "assistant", "tool")
-
-
-def _openai_stream(payload: dict[str, Any]) -> tuple[bool, bool]:
-    """``stream`` and ``stream_options.include_usage`` of an OpenAI-compatible body (the options
-    only with ``"stream": true``, as OpenAI's API refuses them otherwise)."""
-    stream = _flag(payload, "stream")
-    options = payload.get("stream_options")
-    if options is not None and (not stream or not isinstance(options, dict)):
-        raise ValueError("'stream_options' is allowed only with \"stream\": true")
-    return stream, bool(options and _flag(options, "include_usage"))
-
-
-def _completion(payload: dict[str, Any]) -> _ParsedBody:
-    """What an OpenAI-compatible server reads from a completions body."""
-    prompt = payload["prompt"]
-    if not isinstance(prompt, str):
-        raise TypeError("'prompt' must be a string")
-    stream, include_usage = _openai_stream(payload)
-    return _ParsedBody(
-        api="completions",
-        input_tokens=len(prompt.split()),
-        max_tokens=_count(payload, "max_tokens", 16),  # OpenAI's default
-        stream=stream,
-        include_usage=include_usage,
-    )
-
-
-@dataclass(frozen=True)
-class _ParsedBody:
-    api: str
-    input_tokens: int
-    max_tokens: int
-    stream: bool
-    include_usage: bool = False
-    prompt: tuple[str, ...] = ()
-
-
-def _flag(data: dict[str, Any], key: str) -> bool:
-    value = data.get(key, False)
-    if not isinstance(value, bool):
-        raise TypeError(f"'{key}' must be true or false")
-    return value
-
-
-def _count(data: dict[str, Any], key: str, default: int) -> int:
-    value = data.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"'{key}' must be a positive integer")
-    return value
-
-
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}, ...]
-        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    raise ValueError("a message's content must be a string or a list of parts")
-
-
-def _model_error(request_id: str, status: int, message: str) -> bytes:
-    """SageMaker's ``ModelError`` (424) relaying a container's error status and message."""
-    kind = "client" if status < 500 else "server"
-    return _error(
-        424,
-        "Failed Dependency",
-        "ModelError",
-        request_id,
-        message=f'Received {kind} error ({status}) from primary with message "{message}".',
-        OriginalStatusCode=status,
-        OriginalMessage=message,
-    )
 
 
 def fetch_truth(endpoint_url: str) -> list[TruthRecord]:
