@@ -98,6 +98,8 @@ def closed_loop(url: str, clients: int, rounds: int, workload: Workload = WORKLO
                     EndpointName="llm", Body=body, ContentType="application/json"
                 )
                 answer = json.loads(response["Body"].read())
+                if isinstance(answer, list):  # TGI's answer: a one-element list
+                    (answer,) = answer
                 assert answer["details"]["generated_tokens"] == workload.output_tokens
         except BaseException as error:  # reported by the test thread
             errors.append(error)
@@ -209,3 +211,39 @@ def test_a_time_scale_that_is_not_positive_is_refused() -> None:
             WORKLOAD,
             time_scale=0.0,
         )
+
+
+def test_a_prompt_beyond_the_engines_token_budget_is_refused_and_the_engine_serves_on() -> None:
+    simulation = engine("tgi-1")
+    kv_tokens = simulation.policy().kv_tokens
+    too_long = json.dumps(
+        {"inputs": " ".join(["word"] * (kv_tokens + 1)), "parameters": {"max_new_tokens": 4}}
+    )
+    with Simulator(SimulatorConfig(engine=simulation, response_format="tgi")) as simulator:
+        sagemaker = runtime(simulator.endpoint_url)
+        with pytest.raises(ClientError) as refused:
+            sagemaker.invoke_endpoint(  # type: ignore[attr-defined]
+                EndpointName="llm", Body=too_long, ContentType="application/json"
+            )
+        closed_loop(simulator.endpoint_url, clients=1, rounds=1)
+        outcomes = [r.outcome for r in simulator.truth()]
+    assert refused.value.response["Error"]["Code"] == "ModelError"
+    assert refused.value.response["OriginalStatusCode"] == 422  # TGI's input validation
+    assert outcomes == ["model_error", "ok"]
+
+
+def test_an_invocation_past_its_time_limit_leaves_the_engine_and_the_next_is_served() -> None:
+    simulation = engine("lmi-vllm-v1", Workload(input_tokens=128, output_tokens=2000))
+    config = SimulatorConfig(engine=simulation, invocation_timeout_s=0.3)
+    with Simulator(config) as simulator:
+        sagemaker = runtime(simulator.endpoint_url)
+        with pytest.raises(ClientError) as timed_out:
+            sagemaker.invoke_endpoint(  # type: ignore[attr-defined]
+                EndpointName="llm",
+                Body=body_of(Workload(input_tokens=128, output_tokens=2000)),
+                ContentType="application/json",
+            )
+        closed_loop(simulator.endpoint_url, clients=1, rounds=1)
+        outcomes = [r.outcome for r in simulator.truth()]
+    assert timed_out.value.response["Error"]["Code"] == "ModelError"
+    assert outcomes == ["timeout", "ok"]
