@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import boto3
+import pytest
 from botocore.config import Config
 from conftest import PROJECT_ROOT
 
@@ -127,3 +128,48 @@ def test_every_option_is_in_the_guide_table() -> None:
     for action in parser._actions:
         if action.dest != "help":
             assert any(f"| `{flag}" in guide for flag in action.option_strings), action.dest
+
+
+def test_serves_a_model_from_the_engine_simulation_on_its_virtual_clock() -> None:
+    from cdk_sagemaker_llm.benchmarking.simulated_engine import EngineSimulation
+    from cdk_sagemaker_llm.catalog.instance_types import InstanceType
+    from cdk_sagemaker_llm.catalog.model_specs import ModelSpec
+    from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
+    from cdk_sagemaker_llm.planning.scheduling.capacity import CopySimulation
+    from cdk_sagemaker_llm.planning.workload import Workload
+
+    model = "meta-llama/Llama-3.1-8B-Instruct"
+    flags = ["--model", model, "--instance-type", "ml.g5.2xlarge", "--engine", "tgi-1"]
+    sizes = ["--input-tokens", "64", "--output-tokens", "8", "--time-scale", "0.1"]
+    with simulate(*flags, *sizes, "--container", "tgi", "--port", "0") as url:
+        runtime = boto3.session.Session(
+            aws_access_key_id="test", aws_secret_access_key="test"
+        ).client(
+            "sagemaker-runtime", region_name="us-east-1", endpoint_url=url,
+            config=Config(retries={"total_max_attempts": 1, "mode": "standard"}),
+        )  # fmt: skip
+        body = {"inputs": " ".join(["word"] * 64), "parameters": {"max_new_tokens": 8}}
+        answer = runtime.invoke_endpoint(EndpointName="ep", Body=json.dumps(body))
+        (generated,) = json.loads(answer["Body"].read())
+        assert generated["details"]["generated_tokens"] == 8
+        (truth,) = fetch_truth(url)
+    spec = ModelSpec.from_hugging_face_id(model)
+    assert spec is not None
+    engine = EngineSimulation.of(
+        spec, InstanceType.of("ml.g5.2xlarge"), engine_profile("tgi-1"), Workload(64, 8)
+    )
+    alone = CopySimulation(engine.model, engine.profile).level(1)
+    assert truth.virtual_end is not None and truth.virtual_arrival is not None
+    e2e_ms = (truth.virtual_end - truth.virtual_arrival) * 1000
+    assert e2e_ms / 8 == pytest.approx(alone.ms_per_token, rel=0.02)
+
+
+def test_a_model_without_an_instance_type_is_one_error_line() -> None:
+    result = subprocess.run(
+        [*CLI, "simulate", "--port", "0", "--model", "meta-llama/Llama-3.1-8B-Instruct"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: --instance-type=None: is required with --model")

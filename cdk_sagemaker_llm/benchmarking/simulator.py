@@ -57,7 +57,16 @@ Request and response schemas (strict: what the containers accept and send; sourc
   API reference (``InvokeEndpoint``, ``InvokeEndpointWithResponseStream``, errors) and
   botocore's ``sagemaker-runtime`` service model.
 
-Model of the server (all times configurable and small by default, for fast tests):
+This module is the server (connections, routing, batching, truth); what each container reads
+from a body is ``simulator_requests``, how each answers (HTTP framing, errors, whole and
+streamed bodies) ``simulator_responses``.
+
+Serving a model (``SimulatorConfig(engine=EngineSimulation.of(...))``, ``cdk-sagemaker-llm
+simulate --model``): each instance runs the planner's scheduler simulation of the engine
+profile (``simulated_engine``: its policy over the step-cost model, each pass slept in real
+time), and the truth also carries each request's times on that engine's virtual clock.
+
+Otherwise, the step law (all times configurable and small by default, for fast tests):
 
 * A scheduler runs decode *steps*. Each step emits one token for every request in the batch
   and lasts ``step_base_s + step_per_sequence_s x batch``, plus the prefill of requests that
@@ -109,17 +118,26 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
+from ..planning.scheduling.state import Sequence as EngineSequence
 from . import eventstream
 from ._clock import now
+from .simulated_engine import EngineClock, EngineSimulation
+from .simulator_requests import ParsedBody, parse_body
+from .simulator_responses import (
+    LAST_CHUNK,
+    TIMEOUT_MESSAGE,
+    chunk,
+    error,
+    full_body,
+    http_response,
+    model_error,
+    stream_chunk,
+    stream_content_type,
+)
 
 _PATH = re.compile(r"^/endpoints/([^/]+)/(invocations|invocations-response-stream)$")
 _OPENAI_PATHS = {"/v1/chat/completions": "messages", "/v1/completions": "completions"}
 _WORDS = ("the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "with", "on")
-_TIMEOUT_MESSAGE = (
-    "Your invocation timed out while waiting for a response from container primary. "
-    "Review the latency metrics for each container in Amazon CloudWatch, resolve the issue, "
-    "and try again."
-)
 
 
 @dataclass(frozen=True)
@@ -163,6 +181,11 @@ class SimulatorConfig:
     """Prompt tokens (words) of one cached block. Default 16 (vLLM's block size)."""
     routing_seed: int = 0
     """Seed of ``random`` routing and of ``least_outstanding``'s tie-breaks."""
+    engine: EngineSimulation | None = None
+    """Serve a model: each instance runs this engine simulation (the profile's scheduling
+    policy over the step-cost model, ``simulated_engine``) instead of the step law above
+    (``max_batch`` and the ``step_*`` / ``prefill_*`` fields then do not apply). None: the
+    step law, which keeps protocol tests fast."""
 
     def __post_init__(self) -> None:
         if self.routing not in ROUTINGS:
@@ -204,6 +227,13 @@ class TruthRecord:
     """Prompt tokens found in that instance's prefix cache (not prefilled)."""
     prefix_aware_id: str | None = None
     """The ``PrefixAwareId`` header the request carried."""
+    virtual_arrival: float | None = None
+    """With an engine simulation: the arrival on the engine's virtual clock (simulated
+    seconds, unaffected by CPU load); None under the step law."""
+    virtual_first_token: float | None = None
+    """With an engine simulation: the first token on the virtual clock."""
+    virtual_end: float | None = None
+    """With an engine simulation: the last token on the virtual clock."""
 
     @property
     def queue_s(self) -> float | None:
@@ -239,48 +269,23 @@ class _Request:
     include_usage: bool = False
     prompt: tuple[str, ...] = ()
     """The prompt's words (for the prefix cache)."""
+    sequence: EngineSequence | None = None
+    """With an engine simulation: the sequence the engine holds for it."""
     words: list[str] = field(default_factory=list)
     headers_sent: bool = False
     buffered: list[bytes] = field(default_factory=list)
     """The container's streamed bytes when the non-streaming route was called."""
 
 
-def _http_response(
-    status: int, reason: str, headers: dict[str, str], body: bytes = b"", *, chunked: bool = False
-) -> bytes:
-    lines = [f"HTTP/1.1 {status} {reason}"]
-    all_headers = dict(headers)
-    if chunked:
-        all_headers["Transfer-Encoding"] = "chunked"
-    else:
-        all_headers["Content-Length"] = str(len(body))
-    lines += [f"{name}: {value}" for name, value in all_headers.items()]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
-
-
-def _chunk(data: bytes) -> bytes:
-    return f"{len(data):x}\r\n".encode("ascii") + data + b"\r\n"
-
-
-def _error(status: int, reason: str, code: str, request_id: str, **body: Any) -> bytes:
-    payload = json.dumps({"message": body.pop("message", code), **body}).encode("utf-8")
-    return _http_response(
-        status,
-        reason,
-        {
-            "x-amzn-RequestId": request_id,
-            "x-amzn-ErrorType": f"{code}:http://internal.amazon.com/coral/com.amazon.sagemaker/",
-            "Content-Type": "application/json",
-        },
-        payload,
-    )
-
-
 class _Instance:
     """One server behind the endpoint: its queue, its batch, its prefix cache."""
 
-    def __init__(self, index: int) -> None:
+    def __init__(self, index: int, engine: EngineSimulation | None = None) -> None:
         self.index = index
+        self.clock = None if engine is None else EngineClock(engine)
+        """With an engine simulation: this instance's engine."""
+        self.held: dict[EngineSequence, _Request] = {}
+        """With an engine simulation: the request of each sequence the engine holds."""
         self.queue: collections.deque[_Request] = collections.deque()
         self.active: list[_Request] = []
         self.wake = asyncio.Event()
@@ -333,13 +338,16 @@ class Simulator:
     async def serve(self) -> None:
         """Start serving on the running loop (for use inside an existing event loop)."""
         self._loop = asyncio.get_running_loop()
-        self._instances = [_Instance(index) for index in range(self.config.instances)]
+        self._instances = [
+            _Instance(index, self.config.engine) for index in range(self.config.instances)
+        ]
         self._server = await asyncio.start_server(
             self._handle, "127.0.0.1", self._port, backlog=2048
         )
         self.port = self._server.sockets[0].getsockname()[1]
         for instance in self._instances:
-            instance.task = asyncio.create_task(self._schedule(instance))
+            schedule = self._schedule if instance.clock is None else self._run_engine
+            instance.task = asyncio.create_task(schedule(instance))
 
     async def aclose(self) -> None:
         """Stop serving (inside the loop that called :meth:`serve`)."""
@@ -451,25 +459,25 @@ class Simulator:
         request_id = str(uuid.uuid4())
         if path == "/_simulator/truth" and method == "GET":
             data = json.dumps([record.to_dict() for record in self._truth]).encode()
-            writer.write(_http_response(200, "OK", {"Content-Type": "application/json"}, data))
+            writer.write(http_response(200, "OK", {"Content-Type": "application/json"}, data))
             return
         if path == "/_simulator/reset" and method == "POST":
             self.reset()
-            writer.write(_http_response(200, "OK", {}, b""))
+            writer.write(http_response(200, "OK", {}, b""))
             return
         if method == "POST" and path in _OPENAI_PATHS:
             await self._openai(_OPENAI_PATHS[path], body, writer, request_id, arrival)
             return
         match = _PATH.match(path)
         if method != "POST" or match is None:
-            writer.write(_error(404, "Not Found", "UnknownOperationException", request_id))
+            writer.write(error(404, "Not Found", "UnknownOperationException", request_id))
             return
         try:
             parsed = self._parse_body(body)
         except (ValueError, KeyError, TypeError) as exc:
             # The container refuses the body; SageMaker relays that as ModelError (424).
             status = 422 if self.config.response_format == "tgi" else 424
-            writer.write(_model_error(request_id, status, f"invalid request body: {exc}"))
+            writer.write(model_error(request_id, status, f"invalid request body: {exc}"))
             return
         truth = TruthRecord(
             request_id=request_id,
@@ -485,7 +493,7 @@ class Simulator:
         await self._admit(truth, parsed, body, writer)
 
     async def _admit(
-        self, truth: TruthRecord, parsed: _ParsedBody, body: bytes, writer: asyncio.StreamWriter
+        self, truth: TruthRecord, parsed: ParsedBody, body: bytes, writer: asyncio.StreamWriter
     ) -> None:
         """Record ``truth``, then fail it, throttle it or route and queue it for the engine
         (``body`` is what prefix-aware routing hashes)."""
@@ -495,7 +503,7 @@ class Simulator:
         every = self.config.model_error_every
         if every and self._invocations % every == 0:
             truth.outcome, truth.end = "model_error", now()
-            writer.write(_model_error(request_id, 500, "simulated container failure"))
+            writer.write(model_error(request_id, 500, "simulated container failure"))
             return
         instance = self._route(body, truth.prefix_aware_id)
         truth.instance = instance.index
@@ -504,7 +512,7 @@ class Simulator:
         if max_queue is not None and in_server >= self.config.max_batch + max_queue:
             truth.outcome, truth.end = "throttled", now()
             writer.write(
-                _error(
+                error(
                     429,
                     "Too Many Requests",
                     "ThrottlingException",
@@ -512,6 +520,13 @@ class Simulator:
                     message="Rate exceeded: the model is overloaded.",
                 )
             )
+            return
+        clock = instance.clock
+        if clock is not None and clock.refuses():
+            # TGI's router answers 429 "Model is overloaded" beyond max_concurrent_requests
+            # (text-generation-inference router/src/server.rs); SageMaker relays it (424).
+            truth.outcome, truth.end = "throttled", now()
+            writer.write(model_error(request_id, 429, "Model is overloaded"))
             return
         assert self._loop is not None
         request = _Request(
@@ -522,9 +537,25 @@ class Simulator:
             include_usage=parsed.include_usage,
             prompt=parsed.prompt,
         )
-        instance.queue.append(request)
+        if clock is None:
+            instance.queue.append(request)
+        else:
+            self._hand_to_engine(instance, clock, request)
         instance.wake.set()
         await request.done
+
+    def _hand_to_engine(self, instance: _Instance, clock: EngineClock, request: _Request) -> None:
+        """Queue ``request`` in the instance's engine, stamped on its virtual clock (the
+        prefix cache's hit counts only where the engine caches prefixes)."""
+        truth = request.truth
+        truth.virtual_arrival = clock.virtual_now()
+        if clock.policy.prefix_caching:
+            truth.cached_tokens = self._cached_tokens(instance, request.prompt)
+        request.sequence = clock.admit(
+            truth.input_tokens, request.max_new_tokens, truth.cached_tokens, truth.virtual_arrival
+        )
+        instance.held[request.sequence] = request
+        instance.active.append(request)
 
     def _route(self, body: bytes, prefix_aware_id: str | None) -> _Instance:
         """The instance a request goes to, by the configured routing strategy."""
@@ -580,7 +611,7 @@ class Simulator:
                 }
             }
             writer.write(
-                _http_response(400, "Bad Request", {"Content-Type": "application/json"},
+                http_response(400, "Bad Request", {"Content-Type": "application/json"},
                                json.dumps(error).encode("utf-8"))
             )  # fmt: skip
             return
@@ -625,10 +656,69 @@ class Simulator:
             if finished:
                 instance.active = [r for r in instance.active if r not in finished]
 
+    async def _run_engine(self, instance: _Instance) -> None:
+        """The engine simulation's passes in real time: plan, sleep ``time_scale`` x the pass's
+        simulated seconds, then send each token the pass produced."""
+        clock = instance.clock
+        assert clock is not None
+        scale = clock.engine.time_scale
+        while True:
+            if clock.idle:
+                instance.wake.clear()
+                await instance.wake.wait()
+            self._expire(instance, now())
+            planned = clock.next_pass()
+            if planned is None:
+                for sequence in clock.unschedulable():
+                    self._refuse_unschedulable(instance, instance.held.pop(sequence))
+                instance.wake.clear()
+                if not clock.idle:
+                    await instance.wake.wait()
+                continue
+            step, seconds = planned
+            started = now()
+            for sequence in (*(s for s, _ in step.prefills), *step.decodes):
+                held = instance.held.get(sequence)
+                if held is not None and held.truth.start is None:
+                    held.truth.start = started
+            await asyncio.sleep(seconds * scale)
+            end, produced = clock.complete(step)
+            self._deliver(instance, produced, end)
+
+    def _deliver(self, instance: _Instance, produced: list[EngineSequence], end: float) -> None:
+        """Send the token each sequence produced in the pass that ended at virtual ``end``."""
+        t = now()
+        for sequence in produced:
+            request = instance.held.get(sequence)
+            if request is None:  # timed out during the pass
+                continue
+            truth = request.truth
+            if truth.virtual_first_token is None:
+                truth.virtual_first_token = end
+            if sequence.done:
+                truth.virtual_end = end
+            if self._emit_token(request, t):
+                del instance.held[sequence]
+                instance.active.remove(request)
+
+    def _refuse_unschedulable(self, instance: _Instance, request: _Request) -> None:
+        """A request whose prompt the engine's limits can never hold: the container refuses it
+        (TGI's input validation, 422; LMI's, 424), relayed as ``ModelError``."""
+        instance.active.remove(request)
+        truth = request.truth
+        truth.outcome, truth.end = "model_error", now()
+        status = 422 if self.config.response_format == "tgi" else 424
+        message = f"the prompt ({truth.input_tokens} tokens) exceeds the engine's token budget"
+        request.writer.write(model_error(truth.request_id, status, message))
+        request.done.set_result(None)
+
     def _expire(self, instance: _Instance, t: float) -> None:
         limit = self.config.invocation_timeout_s
         expired = [r for r in [*instance.queue, *instance.active] if t - r.truth.arrival > limit]
         for request in expired:
+            if request.sequence is not None and instance.clock is not None:
+                instance.clock.drop(request.sequence)
+                instance.held.pop(request.sequence, None)
             if request in instance.active:
                 instance.active.remove(request)
             else:
@@ -637,21 +727,21 @@ class Simulator:
             truth.outcome, truth.end = "timeout", t
             if request.headers_sent:
                 request.writer.write(
-                    _chunk(
+                    chunk(
                         eventstream.exception_event(
-                            "ModelStreamError", _TIMEOUT_MESSAGE, "ModelInvocationTimeExceeded"
+                            "ModelStreamError", TIMEOUT_MESSAGE, "ModelInvocationTimeExceeded"
                         )
                     )
-                    + b"0\r\n\r\n"
+                    + LAST_CHUNK
                 )
             else:
                 request.writer.write(
-                    _error(
+                    error(
                         424,
                         "Failed Dependency",
                         "ModelError",
                         truth.request_id,
-                        message=_TIMEOUT_MESSAGE,
+                        message=TIMEOUT_MESSAGE,
                         OriginalStatusCode=0,
                     )
                 )
@@ -704,17 +794,17 @@ class Simulator:
         if request.truth.streamed:
             if not request.headers_sent:
                 request.headers_sent = True
-                out += _http_response(
+                out += http_response(
                     200, "OK",
                     {"Content-Type": "text/event-stream", "x-request-id": request.truth.request_id},
                     chunked=True,
                 )  # fmt: skip
-            out += _chunk(self._stream_chunk(request, index, word, last))
+            out += chunk(self._stream_chunk(request, index, word, last))
             if last:
-                out += b"0\r\n\r\n"
+                out += LAST_CHUNK
         elif last:
             body = json.dumps(self._full_body(request)).encode("utf-8")
-            out = _http_response(
+            out = http_response(
                 200, "OK",
                 {"Content-Type": "application/json", "x-request-id": request.truth.request_id},
                 body,
@@ -722,62 +812,31 @@ class Simulator:
         if out:
             request.writer.write(out)
 
+    def _parse_body(self, body: bytes, openai: str | None = None) -> ParsedBody:
+        """What this server's container reads from ``body`` (``simulator_requests``)."""
+        config = self.config
+        return parse_body(body, config.response_format, config.default_max_new_tokens, openai)
+
     def _stream_content_type(self, truth: TruthRecord) -> str:
-        if truth.api == "inputs" and self.config.response_format == "lmi":
-            return "application/jsonlines"
-        return "text/event-stream"
-
-    def _details(self, request: _Request) -> dict[str, Any]:
-        return {
-            "finish_reason": "length",
-            "generated_tokens": request.truth.output_tokens,
-            "inputs": None,
-        }
-
-    def _usage(self, request: _Request) -> dict[str, int]:
-        truth = request.truth
-        return {
-            "prompt_tokens": truth.input_tokens,
-            "completion_tokens": truth.output_tokens,
-            "total_tokens": truth.input_tokens + truth.output_tokens,
-        }
-
-    def _chat_head(self, request: _Request, kind: str) -> dict[str, Any]:
-        return {
-            "id": f"chatcmpl-{request.truth.request_id}",
-            "object": kind,
-            "created": int(request.truth.arrival),
-            "model": "simulated",
-        }
+        return stream_content_type(truth.api, self.config.response_format)
 
     def _full_body(self, request: _Request) -> Any:
-        text = "".join(request.words)
-        if request.truth.api == "completions":
-            return {
-                **self._chat_head(request, "text_completion"),
-                "choices": [
-                    {"index": 0, "text": text, "logprobs": None, "finish_reason": "length"}
-                ],
-                "usage": self._usage(request),
-            }
-        if request.truth.api == "messages":
-            return {
-                **self._chat_head(request, "chat.completion"),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": text},
-                        "logprobs": None,
-                        "finish_reason": "length",
-                    }
-                ],
-                "usage": self._usage(request),
-            }
-        result = {"generated_text": text, "details": self._details(request)}
-        return [result] if self.config.response_format == "tgi" else result
+        return full_body(request.truth, "".join(request.words), self.config.response_format)
+
+    def _stream_chunk(self, request: _Request, index: int, word: str, last: bool) -> bytes:
+        """The container's streamed bytes for one token (``simulator_responses``)."""
+        return stream_chunk(
+            request.truth,
+            index,
+            word,
+            "".join(request.words),
+            last=last,
+            include_usage=request.include_usage,
+            response_format=self.config.response_format,
+        )
 
     def _response(self, request: _Request, body: bytes, content_type: str) -> bytes:
-        return _http_response(
+        return http_response(
             200,
             "OK",
             {
@@ -788,47 +847,11 @@ class Simulator:
             body,
         )
 
-    def _stream_chunk(self, request: _Request, index: int, word: str, last: bool) -> bytes:
-        """The container's streamed bytes for one token (see the module's schemas)."""
-        if request.truth.api in ("messages", "completions"):
-            kind = "chat.completion.chunk" if request.truth.api == "messages" else "text_completion"
-            choice: dict[str, Any] = (
-                {"index": 0, "delta": {"role": "assistant", "content": word}}
-                if request.truth.api == "messages"
-                else {"index": 0, "text": word}
-            )
-            choice.update(logprobs=None, finish_reason="length" if last else None)
-            chunk = {**self._chat_head(request, kind), "choices": [choice]}
-            out = b"data: " + json.dumps(chunk).encode("utf-8") + b"\n\n"
-            if last:
-                if request.include_usage:
-                    usage = {
-                        **self._chat_head(request, kind),
-                        "choices": [],
-                        "usage": self._usage(request),
-                    }
-                    out += b"data: " + json.dumps(usage).encode("utf-8") + b"\n\n"
-                out += b"data: [DONE]\n\n"
-            return out
-        if self.config.response_format == "tgi":
-            event: dict[str, Any] = {
-                "index": index,
-                "token": {"id": index, "text": word, "logprob": -0.5, "special": False},
-                "generated_text": "".join(request.words) if last else None,
-                "details": self._details(request) if last else None,
-            }
-            return b"data:" + json.dumps(event).encode("utf-8") + b"\n\n"
-        event = {"token": {"id": index, "text": word, "log_prob": -0.5}}
-        if last:
-            event["generated_text"] = "".join(request.words)
-            event["details"] = self._details(request)
-        return json.dumps(event).encode("utf-8") + b"\n"
-
     def _send_part(self, request: _Request, data: bytes, last: bool, content_type: str) -> None:
         out = b""
         if not request.headers_sent:
             request.headers_sent = True
-            out += _http_response(
+            out += http_response(
                 200,
                 "OK",
                 {
@@ -839,136 +862,10 @@ class Simulator:
                 },
                 chunked=True,
             )
-        out += _chunk(eventstream.payload_part(data))
+        out += chunk(eventstream.payload_part(data))
         if last:
-            out += b"0\r\n\r\n"
+            out += LAST_CHUNK
         request.writer.write(out)
-
-    def _parse_body(self, body: bytes, openai: str | None = None) -> _ParsedBody:
-        """What the container reads from a request body (strict, as the containers are);
-        ``openai``: the OpenAI-compatible route's API (``messages`` or ``completions``)."""
-        payload = json.loads(body)
-        if not isinstance(payload, dict):
-            raise TypeError("the body must be a JSON object")
-        default = self.config.default_max_new_tokens
-        if openai == "completions":
-            return _completion(payload)
-        if openai == "messages" and "messages" not in payload:
-            raise KeyError("messages")
-        if "messages" in payload:
-            messages = payload["messages"]
-            if not isinstance(messages, list) or not messages:
-                raise ValueError("'messages' must be a non-empty list")
-            prompt: list[str] = []
-            for message in messages:
-                if not isinstance(message, dict) or message.get("role") not in _ROLES:
-                    raise ValueError(f"each message needs a role in {_ROLES}")
-                prompt += _content_text(message.get("content")).split()
-            stream, include_usage = _openai_stream(payload)
-            return _ParsedBody(
-                api="messages",
-                input_tokens=len(prompt),
-                prompt=tuple(prompt),
-                # OpenAI's newer name first (vLLM's bench serve sends it), then max_tokens.
-                max_tokens=_count(
-                    payload,
-                    "max_completion_tokens" if "max_completion_tokens" in payload else "max_tokens",
-                    default,
-                ),
-                stream=stream,
-                include_usage=include_usage,
-            )
-        inputs = payload["inputs"]
-        if not isinstance(inputs, str):
-            raise TypeError("'inputs' must be a string")
-        parameters = payload.get("parameters") or {}
-        if not isinstance(parameters, dict):
-            raise TypeError("'parameters' must be an object")
-        if "stream" in payload or self.config.response_format == "tgi":
-            stream = _flag(payload, "stream")  # TGI reads only the top level
-        else:
-            stream = _flag(parameters, "stream")  # LMI falls back to parameters.stream
-        return _ParsedBody(
-            api="inputs",
-            input_tokens=len(inputs.split()),
-            prompt=tuple(inputs.split()),
-            max_tokens=_count(parameters, "max_new_tokens", default),
-            stream=stream,
-        )
-
-
-_ROLES = ("system", "user", "assistant", "tool")
-
-
-def _openai_stream(payload: dict[str, Any]) -> tuple[bool, bool]:
-    """``stream`` and ``stream_options.include_usage`` of an OpenAI-compatible body (the options
-    only with ``"stream": true``, as OpenAI's API refuses them otherwise)."""
-    stream = _flag(payload, "stream")
-    options = payload.get("stream_options")
-    if options is not None and (not stream or not isinstance(options, dict)):
-        raise ValueError("'stream_options' is allowed only with \"stream\": true")
-    return stream, bool(options and _flag(options, "include_usage"))
-
-
-def _completion(payload: dict[str, Any]) -> _ParsedBody:
-    """What an OpenAI-compatible server reads from a completions body."""
-    prompt = payload["prompt"]
-    if not isinstance(prompt, str):
-        raise TypeError("'prompt' must be a string")
-    stream, include_usage = _openai_stream(payload)
-    return _ParsedBody(
-        api="completions",
-        input_tokens=len(prompt.split()),
-        max_tokens=_count(payload, "max_tokens", 16),  # OpenAI's default
-        stream=stream,
-        include_usage=include_usage,
-    )
-
-
-@dataclass(frozen=True)
-class _ParsedBody:
-    api: str
-    input_tokens: int
-    max_tokens: int
-    stream: bool
-    include_usage: bool = False
-    prompt: tuple[str, ...] = ()
-
-
-def _flag(data: dict[str, Any], key: str) -> bool:
-    value = data.get(key, False)
-    if not isinstance(value, bool):
-        raise TypeError(f"'{key}' must be true or false")
-    return value
-
-
-def _count(data: dict[str, Any], key: str, default: int) -> int:
-    value = data.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"'{key}' must be a positive integer")
-    return value
-
-
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}, ...]
-        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    raise ValueError("a message's content must be a string or a list of parts")
-
-
-def _model_error(request_id: str, status: int, message: str) -> bytes:
-    """SageMaker's ``ModelError`` (424) relaying a container's error status and message."""
-    kind = "client" if status < 500 else "server"
-    return _error(
-        424,
-        "Failed Dependency",
-        "ModelError",
-        request_id,
-        message=f'Received {kind} error ({status}) from primary with message "{message}".',
-        OriginalStatusCode=status,
-        OriginalMessage=message,
-    )
 
 
 def fetch_truth(endpoint_url: str) -> list[TruthRecord]:
@@ -1022,7 +919,7 @@ def add_arguments(parser: argparse.ArgumentParser, *, default_port: int = 0) -> 
         help=f"port on 127.0.0.1 to listen on; 0 picks a free one (default {default_port})",
     )
     defaults = SimulatorConfig()
-    for item in dataclasses.fields(SimulatorConfig):
+    for item in _cli_fields():
         value = getattr(defaults, item.name)
         flags = ["--" + item.name.replace("_", "-")]
         extra: dict[str, Any] = {}
@@ -1042,9 +939,14 @@ def add_arguments(parser: argparse.ArgumentParser, *, default_port: int = 0) -> 
         )
 
 
+def _cli_fields() -> list[dataclasses.Field[Any]]:
+    """The config fields that are options (the engine simulation is built from a model's)."""
+    return [item for item in dataclasses.fields(SimulatorConfig) if item.name != "engine"]
+
+
 def config_from_arguments(args: argparse.Namespace) -> tuple[SimulatorConfig, int]:
     """The :class:`SimulatorConfig` and port that :func:`add_arguments`'s options name."""
-    values = {item.name: getattr(args, item.name) for item in dataclasses.fields(SimulatorConfig)}
+    values = {item.name: getattr(args, item.name) for item in _cli_fields()}
     return SimulatorConfig(**values), args.port
 
 

@@ -1,12 +1,30 @@
 """``cdk-sagemaker-llm simulate``: the loopback SageMaker Runtime simulator, for trying the
-benchmark command and the benchmarking API without an endpoint."""
+benchmark command and the benchmarking API without an endpoint. With ``--model`` and
+``--instance-type`` it serves that model from the engine simulation the planner runs
+(``benchmarking.simulated_engine``), so its measurements calibrate to the planner's model."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import sys
 from typing import Any
 
 from ..benchmarking import simulator
+from ..benchmarking.simulated_engine import EngineSimulation
+from ..catalog.instance_types import InstanceType
+from ..errors import ValidationError
+from ..planning.engine_profiles import resolve_profile
+from ..planning.sizing import recommended_tensor_parallel_degree
+from ..planning.workload import Workload
+from .model_options import (
+    add_max_batch_size_argument,
+    add_model_arguments,
+    check_tensor_parallel_degree,
+    model_spec,
+    precision,
+)
+from .predict import engine_choice
 
 DEFAULT_PORT = 8080
 
@@ -19,14 +37,90 @@ def register(subparsers: Any) -> None:
         description="Serve a loopback SageMaker Runtime server that batches like an LLM "
         "container (InvokeEndpoint and InvokeEndpointWithResponseStream, any endpoint name, "
         "any dummy credentials) on 127.0.0.1 until Ctrl-C. Prints its URL on the first line. "
-        "Each decode step emits one token per request in the batch and lasts STEP_BASE_S + "
-        "STEP_PER_SEQUENCE_S x batch. GET /_simulator/truth returns what the server measured.",
+        "With --model and --instance-type it serves that model as the engine profile "
+        "(--engine) schedules it, each forward pass timed by the planner's step-cost model "
+        "(the simulation behind `predict --simulate-scheduler`) and slept x --time-scale; "
+        "without, each decode step emits one token per request in the batch and lasts "
+        "STEP_BASE_S + STEP_PER_SEQUENCE_S x batch. GET /_simulator/truth returns what the "
+        "server measured (with a model, also on the engine's virtual clock).",
     )
     simulator.add_arguments(parser, default_port=DEFAULT_PORT)
+    engine = parser.add_argument_group(
+        "engine simulation", "serve a model from the planner's engine simulation"
+    )
+    add_model_arguments(engine)  # type: ignore[arg-type]  # a group takes the same calls
+    engine.add_argument("--instance-type", help="with --model: e.g. ml.g5.2xlarge")
+    engine.add_argument(
+        "--engine",
+        help="an engine profile (tgi-1, lmi-vllm-v1 ...) or container FAMILY[:VERSION]; "
+        "default lmi-vllm-v1 (lmi-neuronx on Inferentia/Trainium). Pass --container tgi for "
+        "a TGI profile's answer formats",
+    )
+    engine.add_argument(
+        "--tensor-parallel-degree", type=int, help="accelerators of the copy; default: recommended"
+    )
+    engine.add_argument(
+        "--input-tokens", type=int, default=512, help="sizes the KV cache and budgets (512)"
+    )
+    engine.add_argument(
+        "--output-tokens", type=int, default=256, help="sizes the KV cache and budgets (256)"
+    )
+    add_max_batch_size_argument(engine)  # type: ignore[arg-type]
+    engine.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        help="real seconds per simulated second (1: real time; 0.1: ten times faster)",
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve until interrupted; exit 2 when the port is taken."""
+    """Serve until interrupted; exit 2 on bad options or when the port is taken."""
     config, port = simulator.config_from_arguments(args)
+    if args.model or args.parameters is not None:
+        try:
+            config = dataclasses.replace(config, engine=engine_of(args))
+        except ValidationError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        print(f"serving {config.engine.describe()}", file=sys.stderr)  # type: ignore[union-attr]
     return simulator.serve_until_interrupted(config, port)
+
+
+def engine_of(args: argparse.Namespace) -> EngineSimulation:
+    """The engine simulation the model options name."""
+    if not args.instance_type:
+        raise ValidationError(
+            "--instance-type", None, "is required with --model", "pass e.g. ml.g5.2xlarge"
+        )
+    spec = model_spec(args)
+    dtype = precision(args)
+    instance_type = InstanceType.of(args.instance_type)
+    workload = Workload(args.input_tokens, args.output_tokens)
+    check_tensor_parallel_degree(instance_type, args.tensor_parallel_degree)
+    profile = resolve_profile(engine_choice(args.engine), instance_type.is_neuron)
+    degree = args.tensor_parallel_degree or recommended_tensor_parallel_degree(
+        spec,
+        instance_type,
+        max_total_tokens=workload.total_tokens,
+        precision=dtype,
+        engine=profile,
+    )
+    if degree is None:
+        raise ValidationError(
+            "--instance-type",
+            instance_type.name,
+            f"{spec.name} fits at no tensor-parallel degree there",
+            "use a larger instance type or quantization (--dtype int4)",
+        )
+    return EngineSimulation.of(
+        spec,
+        instance_type,
+        profile,
+        workload,
+        tensor_parallel_degree=degree,
+        precision=dtype,
+        time_scale=args.time_scale,
+        max_batch_size=args.max_batch_size,
+    )
