@@ -208,7 +208,8 @@ def test_nothing_in_the_package_imports_its_root(graph: dict[str, set[str]]) -> 
 
 LAYERS: dict[str, set[str]] = {
     "errors": set(),
-    "prop_types": {"errors"},
+    "prop_docs": set(),
+    "prop_types": {"errors", "prop_docs"},
     "template_metadata": {"errors"},
     "catalog": {"errors", "prop_types"},
     "planning": {"catalog", "errors", "prop_types"},
