@@ -17,7 +17,6 @@ import collections.abc
 import functools
 import importlib
 import inspect
-import itertools
 import numbers
 import re
 import sys
@@ -35,6 +34,8 @@ from .errors import (
     require_concrete,
     stop_collecting_unchecked,
 )
+from .prop_docs import describe as _describe
+from .prop_docs import document_fields as _document_fields
 from .signatures import expose_init_signature
 
 __all__ = [
@@ -270,22 +271,6 @@ def _matches(value: Any, expected: Any) -> bool:
     if isinstance(expected, type):
         return _matches_class(value, expected)
     return True  # an annotation form this checker does not model: leave it to the construct
-
-
-def _describe(expected: Any) -> str:
-    """The annotation as a reader writes it (``InstanceType | None``, ``Sequence[str]``)."""
-    if expected is None or expected is type(None):
-        return "None"
-    origin = typing.get_origin(expected)
-    arguments = typing.get_args(expected)
-    if origin in (typing.Union, types.UnionType):
-        return " | ".join(_describe(option) for option in arguments)
-    if origin is typing.Literal:
-        return " or ".join(repr(option) for option in arguments)
-    if origin is not None:
-        inner = ", ".join("..." if a is Ellipsis else _describe(a) for a in arguments)
-        return f"{getattr(origin, '__name__', str(origin))}[{inner}]" if inner else str(origin)
-    return getattr(expected, "__name__", str(expected))
 
 
 def _classes(expected: Any) -> list[type]:
@@ -632,69 +617,6 @@ def _check_methods(cls: type, decision: str | None = None) -> None:
             setattr(cls, name, classmethod(checked))
         else:
             setattr(cls, name, checked)
-
-
-class _FieldDocs:
-    """A props dataclass's ``__doc__``: its docstring, then each field with its type and the
-    docstring written under it in the source (``help(ComponentScheduling)`` shows them; the
-    source is read on first access, not at import)."""
-
-    def __init__(self, doc: str | None, cls: type) -> None:
-        self._doc = doc or ""
-        self._cls = cls
-        self._rendered: str | None = None
-
-    def __get__(self, instance: Any, owner: type | None = None) -> str:
-        if self._rendered is None:
-            self._rendered = self._doc + _fields_section(self._cls)
-        return self._rendered
-
-
-def _field_docstrings(cls: type) -> dict[str, str]:
-    """The docstring under each annotated field in ``cls``'s source (and its bases')."""
-    import ast
-    import textwrap
-
-    found: dict[str, str] = {}
-    for base in reversed(cls.__mro__):
-        if not base.__module__.startswith(_PACKAGE):
-            continue
-        try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(base)))
-        except (OSError, TypeError, SyntaxError):
-            continue
-        body = next((n.body for n in tree.body if isinstance(n, ast.ClassDef)), [])
-        for node, following in itertools.pairwise(body):
-            if (
-                isinstance(node, ast.AnnAssign)
-                and isinstance(node.target, ast.Name)
-                and isinstance(following, ast.Expr)
-                and isinstance(following.value, ast.Constant)
-                and isinstance(following.value.value, str)
-            ):
-                found[node.target.id] = inspect.cleandoc(following.value.value)
-    return found
-
-
-def _fields_section(cls: type) -> str:
-    import dataclasses
-
-    docs = _field_docstrings(cls)
-    lines = ["", "", "Fields:"]
-    for field in dataclasses.fields(cls):
-        if not field.init:
-            continue
-        kind = field.type if isinstance(field.type, str) else _describe(field.type)
-        lines.append(f"    {field.name}: {kind}")
-        lines.extend(f"        {line}" for line in docs.get(field.name, "").splitlines())
-    return "\n".join(lines) if len(lines) > 3 else ""
-
-
-def _document_fields(cls: type) -> None:
-    import dataclasses
-
-    if dataclasses.is_dataclass(cls) and not isinstance(vars(cls).get("__doc__"), _FieldDocs):
-        cls.__doc__ = _FieldDocs(vars(cls).get("__doc__"), cls)  # type: ignore[assignment]
 
 
 def typed_props(cls: T) -> T:

@@ -10,7 +10,7 @@ import pydoc
 import pytest
 
 import cdk_sagemaker_llm
-from cdk_sagemaker_llm.prop_types import _field_docstrings
+from cdk_sagemaker_llm.prop_docs import field_docstrings
 
 
 def _signature_lines(name: str) -> list[str]:
@@ -40,7 +40,7 @@ PROPS_CLASSES = sorted(
 @pytest.mark.parametrize("name", PROPS_CLASSES)
 def test_help_documents_each_field_of_a_props_class(name: str) -> None:
     cls = getattr(cdk_sagemaker_llm, name)
-    documented = _field_docstrings(cls)
+    documented = field_docstrings(cls)
     fields = [field.name for field in dataclasses.fields(cls) if field.init]
     assert [f for f in fields if not documented.get(f)] == [], f"{name}: undocumented fields"
     text = pydoc.render_doc(cls, renderer=pydoc.plaintext)

@@ -211,8 +211,9 @@ def test_nothing_in_the_package_imports_its_root(graph: dict[str, set[str]]) -> 
 
 LAYERS: dict[str, set[str]] = {
     "errors": set(),
+    "prop_docs": set(),
     "signatures": set(),
-    "prop_types": {"errors", "signatures"},
+    "prop_types": {"errors", "prop_docs", "signatures"},
     "template_metadata": {"errors"},
     "catalog": {"errors", "prop_types"},
     "planning": {"catalog", "errors", "prop_types"},

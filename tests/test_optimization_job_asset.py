@@ -58,6 +58,7 @@ def test_the_bundled_asset_answers_without_aws_cdk(tmp_path: Path) -> None:
     assert sorted(p.name for p in (tmp_path / "cdk_sagemaker_llm" / "lambdas").iterdir()) == [
         "__init__.py",
         "event_checks.py",
+        "job_poll.py",
         "optimization_job",
         "runtime_support.py",
     ]

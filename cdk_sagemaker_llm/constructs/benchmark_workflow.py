@@ -23,6 +23,7 @@ from .deploy_time import HandlerPlacement, depend_on_policy_only, handler_functi
 ENGINE_SOURCES = (
     "errors.py",
     "prop_types.py",
+    "prop_docs.py",
     "template_metadata.py",
     "planning/__init__.py",
     "planning/workload.py",

@@ -61,7 +61,7 @@ STARTER_TIMEOUT = Duration.minutes(15)
 (a CloudFormation custom resource may take up to an hour; Lambda's own limit is the bound)."""
 
 MANAGED_ASSET = HandlerAsset(
-    sources=(*ENGINE_SOURCES, "lambdas/managed_benchmark"),
+    sources=(*ENGINE_SOURCES, "lambdas/job_poll.py", "lambdas/managed_benchmark"),
     entry_module="index",
     entry_source='"""Lambda entry points of EndpointBenchmark on a SageMaker AI benchmark job."""'
     "\n\nfrom cdk_sagemaker_llm.lambdas.managed_benchmark.handler import on_event, poll\n\n"

@@ -113,6 +113,7 @@ HANDLER_ASSET = HandlerAsset(
         "template_metadata.py",
         "lambdas/runtime_support.py",
         "lambdas/event_checks.py",
+        "lambdas/job_poll.py",
         "lambdas/optimization_job",
     ),
     entry_module="handler",

@@ -24,7 +24,8 @@ from ..benchmark.advance import finish
 from ..benchmark.custom_resource import RESOURCE_TYPE, dispatch
 from ..benchmark.events import RUN_NAME, EventError, field
 from ..benchmark.run import check_run
-from ..runtime_support import Budget, Put, call_with_retry, error_code, explain
+from ..job_poll import AI_BENCHMARK_JOB, Phase, describe_job, phase_of
+from ..runtime_support import Budget, Put, call_with_retry, error_code
 
 JOB_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 """botocore's ``AIEntityName``."""
@@ -199,24 +200,22 @@ def poll_step(
     if run["Engine"] != MANAGED_ENGINE:
         raise EventError("state.Run.Engine: this workflow polls a SageMaker AI benchmark job")
     name = job_name(run)
-    try:
-        job = call_with_retry(sagemaker.describe_ai_benchmark_job, budget, AIBenchmarkJobName=name)
-    except Exception as error:
-        if error_code(error) != "ResourceNotFound":
-            raise
+    job = describe_job(sagemaker.describe_ai_benchmark_job, budget, AIBenchmarkJobName=name)
+    if job is None:
         if now - run["StartedAt"] > CREATE_GRACE_S and state.get("Status"):
-            raise EventError(f"the benchmark job {name} disappeared ({explain(error)})") from error
+            raise EventError(f"the benchmark job {name} disappeared (SageMaker has no such job)")
         outcome = create_job(run, sagemaker=sagemaker, budget=budget)
         return {"Run": run, "Done": False, "Status": outcome}
     status = str(job["AIBenchmarkJobStatus"])
     common = {"s3": s3, "put": put, "now": now, "budget": budget}
-    if status in RUNNING:
-        if now >= run["Deadline"]:
-            stop_job(name, sagemaker=sagemaker, budget=budget)
-            failure = f"the benchmark job {name} ran past the benchmark's deadline and was stopped"
-            return finish(run, [], failure=failure, **common)
+    phase = phase_of(job, AI_BENCHMARK_JOB, now=now, deadline=run["Deadline"])
+    if phase is Phase.OVERDUE:
+        stop_job(name, sagemaker=sagemaker, budget=budget)
+        failure = f"the benchmark job {name} ran past the benchmark's deadline and was stopped"
+        return finish(run, [], failure=failure, **common)
+    if phase is Phase.RUNNING:
         return {"Run": run, "Done": False, "Status": status}
-    if status != "Completed":
+    if phase is Phase.ENDED:
         reason = job.get("FailureReason") or "no reason given"
         failure = f"the SageMaker AI benchmark job {name} ended {status}: {reason}"
         return finish(run, [], failure=failure, **common)

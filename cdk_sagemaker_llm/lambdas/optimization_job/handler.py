@@ -1,7 +1,7 @@
 """Deploy-time handlers of ``OptimizationJob``: plain Python + boto3, no dependencies.
 
 Three entry points live in this module (one Lambda asset, two functions); the work is in
-``errors`` (malformed events, SageMaker's "not found"), ``events`` (untrusted input checked),
+``events`` (untrusted input checked),
 ``job`` (the two custom resources) and ``poll`` (the poll loop), re-exported here:
 
 - ``on_event``: the CloudFormation custom resource handler for two resource types,
@@ -52,6 +52,10 @@ from ..event_checks import (
     check_request_type,
     integer,
 )
+from ..job_poll import (
+    error_message,
+    is_absent,
+)
 from ..runtime_support import (
     HTTPS_URL,
     Budget,
@@ -70,10 +74,6 @@ from ..runtime_support import (
     wait_condition_signal,
 )
 from ..runtime_support import client as _client
-from .errors import (
-    error_message,
-    is_absent,
-)
 from .events import (
     INSTANCE_TYPE,
     INT32_MAX,

@@ -17,6 +17,7 @@ from ..event_checks import (
     boolean,
     check_request_type,
 )
+from ..job_poll import describe_job
 from ..runtime_support import (
     Budget,
     HandlerError,
@@ -24,9 +25,6 @@ from ..runtime_support import (
     call_with_retry,
     error_code,
     explain,
-)
-from .errors import (
-    is_absent,
 )
 from .events import (
     OUTPUT_STEM,
@@ -75,14 +73,7 @@ def repository_arn(image_uri: str, partition: str) -> str:
 
 def describe(sagemaker: Any, name: str, budget: Budget) -> dict[str, Any] | None:
     """``DescribeOptimizationJob``, or None when the job does not exist."""
-    try:
-        return dict(
-            call_with_retry(sagemaker.describe_optimization_job, budget, OptimizationJobName=name)
-        )
-    except Exception as error:
-        if is_absent(error):
-            return None
-        raise
+    return describe_job(sagemaker.describe_optimization_job, budget, OptimizationJobName=name)
 
 
 def output_of(job: Mapping[str, Any]) -> dict[str, str]:

@@ -14,6 +14,7 @@ from ..event_checks import (
     boolean,
     integer,
 )
+from ..job_poll import OPTIMIZATION_JOB, Phase, phase_of
 from ..runtime_support import (
     HTTPS_URL,
     Budget,
@@ -101,7 +102,8 @@ def poll_step(
         return {**result, "Done": True, "Status": "MISSING"}
     status = str(job.get("OptimizationJobStatus", ""))
     result["Status"] = status
-    if status == "COMPLETED":
+    phase = phase_of(job, OPTIMIZATION_JOB, now=now, deadline=deadline)
+    if phase is Phase.COMPLETED:
         summary = output_of(job)
         put(
             handle,
@@ -113,7 +115,7 @@ def poll_step(
             ),
         )
         return {**result, "Done": True}
-    if status in ("FAILED", "STOPPED"):
+    if phase is Phase.ENDED:
         reason = job.get("FailureReason") or (
             "stopped before completing (SageMaker stops a job at its max runtime)"
             if status == "STOPPED"
@@ -124,7 +126,7 @@ def poll_step(
             wait_condition_signal("FAILURE", f"Optimization job {name} {status}: {reason}", name),
         )
         return {**result, "Done": True}
-    if now >= deadline:
+    if phase is Phase.OVERDUE:
         try:
             stop_job(name, sagemaker, budget)
             outcome = "it was stopped"
