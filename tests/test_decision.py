@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -218,27 +219,65 @@ def test_recommend_command_decides_with_the_calibration_as_applied(
     assert "- calibration: calibrated on NVIDIA A10G, applied to NVIDIA L40S" in out
 
 
-def test_a_knee_asking_more_copies_than_the_instances_hold_caps_max_copies_with_a_warning() -> None:
-    """The option serves the peak within the SLO on its instances; copies at the knee would
-    need more than max_instance_count: max_copies stops there and a warning names
-    max_instance_count (it was an error blaming max_copies, which the user never set)."""
+@pytest.mark.parametrize(
+    ("rate", "max_ms_per_token", "candidates"),
+    [
+        # Ranked at the most per copy within the SLO, these ran more instances at the peak
+        # than they were ranked on: the autoscaling target is the knee.
+        (4, 40, [InstanceType.G5_12XLARGE, InstanceType.G6E_12XLARGE]),
+        (2, 50, [InstanceType.G5_12XLARGE, InstanceType.G6E_XLARGE]),
+        (8, 40, [InstanceType.P4D_24XLARGE]),
+    ],
+)
+def test_the_instances_ranked_are_the_instances_autoscaling_runs_at_the_peak(
+    rate: float, max_ms_per_token: float, candidates: list[InstanceType]
+) -> None:
+    """One concurrency per copy ranks a layout and sets its autoscaling target: the copies
+    the peak needs at that target fit the instances the option was ranked (and priced) on."""
     request = ServiceRequest(
-        **{
-            **REQUEST.__dict__,
-            # Inside two instances at the median, with a knee asking for more copies (the
-            # window moves with the lmi-vllm-v0 profile: with its per-sequence host cost, 11
-            # req/s needs 3 instances and 10 req/s stays inside the knee).
-            "traffic": ExpectedTraffic.requests_per_second(10.5, minimum=1),
-            "search": SearchSpace(instance_types=[InstanceType.G6E_2XLARGE], max_instance_count=2),
-            "sizing": replace(REQUEST.sizing, engine=EngineRelease("lmi", "0.31.0")),
-        }
+        spec=ModelSpec.LLAMA_3_8B,
+        workload=Workload(input_tokens=512, output_tokens=256),
+        slo=Slo(max_ms_per_token=max_ms_per_token),
+        traffic=ExpectedTraffic.requests_per_second(rate, minimum=0.5),
+        search=SearchSpace(instance_types=candidates, max_instance_count=8),
     )
     decision = decide(request)
-    assert decision.scaling.max_copies == 2 == decision.scaling.max_instances
-    assert decision.choices["max_copies"].source is ChoiceSource.DERIVED
-    (warning,) = decision.warnings
-    assert warning.prop == "max_instance_count"
-    assert "capped at 2" in warning.message
+    option = decision.option
+    assert option is not None
+    target = decision.scaling.target_concurrency_per_copy
+    assert target == option.knee_concurrency_per_copy
+    assert option.concurrency_per_copy <= target <= option.max_concurrency_per_copy
+    peak_copies = math.ceil(option.predicted.concurrency / target)
+    assert peak_copies <= option.layout.copies
+    assert math.ceil(decision.scaling.max_copies / option.layout.copies_per_instance) == (
+        decision.scaling.max_instances
+    )
+    # the expected instances at the peak, within the ceiling (the band's pessimistic edge)
+    assert option.layout.instance_count <= option.ceiling == decision.scaling.max_instances
+    assert not [w for w in decision.warnings if w.prop == "max_instance_count"]
+
+
+def test_a_layout_ranked_within_max_instance_count_autoscales_within_it() -> None:
+    """The case that used to cap max_copies with a warning: ranked on two instances at the
+    most per copy within the SLO, its knee asked for a third. Sized at its scaling target, the
+    option autoscales within the instances it was ranked on, and one more request/s is refused
+    up front, naming max_instance_count."""
+    fields = {
+        **REQUEST.__dict__,
+        "search": SearchSpace(instance_types=[InstanceType.G6E_2XLARGE], max_instance_count=2),
+        "sizing": replace(REQUEST.sizing, engine=EngineRelease("lmi", "0.31.0")),
+    }
+    decision = decide(
+        ServiceRequest(
+            **{**fields, "traffic": ExpectedTraffic.requests_per_second(10.5, minimum=1)}
+        )
+    )
+    assert decision.scaling.max_instances == 2 == decision.layout.instance_count
+    assert not decision.warnings
+    busier = ExpectedTraffic.requests_per_second(11, minimum=1)
+    with pytest.raises(ValidationError, match="max_instance_count=2") as error:
+        decide(ServiceRequest(**{**fields, "traffic": busier}))
+    assert "needs 3 instances" in str(error.value)
 
 
 def _trace_request(*lengths: tuple[int, int]) -> ServiceRequest:

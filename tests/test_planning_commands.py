@@ -126,7 +126,8 @@ def test_recommend_markdown_for_a_pull_request_and_price_basis(
     assert main([*argv, "--price-basis", "savings-plan-1y", "--region", "eu-west-1"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("### Recommended layouts for llama-3-8b")
-    assert "| # | instances | TP x copies |" in out
+    assert "| # | instances at peak | TP x copies |" in out
+    assert "| ceiling (max instances) |" in out
     assert "<details><summary>Why the first option</summary>" in out
     assert "savings-plan-1y" in out and "no eu-west-1 prices" in out
 

@@ -75,8 +75,10 @@ def register(subparsers: Any) -> None:
         "--risk",
         choices=[risk.value for risk in Risk],
         default=Risk.PESSIMISTIC.value,
-        help="size on the pessimistic side of each prediction's band (default: no published "
-        "measurement in the validation data would be under-provisioned) or at its median",
+        help="pessimistic (default): the peak's instances at the median, the autoscaling "
+        "maximum at the pessimistic edge of each prediction's band (no published measurement "
+        "in the validation data would find it too low); median: everything at the median; "
+        "worst-case: everything at the pessimistic edge (teams that cannot autoscale)",
     )
     parser.add_argument(
         "--optimizations",
@@ -209,9 +211,9 @@ def render_markdown(
     lines = [f"### Recommended layouts for {model}", ""]
     if result.options:
         lines += [
-            "| # | instances | TP x copies | in flight per copy | ms/token | TTFT ms | tokens/s "
-            "| $/hour | $/1M tokens |",
-            "|---:|---|---|---:|---:|---:|---:|---:|---:|",
+            "| # | instances at peak | TP x copies | in flight per copy | ms/token | TTFT ms "
+            "| tokens/s | $/hour at peak | $/1M tokens | ceiling (max instances) |",
+            "|---:|---|---|---:|---:|---:|---:|---:|---:|---|",
         ]
         for rank, option in enumerate(result.options, 1):
             layout, level = option.layout, option.predicted
@@ -221,7 +223,8 @@ def render_markdown(
                 f"{_served_with(option)} | "
                 f"{option.concurrency_per_copy} | {level.ms_per_token:.1f} | "
                 f"{level.ttft_ms:.0f} | {level.tokens_per_s:.0f} | "
-                f"{_money(option.price_per_hour)} | {_money(option.cost_per_million_tokens)} |"
+                f"{_money(option.price_per_hour)} | {_money(option.cost_per_million_tokens)} | "
+                f"{option.ceiling} ({_money(option.ceiling_price_per_hour)}/hour) |"
             )
         unpriced = [
             option.layout.instance_type.name

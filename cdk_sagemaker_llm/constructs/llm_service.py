@@ -152,13 +152,16 @@ class LlmService(Construct):
             ``optimization_output``; speculation needs an LMI image from 0.27.0).
         :param pricing: prices that rank the options; default the library's on-demand list
             prices in the stack's region.
-        :param sizing: the risk side (default ``Risk.PESSIMISTIC``: no validation
-            measurement would be under-provisioned; ``Risk.MEDIAN`` is cheaper and about half
-            of deployments would be slower than predicted; the reasoning says which side was
-            used and what it costs), a calibration (``Calibration.from_file``: the next synth
-            re-decides with it; another engine than the image's is a ValidationError, another
-            model or accelerator a synth warning on what transferred) and the engine (default
-            the image's).
+        :param sizing: the risk side (default ``Risk.PESSIMISTIC``: the minimum and the
+            instances expected at the peak at the median, the scaling target on the
+            pessimistic side of the knee and the most instances at the pessimistic edge of the
+            band, so that no validation measurement would find the ceiling too low;
+            ``Risk.WORST_CASE`` sizes everything at that edge, for a service that cannot
+            autoscale; ``Risk.MEDIAN`` sizes even the ceiling at the median; the reasoning
+            says which side was used and what it costs), a calibration
+            (``Calibration.from_file``: the next synth re-decides with it; another engine
+            than the image's is a ValidationError, another model or accelerator a synth
+            warning on what transferred) and the engine (default the image's).
         :param overrides: the layout pinned: instance type (it joins the candidates),
             tensor-parallel degree, copies per instance, batch limit, longest sequence.
         :param scaling: min/max copies and the target per copy pinned; default from the

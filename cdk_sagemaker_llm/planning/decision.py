@@ -805,13 +805,15 @@ class _Decider:
             )
         copies = layout.copies
         count = math.ceil(copies / copies_per_instance)
-        if count > request.max_instance_count:
+        ceiling_copies = option.ceiling * fit
+        ceiling = max(count, math.ceil(ceiling_copies / copies_per_instance))
+        if ceiling > request.max_instance_count:
             raise ValidationError(
                 "copies_per_instance",
                 copies_per_instance,
-                f"the peak needs {copies} copies; at {copies_per_instance} per "
-                f"{layout.instance_type.name} they need {count} instances, above "
-                f"max_instance_count ({request.max_instance_count})",
+                f"the peak needs up to {ceiling_copies} copies (the ceiling); at "
+                f"{copies_per_instance} per {layout.instance_type.name} they need {ceiling} "
+                f"instances, above max_instance_count ({request.max_instance_count})",
                 f"raise copies_per_instance (up to {fit}) or max_instance_count",
             )
         spread = Layout(
@@ -833,6 +835,7 @@ class _Decider:
         return replace(
             option,
             layout=spread,
+            max_instance_count=ceiling,
             predicted=level,
             concurrency_per_copy=math.ceil(level.concurrency / spread.copies),
             price_per_hour=hourly,
@@ -1041,7 +1044,8 @@ class _Decider:
         peak = option.predicted.concurrency
         needed = max(1, math.ceil(peak / knee))
         fits = self.request.max_instance_count * layout.copies_per_instance
-        derived = max(needed, layout.instance_count * layout.copies_per_instance)
+        # the autoscaling ceiling: the instances the peak needs at the band's pessimistic edge
+        derived = max(needed, option.ceiling * layout.copies_per_instance)
         if given is None and derived > fits:
             # The option serves the peak within the SLO on its instances; the knee asks for
             # more copies than max_instance_count holds: cap there, and say so.

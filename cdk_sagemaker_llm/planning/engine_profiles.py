@@ -441,7 +441,10 @@ class Band:
     reasons: tuple[str, ...]
     """Why the band is widened (extrapolation), empty when it is not."""
     rows: int
-    """Validation rows the residuals come from."""
+    """Validation rows the residuals come from (a calibrated band: the benchmark's levels)."""
+    basis: str | None = None
+    """Where a band not made of the profile's residuals comes from (a calibration,
+    ``planning.calibrated_band``); None for the profile's cross-validated band."""
 
     @property
     def pessimistic_slowdown(self) -> float:
@@ -464,8 +467,9 @@ class Band:
 
     def describe(self) -> str:
         """One line."""
+        basis = self.basis or f"from {self.rows} cross-validated rows"
         text = (
-            f"band p10-p90 from {self.rows} cross-validated rows: ms/token x"
+            f"band p10-p90 {basis}: ms/token x"
             f"{self.ms_per_token[0]:.2f}-{self.ms_per_token[1]:.2f}, tokens/s x"
             f"{self.tokens_per_s[0]:.2f}-{self.tokens_per_s[1]:.2f}; pessimistic edge: times "
             f"x{self.pessimistic_slowdown:.2f}"
@@ -483,7 +487,7 @@ class Band:
             "pessimistic_tokens_per_s_factor": round(self.pessimistic_tokens_per_s, 3),
             "extrapolation": list(self.reasons),
             "rows": self.rows,
-        }
+        } | ({"basis": self.basis} if self.basis else {})
 
 
 def band_of(residuals: Residuals, reasons: Sequence[str]) -> Band:

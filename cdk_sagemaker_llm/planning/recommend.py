@@ -23,7 +23,8 @@ from ..catalog.model_specs import ModelSpec, Precision
 from ..catalog.prices import PriceList
 from ..errors import ValidationError
 from ..prop_types import typed_props
-from .calibration import EngineRelease
+from .calibrated_band import calibrated_band, measured_here
+from .calibration import AppliedCalibration, EngineRelease
 from .engine_profiles import (
     Band,
     ContainerRelease,
@@ -196,18 +197,39 @@ class Option:
     """The uncertainty of its figures (the engine profile's residuals)."""
     median_instance_count: int | None = None
     """Instances the same layout needs when sized at the median (pessimistic sizing only)."""
+    max_instance_count: int | None = None
+    """The autoscaling ceiling: the instances the peak needs at the pessimistic edge of the
+    band (``Risk.PESSIMISTIC``, where ``layout.instance_count`` is the median's); None: the
+    instance count."""
     optimization: Optimization | None = None
     """The optimization the option serves the model with (None: as given)."""
     job: JobEstimate | None = None
     """The optimization job that optimization needs, with its time and cost."""
 
+    @property
+    def ceiling(self) -> int:
+        """The most instances autoscaling may run (``max_instance_count``, else the count)."""
+        return self.max_instance_count or self.layout.instance_count
+
+    @property
+    def ceiling_price_per_hour(self) -> float | None:
+        """The price per hour at the ceiling (None without a price)."""
+        if self.price_per_hour is None:
+            return None
+        return self.price_per_hour / self.layout.instance_count * self.ceiling
+
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form (one entry of ``recommend --format json``'s ``options``)."""
+        """The JSON form (one entry of ``recommend --format json``'s ``options``):
+        ``instance_count`` is what runs at the peak (priced by ``price_per_hour``),
+        ``max_instance_count`` the autoscaling ceiling (``max_price_per_hour``)."""
+        ceiling_price = self.ceiling_price_per_hour
         return {
             "instance_type": self.layout.instance_type.name,
             "tensor_parallel_degree": self.layout.tensor_parallel_degree,
             "copies_per_instance": self.layout.copies_per_instance,
             "instance_count": self.layout.instance_count,
+            "max_instance_count": self.ceiling,
+            "max_price_per_hour": None if ceiling_price is None else round(ceiling_price, 4),
             "concurrency_per_copy": self.concurrency_per_copy,
             "knee_concurrency_per_copy": self.knee_concurrency_per_copy,
             "max_batch_size": self.max_batch_size,
@@ -326,7 +348,7 @@ class _Search:
 
 
 def _search_instance(
-    search: _Search, instance_type: InstanceType, measured: Efficiency | None
+    search: _Search, instance_type: InstanceType, measured: _Measured
 ) -> tuple[list[Option], list[Rejection]]:
     """The options and rejections of every tensor-parallel degree of one instance type."""
     options: list[Option] = []
@@ -351,17 +373,18 @@ def _speculation_at_risk(optimization: Optimization | None, risk: Risk) -> Specu
     if optimization is None or optimization.speculation is None:
         return None
     speculation = optimization.speculation
-    return speculation.pessimistic() if risk is Risk.PESSIMISTIC else speculation
+    return speculation if risk is Risk.MEDIAN else speculation.pessimistic()
 
 
 def _search_variant(
     search: _Search,
     layout: Layout,
-    measured: Efficiency | None,
+    measured: _Measured,
     optimization: Optimization | None,
 ) -> tuple[Option | None, Rejection | None]:
     """One layout, served as given or with one optimization (its precision and speculative
-    decoding in the model; the job it needs in the option)."""
+    decoding in the model; the job it needs in the option). A calibration narrows the band
+    where it measured this layout (``calibrated_band``)."""
     instance_type = layout.instance_type
     precision = optimization.precision(search.precision) if optimization else search.precision
     profile = resolve_profile(search.engine, instance_type.is_neuron)
@@ -382,14 +405,22 @@ def _search_variant(
         return None, Rejection(
             instance_type.name, RejectionKind.ENGINE, reason, layout.tensor_parallel_degree
         )
-    band = prediction_band(profile, search.spec, layout, search.workload, precision, optimization)
+    band = calibrated_band(
+        prediction_band(profile, search.spec, layout, search.workload, precision, optimization),
+        measured.applied,
+        search.spec,
+        layout,
+        search.workload,
+        precision,
+        search.engine if isinstance(search.engine, EngineRelease) else None,
+    )
     model = profile_model(
         search.spec,
         layout,
         precision,
         search.workload,
         profile,
-        measured,
+        measured.efficiency,
         search.risk.slowdown(band),
         _speculation_at_risk(optimization, search.risk),
     )
@@ -408,6 +439,10 @@ def _search_variant(
         region_note=search.region_note,
         side=_Side(profile, search.risk, band),
     )
+    if option is not None and search.risk is Risk.PESSIMISTIC:
+        option, rejection = _with_ceiling(
+            _Variant(search, layout, precision, profile, band, measured, optimization), option
+        )
     if optimization is None:
         return option, rejection
     if option is None:
@@ -420,6 +455,99 @@ def _search_variant(
     return replace(
         option, optimization=optimization, job=job, reasoning=[*option.reasoning, *notes]
     ), None
+
+
+@dataclass(frozen=True)
+class _Variant:
+    """One layout of a search as ``_search_variant`` evaluates it: served at ``precision``
+    by ``profile``, with its ``band`` and calibration, as given or with ``optimization``."""
+
+    search: _Search
+    layout: Layout
+    precision: Precision
+    profile: EngineProfile
+    band: Band
+    measured: _Measured
+    optimization: Optimization | None
+
+    def evaluate(self, risk: Risk, target: int | None) -> tuple[Option | None, Rejection | None]:
+        """The layout sized at ``risk``'s side of the band, at ``target`` per copy (default
+        the scaling target of that side)."""
+        search = self.search
+        model = profile_model(
+            search.spec,
+            self.layout,
+            self.precision,
+            search.workload,
+            self.profile,
+            self.measured.efficiency,
+            risk.slowdown(self.band),
+            _speculation_at_risk(self.optimization, risk),
+        )
+        return _evaluate(
+            search.spec,
+            self.layout,
+            search.workload,
+            search.slo,
+            search.traffic,
+            precision=self.precision,
+            efficiency_model=model,
+            max_instance_count=search.max_instance_count,
+            prices=search.prices,
+            price_basis=search.price_basis,
+            max_batch_size=search.max_batch_size,
+            region_note=search.region_note,
+            side=_Side(self.profile, risk, self.band),
+            target=target,
+        )
+
+
+def _with_ceiling(variant: _Variant, pessimistic: Option) -> tuple[Option | None, Rejection | None]:
+    """``Risk.PESSIMISTIC``: the band paid by the autoscaling ceiling. ``pessimistic`` (the
+    layout sized at the band's pessimistic edge) keeps its scaling target per copy, the
+    pessimistic side of the knee, unless a calibration measured this layout (then the
+    calibrated median's target); the peak's instances are the median's at that target and
+    the ceiling the pessimistic edge's."""
+    target = pessimistic.knee_concurrency_per_copy
+    ceiling: Option | None = pessimistic
+    measured = measured_here(variant.band)
+    if measured:
+        median, _ = variant.evaluate(Risk.MEDIAN, None)
+        assert median is not None  # faster than the pessimistic edge, which serves
+        target = median.knee_concurrency_per_copy
+        ceiling, rejection = variant.evaluate(Risk.PESSIMISTIC, target)
+        if ceiling is None:
+            return None, rejection
+    expected, _ = variant.evaluate(Risk.MEDIAN, target)
+    assert expected is not None and ceiling is not None  # the median needs fewer instances
+    most = max(ceiling.layout.instance_count, expected.layout.instance_count)
+    basis = (
+        "the calibrated median's knee (a calibration measured this layout)"
+        if measured
+        else "the pessimistic side of the predicted knee, until a benchmark measures it"
+    )
+    line = (
+        f"the band in the ceiling: {expected.layout.instance_count} instance(s) run at the "
+        f"peak if the median holds, {most} (max_instance_count) at the pessimistic edge "
+        f"(times x{Risk.PESSIMISTIC.slowdown(variant.band):.2f}); scaling target {target} per "
+        f"copy: {basis}"
+    )
+    return replace(
+        expected,
+        risk=Risk.PESSIMISTIC,
+        max_instance_count=most,
+        reasoning=[*expected.reasoning, line],
+    ), None
+
+
+@dataclass(frozen=True)
+class _Measured:
+    """What a calibration says about one candidate instance type: the efficiency factors the
+    predictions use (None: the engine profile's) and the calibration as applied (None when
+    uncalibrated), whose distance from the layout sets the band."""
+
+    efficiency: Efficiency | None
+    applied: AppliedCalibration | None
 
 
 @dataclass(frozen=True)
@@ -485,16 +613,16 @@ def recommend(
     options: list[Option] = []
     rejected: list[Rejection] = []
     region_note = _region_note(pricing)
-    measured_on: dict[str, Efficiency | None] = {}  # the calibration as applied per type
+    measured_on: dict[str, _Measured] = {}  # the calibration as applied per type
     for instance_type in candidates:
         unusable = _unpredictable(instance_type) or _wrong_hardware(engine, instance_type)
         if unusable is not None:
             rejected.append(unusable)
             continue
-        measured = efficiency
+        measured = _Measured(efficiency, None)
         if calibration is not None:
             applied = calibration.applied_to(spec, instance_type, engine=release)
-            measured = applied.efficiency
+            measured = _Measured(applied.efficiency, applied)
             calibration_notes += [n for n in applied.warnings if n not in calibration_notes]
         measured_on[instance_type.name] = measured
         found, refused = _search_instance(
@@ -534,7 +662,7 @@ def recommend(
             traffic,
             precision=precision,
             profile=resolve_profile(engine, option.layout.instance_type.is_neuron),
-            measured=measured_on[option.layout.instance_type.name],
+            measured=measured_on[option.layout.instance_type.name].efficiency,
             max_instance_count=max_instance_count,
             prices=prices,
             price_basis=price_basis,
@@ -550,7 +678,7 @@ def recommend(
         *(f"calibration: {note}" for note in calibration_notes),
     ]
     assumptions = _assumptions(workload, slo, traffic, search, pricing, sizing, notes)
-    if risk is Risk.PESSIMISTIC and kept:
+    if risk is not Risk.MEDIAN and kept:
         median = recommend(
             spec,
             workload,
@@ -714,15 +842,23 @@ def _pessimism_cost(pessimistic: Option, median: Option | None) -> str:
 def _risk_note(risk: Risk) -> str:
     if risk is Risk.PESSIMISTIC:
         return (
-            "risk: sized on the pessimistic side of each prediction's band (the slowest "
-            "cross-validated residual of the engine profile, widened where the prediction "
-            "extrapolates); pass sizing=Sizing(risk=Risk.MEDIAN) (--risk median) to size at the "
-            "median"
+            "risk: the band paid by the autoscaling ceiling: instance_count runs at the peak if "
+            "the median holds, max_instance_count at the pessimistic side of each prediction's "
+            "band (the slowest cross-validated residual of the engine profile, widened where "
+            "the prediction extrapolates), where each layout must meet the SLO; --risk "
+            "worst-case (Risk.WORST_CASE) runs the ceiling all the time, --risk median "
+            "(Risk.MEDIAN) sizes even the ceiling at the median"
+        )
+    if risk is Risk.WORST_CASE:
+        return (
+            "risk: worst case: every instance sized on the pessimistic side of each "
+            "prediction's band (for a service that cannot autoscale); the default "
+            "(Risk.PESSIMISTIC) runs the median's instances and keeps this as the ceiling"
         )
     return (
         "risk: sized at the median of the engine profile's residuals: about half of "
-        "deployments would be slower than predicted (Sizing(risk=Risk.PESSIMISTIC) sizes for the "
-        "slowest validation measurement)"
+        "deployments would be slower than predicted (Sizing(risk=Risk.PESSIMISTIC) sizes the "
+        "ceiling for the slowest validation measurement)"
     )
 
 
@@ -746,13 +882,15 @@ def _with_median_cost(
     band = option.band
     if band is None:
         return option
-    side = "on the pessimistic side" if option.risk is Risk.PESSIMISTIC else "at the median"
+    side = "at the median" if option.risk is Risk.MEDIAN else "on the pessimistic side"
     line = (
         f"sized {side} of the band: the model's times x{option.risk.slowdown(band):.2f} "
         f"(tokens/s / {option.risk.slowdown(band):.2f}; {band.describe()})"
     )
-    if option.risk is not Risk.PESSIMISTIC:
+    if option.risk is Risk.MEDIAN:
         return replace(option, reasoning=[*option.reasoning, line])
+    if option.risk is Risk.PESSIMISTIC:
+        return _with_ceiling_cost(option, line)
     layout = option.layout
     base = Layout(layout.instance_type, layout.tensor_parallel_degree, layout.copies_per_instance)
     if option.optimization is not None:
@@ -792,6 +930,21 @@ def _with_median_cost(
     line += (
         f"; at the median {count} instance(s) would do: the pessimistic side costs "
         f"{extra:+d} instance(s){cost}"
+    )
+    return replace(option, reasoning=[*option.reasoning, line], median_instance_count=count)
+
+
+def _with_ceiling_cost(option: Option, line: str) -> Option:
+    """``Risk.PESSIMISTIC``'s line: the side of the band sizes the ceiling only; what runs at
+    the peak, at the median, and what the ceiling would cost."""
+    count, ceiling = option.layout.instance_count, option.ceiling
+    cost = ""
+    ceiling_price = option.ceiling_price_per_hour
+    if option.price_per_hour is not None and ceiling_price is not None:
+        cost = f" (${option.price_per_hour:,.2f}/hour; ${ceiling_price:,.2f}/hour at the ceiling)"
+    line += (
+        f", for the autoscaling ceiling only ({ceiling} instance(s)): at the median {count} "
+        f"instance(s) run at the peak{cost}"
     )
     return replace(option, reasoning=[*option.reasoning, line], median_instance_count=count)
 
@@ -868,7 +1021,10 @@ def _evaluate(
     max_batch_size: int | None,
     region_note: str | None,
     side: _Side,
+    target: int | None = None,
 ) -> tuple[Option | None, Rejection | None]:
+    """One layout sized for the traffic at ``target`` in flight per copy (default its own
+    scaling target, ``_scaling_target``), or why it cannot serve."""
     profile, risk, band = side.profile, side.risk, side.band
     instance_type = layout.instance_type
     degree = layout.tensor_parallel_degree
@@ -892,13 +1048,20 @@ def _evaluate(
         )
         return None, Rejection(instance_type.name, kind, reason, degree)
     per_copy = capacity.concurrency_per_copy
+    knee = copy_knee(efficiency_model, limits, slo.max_ms_per_token)
+    # A knee of None: even one request per copy trips the rule, so the walk stopped at 1.
+    knee_clients = knee.concurrency or 1
+    own = _scaling_target(knee_clients, per_copy)
+    target = target or own
     per_instance_copies = layout.copies_per_instance
     if traffic.concurrency is not None:
-        count = math.ceil(traffic.concurrency / (per_copy * per_instance_copies))
+        count = math.ceil(traffic.concurrency / (target * per_instance_copies))
     else:
         assert traffic.requests_per_second is not None
-        per_copy_rate = capacity.level.requests_per_s / layout.copies
-        count = math.ceil(traffic.requests_per_second / (per_copy_rate * per_instance_copies))
+        per_copy_rate = _deployment_level(efficiency_model, 1, target, limits.capacity)
+        count = math.ceil(
+            traffic.requests_per_second / (per_copy_rate.requests_per_s * per_instance_copies)
+        )
     if count > max_instance_count:
         return None, Rejection(
             instance_type.name,
@@ -918,12 +1081,11 @@ def _evaluate(
             copies,
             limits.capacity,
             traffic.requests_per_second,
-            per_copy * copies,
+            target * copies,
         )
-        assert found is not None  # the count was chosen so that per_copy x copies serves it
+        assert found is not None  # the count was chosen so that target x copies serves it
         level = found
     busiest = math.ceil(level.concurrency / copies)
-    knee = copy_knee(efficiency_model, limits, slo.max_ms_per_token)
     unit = unit_price(instance_type, prices, price_basis)
     price = None if unit is None else unit * count
     cost = (
@@ -943,6 +1105,7 @@ def _evaluate(
         level,
         knee.detail or "",
     )
+    reasoning.insert(2, _target_line(target, knee_clients, per_copy, target != own))
     if unit is None:
         reasoning.append(f"no {price_basis.value} price for {instance_type.name} in the list")
     elif region_note:
@@ -951,7 +1114,7 @@ def _evaluate(
         Option(
             layout=sized,
             concurrency_per_copy=busiest,
-            knee_concurrency_per_copy=knee.concurrency or 0,
+            knee_concurrency_per_copy=target,
             max_batch_size=limits.capacity,
             predicted=level,
             price_per_hour=price,
@@ -962,8 +1125,34 @@ def _evaluate(
             max_tokens_per_s_within_slo=capacity.level.tokens_per_s / layout.copies * copies,
             risk=risk,
             band=band,
+            max_instance_count=count,
         ),
         None,
+    )
+
+
+def _scaling_target(knee: int, within_slo: int) -> int:
+    """The in-flight requests per copy an option is sized at and its copy autoscaling holds:
+    the knee where throughput stops growing first; where the SLO stops the knee's doubling
+    walk (twice the knee breaks it), the most one copy serves within the SLO. One figure for
+    both, so the instances ranked are the instances that run at the peak."""
+    return max(1, within_slo if 2 * knee > within_slo else knee)
+
+
+def _target_line(target: int, knee: int, within_slo: int, given: bool) -> str:
+    """Why the option is sized at ``target`` per copy, in one line (``given``: the target
+    comes from another side of the band, ``_with_ceiling``)."""
+    if given:
+        bound = (
+            f"set on the side of the band the ceiling line names; {within_slo} meet the SLO here"
+        )
+    elif target == knee:
+        bound = f"the knee; {within_slo} meet the SLO"
+    else:
+        bound = f"the most within the SLO; the knee walk stopped at {knee}"
+    return (
+        f"scaling target {target} in flight per copy ({bound}): copy autoscaling holds it, "
+        "and the instances ranked are those that run at the peak"
     )
 
 
@@ -985,8 +1174,8 @@ def _reasoning(
         f"{workload.total_tokens} tokens in its KV cache, batch limit {limits.batch_limit}; "
         f"one request decodes at {model.step_s(1) * 1000:.1f} ms/step",
         f"within {slo.describe()} one copy serves up to {capacity.concurrency_per_copy} "
-        f"in-flight requests ({capacity.level.tokens_per_s / layout.copies:.0f} tokens/s per "
-        f"copy at {capacity.level.ms_per_token:.1f} ms/token)",
+        f"in-flight requests ({capacity.level.tokens_per_s / capacity.layout.copies:.0f} "
+        f"tokens/s per copy at {capacity.level.ms_per_token:.1f} ms/token)",
         f"{traffic.describe()} needs {layout.instance_count} instance(s) x "
         f"{layout.copies_per_instance} copies = {layout.copies} copies; predicted "
         f"{level.ms_per_token:.1f} ms/token, TTFT {level.ttft_ms:.0f} ms, "

@@ -47,18 +47,27 @@ class Risk(Enum):
     """Which side of a prediction's band ``recommend`` sizes on."""
 
     PESSIMISTIC = "pessimistic"
-    """Size for the slowest cross-validated residual of the engine profile (widened where the
-    prediction extrapolates): no measurement in the validation data would have been
-    under-provisioned. The default."""
+    """The band is paid by the autoscaling ceiling (the default): what runs at the peak is
+    sized at the median (``instance_count``), the scaling target per copy on the pessimistic
+    side of the knee (until a calibration of the layout measures it), and the most instances
+    (``max_instance_count``) at the pessimistic edge of the band (the slowest
+    cross-validated residual of the engine profile, widened where the prediction
+    extrapolates), so that no measurement in the validation data would have found the ceiling
+    too low. A layout is offered only where its pessimistic edge meets the SLO."""
     MEDIAN = "median"
-    """Size at the median of the residuals: cheaper, and about half of deployments would be
-    slower than predicted."""
+    """Size everything at the median of the residuals: cheaper, and about half of deployments
+    would be slower than predicted, with no headroom in the ceiling."""
+    WORST_CASE = "worst-case"
+    """Size everything at the pessimistic edge, the peak's instances included: for teams that
+    cannot autoscale (or scale too slowly for their peak), which pay the ceiling all the
+    time."""
 
     def slowdown(self, band: Band) -> float:
-        """The factor this risk applies to the model's times (and divides tokens/s by)."""
-        if self is Risk.PESSIMISTIC:
-            return band.pessimistic_slowdown
-        return band.median_slowdown
+        """The factor this risk's ceiling applies to the model's times (and divides tokens/s
+        by): the pessimistic edge but at ``MEDIAN``."""
+        if self is Risk.MEDIAN:
+            return band.median_slowdown
+        return band.pessimistic_slowdown
 
 
 class PriceBasis(Enum):
@@ -177,10 +186,11 @@ class Sizing:
     """
 
     risk: Risk = Risk.PESSIMISTIC
-    """``Risk.PESSIMISTIC`` (default; the slowest cross-validated residual of the engine
-    profile, so no validation measurement would be under-provisioned) or ``Risk.MEDIAN``
-    (cheaper; about half of deployments would be slower than predicted). The reasoning says
-    which side was used and what it costs."""
+    """``Risk.PESSIMISTIC`` (default: the peak's instances at the median, the band in the
+    autoscaling ceiling, sized at the slowest cross-validated residual of the engine profile),
+    ``Risk.MEDIAN`` (everything at the median; about half of deployments would be slower than
+    predicted) or ``Risk.WORST_CASE`` (everything at the pessimistic edge, for teams that
+    cannot autoscale). The reasoning says which side was used and what it costs."""
     calibration: Calibration | None = None
     """Efficiency factors fitted from a deploy-time benchmark (``Calibration.from_file``,
     written by ``cdk-sagemaker-llm calibrate``), applied to each candidate by

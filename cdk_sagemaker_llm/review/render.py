@@ -220,8 +220,8 @@ def _decision_rows(metadata: dict[str, Any]) -> list[str]:
                 f"{predicted.ms_per_token} ms/token, TTFT {predicted.ttft_ms} ms",
                 f"{predicted.tokens_per_s} tokens/s, {predicted.requests_per_s} requests/s",
                 f"knee: {predicted.knee_concurrency_per_copy} in flight per copy",
-                f"option price {_money(decision.price_per_hour)}/h at peak, "
-                f"{_money(decision.cost_per_million_tokens)} per 1M output tokens",
+                _hourly_line(decision),
+                f"{_money(decision.cost_per_million_tokens)} per 1M output tokens at peak",
             ],
         ),
         _row("Sources", list(predicted.sources) or ["not recorded"]),
@@ -234,6 +234,21 @@ def _decision_rows(metadata: dict[str, Any]) -> list[str]:
             _row("Override warnings", [f"⚠️ {warning.message}" for warning in decision.warnings])
         )
     return rows
+
+
+def _hourly_line(decision: ServiceDecision) -> str:
+    """$/h at the minimum, expected at the peak (the median's instances) and at the
+    autoscaling ceiling (the band's pessimistic edge)."""
+    scaling, count = decision.scaling, decision.layout.instance_count
+    if decision.price_per_hour is None or count < 1:
+        return "option price unknown"
+    unit = decision.price_per_hour / count
+    return (
+        f"$/h: {_money(unit * scaling.min_instances)} at the minimum "
+        f"({scaling.min_instances} instance(s)), {_money(decision.price_per_hour)} expected at "
+        f"peak ({count}), {_money(unit * scaling.max_instances)} at the ceiling "
+        f"({scaling.max_instances})"
+    )
 
 
 def _calibration_lines(decision: ServiceDecision) -> list[str]:

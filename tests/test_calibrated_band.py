@@ -1,0 +1,111 @@
+"""A calibration replaces the engine profile's band where it measured: on the measured layout
+the band is the fit's residual plus run-to-run noise; away from it, it widens with each step
+and says why; on another accelerator it stays the profile's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cdk_sagemaker_llm.catalog.instance_types import InstanceType
+from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
+from cdk_sagemaker_llm.planning.calibrated_band import (
+    RUN_TO_RUN_NOISE,
+    TRANSFER_SPREAD,
+    calibrated_band,
+)
+from cdk_sagemaker_llm.planning.calibration import Calibration, EngineRelease, calibrate
+from cdk_sagemaker_llm.planning.engine_profiles import resolve_profile
+from cdk_sagemaker_llm.planning.performance import (
+    CopyModel,
+    Efficiency,
+    Layout,
+    Workload,
+    copy_limits,
+    prediction_band,
+)
+from cdk_sagemaker_llm.planning.recommend import Slo, Traffic, recommend
+from cdk_sagemaker_llm.planning.service_options import SearchSpace, Sizing
+
+SPEC = ModelSpec.LLAMA_3_8B
+L40S = InstanceType.G6E_XLARGE
+LOAD = Workload(512, 256)
+ENGINE = EngineRelease("lmi", "0.31.0")
+SERVER = Efficiency(
+    memory_bandwidth=0.6, decode_compute=0.5, prefill_compute=0.5, step_overhead_ms=3.0
+)
+"""The measured server: about 34 ms/token for one request of Llama 3 8B on one L40S, which
+the engine profile's pessimistic edge puts above 50."""
+
+
+def _results() -> dict[str, Any]:
+    model = CopyModel(SPEC, L40S, 1, Precision.FP16, LOAD, SERVER)
+    limits, _ = copy_limits(model)
+    levels = []
+    for concurrency in (1, 2, 4, 8, 16, 32, 64):
+        ms, ttft, _, tokens = model.level(concurrency, limits.capacity)
+        levels.append(
+            {"concurrency": concurrency, "p50_ms_per_token": ms, "output_tokens_per_s": tokens,
+             "p50_ttft_s": ttft / 1000, "requests": 4 * concurrency, "errors": 0}
+        )  # fmt: skip
+    return {"levels": levels}
+
+
+def _calibration() -> Calibration:
+    return calibrate(_results(), SPEC, Layout(L40S, 1, 1, 1), workload=LOAD, engine=ENGINE)
+
+
+def _band(instance_type: InstanceType, spec: ModelSpec = SPEC, degree: int = 1) -> Any:
+    calibration = _calibration()
+    profile = resolve_profile(ENGINE)
+    layout = Layout(instance_type, degree, instance_type.accelerator_devices // degree)
+    uncalibrated = prediction_band(profile, spec, layout, LOAD, Precision.FP16)
+    applied = calibration.applied_to(spec, instance_type, engine=ENGINE)
+    return uncalibrated, calibrated_band(
+        uncalibrated, applied, spec, layout, LOAD, Precision.FP16, ENGINE
+    )
+
+
+def test_on_the_measured_layout_the_band_is_the_fit_error_plus_run_to_run_noise() -> None:
+    uncalibrated, band = _band(L40S)
+    assert band.reasons == ()
+    assert band.basis is not None and "run-to-run noise" in band.basis
+    assert band.pessimistic_slowdown < 1 + 3 * RUN_TO_RUN_NOISE
+    assert band.pessimistic_slowdown < uncalibrated.pessimistic_slowdown
+    assert band.median_slowdown == 1.0
+    assert "from the calibration (7 levels" in band.describe()
+
+
+def test_away_from_the_measured_layout_the_band_widens_and_names_each_step() -> None:
+    _, here = _band(L40S)
+    _, bigger_instance = _band(InstanceType.G6E_2XLARGE)
+    _, other_model = _band(InstanceType.G6E_2XLARGE, ModelSpec.LLAMA_2_7B)
+    assert here.pessimistic_slowdown < bigger_instance.pessimistic_slowdown
+    assert bigger_instance.pessimistic_slowdown < other_model.pessimistic_slowdown
+    assert len(bigger_instance.reasons) == 1
+    assert "calibrated on ml.g6e.xlarge, predicting ml.g6e.2xlarge" in bigger_instance.reasons
+    assert any("predicting llama-2-7b" in r for r in other_model.reasons)
+    assert f"+{TRANSFER_SPREAD:.0%} for each of 2 steps away" in (other_model.basis or "")
+
+
+def test_on_another_accelerator_the_band_stays_the_profiles_and_says_why() -> None:
+    uncalibrated, band = _band(InstanceType.G5_2XLARGE)
+    assert band.pessimistic_slowdown == uncalibrated.pessimistic_slowdown
+    assert band.basis is None
+    assert band.reasons[-1].startswith("calibrated on NVIDIA L40S, predicting NVIDIA A10G")
+
+
+def test_recommend_at_the_default_risk_keeps_the_instance_type_it_measured() -> None:
+    """Uncalibrated, the pessimistic edge rejects the L40S (one request over the SLO); once
+    it is measured at about 34 ms/token, the default risk keeps it."""
+    search = SearchSpace(instance_types=[L40S])
+    slo, traffic = Slo(max_ms_per_token=40), Traffic(requests_per_second=4)
+    before = recommend(SPEC, LOAD, slo, traffic, search=search, sizing=Sizing(engine=ENGINE))
+    assert not before.options
+    assert "one request alone takes" in before.rejected[0].reason
+    after = recommend(
+        SPEC, LOAD, slo, traffic, search=search,
+        sizing=Sizing(engine=ENGINE, calibration=_calibration()),
+    )  # fmt: skip
+    (option, *_) = after.options
+    assert option.layout.instance_type is L40S
+    assert option.band is not None and option.band.basis is not None
