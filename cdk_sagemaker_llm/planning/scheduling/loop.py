@@ -175,15 +175,18 @@ def simulate(
                 produced += 1
                 if policy.prefix_caching:
                     state.cached_prefixes.update(sequence.request.cached_keys)
+        finishing = False
         for sequence in step.decodes:
-            sequence.advance(0, now)
+            sequence.decode(now)
+            finishing = finishing or sequence.generated >= sequence.request.output_tokens
         produced += len(step.decodes)
         tokens.append((now, tokens[-1][1] + produced))
         if step.decodes and not step.prefills:
             now, coasted = _coast(policy, costs, state, now, arrivals.next_arrival())
             passes += coasted
             tokens.append((now, tokens[-1][1] + coasted * len(state.running)))
-        for sequence in [s for s in state.running if s.done]:
+        finishing = finishing or any(s.done for s, _ in step.prefills)
+        for sequence in [s for s in state.running if s.done] if finishing else ():
             state.running.remove(sequence)
             sequence.finished_s = now
             served.append(sequence)
