@@ -42,11 +42,17 @@ class CopySimulation:
     """Simulated closed-loop levels of one copy, each run once and remembered."""
 
     def __init__(
-        self, model: CopyModel, profile: EngineProfile, max_batch_size: int | None = None
+        self,
+        model: CopyModel,
+        profile: EngineProfile,
+        max_batch_size: int | None = None,
+        steady_error: float | None = None,
     ) -> None:
         self.model = model
         self.profile = profile
         self.max_batch_size = max_batch_size
+        self.steady_error = steady_error
+        """Each level's ``ClosedLoop.steady_error`` (None: every round runs)."""
         self._levels: dict[int, SimulatedLevel] = {}
 
     def level(self, clients: int) -> SimulatedLevel:
@@ -56,11 +62,15 @@ class CopySimulation:
             result = simulate_copy(
                 self.model,
                 self.profile,
-                ClosedLoop(clients),
+                ClosedLoop(clients, steady_error=self.steady_error),
                 max_batch_size=self.max_batch_size,
             )
             known = self._levels[clients] = SimulatedLevel(clients, result)
         return known
+
+    def simulated_clients(self) -> tuple[int, ...]:
+        """The client counts simulated so far, ascending."""
+        return tuple(sorted(self._levels))
 
     def meets(self, clients: int, max_ms_per_token: float, max_ttft_ms: float | None) -> bool:
         """Whether every client is served (no 429) within the limits at ``clients``."""
