@@ -11,6 +11,7 @@ import pytest
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.cli import main
+from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.planning.engine_profiles import PROFILE_NAMES, engine_profile
 from cdk_sagemaker_llm.planning.performance import (
     Layout,
@@ -259,8 +260,6 @@ def test_poisson_runs_are_deterministic_per_seed() -> None:
 
 
 def test_a_load_that_is_not_positive_is_refused_with_the_property_named() -> None:
-    from cdk_sagemaker_llm.errors import ValidationError
-
     with pytest.raises(ValidationError, match="ClosedLoop"):
         ClosedLoop(0)
     with pytest.raises(ValidationError, match="rate_per_s"):
@@ -294,6 +293,36 @@ def test_the_simulated_knee_is_where_doubling_buys_under_ten_percent() -> None:
     if knee.clients > 1:
         half = simulation.level(knee.clients // 2)
         assert knee.tokens_per_s >= 1.1 * half.tokens_per_s
+
+
+def test_a_closed_loop_stops_once_its_steady_mean_is_known_within_the_stated_error() -> None:
+    costs = _costs()
+    policy = policy_for(engine_profile("lmi-vllm-v1"), 100_000, LOAD)
+    full = simulate(policy, costs, LOAD, ClosedLoop(16))
+    policy = policy_for(engine_profile("lmi-vllm-v1"), 100_000, LOAD)
+    early = simulate(policy, costs, LOAD, ClosedLoop(16, steady_error=0.01))
+    assert early.passes < 0.8 * full.passes  # it stopped sending rounds early
+    assert len(early.outcomes) >= 16  # at least one whole steady round is measured
+    mean = early.mean("ms_per_token")
+    assert mean == pytest.approx(full.mean("ms_per_token"), rel=0.03)
+    assert early.tokens_per_s == pytest.approx(full.tokens_per_s, rel=0.03)
+
+
+def test_a_steady_error_outside_zero_to_one_is_a_validation_error() -> None:
+    with pytest.raises(ValidationError, match="steady_error"):
+        ClosedLoop(8, steady_error=0.0)
+
+
+def test_capacity_with_a_steady_error_finds_the_clients_that_every_round_finds() -> None:
+    model = profile_model(SPEC, Layout(G5, 1, 1), Precision.FP16, LOAD, engine_profile("tgi-1"))
+    limits, _ = profile_limits(model, engine_profile("tgi-1"))
+    every = CopySimulation(model, engine_profile("tgi-1"))
+    early = CopySimulation(model, engine_profile("tgi-1"), steady_error=0.01)
+    found = every.capacity_within(60.0, limits.max_concurrency)
+    quick = early.capacity_within(60.0, limits.max_concurrency)
+    assert found is not None and quick is not None
+    assert quick.clients == found.clients
+    assert early.knee(limits.max_concurrency).clients == every.knee(limits.max_concurrency).clients
 
 
 # ----- predictions from the simulation ------------------------------------------------------------

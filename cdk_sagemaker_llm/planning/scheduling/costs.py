@@ -19,6 +19,7 @@ class StepCosts:
     def __init__(self, model: CopyModel) -> None:
         self.model = model
         self._decode: dict[tuple[int, int], float] = {}
+        self._prefill: dict[tuple[int, int], float] = {}
         self._overhead = model.overhead_s()
 
     def decode_s(self, batch: int, context_sum: int) -> float:
@@ -34,14 +35,19 @@ class StepCosts:
         return cached
 
     def prefill_s(self, tokens: int, prior: int = 0) -> float:
-        """One forward pass prefilling ``tokens`` prompt tokens after ``prior`` cached ones."""
-        return self.model.prefill_tokens_s(tokens, prior)
+        """One forward pass prefilling ``tokens`` prompt tokens after ``prior`` cached ones
+        (memoized: a closed loop prefills the same chunks over and over)."""
+        key = (tokens, prior)
+        cached = self._prefill.get(key)
+        if cached is None:
+            cached = self._prefill[key] = self.model.prefill_tokens_s(tokens, prior)
+        return cached
 
     def forward_s(self, step: Step) -> float:
         """One forward pass of ``step``: its decodes and its prompt chunks run in one pass, so
         the per-pass overhead is paid once, not once per part."""
         decodes = step.decodes
-        total = self.decode_s(len(decodes), sum(s.context for s in decodes))
+        total = self.decode_s(len(decodes), sum(s.prefilled + s.decoded for s in decodes))
         parts = 1 if decodes else 0
         for sequence, tokens in step.prefills:
             total += self.prefill_s(tokens, sequence.prefilled)

@@ -25,12 +25,23 @@ class ClosedLoop:
 
     clients: int
     rounds: int = DEFAULT_ROUNDS
+    steady_error: float | None = None
+    """Stop sending once the mean ms/token of the requests after the first round is known
+    within this relative standard error (e.g. 0.01: +-2 % at ~95 % confidence), after at least
+    one full round of them; None: every client sends all its ``rounds``."""
 
     def __post_init__(self) -> None:
         _positive("ClosedLoop(clients)", self.clients)
         if self.rounds < 2:
             raise ValidationError(
                 "ClosedLoop(rounds)", self.rounds, "must be at least 2", "pass e.g. 6"
+            )
+        if self.steady_error is not None and not 0 < self.steady_error < 1:
+            raise ValidationError(
+                "ClosedLoop(steady_error)",
+                self.steady_error,
+                "must be a relative error between 0 and 1",
+                "pass e.g. 0.01, or None to run every round",
             )
 
     def describe(self) -> str:

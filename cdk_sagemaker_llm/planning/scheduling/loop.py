@@ -87,6 +87,27 @@ class SimulationResult:
         return sum(values) / len(values) if values else math.nan
 
 
+class _SteadyMean:
+    """The running mean of the steady requests' ms/token and its standard error (Welford)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.mean = 0.0
+        self._squares = 0.0
+
+    def add(self, value: float) -> None:
+        self.count += 1
+        delta = value - self.mean
+        self.mean += delta / self.count
+        self._squares += delta * (value - self.mean)
+
+    def relative_error(self) -> float:
+        """Standard error of the mean / the mean (infinity below two values)."""
+        if self.count < 2 or self.mean <= 0:
+            return math.inf
+        return math.sqrt(self._squares / (self.count - 1) / self.count) / self.mean
+
+
 class _Arrivals:
     """Pending arrivals in time order, and the closed loop's next requests."""
 
@@ -96,6 +117,11 @@ class _Arrivals:
         self.heap: list[tuple[float, int, SimRequest]] = []
         self.sent = 0
         self.last_send = 0.0
+        self.steady = _SteadyMean()
+        self.first_round: list[float] = []
+        """When each first-round request finished (the steady window starts after the last)."""
+        self.settled_s: float | None = None
+        """When the steady mean was known well enough: no client sends again, the window ends."""
         if isinstance(load, ClosedLoop):  # clients start spread over one request's time
             for client in range(load.clients):
                 self.send(client * ramp_s / load.clients, client)
@@ -120,10 +146,29 @@ class _Arrivals:
         return requests
 
     def finished(self, sequence: Sequence, now: float) -> None:
-        """A closed-loop client sends its next request when its last one ends."""
+        """A closed-loop client sends its next request when its last one ends, until its
+        rounds are sent or the steady mean is known well enough (``ClosedLoop.steady_error``)."""
         load = self.load
-        if isinstance(load, ClosedLoop) and self.sent < load.clients * load.rounds:
-            self.send(now, sequence.request.client)
+        if not isinstance(load, ClosedLoop) or self.settled_s is not None:
+            return
+        if self.sent >= load.clients * load.rounds:
+            return
+        request = sequence.request
+        if request.index < load.clients:
+            self.first_round.append(now)
+        elif (
+            load.steady_error is not None
+            and len(self.first_round) == load.clients
+            and request.arrival_s >= self.first_round[-1]
+        ):
+            self.steady.add((now - request.arrival_s) / request.output_tokens)
+            if (
+                self.steady.count >= load.clients
+                and self.steady.relative_error() <= load.steady_error
+            ):
+                self.settled_s = now
+                return
+        self.send(now, request.client)
 
     def window(self, finishes: list[tuple[float, SimRequest]]) -> tuple[float, float]:
         """The steady window: closed loop, from the end of the first round to the last send
@@ -134,7 +179,8 @@ class _Arrivals:
             return times[len(times) // 10], times[-1]
         first_round = [t for t, r in finishes if r.index < load.clients]
         start = max(first_round) if first_round else 0.0
-        return start, max(start, self.last_send)
+        end = self.last_send if self.settled_s is None else self.settled_s
+        return start, max(start, end)
 
 
 def simulate(
@@ -175,15 +221,18 @@ def simulate(
                 produced += 1
                 if policy.prefix_caching:
                     state.cached_prefixes.update(sequence.request.cached_keys)
+        finishing = False
         for sequence in step.decodes:
-            sequence.advance(0, now)
+            sequence.decode(now)
+            finishing = finishing or sequence.generated >= sequence.request.output_tokens
         produced += len(step.decodes)
         tokens.append((now, tokens[-1][1] + produced))
         if step.decodes and not step.prefills:
             now, coasted = _coast(policy, costs, state, now, arrivals.next_arrival())
             passes += coasted
             tokens.append((now, tokens[-1][1] + coasted * len(state.running)))
-        for sequence in [s for s in state.running if s.done]:
+        finishing = finishing or any(s.done for s, _ in step.prefills)
+        for sequence in [s for s in state.running if s.done] if finishing else ():
             state.running.remove(sequence)
             sequence.finished_s = now
             served.append(sequence)

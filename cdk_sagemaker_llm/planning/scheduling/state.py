@@ -32,7 +32,7 @@ class SimRequest:
         return () if self.prefix_key is None else (self.prefix_key,)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Sequence:
     """A request the engine holds: how much of its prompt is in the KV cache, how many tokens it
     has generated, and when its first token and its end came."""
@@ -79,6 +79,16 @@ class Sequence:
             self.first_token_s = now
         if self.last_token_s is not None:
             self.longest_gap_s = max(self.longest_gap_s, now - self.last_token_s)
+        self.last_token_s = now
+
+    def decode(self, now: float) -> None:
+        """Apply one decode pass (its prompt is in the KV cache, its first token sampled): the
+        hot path of ``advance(0, now)`` without its prompt checks."""
+        self.generated += 1
+        self.decoded += 1
+        gap = now - self.last_token_s  # type: ignore[operator]  # set by its first token
+        if gap > self.longest_gap_s:
+            self.longest_gap_s = gap
         self.last_token_s = now
 
     def preempt(self) -> None:

@@ -135,15 +135,19 @@ class TgiChunked(SchedulingPolicy):
     def plan(self, state: SchedulerState) -> Step:
         """The running batch's decodes and prompt chunks, then new prompts (the last one
         chunked) within the prefill budget less the running batch's tokens."""
-        decodes = tuple(s for s in state.running if s.prompt_left == 0)
+        decodes: list[Sequence] = []
+        prompting: list[Sequence] = []
+        reserved = 0  # state.kv_reserved(), in the same walk over the batch
+        for sequence in state.running:
+            reserved += sequence.reserved_tokens
+            (prompting if sequence.prompt_left else decodes).append(sequence)
         budget = self.max_batch_prefill_tokens - len(decodes)
         prefills: list[tuple[Sequence, int]] = []
-        for sequence in state.running:
-            if sequence.prompt_left > 0 and budget > 0:
+        for sequence in prompting:
+            if budget > 0:
                 take = min(sequence.prompt_left, budget)
                 prefills.append((sequence, take))
                 budget -= take
-        reserved = state.kv_reserved()
         while state.waiting and budget > 0:
             sequence = state.waiting[0]
             if reserved + sequence.reserved_tokens > self.kv_tokens:
@@ -154,7 +158,7 @@ class TgiChunked(SchedulingPolicy):
             take = min(sequence.prompt_left, budget)
             prefills.append((sequence, take))
             budget -= take
-        return Step(prefills=tuple(prefills), decodes=decodes)
+        return Step(prefills=tuple(prefills), decodes=tuple(decodes))
 
     def describe(self) -> str:
         """The policy in one line."""

@@ -114,11 +114,14 @@ class VllmChunked(SchedulingPolicy):
         while index < len(state.running) and budget > 0:  # preemption pops past ``index``
             sequence = state.running[index]
             index += 1
-            need = min(sequence.prompt_left, budget) if sequence.prompt_left else 1
-            room = _make_room(state, sequence, used, need)
-            if room is None:
-                break
-            used = room + need
+            left = sequence.prompt_left
+            need = min(left, budget) if left else 1
+            if used + need > state.kv_tokens:  # only then is anyone preempted
+                room = _make_room(state, sequence, used, need)
+                if room is None:
+                    break
+                used = room
+            used += need
             budget -= need
             planned.append((sequence, need))
         while state.waiting and budget > 0 and len(state.running) < self.max_num_seqs:
@@ -132,10 +135,14 @@ class VllmChunked(SchedulingPolicy):
             planned.append((sequence, need))
             budget -= need
             used += need
-        return Step(
-            prefills=tuple((s, n) for s, n in planned if s.prompt_left),
-            decodes=tuple(s for s, _ in planned if not s.prompt_left),
-        )
+        prefills: list[tuple[Sequence, int]] = []
+        decodes: list[Sequence] = []
+        for sequence, need in planned:
+            if sequence.prompt_left:
+                prefills.append((sequence, need))
+            else:
+                decodes.append(sequence)
+        return Step(prefills=tuple(prefills), decodes=tuple(decodes))
 
     def describe(self) -> str:
         """The policy in one line."""
