@@ -418,3 +418,14 @@ def test_a_quantization_jumpstart_sets_that_the_decision_does_not_is_refused() -
     assert merged == {"A": "1", "SM_NUM_GPUS": "2"} and replaced == {"NUM_SHARD": "4"}
     with pytest.raises(ValidationError, match="HF_MODEL_QUANTIZE"):
         merge_serving_environment({"HF_MODEL_QUANTIZE": "awq"}, {"DTYPE": "float16"})
+
+
+def test_a_jumpstart_model_served_by_an_image_the_service_cannot_configure_is_refused() -> None:
+    with pytest.raises(ValidationError, match=r"djl-inference:0\.27\.0-deepspeed"):
+        ServiceModel.from_jumpstart("huggingface-llm-yi-1-5-34b")
+
+
+def test_a_variable_set_again_in_the_service_environment_is_refused() -> None:
+    model = ServiceModel.from_jumpstart(TGI_MODEL, environment={"SAGEMAKER_ENV": "0"})
+    with pytest.raises(ValidationError, match="SAGEMAKER_ENV"):
+        _service(new_stack(region="us-east-1"), model)

@@ -138,6 +138,15 @@ class ServiceModel:
         model = source.jumpstart
         alias = model.image_of_family[source.instance_type.split(".")[1]]
         image = source.image_for(min(model.images[alias]))
+        if image.family not in SERVICE_FAMILIES:
+            raise ValidationError(
+                "ServiceModel.from_jumpstart(model_id)",
+                model_id,
+                f"JumpStart serves it with {image.repository_name}:{image.tag}, an image "
+                "LlmService renders no serving options for (GPU LMI and TGI only)",
+                "deploy it with Model(source=ModelSource.from_jumpstart(...)) and an "
+                "InferenceComponentEndpoint, or pick a JumpStart model served by LMI or TGI",
+            )
         return ServiceModel(
             image=image,
             source=source,
