@@ -395,8 +395,13 @@ def test_a_gated_jumpstart_service_needs_the_licence_and_then_accepts_it() -> No
         ServiceModel.from_jumpstart(LLAMA)
     stack = new_stack(region="us-east-1")
     _service(stack, ServiceModel.from_jumpstart(LLAMA, accept_eula=True))
-    source = _container(assert_cfn_lint_clean(stack))["ModelDataSource"]["S3DataSource"]
+    template = assert_cfn_lint_clean(stack)
+    source = _container(template)["ModelDataSource"]["S3DataSource"]
     assert source["ModelAccessConfig"] == {"AcceptEula": True}
+    (planned,) = plan_template("Stack", template, region="us-east-1").endpoints
+    (component,) = planned.components
+    version = JUMPSTART_MODELS[LLAMA].version
+    assert component.model.startswith(f"JumpStart {LLAMA} {version}, licence accepted")
 
 
 def test_the_search_is_limited_to_the_instance_types_jumpstart_hosts_the_model_on() -> None:
