@@ -28,7 +28,16 @@ from cdk_sagemaker_llm import (
     ProductionVariant,
     ValidationError,
 )
-from cdk_sagemaker_llm.catalog.jumpstart import JUMPSTART_MODELS, JUMPSTART_SOURCE
+from cdk_sagemaker_llm.catalog.jumpstart import (
+    JUMPSTART_MODELS,
+    JUMPSTART_SOURCE,
+    merge_serving_environment,
+)
+from cdk_sagemaker_llm.constructs.llm_service import ExpectedTraffic, LlmService
+from cdk_sagemaker_llm.constructs.service_options import ServiceModel
+from cdk_sagemaker_llm.planning.performance import Workload
+from cdk_sagemaker_llm.planning.recommend import Slo
+from cdk_sagemaker_llm.planning.service_options import SearchSpace
 from cdk_sagemaker_llm.review.endpoints import plan_template
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -320,3 +329,108 @@ def test_the_commands_suggest_close_jumpstart_ids_and_ask_for_a_spec_without_a_p
     assert JUMPSTART_MODELS[no_preset].spec is None
     assert main(["size", "--model", no_preset, "--instance-type", "ml.g5.12xlarge"]) == 2
     assert "--parameters" in capsys.readouterr().err
+
+
+TGI_MODEL = "huggingface-llm-llama-3-8b-instruct-gradient"
+"""Not gated, TGI 2.4.0 image; JumpStart sets SM_NUM_GPUS, MAX_INPUT_LENGTH, MAX_TOTAL_TOKENS
+and MAX_BATCH_PREFILL_TOKENS."""
+
+
+def _service(stack: Any, model: ServiceModel, **kwargs: Any) -> LlmService:
+    return LlmService(
+        stack,
+        "Service",
+        model=model,
+        workload=Workload(input_tokens=512, output_tokens=256),
+        slo=Slo(max_ms_per_token=60),
+        traffic=ExpectedTraffic.concurrency(8, minimum=1),
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize(
+    ("region", "account"), [("us-east-1", "763104351884"), ("eu-west-1", "763104351884")]
+)
+def test_a_service_from_a_jumpstart_id_renders_the_regions_image_weights_and_merged_environment(
+    region: str, account: str
+) -> None:
+    stack = new_stack(region=region)
+    built = _service(stack, ServiceModel.from_jumpstart(TGI_MODEL))
+    jumpstart = JUMPSTART_MODELS[TGI_MODEL]
+    chosen = built.decision.layout.instance_type.name
+    template = assert_cfn_lint_clean(stack)
+
+    container = _container(template)
+    assert container["Image"] == jumpstart.image_uri(region, chosen)
+    assert container["Image"].startswith(f"{account}.dkr.ecr.{region}.amazonaws.com/")
+    source = container["ModelDataSource"]["S3DataSource"]
+    assert source["S3Uri"] == f"s3://{jumpstart.bucket(region)}/{jumpstart.artifact_key}"
+    assert "ModelAccessConfig" not in source  # not gated
+
+    environment = container["Environment"]
+    decided = built.model.serving.environment() if built.model.serving else {}
+    for name, value in decided.items():  # the decision's layout variables win ...
+        assert environment[name] == value
+    assert environment["SM_NUM_GPUS"] == str(built.decision.layout.tensor_parallel_degree)
+    assert environment["MAX_TOTAL_TOKENS"] == "768"  # 512 in + 256 out, not JumpStart's 4096
+    assert "MAX_INPUT_LENGTH" not in environment  # ... and replace JumpStart's alias of theirs
+    assert environment["MAX_INPUT_TOKENS"] == "512"
+    for name, value in jumpstart.environment_for(chosen).items():  # JumpStart's stay for the rest
+        if name not in decided and name != "MAX_INPUT_LENGTH":
+            assert environment[name] == value
+    infos = [
+        e.data for e in built.model.node.metadata if e.type == "aws:cdk:info"
+    ]  # each replaced JumpStart variable is reported, none silently
+    assert any("MAX_INPUT_LENGTH='3072'" in str(info) for info in infos)
+
+    statements = role_statements(template)
+    reads = [s for s in statements if "s3:GetObject" in _actions(s)]
+    assert [s["Resource"] for s in reads] == [
+        f"arn:aws:s3:::{jumpstart.bucket(region)}/{jumpstart.artifact_key}*"
+    ]
+
+
+def test_a_gated_jumpstart_service_needs_the_licence_and_then_accepts_it() -> None:
+    with pytest.raises(ValidationError, match="accept_eula"):
+        ServiceModel.from_jumpstart(LLAMA)
+    stack = new_stack(region="us-east-1")
+    _service(stack, ServiceModel.from_jumpstart(LLAMA, accept_eula=True))
+    template = assert_cfn_lint_clean(stack)
+    source = _container(template)["ModelDataSource"]["S3DataSource"]
+    assert source["ModelAccessConfig"] == {"AcceptEula": True}
+    (planned,) = plan_template("Stack", template, region="us-east-1").endpoints
+    (component,) = planned.components
+    version = JUMPSTART_MODELS[LLAMA].version
+    assert component.model.startswith(f"JumpStart {LLAMA} {version}, licence accepted")
+
+
+def test_the_search_is_limited_to_the_instance_types_jumpstart_hosts_the_model_on() -> None:
+    jumpstart = JUMPSTART_MODELS[TGI_MODEL]
+    built = _service(new_stack(region="us-east-1"), ServiceModel.from_jumpstart(TGI_MODEL))
+    considered = {o.layout.instance_type.name for o in built.recommendation.options}
+    considered |= {r.instance_type for r in built.recommendation.rejected}
+    assert considered and considered <= set(jumpstart.instance_types)
+    with pytest.raises(ValidationError, match=r"ml\.g4dn\.xlarge"):
+        _service(
+            new_stack(region="us-east-1"),
+            ServiceModel.from_jumpstart(TGI_MODEL),
+            search=SearchSpace(instance_types=[InstanceType.G4DN_XLARGE, InstanceType.G5_2XLARGE]),
+        )
+
+
+def test_a_quantization_jumpstart_sets_that_the_decision_does_not_is_refused() -> None:
+    merged, replaced = merge_serving_environment({"NUM_SHARD": "4", "A": "1"}, {"SM_NUM_GPUS": "2"})
+    assert merged == {"A": "1", "SM_NUM_GPUS": "2"} and replaced == {"NUM_SHARD": "4"}
+    with pytest.raises(ValidationError, match="HF_MODEL_QUANTIZE"):
+        merge_serving_environment({"HF_MODEL_QUANTIZE": "awq"}, {"DTYPE": "float16"})
+
+
+def test_a_jumpstart_model_served_by_an_image_the_service_cannot_configure_is_refused() -> None:
+    with pytest.raises(ValidationError, match=r"djl-inference:0\.27\.0-deepspeed"):
+        ServiceModel.from_jumpstart("huggingface-llm-yi-1-5-34b")
+
+
+def test_a_variable_set_again_in_the_service_environment_is_refused() -> None:
+    model = ServiceModel.from_jumpstart(TGI_MODEL, environment={"SAGEMAKER_ENV": "0"})
+    with pytest.raises(ValidationError, match="SAGEMAKER_ENV"):
+        _service(new_stack(region="us-east-1"), model)

@@ -192,3 +192,52 @@ def jumpstart_model(
             f"pass version={found.version!r} or leave it unset",
         )
     return found
+
+
+SERVING_ALIASES: Mapping[str, str] = MappingProxyType(
+    {
+        # TGI launcher arguments (huggingface.co/docs/text-generation-inference/reference/
+        # launcher): --max-input-tokens (env MAX_INPUT_TOKENS) was --max-input-length
+        # (MAX_INPUT_LENGTH), kept as an alias; --num-shard (NUM_SHARD) and --sharded (SHARDED)
+        # are what SageMaker's TGI entrypoint derives from SM_NUM_GPUS.
+        "MAX_INPUT_LENGTH": "MAX_INPUT_TOKENS",
+        "NUM_SHARD": "SM_NUM_GPUS",
+        "SHARDED": "SM_NUM_GPUS",
+    }
+)
+"""JumpStart variables that set, under another name, what a decided serving variable sets:
+the decided one replaces them."""
+
+QUANTIZATION_KEYS = ("OPTION_QUANTIZE", "HF_MODEL_QUANTIZE", "QUANTIZE")
+"""Variables that pick the weights' quantization: LMI ``option.quantize`` (docs.djl.ai, LMI
+configurations), TGI ``--quantize`` (``QUANTIZE``; ``HF_MODEL_QUANTIZE`` in SageMaker's TGI
+entrypoint). The precision is the decision's input, not something it can override."""
+
+
+def merge_serving_environment(
+    jumpstart: Mapping[str, str], decided: Mapping[str, str]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """JumpStart's environment with the decided serving variables (the merged environment and
+    the JumpStart variables replaced). The decided variables win for the keys they set, and
+    replace JumpStart's aliases of them (``SERVING_ALIASES``); JumpStart's stay for the rest.
+    A quantization JumpStart sets that the decided variables do not set the same way is a
+    ValidationError: the decision sized another precision."""
+    decided_quantization = next((decided[k] for k in QUANTIZATION_KEYS if k in decided), None)
+    for key in QUANTIZATION_KEYS:
+        if key in jumpstart and jumpstart[key] != decided_quantization:
+            raise ValidationError(
+                "search.precision",
+                decided_quantization or "unquantized",
+                f"JumpStart serves this model with {key}={jumpstart[key]!r}, which the "
+                "decision's precision does not match",
+                "pass search=SearchSpace(precision=...) with the precision JumpStart serves",
+            )
+    replaced = {
+        key: value
+        for key, value in jumpstart.items()
+        if (key in decided and decided[key] != value)
+        or (SERVING_ALIASES.get(key) in decided and key not in decided)
+    }
+    merged = {k: v for k, v in jumpstart.items() if SERVING_ALIASES.get(k) not in decided}
+    merged.update(decided)
+    return dict(sorted(merged.items())), replaced

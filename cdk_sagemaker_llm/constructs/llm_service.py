@@ -44,6 +44,7 @@ from constructs import Construct
 
 from ..benchmarking import BenchmarkLoad, KneeRule, PayloadFormat, RequestProtocol
 from ..catalog.instance_types import CATALOG, InstanceType
+from ..catalog.jumpstart import JumpStartModel
 from ..catalog.model_specs import ModelSpec, Precision
 from ..planning.calibration import EngineRelease
 from ..planning.decision import (
@@ -136,7 +137,7 @@ class LlmService(Construct):
         benchmark: ServiceBenchmark | None = None,
     ) -> None:
         """
-        :param model: what is served (``ServiceModel.from_source`` or
+        :param model: what is served (``ServiceModel.from_source``, ``.from_jumpstart`` or
             ``.from_optimization_job``), with its image, architecture, environment and
             loading timeout.
         :param workload: a typical request's input and output tokens (``Workload``, shared
@@ -246,6 +247,12 @@ class LlmService(Construct):
             overrides.instance_type,
             job.instance_type if job is not None else None,
         )
+        if model.source is not None and model.source.jumpstart is not None:
+            candidates = _jumpstart_candidates(
+                candidates,
+                model.source.jumpstart,
+                [*(search.instance_types or ()), overrides.instance_type],
+            )
         pricing = pricing or Pricing()
         region = pricing.region or Stack.of(self).region
         pricing = replace(pricing, region=None if is_unresolved(region) else region)
@@ -329,10 +336,19 @@ class LlmService(Construct):
             )
         elif job is not None:
             weights = job.as_model_source()
+        jumpstart = weights.jumpstart
+        if jumpstart is not None:
+            # JumpStart's image and environment for the decided type, in the stack's region.
+            weights = ModelSource.from_jumpstart(
+                jumpstart.model_id,
+                version=jumpstart.version,
+                accept_eula=weights.accept_eula,
+                instance_type=self.decision.layout.instance_type.name,
+            )
         return Model(
             self,
             "Model",
-            image=image,
+            image=None if jumpstart is not None else image,
             source=weights,
             spec=request.spec,
             serving=_serving(self.decision.serving, model.loading_timeout),
@@ -490,14 +506,39 @@ def serving_engine(image: ContainerImage) -> EngineRelease:
     return EngineRelease(image.family.value, image.release)
 
 
+def _jumpstart_candidates(
+    candidates: list[InstanceType],
+    model: JumpStartModel,
+    given: Sequence[InstanceType | None],
+) -> list[InstanceType]:
+    """The candidates JumpStart hosts ``model`` on; a type given (in ``search.instance_types``
+    or ``overrides.instance_type``) that JumpStart does not host is a ValidationError."""
+    hosted = [c for c in candidates if c.name in model.instance_types]
+    refused = [t.name for t in given if t is not None and t.name not in model.instance_types]
+    if refused or not hosted:
+        raise ValidationError(
+            "search.instance_types",
+            refused or [c.name for c in candidates],
+            f"JumpStart does not host {model.model_id} {model.version} on these types",
+            f"search among {', '.join(model.instance_types)}",
+        )
+    return hosted
+
+
+def _source_name(source: ModelSource) -> str:
+    if source.jumpstart is not None:
+        return source.jumpstart.model_id
+    return source.model_id or "an S3 source"
+
+
 def _spec(spec: ModelSpec | None, source: ModelSource) -> ModelSpec:
-    found = spec or ModelSpec.from_hugging_face_id(source.model_id)
+    found = spec or source.spec
     if found is None:
         raise ValidationError(
             "spec",
             None,
             "the performance model needs the model's architecture, which cannot be inferred "
-            f"from {source.model_id or 'an S3 source'}",
+            f"from {_source_name(source)}",
             "pass spec=ModelSpec.LLAMA_3_8B (a preset) or ModelSpec.custom(...)",
         )
     return found

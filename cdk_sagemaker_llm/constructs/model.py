@@ -12,13 +12,18 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from ..catalog.instance_types import InstanceType
-from ..catalog.jumpstart import MODEL_ID_TAG, MODEL_VERSION_TAG
+from ..catalog.jumpstart import (
+    MODEL_ID_TAG,
+    MODEL_VERSION_TAG,
+    SERVING_ALIASES,
+    merge_serving_environment,
+)
 from ..catalog.model_specs import ModelSpec
 from ..prop_types import typed_props
 from .execution_role import create_execution_role, depend_on_role_policy
 from .fit_check import check_fit
 from .images import ContainerImage, pull_statements_known_now
-from .model_source import ModelSource, ModelSourceKind
+from .model_source import BoundModelSource, ModelSource, ModelSourceKind
 from .nag import batched_acknowledgments
 from .networking import place_in_vpc
 from .plan_metadata import add_plan_metadata
@@ -251,10 +256,7 @@ class Model(ModelBase):
             """The role SageMaker assumes to run this model."""
 
             bound_source = source.bind(self.role, region_of(stack_of(self))) if source else None
-            rendered = {**(bound_source.environment if bound_source else {})}
-            if serving is not None:
-                for name, value in serving.environment().items():
-                    rendered[name] = value
+            rendered = self._serving_environment(bound_source, serving)
             if speculative_decoding is not None:
                 rendered.update(speculative_decoding.bind(self.role))
             self.environment: dict[str, str] = merge_environment(
@@ -310,6 +312,24 @@ class Model(ModelBase):
             )
             self.model_name: str = self.resource.attr_model_name
             """The SageMaker model name."""
+
+    def _serving_environment(
+        self, bound_source: BoundModelSource | None, serving: ServingOptions | None
+    ) -> dict[str, str]:
+        """The source's variables with the serving options': the options win for the keys they
+        set; over a JumpStart environment, ``merge_serving_environment``'s rule, each JumpStart
+        variable replaced noted in a synth info message."""
+        rendered = dict(bound_source.environment) if bound_source else {}
+        decided = serving.environment() if serving is not None else {}
+        if self.source is None or self.source.kind is not ModelSourceKind.JUMPSTART:
+            return {**rendered, **decided}
+        merged, replaced = merge_serving_environment(rendered, decided)
+        for name, value in replaced.items():
+            Annotations.of(self).add_info(
+                f"JumpStart's {name}={value!r} is replaced by the serving options' "
+                f"{SERVING_ALIASES.get(name, name)}={merged.get(SERVING_ALIASES.get(name, name))!r}"
+            )
+        return merged
 
     @cached_property
     def model_arn(self) -> str:  # type: ignore[override]

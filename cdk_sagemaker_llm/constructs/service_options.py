@@ -30,7 +30,8 @@ DEFAULT_LOADING_TIMEOUT = Duration.minutes(15)
 @typed_props
 class ServiceModel:
     """The model an ``LlmService`` serves and how its container runs: weights with a serving
-    image (``ServiceModel.from_source``), or an optimization job's output
+    image (``ServiceModel.from_source``), a JumpStart model by id
+    (``ServiceModel.from_jumpstart``), or an optimization job's output
     (``ServiceModel.from_optimization_job``).
 
     ::
@@ -102,6 +103,57 @@ class ServiceModel:
             environment=environment,
             loading_timeout=loading_timeout,
             optimization_output=optimization_output,
+        )
+
+    @staticmethod
+    @typed_factory
+    def from_jumpstart(
+        model_id: str,
+        *,
+        version: str | None = None,
+        accept_eula: bool = False,
+        spec: ModelSpec | None = None,
+        environment: Mapping[str, str] | None = None,
+        loading_timeout: Duration = DEFAULT_LOADING_TIMEOUT,
+    ) -> ServiceModel:
+        """Serve a SageMaker JumpStart text-generation model by id (``ModelSource.from_jumpstart``):
+        the decision's engine is its JumpStart image's (for JumpStart's default instance type),
+        its candidates the instance types JumpStart hosts it on, and the service renders
+        JumpStart's image and weights for the stack's region and the decided instance type,
+        with JumpStart's environment merged under the decided serving variables
+        (``catalog.jumpstart.merge_serving_environment``).
+
+        :param version: the model version; default (and only accepted) the catalog's.
+        :param accept_eula: True to accept a gated model's licence; default False (a gated
+            model without it is a ValidationError naming the licence).
+        :param spec: the model's architecture; default the preset the id names.
+        :param environment: extra container variables; default none (a JumpStart or decided
+            variable set again is a ValidationError).
+        :param loading_timeout: default 15 minutes.
+        """
+        source = ModelSource.from_jumpstart(model_id, version=version, accept_eula=accept_eula)
+        assert source.jumpstart is not None and source.instance_type is not None
+        # The image's family and release (the engine) are the same in every region JumpStart
+        # offers the model; only the registry differs, which the service resolves per stack.
+        model = source.jumpstart
+        alias = model.image_of_family[source.instance_type.split(".")[1]]
+        image = source.image_for(min(model.images[alias]))
+        if image.family not in SERVICE_FAMILIES:
+            raise ValidationError(
+                "ServiceModel.from_jumpstart(model_id)",
+                model_id,
+                f"JumpStart serves it with {image.repository_name}:{image.tag}, an image "
+                "LlmService renders no serving options for (GPU LMI and TGI only)",
+                "deploy it with Model(source=ModelSource.from_jumpstart(...)) and an "
+                "InferenceComponentEndpoint, or pick a JumpStart model served by LMI or TGI",
+            )
+        return ServiceModel(
+            image=image,
+            source=source,
+            optimization_job=None,
+            spec=spec,
+            environment=environment,
+            loading_timeout=loading_timeout,
         )
 
     @staticmethod
