@@ -42,10 +42,11 @@ def _results() -> dict[str, Any]:
     limits, _ = copy_limits(model)
     levels = []
     for concurrency in (1, 2, 4, 8, 16, 32, 64):
-        ms, ttft, _, tokens = model.level(concurrency, limits.capacity)
+        at = model.level(concurrency, limits.capacity)
         levels.append(
-            {"concurrency": concurrency, "p50_ms_per_token": ms, "output_tokens_per_s": tokens,
-             "p50_ttft_s": ttft / 1000, "requests": 4 * concurrency, "errors": 0}
+            {"concurrency": concurrency, "p50_ms_per_token": at.ms_per_token,
+             "output_tokens_per_s": at.tokens_per_s, "p50_ttft_s": at.ttft_ms / 1000,
+             "requests": 4 * concurrency, "errors": 0}
         )  # fmt: skip
     return {"levels": levels}
 

@@ -133,16 +133,3 @@ def test_predict_command_reads_a_calibration_file(
     assert not any("extrapolated" in line for line in data["assumptions"])
     assert main([*argv, "--calibration", str(tmp_path / "missing.json")]) == 2
     assert "--calibration" in capsys.readouterr().err
-
-
-def test_ttft_is_fitted_across_loads_not_at_the_lightest_level_only() -> None:
-    """A server whose lightest level's TTFT is off (a cold first request: 1.6x) still calibrates
-    to its prefill efficiency: every streamed level's TTFT counts, so TTFT under load, what a
-    TTFT SLO meets, is predicted as measured."""
-    document = _results([1, 2, 4, 8, 16, 32])
-    document["levels"][0]["p50_ttft_s"] *= 1.6
-    calibration = calibrate(document, ModelSpec.LLAMA_2_7B, Layout(G5, 1, 1))
-    assert calibration.efficiency.prefill_compute == pytest.approx(0.4, abs=0.06)
-    heavy = predict(ModelSpec.LLAMA_2_7B, Layout(G5, 1, 1), LOAD, [16], calibration=calibration)
-    measured = document["levels"][4]["p50_ttft_s"] * 1000
-    assert heavy.levels[0].ttft_ms == pytest.approx(measured, rel=0.25)
