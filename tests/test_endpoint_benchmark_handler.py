@@ -638,10 +638,10 @@ def test_the_bundled_asset_runs_a_worker_without_aws_cdk(tmp_path: Path) -> None
     assert out["result"]["Samples"] == 6 and out["cdk"] == []
     assert sorted(p.name for p in (tmp_path / "cdk_sagemaker_llm").iterdir()) == [
         "__init__.py", "benchmarking", "errors.py", "lambdas", "planning", "prop_docs.py", "prop_types.py",
-        "template_metadata.py",
+        "signatures.py", "template_metadata.py",
     ]  # fmt: skip
     assert sorted(p.name for p in (tmp_path / "cdk_sagemaker_llm" / "planning").iterdir()) == [
-        "__init__.py", "workload.py",
+        "__init__.py", "knee.py", "workload.py",
     ]  # fmt: skip
 
 

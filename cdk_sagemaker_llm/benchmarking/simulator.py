@@ -115,13 +115,11 @@ import threading
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from ..planning.scheduling.state import Sequence as EngineSequence
 from . import eventstream
 from ._clock import now
-from .simulated_engine import EngineClock, EngineSimulation
 from .simulator_requests import ParsedBody, parse_body
 from .simulator_responses import (
     LAST_CHUNK,
@@ -134,6 +132,13 @@ from .simulator_responses import (
     stream_chunk,
     stream_content_type,
 )
+
+if TYPE_CHECKING:
+    # Only a simulator that serves a model needs the engine simulation (imported where it
+    # starts one): the step-law server ships without planning/scheduling in the benchmark
+    # Lambda's asset (constructs/benchmark_workflow.py ENGINE_SOURCES).
+    from ..planning.scheduling.state import Sequence as EngineSequence
+    from .simulated_engine import EngineClock, EngineSimulation
 
 _PATH = re.compile(r"^/endpoints/([^/]+)/(invocations|invocations-response-stream)$")
 _OPENAI_PATHS = {"/v1/chat/completions": "messages", "/v1/completions": "completions"}
@@ -195,6 +200,13 @@ class SimulatorConfig:
 
 
 ROUTINGS = ("least_outstanding", "random", "prefix_aware")
+
+
+def _engine_clock(engine: EngineSimulation) -> EngineClock:
+    """The real-time clock of ``engine`` (imported here: see the TYPE_CHECKING block)."""
+    from .simulated_engine import EngineClock
+
+    return EngineClock(engine)
 
 
 @dataclass
@@ -282,7 +294,7 @@ class _Instance:
 
     def __init__(self, index: int, engine: EngineSimulation | None = None) -> None:
         self.index = index
-        self.clock = None if engine is None else EngineClock(engine)
+        self.clock = None if engine is None else _engine_clock(engine)
         """With an engine simulation: this instance's engine."""
         self.held: dict[EngineSequence, _Request] = {}
         """With an engine simulation: the request of each sequence the engine holds."""
