@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from cdk_sagemaker_llm.lambdas import event_checks
-from cdk_sagemaker_llm.lambdas.benchmark import events as benchmark_events
+from cdk_sagemaker_llm.lambdas.benchmark import run_names as benchmark_events
 from cdk_sagemaker_llm.lambdas.optimization_job import handler as optimization_handler
 from cdk_sagemaker_llm.lambdas.optimization_job.poll import check_state
 

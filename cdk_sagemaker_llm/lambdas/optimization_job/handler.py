@@ -75,7 +75,21 @@ from ..runtime_support import (
     wait_condition_signal,
 )
 from ..runtime_support import client as _client
-from .events import (
+from .job import (
+    RUNNING,
+    TERMINAL,
+    delete_artifacts,
+    delete_job,
+    describe,
+    handle_job_event,
+    handle_output_event,
+    job_name,
+    output_of,
+    repository_arn,
+    start_job,
+    stop_job,
+)
+from .job_properties import (
     INSTANCE_TYPE,
     INT32_MAX,
     KMS_KEY,
@@ -91,20 +105,6 @@ from .events import (
     check_request,
     coerce_request,
     is_job_name,
-)
-from .job import (
-    RUNNING,
-    TERMINAL,
-    delete_artifacts,
-    delete_job,
-    describe,
-    handle_job_event,
-    handle_output_event,
-    job_name,
-    output_of,
-    repository_arn,
-    start_job,
-    stop_job,
 )
 from .poll import (
     POLL_STATE_KEYS,

@@ -29,7 +29,7 @@ from ..runtime_support import (
     error_code,
     explain,
 )
-from .events import (
+from .job_properties import (
     OUTPUT_STEM,
     JobProperties,
     check_job_properties,

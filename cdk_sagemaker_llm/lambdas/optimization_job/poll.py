@@ -27,11 +27,11 @@ from ..runtime_support import (
     is_transient,
     wait_condition_signal,
 )
-from .events import (
+from .job import describe, output_of, stop_job
+from .job_properties import (
     INT32_MAX,
     is_job_name,
 )
-from .job import describe, output_of, stop_job
 
 POLL_STATE_KEYS = frozenset({"Status", "Throttled", "Error"})
 """Keys the loop itself adds to the state the job handler starts it with."""
