@@ -424,7 +424,7 @@ class LlmService(Construct):
             ),
             workload=request.workload,
             protocol=RequestProtocol(
-                payload_format=PayloadFormat.TGI if image.family.is_tgi else PayloadFormat.LMI,
+                payload_format=PayloadFormat(image.family.facts.request_format),
                 stream=True,
             ),
             gate=BenchmarkGate(max_p50_ms_per_token=per_token) if per_token else None,
