@@ -55,7 +55,7 @@ def start_simulator(args: argparse.Namespace) -> tuple[subprocess.Popen[str], st
     command = [
         sys.executable,
         "-m",
-        "cdk_sagemaker_llm.benchmarking.simulator",
+        "cdk_sagemaker_llm.benchmarking.simulator_cli",
         "--max-batch",
         str(args.concurrency),
         "--step-base-s",

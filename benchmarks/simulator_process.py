@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 PEERS_SIMULATOR = [
-    sys.executable, "-m", "cdk_sagemaker_llm.benchmarking.simulator", "--max-batch", "512",
+    sys.executable, "-m", "cdk_sagemaker_llm.benchmarking.simulator_cli", "--max-batch", "512",
     "--step-base-s", "0.032", "--step-per-sequence-s", "0.00005",
 ]  # fmt: skip
 """The simulator ``peers_truth.py`` and ``ttft_streams.py`` measure against: batch 512, 32 ms +

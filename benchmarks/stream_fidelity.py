@@ -34,7 +34,7 @@ CASES = [("lmi", "lmi"), ("tgi", "tgi"), ("lmi", "messages"), ("tgi", "messages"
 def run(container: str, fmt: str, concurrency: int, requests: int) -> dict[str, float]:
     """One level against a simulator process; measured and true p50/p90 TTFT and p50 ITL."""
     server = subprocess.Popen(
-        [sys.executable, "-m", "cdk_sagemaker_llm.benchmarking.simulator",
+        [sys.executable, "-m", "cdk_sagemaker_llm.benchmarking.simulator_cli",
          "--response-format", container, "--max-batch", "32", "--step-base-s", "0.02",
          "--step-per-sequence-s", "0.0005"],
         stdout=subprocess.PIPE, text=True,

@@ -81,7 +81,7 @@ def _ms(values: list[float]) -> str:
 def offsets(target: str, requests: int) -> list[float]:
     """Client TTFT - server TTFT per request, one stream, simulator in its own process."""
     server = subprocess.Popen(
-        [sys.executable, "-m", "cdk_sagemaker_llm.benchmarking.simulator",
+        [sys.executable, "-m", "cdk_sagemaker_llm.benchmarking.simulator_cli",
          "--response-format", "tgi", "--step-base-s", "0.032", "--step-per-sequence-s", "0"],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip

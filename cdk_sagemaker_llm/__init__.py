@@ -10,7 +10,7 @@ from ._version import __version__
 if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .benchmarking import GoodputSlo, KneeRule
     from .benchmarking.arrivals import Arrival
-    from .benchmarking.load import BenchmarkLoad
+    from .benchmarking.benchmark_load import BenchmarkLoad
     from .benchmarking.payload import PayloadFormat, RequestProtocol
     from .benchmarking.pricing import BenchmarkPricing
     from .catalog.containers import ContainerFamily
@@ -58,6 +58,7 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .constructs.inference_component import InferenceComponent, InferenceComponentBase
     from .constructs.interfaces import IEndpoint, IInferenceComponent
     from .constructs.llm_service import LlmService
+    from .constructs.llm_service_options import ComponentSettings, ServiceBenchmark, ServiceModel
     from .constructs.model import Model, ModelBase
     from .constructs.model_source import ModelSource, ModelSourceKind
     from .constructs.networking import ContainerNetworking
@@ -75,7 +76,6 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     )
     from .constructs.serverless import ServerlessConfig
     from .constructs.serverless_scaling import ServerlessScaling
-    from .constructs.service_options import ComponentSettings, ServiceBenchmark, ServiceModel
     from .constructs.serving_options import (
         DataType,
         LmiBackend,
@@ -131,7 +131,7 @@ _EXPORTS: dict[str, str] = {
     "BacklogTrackingPolicy": ".constructs.async_scaling",
     "BenchmarkEngine": ".constructs.benchmark_options",
     "BenchmarkGate": ".constructs.benchmark_options",
-    "BenchmarkLoad": ".benchmarking.load",
+    "BenchmarkLoad": ".benchmarking.benchmark_load",
     "BenchmarkPricing": ".benchmarking.pricing",
     "BenchmarkResults": ".constructs.benchmark_options",
     "Calibration": ".planning.calibration",
@@ -141,7 +141,7 @@ _EXPORTS: dict[str, str] = {
     "ComponentModel": ".constructs.component_options",
     "ComponentScaling": ".constructs.autoscaling",
     "ComponentScheduling": ".constructs.component_options",
-    "ComponentSettings": ".constructs.service_options",
+    "ComponentSettings": ".constructs.llm_service_options",
     "CopyScaling": ".planning.service_options",
     "ComponentSpecification": ".constructs.component_options",
     "ContainerFamily": ".catalog.containers",
@@ -214,8 +214,8 @@ _EXPORTS: dict[str, str] = {
     "ServerlessConfig": ".constructs.serverless",
     "SearchSpace": ".planning.service_options",
     "ServerlessScaling": ".constructs.serverless_scaling",
-    "ServiceBenchmark": ".constructs.service_options",
-    "ServiceModel": ".constructs.service_options",
+    "ServiceBenchmark": ".constructs.llm_service_options",
+    "ServiceModel": ".constructs.llm_service_options",
     "Sizing": ".planning.service_options",
     "SizingReport": ".planning.sizing",
     "ServiceDecision": ".planning.decision",

@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 
 from cdk_sagemaker_llm.benchmarking import BenchmarkLoad, KneeRule, LevelResult, find_knee
-from cdk_sagemaker_llm.benchmarking.load import DEFAULT_SEARCH_CAP, OPEN_SEARCH_MAX_ERROR_RATE
+from cdk_sagemaker_llm.benchmarking.benchmark_load import (
+    DEFAULT_SEARCH_CAP,
+    OPEN_SEARCH_MAX_ERROR_RATE,
+)
 from cdk_sagemaker_llm.benchmarking.report import render_markdown
 from cdk_sagemaker_llm.benchmarking.search import (
     SearchRule,

@@ -274,8 +274,8 @@ def test_a_prefix_aware_id_longer_than_the_api_allows_is_refused(
     import botocore.session
 
     from cdk_sagemaker_llm.benchmarking.payload import PREFIX_AWARE_ID_MAX_LENGTH
-    from cdk_sagemaker_llm.lambdas.benchmark.events import EventError
-    from cdk_sagemaker_llm.lambdas.benchmark.workload import check_workload
+    from cdk_sagemaker_llm.lambdas.benchmark.run_names import EventError
+    from cdk_sagemaker_llm.lambdas.benchmark.run_workload import check_workload
 
     model = botocore.session.get_session().get_service_model("sagemaker-runtime")
     for operation in ("InvokeEndpoint", "InvokeEndpointWithResponseStream"):

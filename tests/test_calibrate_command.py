@@ -22,7 +22,7 @@ from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.cli import main
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.lambdas.benchmark.results import build_result, figures_of, write_results
-from cdk_sagemaker_llm.lambdas.benchmark.run import check_run
+from cdk_sagemaker_llm.lambdas.benchmark.run_config import check_run
 from cdk_sagemaker_llm.lambdas.runtime_support import Budget
 from cdk_sagemaker_llm.planning.calibration import (
     CALIBRATION_FORMAT,
@@ -418,7 +418,7 @@ def test_a_custom_model_benchmarked_by_the_stack_calibrates_without_model(
 def test_a_malformed_deployment_in_the_run_is_rejected_with_the_field(
     deployment: Any, message: str, s3: Any
 ) -> None:
-    from cdk_sagemaker_llm.lambdas.benchmark.events import EventError
+    from cdk_sagemaker_llm.lambdas.benchmark.run_names import EventError
 
     with pytest.raises(EventError, match=message):
         _write(s3, deployment)

@@ -14,7 +14,7 @@ from cdk_sagemaker_llm.benchmarking import BenchmarkLoad
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.constructs.autoscaling import ComponentScaling
 from cdk_sagemaker_llm.constructs.benchmark import EndpointBenchmark
-from cdk_sagemaker_llm.constructs.capacity import CopyDemand, instances_needed
+from cdk_sagemaker_llm.constructs.capacity_check import CopyDemand, instances_needed
 from cdk_sagemaker_llm.constructs.endpoint import (
     Endpoint,
     InferenceComponentEndpoint,

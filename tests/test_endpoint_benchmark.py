@@ -358,7 +358,7 @@ def test_the_run_states_what_it_benchmarks_for_calibration(
         "Precision": "fp16",
     }
     # The handlers accept it and write it into results.json (tests/test_calibrate_command.py).
-    from cdk_sagemaker_llm.lambdas.benchmark.run import check_run, deployment_section
+    from cdk_sagemaker_llm.lambdas.benchmark.run_config import check_run, deployment_section
 
     run = dict(resource["Properties"]["Run"], Bucket="results")
     run.update(Name="bench-1234abcd-abcdef", HandleUrl="https://example.com/h", Deadline=1,

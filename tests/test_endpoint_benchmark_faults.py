@@ -33,8 +33,8 @@ from cdk_sagemaker_llm.lambdas.benchmark.custom_resource import (
     respond,
     run_name,
 )
-from cdk_sagemaker_llm.lambdas.benchmark.events import EventError
-from cdk_sagemaker_llm.lambdas.benchmark.run import results_key, samples_key
+from cdk_sagemaker_llm.lambdas.benchmark.run_config import results_key, samples_key
+from cdk_sagemaker_llm.lambdas.benchmark.run_names import EventError
 from cdk_sagemaker_llm.lambdas.benchmark.signal import report_error
 from cdk_sagemaker_llm.lambdas.benchmark.worker import WORKER_CALL_SECONDS, run_worker
 from cdk_sagemaker_llm.lambdas.runtime_support import Budget

@@ -30,9 +30,9 @@ from cdk_sagemaker_llm.lambdas.benchmark.custom_resource import (
     handle_output_event,
     respond,
 )
-from cdk_sagemaker_llm.lambdas.benchmark.events import EventError
 from cdk_sagemaker_llm.lambdas.benchmark.results import aggregate_level
-from cdk_sagemaker_llm.lambdas.benchmark.run import check_run, samples_key
+from cdk_sagemaker_llm.lambdas.benchmark.run_config import check_run, samples_key
+from cdk_sagemaker_llm.lambdas.benchmark.run_names import EventError
 from cdk_sagemaker_llm.lambdas.benchmark.signal import report_error
 from cdk_sagemaker_llm.lambdas.benchmark.worker import check_slice, run_worker
 
@@ -648,7 +648,7 @@ def test_the_bundled_asset_runs_a_worker_without_aws_cdk(tmp_path: Path) -> None
 def test_the_runs_knee_rule_carries_a_ttft_limit() -> None:
     """A TTFT limit on the knee rule (``KneeRule.slo_ttft_ms``) reaches the deploy-time run:
     the template's ``Rule.SloTtftMs`` is checked and applied to the measured levels."""
-    from cdk_sagemaker_llm.lambdas.benchmark.run import knee_rule_of
+    from cdk_sagemaker_llm.lambdas.benchmark.run_config import knee_rule_of
 
     run = run_config(Rule={"MinGainPerDoubling": 0.1, "SloTtftMs": 800})
     assert knee_rule_of(run).slo_ttft_ms == 800

@@ -33,8 +33,8 @@ from cdk_sagemaker_llm.constructs.benchmark_options import DEFAULT_WORKER_RATE_C
 from cdk_sagemaker_llm.constructs.inference_component import InferenceComponent
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.lambdas.benchmark.advance import advance_step
-from cdk_sagemaker_llm.lambdas.benchmark.events import EventError
-from cdk_sagemaker_llm.lambdas.benchmark.run import check_run, workers_of
+from cdk_sagemaker_llm.lambdas.benchmark.run_config import check_run, workers_of
+from cdk_sagemaker_llm.lambdas.benchmark.run_names import EventError
 from cdk_sagemaker_llm.lambdas.benchmark.worker import check_slice, run_worker
 
 

@@ -17,8 +17,8 @@ from cdk_sagemaker_llm.benchmarking.payload import PayloadSpec
 from cdk_sagemaker_llm.benchmarking.simulator import Simulator, SimulatorConfig
 from cdk_sagemaker_llm.constructs.inference_component import InferenceComponent
 from cdk_sagemaker_llm.errors import ValidationError
-from cdk_sagemaker_llm.lambdas.benchmark.events import EventError
-from cdk_sagemaker_llm.lambdas.benchmark.run import check_run, payload_of
+from cdk_sagemaker_llm.lambdas.benchmark.run_config import check_run, payload_of
+from cdk_sagemaker_llm.lambdas.benchmark.run_names import EventError
 from cdk_sagemaker_llm.planning.workload import TraceRecord
 
 SHAPES = {

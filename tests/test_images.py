@@ -325,3 +325,40 @@ def test_known_versions_accept_the_family_value() -> None:
 def test_known_versions_of_an_unknown_family_is_our_error() -> None:
     with pytest.raises(ValidationError, match=r"family='sglang'.*ContainerFamily.LMI"):
         ContainerImage.known_versions("sglang")
+
+
+@pytest.mark.parametrize(
+    ("family", "named"),
+    [
+        (ContainerFamily.LMI, ContainerImage.lmi),
+        (ContainerFamily.TGI_NEURONX, ContainerImage.tgi_neuronx),
+        (ContainerFamily.VLLM, ContainerImage.vllm),
+    ],
+)
+def test_any_catalog_line_is_served_by_family_as_its_named_factory_serves_it(
+    family: ContainerFamily, named: object
+) -> None:
+    newest = ContainerImage.known_versions(family)[-1]
+    by_family = ContainerImage.of(family, newest)
+    assert callable(named)
+    assert uri_in("us-west-2", by_family) == uri_in("us-west-2", named(newest))
+    assert by_family.family is family
+
+
+def test_a_family_without_a_catalog_line_is_refused_naming_the_lines_and_from_uri() -> None:
+    with pytest.raises(ValidationError) as raised:
+        ContainerImage.of(ContainerFamily.CUSTOM, "1.0.0")
+    assert raised.value.prop == "ContainerImage.of(family)"
+    assert raised.value.value == "custom"
+    assert "ContainerFamily.LMI" in raised.value.fix and "from_uri" in raised.value.fix
+
+
+def test_every_family_has_one_row_of_facts_and_every_request_format_is_a_payload_format() -> None:
+    from cdk_sagemaker_llm.benchmarking.payload import PayloadFormat
+    from cdk_sagemaker_llm.catalog.containers import DLC_LINES, FAMILY_FACTS
+
+    assert set(FAMILY_FACTS) == set(ContainerFamily)
+    for family, facts in FAMILY_FACTS.items():
+        assert (family in DLC_LINES) == (facts.tag_pattern is not None), family
+        if facts.request_format is not None:
+            assert PayloadFormat(facts.request_format).value == facts.request_format

@@ -34,7 +34,7 @@ from cdk_sagemaker_llm.catalog.jumpstart import (
     merge_serving_environment,
 )
 from cdk_sagemaker_llm.constructs.llm_service import ExpectedTraffic, LlmService
-from cdk_sagemaker_llm.constructs.service_options import ServiceModel
+from cdk_sagemaker_llm.constructs.llm_service_options import ServiceModel
 from cdk_sagemaker_llm.planning.performance import Workload
 from cdk_sagemaker_llm.planning.recommend import Slo
 from cdk_sagemaker_llm.planning.service_options import SearchSpace

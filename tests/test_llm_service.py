@@ -26,17 +26,17 @@ from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST
 from cdk_sagemaker_llm.constructs.images import ContainerImage
 from cdk_sagemaker_llm.constructs.llm_service import ExpectedTraffic, LlmService
+from cdk_sagemaker_llm.constructs.llm_service_options import (
+    ComponentSettings,
+    ServiceBenchmark,
+    ServiceModel,
+)
 from cdk_sagemaker_llm.constructs.model_source import ModelSource
 from cdk_sagemaker_llm.constructs.optimization_job import OptimizationJob
 from cdk_sagemaker_llm.constructs.optimization_options import OptimizationOutput
 from cdk_sagemaker_llm.constructs.optimization_techniques import (
     OptimizationTechnique,
     QuantizationMethod,
-)
-from cdk_sagemaker_llm.constructs.service_options import (
-    ComponentSettings,
-    ServiceBenchmark,
-    ServiceModel,
 )
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.planning.calibration import Calibration, EngineRelease

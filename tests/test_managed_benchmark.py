@@ -40,7 +40,7 @@ from cdk_sagemaker_llm.benchmarking.aiperf import (
 from cdk_sagemaker_llm.constructs.inference_component import InferenceComponent
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.lambdas.benchmark.custom_resource import RESOURCE_TYPE
-from cdk_sagemaker_llm.lambdas.benchmark.events import EventError
+from cdk_sagemaker_llm.lambdas.benchmark.run_names import EventError
 from cdk_sagemaker_llm.lambdas.managed_benchmark.job import dispatch_managed, poll_step
 
 CHAT = RequestProtocol(payload_format=PayloadFormat.MESSAGES, stream=True)

@@ -556,14 +556,14 @@ def setting(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
 
 HOSTILE_PROPERTIES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     # wrong types
-    ("prefix-int", setting("JobNamePrefix", 42), "JobNamePrefix must be a string"),
+    ("prefix-int", setting("JobNamePrefix", 42), "JobNamePrefix: expected a string"),
     ("wait-float", setting("WaitSeconds", 12.5), "WaitSeconds: expected an integer"),
     ("wait-bool", setting("WaitSeconds", True), "WaitSeconds: expected an integer"),
     ("wait-text", setting("WaitSeconds", "an hour"), "WaitSeconds: expected an integer"),
     ("wait-null", setting("WaitSeconds", None), "WaitSeconds: expected an integer"),
-    ("request-list", setting("Request", []), "Request must be an object"),
-    ("request-string", setting("Request", "{}"), "Request must be an object"),
-    ("role-int", setting("Request.RoleArn", 7), "RoleArn must be a string"),
+    ("request-list", setting("Request", []), "Request: expected an object"),
+    ("request-string", setting("Request", "{}"), "Request: expected an object"),
+    ("role-int", setting("Request.RoleArn", 7), "RoleArn: expected a string"),
     (
         "eula-yes",
         setting("Request.ModelSource.S3.ModelAccessConfig.AcceptEula", "yes"),
@@ -572,20 +572,24 @@ HOSTILE_PROPERTIES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     (
         "configs-dict",
         setting("Request.OptimizationConfigs", {}),
-        "OptimizationConfigs must be a list",
+        "OptimizationConfigs: expected a list of 0 to 10 items, got dict",
     ),
     ("config-string", setting("Request.OptimizationConfigs", ["awq"]), "OptimizationConfigs[0]"),
     (
         "technique-list",
         setting("Request.OptimizationConfigs.0.ModelQuantizationConfig", []),
-        "must be an object",
+        "ModelQuantizationConfig: expected an object, got list",
     ),
     (
         "environment-int",
         setting("Request.OptimizationEnvironment", {"A": 1}),
         "OptimizationEnvironment",
     ),
-    ("tags-dict", setting("Request.Tags", {"Key": "a"}), "Tags must be a list"),
+    (
+        "tags-dict",
+        setting("Request.Tags", {"Key": "a"}),
+        "Tags: expected a list of 0 to 50 items, got dict",
+    ),
     # ranges
     (
         "wait-negative",
@@ -638,7 +642,7 @@ HOSTILE_PROPERTIES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ),
     # missing keys
     *[
-        (f"missing-{k}", without(k), f"missing {k}")
+        (f"missing-{k}", without(k), f"ResourceProperties.{k}: missing")
         for k in (
             "JobNamePrefix",
             "JobNameStem",
@@ -651,7 +655,7 @@ HOSTILE_PROPERTIES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
         )
     ],
     *[
-        (f"request-missing-{k}", request_without(k), f"Request is missing {k}")
+        (f"request-missing-{k}", request_without(k), f"Request.{k}: missing")
         for k in (
             "RoleArn",
             "ModelSource",
@@ -663,7 +667,11 @@ HOSTILE_PROPERTIES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ],
     ("runtime-missing", setting("Request.StoppingCondition", {}), "MaxRuntimeInSeconds"),
     # extra keys
-    ("extra-top-level", setting("Debug", "true"), "unknown keys: 'Debug'"),
+    (
+        "extra-top-level",
+        setting("Debug", "true"),
+        "ResourceProperties: unknown properties ['Debug']",
+    ),
     (
         "extra-request-name",
         setting("Request.OptimizationJobName", "someone-elses-job"),
@@ -685,21 +693,37 @@ HOSTILE_PROPERTIES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
         "exactly one",
     ),
     # malformed, unicode and very long strings
-    ("prefix-unicode", setting("JobNamePrefix", "ジョブ"), "JobNamePrefix is malformed"),
-    ("prefix-long", setting("JobNamePrefix", "a" * 5000), "JobNamePrefix must have 1 to 47"),
-    ("prefix-empty", setting("JobNamePrefix", ""), "JobNamePrefix must have"),
+    (
+        "prefix-unicode",
+        setting("JobNamePrefix", "ジョブ"),
+        "JobNamePrefix: 'ジョブ' does not match",
+    ),
+    (
+        "prefix-long",
+        setting("JobNamePrefix", "a" * 5000),
+        "JobNamePrefix: expected a string of 1 to 47 characters",
+    ),
+    (
+        "prefix-empty",
+        setting("JobNamePrefix", ""),
+        "JobNamePrefix: expected a string of 1 to 47 characters",
+    ),
     ("stem-not-prefixed", setting("JobNameStem", "other-stack-e443fd55"), "JobNameStem must be"),
     ("stem-injection", setting("JobNameStem", "teststack-awq-461ba4fe-e443fd55\n"), "JobNameStem"),
     (
         "handle-http",
         setting("WaitHandle", "http://169.254.169.254/latest/meta-data"),
-        "WaitHandle is malformed",
+        "WaitHandle: 'http://169.254.169.254/latest/meta-data' does not match",
     ),
-    ("handle-file", setting("WaitHandle", "file:///etc/passwd"), "WaitHandle is malformed"),
+    (
+        "handle-file",
+        setting("WaitHandle", "file:///etc/passwd"),
+        "WaitHandle: 'file:///etc/passwd' does not match",
+    ),
     (
         "handle-long",
         setting("WaitHandle", "https://x.amazonaws.com/" + "a" * 5000),
-        "WaitHandle must have",
+        "WaitHandle: expected a string of 1 to 4096 characters",
     ),
     (
         "state-machine",
@@ -715,7 +739,7 @@ HOSTILE_PROPERTIES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     (
         "role-arn",
         setting("Request.RoleArn", "arn:aws:iam::123456789012:user/alice"),
-        "RoleArn is malformed",
+        "RoleArn: 'arn:aws:iam::123456789012:user/alice' does not match",
     ),
     (
         "instance-type",
@@ -771,9 +795,9 @@ def test_hostile_properties_fail_with_a_clear_reason_and_no_call(
 @pytest.mark.parametrize(
     ("resource_properties", "reason"),
     [
-        (None, "ResourceProperties must be an object, not NoneType"),
-        ([], "ResourceProperties must be an object, not list"),
-        ("JobNamePrefix=x", "ResourceProperties must be an object, not str"),
+        (None, "ResourceProperties: expected an object, got NoneType"),
+        ([], "ResourceProperties: expected an object, got list"),
+        ("JobNamePrefix=x", "ResourceProperties: expected an object, got str"),
     ],
 )
 def test_properties_that_are_not_an_object_fail(
@@ -803,7 +827,7 @@ def test_an_update_without_a_physical_id_fails(clock: Clock, sagemaker: Any, sfn
     (sm, _, _), (sf, _, _) = sagemaker, sfn
     ev = {**event("Update"), "PhysicalResourceId": 12}
     body = answer(ev, clock, job_event(sm, sf)(ev))
-    assert body["Status"] == "FAILED" and "PhysicalResourceId must be a string" in body["Reason"]
+    assert body["Status"] == "FAILED" and "PhysicalResourceId: expected a string" in body["Reason"]
 
 
 def test_a_malformed_technique_is_caught_by_botocore_before_any_request(
@@ -900,12 +924,12 @@ def test_output_reports_access_denied_with_the_message(clock: Clock, sagemaker: 
 @pytest.mark.parametrize(
     ("properties", "reason"),
     [
-        ({"JobName": None}, "JobName must be a string"),
-        ({"JobName": "../other"}, "JobName is malformed"),
-        ({"JobName": "j" * 64}, "JobName must have 1 to 63"),
+        ({"JobName": None}, "JobName: expected a string"),
+        ({"JobName": "../other"}, "JobName: '../other' does not match"),
+        ({"JobName": "j" * 64}, "JobName: expected a string of 1 to 63 characters"),
         ({"RequireRecommendedImage": "maybe"}, "RequireRecommendedImage: expected true or false"),
         ({"RequireRecommendedImage": 1}, "RequireRecommendedImage: expected true or false"),
-        ({"Extra": "x"}, "unknown keys: 'Extra'"),
+        ({"Extra": "x"}, "ResourceProperties: unknown properties ['Extra']"),
     ],
 )
 def test_output_hostile_properties_fail_with_a_clear_reason(
@@ -923,7 +947,7 @@ def test_output_missing_job_name_fails_and_its_delete_always_succeeds(
     sm, _, calls = sagemaker
     ev = output_event()
     del ev["ResourceProperties"]["JobName"]
-    assert "missing JobName" in answer(ev, clock, output_run(sm, ev))["Reason"]
+    assert "ResourceProperties.JobName: missing" in answer(ev, clock, output_run(sm, ev))["Reason"]
     delete = {**ev, "RequestType": "Delete", "PhysicalResourceId": "failed-request-1"}
     assert answer(delete, clock, output_run(sm, delete))["Status"] == "SUCCESS"
     assert calls == []
@@ -1052,12 +1076,12 @@ def test_poll_at_the_deadline_signals_even_when_the_stop_fails(
         ({"Deadline": -5}, "state.Deadline: expected an integer from 0"),
         ({"Deadline": int(NOW) + 10**9}, "state.Deadline: expected an integer from 0"),
         ({"Deadline": 1.5e300}, "state.Deadline: expected an integer from 0"),
-        ({"JobName": "x" * 64}, "state.JobName must have 1 to 63"),
-        ({"JobName": "job; rm -rf"}, "state.JobName is malformed"),
-        ({"JobName": None}, "state.JobName must be a string"),
+        ({"JobName": "x" * 64}, "state.JobName: expected a string of 1 to 63 characters"),
+        ({"JobName": "job; rm -rf"}, "state.JobName: 'job; rm -rf' does not match"),
+        ({"JobName": None}, "state.JobName: expected a string"),
         ({"Done": "perhaps"}, "state.Done: expected true or false"),
         ({"Throttled": -1}, "state.Throttled: expected an integer from 0"),
-        ({"Injected": "x"}, "state has unknown keys: 'Injected'"),
+        ({"Injected": "x"}, "state: unknown properties ['Injected']"),
     ],
 )
 def test_poll_hostile_state_signals_failure_without_calls(
@@ -1090,7 +1114,7 @@ def test_poll_state_with_an_untrusted_handle_raises_a_clear_error_and_puts_nothi
 
 def test_poll_state_that_is_not_an_object_raises_a_clear_error(poller_sagemaker: Any) -> None:
     sm, _, _ = poller_sagemaker
-    with pytest.raises(h.InvalidEvent, match="state must be an object"):
+    with pytest.raises(h.InvalidEvent, match="state: expected an object"):
         h.poll_step(["x"], sagemaker=sm, put=Signals(), now=NOW)  # type: ignore[arg-type]
 
 

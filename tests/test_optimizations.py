@@ -198,3 +198,15 @@ def test_fp8_is_offered_only_on_accelerators_with_fp8_tensor_cores() -> None:
             precision=Precision.FP8,
         )
     assert raised.value.prop == "precision" and "NVIDIA A10G" in raised.value.problem
+
+
+def test_every_optimization_deployment_type_is_in_the_instance_catalog_that_says_neuron() -> None:
+    from cdk_sagemaker_llm.catalog.instance_types import CATALOG, InstanceType
+    from cdk_sagemaker_llm.constructs.optimization_techniques import (
+        DEPLOYMENT_INSTANCE_TYPES,
+        is_neuron_deployment,
+    )
+
+    assert set(DEPLOYMENT_INSTANCE_TYPES) <= set(CATALOG)
+    neuron = {n for n in DEPLOYMENT_INSTANCE_TYPES if is_neuron_deployment(InstanceType.of(n))}
+    assert {n.split(".")[1] for n in neuron} == {"inf2", "trn1", "trn1n"}

@@ -120,7 +120,7 @@ def _environment() -> dict[str, str]:
 def test_every_option_is_in_the_guide_table() -> None:
     import argparse
 
-    from cdk_sagemaker_llm.benchmarking.simulator import add_arguments
+    from cdk_sagemaker_llm.benchmarking.simulator_cli import add_arguments
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)

@@ -113,7 +113,15 @@ def test_the_wheel_ships_the_type_marker_and_the_handlers(wheel: Path) -> None:
 
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "cdk_sagemaker_llm/py.typed" in names
-    for step in ("handler", "custom_resource", "advance", "worker", "results", "signal", "run"):
+    for step in (
+        "handler",
+        "custom_resource",
+        "advance",
+        "worker",
+        "results",
+        "signal",
+        "run_config",
+    ):
         assert f"cdk_sagemaker_llm/lambdas/benchmark/{step}.py" in names
     assert "cdk_sagemaker_llm/lambdas/optimization_job/handler.py" in names
     assert not any(name.startswith("tests/") for name in names)

@@ -7,6 +7,7 @@ so a Lambda function can ship this package as is.
 """
 
 from .arrivals import ARRIVALS, Arrival, schedule
+from .benchmark_load import BenchmarkLoad
 from .engine import (
     BenchmarkResult,
     Knee,
@@ -20,7 +21,6 @@ from .engine import (
 )
 from .goodput import GoodputSlo
 from .invokers import AsyncInvoker, BotoInvoker, Invoker
-from .load import BenchmarkLoad
 from .open_loop import run_rate_level, summarize_rate_level, sustainable_rate
 from .payload import (
     InvocationRequest,

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .benchmark_load import BenchmarkLoad
 from .engine import BenchmarkResult, ClosedLoopRunner, LevelRunner, Progress
 from .invokers import Invoker
-from .load import BenchmarkLoad
 from .open_loop import SUSTAINABLE_RULE, RateRunner
 from .payload import PayloadSpec
 from .replay import TraceReplayRunner, trace_of

@@ -57,9 +57,11 @@ Request and response schemas (strict: what the containers accept and send; sourc
   API reference (``InvokeEndpoint``, ``InvokeEndpointWithResponseStream``, errors) and
   botocore's ``sagemaker-runtime`` service model.
 
-This module is the server (connections, routing, batching, truth); what each container reads
-from a body is ``simulator_requests``, how each answers (HTTP framing, errors, whole and
-streamed bodies) ``simulator_responses``.
+This module is the server (connections, routing, batching, truth); its settings are
+``simulator_config`` (``SimulatorConfig``), its ground truth ``simulator_truth``
+(``TruthRecord``, read from another process), its command line ``simulator_cli``; what each
+container reads from a body is ``simulator_requests``, how each answers (HTTP framing, errors,
+whole and streamed bodies) ``simulator_responses``.
 
 Serving a model (``SimulatorConfig(engine=EngineSimulation.of(...))``, ``cdk-sagemaker-llm
 simulate --model``): each instance runs the planner's scheduler simulation of the engine
@@ -96,12 +98,11 @@ It binds only to 127.0.0.1 (port 0 by default) and records server-side ground tr
 request (arrival, start of decoding, first token, end, tokens, outcome): :meth:`Simulator.truth`
 in-process, or ``GET /_simulator/truth`` (and ``POST /_simulator/reset``) from another process.
 Run standalone with ``cdk-sagemaker-llm simulate`` (or ``python -m
-cdk_sagemaker_llm.benchmarking.simulator``); it prints its URL.
+cdk_sagemaker_llm.benchmarking.simulator_cli``); it prints its URL.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import collections
 import contextlib
@@ -110,7 +111,6 @@ import hashlib
 import json
 import random
 import re
-import sys
 import threading
 import uuid
 from collections.abc import Sequence
@@ -120,6 +120,7 @@ from urllib.parse import unquote
 
 from . import eventstream
 from ._clock import now
+from .simulator_config import ROUTINGS, SimulatorConfig
 from .simulator_requests import ParsedBody, parse_body
 from .simulator_responses import (
     LAST_CHUNK,
@@ -132,6 +133,7 @@ from .simulator_responses import (
     stream_chunk,
     stream_content_type,
 )
+from .simulator_truth import TruthRecord, fetch_truth, reset_truth
 
 if TYPE_CHECKING:
     # Only a simulator that serves a model needs the engine simulation (imported where it
@@ -140,66 +142,19 @@ if TYPE_CHECKING:
     from ..planning.scheduling.state import Sequence as EngineSequence
     from .simulated_engine import EngineClock, EngineSimulation
 
+__all__ = [
+    "ROUTINGS",
+    "Simulator",
+    "SimulatorConfig",
+    "TruthRecord",
+    "fetch_truth",
+    "reset_truth",
+]
+"""The server, and its settings and truth re-exported (where they lived before the split)."""
+
 _PATH = re.compile(r"^/endpoints/([^/]+)/(invocations|invocations-response-stream)$")
 _OPENAI_PATHS = {"/v1/chat/completions": "messages", "/v1/completions": "completions"}
 _WORDS = ("the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "with", "on")
-
-
-@dataclass(frozen=True)
-class SimulatorConfig:
-    """Behaviour of the simulated LLM server.
-
-    Defaults give about 5-9 ms per token: fast tests, yet far above loopback overheads.
-    """
-
-    response_format: str = "lmi"
-    """``"lmi"`` or ``"tgi"``: the container whose inputs-API formats are served (both serve
-    the messages API). Default lmi."""
-    max_batch: int = 8
-    """Requests decoded together; more queue. Default 8."""
-    step_base_s: float = 0.005
-    """Duration of one decode step with an empty batch. Default 5 ms."""
-    step_per_sequence_s: float = 0.0005
-    """Added to a decode step per sequence in the batch. Default 0.5 ms."""
-    prefill_per_input_token_s: float = 0.00001
-    """Added to the step at which a request joins, per input token. Default 10 µs."""
-    max_queue: int | None = None
-    """Waiting requests beyond which new ones are throttled (HTTP 429). Default: no limit."""
-    invocation_timeout_s: float = 60.0
-    """Requests unfinished this long after arrival fail (SageMaker's limit). Default 60 s."""
-    model_error_every: int = 0
-    """Fail every N-th invocation with ``ModelError`` (original status 500); 0 never."""
-    default_max_new_tokens: int = 64
-    """Output tokens when the payload sets no ``max_new_tokens``. Default 64."""
-    instances: int = 1
-    """Servers behind the endpoint (each its own batch, queue and prefix cache). Default 1."""
-    routing: str = "least_outstanding"
-    """``least_outstanding``, ``random`` or ``prefix_aware`` (see the module docstring)."""
-    prefix_length: int = 1024
-    """``prefix_aware``: body bytes that pick the instance (``PrefixLength``, 1024 to 65536)."""
-    concurrency_threshold: int = 64
-    """``prefix_aware``: requests in flight on the chosen instance beyond which a request goes
-    to the least outstanding one (``ConcurrencyThreshold``, 1 to 1024)."""
-    prefix_cache_blocks: int = 0
-    """Blocks each instance's prefix cache holds; 0: no prefix cache. Default 0."""
-    prefix_block_tokens: int = 16
-    """Prompt tokens (words) of one cached block. Default 16 (vLLM's block size)."""
-    routing_seed: int = 0
-    """Seed of ``random`` routing and of ``least_outstanding``'s tie-breaks."""
-    engine: EngineSimulation | None = None
-    """Serve a model: each instance runs this engine simulation (the profile's scheduling
-    policy over the step-cost model, ``simulated_engine``) instead of the step law above
-    (``max_batch`` and the ``step_*`` / ``prefill_*`` fields then do not apply). None: the
-    step law, which keeps protocol tests fast."""
-
-    def __post_init__(self) -> None:
-        if self.routing not in ROUTINGS:
-            raise ValueError(f"routing={self.routing!r}: use one of {', '.join(ROUTINGS)}")
-        if self.instances < 1 or self.prefix_block_tokens < 1 or self.prefix_cache_blocks < 0:
-            raise ValueError("instances and prefix_block_tokens >= 1, prefix_cache_blocks >= 0")
-
-
-ROUTINGS = ("least_outstanding", "random", "prefix_aware")
 
 
 def _engine_clock(engine: EngineSimulation) -> EngineClock:
@@ -207,69 +162,6 @@ def _engine_clock(engine: EngineSimulation) -> EngineClock:
     from .simulated_engine import EngineClock
 
     return EngineClock(engine)
-
-
-@dataclass
-class TruthRecord:
-    """Server-side ground truth of one invocation; times are :func:`now` seconds."""
-
-    request_id: str
-    endpoint_name: str
-    inference_component: str | None
-    stream: bool
-    """Called on the streaming route (InvokeEndpointWithResponseStream)."""
-    input_tokens: int
-    arrival: float
-    streamed: bool = False
-    """The body asked the container to stream (so the answer came token by token)."""
-    api: str = "inputs"
-    """``inputs`` (LMI/TGI generate schema), ``messages`` (chat completions) or
-    ``completions`` (OpenAI completions)."""
-    route: str = "sagemaker"
-    """``sagemaker`` (SageMaker Runtime) or ``openai`` (the OpenAI-compatible routes)."""
-    outcome: str = "pending"
-    """``ok``, ``throttled``, ``model_error``, ``timeout`` or ``pending``."""
-    start: float | None = None
-    first_token: float | None = None
-    end: float | None = None
-    output_tokens: int = 0
-    instance: int = 0
-    """The instance the request was routed to."""
-    cached_tokens: int = 0
-    """Prompt tokens found in that instance's prefix cache (not prefilled)."""
-    prefix_aware_id: str | None = None
-    """The ``PrefixAwareId`` header the request carried."""
-    virtual_arrival: float | None = None
-    """With an engine simulation: the arrival on the engine's virtual clock (simulated
-    seconds, unaffected by CPU load); None under the step law."""
-    virtual_first_token: float | None = None
-    """With an engine simulation: the first token on the virtual clock."""
-    virtual_end: float | None = None
-    """With an engine simulation: the last token on the virtual clock."""
-
-    @property
-    def queue_s(self) -> float | None:
-        """Time spent waiting for a batch slot."""
-        return None if self.start is None else self.start - self.arrival
-
-    @property
-    def latency_s(self) -> float | None:
-        """Arrival to the last byte of the response."""
-        return None if self.end is None else self.end - self.arrival
-
-    @property
-    def ttft_s(self) -> float | None:
-        """Arrival to the first token."""
-        return None if self.first_token is None else self.first_token - self.arrival
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TruthRecord:
-        """Inverse of :meth:`to_dict`."""
-        return cls(**data)
 
 
 @dataclass(eq=False)
@@ -878,121 +770,3 @@ class Simulator:
         if last:
             out += LAST_CHUNK
         request.writer.write(out)
-
-
-def fetch_truth(endpoint_url: str) -> list[TruthRecord]:
-    """Ground truth from a simulator running in another process (``GET /_simulator/truth``)."""
-    import urllib.request
-
-    with urllib.request.urlopen(f"{endpoint_url}/_simulator/truth", timeout=30) as response:
-        return [TruthRecord.from_dict(item) for item in json.load(response)]
-
-
-def reset_truth(endpoint_url: str) -> None:
-    """Clear the ground truth of a simulator running in another process."""
-    import urllib.request
-
-    request = urllib.request.Request(f"{endpoint_url}/_simulator/reset", method="POST", data=b"")
-    with urllib.request.urlopen(request, timeout=30):
-        pass
-
-
-_OPTION_HELP = {
-    "response_format": "container whose inputs-API answers are served: lmi (jsonlines stream, "
-    "one object) or tgi (server-sent events, a one-element list); both serve the messages API",
-    "max_batch": "requests decoded together; more wait in the queue",
-    "step_base_s": "seconds one decode step takes with an empty batch",
-    "step_per_sequence_s": "seconds added to a decode step per sequence in the batch",
-    "prefill_per_input_token_s": "seconds added to the step a request joins, per input token",
-    "max_queue": "waiting requests beyond which new ones get ThrottlingException (HTTP 429); "
-    "default: no limit",
-    "invocation_timeout_s": "seconds after arrival at which an unfinished request fails "
-    "(SageMaker's limit is 60)",
-    "model_error_every": "fail every N-th invocation with ModelError (0: never)",
-    "default_max_new_tokens": "output tokens when a request sets no max_new_tokens / max_tokens",
-    "instances": "servers behind the endpoint, each with its own batch, queue and prefix cache",
-    "routing": "least_outstanding, random or prefix_aware (SageMaker's RoutingStrategy)",
-    "prefix_length": "prefix_aware: body bytes that pick the instance (PrefixLength)",
-    "concurrency_threshold": "prefix_aware: requests in flight on the chosen instance beyond "
-    "which a request goes to the least outstanding one (ConcurrencyThreshold)",
-    "prefix_cache_blocks": "blocks each instance's prefix cache holds (0: no prefix cache)",
-    "prefix_block_tokens": "prompt tokens of one cached block",
-    "routing_seed": "seed of random routing and of least_outstanding's tie-breaks",
-}
-
-
-def add_arguments(parser: argparse.ArgumentParser, *, default_port: int = 0) -> None:
-    """The simulator's options (``--port`` and one per :class:`SimulatorConfig` field),
-    shared by ``python -m ...simulator`` and ``cdk-sagemaker-llm simulate``."""
-    parser.add_argument(
-        "--port",
-        type=int,
-        default=default_port,
-        help=f"port on 127.0.0.1 to listen on; 0 picks a free one (default {default_port})",
-    )
-    defaults = SimulatorConfig()
-    for item in _cli_fields():
-        value = getattr(defaults, item.name)
-        flags = ["--" + item.name.replace("_", "-")]
-        extra: dict[str, Any] = {}
-        if item.name == "response_format":
-            flags.append("--container")
-            extra["choices"] = ("lmi", "tgi")
-        if item.name == "routing":
-            extra["choices"] = ROUTINGS
-        kind = float if isinstance(value, float) else str if isinstance(value, str) else int
-        parser.add_argument(
-            *flags,
-            type=kind,
-            default=value,
-            dest=item.name,
-            help=_OPTION_HELP[item.name] + ("" if value is None else f" (default {value})"),
-            **extra,
-        )
-
-
-def _cli_fields() -> list[dataclasses.Field[Any]]:
-    """The config fields that are options (the engine simulation is built from a model's)."""
-    return [item for item in dataclasses.fields(SimulatorConfig) if item.name != "engine"]
-
-
-def config_from_arguments(args: argparse.Namespace) -> tuple[SimulatorConfig, int]:
-    """The :class:`SimulatorConfig` and port that :func:`add_arguments`'s options name."""
-    values = {item.name: getattr(args, item.name) for item in _cli_fields()}
-    return SimulatorConfig(**values), args.port
-
-
-def serve_until_interrupted(config: SimulatorConfig, port: int) -> int:
-    """Serve on 127.0.0.1 until interrupted (Ctrl-C or SIGTERM); prints the URL on the first
-    line of stdout once listening. Returns the exit code."""
-    import signal
-
-    simulator = Simulator(config, port=port)
-
-    async def run() -> None:
-        try:
-            await simulator.serve()
-        except OSError as error:  # the port is taken
-            print(f"error: cannot listen on 127.0.0.1:{port}: {error.strerror}", file=sys.stderr)
-            raise SystemExit(2) from None
-        stop = asyncio.Event()
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-        print(simulator.endpoint_url, flush=True)  # after the handler: SIGTERM now stops cleanly
-        await stop.wait()
-        await simulator.aclose()
-
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(run())
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Serve a simulator on 127.0.0.1 until interrupted; prints its URL on the first line."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    add_arguments(parser)
-    config, port = config_from_arguments(parser.parse_args(argv))
-    return serve_until_interrupted(config, port)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

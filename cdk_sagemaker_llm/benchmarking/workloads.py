@@ -142,7 +142,7 @@ class ShapedPrompts:
 def run_keys(shape: Shape | None, prefix_aware_id: str | None) -> dict[str, Any]:
     """The deploy-time run keys (``Workload``, ``PrefixAwareId``) of a shape and a
     ``PrefixAwareId``, as ``EndpointBenchmark`` writes them and its handlers read them
-    (``lambdas.benchmark.workload``); none for neither."""
+    (``lambdas.benchmark.run_workload``); none for neither."""
     keys: dict[str, Any] = {}
     if isinstance(shape, SharedPrefix):
         keys["Workload"] = {

@@ -19,7 +19,7 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
-from .instance_types import CpuArchitecture
+from .instance_types import AcceleratorKind, CpuArchitecture
 
 
 class ContainerFamily(Enum):
@@ -52,46 +52,64 @@ class ContainerFamily(Enum):
     """An image the library does not know."""
 
     @property
+    def facts(self) -> FamilyFacts:
+        """This family's row of ``FAMILY_FACTS``."""
+        return FAMILY_FACTS[self]
+
+    @property
     def is_lmi(self) -> bool:
         """True for the LMI (DJL Serving) families."""
-        return self in (
-            ContainerFamily.LMI,
-            ContainerFamily.LMI_TENSORRT_LLM,
-            ContainerFamily.LMI_NEURONX,
-        )
+        return self.facts.options is ServingOptionSet.LMI
 
     @property
     def is_tgi(self) -> bool:
         """True for the TGI families."""
-        return self in (ContainerFamily.TGI, ContainerFamily.TGI_NEURONX)
+        return self.facts.options is ServingOptionSet.TGI
 
     @property
     def is_vllm(self) -> bool:
         """True for the vLLM families (serving options as ``SM_VLLM_*`` variables)."""
-        return self in (
-            ContainerFamily.VLLM,
-            ContainerFamily.VLLM_SERVER,
-            ContainerFamily.HUGGINGFACE_VLLM,
-        )
+        return self.facts.options is ServingOptionSet.VLLM
 
     @property
     def needs_neuron(self) -> bool:
         """True for images built for AWS Inferentia / Trainium."""
-        return self in (ContainerFamily.LMI_NEURONX, ContainerFamily.TGI_NEURONX)
+        return self.facts.accelerator is AcceleratorKind.AWS_NEURON
 
     @property
     def needs_gpu(self) -> bool:
         """True for images built for NVIDIA GPUs."""
-        return (
-            self
-            in (
-                ContainerFamily.LMI,
-                ContainerFamily.LMI_TENSORRT_LLM,
-                ContainerFamily.TGI,
-                ContainerFamily.PYTORCH_GPU,
-            )
-            or self.is_vllm
-        )
+        return self.facts.accelerator is AcceleratorKind.NVIDIA_GPU
+
+
+class ServingOptionSet(Enum):
+    """The typed serving options a family's server reads (``constructs/serving_options.py``)."""
+
+    LMI = "lmi"
+    """``LmiOptions``: ``OPTION_*`` variables (DJL Serving's ``serving.properties``)."""
+    TGI = "tgi"
+    """``TgiOptions``: the TGI launcher's variables (``MAX_INPUT_TOKENS`` ...)."""
+    VLLM = "vllm"
+    """``VllmOptions``: vLLM engine arguments as ``SM_VLLM_*`` variables."""
+
+
+@dataclass(frozen=True)
+class FamilyFacts:
+    """What the library knows of one container family, in one row: a new family is a new
+    ``ContainerFamily`` member, its row here and its line in the generated ``dlc_catalog.json``
+    (``scripts/generate_image_catalog.py``); ``ContainerImage.of(family, version)`` serves it
+    before it has a named factory."""
+
+    tag_pattern: re.Pattern[str] | None
+    """Recognizes the line's tags; group ``release`` is the version the tag carries (None: the
+    family has no catalog line)."""
+    accelerator: AcceleratorKind | None
+    """The accelerator its images are built for (None: CPU, or any)."""
+    options: ServingOptionSet | None = None
+    """The typed serving options it reads (None: none; its environment is passed as is)."""
+    request_format: str | None = None
+    """The ``PayloadFormat`` value of the request body its server reads on ``/invocations``
+    (LMI's and TGI's schemas, ``benchmarking/payload.py``); None: none the library models."""
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
@@ -211,23 +229,46 @@ class DlcLine:
         return any(r.registries.get(region) == account for r in self.releases.values())
 
 
-TAG_PATTERNS: dict[ContainerFamily, re.Pattern[str]] = {
-    ContainerFamily.LMI: re.compile(r"^(?P<release>\d+\.\d+\.\d+)-lmi"),
-    ContainerFamily.LMI_TENSORRT_LLM: re.compile(r"^(?P<release>\d+\.\d+\.\d+)-tensorrtllm"),
-    ContainerFamily.LMI_NEURONX: re.compile(r"^(?P<release>\d+\.\d+\.\d+)-neuronx"),
-    # A TGI tag leads with the PyTorch version; the TGI release follows "-tgi".
-    ContainerFamily.TGI: re.compile(r"-tgi(?P<release>\d+\.\d+\.\d+)-gpu"),
-    # A TGI Neuron tag leads with the PyTorch version (2.1.2-optimum0.0.25-neuronx-...).
-    ContainerFamily.TGI_NEURONX: re.compile(r"^(?P<release>\d+\.\d+\.\d+)-optimum[\d.]+-neuronx"),
-    ContainerFamily.PYTORCH_GPU: re.compile(r"^(?P<release>\d+\.\d+\.\d+)-gpu-"),
-    ContainerFamily.PYTORCH_CPU: re.compile(r"^(?P<release>\d+\.\d+\.\d+)-cpu-"),
-    ContainerFamily.TRITON: re.compile(r"^(?P<release>\d+\.\d+)-py3"),
-    ContainerFamily.VLLM: re.compile(r"^(?P<release>\d+\.\d+\.\d+)-gpu-py\d+-.*-sagemaker"),
-    ContainerFamily.VLLM_SERVER: re.compile(r"^server-sagemaker-cuda-v(?P<release>\d+(\.\d+)*)$"),
-    ContainerFamily.HUGGINGFACE_VLLM: re.compile(
-        r"^(?P<release>\d+\.\d+\.\d+)-transformers[\d.]+-gpu-"
-    ),
-}
+_GPU, _NEURON = AcceleratorKind.NVIDIA_GPU, AcceleratorKind.AWS_NEURON
+_RELEASE = r"(?P<release>\d+\.\d+\.\d+)"
+
+FAMILY_FACTS: Mapping[ContainerFamily, FamilyFacts] = MappingProxyType(
+    {
+        ContainerFamily.LMI: FamilyFacts(
+            re.compile(rf"^{_RELEASE}-lmi"), _GPU, ServingOptionSet.LMI, "lmi"
+        ),
+        ContainerFamily.LMI_TENSORRT_LLM: FamilyFacts(
+            re.compile(rf"^{_RELEASE}-tensorrtllm"), _GPU, ServingOptionSet.LMI, "lmi"
+        ),
+        ContainerFamily.LMI_NEURONX: FamilyFacts(
+            re.compile(rf"^{_RELEASE}-neuronx"), _NEURON, ServingOptionSet.LMI, "lmi"
+        ),
+        # A TGI tag leads with the PyTorch version; the TGI release follows "-tgi".
+        ContainerFamily.TGI: FamilyFacts(
+            re.compile(rf"-tgi{_RELEASE}-gpu"), _GPU, ServingOptionSet.TGI, "tgi"
+        ),
+        # A TGI Neuron tag leads with the PyTorch version (2.1.2-optimum0.0.25-neuronx-...).
+        ContainerFamily.TGI_NEURONX: FamilyFacts(
+            re.compile(rf"^{_RELEASE}-optimum[\d.]+-neuronx"), _NEURON, ServingOptionSet.TGI, "tgi"
+        ),
+        ContainerFamily.PYTORCH_GPU: FamilyFacts(re.compile(rf"^{_RELEASE}-gpu-"), _GPU),
+        ContainerFamily.PYTORCH_CPU: FamilyFacts(re.compile(rf"^{_RELEASE}-cpu-"), None),
+        ContainerFamily.TRITON: FamilyFacts(re.compile(r"^(?P<release>\d+\.\d+)-py3"), None),
+        ContainerFamily.VLLM: FamilyFacts(
+            re.compile(rf"^{_RELEASE}-gpu-py\d+-.*-sagemaker"), _GPU, ServingOptionSet.VLLM
+        ),
+        ContainerFamily.VLLM_SERVER: FamilyFacts(
+            re.compile(r"^server-sagemaker-cuda-v(?P<release>\d+(\.\d+)*)$"),
+            _GPU,
+            ServingOptionSet.VLLM,
+        ),
+        ContainerFamily.HUGGINGFACE_VLLM: FamilyFacts(
+            re.compile(rf"^{_RELEASE}-transformers[\d.]+-gpu-"), _GPU, ServingOptionSet.VLLM
+        ),
+        ContainerFamily.CUSTOM: FamilyFacts(None, None),
+    }
+)
+"""Every family's facts (``FamilyFacts``): the one place a container family is described."""
 
 
 def _load_catalog() -> tuple[str, dict[ContainerFamily, DlcLine]]:
@@ -236,7 +277,9 @@ def _load_catalog() -> tuple[str, dict[ContainerFamily, DlcLine]]:
     )
     source = document["source"]
     lines = {}
-    for family, pattern in TAG_PATTERNS.items():
+    for family, facts in FAMILY_FACTS.items():
+        if facts.tag_pattern is None:
+            continue
         line = document["lines"][family.value]
         releases = {
             version: DlcRelease(
@@ -246,7 +289,9 @@ def _load_catalog() -> tuple[str, dict[ContainerFamily, DlcLine]]:
                 line["releases"].items(), key=lambda item: version_tuple(item[0])
             )
         }
-        lines[family] = DlcLine(family, line["repository"], MappingProxyType(releases), pattern)
+        lines[family] = DlcLine(
+            family, line["repository"], MappingProxyType(releases), facts.tag_pattern
+        )
     return f"{source['package']} {source['version']}", lines
 
 

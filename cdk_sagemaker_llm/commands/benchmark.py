@@ -10,11 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from ..benchmarking.arrivals import ARRIVALS, Arrival
+from ..benchmarking.benchmark_load import (
+    DEFAULT_SEARCH_CAP,
+    OPEN_SEARCH_MAX_ERROR_RATE,
+    BenchmarkLoad,
+)
 from ..benchmarking.engine import KneeRule
 from ..benchmarking.exports import EXPORTS, FILE_NAMES, export_files
 from ..benchmarking.goodput import DEFAULT_FRACTION, GoodputSlo
 from ..benchmarking.invokers import AsyncInvoker, BotoInvoker, Invoker
-from ..benchmarking.load import DEFAULT_SEARCH_CAP, OPEN_SEARCH_MAX_ERROR_RATE, BenchmarkLoad
 from ..benchmarking.openai_target import ROUTES, TARGETS, OpenAIInvoker
 from ..benchmarking.payload import FORMATS, PayloadFormat, PayloadSpec, RequestProtocol
 from ..benchmarking.pricing import BenchmarkPricing

@@ -10,7 +10,7 @@ import dataclasses
 import sys
 from typing import Any
 
-from ..benchmarking import simulator
+from ..benchmarking import simulator_cli
 from ..benchmarking.simulated_engine import EngineSimulation
 from ..catalog.instance_types import InstanceType
 from ..errors import ValidationError
@@ -44,7 +44,7 @@ def register(subparsers: Any) -> None:
         "STEP_BASE_S + STEP_PER_SEQUENCE_S x batch. GET /_simulator/truth returns what the "
         "server measured (with a model, also on the engine's virtual clock).",
     )
-    simulator.add_arguments(parser, default_port=DEFAULT_PORT)
+    simulator_cli.add_arguments(parser, default_port=DEFAULT_PORT)
     engine = parser.add_argument_group(
         "engine simulation", "serve a model from the planner's engine simulation"
     )
@@ -77,7 +77,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted; exit 2 on bad options or when the port is taken."""
-    config, port = simulator.config_from_arguments(args)
+    config, port = simulator_cli.config_from_arguments(args)
     if args.model or args.parameters is not None:
         try:
             config = dataclasses.replace(config, engine=engine_of(args))
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: {error}", file=sys.stderr)
             return 2
         print(f"serving {config.engine.describe()}", file=sys.stderr)  # type: ignore[union-attr]
-    return simulator.serve_until_interrupted(config, port)
+    return simulator_cli.serve_until_interrupted(config, port)
 
 
 def engine_of(args: argparse.Namespace) -> EngineSimulation:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..benchmarking.benchmark_load import BenchmarkLoad
 from ..benchmarking.goodput import DEFAULT_FRACTION, GoodputSlo
-from ..benchmarking.load import BenchmarkLoad
 from ..planning.workload import DEFAULT_TRACE_BLOCK_TOKENS, Workload
 
 DEFAULT_INPUT_TOKENS = 256

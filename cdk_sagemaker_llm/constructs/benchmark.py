@@ -61,7 +61,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from ..benchmarking.load import BenchmarkLoad
+from ..benchmarking.benchmark_load import BenchmarkLoad
 from ..benchmarking.payload import RequestProtocol
 from ..benchmarking.pricing import BenchmarkPricing
 from ..benchmarking.workloads import run_keys

@@ -12,7 +12,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from ..benchmarking.load import MAX_CONCURRENCY, MAX_RATE, BenchmarkLoad
+from ..benchmarking.benchmark_load import MAX_CONCURRENCY, MAX_RATE, BenchmarkLoad
 from ..prop_types import typed_factory, typed_props
 from .managed_benchmark import ManagedBenchmarkOptions
 from .nag import acknowledge

@@ -5,7 +5,7 @@ now."""
 
 from __future__ import annotations
 
-from ..benchmarking.load import BenchmarkLoad
+from ..benchmarking.benchmark_load import BenchmarkLoad
 from ..benchmarking.workloads import MAX_RUN_TRACE_BLOCKS, MAX_RUN_TRACE_RECORDS
 from ..errors import ValidationError
 from ..planning.workload import Trace, Workload

@@ -15,7 +15,7 @@ from constructs import Construct
 from ..catalog.instance_types import InstanceType
 from ..prop_types import typed_props
 from .availability import require_inference_components
-from .capacity import CopyDemand, check_capacity
+from .capacity_check import CopyDemand, check_capacity
 from .endpoint_base import (
     DEFAULT_VARIANT_NAME,
     INVOKE_ACTIONS,

@@ -156,9 +156,26 @@ class ContainerImage:
         return sorted(line.releases, key=version_tuple)
 
     @staticmethod
-    def _dlc(family: ContainerFamily, version: str) -> ContainerImage:
+    def of(family: ContainerFamily, version: str) -> ContainerImage:
+        """A release of any Deep Learning Container line the catalog knows, by family: the
+        named factories' escape hatch (a line added to the catalog serves before it has a
+        factory). ``ContainerImage.of(ContainerFamily.LMI, "0.31.0")`` is
+        ``ContainerImage.lmi("0.31.0")``; ``version`` is a short version or a full tag."""
+        if family not in DLC_LINES:
+            raise ValidationError(
+                "ContainerImage.of(family)",
+                family.value,
+                "the catalog has no Deep Learning Container line of this family",
+                "pass one of "
+                + ", ".join(f"ContainerFamily.{f.name}" for f in DLC_LINES)
+                + ", or use ContainerImage.from_uri(...) for your own image",
+            )
+        return ContainerImage._dlc(family, version, "ContainerImage.of(family, version)")
+
+    @staticmethod
+    def _dlc(family: ContainerFamily, version: str, prop: str | None = None) -> ContainerImage:
         line = DLC_LINES[family]
-        prop = f"ContainerImage.{family.name.lower()}(version)"
+        prop = prop or f"ContainerImage.{family.name.lower()}(version)"
         if not isinstance(version, str) or not version:
             raise ValidationError(
                 prop,

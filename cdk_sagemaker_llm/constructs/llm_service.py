@@ -71,11 +71,11 @@ from .component_options import ComponentModel, CopyResources
 from .endpoint import InferenceComponentEndpoint, RoutingStrategy
 from .images import ContainerFamily, ContainerImage
 from .inference_component import InferenceComponent
+from .llm_service_options import ComponentSettings, ServiceBenchmark, ServiceModel
 from .model import Model
 from .model_source import ModelSource, ModelSourceKind
 from .optimization_job import OptimizationJob
 from .optimization_techniques import OptimizationTechnique, QuantizationMethod
-from .service_options import ComponentSettings, ServiceBenchmark, ServiceModel
 from .serving_options import DataType, LmiOptions, Quantization, ServingOptions, TgiOptions
 from .speculative_decoding import FIRST_DRAFT_RELEASE, check_serving_image
 from .validation import ValidationError, is_unresolved
@@ -424,7 +424,7 @@ class LlmService(Construct):
             ),
             workload=request.workload,
             protocol=RequestProtocol(
-                payload_format=PayloadFormat.TGI if image.family.is_tgi else PayloadFormat.LMI,
+                payload_format=PayloadFormat(image.family.facts.request_format),
                 stream=True,
             ),
             gate=BenchmarkGate(max_p50_ms_per_token=per_token) if per_token else None,

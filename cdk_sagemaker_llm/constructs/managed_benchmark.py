@@ -47,7 +47,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from ..benchmarking.aiperf import MANAGED_ENGINE, workload_spec
-from ..benchmarking.load import BenchmarkLoad
+from ..benchmarking.benchmark_load import BenchmarkLoad
 from ..benchmarking.payload import PayloadFormat, RequestProtocol
 from ..planning.workload import Workload
 from .benchmark_workflow import ENGINE_SOURCES, depend_on_policies_only, starter_function

@@ -16,7 +16,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from ..catalog.instance_types import InstanceType
+from ..catalog.instance_types import CATALOG, InstanceType
 from ..catalog.model_specs import ModelSpec
 from ..planning.placement import head_divisibility_problem
 from ..prop_types import typed_props
@@ -83,8 +83,6 @@ DEPLOYMENT_INSTANCE_TYPES: tuple[str, ...] = (
     "ml.g7.48xlarge",
 )
 """``CreateOptimizationJob``'s ``DeploymentInstanceType`` enum (botocore 1.44.5)."""
-NEURON_FAMILIES = ("inf2", "trn1", "trn1n")
-"""Deployment instance families with AWS Inferentia / Trainium; every other one has GPUs."""
 MAX_ENVIRONMENT = 25
 """Variables per ``OptimizationEnvironment`` / ``OverrideEnvironment``."""
 MAX_CONFIGS = 10
@@ -246,8 +244,9 @@ class OptimizationTechnique:
 
 
 def is_neuron_deployment(instance_type: InstanceType) -> bool:
-    """True for Inferentia / Trainium deployment types; the API's others all have GPUs."""
-    return instance_type.family in NEURON_FAMILIES
+    """True for Inferentia / Trainium deployment types, as the instance catalog knows them
+    (every one of ``DEPLOYMENT_INSTANCE_TYPES`` is in it); the API's others all have GPUs."""
+    return CATALOG[instance_type.name].is_neuron
 
 
 def check_instance_type(instance_type: InstanceType) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from typing import Any
 
 from .runtime_support import HTTPS_URL, HandlerError, shown
@@ -66,6 +66,31 @@ def field(data: Any, key: str, where: str) -> Any:
     return data[key]
 
 
+def mapping(
+    value: Any,
+    where: str,
+    required: Set[str] = frozenset(),
+    optional: Set[str] | None = None,
+) -> dict[str, Any]:
+    """``value`` as an object that has every ``required`` key and, when ``optional`` is given,
+    no key outside ``required`` and ``optional`` (any other key when it is None)."""
+    if not isinstance(value, Mapping):
+        raise EventError(f"{where}: expected an object, got {type(value).__name__}")
+    for key in sorted(required):
+        field(value, key, where)
+    if optional is not None:
+        known(value, frozenset(required | optional), where)
+    return dict(value)
+
+
+def items(value: Any, where: str, low: int, high: int) -> list[Any]:
+    """``value`` as a list of ``low`` to ``high`` items."""
+    if not isinstance(value, list) or not low <= len(value) <= high:
+        got = f"{len(value)} items" if isinstance(value, list) else type(value).__name__
+        raise EventError(f"{where}: expected a list of {low} to {high} items, got {got}")
+    return value
+
+
 def known(data: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:
     """Reject keys a valid event never carries (a typo, or something injected)."""
     unknown = sorted(str(key) for key in data if key not in allowed)
@@ -73,9 +98,17 @@ def known(data: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:
         raise EventError(f"{where}: unknown properties {shown(unknown)}")
 
 
-def matching(value: Any, where: str, pattern: re.Pattern[str], max_length: int) -> str:
-    """A string of at most ``max_length`` characters matching ``pattern`` whole."""
-    text = string(value, where, max_length=max_length)
+def matching(
+    value: Any,
+    where: str,
+    pattern: re.Pattern[str],
+    max_length: int,
+    *,
+    allow_empty: bool = False,
+) -> str:
+    """A string of at most ``max_length`` characters (empty only with ``allow_empty``)
+    matching ``pattern`` whole."""
+    text = string(value, where, max_length=max_length, allow_empty=allow_empty)
     if not pattern.fullmatch(text):
         raise EventError(f"{where}: {shown(text)} does not match {pattern.pattern}")
     return text

@@ -12,7 +12,7 @@
 - ``CopyScaling``: the copy bounds and the autoscaling target the user pins.
 
 No aws_cdk here: the construct-only settings (the model served, per-copy resources, the
-deploy-time benchmark) are in ``constructs.service_options``.
+deploy-time benchmark) are in ``constructs.llm_service_options``.
 """
 
 from __future__ import annotations

@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from .assembly import read_templates, stack_regions
 from .budget import MonthlyAssumption, QuotaNeed, monthly_cost, quota_needs
-from .endpoints import build_plan, plan_template
-from .model import (
+from .deploy_plan import (
     ComponentPlan,
     CustomResourcePlan,
     EndpointPlan,
@@ -35,6 +34,7 @@ from .model import (
     StackPlan,
     VariantPlan,
 )
+from .endpoints import build_plan, plan_template
 from .render import render_json, render_markdown
 
 __all__ = [

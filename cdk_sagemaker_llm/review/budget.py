@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ValidationError
-from .model import EndpointPlan, Plan
+from .deploy_plan import EndpointPlan, Plan
 
 HOURS_PER_MONTH = 730
 """Hours in a month as AWS's pricing calculator counts them (8,760 a year / 12)."""

@@ -16,7 +16,7 @@ from ..planning.sizing import serving_facts
 from ..template_metadata import SERVICE
 from .assembly import read_templates, stack_regions
 from .custom_resources import custom_details, custom_kind
-from .model import (
+from .deploy_plan import (
     ComponentPlan,
     CustomResourcePlan,
     EndpointPlan,

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..planning.decision import ChoiceSource, ServiceDecision
 from .budget import MonthlyAssumption, budget_json, budget_markdown
-from .model import (
+from .deploy_plan import (
     CustomResourcePlan,
     EndpointPlan,
     ImagePlan,

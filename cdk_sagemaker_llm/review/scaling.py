@@ -11,7 +11,7 @@ from ..catalog.scaling_metrics import (
     TARGET_TRACKING_SCALE_OUT_DATAPOINTS,
     alarm_period_seconds,
 )
-from .model import ScalingPlan, ScalingPolicyPlan
+from .deploy_plan import ScalingPlan, ScalingPolicyPlan
 from .template import Template, literal_int, refs, shown
 
 

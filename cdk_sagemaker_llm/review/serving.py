@@ -16,7 +16,7 @@ from ..catalog.model_specs import ModelSpec
 from ..planning.engine_profiles import profile_name_for
 from ..planning.sizing import serving_facts, size
 from ..template_metadata import IMAGE, MODEL_SPEC
-from .model import ImagePlan, SizingVerdict
+from .deploy_plan import ImagePlan, SizingVerdict
 from .template import Template, environment_of, shown
 
 

@@ -18,13 +18,13 @@ from ..constructs.endpoint import InferenceComponentEndpoint
 from ..constructs.images import ContainerImage
 from ..constructs.inference_component import InferenceComponent
 from ..constructs.llm_service import ExpectedTraffic, LlmService
+from ..constructs.llm_service_options import ComponentSettings, ServiceBenchmark, ServiceModel
 from ..constructs.model import Model
 from ..constructs.model_source import ModelSource
 from ..constructs.nag import acknowledge
 from ..constructs.optimization_job import OptimizationJob
 from ..constructs.optimization_options import OptimizationOutput, OptimizationRun
 from ..constructs.optimization_techniques import OptimizationTechnique, QuantizationMethod
-from ..constructs.service_options import ComponentSettings, ServiceBenchmark, ServiceModel
 from ..constructs.serving_options import DataType, LmiBackend, LmiOptions
 from ..constructs.variant_options import ContainerStartup, ManagedInstanceScaling
 from ..planning.recommend import Slo

@@ -12,9 +12,8 @@ from typing import Any
 from ...benchmarking import LevelResult
 from ...benchmarking.search import knee_judge, next_level, sustainable_judge
 from ..runtime_support import Budget, Put
-from .events import EventError, explain, field, integer
 from .results import aggregate_level, build_result, figures_of, write_results
-from .run import (
+from .run_config import (
     MAX_WORKERS,
     check_level,
     check_run,
@@ -23,6 +22,7 @@ from .run import (
     search_rule,
     workers_of,
 )
+from .run_names import EventError, explain, field, integer
 from .signal import gate_failures, signal_outcome
 
 START_LEAD_S = 10.0

@@ -24,7 +24,8 @@ from ..runtime_support import (
     truncate,
 )
 from ..runtime_support import respond as answer
-from .events import (
+from .run_config import RUN_KEYS, check_run, results_key
+from .run_names import (
     IGNORED_PROPERTIES,
     KEY_PREFIX,
     RUN_STEM,
@@ -39,7 +40,6 @@ from .events import (
     matching,
     string,
 )
-from .run import RUN_KEYS, check_run, results_key
 
 RESOURCE_TYPE = BENCHMARK_RESOURCE
 OUTPUT_RESOURCE_TYPE = BENCHMARK_OUTPUT_RESOURCE

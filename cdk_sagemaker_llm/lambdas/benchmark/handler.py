@@ -46,8 +46,8 @@ from ..runtime_support import Budget, http_put
 from ..runtime_support import client as _client
 from .advance import advance_step
 from .custom_resource import dispatch, respond
-from .events import EventError, field
-from .run import check_run
+from .run_config import check_run
+from .run_names import EventError, field
 from .signal import report_error
 from .worker import WORKER_CALL_SECONDS, run_worker
 

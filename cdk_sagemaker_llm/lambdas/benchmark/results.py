@@ -29,8 +29,7 @@ from ...benchmarking.open_loop import (
 )
 from ...benchmarking.search import knee_judge, next_level, search_section, sustainable_judge
 from ..runtime_support import Budget, call_with_retry, error_code
-from .events import EventError, explain, number
-from .run import (
+from .run_config import (
     arrival_of,
     deployment_section,
     knee_rule_of,
@@ -42,6 +41,7 @@ from .run import (
     slo_of,
     split,
 )
+from .run_names import EventError, explain, number
 
 RAISE_WITH = "the benchmark load's highest level (BenchmarkLoad levels, or a search's high)"
 """What raises a deploy-time knee or sustainable rate that is only a lower bound."""

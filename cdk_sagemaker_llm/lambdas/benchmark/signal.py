@@ -12,7 +12,7 @@ from typing import Any
 from ...benchmarking import BenchmarkResult, LevelResult
 from ...benchmarking.open_loop import sustainable_rate
 from ..runtime_support import HTTPS_URL, Budget, Put, send, wait_condition_signal
-from .events import RUN_NAME, EventError
+from .run_names import RUN_NAME, EventError
 
 
 def _fmt(value: float | None, digits: int = 1) -> str:

@@ -16,8 +16,7 @@ from ...benchmarking import AsyncInvoker, Invoker, RequestSample, run_level
 from ...benchmarking._clock import now as epoch_now
 from ...benchmarking.open_loop import run_rate_level
 from ..runtime_support import Budget, Sleep, call_with_retry, error_code
-from .events import EventError, field, integer, number
-from .run import (
+from .run_config import (
     MAX_WORKERS,
     arrival_of,
     check_level,
@@ -28,6 +27,7 @@ from .run import (
     split,
     workers_of,
 )
+from .run_names import EventError, field, integer, number
 
 WORKER_MARGIN_S = 90.0
 """A worker stops starting requests this long before its Lambda's timeout: requests in flight

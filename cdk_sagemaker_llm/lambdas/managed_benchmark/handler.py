@@ -11,7 +11,7 @@ from typing import Any
 
 from ...benchmarking._clock import now as epoch_now
 from ..benchmark.custom_resource import respond
-from ..benchmark.events import EventError
+from ..benchmark.run_names import EventError
 from ..benchmark.signal import report_error
 from ..runtime_support import Budget, http_put
 from ..runtime_support import client as _client

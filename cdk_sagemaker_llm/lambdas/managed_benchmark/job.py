@@ -22,8 +22,8 @@ from typing import Any
 from ...benchmarking.aiperf import MANAGED_ENGINE, levels_of_archive
 from ..benchmark.advance import finish
 from ..benchmark.custom_resource import RESOURCE_TYPE, dispatch
-from ..benchmark.events import RUN_NAME, EventError, field
-from ..benchmark.run import check_run
+from ..benchmark.run_config import check_run
+from ..benchmark.run_names import RUN_NAME, EventError, field
 from ..job_poll import AI_BENCHMARK_JOB, Phase, describe_job, phase_of
 from ..runtime_support import Budget, Put, call_with_retry, error_code
 

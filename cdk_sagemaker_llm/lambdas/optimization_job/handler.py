@@ -51,6 +51,7 @@ from ..event_checks import (
     boolean,
     check_request_type,
     integer,
+    matching,
 )
 from ..job_poll import (
     error_message,
@@ -74,26 +75,6 @@ from ..runtime_support import (
     wait_condition_signal,
 )
 from ..runtime_support import client as _client
-from .events import (
-    INSTANCE_TYPE,
-    INT32_MAX,
-    KMS_KEY,
-    MAX_PREFIX_LENGTH,
-    OUTPUT_STEM,
-    ROLE_ARN,
-    S3_URI,
-    SECURITY_GROUP,
-    SUBNET,
-    TECHNIQUES,
-    JobProperties,
-    check_job_properties,
-    check_list,
-    check_mapping,
-    check_request,
-    check_string,
-    coerce_request,
-    is_job_name,
-)
 from .job import (
     RUNNING,
     TERMINAL,
@@ -107,6 +88,23 @@ from .job import (
     repository_arn,
     start_job,
     stop_job,
+)
+from .job_properties import (
+    INSTANCE_TYPE,
+    INT32_MAX,
+    KMS_KEY,
+    MAX_PREFIX_LENGTH,
+    OUTPUT_STEM,
+    ROLE_ARN,
+    S3_URI,
+    SECURITY_GROUP,
+    SUBNET,
+    TECHNIQUES,
+    JobProperties,
+    check_job_properties,
+    check_request,
+    coerce_request,
+    is_job_name,
 )
 from .poll import (
     POLL_STATE_KEYS,
@@ -153,12 +151,9 @@ __all__ = [
     "boolean",
     "call_with_retry",
     "check_job_properties",
-    "check_list",
-    "check_mapping",
     "check_request",
     "check_request_type",
     "check_state",
-    "check_string",
     "coerce_request",
     "delete_artifacts",
     "delete_job",
@@ -230,6 +225,6 @@ def poll(event: dict[str, Any], context: Any) -> dict[str, Any]:  # pragma: no c
 def report_error(event: dict[str, Any], context: Any) -> dict[str, Any]:  # pragma: no cover
     """Lambda entry point of the poll loop's catch: signal FAILURE with the error."""
     url = event.get("HandleUrl")
-    check_string(url, "state.HandleUrl", HTTPS_URL, 4096)
+    matching(url, "state.HandleUrl", HTTPS_URL, 4096)
     send(str(url), error_signal(event), http_put, Budget.of(context))
     return {**event, "Done": True}

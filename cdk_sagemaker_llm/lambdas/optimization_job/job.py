@@ -16,6 +16,9 @@ from ..event_checks import (
     SAGEMAKER_NAME,
     boolean,
     check_request_type,
+    mapping,
+    matching,
+    string,
 )
 from ..job_poll import describe_job
 from ..runtime_support import (
@@ -26,12 +29,10 @@ from ..runtime_support import (
     error_code,
     explain,
 )
-from .events import (
+from .job_properties import (
     OUTPUT_STEM,
     JobProperties,
     check_job_properties,
-    check_mapping,
-    check_string,
     is_job_name,
 )
 
@@ -209,7 +210,7 @@ def delete_job(event: Mapping[str, Any], sagemaker: Any, s3: Any, budget: Budget
     name = str(physical)
     stop_job(name, sagemaker, budget)
     if props.get("RemovalPolicy") == "destroy" and s3 is not None:
-        stem = check_string(
+        stem = matching(
             props.get("OutputLocationStem"),
             "ResourceProperties.OutputLocationStem",
             OUTPUT_STEM,
@@ -248,7 +249,7 @@ def handle_job_event(
     props = check_job_properties(event.get("ResourceProperties"))
     name = job_name(props.stem, props.handle)
     if request_type == "Update":
-        check_string(event.get("PhysicalResourceId"), "PhysicalResourceId", None, 1024)
+        string(event.get("PhysicalResourceId"), "PhysicalResourceId", max_length=1024)
         if event["PhysicalResourceId"] == name:
             return {"PhysicalResourceId": name, "Data": {"JobName": name}}
     try:
@@ -281,13 +282,13 @@ def handle_output_event(
             "PhysicalResourceId": physical if isinstance(physical, str) and physical else "none",
             "Data": {},
         }
-    props = check_mapping(
+    props = mapping(
         event.get("ResourceProperties"),
         "ResourceProperties",
         {"JobName", "RequireRecommendedImage"},
         IGNORED_PROPERTIES,
     )
-    name = check_string(props["JobName"], "ResourceProperties.JobName", SAGEMAKER_NAME, 63)
+    name = matching(props["JobName"], "ResourceProperties.JobName", SAGEMAKER_NAME, 63)
     require_image = boolean(
         props["RequireRecommendedImage"], "ResourceProperties.RequireRecommendedImage"
     )

@@ -13,6 +13,8 @@ from ..event_checks import (
     EventError,
     boolean,
     integer,
+    mapping,
+    matching,
 )
 from ..job_poll import OPTIMIZATION_JOB, Phase, phase_of
 from ..runtime_support import (
@@ -25,13 +27,11 @@ from ..runtime_support import (
     is_transient,
     wait_condition_signal,
 )
-from .events import (
+from .job import describe, output_of, stop_job
+from .job_properties import (
     INT32_MAX,
-    check_mapping,
-    check_string,
     is_job_name,
 )
-from .job import describe, output_of, stop_job
 
 POLL_STATE_KEYS = frozenset({"Status", "Throttled", "Error"})
 """Keys the loop itself adds to the state the job handler starts it with."""
@@ -43,11 +43,9 @@ def check_state(state: Any, now: float) -> tuple[str, str, float]:
     The deadline must lie within a wait condition's longest timeout from now: a huge one would
     keep polling past the point where CloudFormation stops listening.
     """
-    body = check_mapping(
-        state, "state", {"JobName", "HandleUrl", "Deadline", "Done"}, POLL_STATE_KEYS
-    )
-    name = check_string(body["JobName"], "state.JobName", SAGEMAKER_NAME, 63)
-    handle = check_string(body["HandleUrl"], "state.HandleUrl", HTTPS_URL, 4096)
+    body = mapping(state, "state", {"JobName", "HandleUrl", "Deadline", "Done"}, POLL_STATE_KEYS)
+    name = matching(body["JobName"], "state.JobName", SAGEMAKER_NAME, 63)
+    handle = matching(body["HandleUrl"], "state.HandleUrl", HTTPS_URL, 4096)
     deadline = integer(body["Deadline"], "state.Deadline", 0, int(now) + MAX_WAIT_SECONDS)
     boolean(body["Done"], "state.Done")
     if "Throttled" in body:

@@ -12,14 +12,14 @@ from typing import Any
 
 from ...benchmarking import KneeRule, PayloadSpec
 from ...benchmarking.arrivals import ARRIVALS, Arrival
+from ...benchmarking.benchmark_load import MAX_CONCURRENCY, MAX_LEVELS, MAX_RATE, MAX_REQUESTS
 from ...benchmarking.goodput import GoodputSlo
-from ...benchmarking.load import MAX_CONCURRENCY, MAX_LEVELS, MAX_RATE, MAX_REQUESTS
 from ...benchmarking.open_loop import level_requests as rate_level_requests
 from ...benchmarking.payload import FORMATS, PayloadFormat, RequestProtocol
 from ...benchmarking.search import SearchRule
 from ...planning.workload import Workload
 from ..runtime_support import shown
-from .events import (
+from .run_names import (
     BUCKET,
     KEY_PREFIX,
     RUN_NAME,
@@ -35,11 +35,11 @@ from .events import (
     optional_number,
     string,
 )
-from .workload import check_engine, check_workload, shape_of
+from .run_workload import check_engine, check_workload, shape_of
 
 # The limits EndpointBenchmark enforces at synth time (BenchmarkEngine.lambda_workers, the
 # workload's tokens), checked again here on the run the workflow carries; the levels' limits
-# are BenchmarkLoad's own (benchmarking.load).
+# are BenchmarkLoad's own (benchmarking.benchmark_load).
 MAX_WORKER_CAPACITY = 1024
 MAX_WORKER_RATE = 10_000.0
 MAX_WORKERS = 64

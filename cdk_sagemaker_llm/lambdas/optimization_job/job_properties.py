@@ -17,6 +17,10 @@ from ..event_checks import (
     EventError,
     boolean,
     integer,
+    items,
+    mapping,
+    matching,
+    string,
 )
 from ..runtime_support import (
     HTTPS_URL,
@@ -45,51 +49,6 @@ TECHNIQUES = frozenset(
 )
 
 
-def check_mapping(
-    value: Any, where: str, required: frozenset[str] | set[str], optional: Any = None
-) -> dict[str, Any]:
-    """``value`` as a dict with the ``required`` keys and some ``optional`` ones (any when
-    ``optional`` is None)."""
-    if not isinstance(value, Mapping):
-        raise EventError(f"{where} must be an object, not {type(value).__name__}")
-    keys = set(value)
-    missing = sorted(str(k) for k in set(required) - keys)
-    if missing:
-        raise EventError(f"{where} is missing {', '.join(missing)}")
-    unknown = sorted(shown(k) for k in keys - set(required) - set(optional or ()))
-    if optional is not None and unknown:
-        raise EventError(f"{where} has unknown keys: {', '.join(unknown)}")
-    return dict(value)
-
-
-def check_string(
-    value: Any,
-    where: str,
-    pattern: re.Pattern[str] | None = None,
-    max_length: int = 2048,
-    min_length: int = 1,
-) -> str:
-    """``value`` as a string of ``min_length``..``max_length`` characters matching ``pattern``."""
-    if not isinstance(value, str):
-        raise EventError(f"{where} must be a string, not {type(value).__name__}")
-    if not min_length <= len(value) <= max_length:
-        raise EventError(
-            f"{where} must have {min_length} to {max_length} characters, not {len(value)}"
-        )
-    if pattern is not None and not pattern.fullmatch(value):
-        raise EventError(f"{where} is malformed: {shown(value)}")
-    return value
-
-
-def check_list(value: Any, where: str, low: int, high: int) -> list[Any]:
-    """``value`` as a list of ``low``..``high`` items."""
-    if not isinstance(value, list):
-        raise EventError(f"{where} must be a list, not {type(value).__name__}")
-    if not low <= len(value) <= high:
-        raise EventError(f"{where} must have {low} to {high} items, not {len(value)}")
-    return value
-
-
 def check_request(request: Any) -> dict[str, Any]:
     """``Request`` checked against ``CreateOptimizationJob``'s shapes, then coerced.
 
@@ -97,7 +56,7 @@ def check_request(request: Any) -> dict[str, Any]:
     validation rejects a malformed one before any request is sent.
     """
     where = "Request"
-    body = check_mapping(
+    body = mapping(
         request,
         where,
         {
@@ -110,11 +69,9 @@ def check_request(request: Any) -> dict[str, Any]:
         },
         {"MaxInstanceCount", "OptimizationEnvironment", "VpcConfig", "Tags"},
     )
-    check_string(body["RoleArn"], f"{where}.RoleArn", ROLE_ARN, 2048, 20)
+    matching(body["RoleArn"], f"{where}.RoleArn", ROLE_ARN, 2048)
     _check_model_source(body, where)
-    check_string(
-        body["DeploymentInstanceType"], f"{where}.DeploymentInstanceType", INSTANCE_TYPE, 64
-    )
+    matching(body["DeploymentInstanceType"], f"{where}.DeploymentInstanceType", INSTANCE_TYPE, 64)
     _check_optimization_configs(body, where)
     _check_output(body, where)
     _check_stopping(body, where)
@@ -128,18 +85,14 @@ def check_request(request: Any) -> dict[str, Any]:
 
 def _check_model_source(body: dict[str, Any], where: str) -> None:
     """``ModelSource``: exactly one of S3 (with its access config) or a SageMaker model."""
-    source = check_mapping(
-        body["ModelSource"], f"{where}.ModelSource", set(), {"S3", "SageMakerModel"}
-    )
+    source = mapping(body["ModelSource"], f"{where}.ModelSource", set(), {"S3", "SageMakerModel"})
     if len(source) != 1:
         raise EventError(f"{where}.ModelSource must have exactly one of S3, SageMakerModel")
     if "S3" in source:
-        s3 = check_mapping(
-            source["S3"], f"{where}.ModelSource.S3", {"S3Uri"}, {"ModelAccessConfig"}
-        )
-        check_string(s3["S3Uri"], f"{where}.ModelSource.S3.S3Uri", S3_URI, 1024)
+        s3 = mapping(source["S3"], f"{where}.ModelSource.S3", {"S3Uri"}, {"ModelAccessConfig"})
+        matching(s3["S3Uri"], f"{where}.ModelSource.S3.S3Uri", S3_URI, 1024)
         if "ModelAccessConfig" in s3:
-            access = check_mapping(
+            access = mapping(
                 s3["ModelAccessConfig"],
                 f"{where}.ModelSource.S3.ModelAccessConfig",
                 {"AcceptEula"},
@@ -147,47 +100,49 @@ def _check_model_source(body: dict[str, Any], where: str) -> None:
             )
             boolean(access["AcceptEula"], f"{where}.ModelSource.S3.ModelAccessConfig.AcceptEula")
     else:
-        model = check_mapping(
+        model = mapping(
             source["SageMakerModel"], f"{where}.ModelSource.SageMakerModel", {"ModelName"}, set()
         )
-        check_string(
+        matching(
             model["ModelName"], f"{where}.ModelSource.SageMakerModel.ModelName", SAGEMAKER_NAME, 63
         )
 
 
 def _check_optimization_configs(body: dict[str, Any], where: str) -> None:
     """``OptimizationConfigs``: each names exactly one technique."""
-    configs = check_list(body["OptimizationConfigs"], f"{where}.OptimizationConfigs", 0, 10)
+    configs = items(body["OptimizationConfigs"], f"{where}.OptimizationConfigs", 0, 10)
     for index, config in enumerate(configs):
-        item = check_mapping(config, f"{where}.OptimizationConfigs[{index}]", set(), TECHNIQUES)
+        item = mapping(config, f"{where}.OptimizationConfigs[{index}]", set(), TECHNIQUES)
         if len(item) != 1:
             raise EventError(
                 f"{where}.OptimizationConfigs[{index}] must have exactly one of "
                 + ", ".join(sorted(TECHNIQUES))
             )
         ((kind, settings),) = item.items()
-        check_mapping(settings, f"{where}.OptimizationConfigs[{index}].{kind}", set())
+        mapping(settings, f"{where}.OptimizationConfigs[{index}].{kind}", set())
 
 
 def _check_output(body: dict[str, Any], where: str) -> None:
     """``OutputConfig``: its key and the model it creates, when given."""
-    output = check_mapping(
+    output = mapping(
         body["OutputConfig"], f"{where}.OutputConfig", set(), {"KmsKeyId", "SageMakerModel"}
     )
     if "KmsKeyId" in output:
-        check_string(output["KmsKeyId"], f"{where}.OutputConfig.KmsKeyId", KMS_KEY, 2048, 0)
+        matching(
+            output["KmsKeyId"], f"{where}.OutputConfig.KmsKeyId", KMS_KEY, 2048, allow_empty=True
+        )
     if "SageMakerModel" in output:
-        model = check_mapping(
+        model = mapping(
             output["SageMakerModel"], f"{where}.OutputConfig.SageMakerModel", {"ModelName"}, set()
         )
-        check_string(
+        matching(
             model["ModelName"], f"{where}.OutputConfig.SageMakerModel.ModelName", SAGEMAKER_NAME, 63
         )
 
 
 def _check_stopping(body: dict[str, Any], where: str) -> None:
     """``StoppingCondition``: the run, wait and pending time limits."""
-    stopping = check_mapping(
+    stopping = mapping(
         body["StoppingCondition"],
         f"{where}.StoppingCondition",
         {"MaxRuntimeInSeconds"},
@@ -219,7 +174,7 @@ def _check_environment(body: dict[str, Any], where: str) -> None:
     """``OptimizationEnvironment``: at most 25 string variables."""
     if "OptimizationEnvironment" not in body:
         return
-    environment = check_mapping(
+    environment = mapping(
         body["OptimizationEnvironment"], f"{where}.OptimizationEnvironment", set()
     )
     if len(environment) > 25:
@@ -228,31 +183,34 @@ def _check_environment(body: dict[str, Any], where: str) -> None:
             f"not {len(environment)}"
         )
     for key, value in environment.items():
-        check_string(key, f"{where}.OptimizationEnvironment key", None, 1024)
-        check_string(value, f"{where}.OptimizationEnvironment[{shown(key)}]", None, 1024, 0)
+        string(key, f"{where}.OptimizationEnvironment key", max_length=1024)
+        string(
+            value,
+            f"{where}.OptimizationEnvironment[{shown(key)}]",
+            max_length=1024,
+            allow_empty=True,
+        )
 
 
 def _check_vpc(body: dict[str, Any], where: str) -> None:
     """``VpcConfig``: 1-5 security groups and 1-16 subnets."""
     if "VpcConfig" not in body:
         return
-    vpc = check_mapping(
-        body["VpcConfig"], f"{where}.VpcConfig", {"SecurityGroupIds", "Subnets"}, set()
-    )
-    for group in check_list(vpc["SecurityGroupIds"], f"{where}.VpcConfig.SecurityGroupIds", 1, 5):
-        check_string(group, f"{where}.VpcConfig.SecurityGroupIds[]", SECURITY_GROUP, 32)
-    for subnet in check_list(vpc["Subnets"], f"{where}.VpcConfig.Subnets", 1, 16):
-        check_string(subnet, f"{where}.VpcConfig.Subnets[]", SUBNET, 32)
+    vpc = mapping(body["VpcConfig"], f"{where}.VpcConfig", {"SecurityGroupIds", "Subnets"}, set())
+    for group in items(vpc["SecurityGroupIds"], f"{where}.VpcConfig.SecurityGroupIds", 1, 5):
+        matching(group, f"{where}.VpcConfig.SecurityGroupIds[]", SECURITY_GROUP, 32)
+    for subnet in items(vpc["Subnets"], f"{where}.VpcConfig.Subnets", 1, 16):
+        matching(subnet, f"{where}.VpcConfig.Subnets[]", SUBNET, 32)
 
 
 def _check_tags(body: dict[str, Any], where: str) -> None:
     """``Tags``: at most 50 key/value pairs."""
     if "Tags" not in body:
         return
-    for index, tag in enumerate(check_list(body["Tags"], f"{where}.Tags", 0, 50)):
-        item = check_mapping(tag, f"{where}.Tags[{index}]", {"Key", "Value"}, set())
-        check_string(item["Key"], f"{where}.Tags[{index}].Key", None, 128)
-        check_string(item["Value"], f"{where}.Tags[{index}].Value", None, 256, 0)
+    for index, tag in enumerate(items(body["Tags"], f"{where}.Tags", 0, 50)):
+        item = mapping(tag, f"{where}.Tags[{index}]", {"Key", "Value"}, set())
+        string(item["Key"], f"{where}.Tags[{index}].Key", max_length=128)
+        string(item["Value"], f"{where}.Tags[{index}].Value", max_length=256, allow_empty=True)
 
 
 @dataclass(frozen=True)
@@ -272,7 +230,7 @@ class JobProperties:
 def check_job_properties(props: Any) -> JobProperties:
     """The job resource's properties, every field checked (``EventError`` names the bad one)."""
     where = "ResourceProperties"
-    body = check_mapping(
+    body = mapping(
         props,
         where,
         {
@@ -287,25 +245,25 @@ def check_job_properties(props: Any) -> JobProperties:
         },
         IGNORED_PROPERTIES,
     )
-    prefix = check_string(
+    prefix = matching(
         body["JobNamePrefix"], f"{where}.JobNamePrefix", SAGEMAKER_NAME, MAX_PREFIX_LENGTH
     )
-    stem = check_string(body["JobNameStem"], f"{where}.JobNameStem", SAGEMAKER_NAME, 56)
+    stem = matching(body["JobNameStem"], f"{where}.JobNameStem", SAGEMAKER_NAME, 56)
     if not re.fullmatch(re.escape(prefix) + r"-[0-9a-f]{1,16}", stem):
         raise EventError(f"{where}.JobNameStem must be JobNamePrefix-<hex>, not {shown(stem)}")
-    removal = check_string(body["RemovalPolicy"], f"{where}.RemovalPolicy", None, 16)
+    removal = string(body["RemovalPolicy"], f"{where}.RemovalPolicy", max_length=16)
     if removal not in ("retain", "destroy"):
         raise EventError(f"{where}.RemovalPolicy must be retain or destroy, not {shown(removal)}")
     return JobProperties(
         prefix=prefix,
         stem=stem,
         request=check_request(body["Request"]),
-        output_stem=check_string(
+        output_stem=matching(
             body["OutputLocationStem"], f"{where}.OutputLocationStem", OUTPUT_STEM, 900
         ),
-        handle=check_string(body["WaitHandle"], f"{where}.WaitHandle", HTTPS_URL, 4096),
+        handle=matching(body["WaitHandle"], f"{where}.WaitHandle", HTTPS_URL, 4096),
         wait_seconds=integer(body["WaitSeconds"], f"{where}.WaitSeconds", 1, MAX_WAIT_SECONDS),
-        state_machine_arn=check_string(
+        state_machine_arn=matching(
             body["StateMachineArn"], f"{where}.StateMachineArn", STATE_MACHINE_ARN, 256
         ),
         destroy=removal == "destroy",

@@ -24,7 +24,7 @@ from ...planning.workload import (
     TraceRecord,
 )
 from ..runtime_support import shown
-from .events import EventError, field, integer, known, number, string
+from .run_names import EventError, field, integer, known, number, string
 
 PREFIX_AWARE_ID = re.compile(rf"[A-Za-z0-9_.:\-]{{1,{PREFIX_AWARE_ID_MAX_LENGTH}}}")
 KINDS = ("shared-prefix", "multi-turn", "trace")
