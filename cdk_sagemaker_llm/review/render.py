@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..planning.decision import ChoiceSource, ServiceDecision
+from ..planning.service_decision import ChoiceSource, ServiceDecision
 from .budget import MonthlyAssumption, budget_json, budget_markdown
 from .model import (
     CustomResourcePlan,
