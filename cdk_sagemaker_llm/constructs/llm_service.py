@@ -185,7 +185,6 @@ class LlmService(Construct):
         )
         """What is deployed and why (``planning.service_decision``); recorded as template
         metadata."""
-        assert self.decision.option is not None and self.decision.recommendation is not None
         self.recommendation = self.decision.recommendation
         """Every option and rejection the performance model produced."""
         self.option = self.decision.option
@@ -277,7 +276,8 @@ class LlmService(Construct):
         )
 
     def _render_metadata(self) -> None:
-        """The decision, for ``cdk-sagemaker-llm plan`` (``ServiceDecision.from_metadata``)."""
+        """The decision's record, for ``cdk-sagemaker-llm plan``
+        (``DecisionRecord.from_metadata``)."""
         self.component.resource.add_metadata(SERVICE, self.decision.to_metadata())
 
     def _annotate_warnings(self) -> None:

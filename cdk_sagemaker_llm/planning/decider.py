@@ -20,6 +20,7 @@ from typing import Any
 from ..catalog.instance_types import InstanceType
 from ..errors import ValidationError, check_range
 from .calibration import AppliedCalibration, EngineRelease
+from .decision_record import Choice, ChoiceSource, Prediction
 from .engine_profiles import EngineProfile, profile_origin, resolve_profile
 from .optimizations import Optimization
 from .performance import (
@@ -34,15 +35,7 @@ from .performance import (
 from .placement import head_divisibility_problem
 from .ranking import RejectionKind
 from .recommend import Option, Recommendation, recommend, unit_price
-from .service_decision import (
-    Choice,
-    ChoiceSource,
-    DecisionWarning,
-    Prediction,
-    ScalingBounds,
-    ServiceDecision,
-    ServingSettings,
-)
+from .service_decision import DecisionWarning, ScalingBounds, ServiceDecision, ServingSettings
 from .service_request import Overrides, ServiceRequest
 from .workload import check_context, check_workload_context
 
@@ -70,8 +63,8 @@ def decide(
     """
     overrides = overrides or Overrides()
     check_workload_context(request.spec, request.workload)
-    if overrides.max_model_len is not None:
-        check_context(request.spec, overrides.max_model_len, "max_model_len")
+    if overrides.layout.max_model_len is not None:
+        check_context(request.spec, overrides.layout.max_model_len, "max_model_len")
     decider = _Decider(request, overrides)
     option = decider.layout(recommendation)
     serving, choices = decider.serving(option)
@@ -110,7 +103,7 @@ def decide(
         option=option,
         recommendation=decider.recommendation,
     )
-    if request.calibration is None:
+    if request.sizing.calibration is None:
         return decision
     applied = decider.measured(decision.layout.instance_type)
     return replace(
@@ -150,11 +143,13 @@ class _Decider:
         engine (``Calibration.applied_to``: only what transfers); None when uncalibrated.
         Another engine than the calibrated one is a ValidationError naming ``calibration``."""
         request = self.request
-        if request.calibration is None:
+        if request.sizing.calibration is None:
             return None
         found = self._applied.get(instance_type.name)
         if found is None:
-            found = request.calibration.applied_to(request.spec, instance_type, engine=self.release)
+            found = request.sizing.calibration.applied_to(
+                request.spec, instance_type, engine=self.release
+            )
             self._applied[instance_type.name] = found
         return found
 
@@ -241,21 +236,21 @@ class _Decider:
         )
         option = choose(
             self.recommendation,
-            instance_type=overrides.instance_type,
-            tensor_parallel_degree=overrides.tensor_parallel_degree,
+            instance_type=overrides.layout.instance_type,
+            tensor_parallel_degree=overrides.layout.tensor_parallel_degree,
             max_instance_count=request.max_instance_count,
         )
         self.optimization = option.optimization
         if option.optimization is not None:
             self.precision = option.optimization.precision(request.precision)
-        if overrides.copies_per_instance is not None:
-            option = self._repack(option, overrides.copies_per_instance)
+        if overrides.layout.copies_per_instance is not None:
+            option = self._repack(option, overrides.layout.copies_per_instance)
         return option
 
     def _check_degree(self) -> None:
         """A tensor-parallel override that cannot shard the model: heads that do not divide,
         or more accelerators than every candidate has."""
-        degree = self.overrides.tensor_parallel_degree
+        degree = self.overrides.layout.tensor_parallel_degree
         if degree is None:
             return
         check_range("tensor_parallel_degree", degree, minimum=1)
@@ -268,7 +263,7 @@ class _Decider:
                 "use a degree that divides the attention and KV heads (1, 2, 4 or 8 for most "
                 "models), or drop the override",
             )
-        types = [self.overrides.instance_type] if self.overrides.instance_type else []
+        types = [self.overrides.layout.instance_type] if self.overrides.layout.instance_type else []
         hosts = types or list(self.request.candidates)
         if not any(t.accelerator_devices % degree == 0 for t in hosts):
             raise ValidationError(
@@ -323,7 +318,7 @@ class _Decider:
             engine=request.engine,
             optimization=self.optimization,
         ).levels[0]
-        price = unit_price(layout.instance_type, self.request.prices, request.price_basis)
+        price = unit_price(layout.instance_type, self.request.pricing.prices, request.pricing.basis)
         hourly = None if price is None else price * count
         return replace(
             option,
@@ -346,12 +341,14 @@ class _Decider:
     def layout_choices(self, option: Option) -> dict[str, Choice]:
         layout, overrides = option.layout, self.overrides
         return {
-            "instance_type": Choice(layout.instance_type.name, _source(overrides.instance_type)),
+            "instance_type": Choice(
+                layout.instance_type.name, _source(overrides.layout.instance_type)
+            ),
             "tensor_parallel_degree": Choice(
-                layout.tensor_parallel_degree, _source(overrides.tensor_parallel_degree)
+                layout.tensor_parallel_degree, _source(overrides.layout.tensor_parallel_degree)
             ),
             "copies_per_instance": Choice(
-                layout.copies_per_instance, _source(overrides.copies_per_instance)
+                layout.copies_per_instance, _source(overrides.layout.copies_per_instance)
             ),
         }
 
@@ -394,13 +391,13 @@ class _Decider:
     def serving(self, option: Option) -> tuple[ServingSettings, dict[str, Choice]]:
         """The batch limit (checked against the KV cache) and the longest sequence."""
         request, overrides = self.request, self.overrides
-        batch = _override(overrides.max_batch_size, option.max_batch_size)
+        batch = _override(overrides.layout.max_batch_size, option.max_batch_size)
         self._check_batch(option.layout, batch.value)
         workload = request.workload
         # the longest request, not the mean: vLLM rejects a prompt + max_tokens above
         # max_model_len, TGI one above max_total_tokens / max_input_tokens
         longest = min(workload.longest_tokens, request.spec.max_context)
-        model_len = _override(overrides.max_model_len, longest, ChoiceSource.DERIVED)
+        model_len = _override(overrides.layout.max_model_len, longest, ChoiceSource.DERIVED)
         longest_input = min(workload.longest_input_tokens, model_len.value - 1)
         serving = ServingSettings(
             tgi=request.tgi,
@@ -409,7 +406,7 @@ class _Decider:
             max_model_len=model_len.value,
             max_input_tokens=max(workload.input_tokens, longest_input),
             precision=self.precision,
-            mean_tokens=workload.total_tokens if overrides.max_model_len is None else None,
+            mean_tokens=workload.total_tokens if overrides.layout.max_model_len is None else None,
         )
         return serving, {"max_batch_size": batch, "max_model_len": model_len}
 
@@ -470,7 +467,7 @@ class _Decider:
             minimum=workload.total_tokens,
             fix="serve at least input_tokens + output_tokens per request",
         )
-        if overrides.benchmark and overrides.target_concurrency_per_copy is None:
+        if overrides.benchmark and overrides.scaling.target_concurrency_per_copy is None:
             knee = Choice(knee.value, ChoiceSource.BENCHMARK)
         bounds = ScalingBounds(
             min_copies=fewest.value,
@@ -489,7 +486,7 @@ class _Decider:
         }
 
     def _target(self, option: Option, batch: int) -> Choice:
-        target = self.overrides.target_concurrency_per_copy
+        target = self.overrides.scaling.target_concurrency_per_copy
         knee = _override(target, option.knee_concurrency_per_copy)
         if target is not None:
             check_range("target_concurrency_per_copy", target, minimum=0.001)
@@ -532,7 +529,7 @@ class _Decider:
             )
 
     def _max_copies(self, option: Option, knee: float) -> Choice:
-        given = self.overrides.max_copies
+        given = self.overrides.scaling.max_copies
         layout = option.layout
         peak = option.predicted.concurrency
         needed = max(1, math.ceil(peak / knee))
@@ -565,7 +562,7 @@ class _Decider:
         traffic = self.request.traffic
         minimum = traffic.minimum_concurrency(option.predicted.e2e_ms / 1000)
         fewest = _override(
-            self.overrides.min_copies,
+            self.overrides.scaling.min_copies,
             min(most, max(1, math.ceil(minimum / knee))),
             ChoiceSource.DERIVED,
         )
@@ -586,7 +583,7 @@ class _Decider:
     def goal(self) -> dict[str, Any]:
         request = self.request
         workload = request.workload
-        prices = self.request.prices
+        prices = self.request.pricing.prices
         return {
             "model": request.spec.name,
             "precision": request.precision.value,
@@ -594,9 +591,9 @@ class _Decider:
             "slo": request.slo.describe(),
             "traffic": request.traffic.describe(),
             "candidates": [t.name for t in request.candidates],
-            "prices": f"{request.price_basis.value}; {prices.describe()}",
-            "calibration": request.calibration.describe()
-            if request.calibration is not None
+            "prices": f"{request.pricing.basis.value}; {prices.describe()}",
+            "calibration": request.sizing.calibration.describe()
+            if request.sizing.calibration is not None
             else "uncalibrated",
         }
 
@@ -639,8 +636,8 @@ def prediction_sources(request: ServiceRequest, layout: Layout) -> list[str]:
     )
     profile = resolve_profile(request.engine, instance.is_neuron)
     lines.append(f"engine: {profile.describe()}")
-    if request.calibration is not None:
-        calibration = request.calibration
+    if request.sizing.calibration is not None:
+        calibration = request.sizing.calibration
         release = request.engine if isinstance(request.engine, EngineRelease) else None
         applied = calibration.applied_to(spec, instance, engine=release)
         engine = f" with {calibration.engine.describe()}" if calibration.engine else ""
@@ -659,7 +656,7 @@ def prediction_sources(request: ServiceRequest, layout: Layout) -> list[str]:
             f"efficiency: {efficiency_of(profile).describe()} ({profile_origin(profile)}; "
             "calibrate with a deploy-time benchmark)"
         )
-    lines.append(f"price: {request.price_basis.value}; {request.prices.describe()}")
+    lines.append(f"price: {request.pricing.basis.value}; {request.pricing.prices.describe()}")
     return lines
 
 

@@ -1,6 +1,7 @@
 """The service decision, re-exported from the modules that own it, so imports of
 ``planning.decision`` keep working: the request (``planning.service_request``), what is
-decided (``planning.service_decision``) and the deciding (``planning.decider``)."""
+decided (``planning.service_decision``), what the template records of it
+(``planning.decision_record``) and the deciding (``planning.decider``)."""
 
 from __future__ import annotations
 
@@ -15,13 +16,17 @@ from .decider import (
     rejections,
     summary,
 )
-from .service_decision import (
+from .decision_record import (
     GOAL_KEYS,
-    TGI_DEFAULT_PREFILL_TOKENS,
     Choice,
     ChoiceSource,
-    DecisionWarning,
+    DecisionRecord,
     Prediction,
+    RecordedOptimization,
+)
+from .service_decision import (
+    TGI_DEFAULT_PREFILL_TOKENS,
+    DecisionWarning,
     ScalingBounds,
     ServiceDecision,
     ServingSettings,
@@ -37,10 +42,12 @@ __all__ = [
     "TGI_DEFAULT_PREFILL_TOKENS",
     "Choice",
     "ChoiceSource",
+    "DecisionRecord",
     "DecisionWarning",
     "ExpectedTraffic",
     "Overrides",
     "Prediction",
+    "RecordedOptimization",
     "ScalingBounds",
     "ServiceDecision",
     "ServiceRequest",

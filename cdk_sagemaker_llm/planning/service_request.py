@@ -9,19 +9,16 @@ from dataclasses import dataclass, field
 
 from ..catalog.instance_types import CATALOG, InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
-from ..catalog.prices import PriceList
 from ..errors import check_range
 from ..prop_types import typed_props
-from .calibration import Calibration, EngineRelease
+from .calibration import EngineRelease
 from .engine_profiles import EngineProfile, resolve_profile
 from .performance import Workload
 from .recommend import Slo, Traffic
 from .service_options import (
     CopyScaling,
     LayoutOverrides,
-    PriceBasis,
     Pricing,
-    Risk,
     SearchSpace,
     Sizing,
 )
@@ -121,37 +118,13 @@ class ServiceRequest:
         return self.search.precision or Precision.FP16
 
     @property
-    def prices(self) -> PriceList:
-        """The price list."""
-        return self.pricing.prices
-
-    @property
-    def price_basis(self) -> PriceBasis:
-        """How instance-hours are paid for."""
-        return self.pricing.basis
-
-    @property
-    def region(self) -> str | None:
-        """Where the endpoint runs."""
-        return self.pricing.region
-
-    @property
-    def calibration(self) -> Calibration | None:
-        """The measured efficiency factors."""
-        return self.sizing.calibration
-
-    @property
-    def risk(self) -> Risk:
-        """The side of each prediction's band the layout is sized on."""
-        return self.sizing.risk
-
-    @property
     def engine(self) -> EngineRelease | EngineProfile | None:
         """The serving engine: a container release, a profile (a name resolved), the
         calibrated engine when none is stated (assumed, and said), or None."""
         engine = self.sizing.engine
-        if engine is None and self.calibration is not None:
-            return self.calibration.engine
+        calibration = self.sizing.calibration
+        if engine is None and calibration is not None:
+            return calibration.engine
         return resolve_profile(engine) if isinstance(engine, str) else engine
 
 
@@ -167,35 +140,3 @@ class Overrides:
     min_memory_per_copy_mib: int | None = None
     benchmark: bool = False
     """A deploy-time benchmark measures the knee that the scaling target holds."""
-
-    @property
-    def instance_type(self) -> InstanceType | None:
-        return self.layout.instance_type
-
-    @property
-    def tensor_parallel_degree(self) -> int | None:
-        return self.layout.tensor_parallel_degree
-
-    @property
-    def copies_per_instance(self) -> int | None:
-        return self.layout.copies_per_instance
-
-    @property
-    def max_batch_size(self) -> int | None:
-        return self.layout.max_batch_size
-
-    @property
-    def max_model_len(self) -> int | None:
-        return self.layout.max_model_len
-
-    @property
-    def min_copies(self) -> int | None:
-        return self.scaling.min_copies
-
-    @property
-    def max_copies(self) -> int | None:
-        return self.scaling.max_copies
-
-    @property
-    def target_concurrency_per_copy(self) -> float | None:
-        return self.scaling.target_concurrency_per_copy
