@@ -31,10 +31,15 @@ from .service_decision import (
     ServiceDecision,
     ServingSettings,
 )
-from .service_request import DEFAULT_MAX_INSTANCE_COUNT, ExpectedTraffic, Overrides, ServiceRequest
+from .service_request import (
+    DEFAULT_SERVICE_MAX_INSTANCES,
+    ExpectedTraffic,
+    Overrides,
+    ServiceRequest,
+)
 
 __all__ = [
-    "DEFAULT_MAX_INSTANCE_COUNT",
+    "DEFAULT_SERVICE_MAX_INSTANCES",
     "GOAL_KEYS",
     "HOST_MEMORY_SHARE",
     "MAX_ALTERNATIVES_RECORDED",

@@ -72,8 +72,9 @@ class ExpectedTraffic:
         return f"peak {self.peak.concurrency} concurrent, minimum {self.minimum:g}"
 
 
-DEFAULT_MAX_INSTANCE_COUNT = 4
-"""A service's most instances when its search space does not say."""
+DEFAULT_SERVICE_MAX_INSTANCES = 4
+"""The most instances an ``LlmService`` may scale to when its search space does not say (a
+``recommend`` search goes wider: ``planning.recommend.WIDEST_SEARCHED_INSTANCE_COUNT``)."""
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ class ServiceRequest:
     traffic: ExpectedTraffic
     search: SearchSpace = field(default_factory=SearchSpace)
     """The candidates (default every GPU type of the catalog), at most
-    ``DEFAULT_MAX_INSTANCE_COUNT`` instances unless it says, the precision (default FP16) and
+    ``DEFAULT_SERVICE_MAX_INSTANCES`` instances unless it says, the precision (default FP16) and
     the optimizations to weigh."""
     pricing: Pricing = field(default_factory=Pricing)
     sizing: Sizing = field(default_factory=Sizing)
@@ -110,7 +111,7 @@ class ServiceRequest:
     @property
     def max_instance_count(self) -> int:
         """The most instances."""
-        return self.search.max_instance_count or DEFAULT_MAX_INSTANCE_COUNT
+        return self.search.max_instance_count or DEFAULT_SERVICE_MAX_INSTANCES
 
     @property
     def precision(self) -> Precision:
