@@ -103,10 +103,10 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .errors import ValidationError
     from .planning import sizing
     from .planning.calibration import Calibration, EngineRelease
-    from .planning.decision import ExpectedTraffic, ServiceDecision
     from .planning.engine_profiles import EngineProfile
     from .planning.optimizations import Optimization
     from .planning.recommend import Slo
+    from .planning.service_decision import ServiceDecision
     from .planning.service_options import (
         CopyScaling,
         LayoutOverrides,
@@ -116,6 +116,7 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
         SearchSpace,
         Sizing,
     )
+    from .planning.service_request import ExpectedTraffic
     from .planning.sizing import SizingReport
     from .planning.speculation import Speculation
     from .planning.workload import Workload
@@ -163,7 +164,7 @@ _EXPORTS: dict[str, str] = {
     "EngineRelease": ".planning.calibration",
     "Optimization": ".planning.optimizations",
     "Speculation": ".planning.speculation",
-    "ExpectedTraffic": ".planning.decision",
+    "ExpectedTraffic": ".planning.service_request",
     "HandlerPlacement": ".constructs.deploy_time",
     "IEndpoint": ".constructs.interfaces",
     "IInferenceComponent": ".constructs.interfaces",
@@ -218,7 +219,7 @@ _EXPORTS: dict[str, str] = {
     "ServiceModel": ".constructs.llm_service_options",
     "Sizing": ".planning.service_options",
     "SizingReport": ".planning.sizing",
-    "ServiceDecision": ".planning.decision",
+    "ServiceDecision": ".planning.service_decision",
     "Slo": ".planning.recommend",
     "SpeculativeDecoding": ".constructs.speculative_decoding",
     "StepPolicy": ".constructs.autoscaling",

@@ -1,4 +1,5 @@
-"""planning.decision: the pure ServiceDecision that recommend, LlmService and plan share."""
+"""planning.decision: the pure ServiceDecision that recommend and LlmService share, and the
+DecisionRecord of it that the template holds and plan reads back."""
 
 from __future__ import annotations
 
@@ -18,10 +19,10 @@ from cdk_sagemaker_llm.planning.decision import (
     ChoiceSource,
     ExpectedTraffic,
     Overrides,
-    ServiceDecision,
     ServiceRequest,
     decide,
 )
+from cdk_sagemaker_llm.planning.decision_record import DecisionRecord
 from cdk_sagemaker_llm.planning.engine_profiles import resolve_profile
 from cdk_sagemaker_llm.planning.performance import Efficiency, Workload, efficiency_of
 from cdk_sagemaker_llm.planning.recommend import RejectionKind, Slo, recommend
@@ -101,15 +102,31 @@ def test_the_predictions_carry_their_sources() -> None:
     assert any(line.startswith("price: on-demand;") for line in sources)
 
 
-def test_the_metadata_round_trips() -> None:
-    decision = decide(REQUEST, Overrides(scaling=CopyScaling(max_copies=1)))
+def test_the_metadata_round_trips_through_the_decision_record() -> None:
+    # a target above the batch limit: a warning to record
+    scaling = CopyScaling(max_copies=1, target_concurrency_per_copy=1000)
+    decision = decide(REQUEST, Overrides(scaling=scaling))
     metadata = json.loads(json.dumps(decision.to_metadata()))
-    again = ServiceDecision.from_metadata(metadata)
+    assert metadata == json.loads(json.dumps(decision.to_record().to_metadata()))
+    again = DecisionRecord.from_metadata(metadata)
     assert again.to_metadata() == metadata
-    assert again.layout.instance_type == decision.layout.instance_type
-    assert again.scaling.max_copies == 1
-    assert [w.message for w in again.warnings] == [w.message for w in decision.warnings]
+    assert again.chosen("instance_type") == decision.layout.instance_type.name
+    assert again.chosen("max_copies") == 1
+    assert decision.warnings and again.warnings == tuple(w.message for w in decision.warnings)
     assert again.predicted.sources == decision.predicted.sources
+    assert again.predicted.ms_per_token == round(decision.predicted.ms_per_token, 2)
+
+
+def test_a_record_reads_what_it_lacks_as_empty_or_zero() -> None:
+    record = DecisionRecord.from_metadata(
+        {"model": "m", "choices": {"max_copies": {"value": 2, "source": "derived"}}}
+    )
+    assert record.goal == {"model": "m"}
+    assert record.chosen("max_copies") == 2 and record.chosen("min_copies") is None
+    assert record.choices["max_copies"].source is ChoiceSource.DERIVED
+    assert record.predicted.concurrency == 0 and record.predicted.ms_per_token == 0
+    assert record.reasoning == () and record.warnings == () and record.rejected_count == 0
+    assert record.optimization is None and record.calibration_change is None
 
 
 def test_benchmark_defers_the_target_to_the_measured_knee() -> None:
@@ -342,3 +359,20 @@ def test_an_accelerator_with_unpublished_figures_is_not_called_a_memory_problem(
     assert "performance unknown" in raised.value.problem
     assert "does not fit" not in raised.value.problem
     assert "more accelerator memory is not what is missing" in raised.value.fix
+
+
+def test_planning_decision_re_exports_each_name_from_the_module_that_owns_it() -> None:
+    import importlib
+
+    from cdk_sagemaker_llm.planning import decision
+
+    owners = [
+        importlib.import_module(f"cdk_sagemaker_llm.planning.{name}")
+        for name in ("service_request", "service_decision", "decision_record", "decider")
+    ]
+    for name in decision.__all__:
+        found = [vars(owner)[name] for owner in owners if name in vars(owner)]
+        assert found and all(value is getattr(decision, name) for value in found), name
+        value = getattr(decision, name)
+        if callable(value):
+            assert value.__module__ in {owner.__name__ for owner in owners}, name

@@ -40,7 +40,7 @@ from cdk_sagemaker_llm.constructs.optimization_techniques import (
 )
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.planning.calibration import Calibration, EngineRelease
-from cdk_sagemaker_llm.planning.decision import ServiceDecision
+from cdk_sagemaker_llm.planning.decision_record import DecisionRecord
 from cdk_sagemaker_llm.planning.engine_profiles import resolve_profile
 from cdk_sagemaker_llm.planning.optimizations import Optimization
 from cdk_sagemaker_llm.planning.performance import Efficiency, Workload, efficiency_of, predict
@@ -780,8 +780,13 @@ def test_an_optimized_option_that_wins_emits_its_job_and_the_model_serves_its_ou
     (chosen,) = [line for line in recorded["reasoning"] if line.startswith("optimization chosen")]
     assert "OPTION_QUANTIZE=awq" in chosen and " h, $" in chosen
     assert "the model as given meets the SLO and memory on no candidate" in chosen
-    again = ServiceDecision.from_metadata(recorded)
-    assert again.optimization == Optimization.awq() and again.job is not None
+    again = DecisionRecord.from_metadata(recorded)
+    assert again.optimization is not None and again.optimization.name == Optimization.awq().name
+    assert again.optimization.serves == Optimization.awq().describe()
+    assert (
+        again.optimization.job is not None
+        and again.optimization.job.hours == (recorded["optimization"]["job"]["hours"])
+    )
 
 
 def test_an_optimization_that_does_not_win_emits_no_job() -> None:
@@ -908,8 +913,12 @@ def test_an_eagle_option_that_wins_trains_its_head_and_serves_it_as_the_draft() 
         line for line in recorded["reasoning"] if line.startswith("speculative decoding (")
     ]
     assert "x at one sequence" in paying and "sequences" in paying
-    again = ServiceDecision.from_metadata(recorded)
+    again = DecisionRecord.from_metadata(recorded)
     assert again.optimization is not None and again.optimization.name == "speculative-decoding"
+    job = again.optimization.job  # the template leaves out null figures; the record reads None
+    assert job is not None and job.hours is None and job.cost is None
+    assert job.technique == job_estimate["technique"]
+    assert again.to_metadata() == json.loads(json.dumps(built.decision.to_metadata()))
 
 
 def test_speculation_that_stops_paying_at_high_concurrency_emits_no_job() -> None:

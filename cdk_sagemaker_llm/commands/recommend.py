@@ -12,11 +12,13 @@ from typing import Any
 from ..catalog.instance_types import InstanceType
 from ..catalog.prices import DEFAULT_PRICE_LIST
 from ..errors import ValidationError
-from ..planning.decision import ExpectedTraffic, ServiceDecision, ServiceRequest, decide
+from ..planning.decider import decide
 from ..planning.optimizations import Optimization
 from ..planning.performance import Workload
 from ..planning.recommend import Option, Recommendation, Slo, Traffic, recommend
+from ..planning.service_decision import ServiceDecision
 from ..planning.service_options import PriceBasis, Pricing, Risk, SearchSpace, Sizing
+from ..planning.service_request import ExpectedTraffic, ServiceRequest
 from .calibrate import add_calibration_arguments, load_calibration
 from .model_options import (
     WORKLOAD_FLAGS,

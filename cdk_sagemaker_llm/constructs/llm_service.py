@@ -1,6 +1,6 @@
 """An LLM service sized from its SLO and its traffic: the layout is decided at synth time.
 
-``LlmService`` asks ``planning.decision.decide`` for a ``ServiceDecision``: which instance type
+``LlmService`` asks ``planning.decider.decide`` for a ``ServiceDecision``: which instance type
 x tensor-parallel degree x copies per instance x instance count serves the peak traffic within
 the SLO for the lowest price per hour (``planning.recommend``), under the user's overrides. The
 construct only renders that decision:
@@ -47,20 +47,13 @@ from ..catalog.instance_types import CATALOG, InstanceType
 from ..catalog.jumpstart import JumpStartModel
 from ..catalog.model_specs import ModelSpec, Precision
 from ..planning.calibration import EngineRelease
-from ..planning.decision import (
-    HOST_MEMORY_SHARE,
-    TGI_DEFAULT_PREFILL_TOKENS,
-    ExpectedTraffic,
-    Overrides,
-    ServiceDecision,
-    ServiceRequest,
-    ServingSettings,
-    decide,
-)
+from ..planning.decider import HOST_MEMORY_SHARE, decide
 from ..planning.optimizations import OptimizationKind
 from ..planning.performance import Workload
 from ..planning.recommend import Slo
+from ..planning.service_decision import TGI_DEFAULT_PREFILL_TOKENS, ServiceDecision, ServingSettings
 from ..planning.service_options import CopyScaling, LayoutOverrides, Pricing, SearchSpace, Sizing
+from ..planning.service_request import ExpectedTraffic, Overrides, ServiceRequest
 from ..planning.speculation import Speculation, SpeculationKind
 from ..prop_types import typed_props
 from ..template_metadata import SERVICE
@@ -190,8 +183,8 @@ class LlmService(Construct):
                 benchmark=benchmark is not None,
             ),
         )
-        """What is deployed and why (``planning.decision``); recorded as template metadata."""
-        assert self.decision.option is not None and self.decision.recommendation is not None
+        """What is deployed and why (``planning.service_decision``); recorded as template
+        metadata."""
         self.recommendation = self.decision.recommendation
         """Every option and rejection the performance model produced."""
         self.option = self.decision.option
@@ -283,7 +276,8 @@ class LlmService(Construct):
         )
 
     def _render_metadata(self) -> None:
-        """The decision, for ``cdk-sagemaker-llm plan`` (``ServiceDecision.from_metadata``)."""
+        """The decision's record, for ``cdk-sagemaker-llm plan``
+        (``DecisionRecord.from_metadata``)."""
         self.component.resource.add_metadata(SERVICE, self.decision.to_metadata())
 
     def _annotate_warnings(self) -> None:

@@ -75,8 +75,10 @@ __all__ = [
     "recommend",
 ]
 
-DEFAULT_MAX_INSTANCE_COUNT = 16
-"""``recommend``'s most instances per option when the search space does not say."""
+WIDEST_SEARCHED_INSTANCE_COUNT = 16
+"""The widest layout ``recommend`` searches when the search space does not say: the most
+instances one option may take (an ``LlmService``'s own default is
+``planning.service_request.DEFAULT_SERVICE_MAX_INSTANCES``)."""
 
 
 @typed_props
@@ -327,9 +329,9 @@ def _deployment_for_rate(
     return _deployment_level(model, copies, low, capacity)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _Search:
-    """What every layout of a ``recommend`` search shares."""
+    """What every layout of a ``recommend`` search shares; built by ``_Search.of``."""
 
     spec: ModelSpec
     workload: Workload
@@ -345,6 +347,38 @@ class _Search:
     risk: Risk
     tensor_parallel_degrees: Sequence[int] | None
     optimizations: Sequence[Optimization] = ()
+
+    @staticmethod
+    def of(
+        *,
+        spec: ModelSpec,
+        workload: Workload,
+        slo: Slo,
+        traffic: Traffic,
+        search: SearchSpace,
+        pricing: Pricing,
+        sizing: Sizing,
+    ) -> _Search:
+        """The shared state of a search for ``spec`` under ``workload``, ``slo`` and
+        ``traffic``: the search space with its defaults (FP16, ``WIDEST_SEARCHED_INSTANCE_COUNT``
+        instances), the pricing's list, basis and region note, and the sizing's engine (the
+        calibrated one when it states none) and risk side."""
+        return _Search(
+            spec=spec,
+            workload=workload,
+            slo=slo,
+            traffic=traffic,
+            precision=search.precision or Precision.FP16,
+            max_instance_count=search.max_instance_count or WIDEST_SEARCHED_INSTANCE_COUNT,
+            prices=pricing.prices,
+            price_basis=pricing.basis,
+            max_batch_size=search.max_batch_size,
+            region_note=_region_note(pricing),
+            engine=sizing.engine,
+            risk=sizing.risk,
+            tensor_parallel_degrees=search.tensor_parallel_degrees,
+            optimizations=tuple(search.optimizations),
+        )
 
 
 def _search_instance(
@@ -590,12 +624,7 @@ def recommend(
     search = search or SearchSpace()
     pricing = pricing or Pricing()
     sizing = sizing or Sizing()
-    precision = search.precision or Precision.FP16
-    max_instance_count = search.max_instance_count or DEFAULT_MAX_INSTANCE_COUNT
-    prices, price_basis = pricing.prices, pricing.basis
-    calibration, engine, risk = sizing.calibration, sizing.engine, sizing.risk
-    max_batch_size = search.max_batch_size
-    optimizations = search.optimizations
+    calibration, engine = sizing.calibration, sizing.engine
     if top < 1:
         raise ValidationError("top", top, "must be at least 1", "pass e.g. 5")
     check_workload_context(spec, workload)
@@ -605,6 +634,15 @@ def recommend(
     calibration_notes = calibration.engine_notes(release) if calibration else []
     sizing = _with_calibrated_engine(sizing)
     engine = sizing.engine
+    shared = _Search.of(
+        spec=spec,
+        workload=workload,
+        slo=slo,
+        traffic=traffic,
+        search=search,
+        pricing=pricing,
+        sizing=sizing,
+    )
     candidates = (
         list(search.instance_types)
         if search.instance_types is not None
@@ -612,7 +650,6 @@ def recommend(
     )
     options: list[Option] = []
     rejected: list[Rejection] = []
-    region_note = _region_note(pricing)
     measured_on: dict[str, _Measured] = {}  # the calibration as applied per type
     for instance_type in candidates:
         unusable = _unpredictable(instance_type) or _wrong_hardware(engine, instance_type)
@@ -625,26 +662,7 @@ def recommend(
             measured = _Measured(applied.efficiency, applied)
             calibration_notes += [n for n in applied.warnings if n not in calibration_notes]
         measured_on[instance_type.name] = measured
-        found, refused = _search_instance(
-            _Search(
-                spec,
-                workload,
-                slo,
-                traffic,
-                precision,
-                max_instance_count,
-                prices,
-                price_basis,
-                max_batch_size,
-                region_note,
-                engine,
-                risk,
-                search.tensor_parallel_degrees,
-                tuple(optimizations),
-            ),
-            instance_type,
-            measured,
-        )
+        found, refused = _search_instance(shared, instance_type, measured)
         options += found
         rejected += refused
         if not found and not any(r.instance_type == instance_type.name for r in rejected):
@@ -652,7 +670,7 @@ def recommend(
                 Rejection(instance_type.name, RejectionKind.NO_LAYOUT, "no layout fits")
             )
     options.sort(key=_rank)
-    trade_off = _optimize_or_buy(options) if optimizations else None
+    trade_off = _optimize_or_buy(options) if shared.optimizations else None
     kept = [
         _with_median_cost(
             option,
@@ -660,25 +678,25 @@ def recommend(
             workload,
             slo,
             traffic,
-            precision=precision,
+            precision=shared.precision,
             profile=resolve_profile(engine, option.layout.instance_type.is_neuron),
             measured=measured_on[option.layout.instance_type.name].efficiency,
-            max_instance_count=max_instance_count,
-            prices=prices,
-            price_basis=price_basis,
-            max_batch_size=max_batch_size,
+            max_instance_count=shared.max_instance_count,
+            prices=shared.prices,
+            price_basis=shared.price_basis,
+            max_batch_size=shared.max_batch_size,
         )
         for option in options[:top]
     ]
     notes = [
-        region_note,
+        shared.region_note,
         trade_off,
         _unpriced_note(kept),
         _unseen_hardware_note(kept),
         *(f"calibration: {note}" for note in calibration_notes),
     ]
     assumptions = _assumptions(workload, slo, traffic, search, pricing, sizing, notes)
-    if risk is not Risk.MEDIAN and kept:
+    if shared.risk is not Risk.MEDIAN and kept:
         median = recommend(
             spec,
             workload,
@@ -1006,6 +1024,20 @@ def _rank(option: Option) -> tuple[bool, float, bool, float, float, float]:
     )
 
 
+def _instances_at(
+    traffic: Traffic, model: CopyModel, batch: int, target: int, copies_per_instance: int
+) -> int:
+    """The instances ``traffic`` takes at ``target`` in flight per copy (a rate: at what one
+    copy serves with ``target`` in flight, batching at most ``batch``)."""
+    if traffic.concurrency is not None:
+        return math.ceil(traffic.concurrency / (target * copies_per_instance))
+    assert traffic.requests_per_second is not None
+    per_copy_rate = _deployment_level(model, 1, target, batch)
+    return math.ceil(
+        traffic.requests_per_second / (per_copy_rate.requests_per_s * copies_per_instance)
+    )
+
+
 def _evaluate(
     spec: ModelSpec,
     layout: Layout,
@@ -1054,14 +1086,7 @@ def _evaluate(
     own = _scaling_target(knee_clients, per_copy)
     target = target or own
     per_instance_copies = layout.copies_per_instance
-    if traffic.concurrency is not None:
-        count = math.ceil(traffic.concurrency / (target * per_instance_copies))
-    else:
-        assert traffic.requests_per_second is not None
-        per_copy_rate = _deployment_level(efficiency_model, 1, target, limits.capacity)
-        count = math.ceil(
-            traffic.requests_per_second / (per_copy_rate.requests_per_s * per_instance_copies)
-        )
+    count = _instances_at(traffic, efficiency_model, limits.capacity, target, per_instance_copies)
     if count > max_instance_count:
         return None, Rejection(
             instance_type.name,

@@ -98,8 +98,9 @@ class SearchSpace:
     ``LlmService`` the optimization job's instance type (its output is built for it), else
     every GPU type of the catalog."""
     max_instance_count: int | None = None
-    """The most instances one option may use. Default 16 for ``recommend``, 4 for
-    ``LlmService``."""
+    """The most instances one option may use. Default 16 for ``recommend``
+    (``recommend.WIDEST_SEARCHED_INSTANCE_COUNT``), 4 for ``LlmService``
+    (``service_request.DEFAULT_SERVICE_MAX_INSTANCES``)."""
     tensor_parallel_degrees: Sequence[int] | None = None
     """Only these degrees; default every degree that splits an instance into whole copies."""
     precision: Precision | None = None

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
-from ..planning.decision import ChoiceSource, ServiceDecision
+from ..planning.decision_record import ChoiceSource, DecisionRecord
 from .budget import MonthlyAssumption, budget_json, budget_markdown
 from .deploy_plan import (
     CustomResourcePlan,
@@ -187,10 +188,10 @@ def _endpoint_markdown(endpoint: EndpointPlan) -> list[str]:
 
 
 def _decision_rows(metadata: dict[str, Any]) -> list[str]:
-    """An LlmService's decision (``ServiceDecision``, read back from its metadata): goal,
+    """An LlmService's decision (its ``DecisionRecord``, read back from its metadata): goal,
     choices (recommended or overridden), predicted figures and their sources, the option's
     price, reasoning, alternatives and rejections."""
-    decision = ServiceDecision.from_metadata(metadata)
+    decision = DecisionRecord.from_metadata(metadata)
     goal = decision.goal
     predicted = decision.predicted
 
@@ -230,28 +231,42 @@ def _decision_rows(metadata: dict[str, Any]) -> list[str]:
         _row(f"Rejected ({decision.rejected_count})", list(decision.rejected) or ["none"]),
     ]
     if decision.warnings:
-        rows.append(
-            _row("Override warnings", [f"⚠️ {warning.message}" for warning in decision.warnings])
-        )
+        rows.append(_row("Override warnings", [f"⚠️ {warning}" for warning in decision.warnings]))
     return rows
 
 
-def _hourly_line(decision: ServiceDecision) -> str:
+def _hourly_line(decision: DecisionRecord) -> str:
     """$/h at the minimum, expected at the peak (the median's instances) and at the
     autoscaling ceiling (the band's pessimistic edge)."""
-    scaling, count = decision.scaling, decision.layout.instance_count
+    count = _peak_instances(decision)
+    fewest, most = _whole(decision, "min_instances"), _whole(decision, "max_instances")
     if decision.price_per_hour is None or count < 1:
         return "option price unknown"
     unit = decision.price_per_hour / count
     return (
-        f"$/h: {_money(unit * scaling.min_instances)} at the minimum "
-        f"({scaling.min_instances} instance(s)), {_money(decision.price_per_hour)} expected at "
-        f"peak ({count}), {_money(unit * scaling.max_instances)} at the ceiling "
-        f"({scaling.max_instances})"
+        f"$/h: {_money(unit * fewest)} at the minimum "
+        f"({fewest} instance(s)), {_money(decision.price_per_hour)} expected at "
+        f"peak ({count}), {_money(unit * most)} at the ceiling "
+        f"({most})"
     )
 
 
-def _calibration_lines(decision: ServiceDecision) -> list[str]:
+def _whole(decision: DecisionRecord, name: str, default: int = 0) -> int:
+    """A whole-number choice of the record (``default`` when it lacks one)."""
+    value = decision.chosen(name)
+    return default if value is None else int(value)
+
+
+def _peak_instances(decision: DecisionRecord) -> int:
+    """The instances at the peak, at least 1: the record keeps the bounds, not the count at the
+    peak, so it follows from the predicted requests in flight, per copy and the copies per
+    instance."""
+    predicted = decision.predicted
+    per_instance = predicted.concurrency_per_copy * _whole(decision, "copies_per_instance", 1)
+    return max(1, math.ceil(predicted.concurrency / max(1, per_instance)))
+
+
+def _calibration_lines(decision: DecisionRecord) -> list[str]:
     """Where the efficiency factors come from, what did not transfer, and what the calibration
     changed against the uncalibrated decision."""
     source = str(decision.goal.get("calibration") or "uncalibrated")
