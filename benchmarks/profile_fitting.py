@@ -80,9 +80,10 @@ VALIDATION_ONLY_SOURCES: Mapping[str, str] = {
         "simulation (issue 30 item 1)"
     ),
     "gpustack-perf-lab-qwen3-14b-32b-2025-11": (
-        "offline bursts of 100-1,000 requests at vLLM 0.11's default batch limits, which on the "
-        "H100 (max_num_seqs 1,024, max_num_batched_tokens 8,192 for the OpenAI server) are not "
-        "the lmi-vllm-v1 profile's (256 and 2,048); and the same lab and harness as the "
+        "offline bursts of 100-1,000 requests at the engines' default batch limits: vLLM 0.11's "
+        "on the H100 (max_num_seqs 1,024, max_num_batched_tokens 8,192 for the OpenAI server) "
+        "are not the lmi-vllm-v1 profile's (256 and 2,048), trtllm-serve's are unstated (as "
+        "trtllm-perf-overview-v1.0); and the same lab and harness as the "
         "held-out GPUStack Performance Lab Qwen3-8B pages (issue 30), whose check must stay out "
         "of sample"
     ),
