@@ -83,13 +83,16 @@ def _residuals_document(
     return document
 
 
-def fitted_document(name: str, rows: list[pf.Row], held: list[pf.HeldOutPrediction]) -> dict:
-    """The profile's JSON document with the fit of ``rows`` and the residuals of ``held``."""
+def fitted_document(
+    name: str, rows: list[pf.Row], held: list[pf.HeldOutPrediction], bounded: bool = False
+) -> dict:
+    """The profile's JSON document with the fit of ``rows`` (``bounded``: within the physical
+    ceilings) and the residuals of ``held``."""
     path = PROFILE_DIR / f"{name}.json"
     document = json.loads(path.read_text(encoding="utf-8"))
     profile = engine_profile(name)
     own = [row for row in rows if row.profile == name]
-    efficiency, trained, fitted = pf.fit(own, profile)
+    efficiency, trained, fitted = pf.fit(own, profile, bounded)
     own_held = [h for h in held if h.row.profile == name]
     # A fit no fold could repeat without one of its sources is not cross-validated: the
     # residuals below would measure the prior, not it. Ship the prior they measure.
@@ -127,6 +130,13 @@ def fitted_document(name: str, rows: list[pf.Row], held: list[pf.HeldOutPredicti
         "per_sequence_ms": efficiency.per_sequence_ms,
         "per_sequence_source": _per_sequence_source(document["prior"], efficiency, own),
     }
+    if "per_layer_source" in document["prior"]:
+        document["overhead"]["per_layer_source"] = _per_layer_source(
+            document["prior"], efficiency, own
+        )
+    document.pop("physical_bounds", None)
+    if fitted:
+        document["physical_bounds"] = _bounds_document(own, efficiency)
     _, kept = pf.identified(own, profile)
     document.pop("kept_at_prior", None)
     if fitted and kept:
@@ -167,6 +177,33 @@ def fitted_document(name: str, rows: list[pf.Row], held: list[pf.HeldOutPredicti
     return document
 
 
+def _bounds_document(own: list[pf.Row], efficiency: Efficiency) -> dict:
+    """Each efficiency's physical ceiling on the profile's rows (``pf.physical_bounds``), and
+    where the fit went past it (``pf.exceeded_bounds``): there the model is missing a term."""
+    exceeded = pf.exceeded_bounds(own, efficiency)
+    return {
+        name: {
+            "ceiling": bound.value,
+            "set_by": bound.gpu,
+            "source": bound.source,
+            "fitted": getattr(efficiency, name),
+        }
+        | ({"exceeded": exceeded[name]} if name in exceeded else {})
+        for name, bound in pf.physical_bounds(own).items()
+    }
+
+
+def _per_layer_source(prior: dict, efficiency: Efficiency, own: list[pf.Row]) -> str:
+    """Why the step costs per layer: the prior's reason, and the fit's value when it moved."""
+    if efficiency.per_layer_ms == prior["per_layer_ms"]:
+        return str(prior["per_layer_source"])
+    return (
+        f"fitted to {len(own)} rows of benchmarks/measurements/rows.csv "
+        f"(benchmarks/fit_profiles.py); prior {prior['per_layer_ms']:g} ms: "
+        f"{prior['per_layer_source']}"
+    )
+
+
 def _per_sequence_source(prior: dict, efficiency: Efficiency, own: list[pf.Row]) -> str:
     """Where the host per-sequence cost comes from: the prior's citation, or the fit and it."""
     if efficiency.per_sequence_ms == prior["per_sequence_ms"]:
@@ -181,6 +218,11 @@ def _per_sequence_source(prior: dict, efficiency: Efficiency, own: list[pf.Row])
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="compare, do not write")
+    parser.add_argument(
+        "--bounded",
+        action="store_true",
+        help="fit each efficiency within its physical ceiling (not shipped: benchmarks/README.md)",
+    )
     args = parser.parse_args(argv)
     rows, skipped = pf.load_rows()
     for line in skipped:
@@ -189,11 +231,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"not fitted to {source}: {why}", file=sys.stderr)
     rows = [row for row in rows if pf.trains(row)]
     held = pf.leave_one_source_out(
-        rows, progress=lambda text: print(text, file=sys.stderr, flush=True)
+        rows,
+        progress=lambda text: print(text, file=sys.stderr, flush=True),
+        bounded=args.bounded,
     )
     different = []
     for name in PROFILE_NAMES:
-        text = json.dumps(fitted_document(name, rows, held), indent=2) + "\n"
+        document = fitted_document(name, rows, held, args.bounded)
+        text = json.dumps(document, indent=2) + "\n"
         path = PROFILE_DIR / f"{name}.json"
         if path.read_text(encoding="utf-8") != text:
             different.append(name)

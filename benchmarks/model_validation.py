@@ -548,9 +548,15 @@ def render(held: Sequence[pf.HeldOutPrediction], details: bool, rows: Sequence[p
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--aggregate", action="store_true", help="aggregate tables only")
+    parser.add_argument(
+        "--bounded",
+        action="store_true",
+        help="fit each efficiency within its physical ceiling (profile_fitting.fit); score "
+        "profiles written by fit_profiles.py --bounded",
+    )
     args = parser.parse_args(argv)
     rows, skipped = pf.load_rows()
-    held = pf.leave_one_source_out(rows)
+    held = pf.leave_one_source_out(rows, bounded=args.bounded)
     sys.stdout.write(render(held, details=not args.aggregate, rows=rows))
     if skipped:
         sys.stdout.write("\nRows left out: " + "; ".join(skipped) + "\n")

@@ -639,6 +639,70 @@ def fixed_by_source(profile: EngineProfile) -> dict[str, str]:
     return {}
 
 
+BOUNDED: Mapping[str, str] = {
+    "memory_bandwidth": "memory_bandwidth",
+    "decode_compute": "compute",
+    "prefill_compute": "compute",
+}
+"""Efficiencies with a physical ceiling, and the ``AchievedPeak`` figure that bounds each."""
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The physical ceiling of one fitted efficiency over a profile's rows: the lowest measured
+    ceiling (``catalog.instance_types.AchievedPeak``) of the accelerators they ran on, since one
+    efficiency serves them all."""
+
+    parameter: str
+    value: float
+    gpu: str
+    """The row GPU whose ceiling is the lowest."""
+    source: str
+
+
+def physical_bounds(rows: Sequence[Row]) -> dict[str, Bound]:
+    """Each bounded efficiency's ceiling over ``rows`` (``BOUNDED``); an efficiency none of the
+    rows' accelerators has a measured ceiling for is bounded by its grid only (absent)."""
+    bounds: dict[str, Bound] = {}
+    for row in rows:
+        accelerator = row.instance_type.accelerator
+        achieved = accelerator.achieved if accelerator else None
+        if achieved is None:
+            continue
+        for parameter, figure in BOUNDED.items():
+            value = getattr(achieved, figure)
+            if value is not None and (parameter not in bounds or value < bounds[parameter].value):
+                bounds[parameter] = Bound(parameter, value, row.gpu, achieved.source)
+    return bounds
+
+
+def _within(name: str, value: float, bounds: Mapping[str, Bound]) -> bool:
+    return name not in bounds or value <= bounds[name].value + 1e-9
+
+
+def _bounded_start(start: Efficiency, bounds: Mapping[str, Bound]) -> Efficiency:
+    """``start`` with each efficiency above its ceiling lowered to it."""
+    lowered = {
+        name: bound.value for name, bound in bounds.items() if getattr(start, name) > bound.value
+    }
+    return replace(start, **lowered) if lowered else start
+
+
+def exceeded_bounds(rows: Sequence[Row], efficiency: Efficiency) -> dict[str, str]:
+    """For each efficiency fitted past its physical ceiling on ``rows``' accelerators
+    (``physical_bounds``): by how much, in words. There the fit stands in for a term the model
+    is missing; each profile's JSON says so (``fit_profiles.py``)."""
+    exceeded: dict[str, str] = {}
+    for name, bound in physical_bounds(rows).items():
+        value = getattr(efficiency, name)
+        if value > bound.value + 1e-9:
+            exceeded[name] = (
+                f"fitted {value:g} of peak, past the {bound.value:g} a streaming kernel reaches "
+                f"on {bound.gpu}: the fit stands in for a cost the model is missing"
+            )
+    return exceeded
+
+
 KERNEL_GRID = [0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
 MIN_ROWS_TO_FIT_KERNEL = 4
 """Quantized rows a profile needs before its kernel's weight-read speed is fitted rather than
@@ -657,10 +721,14 @@ def prior_profile(profile: EngineProfile) -> EngineProfile:
     )
 
 
-def fit(rows: Sequence[Row], profile: EngineProfile) -> tuple[Efficiency, EngineProfile, bool]:
+def fit(
+    rows: Sequence[Row], profile: EngineProfile, bounded: bool = False
+) -> tuple[Efficiency, EngineProfile, bool]:
     """The efficiencies and overheads the rows identify (``identified``; the others keep the
     prior), and the weight-read speed of quantized kernels with enough rows, that minimise
-    ``loss`` over ``rows``: coordinate descent on fixed grids from the prior. Returns the
+    ``loss`` over ``rows``: coordinate descent on fixed grids from the prior; ``bounded``: each
+    efficiency at most its physical ceiling on the rows' accelerators (``physical_bounds``;
+    ``fit_profiles.py --bounded``, not shipped: see benchmarks/README.md). Returns the
     efficiency, the profile with its kernels, and whether a fit happened (False: too few rows,
     the prior is kept)."""
     start = prior_efficiency(profile)
@@ -673,12 +741,13 @@ def fit(rows: Sequence[Row], profile: EngineProfile) -> tuple[Efficiency, Engine
         if sum(row.precision.value == name for row in rows) >= MIN_ROWS_TO_FIT_KERNEL
     )
     names, _ = identified(rows, profile)
-    best = start
+    bounds = physical_bounds(rows) if bounded else {}
+    best = _bounded_start(start, bounds)
     best_loss = loss(rows, profile, best)
     for _ in range(ROUNDS):
         improved = False
         for name in names:
-            for value in GRIDS[name]:
+            for value in (v for v in GRIDS[name] if _within(name, v, bounds)):
                 candidate = replace(best, **{name: value})
                 candidate_loss = loss(rows, profile, candidate)
                 if candidate_loss < best_loss - 1e-12:
@@ -713,8 +782,10 @@ def leave_one_source_out(
     rows: Sequence[Row],
     profiles: Iterable[str] | None = None,
     progress: Callable[[str], None] | None = None,
+    bounded: bool = False,
 ) -> list[HeldOutPrediction]:
-    """Every row predicted by its profile fitted to the rows of all other sources."""
+    """Every row predicted by its profile fitted to the rows of all other sources (``bounded``:
+    within the physical ceilings, as ``fit``)."""
     names = sorted({row.profile for row in rows} if profiles is None else set(profiles))
     results: list[HeldOutPrediction] = []
     for name in names:
@@ -724,7 +795,7 @@ def leave_one_source_out(
             if progress:
                 progress(f"{name}: fitting without {source}")
             train = [row for row in own if row.source != source and trains(row)]
-            efficiency, trained, fitted = fit(train, profile)
+            efficiency, trained, fitted = fit(train, profile, bounded)
             for row in own:
                 if row.source != source:
                     continue

@@ -55,6 +55,35 @@ class AcceleratorKind(Enum):
 
 @typed_props
 @dataclass(frozen=True)
+class AchievedPeak:
+    """What a kernel was measured to reach of an accelerator's spec-sheet figures: the physical
+    ceiling of a serving engine's efficiencies on it (``benchmarks/profile_fitting.py`` fits no
+    engine profile past it)."""
+
+    memory_bandwidth: float
+    """Fraction of ``Accelerator.memory_bandwidth_gbps`` the best load-dominated streaming
+    kernel (read, scale or triad at its best occupancy) reached: decode reads weights and KV as
+    streams, so no engine's decode exceeds it."""
+    source: str
+    """Where the figure comes from: the benchmark, the measured part and the arithmetic."""
+    measured: bool = True
+    """False when no measurement of this part was found and the figure is carried over from
+    the closest measured part (``source`` says which and why)."""
+    compute: float | None = None
+    """Fraction of dense FP16 TFLOPS a large GEMM was measured to reach; None: no measurement
+    of this part was found, and compute efficiencies stay bounded by their fitting grid."""
+
+    def __post_init__(self) -> None:
+        for prop in ("memory_bandwidth", "compute"):
+            value = getattr(self, prop)
+            if value is not None and not 0 < value <= 1:
+                raise ValidationError(
+                    f"achieved.{prop}", value, "must be in (0, 1]", "pass a fraction of peak"
+                )
+
+
+@typed_props
+@dataclass(frozen=True)
 class Accelerator:
     """One accelerator device: usable memory, memory bandwidth and dense FP16/BF16 compute.
 
@@ -91,6 +120,9 @@ class Accelerator:
     architecture whitepapers: FP8 in the 4th- and 5th-generation Tensor Cores; vLLM's FP8 W8A8
     "requires compute capability > 8.9"), not Turing or Ampere (T4, A10G, A100). False on
     Neuron devices: FP8 serving there is not modelled."""
+    achieved: AchievedPeak | None = None
+    """The measured ceiling of memory-bandwidth (and compute) efficiency on this device, with
+    its source; None when no measurement of it or of a like part was found."""
 
     # Named devices are attached below the class body.
     T4: ClassVar[Accelerator]
@@ -189,6 +221,79 @@ INFERENTIA2 = _accelerator("AWS Inferentia2", _NEURON, 32_768, 820, 190, 190)
 TRAINIUM = _accelerator("AWS Trainium", _NEURON, 32_768, 820, 190, 190)
 # Trainium2: 96 GiB HBM at 2.9 TB/s, 667 TFLOPS dense FP16/BF16 per chip.
 TRAINIUM2 = _accelerator("AWS Trainium2", _NEURON, 98_304, 2_900, 667, 667)
+
+_achieved = trusted(AchievedPeak)
+_GPU_STREAM = (
+    "RRZE-HPC/gpu-benches gpu-stream (github.com/RRZE-HPC/gpu-benches, gpu-stream/*.txt at "
+    "1038c5d0d0f48cfe9912930d34eb2d8a31b72b9b, 2025-02): streaming kernels over occupancy 1-100 %"
+)
+_ECC_GDDR6 = (
+    "IST-DASLab/marlin README (github.com/IST-DASLab/marlin): with ECC enabled, as on an A10, "
+    '"the maximum achievable memory bandwidth will be 10-15% lower than in the official spec '
+    'sheet"'
+)
+# Each ceiling: the best of the read, scale and triad kernels (load-dominated, as decode is),
+# divided by the spec figure above. A bound takes the top of a measured range, so that it never
+# cuts an efficiency the hardware reaches.
+ACHIEVED_PEAKS: dict[str, AchievedPeak] = {
+    "A10G": _achieved(
+        0.85,
+        f"{_ECC_GDDR6}; EC2's A10G (GA102, GDDR6) runs with ECC on: 0.85-0.90 of its 600 GB/s "
+        "is left, of which the best streaming kernel on a GDDR6 part without ECC reaches 0.98 "
+        f"(the L40 below; {_GPU_STREAM}): 0.875 x 0.98 = 0.86, 0.85 on the fitting grid",
+        measured=False,
+    ),
+    "L4": _achieved(
+        0.85,
+        "no measurement of the L4 found; carried over from the A10G: GDDR6 with ECC on "
+        f"({_ECC_GDDR6})",
+        measured=False,
+    ),
+    "L40S": _achieved(
+        0.98,
+        f"{_GPU_STREAM}: the L40 (the L40S's AD102 die and 864 GB/s GDDR6) reads at 845 GB/s "
+        "(read kernel), 845 / 864 = 0.98; no L40S measurement found",
+        measured=False,
+    ),
+    "A100_40GB": _achieved(
+        0.96,
+        f"{_GPU_STREAM}: A100 40GB read kernel 1,500 GB/s of 1,555 = 0.96",
+    ),
+    "A100_80GB": _achieved(
+        0.88,
+        f"{_GPU_STREAM}: A100 80GB triad 1,794 GB/s (read 1,776) of 2,039 = 0.88",
+    ),
+    "H100": _achieved(
+        0.95,
+        f"{_GPU_STREAM}: GH200 (a Hopper GPU with HBM3, as the H100 SXM) triad 3,783 GB/s of "
+        "4,000 = 0.95; the H100 PCIe (HBM2e) reads 1,942 of 2,000 = 0.97. No H100 SXM run in "
+        "the repository",
+        measured=False,
+    ),
+    "H200": _achieved(
+        0.95,
+        "no H200 measurement found; carried over from the GH200 (Hopper with HBM3, "
+        f"0.95 of spec in the triad kernel; {_GPU_STREAM})",
+        measured=False,
+    ),
+}
+"""Measured ceilings of each accelerator's memory-bandwidth efficiency, by the device's name in
+``Accelerator``'s named constants (``Accelerator.achieved`` reads them). Devices absent here have
+no measurement: their efficiencies are bounded by the fitting grid only."""
+
+T4, A10G, L4, L40S, A100_40GB, A100_80GB, H100, H200 = (
+    dataclasses.replace(device, achieved=ACHIEVED_PEAKS.get(name))
+    for name, device in (
+        ("T4", T4),
+        ("A10G", A10G),
+        ("L4", L4),
+        ("L40S", L40S),
+        ("A100_40GB", A100_40GB),
+        ("A100_80GB", A100_80GB),
+        ("H100", H100),
+        ("H200", H200),
+    )
+)
 
 BLACKWELL_MIN_DRIVER = 570
 """Blackwell GPUs need NVIDIA driver branch 570 or later (NVIDIA GPU Operator platform support:
