@@ -3,11 +3,12 @@ quantiles of held-out errors, looked up, never computed here.
 
 ``benchmarks/conformal_bands.py`` computes, from the leave-one-source-out errors
 ln(measured / predicted) of every published row (``benchmarks/model_validation.py``'s folds),
-the p10, p50 and p90 of each cell (load regime x extrapolation distance x figure) with the
+the edges and median of each cell (load regime x extrapolation distance x figure) with the
 split-conformal finite-sample ranks (Vovk et al., "Algorithmic Learning in a Random World",
-2005; Angelopoulos and Bates, "A Gentle Introduction to Conformal Prediction", 2021, section 1),
-and writes them to ``conformal_bands.json`` beside this module, with its source, date and
-counts. A cell with too few errors, or errors of too few sources, holds the quantiles of its
+2005; Angelopoulos and Bates, "A Gentle Introduction to Conformal Prediction", 2021,
+section 1) at p10/p90, or at the narrowest wider ranks that hold 80 % of the regime's errors
+when each source is left out, and writes them to ``conformal_bands.json`` beside this module,
+with its source, date and counts. A cell with too few errors, or errors of too few sources, holds the quantiles of its
 regime over every distance and says so; a farther distance is never narrower than a nearer one
 of its regime. Planning only reads the file: a prediction's level is put in its regime
 (``load_regime``) and its distance is the number of ways it leaves what its engine profile was
@@ -25,7 +26,9 @@ from typing import Any
 
 __all__ = [
     "DISTANCES",
+    "FIGURES",
     "REGIMES",
+    "TABLE_FILE",
     "ConformalBand",
     "ConformalBands",
     "conformal_bands",

@@ -44,7 +44,7 @@ from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..catalog.prices import DEFAULT_PRICE_LIST
 from ..errors import ValidationError
-from .conformal_band import ConformalBand, conformal_bands, load_regime
+from .conformal_band import REGIMES, ConformalBand, conformal_bands, load_regime
 from .engine_profiles import (
     Band,
     BatchLimit,
@@ -1199,10 +1199,7 @@ def predict(
         price = DEFAULT_PRICE_LIST.price_per_hour(layout.instance_type)  # as recommend's default
         assumptions += optimization_notes(optimization, model, limits, price_per_hour=price)
     assumptions.append(band.describe())
-    assumptions.append(
-        f"levels' p10-p90: conformal band of the level's load regime at "
-        f"{len(reasons)} extrapolation reasons ({conformal_bands().provenance})"
-    )
+    assumptions += conformal_notes(levels, len(reasons))
     extrapolated = True
     if calibration is None:
         assumptions.append(
@@ -1232,6 +1229,17 @@ def predict(
         band=band,
         extrapolation=tuple(reasons),
     )
+
+
+def conformal_notes(levels: Sequence[LevelPrediction], reasons: int) -> list[str]:
+    """Where the levels' p10-p90 come from: the table, then the cell of each regime they are
+    in (a pooled cell says so)."""
+    table = conformal_bands()
+    regimes = [r for r in REGIMES if any(level.regime == r for level in levels)]
+    return [
+        f"levels' p10-p90: the conformal band of the level's load regime ({table.provenance})",
+        *(f"conformal band, {table.band(regime, reasons).describe()}" for regime in regimes),
+    ]
 
 
 def banded_levels(
