@@ -8,11 +8,12 @@ split-conformal finite-sample ranks (Vovk et al., "Algorithmic Learning in a Ran
 2005; Angelopoulos and Bates, "A Gentle Introduction to Conformal Prediction", 2021,
 section 1) at p10/p90, or at the narrowest wider ranks that hold 80 % of the regime's errors
 when each source is left out, and writes them to ``conformal_bands.json`` beside this module,
-with its source, date and counts. A cell with too few errors, or errors of too few sources, holds the quantiles of its
-regime over every distance and says so; a farther distance is never narrower than a nearer one
-of its regime. Planning only reads the file: a prediction's level is put in its regime
-(``load_regime``) and its distance is the number of ways it leaves what its engine profile was
-fitted on (``EngineProfile.extrapolation_reasons``).
+with its source, date and counts. A cell with too few errors, or errors of too few sources,
+holds the quantiles of its regime over every distance (widened to its own errors) and says so;
+a farther distance is never narrower than a nearer one of its regime. Planning only reads
+the file: a prediction's level is put in its regime (``load_regime``) and its distance is the
+number of ways it leaves what its engine profile was fitted on
+(``EngineProfile.extrapolation_reasons``).
 """
 
 from __future__ import annotations
