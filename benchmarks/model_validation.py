@@ -457,7 +457,8 @@ def conformal_table(
 ) -> list[str]:
     """Conformal coverage and median width per load regime (``REGIMES``, the measured knee
     where there is one) and per extrapolation distance."""
-    regime = {h.row.index: regime_of(h, measured_knees(held)) for h in held}
+    knees = measured_knees(held)
+    regime = {h.row.index: regime_of(h, knees) for h in held}
     lines = [
         "| cell | pairs | sources | inside p10-p90 | band width p90/p10, median |",
         "|---|---:|---:|---:|---:|",
