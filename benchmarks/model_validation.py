@@ -34,7 +34,10 @@ in aggregate (issue 17's targets in brackets):
 - the band by extrapolation distance: coverage and median p90/p10 width of the (row, figure)
   pairs by how many ways the row leaves what its profile was fitted on without its source
   (``BandHit.distance``), to check that the band widens, and still holds, as a prediction
-  moves away from its data.
+  moves away from its data;
+- the conformal band (``conformal_bands.py``, what ``predict`` prints per level): coverage and
+  median width per regime and per distance, each source against the table built without its
+  rows (>= 80 % in every regime and distance).
 
 The held-out JumpStart post of issue 17 is not in the data and is never read.
 """
@@ -52,8 +55,11 @@ from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import conformal_bands as cb
 import profile_fitting as pf
 
+from cdk_sagemaker_llm.planning import conformal_band
+from cdk_sagemaker_llm.planning.conformal_band import DISTANCES, ConformalBands
 from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
 from cdk_sagemaker_llm.planning.performance import KNEE_MIN_GAIN_PER_DOUBLING
 
@@ -68,13 +74,11 @@ length. Fixed with this rule before the tie-aware figure was computed; the stric
 (exact match) is reported beside it."""
 
 
-REGIMES = ("light", "near the knee", "saturated")
-"""Load regimes of a row, read against the knee of its copy (the last concurrency before
-doubling buys < 10 % more tokens/s): light at no more than a quarter of the knee, near the knee
-above that and up to it, saturated beyond it. The knee is the measured one where the row's
-sweep has >= 3 concurrencies, else the one the held-out fit predicts. Offline runs (a static
-batch, or every request sent at once) are saturated: the source ran the engine at its batch
-limit."""
+REGIMES = conformal_band.REGIMES
+"""Load regimes of a row (``conformal_band.load_regime``), read against the knee of its copy:
+the measured one where the row's sweep has >= 3 concurrencies, else the one the held-out fit
+predicts. Offline runs (a static batch, or every request sent at once) are saturated: the
+source ran the engine at its batch limit."""
 
 
 def _abs_pct(error: float) -> float:
@@ -186,9 +190,7 @@ def regime_of(h: pf.HeldOutPrediction, knees: dict[int, int]) -> str:
     """The row's load regime (``REGIMES``)."""
     row = h.row
     knee = knees.get(row.index, h.knee)
-    if row.static_batch or row.concurrency > knee:
-        return "saturated"
-    return "light" if row.concurrency * 4 <= knee else "near the knee"
+    return "saturated" if row.static_batch else conformal_band.load_regime(row.concurrency, knee)
 
 
 def evaluate(held: Sequence[pf.HeldOutPrediction]) -> dict[str, object]:
@@ -422,6 +424,88 @@ def distance_table(hits: Sequence[BandHit]) -> list[str]:
     return lines
 
 
+class ConformalHit(NamedTuple):
+    """One (row, figure) pair against the conformal band of its cell, built without its
+    source (``conformal_bands.table_without``)."""
+
+    residual: cb.Residual
+    inside: bool
+    width: float
+    """The band's p90 / p10 ratio."""
+
+
+def conformal_hits(
+    held: Sequence[pf.HeldOutPrediction], rows: Sequence[pf.Row]
+) -> list[ConformalHit]:
+    """Each held-out error against the conformal table computed without its source's rows."""
+    found = cb.residuals(held, rows)
+    tables = {
+        source: ConformalBands.of(cb.table_without(found, source))
+        for source in sorted({r.source for r in found})
+    }
+    hits = []
+    for residual in found:
+        band = tables[residual.source].band(residual.regime, DISTANCES.index(residual.distance))
+        low, high = band.ms_per_token if residual.figure == "ms_per_token" else band.tokens_per_s
+        inside = math.log(low) <= residual.error <= math.log(high)
+        hits.append(ConformalHit(residual, inside, high / low))
+    return hits
+
+
+def conformal_table(
+    held: Sequence[pf.HeldOutPrediction], hits: Sequence[ConformalHit]
+) -> list[str]:
+    """Conformal coverage and median width per load regime (``REGIMES``, the measured knee
+    where there is one) and per extrapolation distance."""
+    knees = measured_knees(held)
+    regime = {h.row.index: regime_of(h, knees) for h in held}
+    lines = [
+        "| cell | pairs | sources | inside p10-p90 | band width p90/p10, median |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    groups = [
+        (f"regime: {name}", lambda hit, n=name: regime[hit.residual.index] == n) for name in REGIMES
+    ]
+    groups += [
+        (f"distance: {name}", lambda hit, n=name: hit.residual.distance == n) for name in DISTANCES
+    ]
+    groups.append(("all", lambda hit: True))
+    for name, chosen in groups:
+        members = [hit for hit in hits if chosen(hit)]
+        if not members:
+            lines.append(f"| {name} | 0 | 0 | - | - |")
+            continue
+        inside = sum(hit.inside for hit in members)
+        lines.append(
+            f"| {name} | {len(members)} | {len({hit.residual.source for hit in members})} | "
+            f"{inside / len(members):.0%} | "
+            f"x{_quantile([hit.width for hit in members], 0.5):.2f} |"
+        )
+    return lines
+
+
+def conformal_cells(hits: Sequence[ConformalHit]) -> list[str]:
+    """Median conformal width per (regime the prediction puts the row in, distance) cell."""
+    lines = [
+        "| predicted regime | distance | pairs | inside p10-p90 | band width p90/p10, median |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for name in REGIMES:
+        for distance in DISTANCES:
+            members = [
+                hit
+                for hit in hits
+                if hit.residual.regime == name and hit.residual.distance == distance
+            ]
+            if members:
+                inside = sum(hit.inside for hit in members) / len(members)
+                width = _quantile([hit.width for hit in members], 0.5)
+                lines.append(
+                    f"| {name} | {distance} | {len(members)} | {inside:.0%} | x{width:.2f} |"
+                )
+    return lines
+
+
 def render(held: Sequence[pf.HeldOutPrediction], details: bool, rows: Sequence[pf.Row] = ()) -> str:
     result = evaluate(held)
     single = [e for _, e in result["single"]]  # type: ignore[attr-defined]
@@ -478,6 +562,7 @@ def render(held: Sequence[pf.HeldOutPrediction], details: bool, rows: Sequence[p
         "fitted on without its source; each widens the band):",
         "",
         *distance_table(hits),
+        *_conformal_section(held, rows or [h.row for h in held]),
     ]
     per_profile = defaultdict(list)
     for h in held:
@@ -543,6 +628,22 @@ def render(held: Sequence[pf.HeldOutPrediction], details: bool, rows: Sequence[p
                 + ("" if h.fitted else " [prior]")
             )
     return "\n".join(lines) + "\n"
+
+
+def _conformal_section(held: Sequence[pf.HeldOutPrediction], rows: Sequence[pf.Row]) -> list[str]:
+    """The conformal band (``planning/conformal_band.py``) scored leave-one-source-out."""
+    hits = conformal_hits(held, rows)
+    return [
+        "",
+        "The conformal band (what `predict` shows: `benchmarks/conformal_bands.py`), each source "
+        "against the table built without its rows; target >= 80 % in every regime and distance:",
+        "",
+        *conformal_table(held, hits),
+        "",
+        "Per cell (the regime the predicted knee puts the row in, as `predict` does):",
+        "",
+        *conformal_cells(hits),
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,10 +4,15 @@ and says why; on another accelerator it stays the profile's."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
+from cdk_sagemaker_llm.cli import main
 from cdk_sagemaker_llm.planning.calibrated_band import (
     RUN_TO_RUN_NOISE,
     TRANSFER_SPREAD,
@@ -110,3 +115,68 @@ def test_recommend_at_the_default_risk_keeps_the_instance_type_it_measured() -> 
     (option, *_) = after.options
     assert option.layout.instance_type is L40S
     assert option.band is not None and option.band.basis is not None
+
+
+def test_a_level_beyond_the_calibrated_concurrency_widens_and_says_so() -> None:
+    calibration = _calibration()
+    profile = resolve_profile(ENGINE)
+    layout = Layout(L40S, 1, 1)
+    uncalibrated = prediction_band(profile, SPEC, layout, LOAD, Precision.FP16)
+    applied = calibration.applied_to(SPEC, L40S, engine=ENGINE)
+    inside = calibrated_band(uncalibrated, applied, SPEC, layout, LOAD, Precision.FP16, ENGINE, [8])
+    beyond = calibrated_band(
+        uncalibrated, applied, SPEC, layout, LOAD, Precision.FP16, ENGINE, [256]
+    )
+    assert inside.reasons == () and inside.basis is not None
+    assert beyond.pessimistic_slowdown > inside.pessimistic_slowdown
+    assert any(
+        "concurrency 256 is outside the calibrated 1-64 per copy" in r for r in beyond.reasons
+    )
+
+
+def test_predict_shows_the_calibrated_band_beside_the_conformal_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "calibration.json"
+    _calibration().to_file(path)
+    argv = [
+        "predict", "--model", "llama-3-8b", "--instance-type", "ml.g6e.xlarge",
+        "--input-tokens", "512", "--output-tokens", "256", "--concurrency", "1,8,128",
+        "--engine", "lmi:0.31.0", "--calibration", str(path),
+    ]  # fmt: skip
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "calibrated ms/token p10-p90" in text and "**Calibrated band:** band p10-p90" in text
+    assert main([*argv, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    one, eight, many = data["levels"]
+    assert one["regime"] == "light" and many["regime"] != "light"
+
+    def width(level: dict[str, Any], key: str) -> float:
+        low, high = level[key]
+        return float(high / low)
+
+    assert width(eight, "calibrated_ms_per_token_p10_p90") < width(eight, "ms_per_token_p10_p90")
+    assert width(many, "calibrated_ms_per_token_p10_p90") > width(
+        eight, "calibrated_ms_per_token_p10_p90"
+    )
+    assert any("concurrency 128" in r for r in data["calibrated_band"]["extrapolation"])
+    assert "benchmarks/conformal_bands.py" in data["conformal_band"]["table"]
+
+
+def test_predict_without_a_calibration_shows_the_conformal_band_only(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = [
+        "predict", "--model", "llama-3-8b", "--instance-type", "ml.g6e.xlarge",
+        "--input-tokens", "512", "--output-tokens", "256", "--concurrency", "1,128",
+        "--format", "json",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert "calibrated_band" not in data
+    for level in data["levels"]:
+        low, high = level["ms_per_token_p10_p90"]
+        assert low < level["ms_per_token"] < high and "calibrated_ms_per_token_p10_p90" not in level
+    extrapolation = data["conformal_band"]["extrapolation"]
+    assert any(reason.startswith("hardware") for reason in extrapolation)

@@ -25,7 +25,16 @@ def test_predict_json_has_exactly_the_documented_fields(capsys: pytest.CaptureFi
     argv += ["--engine", "generic"]  # its batch limit of 64 per copy
     assert main([*argv, "--concurrency", "1,2,4,8,1024", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert set(data) == {"levels", "knee", "max_concurrency", "assumptions", "engine", "band"}
+    assert set(data) == {
+        "levels",
+        "knee",
+        "max_concurrency",
+        "assumptions",
+        "engine",
+        "band",
+        "conformal_band",
+    }
+    assert set(data["conformal_band"]) == {"extrapolation", "table"}
     assert data["engine"] == "generic"
     assert set(data["band"]) == {
         "ms_per_token_factors",
@@ -43,6 +52,7 @@ def test_predict_json_has_exactly_the_documented_fields(capsys: pytest.CaptureFi
             "ttft_ms",
             "tokens_per_s",
             "requests_per_s",
+            "regime",
             "ms_per_token_p10_p90",
             "tokens_per_s_p10_p90",
         }
@@ -64,10 +74,11 @@ def test_predict_defaults_to_the_recommended_layout_and_prints_markdown(
     out = capsys.readouterr().out
     assert out.startswith("### Predicted: llama-2-7b on 1 x ml.p4d.24xlarge, TP1 x 8 copies each")
     assert (
-        "| concurrency | ms/token | ms/token p10-p90 | TTFT ms | tokens/s | tokens/s p10-p90 "
-        "| requests/s |" in out
+        "| concurrency | regime | ms/token | ms/token p10-p90 | TTFT ms | tokens/s "
+        "| tokens/s p10-p90 | requests/s |" in out
     )
-    assert "**Engine:** lmi-vllm-v1; **band:** band p10-p90" in out
+    assert "**Band (p10-p90):** conformal, by load regime and" in out
+    assert "**Engine:** lmi-vllm-v1; **sizing band:** band p10-p90" in out
     assert "**Knee:**" in out and "**Max concurrency:**" in out
 
 

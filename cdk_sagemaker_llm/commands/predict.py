@@ -12,6 +12,7 @@ from typing import Any
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
+from ..planning.calibrated_band import with_calibrated_bands
 from ..planning.calibration import (
     AppliedCalibration,
     Calibration,
@@ -257,6 +258,9 @@ def run(args: argparse.Namespace) -> int:
         )
         if args.simulate_scheduler:
             prediction = _simulated(prediction, spec, dtype, calibration, args)
+        if isinstance(calibration, AppliedCalibration):
+            release = engine if isinstance(engine, EngineRelease) else None
+            prediction = with_calibrated_bands(prediction, calibration, spec, dtype, release)
     except ValidationError as error:
         print(f"error: {_flag_error(error, args)}", file=sys.stderr)
         return 2
@@ -305,28 +309,34 @@ def _flag_error(error: ValidationError, args: argparse.Namespace) -> ValidationE
 
 
 def render_markdown(model: str, prediction: Prediction) -> str:
-    """The prediction as a Markdown table with its knee, limit and assumptions."""
+    """The prediction as a Markdown table with its bands, knee, limit and assumptions."""
     layout, workload = prediction.layout, prediction.workload
+    calibrated = prediction.calibrated_band is not None
     lines = [
         f"### Predicted: {model} on {layout.describe()}",
         "",
         f"{workload.input_tokens} input + {workload.output_tokens} output tokens per request; "
         "concurrency for the whole deployment.",
         "",
-        "| concurrency | ms/token | ms/token p10-p90 | TTFT ms | tokens/s | tokens/s p10-p90 "
-        "| requests/s |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        "| concurrency | regime | ms/token | ms/token p10-p90 | TTFT ms | tokens/s "
+        "| tokens/s p10-p90 | requests/s |"
+        + (" calibrated ms/token p10-p90 | calibrated tokens/s p10-p90 |" if calibrated else ""),
+        "|---:|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if calibrated else ""),
     ]
     for level in prediction.levels:
-        ms_band = level.ms_per_token_band or (level.ms_per_token, level.ms_per_token)
-        tokens_band = level.tokens_per_s_band or (level.tokens_per_s, level.tokens_per_s)
-        lines.append(
-            f"| {level.concurrency} | {level.ms_per_token:.1f} | {ms_band[0]:.1f}-"
-            f"{ms_band[1]:.1f} | {level.ttft_ms:.0f} | {level.tokens_per_s:.0f} | "
-            f"{tokens_band[0]:.0f}-{tokens_band[1]:.0f} | {level.requests_per_s:.2f} |"
+        line = (
+            f"| {level.concurrency} | {level.regime or '-'} | {level.ms_per_token:.1f} | "
+            f"{_range(level.ms_per_token_band, '.1f')} | {level.ttft_ms:.0f} | "
+            f"{level.tokens_per_s:.0f} | {_range(level.tokens_per_s_band, '.0f')} | "
+            f"{level.requests_per_s:.2f} |"
         )
-    if prediction.band is not None:
-        lines += ["", f"**Engine:** {prediction.engine}; **band:** {prediction.band.describe()}"]
+        if calibrated:
+            line += (
+                f" {_range(level.calibrated_ms_per_token_band, '.1f')} | "
+                f"{_range(level.calibrated_tokens_per_s_band, '.0f')} |"
+            )
+        lines.append(line)
+    lines += ["", *_band_lines(prediction)]
     lines += [
         "",
         f"**Knee:** {prediction.knee.concurrency} ({prediction.knee.detail})",
@@ -337,3 +347,32 @@ def render_markdown(model: str, prediction: Prediction) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _range(band: tuple[float, float] | None, spec: str) -> str:
+    """``low-high`` of a band, or ``-`` where the level has none."""
+    return "-" if band is None else f"{band[0]:{spec}}-{band[1]:{spec}}"
+
+
+def _band_lines(prediction: Prediction) -> list[str]:
+    """Where the bands come from: the conformal band's distance, the calibrated band's basis
+    (or why no level is narrowed), and the engine profile's band sizing uses."""
+    reasons = prediction.extrapolation
+    lines = [
+        f"**Band (p10-p90):** conformal, by load regime and {len(reasons)} extrapolation "
+        "reasons" + (f" ({'; '.join(reasons)})" if reasons else "") + "."
+    ]
+    calibrated = prediction.calibrated_band
+    if calibrated is not None:
+        if calibrated.basis is not None:
+            lines.append(f"**Calibrated band:** {calibrated.describe()}")
+        else:
+            lines.append(
+                "**Calibrated band:** no level narrower than the engine profile's: "
+                + "; ".join(calibrated.reasons[-1:])
+            )
+    if prediction.band is not None:
+        lines.append(
+            f"**Engine:** {prediction.engine}; **sizing band:** {prediction.band.describe()}"
+        )
+    return lines

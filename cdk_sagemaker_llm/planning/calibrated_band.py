@@ -15,14 +15,21 @@ the profile's: where the distance makes it so, the profile's band is used.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 
 from ..catalog.model_specs import ModelSpec, Precision
 from .calibration import AppliedCalibration, EngineRelease
 from .engine_profiles import Band
-from .performance import Layout, Workload
+from .performance import Layout, Prediction, Workload
 
-__all__ = ["RUN_TO_RUN_NOISE", "TRANSFER_SPREAD", "calibrated_band", "measured_here"]
+__all__ = [
+    "RUN_TO_RUN_NOISE",
+    "TRANSFER_SPREAD",
+    "calibrated_band",
+    "measured_here",
+    "with_calibrated_bands",
+]
 
 RUN_TO_RUN_NOISE = 0.05
 """Relative spread (one standard deviation) of one benchmark repeated on the same layout: an
@@ -49,6 +56,7 @@ def calibrated_band(
     workload: Workload,
     precision: Precision,
     engine: EngineRelease | None,
+    concurrency: Sequence[int] = (),
 ) -> Band:
     """``band`` (the engine profile's, ``performance.prediction_band``) as the calibration
     ``applied`` to ``spec`` on ``layout`` narrows it (see the module docstring); ``band`` as
@@ -56,6 +64,8 @@ def calibrated_band(
     another accelerator.
 
     :param engine: the target's engine release (None: the calibrated one is assumed).
+    :param concurrency: the whole deployment's levels the band is for; one outside the
+        calibrated range per copy is a step away (empty: not checked, as for a layout).
     """
     if applied is None:
         return band
@@ -75,7 +85,7 @@ def calibrated_band(
                 "engine profile's",
             ),
         )
-    distances = _distances(applied, spec, layout, workload, precision, engine)
+    distances = _distances(applied, spec, layout, workload, precision, engine, concurrency)
     spread = math.sqrt(
         calibration.rms_error**2 + RUN_TO_RUN_NOISE**2 + len(distances) * TRANSFER_SPREAD**2
     )
@@ -99,12 +109,13 @@ def _distances(
     workload: Workload,
     precision: Precision,
     engine: EngineRelease | None,
+    concurrency: Sequence[int],
 ) -> list[str]:
     """Each way the prediction leaves what the calibration measured on its accelerator."""
     calibration = applied.calibration
     found = [
         note.removeprefix("extrapolated: ")
-        for note in calibration.coverage_notes(spec, layout, workload, precision, ())
+        for note in calibration.coverage_notes(spec, layout, workload, precision, concurrency)
     ]
     measured = calibration.engine
     if engine is not None and measured is not None and engine != measured:
@@ -138,3 +149,31 @@ def measured_here(band: Band) -> bool:
     """Whether ``band`` is a calibration's on the very layout it measured (no step away): the
     measurement then replaces the prediction's pessimistic scaling target."""
     return band.basis is not None and not band.reasons
+
+
+def with_calibrated_bands(
+    prediction: Prediction,
+    applied: AppliedCalibration,
+    spec: ModelSpec,
+    precision: Precision,
+    engine: EngineRelease | None,
+) -> Prediction:
+    """``prediction`` with the calibrated band of each level (``calibrated_band`` at that
+    level's concurrency) where it is narrower than the engine profile's, and the band over
+    every level (its reasons say why a level is not narrowed) as ``calibrated_band``."""
+    band = prediction.band
+    if band is None:
+        return prediction
+    layout, workload = prediction.layout, prediction.workload
+
+    def at(concurrency: Sequence[int]) -> Band:
+        return calibrated_band(
+            band, applied, spec, layout, workload, precision, engine, concurrency
+        )
+
+    levels = []
+    for level in prediction.levels:
+        narrowed = at([level.concurrency])
+        levels.append(level.with_calibrated_band(narrowed) if narrowed.basis else level)
+    overall = at([level.concurrency for level in prediction.levels])
+    return replace(prediction, levels=levels, calibrated_band=overall)

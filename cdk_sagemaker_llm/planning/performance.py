@@ -44,6 +44,7 @@ from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..catalog.prices import DEFAULT_PRICE_LIST
 from ..errors import ValidationError
+from .conformal_band import REGIMES, ConformalBand, conformal_bands, load_regime
 from .engine_profiles import (
     Band,
     BatchLimit,
@@ -673,16 +674,33 @@ class LevelPrediction:
     requests_per_s: float
     """Requests/s of the whole deployment."""
     ms_per_token_band: tuple[float, float] | None = None
-    """(p10, p90) of ms/token from the engine profile's cross-validated residuals."""
+    """(p10, p90) of ms/token: the conformal band of the level's regime and the prediction's
+    extrapolation distance (``planning.conformal_band``)."""
     tokens_per_s_band: tuple[float, float] | None = None
     """(p10, p90) of tokens/s."""
+    regime: str | None = None
+    """The level's load regime against the copy's knee (``conformal_band.REGIMES``)."""
+    calibrated_ms_per_token_band: tuple[float, float] | None = None
+    """(p10, p90) of ms/token from a calibration's band (``planning.calibrated_band``); None
+    without a calibration, or where it is no narrower than the engine profile's."""
+    calibrated_tokens_per_s_band: tuple[float, float] | None = None
+    """(p10, p90) of tokens/s from a calibration's band."""
 
-    def with_band(self, band: Band) -> LevelPrediction:
-        """This level with its p10-p90 ranges."""
+    def with_band(self, band: ConformalBand) -> LevelPrediction:
+        """This level with the p10-p90 ranges of its conformal ``band``."""
         return replace(
             self,
             ms_per_token_band=band.ms_range(self.ms_per_token),
             tokens_per_s_band=band.tokens_range(self.tokens_per_s),
+            regime=band.regime,
+        )
+
+    def with_calibrated_band(self, band: Band) -> LevelPrediction:
+        """This level with the p10-p90 ranges of a calibration's ``band``."""
+        return replace(
+            self,
+            calibrated_ms_per_token_band=band.ms_range(self.ms_per_token),
+            calibrated_tokens_per_s_band=band.tokens_range(self.tokens_per_s),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -694,9 +712,15 @@ class LevelPrediction:
             "tokens_per_s": round(self.tokens_per_s, 1),
             "requests_per_s": round(self.requests_per_s, 3),
         }
-        if self.ms_per_token_band is not None and self.tokens_per_s_band is not None:
-            data["ms_per_token_p10_p90"] = [round(v, 2) for v in self.ms_per_token_band]
-            data["tokens_per_s_p10_p90"] = [round(v, 1) for v in self.tokens_per_s_band]
+        if self.regime is not None:
+            data["regime"] = self.regime
+        for name, ms, tokens in (
+            ("", self.ms_per_token_band, self.tokens_per_s_band),
+            ("calibrated_", self.calibrated_ms_per_token_band, self.calibrated_tokens_per_s_band),
+        ):
+            if ms is not None and tokens is not None:
+                data[f"{name}ms_per_token_p10_p90"] = [round(v, 2) for v in ms]
+                data[f"{name}tokens_per_s_p10_p90"] = [round(v, 1) for v in tokens]
         return data
 
 
@@ -718,8 +742,14 @@ class Prediction:
     engine: str = ""
     """The engine profile the figures come from (``planning.engine_profiles``)."""
     band: Band | None = None
-    """The uncertainty of the figures: p10-p90 factors from the profile's cross-validated
-    residuals, widened where the prediction extrapolates (``band.reasons``)."""
+    """The engine profile's band: p10-p90 factors from its cross-validated residuals, widened
+    where the prediction extrapolates (``band.reasons``); its pessimistic edge is what
+    ``recommend`` sizes with. The levels' p10-p90 are the conformal band's."""
+    extrapolation: tuple[str, ...] = ()
+    """Each way the prediction leaves what its profile was fitted on: the conformal band's
+    distance (``prediction_reasons``)."""
+    calibrated_band: Band | None = None
+    """The band a calibration leaves (``planning.calibrated_band``); None without one."""
 
     def to_dict(self) -> dict[str, Any]:
         """The ``predict --format json`` document."""
@@ -733,6 +763,12 @@ class Prediction:
             data["engine"] = self.engine
         if self.band is not None:
             data["band"] = self.band.to_dict()
+        data["conformal_band"] = {
+            "extrapolation": list(self.extrapolation),
+            "table": conformal_bands().provenance,
+        }
+        if self.calibrated_band is not None:
+            data["calibrated_band"] = self.calibrated_band.to_dict()
         return data
 
 
@@ -868,7 +904,23 @@ def prediction_band(
     optimization: Optimization | None = None,
 ) -> Band:
     """The band of a prediction: the profile's residuals, widened for each way the prediction
-    leaves what the profile was fitted on (speculative decoding is not in the fitted data)."""
+    leaves what the profile was fitted on (``prediction_reasons``)."""
+    return band_of(
+        profile.residuals,
+        prediction_reasons(profile, spec, layout, workload, precision, optimization),
+    )
+
+
+def prediction_reasons(
+    profile: EngineProfile,
+    spec: ModelSpec,
+    layout: Layout,
+    workload: Workload,
+    precision: Precision,
+    optimization: Optimization | None = None,
+) -> list[str]:
+    """Each way a prediction leaves what ``profile`` was fitted on (speculative decoding is
+    not in the fitted data): its extrapolation distance."""
     reasons = profile.extrapolation_reasons(
         spec,
         gpu_name(layout.instance_type),
@@ -881,7 +933,7 @@ def prediction_band(
             "speculative decoding: no published measurement of it is in the fitted data; "
             "its tokens per step assume the stated acceptance rate"
         )
-    return band_of(profile.residuals, reasons)
+    return reasons
 
 
 def optimization_notes(
@@ -1134,16 +1186,20 @@ def predict(
     _check_fit(spec, layout, memory, precision)
     copies = layout.copies
     knee = copy_knee(model, limits)
-    band = prediction_band(profile, spec, layout, workload, precision, optimization)
-    levels = [
-        _deployment_level(model, copies, c, limits.capacity).with_band(band)
-        for c in sorted(levels_in)
-    ]
+    reasons = prediction_reasons(profile, spec, layout, workload, precision, optimization)
+    band = band_of(profile.residuals, reasons)
+    levels = banded_levels(
+        [_deployment_level(model, copies, c, limits.capacity) for c in sorted(levels_in)],
+        copies,
+        knee.concurrency or 1,
+        len(reasons),
+    )
     assumptions = describe_assumptions(model, layout, limits, memory, profile=profile)
     if optimization is not None:
         price = DEFAULT_PRICE_LIST.price_per_hour(layout.instance_type)  # as recommend's default
         assumptions += optimization_notes(optimization, model, limits, price_per_hour=price)
     assumptions.append(band.describe())
+    assumptions += conformal_notes(levels, len(reasons))
     extrapolated = True
     if calibration is None:
         assumptions.append(
@@ -1171,7 +1227,33 @@ def predict(
         max_concurrency_reason=limits.reason(),
         engine=profile.name,
         band=band,
+        extrapolation=tuple(reasons),
     )
+
+
+def conformal_notes(levels: Sequence[LevelPrediction], reasons: int) -> list[str]:
+    """Where the levels' p10-p90 come from: the table, then the cell of each regime they are
+    in (a pooled cell says so)."""
+    table = conformal_bands()
+    regimes = [r for r in REGIMES if any(level.regime == r for level in levels)]
+    return [
+        f"levels' p10-p90: the conformal band of the level's load regime ({table.provenance})",
+        *(f"conformal band, {table.band(regime, reasons).describe()}" for regime in regimes),
+    ]
+
+
+def banded_levels(
+    levels: Sequence[LevelPrediction], copies: int, knee_per_copy: int, reasons: int
+) -> list[LevelPrediction]:
+    """``levels`` (of ``copies`` copies whose knee is ``knee_per_copy``) with the conformal
+    band of each one's load regime at ``reasons`` extrapolation reasons."""
+    table = conformal_bands()
+    return [
+        level.with_band(
+            table.band(load_regime(level.concurrency / copies, max(1, knee_per_copy)), reasons)
+        )
+        for level in levels
+    ]
 
 
 def describe_assumptions(

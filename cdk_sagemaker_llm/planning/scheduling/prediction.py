@@ -14,6 +14,7 @@ from ..performance import (
     Knee,
     LevelPrediction,
     Prediction,
+    banded_levels,
     profile_limits,
     profile_model,
 )
@@ -37,10 +38,13 @@ def with_simulated_levels(
     limits, _ = profile_limits(model, profile, max_batch_size)
     simulation = CopySimulation(model, profile, max_batch_size)
     copies = layout.copies
-    levels = [_level(simulation, copies, level.concurrency) for level in prediction.levels]
-    if prediction.band is not None:
-        levels = [level.with_band(prediction.band) for level in levels]
     knee = simulation.knee(limits.max_concurrency)
+    levels = banded_levels(
+        [_level(simulation, copies, level.concurrency) for level in prediction.levels],
+        copies,
+        knee.clients,
+        len(prediction.extrapolation),
+    )
     notes = [
         "levels and knee simulated (planning.scheduling): "
         + copy_policy(model, profile, max_batch_size=max_batch_size).describe()
