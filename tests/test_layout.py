@@ -291,3 +291,35 @@ def test_the_check_finds_a_circle(tmp_path: Path) -> None:
         ["demo.a", "demo.b"],
         ["demo.c", "demo.sub.d"],
     ]
+
+
+PLANNING_FUNCTION_LINES = 120
+
+
+def long_functions(source: str, limit: int) -> list[tuple[str, int]]:
+    """The functions of ``source`` longer than ``limit`` lines, with their lengths."""
+    return [
+        (node.name, node.end_lineno - node.lineno + 1)
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > limit
+    ]
+
+
+def test_planning_functions_stay_short() -> None:
+    """A planning function reads as one step of a decision: none is over 120 lines."""
+    root = Path(cdk_sagemaker_llm.planning.__path__[0])
+    long = {
+        f"{path.relative_to(root)}:{name}": lines
+        for path in sorted(root.rglob("*.py"))
+        for name, lines in long_functions(path.read_text(), PLANNING_FUNCTION_LINES)
+    }
+    assert long == {}
+
+
+def test_the_length_check_finds_a_long_function() -> None:
+    body = "\n".join(f"    x{i} = {i}" for i in range(PLANNING_FUNCTION_LINES))
+    assert long_functions(f"def f():\n{body}\n", PLANNING_FUNCTION_LINES) == [
+        ("f", PLANNING_FUNCTION_LINES + 1)
+    ]

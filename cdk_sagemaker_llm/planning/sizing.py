@@ -550,10 +550,7 @@ def size(
         )
     weights = weights_bytes(spec, precision)
     per_token = kv_bytes_per_token_per_copy(spec, degree, precision)
-    per_sequence = per_token * tokens
     usable = usable_memory_bytes(instance_type, degree)
-    overhead = overhead_bytes * degree
-    free = usable - weights - overhead
     sequences = max_concurrent_sequences(
         spec,
         instance_type,
@@ -564,6 +561,74 @@ def size(
     )
     head_problem = head_divisibility_problem(spec, degree)
     serves = sequences >= 1 and head_problem is None
+    accelerator = instance_type.accelerator
+    reasoning = _memory_reasoning(
+        spec,
+        instance_type,
+        degree=degree,
+        precision=precision,
+        tokens=tokens,
+        overhead_bytes=overhead_bytes,
+        sequences=sequences,
+    )
+    if head_problem:
+        reasoning.append(
+            f"cannot serve at tensor-parallel degree {degree}: {head_problem}; serving "
+            "containers refuse such a degree"
+        )
+    reasoning.append(_recommendation_reasoning(instance_type, ranked, recommended, profile, tokens))
+    chosen = next((r for r in ranked if r.layout.tensor_parallel_degree == degree), None)
+    b_star = critical_batch_size(accelerator)
+    reasoning.append(_critical_batch_reasoning(accelerator, b_star))
+    single = None
+    if serves and b_star is not None:
+        single = _single_request_ms_per_token(
+            spec, instance_type, degree, precision, tokens, profile
+        )
+        reasoning.append(_sizing_engine_note(profile, engine is None))
+    return SizingReport(
+        model=spec.name,
+        instance_type=instance_type.name,
+        precision=precision.value,
+        tensor_parallel_degree=degree,
+        max_total_tokens=tokens,
+        fits=sequences >= 1,
+        weights_bytes=weights,
+        overhead_bytes=overhead_bytes * degree,
+        usable_memory_bytes=usable,
+        kv_cache_bytes_per_token=per_token,
+        kv_cache_bytes_per_sequence=per_token * tokens,
+        max_concurrent_sequences=sequences,
+        recommended_tensor_parallel_degree=recommended,
+        copies_per_instance=count // degree if serves else 0,
+        critical_batch_size=b_star,
+        reasoning=reasoning,
+        head_problem=head_problem,
+        single_request_ms_per_token=single,
+        max_tokens_per_s_within_slo=chosen.tokens_per_s if chosen and chosen.capacity else None,
+        engine=profile.name if accelerator.performance_known else None,
+    )
+
+
+def _memory_reasoning(
+    spec: ModelSpec,
+    instance_type: InstanceType,
+    *,
+    degree: int,
+    precision: Precision,
+    tokens: int,
+    overhead_bytes: float,
+    sequences: int,
+) -> list[str]:
+    """The memory arithmetic of one copy: weights, KV cache per token, usable memory, and
+    whether (and by how much) the sequences fit."""
+    assert instance_type.accelerator is not None
+    weights = weights_bytes(spec, precision)
+    per_token = kv_bytes_per_token_per_copy(spec, degree, precision)
+    per_sequence = per_token * tokens
+    usable = usable_memory_bytes(instance_type, degree)
+    overhead = overhead_bytes * degree
+    free = usable - weights - overhead
     accelerator = instance_type.accelerator
     reasoning = [
         f"weights: {spec.parameters / 1e9:.2f}B parameters x {precision.bytes_per_parameter:g} "
@@ -596,18 +661,26 @@ def size(
             f"does not fit: needs {(weights + overhead + per_sequence) / GB:.1f} GB "
             f"(weights + overhead + one sequence), {degree} accelerators have {usable / GB:.1f} GB"
         )
-    if head_problem:
-        reasoning.append(
-            f"cannot serve at tensor-parallel degree {degree}: {head_problem}; serving "
-            "containers refuse such a degree"
-        )
+    return reasoning
+
+
+def _recommendation_reasoning(
+    instance_type: InstanceType,
+    ranked: list[RankedLayout],
+    recommended: int | None,
+    profile: EngineProfile,
+    tokens: int,
+) -> str:
+    """Which tensor-parallel degree is recommended and why (the ranking, or the smallest fit)."""
+    assert instance_type.accelerator is not None and instance_type.accelerator_count is not None
+    count = instance_type.accelerator_count
     if recommended is None:
-        reasoning.append(
+        return (
             f"no degree fits on {instance_type.name}: use a larger instance type, an "
             "instance with more accelerators, or quantization (fp8/int8, int4 AWQ)"
         )
-    elif ranked and ranked[0].capacity is not None:
-        reasoning.append(
+    if ranked and ranked[0].capacity is not None:
+        return (
             f"recommended: tensor-parallel degree {recommended}, "
             f"{_copies(count // recommended)} per instance, the layout serving the most "
             f"tokens/s within {SIZING_SLO_MS_PER_TOKEN:g} ms/token by the {profile.name} "
@@ -615,56 +688,28 @@ def size(
             f"({sizing_workload(tokens).input_tokens} in / "
             f"{sizing_workload(tokens).output_tokens} out): {ranked[0].reason}"
         )
-    else:
-        why = (
-            _why_none_ranks(ranked)
-            if accelerator.performance_known
-            else "latency cannot be ranked, see below"
-        )
-        reasoning.append(
-            f"recommended: tensor-parallel degree {recommended}, "
-            f"{_copies(count // recommended)} per instance (the smallest degree that fits; {why})"
-        )
-    chosen = next((r for r in ranked if r.layout.tensor_parallel_degree == degree), None)
-    b_star = critical_batch_size(accelerator)
+    why = (
+        _why_none_ranks(ranked)
+        if instance_type.accelerator.performance_known
+        else "latency cannot be ranked, see below"
+    )
+    return (
+        f"recommended: tensor-parallel degree {recommended}, "
+        f"{_copies(count // recommended)} per instance (the smallest degree that fits; {why})"
+    )
+
+
+def _critical_batch_reasoning(accelerator: Accelerator, b_star: float | None) -> str:
+    """The batch below which decode is memory-bound, or why latency is not predicted."""
     if b_star is None:
-        reasoning.append(
+        return (
             f"latency not predicted on {accelerator.name}: {accelerator.unpublished}; the "
             "memory checks above still hold"
         )
-    else:
-        reasoning.append(
-            f"critical batch size: {accelerator.fp16_tflops:g} TFLOPS / "
-            f"{accelerator.memory_bandwidth_gbps:g} GB/s = {b_star:.0f}; below it decode is "
-            "memory-bound"
-        )
-    single = None
-    if serves and b_star is not None:
-        single = _single_request_ms_per_token(
-            spec, instance_type, degree, precision, tokens, profile
-        )
-        reasoning.append(_sizing_engine_note(profile, engine is None))
-    return SizingReport(
-        model=spec.name,
-        instance_type=instance_type.name,
-        precision=precision.value,
-        tensor_parallel_degree=degree,
-        max_total_tokens=tokens,
-        fits=sequences >= 1,
-        weights_bytes=weights,
-        overhead_bytes=overhead,
-        usable_memory_bytes=usable,
-        kv_cache_bytes_per_token=per_token,
-        kv_cache_bytes_per_sequence=per_sequence,
-        max_concurrent_sequences=sequences,
-        recommended_tensor_parallel_degree=recommended,
-        copies_per_instance=count // degree if serves else 0,
-        critical_batch_size=b_star,
-        reasoning=reasoning,
-        head_problem=head_problem,
-        single_request_ms_per_token=single,
-        max_tokens_per_s_within_slo=chosen.tokens_per_s if chosen and chosen.capacity else None,
-        engine=profile.name if accelerator.performance_known else None,
+    return (
+        f"critical batch size: {accelerator.fp16_tflops:g} TFLOPS / "
+        f"{accelerator.memory_bandwidth_gbps:g} GB/s = {b_star:.0f}; below it decode is "
+        "memory-bound"
     )
 
 
