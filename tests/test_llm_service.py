@@ -479,7 +479,11 @@ def test_a_benchmark_gates_on_the_slo_and_its_knee_becomes_the_target() -> None:
     template = template_of(built)
     (custom,) = resources_of_type(template, "Custom::SageMakerEndpointBenchmark")
     run = custom["Run"]
-    assert run["Gate"] == {"MaxP50MsPerToken": 50}
+    assert run["Gate"] == {
+        "MaxP50MsPerToken": 50,
+        "PeakRequestsPerS": 4,  # the traffic's peak, at the most copies autoscaling allows
+        "MaxCopies": built.max_copies,
+    }
     assert run["Rule"]["SloMsPerToken"] == 50
     assert (run["InputTokens"], run["OutputTokens"], run["Stream"]) == (512, 256, True)
     assert run["Copies"] == max(1, built.min_copies)
@@ -496,14 +500,45 @@ def test_a_benchmark_gates_on_the_slo_and_its_knee_becomes_the_target() -> None:
 
 def test_a_ttft_only_slo_benchmarks_without_a_per_token_gate() -> None:
     """A TTFT-only SLO (Slo(max_ttft_ms=...)) has no per-token limit: the sweep's knee rule
-    and the gate must not carry an infinite one into the template."""
+    and the gate must not carry an infinite one into the template; the knee rule holds the
+    TTFT limit instead, on streamed responses."""
     built = service(slo=Slo(max_ttft_ms=2000), benchmark=True)
     template = template_of(built)
     (custom,) = resources_of_type(template, "Custom::SageMakerEndpointBenchmark")
     run = custom["Run"]
-    assert "Gate" not in run or not run["Gate"]
+    assert "MaxP50MsPerToken" not in run["Gate"]
     assert "SloMsPerToken" not in run["Rule"]
+    assert run["Rule"]["SloTtftMs"] == 2000 and run["Stream"] is True
     assert "Infinity" not in json.dumps(template)
+
+
+def test_a_benchmark_gates_on_a_concurrency_peak_at_the_most_copies_and_the_ttft_limit() -> None:
+    """The service's SLO TTFT reaches the sweep's knee rule, and a peak stated as requests in
+    flight reaches the gate with the autoscaling's most copies, shown by plan."""
+    built = service(
+        slo=Slo(max_ms_per_token=50, max_ttft_ms=1500),
+        traffic=ExpectedTraffic.concurrency(24, minimum=2),
+        benchmark=True,
+    )
+    template = template_of(built)
+    (custom,) = resources_of_type(template, "Custom::SageMakerEndpointBenchmark")
+    run = custom["Run"]
+    assert run["Rule"] == {"MinGainPerDoubling": 0.1, "SloMsPerToken": 50, "SloTtftMs": 1500}
+    assert run["Stream"] is True
+    assert run["Gate"] == {
+        "MaxP50MsPerToken": 50,
+        "PeakConcurrency": 24,
+        "MaxCopies": built.max_copies,
+    }
+    (plan,) = [
+        r["Metadata"]["cdk-sagemaker-llm:benchmark"]
+        for r in template["Resources"].values()
+        if r["Type"] == "Custom::SageMakerEndpointBenchmark"
+    ]
+    assert (
+        f"capacity per copy x {built.max_copies} copies >= peak 24 concurrent requests"
+        in plan["Gate"]
+    )
 
 
 # ----- metadata and plan -----------------------------------------------------------------------
