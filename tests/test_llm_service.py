@@ -782,14 +782,15 @@ def optimized_service(stack: cdk.Stack, spec: ModelSpec, **props: Any) -> LlmSer
 
 
 def test_an_optimized_option_that_wins_emits_its_job_and_the_model_serves_its_output() -> None:
-    """Llama 3 70B fits four A10Gs only as INT4: the AWQ option wins, LlmService creates the
-    quantization job for the chosen instance type and serves the job's output."""
+    """Llama 2 13B fits one A10G only as INT4 (int4 is offered at TP1 on the A10G, where its
+    speed-up is measured): the AWQ option wins, LlmService creates the quantization job for
+    the chosen instance type and serves the job's output."""
     stack = new_stack()
     built = optimized_service(
         stack,
-        ModelSpec.LLAMA_3_70B,
+        ModelSpec.LLAMA_2_13B,
         search=SearchSpace(
-            instance_types=[InstanceType.G5_12XLARGE], optimizations=[Optimization.awq()]
+            instance_types=[InstanceType.G5_2XLARGE], optimizations=[Optimization.awq()]
         ),
     )
     assert built.decision.optimization == Optimization.awq()
@@ -797,7 +798,7 @@ def test_an_optimized_option_that_wins_emits_its_job_and_the_model_serves_its_ou
     template = template_of(built)
     job = one(template, "Custom::SageMakerOptimizationJob")
     definition = json.dumps(job)
-    assert "ModelQuantizationConfig" in definition and "ml.g5.12xlarge" in definition
+    assert "ModelQuantizationConfig" in definition and "ml.g5.2xlarge" in definition
     (output_id,) = [
         name
         for name, r in template["Resources"].items()
