@@ -34,7 +34,12 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
         VariantScaling,
     )
     from .constructs.benchmark import EndpointBenchmark
-    from .constructs.benchmark_options import BenchmarkEngine, BenchmarkGate, BenchmarkResults
+    from .constructs.benchmark_options import (
+        BenchmarkEngine,
+        BenchmarkGate,
+        BenchmarkResults,
+        PeakCapacity,
+    )
     from .constructs.component_options import (
         AzBalanceEnforcement,
         ComponentModel,
@@ -193,6 +198,7 @@ _EXPORTS: dict[str, str] = {
     "OptimizationSecurity": ".constructs.optimization_options",
     "OptimizationTechnique": ".constructs.optimization_techniques",
     "PayloadFormat": ".benchmarking.payload",
+    "PeakCapacity": ".constructs.benchmark_options",
     "PlacementStrategy": ".constructs.component_options",
     "Precision": ".catalog.model_specs",
     "PredefinedMetric": ".constructs.autoscaling",

@@ -23,6 +23,7 @@ from cdk_sagemaker_llm import (
     BenchmarkLoad,
     EndpointBenchmark,
     GoodputSlo,
+    PeakCapacity,
     RequestProtocol,
 )
 from cdk_sagemaker_llm.benchmarking import BenchmarkResult
@@ -378,6 +379,20 @@ def test_every_invalid_load_names_its_factory_argument(build: Any, prop: str) ->
             },
             "gate.min_knee_concurrency",
         ),
+        (
+            lambda: {
+                "load": BenchmarkLoad.request_rates([1]),
+                "gate": BenchmarkGate(peak=PeakCapacity.concurrency(8, max_copies=2)),
+            },
+            "gate.peak",
+        ),
+        (
+            lambda: {
+                "copies": 3,
+                "gate": BenchmarkGate(peak=PeakCapacity.requests_per_second(8, max_copies=2)),
+            },
+            "gate.peak.max_copies",
+        ),
     ],
 )
 def test_a_load_the_engine_or_gate_cannot_serve_names_the_prop(props: Any, prop: str) -> None:
@@ -389,3 +404,42 @@ def test_a_load_the_engine_or_gate_cannot_serve_names_the_prop(props: Any, prop:
         EndpointBenchmark(stack, "Bench", inference_component=component, **props())
     assert raised.value.prop == prop
     assert raised.value.fix
+
+
+def test_a_peak_gate_reaches_the_run_the_handler_checks_and_plan_shows_it() -> None:
+    run, plan, _ = synth_run(
+        copies=2,
+        gate=BenchmarkGate(peak=PeakCapacity.requests_per_second(6.5, max_copies=5)),
+    )
+    assert run["Gate"] == {"PeakRequestsPerS": 6.5, "MaxCopies": 5}
+    assert plan["Gate"] == "measured capacity per copy x 5 copies >= peak 6.5 requests/s"
+    resolved = {**run, "Bucket": "results"}
+    extra = {"Name": "bench-1-abcdef", "HandleUrl": HANDLE, "Deadline": 1e9, "StartedAt": 1.0,
+             "Prefix": "p/bench-1-abcdef/"}  # fmt: skip
+    checked = check_run({**resolved, **extra})
+    assert checked["Gate"]["PeakRequestsPerS"] == 6.5 and checked["Gate"]["MaxCopies"] == 5
+    # CloudFormation hands the handler every scalar as a string.
+    assert check_run({**as_cloudformation(resolved), **extra}) == checked
+    run, _, _ = synth_run(
+        load=BenchmarkLoad.knee_search(high=64),
+        gate=BenchmarkGate(peak=PeakCapacity.concurrency(48, max_copies=4)),
+    )
+    assert run["Gate"] == {"PeakConcurrency": 48, "MaxCopies": 4}
+
+
+@pytest.mark.parametrize(
+    ("build", "prop"),
+    [
+        (lambda: PeakCapacity.requests_per_second(0, max_copies=2),
+         "PeakCapacity.requests_per_second(peak)"),
+        (lambda: PeakCapacity.requests_per_second(4, max_copies=0),
+         "PeakCapacity.requests_per_second(max_copies)"),
+        (lambda: PeakCapacity.concurrency(0, max_copies=2), "PeakCapacity.concurrency(peak)"),
+        (lambda: PeakCapacity.concurrency(8, max_copies=10_001),
+         "PeakCapacity.concurrency(max_copies)"),
+    ],
+)  # fmt: skip
+def test_a_peak_gate_out_of_range_names_its_argument(build: Any, prop: str) -> None:
+    with pytest.raises(ValidationError) as raised:
+        build()
+    assert raised.value.prop == prop and raised.value.fix

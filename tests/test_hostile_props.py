@@ -77,6 +77,7 @@ from cdk_sagemaker_llm import (
     OptimizationRun,
     OptimizationSecurity,
     OptimizationTechnique,
+    PeakCapacity,
     PlacementStrategy,
     PredefinedMetric,
     PrefixAwareRouting,
@@ -421,6 +422,7 @@ def _baselines(
         "BenchmarkPricing": like(BenchmarkPricing.per_hour(1.0)),
         "BenchmarkEngine": like(BenchmarkEngine.lambda_workers()),
         "BenchmarkResults": like(BenchmarkResults.in_new_bucket()),
+        "PeakCapacity": like(PeakCapacity.requests_per_second(4.0, max_copies=2)),
         "ContainerImage": like(ContainerImage.lmi("0.31.0")),
         "ModelSource": like(ModelSource.from_s3(bucket, "weights/")),
         "CapacityReservation": plain(
@@ -545,7 +547,7 @@ PUBLIC_CLASSES = [
     # every public class, the newest included
     "Accelerator", "InstanceType", "ModelSpec", "PriceList", "SizingReport", "Slo",
     "ExpectedTraffic", "Arrival", "BenchmarkLoad", "BenchmarkPricing", "BenchmarkEngine",
-    "BenchmarkResults", "ContainerImage", "ModelSource", "CapacityReservation", "InstancePool",
+    "BenchmarkResults", "PeakCapacity", "ContainerImage", "ModelSource", "CapacityReservation", "InstancePool",
     "PrefixAwareRouting", "ScaleInPolicy", "ComponentScheduling", "ComponentSpecification",
     "ContainerMetrics", "AsyncInference", "ServerlessConfig", "AsyncScaling",
     "ServerlessScaling", "BacklogTrackingPolicy", "BacklogScaleFromZeroPolicy", "LlmService",
@@ -615,6 +617,8 @@ FACTORIES: dict[Callable[..., Any], dict[str, Any]] = {
     BenchmarkPricing.from_price_list: {},
     BenchmarkPricing.per_hour: {"price": 1.0},
     BenchmarkResults.in_new_bucket: {},
+    PeakCapacity.requests_per_second: {"peak": 4.0, "max_copies": 2},
+    PeakCapacity.concurrency: {"peak": 8, "max_copies": 2},
     BenchmarkEngine.lambda_workers: {},
     OptimizationSecurity.managed_network: {},
     Pricing.on_demand: {},

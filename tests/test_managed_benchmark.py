@@ -583,3 +583,29 @@ def test_a_runtime_botocore_without_the_operations_fails_at_start_with_the_reaso
         sagemaker=client, now=0.0,
     )  # fmt: skip
     assert answer["PhysicalResourceId"] == name and calls == ["StopExecution"]
+
+
+def test_the_managed_jobs_levels_fail_a_peak_their_knee_cannot_serve_at_the_most_copies() -> None:
+    """The SageMaker AI benchmark job's levels go through the same gate: its knee's
+    requests/s per copy x the most copies must reach the peak. Its two levels trip no knee
+    rule: the knee is a lower bound, which serves a small peak and leaves a large one
+    unknown (a failure)."""
+    signals: list[dict[str, Any]] = []
+    put = lambda _url, body: signals.append(dict(body))  # noqa: E731
+    for peak in (1e6, 0.001):
+        run = managed_run(Gate={"PeakRequestsPerS": peak, "MaxCopies": 2})
+        client, stub = sagemaker()
+        s3 = checked(FakeS3(), "s3")
+        s3.objects[("results", f"{run['Prefix']}aiperf/job/output/output.tar.gz")] = job_output()
+        name = {"AIBenchmarkJobName": run["Name"]}
+        stub.add_response("describe_ai_benchmark_job", described(run, "Completed"), name)
+        with stub:
+            poll_step({"Run": run}, sagemaker=client, s3=s3, put=put, now=run["StartedAt"])
+    failed, passed = signals
+    assert (failed["Status"], passed["Status"]) == ("FAILURE", "SUCCESS")
+    reason = failed["Reason"]
+    assert "the capacity at the peak is unknown: at least 3.5 requests/s per copy (the knee, " in (
+        reason
+    )
+    assert "x 2 copies (the most autoscaling allows) = 7 requests/s" in reason
+    assert "below the peak of 1e+06 requests/s" in reason

@@ -8,7 +8,7 @@ import functools
 import pytest
 
 from cdk_sagemaker_llm.catalog.instance_types import CATALOG, InstanceType
-from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
+from cdk_sagemaker_llm.catalog.model_specs import ModelSpec
 from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST, UNPRICED, PriceList
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.planning.engine_profiles import engine_argument
@@ -167,11 +167,11 @@ def test_each_rejection_reason() -> None:
     assert _reasons(busy, InstanceType.G5_XLARGE)[1].startswith("instance count: needs")
     # timeout: one answer longer than 60 s.
     long = recommend(
-        ModelSpec.LLAMA_3_70B,
-        Workload(2048, 2048),
+        ModelSpec.LLAMA_3_8B,
+        Workload(2048, 6144),
         Slo(1000),
         Traffic(concurrency=1),
-        search=SearchSpace(precision=Precision.INT4_AWQ, instance_types=[G5_12]),
+        search=SearchSpace(instance_types=[G5_12]),
     )
     assert _reasons(long, G5_12)[2].startswith("timeout:")
     # memory: the Neuron runtime stages the weights in host memory (ml.inf2.xlarge: 16 GiB).

@@ -167,7 +167,10 @@ class EndpointBenchmark(Construct):
         :param protocol: the request schema and whether responses stream (streaming measures
             TTFT and inter-token latency); default ``RequestProtocol()`` (the inputs API, LMI
             or TGI answers detected, not streaming).
-        :param gate: figures that fail the deployment when unmet; default none.
+        :param gate: figures that fail the deployment when unmet, among them the peak the
+            measured capacity must serve at the most copies autoscaling allows
+            (``BenchmarkGate(peak=PeakCapacity.requests_per_second(4, max_copies=6))``);
+            default none.
         :param pricing: the price per hour of what is measured, for the cost per 1M tokens;
             default ``BenchmarkPricing.from_price_list()``: derived from the library's prices
             (us-east-1 on-demand: the results say so, and when the stack runs elsewhere) when
@@ -221,6 +224,7 @@ class EndpointBenchmark(Construct):
         self.copies = _copies(copies, self.endpoint, inference_component)
         """Copies serving the load during the sweep on the whole endpoint (instances x copies
         per instance); the knee divided by it is the per-copy knee."""
+        gate.check_copies(self.copies)
         price, price_source = self._price(pricing or BenchmarkPricing.from_price_list())
         self.price_per_hour = price
         """USD per hour of what is measured, or None when unknown."""
@@ -318,7 +322,8 @@ class EndpointBenchmark(Construct):
                     "MinOutputTokensPerS": gate.min_output_tokens_per_s,
                     "MinSustainableRate": gate.min_sustainable_requests_per_s,
                 }
-            ),
+            )
+            | (gate.peak.gate_keys() if gate.peak is not None else {}),
         }
         if load.open_loop:
             run["WorkerRateCapacity"] = engine.worker_rate_capacity
@@ -854,6 +859,8 @@ def _plan_details(
         gates.append(f"max throughput >= {gate.min_output_tokens_per_s:g} tokens/s")
     if gate.min_sustainable_requests_per_s is not None:
         gates.append(f"sustainable rate >= {gate.min_sustainable_requests_per_s:g}/s")
+    if gate.peak is not None:
+        gates.append(gate.peak.describe())
     component = bench.inference_component
     return {
         "Target": component.inference_component_name

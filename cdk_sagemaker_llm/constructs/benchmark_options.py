@@ -13,6 +13,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from ..benchmarking.benchmark_load import MAX_CONCURRENCY, MAX_RATE, BenchmarkLoad
+from ..planning.recommend import Traffic
 from ..prop_types import typed_factory, typed_props
 from .managed_benchmark import ManagedBenchmarkOptions
 from .nag import acknowledge
@@ -29,6 +30,8 @@ DEFAULT_WORKER_CAPACITY = 256
 DEFAULT_WORKER_RATE_CAPACITY = 100.0
 """Open-loop requests/s per worker Lambda, measured with the same script (schedule lag and TTFT
 error within the limits with headroom)."""
+MAX_COPIES = 10_000
+"""The most copies a peak gate may count on (the handlers' limit on ``Copies`` too)."""
 
 
 @typed_props
@@ -225,6 +228,69 @@ class BenchmarkEngine:
 
 
 @typed_props
+class PeakCapacity:
+    """The peak traffic the measured capacity must serve at the most copies autoscaling allows:
+    ``PeakCapacity.requests_per_second(peak, max_copies=...)`` or
+    ``PeakCapacity.concurrency(peak, max_copies=...)`` (a ``BenchmarkGate``'s ``peak``).
+
+    After the sweep, the capacity of one copy (the requests/s at the measured knee, or the
+    requests in flight there, over the copies the sweep ran on; an open-loop load's
+    sustainable rate likewise) times ``max_copies`` must reach the peak, or the deployment
+    fails with the figures and what to change."""
+
+    def __init__(self, *, peak: Traffic, max_copies: int) -> None:
+        """Use the factories."""
+        self.peak = peak
+        """The peak traffic: requests/s or requests in flight at once."""
+        self.max_copies = max_copies
+        """The most copies (instances, for an instance endpoint) autoscaling allows."""
+
+    @staticmethod
+    @typed_factory
+    def requests_per_second(peak: float, *, max_copies: int) -> PeakCapacity:
+        """A peak arrival rate (requests/s), served by ``max_copies`` copies (1 to 10,000) at
+        the measured knee's requests/s per copy (or an open-loop load's sustainable rate)."""
+        check_range(
+            "PeakCapacity.requests_per_second(peak)", peak, minimum=0.001,
+            fix="pass the peak arrival rate in requests/s, e.g. 4",
+        )  # fmt: skip
+        _check_max_copies("PeakCapacity.requests_per_second(max_copies)", max_copies)
+        return PeakCapacity(peak=Traffic(requests_per_second=peak), max_copies=max_copies)
+
+    @staticmethod
+    @typed_factory
+    def concurrency(peak: int, *, max_copies: int) -> PeakCapacity:
+        """A peak of requests in flight at once, served by ``max_copies`` copies (1 to
+        10,000) at the measured knee concurrency per copy (closed-loop loads only)."""
+        check_range(
+            "PeakCapacity.concurrency(peak)", peak, minimum=1,
+            fix="pass the most requests in flight at once, e.g. 32",
+        )  # fmt: skip
+        _check_max_copies("PeakCapacity.concurrency(max_copies)", max_copies)
+        return PeakCapacity(peak=Traffic(concurrency=peak), max_copies=max_copies)
+
+    def describe(self) -> str:
+        """E.g. ``measured capacity per copy x 6 copies >= peak 4 requests/s``."""
+        return (
+            f"measured capacity per copy x {self.max_copies} copies >= peak {self.peak.describe()}"
+        )
+
+    def gate_keys(self) -> dict[str, float]:
+        """The run's gate keys (``lambdas/benchmark/run.py`` reads them)."""
+        if self.peak.requests_per_second is not None:
+            return {"PeakRequestsPerS": self.peak.requests_per_second, "MaxCopies": self.max_copies}
+        assert self.peak.concurrency is not None
+        return {"PeakConcurrency": self.peak.concurrency, "MaxCopies": self.max_copies}
+
+
+def _check_max_copies(prop: str, max_copies: int) -> None:
+    check_range(
+        prop, max_copies, minimum=1, maximum=MAX_COPIES,
+        fix="pass the most copies (or instances) the autoscaling allows",
+    )  # fmt: skip
+
+
+@typed_props
 @dataclass(frozen=True, kw_only=True)
 class BenchmarkGate:
     """Measured figures below which the deployment fails (with the figures as the reason)."""
@@ -240,6 +306,11 @@ class BenchmarkGate:
     min_sustainable_requests_per_s: float | None = None
     """Open loop: fail when the sustainable rate is below this (requests/s). Default: not
     checked."""
+    peak: PeakCapacity | None = None
+    """Fail when the measured capacity per copy times the most copies autoscaling allows
+    cannot serve this peak (``PeakCapacity.requests_per_second`` or ``.concurrency``); the
+    reason gives the measured knee, the most copies, the peak and what to change. Default:
+    not checked."""
 
     def __post_init__(self) -> None:
         check_range("max_p50_ms_per_token", self.max_p50_ms_per_token, minimum=0.001)
@@ -265,4 +336,23 @@ class BenchmarkGate:
                 "gate.min_knee_concurrency", self.min_knee_concurrency,
                 "an open-loop load has no knee (a closed-loop figure)",
                 "gate on min_sustainable_requests_per_s, or use BenchmarkLoad.concurrency",
+            )  # fmt: skip
+        peak = self.peak
+        if peak is not None and peak.peak.concurrency is not None and load.open_loop:
+            raise ValidationError(
+                "gate.peak", peak.peak.describe(),
+                "an open-loop load measures a sustainable rate, not requests in flight per copy",
+                "state the peak as PeakCapacity.requests_per_second(...), or use "
+                "BenchmarkLoad.concurrency or knee_search",
+            )  # fmt: skip
+
+    def check_copies(self, copies: int) -> None:
+        """Raise ValidationError when the peak gate counts on fewer copies than the sweep
+        measures (``copies``)."""
+        if self.peak is not None and self.peak.max_copies < copies:
+            raise ValidationError(
+                "gate.peak.max_copies", self.peak.max_copies,
+                f"the sweep runs on {copies} copies, more than the most autoscaling allows",
+                f"pass max_copies of at least {copies} (the autoscaling's maximum), or "
+                "benchmark fewer copies",
             )  # fmt: skip

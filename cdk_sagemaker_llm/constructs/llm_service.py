@@ -14,7 +14,10 @@ construct only renders that decision:
 - one inference component (accelerators = the tensor-parallel degree per copy);
 - copy autoscaling: min/max copies from the minimum/peak traffic, held at the predicted knee
   per copy, or at the knee a deploy-time ``EndpointBenchmark`` measures when
-  ``benchmark=ServiceBenchmark.knee_search()`` (whose gate is the SLO).
+  ``benchmark=ServiceBenchmark.knee_search()``: its knee rule holds the SLO (ms/token and
+  TTFT, streamed), and its gate fails the deployment when the SLO's ms/token is missed at
+  the lowest level or when the measured capacity per copy at the most copies cannot serve
+  the peak traffic (``PeakCapacity``).
 
 With ``SearchSpace(optimizations=[Optimization.awq()])`` the decision also weighs the model
 quantized; when such an option wins, the construct creates the ``OptimizationJob`` it needs
@@ -50,7 +53,7 @@ from ..planning.calibration import EngineRelease
 from ..planning.decider import HOST_MEMORY_SHARE, decide
 from ..planning.optimizations import OptimizationKind
 from ..planning.performance import Workload
-from ..planning.recommend import Slo
+from ..planning.recommend import Slo, Traffic
 from ..planning.service_decision import TGI_DEFAULT_PREFILL_TOKENS, ServiceDecision, ServingSettings
 from ..planning.service_options import CopyScaling, LayoutOverrides, Pricing, SearchSpace, Sizing
 from ..planning.service_request import ExpectedTraffic, Overrides, ServiceRequest
@@ -59,7 +62,7 @@ from ..prop_types import typed_props
 from ..template_metadata import SERVICE
 from .autoscaling import ComponentScaling
 from .benchmark import EndpointBenchmark
-from .benchmark_options import BenchmarkGate
+from .benchmark_options import BenchmarkGate, PeakCapacity
 from .component_options import ComponentModel, CopyResources
 from .endpoint import InferenceComponentEndpoint, RoutingStrategy
 from .images import ContainerFamily, ContainerImage
@@ -164,9 +167,11 @@ class LlmService(Construct):
         :param component: per-copy memory and CPU reservations and the rolling deployment;
             default half of a copy's share of host memory, no CPU reserved, SageMaker's
             deployment.
-        :param benchmark: a deploy-time ``EndpointBenchmark`` at the workload's payload whose
-            gate is the SLO, whose measured knee the copy autoscaling holds
-            (``ServiceBenchmark.knee_search()``); default none.
+        :param benchmark: a deploy-time ``EndpointBenchmark`` at the workload's payload
+            (``ServiceBenchmark.knee_search()``), streamed, whose knee rule holds the SLO
+            (ms/token and TTFT), whose measured knee the copy autoscaling holds, and whose gate
+            fails the deployment when the SLO is missed at the lowest level or the measured
+            capacity at the most copies cannot serve the peak traffic; default none.
         """
         super().__init__(scope, id)
         overrides = overrides or LayoutOverrides()
@@ -401,14 +406,17 @@ class LlmService(Construct):
     ) -> EndpointBenchmark:
         """A knee search of the initial copies that starts from their predicted knee (it
         brackets around the prediction and widens only where the measurement disagrees, up to
-        four times the prediction), gated on the SLO."""
+        four times the prediction), whose knee rule holds the SLO (ms/token and TTFT: the
+        responses stream), gated on the SLO and on the peak at the most copies."""
         copies = max(1, self.decision.scaling.min_copies)
         predicted = max(1, self.decision.predicted.knee_concurrency_per_copy * copies)
         top = min(4096, max(2, 4 * predicted))
         slo = request.slo
         # A TTFT-only SLO has no per-token limit to stop the sweep or gate the deployment on.
         per_token = slo.max_ms_per_token if slo.limits_ms_per_token else None
-        rule = KneeRule(min_gain_per_doubling=0.10, slo_ms_per_token=per_token)
+        rule = KneeRule(
+            min_gain_per_doubling=0.10, slo_ms_per_token=per_token, slo_ttft_ms=slo.max_ttft_ms
+        )
         return EndpointBenchmark(
             self,
             "Benchmark",
@@ -421,12 +429,23 @@ class LlmService(Construct):
                 payload_format=PayloadFormat(image.family.facts.request_format),
                 stream=True,
             ),
-            gate=BenchmarkGate(max_p50_ms_per_token=per_token) if per_token else None,
+            gate=BenchmarkGate(
+                max_p50_ms_per_token=per_token,
+                peak=_peak_capacity(request.traffic.peak, self.decision.scaling.max_copies),
+            ),
             max_duration=settings.max_duration,
         )
 
 
 # ----- helpers ----------------------------------------------------------------------------------
+
+
+def _peak_capacity(peak: Traffic, max_copies: int) -> PeakCapacity:
+    """The peak traffic the benchmark's measured capacity must serve at the most copies."""
+    if peak.requests_per_second is not None:
+        return PeakCapacity.requests_per_second(peak.requests_per_second, max_copies=max_copies)
+    assert peak.concurrency is not None
+    return PeakCapacity.concurrency(peak.concurrency, max_copies=max_copies)
 
 
 JOB_QUANTIZATION = {

@@ -53,6 +53,7 @@ from .performance import (
     profile_limits,
     profile_model,
 )
+from .quantized_coverage import int4_problem
 from .ranking import RankedLayout as RankedLayout  # (re-exported: where it was defined)
 from .ranking import RejectionKind, _reject_reason, degrees
 from .ranking import rank_layouts as rank_layouts
@@ -422,7 +423,9 @@ def _search_variant(
     instance_type = layout.instance_type
     precision = optimization.precision(search.precision) if optimization else search.precision
     profile = resolve_profile(search.engine, instance_type.is_neuron)
-    unsupported = precision_problem(instance_type, precision)
+    unsupported = precision_problem(instance_type, precision) or int4_problem(
+        instance_type, layout.tensor_parallel_degree, precision
+    )
     if unsupported is not None:
         return None, Rejection(
             instance_type.name,

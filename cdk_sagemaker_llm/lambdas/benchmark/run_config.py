@@ -71,8 +71,13 @@ MODEL_SPEC_NUMBERS = ("parameters", "activeParameters")
 MODEL_SPEC_KEYS = frozenset({"name", *MODEL_SPEC_INTEGERS, *MODEL_SPEC_NUMBERS})
 RULE_KEYS = frozenset({"MinGainPerDoubling", "SloMsPerToken", "MaxErrorRate", "SloTtftMs"})
 GATE_KEYS = frozenset(
-    {"MaxP50MsPerToken", "MinKneeConcurrency", "MinOutputTokensPerS", "MinSustainableRate"}
-)
+    {"MaxP50MsPerToken", "MinKneeConcurrency", "MinOutputTokensPerS", "MinSustainableRate",
+     "PeakRequestsPerS", "PeakConcurrency", "MaxCopies"}
+)  # fmt: skip
+MAX_PEAK = 1e9
+"""A peak gate's traffic limit (requests/s or requests in flight): a sanity bound."""
+MAX_COPIES = 10_000
+"""The most copies a run states (``Copies``) or a peak gate counts on (``MaxCopies``)."""
 SLO_KEYS = frozenset({"MsPerToken", "TtftMs", "Fraction"})
 
 
@@ -241,6 +246,34 @@ def deployment_section(run: Mapping[str, Any]) -> dict[str, Any] | None:
     return section
 
 
+def _peak_gate(gate: Mapping[str, Any], mode: str, where: str) -> dict[str, Any]:
+    """The peak gate's keys: at most one peak (a rate, or requests in flight in a closed
+    loop), present together with the most copies it counts on, or none of them."""
+    rate = optional_number(gate, "PeakRequestsPerS", where, MAX_PEAK)
+    in_flight = gate.get("PeakConcurrency")
+    concurrency = (
+        None
+        if in_flight in (None, "")
+        else integer(in_flight, f"{where}.PeakConcurrency", 1, int(MAX_PEAK))
+    )
+    copies = gate.get("MaxCopies")
+    max_copies = (
+        None if copies in (None, "") else integer(copies, f"{where}.MaxCopies", 1, MAX_COPIES)
+    )
+    if rate is not None and concurrency is not None:
+        raise EventError(f"{where}: expected one of PeakRequestsPerS and PeakConcurrency")
+    if (rate is None and concurrency is None) != (max_copies is None):
+        raise EventError(
+            f"{where}: MaxCopies goes with a peak (PeakRequestsPerS or "
+            "PeakConcurrency), and a peak with MaxCopies"
+        )
+    if rate == 0:
+        raise EventError(f"{where}.PeakRequestsPerS: a peak rate is above 0")
+    if concurrency is not None and mode == "rate":
+        raise EventError(f"{where}.PeakConcurrency: an open-loop run has no knee concurrency")
+    return {"PeakRequestsPerS": rate, "PeakConcurrency": concurrency, "MaxCopies": max_copies}
+
+
 def check_run(run: Any, where: str = "Run") -> dict[str, Any]:
     """The sweep's configuration, validated (it travels in the workflow's state)."""
     if not isinstance(run, Mapping):
@@ -313,7 +346,7 @@ def check_run(run: Any, where: str = "Run") -> dict[str, Any]:
             run.get("RequestsPerLevel", 0), f"{where}.RequestsPerLevel", 0, MAX_REQUESTS
         ),
         "WorkerCapacity": capacity,
-        "Copies": integer(run.get("Copies", 1), f"{where}.Copies", 1, 10_000),
+        "Copies": integer(run.get("Copies", 1), f"{where}.Copies", 1, MAX_COPIES),
         "Rule": {
             "MinGainPerDoubling": number(
                 field(rule, "MinGainPerDoubling", f"{where}.Rule"),
@@ -336,6 +369,7 @@ def check_run(run: Any, where: str = "Run") -> dict[str, Any]:
             "MinSustainableRate": optional_number(
                 gate, "MinSustainableRate", f"{where}.Gate", MAX_RATE
             ),
+            **_peak_gate(gate, modes["Mode"], f"{where}.Gate"),
         },
         "PricePerHour": None
         if price is None or price == ""

@@ -6,6 +6,7 @@ which signals FAILURE with the caught error.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -68,7 +69,72 @@ def gate_failures(run: Mapping[str, Any], result: BenchmarkResult) -> list[str]:
                 f"sustainable rate is {found if found is not None else 'none'} requests/s, "
                 f"below the minimum of {rate:g}"
             )
-    return failures
+    peak = peak_failure(run, result)
+    return failures + ([peak] if peak else [])
+
+
+def peak_failure(run: Mapping[str, Any], result: BenchmarkResult) -> str | None:
+    """Why the capacity measured per copy, at the most copies autoscaling allows, cannot
+    serve the gate's peak (``PeakRequestsPerS`` or ``PeakConcurrency`` at ``MaxCopies``), or
+    None (it can, or there is no peak gate). A knee that is only a lower bound passes when
+    the bound already serves the peak; otherwise the capacity is unknown, and that fails."""
+    gate = run["Gate"]
+    max_copies = gate.get("MaxCopies")
+    if max_copies is None:
+        return None
+    copies = int(run["Copies"])
+    per_copy, measured, bound, unit = _capacity_per_copy(gate, result, copies)
+    peak = gate["PeakConcurrency"] or gate["PeakRequestsPerS"]
+    capacity = per_copy * max_copies
+    if capacity >= peak:
+        return None
+    figures = (
+        f"{measured} x {max_copies} copies (the most autoscaling allows) = {capacity:.3g} "
+        f"{unit}, below the peak of {peak:g} {unit}"
+    )
+    if bound:
+        return (
+            f"the capacity at the peak is unknown: at least {figures} (no level tripped the "
+            f"rule: a lower bound); raise {result.knee.raise_with or 'the highest level'}"
+        )
+    needed = f"at least {math.ceil(peak / per_copy - 1e-9)} copies" if per_copy > 0 else "more"
+    return (
+        f"the measured capacity at the most copies cannot serve the peak: {figures}; raise "
+        f"the most copies (max_instance_count, or the copy autoscaling's maximum) to {needed}, "
+        "choose a bigger instance type, or relax the SLO the knee rule holds"
+    )
+
+
+def _capacity_per_copy(
+    gate: Mapping[str, Any], result: BenchmarkResult, copies: int
+) -> tuple[float, str, bool, str]:
+    """One copy's measured capacity in the peak's unit, the measurement in words, whether it
+    is only a lower bound, and the unit."""
+    if result.mode == "rate":
+        rate = sustainable_rate(result.levels) or 0.0
+        per_copy = rate / copies
+        words = (
+            f"{per_copy:.3g} requests/s per copy (sustainable rate {rate:g} requests/s over "
+            f"{copies} copies)"
+        )
+        bound = bool((result.goodput or {}).get("sustainable_rate_at_least"))
+        return per_copy, words, bound, "requests/s"
+    knee = result.knee
+    level = result.knee_level
+    where = (
+        f"the knee, concurrency {knee.concurrency} over {copies} copies"
+        if level is not None
+        else f"no knee: even the lowest level trips the rule ({knee.reason})"
+    )
+    if gate["PeakConcurrency"] is not None:
+        # The autoscaling target's figure: KneeConcurrencyPerCopy (results.figures_of).
+        in_flight = max(1, level.concurrency // copies) if level is not None else 0
+        words = f"{in_flight} requests in flight per copy ({where})"
+        return float(in_flight), words, knee.at_least, "requests in flight"
+    rate = level.requests_per_s if level is not None else 0.0
+    per_copy = rate / copies
+    words = f"{per_copy:.3g} requests/s per copy ({where}: {rate:.3g} requests/s)"
+    return per_copy, words, knee.at_least, "requests/s"
 
 
 def _level_name(level: LevelResult) -> str:
