@@ -435,3 +435,18 @@ def test_a_batch_limit_below_one_is_a_validation_error() -> None:
     with pytest.raises(ValidationError) as raised:
         BatchSettings.of_profile(engine_profile("lmi-vllm-v1"), max_sequences=0)
     assert "max_batch_size" in str(raised.value) and "0" in str(raised.value)
+
+
+def test_tensorrt_llm_chunks_a_prompt_longer_than_its_token_budget() -> None:
+    """A 20,000-token prompt against ``max_num_tokens`` 8,192: chunked context (the only way
+    TensorRT-LLM serves it), so it shares its passes with the running decodes instead of
+    waiting for an empty batch."""
+    long_prompts = Workload(input_tokens=20_000, output_tokens=200)
+    policy = policy_for(engine_profile("lmi-trtllm"), 1_000_000, long_prompts)
+    assert isinstance(policy, InflightBatching)
+    assert policy.chunked_context and policy.max_num_tokens == 8192
+    step = policy.plan(_state(running=4, waiting_prompts=[20_000]))
+    assert len(step.decodes) == 4
+    assert [tokens for _, tokens in step.prefills] == [8192 - 4]
+    short = policy_for(engine_profile("lmi-trtllm"), 1_000_000, LOAD)
+    assert isinstance(short, InflightBatching) and not short.chunked_context

@@ -45,8 +45,12 @@ def policy_for(
     deployment's ``batch`` settings (default: the profile's, ``BatchSettings.of_profile``), the
     same the closed form reads (``performance.profile_limits``). A budget that could not hold
     the workload's longest prompt is raised to it, as the engines require at launch (TGI:
-    ``max_batch_prefill_tokens`` >= ``max_input_tokens``; vLLM V0 and TensorRT-LLM without
-    chunking: the per-pass budget >= the longest prompt).
+    ``max_batch_prefill_tokens`` >= ``max_input_tokens``; vLLM V0: the per-pass budget >= the
+    longest prompt). TensorRT-LLM instead runs such prompts with chunked context: its scheduler
+    fills a pass with the generation requests first, so a whole prompt as long as the budget
+    could join only an empty batch, and one longer never (``microBatchScheduler.cpp``); chunked
+    context is how it serves contexts longer than ``max_num_tokens`` (TensorRT-LLM docs, "Long
+    Sequences": chunked context "allows TensorRT LLM to handle requests with longer contexts").
 
     :param max_concurrent_requests: TGI's ``MAX_CONCURRENT_REQUESTS``; default 128.
     """
@@ -70,8 +74,8 @@ def policy_for(
         return StaticBatchSlots(kv_tokens, seqs)
     if batching.chunked_prefill:
         return VllmChunked(kv_tokens, seqs, per_pass or VLLM_V0_MIN_BATCHED_TOKENS)
-    if per_pass is not None:
-        return InflightBatching(kv_tokens, seqs, max(per_pass, longest))
+    if per_pass is not None:  # a prompt past max_num_tokens only runs chunked
+        return InflightBatching(kv_tokens, seqs, per_pass, chunked_context=longest > per_pass)
     return VllmPrefillFirst(
         kv_tokens, seqs, max(VLLM_V0_MIN_BATCHED_TOKENS, workload.longest_tokens)
     )
