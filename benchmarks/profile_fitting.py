@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from row_batch import row_batch
+
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.planning.engine_profiles import (
@@ -52,6 +54,7 @@ from cdk_sagemaker_llm.planning.performance import (
     prediction_band,
     profile_limits,
 )
+from cdk_sagemaker_llm.planning.scheduling.limits import BatchSettings
 
 ROOT = Path(__file__).resolve().parent
 MEASUREMENTS = ROOT / "measurements"
@@ -232,6 +235,9 @@ class Row:
     ttft_ms: float | None
     tokens_per_s: float | None
     model_name: str
+    batch: BatchSettings | None = None
+    """The batch settings the source ran its engine with (``row_batch``); None: the profile's
+    documented defaults."""
 
     @property
     def workload(self) -> Workload:
@@ -373,16 +379,29 @@ def _row(index: int, raw: Mapping[str, str]) -> tuple[Row | None, str]:
         ttft = None  # a wave's TTFT queues behind the wave's own prefills: not a steady state
     if ms is None and itl is None and tokens is None and ttft is None:
         return None, "no metric"
+    profile = row_profile_name(raw["engine"], raw["engine_version"])
+    tp = int(raw["tp"])
+    precision = _precision(raw["precision"])
+    batch = row_batch(
+        notes,
+        engine_profile(profile),
+        spec=spec,
+        instance_type=instance_type,
+        tensor_parallel_degree=tp,
+        precision=precision,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+    )
     return (
         Row(
             index=index,
             source=raw["source_id"],
-            profile=row_profile_name(raw["engine"], raw["engine_version"]),
+            profile=profile,
             spec=spec,
             instance_type=instance_type,
             gpu=raw["gpu"],
-            tensor_parallel_degree=int(raw["tp"]),
-            precision=_precision(raw["precision"]),
+            tensor_parallel_degree=tp,
+            precision=precision,
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             concurrency=concurrency,
@@ -392,6 +411,7 @@ def _row(index: int, raw: Mapping[str, str]) -> tuple[Row | None, str]:
             ttft_ms=ttft,
             tokens_per_s=tokens,
             model_name=spec.name,
+            batch=batch,
         ),
         "",
     )
@@ -487,7 +507,7 @@ def predicted_knee(row: Row, profile: EngineProfile, efficiency: Efficiency) -> 
         efficiency,
         profile.kernel(row.precision),
     )
-    limits, _ = profile_limits(model, profile)
+    limits, _ = profile_limits(model, profile, batch=row.batch)
     return max(1, copy_knee(model, limits).concurrency)
 
 
@@ -499,7 +519,7 @@ def _capacity(row: Row, profile: EngineProfile, model: CopyModel) -> int:
         return row.concurrency
     key = (row.index, profile.name)
     if key not in _CAPACITY:
-        limits, _ = profile_limits(model, profile)
+        limits, _ = profile_limits(model, profile, batch=row.batch)
         _CAPACITY[key] = max(1, limits.capacity)
     return _CAPACITY[key]
 

@@ -45,7 +45,9 @@ def _errors(rows: list[pf.Row]) -> dict[str, dict[str, list[float]]]:
         )
         closed = pf.predict_row(row, profile, efficiency_of(profile))
         try:
-            result = simulate_copy(model, profile, ClosedLoop(row.concurrency, rounds=4))
+            result = simulate_copy(
+                model, profile, ClosedLoop(row.concurrency, rounds=4), batch=row.batch
+            )
         except ValidationError:
             continue
         simulated = (result.mean("ms_per_token"), result.tokens_per_s)

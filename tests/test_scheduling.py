@@ -22,6 +22,7 @@ from cdk_sagemaker_llm.planning.performance import (
 from cdk_sagemaker_llm.planning.scheduling.capacity import CopySimulation
 from cdk_sagemaker_llm.planning.scheduling.copy import simulate_copy
 from cdk_sagemaker_llm.planning.scheduling.costs import StepCosts
+from cdk_sagemaker_llm.planning.scheduling.limits import BatchSettings
 from cdk_sagemaker_llm.planning.scheduling.load import ClosedLoop, PoissonArrivals
 from cdk_sagemaker_llm.planning.scheduling.loop import simulate
 from cdk_sagemaker_llm.planning.scheduling.neuronx import StaticBatchSlots, context_bucket
@@ -389,3 +390,63 @@ def test_multi_turn_history_is_served_from_the_prefix_cache() -> None:
     )
     assert cached.mean("ttft_s") < plain.mean("ttft_s")
     assert cached.tokens_per_s > plain.tokens_per_s
+
+
+@pytest.mark.parametrize(
+    "profile", ["tgi-1", "tgi-2-3", "lmi-vllm-v0", "lmi-vllm-v1", "lmi-trtllm"]
+)
+def test_the_closed_form_and_the_simulation_apply_one_batch_limit(profile: str) -> None:
+    """A deployment's request cap (vLLM ``max_num_seqs``, TensorRT-LLM ``max_batch_size``, TGI
+    ``--max-batch-size``) bounds the closed form's copy and the simulated batch alike."""
+    engine = engine_profile(profile)
+    batch = BatchSettings.of_profile(engine, max_sequences=6, max_tokens_per_pass=8192)
+    model = profile_model(SPEC, Layout(G5, 1, 1), Precision.FP16, LOAD, engine)
+    limits, _ = profile_limits(model, engine, batch=batch)
+    assert limits.batch_limit == 6 and limits.capacity == 6
+    policy = policy_for(engine, 100_000, LOAD, batch=batch)
+    state = _state(0, [512] * 20)
+    largest = 0
+    for _ in range(30):
+        step = policy.plan(state)
+        for sequence, tokens in step.prefills:
+            sequence.advance(tokens, 0.0)
+        largest = max(largest, len(state.running))
+    assert largest == 6
+    assert len(state.waiting) == 14
+
+
+def test_batch_settings_default_to_the_profiles_documented_limits() -> None:
+    """Unset, the limits are the container's documented defaults the profile states: vLLM V1's
+    ``max_num_seqs`` 256 and ``max_num_batched_tokens`` 2048; TGI's token budgets alone."""
+    v1 = BatchSettings.of_profile(engine_profile("lmi-vllm-v1"))
+    assert (v1.max_sequences, v1.max_tokens_per_pass) == (256, 2048)
+    tgi = BatchSettings.of_profile(engine_profile("tgi-1"))
+    assert (tgi.max_sequences, tgi.max_tokens_per_pass) == (None, 4096)
+    stated = BatchSettings.of_profile(
+        engine_profile("lmi-trtllm"), max_sequences=2048, max_tokens_per_pass=16384
+    )
+    assert (stated.max_sequences, stated.max_tokens_per_pass) == (2048, 16384)
+    policy = policy_for(engine_profile("lmi-trtllm"), 100_000, LOAD, batch=stated)
+    assert "max_batch_size 2048" in policy.describe()
+    assert "max_num_tokens 16384" in policy.describe()
+
+
+def test_a_batch_limit_below_one_is_a_validation_error() -> None:
+    with pytest.raises(ValidationError) as raised:
+        BatchSettings.of_profile(engine_profile("lmi-vllm-v1"), max_sequences=0)
+    assert "max_batch_size" in str(raised.value) and "0" in str(raised.value)
+
+
+def test_tensorrt_llm_chunks_a_prompt_longer_than_its_token_budget() -> None:
+    """A 20,000-token prompt against ``max_num_tokens`` 8,192: chunked context (the only way
+    TensorRT-LLM serves it), so it shares its passes with the running decodes instead of
+    waiting for an empty batch."""
+    long_prompts = Workload(input_tokens=20_000, output_tokens=200)
+    policy = policy_for(engine_profile("lmi-trtllm"), 1_000_000, long_prompts)
+    assert isinstance(policy, InflightBatching)
+    assert policy.chunked_context and policy.max_num_tokens == 8192
+    step = policy.plan(_state(running=4, waiting_prompts=[20_000]))
+    assert len(step.decodes) == 4
+    assert [tokens for _, tokens in step.prefills] == [8192 - 4]
+    short = policy_for(engine_profile("lmi-trtllm"), 1_000_000, LOAD)
+    assert isinstance(short, InflightBatching) and not short.chunked_context

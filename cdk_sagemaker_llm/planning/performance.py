@@ -47,7 +47,6 @@ from ..errors import ValidationError
 from .conformal_band import REGIMES, ConformalBand, conformal_bands, load_regime
 from .engine_profiles import (
     Band,
-    BatchLimit,
     ContainerRelease,
     EngineProfile,
     KernelSpeed,
@@ -65,6 +64,7 @@ from .placement import (
     host_memory_problem,
     kv_bytes_per_token_per_copy,
 )
+from .scheduling.limits import DEFAULT_MAX_BATCH_SIZE, BatchSettings
 from .workload import Workload, check_workload_context
 
 if TYPE_CHECKING:  # imported where used: a model without speculative decoding or an
@@ -75,11 +75,6 @@ if TYPE_CHECKING:  # imported where used: a model without speculative decoding o
 INVOCATION_TIMEOUT_S = 60.0
 """SageMaker real-time InvokeEndpoint times out after 60 s (SageMaker developer guide,
 "InvokeEndpoint": the container must answer within 60 seconds)."""
-DEFAULT_MAX_BATCH_SIZE = 64
-"""The server's per-copy batch limit assumed when none is given: the top of the range LMI's
-documentation recommends for 7B-70B models (djl-serving, LMI "Instance Type Selection":
-"Estimated Max Batch Size Range" 32-64). Raise it (``max_batch_size``) when you configure a
-larger ``max_rolling_batch_size`` / ``MAX_CONCURRENT_REQUESTS``; vLLM's own default is 256."""
 ALL_REDUCES_PER_LAYER = 2
 """Megatron-style tensor parallelism all-reduces twice per transformer layer (Shoeybi et al.,
 "Megatron-LM: Training Multi-Billion Parameter Language Models Using Model Parallelism", 2019)."""
@@ -857,16 +852,20 @@ def copy_limits(
 
 
 def profile_limits(
-    model: CopyModel, profile: EngineProfile, max_batch_size: int | None = None
+    model: CopyModel,
+    profile: EngineProfile,
+    max_batch_size: int | None = None,
+    *,
+    batch: BatchSettings | None = None,
 ) -> tuple[CopyLimits, Memory]:
-    """``copy_limits`` with the engine profile's batch limit (``max_batch_size`` overrides its
-    request cap)."""
-    batching = profile.batching
-    if max_batch_size is not None:
-        return copy_limits(model, max_batch_size)
-    if batching.limit is BatchLimit.KV_TOKENS:
-        return copy_limits(model, None, max_batch_total_tokens=batching.max_batch_total_tokens)
-    return copy_limits(model, batching.max_batch_size or DEFAULT_MAX_BATCH_SIZE)
+    """``copy_limits`` under the deployment's batch settings (``scheduling.limits``): ``batch``
+    as configured, else the engine profile's defaults with ``max_batch_size`` as its request
+    cap. The simulation (``scheduling.selection.policy_for``) reads the same settings."""
+    if batch is None:
+        batch = BatchSettings.of_profile(profile, max_sequences=max_batch_size)
+    return copy_limits(
+        model, batch.max_sequences, max_batch_total_tokens=batch.max_batch_total_tokens
+    )
 
 
 def profile_model(

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from ..engine_profiles import EngineProfile
 from ..performance import KNEE_MIN_GAIN_PER_DOUBLING, CopyModel
 from .copy import simulate_copy
+from .limits import BatchSettings
 from .load import ClosedLoop
 from .loop import SimulationResult
 
@@ -47,10 +48,14 @@ class CopySimulation:
         profile: EngineProfile,
         max_batch_size: int | None = None,
         steady_error: float | None = None,
+        *,
+        batch: BatchSettings | None = None,
     ) -> None:
         self.model = model
         self.profile = profile
         self.max_batch_size = max_batch_size
+        self.batch = batch
+        """The deployment's batch settings (None: the profile's, ``max_batch_size`` capping)."""
         self.steady_error = steady_error
         """Each level's ``ClosedLoop.steady_error`` (None: every round runs)."""
         self._levels: dict[int, SimulatedLevel] = {}
@@ -63,6 +68,7 @@ class CopySimulation:
                 self.model,
                 self.profile,
                 ClosedLoop(clients, steady_error=self.steady_error),
+                batch=self.batch,
                 max_batch_size=self.max_batch_size,
             )
             known = self._levels[clients] = SimulatedLevel(clients, result)

@@ -7,6 +7,7 @@ from ..engine_profiles import EngineProfile
 from ..performance import CopyModel
 from ..placement import copy_memory
 from .costs import StepCosts
+from .limits import BatchSettings
 from .load import Load
 from .loop import SimulationResult, simulate
 from .policy import SchedulingPolicy
@@ -17,11 +18,15 @@ def copy_policy(
     model: CopyModel,
     profile: EngineProfile,
     *,
+    batch: BatchSettings | None = None,
     max_batch_size: int | None = None,
     max_concurrent_requests: int | None = None,
 ) -> SchedulingPolicy:
-    """A fresh policy of ``profile`` over the KV tokens one copy of ``model`` holds
-    (``policy_for`` states the options)."""
+    """A fresh policy of ``profile`` over the KV tokens one copy of ``model`` holds, bounded by
+    the deployment's ``batch`` settings (default: the profile's, with ``max_batch_size`` as the
+    request cap; ``policy_for`` states the options)."""
+    if batch is None:
+        batch = BatchSettings.of_profile(profile, max_sequences=max_batch_size)
     memory = copy_memory(
         model.spec,
         model.instance_type,
@@ -33,7 +38,7 @@ def copy_policy(
         profile,
         kv_tokens_of(model, memory.kv_free_bytes),
         model.workload,
-        max_batch_size=max_batch_size,
+        batch=batch,
         max_concurrent_requests=max_concurrent_requests,
     )
 
@@ -43,6 +48,7 @@ def simulate_copy(
     profile: EngineProfile,
     load: Load,
     *,
+    batch: BatchSettings | None = None,
     max_batch_size: int | None = None,
     max_concurrent_requests: int | None = None,
 ) -> SimulationResult:
@@ -50,6 +56,7 @@ def simulate_copy(
     policy = copy_policy(
         model,
         profile,
+        batch=batch,
         max_batch_size=max_batch_size,
         max_concurrent_requests=max_concurrent_requests,
     )

@@ -39,6 +39,20 @@ TGI_MAX_BATCH_PREFILL_TOKENS = 4096
 """``--max-batch-prefill-tokens`` default (TGI launcher reference)."""
 
 
+def _cap(max_batch_size: int | None) -> str:
+    """``--max-batch-size`` in a policy's description (nothing when unset)."""
+    return "" if max_batch_size is None else f", MAX_BATCH_SIZE {max_batch_size}"
+
+
+def _room(max_batch_size: int | None, running: int) -> int:
+    """Requests a new batch may add: ``--max-batch-size`` less the running batch (TGI launcher
+    reference: "the maximum batch size the server will handle"; ``queue.rs`` ``next_batch``
+    stops at it), unbounded when unset."""
+    if max_batch_size is None:
+        return 1 << 62
+    return max(0, max_batch_size - running)
+
+
 @dataclass
 class TgiPrefillFirst(SchedulingPolicy):
     """TGI 1.x and 2.x: whole prompts prefilled while the running batch waits."""
@@ -49,6 +63,8 @@ class TgiPrefillFirst(SchedulingPolicy):
     waiting_served_ratio: float = TGI_WAITING_SERVED_RATIO
     max_waiting_tokens: int = TGI_MAX_WAITING_TOKENS
     max_concurrent_requests: int = TGI_MAX_CONCURRENT_REQUESTS
+    max_batch_size: int | None = None
+    """``--max-batch-size`` (None: unset, the default; the token budgets alone bound the batch)."""
     _waiting_tokens: int = field(default=0, init=False)
     _decode_next: bool = field(default=False, init=False)
 
@@ -96,7 +112,10 @@ class TgiPrefillFirst(SchedulingPolicy):
         budget = self.kv_tokens - state.kv_reserved()
         prefill = reserved = 0
         batch: list[Sequence] = []
+        room = _room(self.max_batch_size, len(state.running))
         for sequence in state.waiting:
+            if len(batch) == room:
+                break
             prefill += sequence.prompt_left
             reserved += sequence.reserved_tokens
             if prefill > self.max_batch_prefill_tokens or reserved > budget:
@@ -114,8 +133,8 @@ class TgiPrefillFirst(SchedulingPolicy):
             f"TGI prefill-first: MAX_BATCH_TOTAL_TOKENS {self.kv_tokens}, "
             f"MAX_BATCH_PREFILL_TOKENS {self.max_batch_prefill_tokens}, waiting_served_ratio "
             f"{self.waiting_served_ratio:g}, max_waiting_tokens {self.max_waiting_tokens}, "
-            f"MAX_CONCURRENT_REQUESTS {self.max_concurrent_requests} (TGI launcher reference; "
-            "router/src/infer.rs, queue.rs)"
+            f"MAX_CONCURRENT_REQUESTS {self.max_concurrent_requests}{_cap(self.max_batch_size)} "
+            "(TGI launcher reference; router/src/infer.rs, queue.rs)"
         )
 
 
@@ -127,6 +146,8 @@ class TgiChunked(SchedulingPolicy):
     max_batch_prefill_tokens: int = TGI_MAX_BATCH_PREFILL_TOKENS
     max_concurrent_requests: int = TGI_MAX_CONCURRENT_REQUESTS
     prefix_caching: bool = True
+    max_batch_size: int | None = None
+    """``--max-batch-size`` (None: unset, the default)."""
 
     def refuses(self, in_flight: int) -> bool:
         """TGI's router refuses beyond ``max_concurrent_requests``."""
@@ -148,7 +169,8 @@ class TgiChunked(SchedulingPolicy):
                 take = min(sequence.prompt_left, budget)
                 prefills.append((sequence, take))
                 budget -= take
-        while state.waiting and budget > 0:
+        room = _room(self.max_batch_size, len(state.running))
+        while state.waiting and budget > 0 and room > 0:
             sequence = state.waiting[0]
             if reserved + sequence.reserved_tokens > self.kv_tokens:
                 break
@@ -158,6 +180,7 @@ class TgiChunked(SchedulingPolicy):
             take = min(sequence.prompt_left, budget)
             prefills.append((sequence, take))
             budget -= take
+            room -= 1
         return Step(prefills=tuple(prefills), decodes=tuple(decodes))
 
     def describe(self) -> str:
@@ -165,6 +188,7 @@ class TgiChunked(SchedulingPolicy):
         return (
             f"TGI 3 chunked prefill: MAX_BATCH_TOTAL_TOKENS {self.kv_tokens}, "
             f"MAX_BATCH_PREFILL_TOKENS {self.max_batch_prefill_tokens} per pass (decodes "
-            f"included), MAX_CONCURRENT_REQUESTS {self.max_concurrent_requests}, prefix caching "
+            f"included), MAX_CONCURRENT_REQUESTS {self.max_concurrent_requests}"
+            f"{_cap(self.max_batch_size)}, prefix caching "
             "(TGI launcher reference; backends/v3/src/backend.rs, queue.rs)"
         )
