@@ -16,6 +16,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sns as sns
 
 from cdk_sagemaker_llm import (
@@ -217,7 +218,12 @@ def build_realistic_stack(app: cdk.App) -> cdk.Stack:
         "Base",
         serves=ComponentModel.from_image(
             image,
-            artifact=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
+            artifact=ModelSource.from_hugging_face(
+                "meta-llama/Meta-Llama-3-8B-Instruct",
+                token_secret=secretsmanager.Secret.from_secret_name_v2(
+                    stack, "HuggingFaceToken", "hugging-face-token"
+                ),
+            ),
             serving=LmiOptions(async_mode=True, max_rolling_batch_size=32),
         ),
         resources=CopyResources(min_memory=Size.gibibytes(32)),

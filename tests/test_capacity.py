@@ -8,6 +8,7 @@ import pytest
 from aws_cdk import Size
 from aws_cdk.assertions import Template
 from conftest import new_stack
+from hub import hub_token
 
 from cdk_sagemaker_llm import ComponentModel, CopyResources, ManagedInstanceScaling
 from cdk_sagemaker_llm.benchmarking import BenchmarkLoad
@@ -35,7 +36,7 @@ def model(stack: cdk.Stack, id: str = "Model", lora: LmiLora | None = None) -> M
         stack,
         id,
         image=ContainerImage.lmi("0.31.0"),
-        source=ModelSource.from_hugging_face(LLAMA),
+        source=ModelSource.from_hugging_face(LLAMA, token_secret=hub_token()),
         serving=LmiOptions(
             tensor_parallel_degree=1, max_rolling_batch_size=8, max_model_len=4096, lora=lora
         ),

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hub import hub_token
 
 from cdk_sagemaker_llm.cli import main
 
@@ -123,7 +124,9 @@ def test_the_users_engine_overrides_the_images_profile_in_llm_service(
         new_stack(),
         "Service",
         model=ServiceModel.from_source(
-            ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
+            ModelSource.from_hugging_face(
+                "meta-llama/Meta-Llama-3-8B-Instruct", token_secret=hub_token()
+            ),
             image=ContainerImage.lmi("0.31.0"),
         ),
         workload=Workload(512, 256),

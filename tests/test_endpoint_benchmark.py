@@ -13,6 +13,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
 from conftest import assert_cfn_lint_clean, new_stack, resources_of_type
+from hub import hub_token
 
 from cdk_sagemaker_llm import (
     BenchmarkEngine,
@@ -55,7 +56,7 @@ def component_stack(
         stack,
         "Model",
         image=ContainerImage.lmi("0.31.0"),
-        source=ModelSource.from_hugging_face(model_id),
+        source=ModelSource.from_hugging_face(model_id, token_secret=hub_token()),
         serving=LmiOptions(tensor_parallel_degree=1, max_rolling_batch_size=8, max_model_len=4096),
     )
     endpoint = InferenceComponentEndpoint(
@@ -307,7 +308,9 @@ def test_the_price_of_an_instance_endpoint_is_derived_from_its_variant() -> None
         stack,
         "Model",
         image=ContainerImage.lmi("0.31.0"),
-        source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
+        source=ModelSource.from_hugging_face(
+            "meta-llama/Meta-Llama-3-8B-Instruct", token_secret=hub_token()
+        ),
         serving=LmiOptions(tensor_parallel_degree=1, max_model_len=4096),
     )
     endpoint = Endpoint(

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from aws_cdk import Duration, Size
 from conftest import cloudformation_schema, new_stack, resources_of_type
+from hub import hub_token
 
 from cdk_sagemaker_llm import (
     ComponentModel,
@@ -30,7 +31,9 @@ def _instance_endpoint(metrics: Any) -> Any:
         stack,
         "Model",
         image=ContainerImage.lmi("0.31.0"),
-        source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
+        source=ModelSource.from_hugging_face(
+            "meta-llama/Meta-Llama-3-8B-Instruct", token_secret=hub_token()
+        ),
     )
     Endpoint(
         stack,
@@ -65,7 +68,9 @@ def test_both_endpoint_kinds_render_metrics_config(lint_clean: Any) -> None:
         "Component",
         serves=ComponentModel.from_image(
             ContainerImage.lmi("0.31.0"),
-            artifact=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
+            artifact=ModelSource.from_hugging_face(
+                "meta-llama/Meta-Llama-3-8B-Instruct", token_secret=hub_token()
+            ),
         ),
         resources=CopyResources(min_memory=Size.gibibytes(16)),
     )

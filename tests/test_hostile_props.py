@@ -20,6 +20,7 @@ import pytest
 from aws_cdk import Duration, Size
 from aws_cdk.assertions import Template
 from conftest import cfn_lint_findings, new_stack
+from hub import hub_token
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -389,7 +390,7 @@ def _baselines(
     from cdk_sagemaker_llm.planning.performance import Layout
 
     service_model = ServiceModel.from_source(
-        ModelSource.from_hugging_face("meta-llama/Llama-3.1-8B-Instruct"),
+        ModelSource.from_hugging_face("meta-llama/Llama-3.1-8B-Instruct", token_secret=hub_token()),
         image=ContainerImage.lmi("0.31.0"),
     )
     service = LlmService(
@@ -625,7 +626,9 @@ FACTORIES: dict[Callable[..., Any], dict[str, Any]] = {
     Pricing.savings_plan_1y: {},
     ServiceBenchmark.knee_search: {},
     ServiceModel.from_source: {
-        "source": ModelSource.from_hugging_face("meta-llama/Llama-3.1-8B-Instruct"),
+        "source": ModelSource.from_hugging_face(
+            "meta-llama/Llama-3.1-8B-Instruct", token_secret=hub_token()
+        ),
         "image": ContainerImage.lmi("0.31.0"),
     },
     ComponentModel.from_image: {"image": ContainerImage.lmi("0.31.0")},

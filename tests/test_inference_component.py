@@ -112,7 +112,7 @@ def test_component_with_container_and_hugging_face_artifact_uses_endpoint_role()
         endpoint=endpoint,
         serves=ComponentModel.from_image(
             ContainerImage.tgi("2.4.0"),
-            artifact=ModelSource.from_hugging_face("mistralai/Mistral-7B-Instruct-v0.3"),
+            artifact=ModelSource.from_hugging_face("Qwen/Qwen2.5-7B-Instruct"),
             serving=TgiOptions(num_gpus=1, max_total_tokens=4096, max_input_tokens=2048),
             environment={"HF_HUB_ENABLE_HF_TRANSFER": "1"},
         ),
@@ -126,7 +126,7 @@ def test_component_with_container_and_hugging_face_artifact_uses_endpoint_role()
     )
     assert container["Environment"] == {
         "HF_HUB_ENABLE_HF_TRANSFER": "1",
-        "HF_MODEL_ID": "mistralai/Mistral-7B-Instruct-v0.3",
+        "HF_MODEL_ID": "Qwen/Qwen2.5-7B-Instruct",
         "MAX_INPUT_TOKENS": "2048",
         "MAX_TOTAL_TOKENS": "4096",
         "SM_NUM_GPUS": "1",

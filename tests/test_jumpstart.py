@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from aws_cdk import Size
 from conftest import assert_cfn_lint_clean, new_stack, resources_of_type, role_statements
+from hub import hub_token
 
 from cdk_sagemaker_llm import (
     ComponentModel,
@@ -220,7 +221,13 @@ def test_a_jumpstart_model_takes_no_other_image_and_others_need_one() -> None:
     with pytest.raises(ValidationError, match="brings its own serving image"):
         Model(stack, "A", image=ContainerImage.lmi("0.31.0"), source=source)
     with pytest.raises(ValidationError, match="needs a serving image"):
-        Model(stack, "B", source=ModelSource.from_hugging_face("mistralai/Mistral-7B-v0.1"))
+        Model(
+            stack,
+            "B",
+            source=ModelSource.from_hugging_face(
+                "mistralai/Mistral-7B-v0.1", token_secret=hub_token()
+            ),
+        )
 
 
 def test_a_region_agnostic_stack_is_asked_for_a_region() -> None:

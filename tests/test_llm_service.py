@@ -20,6 +20,7 @@ from conftest import (
     resources_of_type,
     role_statements,
 )
+from hub import hub_token
 
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
@@ -114,7 +115,7 @@ def service(
 ) -> LlmService:
     flat: dict[str, Any] = {
         "image": ContainerImage.lmi("0.33.0"),
-        "source": ModelSource.from_hugging_face(LLAMA),
+        "source": ModelSource.from_hugging_face(LLAMA, token_secret=hub_token()),
         "input_tokens": WORKLOAD.input_tokens,
         "output_tokens": WORKLOAD.output_tokens,
         "slo": slo,
@@ -404,7 +405,9 @@ def test_an_instance_type_that_cannot_serve_is_an_error_naming_it() -> None:
             new_stack(),
             "Service",
             model=ServiceModel.from_source(
-                ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-70B-Instruct"),
+                ModelSource.from_hugging_face(
+                    "meta-llama/Meta-Llama-3-70B-Instruct", token_secret=hub_token()
+                ),
                 image=ContainerImage.lmi("0.33.0"),
             ),
             workload=Workload(input_tokens=512, output_tokens=256),
@@ -450,7 +453,9 @@ def test_a_model_no_candidate_holds_in_memory_blames_the_candidates_not_the_slo(
     """Llama 3 70B on g5s was reported as slo='unmet'."""
     error = raises(
         "instance_types",
-        source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-70B-Instruct"),
+        source=ModelSource.from_hugging_face(
+            "meta-llama/Meta-Llama-3-70B-Instruct", token_secret=hub_token()
+        ),
         instance_types=[InstanceType.G5_2XLARGE, InstanceType.G5_12XLARGE],
     )
     assert error.value == ["ml.g5.12xlarge", "ml.g5.2xlarge"]
@@ -725,7 +730,8 @@ def test_the_service_sizes_on_the_pessimistic_side_by_default_and_says_what_it_c
         stack,
         "Default",
         model=ServiceModel.from_source(
-            ModelSource.from_hugging_face(LLAMA), image=ContainerImage.lmi("0.33.0")
+            ModelSource.from_hugging_face(LLAMA, token_secret=hub_token()),
+            image=ContainerImage.lmi("0.33.0"),
         ),
         workload=WORKLOAD,
         slo=slo,
@@ -756,7 +762,7 @@ def optimizable(
     """A model the decision may optimize: S3 weights and a bucket for the job's output."""
     models = s3.Bucket.from_bucket_name(stack, "Models", "models")
     source = (
-        ModelSource.from_hugging_face(LLAMA)
+        ModelSource.from_hugging_face(LLAMA, token_secret=hub_token())
         if hugging_face
         else ModelSource.from_s3(models, f"{spec.name}/")
     )

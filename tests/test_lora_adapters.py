@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -9,6 +10,7 @@ from aws_cdk import Size
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Annotations, Match
 from conftest import new_stack, resources_of_type
+from hub import hub_token
 
 from cdk_sagemaker_llm import (
     ComponentModel,
@@ -39,7 +41,7 @@ def _image_base(endpoint: InferenceComponentEndpoint, **kwargs: Any) -> Inferenc
     return endpoint.add_inference_component(
         "Base",
         serves=ComponentModel.from_image(
-            image, artifact=ModelSource.from_hugging_face(LLAMA), **kwargs
+            image, artifact=ModelSource.from_hugging_face(LLAMA, token_secret=hub_token()), **kwargs
         ),
         resources=CopyResources(min_memory=Size.gibibytes(16)),
     )
@@ -65,6 +67,11 @@ def _environments(template: dict[str, Any]) -> list[dict[str, str] | None]:
     ]
 
 
+def _token_reference(value: Any) -> bool:
+    """True for the gated base's token: a Secrets Manager dynamic reference, never a literal."""
+    return "{{resolve:secretsmanager:" in json.dumps(value)
+
+
 def test_adapters_set_their_bases_lora_options(lint_clean: Any) -> None:
     """On the component's own LMI container the library enables LoRA, allows as many adapters
     as are attached and the smallest vLLM rank covering theirs (24 -> 32)."""
@@ -74,6 +81,7 @@ def test_adapters_set_their_bases_lora_options(lint_clean: Any) -> None:
     _adapter(endpoint, base, "Sql", 8)
     _adapter(endpoint, base, "Chat", 24)
     (environment,) = _environments(lint_clean(stack))
+    assert environment is not None and _token_reference(environment.pop("HF_TOKEN"))
     assert environment == {
         "HF_MODEL_ID": LLAMA,
         "OPTION_ENABLE_LORA": "true",
@@ -90,6 +98,7 @@ def test_a_base_without_adapters_keeps_its_environment() -> None:
     stack = new_stack()
     _image_base(_endpoint(stack))
     (environment,) = _environments(Template.from_stack(stack).to_json())
+    assert environment is not None and _token_reference(environment.pop("HF_TOKEN"))
     assert environment == {"HF_MODEL_ID": LLAMA}
 
 

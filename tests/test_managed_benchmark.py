@@ -25,15 +25,21 @@ from cdk_sagemaker_llm import (
     BenchmarkLoad,
     BenchmarkResults,
     ComponentModel,
+    ContainerImage,
     CopyResources,
     EndpointBenchmark,
     GoodputSlo,
+    InferenceComponentEndpoint,
+    InstanceType,
+    Model,
+    ModelSource,
     PayloadFormat,
     RequestProtocol,
     Workload,
 )
 from cdk_sagemaker_llm.benchmarking.aiperf import (
     MANAGED_ENGINE,
+    POLL_TIMEOUT_S,
     levels_of_archive,
     workload_spec,
 )
@@ -41,7 +47,12 @@ from cdk_sagemaker_llm.constructs.inference_component import InferenceComponent
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.lambdas.benchmark.custom_resource import RESOURCE_TYPE
 from cdk_sagemaker_llm.lambdas.benchmark.run_names import EventError
-from cdk_sagemaker_llm.lambdas.managed_benchmark.job import dispatch_managed, poll_step
+from cdk_sagemaker_llm.lambdas.managed_benchmark.job import (
+    LATE_CREATE_CHECKS,
+    dispatch_managed,
+    poll_step,
+)
+from cdk_sagemaker_llm.lambdas.runtime_support import Budget
 
 CHAT = RequestProtocol(payload_format=PayloadFormat.MESSAGES, stream=True)
 ROLE = "arn:aws:iam::123456789012:role/JobRole"
@@ -158,7 +169,7 @@ def managed_stack(**props: Any) -> tuple[cdk.Stack, EndpointBenchmark]:
         stack, "Bench", inference_component=component,
         load=BenchmarkLoad.concurrency([1, 4, 16], requests_per_level=32),
         workload=Workload(input_tokens=512, output_tokens=128), protocol=CHAT,
-        engine=BenchmarkEngine.managed(tokenizer="meta-llama/Meta-Llama-3-8B-Instruct"),
+        engine=BenchmarkEngine.managed(tokenizer="Qwen/Qwen2.5-7B-Instruct"),
         **props,
     )  # fmt: skip
     return stack, bench
@@ -197,7 +208,7 @@ def test_the_template_holds_the_workload_configuration_and_least_privilege() -> 
     run = custom["Properties"]["Run"]
     assert run["Engine"] == MANAGED_ENGINE
     assert run["Managed"]["WorkloadConfig"]["Fn::GetAtt"][1] == "AIWorkloadConfigArn"
-    assert run["Managed"]["Tokenizer"] == "meta-llama/Meta-Llama-3-8B-Instruct"
+    assert run["Managed"]["Tokenizer"] == "Qwen/Qwen2.5-7B-Instruct"
     assert "Fn::GetAtt" in run["Managed"]["RoleArn"]
     poll = statements(template, "BenchPollRole")
     starter = statements(template, "BenchStarterRole")
@@ -287,6 +298,71 @@ def test_what_a_job_does_not_run_fails_at_synth(props: dict[str, Any], prop: str
         BenchmarkEngine.managed(poll_interval=cdk.Duration.seconds(5))
     with pytest.raises(ValidationError, match="tokenizer"):
         BenchmarkEngine.managed(tokenizer="no spaces allowed")
+
+
+def test_the_job_api_has_no_field_for_a_hugging_face_token() -> None:
+    """What the refusal of gated tokenizers rests on: botocore's SageMaker model has no token
+    (or secret) member anywhere in the two requests that define a job."""
+    model = boto3.session.Session().client("sagemaker", region_name="us-east-1").meta.service_model
+
+    def members(shape: Any, seen: frozenset[str] = frozenset()) -> set[str]:
+        if shape.name in seen:
+            return set()
+        seen = seen | {shape.name}
+        if shape.type_name == "structure":
+            found = set(shape.members)
+            for member in shape.members.values():
+                found |= members(member, seen)
+            return found
+        if shape.type_name == "list":
+            return members(shape.member, seen)
+        if shape.type_name == "map":
+            return members(shape.value, seen)
+        return set()
+
+    for operation in ("CreateAIWorkloadConfig", "CreateAIBenchmarkJob"):
+        names = members(model.operation_model(operation).input_shape)
+        assert "AIWorkloadConfigName" in names or "AIBenchmarkJobName" in names
+        assert not [name for name in names if "token" in name.lower() or "secret" in
+                    name.lower()], operation  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "tokenizer", ["meta-llama/Meta-Llama-3-8B-Instruct", "google/gemma-2-9b-it",
+                  "mistralai/Mistral-7B-Instruct-v0.3"],
+)  # fmt: skip
+def test_a_gated_tokenizer_is_refused_on_the_managed_engine(tokenizer: str) -> None:
+    with pytest.raises(ValidationError) as raised:
+        BenchmarkEngine.managed(tokenizer=tokenizer)
+    error = raised.value
+    assert error.prop == "BenchmarkEngine.managed(tokenizer)" and error.value == tokenizer
+    assert "gated" in error.problem and "CreateAIBenchmarkJob" in error.problem
+    assert "BenchmarkEngine.lambda_workers()" in error.fix and "ungated" in error.fix
+
+
+def test_a_gated_model_served_with_a_token_is_benchmarked_by_the_lambda_workers() -> None:
+    """The fix the refusal names synthesizes: the model keeps its token, the Lambda engine
+    runs the sweep (it downloads no tokenizer)."""
+    stack = new_stack()
+    token = cdk.aws_secretsmanager.Secret.from_secret_name_v2(stack, "HfToken", "hf-token")
+    model = Model(
+        stack, "Llama", image=ContainerImage.lmi("0.38.0"),
+        source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct",
+                                             token_secret=token),
+    )  # fmt: skip
+    endpoint = InferenceComponentEndpoint(stack, "Ep", instance_type=InstanceType.G5_12XLARGE)
+    component = endpoint.add_inference_component(
+        "Llama3", serves=ComponentModel.of(model),
+        resources=CopyResources(accelerators=1, min_memory=cdk.Size.gibibytes(16)),
+    )  # fmt: skip
+    EndpointBenchmark(
+        stack, "Bench", inference_component=component,
+        load=BenchmarkLoad.concurrency([1, 4], requests_per_level=16),
+        workload=Workload(input_tokens=512, output_tokens=128), protocol=CHAT,
+        engine=BenchmarkEngine.lambda_workers(),
+    )  # fmt: skip
+    template = Template.from_stack(stack)
+    template.resource_count_is("AWS::SageMaker::AIWorkloadConfig", 0)
 
 
 # ----- the handlers --------------------------------------------------------------------------
@@ -417,8 +493,11 @@ def test_delete_stops_the_job_and_the_workflow() -> None:
     name = "x-bench-980695c5-60b9b797-abcdef"
     stub.add_client_error("stop_ai_benchmark_job", "ResourceNotFound",
                           expected_params={"AIBenchmarkJobName": name})  # fmt: skip
-    stub.add_client_error("describe_ai_benchmark_job", "ResourceNotFound",
-                          expected_params={"AIBenchmarkJobName": name})  # fmt: skip
+    for _ in range(LATE_CREATE_CHECKS):  # no poll started before the stop creates it late
+        stub.add_client_error("describe_ai_benchmark_job", "ResourceNotFound",
+                              expected_params={"AIBenchmarkJobName": name})  # fmt: skip
+    slept: list[float] = []
+    budget = Budget(remaining_ms=lambda: 900_000.0, sleep=slept.append)
 
     class Sfn:
         stopped: list[str] = []
@@ -432,9 +511,10 @@ def test_delete_stops_the_job_and_the_workflow() -> None:
              "RequestId": "r", "ResponseURL": "https://x"}  # fmt: skip
     sfn = checked(Sfn(), "stepfunctions")
     with stub:
-        answer = dispatch_managed(event, sfn=sfn, sagemaker=client, now=0.0)
+        answer = dispatch_managed(event, sfn=sfn, sagemaker=client, now=0.0, budget=budget)
     assert answer["PhysicalResourceId"] == name
     stub.assert_no_pending_responses()
+    assert sum(slept) >= POLL_TIMEOUT_S  # past the poll Lambda's timeout after the stop
 
 
 class _StoppedWorkflow:
@@ -461,8 +541,6 @@ def test_a_rollback_waits_until_the_job_has_left_stopping() -> None:
     """SageMaker refuses to delete a workload configuration an active job references, and a
     job in Stopping is active: the Delete stops the workflow, then the job, and returns only
     once DescribeAIBenchmarkJob says Stopped (botocore-validated by the Stubber)."""
-    from cdk_sagemaker_llm.lambdas.runtime_support import Budget
-
     run = managed_run()
     name = run["Name"]
     client, stub = sagemaker()
@@ -488,9 +566,78 @@ def test_a_rollback_waits_until_the_job_has_left_stopping() -> None:
     assert len(slept) == 2
 
 
-def test_a_job_still_stopping_when_the_delete_runs_out_of_time_fails_the_delete() -> None:
-    from cdk_sagemaker_llm.lambdas.runtime_support import Budget
+def test_a_job_a_late_poll_creates_after_the_delete_found_none_is_stopped_and_waited_for() -> None:
+    """A poll invoked before the Delete stopped the workflow runs on (a stopped execution does
+    not end its task) and may create the job after the Delete found none: the Delete looks
+    again until the poll Lambda's timeout has passed, stops the job it finds and waits until
+    it has left Stopping (every request botocore-validated by the Stubber)."""
+    run = managed_run()
+    name = run["Name"]
+    client, stub = sagemaker()
+    calls: list[str] = []
+    client.meta.events.register(
+        "before-parameter-build.sagemaker", lambda model, **_: calls.append(model.name)
+    )
+    params = {"AIBenchmarkJobName": name}
+    arn = described(run, "InProgress")["AIBenchmarkJobArn"]
+    stub.add_client_error("stop_ai_benchmark_job", "ResourceNotFound", expected_params=params)
+    for _ in range(2):
+        stub.add_client_error("describe_ai_benchmark_job", "ResourceNotFound",
+                              expected_params=params)  # fmt: skip
+    stub.add_response("describe_ai_benchmark_job", described(run, "InProgress"), params)
+    stub.add_response("stop_ai_benchmark_job", {"AIBenchmarkJobArn": arn}, params)
+    for status in ("Stopping", "Stopped"):
+        stub.add_response("describe_ai_benchmark_job", described(run, status), params)
+    slept: list[float] = []
+    budget = Budget(remaining_ms=lambda: 900_000.0, sleep=slept.append)
+    sfn = checked(_StoppedWorkflow(calls), "stepfunctions")
+    with stub:
+        answer = dispatch_managed(
+            _rollback_delete(name), sfn=sfn, sagemaker=client, now=0.0, budget=budget
+        )
+    stub.assert_no_pending_responses()
+    assert answer["PhysicalResourceId"] == name
+    describe, stop = "DescribeAIBenchmarkJob", "StopAIBenchmarkJob"
+    assert calls == ["StopExecution", stop, describe, describe, describe, stop, describe, describe]
 
+
+def test_a_delete_that_finds_the_job_still_active_answers_failed_so_the_config_stays(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The custom resource's answer: a Delete that runs out of time with the job active is
+    FAILED with the reason (CloudFormation then keeps the workload configuration the job
+    references); any other Delete problem still answers SUCCESS."""
+    from cdk_sagemaker_llm.lambdas.managed_benchmark import handler
+
+    run = managed_run()
+    name = run["Name"]
+    client, stub = sagemaker()
+    params = {"AIBenchmarkJobName": name}
+    stub.add_client_error("stop_ai_benchmark_job", "ValidationException", expected_params=params)
+    stub.add_response("describe_ai_benchmark_job", described(run, "Stopping"), params)
+    clients = {"sagemaker": client, "stepfunctions": checked(_StoppedWorkflow([]), "stepfunctions")}
+    monkeypatch.setattr(handler, "_client", clients.__getitem__)
+    answers: list[dict[str, Any]] = []
+    monkeypatch.setattr(handler, "http_put", lambda _url, body, *_a, **_k: answers.append(body))
+
+    class Context:  # time for one more call, not for a poll interval and another
+        @staticmethod
+        def get_remaining_time_in_millis() -> float:
+            return (Budget().reserve + Budget().call_seconds + 1.0) * 1000.0
+
+    with stub:
+        handler.on_event(_rollback_delete(name), Context())
+    (answer,) = answers
+    assert answer["Status"] == "FAILED" and f"{name} is still Stopping" in answer["Reason"]
+    answers.clear()
+    stub.add_client_error("stop_ai_benchmark_job", "AccessDenied", expected_params=params)
+    stub.add_client_error("describe_ai_benchmark_job", "AccessDenied", expected_params=params)
+    with stub:
+        handler.on_event(_rollback_delete(name), Context())
+    assert answers[0]["Status"] == "SUCCESS"
+
+
+def test_a_job_still_stopping_when_the_delete_runs_out_of_time_fails_the_delete() -> None:
     run = managed_run()
     name = run["Name"]
     client, stub = sagemaker()

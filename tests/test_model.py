@@ -43,7 +43,7 @@ def test_lmi_options_render_as_option_variables() -> None:
         stack,
         "Model",
         image=ContainerImage.lmi("0.31.0"),
-        source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
+        source=ModelSource.from_hugging_face("Qwen/Qwen2.5-7B-Instruct"),
         serving=LmiOptions(
             backend=LmiBackend.LMI_DIST,
             max_rolling_batch_size=64,
@@ -61,7 +61,7 @@ def test_lmi_options_render_as_option_variables() -> None:
     template = assert_cfn_lint_clean(stack)
     container = only_model(template)["PrimaryContainer"]
     assert container["Environment"] == {
-        "HF_MODEL_ID": "meta-llama/Meta-Llama-3-8B-Instruct",
+        "HF_MODEL_ID": "Qwen/Qwen2.5-7B-Instruct",
         "OPTION_DTYPE": "bf16",
         "OPTION_ENFORCE_EAGER": "true",
         "OPTION_MAX_MODEL_LEN": "8192",
@@ -83,7 +83,7 @@ def test_tgi_options_render_as_tgi_variables() -> None:
         stack,
         "Model",
         image=ContainerImage.tgi("2.4.0"),
-        source=ModelSource.from_hugging_face("mistralai/Mistral-7B-Instruct-v0.3"),
+        source=ModelSource.from_hugging_face("Qwen/Qwen2.5-7B-Instruct"),
         serving=TgiOptions(
             num_gpus=4,
             max_input_tokens=4096,
@@ -97,7 +97,7 @@ def test_tgi_options_render_as_tgi_variables() -> None:
     environment = only_model(assert_cfn_lint_clean(stack))["PrimaryContainer"]["Environment"]
     assert environment == {
         "DTYPE": "bfloat16",
-        "HF_MODEL_ID": "mistralai/Mistral-7B-Instruct-v0.3",
+        "HF_MODEL_ID": "Qwen/Qwen2.5-7B-Instruct",
         "MAX_BATCH_PREFILL_TOKENS": "8192",
         "MAX_BATCH_TOTAL_TOKENS": "65536",
         "MAX_CONCURRENT_REQUESTS": "64",
@@ -120,6 +120,57 @@ def test_hugging_face_token_is_a_dynamic_reference_never_a_literal() -> None:
         "HF_TOKEN"
     ]
     assert "{{resolve:secretsmanager:" in json.dumps(token)
+
+
+@pytest.mark.parametrize(
+    "model_id",
+    [
+        "meta-llama/Meta-Llama-3-8B-Instruct",
+        "meta-llama/Llama-3.2-1B-Instruct",
+        "META-LLAMA/Llama-2-7b-hf",
+        "google/gemma-2-2b-it",
+        "mistralai/Mistral-7B-Instruct-v0.3",
+        "tiiuae/falcon-180B-chat",
+    ],
+)
+def test_a_gated_hub_model_without_a_token_is_refused_naming_the_token_secret(
+    model_id: str,
+) -> None:
+    with pytest.raises(ValidationError) as raised:
+        ModelSource.from_hugging_face(model_id)
+    error = raised.value
+    assert error.prop == "ModelSource.from_hugging_face(model_id)" and error.value == model_id
+    assert "gated" in error.problem and "huggingface.co" in error.problem
+    assert "token_secret=" in error.fix and "ModelSource.from_s3" in error.fix
+
+
+@pytest.mark.parametrize(
+    "model_id", ["Qwen/Qwen2.5-7B-Instruct", "tiiuae/falcon-7b-instruct", "my-org/my-model"]
+)
+def test_an_open_or_unknown_hub_model_needs_no_token(model_id: str) -> None:
+    stack = new_stack()
+    Model(
+        stack,
+        "Model",
+        image=ContainerImage.lmi("0.31.0"),
+        source=ModelSource.from_hugging_face(model_id),
+    )
+    environment = only_model(Template.from_stack(stack).to_json())["PrimaryContainer"]
+    assert environment["Environment"] == {"HF_MODEL_ID": model_id}
+
+
+def test_a_gated_hub_model_with_a_token_synthesizes_with_the_token_reference() -> None:
+    stack = new_stack()
+    token = secretsmanager.Secret.from_secret_name_v2(stack, "HuggingFaceToken", "hf-token")
+    Model(
+        stack,
+        "Model",
+        image=ContainerImage.lmi("0.31.0"),
+        source=ModelSource.from_hugging_face("google/gemma-2-2b-it", token_secret=token),
+    )
+    environment = only_model(assert_cfn_lint_clean(stack))["PrimaryContainer"]["Environment"]
+    assert environment["HF_MODEL_ID"] == "google/gemma-2-2b-it"
+    assert "{{resolve:secretsmanager:" in json.dumps(environment["HF_TOKEN"])
 
 
 def test_s3_prefix_source_loads_uncompressed_and_grants_exactly_the_prefix() -> None:

@@ -14,6 +14,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
 from conftest import assert_cfn_lint_clean, new_stack, resources_of_type, role_statements
+from hub import hub_token
 
 from cdk_sagemaker_llm import ComponentModel, CopyResources
 from cdk_sagemaker_llm.catalog.containers import ContainerFamily
@@ -541,7 +542,9 @@ def test_sources_an_optimization_job_cannot_read() -> None:
     stack = new_stack()
     bucket = s3.Bucket.from_bucket_name(stack, "Other", "other")
     for source in (
-        ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
+        ModelSource.from_hugging_face(
+            "meta-llama/Meta-Llama-3-8B-Instruct", token_secret=hub_token()
+        ),
         ModelSource.from_s3_tarball(bucket, "model.tar.gz"),
     ):
         with pytest.raises(ValidationError, match="uncompressed weights under an S3 prefix"):

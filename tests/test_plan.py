@@ -11,6 +11,7 @@ import pytest
 from aws_cdk import Duration, Size
 from aws_cdk import aws_s3 as s3
 from conftest import CDK_CONTEXT
+from hub import hub_token
 
 import cdk_sagemaker_llm.template_metadata as template_metadata
 from app import build_app
@@ -56,7 +57,9 @@ def scaled_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
         stack,
         "Mistral",
         image=ContainerImage.tgi("2.4.0"),
-        source=ModelSource.from_hugging_face("mistralai/Mistral-7B-Instruct-v0.2"),
+        source=ModelSource.from_hugging_face(
+            "mistralai/Mistral-7B-Instruct-v0.2", token_secret=hub_token()
+        ),
         serving=TgiOptions(num_gpus=1, max_total_tokens=8192, max_concurrent_requests=64),
     )
     instance_endpoint = Endpoint(

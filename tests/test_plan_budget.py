@@ -11,6 +11,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import Size
 from conftest import CDK_CONTEXT
+from hub import hub_token
 
 from cdk_sagemaker_llm import ComponentModel, CopyResources, ManagedInstanceScaling
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
@@ -45,7 +46,9 @@ def _component_endpoint(stack: cdk.Stack, max_instances: int) -> None:
         stack,
         "Llama",
         image=ContainerImage.lmi("0.31.0"),
-        source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
+        source=ModelSource.from_hugging_face(
+            "meta-llama/Meta-Llama-3-8B-Instruct", token_secret=hub_token()
+        ),
         serving=LmiOptions(tensor_parallel_degree=1),
     )
     endpoint.add_inference_component(
@@ -66,7 +69,9 @@ def assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
         west,
         "Mistral",
         image=ContainerImage.tgi("2.4.0"),
-        source=ModelSource.from_hugging_face("mistralai/Mistral-7B-Instruct-v0.2"),
+        source=ModelSource.from_hugging_face(
+            "mistralai/Mistral-7B-Instruct-v0.2", token_secret=hub_token()
+        ),
         serving=TgiOptions(num_gpus=1, max_total_tokens=8192, max_concurrent_requests=64),
     )
     instances = Endpoint(

@@ -11,6 +11,7 @@ from aws_cdk import Duration, Size
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
 from conftest import CDK_CONTEXT, PROJECT_ROOT, cfn_lint_findings, resources_of_type
+from hub import hub_token
 from test_platform import run_readme_example
 
 from cdk_sagemaker_llm import (
@@ -78,7 +79,7 @@ def _every_new_option(app: cdk.App) -> cdk.Stack:
         "Base",
         serves=ComponentModel.from_image(
             ContainerImage.lmi("0.31.0"),
-            artifact=ModelSource.from_hugging_face(LLAMA),
+            artifact=ModelSource.from_hugging_face(LLAMA, token_secret=hub_token()),
             serving=LmiOptions(async_mode=True, lora=LmiLora(max_adapters=4)),
         ),
         resources=CopyResources(min_memory=Size.gibibytes(64)),
@@ -98,7 +99,7 @@ def _every_new_option(app: cdk.App) -> cdk.Stack:
             stack,
             f"{name}Model",
             image=ContainerImage.lmi("0.31.0"),
-            source=ModelSource.from_hugging_face(LLAMA),
+            source=ModelSource.from_hugging_face(LLAMA, token_secret=hub_token()),
             serving=LmiOptions(lora=LmiLora(max_adapters=2, max_rank=64)),
         )
         Endpoint(

@@ -11,6 +11,7 @@ from typing import Any
 import aws_cdk as cdk
 from aws_cdk import Size
 from conftest import CDK_CONTEXT, role_policies
+from hub import hub_token
 
 from cdk_sagemaker_llm import (
     ComponentModel,
@@ -41,7 +42,9 @@ def sets(count: int, *, shared: bool) -> dict[str, Any]:
             stack,
             f"Model{index}",
             image=image,
-            source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
+            source=ModelSource.from_hugging_face(
+                "meta-llama/Meta-Llama-3-8B-Instruct", token_secret=hub_token()
+            ),
             serving=LmiOptions(tensor_parallel_degree=1, max_model_len=4096),
             role=role,
         )

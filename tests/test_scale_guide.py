@@ -14,6 +14,7 @@ import pytest
 from aws_cdk import Size
 from aws_cdk import aws_s3 as s3
 from conftest import CDK_CONTEXT
+from hub import hub_token
 
 from cdk_sagemaker_llm import (
     AsyncInference,
@@ -86,7 +87,9 @@ def _service(stack: cdk.Stack) -> None:
         stack,
         "Service",
         model=ServiceModel.from_source(
-            ModelSource.from_hugging_face("meta-llama/Llama-3.1-8B-Instruct"),
+            ModelSource.from_hugging_face(
+                "meta-llama/Llama-3.1-8B-Instruct", token_secret=hub_token()
+            ),
             image=ContainerImage.lmi("0.31.0"),
         ),
         slo=Slo(max_ms_per_token=60),

@@ -7,6 +7,7 @@ import pytest
 from aws_cdk import Size
 from aws_cdk.assertions import Annotations, Match, Template
 from conftest import new_stack
+from hub import hub_token
 
 from cdk_sagemaker_llm import ComponentModel, CopyResources, ManagedInstanceScaling
 from cdk_sagemaker_llm.catalog.instance_types import Accelerator, InstanceType
@@ -44,7 +45,7 @@ def _model(
         stack,
         "Model",
         image=image,
-        source=ModelSource.from_hugging_face(model_id),
+        source=ModelSource.from_hugging_face(model_id, token_secret=hub_token()),
         serving=serving,
         spec=spec,
     )
@@ -142,7 +143,7 @@ def test_an_unknown_instance_type_skips_the_check_with_a_note() -> None:
         stack,
         "Model",
         image=ContainerImage.pytorch_cpu("2.5.1"),
-        source=ModelSource.from_hugging_face("meta-llama/Llama-2-70b-hf"),
+        source=ModelSource.from_hugging_face("meta-llama/Llama-2-70b-hf", token_secret=hub_token()),
     )
     _variant_endpoint(stack, model, InstanceType.of("ml.c7i.4xlarge"))
     Annotations.from_stack(stack).has_info(
@@ -207,7 +208,9 @@ def test_plan_metadata_holds_only_what_plan_cannot_read_from_the_resource() -> N
         renamed,
         "Model",
         image=ContainerImage.lmi("0.31.0"),
-        source=ModelSource.from_hugging_face("mistralai/Mistral-7B-Instruct-v0.2"),
+        source=ModelSource.from_hugging_face(
+            "mistralai/Mistral-7B-Instruct-v0.2", token_secret=hub_token()
+        ),
         spec=ModelSpec.LLAMA_3_8B,  # not what the id says: plan needs it
     )
     _variant_endpoint(renamed, model, InstanceType.G5_XLARGE)
@@ -228,7 +231,9 @@ def test_an_image_component_is_checked_against_its_hugging_face_artifact() -> No
             "Big",
             serves=ComponentModel.from_image(
                 ContainerImage.lmi("0.31.0"),
-                artifact=ModelSource.from_hugging_face("meta-llama/Llama-2-70b-chat-hf"),
+                artifact=ModelSource.from_hugging_face(
+                    "meta-llama/Llama-2-70b-chat-hf", token_secret=hub_token()
+                ),
                 serving=LmiOptions(tensor_parallel_degree=2),
             ),
             resources=CopyResources(accelerators=2, min_memory=Size.gibibytes(16)),
@@ -239,7 +244,9 @@ def test_an_image_component_is_checked_against_its_hugging_face_artifact() -> No
         "Small",
         serves=ComponentModel.from_image(
             ContainerImage.lmi("0.31.0"),
-            artifact=ModelSource.from_hugging_face("mistralai/Mistral-7B-Instruct-v0.2"),
+            artifact=ModelSource.from_hugging_face(
+                "mistralai/Mistral-7B-Instruct-v0.2", token_secret=hub_token()
+            ),
         ),
         resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(16)),
     )

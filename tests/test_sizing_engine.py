@@ -7,6 +7,7 @@ import json
 
 import pytest
 from conftest import new_stack
+from hub import hub_token
 
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec
@@ -122,7 +123,9 @@ def test_the_models_fit_check_ranks_with_its_images_profile() -> None:
         stack,
         "Model",
         image=ContainerImage.tgi("1.4.5"),  # profile tgi-1
-        source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-70B-Instruct"),
+        source=ModelSource.from_hugging_face(
+            "meta-llama/Meta-Llama-3-70B-Instruct", token_secret=hub_token()
+        ),
         serving=TgiOptions(num_gpus=2, max_total_tokens=4096),
     )
     with pytest.raises(ValidationError, match=r"tensor-parallel degree 4 fits on ml.p4d.24xlarge"):

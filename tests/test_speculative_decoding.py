@@ -8,6 +8,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_s3 as s3
 from conftest import assert_cfn_lint_clean, new_stack, resources_of_type, role_statements
+from hub import hub_token
 
 from cdk_sagemaker_llm import ComponentModel, CopyResources
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
@@ -25,7 +26,7 @@ LLAMA_70B = "meta-llama/Meta-Llama-3-70B-Instruct"
 def model(stack: cdk.Stack, draft: SpeculativeDecoding, **overrides: Any) -> Model:
     props: dict[str, Any] = {
         "image": ContainerImage.lmi("0.31.0"),
-        "source": ModelSource.from_hugging_face(LLAMA_70B),
+        "source": ModelSource.from_hugging_face(LLAMA_70B, token_secret=hub_token()),
         "speculative_decoding": draft,
     }
     props.update(overrides)
@@ -54,6 +55,32 @@ def test_a_hugging_face_draft() -> None:
     assert environment["HF_MODEL_ID"] == LLAMA_70B
 
 
+def test_a_gated_hub_draft_in_a_container_without_a_token_is_refused() -> None:
+    stack = new_stack()
+    with pytest.raises(ValidationError) as raised:
+        model(
+            stack,
+            SpeculativeDecoding.from_hugging_face("meta-llama/Llama-3.2-1B-Instruct"),
+            source=ModelSource.from_s3(s3.Bucket.from_bucket_name(stack, "W", "weights"), "llama/"),
+        )
+    error = raised.value
+    assert error.prop == "SpeculativeDecoding.from_hugging_face(model_id)"
+    assert error.value == "meta-llama/Llama-3.2-1B-Instruct" and "gated" in error.problem
+    assert "token_secret=" in error.fix and "SpeculativeDecoding.from_s3" in error.fix
+
+
+def test_an_open_hub_draft_needs_no_token() -> None:
+    stack = new_stack()
+    model(
+        stack,
+        SpeculativeDecoding.from_hugging_face("Qwen/Qwen2.5-0.5B-Instruct"),
+        source=ModelSource.from_s3(s3.Bucket.from_bucket_name(stack, "W", "weights"), "qwen/"),
+    )
+    environment = container(stack)["Environment"]
+    assert environment["OPTION_SPECULATIVE_DRAFT_MODEL"] == "Qwen/Qwen2.5-0.5B-Instruct"
+    assert "HF_TOKEN" not in environment
+
+
 def test_an_s3_draft_is_read_with_exactly_its_prefix() -> None:
     stack = new_stack()
     drafts = s3.Bucket.from_bucket_name(stack, "Drafts", "drafts")
@@ -77,7 +104,9 @@ def test_your_own_draft_is_allowed_on_an_inference_component() -> None:
     target = model(
         stack,
         SpeculativeDecoding.from_hugging_face("meta-llama/Llama-3.2-1B-Instruct"),
-        source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
+        source=ModelSource.from_hugging_face(
+            "meta-llama/Meta-Llama-3-8B-Instruct", token_secret=hub_token()
+        ),
     )
     InferenceComponent(
         stack,
@@ -95,7 +124,9 @@ def test_the_providers_draft_is_rejected_on_an_inference_component() -> None:
     target = model(
         stack,
         SpeculativeDecoding.provider_draft(),
-        source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
+        source=ModelSource.from_hugging_face(
+            "meta-llama/Meta-Llama-3-8B-Instruct", token_secret=hub_token()
+        ),
     )
     with pytest.raises(ValidationError) as raised:
         InferenceComponent(

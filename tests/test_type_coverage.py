@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterator
 from enum import Enum
 from typing import Any
 
+from hub import hub_token
+
 import cdk_sagemaker_llm
 from cdk_sagemaker_llm.prop_types import is_typed, unresolved_arguments
 
@@ -124,7 +126,9 @@ def _once_raw_examples() -> list[tuple[str, Callable[[], Any], str]]:
     def service(**changed: Any) -> None:
         props: dict[str, Any] = dict(
             model=ServiceModel.from_source(
-                ModelSource.from_hugging_face("meta-llama/Llama-3.1-8B-Instruct"),
+                ModelSource.from_hugging_face(
+                    "meta-llama/Llama-3.1-8B-Instruct", token_secret=hub_token()
+                ),
                 image=ContainerImage.lmi("0.31.0"),
             ),
             slo=Slo(max_ms_per_token=60),

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from aws_cdk import Size
 from conftest import assert_cfn_lint_clean, new_stack, resources_of_type
+from hub import hub_token
 
 from cdk_sagemaker_llm import (
     ComponentModel,
@@ -52,7 +53,9 @@ def _vllm_model(stack: Any, image: ContainerImage | None = None) -> Model:
         stack,
         "Model",
         image=image or ContainerImage.vllm("0.30.0"),
-        source=ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
+        source=ModelSource.from_hugging_face(
+            "meta-llama/Meta-Llama-3-8B-Instruct", token_secret=hub_token()
+        ),
         serving=OPTIONS,
     )
 

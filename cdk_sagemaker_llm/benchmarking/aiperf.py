@@ -43,6 +43,9 @@ the Lambda workers)."""
 LEVEL_DIRECTORY = re.compile(r"(?:^|/)concurrency_(\d+)/")
 AGGREGATE = "profile_export_aiperf.json"
 RECORDS = "profile_export.jsonl"
+POLL_TIMEOUT_S = 300
+"""The poll Lambda's timeout: a poll invoked before a Delete stops the workflow may still create
+the job up to this long after the stop (a stopped execution does not end its running task)."""
 MAX_MEMBER_BYTES = 64 * 1024 * 1024
 """A member of the output archive larger than this is not read (a Lambda's memory)."""
 

@@ -148,7 +148,9 @@ class BenchmarkEngine:
         (``PayloadFormat.MESSAGES``) with alike requests only.
 
         :param tokenizer: the Hugging Face tokenizer AIPerf counts and builds tokens with
-            (the workload specification's ``tokenizer``); default the service's.
+            (the workload specification's ``tokenizer``); default the service's. A gated
+            repository (``catalog/hub_access.py``) is a ValidationError: a job cannot be given
+            a Hugging Face token.
         :param tooling_version: the benchmark tooling version (``tooling.version``); default
             the service's.
         :param poll_interval: how often the workflow describes the job, 10 s to 1 hour;

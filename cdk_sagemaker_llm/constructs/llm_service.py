@@ -101,7 +101,8 @@ class LlmService(Construct):
 
         service = LlmService(self, "Llama",
             model=ServiceModel.from_source(
-                ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
+                ModelSource.from_hugging_face(
+                    "meta-llama/Meta-Llama-3-8B-Instruct", token_secret=hf_token),
                 image=ContainerImage.lmi("0.38.0")),
             workload=Workload(input_tokens=512, output_tokens=256),
             slo=Slo(max_ms_per_token=50, max_ttft_ms=2000),

@@ -37,7 +37,9 @@ class ServiceModel:
     ::
 
         ServiceModel.from_source(
-            ModelSource.from_hugging_face("meta-llama/Meta-Llama-3-8B-Instruct"),
+            ModelSource.from_hugging_face(
+                "meta-llama/Meta-Llama-3-8B-Instruct", token_secret=hf_token
+            ),
             image=ContainerImage.lmi("0.38.0"),
         )
     """

@@ -15,7 +15,10 @@ Resources, each allowed only what it does:
   the job (``StopExecution``, ``StopAIBenchmarkJob``) and waits (``DescribeAIBenchmarkJob``,
   up to ``STARTER_TIMEOUT``) until the job has left ``Stopping``: SageMaker refuses to delete
   a workload configuration an active job references, and CloudFormation deletes the
-  configuration right after this resource (on a stack delete and on every rollback).
+  configuration right after this resource (on a stack delete and on every rollback). A Delete
+  that finds no job looks again until the poll Lambda's timeout (``POLL_TIMEOUT_S``) has
+  passed: a poll invoked before the stop may still create it. A job still active when the
+  starter's time runs out fails the Delete (the configuration stays).
 - ``Poll`` and the ``Workflow``: the first poll creates the job (``CreateAIBenchmarkJob``,
   named after the run, passing ``JobRole``), then ``DescribeAIBenchmarkJob`` every
   ``poll_interval``; once the
@@ -46,9 +49,10 @@ from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from ..benchmarking.aiperf import MANAGED_ENGINE, workload_spec
+from ..benchmarking.aiperf import MANAGED_ENGINE, POLL_TIMEOUT_S, workload_spec
 from ..benchmarking.benchmark_load import BenchmarkLoad
 from ..benchmarking.payload import PayloadFormat, RequestProtocol
+from ..catalog.hub_access import hub_gate
 from ..planning.workload import Workload
 from .benchmark_workflow import ENGINE_SOURCES, depend_on_policies_only, starter_function
 from .deploy_time import HandlerAsset, HandlerPlacement, handler_function
@@ -89,8 +93,10 @@ class ManagedBenchmarkOptions:
                 raise ValidationError(
                     f"{owner}({prop})", value,
                     "a Hugging Face model id or a version: letters, digits, '_.-/'",
-                    "pass e.g. 'meta-llama/Meta-Llama-3-8B-Instruct' or '0.8.0'",
+                    "pass e.g. 'Qwen/Qwen2.5-7B-Instruct' or '0.8.0'",
                 )  # fmt: skip
+        if tokenizer is not None:
+            _refuse_gated_tokenizer(tokenizer)
         check_range(
             f"{owner}(poll_interval) (seconds)", poll_interval.to_seconds(), minimum=10,
             maximum=3600, fix="poll every 10 seconds to 1 hour",
@@ -135,6 +141,28 @@ class ManagedBenchmarkOptions:
         if self.tooling_version:
             managed["ToolingVersion"] = self.tooling_version
         return {"Engine": MANAGED_ENGINE, "Managed": managed}
+
+
+def _refuse_gated_tokenizer(tokenizer: str) -> None:
+    """A gated tokenizer repository (``catalog/hub_access.py``) is refused: a SageMaker AI
+    benchmark job cannot be given a Hugging Face token. botocore 1.44.5's
+    ``CreateAIWorkloadConfig`` (a name, the inline specification or an S3 dataset, tags) and
+    ``CreateAIBenchmarkJob`` (target, output, configuration, role, network, tags) have no token
+    field, and the documented specification's ``parameters`` none either (SageMaker AI
+    developer guide, "Set up a workload configuration"), so AIPerf's tokenizer download is
+    refused (401) and the job fails at run time. An unknown id is allowed."""
+    gate = hub_gate(tokenizer)
+    if gate is not None and gate.gated:
+        raise ValidationError(
+            "BenchmarkEngine.managed(tokenizer)",
+            tokenizer,
+            "a gated Hugging Face repository, and a SageMaker AI benchmark job cannot be given "
+            "a Hugging Face token (CreateAIWorkloadConfig and CreateAIBenchmarkJob have no "
+            f"field for one), so its tokenizer download fails at run time ({gate.source})",
+            "use BenchmarkEngine.lambda_workers() (the in-account engine, which downloads no "
+            "tokenizer: it counts the tokens the endpoint reports), or pass an ungated "
+            "repository holding the same tokenizer files (same vocabulary)",
+        )
 
 
 @dataclass(frozen=True)
@@ -182,7 +210,7 @@ def build(
     code = MANAGED_ASSET.code()
     poll = handler_function(
         scope, "Poll", placement=placement, code=code, handler="index.poll",
-        timeout=Duration.minutes(5), memory_size=1024,
+        timeout=Duration.seconds(POLL_TIMEOUT_S), memory_size=1024,
         description="Polls the SageMaker AI benchmark job, maps its results, signals",
     )  # fmt: skip
     _allow(

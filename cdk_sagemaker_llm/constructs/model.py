@@ -264,6 +264,8 @@ class Model(ModelBase):
             )
             check_environment_lengths(self.environment, "environment")
             """The container environment, as rendered into the template."""
+            if speculative_decoding is not None:
+                speculative_decoding.check_token(self.environment)
             self.image_uri = image.bind(self, self.role)
             """The resolved image URI (a token for region-agnostic stacks)."""
 

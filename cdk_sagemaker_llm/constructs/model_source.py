@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 
+from ..catalog.hub_access import hub_gate
 from ..catalog.jumpstart import JumpStartModel, jumpstart_model
 from ..catalog.model_specs import ModelSpec
 from ..catalog.registries import partition
@@ -25,6 +26,9 @@ if TYPE_CHECKING:  # annotations only: importing these costs synth time
 
 MODEL_DIRECTORY = "/opt/ml/model"
 """Where SageMaker places S3 model data inside the container."""
+TOKEN_VARIABLE = "HF_TOKEN"
+"""The container variable holding a Hugging Face token (the LMI, TGI and vLLM containers read
+it for Hub downloads)."""
 
 
 class ModelSourceKind(Enum):
@@ -48,7 +52,7 @@ class BoundModelSource:
 _HUB_URL = re.compile(r"^(?:https?://)?(?:www\.)?(?:huggingface\.co|hf\.co)/(.*)$", re.IGNORECASE)
 
 
-def _refuse_hub_url(model_id: str) -> None:
+def _refuse_hub_url(prop: str, model_id: str) -> None:
     """A Hub page's URL is not a model id: the containers read ``HF_MODEL_ID`` as
     ``<organization>/<model>`` (Hugging Face's own naming) and fail to download a URL."""
     url = _HUB_URL.match(model_id)
@@ -60,13 +64,53 @@ def _refuse_hub_url(model_id: str) -> None:
         "/".join(parts) if url and len(parts) == 2 else "meta-llama/Meta-Llama-3-8B-Instruct"
     )
     raise ValidationError(
-        "ModelSource.from_hugging_face(model_id)",
+        prop,
         model_id,
         "a URL, not a Hugging Face model id (the container downloads <organization>/<model>)",
         "use ModelSource.from_s3(bucket, prefix) for weights in S3"
         if model_id.lower().startswith("s3://")
         else f'pass the id, e.g. "{suggestion}"',
     )
+
+
+def check_hub_id(prop: str, model_id: str) -> None:
+    """Raise ValidationError unless ``model_id`` reads as a Hub id (``<organization>/<model>``,
+    not a URL); a deploy-time token passes."""
+    if not isinstance(model_id, str) or (
+        not is_unresolved(model_id) and (not model_id or " " in model_id)
+    ):
+        raise ValidationError(
+            prop,
+            model_id,
+            "not a Hugging Face model id",
+            'pass "<organization>/<model>", e.g. "Qwen/Qwen2.5-7B-Instruct"',
+        )
+    if not is_unresolved(model_id):
+        _refuse_hub_url(prop, model_id)
+
+
+def refuse_gated_without_token(prop: str, model_id: str, fix: str) -> None:
+    """Raise ValidationError when the catalog says ``model_id``'s Hub repository is gated
+    (``catalog/hub_access.py``): its download without a token fails at deploy. An id the
+    catalog does not know is allowed."""
+    gate = hub_gate(model_id) if not is_unresolved(model_id) else None
+    if gate is not None and gate.gated:
+        raise ValidationError(
+            prop,
+            model_id,
+            "a gated Hugging Face repository: the container's download without a token is "
+            f"refused (401) and the model fails at deploy ({gate.source})",
+            fix,
+        )
+
+
+TOKEN_FIX = (
+    "accept the model's conditions on the Hub, store a read token of that account in Secrets "
+    "Manager and pass token_secret=secretsmanager.Secret.from_secret_name_v2(scope, "
+    "'HuggingFaceToken', '<secret name>'); or copy the weights to S3 once and serve them with "
+    "ModelSource.from_s3"
+)
+"""How to serve a gated Hub model (``ModelSource.from_hugging_face``'s token)."""
 
 
 @typed_props
@@ -115,7 +159,10 @@ class ModelSource:
         model_id: str, *, token_secret: secretsmanager.ISecret | None = None
     ) -> ModelSource:
         """A Hugging Face Hub model id; ``token_secret`` (a Secrets Manager secret whose value
-        is the token) for gated models; default no token.
+        is the token) for gated models; default no token. A repository the catalog knows as
+        gated (``catalog/hub_access.py``: Meta Llama, Gemma, Mistral 7B, Falcon-180B) without
+        ``token_secret`` is a ValidationError; an id the catalog does not know is allowed, and a
+        missing token then shows only at deploy.
 
         The token reaches the container through a CloudFormation dynamic reference, never as a
         literal in the template, but SageMaker stores it as the model's ``HF_TOKEN``
@@ -127,17 +174,11 @@ class ModelSource:
         ``network_isolation=True`` (no internet access at all), which a Hub download cannot.
         If the Hub is a must, use a read-only, fine-grained token for the one repository and
         rotate it."""
-        if not isinstance(model_id, str) or (
-            not is_unresolved(model_id) and (not model_id or " " in model_id)
-        ):
-            raise ValidationError(
-                "ModelSource.from_hugging_face(model_id)",
-                model_id,
-                "not a Hugging Face model id",
-                'pass "<organization>/<model>", e.g. "meta-llama/Meta-Llama-3-8B-Instruct"',
+        check_hub_id("ModelSource.from_hugging_face(model_id)", model_id)
+        if token_secret is None:
+            refuse_gated_without_token(
+                "ModelSource.from_hugging_face(model_id)", model_id, TOKEN_FIX
             )
-        if not is_unresolved(model_id):
-            _refuse_hub_url(model_id)
         return ModelSource(
             ModelSourceKind.HUGGING_FACE, model_id=model_id, token_secret=token_secret
         )
@@ -253,7 +294,7 @@ class ModelSource:
             assert self.model_id is not None
             environment = {"HF_MODEL_ID": self.model_id}
             if self.token_secret is not None:
-                environment["HF_TOKEN"] = self.token_secret.secret_value.unsafe_unwrap()
+                environment[TOKEN_VARIABLE] = self.token_secret.secret_value.unsafe_unwrap()
             return BoundModelSource(environment=environment)
         assert self.bucket is not None and self.key is not None
         if role is not None:

@@ -46,7 +46,12 @@ from ..catalog.containers import (
 )
 from ..prop_types import typed_props
 from .images import ContainerFamily, ContainerImage
-from .model_source import ModelSource
+from .model_source import (
+    TOKEN_VARIABLE,
+    ModelSource,
+    check_hub_id,
+    refuse_gated_without_token,
+)
 from .validation import ValidationError, check_range, is_unresolved
 
 if TYPE_CHECKING:  # annotations only: importing it costs synth time
@@ -116,7 +121,7 @@ class SpeculativeDecoding:
     def from_hugging_face(model_id: str) -> SpeculativeDecoding:
         """A draft downloaded from the Hugging Face Hub by the container, e.g.
         ``"meta-llama/Llama-3.2-1B-Instruct"``."""
-        ModelSource.from_hugging_face(model_id)  # the same id checks
+        check_hub_id("SpeculativeDecoding.from_hugging_face(model_id)", model_id)
         return SpeculativeDecoding(DraftModelKind.HUGGING_FACE, model_id=model_id)
 
     @staticmethod
@@ -188,6 +193,19 @@ class SpeculativeDecoding:
                 "(CloudFormation cannot mount a draft as an additional model data source)",
                 "disable network_isolation, or drop speculative_decoding",
             )
+
+    def check_token(self, environment: Mapping[str, str]) -> None:
+        """Raise ValidationError for a gated Hub draft (``catalog/hub_access.py``) in a
+        container without ``HF_TOKEN``: LMI downloads the draft with the container's token."""
+        if self.model_id is None or TOKEN_VARIABLE in environment:
+            return
+        refuse_gated_without_token(
+            "SpeculativeDecoding.from_hugging_face(model_id)",
+            self.model_id,
+            "give the model a token: ModelSource.from_hugging_face(..., token_secret=...) (the "
+            "container's HF_TOKEN also downloads the draft), or serve the draft from S3 "
+            "(SpeculativeDecoding.from_s3)",
+        )
 
     def bind(self, role: iam.IRole | None) -> dict[str, str]:
         """The container variables; grants ``role`` read on exactly an S3 draft's prefix."""

@@ -197,13 +197,16 @@ def respond(
     *,
     reason: Callable[[BaseException], str] = explain,
     delete_never_fails: bool = False,
+    delete_fails_on: tuple[type[BaseException], ...] = (),
 ) -> dict[str, Any]:
     """Run ``handler`` and PUT a SUCCESS or FAILED custom resource response; raises only if
     the PUT keeps failing.
 
     Any failure of the handler, a malformed event included, is answered FAILED with
-    ``reason(error)`` (with ``delete_never_fails``, a Delete is answered SUCCESS instead). An
-    event without a usable ``ResponseURL`` goes unanswered (no one to answer).
+    ``reason(error)`` (with ``delete_never_fails``, a Delete is answered SUCCESS instead,
+    unless the error is one of ``delete_fails_on``: what must stop CloudFormation from going on
+    to delete the resources this one depends on). An event without a usable ``ResponseURL``
+    goes unanswered (no one to answer).
     """
     budget = budget or Budget()
     event = event if isinstance(event, Mapping) else {}
@@ -221,7 +224,11 @@ def respond(
             or (physical if isinstance(physical, str) and 0 < len(physical) <= 1024 else None)
             or f"failed-{request_id or 'request'}"
         )
-        if delete_never_fails and event.get("RequestType") == "Delete":
+        if (
+            delete_never_fails
+            and event.get("RequestType") == "Delete"
+            and not isinstance(error, delete_fails_on)
+        ):
             body.update(Status="SUCCESS", PhysicalResourceId=fallback, Data={})
         else:
             body.update(

@@ -247,11 +247,17 @@ def respond(
     put: Put,
     handler: Callable[[], dict[str, Any]],
     budget: Budget | None = None,
+    *,
+    delete_fails_on: tuple[type[BaseException], ...] = (),
 ) -> dict[str, Any]:
-    """``runtime_support.respond``, where a Delete always answers SUCCESS: a benchmark never
-    blocks deleting a stack, even after a failed create; a malformed event's reason names the
-    field."""
-    return answer(event, put, handler, budget, reason=explain, delete_never_fails=True)
+    """``runtime_support.respond``, where a Delete answers SUCCESS: a benchmark never blocks
+    deleting a stack, even after a failed create; except for ``delete_fails_on`` (the managed
+    engine's job still active, which would block deleting its workload configuration next); a
+    malformed event's reason names the field."""
+    return answer(
+        event, put, handler, budget, reason=explain, delete_never_fails=True,
+        delete_fails_on=delete_fails_on,
+    )  # fmt: skip
 
 
 def dispatch(event: Any, *, sfn: Any, now: float, budget: Budget) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from ..benchmark.run_names import EventError
 from ..benchmark.signal import report_error
 from ..runtime_support import Budget, http_put
 from ..runtime_support import client as _client
-from .job import dispatch_managed, poll_step
+from .job import JobStillActive, dispatch_managed, poll_step
 
 
 def on_event(event: dict[str, Any], context: Any) -> dict[str, Any]:  # pragma: no cover
@@ -32,6 +32,7 @@ def on_event(event: dict[str, Any], context: Any) -> dict[str, Any]:  # pragma: 
             budget=budget,
         ),
         budget,
+        delete_fails_on=(JobStillActive,),
     )
 
 

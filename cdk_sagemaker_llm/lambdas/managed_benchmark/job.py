@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ...benchmarking.aiperf import MANAGED_ENGINE, levels_of_archive
+from ...benchmarking.aiperf import MANAGED_ENGINE, POLL_TIMEOUT_S, levels_of_archive
 from ..benchmark.advance import finish
 from ..benchmark.custom_resource import RESOURCE_TYPE, dispatch
 from ..benchmark.run_config import check_run
@@ -33,6 +33,9 @@ MAX_ARCHIVE_BYTES = 256 * 1024 * 1024
 RUNNING = ("InProgress", "Stopping")
 STOP_POLL_S = 10.0
 """Seconds between ``DescribeAIBenchmarkJob`` calls while a Delete waits for the job to stop."""
+LATE_CREATE_CHECKS = int(POLL_TIMEOUT_S // STOP_POLL_S) + 2
+"""How many times a Delete that found no job looks again, ``STOP_POLL_S`` apart: past the poll
+Lambda's timeout after the workflow was stopped, no poll can create the job any more."""
 CREATE_GRACE_S = 600.0
 """A job not found this long after the run started was never created: an error."""
 
@@ -60,6 +63,12 @@ def require_operations(sagemaker: Any) -> None:
             f"{', '.join(missing)}: the managed benchmark engine needs botocore 1.44.5 or "
             "later (a newer Lambda Python runtime, or the Lambda engine)"
         )
+
+
+class JobStillActive(EventError):
+    """A Delete ran out of time with the job still active: the Delete fails with this reason
+    (CloudFormation would otherwise go on to delete the workload configuration, which SageMaker
+    refuses while an active job references it)."""
 
 
 def job_name(run: Mapping[str, Any]) -> str:
@@ -107,32 +116,51 @@ def stop_job(name: str, *, sagemaker: Any, budget: Budget) -> str:
     return "stopped"
 
 
+def _status(name: str, *, sagemaker: Any, budget: Budget) -> str | None:
+    """The job's status, None when SageMaker has no such job."""
+    job = describe_job(sagemaker.describe_ai_benchmark_job, budget, AIBenchmarkJobName=name)
+    return None if job is None else str(job["AIBenchmarkJobStatus"])
+
+
+def _pause(name: str, status: str, budget: Budget) -> None:
+    """Sleep ``STOP_POLL_S`` before looking again; raise JobStillActive when the invocation
+    has no time left for that and one more call."""
+    if budget.left() < STOP_POLL_S + budget.call_seconds:
+        raise JobStillActive(
+            f"the benchmark job {name} is still {status} as this Delete runs out of time; "
+            "its workload configuration cannot be deleted until the job has stopped: "
+            "retry the delete (or the rollback) once it has"
+        )
+    budget.sleep(STOP_POLL_S)
+
+
 def stop_and_wait(name: str, *, sagemaker: Any, budget: Budget) -> str:
     """Stop the job and wait until it has left ``InProgress`` and ``Stopping``: a job in
     ``Stopping`` is still active, and SageMaker refuses ``DeleteAIWorkloadConfig`` for a
-    configuration an active job references. Returns the job's final status (``gone`` when it
-    does not exist); raises EventError when it is still running as the invocation's time runs
-    out, so the Delete fails with the reason instead of the configuration's."""
+    configuration an active job references. Returns the job's final status.
+
+    A job not found may still be created by a poll invoked before the workflow was stopped (a
+    stopped execution does not end its running Lambda task): the Delete looks again every
+    ``STOP_POLL_S`` until the poll Lambda's timeout has passed (``LATE_CREATE_CHECKS``), and
+    stops a job created meanwhile; ``gone`` when none was. Raises JobStillActive when the job
+    is still active (or may still be created) as the invocation's time runs out, so the Delete
+    fails with the reason instead of the configuration's."""
     stop_job(name, sagemaker=sagemaker, budget=budget)
+    absent = 0
     while True:
-        try:
-            job = call_with_retry(
-                sagemaker.describe_ai_benchmark_job, budget, AIBenchmarkJobName=name
-            )
-        except Exception as error:
-            if error_code(error) == "ResourceNotFound":
+        status = _status(name, sagemaker=sagemaker, budget=budget)
+        if status is None:
+            absent += 1
+            if absent >= LATE_CREATE_CHECKS:
                 return "gone"
-            raise
-        status = str(job["AIBenchmarkJobStatus"])
+            _pause(name, "possibly being created by a poll started before the stop", budget)
+            continue
         if status not in RUNNING:
             return status
-        if budget.left() < STOP_POLL_S + budget.call_seconds:
-            raise EventError(
-                f"the benchmark job {name} is still {status} as this Delete runs out of time; "
-                "its workload configuration cannot be deleted until the job has stopped: "
-                "retry the delete (or the rollback) once it has"
-            )
-        budget.sleep(STOP_POLL_S)
+        if absent:  # created by a late poll: stop it too
+            stop_job(name, sagemaker=sagemaker, budget=budget)
+            absent = 0
+        _pause(name, status, budget)
 
 
 def read_levels(
