@@ -61,11 +61,11 @@ for index in range(sets):
         primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
             image=IMAGE,
             environment={
-                "HF_MODEL_ID": "meta-llama/Meta-Llama-3-8B-Instruct",
+                "HF_MODEL_ID": "tiiuae/falcon-7b-instruct",
                 "OPTION_ROLLING_BATCH": "auto",
                 "OPTION_TENSOR_PARALLEL_DEGREE": "1",
                 "OPTION_MAX_ROLLING_BATCH_SIZE": "8",
-                "OPTION_MAX_MODEL_LEN": "4096",
+                "OPTION_MAX_MODEL_LEN": "2048",
             },
         ),
     )

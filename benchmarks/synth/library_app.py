@@ -10,7 +10,6 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 import aws_cdk as cdk
 from aws_cdk import Size
-from aws_cdk import aws_secretsmanager as secretsmanager
 
 from cdk_sagemaker_llm import (
     ComponentModel,
@@ -29,20 +28,16 @@ def add_sets(stack: cdk.Stack, sets: int) -> None:
     """Add ``sets`` model + endpoint + component sets to ``stack`` (tests/test_synth_cost.py
     counts the kernel round trips of these same sets)."""
     image = ContainerImage.lmi("0.31.0")
-    token = secretsmanager.Secret.from_secret_name_v2(
-        stack, "HuggingFaceToken", "hugging-face-token"
-    )
     for index in range(sets):
         suffix = "" if index == 0 else str(index)
         model = Model(
             stack,
             f"Model{suffix}",
             image=image,
-            source=ModelSource.from_hugging_face(
-                "meta-llama/Meta-Llama-3-8B-Instruct", token_secret=token
-            ),
+            # Ungated, with a preset: no token secret to bind, and the fit check runs.
+            source=ModelSource.from_hugging_face("tiiuae/falcon-7b-instruct"),
             serving=LmiOptions(
-                tensor_parallel_degree=1, max_rolling_batch_size=8, max_model_len=4096
+                tensor_parallel_degree=1, max_rolling_batch_size=8, max_model_len=2048
             ),
         )
         endpoint = InferenceComponentEndpoint(
