@@ -19,6 +19,24 @@ from aws_cdk.assertions import Template
 from cfnlint.api import ManualArgs, lint
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+BENCHMARKS = PROJECT_ROOT / "benchmarks"
+
+
+def benchmark_module(name: str) -> Any:
+    """Import ``benchmarks/<name>.py`` (the benchmark scripts are not a package) under ``name``,
+    with ``benchmarks/`` on the path so its sibling imports resolve."""
+    import importlib.util
+
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 CDK_CONTEXT: dict[str, Any] = json.loads((PROJECT_ROOT / "cdk.json").read_text())["context"]
 """The feature flags of cdk.json, so tests synthesize what ``cdk synth`` does."""
 

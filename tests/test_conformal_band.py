@@ -6,7 +6,6 @@ every load regime and every distance."""
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import math
@@ -16,6 +15,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from conftest import benchmark_module
 
 from cdk_sagemaker_llm.planning.conformal_band import (
     DISTANCES,
@@ -28,25 +28,13 @@ from cdk_sagemaker_llm.planning.conformal_band import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCHMARKS = ROOT / "benchmarks"
 SHIPPED = ROOT / "cdk_sagemaker_llm" / "planning" / "conformal_bands.json"
-
-
-def _module(name: str) -> ModuleType:
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
 def generator() -> ModuleType:
-    _module("profile_fitting")
-    return _module("conformal_bands")
+    benchmark_module("profile_fitting")
+    return benchmark_module("conformal_bands")
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +118,7 @@ def test_a_small_cell_borrows_its_regimes_quantiles_and_says_so(generator: Modul
 def test_held_out_by_source_the_band_holds_80_percent_in_every_regime_and_distance(
     held: tuple[list[Any], list[Any]],
 ) -> None:
-    validation = _module("model_validation")
+    validation = benchmark_module("model_validation")
     rows, predictions = held
     hits = validation.conformal_hits(predictions, rows)
     knees = validation.measured_knees(predictions)

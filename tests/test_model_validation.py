@@ -3,32 +3,18 @@ against the knee of its copy decides whether it scores light load, the knee or s
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
-
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
-
-
-def _module(name: str) -> ModuleType:
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+from conftest import benchmark_module
 
 
 @pytest.fixture(scope="module")
 def validation() -> ModuleType:
-    _module("profile_fitting")
-    return _module("model_validation")
+    benchmark_module("profile_fitting")
+    return benchmark_module("model_validation")
 
 
 @pytest.fixture(scope="module")

@@ -4,35 +4,20 @@ predicts the row under them."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from conftest import benchmark_module
 
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
-
-
-def _module(name: str) -> ModuleType:
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.fixture(scope="module")
 def row_batch() -> ModuleType:
-    return _module("row_batch")
+    return benchmark_module("row_batch")
 
 
 def _settings(row_batch: ModuleType, notes: str, profile: str = "lmi-trtllm") -> Any:
@@ -74,7 +59,7 @@ def test_trtllm_bench_sizes_the_batch_by_the_kv_cache_up_to_4096(row_batch: Modu
 def test_the_closed_form_predicts_a_row_under_its_stated_batch_limit() -> None:
     """trtllm-bench's Llama 70B TP8 rows ran up to 2,048 requests at once: the closed form's
     copy holds more than the lmi-trtllm profile's 256."""
-    fitting = _module("profile_fitting")
+    fitting = benchmark_module("profile_fitting")
     rows, _ = fitting.load_rows()
     row = next(r for r in rows if r.source == "trtllm-0.16-llama70b-tp8-sweep-2025-07")
     profile = engine_profile(row.profile)
