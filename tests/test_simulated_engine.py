@@ -234,7 +234,9 @@ def test_a_prompt_beyond_the_engines_token_budget_is_refused_and_the_engine_serv
 
 def test_an_invocation_past_its_time_limit_leaves_the_engine_and_the_next_is_served() -> None:
     simulation = engine("lmi-vllm-v1", Workload(input_tokens=128, output_tokens=2000))
-    config = SimulatorConfig(engine=simulation, invocation_timeout_s=0.3)
+    # 2,000 tokens take seconds on the engine's clock; the next request's 4 tokens take tens of
+    # milliseconds, so the 1 s limit still leaves it most of a second on a busy machine.
+    config = SimulatorConfig(engine=simulation, invocation_timeout_s=1.0)
     with Simulator(config) as simulator:
         sagemaker = runtime(simulator.endpoint_url)
         with pytest.raises(ClientError) as timed_out:
@@ -243,7 +245,12 @@ def test_an_invocation_past_its_time_limit_leaves_the_engine_and_the_next_is_ser
                 Body=body_of(Workload(input_tokens=128, output_tokens=2000)),
                 ContentType="application/json",
             )
-        closed_loop(simulator.endpoint_url, clients=1, rounds=1)
+        closed_loop(
+            simulator.endpoint_url,
+            clients=1,
+            rounds=1,
+            workload=Workload(input_tokens=16, output_tokens=4),
+        )
         outcomes = [r.outcome for r in simulator.truth()]
     assert timed_out.value.response["Error"]["Code"] == "ModelError"
     assert outcomes == ["timeout", "ok"]
