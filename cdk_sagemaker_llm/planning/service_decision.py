@@ -96,7 +96,7 @@ class ServiceDecision:
     predicted: Prediction
     """The performance model's figures for the layout at the traffic."""
     price_per_hour: float | None
-    """Price per hour of the layout at its most instances; None when unpriced."""
+    """Price per hour of the layout at the instances expected at the peak; None when unpriced."""
     cost_per_million_tokens: float | None
     """Cost per 1M output tokens at the peak traffic; None when unpriced."""
     reasoning: tuple[str, ...]
