@@ -88,3 +88,11 @@ def is_gated(model_id: str) -> bool:
     open or not known at all (an unknown id is allowed)."""
     gate = hub_gate(model_id)
     return gate is not None and gate.gated
+
+
+def ungated_example() -> str:
+    """A model id the facts above say is ungated (``tiiuae/falcon-7b``), for a message's
+    example: one a reader can pass without a token."""
+    return next(
+        gate.prefix for gate in HUB_GATES if not gate.gated and not gate.prefix.endswith("/")
+    )
