@@ -679,7 +679,7 @@ def choose(
         does not fit offers a lower one only below it)."""
     options = list(recommendation.options)
     if not options:
-        raise _no_option_error(recommendation, max_instance_count, precision)
+        raise no_option_error(recommendation, max_instance_count, precision)
     overrides = {
         "instance_type": instance_type.name if instance_type is not None else None,
         "tensor_parallel_degree": tensor_parallel_degree,
@@ -707,7 +707,7 @@ def choose(
     return options[0]
 
 
-def _no_option_error(
+def no_option_error(
     recommendation: Recommendation, max_instance_count: int, precision: Precision
 ) -> ValidationError:
     """No option at all: blame what the rejections' kinds point at (the candidates, for
