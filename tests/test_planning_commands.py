@@ -169,7 +169,7 @@ def test_recommend_without_an_option_advises_by_the_rejections_kinds(
         (
             ["--instance-types", "ml.g5.2xlargee"],
             "error: --instance-types='ml.g5.2xlargee': not an instance type the catalog knows"
-            ", so its accelerators and their performance are unknown and no layout on it can be "
+            ", so its accelerators and their performance are unknown and nothing on it can be "
             "predicted. Fix: did you mean ml.g5.2xlarge",
         ),
         (
@@ -185,6 +185,42 @@ def test_recommend_names_the_flag_the_value_and_the_fix(
     SLO"); a bad region was blamed on "Pricing.region", a prop the command has no flag for."""
     assert main([*RECOMMEND, "--concurrency", "4", *argv]) == 2
     assert capsys.readouterr().err.startswith(expected)
+
+
+def test_predict_on_a_mistyped_instance_type_names_the_closest_catalog_types(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``ml.g5.2xlargee`` was answered "llama-3-8b fits at no tensor-parallel degree there. Fix:
+    use a larger instance type or quantization": the type was unknown, not too small."""
+    argv = [
+        "predict", "--model", "llama-3-8b", "--instance-type", "ml.g5.2xlargee",
+        "--input-tokens", "512", "--output-tokens", "256", "--concurrency", "4",
+    ]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --instance-type='ml.g5.2xlargee': not an instance type the")
+    assert "Fix: did you mean ml.g5.2xlarge" in err and "larger instance type" not in err
+
+
+@pytest.mark.parametrize(
+    ("url", "fix"),
+    [
+        (
+            "https://huggingface.co/meta-llama/Meta-Llama-3-8B-Instruct",
+            "Fix: pass the id the URL names: --model meta-llama/Meta-Llama-3-8B-Instruct",
+        ),
+        ("https://huggingface.co/Qwen/Qwen2-7B", "--model Qwen/Qwen2-7B, with --parameters"),
+        ("https://huggingface.co/spaces/a/b", "(e.g. tiiuae/falcon-7b)"),
+    ],
+)
+def test_a_pasted_hub_url_as_model_is_answered_with_the_id_it_names(
+    url: str, fix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Hub page's URL was answered with JumpStart ids that merely resemble it."""
+    assert main([*RECOMMEND, "--concurrency", "4", "--model", url]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --model='{url}': a URL, not a model id. ")
+    assert fix in err and "JumpStart" not in err
 
 
 def test_recommend_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:

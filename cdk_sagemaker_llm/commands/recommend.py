@@ -4,13 +4,12 @@ count that meets a latency SLO at a traffic, from the performance model."""
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import math
 import sys
 from typing import Any
 
-from ..catalog.instance_types import CATALOG, InstanceType
+from ..catalog.instance_types import InstanceType
 from ..catalog.prices import DEFAULT_PRICE_LIST
 from ..errors import ValidationError
 from ..planning.decider import decide, no_option_error
@@ -32,6 +31,7 @@ from .model_options import (
     WORKLOAD_FLAGS,
     add_max_batch_size_argument,
     add_model_arguments,
+    catalog_instance_type,
     engine_text,
     flag_error,
     model_spec,
@@ -155,27 +155,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _candidates(text: str | None) -> list[InstanceType] | None:
-    """``--instance-types``: the named catalog types (None: every accelerated type). A name the
-    catalog does not know is refused with the closest names: the command cannot be told its
-    accelerators, so no layout on it could be predicted."""
+    """``--instance-types``: the named catalog types (None: every accelerated type)."""
     if not text:
         return None
     names = [name.strip() for name in text.split(",") if name.strip()]
-    for name in names:
-        InstanceType.of(name)  # the ml.<family>.<size> form first
-        if name not in CATALOG:
-            close = difflib.get_close_matches(name, list(CATALOG), n=3, cutoff=0.8)
-            raise ValidationError(
-                "--instance-types",
-                name,
-                "not an instance type the catalog knows, so its accelerators and their "
-                "performance are unknown and no layout on it can be predicted",
-                f"did you mean {', '.join(close)}? Or drop it"
-                if close
-                else "use an accelerated type the catalog knows (e.g. ml.g5.2xlarge, "
-                "ml.g6e.2xlarge), or drop it",
-            )
-    return [InstanceType.of(name) for name in names]
+    return [catalog_instance_type("--instance-types", name) for name in names]
 
 
 def _slo(args: argparse.Namespace) -> Slo:

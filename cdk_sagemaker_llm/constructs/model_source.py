@@ -3,7 +3,6 @@ or a SageMaker JumpStart model (which also names its serving image and environme
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -11,7 +10,7 @@ from typing import TYPE_CHECKING
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 
-from ..catalog.hub_access import hub_gate, ungated_example
+from ..catalog.hub_access import hub_gate, hub_url_id, is_url, ungated_example
 from ..catalog.jumpstart import JumpStartModel, jumpstart_model
 from ..catalog.model_specs import ModelSpec
 from ..catalog.registries import partition
@@ -49,25 +48,16 @@ class BoundModelSource:
     model_data_source: sagemaker.CfnModel.ModelDataSourceProperty | None = None
 
 
-_HUB_URL = re.compile(r"^(?:https?://)?(?:www\.)?(?:huggingface\.co|hf\.co)/(.*)$", re.IGNORECASE)
-_HUB_NON_MODEL_PAGES = frozenset({"datasets", "spaces", "docs", "models", "collections", "papers"})
-"""First path segments of Hub pages that are not a model repository (``huggingface.co/spaces/
-<owner>/<space>``, ``/models?search=...``): no model id can be read from their URL."""
-
-
 def _refuse_hub_url(prop: str, model_id: str) -> None:
     """A Hub page's URL is not a model id: the containers read ``HF_MODEL_ID`` as
     ``<organization>/<model>`` (Hugging Face's own naming) and fail to download a URL. The fix
     suggests the id the URL names, else an example the catalog knows is ungated."""
-    url = _HUB_URL.match(model_id)
-    if url is None and "://" not in model_id:
+    if not is_url(model_id):
         return
-    path = (url.group(1) if url else model_id.split("://", 1)[1]).split("?")[0].split("#")[0]
-    parts = [part for part in path.split("/") if part][:2]
-    named = url is not None and len(parts) == 2 and parts[0].lower() not in _HUB_NON_MODEL_PAGES
+    named = hub_url_id(model_id)
     fix = (
-        f'pass the id the URL names: "{"/".join(parts)}"'
-        if named
+        f'pass the id the URL names: "{named}"'
+        if named is not None
         else f'pass "<organization>/<model>" as the model\'s Hub page shows it, e.g. '
         f'"{ungated_example()}" (an ungated repository)'
     )
