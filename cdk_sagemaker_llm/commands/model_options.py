@@ -228,7 +228,7 @@ def catalog_instance_type(flag: str, name: str) -> InstanceType:
     known = CATALOG.get(name)
     if known is not None:
         return known
-    close = difflib.get_close_matches(name, list(CATALOG), n=3, cutoff=0.8)
+    close = difflib.get_close_matches(name, list(CATALOG), n=3, cutoff=0.9)
     raise ValidationError(
         flag,
         name,
