@@ -391,6 +391,26 @@ def test_int4_refused_where_unmeasured_is_not_answered_with_a_lower_precision() 
     assert "NVIDIA A10G TP1" in error.fix and "the SLO is not the cause" in error.fix
 
 
+def test_an_override_refused_for_its_precision_is_not_blamed_on_the_slo_or_memory() -> None:
+    """TP2 on ml.g5.12xlarge in int4 is refused for want of a measurement there, while TP1
+    serves; the override's error said "within the SLO and memory"."""
+    request = replace(
+        REQUEST,
+        search=SearchSpace(
+            instance_types=[InstanceType.G5_12XLARGE],
+            precision=Precision.INT4_AWQ,
+            max_instance_count=4,
+        ),
+    )
+    with pytest.raises(ValidationError) as raised:
+        decide(request, Overrides(layout=LayoutOverrides(tensor_parallel_degree=2)))
+    error = raised.value
+    assert (error.prop, error.value) == ("tensor_parallel_degree", 2)
+    assert "ml.g5.12xlarge TP2: precision: no public measurement of int4" in error.problem
+    assert "SLO" not in error.problem and "memory" not in error.problem
+    assert error.fix == "drop the override or use one of 1"
+
+
 def test_a_model_too_big_even_in_int4_is_not_told_to_lower_the_precision() -> None:
     request = replace(
         REQUEST,

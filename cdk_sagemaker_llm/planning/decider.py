@@ -698,8 +698,8 @@ def choose(
             raise ValidationError(
                 prop,
                 value,
-                "no layout with it serves the peak traffic within the SLO and memory on at "
-                f"most {max_instance_count} instances"
+                f"no layout with it serves the peak traffic on at most {max_instance_count} "
+                "instances"
                 + (f" ({'; '.join(reasons)})" if reasons else ""),
                 f"drop the override or use one of {', '.join(available)}",
             )
