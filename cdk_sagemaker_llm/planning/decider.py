@@ -699,8 +699,7 @@ def choose(
                 prop,
                 value,
                 f"no layout with it serves the peak traffic on at most {max_instance_count} "
-                "instances"
-                + (f" ({'; '.join(reasons)})" if reasons else ""),
+                "instances" + (f" ({'; '.join(reasons)})" if reasons else ""),
                 f"drop the override or use one of {', '.join(available)}",
             )
         options = kept
