@@ -387,7 +387,7 @@ def test_int4_refused_where_unmeasured_is_not_answered_with_a_lower_precision() 
     assert "does not fit on any candidate" not in error.problem
     assert "lower the precision" not in error.fix
     assert "add instance types with more accelerator memory" in error.fix
-    assert "serve a precision the candidates offer (int4 is refused" in error.fix
+    assert "serve a precision the candidates offer (each precision reason names" in error.fix
     assert "NVIDIA A10G TP1" in error.fix and "the SLO is not the cause" in error.fix
 
 

@@ -25,6 +25,7 @@ from .decision_record import Choice, ChoiceSource, Prediction
 from .engine_profiles import EngineProfile, profile_origin, resolve_profile
 from .optimizations import Optimization
 from .performance import (
+    INVOCATION_TIMEOUT_S,
     CopyModel,
     Efficiency,
     Layout,
@@ -758,7 +759,8 @@ def _each_kind_shown(rejected: list[Rejection]) -> list[Rejection]:
 
 def _advice(kind: RejectionKind, kinds: list[RejectionKind], precision: Precision) -> str:
     """What a user changes to answer rejections of ``kind``, among ``kinds`` (all the kinds of
-    the rejections) under the searched ``precision``."""
+    the rejections) under the searched ``precision`` (an optimization's layouts are refused at
+    its own precision, so a precision refusal's advice does not name the searched one)."""
     if kind is RejectionKind.MEMORY:
         more = "add instance types with more accelerator memory (or more accelerators)"
         lowest = min(Precision, key=lambda p: p.bytes_per_parameter)
@@ -770,10 +772,10 @@ def _advice(kind: RejectionKind, kinds: list[RejectionKind], precision: Precisio
             f"{m.accelerator} TP{m.tensor_parallel_degree}" for m in MEASUREMENTS if m.faster
         )
         return (
-            f"serve a precision the candidates offer ({precision.value} is refused where the "
-            "reasons say: FP16/BF16 serve on every GPU, FP8 needs FP8 tensor cores, int4 AWQ is "
+            "serve a precision the candidates offer (each precision reason names the one "
+            "refused: FP16/BF16 serve on every GPU, FP8 needs FP8 tensor cores, int4 AWQ is "
             f"offered only where a measurement covers the layout: {offered}), or add instance "
-            f"types that offer {precision.value}"
+            "types that offer the precision refused"
         )
     return _KIND_ADVICE[kind]
 
@@ -784,7 +786,7 @@ _KIND_ADVICE = {
     ),
     RejectionKind.TIMEOUT: (
         "ask fewer output tokens per request, or add faster instance types (a request must "
-        "finish within the 60 s invocation timeout)"
+        f"finish within the {INVOCATION_TIMEOUT_S:g} s invocation timeout)"
     ),
     RejectionKind.SLO: "relax the SLO (max_ms_per_token, max_ttft_ms) or add faster instance types",
     RejectionKind.INSTANCE_COUNT: (
