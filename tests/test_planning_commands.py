@@ -232,7 +232,7 @@ def test_recommend_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(strict) == 1
     out = capsys.readouterr().out
     assert "**No layout serves this traffic** (rejected: slo)." in out
-    assert "Fix: relax the SLO" in out
+    assert "Fix: relax the SLO (--max-ms-per-token, --max-ttft-ms)" in out
     # Bad input: 2.
     assert main([*RECOMMEND, "--concurrency", "4", "--instance-types", "g5.xlarge"]) == 2
     with pytest.raises(SystemExit):

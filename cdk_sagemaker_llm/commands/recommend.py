@@ -149,9 +149,25 @@ def run(args: argparse.Namespace) -> int:
     else:
         fix = None
         if not result.options:
-            fix = no_option_error(result, args.max_instance_count, precision(args)).fix
+            fix = _in_flags(no_option_error(result, args.max_instance_count, precision(args)).fix)
         sys.stdout.write(render_markdown(spec.name, result, decision, fix))
     return 0 if result.options else 1
+
+
+_FLAGS_OF_PROPS = {
+    "max_ms_per_token": "--max-ms-per-token",
+    "max_ttft_ms": "--max-ttft-ms",
+    "max_instance_count": "--max-instance-count",
+    "Precision.INT4_AWQ": "--dtype int4",
+}
+"""The props ``no_option_error``'s advice names, as this command's flags."""
+
+
+def _in_flags(advice: str) -> str:
+    """``advice`` worded for the command line: each prop it names as the flag that sets it."""
+    for prop, flag in _FLAGS_OF_PROPS.items():
+        advice = advice.replace(prop, flag)
+    return advice
 
 
 def _candidates(text: str | None) -> list[InstanceType] | None:
