@@ -80,9 +80,13 @@ def measure(
     cpu = simulator_process.cpu_seconds() - before
     truth = {record.request_id: record for record in fetch_truth(url)}
     level = summarize_level(samples, args.concurrency)
-    matched = [s for s in samples if s.ok and s.request_id in truth]
-    client_p50 = percentile([s.latency_s for s in matched], 50) or 0.0
-    truth_p50 = percentile([truth[s.request_id].latency_s or 0.0 for s in matched], 50) or 0.0
+    matched = [
+        (s, truth[s.request_id])
+        for s in samples
+        if s.ok and s.request_id is not None and s.request_id in truth
+    ]
+    client_p50 = percentile([s.latency_s for s, _ in matched], 50) or 0.0
+    truth_p50 = percentile([record.latency_s or 0.0 for _, record in matched], 50) or 0.0
     result = {
         "client": name,
         "stream": spec.stream,
@@ -96,9 +100,9 @@ def measure(
         "output_tokens_per_s": level.output_tokens_per_s,
     }
     if spec.stream:
-        ttft_client = percentile([s.ttft_s for s in matched if s.ttft_s is not None], 50)
+        ttft_client = percentile([s.ttft_s for s, _ in matched if s.ttft_s is not None], 50)
         ttft_truth = percentile(
-            [truth[s.request_id].ttft_s or 0.0 for s in matched if s.ttft_s is not None], 50
+            [record.ttft_s or 0.0 for s, record in matched if s.ttft_s is not None], 50
         )
         result["client_p50_ttft_s"] = ttft_client
         result["truth_p50_ttft_s"] = ttft_truth
@@ -149,12 +153,12 @@ def main() -> int:
         )
         results.append(measure("threads", BotoInvoker("bench", client=client), url, spec, args))
         if not args.skip_stream:
-            stream = PayloadSpec(
+            streamed = PayloadSpec(
                 input_tokens=args.input_tokens, output_tokens=args.output_tokens, stream=True
             )
-            results.append(measure("async", async_invoker, url, stream, args))
+            results.append(measure("async", async_invoker, url, streamed, args))
             results.append(
-                measure("threads", BotoInvoker("bench", client=client), url, stream, args)
+                measure("threads", BotoInvoker("bench", client=client), url, streamed, args)
             )
     finally:
         process.terminate()

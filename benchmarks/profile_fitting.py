@@ -508,7 +508,7 @@ def predicted_knee(row: Row, profile: EngineProfile, efficiency: Efficiency) -> 
         profile.kernel(row.precision),
     )
     limits, _ = profile_limits(model, profile, batch=row.batch)
-    return max(1, copy_knee(model, limits).concurrency)
+    return copy_knee(model, limits).concurrency or 1  # 0 (or a sweep's None): one request
 
 
 _CAPACITY: dict[tuple[object, ...], int] = {}

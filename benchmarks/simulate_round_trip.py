@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 CLI = [sys.executable, "-m", "cdk_sagemaker_llm.cli"]
 
@@ -115,11 +116,11 @@ def main() -> int:
     return 0
 
 
-def _print(measured: dict[str, object], predicted: dict[str, object]) -> None:
-    levels = {level["concurrency"]: level for level in predicted["levels"]}  # type: ignore[index]
+def _print(measured: dict[str, Any], predicted: dict[str, Any]) -> None:
+    levels = {level["concurrency"]: level for level in predicted["levels"]}
     print("| concurrency | ms/token measured | simulated | tokens/s measured | simulated |")
     print("|---:|---:|---:|---:|---:|")
-    for level in measured["levels"]:  # type: ignore[union-attr]
+    for level in measured["levels"]:
         want = levels[level["concurrency"]]
         print(
             f"| {level['concurrency']} | {level['p50_ms_per_token']:.1f} | "

@@ -78,7 +78,7 @@ def closed_form(case: Case) -> tuple[int, float, int]:
     """(clients per copy, tokens/s within the limit, knee) by the closed form."""
     profile, layout, model, limits = _setup(case)
     found = max_throughput_within(case.spec, layout, case.workload, case.slo_ms, engine=profile)
-    knee = copy_knee(model, limits).concurrency
+    knee = copy_knee(model, limits).concurrency or 0  # 0: one request already breaks it
     if found is None:
         return 0, 0.0, knee
     return found.concurrency_per_copy, found.level.tokens_per_s, knee

@@ -101,11 +101,15 @@ def start_simulator(args: argparse.Namespace) -> tuple[subprocess.Popen[str], st
 def errors_against_truth(samples: list[RequestSample], truth: list[TruthRecord]) -> dict[str, Any]:
     """Client p50 latency and TTFT against the server's, for the same requests."""
     by_id = {record.request_id: record for record in truth}
-    matched = [s for s in samples if s.ok and s.request_id in by_id and s.ttft_s is not None]
-    client_p50 = percentile([s.latency_s for s in matched], 50) or 0.0
-    truth_p50 = percentile([by_id[s.request_id].latency_s or 0.0 for s in matched], 50) or 0.0
-    client_ttft = percentile([s.ttft_s or 0.0 for s in matched], 50) or 0.0
-    truth_ttft = percentile([by_id[s.request_id].ttft_s or 0.0 for s in matched], 50) or 0.0
+    matched = [
+        (s, by_id[s.request_id])
+        for s in samples
+        if s.ok and s.request_id is not None and s.request_id in by_id and s.ttft_s is not None
+    ]
+    client_p50 = percentile([s.latency_s for s, _ in matched], 50) or 0.0
+    truth_p50 = percentile([record.latency_s or 0.0 for _, record in matched], 50) or 0.0
+    client_ttft = percentile([s.ttft_s or 0.0 for s, _ in matched], 50) or 0.0
+    truth_ttft = percentile([record.ttft_s or 0.0 for _, record in matched], 50) or 0.0
     return {
         "requests": len(samples),
         "errors": sum(1 for s in samples if not s.ok),

@@ -3,6 +3,7 @@ DecisionRecord of it that the template holds and plan reads back."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from dataclasses import replace
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
-from cdk_sagemaker_llm.catalog.model_specs import ModelSpec
+from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.cli import main
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.planning.calibration import Calibration, EngineRelease
@@ -20,12 +21,19 @@ from cdk_sagemaker_llm.planning.decision import (
     ExpectedTraffic,
     Overrides,
     ServiceRequest,
+    choose,
     decide,
 )
 from cdk_sagemaker_llm.planning.decision_record import DecisionRecord
 from cdk_sagemaker_llm.planning.engine_profiles import resolve_profile
 from cdk_sagemaker_llm.planning.performance import Efficiency, Workload, efficiency_of
-from cdk_sagemaker_llm.planning.recommend import RejectionKind, Slo, recommend
+from cdk_sagemaker_llm.planning.recommend import (
+    Recommendation,
+    Rejection,
+    RejectionKind,
+    Slo,
+    recommend,
+)
 from cdk_sagemaker_llm.planning.service_options import (
     CopyScaling,
     LayoutOverrides,
@@ -359,6 +367,101 @@ def test_an_accelerator_with_unpublished_figures_is_not_called_a_memory_problem(
     assert "performance unknown" in raised.value.problem
     assert "does not fit" not in raised.value.problem
     assert "more accelerator memory is not what is missing" in raised.value.fix
+
+
+def test_int4_refused_where_unmeasured_is_not_answered_with_a_lower_precision() -> None:
+    """Llama 3 70B in int4 on ml.g5.12xlarge: TP1 runs out of memory, TP2 and TP4 are refused
+    int4 (no measurement on the A10G beyond TP1). The answer named a memory problem and advised
+    a lower precision; it shows a reason of each kind and names where int4 is offered."""
+    request = replace(
+        REQUEST,
+        spec=ModelSpec.LLAMA_3_70B,
+        search=SearchSpace(instance_types=[InstanceType.G5_12XLARGE], precision=Precision.INT4_AWQ),
+    )
+    with pytest.raises(ValidationError) as raised:
+        decide(request)
+    error = raised.value
+    assert error.prop == "instance_types"
+    assert "no candidate layout serves the model (memory, precision): " in error.problem
+    assert "TP1: memory: " in error.problem and "TP2: precision: " in error.problem
+    assert "does not fit on any candidate" not in error.problem
+    assert "lower the precision" not in error.fix
+    assert "add instance types with more accelerator memory" in error.fix
+    assert "serve a precision the candidates offer (each precision reason names" in error.fix
+    assert "NVIDIA A10G TP1" in error.fix and "the SLO is not the cause" in error.fix
+
+
+def test_an_override_refused_for_its_precision_is_not_blamed_on_the_slo_or_memory() -> None:
+    """TP2 on ml.g5.12xlarge in int4 is refused for want of a measurement there, while TP1
+    serves; the override's error said "within the SLO and memory"."""
+    request = replace(
+        REQUEST,
+        search=SearchSpace(
+            instance_types=[InstanceType.G5_12XLARGE],
+            precision=Precision.INT4_AWQ,
+            max_instance_count=4,
+        ),
+    )
+    with pytest.raises(ValidationError) as raised:
+        decide(request, Overrides(layout=LayoutOverrides(tensor_parallel_degree=2)))
+    error = raised.value
+    assert (error.prop, error.value) == ("tensor_parallel_degree", 2)
+    assert "ml.g5.12xlarge TP2: precision: no public measurement of int4" in error.problem
+    assert "SLO" not in error.problem and "memory" not in error.problem
+    assert error.fix == "drop the override or use one of 1"
+
+
+def test_a_model_too_big_even_in_int4_is_not_told_to_lower_the_precision() -> None:
+    request = replace(
+        REQUEST,
+        spec=ModelSpec.LLAMA_3_70B,
+        search=SearchSpace(instance_types=[InstanceType.G5_2XLARGE], precision=Precision.INT4_AWQ),
+    )
+    with pytest.raises(ValidationError) as raised:
+        decide(request)
+    assert raised.value.problem.startswith("the model does not fit on any candidate: ")
+    assert "lower the precision" not in raised.value.fix
+    assert "more accelerator memory" in raised.value.fix
+
+
+@pytest.mark.parametrize(
+    "kinds",
+    [(kind,) for kind in RejectionKind] + list(itertools.combinations(RejectionKind, 2)),
+    ids=lambda kinds: "+".join(kind.name for kind in kinds),
+)
+def test_the_no_option_advice_follows_the_rejections_kinds(
+    kinds: tuple[RejectionKind, ...],
+) -> None:
+    """Each kind brings its own advice and reason; none brings advice another contradicts."""
+    rejected = [
+        Rejection("ml.g5.12xlarge", kind, f"{kind.value}: reason {i}", 1)
+        for i, kind in enumerate(kinds)
+    ]
+    with pytest.raises(ValidationError) as raised:
+        choose(
+            Recommendation([], rejected),
+            instance_type=None,
+            tensor_parallel_degree=None,
+            max_instance_count=4,
+            precision=Precision.FP16,
+        )
+    error, present = raised.value, set(kinds)
+    assert all(f"{kind.value}: reason {i}" in error.problem for i, kind in enumerate(kinds))
+    slo, count = RejectionKind.SLO in present, RejectionKind.INSTANCE_COUNT in present
+    memory, precision = RejectionKind.MEMORY in present, RejectionKind.PRECISION in present
+    assert error.prop == ("slo" if slo else "max_instance_count" if count else "instance_types")
+    assert ("relax the SLO" in error.fix) is slo
+    assert ("the SLO is not the cause" in error.fix) is not slo
+    assert ("raise max_instance_count" in error.fix) is count
+    assert ("more accelerator memory (or more accelerators)" in error.fix) is memory
+    assert ("lower the precision" in error.fix) is (memory and not precision)
+    assert ("serve a precision the candidates offer" in error.fix) is precision
+    assert ("more accelerator memory is not what is missing" in error.fix) is (
+        not memory and not slo and not count
+    )
+    assert ("performance figures are published" in error.fix) is (
+        RejectionKind.UNPREDICTABLE in present
+    )
 
 
 def test_planning_decision_re_exports_each_name_from_the_module_that_owns_it() -> None:

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from cdk_sagemaker_llm.catalog.hub_access import HUB_GATES, hub_gate, is_gated
+from cdk_sagemaker_llm.catalog.hub_access import (
+    HUB_GATES,
+    hub_gate,
+    hub_url_id,
+    is_gated,
+    is_url,
+    ungated_example,
+)
 from cdk_sagemaker_llm.catalog.model_specs import PRESETS
 
 
@@ -61,3 +68,28 @@ def test_a_known_repository_is_gated_or_open_as_its_model_card_says(
 def test_an_id_no_fact_covers_is_unknown_and_not_gated(model_id: str) -> None:
     assert hub_gate(model_id) is None
     assert is_gated(model_id) is False
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("https://huggingface.co/Qwen/Qwen2-7B/tree/main", "Qwen/Qwen2-7B"),
+        ("hf.co/tiiuae/falcon-7b?library=transformers", "tiiuae/falcon-7b"),
+        ("https://www.huggingface.co/meta-llama/Llama-3.1-8B#usage", "meta-llama/Llama-3.1-8B"),
+        ("https://huggingface.co/meta-llama", None),
+        ("https://huggingface.co/spaces/meta-llama/chat", None),
+        ("https://huggingface.co/datasets/tatsu-lab/alpaca", None),
+        ("https://github.com/meta-llama/llama3", None),
+    ],
+)
+def test_a_hub_page_url_names_its_model_id_and_no_other_page_does(
+    text: str, named: str | None
+) -> None:
+    assert is_url(text)
+    assert hub_url_id(text) == named
+
+
+def test_an_id_is_not_a_url_and_the_example_id_is_known_ungated() -> None:
+    assert not is_url("Qwen/Qwen2-7B") and hub_url_id("Qwen/Qwen2-7B") is None
+    gate = hub_gate(ungated_example())
+    assert gate is not None and not gate.gated

@@ -143,6 +143,86 @@ def test_recommend_markdown_for_a_pull_request_and_price_basis(
     assert "savings-plan-1y" in out and "no eu-west-1 prices" in out
 
 
+def test_recommend_without_an_option_advises_by_the_rejections_kinds(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Llama 3 70B in int4 on ml.g5.12xlarge: memory at TP1, int4 refused at TP2/TP4. The
+    summary said "No layout meets the SLO"; it names the kinds and the fix, with no lower
+    precision and no looser SLO."""
+    argv = [
+        "recommend", "--model", "llama-3-70b", "--dtype", "int4", "--input-tokens", "1024",
+        "--output-tokens", "256", "--max-ms-per-token", "100", "--concurrency", "8",
+        "--instance-types", "ml.g5.12xlarge",
+    ]  # fmt: skip
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert "**No layout serves this traffic** (rejected: memory, precision)." in out
+    fix = next(line for line in out.splitlines() if line.startswith("Fix: "))
+    assert "serve a precision the candidates offer" in fix and "more accelerator memory" in fix
+    assert "lower the precision" not in fix and "relax the SLO" not in fix
+    assert "meets the SLO" not in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (
+            ["--instance-types", "ml.g5.2xlargee"],
+            "error: --instance-types='ml.g5.2xlargee': not an instance type the catalog knows"
+            ", so its accelerators and their performance are unknown and nothing on it can be "
+            "predicted. Fix: did you mean ml.g5.2xlarge",
+        ),
+        (
+            ["--region", "us-east-9"],
+            "error: --region='us-east-9': not an AWS region the library knows",
+        ),
+    ],
+)
+def test_recommend_names_the_flag_the_value_and_the_fix(
+    argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A typo in a candidate was rejected as unpredictable (exit 1, "No layout meets the
+    SLO"); a bad region was blamed on "Pricing.region", a prop the command has no flag for."""
+    assert main([*RECOMMEND, "--concurrency", "4", *argv]) == 2
+    assert capsys.readouterr().err.startswith(expected)
+
+
+def test_predict_on_a_mistyped_instance_type_names_the_closest_catalog_types(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``ml.g5.2xlargee`` was answered "llama-3-8b fits at no tensor-parallel degree there. Fix:
+    use a larger instance type or quantization": the type was unknown, not too small."""
+    argv = [
+        "predict", "--model", "llama-3-8b", "--instance-type", "ml.g5.2xlargee",
+        "--input-tokens", "512", "--output-tokens", "256", "--concurrency", "4",
+    ]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --instance-type='ml.g5.2xlargee': not an instance type the")
+    assert "Fix: did you mean ml.g5.2xlarge" in err and "larger instance type" not in err
+
+
+@pytest.mark.parametrize(
+    ("url", "fix"),
+    [
+        (
+            "https://huggingface.co/meta-llama/Meta-Llama-3-8B-Instruct",
+            "Fix: pass the id the URL names: --model meta-llama/Meta-Llama-3-8B-Instruct",
+        ),
+        ("https://huggingface.co/Qwen/Qwen2-7B", "--model Qwen/Qwen2-7B, with --parameters"),
+        ("https://huggingface.co/spaces/a/b", "(e.g. tiiuae/falcon-7b)"),
+    ],
+)
+def test_a_pasted_hub_url_as_model_is_answered_with_the_id_it_names(
+    url: str, fix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Hub page's URL was answered with JumpStart ids that merely resemble it."""
+    assert main([*RECOMMEND, "--concurrency", "4", "--model", url]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --model='{url}': a URL, not a model id. ")
+    assert fix in err and "JumpStart" not in err
+
+
 def test_recommend_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     # No layout: 1, with the rejections listed.
     strict = [
@@ -150,7 +230,9 @@ def test_recommend_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
         "--max-ms-per-token", "5", "--concurrency", "4", "--instance-types", "ml.g5.xlarge",
     ]  # fmt: skip
     assert main(strict) == 1
-    assert "No layout meets the SLO" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "**No layout serves this traffic** (rejected: slo)." in out
+    assert "Fix: relax the SLO (--max-ms-per-token, --max-ttft-ms)" in out
     # Bad input: 2.
     assert main([*RECOMMEND, "--concurrency", "4", "--instance-types", "g5.xlarge"]) == 2
     with pytest.raises(SystemExit):

@@ -3,6 +3,7 @@ error citing the documentation; and the messages that say how to fix a component
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -144,6 +145,31 @@ def test_a_url_as_a_hugging_face_model_id_is_refused_with_the_id(given: str, fix
     with pytest.raises(ValidationError, match="a URL, not a Hugging Face model id") as raised:
         ModelSource.from_hugging_face(given)
     assert fix in raised.value.fix
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        "https://huggingface.co/meta-llama",
+        "https://huggingface.co/spaces/meta-llama/chat",
+        "https://huggingface.co/models?search=llama",
+        "https://github.com/meta-llama/llama3",
+    ],
+)
+def test_a_url_naming_no_model_is_answered_with_an_ungated_example(given: str) -> None:
+    """A URL that names no model repository got "meta-llama/Meta-Llama-3-8B-Instruct" as the
+    example: a gated repository, refused without a token. The example is one the hub-access
+    facts say is ungated; a Space's or an organization's path is not offered as an id."""
+    from cdk_sagemaker_llm import ModelSource
+    from cdk_sagemaker_llm.catalog.hub_access import hub_gate
+
+    with pytest.raises(ValidationError, match="a URL, not a Hugging Face model id") as raised:
+        ModelSource.from_hugging_face(given)
+    suggested = re.findall(r'"([^"<>]+/[^"<>]+)"', raised.value.fix)
+    assert suggested == ["tiiuae/falcon-7b"]
+    gate = hub_gate(suggested[0])
+    assert gate is not None and not gate.gated
+    ModelSource.from_hugging_face(suggested[0])  # passes without a token
 
 
 def sharding_job(preset: str, degree: int) -> None:

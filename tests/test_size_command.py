@@ -116,3 +116,21 @@ def test_unknown_model_names_the_cli_flags_not_python(capsys: pytest.CaptureFixt
 def test_size_exits_2_on_bad_input(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["size", *argv]) == 2
     assert "error:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("name", "fix"),
+    [
+        ("ml.g5.2xlargee", "Fix: did you mean ml.g5.2xlarge"),
+        ("ml.c7i.xlarge", "Fix: use an accelerated type the catalog knows"),
+    ],
+)
+def test_size_on_a_type_the_catalog_does_not_know_names_the_closest_or_an_example(
+    name: str, fix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A typo gets the catalog types it resembles; a CPU type, which resembles no catalog
+    type closely, gets examples rather than look-alikes (ml.c7i.xlarge is not ml.g7.xlarge)."""
+    assert main(["size", "--model", "llama-3-8b", "--instance-type", name]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --instance-type='{name}': not an instance type the catalog")
+    assert fix in err

@@ -1,5 +1,6 @@
 """Which Hugging Face Hub repositories are gated: a download of their files needs a token of an
-account that has accepted the authors' conditions.
+account that has accepted the authors' conditions; and the repository id a pasted Hub page URL
+names (``hub_url_id``), for the messages that refuse a URL where an id belongs.
 
 A gated repository answers an anonymous download with 401 ("Access to model ... is
 restricted. You must be authenticated to access it."), so a container given its id and no
@@ -12,6 +13,7 @@ ungated: the library allows it (gating is a repository setting its authors may c
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -88,3 +90,37 @@ def is_gated(model_id: str) -> bool:
     open or not known at all (an unknown id is allowed)."""
     gate = hub_gate(model_id)
     return gate is not None and gate.gated
+
+
+def ungated_example() -> str:
+    """A model id the facts above say is ungated (``tiiuae/falcon-7b``), for a message's
+    example: one a reader can pass without a token."""
+    return next(
+        gate.prefix for gate in HUB_GATES if not gate.gated and not gate.prefix.endswith("/")
+    )
+
+
+_HUB_URL = re.compile(r"^(?:https?://)?(?:www\.)?(?:huggingface\.co|hf\.co)/(.*)$", re.IGNORECASE)
+_NON_MODEL_PAGES = frozenset({"datasets", "spaces", "docs", "models", "collections", "papers"})
+"""First path segments of Hub pages that are not a model repository (``huggingface.co/spaces/
+<owner>/<space>``, ``/models?search=...``): no model id can be read from their URL."""
+
+
+def is_url(text: str) -> bool:
+    """True when ``text`` is a URL (a Hub page's, with or without its scheme, or any
+    ``scheme://``), not a repository id."""
+    return _HUB_URL.match(text) is not None or "://" in text
+
+
+def hub_url_id(text: str) -> str | None:
+    """The ``<organization>/<model>`` a Hub model page's URL names
+    (``https://huggingface.co/Qwen/Qwen2-7B/tree/main`` -> ``Qwen/Qwen2-7B``); None for
+    anything else (not a Hub URL, an organization's page, a Space, a dataset, a search)."""
+    url = _HUB_URL.match(text)
+    if url is None:
+        return None
+    path = url.group(1).split("?")[0].split("#")[0]
+    parts = [part for part in path.split("/") if part][:2]
+    if len(parts) != 2 or parts[0].lower() in _NON_MODEL_PAGES:
+        return None
+    return "/".join(parts)

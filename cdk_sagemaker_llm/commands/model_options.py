@@ -9,7 +9,8 @@ import difflib
 from collections.abc import Mapping
 
 from ..catalog.containers import image_facts_of_uri
-from ..catalog.instance_types import InstanceType
+from ..catalog.hub_access import hub_url_id, is_url, ungated_example
+from ..catalog.instance_types import CATALOG, InstanceType
 from ..catalog.jumpstart import JUMPSTART_MODELS
 from ..catalog.model_specs import PRESETS, ModelSpec, Precision
 from ..errors import ValidationError
@@ -146,6 +147,8 @@ def model_spec(args: argparse.Namespace) -> ModelSpec:
                 "--model",
             )
         return jumpstart.spec
+    if is_url(str(args.model)):
+        raise _url_error(str(args.model))
     close = difflib.get_close_matches(str(args.model), list(JUMPSTART_MODELS), n=3, cutoff=0.6)
     raise ValidationError(
         "--model",
@@ -154,6 +157,24 @@ def model_spec(args: argparse.Namespace) -> ModelSpec:
         (f"did you mean the JumpStart id {', '.join(close)}? Or use" if close else "use")
         + f" one of {', '.join(sorted(PRESETS))}, or describe the model with {CUSTOM_SPEC_FLAGS}",
     )
+
+
+def _url_error(model: str) -> ValidationError:
+    """``--model`` given a page's URL: the id a Hub model page names, else how to write one."""
+    named = hub_url_id(model)
+    if named is None:
+        fix = (
+            "pass a preset or the <organization>/<model> id its Hub page shows (e.g. "
+            f"{ungated_example()}), or describe the model with {CUSTOM_SPEC_FLAGS}"
+        )
+    elif ModelSpec.from_hugging_face_id(named) is not None:
+        fix = f"pass the id the URL names: --model {named}"
+    else:
+        fix = (
+            f"pass the id the URL names, --model {named}, with {CUSTOM_SPEC_FLAGS} (the "
+            "catalog has no preset for it; read them from its config.json)"
+        )
+    return ValidationError("--model", model, "a URL, not a model id", fix)
 
 
 def engine_text(args: argparse.Namespace) -> str | None:
@@ -196,6 +217,27 @@ def int_list(text: str) -> list[int]:
     if not values or any(value < 1 for value in values):
         raise argparse.ArgumentTypeError(f"{text!r}: pass positive integers such as 1,2,4,8")
     return values
+
+
+def catalog_instance_type(flag: str, name: str) -> InstanceType:
+    """``name`` as the catalog's instance type. The command line cannot state a type's
+    accelerators (``InstanceType.of(name, accelerator=...)`` in code can), so a name the catalog
+    does not know (a typo such as ``ml.g5.2xlargee``) is a ValidationError naming ``flag``, the
+    name and the closest catalog names: nothing on it could be predicted."""
+    InstanceType.of(name)  # the ml.<family>.<size> form first
+    known = CATALOG.get(name)
+    if known is not None:
+        return known
+    close = difflib.get_close_matches(name, list(CATALOG), n=3, cutoff=0.9)
+    raise ValidationError(
+        flag,
+        name,
+        "not an instance type the catalog knows, so its accelerators and their performance are "
+        "unknown and nothing on it can be predicted",
+        f"did you mean {', '.join(close)}?"
+        if close
+        else "use an accelerated type the catalog knows (e.g. ml.g5.2xlarge, ml.g6e.2xlarge)",
+    )
 
 
 def check_tensor_parallel_degree(instance_type: InstanceType, degree: object) -> None:

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
 from ..planning.calibrated_band import with_calibrated_bands
@@ -47,6 +46,7 @@ from .model_options import (
     WORKLOAD_FLAGS,
     add_max_batch_size_argument,
     add_model_arguments,
+    catalog_instance_type,
     check_tensor_parallel_degree,
     engine_text,
     flag_error,
@@ -218,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         spec = model_spec(args)
         dtype = precision(args)
-        instance_type = InstanceType.of(args.instance_type)
+        instance_type = catalog_instance_type("--instance-type", args.instance_type)
         workload = Workload(args.input_tokens, args.output_tokens)
         check_tensor_parallel_degree(instance_type, args.tensor_parallel_degree)
         engine = engine_choice(engine_text(args))

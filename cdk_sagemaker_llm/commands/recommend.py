@@ -12,10 +12,17 @@ from typing import Any
 from ..catalog.instance_types import InstanceType
 from ..catalog.prices import DEFAULT_PRICE_LIST
 from ..errors import ValidationError
-from ..planning.decider import decide
+from ..planning.decider import decide, no_option_error
 from ..planning.optimizations import Optimization
 from ..planning.performance import Workload
-from ..planning.recommend import Option, Recommendation, Slo, Traffic, recommend
+from ..planning.recommend import (
+    Option,
+    Recommendation,
+    RejectionKind,
+    Slo,
+    Traffic,
+    recommend,
+)
 from ..planning.service_decision import ServiceDecision
 from ..planning.service_options import PriceBasis, Pricing, Risk, SearchSpace, Sizing
 from ..planning.service_request import ExpectedTraffic, ServiceRequest
@@ -24,6 +31,7 @@ from .model_options import (
     WORKLOAD_FLAGS,
     add_max_batch_size_argument,
     add_model_arguments,
+    catalog_instance_type,
     engine_text,
     flag_error,
     model_spec,
@@ -107,11 +115,7 @@ def run(args: argparse.Namespace) -> int:
         spec = model_spec(args)
         calibration = load_calibration(args.calibration)
         engine = engine_choice(engine_text(args))
-        candidates = (
-            [InstanceType.of(name.strip()) for name in args.instance_types.split(",") if name]
-            if args.instance_types
-            else None
-        )
+        candidates = _candidates(args.instance_types)
         sizing = Sizing(risk=Risk(args.risk), calibration=calibration, engine=engine)
         result = recommend(
             spec,
@@ -129,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
             "instance_type": "--instance-types",
             "precision": "--dtype",
             "workload": WORKLOAD_FLAGS,
+            "Pricing.region": "--region",
         }
         print(f"error: {flag_error(error, args, aliases)}", file=sys.stderr)
         return 2
@@ -142,8 +147,35 @@ def run(args: argparse.Namespace) -> int:
             data["decision"] = decision.to_metadata()
         print(json.dumps(data, indent=2))
     else:
-        sys.stdout.write(render_markdown(spec.name, result, decision))
+        fix = None
+        if not result.options:
+            fix = _in_flags(no_option_error(result, args.max_instance_count, precision(args)).fix)
+        sys.stdout.write(render_markdown(spec.name, result, decision, fix))
     return 0 if result.options else 1
+
+
+_FLAGS_OF_PROPS = {
+    "max_ms_per_token": "--max-ms-per-token",
+    "max_ttft_ms": "--max-ttft-ms",
+    "max_instance_count": "--max-instance-count",
+    "Precision.INT4_AWQ": "--dtype int4",
+}
+"""The props ``no_option_error``'s advice names, as this command's flags."""
+
+
+def _in_flags(advice: str) -> str:
+    """``advice`` worded for the command line: each prop it names as the flag that sets it."""
+    for prop, flag in _FLAGS_OF_PROPS.items():
+        advice = advice.replace(prop, flag)
+    return advice
+
+
+def _candidates(text: str | None) -> list[InstanceType] | None:
+    """``--instance-types``: the named catalog types (None: every accelerated type)."""
+    if not text:
+        return None
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    return [catalog_instance_type("--instance-types", name) for name in names]
 
 
 def _slo(args: argparse.Namespace) -> Slo:
@@ -206,10 +238,14 @@ def _money(value: float | None) -> str:
 
 
 def render_markdown(
-    model: str, result: Recommendation, decision: ServiceDecision | None = None
+    model: str,
+    result: Recommendation,
+    decision: ServiceDecision | None = None,
+    fix: str | None = None,
 ) -> str:
     """The recommendation as Markdown for a pull-request comment; with the first option's
-    ``decision``, what LlmService would deploy from it."""
+    ``decision``, what LlmService would deploy from it; without an option, the rejections'
+    kinds and the ``fix`` their advice makes (``planning.decider.no_option_error``)."""
     lines = [f"### Recommended layouts for {model}", ""]
     if result.options:
         lines += [
@@ -247,7 +283,12 @@ def render_markdown(
         if decision is not None:
             lines += ["", *_decision_lines(decision)]
     else:
-        lines.append("**No layout meets the SLO at this traffic.**")
+        kinds = [
+            kind.value for kind in RejectionKind if any(r.kind is kind for r in result.rejected)
+        ]
+        lines.append(f"**No layout serves this traffic** (rejected: {', '.join(kinds) or 'none'}).")
+        if fix is not None:
+            lines += ["", f"Fix: {fix}."]
     if result.rejected:
         lines += ["", f"<details><summary>Rejected ({len(result.rejected)})</summary>", ""]
         for rejection in result.rejected:

@@ -14,6 +14,7 @@ from ..planning.engine_profiles import EngineProfile, resolve_profile
 from ..planning.sizing import size
 from .model_options import (
     add_model_arguments,
+    catalog_instance_type,
     check_tensor_parallel_degree,
     engine_text,
     flag_error,
@@ -63,7 +64,7 @@ def _engine(text: str | None, instance_type: InstanceType) -> EngineProfile | No
 def run(args: argparse.Namespace) -> int:
     """Print the sizing report; exit 0 when the model serves, 1 when not, 2 on bad input."""
     try:
-        instance_type = InstanceType.of(args.instance_type)
+        instance_type = catalog_instance_type("--instance-type", args.instance_type)
         if instance_type.accelerator is not None and instance_type.accelerators_known:
             check_tensor_parallel_degree(instance_type, args.tensor_parallel_degree)
         report = size(

@@ -3,7 +3,6 @@ or a SageMaker JumpStart model (which also names its serving image and environme
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -11,7 +10,7 @@ from typing import TYPE_CHECKING
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 
-from ..catalog.hub_access import hub_gate
+from ..catalog.hub_access import hub_gate, hub_url_id, is_url, ungated_example
 from ..catalog.jumpstart import JumpStartModel, jumpstart_model
 from ..catalog.model_specs import ModelSpec
 from ..catalog.registries import partition
@@ -49,19 +48,18 @@ class BoundModelSource:
     model_data_source: sagemaker.CfnModel.ModelDataSourceProperty | None = None
 
 
-_HUB_URL = re.compile(r"^(?:https?://)?(?:www\.)?(?:huggingface\.co|hf\.co)/(.*)$", re.IGNORECASE)
-
-
 def _refuse_hub_url(prop: str, model_id: str) -> None:
     """A Hub page's URL is not a model id: the containers read ``HF_MODEL_ID`` as
-    ``<organization>/<model>`` (Hugging Face's own naming) and fail to download a URL."""
-    url = _HUB_URL.match(model_id)
-    if url is None and "://" not in model_id:
+    ``<organization>/<model>`` (Hugging Face's own naming) and fail to download a URL. The fix
+    suggests the id the URL names, else an example the catalog knows is ungated."""
+    if not is_url(model_id):
         return
-    path = (url.group(1) if url else model_id.split("://", 1)[1]).split("?")[0].split("#")[0]
-    parts = [part for part in path.split("/") if part][:2]
-    suggestion = (
-        "/".join(parts) if url and len(parts) == 2 else "meta-llama/Meta-Llama-3-8B-Instruct"
+    named = hub_url_id(model_id)
+    fix = (
+        f'pass the id the URL names: "{named}"'
+        if named is not None
+        else f'pass "<organization>/<model>" as the model\'s Hub page shows it, e.g. '
+        f'"{ungated_example()}" (an ungated repository)'
     )
     raise ValidationError(
         prop,
@@ -69,7 +67,7 @@ def _refuse_hub_url(prop: str, model_id: str) -> None:
         "a URL, not a Hugging Face model id (the container downloads <organization>/<model>)",
         "use ModelSource.from_s3(bucket, prefix) for weights in S3"
         if model_id.lower().startswith("s3://")
-        else f'pass the id, e.g. "{suggestion}"',
+        else fix,
     )
 
 
@@ -83,7 +81,7 @@ def check_hub_id(prop: str, model_id: str) -> None:
             prop,
             model_id,
             "not a Hugging Face model id",
-            'pass "<organization>/<model>", e.g. "Qwen/Qwen2.5-7B-Instruct"',
+            f'pass "<organization>/<model>", e.g. "{ungated_example()}"',
         )
     if not is_unresolved(model_id):
         _refuse_hub_url(prop, model_id)

@@ -18,12 +18,14 @@ from dataclasses import replace
 from typing import Any
 
 from ..catalog.instance_types import InstanceType
+from ..catalog.model_specs import Precision
 from ..errors import ValidationError, check_range
 from .calibration import AppliedCalibration, EngineRelease
 from .decision_record import Choice, ChoiceSource, Prediction
 from .engine_profiles import EngineProfile, profile_origin, resolve_profile
 from .optimizations import Optimization
 from .performance import (
+    INVOCATION_TIMEOUT_S,
     CopyModel,
     Efficiency,
     Layout,
@@ -33,8 +35,9 @@ from .performance import (
     profile_model,
 )
 from .placement import head_divisibility_problem
+from .quantized_coverage import MEASUREMENTS
 from .ranking import RejectionKind
-from .recommend import Option, Recommendation, recommend, unit_price
+from .recommend import Option, Recommendation, Rejection, recommend, unit_price
 from .service_decision import DecisionWarning, ScalingBounds, ServiceDecision, ServingSettings
 from .service_request import Overrides, ServiceRequest
 from .workload import check_context, check_workload_context
@@ -239,6 +242,7 @@ class _Decider:
             instance_type=overrides.layout.instance_type,
             tensor_parallel_degree=overrides.layout.tensor_parallel_degree,
             max_instance_count=request.max_instance_count,
+            precision=request.precision,
         )
         self.optimization = option.optimization
         if option.optimization is not None:
@@ -666,13 +670,17 @@ def choose(
     instance_type: InstanceType | None,
     tensor_parallel_degree: int | None,
     max_instance_count: int,
+    precision: Precision,
 ) -> Option:
     """The cheapest option that meets every layout override; an error naming the prop at
     fault (the SLO, the candidates, the instance count, or the override no option meets),
-    with the performance model's reasons."""
+    with the performance model's reasons and advice that follows their kinds.
+
+    :param precision: the weights' precision the search asked (the advice for a model that
+        does not fit offers a lower one only below it)."""
     options = list(recommendation.options)
     if not options:
-        raise _no_option_error(recommendation, max_instance_count)
+        raise no_option_error(recommendation, max_instance_count, precision)
     overrides = {
         "instance_type": instance_type.name if instance_type is not None else None,
         "tensor_parallel_degree": tensor_parallel_degree,
@@ -691,53 +699,110 @@ def choose(
             raise ValidationError(
                 prop,
                 value,
-                "no layout with it serves the peak traffic within the SLO and memory on at "
-                f"most {max_instance_count} instances"
-                + (f" ({'; '.join(reasons)})" if reasons else ""),
+                f"no layout with it serves the peak traffic on at most {max_instance_count} "
+                "instances" + (f" ({'; '.join(reasons)})" if reasons else ""),
                 f"drop the override or use one of {', '.join(available)}",
             )
         options = kept
     return options[0]
 
 
-def _no_option_error(recommendation: Recommendation, max_instance_count: int) -> ValidationError:
-    """No option at all: blame what every rejection has in common (memory: the candidates;
-    unpublished accelerator figures: the candidates; the instance count: max_instance_count),
-    else the SLO."""
-    reasons = "; ".join(rejections(recommendation, None, None))
-    kinds = {r.kind for r in recommendation.rejected}
-    candidates = sorted({r.instance_type for r in recommendation.rejected})
-    if RejectionKind.UNPREDICTABLE in kinds and kinds <= _CANDIDATE_KINDS:
-        return ValidationError(
-            "instance_types",
-            candidates,
-            f"no candidate can be predicted or fits the model: {reasons}",
-            "add instance types whose accelerators' performance figures are published (the "
-            "catalog's GPU and Neuron types), or benchmark the type and serve it with a "
-            "pinned layout; more accelerator memory is not what is missing",
-        )
-    if kinds and kinds <= _CANDIDATE_KINDS:
-        return ValidationError(
-            "instance_types",
-            candidates,
-            f"the model does not fit on any candidate: {reasons}",
-            "add instance types with more accelerator memory (or more accelerators), or lower "
-            "the precision (e.g. Precision.INT4_AWQ); the SLO is not the cause",
-        )
-    if kinds == {RejectionKind.INSTANCE_COUNT}:
-        return ValidationError(
-            "max_instance_count",
-            max_instance_count,
-            f"every layout needs more instances for the peak traffic: {reasons}",
-            "raise max_instance_count, add larger instance types, or lower the peak traffic",
-        )
-    return ValidationError(
-        "slo",
-        "unmet",
-        f"no candidate layout serves the peak traffic within the SLO and memory: {reasons}",
-        "relax the SLO, add larger instance types, raise max_instance_count, or lower the "
-        "peak traffic",
+def no_option_error(
+    recommendation: Recommendation, max_instance_count: int, precision: Precision
+) -> ValidationError:
+    """No option at all: blame what the rejections' kinds point at (the candidates, for
+    memory, precision, engine and the like; max_instance_count, when the instance count is the
+    only other kind), else the SLO. The fix gives each kind's advice (``_advice``) and nothing a
+    listed reason contradicts: no lower precision beside a precision refusal, no more memory
+    where memory is not a reason, no looser SLO where the SLO is not one."""
+    rejected = recommendation.rejected
+    kinds = [kind for kind in RejectionKind if any(r.kind is kind for r in rejected)]
+    reasons = "; ".join(
+        describe_rejection(r.instance_type, r.tensor_parallel_degree, r.reason)
+        for r in _each_kind_shown(rejected)
     )
+    fix = "; ".join(_advice(kind, kinds, precision) for kind in kinds)
+    if kinds == [RejectionKind.MEMORY]:
+        problem = f"the model does not fit on any candidate: {reasons}"
+    elif kinds == [RejectionKind.INSTANCE_COUNT]:
+        problem = f"every layout needs more instances for the peak traffic: {reasons}"
+    else:
+        named = ", ".join(kind.value for kind in kinds) or "nothing searched"
+        problem = f"no candidate layout serves the model ({named}): {reasons}"
+    if kinds and set(kinds) <= _CANDIDATE_KINDS:
+        memory = (
+            ""
+            if RejectionKind.MEMORY in kinds
+            else "more accelerator memory is not what is missing; "
+        )
+        return ValidationError(
+            "instance_types",
+            sorted({r.instance_type for r in rejected}),
+            problem,
+            f"{fix}; {memory}the SLO is not the cause",
+        )
+    if RejectionKind.INSTANCE_COUNT in kinds and set(kinds) <= _COUNT_KINDS:
+        return ValidationError(
+            "max_instance_count", max_instance_count, problem, f"{fix}; the SLO is not the cause"
+        )
+    return ValidationError("slo", "unmet", problem, fix or "add candidate instance types")
+
+
+def _each_kind_shown(rejected: list[Rejection]) -> list[Rejection]:
+    """The rejections an error lists: the first of each kind (so each piece of advice has its
+    reason shown), topped up in order to four."""
+    firsts = [r for i, r in enumerate(rejected) if all(o.kind is not r.kind for o in rejected[:i])]
+    rest = [r for r in rejected if all(r is not f for f in firsts)]
+    chosen = {id(r) for r in (firsts + rest)[: max(4, len(firsts))]}
+    return [r for r in rejected if id(r) in chosen]
+
+
+def _advice(kind: RejectionKind, kinds: list[RejectionKind], precision: Precision) -> str:
+    """What a user changes to answer rejections of ``kind``, among ``kinds`` (all the kinds of
+    the rejections) under the searched ``precision`` (an optimization's layouts are refused at
+    its own precision, so a precision refusal's advice does not name the searched one)."""
+    if kind is RejectionKind.MEMORY:
+        more = "add instance types with more accelerator memory (or more accelerators)"
+        lowest = min(Precision, key=lambda p: p.bytes_per_parameter)
+        if RejectionKind.PRECISION in kinds or precision is lowest:
+            return more
+        return f"{more}, or lower the precision (e.g. Precision.{lowest.name})"
+    if kind is RejectionKind.PRECISION:
+        offered = ", ".join(
+            f"{m.accelerator} TP{m.tensor_parallel_degree}" for m in MEASUREMENTS if m.faster
+        )
+        return (
+            "serve a precision the candidates offer (each precision reason names the one "
+            "refused: FP16/BF16 serve on every GPU, FP8 needs FP8 tensor cores, int4 AWQ is "
+            f"offered only where a measurement covers the layout: {offered}), or add instance "
+            "types that offer the precision refused"
+        )
+    return _KIND_ADVICE[kind]
+
+
+_KIND_ADVICE = {
+    RejectionKind.HEAD_DIVISIBILITY: (
+        "add instance types whose accelerator count the model's attention and KV heads divide over"
+    ),
+    RejectionKind.TIMEOUT: (
+        "ask fewer output tokens per request, or add faster instance types (a request must "
+        f"finish within the {INVOCATION_TIMEOUT_S:g} s invocation timeout)"
+    ),
+    RejectionKind.SLO: "relax the SLO (max_ms_per_token, max_ttft_ms) or add faster instance types",
+    RejectionKind.INSTANCE_COUNT: (
+        "raise max_instance_count, add larger instance types, or lower the peak traffic"
+    ),
+    RejectionKind.UNPREDICTABLE: (
+        "add instance types whose accelerators' performance figures are published (the "
+        "catalog's GPU and Neuron types), or benchmark the type and serve it with a pinned layout"
+    ),
+    RejectionKind.ENGINE: (
+        "serve with an engine that runs there (and serves the optimization), or add instance "
+        "types the engine runs on"
+    ),
+    RejectionKind.NO_LAYOUT: "add instance types whose accelerators split into copies",
+}
+"""Advice per rejection kind, where it does not depend on the other kinds (``_advice``)."""
 
 
 _CANDIDATE_KINDS = frozenset(
@@ -753,6 +818,8 @@ _CANDIDATE_KINDS = frozenset(
 )
 """Rejection kinds the candidate instance types answer for (a different candidate, not a
 looser SLO or more instances, gives an option)."""
+_COUNT_KINDS = _CANDIDATE_KINDS | {RejectionKind.INSTANCE_COUNT}
+"""Rejection kinds that, with the instance count among them, blame max_instance_count."""
 
 
 def rejections(
