@@ -28,6 +28,8 @@ from cdk_sagemaker_llm.planning.performance import (
     Workload,
     max_throughput_within,
 )
+from cdk_sagemaker_llm.planning.recommend import Risk, Slo, Traffic, recommend
+from cdk_sagemaker_llm.planning.service_options import SearchSpace, Sizing
 
 G5 = InstanceType.G5_2XLARGE
 LOAD = Workload(550, 150)
@@ -159,3 +161,29 @@ def test_the_published_tgi_sweep_near_its_knee_is_predicted_closer_with_the_fitt
     for row, _, measured, before, after in near:
         assert abs(after / measured - 1) < 0.35, row.index
         assert abs(after / measured - 1) < abs(before / measured - 1), row.index
+
+
+def test_recommend_lowers_the_scaling_target_to_the_ttft_limit_a_measured_hold_sets() -> None:
+    """Calibrated on a server that holds new requests (TTFT rising with load), a 600 ms TTFT
+    limit caps each copy at the load whose TTFT meets it, and the reasoning names the figures;
+    the same measurement without the hold lets a copy run far busier."""
+    answers = {}
+    for steps in (20, 0):
+        server = _model(replace(TGI_LIKE, prefill_hold_steps=steps))
+        document = _results([1, 2, 4, 8, 16, 32], server, capacity=32)
+        calibration = calibrate(document, ModelSpec.LLAMA_3_8B, Layout(G5, 1, 1))
+        answers[steps] = recommend(
+            ModelSpec.LLAMA_3_8B, LOAD, Slo(1000, max_ttft_ms=600), Traffic(requests_per_second=2),
+            search=SearchSpace(instance_types=[G5]),
+            sizing=Sizing(risk=Risk.MEDIAN, calibration=calibration),
+        ).options[0]  # fmt: skip
+    held, prompt_only = answers[20], answers[0]
+    assert held.knee_concurrency_per_copy < prompt_only.knee_concurrency_per_copy / 2
+    assert held.layout.instance_count > prompt_only.layout.instance_count
+    assert held.predicted.ttft_ms <= 600
+    within = next(line for line in held.reasoning if line.startswith("within"))
+    beyond = held.max_concurrency_per_copy + 1
+    assert f"at {beyond} per copy TTFT would be" in within and "> 600" in within
+    assert any(
+        line.startswith("knee:") and "to first token > 600" in line for line in held.reasoning
+    )
