@@ -131,6 +131,29 @@ def test_a_calibration_without_queueing_fits_no_hold() -> None:
     calibration = calibrate(document, ModelSpec.LLAMA_3_8B, Layout(G5, 1, 1))
     assert calibration.efficiency.prefill_hold_steps == 0.0
     assert "held" not in calibration.efficiency.describe()
+    assert calibration.batch_limit is None
+    assert not any("queue for admission" in note for note in calibration.fit_notes())
+
+
+def test_calibrate_finds_the_batch_limit_behind_seconds_of_ttft_at_16_and_32_in_flight() -> None:
+    """A server that runs 8 sequences at once, measured at 1-32 in flight: past 8 the clients
+    queue for admission, TTFT grows from about 0.4 s to seconds while tokens/s stays flat.
+    Calibrated as if the largest concurrency bounded the batch, TTFT missed it many times
+    over; the fit finds the limit, and with it every level's TTFT and the decode factors."""
+    truth = replace(TGI_LIKE, prefill_hold_steps=0)
+    document = _results([1, 2, 4, 8, 16, 32], _model(truth), capacity=8)
+    measured = {level["concurrency"]: level["p50_ttft_s"] * 1000 for level in document["levels"]}
+    assert measured[16] > 10 * measured[1]
+    calibration = calibrate(document, ModelSpec.LLAMA_3_8B, Layout(G5, 1, 1))
+    assert calibration.batch_limit == 8
+    fitted = _model(calibration.efficiency)
+    for concurrency, ttft_ms in measured.items():
+        assert fitted.level(concurrency, 8).ttft_ms == pytest.approx(ttft_ms, rel=0.10)
+    assert calibration.efficiency.memory_bandwidth == pytest.approx(0.6, abs=0.03)
+    assert calibration.rms_error < 0.05
+    assert any("--max-batch-size 8" in note for note in calibration.fit_notes())
+    assert "queueing past 8 per copy" in calibration.describe()
+    assert Calibration.from_dict(calibration.to_dict()).batch_limit == 8
 
 
 def test_a_ttft_limit_lowers_what_a_copy_serves_once_the_hold_is_measured() -> None:

@@ -13,9 +13,13 @@ request's own prefill with the share of the others' run with it. Two constants c
 the prefill efficiency from the lightest streamed level, where no queueing mixes in, and the
 hold from every streamed level (least squares on the logarithm of TTFT), after which the decode
 factors are searched again (a held request is out of the batch, which the end-to-end figures
-see). ``Calibration.ttft_rms_error`` records how well TTFT fits. (An earlier fit moved the
-prefill efficiency to every level's TTFT instead: it absorbed the queueing as a slower
-prefill, and the end-to-end fit of a loopback round trip went from 1% to 18% rms error.)
+see). ``Calibration.ttft_rms_error`` records how well TTFT fits. The wait for admission needs
+the server's batch limit, which a benchmark does not state: the fit assumes the largest
+measured concurrency per copy until the levels show clients queueing below it (tokens/s flat
+while ms/token and TTFT grow with the queue), then finds the limit among the measured
+concurrencies (``Calibration.batch_limit``, with a note on how to apply it). (An earlier fit
+moved the prefill efficiency to every level's TTFT instead: it absorbed the queueing as a
+slower prefill, and the end-to-end fit of a loopback round trip went from 1% to 18% rms error.)
 
 A calibration is keyed by what was measured: the serving **engine** (container family and
 version), the **hardware** (instance type and its accelerator), the **tensor-parallel degree**
@@ -213,6 +217,10 @@ class Calibration:
     ttft_rms_error: float | None = None
     """Root-mean-square relative error of the fitted TTFT over the streamed levels; None when
     no level measured TTFT."""
+    batch_limit: int | None = None
+    """Sequences per copy the benchmarked server ran at once, where the levels show requests
+    queueing for admission below the highest measured concurrency (``fit_notes`` says how to
+    apply it); None: no level queued."""
     file: str | None = field(default=None, compare=False)
     """The calibration file it was read from (``from_file``), for error messages."""
 
@@ -221,6 +229,8 @@ class Calibration:
         low, high = self.concurrency_range
         engine = f" with {self.engine.describe()}" if self.engine else ""
         ttft = "" if self.ttft_rms_error is None else f", TTFT {self.ttft_rms_error:.0%} rms error"
+        if self.batch_limit is not None:
+            ttft += f", queueing past {self.batch_limit} per copy"
         return (
             f"calibrated on {self.source}: {self.model}{engine} on {self.instance_type} "
             f"TP{self.tensor_parallel_degree} x {self.copies} copies, {self.input_tokens} in / "
@@ -292,6 +302,14 @@ class Calibration:
                     f"{name} {value:g} is the {end} value the fit tries: these levels may not "
                     "constrain it, or the server is outside the model's range there"
                 )
+        if self.batch_limit is not None:
+            notes.append(
+                f"the levels queue for admission past {self.batch_limit} in flight per copy: the "
+                f"server ran at most {self.batch_limit} sequences at once (its batch limit, e.g. "
+                "OPTION_MAX_ROLLING_BATCH_SIZE or MAX_BATCH_TOTAL_TOKENS); predictions use the "
+                f"engine profile's limit unless told: pass --max-batch-size {self.batch_limit} "
+                "to predict and recommend, or raise the server's limit"
+            )
         hold = self.efficiency.prefill_hold_steps
         if hold == _HOLD_GRID[-1]:
             notes.append(
@@ -326,6 +344,7 @@ class Calibration:
             "ttft_rms_error": None
             if self.ttft_rms_error is None
             else round(self.ttft_rms_error, 6),
+            "batch_limit": self.batch_limit,
             "source": self.source,
             "efficiency": {
                 "memory_bandwidth": efficiency.memory_bandwidth,
@@ -392,6 +411,9 @@ class Calibration:
                 ttft_rms_error=None
                 if document.get("ttft_rms_error") is None
                 else float(document["ttft_rms_error"]),
+                batch_limit=None
+                if document.get("batch_limit") is None
+                else int(document["batch_limit"]),
             )
         except (KeyError, TypeError, ValueError) as error:
             raise ValidationError(
@@ -700,8 +722,8 @@ def calibrate(
         )
     load = _workload(document, workload)
     fit = _Fit(spec, layout, precision, load, levels)
-    efficiency = fit.decode(DEFAULT_EFFICIENCY)
     with_ttft = [level for level in levels if level.ttft_ms is not None]
+    efficiency = fit.admission(DEFAULT_EFFICIENCY, with_ttft)
     for _ in range(2 if with_ttft else 1):
         # TTFT and the decode factors share the step time (a request's first token waits for
         # the step in progress; a held request is out of the batch): a second round settles it.
@@ -735,6 +757,7 @@ def calibrate(
         else None,
         layers=spec.layers,
         ttft_rms_error=fit.ttft_rms_error(efficiency, with_ttft) if with_ttft else None,
+        batch_limit=fit.batch_limit,
     )
 
 
@@ -782,9 +805,12 @@ class _Fit:
         memory = copy_memory(
             spec, layout.instance_type, layout.tensor_parallel_degree, precision, load.total_tokens
         )
-        # The batch limit is unknown here: the largest measured concurrency per copy bounds it.
+        # The largest measured concurrency per copy bounds the batch limit until ``admission``
+        # finds the levels queueing below it.
         most = max(level.concurrency for level in levels) / layout.copies
         self.capacity = max(1, min(memory.sequences, math.ceil(most)))
+        self.batch_limit: int | None = None
+        """The batch limit ``admission`` found (None: no level queued for admission)."""
 
     def model(self, efficiency: Efficiency) -> CopyModel:
         """The benchmarked copy timed with ``efficiency``."""
@@ -807,6 +833,40 @@ class _Fit:
             total += math.log(at.ms_per_token / level.ms_per_token) ** 2
             total += math.log(at.tokens_per_s * copies / level.tokens_per_s) ** 2
         return total
+
+    def _total(self, efficiency: Efficiency, ttft: list[MeasuredLevel]) -> float:
+        """``error`` plus the squared log errors of the streamed levels' TTFT."""
+        errors = self._ttft(efficiency).errors(ttft) if ttft else []
+        return self.error(efficiency) + sum(error * error for error in errors)
+
+    def _refit(self, start: Efficiency, ttft: list[MeasuredLevel]) -> Efficiency:
+        """One round of the decode and TTFT factors at the current capacity."""
+        efficiency = self.decode(start)
+        if ttft:
+            efficiency = self.prefill(efficiency, ttft[0])
+            efficiency = self.decode(self.hold(efficiency, ttft))
+        return efficiency
+
+    def admission(self, start: Efficiency, ttft: list[MeasuredLevel]) -> Efficiency:
+        """The batch limit the levels show, if any: the server runs at most that many
+        sequences per copy, and the clients beyond it queue for admission (their ms/token and
+        TTFT grow with the queue while tokens/s stays flat). Each measured concurrency per copy
+        below the largest is tried with the factors refitted to it; one is kept only where it
+        halves the squared log error of ms/token, tokens/s and TTFT of assuming none, so that
+        a server which merely slows down under load is not read as queueing."""
+        start = self._refit(start, ttft)
+        best = (self._total(start, ttft), self.capacity, start)
+        measured = {math.ceil(level.concurrency / self.layout.copies) for level in self.levels}
+        unbounded = self.capacity
+        for capacity in sorted(c for c in measured if c < unbounded):
+            self.capacity = capacity
+            efficiency = self._refit(start, ttft)
+            total = self._total(efficiency, ttft)
+            if total < best[0] / 2 and total < best[0] - 1e-9:
+                best = (total, capacity, efficiency)
+        _, self.capacity, efficiency = best
+        self.batch_limit = self.capacity if self.capacity < unbounded else None
+        return efficiency
 
     def _best(self, candidates: list[Efficiency]) -> Efficiency:
         return min(candidates, key=self.error)
