@@ -1083,8 +1083,6 @@ def _evaluate(
         )
         return None, Rejection(instance_type.name, kind, reason, degree)
     per_copy = capacity.concurrency_per_copy
-    # The TTFT limit too: TTFT grows with the load (queueing for admission and for prefill),
-    # so a knee past it would set a scaling target whose requests wait too long to start.
     knee = copy_knee(efficiency_model, limits, slo.max_ms_per_token, slo.max_ttft_ms)
     # A knee of None: even one request per copy trips the rule, so the walk stopped at 1.
     knee_clients = knee.concurrency or 1
