@@ -154,6 +154,9 @@ def test_calibrate_finds_the_batch_limit_behind_seconds_of_ttft_at_16_and_32_in_
     assert any("--max-batch-size 8" in note for note in calibration.fit_notes())
     assert "queueing past 8 per copy" in calibration.describe()
     assert Calibration.from_dict(calibration.to_dict()).batch_limit == 8
+    # Wherever the calibration is applied, the measured limit is named.
+    applied = calibration.applied_to(ModelSpec.LLAMA_3_8B, G5)
+    assert any("queued requests past 8 in flight per copy" in n for n in applied.warnings)
 
 
 def test_a_ttft_limit_lowers_what_a_copy_serves_once_the_hold_is_measured() -> None:

@@ -527,6 +527,12 @@ class Calibration:
         :raises ValidationError: when ``engine`` is another engine than the calibrated one.
         """
         notes = self.engine_notes(engine)
+        if self.batch_limit is not None:
+            notes.append(
+                f"the calibrated server queued requests past {self.batch_limit} in flight per "
+                "copy (its batch limit); the prediction uses the engine profile's limit unless "
+                f"max_batch_size says otherwise (--max-batch-size {self.batch_limit})"
+            )
         if base is None:
             target = engine if engine is not None else self.engine
             base = efficiency_of(resolve_profile(target, instance_type.is_neuron))
