@@ -5,11 +5,21 @@ its ``payload`` states input and output tokens, each of its ``levels`` the clien
 the p50 ms/token (end-to-end latency / output tokens), output tokens/s and, when streaming,
 the p50 TTFT. ``calibrate`` searches the memory-bandwidth efficiency, the per-step overhead and
 the decode compute efficiency that make the model's predictions match those levels best (least
-squares on the logarithm of ms/token and tokens/s), and the prefill efficiency from the TTFT
-of the lightest streamed level, where no queueing mixes in. (Fitted to every level's TTFT, the
-prefill efficiency absorbed the queueing the closed form's TTFT under load does not model, and
-the end-to-end fit of a loopback round trip went from 1% to 18% rms error: TTFT under load
-needs the scheduler simulation, not a slower prefill.)
+squares on the logarithm of ms/token and tokens/s). TTFT is fitted across every streamed level
+with the model of TTFT under load (``CopyModel.level``): the wait for admission beyond the
+batch limit, the hold before a running batch takes a new prefill in
+(``Efficiency.prefill_hold_steps``, ``CopyModel.held_s``), the step in progress, and the
+request's own prefill with the share of the others' run with it. Two constants come from it:
+the prefill efficiency from the lightest streamed level, where no queueing mixes in, and the
+hold from every streamed level (least squares on the logarithm of TTFT), after which the decode
+factors are searched again (a held request is out of the batch, which the end-to-end figures
+see). ``Calibration.ttft_rms_error`` records how well TTFT fits. The wait for admission needs
+the server's batch limit, which a benchmark does not state: the fit assumes the largest
+measured concurrency per copy until the levels show clients queueing below it (tokens/s flat
+while ms/token and TTFT grow with the queue), then finds the limit among the measured
+concurrencies (``Calibration.batch_limit``, with a note on how to apply it). (An earlier fit
+moved the prefill efficiency to every level's TTFT instead: it absorbed the queueing as a
+slower prefill, and the end-to-end fit of a loopback round trip went from 1% to 18% rms error.)
 
 A calibration is keyed by what was measured: the serving **engine** (container family and
 version), the **hardware** (instance type and its accelerator), the **tensor-parallel degree**
@@ -63,6 +73,9 @@ _MEMORY_GRID = [round(0.30 + 0.025 * i, 3) for i in range(29)]  # 0.30 .. 1.00
 _OVERHEAD_GRID_MS = [0.5 * i for i in range(61)]  # 0 .. 30 ms
 _COMPUTE_GRID = [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
 _PREFILL_GRID = [round(0.05 * i, 2) for i in range(2, 21)]  # 0.10 .. 1.00
+_HOLD_GRID = [0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 12.0, 16.0, 20.0, 24.0, 32.0, 48.0, 64.0]
+"""Decode steps of prefill hold the fit tries: 0 (the next step takes a new request) to
+64 (three times TGI's default ``max_waiting_tokens``)."""
 
 
 CALIBRATION_FORMAT = "cdk-sagemaker-llm/calibration"
@@ -201,6 +214,13 @@ class Calibration:
     """The accelerator of ``instance_type`` (e.g. ``NVIDIA A10G``): the hardware key."""
     layers: int | None = None
     """Layers of the calibrated model (for the record of what was measured)."""
+    ttft_rms_error: float | None = None
+    """Root-mean-square relative error of the fitted TTFT over the streamed levels; None when
+    no level measured TTFT."""
+    batch_limit: int | None = None
+    """Sequences per copy the benchmarked server ran at once, where the levels show requests
+    queueing for admission below the highest measured concurrency (``fit_notes`` says how to
+    apply it); None: no level queued."""
     file: str | None = field(default=None, compare=False)
     """The calibration file it was read from (``from_file``), for error messages."""
 
@@ -208,11 +228,14 @@ class Calibration:
         """Where the factors come from, in one line."""
         low, high = self.concurrency_range
         engine = f" with {self.engine.describe()}" if self.engine else ""
+        ttft = "" if self.ttft_rms_error is None else f", TTFT {self.ttft_rms_error:.0%} rms error"
+        if self.batch_limit is not None:
+            ttft += f", queueing past {self.batch_limit} per copy"
         return (
             f"calibrated on {self.source}: {self.model}{engine} on {self.instance_type} "
             f"TP{self.tensor_parallel_degree} x {self.copies} copies, {self.input_tokens} in / "
             f"{self.output_tokens} out, concurrency {low}-{high} ({self.levels} levels, "
-            f"{self.rms_error:.0%} rms error): {self.efficiency.describe()}"
+            f"{self.rms_error:.0%} rms error{ttft}): {self.efficiency.describe()}"
         )
 
     def coverage_notes(
@@ -279,6 +302,21 @@ class Calibration:
                     f"{name} {value:g} is the {end} value the fit tries: these levels may not "
                     "constrain it, or the server is outside the model's range there"
                 )
+        if self.batch_limit is not None:
+            notes.append(
+                f"the levels queue for admission past {self.batch_limit} in flight per copy: the "
+                f"server ran at most {self.batch_limit} sequences at once (its batch limit, e.g. "
+                "OPTION_MAX_ROLLING_BATCH_SIZE or MAX_BATCH_TOTAL_TOKENS); predictions use the "
+                f"engine profile's limit unless told: pass --max-batch-size {self.batch_limit} "
+                "to predict and recommend, or raise the server's limit"
+            )
+        hold = self.efficiency.prefill_hold_steps
+        if hold == _HOLD_GRID[-1]:
+            notes.append(
+                f"prefill hold {hold:g} decode steps is the highest value the fit tries: TTFT "
+                "under load grows faster than a hold explains (requests may queue for admission "
+                "below the measured concurrency: check the engine's batch limit)"
+            )
         return notes
 
     # ----- the calibration file -------------------------------------------------------------
@@ -287,8 +325,8 @@ class Calibration:
         """The calibration file's JSON document (``CALIBRATION_FORMAT`` version
         ``CALIBRATION_VERSION``): ``format``, ``version``, the key (``engine``, ``hardware``,
         ``tensor_parallel_degree``, ``model``), what was measured (``precision``, ``copies``,
-        ``workload``, ``concurrency_range``, ``levels``, ``rms_error``, ``source``) and the
-        fitted ``efficiency``."""
+        ``workload``, ``concurrency_range``, ``levels``, ``rms_error``, ``ttft_rms_error``,
+        ``source``) and the fitted ``efficiency``."""
         efficiency = self.efficiency
         return {
             "format": CALIBRATION_FORMAT,
@@ -303,12 +341,17 @@ class Calibration:
             "concurrency_range": list(self.concurrency_range),
             "levels": self.levels,
             "rms_error": round(self.rms_error, 6),
+            "ttft_rms_error": None
+            if self.ttft_rms_error is None
+            else round(self.ttft_rms_error, 6),
+            "batch_limit": self.batch_limit,
             "source": self.source,
             "efficiency": {
                 "memory_bandwidth": efficiency.memory_bandwidth,
                 "decode_compute": efficiency.decode_compute,
                 "prefill_compute": efficiency.prefill_compute,
                 "step_overhead_ms": efficiency.step_overhead_ms,
+                "prefill_hold_steps": efficiency.prefill_hold_steps,
             },
         }
 
@@ -346,6 +389,8 @@ class Calibration:
                     decode_compute=float(factors["decode_compute"]),
                     prefill_compute=float(factors["prefill_compute"]),
                     step_overhead_ms=float(factors["step_overhead_ms"]),
+                    # Absent from files written before the hold was fitted: none.
+                    prefill_hold_steps=float(factors.get("prefill_hold_steps", 0.0)),
                 ),
                 model=str(model["name"]),
                 instance_type=str(hardware["instance_type"]),
@@ -363,6 +408,12 @@ class Calibration:
                 else EngineRelease.from_dict(engine, f"{where}.engine"),
                 accelerator=hardware.get("accelerator"),
                 layers=model.get("layers"),
+                ttft_rms_error=None
+                if document.get("ttft_rms_error") is None
+                else float(document["ttft_rms_error"]),
+                batch_limit=None
+                if document.get("batch_limit") is None
+                else int(document["batch_limit"]),
             )
         except (KeyError, TypeError, ValueError) as error:
             raise ValidationError(
@@ -476,6 +527,12 @@ class Calibration:
         :raises ValidationError: when ``engine`` is another engine than the calibrated one.
         """
         notes = self.engine_notes(engine)
+        if self.batch_limit is not None:
+            notes.append(
+                f"the calibrated server queued requests past {self.batch_limit} in flight per "
+                "copy (its batch limit); the prediction uses the engine profile's limit unless "
+                f"max_batch_size says otherwise (--max-batch-size {self.batch_limit})"
+            )
         if base is None:
             target = engine if engine is not None else self.engine
             base = efficiency_of(resolve_profile(target, instance_type.is_neuron))
@@ -501,8 +558,9 @@ class Calibration:
             notes.append(
                 f"calibrated on {self.accelerator or self.instance_type}, applied to "
                 f"{accelerator.name if accelerator else instance_type.name}: only the "
-                f"engine-level per-step overhead ({fitted.step_overhead_ms:g} ms) transfers; "
-                "bandwidth and compute efficiencies are the engine profile's"
+                f"engine-level per-step overhead ({fitted.step_overhead_ms:g} ms) and prefill "
+                f"hold ({fitted.prefill_hold_steps:g} decode steps) transfer; bandwidth and "
+                "compute efficiencies are the engine profile's"
             )
         if not same_model:
             notes.append(
@@ -517,8 +575,10 @@ class Calibration:
         """``base`` (an engine profile's factors) with its per-step overhead scaled so that at
         the calibrated layers and TP degree it equals the measured one: the measurement sets the
         level, the profile how it grows with layers and TP (a calibration fits one flat
-        overhead, which would otherwise carry one model's layers and TP to another)."""
+        overhead, which would otherwise carry one model's layers and TP to another). The
+        measured prefill hold, counted in the engine's own decode steps, carries over as is."""
         fitted = self.efficiency
+        base = replace(base, prefill_hold_steps=fitted.prefill_hold_steps)
         layers = self.layers or 0
         measured = fitted.step_overhead_s(layers, self.tensor_parallel_degree)
         profile = base.step_overhead_s(layers, self.tensor_parallel_degree)
@@ -668,14 +728,16 @@ def calibrate(
         )
     load = _workload(document, workload)
     fit = _Fit(spec, layout, precision, load, levels)
-    efficiency = fit.decode(DEFAULT_EFFICIENCY)
     with_ttft = [level for level in levels if level.ttft_ms is not None]
-    if with_ttft:
-        efficiency = fit.decode(fit.prefill(efficiency, with_ttft[0]))
-    efficiency = fit.decode(fit.compute(efficiency))
-    model = CopyModel(
-        spec, layout.instance_type, layout.tensor_parallel_degree, precision, load, efficiency
-    )
+    efficiency = fit.admission(DEFAULT_EFFICIENCY, with_ttft)
+    for _ in range(2 if with_ttft else 1):
+        # TTFT and the decode factors share the step time (a request's first token waits for
+        # the step in progress; a held request is out of the batch): a second round settles it.
+        if with_ttft:
+            efficiency = fit.prefill(efficiency, with_ttft[0])
+            efficiency = fit.decode(fit.hold(efficiency, with_ttft))
+        efficiency = fit.decode(fit.compute(efficiency))
+    model = fit.model(efficiency)
     relative = [
         model.level(level.concurrency / layout.copies, fit.capacity).ms_per_token
         / level.ms_per_token
@@ -700,6 +762,8 @@ def calibrate(
         if layout.instance_type.accelerator
         else None,
         layers=spec.layers,
+        ttft_rms_error=fit.ttft_rms_error(efficiency, with_ttft) if with_ttft else None,
+        batch_limit=fit.batch_limit,
     )
 
 
@@ -747,11 +811,15 @@ class _Fit:
         memory = copy_memory(
             spec, layout.instance_type, layout.tensor_parallel_degree, precision, load.total_tokens
         )
-        # The batch limit is unknown here: the largest measured concurrency per copy bounds it.
+        # The largest measured concurrency per copy bounds the batch limit until ``admission``
+        # finds the levels queueing below it.
         most = max(level.concurrency for level in levels) / layout.copies
         self.capacity = max(1, min(memory.sequences, math.ceil(most)))
+        self.batch_limit: int | None = None
+        """The batch limit ``admission`` found (None: no level queued for admission)."""
 
-    def _model(self, efficiency: Efficiency) -> CopyModel:
+    def model(self, efficiency: Efficiency) -> CopyModel:
+        """The benchmarked copy timed with ``efficiency``."""
         return CopyModel(
             self.spec,
             self.layout.instance_type,
@@ -763,7 +831,7 @@ class _Fit:
 
     def error(self, efficiency: Efficiency) -> float:
         """Sum of squared log errors of ms/token and tokens/s over the levels."""
-        model = self._model(efficiency)
+        model = self.model(efficiency)
         copies = self.layout.copies
         total = 0.0
         for level in self.levels:
@@ -771,6 +839,40 @@ class _Fit:
             total += math.log(at.ms_per_token / level.ms_per_token) ** 2
             total += math.log(at.tokens_per_s * copies / level.tokens_per_s) ** 2
         return total
+
+    def _total(self, efficiency: Efficiency, ttft: list[MeasuredLevel]) -> float:
+        """``error`` plus the squared log errors of the streamed levels' TTFT."""
+        errors = self._ttft(efficiency).errors(ttft) if ttft else []
+        return self.error(efficiency) + sum(error * error for error in errors)
+
+    def _refit(self, start: Efficiency, ttft: list[MeasuredLevel]) -> Efficiency:
+        """One round of the decode and TTFT factors at the current capacity."""
+        efficiency = self.decode(start)
+        if ttft:
+            efficiency = self.prefill(efficiency, ttft[0])
+            efficiency = self.decode(self.hold(efficiency, ttft))
+        return efficiency
+
+    def admission(self, start: Efficiency, ttft: list[MeasuredLevel]) -> Efficiency:
+        """The batch limit the levels show, if any: the server runs at most that many
+        sequences per copy, and the clients beyond it queue for admission (their ms/token and
+        TTFT grow with the queue while tokens/s stays flat). Each measured concurrency per copy
+        below the largest is tried with the factors refitted to it; one is kept only where it
+        halves the squared log error of ms/token, tokens/s and TTFT of assuming none, so that
+        a server which merely slows down under load is not read as queueing."""
+        start = self._refit(start, ttft)
+        best = (self._total(start, ttft), self.capacity, start)
+        measured = {math.ceil(level.concurrency / self.layout.copies) for level in self.levels}
+        unbounded = self.capacity
+        for capacity in sorted(c for c in measured if c < unbounded):
+            self.capacity = capacity
+            efficiency = self._refit(start, ttft)
+            total = self._total(efficiency, ttft)
+            if total < best[0] / 2 and total < best[0] - 1e-9:
+                best = (total, capacity, efficiency)
+        _, self.capacity, efficiency = best
+        self.batch_limit = self.capacity if self.capacity < unbounded else None
+        return efficiency
 
     def _best(self, candidates: list[Efficiency]) -> Efficiency:
         return min(candidates, key=self.error)
@@ -789,17 +891,65 @@ class _Fit:
         """Decode compute efficiency (matters only where decode is compute-bound)."""
         return self._best([replace(start, decode_compute=c) for c in _COMPUTE_GRID])
 
+    def _ttft(self, efficiency: Efficiency) -> TtftFit:
+        return TtftFit(self.model(efficiency), self.capacity, self.layout.copies)
+
+    def ttft_rms_error(self, efficiency: Efficiency, levels: list[MeasuredLevel]) -> float:
+        """Root-mean-square relative error of the predicted TTFT over the streamed ``levels``."""
+        return self._ttft(efficiency).rms_error(levels)
+
     def prefill(self, start: Efficiency, level: MeasuredLevel) -> Efficiency:
         """Prefill efficiency from the TTFT of the lightest streamed level."""
-        assert level.ttft_ms is not None
-        measured = level.ttft_ms
+        return self._ttft(start).prefill(level).model.efficiency
 
-        def error(candidate: Efficiency) -> float:
-            ttft = (
-                self._model(candidate)
-                .level(level.concurrency / self.layout.copies, self.capacity)
-                .ttft_ms
-            )
-            return abs(math.log(ttft / measured))
+    def hold(self, start: Efficiency, levels: list[MeasuredLevel]) -> Efficiency:
+        """The prefill hold that fits the TTFT of every streamed level best."""
+        return self._ttft(start).hold(levels).model.efficiency
 
-        return min((replace(start, prefill_compute=p) for p in _PREFILL_GRID), key=error)
+
+@dataclass(frozen=True)
+class TtftFit:
+    """The TTFT half of a calibration, over a timed copy: the prefill efficiency from the
+    lightest streamed level and the prefill hold (``Efficiency.prefill_hold_steps``) from every
+    streamed level, each the grid value of least squared log error. ``calibrate`` uses it;
+    ``benchmarks/ttft_under_load.py`` scores it out of sample on published sweeps."""
+
+    model: CopyModel
+    """The copy, timed with the factors fitted so far."""
+    capacity: int
+    """Sequences the copy holds at once (beyond them, requests wait for admission)."""
+    copies: int = 1
+    """Copies the measured levels' concurrency was spread over."""
+
+    def errors(self, levels: Sequence[MeasuredLevel]) -> list[float]:
+        """ln(predicted / measured TTFT) of each of the streamed ``levels``."""
+        errors = []
+        for level in levels:
+            assert level.ttft_ms is not None
+            at = self.model.level(level.concurrency / self.copies, self.capacity)
+            errors.append(math.log(at.ttft_ms / level.ttft_ms))
+        return errors
+
+    def rms_error(self, levels: Sequence[MeasuredLevel]) -> float:
+        """Root-mean-square relative error of the predicted TTFT over ``levels``."""
+        relative = [math.expm1(error) for error in self.errors(levels)]
+        return math.sqrt(sum(r * r for r in relative) / len(relative))
+
+    def _with(self, efficiency: Efficiency) -> TtftFit:
+        return replace(self, model=replace(self.model, efficiency=efficiency))
+
+    def prefill(self, level: MeasuredLevel) -> TtftFit:
+        """The prefill efficiency that fits ``level``'s TTFT (the lightest streamed one)."""
+        start = self.model.efficiency
+        return min(
+            (self._with(replace(start, prefill_compute=p)) for p in _PREFILL_GRID),
+            key=lambda fit: abs(fit.errors([level])[0]),
+        )
+
+    def hold(self, levels: Sequence[MeasuredLevel]) -> TtftFit:
+        """The prefill hold (decode steps) that fits the TTFT of ``levels`` best."""
+        start = self.model.efficiency
+        return min(
+            (self._with(replace(start, prefill_hold_steps=steps)) for steps in _HOLD_GRID),
+            key=lambda fit: sum(error * error for error in fit.errors(levels)),
+        )

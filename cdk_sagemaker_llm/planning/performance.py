@@ -280,6 +280,13 @@ class Efficiency:
     stopping criteria, incremental detokenization, building each request's output), which
     makes a step at 256 sequences slower than its roofline. Each engine profile cites its
     value (0 in the defaults)."""
+    prefill_hold_steps: float = 0.0
+    """Decode steps a new request can be held back before a running batch takes in its
+    prefill: a prefill-first engine keeps decoding rather than stall the batch for every
+    arrival (TGI's router waits up to ``max_waiting_tokens``, 20 steps by default, while fewer
+    than ``waiting_served_ratio`` x the running batch are waiting: ``planning.scheduling.tgi``).
+    0 (the default): the next step takes it. ``calibrate`` fits it to the TTFT a benchmark
+    measured under load (``CopyModel.held_s``)."""
 
     def __post_init__(self) -> None:
         for prop in ("memory_bandwidth", "decode_compute", "prefill_compute"):
@@ -303,6 +310,14 @@ class Efficiency:
                     "must not be negative",
                     "pass milliseconds per decode step (a factor for all_reduce_scale)",
                 )
+        if not 0 <= self.prefill_hold_steps < math.inf:
+            raise ValidationError(
+                "efficiency.prefill_hold_steps",
+                self.prefill_hold_steps,
+                "must be a finite number of decode steps, 0 or more",
+                "pass e.g. 20 (TGI's max_waiting_tokens), or 0 for an engine that prefills a "
+                "new request at the next step",
+            )
 
     def step_overhead_s(self, layers: int, tensor_parallel_degree: int) -> float:
         """Fixed cost of one forward step, seconds: base + per layer x layers + (per extra
@@ -337,6 +352,8 @@ class Efficiency:
             text += f" + {self.per_sequence_ms:g} ms per sequence (host)"
         if self.all_reduce_scale != 1.0:
             text += f", all-reduces x{self.all_reduce_scale:g}"
+        if self.prefill_hold_steps:
+            text += f", new requests held up to {self.prefill_hold_steps:g} decode steps"
         return text
 
 
@@ -622,6 +639,33 @@ class CopyModel:
         """Time for ``batch`` in-flight requests to each finish once (closed loop)."""
         return batch * self.prefill_s() + self.workload.output_tokens * self.step_s(batch)
 
+    def held_s(self, batch: int, arrivals_per_s: float) -> float:
+        """Mean seconds a new request is held back before a running ``batch`` takes in its
+        prefill (``Efficiency.prefill_hold_steps``), with requests arriving at
+        ``arrivals_per_s``. The engine prefills once the hold H (those decode steps at this
+        batch's step time) has passed since its last prefill, or at once when it has. With
+        Poisson arrivals at rate r, the first after a prefill comes at a and waits (H - a)+,
+        those behind it join the same prefill; per prefill the waits sum to r H^2 / 2 over
+        x + e^-x requests (x = r H), a mean of H x / (2 (x + e^-x)): nothing at light load, H / 2
+        when requests arrive faster than the hold. A lone request (``batch`` 1) has no running
+        batch to wait for."""
+        steps = self.efficiency.prefill_hold_steps
+        if steps <= 0 or batch <= 1 or arrivals_per_s <= 0:
+            return 0.0
+        hold = steps * self.step_s(batch)
+        x = arrivals_per_s * hold
+        return hold * x / (2 * (x + math.exp(-x)))
+
+    def first_token_s(self, batch: int, cycle: float) -> float:
+        """Seconds from a request's admission to its first token, in a batch of ``batch``
+        whose requests each finish once per ``cycle`` seconds: the step in progress, then its
+        own prefill with the share of the other requests' prefills that run with it (a
+        prefill-first engine prefills the requests waiting together; its own is not one of
+        them)."""
+        prefill = self.prefill_s()
+        concurrent_prefills = (batch - 1) * prefill / cycle
+        return self.step_s(batch) + prefill * (1 + concurrent_prefills)
+
     def level(self, clients: float, capacity: int) -> CopyLevel:
         """What ``clients`` closed-loop clients see on one copy that holds ``capacity``
         sequences at once."""
@@ -630,16 +674,14 @@ class CopyModel:
         batch = max(1, min(math.ceil(clients), capacity))
         cycle = self.cycle_s(batch)
         served = min(clients, capacity)
+        # Held back before its prefill, a request is out of the batch's cycle that long.
+        held = self.held_s(batch, (served - 1) / cycle)
+        cycle += held
         tokens_per_s = served * self.workload.output_tokens / cycle
         # Little's law: clients = throughput x e2e latency.
         e2e = clients * self.workload.output_tokens / tokens_per_s
         waiting = e2e - cycle  # time queued for a slot when clients exceed capacity
-        step = self.step_s(batch)
-        prefill = self.prefill_s()
-        # A new request waits for the running step, then prefills with the other clients'
-        # requests arriving with it (its own prefill is not one of them).
-        concurrent_prefills = (batch - 1) * prefill / cycle
-        ttft = waiting + step + prefill * (1 + concurrent_prefills)
+        ttft = waiting + held + self.first_token_s(batch, cycle)
         slower = self.slowdown
         return CopyLevel(
             ms_per_token=e2e / self.workload.output_tokens * 1000 * slower,
@@ -1026,6 +1068,8 @@ def _knee_detail(
         )
     if tripped == TTFT:
         limit, figure, unit = rule.slo_ttft_ms, level.ttft_ms, "ms to first token"
+        if knee:  # TTFT grows with the load: name the figure that broke the limit
+            return f"{int(level.concurrency)} per copy takes {figure:.0f} {unit} > {limit:g}"
     else:
         limit, figure, unit = rule.slo_ms_per_token, level.ms_per_token, "ms/token"
     if knee == 0:
@@ -1343,6 +1387,9 @@ class LayoutCapacity:
     level: LevelPrediction
     limits: CopyLimits
     reasoning: list[str] = field(default_factory=list)
+    next_ttft_ms: float | None = None
+    """Predicted TTFT at one more request per copy (None: the copy's limit is reached): what
+    a TTFT limit stopped the walk at."""
 
 
 def max_throughput_within(
@@ -1406,8 +1453,10 @@ def _best_within(
     max_ttft_ms: float | None,
 ) -> LayoutCapacity | None:
     best: tuple[int, CopyLevel] | None = None
+    ttft_ms: dict[int, float] = {}
     for clients in _client_counts(limits.max_concurrency):
         at = model.level(clients, limits.capacity)
+        ttft_ms[clients] = at.ttft_ms
         if at.ms_per_token > max_ms_per_token or (
             max_ttft_ms is not None and at.ttft_ms > max_ttft_ms
         ):
@@ -1427,7 +1476,7 @@ def _best_within(
         tokens_per_s=tput * copies,
         requests_per_s=tput * copies / workload.output_tokens,
     )
-    return LayoutCapacity(layout, clients, level, limits, [])
+    return LayoutCapacity(layout, clients, level, limits, [], ttft_ms.get(clients + 1))
 
 
 def _client_counts(limit: int) -> range:

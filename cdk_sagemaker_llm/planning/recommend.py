@@ -1083,7 +1083,7 @@ def _evaluate(
         )
         return None, Rejection(instance_type.name, kind, reason, degree)
     per_copy = capacity.concurrency_per_copy
-    knee = copy_knee(efficiency_model, limits, slo.max_ms_per_token)
+    knee = copy_knee(efficiency_model, limits, slo.max_ms_per_token, slo.max_ttft_ms)
     # A knee of None: even one request per copy trips the rule, so the walk stopped at 1.
     knee_clients = knee.concurrency or 1
     own = _scaling_target(knee_clients, per_copy)
@@ -1184,6 +1184,19 @@ def _target_line(target: int, knee: int, within_slo: int, given: bool) -> str:
     )
 
 
+def _ttft_at_capacity(slo: Slo, capacity: LayoutCapacity) -> str:
+    """Where the SLO's TTFT limit is what stopped a copy (TTFT grows with the load: the wait
+    for admission and for the prefill), the figures: ``, TTFT X ms; at N + 1 per copy TTFT
+    would be Y ms > L``; empty otherwise."""
+    limit, beyond = slo.max_ttft_ms, capacity.next_ttft_ms
+    if limit is None or beyond is None or beyond <= limit:
+        return ""
+    return (
+        f", TTFT {capacity.level.ttft_ms:.0f} ms; at {capacity.concurrency_per_copy + 1} per "
+        f"copy TTFT would be {beyond:.0f} ms > {limit:g}"
+    )
+
+
 def _reasoning(
     spec: ModelSpec,
     layout: Layout,
@@ -1203,7 +1216,9 @@ def _reasoning(
         f"one request decodes at {model.step_s(1) * 1000:.1f} ms/step",
         f"within {slo.describe()} one copy serves up to {capacity.concurrency_per_copy} "
         f"in-flight requests ({capacity.level.tokens_per_s / capacity.layout.copies:.0f} "
-        f"tokens/s per copy at {capacity.level.ms_per_token:.1f} ms/token)",
+        f"tokens/s per copy at {capacity.level.ms_per_token:.1f} ms/token"
+        + _ttft_at_capacity(slo, capacity)
+        + ")",
         f"{traffic.describe()} needs {layout.instance_count} instance(s) x "
         f"{layout.copies_per_instance} copies = {layout.copies} copies; predicted "
         f"{level.ms_per_token:.1f} ms/token, TTFT {level.ttft_ms:.0f} ms, "
