@@ -192,11 +192,12 @@ class Sizing:
     """
 
     risk: Risk = Risk.PESSIMISTIC
-    """``Risk.PESSIMISTIC`` (default: the peak's instances at the median, the band in the
-    autoscaling ceiling, sized at the slowest cross-validated residual of the engine profile),
-    ``Risk.MEDIAN`` (everything at the median; about half of deployments would be slower than
-    predicted) or ``Risk.WORST_CASE`` (everything at the pessimistic edge, for teams that
-    cannot autoscale). The reasoning says which side was used and what it costs."""
+    """``Risk.PESSIMISTIC`` (default: offered where the median meets the SLO, the peak's
+    instances at the median, the band in the autoscaling ceiling, sized at
+    ``planning.pessimistic_edge``'s edge), ``Risk.MEDIAN`` (everything at the median; about
+    half of deployments would be slower than predicted) or ``Risk.WORST_CASE`` (everything at
+    the engine profile's slowest cross-validated residual, for teams that cannot autoscale).
+    The reasoning says which side was used and what it costs."""
     calibration: Calibration | None = None
     """Efficiency factors fitted from a deploy-time benchmark (``Calibration.from_file``,
     written by ``cdk-sagemaker-llm calibrate``), applied to each candidate by
