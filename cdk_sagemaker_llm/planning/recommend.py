@@ -588,7 +588,9 @@ def _with_ceiling(variant: _Variant, median: Option) -> tuple[Option | None, Rej
     if expected is None:
         return None, rejection
     ceiling, why = None, _edge_shortfall(search, at_edge, refused, target)
-    if not why:
+    if not why and at_edge is not None and target == at_edge.knee_concurrency_per_copy:
+        ceiling = at_edge  # already sized at this target
+    elif not why:
         ceiling, refused = variant.evaluate(Risk.PESSIMISTIC, target, slowdown=edge.slowdown)
         why = _edge_shortfall(search, ceiling, refused, target)
     count = expected.layout.instance_count
