@@ -3,8 +3,9 @@
 Each measured sweep (``benchmarks/measurements/rows.csv``: one source, engine, instance type,
 tensor-parallel degree, model and precision, several concurrencies) is a measured curve of one
 copy. For every SLO on ms/token the sweep can meet and every rate, the measurement says how
-many copies serve the rate (its busiest level within the SLO, by its measured requests/s), and
-so how many instances of the layout. ``recommend``, restricted to that instance type and
+many copies serve the rate (the measured capacity where ms/token reaches the SLO, interpolated
+between the two levels around it: ``CopyCapacity``), and so how many instances of the layout.
+``recommend``, restricted to that instance type and
 degree at the default risk, answers the same question; this script compares:
 
 - how often its ceiling (``max_instance_count``) is below the measured need (target: never);
@@ -34,13 +35,14 @@ from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.planning.calibration import Calibration, calibrate
 from cdk_sagemaker_llm.planning.performance import Layout
 from cdk_sagemaker_llm.planning.recommend import Slo, Traffic, recommend
-from cdk_sagemaker_llm.planning.service_options import SearchSpace, Sizing
+from cdk_sagemaker_llm.planning.service_options import Risk, SearchSpace, Sizing
 
 SLOS_MS_PER_TOKEN = (20.0, 30.0, 40.0, 50.0, 75.0, 100.0, 150.0)
 """The per-token limits asked; a sweep answers those its measured levels meet."""
 RATES_IN_COPIES = (0.8, 1.6, 3.2, 6.4)
 """Rates asked, in multiples of the measured copy's capacity within the SLO (so that the
-measured need is 1, 2, 4 and 7 copies whatever the layout's speed)."""
+measured need is 1, 2, 4 and 7 copies whatever the layout's speed; the capacity is
+``CopyCapacity.at_slo``)."""
 MAX_INSTANCES = 16
 
 
@@ -52,14 +54,19 @@ class Answer:
     slo: float
     rate: float
     needed: int
-    """Instances the measured levels prove sufficient (their busiest level within the SLO)."""
+    """Instances the measured capacity needs (``CopyCapacity.at_slo``): the measured need."""
     at_least: int
     """Instances the measurement proves necessary (the first level over the SLO serves
     more per copy than the SLO allows)."""
+    proven: int
+    """Instances the measured levels prove sufficient (their busiest level within the SLO)."""
     expected: int | None
     ceiling: int | None
     calibrated: int | None
     calibrated_ceiling: int | None
+    median: int | None
+    """Instances at ``Risk.MEDIAN`` (the median's own scaling target): what the default's
+    pessimistic scaling target adds shows against it."""
 
 
 def _sweeps(rows: Sequence[pf.Row]) -> list[list[pf.Row]]:
@@ -74,10 +81,27 @@ def _sweeps(rows: Sequence[pf.Row]) -> list[list[pf.Row]]:
     return [s for s in sweeps if len({r.concurrency for r in s}) >= 2]
 
 
-def _per_copy_rates(sweep: Sequence[pf.Row], slo: float) -> tuple[float, float] | None:
-    """Requests/s of the measured copy at its busiest level within ``slo`` (what is proven
-    to serve) and at the first level that breaks it (above what the copy can serve within
-    ``slo``); None unless a measured level breaks ``slo``."""
+@dataclass(frozen=True)
+class CopyCapacity:
+    """What one measured copy serves within an SLO, in requests/s."""
+
+    at_slo: float
+    """At the concurrency where the measured ms/token reaches the SLO, interpolated linearly
+    in concurrency between the busiest level within it and the first level over it (ms/token
+    grows about linearly with the decode batch), with the rate by Little's law
+    (concurrency / (SLO x output tokens)): the measured capacity. A coarse sweep (1 and 10
+    in flight) proves only its lower level sufficient; taking that level as the capacity
+    would call a copy that serves 6 in flight within the SLO a copy that serves 1, and count
+    several times the copies the peak needs."""
+    proven: float
+    """At the busiest measured level within the SLO: what the measurement proves sufficient."""
+    beyond: float
+    """At the first measured level over the SLO: more than the copy serves within it."""
+
+
+def _per_copy_rates(sweep: Sequence[pf.Row], slo: float) -> CopyCapacity | None:
+    """The measured copy's capacity within ``slo`` (``CopyCapacity``); None unless a measured
+    level breaks ``slo`` (then the SLO does not bind within the measured levels)."""
     within = [r for r in sweep if r.ms_per_token is not None and r.ms_per_token <= slo]
     above = [r for r in sweep if r.ms_per_token is not None and r.ms_per_token > slo]
     if not within or not above:
@@ -85,7 +109,15 @@ def _per_copy_rates(sweep: Sequence[pf.Row], slo: float) -> tuple[float, float] 
     best = max(within, key=lambda r: r.tokens_per_s or 0.0)
     broken = min(above, key=lambda r: r.concurrency)
     assert best.tokens_per_s is not None and broken.tokens_per_s is not None
-    return best.tokens_per_s / best.output_tokens, broken.tokens_per_s / broken.output_tokens
+    assert best.ms_per_token is not None and broken.ms_per_token is not None
+    proven = best.tokens_per_s / best.output_tokens
+    beyond = broken.tokens_per_s / broken.output_tokens
+    if broken.concurrency <= best.concurrency or broken.ms_per_token <= best.ms_per_token:
+        return CopyCapacity(proven, proven, beyond)  # not a rising curve: no interpolation
+    share = (slo - best.ms_per_token) / (broken.ms_per_token - best.ms_per_token)
+    concurrency = best.concurrency + share * (broken.concurrency - best.concurrency)
+    at_slo = concurrency * 1000 / (slo * best.output_tokens)
+    return CopyCapacity(max(proven, min(at_slo, beyond)), proven, beyond)
 
 
 def _calibration(sweep: Sequence[pf.Row]) -> Calibration | None:
@@ -111,9 +143,14 @@ def _calibration(sweep: Sequence[pf.Row]) -> Calibration | None:
 
 
 def _ask(
-    sweep: Sequence[pf.Row], slo: float, rate: float, calibration: Calibration | None
+    sweep: Sequence[pf.Row],
+    slo: float,
+    rate: float,
+    calibration: Calibration | None,
+    risk: Risk = Risk.PESSIMISTIC,
 ) -> tuple[int, int] | None:
-    """(instance_count, max_instance_count) of recommend's answer on the sweep's layout."""
+    """(instance_count, max_instance_count) of recommend's answer on the sweep's layout at
+    ``risk`` (default the default risk)."""
     first = sweep[0]
     try:
         answer = recommend(
@@ -127,7 +164,7 @@ def _ask(
                 precision=first.precision,
                 max_instance_count=MAX_INSTANCES,
             ),
-            sizing=Sizing(engine=first.profile, calibration=calibration),
+            sizing=Sizing(engine=first.profile, calibration=calibration, risk=risk),
             top=1,
         )
     except ValidationError:
@@ -148,16 +185,19 @@ def replay(rows: Sequence[pf.Row]) -> list[Answer]:
         )
         calibration = _calibration(sweep)
         for slo in SLOS_MS_PER_TOKEN:
-            rates = _per_copy_rates(sweep, slo)
-            if rates is None:
+            capacity = _per_copy_rates(sweep, slo)
+            if capacity is None:
                 continue
-            per_copy, beyond = rates
             for multiple in RATES_IN_COPIES:
-                rate = per_copy * multiple
+                rate = capacity.at_slo * multiple
                 needed = math.ceil(math.ceil(multiple) / copies_per_instance)
-                at_least = math.ceil(math.ceil(rate / max(beyond, per_copy)) / copies_per_instance)
+                at_least = math.ceil(
+                    math.ceil(rate / max(capacity.beyond, capacity.at_slo)) / copies_per_instance
+                )
+                proven = math.ceil(math.ceil(rate / capacity.proven) / copies_per_instance)
                 plain = _ask(sweep, slo, rate, None)
                 tuned = _ask(sweep, slo, rate, calibration) if calibration else None
+                at_median = _ask(sweep, slo, rate, None, Risk.MEDIAN)
                 answers.append(
                     Answer(
                         key=_describe(first),
@@ -165,10 +205,12 @@ def replay(rows: Sequence[pf.Row]) -> list[Answer]:
                         rate=rate,
                         needed=needed,
                         at_least=at_least,
+                        proven=proven,
                         expected=None if plain is None else plain[0],
                         ceiling=None if plain is None else plain[1],
                         calibrated=None if tuned is None else tuned[0],
                         calibrated_ceiling=None if tuned is None else tuned[1],
+                        median=None if at_median is None else at_median[0],
                     )
                 )
     return answers
@@ -215,6 +257,14 @@ def render(answers: Sequence[Answer], details: bool) -> str:
             f"peak cost / measured need: median {_quantile(ratios, 0.5):.2f}x (target <= 1.15), "
             f"p90 {_quantile(ratios, 0.9):.2f}x (target <= 1.5)"
         )
+    medians = [a.median / a.needed for a in answered if a.median is not None]
+    if medians:
+        lines.append(
+            f"the same questions at Risk.MEDIAN (the median's own scaling target): "
+            f"{len(medians)} answered, peak cost / measured need median "
+            f"{_quantile(medians, 0.5):.2f}x, p90 {_quantile(medians, 0.9):.2f}x: the model's "
+            "own bias, without the pessimistic scaling target"
+        )
     if calibrated:
         lines.append(
             f"after a calibration on the same layout: {len(calibrated)} answered, median "
@@ -225,8 +275,10 @@ def render(answers: Sequence[Answer], details: bool) -> str:
     if details:
         for a in answers:
             lines.append(
-                f"  {a.key} <= {a.slo:g} ms/token, {a.rate:.2f} req/s: need {a.needed}, "
-                f"expected {a.expected}, ceiling {a.ceiling}, calibrated {a.calibrated} "
+                f"  {a.key} <= {a.slo:g} ms/token, {a.rate:.2f} req/s: need {a.needed} "
+                f"(proven {a.at_least}-{a.proven}), "
+                f"expected {a.expected}, ceiling {a.ceiling}, median {a.median}, "
+                f"calibrated {a.calibrated} "
                 f"(ceiling {a.calibrated_ceiling})"
             )
     return "\n".join(lines)

@@ -101,13 +101,17 @@ def test_on_another_accelerator_the_band_stays_the_profiles_and_says_why() -> No
 
 
 def test_recommend_at_the_default_risk_keeps_the_instance_type_it_measured() -> None:
-    """Uncalibrated, the pessimistic edge rejects the L40S (one request over the SLO); once
-    it is measured at about 34 ms/token, the default risk keeps it."""
+    """Uncalibrated, the L40S is offered where its median meets the SLO (the engine profile's
+    pessimistic edge, times x1.80, would reject it), the band paid by its ceiling; once it is
+    measured at about 34 ms/token, the default risk keeps it with the calibrated band's
+    edge."""
     search = SearchSpace(instance_types=[L40S])
     slo, traffic = Slo(max_ms_per_token=40), Traffic(requests_per_second=4)
     before = recommend(SPEC, LOAD, slo, traffic, search=search, sizing=Sizing(engine=ENGINE))
-    assert not before.options
-    assert "one request alone takes" in before.rejected[0].reason
+    (guessed, *_) = before.options
+    assert guessed.layout.instance_type is L40S and guessed.band is not None
+    assert guessed.band.basis is None and guessed.max_instance_count is not None
+    assert guessed.max_instance_count >= guessed.layout.instance_count
     after = recommend(
         SPEC, LOAD, slo, traffic, search=search,
         sizing=Sizing(engine=ENGINE, calibration=_calibration()),
@@ -115,6 +119,7 @@ def test_recommend_at_the_default_risk_keeps_the_instance_type_it_measured() -> 
     (option, *_) = after.options
     assert option.layout.instance_type is L40S
     assert option.band is not None and option.band.basis is not None
+    assert any("the calibrated band's edge" in line for line in option.reasoning)
 
 
 def test_a_level_beyond_the_calibrated_concurrency_widens_and_says_so() -> None:

@@ -169,33 +169,34 @@ def _first_option(row: Any, measured_ms: float, wanted_copies: int, risk: Any) -
     return options[0] if options else None
 
 
-def test_the_no_under_provisioning_check_is_not_passed_by_refusing_to_answer() -> None:
-    """``test_recommend_at_the_default_risk_under_provisions_no_validation_row`` accepts "no
-    layout" for a row. At the default risk most rows get none (their SLO is the measured
-    ms/token, which the pessimistic edge puts out of reach at low concurrency), so the check
-    only means something if enough rows do get a layout, each with the copies the measurement
-    says are needed, and if the median would have under-provisioned some: the check can
-    fail."""
+def test_the_ceiling_coverage_check_is_not_passed_by_refusing_to_answer() -> None:
+    """``test_recommend_ceilings_cover_the_validation_rows_as_their_edges_promise`` accepts
+    "no layout" for a row. The check only means something if enough rows do get a layout at
+    the default risk, their ceilings holding the copies the measurement says are needed on
+    all but the one row in ten a p90 edge leaves out, and if the median would have
+    under-provisioned some: the check can fail."""
     from test_engine_profiles import _fitting, _measured_ms
 
     from cdk_sagemaker_llm.planning.recommend import Risk
 
     rows, _ = _fitting().load_rows()
-    checked = answered = under_at_median = 0
+    checked = answered = short = under_at_median = 0
     for row in rows:
         measured_ms = _measured_ms(row)
         if row.static_batch or measured_ms is None or row.tokens_per_s is None:
             continue
-        wanted = 4 * (row.instance_type.accelerator_devices // row.tensor_parallel_degree)
+        per_instance = row.instance_type.accelerator_devices // row.tensor_parallel_degree
+        wanted = 4 * per_instance
         checked += 1
         pessimistic = _first_option(row, measured_ms, wanted, Risk.PESSIMISTIC)
         if pessimistic is not None:
             answered += 1
-            assert pessimistic.layout.copies >= wanted, (row.index, pessimistic.layout.describe())
+            short += pessimistic.ceiling * per_instance < wanted
         median = _first_option(row, measured_ms, wanted, Risk.MEDIAN)
         if median is not None and median.layout.copies < wanted:
             under_at_median += 1
     assert answered >= max(25, checked // 5), (answered, checked)
+    assert short <= checked / 10, (short, checked)
     assert under_at_median > 0, "the median under-provisions no row: the check cannot fail"
 
 

@@ -344,14 +344,17 @@ def _measured_ms(row: Any) -> float | None:
     return None
 
 
-def test_recommend_at_the_default_risk_under_provisions_no_validation_row(
+def test_recommend_ceilings_cover_the_validation_rows_as_their_edges_promise(
     rows: list[Any],
 ) -> None:
     """For every published row (concurrency c, ms/token m, tokens/s T on one copy), ask for 4
     copies' worth of the measured request rate within m ms/token on the row's instance, TP and
-    engine: the pessimistic recommendation provisions at least those copies (it never counts
-    on a copy serving more than was measured), or finds no layout."""
-    checked = 0
+    engine. At ``Risk.WORST_CASE`` (the engine profile's slowest residual) the instances
+    provision at least those copies on every row (it never counts on a copy serving more than
+    was measured), or it finds no layout. At the default risk the autoscaling ceiling is
+    sized at the conformal band's held-out p90: it falls short on at most the one row in ten
+    that a one-sided p90 edge leaves out."""
+    checked, short = 0, []
     for row in rows:
         measured_ms = _measured_ms(row)
         if row.static_batch or measured_ms is None or row.tokens_per_s is None:
@@ -359,24 +362,26 @@ def test_recommend_at_the_default_risk_under_provisions_no_validation_row(
         copies_per_instance = row.instance_type.accelerator_devices // row.tensor_parallel_degree
         wanted_copies = 4 * copies_per_instance
         rate = row.tokens_per_s / row.output_tokens * wanted_copies
-        result = recommend(
-            row.spec,
-            row.workload,
-            Slo(measured_ms),
-            Traffic(requests_per_second=rate),
-            search=SearchSpace(
-                precision=row.precision,
-                instance_types=[row.instance_type],
-                tensor_parallel_degrees=[row.tensor_parallel_degree],
-                max_instance_count=10_000,
-            ),
-            sizing=Sizing(engine=row.profile),
+        search = SearchSpace(
+            precision=row.precision,
+            instance_types=[row.instance_type],
+            tensor_parallel_degrees=[row.tensor_parallel_degree],
+            max_instance_count=10_000,
+        )
+        args = (row.spec, row.workload, Slo(measured_ms), Traffic(requests_per_second=rate))
+        default = recommend(*args, search=search, sizing=Sizing(engine=row.profile), top=1)
+        worst = recommend(
+            *args, search=search, sizing=Sizing(engine=row.profile, risk=Risk.WORST_CASE), top=1
         )
         checked += 1
-        for option in result.options:
-            assert option.risk is Risk.PESSIMISTIC
+        for option in worst.options:
             assert option.layout.copies >= wanted_copies, (row.index, option.layout.describe())
+        for option in default.options:
+            assert option.risk is Risk.PESSIMISTIC
+            if option.ceiling * copies_per_instance < wanted_copies:
+                short.append(row.index)
     assert checked >= 150
+    assert len(short) <= checked / 10, short
 
 
 def test_recommend_says_which_side_it_sized_on_and_what_it_costs() -> None:
@@ -388,9 +393,9 @@ def test_recommend_says_which_side_it_sized_on_and_what_it_costs() -> None:
         *args, search=search, sizing=Sizing(engine="tgi-1", risk=Risk.MEDIAN)
     ).options[0]
     assert pessimistic.layout.instance_count >= median.layout.instance_count
-    assert pessimistic.median_instance_count == median.layout.instance_count
-    line = next(r for r in pessimistic.reasoning if r.startswith("sized on the pessimistic"))
-    assert "at the median" in line and "instance(s)" in line and "/hour" in line
+    assert pessimistic.ceiling >= pessimistic.layout.instance_count
+    line = next(r for r in pessimistic.reasoning if r.startswith("sized at the median"))
+    assert "for the autoscaling ceiling only" in line and "/hour at the ceiling" in line
     assert pessimistic.reasoning[-1].startswith("at the median the cheapest option would be")
     assert "sizing on the pessimistic side costs +$" in pessimistic.reasoning[-1]
     assert median.reasoning[-1].startswith("sized at the median of the band")

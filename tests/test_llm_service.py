@@ -722,7 +722,7 @@ def test_a_calibration_file_re_decides_on_the_next_synth_and_plan_shows_the_chan
 # ----- risk: which side of the band ---------------------------------------------------------------
 
 
-def test_the_service_sizes_on_the_pessimistic_side_by_default_and_says_what_it_costs() -> None:
+def test_the_service_pays_the_band_in_its_ceiling_by_default_and_says_what_it_costs() -> None:
     search = SearchSpace(instance_types=[InstanceType.G5_12XLARGE], max_instance_count=8)
     slo = Slo(max_ms_per_token=80, max_ttft_ms=2000)
     stack = new_stack()
@@ -741,8 +741,10 @@ def test_the_service_sizes_on_the_pessimistic_side_by_default_and_says_what_it_c
     median = service(slo=slo, instance_types=search.instance_types, max_instance_count=8)
     assert default.option.risk is Risk.PESSIMISTIC and median.option.risk is Risk.MEDIAN
     sides = [line for line in default.decision.reasoning if line.startswith("sized ")]
-    assert sides and sides[0].startswith("sized on the pessimistic side of the band")
-    assert "at the median" in sides[0] and "instance(s)" in sides[0]  # what it costs
+    assert sides and sides[0].startswith("sized at the median of the band")
+    assert "for the autoscaling ceiling only" in sides[0]  # what the ceiling costs
+    assert "/hour at the ceiling" in sides[0]
+    assert default.decision.scaling.max_instances == default.option.ceiling
     assert any(
         line.startswith("sized at the median of the band") for line in median.decision.reasoning
     )

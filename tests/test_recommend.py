@@ -4,6 +4,7 @@ rank_layouts (the layout serving the most on one instance)."""
 from __future__ import annotations
 
 import functools
+import math
 
 import pytest
 
@@ -11,10 +12,12 @@ from cdk_sagemaker_llm.catalog.instance_types import CATALOG, InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec
 from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST, UNPRICED, PriceList
 from cdk_sagemaker_llm.errors import ValidationError
+from cdk_sagemaker_llm.planning.calibration import EngineRelease
 from cdk_sagemaker_llm.planning.engine_profiles import engine_argument
 from cdk_sagemaker_llm.planning.performance import Workload
 from cdk_sagemaker_llm.planning.recommend import (
     PriceBasis,
+    Recommendation,
     RejectionKind,
     Risk,
     Slo,
@@ -403,3 +406,58 @@ def test_every_catalog_type_is_priced_or_flagged_unpriced() -> None:
     assert priced.isdisjoint(UNPRICED)
     assert set(CATALOG) == priced | set(UNPRICED)
     assert all(UNPRICED.values())
+
+
+L40S_VLLM = EngineRelease("lmi", "0.31.0")
+"""An engine whose profile band on the L40S is wide (an unfitted prior, pooled residuals)."""
+
+
+def _l40s(ms_per_token: float, risk: Risk) -> Recommendation:
+    return recommend(
+        ModelSpec.LLAMA_3_8B,
+        Workload(512, 256),
+        Slo(max_ms_per_token=ms_per_token),
+        Traffic(requests_per_second=4),
+        search=SearchSpace(instance_types=[InstanceType.G6E_XLARGE]),
+        sizing=Sizing(engine=L40S_VLLM, risk=risk),
+    )
+
+
+def test_the_default_risk_offers_a_median_that_meets_the_slo_with_the_band_in_the_ceiling() -> None:
+    """The engine profile's pessimistic edge (times x1.80) breaks 40 ms/token at one request
+    on the L40S, so the worst case offers nothing; the default risk offers the layout, with the
+    peak's instances at the median and a ceiling at the conformal band's edge above them."""
+    worst = _l40s(30, Risk.WORST_CASE)
+    assert not worst.options
+    assert "one request alone takes" in worst.rejected[0].reason
+    (option, *_) = _l40s(30, Risk.PESSIMISTIC).options
+    (median, *_) = _l40s(30, Risk.MEDIAN).options
+    assert option.risk is Risk.PESSIMISTIC and option.predicted.ms_per_token <= 30
+    assert option.max_instance_count is not None
+    assert option.max_instance_count > option.layout.instance_count >= median.layout.instance_count
+    assert option.to_dict()["max_instance_count"] == option.max_instance_count
+    line = next(r for r in option.reasoning if r.startswith("the band in the ceiling"))
+    assert "the conformal band's p90" in line
+
+
+def test_an_edge_that_breaks_the_slo_sizes_the_ceiling_by_its_throughput_and_says_so() -> None:
+    (option, *_) = _l40s(30, Risk.PESSIMISTIC).options
+    missed = next(r for r in option.reasoning if r.startswith("at the pessimistic edge"))
+    assert "even one request per copy breaks <= 30 ms/token" in missed
+    assert "the SLO may be missed if the pessimistic edge holds" in missed
+    assert "the deploy-time benchmark's gates tell" in missed
+    factor = float(missed.split("the median's capacity / ")[1].split(":")[0])
+    assert factor > 1
+    assert option.ceiling >= math.ceil(option.layout.instance_count * factor) - 1
+
+
+def test_the_worst_case_still_sizes_every_instance_at_the_profile_s_pessimistic_edge() -> None:
+    """``Risk.WORST_CASE`` keeps the engine profile's slowest residual for every instance
+    (the setting for teams that cannot autoscale): its ceiling is its instance count, and it
+    needs at least the default's ceiling."""
+    (worst, *_) = _l40s(60, Risk.WORST_CASE).options
+    (default, *_) = _l40s(60, Risk.PESSIMISTIC).options
+    assert worst.risk is Risk.WORST_CASE and worst.band is not None
+    assert worst.ceiling == worst.layout.instance_count >= default.ceiling
+    line = next(r for r in worst.reasoning if r.startswith("sized on the pessimistic side"))
+    assert f"x{worst.band.pessimistic_slowdown:.2f}" in line

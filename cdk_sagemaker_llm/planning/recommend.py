@@ -25,6 +25,7 @@ from ..errors import ValidationError
 from ..prop_types import typed_props
 from .calibrated_band import calibrated_band, measured_here
 from .calibration import AppliedCalibration, EngineRelease
+from .conformal_band import load_regime
 from .engine_profiles import (
     Band,
     ContainerRelease,
@@ -50,9 +51,11 @@ from .performance import (
     optimization_notes,
     precision_problem,
     prediction_band,
+    prediction_reasons,
     profile_limits,
     profile_model,
 )
+from .pessimistic_edge import PessimisticEdge, pessimistic_edge
 from .quantized_coverage import int4_problem
 from .ranking import RankedLayout as RankedLayout  # (re-exported: where it was defined)
 from .ranking import RejectionKind, _reject_reason, degrees
@@ -451,35 +454,14 @@ def _search_variant(
         precision,
         search.engine if isinstance(search.engine, EngineRelease) else None,
     )
-    model = profile_model(
-        search.spec,
-        layout,
-        precision,
-        search.workload,
-        profile,
-        measured.efficiency,
-        search.risk.slowdown(band),
-        _speculation_at_risk(optimization, search.risk),
-    )
-    option, rejection = _evaluate(
-        search.spec,
-        layout,
-        search.workload,
-        search.slo,
-        search.traffic,
-        precision=precision,
-        efficiency_model=model,
-        max_instance_count=search.max_instance_count,
-        prices=search.prices,
-        price_basis=search.price_basis,
-        max_batch_size=search.max_batch_size,
-        region_note=search.region_note,
-        side=_Side(profile, search.risk, band),
-    )
+    # The default risk decides feasibility and the peak's instances at the median; the band
+    # goes into the ceiling only (``_with_ceiling``).
+    sized_at = Risk.MEDIAN if search.risk is Risk.PESSIMISTIC else search.risk
+    variant = _Variant(search, layout, precision, profile, band, measured, optimization)
+    model = variant.model(sized_at.slowdown(band), sized_at)
+    option, rejection = variant.evaluate(sized_at, None)
     if option is not None and search.risk is Risk.PESSIMISTIC:
-        option, rejection = _with_ceiling(
-            _Variant(search, layout, precision, profile, band, measured, optimization), option
-        )
+        option, rejection = _with_ceiling(variant, option)
     if optimization is None:
         return option, rejection
     if option is None:
@@ -507,20 +489,28 @@ class _Variant:
     measured: _Measured
     optimization: Optimization | None
 
-    def evaluate(self, risk: Risk, target: int | None) -> tuple[Option | None, Rejection | None]:
-        """The layout sized at ``risk``'s side of the band, at ``target`` per copy (default
-        the scaling target of that side)."""
+    def model(self, slowdown: float, risk: Risk) -> CopyModel:
+        """The layout's model with the times x ``slowdown`` (speculative decoding's acceptance
+        as sized at ``risk``)."""
         search = self.search
-        model = profile_model(
+        return profile_model(
             search.spec,
             self.layout,
             self.precision,
             search.workload,
             self.profile,
             self.measured.efficiency,
-            risk.slowdown(self.band),
+            slowdown,
             _speculation_at_risk(self.optimization, risk),
         )
+
+    def evaluate(
+        self, risk: Risk, target: int | None, slowdown: float | None = None
+    ) -> tuple[Option | None, Rejection | None]:
+        """The layout sized at ``risk``'s side of the band (or at ``slowdown``, an edge
+        ``pessimistic_edge`` chose), at ``target`` per copy (default the scaling target of
+        that side)."""
+        search = self.search
         return _evaluate(
             search.spec,
             self.layout,
@@ -528,7 +518,9 @@ class _Variant:
             search.slo,
             search.traffic,
             precision=self.precision,
-            efficiency_model=model,
+            efficiency_model=self.model(
+                risk.slowdown(self.band) if slowdown is None else slowdown, risk
+            ),
             max_instance_count=search.max_instance_count,
             prices=search.prices,
             price_basis=search.price_basis,
@@ -538,43 +530,143 @@ class _Variant:
             target=target,
         )
 
+    def knee(self) -> int:
+        """The median's knee of one copy, where doubling the requests in flight stops buying
+        throughput (the SLO aside): the load regimes are read against it."""
+        model = self.model(Risk.MEDIAN.slowdown(self.band), Risk.MEDIAN)
+        limits, _ = profile_limits(model, self.profile, self.search.max_batch_size)
+        return copy_knee(model, limits).concurrency or 1
 
-def _with_ceiling(variant: _Variant, pessimistic: Option) -> tuple[Option | None, Rejection | None]:
-    """``Risk.PESSIMISTIC``: the band paid by the autoscaling ceiling. ``pessimistic`` (the
-    layout sized at the band's pessimistic edge) keeps its scaling target per copy, the
-    pessimistic side of the knee, unless a calibration measured this layout (then the
-    calibrated median's target); the peak's instances are the median's at that target and
-    the ceiling the pessimistic edge's."""
-    target = pessimistic.knee_concurrency_per_copy
-    ceiling: Option | None = pessimistic
-    measured = measured_here(variant.band)
-    if measured:
-        median, _ = variant.evaluate(Risk.MEDIAN, None)
-        assert median is not None  # faster than the pessimistic edge, which serves
-        target = median.knee_concurrency_per_copy
-        ceiling, rejection = variant.evaluate(Risk.PESSIMISTIC, target)
-        if ceiling is None:
-            return None, rejection
-    expected, _ = variant.evaluate(Risk.MEDIAN, target)
-    assert expected is not None and ceiling is not None  # the median needs fewer instances
-    most = max(ceiling.layout.instance_count, expected.layout.instance_count)
+    def edge(self, target: int, knee: int) -> PessimisticEdge:
+        """The pessimistic edge of this layout's ceiling at ``target`` per copy: its load
+        regime against the median's ``knee``, its extrapolation distance."""
+        search = self.search
+        reasons = prediction_reasons(
+            self.profile,
+            search.spec,
+            self.layout,
+            search.workload,
+            self.precision,
+            self.optimization,
+        )
+        return pessimistic_edge(self.band, load_regime(target, knee), len(reasons))
+
+    def instances_at_edge(self, target: int, factor: float) -> int:
+        """The instances the traffic takes at ``target`` per copy when each copy serves
+        ``factor`` times less than at the median (the edge's throughput)."""
+        search = self.search
+        traffic, per_instance = search.traffic, self.layout.copies_per_instance
+        if traffic.concurrency is not None:
+            return math.ceil(traffic.concurrency * factor / (target * per_instance))
+        assert traffic.requests_per_second is not None
+        model = self.model(Risk.MEDIAN.slowdown(self.band), Risk.MEDIAN)
+        limits, _ = profile_limits(model, self.profile, search.max_batch_size)
+        per_copy = _deployment_level(model, 1, target, limits.capacity).requests_per_s
+        copies = math.ceil(traffic.requests_per_second * factor / per_copy)
+        return math.ceil(copies / per_instance)
+
+
+def _with_ceiling(variant: _Variant, median: Option) -> tuple[Option | None, Rejection | None]:
+    """``Risk.PESSIMISTIC``: the band paid by the autoscaling ceiling. ``median`` (the layout
+    sized at the band's median, which meets the SLO) decides that the layout is offered. The
+    scaling target per copy is on the pessimistic side of the knee (``_ceiling_target``)
+    unless a calibration measured this layout (then the calibrated median's); the peak's
+    instances are the median's at that target; the ceiling is the pessimistic edge's
+    (``pessimistic_edge``) at that target, or, where the edge does not serve the target
+    within the SLO, what the edge's throughput needs, said plainly."""
+    search, band = variant.search, variant.band
+    measured = measured_here(band)
+    own = median.knee_concurrency_per_copy
+    # Until measured, the target stays on the pessimistic side of the knee: at most the knee.
+    knee = variant.knee()
+    highest = own if measured else min(own, knee)
+    edge = variant.edge(highest, knee)
+    factor = edge.relative_to(band)
+    at_edge, refused = variant.evaluate(Risk.PESSIMISTIC, None, slowdown=edge.slowdown)
+    target = _ceiling_target(highest, factor, at_edge, measured)
+    expected, rejection = (median, None) if target == own else variant.evaluate(Risk.MEDIAN, target)
+    if expected is None:
+        return None, rejection
+    ceiling, why = None, _edge_shortfall(search, at_edge, refused, target)
+    if not why and at_edge is not None and target == at_edge.knee_concurrency_per_copy:
+        ceiling = at_edge  # already sized at this target
+    elif not why:
+        ceiling, refused = variant.evaluate(Risk.PESSIMISTIC, target, slowdown=edge.slowdown)
+        why = _edge_shortfall(search, ceiling, refused, target)
+    count = expected.layout.instance_count
+    needed = (
+        ceiling.layout.instance_count
+        if ceiling is not None
+        else variant.instances_at_edge(target, factor)
+    )
+    most = max(count, min(needed, search.max_instance_count))
+    edge_target = at_edge.knee_concurrency_per_copy if at_edge is not None else 0
     basis = (
         "the calibrated median's knee (a calibration measured this layout)"
         if measured
-        else "the pessimistic side of the predicted knee, until a benchmark measures it"
+        else f"the median's {highest} (at most its knee), which the pessimistic edge's own "
+        "target reaches"
+        if target == highest
+        else "the pessimistic edge's own, until a benchmark measures it"
+        if target == edge_target
+        else f"the median's {highest} (at most its knee) / {factor:.2f} (the edge's share of "
+        "its throughput), until a benchmark measures it"
     )
-    line = (
-        f"the band in the ceiling: {expected.layout.instance_count} instance(s) run at the "
-        f"peak if the median holds, {most} (max_instance_count) at the pessimistic edge "
-        f"(times x{Risk.PESSIMISTIC.slowdown(variant.band):.2f}); scaling target {target} per "
-        f"copy: {basis}"
-    )
+    lines = [
+        f"the band in the ceiling: {count} instance(s) run at the peak if the median holds, "
+        f"{most} (max_instance_count) at the pessimistic edge (times x{edge.slowdown:.2f}: "
+        f"{edge.basis}); scaling target {target} per copy: {basis}"
+    ]
+    if why:
+        held = (
+            f"; held at max_instance_count {search.max_instance_count}"
+            if needed > search.max_instance_count
+            else ""
+        )
+        lines.append(
+            f"at the pessimistic edge {why}: the ceiling is sized by that edge's throughput "
+            f"(the median's capacity / {factor:.2f}: {needed} instance(s){held}); the SLO may "
+            "be missed if the pessimistic edge holds, and the deploy-time benchmark's gates tell"
+        )
+    speculation = _speculation_at_risk(variant.optimization, Risk.PESSIMISTIC)
+    if speculation is not None:
+        lines.append(f"speculative decoding at the pessimistic edge: {speculation.describe()}")
     return replace(
         expected,
         risk=Risk.PESSIMISTIC,
         max_instance_count=most,
-        reasoning=[*expected.reasoning, line],
+        reasoning=[*expected.reasoning, *lines],
     ), None
+
+
+def _ceiling_target(own: int, factor: float, at_edge: Option | None, measured: bool) -> int:
+    """The scaling target per copy of ``Risk.PESSIMISTIC``: the calibrated median's own
+    (``own``) where a calibration measured the layout; else the pessimistic edge's own target,
+    but never below ``own`` (the median's, at most its knee) divided by the edge's ``factor``
+    (a copy at the edge serves that share of the median's throughput: holding fewer in flight
+    would size the peak for more than the band's slowdown) nor above ``own``."""
+    if measured:
+        return own
+    share = max(1, math.floor(own / factor))
+    edge_target = at_edge.knee_concurrency_per_copy if at_edge is not None else 0
+    return min(own, max(edge_target, share))
+
+
+def _edge_shortfall(
+    search: _Search, at_edge: Option | None, refused: Rejection | None, target: int
+) -> str:
+    """Why the pessimistic edge does not serve ``target`` per copy within the SLO on at most
+    ``max_instance_count`` instances, in words; empty when it does."""
+    if at_edge is not None:
+        if target <= at_edge.max_concurrency_per_copy:
+            return ""
+        return (
+            f"{target} in flight per copy break {search.slo.describe()} (it serves "
+            f"{at_edge.max_concurrency_per_copy} within it)"
+        )
+    if refused is not None and refused.kind is RejectionKind.INSTANCE_COUNT:
+        return f"the peak needs more than max_instance_count {search.max_instance_count}"
+    return f"even one request per copy breaks {search.slo.describe()}"
 
 
 @dataclass(frozen=True)
@@ -863,12 +955,13 @@ def _pessimism_cost(pessimistic: Option, median: Option | None) -> str:
 def _risk_note(risk: Risk) -> str:
     if risk is Risk.PESSIMISTIC:
         return (
-            "risk: the band paid by the autoscaling ceiling: instance_count runs at the peak if "
-            "the median holds, max_instance_count at the pessimistic side of each prediction's "
-            "band (the slowest cross-validated residual of the engine profile, widened where "
-            "the prediction extrapolates), where each layout must meet the SLO; --risk "
-            "worst-case (Risk.WORST_CASE) runs the ceiling all the time, --risk median "
-            "(Risk.MEDIAN) sizes even the ceiling at the median"
+            "risk: the band paid by the autoscaling ceiling: a layout is offered where its "
+            "median meets the SLO, instance_count runs at the peak if the median holds, "
+            "max_instance_count at the pessimistic edge (the conformal band's held-out p90 of "
+            "the scaling target's load regime and extrapolation distance; after a calibration "
+            "of the layout, the calibrated band's); --risk worst-case (Risk.WORST_CASE) sizes "
+            "everything at the engine profile's slowest residual, --risk median (Risk.MEDIAN) "
+            "sizes even the ceiling at the median"
         )
     if risk is Risk.WORST_CASE:
         return (
@@ -903,10 +996,11 @@ def _with_median_cost(
     band = option.band
     if band is None:
         return option
-    side = "at the median" if option.risk is Risk.MEDIAN else "on the pessimistic side"
+    sized_at = Risk.MEDIAN if option.risk is Risk.PESSIMISTIC else option.risk
+    side = "on the pessimistic side" if sized_at is Risk.WORST_CASE else "at the median"
     line = (
-        f"sized {side} of the band: the model's times x{option.risk.slowdown(band):.2f} "
-        f"(tokens/s / {option.risk.slowdown(band):.2f}; {band.describe()})"
+        f"sized {side} of the band: the model's times x{sized_at.slowdown(band):.2f} "
+        f"(tokens/s / {sized_at.slowdown(band):.2f}; {band.describe()})"
     )
     if option.risk is Risk.MEDIAN:
         return replace(option, reasoning=[*option.reasoning, line])
@@ -956,8 +1050,8 @@ def _with_median_cost(
 
 
 def _with_ceiling_cost(option: Option, line: str) -> Option:
-    """``Risk.PESSIMISTIC``'s line: the side of the band sizes the ceiling only; what runs at
-    the peak, at the median, and what the ceiling would cost."""
+    """``Risk.PESSIMISTIC``'s line: the peak is sized at the median, the pessimistic edge
+    sizes the ceiling only; what runs at the peak and what the ceiling would cost."""
     count, ceiling = option.layout.instance_count, option.ceiling
     cost = ""
     ceiling_price = option.ceiling_price_per_hour

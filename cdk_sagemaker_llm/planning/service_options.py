@@ -47,24 +47,29 @@ class Risk(Enum):
     """Which side of a prediction's band ``recommend`` sizes on."""
 
     PESSIMISTIC = "pessimistic"
-    """The band is paid by the autoscaling ceiling (the default): what runs at the peak is
-    sized at the median (``instance_count``), the scaling target per copy on the pessimistic
-    side of the knee (until a calibration of the layout measures it), and the most instances
-    (``max_instance_count``) at the pessimistic edge of the band (the slowest
-    cross-validated residual of the engine profile, widened where the prediction
-    extrapolates), so that no measurement in the validation data would have found the ceiling
-    too low. A layout is offered only where its pessimistic edge meets the SLO."""
+    """The band is paid by the autoscaling ceiling (the default): a layout is offered where
+    its median prediction meets the SLO; what runs at the peak is sized at the median
+    (``instance_count``) at a scaling target per copy on the pessimistic side of the knee
+    (until a calibration of the layout measures it), and the most instances
+    (``max_instance_count``) at the pessimistic edge (``planning.pessimistic_edge``: the
+    conformal band's held-out p90 for the target's load regime and extrapolation distance,
+    or the calibrated band's edge after a calibration of the layout). Where that edge breaks
+    the SLO even at one request per copy, the ceiling is sized by the edge's throughput and
+    the option's reasoning says the SLO may be missed there."""
     MEDIAN = "median"
     """Size everything at the median of the residuals: cheaper, and about half of deployments
     would be slower than predicted, with no headroom in the ceiling."""
     WORST_CASE = "worst-case"
-    """Size everything at the pessimistic edge, the peak's instances included: for teams that
-    cannot autoscale (or scale too slowly for their peak), which pay the ceiling all the
-    time."""
+    """Size everything at the engine profile's pessimistic edge (its slowest cross-validated
+    residual, widened where the prediction extrapolates), the peak's instances included: for
+    teams that cannot autoscale (or scale too slowly for their peak), which pay the ceiling all
+    the time. A layout is offered only where that edge meets the SLO."""
 
     def slowdown(self, band: Band) -> float:
-        """The factor this risk's ceiling applies to the model's times (and divides tokens/s
-        by): the pessimistic edge but at ``MEDIAN``."""
+        """The factor this risk applies to the model's times (and divides tokens/s by) where
+        it sizes on the engine profile's band: its median at ``MEDIAN``, else its pessimistic
+        edge (``WORST_CASE``; ``PESSIMISTIC`` sizes the peak at the median and its ceiling at
+        ``planning.pessimistic_edge``)."""
         if self is Risk.MEDIAN:
             return band.median_slowdown
         return band.pessimistic_slowdown
@@ -187,11 +192,12 @@ class Sizing:
     """
 
     risk: Risk = Risk.PESSIMISTIC
-    """``Risk.PESSIMISTIC`` (default: the peak's instances at the median, the band in the
-    autoscaling ceiling, sized at the slowest cross-validated residual of the engine profile),
-    ``Risk.MEDIAN`` (everything at the median; about half of deployments would be slower than
-    predicted) or ``Risk.WORST_CASE`` (everything at the pessimistic edge, for teams that
-    cannot autoscale). The reasoning says which side was used and what it costs."""
+    """``Risk.PESSIMISTIC`` (default: offered where the median meets the SLO, the peak's
+    instances at the median, the band in the autoscaling ceiling, sized at
+    ``planning.pessimistic_edge``'s edge), ``Risk.MEDIAN`` (everything at the median; about
+    half of deployments would be slower than predicted) or ``Risk.WORST_CASE`` (everything at
+    the engine profile's slowest cross-validated residual, for teams that cannot autoscale).
+    The reasoning says which side was used and what it costs."""
     calibration: Calibration | None = None
     """Efficiency factors fitted from a deploy-time benchmark (``Calibration.from_file``,
     written by ``cdk-sagemaker-llm calibrate``), applied to each candidate by
