@@ -478,11 +478,16 @@ class CopyModel:
     verification and draft cost; None: plain decoding."""
     _figures: tuple[float, float] = field(init=False, repr=False, compare=False)
     """(memory bandwidth GB/s, dense FP16 TFLOPS) of one accelerator."""
+    _link: Interconnect = field(init=False, repr=False, compare=False)
+    """The link the all-reduces cross (``interconnect_of``), read once: every step asks."""
 
     def __post_init__(self) -> None:
         # A ValidationError here when the vendor does not publish the figures: no guessing.
         object.__setattr__(
             self, "_figures", self.instance_type.accelerator_figures("instance_type")
+        )
+        object.__setattr__(
+            self, "_link", interconnect_of(self.instance_type, self.tensor_parallel_degree)
         )
 
     @property
@@ -500,9 +505,7 @@ class CopyModel:
         if degree == 1:
             return 0.0
         message = tokens * hidden_size(self.spec) * 2  # fp16 activations
-        one = interconnect_of(self.instance_type, degree).all_reduce_s(
-            degree, message, self.efficiency.all_reduce_scale
-        )
+        one = self._link.all_reduce_s(degree, message, self.efficiency.all_reduce_scale)
         return ALL_REDUCES_PER_LAYER * self.spec.layers * one
 
     def _reconstructed_share(self, rows: float) -> float:
@@ -1455,6 +1458,9 @@ def _best_within(
     best: tuple[int, CopyLevel] | None = None
     ttft_ms: dict[int, float] = {}
     for clients in _client_counts(limits.max_concurrency):
+        if clients > limits.capacity + 1:
+            break  # past the batch limit only the queue grows: no level serves more, and
+            # the TTFT one past the best is recorded
         at = model.level(clients, limits.capacity)
         ttft_ms[clients] = at.ttft_ms
         if at.ms_per_token > max_ms_per_token or (

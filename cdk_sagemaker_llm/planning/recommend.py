@@ -385,24 +385,34 @@ class _Search:
         )
 
 
-def _search_instance(
-    search: _Search, instance_type: InstanceType, measured: _Measured
-) -> tuple[list[Option], list[Rejection]]:
+@dataclass
+class _Found:
+    """What a search found: the options, the rejections, and every layout as sized at the
+    median (what ``Risk.MEDIAN`` would offer: the default risk's cost line compares against
+    its cheapest without searching again)."""
+
+    options: list[Option] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)
+    at_median: list[Option] = field(default_factory=list)
+
+
+def _search_instance(search: _Search, instance_type: InstanceType, measured: _Measured) -> _Found:
     """The options and rejections of every tensor-parallel degree of one instance type."""
-    options: list[Option] = []
-    rejected: list[Rejection] = []
+    found = _Found()
     wanted = search.tensor_parallel_degrees
     for degree in degrees(instance_type):
         if wanted is not None and degree not in wanted:
             continue
         layout = Layout(instance_type, degree, instance_type.accelerator_devices // degree)
         for optimization in (None, *search.optimizations):
-            option, rejection = _search_variant(search, layout, measured, optimization)
+            option, rejection, median = _search_variant(search, layout, measured, optimization)
             if option is not None:
-                options.append(option)
+                found.options.append(option)
             elif rejection is not None:
-                rejected.append(rejection)
-    return options, rejected
+                found.rejected.append(rejection)
+            if median is not None:
+                found.at_median.append(median)
+    return found
 
 
 def _speculation_at_risk(optimization: Optimization | None, risk: Risk) -> Speculation | None:
@@ -419,10 +429,11 @@ def _search_variant(
     layout: Layout,
     measured: _Measured,
     optimization: Optimization | None,
-) -> tuple[Option | None, Rejection | None]:
+) -> tuple[Option | None, Rejection | None, Option | None]:
     """One layout, served as given or with one optimization (its precision and speculative
-    decoding in the model; the job it needs in the option). A calibration narrows the band
-    where it measured this layout (``calibrated_band``)."""
+    decoding in the model; the job it needs in the option), and the same layout as sized at
+    the median (None where the median does not serve). A calibration narrows the band where
+    it measured this layout (``calibrated_band``)."""
     instance_type = layout.instance_type
     precision = optimization.precision(search.precision) if optimization else search.precision
     profile = resolve_profile(search.engine, instance_type.is_neuron)
@@ -430,11 +441,15 @@ def _search_variant(
         instance_type, layout.tensor_parallel_degree, precision
     )
     if unsupported is not None:
-        return None, Rejection(
-            instance_type.name,
-            RejectionKind.PRECISION,
-            f"precision: {unsupported}",
-            layout.tensor_parallel_degree,
+        return (
+            None,
+            Rejection(
+                instance_type.name,
+                RejectionKind.PRECISION,
+                f"precision: {unsupported}",
+                layout.tensor_parallel_degree,
+            ),
+            None,
         )
     unservable = optimization.engine_problem(search.engine, profile.name) if optimization else None
     if unservable is not None:
@@ -442,8 +457,12 @@ def _search_variant(
         reason = (
             f"with {optimization.name}: the engine ({profile.name}) cannot serve it: {unservable}"
         )
-        return None, Rejection(
-            instance_type.name, RejectionKind.ENGINE, reason, layout.tensor_parallel_degree
+        return (
+            None,
+            Rejection(
+                instance_type.name, RejectionKind.ENGINE, reason, layout.tensor_parallel_degree
+            ),
+            None,
         )
     band = calibrated_band(
         prediction_band(profile, search.spec, layout, search.workload, precision, optimization),
@@ -460,20 +479,27 @@ def _search_variant(
     variant = _Variant(search, layout, precision, profile, band, measured, optimization)
     model = variant.model(sized_at.slowdown(band), sized_at)
     option, rejection = variant.evaluate(sized_at, None)
+    median = option if sized_at is Risk.MEDIAN else variant.evaluate(Risk.MEDIAN, None)[0]
     if option is not None and search.risk is Risk.PESSIMISTIC:
         option, rejection = _with_ceiling(variant, option)
     if optimization is None:
-        return option, rejection
-    if option is None:
-        assert rejection is not None
-        return None, replace(rejection, reason=f"with {optimization.name}: {rejection.reason}")
+        return option, rejection, median
     unit = unit_price(instance_type, search.prices, search.price_basis)
     job = optimization.job(search.spec, unit)
     limits, _ = profile_limits(model, profile, search.max_batch_size)
     notes = optimization_notes(optimization, model, limits, price_per_hour=unit)
-    return replace(
-        option, optimization=optimization, job=job, reasoning=[*option.reasoning, *notes]
-    ), None
+
+    def optimized(sized: Option | None) -> Option | None:
+        if sized is None:
+            return None
+        reasoning = [*sized.reasoning, *notes]
+        return replace(sized, optimization=optimization, job=job, reasoning=reasoning)
+
+    if option is None:
+        assert rejection is not None
+        reason = f"with {optimization.name}: {rejection.reason}"
+        return None, replace(rejection, reason=reason), optimized(median)
+    return optimized(option), None, optimized(median)
 
 
 @dataclass(frozen=True)
@@ -745,6 +771,7 @@ def recommend(
     )
     options: list[Option] = []
     rejected: list[Rejection] = []
+    at_median: list[Option] = []  # every layout sized at the median, for the cost line
     measured_on: dict[str, _Measured] = {}  # the calibration as applied per type
     for instance_type in candidates:
         unusable = _unpredictable(instance_type) or _wrong_hardware(engine, instance_type)
@@ -757,10 +784,11 @@ def recommend(
             measured = _Measured(applied.efficiency, applied)
             calibration_notes += [n for n in applied.warnings if n not in calibration_notes]
         measured_on[instance_type.name] = measured
-        found, refused = _search_instance(shared, instance_type, measured)
-        options += found
-        rejected += refused
-        if not found and not any(r.instance_type == instance_type.name for r in rejected):
+        found = _search_instance(shared, instance_type, measured)
+        options += found.options
+        rejected += found.rejected
+        at_median += found.at_median
+        if not found.options and not any(r.instance_type == instance_type.name for r in rejected):
             rejected.append(
                 Rejection(instance_type.name, RejectionKind.NO_LAYOUT, "no layout fits")
             )
@@ -792,17 +820,7 @@ def recommend(
     ]
     assumptions = _assumptions(workload, slo, traffic, search, pricing, sizing, notes)
     if shared.risk is not Risk.MEDIAN and kept:
-        median = recommend(
-            spec,
-            workload,
-            slo,
-            traffic,
-            search=replace(search, instance_types=candidates),
-            pricing=pricing,
-            sizing=replace(sizing, risk=Risk.MEDIAN),
-            top=1,
-        )
-        line = _pessimism_cost(kept[0], median.options[0] if median.options else None)
+        line = _pessimism_cost(kept[0], min(at_median, key=_rank, default=None))
         assumptions.append(line)
         kept[0] = replace(kept[0], reasoning=[*kept[0].reasoning, line])
     return Recommendation(kept, rejected, assumptions)
