@@ -102,9 +102,10 @@ def register(subparsers: Any) -> None:
 
 def engine_choice(text: str | None) -> EngineRelease | EngineProfile | None:
     """``--engine``: an engine profile name (``tgi-1``, ``lmi-vllm-v1`` ...) or the container
-    ``FAMILY[:VERSION]`` (which also chooses the profile: ``planning.engine_profiles``)."""
-    if text is not None and text.strip() in PROFILE_NAMES:
-        return engine_profile(text.strip())
+    ``FAMILY[:VERSION]`` (which also chooses the profile: ``planning.engine_profiles``); both
+    in any case, as ``engine_argument`` reads them."""
+    if text is not None and text.strip().lower() in PROFILE_NAMES:
+        return engine_profile(text.strip().lower())
     try:
         return engine_option(text)
     except ValidationError as error:

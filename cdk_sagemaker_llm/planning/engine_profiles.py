@@ -25,7 +25,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, Protocol
 
-from ..catalog.containers import ContainerFamily, version_tuple
+from ..catalog.containers import ContainerFamily, parse_container_release, version_tuple
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
@@ -693,22 +693,15 @@ def row_profile_name(engine: str, engine_version: str | None) -> str:
 
 def engine_argument(text: str | None) -> EngineProfile | None:
     """A command line's ``--engine``: a profile name, or a container image as
-    ``family:version`` (``tgi:1.4.5``, ``lmi:0.33.0``); None when not given."""
+    ``family:version`` (``tgi:1.4.5``, ``lmi:0.33.0``) whose release the container catalog
+    lists (``catalog.containers.parse_container_release``); both in any case; None when not
+    given."""
     if text is None:
         return None
-    if ":" in text:
-        family, _, version = text.partition(":")
-        try:
-            container = ContainerFamily(family.strip())
-        except ValueError as error:
-            raise ValidationError(
-                "--engine",
-                text,
-                f"{family!r} is not a container family",
-                "use e.g. tgi:3.3.6, lmi:0.33.0 or a profile name",
-            ) from error
-        return profile_for_image(container, version.strip() or None)
-    return engine_profile(text.strip())
+    if ":" in text or "@" in text:
+        family, version = parse_container_release("--engine", text)
+        return profile_for_image(family, version)
+    return engine_profile(text.strip().lower())
 
 
 def profile_origin(profile: EngineProfile) -> str:
