@@ -106,9 +106,9 @@ def run(args: argparse.Namespace) -> int:
     """Print the recommendation; exit 0 with an option, 1 without, 2 on bad input."""
     try:
         if args.max_ms_per_token is None and args.max_ttft_ms is None:
-            raise ValidationError(
+            raise ValidationError(  # what no flag means, in words (not None)
                 "--max-ms-per-token / --max-ttft-ms",
-                None,
+                "no per-token limit, no TTFT limit",
                 "an SLO needs at least one bound",
                 "pass --max-ms-per-token 100, --max-ttft-ms 2000, or both",
             )
