@@ -141,15 +141,15 @@ def run(args: argparse.Namespace) -> int:
         if line.startswith("calibration: "):
             print(f"warning: {line.removeprefix('calibration: ')}", file=sys.stderr)
     decision = _decision(args, spec, result, sizing)
+    fix = None  # without an option: what the rejections call for, as the Markdown's "Fix:"
+    if not result.options:
+        fix = _in_flags(no_option_error(result, args.max_instance_count, precision(args)).fix)
     if args.format == "json":
-        data = result.to_dict()
+        data = {**result.to_dict(), "no_option_fix": fix}
         if decision is not None:
             data["decision"] = decision.to_metadata()
         print(json.dumps(data, indent=2))
     else:
-        fix = None
-        if not result.options:
-            fix = _in_flags(no_option_error(result, args.max_instance_count, precision(args)).fix)
         sys.stdout.write(render_markdown(spec.name, result, decision, fix))
     return 0 if result.options else 1
 
