@@ -48,9 +48,9 @@ from .model_options import (
     add_model_arguments,
     catalog_instance_type,
     check_tensor_parallel_degree,
-    engine_text,
     flag_error,
     int_list,
+    jumpstart_engine,
     model_spec,
     precision,
 )
@@ -119,6 +119,14 @@ def engine_choice(text: str | None) -> EngineRelease | EngineProfile | None:
             f"pass a profile ({', '.join(PROFILE_NAMES)}) or a container FAMILY[:VERSION] "
             f"with FAMILY {error.fix.removeprefix('pass ')}",
         ) from error
+
+
+def engine_of(args: argparse.Namespace) -> EngineRelease | EngineProfile | None:
+    """``--engine`` (``engine_choice``), else a JumpStart ``--model``'s serving image
+    (``model_options.jumpstart_engine``), else None (the default profile)."""
+    if args.engine is not None:
+        return engine_choice(str(args.engine))
+    return jumpstart_engine(args)
 
 
 PREDICT_MISMATCH_FIX = (
@@ -222,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
         instance_type = catalog_instance_type("--instance-type", args.instance_type)
         workload = Workload(args.input_tokens, args.output_tokens)
         check_tensor_parallel_degree(instance_type, args.tensor_parallel_degree)
-        engine = engine_choice(engine_text(args))
+        engine = engine_of(args)
         degree = args.tensor_parallel_degree or recommended_tensor_parallel_degree(
             spec,
             instance_type,

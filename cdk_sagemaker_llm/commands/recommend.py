@@ -32,12 +32,11 @@ from .model_options import (
     add_max_batch_size_argument,
     add_model_arguments,
     catalog_instance_type,
-    engine_text,
     flag_error,
     model_spec,
     precision,
 )
-from .predict import engine_choice
+from .predict import engine_of
 
 
 def register(subparsers: Any) -> None:
@@ -114,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
             )
         spec = model_spec(args)
         calibration = load_calibration(args.calibration)
-        engine = engine_choice(engine_text(args))
+        engine = engine_of(args)
         candidates = _candidates(args.instance_types)
         sizing = Sizing(risk=Risk(args.risk), calibration=calibration, engine=engine)
         result = recommend(

@@ -16,12 +16,11 @@ from .model_options import (
     add_model_arguments,
     catalog_instance_type,
     check_tensor_parallel_degree,
-    engine_text,
     flag_error,
     model_spec,
     precision,
 )
-from .predict import engine_choice
+from .predict import engine_of
 
 
 def register(subparsers: Any) -> None:
@@ -55,9 +54,10 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run)
 
 
-def _engine(text: str | None, instance_type: InstanceType) -> EngineProfile | None:
-    """``--engine`` as a profile (``predict``'s reading of the flag); None: the default."""
-    engine = engine_choice(text)
+def _engine(args: argparse.Namespace, instance_type: InstanceType) -> EngineProfile | None:
+    """``--engine`` (or a JumpStart ``--model``'s image) as a profile (``predict``'s reading of
+    the flag); None: the default."""
+    engine = engine_of(args)
     return None if engine is None else resolve_profile(engine, instance_type.is_neuron)
 
 
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
             tensor_parallel_degree=args.tensor_parallel_degree,
             precision=precision(args),
             max_total_tokens=args.max_total_tokens,
-            engine=_engine(engine_text(args), instance_type),
+            engine=_engine(args, instance_type),
         )
     except ValidationError as error:
         print(f"error: {flag_error(error, args, {'precision': '--dtype'})}", file=sys.stderr)
