@@ -25,6 +25,7 @@ from cdk_sagemaker_llm.planning.decision import (
     ServiceRequest,
     decide,
 )
+from cdk_sagemaker_llm.planning.engine_profiles import PROFILE_NAMES
 from cdk_sagemaker_llm.planning.optimizations import Optimization
 from cdk_sagemaker_llm.planning.performance import Layout, Workload, predict
 from cdk_sagemaker_llm.planning.recommend import Slo, Traffic, recommend
@@ -333,3 +334,14 @@ def test_calibrate_says_a_bad_instance_type_came_from_the_results(
     assert main([*argv, "--instance-type", "ml.nope2"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --instance-type='ml.nope2'"), err
+
+
+@pytest.mark.parametrize("command", ["predict", "recommend", "size"])
+def test_engine_help_names_every_shipped_profile(
+    command: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "2000")  # argparse wraps help at the terminal's width
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if "--engine ENGINE " in line]
+    assert f"(any case: {', '.join(PROFILE_NAMES)})" in line

@@ -27,6 +27,7 @@ from ..planning.calibration import (
     calibrate,
     deployment_of,
 )
+from ..planning.engine_profiles import PROFILE_NAMES
 from ..planning.performance import Layout
 from .aws_environment import CREDENTIALS_HINT
 from .model_options import check_tensor_parallel_degree
@@ -75,8 +76,8 @@ def add_calibration_arguments(parser: argparse.ArgumentParser) -> None:
         "--engine",
         help="the container that will serve, FAMILY[:VERSION] with a release the container "
         "catalog lists (e.g. tgi:3.3.6; FAMILY alone: release unknown), or an engine profile"
-        " (any case: tgi-1, tgi-2-3, lmi-vllm-v0, lmi-vllm-v1, lmi-trtllm, lmi-neuronx, "
-        "generic); it chooses the performance profile and is checked against --calibration; "
+        f" (any case: {', '.join(PROFILE_NAMES)}); it chooses the performance profile and "
+        "is checked against --calibration; "
         "default: the calibrated engine (profile lmi-vllm-v1)",
     )
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..catalog.instance_types import InstanceType
 from ..errors import ValidationError
-from ..planning.engine_profiles import EngineProfile, resolve_profile
+from ..planning.engine_profiles import PROFILE_NAMES, EngineProfile, resolve_profile
 from ..planning.sizing import size
 from .model_options import (
     add_model_arguments,
@@ -45,10 +45,10 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--engine",
-        help="the container that will serve, FAMILY[:VERSION] (e.g. tgi:3.3.6), or an engine "
-        "profile (tgi-1, tgi-2-3, lmi-vllm-v0, lmi-vllm-v1, lmi-trtllm, lmi-neuronx, generic): "
-        "its profile ranks the layouts; default lmi-vllm-v1 (lmi-neuronx on Inferentia/"
-        "Trainium), as predict and recommend",
+        help="the container that will serve, FAMILY[:VERSION] with a release the container "
+        "catalog lists (e.g. tgi:3.3.6; FAMILY alone: release unknown), or an engine profile "
+        f"(any case: {', '.join(PROFILE_NAMES)}): its profile ranks the layouts; default "
+        "lmi-vllm-v1 (lmi-neuronx on Inferentia/Trainium), as predict and recommend",
     )
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.set_defaults(handler=run)
