@@ -182,6 +182,15 @@ def test_engine_argument_refuses_a_release_the_catalog_does_not_list() -> None:
 def test_engine_argument_reads_profiles_and_families_in_any_case() -> None:
     assert engine_argument("TGI-1") is engine_profile("tgi-1")
     assert engine_argument("TGI:2.4.0") is engine_profile("tgi-2-3")
+    # A family alone is a release unknown, as the commands read it: its newest line's profile.
+    assert engine_argument("Tgi") is profile_for_image("tgi", None)
+
+
+def test_engine_argument_lists_profiles_and_families_for_neither() -> None:
+    with pytest.raises(ValidationError) as raised:
+        engine_argument("sglang")
+    assert raised.value.problem.startswith("is neither an engine profile nor a container family")
+    assert "tgi-2-3" in raised.value.fix and "lmi-tensorrt-llm" in raised.value.fix
 
 
 # ----- Profiles are data with provenance ----------------------------------------------------------

@@ -19,12 +19,7 @@ from ..planning.calibration import (
     calibrate,
     deployment_of,
 )
-from ..planning.engine_profiles import (
-    PROFILE_NAMES,
-    EngineProfile,
-    engine_profile,
-    resolve_profile,
-)
+from ..planning.engine_profiles import EngineProfile, parse_engine, resolve_profile
 from ..planning.optimizations import Optimization
 from ..planning.performance import (
     Layout,
@@ -38,7 +33,6 @@ from ..planning.sizing import recommended_tensor_parallel_degree
 from .calibrate import (
     add_calibration_arguments,
     calibration_of,
-    engine_option,
     merge_flags,
     model_of_results,
 )
@@ -102,23 +96,15 @@ def register(subparsers: Any) -> None:
 
 def engine_choice(text: str | None) -> EngineRelease | EngineProfile | None:
     """``--engine``: an engine profile name (``tgi-1``, ``lmi-vllm-v1`` ...) or the container
-    ``FAMILY[:VERSION]`` (which also chooses the profile: ``planning.engine_profiles``); both
-    in any case, as ``engine_argument`` reads them."""
-    if text is not None and text.strip().lower() in PROFILE_NAMES:
-        return engine_profile(text.strip().lower())
-    try:
-        return engine_option(text)
-    except ValidationError as error:
-        if error.prop != "--engine" or ":" in str(text) or "@" in str(text):
-            raise
-        # Neither a profile nor a family: the fix lists both, not only the families.
-        raise ValidationError(
-            "--engine",
-            text,
-            "is neither an engine profile nor a container family the library knows",
-            f"pass a profile ({', '.join(PROFILE_NAMES)}) or a container FAMILY[:VERSION] "
-            f"with FAMILY {error.fix.removeprefix('pass ')}",
-        ) from error
+    ``FAMILY[:VERSION]`` (which also chooses the profile), as ``planning.engine_profiles.
+    parse_engine`` reads them; None when not given."""
+    if text is None:
+        return None
+    parsed = parse_engine(text)
+    if isinstance(parsed, EngineProfile):
+        return parsed
+    family, version = parsed
+    return EngineRelease(family.value, version)
 
 
 def engine_of(args: argparse.Namespace) -> EngineRelease | EngineProfile | None:
