@@ -198,14 +198,14 @@ def test_recommend_changes_its_answer_in_the_measured_direction(
     ]  # fmt: skip
     assert main(argv) == 0
     uncalibrated = json.loads(capsys.readouterr().out)["options"][0]
-    assert main([*argv, "--calibration", str(out), "--engine", "tgi:3.3.1"]) == 0
+    assert main([*argv, "--calibration", str(out), "--engine", "tgi:3.3.4"]) == 0
     calibrated = json.loads(capsys.readouterr().out)
     option = calibrated["options"][0]
     # Measured slower than modeled: more instances for the same traffic and SLO.
     assert option["instance_count"] > uncalibrated["instance_count"]
     assert option["predicted"]["ms_per_token"] > uncalibrated["predicted"]["ms_per_token"]
     assert any("calibrated on s3://results/" in line for line in calibrated["assumptions"])
-    assert any("tgi 3.3.6, applied to tgi 3.3.1" in line for line in calibrated["assumptions"])
+    assert any("tgi 3.3.6, applied to tgi 3.3.4" in line for line in calibrated["assumptions"])
     # predict agrees: slower than the uncalibrated figure at the same layout.
     predict_argv = [
         "predict", "--model", "llama-2-7b", "--instance-type", "ml.g5.2xlarge",

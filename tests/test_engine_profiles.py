@@ -169,6 +169,30 @@ def test_engine_argument_takes_a_name_or_an_image() -> None:
         engine_argument("sglang:0.4")
 
 
+def test_engine_argument_refuses_a_release_the_catalog_does_not_list() -> None:
+    with pytest.raises(ValidationError) as raised:
+        engine_argument("tgi:9.9")
+    assert raised.value.prop == "--engine" and raised.value.value == "tgi:9.9"
+    assert "tgi 9.9 is not a release the container catalog lists" in raised.value.problem
+    assert "closest first: 3.3.6, 3.3.4, 3.2.3" in raised.value.fix
+    with pytest.raises(ValidationError, match="names no release"):
+        engine_argument("tgi:")
+
+
+def test_engine_argument_reads_profiles_and_families_in_any_case() -> None:
+    assert engine_argument("TGI-1") is engine_profile("tgi-1")
+    assert engine_argument("TGI:2.4.0") is engine_profile("tgi-2-3")
+    # A family alone is a release unknown, as the commands read it: its newest line's profile.
+    assert engine_argument("Tgi") is profile_for_image("tgi", None)
+
+
+def test_engine_argument_lists_profiles_and_families_for_neither() -> None:
+    with pytest.raises(ValidationError) as raised:
+        engine_argument("sglang")
+    assert raised.value.problem.startswith("is neither an engine profile nor a container family")
+    assert "tgi-2-3" in raised.value.fix and "lmi-tensorrt-llm" in raised.value.fix
+
+
 # ----- Profiles are data with provenance ----------------------------------------------------------
 
 

@@ -314,6 +314,29 @@ def test_predict_reads_a_jumpstart_ids_architecture_and_serving_image(
     assert json.loads(capsys.readouterr().out)["engine"] == "lmi-vllm-v1"
 
 
+@pytest.mark.parametrize("command", ["predict", "size", "recommend"])
+def test_a_jumpstart_image_the_container_catalog_does_not_list_is_still_its_engine(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """JumpStart serves this Mistral on TGI 2.0.3, a release the DLC catalog does not list:
+    the image is JumpStart's, so it is the engine; only a typed ``--engine`` must be listed."""
+    from cdk_sagemaker_llm.cli import main
+
+    model = "huggingface-llm-mistral-7b-instruct-v3"
+    image = JUMPSTART_MODELS[model].image_uri("us-east-1", "ml.g5.12xlarge")
+    assert image.endswith(":2.3.0-tgi2.0.3-gpu-py310-cu121-ubuntu22.04")
+    argv = {
+        "predict": ["predict", "--instance-type", "ml.g5.12xlarge", "--concurrency", "8"],
+        "size": ["size", "--instance-type", "ml.g5.12xlarge"],
+        "recommend": ["recommend", "--max-ms-per-token", "100", "--concurrency", "4"],
+    }[command]
+    workload = [] if command == "size" else ["--input-tokens", "1000", "--output-tokens", "200"]
+    assert main([*argv, *workload, "--model", model]) == 0
+    assert "tgi-2-3" in capsys.readouterr().out
+    assert main([*argv, *workload, "--model", model, "--engine", "tgi:2.0.3"]) == 2
+    assert "tgi 2.0.3 is not a release the container catalog lists" in capsys.readouterr().err
+
+
 def test_size_and_recommend_take_a_jumpstart_id(capsys: pytest.CaptureFixture[str]) -> None:
     from cdk_sagemaker_llm.cli import main
 

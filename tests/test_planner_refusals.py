@@ -9,6 +9,11 @@ from typing import Any
 
 import pytest
 
+from cdk_sagemaker_llm.catalog.containers import (
+    DLC_LINES,
+    ContainerFamily,
+    parse_container_release,
+)
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec
 from cdk_sagemaker_llm.cli import main
@@ -20,6 +25,7 @@ from cdk_sagemaker_llm.planning.decision import (
     ServiceRequest,
     decide,
 )
+from cdk_sagemaker_llm.planning.engine_profiles import PROFILE_NAMES
 from cdk_sagemaker_llm.planning.optimizations import Optimization
 from cdk_sagemaker_llm.planning.performance import Layout, Workload, predict
 from cdk_sagemaker_llm.planning.recommend import Slo, Traffic, recommend
@@ -259,6 +265,62 @@ def test_an_unknown_engine_lists_the_profiles_too(capsys: pytest.CaptureFixture[
     assert "lmi-vllm-v1" in err and "lmi-tensorrt-llm" in err
 
 
+@pytest.mark.parametrize("command", ["predict", "recommend", "calibrate"])
+def test_an_engine_release_the_catalog_does_not_list_is_bad_input(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    calibrate = [
+        "calibrate", str(_results_file(tmp_path)), "--out", str(tmp_path / "c.json"),
+        "--model", "llama-2-7b", "--instance-type", "ml.g5.2xlarge",
+    ]  # fmt: skip
+    argv = {"predict": PREDICT_7B, "recommend": RECOMMEND, "calibrate": calibrate}[command]
+    assert main([*argv, "--engine", "tgi:9.9"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --engine='tgi:9.9': tgi 9.9 is not a release the container ")
+    # The releases that exist, closest first: TGI 3.3.6 is the newest below 9.9.
+    assert "(closest first: 3.3.6, 3.3.4, 3.2.3, 3.2.0, 3.1.1, 3.0.1, 2.4.0," in err
+
+
+def test_an_engine_release_is_offered_its_nearest_neighbours_first(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main([*PREDICT_7B, "--engine", "lmi:0.37.0"]) == 2
+    assert "(closest first: 0.36.0, 0.38.0, 0.35.0," in capsys.readouterr().err
+    assert main([*PREDICT_7B, "--engine", "tgi@3.3.1"]) == 2
+    assert "(closest first: 3.3.4, 3.3.6, 3.2.3," in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("engine", ["tgi:", "tgi@", "tgi: "])
+def test_an_engine_with_an_empty_release_is_bad_input(
+    engine: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*PREDICT_7B, "--engine", engine]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --engine={engine!r}: names no release after the separator")
+    assert "(tgi:3.3.6), or tgi alone when the release is unknown" in err
+
+
+def test_every_release_the_catalog_lists_is_an_engine() -> None:
+    for family, line in DLC_LINES.items():
+        for version in line.releases:
+            parsed = parse_container_release("--engine", f"{family.value.upper()}:{version}")
+            assert parsed == (family, version)
+
+
+def test_a_family_without_a_catalog_line_takes_no_release() -> None:
+    with pytest.raises(ValidationError, match="custom has no Deep Learning Container line"):
+        parse_container_release("--engine", "custom:1.0")
+    assert parse_container_release("--engine", "custom") == (ContainerFamily.CUSTOM, None)
+
+
+@pytest.mark.parametrize(("engine", "profile"), [("TGI-1", "tgi-1"), ("TGI:1.4.5", "tgi-1")])
+def test_engine_profiles_and_families_are_read_in_any_case(
+    engine: str, profile: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*PREDICT_7B, "--engine", engine]) == 0
+    assert json.loads(capsys.readouterr().out)["engine"] == profile
+
+
 def test_calibrate_says_a_bad_instance_type_came_from_the_results(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -272,3 +334,14 @@ def test_calibrate_says_a_bad_instance_type_came_from_the_results(
     assert main([*argv, "--instance-type", "ml.nope2"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --instance-type='ml.nope2'"), err
+
+
+@pytest.mark.parametrize("command", ["predict", "recommend", "size"])
+def test_engine_help_names_every_shipped_profile(
+    command: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "2000")  # argparse wraps help at the terminal's width
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if "--engine ENGINE " in line]
+    assert f"(any case: {', '.join(PROFILE_NAMES)})" in line

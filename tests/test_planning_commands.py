@@ -163,6 +163,27 @@ def test_recommend_without_an_option_advises_by_the_rejections_kinds(
     assert "No layout meets the SLO" not in out
 
 
+def test_recommend_json_without_an_option_carries_the_markdowns_fix(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = [
+        "recommend", "--model", "llama-3-70b", "--dtype", "int4", "--input-tokens", "1024",
+        "--output-tokens", "256", "--max-ms-per-token", "100", "--concurrency", "8",
+        "--instance-types", "ml.g5.12xlarge",
+    ]  # fmt: skip
+    assert main(argv) == 1
+    markdown_fix = next(
+        line for line in capsys.readouterr().out.splitlines() if line.startswith("Fix: ")
+    )
+    assert main([*argv, "--format", "json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["options"] == []
+    assert f"Fix: {data['no_option_fix']}." == markdown_fix
+    # With an option there is nothing to fix: the field is null, not absent.
+    assert main([*RECOMMEND, "--concurrency", "16", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["no_option_fix"] is None
+
+
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [

@@ -19,6 +19,7 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
+from ..errors import ValidationError
 from .instance_types import AcceleratorKind, CpuArchitecture
 
 
@@ -334,3 +335,88 @@ def image_facts_of_uri(uri: str) -> tuple[str | None, str | None, bool]:
         return None, None, False
     family, line, _, tag = recognized
     return family.value, line.release_of(tag) if line else None, True
+
+
+def releases_closest_to(family: ContainerFamily, version: tuple[int, ...]) -> list[str]:
+    """The releases ``DLC_LINES`` lists for ``family``, closest to ``version`` first: most
+    leading components shared, then the smallest gap at the first that differs, then nearest in
+    order (``9.9`` -> ``3.3.6, 3.3.4, ...``; ``3.3.1`` -> ``3.3.4, 3.3.6, 3.2.3, ...``). Empty
+    when the family has no line."""
+    line = DLC_LINES.get(family)
+    if line is None:
+        return []
+    width = max(len(version), *(len(version_tuple(release)) for release in line.releases))
+
+    def distance(release: str) -> tuple[int, int, tuple[int, ...]]:
+        have = version_tuple(release)
+        ours, theirs = ((*v, *([0] * (width - len(v)))) for v in (have, version))
+        pairs = enumerate(zip(ours, theirs, strict=True))
+        shared = next((i for i, (a, b) in pairs if a != b), width)
+        gap = abs(ours[shared] - theirs[shared]) if shared < width else 0
+        # Below the version the newest is nearest; above it, the oldest.
+        return -shared, gap, tuple(-part for part in ours) if ours < theirs else ours
+
+    return sorted(line.releases, key=distance)
+
+
+def check_listed_release(prop: str, value: str, family: ContainerFamily, version: str) -> None:
+    """Raise a ``ValidationError`` naming ``prop`` and ``value`` unless ``version`` is a release
+    ``DLC_LINES`` lists for ``family`` (the generated ``dlc_catalog.json``); the fix names the
+    releases that exist, closest first."""
+    line = DLC_LINES.get(family)
+    if line is None:
+        raise ValidationError(
+            prop,
+            value,
+            f"{family.value} has no Deep Learning Container line, so no release of it is known",
+            f"pass the family alone ({family.value}), or one with releases: "
+            f"{', '.join(f.value for f in DLC_LINES)}",
+        )
+    if version in line.releases:
+        return
+    if not SHORT_VERSION.match(version):
+        problem, order = f"{version!r} is not a release number", "newest first"
+        releases = list(reversed(list(line.releases)))
+    else:
+        problem = (
+            f"{family.value} {version} is not a release the container catalog lists "
+            f"(generated from {CATALOG_SOURCE})"
+        )
+        order, releases = "closest first", releases_closest_to(family, version_tuple(version))
+    raise ValidationError(
+        prop,
+        value,
+        problem,
+        f"pass one of {family.value}'s releases ({order}: {', '.join(releases)}), or "
+        f"{family.value} alone when the release is unknown",
+    )
+
+
+def parse_container_release(prop: str, text: str) -> tuple[ContainerFamily, str | None]:
+    """``FAMILY[:VERSION]`` (``tgi:3.3.6``, ``LMI@0.33.0``; ``tgi`` alone when the release is
+    unknown) as the family and its release, the family in any case: a family the library does
+    not know, an empty release (``tgi:``) or one ``DLC_LINES`` does not list is a
+    ``ValidationError`` naming ``prop`` and ``text``."""
+    family_text, separator, version = str(text).strip().replace("@", ":").partition(":")
+    families = [family.value for family in ContainerFamily]
+    if family_text.strip().lower() not in families:
+        raise ValidationError(
+            prop,
+            text,
+            f"{family_text.strip()!r} is not a container family the library knows",
+            f"pass one of {', '.join(families)}",
+        )
+    family = ContainerFamily(family_text.strip().lower())
+    if not separator:
+        return family, None
+    if not version.strip():
+        raise ValidationError(
+            prop,
+            text,
+            "names no release after the separator",
+            f"pass a release after it ({family.value}:"
+            f"{DLC_LINES[family].newest.version if family in DLC_LINES else 'VERSION'}), or "
+            f"{family.value} alone when the release is unknown",
+        )
+    check_listed_release(prop, text, family, version.strip())
+    return family, version.strip()

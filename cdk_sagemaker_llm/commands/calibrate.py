@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..catalog.containers import parse_container_release
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
@@ -26,6 +27,7 @@ from ..planning.calibration import (
     calibrate,
     deployment_of,
 )
+from ..planning.engine_profiles import PROFILE_NAMES
 from ..planning.performance import Layout
 from .aws_environment import CREDENTIALS_HINT
 from .model_options import check_tensor_parallel_degree
@@ -55,7 +57,8 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--engine",
-        help="the benchmarked container: FAMILY[:VERSION], e.g. tgi:3.3.6 or lmi:0.31.0",
+        help="the benchmarked container: FAMILY[:VERSION], e.g. tgi:3.3.6 or lmi:0.31.0, with "
+        "a release the container catalog lists (FAMILY alone: release unknown)",
     )
     parser.add_argument("--dtype", help="weights precision benchmarked; default fp16")
     parser.add_argument("--region", help="region of the S3 bucket (s3:// RESULTS)")
@@ -71,21 +74,21 @@ def add_calibration_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--engine",
-        help="the container that will serve, FAMILY[:VERSION] (e.g. tgi:3.3.6), or an "
-        "engine profile (tgi-1, tgi-2-3, lmi-vllm-v0, lmi-vllm-v1, lmi-trtllm, lmi-neuronx, "
-        "generic); it chooses the performance profile and is checked against --calibration; "
+        help="the container that will serve, FAMILY[:VERSION] with a release the container "
+        "catalog lists (e.g. tgi:3.3.6; FAMILY alone: release unknown), or an engine profile"
+        f" (any case: {', '.join(PROFILE_NAMES)}); it chooses the performance profile and "
+        "is checked against --calibration; "
         "default: the calibrated engine (profile lmi-vllm-v1)",
     )
 
 
 def engine_option(text: str | None, flag: str = "--engine") -> EngineRelease | None:
-    """``--engine`` as an EngineRelease (None when not given)."""
+    """``--engine`` as an EngineRelease (None when not given): ``FAMILY[:VERSION]`` with a
+    release the container catalog lists (``catalog.containers.parse_container_release``)."""
     if text is None:
         return None
-    try:
-        return EngineRelease.parse(text)
-    except ValidationError as error:
-        raise ValidationError(flag, text, error.problem, error.fix) from error
+    family, version = parse_container_release(flag, text)
+    return EngineRelease(family.value, version)
 
 
 def load_calibration(path: str | None) -> Calibration | None:

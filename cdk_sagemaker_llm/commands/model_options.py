@@ -14,6 +14,7 @@ from ..catalog.instance_types import CATALOG, InstanceType
 from ..catalog.jumpstart import JUMPSTART_MODELS
 from ..catalog.model_specs import PRESETS, ModelSpec, Precision
 from ..errors import ValidationError
+from ..planning.calibration import EngineRelease
 
 CUSTOM_SPEC_FLAGS = "--parameters, --layers, --attention-heads, --head-dim and --max-context"
 """The flags that describe a model no preset covers."""
@@ -177,12 +178,11 @@ def _url_error(model: str) -> ValidationError:
     return ValidationError("--model", model, "a URL, not a model id", fix)
 
 
-def engine_text(args: argparse.Namespace) -> str | None:
-    """``--engine``, else a JumpStart ``--model``'s serving image as ``FAMILY:RELEASE`` (the
-    image of JumpStart's default instance type in its first region: the same release
-    everywhere, as the catalog records it), else None."""
-    if args.engine is not None:
-        return str(args.engine)
+def jumpstart_engine(args: argparse.Namespace) -> EngineRelease | None:
+    """A JumpStart ``--model``'s serving image as its family and release (the image of
+    JumpStart's default instance type in its first region: the same release everywhere, as the
+    catalog records it), else None. JumpStart serves that image, so its release is taken as it
+    is, even one the container catalog does not list (TGI 2.0.3)."""
     jumpstart = JUMPSTART_MODELS.get(str(args.model or "").strip())
     if jumpstart is None:
         return None
@@ -190,9 +190,7 @@ def engine_text(args: argparse.Namespace) -> str | None:
     family, release, _ = image_facts_of_uri(
         jumpstart.image_uri(region, jumpstart.default_instance_type)
     )
-    if family is None:
-        return None
-    return f"{family}:{release}" if release else family
+    return None if family is None else EngineRelease(family, release)
 
 
 def precision(args: argparse.Namespace) -> Precision:

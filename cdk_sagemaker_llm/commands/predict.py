@@ -19,12 +19,7 @@ from ..planning.calibration import (
     calibrate,
     deployment_of,
 )
-from ..planning.engine_profiles import (
-    PROFILE_NAMES,
-    EngineProfile,
-    engine_profile,
-    resolve_profile,
-)
+from ..planning.engine_profiles import EngineProfile, parse_engine, resolve_profile
 from ..planning.optimizations import Optimization
 from ..planning.performance import (
     Layout,
@@ -38,7 +33,6 @@ from ..planning.sizing import recommended_tensor_parallel_degree
 from .calibrate import (
     add_calibration_arguments,
     calibration_of,
-    engine_option,
     merge_flags,
     model_of_results,
 )
@@ -48,9 +42,9 @@ from .model_options import (
     add_model_arguments,
     catalog_instance_type,
     check_tensor_parallel_degree,
-    engine_text,
     flag_error,
     int_list,
+    jumpstart_engine,
     model_spec,
     precision,
 )
@@ -102,22 +96,23 @@ def register(subparsers: Any) -> None:
 
 def engine_choice(text: str | None) -> EngineRelease | EngineProfile | None:
     """``--engine``: an engine profile name (``tgi-1``, ``lmi-vllm-v1`` ...) or the container
-    ``FAMILY[:VERSION]`` (which also chooses the profile: ``planning.engine_profiles``)."""
-    if text is not None and text.strip() in PROFILE_NAMES:
-        return engine_profile(text.strip())
-    try:
-        return engine_option(text)
-    except ValidationError as error:
-        if error.prop != "--engine" or ":" in str(text) or "@" in str(text):
-            raise
-        # Neither a profile nor a family: the fix lists both, not only the families.
-        raise ValidationError(
-            "--engine",
-            text,
-            "is neither an engine profile nor a container family the library knows",
-            f"pass a profile ({', '.join(PROFILE_NAMES)}) or a container FAMILY[:VERSION] "
-            f"with FAMILY {error.fix.removeprefix('pass ')}",
-        ) from error
+    ``FAMILY[:VERSION]`` (which also chooses the profile), as ``planning.engine_profiles.
+    parse_engine`` reads them; None when not given."""
+    if text is None:
+        return None
+    parsed = parse_engine(text)
+    if isinstance(parsed, EngineProfile):
+        return parsed
+    family, version = parsed
+    return EngineRelease(family.value, version)
+
+
+def engine_of(args: argparse.Namespace) -> EngineRelease | EngineProfile | None:
+    """``--engine`` (``engine_choice``), else a JumpStart ``--model``'s serving image
+    (``model_options.jumpstart_engine``), else None (the default profile)."""
+    if args.engine is not None:
+        return engine_choice(str(args.engine))
+    return jumpstart_engine(args)
 
 
 PREDICT_MISMATCH_FIX = (
@@ -221,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
         instance_type = catalog_instance_type("--instance-type", args.instance_type)
         workload = Workload(args.input_tokens, args.output_tokens)
         check_tensor_parallel_degree(instance_type, args.tensor_parallel_degree)
-        engine = engine_choice(engine_text(args))
+        engine = engine_of(args)
         degree = args.tensor_parallel_degree or recommended_tensor_parallel_degree(
             spec,
             instance_type,

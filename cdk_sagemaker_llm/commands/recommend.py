@@ -32,12 +32,11 @@ from .model_options import (
     add_max_batch_size_argument,
     add_model_arguments,
     catalog_instance_type,
-    engine_text,
     flag_error,
     model_spec,
     precision,
 )
-from .predict import engine_choice
+from .predict import engine_of
 
 
 def register(subparsers: Any) -> None:
@@ -106,15 +105,15 @@ def run(args: argparse.Namespace) -> int:
     """Print the recommendation; exit 0 with an option, 1 without, 2 on bad input."""
     try:
         if args.max_ms_per_token is None and args.max_ttft_ms is None:
-            raise ValidationError(
+            raise ValidationError(  # what no flag means, in words (not None)
                 "--max-ms-per-token / --max-ttft-ms",
-                None,
+                "no per-token limit, no TTFT limit",
                 "an SLO needs at least one bound",
                 "pass --max-ms-per-token 100, --max-ttft-ms 2000, or both",
             )
         spec = model_spec(args)
         calibration = load_calibration(args.calibration)
-        engine = engine_choice(engine_text(args))
+        engine = engine_of(args)
         candidates = _candidates(args.instance_types)
         sizing = Sizing(risk=Risk(args.risk), calibration=calibration, engine=engine)
         result = recommend(
@@ -141,15 +140,15 @@ def run(args: argparse.Namespace) -> int:
         if line.startswith("calibration: "):
             print(f"warning: {line.removeprefix('calibration: ')}", file=sys.stderr)
     decision = _decision(args, spec, result, sizing)
+    fix = None  # without an option: what the rejections call for, as the Markdown's "Fix:"
+    if not result.options:
+        fix = _in_flags(no_option_error(result, args.max_instance_count, precision(args)).fix)
     if args.format == "json":
-        data = result.to_dict()
+        data = {**result.to_dict(), "no_option_fix": fix}
         if decision is not None:
             data["decision"] = decision.to_metadata()
         print(json.dumps(data, indent=2))
     else:
-        fix = None
-        if not result.options:
-            fix = _in_flags(no_option_error(result, args.max_instance_count, precision(args)).fix)
         sys.stdout.write(render_markdown(spec.name, result, decision, fix))
     return 0 if result.options else 1
 

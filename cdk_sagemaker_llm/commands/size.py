@@ -10,18 +10,17 @@ from typing import Any
 
 from ..catalog.instance_types import InstanceType
 from ..errors import ValidationError
-from ..planning.engine_profiles import EngineProfile, resolve_profile
+from ..planning.engine_profiles import PROFILE_NAMES, EngineProfile, resolve_profile
 from ..planning.sizing import size
 from .model_options import (
     add_model_arguments,
     catalog_instance_type,
     check_tensor_parallel_degree,
-    engine_text,
     flag_error,
     model_spec,
     precision,
 )
-from .predict import engine_choice
+from .predict import engine_of
 
 
 def register(subparsers: Any) -> None:
@@ -46,18 +45,19 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--engine",
-        help="the container that will serve, FAMILY[:VERSION] (e.g. tgi:3.3.6), or an engine "
-        "profile (tgi-1, tgi-2-3, lmi-vllm-v0, lmi-vllm-v1, lmi-trtllm, lmi-neuronx, generic): "
-        "its profile ranks the layouts; default lmi-vllm-v1 (lmi-neuronx on Inferentia/"
-        "Trainium), as predict and recommend",
+        help="the container that will serve, FAMILY[:VERSION] with a release the container "
+        "catalog lists (e.g. tgi:3.3.6; FAMILY alone: release unknown), or an engine profile "
+        f"(any case: {', '.join(PROFILE_NAMES)}): its profile ranks the layouts; default "
+        "lmi-vllm-v1 (lmi-neuronx on Inferentia/Trainium), as predict and recommend",
     )
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.set_defaults(handler=run)
 
 
-def _engine(text: str | None, instance_type: InstanceType) -> EngineProfile | None:
-    """``--engine`` as a profile (``predict``'s reading of the flag); None: the default."""
-    engine = engine_choice(text)
+def _engine(args: argparse.Namespace, instance_type: InstanceType) -> EngineProfile | None:
+    """``--engine`` (or a JumpStart ``--model``'s image) as a profile (``predict``'s reading of
+    the flag); None: the default."""
+    engine = engine_of(args)
     return None if engine is None else resolve_profile(engine, instance_type.is_neuron)
 
 
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
             tensor_parallel_degree=args.tensor_parallel_degree,
             precision=precision(args),
             max_total_tokens=args.max_total_tokens,
-            engine=_engine(engine_text(args), instance_type),
+            engine=_engine(args, instance_type),
         )
     except ValidationError as error:
         print(f"error: {flag_error(error, args, {'precision': '--dtype'})}", file=sys.stderr)

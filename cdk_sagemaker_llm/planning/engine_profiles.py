@@ -25,7 +25,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, Protocol
 
-from ..catalog.containers import ContainerFamily, version_tuple
+from ..catalog.containers import ContainerFamily, parse_container_release, version_tuple
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
@@ -691,24 +691,39 @@ def row_profile_name(engine: str, engine_version: str | None) -> str:
     return FALLBACK_PROFILE_NAME
 
 
+def parse_engine(
+    text: str, prop: str = "--engine"
+) -> EngineProfile | tuple[ContainerFamily, str | None]:
+    """``--engine`` as written: a profile name (``tgi-1``) as its profile, else a container
+    ``FAMILY[:VERSION]`` as its family and release (``catalog.containers.
+    parse_container_release``: a release the catalog lists, or none); both in any case. Neither
+    is a ``ValidationError`` naming ``prop`` and listing the profiles and the families."""
+    name = str(text).strip().lower()
+    if name in PROFILE_NAMES:
+        return engine_profile(name)
+    try:
+        return parse_container_release(prop, text)
+    except ValidationError as error:
+        if ":" in str(text) or "@" in str(text):
+            raise
+        # Neither a profile nor a family: the fix lists both, not only the families.
+        raise ValidationError(
+            prop,
+            text,
+            "is neither an engine profile nor a container family the library knows",
+            f"pass a profile ({', '.join(PROFILE_NAMES)}) or a container FAMILY[:VERSION] "
+            f"with FAMILY {error.fix.removeprefix('pass ')}",
+        ) from error
+
+
 def engine_argument(text: str | None) -> EngineProfile | None:
-    """A command line's ``--engine``: a profile name, or a container image as
-    ``family:version`` (``tgi:1.4.5``, ``lmi:0.33.0``); None when not given."""
+    """A command line's ``--engine`` as a profile (``parse_engine``): a profile name, or a
+    container image as ``family[:version]`` (``tgi:1.4.5``, ``lmi:0.33.0``) whose profile is
+    the one serving it; None when not given."""
     if text is None:
         return None
-    if ":" in text:
-        family, _, version = text.partition(":")
-        try:
-            container = ContainerFamily(family.strip())
-        except ValueError as error:
-            raise ValidationError(
-                "--engine",
-                text,
-                f"{family!r} is not a container family",
-                "use e.g. tgi:3.3.6, lmi:0.33.0 or a profile name",
-            ) from error
-        return profile_for_image(container, version.strip() or None)
-    return engine_profile(text.strip())
+    parsed = parse_engine(text)
+    return parsed if isinstance(parsed, EngineProfile) else profile_for_image(*parsed)
 
 
 def profile_origin(profile: EngineProfile) -> str:
