@@ -322,6 +322,14 @@ def test_engine_compatibility_follows_caret_ranges() -> None:
         EngineRelease("vllm-ish")
 
 
+@pytest.mark.parametrize("text", ["tgi:9.9", "tgi:", "lmi@"])
+def test_an_engine_release_the_catalog_does_not_list_is_refused_by_the_library_too(
+    text: str,
+) -> None:
+    with pytest.raises(ValidationError, match=r"engine.*(not a release|names no release)"):
+        EngineRelease.parse(text)
+
+
 def test_results_without_the_deployment_need_the_flags(
     tmp_path: Path, s3: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..catalog.containers import ContainerFamily
+from ..catalog.containers import ContainerFamily, parse_container_release
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
@@ -116,9 +116,11 @@ class EngineRelease:
 
     @staticmethod
     def parse(text: str) -> EngineRelease:
-        """``tgi:3.3.6``, ``lmi@0.31.0`` or ``tgi`` (version unknown)."""
-        family, _, version = str(text).strip().replace("@", ":").partition(":")
-        return EngineRelease(family.strip().lower(), version.strip() or None)
+        """``tgi:3.3.6``, ``lmi@0.31.0`` or ``tgi`` (version unknown), the family in any
+        case; a family the library does not know, an empty release or one the container
+        catalog does not list is a ``ValidationError`` (``parse_container_release``)."""
+        family, version = parse_container_release("engine", text)
+        return EngineRelease(family.value, version)
 
     @property
     def generation(self) -> tuple[int, ...] | None:
