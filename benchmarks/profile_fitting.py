@@ -15,7 +15,9 @@ What a row measures (``benchmarks/measurements/README.md``):
 - rows without a concurrency whose notes state ``batch size N`` are offline static-batch runs:
   N sequences at once, modelled as N closed-loop clients with a batch limit of N; rows whose
   notes say ``all N requests sent at once`` are offline bursts, modelled as N clients within
-  the engine's own batch limit.
+  the engine's own batch limit; a burst's inter-token latency (the mean TPOT such a benchmark
+  reports) is predicted by replaying the burst through the engine's scheduler simulation
+  (``predict_row``).
 """
 
 from __future__ import annotations
@@ -54,7 +56,9 @@ from cdk_sagemaker_llm.planning.performance import (
     prediction_band,
     profile_limits,
 )
+from cdk_sagemaker_llm.planning.scheduling.copy import simulate_copy
 from cdk_sagemaker_llm.planning.scheduling.limits import BatchSettings
+from cdk_sagemaker_llm.planning.scheduling.load import Burst
 
 ROOT = Path(__file__).resolve().parent
 MEASUREMENTS = ROOT / "measurements"
@@ -238,6 +242,9 @@ class Row:
     batch: BatchSettings | None = None
     """The batch settings the source ran its engine with (``row_batch``); None: the profile's
     documented defaults."""
+    burst: bool = False
+    """The source sent the row's ``concurrency`` requests at once and timed their draining
+    (an offline benchmark), not a steady closed loop."""
 
     @property
     def workload(self) -> Workload:
@@ -412,6 +419,7 @@ def _row(index: int, raw: Mapping[str, str]) -> tuple[Row | None, str]:
             tokens_per_s=tokens,
             model_name=spec.name,
             batch=batch,
+            burst=burst is not None and not concurrency_text,
         ),
         "",
     )
@@ -451,7 +459,8 @@ class Predicted:
 
 
 def predict_row(row: Row, profile: EngineProfile, efficiency: Efficiency) -> Predicted:
-    """The model's figures for one measured row (one copy, the row's concurrency)."""
+    """The model's figures for one measured row (one copy, the row's concurrency): the closed
+    form's, and for a burst's inter-token latency the burst replayed (``burst_itl_ms``)."""
     model = CopyModel(
         row.spec,
         row.instance_type,
@@ -465,7 +474,25 @@ def predict_row(row: Row, profile: EngineProfile, efficiency: Efficiency) -> Pre
     at = model.level(row.concurrency, capacity)
     ms, ttft, e2e, tokens = at.ms_per_token, at.ttft_ms, at.e2e_ms, at.tokens_per_s
     decode_ms = (e2e - ttft) / max(1, row.output_tokens - 1)
+    if row.burst and row.itl_ms is not None:
+        decode_ms = burst_itl_ms(row, profile, model)
     return Predicted(ms, decode_ms, ttft, tokens)
+
+
+def burst_itl_ms(row: Row, profile: EngineProfile, model: CopyModel) -> float:
+    """The mean inter-token latency (TPOT) of the row's burst replayed through the engine's
+    scheduler simulation (``scheduling.load.Burst``, under the row's batch settings), as the
+    source measured it: vLLM's benchmark reports the mean over every request of (latency - TTFT)
+    / (output tokens - 1) (vLLM ``benchmarks/serve.py``, ``calculate_metrics``: "tpot"), and in a
+    burst the other requests' prefills share those steps (a chunked-prefill engine batches
+    prompt chunks with the running decodes; vLLM documentation, "Optimization and Tuning",
+    "Chunked Prefill"), so a request's TPOT counts them. A steady closed loop (the closed form)
+    has no such wave of prefills. Only the TPOT is replayed: a burst of equal requests serves
+    about the steady state's tokens/s (the batch runs full but for its last wave), so its
+    throughput keeps the closed form, which the fit's hundreds of loss evaluations per fold can
+    afford (benchmarks/README.md, "Bursts")."""
+    result = simulate_copy(model, profile, Burst(row.concurrency), batch=row.batch)
+    return result.mean("inter_token_ms")
 
 
 def band_of_row(row: Row, profile: EngineProfile) -> Band:

@@ -1,7 +1,8 @@
 """The batch settings a published measurement ran its engine with, read from the row's notes
 (``measurements/rows.csv``): what the source states (trtllm-bench's ``max_batch_size`` /
 ``max_num_tokens``, vLLM's ``--max-num-seqs`` / ``--max-num-batched-tokens``), trtllm-bench's own
-batch choice where it made it, and the engine profile's documented defaults for the rest
+batch choice where it made it, vLLM's server defaults on the row's GPU where a run kept them,
+and the engine profile's documented defaults for the rest
 (``planning.scheduling.limits.BatchSettings``). The closed form and the simulation both read
 them, so a row is predicted under the limits it was measured under."""
 
@@ -36,6 +37,29 @@ TRTLLM_BENCH_MAX_BATCH = 4096
 """trtllm-bench's heuristic caps the batch at 4,096 requests (TensorRT-LLM
 ``tensorrt_llm/bench/build/tuning.py`` ``finetune_setting``: ``min(kv_cache_max_requests,
 4096)``)."""
+
+
+VLLM_SERVE_DEFAULTS = re.compile(r"vllm serve .*default engine arguments")
+"""A ``vllm serve`` run the notes say left every engine argument at its default."""
+VLLM_LARGE_GPU_MIB = 70 * 1024
+"""vLLM sets its defaults by the GPU: on one of at least 70 GiB that is not an A100 (H100,
+H200), the OpenAI server runs ``max_num_seqs`` 1,024 and ``max_num_batched_tokens`` 8,192, on
+any other 256 and 2,048 (vLLM ``engine/arg_utils.py``, the defaults by usage context, and its
+test ``tests/engine/test_arg_utils.py`` ``test_defaults_with_usage_context``: "For GPUs like
+H100, H200, and MI300x with >= 70GB memory")."""
+VLLM_LARGE_GPU_DEFAULTS = (1024, 8192)
+"""(``max_num_seqs``, ``max_num_batched_tokens``) of vLLM's OpenAI server on such a GPU."""
+
+
+def _vllm_serve_defaults(notes: str, instance_type: InstanceType) -> tuple[int | None, int | None]:
+    """The batch limits a ``vllm serve`` run at its default arguments had on the row's GPU,
+    where they differ from the profile's (``VLLM_LARGE_GPU_MIB``); (None, None) otherwise."""
+    accelerator = instance_type.accelerator
+    if VLLM_SERVE_DEFAULTS.search(notes) is None or accelerator is None:
+        return None, None
+    if accelerator.memory_mib < VLLM_LARGE_GPU_MIB or "A100" in accelerator.name:
+        return None, None
+    return VLLM_LARGE_GPU_DEFAULTS
 
 
 def _stated(notes: str, patterns: tuple[re.Pattern[str], ...]) -> int | None:
@@ -81,6 +105,8 @@ def row_batch(
     profile's defaults apply)."""
     sequences = _stated(notes, STATED_SEQUENCES)
     tokens = _stated(notes, STATED_TOKENS)
+    if sequences is None and tokens is None:
+        sequences, tokens = _vllm_serve_defaults(notes, instance_type)
     if TRTLLM_BENCH_CHOSE.search(notes) and sequences is None:
         try:
             memory = copy_memory(

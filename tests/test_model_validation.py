@@ -4,11 +4,15 @@ against the knee of its copy decides whether it scores light load, the knee or s
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from types import ModuleType
 from typing import Any
 
 import pytest
 from conftest import benchmark_module
+
+from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
+from cdk_sagemaker_llm.planning.performance import efficiency_of
 
 
 @pytest.fixture(scope="module")
@@ -81,3 +85,33 @@ def test_every_validation_only_source_has_rows_and_a_reason(rows: list[Any]) -> 
         assert len(why) > 40, source
         assert not any(fitting.trains(row) for row in rows if row.source == source)
     assert all(fitting.trains(row) for row in rows if row.source == "trtllm-perf-v0.6")
+
+
+def test_a_bursts_tpot_is_predicted_by_replaying_the_burst_as_the_source_measured_it(
+    rows: list[Any],
+) -> None:
+    """A row whose requests were all sent at once is a burst; its mean TPOT is the scheduler
+    simulation's over the replayed burst (the 128-in / 4-out vLLM run on the A100: three decode
+    steps per request, shared with the burst's prefill chunks), not the steady closed loop's."""
+    fitting = sys.modules["profile_fitting"]
+    bursts = [row for row in rows if row.burst]
+    assert bursts and all(row.source != "fmbench-2024-01" for row in bursts)
+    assert not any(row.burst for row in rows if row.source == "nim-benchmarking-perf")
+    (row,) = [
+        row
+        for row in bursts
+        if row.source == "gpustack-perf-lab-qwen3-14b-32b-2025-11"
+        and row.gpu == "A100-80GB"
+        and row.profile == "lmi-vllm-v1"
+        and row.model_name == "qwen3-14b"
+        and row.output_tokens == 4
+    ]
+    profile = engine_profile(row.profile)
+    efficiency = efficiency_of(profile)
+    predicted = fitting.predict_row(row, profile, efficiency)
+    steady = fitting.predict_row(replace(row, burst=False), profile, efficiency)
+    assert predicted.tokens_per_s == steady.tokens_per_s
+    assert predicted.itl_ms != pytest.approx(steady.itl_ms, rel=0.5)
+    # the replay is within a factor of two of the measured TPOT; the steady state is not
+    assert 0.5 < predicted.itl_ms / row.itl_ms < 2
+    assert not 0.5 < steady.itl_ms / row.itl_ms < 2

@@ -44,6 +44,29 @@ def test_a_row_that_states_nothing_runs_at_the_profiles_defaults(row_batch: Modu
     assert _settings(row_batch, "AIPerf at fixed concurrency") is None
 
 
+def test_vllm_serve_at_its_defaults_runs_1024_sequences_on_an_h100_and_256_on_an_a100(
+    row_batch: ModuleType,
+) -> None:
+    """vLLM's OpenAI server defaults by GPU: 1,024 sequences and 8,192 batched tokens on a GPU
+    of >= 70 GiB other than the A100, the profile's 256 and 2,048 elsewhere."""
+    notes = "to 'vllm serve Qwen/Qwen3-14B' (vLLM 0.11.0, V1 engine, default engine arguments)"
+    h100 = _settings(row_batch, notes, "lmi-vllm-v1")
+    assert (h100.max_sequences, h100.max_tokens_per_pass) == (1024, 8192)
+    a100 = row_batch.row_batch(
+        notes,
+        engine_profile("lmi-vllm-v1"),
+        spec=ModelSpec.LLAMA_3_8B,
+        instance_type=InstanceType.of("ml.p4de.24xlarge"),
+        tensor_parallel_degree=1,
+        precision=Precision.FP16,
+        input_tokens=128,
+        output_tokens=128,
+    )
+    assert a100 is None
+    stated = _settings(row_batch, notes + ", --max-num-seqs 64", "lmi-vllm-v1")
+    assert stated.max_sequences == 64
+
+
 def test_trtllm_bench_sizes_the_batch_by_the_kv_cache_up_to_4096(row_batch: ModuleType) -> None:
     """``finetune_setting``: at or above what the KV cache holds (2,000 -> 2,048, multiples of
     256 above 1,024), at least 64, at most 4,096; the token budget stays the profile's."""

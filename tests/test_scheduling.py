@@ -23,7 +23,7 @@ from cdk_sagemaker_llm.planning.scheduling.capacity import CopySimulation
 from cdk_sagemaker_llm.planning.scheduling.copy import simulate_copy
 from cdk_sagemaker_llm.planning.scheduling.costs import StepCosts
 from cdk_sagemaker_llm.planning.scheduling.limits import BatchSettings
-from cdk_sagemaker_llm.planning.scheduling.load import ClosedLoop, PoissonArrivals
+from cdk_sagemaker_llm.planning.scheduling.load import Burst, ClosedLoop, PoissonArrivals
 from cdk_sagemaker_llm.planning.scheduling.loop import simulate
 from cdk_sagemaker_llm.planning.scheduling.neuronx import StaticBatchSlots, context_bucket
 from cdk_sagemaker_llm.planning.scheduling.policy import SchedulingPolicy
@@ -265,6 +265,37 @@ def test_a_load_that_is_not_positive_is_refused_with_the_property_named() -> Non
         ClosedLoop(0)
     with pytest.raises(ValidationError, match="rate_per_s"):
         PoissonArrivals(rate_per_s=0.0)
+    with pytest.raises(ValidationError, match="Burst"):
+        Burst(0)
+
+
+def test_a_burst_is_timed_from_the_send_to_the_last_answer_over_every_request() -> None:
+    """An offline benchmark sends every request at once and reports the whole run: all of its
+    requests count, and its tokens/s is their tokens over the time to the last answer."""
+    result = simulate(VllmChunked(100_000, 256, 2048), _costs(), LOAD, Burst(300))
+    assert len(result.outcomes) == 300
+    assert {outcome.arrival_s for outcome in result.outcomes} == {0.0}
+    last = max(outcome.e2e_s for outcome in result.outcomes)
+    assert result.window_s == (0.0, last)
+    assert result.tokens_per_s == pytest.approx(300 * LOAD.output_tokens / last)
+
+
+def test_a_bursts_inter_token_latency_counts_the_prefill_chunks_that_share_its_steps() -> None:
+    """vLLM V1 chunks the burst's prompts into the passes that decode the requests already
+    admitted, so a request's mean time between tokens in a burst exceeds a pure decode step of
+    the whole batch; with short prompts (nothing left to prefill after the first pass) it does
+    not."""
+    policy = VllmChunked(400_000, 256, 2048)
+    long_prompts = Workload(input_tokens=2000, output_tokens=32)
+    costs = _costs(long_prompts)
+    long = simulate(policy, costs, long_prompts, Burst(128)).mean("inter_token_ms")
+    assert long > 2 * costs.decode_s(128, 128 * 2016) * 1000
+    short_prompts = Workload(input_tokens=8, output_tokens=32)
+    costs = _costs(short_prompts)
+    short = simulate(VllmChunked(400_000, 256, 2048), costs, short_prompts, Burst(128))
+    assert short.mean("inter_token_ms") == pytest.approx(
+        costs.decode_s(128, 128 * 24) * 1000, rel=0.15
+    )
 
 
 # ----- capacity over the simulation --------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The load a simulation applies: closed-loop clients (each sends its next request when the last
-ends, as the library's benchmark does) or Poisson arrivals at a rate; and each request's tokens,
+ends, as the library's benchmark does), Poisson arrivals at a rate, or a burst sent at once (an
+offline benchmark); and each request's tokens,
 from the workload's shape (``planning.workload``), so lengths follow the shape's distribution,
 not only its means."""
 
@@ -78,7 +79,26 @@ class PoissonArrivals:
         return f"Poisson arrivals at {self.rate_per_s:g} requests/s"
 
 
-Load = ClosedLoop | PoissonArrivals
+@dataclass(frozen=True)
+class Burst:
+    """``requests`` requests all sent at once, the engine draining them: an offline benchmark
+    (``vllm bench serve`` at its default request rate ``inf``: "If this is inf, then all the
+    requests are sent at time 0", vLLM ``benchmarks/serve.py``, ``--request-rate``). Its
+    figures cover every request, from the send to the last answer: the batch filling and
+    draining, and the other requests' prefills sharing each request's decode steps, are part
+    of what such a benchmark reports."""
+
+    requests: int
+
+    def __post_init__(self) -> None:
+        _positive("Burst(requests)", self.requests)
+
+    def describe(self) -> str:
+        """E.g. ``a burst of 1000 requests sent at once``."""
+        return f"a burst of {self.requests} requests sent at once"
+
+
+Load = ClosedLoop | PoissonArrivals | Burst
 """A simulated load."""
 
 

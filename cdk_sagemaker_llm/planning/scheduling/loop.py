@@ -1,7 +1,7 @@
-"""The event loop: requests arrive (closed-loop clients or Poisson arrivals), the engine's policy
-plans each forward pass, the step-cost model times it, and every request's time to first token,
-per-token latency and end-to-end latency are recorded; the figures leave out the warm-up and the
-drain (``SimulationResult``)."""
+"""The event loop: requests arrive (closed-loop clients, Poisson arrivals or a burst), the engine's
+policy plans each forward pass, the step-cost model times it, and every request's time to first
+token, per-token latency and end-to-end latency are recorded; the figures leave out the warm-up
+and the drain, except a burst's, whose figures are the whole run (``SimulationResult``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..workload import Workload
 from .costs import StepCosts
-from .load import ClosedLoop, Load, PoissonArrivals, request_of
+from .load import Burst, ClosedLoop, Load, PoissonArrivals, request_of
 from .policy import SchedulingPolicy
 from .state import SchedulerState, Sequence, SimRequest, Step
 
@@ -125,6 +125,9 @@ class _Arrivals:
         if isinstance(load, ClosedLoop):  # clients start spread over one request's time
             for client in range(load.clients):
                 self.send(client * ramp_s / load.clients, client)
+        elif isinstance(load, Burst):
+            for _ in range(load.requests):
+                self.send(0.0)
         else:
             for time in load.arrival_times():
                 self.send(time)
@@ -172,8 +175,12 @@ class _Arrivals:
 
     def window(self, finishes: list[tuple[float, SimRequest]]) -> tuple[float, float]:
         """The steady window: closed loop, from the end of the first round to the last send
-        (after it the clients drain); Poisson, from the tenth of the arrivals to the last."""
+        (after it the clients drain); Poisson, from the tenth of the arrivals to the last; a
+        burst, the whole run, from the send to the last answer (what an offline benchmark
+        times)."""
         load = self.load
+        if isinstance(load, Burst):
+            return 0.0, max((t for t, _ in finishes), default=0.0)
         if isinstance(load, PoissonArrivals):
             times = load.arrival_times()
             return times[len(times) // 10], times[-1]
