@@ -307,6 +307,18 @@ def test_props_synthesize_cleanly_or_fail_with_our_error(props: dict[str, Any]) 
 # type, is our ValidationError naming the prop, the value, the expected type and a fix.
 
 
+@functools.cache
+def _calibration() -> Any:
+    """A fitted calibration, once per session: ``calibrate`` is pure and takes seconds (it
+    searches the batch limit among the measured levels), and every example asks for one."""
+    from test_calibration import G5, _results
+
+    from cdk_sagemaker_llm.planning.calibration import calibrate
+    from cdk_sagemaker_llm.planning.performance import Layout
+
+    return calibrate(_results([1, 2, 4, 8]), ModelSpec.LLAMA_2_7B, Layout(G5, 1, 1))
+
+
 def _baselines(
     stack: cdk.Stack,
 ) -> dict[str, Callable[[], tuple[Callable[..., Any], dict[str, Any]]]]:
@@ -384,11 +396,6 @@ def _baselines(
     )
     topic = sns.Topic.from_topic_arn(stack, "Topic", "arn:aws:sns:us-west-2:123456789012:t")
     spec = ModelSpec.preset("llama-3.1-8b")
-    from test_calibration import G5, _results
-
-    from cdk_sagemaker_llm.planning.calibration import calibrate
-    from cdk_sagemaker_llm.planning.performance import Layout
-
     service_model = ServiceModel.from_source(
         ModelSource.from_hugging_face("meta-llama/Llama-3.1-8B-Instruct", token_secret=hub_token()),
         image=ContainerImage.lmi("0.31.0"),
@@ -403,9 +410,7 @@ def _baselines(
         search=SearchSpace(instance_types=[InstanceType.G5_12XLARGE]),
     )
     return {
-        "Calibration": like(
-            calibrate(_results([1, 2, 4, 8]), ModelSpec.LLAMA_2_7B, Layout(G5, 1, 1))
-        ),
+        "Calibration": like(_calibration()),
         "EngineRelease": like(EngineRelease.parse("tgi:3.3.6")),
         "EngineProfile": like(engine_profile("tgi-1")),
         "Optimization": like(Optimization.speculative_decoding()),
