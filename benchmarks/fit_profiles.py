@@ -121,6 +121,8 @@ def fitted_document(
         "decode_compute": efficiency.decode_compute,
         "prefill_compute": efficiency.prefill_compute,
     }
+    if "kv_reread_share" in document["prior"]:
+        document["efficiency"]["kv_reread_share"] = round(efficiency.kv_reread_share, 2)
     document["overhead"] = {
         "base_ms": efficiency.step_overhead_ms,
         "per_layer_ms": efficiency.per_layer_ms,

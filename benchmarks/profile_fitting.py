@@ -34,6 +34,11 @@ from row_batch import row_batch
 
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
+from cdk_sagemaker_llm.planning.decode_attention import (
+    SHARED,
+    DecodeAttention,
+    trtllm_decode_attention,
+)
 from cdk_sagemaker_llm.planning.engine_profiles import (
     MIN_RESIDUAL_SOURCES,
     MIN_RESIDUALS,
@@ -130,6 +135,7 @@ FITTED_PARAMETERS = (
     "decode_compute",
     "per_layer_ms",
     "per_sequence_ms",
+    "kv_reread_share",
 )
 GRIDS: Mapping[str, Sequence[float]] = {
     "memory_bandwidth": [round(0.30 + 0.025 * i, 3) for i in range(27)],  # 0.30 .. 0.95
@@ -156,6 +162,7 @@ GRIDS: Mapping[str, Sequence[float]] = {
         0.2,
         0.3,
     ],
+    "kv_reread_share": [round(0.1 * i, 1) for i in range(11)],  # 0 .. 1
 }
 IDENTIFIED_BY: Mapping[str, str] = {
     "memory_bandwidth": "single-request latency",
@@ -167,6 +174,7 @@ IDENTIFIED_BY: Mapping[str, str] = {
     "decode_compute": "throughput or TTFT",
     "prefill_compute": "throughput or TTFT",
     "per_sequence_ms": "batched decode at several model sizes",
+    "kv_reread_share": "batched grouped-query decode, one query head per block",
 }
 """The kind of row that identifies each fitted parameter. The fit moves a parameter only when
 the rows hold at least ``MIN_IDENTIFYING_ROWS`` of its kind (``identified``); otherwise it is
@@ -177,7 +185,10 @@ per-layer overhead to 0.08 ms, doubling its single-request latency); without a s
 degrees of one model, the TP terms are not identified at all. The host's per-sequence cost
 and the decode compute efficiency both grow a step with its batch; only the compute part
 grows with the model's parameters, so only batched rows (``BATCHED_CONCURRENCY`` or more
-sequences) of two or more model sizes tell them apart."""
+sequences) of two or more model sizes tell them apart. The share of a KV head's re-reads that
+come from memory moves only a grouped-query model's decode on a kernel that runs one query head
+per thread block (``DecodeAttention.per_query_head``), and only where the KV cache is a
+visible part of the step: batched rows of such a release."""
 BATCHED_CONCURRENCY = 16
 """A row at this many sequences or more is batched decode for ``per_sequence_ms``: at 16
 sequences a host cost of 0.05 ms per sequence is 0.8 ms a step, about a tenth of a 7-8B model's
@@ -245,6 +256,9 @@ class Row:
     burst: bool = False
     """The source sent the row's ``concurrency`` requests at once and timed their draining
     (an offline benchmark), not a steady closed loop."""
+    decode_attention: DecodeAttention = SHARED
+    """How the measured release's decode attention read a grouped-query KV head
+    (``decode_attention_of``)."""
 
     @property
     def workload(self) -> Workload:
@@ -349,6 +363,24 @@ def load_rows(path: Path = MEASUREMENTS / "rows.csv") -> tuple[list[Row], list[s
     return rows, skipped
 
 
+TRTLLM_RELEASE = re.compile(r"(?:TensorRT-LLM|backend) (\d+)\.(\d+)|^(\d+)\.(\d+)")
+"""A TensorRT-LLM release in a row's ``engine_version``: ``0.9.0``, ``DJL 0.26.0 /
+TensorRT-LLM 0.7.1``, ``r24.07 (Triton TensorRT-LLM backend 0.11)``."""
+
+
+def decode_attention_of(engine: str, engine_version: str, spec: ModelSpec) -> DecodeAttention:
+    """The decode attention the row's engine release ran (``trtllm_decode_attention`` for a
+    TensorRT-LLM release the row states); shared for any other engine, and for NIM, whose
+    TensorRT-LLM release the rows do not state."""
+    if engine.strip().lower() not in ("trtllm", "lmi-trtllm"):
+        return DecodeAttention.shared()
+    match = TRTLLM_RELEASE.search(engine_version)
+    if match is None:
+        return DecodeAttention.shared()
+    major, minor = (int(part) for part in match.groups() if part is not None)
+    return trtllm_decode_attention((major, minor), spec)
+
+
 def _row(index: int, raw: Mapping[str, str]) -> tuple[Row | None, str]:
     spec = _spec(raw["model"])
     if spec is None:
@@ -420,6 +452,7 @@ def _row(index: int, raw: Mapping[str, str]) -> tuple[Row | None, str]:
             model_name=spec.name,
             batch=batch,
             burst=burst is not None and not concurrency_text,
+            decode_attention=decode_attention_of(raw["engine"], raw["engine_version"], spec),
         ),
         "",
     )
@@ -469,6 +502,7 @@ def predict_row(row: Row, profile: EngineProfile, efficiency: Efficiency) -> Pre
         row.workload,
         efficiency,
         profile.kernel(row.precision),
+        decode_attention=row.decode_attention,
     )
     capacity = _capacity(row, profile, model)
     at = model.level(row.concurrency, capacity)
@@ -533,6 +567,7 @@ def predicted_knee(row: Row, profile: EngineProfile, efficiency: Efficiency) -> 
         row.workload,
         efficiency,
         profile.kernel(row.precision),
+        decode_attention=row.decode_attention,
     )
     limits, _ = profile_limits(model, profile, batch=row.batch)
     return copy_knee(model, limits).concurrency or 1  # 0 (or a sweep's None): one request
@@ -587,6 +622,7 @@ def prior_efficiency(profile: EngineProfile) -> Efficiency:
             per_extra_rank_ms=prior.get("per_extra_rank_ms", 0.0),
             all_reduce_scale=prior["all_reduce_scale"],
             per_sequence_ms=prior.get("per_sequence_ms", 0.0),
+            kv_reread_share=prior.get("kv_reread_share", 0.0),
         )
     )
 
@@ -632,6 +668,12 @@ def rows_of_kind(rows: Sequence[Row]) -> dict[str, int]:
             row.tokens_per_s is not None or row.ttft_ms is not None for row in rows
         ),
         "batched decode at several model sizes": _batched_decode_rows(rows),
+        "batched grouped-query decode, one query head per block": sum(
+            row.concurrency >= BATCHED_CONCURRENCY
+            and row.decode_attention.kv_read_factor(row.spec, 1.0) > 1
+            and (row.tokens_per_s or row.ms_per_token or row.itl_ms) is not None
+            for row in rows
+        ),
     }
 
 

@@ -42,6 +42,7 @@ def _errors(rows: list[pf.Row]) -> dict[str, dict[str, list[float]]]:
             row.workload,
             efficiency_of(profile),
             profile.kernel(row.precision),
+            decode_attention=row.decode_attention,
         )
         closed = pf.predict_row(row, profile, efficiency_of(profile))
         try:

@@ -82,6 +82,7 @@ def score(members: Sequence[pf.Row]) -> list[tuple[pf.Row, str, float, float, fl
         first.workload,
         efficiency_of(profile),
         profile.kernel(first.precision),
+        decode_attention=first.decode_attention,
     )
     capacity = pf._capacity(first, profile, model)
     levels = [_level(row) for row in members]

@@ -331,6 +331,10 @@ class EngineProfile:
     """Host (CPU) cost per sequence in the batch per decode step that the engine does not
     overlap with the GPU, ms (``Efficiency.per_sequence_ms``; the JSON's
     ``overhead.per_sequence_ms``, cited in ``overhead.per_sequence_source``)."""
+    kv_reread_share: float = 0.0
+    """Share of a KV head's re-reads by the other query heads of its group served from memory
+    rather than L2 on a decode attention kernel with one query head per thread block
+    (``Efficiency.kv_reread_share``; the JSON's ``efficiency.kv_reread_share``, 0 when absent)."""
     serves: Serves = field(
         default_factory=lambda: Serves(Accelerators.ANY, (), (), "no container stated")
     )
@@ -559,6 +563,7 @@ def profile_from_dict(data: Mapping[str, Any]) -> EngineProfile:
         per_extra_rank_ms=float(overhead.get("per_extra_rank_ms", 0.0)),
         all_reduce_scale=float(overhead["all_reduce_scale"]),
         per_sequence_ms=float(overhead.get("per_sequence_ms", 0.0)),
+        kv_reread_share=float(efficiency.get("kv_reread_share", 0.0)),
         batching=Batching(
             limit=BatchLimit(batching["limit"]),
             max_batch_size=batching["max_batch_size"],

@@ -45,6 +45,7 @@ from ..catalog.model_specs import ModelSpec, Precision
 from ..catalog.prices import DEFAULT_PRICE_LIST
 from ..errors import ValidationError
 from .conformal_band import REGIMES, ConformalBand, conformal_bands, load_regime
+from .decode_attention import SHARED, DecodeAttention
 from .engine_profiles import (
     Band,
     ContainerRelease,
@@ -287,8 +288,21 @@ class Efficiency:
     than ``waiting_served_ratio`` x the running batch are waiting: ``planning.scheduling.tgi``).
     0 (the default): the next step takes it. ``calibrate`` fits it to the TTFT a benchmark
     measured under load (``CopyModel.held_s``)."""
+    kv_reread_share: float = 0.0
+    """Share of each extra read of a KV head that comes from memory rather than L2 when the
+    decode attention kernel runs one query head per thread block
+    (``decode_attention.DecodeAttention.per_query_head``): a grouped-query step then reads the
+    KV cache ``1 + (group - 1) x share`` times. 0 (the default): L2 serves every re-read; an
+    engine profile fits it where its rows ran such a kernel."""
 
     def __post_init__(self) -> None:
+        if not 0 <= self.kv_reread_share <= 1:
+            raise ValidationError(
+                "efficiency.kv_reread_share",
+                self.kv_reread_share,
+                "must be in [0, 1]",
+                "pass the share of a KV head's re-reads served from memory rather than L2",
+            )
         for prop in ("memory_bandwidth", "decode_compute", "prefill_compute"):
             value = getattr(self, prop)
             if not 0 < value <= 1:
@@ -373,6 +387,7 @@ def efficiency_of(profile: EngineProfile) -> Efficiency:
         per_extra_rank_ms=profile.per_extra_rank_ms,
         all_reduce_scale=profile.all_reduce_scale,
         per_sequence_ms=profile.per_sequence_ms,
+        kv_reread_share=profile.kv_reread_share,
     )
 
 
@@ -476,6 +491,9 @@ class CopyModel:
     speculation: Speculation | None = None
     """Speculative decoding (``planning.speculation``): decode steps yield more tokens at a
     verification and draft cost; None: plain decoding."""
+    decode_attention: DecodeAttention = SHARED
+    """How the engine's decode attention reads a grouped-query KV head
+    (``planning.decode_attention``): shared (the default) reads the KV cache once a step."""
     _figures: tuple[float, float] = field(init=False, repr=False, compare=False)
     """(memory bandwidth GB/s, dense FP16 TFLOPS) of one accelerator."""
     _link: Interconnect = field(init=False, repr=False, compare=False)
@@ -547,12 +565,14 @@ class CopyModel:
 
     def memory_time_s(self, batch: int, context: float | None = None) -> float:
         """Seconds a decode step spends reading weights and the batch's KV cache (``context``:
-        the mean context of its sequences; default the workload's ``mean_context``)."""
+        the mean context of its sequences; default the workload's ``mean_context``), the cache
+        as many times as the decode attention kernel reads it (``decode_attention``)."""
         mean = self.workload.mean_context if context is None else context
         kv = (
             batch
             * mean
             * kv_bytes_per_token_per_copy(self.spec, self.tensor_parallel_degree, self.precision)
+            * self.decode_attention.kv_read_factor(self.spec, self.efficiency.kv_reread_share)
         )
         return self._weight_traffic_s(batch, batch) + kv / self._bandwidth
 
