@@ -173,3 +173,20 @@ def test_an_llm_service_scales_a_measured_layout_on_its_measured_capacity(
     target = math.floor(capacity.concurrency * 100) / 100
     assert decision.scaling.target_concurrency_per_copy == target
     assert decision.scaling.max_copies >= 4
+
+
+def test_a_ttft_limit_the_benchmark_could_not_check_falls_back_and_says_why(
+    two_level: Calibration,
+) -> None:
+    answer = recommend(
+        ModelSpec.MISTRAL_7B,
+        LOAD,
+        Slo(max_ms_per_token=75.0, max_ttft_ms=5000),
+        Traffic(requests_per_second=0.5),
+        search=SearchSpace(instance_types=[G5], max_instance_count=16),
+        sizing=Sizing(calibration=two_level),
+        top=1,
+    )
+    (option,) = answer.options
+    (line,) = [line for line in option.reasoning if line.startswith("measurement:")]
+    assert "did not stream" in line

@@ -715,6 +715,11 @@ def _from_measurement(variant: _Variant) -> tuple[_Decided | None, str]:
     if curve is None:
         return None, why
     slo = search.slo
+    if slo.max_ttft_ms is not None and any(p.ttft_ms is None for p in curve.points):
+        return None, (
+            "the benchmark did not stream, so its levels cannot check the TTFT limit: the "
+            "fitted model sizes it (benchmark with --stream to size from the measurement)"
+        )
     capacity = curve.capacity_within(slo.max_ms_per_token, slo.max_ttft_ms)
     if capacity is None:
         low, high = curve.points[0].concurrency, curve.highest
