@@ -4,7 +4,8 @@ Each measured sweep (``benchmarks/measurements/rows.csv``: one source, engine, i
 tensor-parallel degree, model and precision, several concurrencies) is a measured curve of one
 copy. For every SLO on ms/token the sweep can meet and every rate, the measurement says how
 many copies serve the rate (the measured capacity where ms/token reaches the SLO, interpolated
-between the two levels around it: ``CopyCapacity``), and so how many instances of the layout.
+between the two levels around it: ``planning.measured_curve.MeasuredCurve.capacity_within``, the
+rule ``recommend`` sizes a measured layout by), and so how many instances of the layout.
 ``recommend``, restricted to that instance type and
 degree at the default risk, answers the same question; this script compares:
 
@@ -33,6 +34,7 @@ import profile_fitting as pf
 
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.planning.calibration import Calibration, calibrate
+from cdk_sagemaker_llm.planning.measured_curve import CopyCapacity, MeasuredCurve, MeasuredPoint
 from cdk_sagemaker_llm.planning.performance import Layout
 from cdk_sagemaker_llm.planning.recommend import Slo, Traffic, recommend
 from cdk_sagemaker_llm.planning.service_options import Risk, SearchSpace, Sizing
@@ -81,43 +83,19 @@ def _sweeps(rows: Sequence[pf.Row]) -> list[list[pf.Row]]:
     return [s for s in sweeps if len({r.concurrency for r in s}) >= 2]
 
 
-@dataclass(frozen=True)
-class CopyCapacity:
-    """What one measured copy serves within an SLO, in requests/s."""
-
-    at_slo: float
-    """At the concurrency where the measured ms/token reaches the SLO, interpolated linearly
-    in concurrency between the busiest level within it and the first level over it (ms/token
-    grows about linearly with the decode batch), with the rate by Little's law
-    (concurrency / (SLO x output tokens)): the measured capacity. A coarse sweep (1 and 10
-    in flight) proves only its lower level sufficient; taking that level as the capacity
-    would call a copy that serves 6 in flight within the SLO a copy that serves 1, and count
-    several times the copies the peak needs."""
-    proven: float
-    """At the busiest measured level within the SLO: what the measurement proves sufficient."""
-    beyond: float
-    """At the first measured level over the SLO: more than the copy serves within it."""
-
-
 def _per_copy_rates(sweep: Sequence[pf.Row], slo: float) -> CopyCapacity | None:
-    """The measured copy's capacity within ``slo`` (``CopyCapacity``); None unless a measured
-    level breaks ``slo`` (then the SLO does not bind within the measured levels)."""
-    within = [r for r in sweep if r.ms_per_token is not None and r.ms_per_token <= slo]
-    above = [r for r in sweep if r.ms_per_token is not None and r.ms_per_token > slo]
-    if not within or not above:
-        return None  # the SLO does not bind within the measured levels: no measured capacity
-    best = max(within, key=lambda r: r.tokens_per_s or 0.0)
-    broken = min(above, key=lambda r: r.concurrency)
-    assert best.tokens_per_s is not None and broken.tokens_per_s is not None
-    assert best.ms_per_token is not None and broken.ms_per_token is not None
-    proven = best.tokens_per_s / best.output_tokens
-    beyond = broken.tokens_per_s / broken.output_tokens
-    if broken.concurrency <= best.concurrency or broken.ms_per_token <= best.ms_per_token:
-        return CopyCapacity(proven, proven, beyond)  # not a rising curve: no interpolation
-    share = (slo - best.ms_per_token) / (broken.ms_per_token - best.ms_per_token)
-    concurrency = best.concurrency + share * (broken.concurrency - best.concurrency)
-    at_slo = concurrency * 1000 / (slo * best.output_tokens)
-    return CopyCapacity(max(proven, min(at_slo, beyond)), proven, beyond)
+    """The measured copy's capacity within ``slo`` by the library's own rule
+    (``MeasuredCurve.capacity_within``); None unless a measured level breaks ``slo``."""
+    first = sweep[0]
+    curve = MeasuredCurve.of(
+        [
+            MeasuredPoint(r.concurrency, r.ms_per_token, r.tokens_per_s)
+            for r in sweep
+            if r.ms_per_token is not None and r.tokens_per_s is not None
+        ],
+        first.workload,
+    )
+    return curve.capacity_within(slo)
 
 
 def _calibration(sweep: Sequence[pf.Row]) -> Calibration | None:

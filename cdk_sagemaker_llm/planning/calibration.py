@@ -20,6 +20,16 @@ while ms/token and TTFT grow with the queue), then finds the limit among the mea
 concurrencies (``Calibration.batch_limit``, with a note on how to apply it). (An earlier fit
 moved the prefill efficiency to every level's TTFT instead: it absorbed the queueing as a
 slower prefill, and the end-to-end fit of a loopback round trip went from 1% to 18% rms error.)
+Where no level streamed, the prefill efficiency is searched on the end-to-end figures instead:
+with long prompts and short outputs the prefills that stall the running batch set how ms/token
+grows with the load, and a fit that held them at the engine profile's efficiency left 34% rms
+on a two-level sweep (fmbench Mistral 7B on ml.g5.2xlarge, 2,503 in / 63 out), pushing the
+bandwidth efficiency to 100% and the decode compute efficiency to its floor to compensate.
+
+The calibration keeps the measured levels per copy (``Calibration.measured``,
+``planning.measured_curve``): on the layout it measured, at a workload close to the measured
+one, they size the deployment, and the fitted factors only transfer them
+(``Calibration.measured_curve_for``).
 
 A calibration is keyed by what was measured: the serving **engine** (container family and
 version), the **hardware** (instance type and its accelerator), the **tensor-parallel degree**
@@ -59,6 +69,7 @@ from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
 from ..prop_types import typed_props
 from .engine_profiles import EngineProfile, profile_for_image, resolve_profile
+from .measured_curve import MeasuredCurve, MeasuredPoint
 from .performance import (
     DEFAULT_EFFICIENCY,
     CopyModel,
@@ -80,8 +91,12 @@ _HOLD_GRID = [0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 12.0, 16.0, 20.0, 24.0, 3
 
 CALIBRATION_FORMAT = "cdk-sagemaker-llm/calibration"
 """The ``format`` field of a calibration file."""
-CALIBRATION_VERSION = 1
-"""The ``version`` field of the calibration files this release writes and reads."""
+CALIBRATION_VERSION = 2
+"""The ``version`` field of the calibration files this release writes: 2 adds the measured
+levels per copy (``measured``: ``planning.measured_curve``)."""
+READABLE_VERSIONS = (1, CALIBRATION_VERSION)
+"""The versions this release reads: a version 1 file has no measured levels, so it sizes from
+the fitted model only (``Calibration.measured_curve_for`` says so)."""
 _VERSION = re.compile(r"^\d+(\.\d+)*")
 
 
@@ -223,6 +238,9 @@ class Calibration:
     """Sequences per copy the benchmarked server ran at once, where the levels show requests
     queueing for admission below the highest measured concurrency (``fit_notes`` says how to
     apply it); None: no level queued."""
+    measured: MeasuredCurve | None = None
+    """The measured levels per copy (``planning.measured_curve``): on the same layout they
+    decide the capacity and the knee (``measured_curve_for``); None for a version 1 file."""
     file: str | None = field(default=None, compare=False)
     """The calibration file it was read from (``from_file``), for error messages."""
 
@@ -286,6 +304,46 @@ class Calibration:
             )
         return notes
 
+    def measured_curve_for(
+        self,
+        spec: ModelSpec,
+        layout: Layout,
+        workload: Workload,
+        precision: Precision,
+        engine: EngineRelease | None,
+    ) -> tuple[MeasuredCurve | None, str]:
+        """The measured levels when they decide ``spec`` on ``layout`` at ``workload``: the
+        same model, instance type, tensor-parallel degree, precision and engine release, and a
+        workload within ``measured_curve.WORKLOAD_TOLERANCE`` of the measured one (copies per
+        instance aside: copies share no accelerator, so each is the measured copy). Else None
+        and why, in words (empty when the calibration measured another layout)."""
+        same = (
+            spec.name == self.model
+            and layout.instance_type.name == self.instance_type
+            and layout.tensor_parallel_degree == self.tensor_parallel_degree
+            and precision.value == self.precision
+        )
+        if not same:
+            return None, ""
+        if engine is not None and self.engine is not None and engine != self.engine:
+            return None, (
+                f"measured on {self.engine.describe()}, serving {engine.describe()}: the fitted "
+                "model transfers the calibration"
+            )
+        if self.measured is None:
+            return None, (
+                f"the calibration file (version 1) keeps no measured levels: the fitted model "
+                f"({self.rms_error:.0%} rms) sizes it; recreate the file with `cdk-sagemaker-llm "
+                "calibrate` to size from the measurement"
+            )
+        far = self.measured.distance_from(workload)
+        if far is not None:
+            return None, (
+                f"measured at another workload ({far}): the fitted model transfers the "
+                "measurement, its band widened for the distance"
+            )
+        return self.measured, ""
+
     def fit_notes(self) -> list[str]:
         """Factors the fit left at an end of the range it searches: the levels do not pin
         them (e.g. decode never turns compute-bound), or the server lies outside what the
@@ -348,6 +406,7 @@ class Calibration:
             else round(self.ttft_rms_error, 6),
             "batch_limit": self.batch_limit,
             "source": self.source,
+            "measured": None if self.measured is None else self.measured.to_dict(),
             "efficiency": {
                 "memory_bandwidth": efficiency.memory_bandwidth,
                 "decode_compute": efficiency.decode_compute,
@@ -371,11 +430,12 @@ class Calibration:
                 f'is not a calibration file (its "format" is not "{CALIBRATION_FORMAT}")',
                 "make one with `cdk-sagemaker-llm calibrate results.json --out calibration.json`",
             )
-        if document.get("version") != CALIBRATION_VERSION:
+        if document.get("version") not in READABLE_VERSIONS:
             raise ValidationError(
                 f"{where}.version",
                 document.get("version"),
-                f"this release reads calibration files of version {CALIBRATION_VERSION}",
+                "this release reads calibration files of version "
+                + " or ".join(map(str, READABLE_VERSIONS)),
                 "recreate the file with this release's `cdk-sagemaker-llm calibrate`",
             )
         try:
@@ -385,6 +445,7 @@ class Calibration:
             workload = document["workload"]
             low, high = document["concurrency_range"]
             factors = document["efficiency"]
+            measured = document.get("measured")
             return Calibration(
                 efficiency=Efficiency(
                     memory_bandwidth=float(factors["memory_bandwidth"]),
@@ -416,6 +477,7 @@ class Calibration:
                 batch_limit=None
                 if document.get("batch_limit") is None
                 else int(document["batch_limit"]),
+                measured=None if measured is None else MeasuredCurve.from_dict(measured),
             )
         except (KeyError, TypeError, ValueError) as error:
             raise ValidationError(
@@ -732,12 +794,16 @@ def calibrate(
     fit = _Fit(spec, layout, precision, load, levels)
     with_ttft = [level for level in levels if level.ttft_ms is not None]
     efficiency = fit.admission(DEFAULT_EFFICIENCY, with_ttft)
-    for _ in range(2 if with_ttft else 1):
+    for _ in range(2):
         # TTFT and the decode factors share the step time (a request's first token waits for
         # the step in progress; a held request is out of the batch): a second round settles it.
         if with_ttft:
             efficiency = fit.prefill(efficiency, with_ttft[0])
             efficiency = fit.decode(fit.hold(efficiency, with_ttft))
+        else:
+            # No TTFT measured: the prefills' share of the end-to-end figures pins the prefill
+            # efficiency (long prompts' prefills stall the batch's decode under load).
+            efficiency = fit.decode(fit.prefill_end_to_end(efficiency))
         efficiency = fit.decode(fit.compute(efficiency))
     model = fit.model(efficiency)
     relative = [
@@ -766,6 +832,23 @@ def calibrate(
         layers=spec.layers,
         ttft_rms_error=fit.ttft_rms_error(efficiency, with_ttft) if with_ttft else None,
         batch_limit=fit.batch_limit,
+        measured=_curve(levels, layout.copies, load),
+    )
+
+
+def _curve(levels: Sequence[MeasuredLevel], copies: int, workload: Workload) -> MeasuredCurve:
+    """The measured levels per copy (the load balancer spreads a level evenly over copies)."""
+    return MeasuredCurve.of(
+        [
+            MeasuredPoint(
+                level.concurrency / copies,
+                level.ms_per_token,
+                level.tokens_per_s / copies,
+                level.ttft_ms,
+            )
+            for level in levels
+        ],
+        workload,
     )
 
 
@@ -888,6 +971,11 @@ class _Fit:
                 for overhead in _OVERHEAD_GRID_MS
             ]
         )
+
+    def prefill_end_to_end(self, start: Efficiency) -> Efficiency:
+        """Prefill compute efficiency from the end-to-end figures, where no level streamed:
+        with long prompts the prefills set how ms/token and tokens/s grow with the load."""
+        return self._best([replace(start, prefill_compute=p) for p in _PREFILL_GRID])
 
     def compute(self, start: Efficiency) -> Efficiency:
         """Decode compute efficiency (matters only where decode is compute-bound)."""

@@ -491,7 +491,7 @@ class _Decider:
 
     def _target(self, option: Option, batch: int) -> Choice:
         target = self.overrides.scaling.target_concurrency_per_copy
-        knee = _override(target, option.knee_concurrency_per_copy)
+        knee = _override(target, option.scaling_target)
         if target is not None:
             check_range("target_concurrency_per_copy", target, minimum=0.001)
             self._check_target(option.layout, target, batch)
