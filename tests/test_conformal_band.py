@@ -123,7 +123,7 @@ def test_held_out_by_source_the_band_holds_80_percent_in_every_regime_and_distan
     regime = {h.row.index: validation.regime_of(h, knees) for h in predictions}
     groups: dict[str, list[bool]] = {}
     for hit in hits:
-        groups.setdefault(f"regime {regime[hit.residual.index]}", []).append(hit.inside)
+        groups.setdefault(f"regime {regime[hit.residual.row_index]}", []).append(hit.inside)
         groups.setdefault(f"distance {hit.residual.distance}", []).append(hit.inside)
     assert set(groups) == {f"regime {r}" for r in REGIMES} | {f"distance {d}" for d in DISTANCES}
     shares = {name: sum(inside) / len(inside) for name, inside in groups.items()}
