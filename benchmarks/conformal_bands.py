@@ -67,7 +67,7 @@ source's offset standing for every deployment."""
 class Residual(NamedTuple):
     """One held-out error and its cell."""
 
-    index: int  # type: ignore[assignment]  # shadows tuple.index; model_validation reads it
+    row_index: int
     """The row's line in rows.csv."""
     source: str
     figure: str

@@ -48,10 +48,10 @@ import argparse
 import math
 import sys
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -193,7 +193,27 @@ def regime_of(h: pf.HeldOutPrediction, knees: dict[int, int]) -> str:
     return "saturated" if row.static_batch else conformal_band.load_regime(row.concurrency, knee)
 
 
-def evaluate(held: Sequence[pf.HeldOutPrediction]) -> dict[str, object]:
+Sweep = Sequence[pf.HeldOutPrediction]
+"""The rows of one sweep (``_sweeps``): a layout and workload at several concurrencies."""
+Ordering = dict[str, Any]
+"""One TP sweep's orderings: ``"sweep"``, the sweep's key; each check's name (``"fastest TP
+per copy"``, ``"most per instance"``): (measured best TP, predicted best TP, the degrees both
+measured and predicted, the measured loss of the predicted best)."""
+
+
+class Evaluation(NamedTuple):
+    """The aggregate figures of a validation, with the items behind them."""
+
+    single: list[tuple[pf.HeldOutPrediction, float]]
+    """Single-request rows and their abs ms/token error."""
+    max_tokens: list[tuple[Sweep, float, float, float]]
+    """Per sweep: abs error, measured and predicted max tokens/s within ``SLO_MS``."""
+    knees: list[tuple[Sweep, bool, int, int]]
+    """Per sweep of >= 3 levels: within one doubling, measured and predicted knee."""
+    orderings: list[Ordering]
+
+
+def evaluate(held: Sequence[pf.HeldOutPrediction]) -> Evaluation:
     """Aggregate figures and per-item details."""
     single = [
         (h, _abs_pct(h.errors.get("ms_per_token", h.errors.get("itl_ms", 0.0))))
@@ -203,8 +223,8 @@ def evaluate(held: Sequence[pf.HeldOutPrediction]) -> dict[str, object]:
         and ("ms_per_token" in h.errors or "itl_ms" in h.errors)
     ]
     sweeps = _sweeps(held)
-    max_tokens = []
-    knees = []
+    max_tokens: list[tuple[Sweep, float, float, float]] = []
+    knees: list[tuple[Sweep, bool, int, int]] = []
     for members in sweeps:
         measured = _max_within(members, True)
         predicted = _max_within(members, False)
@@ -223,13 +243,7 @@ def evaluate(held: Sequence[pf.HeldOutPrediction]) -> dict[str, object]:
                     knee_predicted,
                 )
             )
-    orderings = _tp_orderings(sweeps)
-    return {
-        "single": single,
-        "max_tokens": max_tokens,
-        "knees": knees,
-        "orderings": orderings,
-    }
+    return Evaluation(single, max_tokens, knees, _tp_orderings(sweeps))
 
 
 def _fill_tp_tables(
@@ -252,7 +266,7 @@ def _fill_tp_tables(
             serving[side][degree] = best * (gpus // degree)
 
 
-def _tp_orderings(sweeps: Sequence[Sequence[pf.HeldOutPrediction]]) -> list[dict[str, object]]:
+def _tp_orderings(sweeps: Sequence[Sequence[pf.HeldOutPrediction]]) -> list[Ordering]:
     """Per TP sweep: the fastest TP per copy and the best layout per instance, both ways."""
     groups: dict[tuple[object, ...], list[Sequence[pf.HeldOutPrediction]]] = defaultdict(list)
     for members in sweeps:
@@ -269,11 +283,11 @@ def _tp_orderings(sweeps: Sequence[Sequence[pf.HeldOutPrediction]]) -> list[dict
         )
         groups[key].append(members)
     results = []
-    for key, members_list in sorted(groups.items(), key=lambda item: str(item[0])):
+    for sweep_key, members_list in sorted(groups.items(), key=lambda item: str(item[0])):
         degrees = {m[0].row.tensor_parallel_degree for m in members_list}
         if len(degrees) < 2:
             continue
-        entry: dict[str, object] = {"sweep": key}
+        entry: Ordering = {"sweep": sweep_key}
         fastest: dict[str, dict[int, float]] = {"measured": {}, "predicted": {}}
         serving: dict[str, dict[int, float]] = {"measured": {}, "predicted": {}}
         for members in members_list:
@@ -380,9 +394,9 @@ def regime_table(
     regime = {h.row.index: regime_of(h, knees) for h in held}
     sweep_regime = []
     for members, error, _, _ in max_tokens:
-        best = _best_row(members)
-        if best is not None:
-            sweep_regime.append((regime[best.row.index], error))
+        best_row = _best_row(members)
+        if best_row is not None:
+            sweep_regime.append((regime[best_row.row.index], error))
     lines = [
         "| regime | rows | sources | ms/token: n / median / p90 abs error | tokens/s: n / "
         f"median / p90 | max tokens/s at <= {SLO_MS:g} ms/token: sweeps / median / p90 | "
@@ -463,12 +477,15 @@ def conformal_table(
         "| cell | pairs | sources | inside p10-p90 | band width p90/p10, median |",
         "|---|---:|---:|---:|---:|",
     ]
-    groups = [
-        (f"regime: {name}", lambda hit, n=name: regime[hit.residual.index] == n) for name in REGIMES
-    ]
-    groups += [
-        (f"distance: {name}", lambda hit, n=name: hit.residual.distance == n) for name in DISTANCES
-    ]
+
+    def in_regime(name: str) -> Callable[[ConformalHit], bool]:
+        return lambda hit: regime[hit.residual.row_index] == name
+
+    def at_distance(name: str) -> Callable[[ConformalHit], bool]:
+        return lambda hit: hit.residual.distance == name
+
+    groups = [(f"regime: {name}", in_regime(name)) for name in REGIMES]
+    groups += [(f"distance: {name}", at_distance(name)) for name in DISTANCES]
     groups.append(("all", lambda hit: True))
     for name, chosen in groups:
         members = [hit for hit in hits if chosen(hit)]
@@ -508,13 +525,13 @@ def conformal_cells(hits: Sequence[ConformalHit]) -> list[str]:
 
 def render(held: Sequence[pf.HeldOutPrediction], details: bool, rows: Sequence[pf.Row] = ()) -> str:
     result = evaluate(held)
-    single = [e for _, e in result["single"]]  # type: ignore[attr-defined]
-    tokens = [e for _, e, _, _ in result["max_tokens"]]  # type: ignore[attr-defined]
-    knees = result["knees"]  # type: ignore[assignment]
-    orderings = result["orderings"]  # type: ignore[assignment]
+    single = [e for _, e in result.single]
+    tokens = [e for _, e, _, _ in result.max_tokens]
+    knees = result.knees
+    orderings = result.orderings
     checks = [
         (name, m, p, regret)
-        for entry in orderings  # type: ignore[attr-defined]
+        for entry in orderings
         for name, value in entry.items()
         if name != "sweep"
         for m, p, _, regret in [value]
@@ -539,9 +556,9 @@ def render(held: Sequence[pf.HeldOutPrediction], details: bool, rows: Sequence[p
         "",
         "| check | n | met | share | target |",
         "|---|---:|---:|---:|---|",
-        f"| knee within one doubling (sweeps of >= 3 concurrencies) | {len(knees)} | "  # type: ignore[arg-type]
-        f"{sum(ok for _, ok, _, _ in knees)} | "  # type: ignore[attr-defined]
-        f"{(sum(ok for _, ok, _, _ in knees) / len(knees)) if knees else float('nan'):.0%} | "  # type: ignore[arg-type,attr-defined]
+        f"| knee within one doubling (sweeps of >= 3 concurrencies) | {len(knees)} | "
+        f"{sum(ok for _, ok, _, _ in knees)} | "
+        f"{(sum(ok for _, ok, _, _ in knees) / len(knees)) if knees else float('nan'):.0%} | "
         ">= 85 % |",
         f"| TP orderings (fastest per copy; most per instance), strict | {len(checks)} | "
         f"{strict} | {(strict / len(checks)) if checks else float('nan'):.0%} | all |",
@@ -556,7 +573,7 @@ def render(held: Sequence[pf.HeldOutPrediction], details: bool, rows: Sequence[p
         "offline run); targets: median <= 15 % (ms/token), <= 20 % (tokens/s), p90 <= 35 %, "
         "coverage >= 80 %:",
         "",
-        *regime_table(held, result["max_tokens"], hits),  # type: ignore[arg-type]
+        *regime_table(held, result.max_tokens, hits),
         "",
         "The band by extrapolation distance (how many ways the row leaves what its profile was "
         "fitted on without its source; each widens the band):",
@@ -584,22 +601,22 @@ def render(held: Sequence[pf.HeldOutPrediction], details: bool, rows: Sequence[p
             "TP orderings (measured best, predicted best, degrees, measured loss of the "
             "predicted best):",
         ]
-        for entry in orderings:  # type: ignore[attr-defined]
+        for entry in orderings:
             lines.append(f"- {entry}")
         lines += ["", "Max tokens/s within 100 ms/token per sweep (measured, predicted):"]
-        for members, error, measured, predicted in result["max_tokens"]:  # type: ignore[attr-defined]
-            row = members[0].row
+        for sweep, error, measured_max, predicted_max in result.max_tokens:
+            row = sweep[0].row
             lines.append(
                 f"- {row.source} {row.instance_type.name} TP{row.tensor_parallel_degree} "
                 f"{row.model_name} {row.precision.value} {row.input_tokens}/{row.output_tokens}: "
-                f"{measured:.0f} vs {predicted:.0f} ({error:.0%})"
+                f"{measured_max:.0f} vs {predicted_max:.0f} ({error:.0%})"
             )
         lines += ["", "Knees (measured, predicted):"]
-        for members, ok, measured, predicted in knees:  # type: ignore[attr-defined]
-            row = members[0].row
+        for sweep, ok, measured_knee, predicted_knee in knees:
+            row = sweep[0].row
             lines.append(
                 f"- {row.source} {row.instance_type.name} TP{row.tensor_parallel_degree} "
-                f"{row.model_name} {row.input_tokens}: {measured} vs {predicted}"
+                f"{row.model_name} {row.input_tokens}: {measured_knee} vs {predicted_knee}"
                 + ("" if ok else "  MISS")
             )
         lines += [

@@ -60,6 +60,7 @@ from cdk_sagemaker_llm.planning.performance import (
     efficiency_of,
     prediction_band,
     profile_limits,
+    profile_model,
 )
 from cdk_sagemaker_llm.planning.scheduling.copy import simulate_copy
 from cdk_sagemaker_llm.planning.scheduling.limits import BatchSettings
@@ -92,12 +93,12 @@ VALIDATION_ONLY_SOURCES: Mapping[str, str] = {
         "simulation (issue 30 item 1)"
     ),
     "gpustack-perf-lab-qwen3-14b-32b-2025-11": (
-        "offline bursts of 100-1,000 requests at the engines' default batch limits: vLLM 0.11's "
-        "on the H100 (max_num_seqs 1,024, max_num_batched_tokens 8,192 for the OpenAI server) "
-        "are not the lmi-vllm-v1 profile's (256 and 2,048), trtllm-serve's are unstated (as "
-        "trtllm-perf-overview-v1.0); and the same lab and harness as the "
-        "held-out GPUStack Performance Lab Qwen3-8B pages (issue 30), whose check must stay out "
-        "of sample"
+        "the same lab, harness (vllm bench serve, every request at once) and GPUs as the "
+        "GPUStack Performance Lab's Qwen3-8B pages, which issue 30 holds out: a fit to these "
+        "rows would tune the profiles to that harness, and the held-out check would no longer "
+        "be out of sample. (Their vLLM runs are modelled as run, at vLLM 0.11's defaults for "
+        "the GPU, row_batch.py, with the burst replayed; trtllm-serve's batch limits are "
+        "unstated, as trtllm-perf-overview-v1.0's.)"
     ),
 }
 """Sources that score the profiles (``model_validation.py``) but do not fit them, with why:
@@ -263,6 +264,11 @@ class Row:
     @property
     def workload(self) -> Workload:
         return Workload(self.input_tokens, self.output_tokens)
+
+    @property
+    def layout(self) -> Layout:
+        """One copy of the measured layout (a row measures one copy)."""
+        return Layout(self.instance_type, self.tensor_parallel_degree, 1)
 
     def sweep_key(self) -> tuple[object, ...]:
         """Rows of one sweep differ only in concurrency (and prompt length within 15 %)."""
@@ -494,14 +500,13 @@ class Predicted:
 def predict_row(row: Row, profile: EngineProfile, efficiency: Efficiency) -> Predicted:
     """The model's figures for one measured row (one copy, the row's concurrency): the closed
     form's, and for a burst's inter-token latency the burst replayed (``burst_itl_ms``)."""
-    model = CopyModel(
+    model = profile_model(
         row.spec,
-        row.instance_type,
-        row.tensor_parallel_degree,
+        row.layout,
         row.precision,
         row.workload,
+        profile,
         efficiency,
-        profile.kernel(row.precision),
         decode_attention=row.decode_attention,
     )
     capacity = _capacity(row, profile, model)
@@ -531,13 +536,7 @@ def burst_itl_ms(row: Row, profile: EngineProfile, model: CopyModel) -> float:
 
 def band_of_row(row: Row, profile: EngineProfile) -> Band:
     """The band ``profile`` puts around its prediction of one copy of the row's layout."""
-    return prediction_band(
-        profile,
-        row.spec,
-        Layout(row.instance_type, row.tensor_parallel_degree, 1),
-        row.workload,
-        row.precision,
-    )
+    return prediction_band(profile, row.spec, row.layout, row.workload, row.precision)
 
 
 def banded_figures(
@@ -559,14 +558,13 @@ def banded_figures(
 def predicted_knee(row: Row, profile: EngineProfile, efficiency: Efficiency) -> int:
     """The knee of one copy of the row's layout and workload under the engine's batch limit
     (``copy_knee`` without an SLO: the last concurrency before doubling it buys < 10 %)."""
-    model = CopyModel(
+    model = profile_model(
         row.spec,
-        row.instance_type,
-        row.tensor_parallel_degree,
+        row.layout,
         row.precision,
         row.workload,
+        profile,
         efficiency,
-        profile.kernel(row.precision),
         decode_attention=row.decode_attention,
     )
     limits, _ = profile_limits(model, profile, batch=row.batch)

@@ -38,7 +38,7 @@ from model_validation import _knee
 from cdk_sagemaker_llm.planning.calibration import MeasuredLevel, TtftFit
 from cdk_sagemaker_llm.planning.conformal_band import REGIMES, load_regime
 from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
-from cdk_sagemaker_llm.planning.performance import CopyModel, efficiency_of
+from cdk_sagemaker_llm.planning.performance import CopyModel, profile_model
 
 
 def ttft_sweeps(rows: Sequence[pf.Row]) -> list[list[pf.Row]]:
@@ -64,7 +64,7 @@ def _knee_of(members: Sequence[pf.Row], model: CopyModel) -> int:
     """The sweep's measured knee where its tokens/s locate one, else the profile's."""
     measured = [(row.concurrency, row.tokens_per_s) for row in members if row.tokens_per_s]
     if len(measured) == len(members):
-        return _knee(measured)  # type: ignore[arg-type]
+        return _knee(measured)
     row = members[0]
     profile = engine_profile(row.profile)
     return pf.predicted_knee(row, profile, model.efficiency)
@@ -74,14 +74,12 @@ def score(members: Sequence[pf.Row]) -> list[tuple[pf.Row, str, float, float, fl
     """(row, regime, measured, before, after TTFT ms) of each of the sweep's scored levels."""
     first = members[0]
     profile = engine_profile(first.profile)
-    model = CopyModel(
+    model = profile_model(
         first.spec,
-        first.instance_type,
-        first.tensor_parallel_degree,
+        first.layout,
         first.precision,
         first.workload,
-        efficiency_of(profile),
-        profile.kernel(first.precision),
+        profile,
         decode_attention=first.decode_attention,
     )
     capacity = pf._capacity(first, profile, model)

@@ -152,6 +152,18 @@ def resources_of_type(template: dict[str, Any], resource_type: str) -> list[dict
 
 
 @pytest.fixture(scope="session")
+def held_out() -> tuple[list[Any], list[Any]]:
+    """Every measured row (``benchmarks/measurements/``) and its leave-one-source-out prediction
+    (``profile_fitting.leave_one_source_out``: a refit per source, the source's bursts replayed
+    through the scheduler simulation), computed once per session: minutes of CPU, which the
+    conformal table's check and the quoted validation figures share."""
+    fitting = benchmark_module("profile_fitting")
+    rows, skipped = fitting.load_rows()
+    assert not skipped, skipped
+    return rows, fitting.leave_one_source_out(rows)
+
+
+@pytest.fixture(scope="session")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The documentation site: ``$CDK_SAGEMAKER_LLM_SITE`` when set (``scripts/test.sh`` builds
     it once with ``mkdocs build --strict`` and passes it on), else built here, once."""

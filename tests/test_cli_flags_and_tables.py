@@ -131,8 +131,12 @@ def test_a_ttft_only_slo(capsys: pytest.CaptureFixture[str]) -> None:
     assert "None" not in err
     # The planning type: at least one bound.
     assert Slo(max_ttft_ms=500).describe() == "TTFT <= 500 ms"
-    with pytest.raises(ValidationError, match="at least one bound"):
+    with pytest.raises(ValidationError) as raised:
         Slo()
+    assert str(raised.value) == (
+        "max_ms_per_token / max_ttft_ms='no per-token limit, no TTFT limit': an SLO needs at "
+        "least one bound. Fix: pass Slo(max_ms_per_token=100), Slo(max_ttft_ms=2000) or both"
+    )
     assert not Slo(max_ttft_ms=500).limits_ms_per_token
     with pytest.raises(ValidationError, match="max_ms_per_token"):
         Slo(max_ms_per_token=0)

@@ -186,6 +186,18 @@ def test_engine_argument_reads_profiles_and_families_in_any_case() -> None:
     assert engine_argument("Tgi") is profile_for_image("tgi", None)
 
 
+def test_engine_profile_reads_a_shipped_name_in_any_case() -> None:
+    assert engine_profile("TGI-1") is engine_profile("tgi-1")
+    assert engine_profile(" Lmi-Vllm-V1 ") is engine_profile("lmi-vllm-v1")
+
+
+def test_engine_profile_names_the_known_profiles_for_an_unknown_name() -> None:
+    with pytest.raises(ValidationError) as raised:
+        engine_profile("tgi-9")
+    assert raised.value.prop == "engine" and raised.value.value == "tgi-9"
+    assert all(name in raised.value.fix for name in PROFILE_NAMES)
+
+
 def test_engine_argument_lists_profiles_and_families_for_neither() -> None:
     with pytest.raises(ValidationError) as raised:
         engine_argument("sglang")

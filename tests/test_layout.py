@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from import_graph import import_graph
 
 import cdk_sagemaker_llm
 import cdk_sagemaker_llm.catalog
@@ -76,76 +77,6 @@ def test_the_probe_would_see_aws_cdk() -> None:
 
 
 ROOT = "cdk_sagemaker_llm"
-
-
-def _modules(folder: Path, package: str) -> dict[str, Path]:
-    """Every module under ``folder`` by dotted name (a package by its own name)."""
-    modules = {}
-    for path in sorted(folder.rglob("*.py")):
-        parts = [package, *path.relative_to(folder).with_suffix("").parts]
-        if parts[-1] == "__init__":
-            parts.pop()
-        modules[".".join(parts)] = path
-    return modules
-
-
-def _imported(node: ast.AST, module: str, is_package: bool, modules: set[str]) -> list[str]:
-    """The modules an import statement names: ``from .a import b`` names ``pkg.a.b`` when
-    that is a module, else ``pkg.a`` (``b`` is then a name defined there)."""
-    if isinstance(node, ast.Import):
-        return [alias.name for alias in node.names]
-    if not isinstance(node, ast.ImportFrom):
-        return []
-    base = module if is_package else module.rpartition(".")[0]
-    for _ in range(node.level - 1):
-        base = base.rpartition(".")[0]
-    source = ".".join(filter(None, [base if node.level else "", node.module or ""]))
-    return [
-        f"{source}.{alias.name}" if f"{source}.{alias.name}" in modules else source
-        for alias in node.names
-    ]
-
-
-def _lazy_exports(tree: ast.Module, module: str) -> list[str]:
-    """The modules a PEP 562 ``_EXPORTS`` table (name -> relative module) imports on use."""
-    for node in tree.body:
-        target = node.target if isinstance(node, ast.AnnAssign) else None
-        if isinstance(target, ast.Name) and target.id == "_EXPORTS" and node.value is not None:
-            table = ast.literal_eval(node.value)
-            return [module + relative for relative in table.values()]
-    return []
-
-
-def import_graph(folder: Path, package: str) -> dict[str, set[str]]:
-    """Each module of the package and the package's modules it imports.
-
-    Every import statement counts: at module level, inside functions, and under
-    ``if TYPE_CHECKING:`` (an annotation is knowledge of the other module too); so does a lazy
-    ``_EXPORTS`` table, whose modules are imported on first use. Importing ``a.b.c`` also runs
-    the packages on the way (``a/b/__init__.py``), except those enclosing the importer, which
-    Python initialized before it.
-    """
-    modules = _modules(folder, package)
-    graph: dict[str, set[str]] = {}
-    for module, path in modules.items():
-        tree = ast.parse(path.read_text())
-        is_package = path.name == "__init__.py"
-        named = [
-            name
-            for node in ast.walk(tree)
-            for name in _imported(node, module, is_package, set(modules))
-        ]
-        edges = set()
-        for name in [*named, *_lazy_exports(tree, module)]:
-            parts = name.split(".")
-            edges.update(
-                ".".join(parts[:end])
-                for end in range(1, len(parts))
-                if not f"{module}.".startswith(".".join(parts[:end]) + ".")
-            )
-            edges.add(name)
-        graph[module] = {edge for edge in edges if edge in modules and edge != module}
-    return graph
 
 
 def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -3,13 +3,14 @@ against the knee of its copy decides whether it scores light load, the knee or s
 
 from __future__ import annotations
 
+import ast
 import sys
 from dataclasses import replace
 from types import ModuleType
 from typing import Any
 
 import pytest
-from conftest import benchmark_module
+from conftest import BENCHMARKS, benchmark_module
 
 from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
 from cdk_sagemaker_llm.planning.performance import efficiency_of
@@ -85,6 +86,43 @@ def test_every_validation_only_source_has_rows_and_a_reason(rows: list[Any]) -> 
         assert len(why) > 40, source
         assert not any(fitting.trains(row) for row in rows if row.source == source)
     assert all(fitting.trains(row) for row in rows if row.source == "trtllm-perf-v0.6")
+
+
+def test_the_gpustack_rows_are_left_out_for_the_held_out_pages_not_a_batch_limit(
+    rows: list[Any],
+) -> None:
+    """The GPUStack vLLM rows are predicted at the batch limits they ran (vLLM 0.11's defaults
+    for the GPU: 1,024 sequences and 8,192 tokens per pass on the H100), so a mismatch with the
+    profile's limits is no reason to leave them out; the harness they share with the held-out
+    Qwen3-8B pages is."""
+    fitting = sys.modules["profile_fitting"]
+    source = "gpustack-perf-lab-qwen3-14b-32b-2025-11"
+    on_h100 = [
+        row
+        for row in rows
+        if row.source == source and row.profile == "lmi-vllm-v1" and row.gpu == "H100-80GB"
+    ]
+    assert on_h100
+    assert {(row.batch.max_sequences, row.batch.max_tokens_per_pass) for row in on_h100} == {
+        (1024, 8192)
+    }
+    why = fitting.VALIDATION_ONLY_SOURCES[source]
+    assert "Qwen3-8B pages, which issue 30 holds out" in why
+    assert "not the lmi-vllm-v1 profile's" not in why
+
+
+def test_the_benchmarks_model_a_copy_with_the_librarys_factory() -> None:
+    """Scripts that model one copy of a measured layout call ``performance.profile_model`` (the
+    profile's efficiencies, kernel speed and defaults in one place), never ``CopyModel(...)``."""
+    by_hand = [
+        path.name
+        for path in sorted(BENCHMARKS.glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "CopyModel"
+    ]
+    assert by_hand == []
 
 
 def test_a_bursts_tpot_is_predicted_by_replaying_the_burst_as_the_source_measured_it(

@@ -608,16 +608,23 @@ def _serves(data: Mapping[str, Any]) -> Serves:
     )
 
 
-@cache
 def engine_profile(name: str) -> EngineProfile:
-    """The shipped profile called ``name`` (one of ``PROFILE_NAMES``)."""
-    if name not in PROFILE_NAMES:
+    """The shipped profile called ``name`` (one of ``PROFILE_NAMES``, in any case: ``TGI-1`` is
+    ``tgi-1``, as ``--engine`` reads it)."""
+    key = str(name).strip().lower()
+    if key not in PROFILE_NAMES:
         raise ValidationError(
             "engine",
             name,
             "is not a known engine profile",
-            f"use one of {', '.join(PROFILE_NAMES)}",
+            f"use one of {', '.join(PROFILE_NAMES)} (any case)",
         )
+    return _shipped_profile(key)
+
+
+@cache
+def _shipped_profile(name: str) -> EngineProfile:
+    """The JSON of the shipped profile ``name`` (a key of ``PROFILE_NAMES``), read once."""
     text = resources.files(__package__).joinpath("engine_profiles", f"{name}.json").read_text()
     return profile_from_dict(json.loads(text))
 

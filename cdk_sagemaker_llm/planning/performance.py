@@ -942,10 +942,11 @@ def profile_model(
     efficiency: Efficiency | None = None,
     slowdown: float = 1.0,
     speculation: Speculation | None = None,
+    decode_attention: DecodeAttention = SHARED,
 ) -> CopyModel:
     """A ``CopyModel`` of one copy of ``layout`` with an engine profile's efficiencies (or
-    measured ``efficiency``), its quantized-kernel speed, a band ``slowdown`` and optional
-    speculative decoding."""
+    measured ``efficiency``), its quantized-kernel speed, a band ``slowdown``, optional
+    speculative decoding and the decode attention kernel (``planning.decode_attention``)."""
     return CopyModel(
         spec,
         layout.instance_type,
@@ -956,6 +957,7 @@ def profile_model(
         profile.kernel(precision),
         slowdown,
         speculation,
+        decode_attention=decode_attention,
     )
 
 

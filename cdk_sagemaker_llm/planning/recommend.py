@@ -114,9 +114,9 @@ class Slo:
 
     def __post_init__(self) -> None:
         if self.max_ms_per_token == math.inf and self.max_ttft_ms is None:
-            raise ValidationError(
-                "slo",
-                {"max_ms_per_token": None, "max_ttft_ms": None},
+            raise ValidationError(  # what no bound means, in words (not None)
+                "max_ms_per_token / max_ttft_ms",
+                "no per-token limit, no TTFT limit",
                 "an SLO needs at least one bound",
                 "pass Slo(max_ms_per_token=100), Slo(max_ttft_ms=2000) or both",
             )
