@@ -433,9 +433,10 @@ def test_a_malformed_deployment_in_the_run_is_rejected_with_the_field(
 
 
 FAST = Efficiency(
-    memory_bandwidth=0.92, decode_compute=0.6, prefill_compute=0.7, step_overhead_ms=0.5
+    memory_bandwidth=0.98, decode_compute=0.7, prefill_compute=0.8, step_overhead_ms=0.2
 )
-"""A server faster than the engine profile (tgi-2-3: 75 % bandwidth, 2.5 ms + per layer)."""
+"""A server faster than the engine profile (tgi-2-3: 85 % bandwidth, 0.02 ms per layer and
+0.1 ms per sequence per step)."""
 
 
 def test_a_faster_measurement_moves_recommend_the_other_way_on_the_same_engine(

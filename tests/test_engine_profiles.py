@@ -690,3 +690,49 @@ def test_each_fitted_profile_states_its_ceilings_and_where_its_fit_went_past_the
     tgi = engine_profile("tgi-1")
     assert "A10G" in tgi.raw["physical_bounds"]["memory_bandwidth"]["exceeded"]
     assert "CUDA graphs" in tgi.raw["overhead"]["per_layer_source"]
+
+
+TRANSFERRED_FROM_TGI_1 = (
+    "memory_bandwidth",
+    "prefill_compute",
+    "step_overhead_ms",
+    "per_layer_ms",
+    "per_layer_per_extra_rank_ms",
+    "per_extra_rank_ms",
+    "all_reduce_scale",
+    "per_sequence_ms",
+)
+"""The TGI 2-3 prior's terms taken from TGI 1.x's fit within the physical ceilings (its JSON
+``prior.source``); decode compute is not (TGI 1.x's rows never leave memory-bound decode)."""
+
+
+def test_tgi_2_takes_its_prior_from_tgi_1_fitted_within_the_ceilings(
+    fitting: ModuleType, rows: list[Any]
+) -> None:
+    tgi_2 = engine_profile("tgi-2-3")
+    own = [row for row in rows if row.profile == "tgi-2-3"]
+    assert 0 < len(own) < fitting.MIN_ROWS_TO_FIT  # too few to fit: the prior is what ships
+    assert tgi_2.fitted is None
+    assert "tgi-1" in tgi_2.raw["prior"]["source"] and "--bounded" in tgi_2.raw["prior"]["source"]
+    tgi_1_rows = [row for row in rows if row.profile == "tgi-1" and fitting.trains(row)]
+    bounded, _, did_fit = fitting.fit(tgi_1_rows, engine_profile("tgi-1"), bounded=True)
+    assert did_fit
+    prior = fitting.prior_efficiency(tgi_2)
+    for name in TRANSFERRED_FROM_TGI_1:
+        assert getattr(prior, name) == getattr(bounded, name), name
+    a10g = Accelerator.A10G.achieved
+    assert a10g is not None and prior.memory_bandwidth <= a10g.memory_bandwidth
+
+
+def test_tgi_2_predicts_its_out_of_sample_a10g_sweep_within_15_percent(
+    fitting: ModuleType, rows: list[Any]
+) -> None:
+    # TGI 2.0.4, Llama 3 8B on one A10G at 1-16 clients: no TGI 2-3 fit has seen these rows
+    # (the prior comes from TGI 1.x's sources), so they check it out of sample.
+    profile = engine_profile("tgi-2-3")
+    sweep = [row for row in rows if row.profile == "tgi-2-3" and row.ms_per_token is not None]
+    assert sorted(row.concurrency for row in sweep) == [1, 2, 4, 8, 16]
+    for row in sweep:
+        predicted = fitting.predict_row(row, profile, efficiency_of(profile))
+        error = abs(math.log(row.ms_per_token / predicted.ms_per_token))
+        assert error < math.log(1.15), (row.concurrency, row.ms_per_token, predicted.ms_per_token)
