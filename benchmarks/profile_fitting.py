@@ -270,6 +270,19 @@ class Row:
         """One copy of the measured layout (a row measures one copy)."""
         return Layout(self.instance_type, self.tensor_parallel_degree, 1)
 
+    def model(self, profile: EngineProfile, efficiency: Efficiency | None = None) -> CopyModel:
+        """One copy of the row's layout as the profile (or ``efficiency``) times it, with the
+        measured release's decode attention kernel."""
+        return profile_model(
+            self.spec,
+            self.layout,
+            self.precision,
+            self.workload,
+            profile,
+            efficiency,
+            decode_attention=self.decode_attention,
+        )
+
     def sweep_key(self) -> tuple[object, ...]:
         """Rows of one sweep differ only in concurrency (and prompt length within 15 %)."""
         return (
@@ -500,15 +513,7 @@ class Predicted:
 def predict_row(row: Row, profile: EngineProfile, efficiency: Efficiency) -> Predicted:
     """The model's figures for one measured row (one copy, the row's concurrency): the closed
     form's, and for a burst's inter-token latency the burst replayed (``burst_itl_ms``)."""
-    model = profile_model(
-        row.spec,
-        row.layout,
-        row.precision,
-        row.workload,
-        profile,
-        efficiency,
-        decode_attention=row.decode_attention,
-    )
+    model = row.model(profile, efficiency)
     capacity = _capacity(row, profile, model)
     at = model.level(row.concurrency, capacity)
     ms, ttft, e2e, tokens = at.ms_per_token, at.ttft_ms, at.e2e_ms, at.tokens_per_s
@@ -558,15 +563,7 @@ def banded_figures(
 def predicted_knee(row: Row, profile: EngineProfile, efficiency: Efficiency) -> int:
     """The knee of one copy of the row's layout and workload under the engine's batch limit
     (``copy_knee`` without an SLO: the last concurrency before doubling it buys < 10 %)."""
-    model = profile_model(
-        row.spec,
-        row.layout,
-        row.precision,
-        row.workload,
-        profile,
-        efficiency,
-        decode_attention=row.decode_attention,
-    )
+    model = row.model(profile, efficiency)
     limits, _ = profile_limits(model, profile, batch=row.batch)
     return copy_knee(model, limits).concurrency or 1  # 0 (or a sweep's None): one request
 

@@ -21,7 +21,7 @@ import profile_fitting as pf
 
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
-from cdk_sagemaker_llm.planning.performance import efficiency_of, profile_model
+from cdk_sagemaker_llm.planning.performance import efficiency_of
 from cdk_sagemaker_llm.planning.scheduling.copy import simulate_copy
 from cdk_sagemaker_llm.planning.scheduling.load import ClosedLoop
 
@@ -34,14 +34,7 @@ def _errors(rows: list[pf.Row]) -> dict[str, dict[str, list[float]]]:
     }
     for row in rows:
         profile = engine_profile(row.profile)
-        model = profile_model(
-            row.spec,
-            row.layout,
-            row.precision,
-            row.workload,
-            profile,
-            decode_attention=row.decode_attention,
-        )
+        model = row.model(profile)
         closed = pf.predict_row(row, profile, efficiency_of(profile))
         try:
             result = simulate_copy(

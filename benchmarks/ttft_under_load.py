@@ -38,7 +38,7 @@ from model_validation import _knee
 from cdk_sagemaker_llm.planning.calibration import MeasuredLevel, TtftFit
 from cdk_sagemaker_llm.planning.conformal_band import REGIMES, load_regime
 from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
-from cdk_sagemaker_llm.planning.performance import CopyModel, profile_model
+from cdk_sagemaker_llm.planning.performance import CopyModel
 
 
 def ttft_sweeps(rows: Sequence[pf.Row]) -> list[list[pf.Row]]:
@@ -74,14 +74,7 @@ def score(members: Sequence[pf.Row]) -> list[tuple[pf.Row, str, float, float, fl
     """(row, regime, measured, before, after TTFT ms) of each of the sweep's scored levels."""
     first = members[0]
     profile = engine_profile(first.profile)
-    model = profile_model(
-        first.spec,
-        first.layout,
-        first.precision,
-        first.workload,
-        profile,
-        decode_attention=first.decode_attention,
-    )
+    model = first.model(profile)
     capacity = pf._capacity(first, profile, model)
     levels = [_level(row) for row in members]
     before = TtftFit(model, capacity).prefill(levels[0])

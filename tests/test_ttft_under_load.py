@@ -192,14 +192,17 @@ def test_the_published_tgi_sweep_near_its_knee_is_predicted_closer_with_the_fitt
 def test_recommend_lowers_the_scaling_target_to_the_ttft_limit_a_measured_hold_sets() -> None:
     """Calibrated on a server that holds new requests (TTFT rising with load), a 600 ms TTFT
     limit caps each copy at the load whose TTFT meets it, and the reasoning names the figures;
-    the same measurement without the hold lets a copy run far busier."""
+    the same measurement without the hold lets a copy run far busier. Asked at longer outputs
+    than measured (beyond ``measured_curve``'s tolerance), so the calibrated model decides, not
+    the measured levels."""
+    asked = Workload(LOAD.input_tokens, 2 * LOAD.output_tokens)
     answers = {}
     for steps in (20, 0):
         server = _model(replace(TGI_LIKE, prefill_hold_steps=steps))
         document = _results([1, 2, 4, 8, 16, 32], server, capacity=32)
         calibration = calibrate(document, ModelSpec.LLAMA_3_8B, Layout(G5, 1, 1))
         answers[steps] = recommend(
-            ModelSpec.LLAMA_3_8B, LOAD, Slo(1000, max_ttft_ms=600), Traffic(requests_per_second=2),
+            ModelSpec.LLAMA_3_8B, asked, Slo(1000, max_ttft_ms=600), Traffic(requests_per_second=2),
             search=SearchSpace(instance_types=[G5]),
             sizing=Sizing(risk=Risk.MEDIAN, calibration=calibration),
         ).options[0]  # fmt: skip
@@ -210,6 +213,3 @@ def test_recommend_lowers_the_scaling_target_to_the_ttft_limit_a_measured_hold_s
     within = next(line for line in held.reasoning if line.startswith("within"))
     beyond = held.max_concurrency_per_copy + 1
     assert f"at {beyond} per copy TTFT would be" in within and "> 600" in within
-    assert any(
-        line.startswith("knee:") and "to first token > 600" in line for line in held.reasoning
-    )
