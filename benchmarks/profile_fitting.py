@@ -97,8 +97,8 @@ VALIDATION_ONLY_SOURCES: Mapping[str, str] = {
         "GPUStack Performance Lab's Qwen3-8B pages, which issue 30 holds out: a fit to these "
         "rows would tune the profiles to that harness, and the held-out check would no longer "
         "be out of sample. (Their vLLM runs are modelled as run, at vLLM 0.11's defaults for "
-        "the GPU, row_batch.py, with the burst replayed; trtllm-serve's batch limits are "
-        "unstated, as trtllm-perf-overview-v1.0's.)"
+        "the GPU, row_batch.py, with the burst replayed; their trtllm-serve runs at "
+        "trtllm-serve's defaults, max_batch_size 2,048 and max_num_tokens 8,192, row_batch.py.)"
     ),
 }
 """Sources that score the profiles (``model_validation.py``) but do not fit them, with why:
@@ -527,7 +527,9 @@ def burst_itl_ms(row: Row, profile: EngineProfile, model: CopyModel) -> float:
     """The mean inter-token latency (TPOT) of the row's burst replayed through the engine's
     scheduler simulation (``scheduling.load.Burst``, under the row's batch settings), as the
     source measured it: vLLM's benchmark reports the mean over every request of (latency - TTFT)
-    / (output tokens - 1) (vLLM ``benchmarks/serve.py``, ``calculate_metrics``: "tpot"), and in a
+    / (output tokens - 1) (``SimulationResult.mean_tpot_ms``; the rows store "Mean TPOT", not
+    the pooled "Mean ITL"), with each engine's KV cache as it allocates it
+    (``scheduling.selection.engine_kv_bytes``), and in a
     burst the other requests' prefills share those steps (a chunked-prefill engine batches
     prompt chunks with the running decodes; vLLM documentation, "Optimization and Tuning",
     "Chunked Prefill"), so a request's TPOT counts them. A steady closed loop (the closed form)
@@ -536,7 +538,7 @@ def burst_itl_ms(row: Row, profile: EngineProfile, model: CopyModel) -> float:
     throughput keeps the closed form, which the fit's hundreds of loss evaluations per fold can
     afford (benchmarks/README.md, "Bursts")."""
     result = simulate_copy(model, profile, Burst(row.concurrency), batch=row.batch)
-    return result.mean("inter_token_ms")
+    return result.mean_tpot_ms()
 
 
 def band_of_row(row: Row, profile: EngineProfile) -> Band:

@@ -1,8 +1,8 @@
 """The batch settings a published measurement ran its engine with, read from the row's notes
 (``measurements/rows.csv``): what the source states (trtllm-bench's ``max_batch_size`` /
 ``max_num_tokens``, vLLM's ``--max-num-seqs`` / ``--max-num-batched-tokens``), trtllm-bench's own
-batch choice where it made it, vLLM's server defaults on the row's GPU where a run kept them,
-and the engine profile's documented defaults for the rest
+batch choice where it made it, vLLM's server defaults on the row's GPU and ``trtllm-serve``'s
+defaults where a run kept them, and the engine profile's documented defaults for the rest
 (``planning.scheduling.limits.BatchSettings``). The closed form and the simulation both read
 them, so a row is predicted under the limits it was measured under."""
 
@@ -39,6 +39,16 @@ TRTLLM_BENCH_MAX_BATCH = 4096
 4096)``)."""
 
 
+TRTLLM_SERVE_DEFAULTS = re.compile(r"trtllm-serve's defaults")
+"""A ``trtllm-serve`` run the notes say left its batch limits at the server's defaults."""
+TRTLLM_SERVE_BATCH = (2048, 8192)
+"""(``max_batch_size``, ``max_num_tokens``) of ``trtllm-serve`` at its defaults: the CLI's
+``--max_batch_size`` and ``--max_num_tokens`` default to ``BuildConfig``'s
+(``tensorrt_llm/commands/serve.py``; ``tensorrt_llm/builder.py`` ``BuildConfig``:
+``max_batch_size: int = 2048``, ``max_num_tokens: int = 8192``), not the LMI container's 256
+(``option.max_rolling_batch_size``) the lmi-trtllm profile carries."""
+
+
 VLLM_SERVE_DEFAULTS = re.compile(r"vllm serve .*default engine arguments")
 """A ``vllm serve`` run the notes say left every engine argument at its default."""
 VLLM_LARGE_GPU_MIB = 70 * 1024
@@ -60,6 +70,14 @@ def _vllm_serve_defaults(notes: str, instance_type: InstanceType) -> tuple[int |
     if accelerator.memory_mib < VLLM_LARGE_GPU_MIB or "A100" in accelerator.name:
         return None, None
     return VLLM_LARGE_GPU_DEFAULTS
+
+
+def _server_defaults(notes: str, instance_type: InstanceType) -> tuple[int | None, int | None]:
+    """The batch limits a server run at its defaults had, where the notes say so and they
+    differ from the profile's (``trtllm-serve``, ``vllm serve``); (None, None) otherwise."""
+    if TRTLLM_SERVE_DEFAULTS.search(notes) is not None:
+        return TRTLLM_SERVE_BATCH
+    return _vllm_serve_defaults(notes, instance_type)
 
 
 def _stated(notes: str, patterns: tuple[re.Pattern[str], ...]) -> int | None:
@@ -106,7 +124,7 @@ def row_batch(
     sequences = _stated(notes, STATED_SEQUENCES)
     tokens = _stated(notes, STATED_TOKENS)
     if sequences is None and tokens is None:
-        sequences, tokens = _vllm_serve_defaults(notes, instance_type)
+        sequences, tokens = _server_defaults(notes, instance_type)
     if TRTLLM_BENCH_CHOSE.search(notes) and sequences is None:
         try:
             memory = copy_memory(

@@ -98,3 +98,15 @@ def test_the_closed_form_predicts_a_row_under_its_stated_batch_limit() -> None:
     assert row.batch.max_sequences == 2048
     limits, _ = fitting.profile_limits(model, profile, batch=row.batch)
     assert limits.capacity > profile.batching.max_batch_size
+
+
+def test_trtllm_serve_at_its_defaults_runs_2048_requests_and_8192_tokens_per_pass(
+    row_batch: ModuleType,
+) -> None:
+    """``trtllm-serve`` defaults its batch limits to TensorRT-LLM's ``BuildConfig`` (2,048
+    requests, 8,192 tokens per pass), not the LMI container's 256 that the profile carries."""
+    notes = "to 'trtllm-serve Qwen/Qwen3-14B' (batch limits not stated, trtllm-serve's defaults)"
+    served = _settings(row_batch, notes)
+    assert (served.max_sequences, served.max_tokens_per_pass) == (2048, 8192)
+    stated = _settings(row_batch, f"{notes}; --max_batch_size 512")
+    assert (stated.max_sequences, stated.max_tokens_per_pass) == (512, 8192)

@@ -5,6 +5,7 @@ form where the closed form holds (light load) and with Little's law everywhere."
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 
 import pytest
 
@@ -19,16 +20,17 @@ from cdk_sagemaker_llm.planning.performance import (
     profile_limits,
     profile_model,
 )
+from cdk_sagemaker_llm.planning.placement import copy_memory
 from cdk_sagemaker_llm.planning.scheduling.capacity import CopySimulation
 from cdk_sagemaker_llm.planning.scheduling.copy import simulate_copy
 from cdk_sagemaker_llm.planning.scheduling.costs import StepCosts
 from cdk_sagemaker_llm.planning.scheduling.limits import BatchSettings
 from cdk_sagemaker_llm.planning.scheduling.load import Burst, ClosedLoop, PoissonArrivals
-from cdk_sagemaker_llm.planning.scheduling.loop import simulate
+from cdk_sagemaker_llm.planning.scheduling.loop import RequestOutcome, SimulationResult, simulate
 from cdk_sagemaker_llm.planning.scheduling.neuronx import StaticBatchSlots, context_bucket
 from cdk_sagemaker_llm.planning.scheduling.policy import SchedulingPolicy
 from cdk_sagemaker_llm.planning.scheduling.prediction import with_simulated_levels
-from cdk_sagemaker_llm.planning.scheduling.selection import policy_for
+from cdk_sagemaker_llm.planning.scheduling.selection import engine_kv_bytes, policy_for
 from cdk_sagemaker_llm.planning.scheduling.state import SchedulerState, Sequence, SimRequest, Step
 from cdk_sagemaker_llm.planning.scheduling.tgi import TgiChunked, TgiPrefillFirst
 from cdk_sagemaker_llm.planning.scheduling.trtllm import InflightBatching
@@ -481,3 +483,73 @@ def test_tensorrt_llm_chunks_a_prompt_longer_than_its_token_budget() -> None:
     assert [tokens for _, tokens in step.prefills] == [8192 - 4]
     short = policy_for(engine_profile("lmi-trtllm"), 1_000_000, LOAD)
     assert isinstance(short, InflightBatching) and not short.chunked_context
+
+
+# ----- what a burst benchmark reports -------------------------------------------------------------
+
+
+def _outcome(ttft_s: float, e2e_s: float, output_tokens: int) -> RequestOutcome:
+    return RequestOutcome(
+        arrival_s=0.0, ttft_s=ttft_s, e2e_s=e2e_s, output_tokens=output_tokens, preemptions=0
+    )
+
+
+def test_the_mean_tpot_averages_each_requests_time_per_token_as_vllm_bench_serve_does() -> None:
+    """``vllm bench serve``'s "Mean TPOT": per request (latency - TTFT) / (output tokens - 1),
+    then the mean over the requests with more than one output token; not the pooled mean of
+    every gap ("Mean ITL"), which weighs long requests more."""
+    outcomes = (
+        _outcome(0.1, 1.1, 11),  # 10 gaps in 1.0 s: 100 ms
+        _outcome(0.1, 0.4, 2),  # 1 gap of 0.3 s: 300 ms
+        _outcome(0.2, 0.2, 1),  # no gap: left out
+    )
+    result = SimulationResult(outcomes, 0, 0, (0.0, 1.1), 14, 3, 0, 0)
+    assert result.mean_tpot_ms() == pytest.approx(200.0)
+    pooled = (1.0 + 0.3) / (10 + 1) * 1000
+    assert result.mean_tpot_ms() != pytest.approx(pooled, rel=0.1)
+
+
+def test_a_vllm_v1_burst_beyond_its_kv_cache_waits_in_ttft_and_decodes_alone() -> None:
+    """A burst whose prompts the KV cache holds one at a time: V1 admits the next prompt's chunk
+    only while it fits, preempts it (by recompute) when it no longer does, admits nothing more
+    in that pass, and resumes it later from the prefix cache, so each request decodes alone at
+    the lone step's pace and the wait for the one before it is in its TTFT, not its TPOT."""
+    workload = Workload(input_tokens=4000, output_tokens=64)
+    costs = _costs(workload)
+    policy = _Widest(kv_tokens=5000, max_num_seqs=256, max_num_batched_tokens=2048)
+    result = simulate(policy, costs, workload, Burst(4))
+    assert len(result.outcomes) == 4
+    assert result.preemptions <= 4  # no request thrashes in and out of the cache
+    lone = costs.decode_s(1, 4032) * 1000
+    for outcome in result.outcomes:
+        assert outcome.inter_token_ms == pytest.approx(lone, rel=0.05)
+    ttfts = sorted(outcome.ttft_s for outcome in result.outcomes)
+    alone_s = ttfts[0] + 63 * lone / 1000
+    for earlier, later in pairwise(ttfts):
+        assert later - earlier == pytest.approx(alone_s, rel=0.1)
+    assert result.mean_tpot_ms() == pytest.approx(lone, rel=0.05)
+
+
+def test_vllm_v1_admits_no_waiting_prompt_in_a_pass_that_preempted() -> None:
+    """``if not preempted_reqs``: a pass that had to preempt a running sequence schedules no
+    waiting one (vLLM ``v1/core/sched/scheduler.py``), even one whose chunk would fit."""
+    kv = 3 * 600 + 50
+    policy = VllmChunked(kv_tokens=kv, max_num_seqs=256, max_num_batched_tokens=2048)
+    state = _state(running=3, waiting_prompts=[16], kv_tokens=kv)
+    state.running[-1].decoded += 60  # the last one's next token no longer fits: preempted
+    step = policy.plan(state)
+    assert state.waiting[0].request.index == 2  # the preempted one, first in the queue
+    assert [s.request.index for s in state.waiting] == [2, 100]
+    assert not step.prefills
+
+
+def test_each_engine_allocates_its_kv_cache_from_the_memory_it_is_documented_to_take() -> None:
+    """vLLM takes ``gpu_memory_utilization`` (0.9) of each GPU's memory for everything, so its
+    KV cache is what the weights leave of that; TensorRT-LLM takes 0.9 of the memory the weights
+    leave (``free_gpu_memory_fraction``); TGI all of it (``--cuda-memory-fraction`` 1.0)."""
+    memory = copy_memory(SPEC, InstanceType.of("ml.p4de.24xlarge"), 1, Precision.FP16, 1000)
+    free, usable = memory.kv_free_bytes, memory.usable_bytes
+    vllm = engine_kv_bytes(engine_profile("lmi-vllm-v1"), memory)
+    assert vllm == pytest.approx(free - 0.1 * usable)
+    assert engine_kv_bytes(engine_profile("lmi-trtllm"), memory) == pytest.approx(0.9 * free)
+    assert engine_kv_bytes(engine_profile("tgi-1"), memory) == free

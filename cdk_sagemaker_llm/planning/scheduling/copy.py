@@ -11,7 +11,7 @@ from .limits import BatchSettings
 from .load import Load
 from .loop import SimulationResult, simulate
 from .policy import SchedulingPolicy
-from .selection import kv_tokens_of, policy_for
+from .selection import engine_kv_bytes, kv_tokens_of, policy_for
 
 
 def copy_policy(
@@ -22,7 +22,8 @@ def copy_policy(
     max_batch_size: int | None = None,
     max_concurrent_requests: int | None = None,
 ) -> SchedulingPolicy:
-    """A fresh policy of ``profile`` over the KV tokens one copy of ``model`` holds, bounded by
+    """A fresh policy of ``profile`` over the KV tokens one copy of ``model``'s engine allocates
+    (``selection.engine_kv_bytes``), bounded by
     the deployment's ``batch`` settings (default: the profile's, with ``max_batch_size`` as the
     request cap; ``policy_for`` states the options)."""
     if batch is None:
@@ -36,7 +37,7 @@ def copy_policy(
     )
     return policy_for(
         profile,
-        kv_tokens_of(model, memory.kv_free_bytes),
+        kv_tokens_of(model, engine_kv_bytes(profile, memory)),
         model.workload,
         batch=batch,
         max_concurrent_requests=max_concurrent_requests,

@@ -86,6 +86,16 @@ class SimulationResult:
         values = [getattr(o, metric) for o in self.outcomes]
         return sum(values) / len(values) if values else math.nan
 
+    def mean_tpot_ms(self) -> float:
+        """The mean time per output token after the first, ms, as ``vllm bench serve`` reports
+        it ("Mean TPOT"): each request's (end-to-end latency - TTFT) / (output tokens - 1),
+        averaged over the requests that generated more than one token (vLLM
+        ``benchmarks/serve.py`` ``calculate_metrics``), so a request's wait in the queue is in
+        its TTFT, not here, and a short request weighs as much as a long one (unlike "Mean
+        ITL", which pools every gap between tokens); NaN when no request qualifies."""
+        values = [o.inter_token_ms for o in self.outcomes if o.output_tokens > 1]
+        return sum(values) / len(values) if values else math.nan
+
 
 class _SteadyMean:
     """The running mean of the steady requests' ms/token and its standard error (Welford)."""

@@ -51,6 +51,9 @@ class Sequence:
     last_token_s: float | None = None
     longest_gap_s: float = 0.0
     """The longest wait between two of its tokens (a stall while others prefill)."""
+    cached: int = 0
+    """KV tokens its last preemption freed into the prefix cache, which a resume can reuse while
+    they are not evicted (vLLM V1 with prefix caching; ``vllm.VllmChunked``)."""
 
     @property
     def prompt_left(self) -> int:
@@ -92,7 +95,9 @@ class Sequence:
         self.last_token_s = now
 
     def preempt(self) -> None:
-        """Drop its KV cache; it will prefill its prompt and what it generated again."""
+        """Drop its KV cache; it will prefill its prompt and what it generated again (what the
+        cache held is kept in ``cached``, for an engine whose prefix cache can serve it)."""
+        self.cached = self.context
         self.prompt_tokens = self.request.input_tokens + self.generated
         self.prefilled = 0
         self.decoded = 0

@@ -15,13 +15,18 @@ waits; otherwise every running sequence decodes one token. Without chunked prefi
 V1 (``vllm/v1/core/sched/scheduler.py``; vLLM engine arguments, docs.vllm.ai/en/v0.8.5/
 serving/engine_args.html): one token budget per pass, ``max_num_batched_tokens``; running
 sequences are scheduled first (one token each, or the next chunk of a prompt), then waiting ones
-in arrival order while ``max_num_seqs`` and the budget allow, the last prompt chunked to the
-budget; automatic prefix caching is on by default.
+in arrival order while ``max_num_seqs``, the budget and the free KV blocks allow, the last prompt
+chunked to the budget; automatic prefix caching is on by default. A pass that had to preempt a
+running sequence admits no waiting one (``schedule``: the waiting queue is scheduled only ``if
+not preempted_reqs``), and a preempted sequence's freed blocks stay in the prefix cache until
+evicted, so it resumes from what survives there rather than from its first token: a burst
+larger than the KV cache runs what fits and the rest wait, without thrashing.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import islice
 
 from .policy import SchedulingPolicy
 from .state import SchedulerState, Sequence, Step
@@ -104,12 +109,17 @@ class VllmChunked(SchedulingPolicy):
     max_num_batched_tokens: int
     kv_on_demand: bool = True
     prefix_caching: bool = True
+    _resumable: list[Sequence] = field(default_factory=list, repr=False)
+    """Preempted sequences waiting with KV blocks still in the prefix cache."""
 
     def plan(self, state: SchedulerState) -> Step:
-        """Running sequences first (a token, or a prompt chunk), then waiting prompts."""
+        """Running sequences first (a token, or a prompt chunk), then waiting prompts unless
+        the running ones forced a preemption in this pass: V1 schedules the waiting queue only
+        ``if not preempted_reqs`` (``vllm/v1/core/sched/scheduler.py`` ``schedule``)."""
         budget = self.max_num_batched_tokens
         used = state.kv_used()
         planned: list[tuple[Sequence, int]] = []
+        preempted = False
         index = 0
         while index < len(state.running) and budget > 0:  # preemption pops past ``index``
             sequence = state.running[index]
@@ -117,24 +127,19 @@ class VllmChunked(SchedulingPolicy):
             left = sequence.prompt_left
             need = min(left, budget) if left else 1
             if used + need > state.kv_tokens:  # only then is anyone preempted
+                held = len(state.running)
                 room = _make_room(state, sequence, used, need)
+                self._resumable.extend(islice(state.waiting, held - len(state.running)))
+                preempted = True
                 if room is None:
                     break
                 used = room
             used += need
             budget -= need
             planned.append((sequence, need))
-        while state.waiting and budget > 0 and len(state.running) < self.max_num_seqs:
-            sequence = state.waiting[0]
-            self.start(sequence, state)
-            need = min(sequence.prompt_left, budget)
-            if used + need > state.kv_tokens:
-                state.running.pop()
-                break
-            state.waiting.popleft()
-            planned.append((sequence, need))
-            budget -= need
-            used += need
+        if not preempted:
+            used = self._admit(state, budget, used, planned)
+        self._evict(state.kv_tokens - used)
         prefills: list[tuple[Sequence, int]] = []
         decodes: list[Sequence] = []
         for sequence, need in planned:
@@ -143,6 +148,61 @@ class VllmChunked(SchedulingPolicy):
             else:
                 decodes.append(sequence)
         return Step(prefills=tuple(prefills), decodes=tuple(decodes))
+
+    def _admit(
+        self,
+        state: SchedulerState,
+        budget: int,
+        used: int,
+        planned: list[tuple[Sequence, int]],
+    ) -> int:
+        """Admit waiting prompts in arrival order while ``max_num_seqs``, the token budget and
+        the free KV blocks allow (a prompt's first chunk must fit: V1 allocates a request's
+        blocks for the tokens each pass computes, ``KVCacheManager.allocate_slots``); the KV
+        tokens used after."""
+        while state.waiting and budget > 0 and len(state.running) < self.max_num_seqs:
+            sequence = state.waiting[0]
+            before = sequence.prefilled
+            self.start(sequence, state)
+            resumed = self._resume(sequence, state.kv_tokens - used)
+            need = min(sequence.prompt_left, budget)
+            if used + resumed + need > state.kv_tokens:
+                state.running.pop()
+                sequence.prefilled = before if resumed else sequence.prefilled
+                break
+            state.waiting.popleft()
+            sequence.cached = 0
+            planned.append((sequence, need))
+            budget -= need
+            used += resumed + need
+        return used
+
+    def _resume(self, sequence: Sequence, free: int) -> int:
+        """A preempted sequence's blocks that the prefix cache still holds count as computed
+        (V1 frees a preempted request's blocks to the cache, and a resumed request looks its
+        tokens up there like any prompt's, ``get_computed_blocks``): the KV tokens reused."""
+        if not (self.prefix_caching and sequence.cached):
+            return 0
+        kept = min(sequence.cached, free, sequence.prompt_tokens - 1)
+        if kept <= sequence.prefilled:
+            return 0
+        reused = kept - sequence.prefilled
+        sequence.prefilled = kept
+        return reused
+
+    def _evict(self, free: int) -> None:
+        """What the running batch allocates is taken from the free blocks, the cached ones
+        among them: a waiting sequence's cached tokens shrink to the free KV tokens (freed
+        blocks are evicted least recently used first, and a request's in reverse order, so its
+        prompt's head survives longest: vLLM ``v1/core/block_pool.py``, ``free_blocks``)."""
+        if not self._resumable:
+            return
+        kept = []
+        for sequence in self._resumable:
+            sequence.cached = min(sequence.cached, max(0, free))
+            if sequence.cached:
+                kept.append(sequence)
+        self._resumable = kept
 
     def describe(self) -> str:
         """The policy in one line."""
