@@ -555,8 +555,13 @@ class CopyModel:
         return (fused + share * (weights + 2 * fp16)) / self._bandwidth
 
     def overhead_s(self) -> float:
-        """The fixed cost of one forward step (grows with layers and TP degree)."""
-        return self.efficiency.step_overhead_s(self.spec.layers, self.tensor_parallel_degree)
+        """The fixed cost of one forward step (grows with layers and TP degree), with the
+        quantized kernels' own launch cost per layer (``KernelSpeed.per_layer_ms``)."""
+        launches = 0.0 if self.kernel is None else self.kernel.per_layer_ms * self.spec.layers
+        return (
+            self.efficiency.step_overhead_s(self.spec.layers, self.tensor_parallel_degree)
+            + launches / 1000
+        )
 
     def draft_forward_overhead_s(self, layers: int) -> float:
         """The fixed cost of one forward step of a ``layers``-layer draft (an EAGLE head) in
