@@ -356,6 +356,10 @@ def test_tgi_1_int4_pays_its_kernel_launches_per_layer_at_every_tp_degree() -> N
         )
         launches = int4.overhead_s() - fp16.overhead_s()
         assert launches == pytest.approx(kernel.per_layer_ms * spec.layers / 1000)
+    # The prediction says what the launches cost.
+    layout = Layout(InstanceType.P4D_24XLARGE, 8, 1)
+    quantized = predict(spec, layout, load, [1], engine="tgi-1", precision=Precision.INT4_AWQ)
+    assert any("ms per layer per step at any TP degree" in line for line in quantized.assumptions)
     # A kernel whose prior cites no launch cost has none, and its JSON form does not state one.
     vllm = engine_profile("lmi-vllm-v1").kernel(Precision.INT4_AWQ)
     assert vllm is not None and vllm.per_layer_ms == 0 and "per_layer_ms" not in vllm.to_dict()

@@ -1405,6 +1405,12 @@ def _quantized_note(model: CopyModel, engine: str | None) -> str:
             f"{kernel.reconstruct_share:.0%} of the weights are dequantized to FP16 and "
             "multiplied with cuBLAS, which moves more bytes than FP16 weights do"
         )
+    if kernel.per_layer_ms:
+        note += (
+            f"; their launches cost {kernel.per_layer_ms:g} ms per layer per step at any TP "
+            f"degree ({kernel.per_layer_ms * model.spec.layers:.1f} ms for "
+            f"{model.spec.layers} layers; why: the profile's kernels.{kind}.per_layer_source)"
+        )
     return note
 
 
