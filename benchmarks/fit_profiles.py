@@ -105,17 +105,21 @@ def fitted_document(
     for kernel_name, prior in document["prior_kernels"].items():
         kernel = trained.kernels[kernel_name]
         count = sum(row.precision.value == kernel_name for row in own)
+        fitted_here = f"fitted to {count} {kernel_name} rows of benchmarks/measurements/rows.csv "
+        document["kernels"][kernel_name] = dict(prior)
         if fitted and kernel.weight_read != prior["weight_read"]:
-            document["kernels"][kernel_name] = {
-                **prior,
+            document["kernels"][kernel_name] |= {
                 "weight_read": kernel.weight_read,
                 "compute": kernel.compute,
-                "source": f"fitted to {count} {kernel_name} rows of "
-                "benchmarks/measurements/rows.csv (benchmarks/fit_profiles.py); prior "
+                "source": f"{fitted_here}(benchmarks/fit_profiles.py); prior "
                 f"{prior['weight_read']}: {prior['source']}",
             }
-        else:
-            document["kernels"][kernel_name] = prior
+        if fitted and kernel.per_layer_ms != prior.get("per_layer_ms", 0.0):
+            document["kernels"][kernel_name] |= {
+                "per_layer_ms": kernel.per_layer_ms,
+                "per_layer_source": f"{fitted_here}(benchmarks/fit_profiles.py); prior "
+                f"{prior['per_layer_ms']:g} ms: {prior['per_layer_source']}",
+            }
     document["efficiency"] = {
         "memory_bandwidth": efficiency.memory_bandwidth,
         "decode_compute": efficiency.decode_compute,

@@ -790,6 +790,9 @@ def exceeded_bounds(rows: Sequence[Row], efficiency: Efficiency) -> dict[str, st
 
 
 KERNEL_GRID = [0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
+KERNEL_PER_LAYER_GRID = [0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6]
+"""ms per layer a quantized kernel's launches may cost (``KernelSpeed.per_layer_ms``), fitted
+only for a kernel whose prior cites such a cost (``per_layer_source``)."""
 MIN_ROWS_TO_FIT_KERNEL = 4
 """Quantized rows a profile needs before its kernel's weight-read speed is fitted rather than
 taken from the published figure in its JSON."""
@@ -807,14 +810,39 @@ def prior_profile(profile: EngineProfile) -> EngineProfile:
     )
 
 
+def _kernel_grids(kernel: KernelSpeed) -> list[tuple[str, Sequence[float]]]:
+    """The quantized kernel's fitted speeds and their grids: its weight-read speed, and its
+    launch cost per layer where its prior cites one."""
+    grids: list[tuple[str, Sequence[float]]] = [("weight_read", KERNEL_GRID)]
+    if kernel.per_layer_source:
+        grids.append(("per_layer_ms", KERNEL_PER_LAYER_GRID))
+    return grids
+
+
+def _with_kernel_speed(kernel: KernelSpeed, field: str, value: float) -> KernelSpeed:
+    """``kernel`` with one of its fitted speeds (``_kernel_grids``) set to ``value``."""
+    if field == "per_layer_ms":
+        return replace(kernel, per_layer_ms=value)
+    return replace(kernel, weight_read=value)
+
+
+def within_ceilings(profile: EngineProfile) -> bool:
+    """Whether the profile's prior asks to be fitted within the physical ceilings
+    (``prior.fit_within_ceilings``, with its reason): its model has the terms the fit used
+    to stand in for, so the bounded fit is what ships (``fit_profiles.py`` without
+    ``--bounded``)."""
+    prior = profile.raw.get("prior") or {}
+    return bool(prior.get("fit_within_ceilings"))
+
+
 def fit(
     rows: Sequence[Row], profile: EngineProfile, bounded: bool = False
 ) -> tuple[Efficiency, EngineProfile, bool]:
     """The efficiencies and overheads the rows identify (``identified``; the others keep the
     prior), and the weight-read speed of quantized kernels with enough rows, that minimise
-    ``loss`` over ``rows``: coordinate descent on fixed grids from the prior; ``bounded``: each
-    efficiency at most its physical ceiling on the rows' accelerators (``physical_bounds``;
-    ``fit_profiles.py --bounded``, not shipped: see benchmarks/README.md). Returns the
+    ``loss`` over ``rows``: coordinate descent on fixed grids from the prior; ``bounded`` (or a
+    profile ``within_ceilings``): each efficiency at most its physical ceiling on the rows'
+    accelerators (``physical_bounds``; ``fit_profiles.py --bounded``). Returns the
     efficiency, the profile with its kernels, and whether a fit happened (False: too few rows,
     the prior is kept)."""
     start = prior_efficiency(profile)
@@ -827,7 +855,7 @@ def fit(
         if sum(row.precision.value == name for row in rows) >= MIN_ROWS_TO_FIT_KERNEL
     )
     names, _ = identified(rows, profile)
-    bounds = physical_bounds(rows) if bounded else {}
+    bounds = physical_bounds(rows) if bounded or within_ceilings(profile) else {}
     best = _bounded_start(start, bounds)
     best_loss = loss(rows, profile, best)
     for _ in range(ROUNDS):
@@ -839,12 +867,15 @@ def fit(
                 if candidate_loss < best_loss - 1e-12:
                     best, best_loss, improved = candidate, candidate_loss, True
         for kernel in kernels:
-            for value in KERNEL_GRID:
-                changed = replace(profile.kernels[kernel], weight_read=value)
-                candidate_profile = replace(profile, kernels={**profile.kernels, kernel: changed})
-                candidate_loss = loss(rows, candidate_profile, best)
-                if candidate_loss < best_loss - 1e-12:
-                    profile, best_loss, improved = candidate_profile, candidate_loss, True
+            for field, grid in _kernel_grids(profile.kernels[kernel]):
+                for value in grid:
+                    changed = _with_kernel_speed(profile.kernels[kernel], field, value)
+                    candidate_profile = replace(
+                        profile, kernels={**profile.kernels, kernel: changed}
+                    )
+                    candidate_loss = loss(rows, candidate_profile, best)
+                    if candidate_loss < best_loss - 1e-12:
+                        profile, best_loss, improved = candidate_profile, candidate_loss, True
         if not improved:
             break
     return best, profile, True

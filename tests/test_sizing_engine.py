@@ -116,8 +116,9 @@ def test_cli_predict_default_degree_uses_its_engine_profile(
 
 def test_the_models_fit_check_ranks_with_its_images_profile() -> None:
     """A model that does not fit suggests the degree its own engine serves most with."""
-    assert size(LLAMA_3_70B, P4D, engine="tgi-1").recommended_tensor_parallel_degree == 4
-    assert size(LLAMA_3_70B, P4D, engine="generic").recommended_tensor_parallel_degree == 8
+    p4de = InstanceType.of("ml.p4de.24xlarge")
+    assert size(LLAMA_3_70B, p4de, engine="tgi-1").recommended_tensor_parallel_degree == 4
+    assert size(LLAMA_3_70B, p4de, engine="generic").recommended_tensor_parallel_degree == 8
     stack = new_stack()
     model = Model(
         stack,
@@ -126,10 +127,10 @@ def test_the_models_fit_check_ranks_with_its_images_profile() -> None:
         source=ModelSource.from_hugging_face(
             "meta-llama/Meta-Llama-3-70B-Instruct", token_secret=hub_token()
         ),
-        serving=TgiOptions(num_gpus=2, max_total_tokens=4096),
+        serving=TgiOptions(num_gpus=1, max_total_tokens=4096),
     )
-    with pytest.raises(ValidationError, match=r"tensor-parallel degree 4 fits on ml.p4d.24xlarge"):
-        Endpoint(stack, "Endpoint", variants=[ProductionVariant(model=model, instance_type=P4D)])
+    with pytest.raises(ValidationError, match=r"tensor-parallel degree 4 fits on ml.p4de.24xlarge"):
+        Endpoint(stack, "Endpoint", variants=[ProductionVariant(model=model, instance_type=p4de)])
 
 
 def test_plan_sizes_with_the_images_profile() -> None:

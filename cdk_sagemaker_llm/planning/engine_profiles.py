@@ -186,6 +186,13 @@ class KernelSpeed:
     reconstruct_source: str = ""
     """Where ``reconstruct_above`` and ``reconstruct_share`` come from (engine source file and
     version)."""
+    per_layer_ms: float = 0.0
+    """Fixed cost of the quantized kernels per transformer layer per forward pass, ms,
+    whatever the degree of tensor parallelism: the host's launch of kernels called from
+    Python (a Triton kernel's launcher) that a short step waits for. 0: launched as cheaply
+    as the FP16 kernels."""
+    per_layer_source: str = ""
+    """Where ``per_layer_ms`` comes from (engine source and the launch cost measured)."""
 
     def reconstructs(self, rows: float) -> bool:
         """Whether a matrix product over ``rows`` rows dequantizes to FP16 first."""
@@ -202,6 +209,9 @@ class KernelSpeed:
             document["reconstruct_above"] = self.reconstruct_above
             document["reconstruct_share"] = self.reconstruct_share
             document["reconstruct_source"] = self.reconstruct_source
+        if self.per_layer_source:
+            document["per_layer_ms"] = self.per_layer_ms
+            document["per_layer_source"] = self.per_layer_source
         return document
 
     @staticmethod
@@ -215,6 +225,8 @@ class KernelSpeed:
             None if above is None else int(above),
             float(document.get("reconstruct_share", 1.0)),
             document.get("reconstruct_source", ""),
+            float(document.get("per_layer_ms", 0.0)),
+            document.get("per_layer_source", ""),
         )
 
 

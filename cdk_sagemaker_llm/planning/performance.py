@@ -555,8 +555,13 @@ class CopyModel:
         return (fused + share * (weights + 2 * fp16)) / self._bandwidth
 
     def overhead_s(self) -> float:
-        """The fixed cost of one forward step (grows with layers and TP degree)."""
-        return self.efficiency.step_overhead_s(self.spec.layers, self.tensor_parallel_degree)
+        """The fixed cost of one forward step (grows with layers and TP degree), with the
+        quantized kernels' own launch cost per layer (``KernelSpeed.per_layer_ms``)."""
+        launches = 0.0 if self.kernel is None else self.kernel.per_layer_ms * self.spec.layers
+        return (
+            self.efficiency.step_overhead_s(self.spec.layers, self.tensor_parallel_degree)
+            + launches / 1000
+        )
 
     def draft_forward_overhead_s(self, layers: int) -> float:
         """The fixed cost of one forward step of a ``layers``-layer draft (an EAGLE head) in
@@ -1399,6 +1404,12 @@ def _quantized_note(model: CopyModel, engine: str | None) -> str:
             f"; above {kernel.reconstruct_above} sequences per step (and in prefill) "
             f"{kernel.reconstruct_share:.0%} of the weights are dequantized to FP16 and "
             "multiplied with cuBLAS, which moves more bytes than FP16 weights do"
+        )
+    if kernel.per_layer_ms:
+        note += (
+            f"; their launches cost {kernel.per_layer_ms:g} ms per layer per step at any TP "
+            f"degree ({kernel.per_layer_ms * model.spec.layers:.1f} ms for "
+            f"{model.spec.layers} layers; why: the profile's kernels.{kind}.per_layer_source)"
         )
     return note
 
