@@ -28,7 +28,7 @@ NEURON_ENGINE = "lmi-neuronx"
 def kv_tokens_of(model: CopyModel, kv_free_bytes: float) -> int:
     """KV-cache tokens the memory left after the weights holds on one copy."""
     per_token = kv_bytes_per_token_per_copy(
-        model.spec, model.tensor_parallel_degree, model.precision
+        model.spec, model.tensor_parallel_degree, model.precision, model.kv_cache
     )
     return max(0, int(kv_free_bytes // per_token))
 
