@@ -366,3 +366,18 @@ def test_an_fp8_kv_cache_is_refused_on_an_accelerator_without_fp8() -> None:
     with pytest.raises(ValidationError, match="kv_cache_precision='int4'"):
         KvCachePrecision.of("int4")
     assert KvCachePrecision.of("FP8_E4M3") is KvCachePrecision.FP8
+
+
+def test_prefills_that_rejoin_within_one_decode_step_share_one_passs_fixed_cost() -> None:
+    """Up to one request per decode step, each prefill is its own forward pass and pays the
+    step's fixed cost; beyond that (4,096 requests of 128 output tokens) the prefills that
+    rejoin during one step are batched into one pass, so the rest add only their work."""
+    profile = engine_profile("lmi-trtllm")
+    load = Workload(128, 128)
+    model = profile_model(
+        ModelSpec.LLAMA_3_8B, Layout(InstanceType.P5_48XLARGE, 1, 8), Precision.FP8, load, profile
+    )
+    overhead, prefill = model.overhead_s(), model.prefill_s()
+    assert model.cycle_s(100) == pytest.approx(100 * prefill + 128 * model.step_s(100))
+    per_request = 4096 * prefill + 128 * model.step_s(4096)
+    assert model.cycle_s(4096) == pytest.approx(per_request - (4096 - 128) * overhead)

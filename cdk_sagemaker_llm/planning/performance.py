@@ -665,8 +665,20 @@ class CopyModel:
         return low
 
     def cycle_s(self, batch: int) -> float:
-        """Time for ``batch`` in-flight requests to each finish once (closed loop)."""
-        return batch * self.prefill_s() + self.workload.output_tokens * self.step_s(batch)
+        """Time for ``batch`` in-flight requests to each finish once (closed loop): their
+        prefills' work, one forward pass's fixed cost per prefill pass, and the output tokens'
+        decode steps. Requests finish and rejoin spread over the cycle's decode steps, and those
+        that rejoin during one step are prefilled together (TensorRT-LLM's in-flight batching
+        packs context requests into one pass up to ``max_num_tokens``; a prefill-first engine
+        prefills its waiting requests as one batch), so at most one prefill pass per decode step
+        pays the fixed cost: min(batch, output tokens) passes, not one per request."""
+        overhead = self.overhead_s()
+        passes = min(batch, self.workload.output_tokens)
+        return (
+            batch * (self.prefill_s() - overhead)
+            + passes * overhead
+            + self.workload.output_tokens * self.step_s(batch)
+        )
 
     def held_s(self, batch: int, arrivals_per_s: float) -> float:
         """Mean seconds a new request is held back before a running ``batch`` takes in its
