@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .benchmarking.pricing import BenchmarkPricing
     from .catalog.containers import ContainerFamily
     from .catalog.instance_types import Accelerator, AcceleratorKind, CpuArchitecture, InstanceType
-    from .catalog.model_specs import ModelSpec, Precision
+    from .catalog.model_specs import KvCachePrecision, ModelSpec, Precision
     from .catalog.prices import DEFAULT_PRICE_LIST, PriceList
     from .constructs.async_inference import AsyncInference
     from .constructs.async_scaling import (
@@ -181,6 +181,7 @@ _EXPORTS: dict[str, str] = {
     "InstanceType": ".catalog.instance_types",
     "GoodputSlo": ".benchmarking",
     "KneeRule": ".benchmarking",
+    "KvCachePrecision": ".catalog.model_specs",
     "LayoutOverrides": ".planning.service_options",
     "LlmService": ".constructs.llm_service",
     "LmiBackend": ".constructs.serving_options",

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from cdk_sagemaker_llm.catalog.instance_types import A10G, A100_40GB, CATALOG, InstanceType
-from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
+from cdk_sagemaker_llm.catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
 from cdk_sagemaker_llm.planning.performance import (
@@ -313,3 +313,71 @@ def test_the_assumptions_are_built_in_order_with_the_engine_after_the_accelerato
     assert lines[4].startswith("efficiency: ")
     predicted = predict(ModelSpec.LLAMA_3_8B, layout, SHORT, [1], engine=profile)
     assert predicted.assumptions[: len(lines)] == lines
+
+
+G6E = InstanceType.of("ml.g6e.xlarge")
+LONG = Workload(2000, 500)
+
+
+def test_an_fp8_kv_cache_doubles_the_sequences_a_memory_bound_copy_holds() -> None:
+    """Llama 3 8B in FP8 on one L40S at 2,500-token sequences is bound by its KV cache: at one
+    byte per element instead of two, twice the sequences fit and a decode step reads half the
+    KV bytes (the weights' reads are unchanged)."""
+    profile = engine_profile("lmi-trtllm")
+
+    def copy(kv_cache: KvCachePrecision) -> CopyModel:
+        return profile_model(
+            ModelSpec.LLAMA_3_8B, Layout(G6E, 1, 1), Precision.FP8, LONG, profile, kv_cache=kv_cache
+        )
+
+    fp16_kv, fp8_kv = copy(KvCachePrecision.AUTO), copy(KvCachePrecision.FP8)
+    batch = 64
+    sixteen, eight = (profile_limits(m, profile, 1024)[0].kv_sequences for m in (fp16_kv, fp8_kv))
+    assert sixteen < 1024  # the KV cache, not the request cap, binds
+    assert eight in (2 * sixteen, 2 * sixteen + 1)
+    weights = fp16_kv.memory_time_s(batch, 0)
+    assert fp8_kv.memory_time_s(batch, 0) == pytest.approx(weights)
+    kv_reads = fp16_kv.memory_time_s(batch) - weights
+    assert fp8_kv.memory_time_s(batch) - weights == pytest.approx(kv_reads / 2)
+    served = [
+        predict(
+            ModelSpec.LLAMA_3_8B,
+            Layout(G6E, 1, 1),
+            LONG,
+            [256],
+            precision=Precision.FP8,
+            engine=profile,
+            kv_cache_precision=kv_cache,
+        ).levels[0]
+        for kv_cache in (KvCachePrecision.AUTO, KvCachePrecision.FP8)
+    ]
+    assert served[1].tokens_per_s > served[0].tokens_per_s
+
+
+def test_an_fp8_kv_cache_is_refused_on_an_accelerator_without_fp8() -> None:
+    with pytest.raises(ValidationError, match=r"kv_cache_precision='fp8'.*A10G has no FP8"):
+        predict(
+            ModelSpec.LLAMA_3_8B,
+            Layout(InstanceType.G5_2XLARGE, 1, 1),
+            SHORT,
+            [1],
+            kv_cache_precision=KvCachePrecision.FP8,
+        )
+    with pytest.raises(ValidationError, match="kv_cache_precision='int4'"):
+        KvCachePrecision.of("int4")
+    assert KvCachePrecision.of("FP8_E4M3") is KvCachePrecision.FP8
+
+
+def test_prefills_that_rejoin_within_one_decode_step_share_one_passs_fixed_cost() -> None:
+    """Up to one request per decode step, each prefill is its own forward pass and pays the
+    step's fixed cost; beyond that (4,096 requests of 128 output tokens) the prefills that
+    rejoin during one step are batched into one pass, so the rest add only their work."""
+    profile = engine_profile("lmi-trtllm")
+    load = Workload(128, 128)
+    model = profile_model(
+        ModelSpec.LLAMA_3_8B, Layout(InstanceType.P5_48XLARGE, 1, 8), Precision.FP8, load, profile
+    )
+    overhead, prefill = model.overhead_s(), model.prefill_s()
+    assert model.cycle_s(100) == pytest.approx(100 * prefill + 128 * model.step_s(100))
+    per_request = 4096 * prefill + 128 * model.step_s(4096)
+    assert model.cycle_s(4096) == pytest.approx(per_request - (4096 - 128) * overhead)

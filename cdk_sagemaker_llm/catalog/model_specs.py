@@ -17,7 +17,8 @@ class Precision(Enum):
     """How the weights are stored on the accelerator; decides bytes per parameter.
 
     The KV cache stays in the activation precision (fp16/bf16, fp32 only for FP32 weights):
-    weight-only quantization (INT8, INT4 AWQ) and FP8 weights do not shrink it.
+    weight-only quantization (INT8, INT4 AWQ) and FP8 weights do not shrink it; an FP8 KV
+    cache is its own setting (``KvCachePrecision``).
     """
 
     FP32 = "fp32"
@@ -79,6 +80,51 @@ class Precision(Enum):
         return Precision.FP16
 
 
+@typed_props
+class KvCachePrecision(Enum):
+    """How the serving engine stores the KV cache, apart from the weights' precision.
+
+    ``AUTO`` (the default): the activation precision (``Precision.kv_bytes_per_element``), the
+    engines' own default (vLLM ``--kv-cache-dtype auto``; TensorRT-LLM ``KvCacheConfig`` dtype
+    ``auto``, which follows the checkpoint). ``FP8``: one byte per element, half the KV bytes
+    of FP16 per token, so about twice the sequences fit and a decode step reads half the KV
+    bytes: vLLM ``--kv-cache-dtype fp8`` (docs.vllm.ai, "Quantized KV Cache"), TensorRT-LLM's
+    FP8 KV cache (nvidia.github.io/TensorRT-LLM, "Quantization", "FP8 KV Cache"), on by default
+    in NVIDIA ModelOpt FP8 checkpoints (``hf_quant_config.json`` ``kv_cache_quant_algo: FP8``;
+    ModelOpt ``hf_ptq.py`` exports ``--kv_cache_qformat fp8`` unless told otherwise). It needs
+    FP8 support in the accelerator (``Accelerator.fp8``;
+    ``performance.kv_cache_precision_problem``).
+    """
+
+    AUTO = "auto"
+    FP8 = "fp8"
+
+    def bytes_per_element(self, weights: Precision) -> int:
+        """Bytes one KV-cache element takes beside ``weights``: 1 for FP8, else the activation
+        precision's (``Precision.kv_bytes_per_element``)."""
+        return 1 if self is KvCachePrecision.FP8 else weights.kv_bytes_per_element
+
+    @staticmethod
+    def of(name: str) -> KvCachePrecision:
+        """A KV-cache precision by name: ``auto`` (the activation precision) or ``fp8`` (also
+        ``fp8_e4m3``)."""
+        key = str(name).strip().lower()
+        found = _KV_ALIASES.get(key)
+        if found is None:
+            raise ValidationError(
+                "kv_cache_precision",
+                name,
+                "not a KV-cache precision the sizing knows",
+                "use auto (the activation precision: fp16/bf16) or fp8",
+            )
+        return found
+
+
+_KV_ALIASES = {
+    "auto": KvCachePrecision.AUTO,
+    "fp8": KvCachePrecision.FP8,
+    "fp8_e4m3": KvCachePrecision.FP8,
+}
 _BYTES_PER_PARAMETER = {
     Precision.FP32: 4.0,
     Precision.FP16: 2.0,

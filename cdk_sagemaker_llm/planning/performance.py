@@ -41,7 +41,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..catalog.instance_types import InstanceType
-from ..catalog.model_specs import ModelSpec, Precision
+from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from ..catalog.prices import DEFAULT_PRICE_LIST
 from ..errors import ValidationError
 from .conformal_band import REGIMES, ConformalBand, conformal_bands, load_regime
@@ -494,6 +494,10 @@ class CopyModel:
     decode_attention: DecodeAttention = SHARED
     """How the engine's decode attention reads a grouped-query KV head
     (``planning.decode_attention``): shared (the default) reads the KV cache once a step."""
+    kv_cache: KvCachePrecision = KvCachePrecision.AUTO
+    """How the KV cache is stored (``KvCachePrecision``): its bytes per token set both the
+    sequences that fit (``copy_limits``) and the KV bytes a decode step reads
+    (``memory_time_s``)."""
     _figures: tuple[float, float] = field(init=False, repr=False, compare=False)
     """(memory bandwidth GB/s, dense FP16 TFLOPS) of one accelerator."""
     _link: Interconnect = field(init=False, repr=False, compare=False)
@@ -576,7 +580,9 @@ class CopyModel:
         kv = (
             batch
             * mean
-            * kv_bytes_per_token_per_copy(self.spec, self.tensor_parallel_degree, self.precision)
+            * kv_bytes_per_token_per_copy(
+                self.spec, self.tensor_parallel_degree, self.precision, self.kv_cache
+            )
             * self.decode_attention.kv_read_factor(self.spec, self.efficiency.kv_reread_share)
         )
         return self._weight_traffic_s(batch, batch) + kv / self._bandwidth
@@ -664,8 +670,20 @@ class CopyModel:
         return low
 
     def cycle_s(self, batch: int) -> float:
-        """Time for ``batch`` in-flight requests to each finish once (closed loop)."""
-        return batch * self.prefill_s() + self.workload.output_tokens * self.step_s(batch)
+        """Time for ``batch`` in-flight requests to each finish once (closed loop): their
+        prefills' work, one forward pass's fixed cost per prefill pass, and the output tokens'
+        decode steps. Requests finish and rejoin spread over the cycle's decode steps, and those
+        that rejoin during one step are prefilled together (TensorRT-LLM's in-flight batching
+        packs context requests into one pass up to ``max_num_tokens``; a prefill-first engine
+        prefills its waiting requests as one batch), so at most one prefill pass per decode step
+        pays the fixed cost: min(batch, output tokens) passes, not one per request."""
+        overhead = self.overhead_s()
+        passes = min(batch, self.workload.output_tokens)
+        return (
+            batch * (self.prefill_s() - overhead)
+            + passes * overhead
+            + self.workload.output_tokens * self.step_s(batch)
+        )
 
     def held_s(self, batch: int, arrivals_per_s: float) -> float:
         """Mean seconds a new request is held back before a running ``batch`` takes in its
@@ -900,6 +918,7 @@ def copy_limits(
         model.tensor_parallel_degree,
         model.precision,
         model.workload.total_tokens,
+        model.kv_cache,
     )
     if model.speculation is not None:  # the draft's weights sit beside the target's
         from .speculation import draft_weight_bytes
@@ -948,10 +967,12 @@ def profile_model(
     slowdown: float = 1.0,
     speculation: Speculation | None = None,
     decode_attention: DecodeAttention = SHARED,
+    kv_cache: KvCachePrecision = KvCachePrecision.AUTO,
 ) -> CopyModel:
     """A ``CopyModel`` of one copy of ``layout`` with an engine profile's efficiencies (or
     measured ``efficiency``), its quantized-kernel speed, a band ``slowdown``, optional
-    speculative decoding and the decode attention kernel (``planning.decode_attention``)."""
+    speculative decoding, the decode attention kernel (``planning.decode_attention``) and
+    the KV cache's precision."""
     return CopyModel(
         spec,
         layout.instance_type,
@@ -963,6 +984,7 @@ def profile_model(
         slowdown,
         speculation,
         decode_attention=decode_attention,
+        kv_cache=kv_cache,
     )
 
 
@@ -1146,8 +1168,28 @@ def precision_problem(instance_type: InstanceType, precision: Precision) -> str 
     )
 
 
+def kv_cache_precision_problem(
+    instance_type: InstanceType, kv_cache: KvCachePrecision
+) -> str | None:
+    """Why ``instance_type``'s accelerator cannot hold a ``kv_cache`` KV cache, or None: an FP8
+    KV cache needs FP8 support (``Accelerator.fp8``: TensorRT-LLM's FP8 KV cache and FP8
+    attention kernels run on Ada, Hopper and Blackwell; nvidia.github.io/TensorRT-LLM,
+    "Quantization", support matrix), as FP8 weights do (``precision_problem``)."""
+    accelerator = instance_type.accelerator
+    if kv_cache is not KvCachePrecision.FP8 or accelerator is None or accelerator.fp8:
+        return None
+    return (
+        f"{accelerator.name} has no FP8 support (an FP8 KV cache needs Ada, Hopper or "
+        "Blackwell), so an FP8 KV cache is not offered on it"
+    )
+
+
 def _check_fit(
-    spec: ModelSpec, layout: Layout, memory: Memory, memory_precision: Precision
+    spec: ModelSpec,
+    layout: Layout,
+    memory: Memory,
+    memory_precision: Precision,
+    kv_cache: KvCachePrecision = KvCachePrecision.AUTO,
 ) -> None:
     problem = precision_problem(layout.instance_type, memory_precision)
     if problem:
@@ -1156,6 +1198,15 @@ def _check_fit(
             memory_precision.value,
             problem,
             "serve FP16/BF16 or int4 AWQ on it, or pick an instance type with FP8 (g6, g6e, p5)",
+        )
+    problem = kv_cache_precision_problem(layout.instance_type, kv_cache)
+    if problem:
+        raise ValidationError(
+            "kv_cache_precision",
+            kv_cache.value,
+            problem,
+            "keep the KV cache at auto (the activation precision) on it, or pick an instance "
+            "type with FP8 (g6, g6e, p5)",
         )
     problem = head_divisibility_problem(spec, layout.tensor_parallel_degree)
     if problem:
@@ -1215,6 +1266,7 @@ def predict(
     max_batch_size: int | None = None,
     engine: EngineProfile | ContainerRelease | str | None = None,
     optimization: Optimization | None = None,
+    kv_cache_precision: KvCachePrecision = KvCachePrecision.AUTO,
 ) -> Prediction:
     """Predict ms/token, TTFT and throughput of ``layout`` serving ``workload`` at each
     ``concurrency`` (whole deployment), its knee, its maximum concurrency and the band of
@@ -1231,6 +1283,9 @@ def predict(
     :param engine: the engine profile (``planning.engine_profiles``), its name, or None for the
         default (``lmi-vllm-v1``; ``lmi-neuronx`` on Inferentia/Trainium);
         ``ContainerImage.engine_profile`` gives an image's.
+    :param kv_cache_precision: how the engine stores the KV cache (``KvCachePrecision``);
+        ``FP8`` halves its bytes per token (twice the sequences fit, half the KV reads per
+        step) and needs an accelerator with FP8. Default ``AUTO``: the activation precision.
     """
     levels_in = list(concurrency)
     if not levels_in or any(
@@ -1254,9 +1309,10 @@ def predict(
         profile,
         calibration.efficiency if calibration else None,
         speculation=optimization.speculation if optimization else None,
+        kv_cache=kv_cache_precision,
     )
     limits, memory = profile_limits(model, profile, max_batch_size)
-    _check_fit(spec, layout, memory, precision)
+    _check_fit(spec, layout, memory, precision, kv_cache_precision)
     copies = layout.copies
     knee = copy_knee(model, limits)
     reasons = prediction_reasons(profile, spec, layout, workload, precision, optimization)
@@ -1356,7 +1412,8 @@ def describe_assumptions(
         f"{memory.weights_bytes / GB:.1f} GB weights - "
         f"{memory.overhead_bytes / GB:.1f} GB overhead = "
         f"{memory.kv_free_bytes / GB:.1f} GB KV cache = {limits.kv_sequences} sequences of "
-        f"{model.workload.total_tokens} tokens",
+        f"{model.workload.total_tokens} tokens"
+        + (" (FP8 KV cache: 1 byte per element)" if model.kv_cache is KvCachePrecision.FP8 else ""),
         f"server batch limit {limits.batch_limit} per copy; {limits.timeout_sequences} per copy "
         f"within the {INVOCATION_TIMEOUT_S:g} s invocation timeout; max concurrency set by "
         f"{limits.reason()}",

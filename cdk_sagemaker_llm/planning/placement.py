@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from ..catalog.instance_types import InstanceType
-from ..catalog.model_specs import ModelSpec, Precision
+from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 
 GB = 1_000_000_000
 """Bytes in a (decimal) gigabyte: the unit every report uses."""
@@ -51,12 +51,16 @@ def head_divisibility_problem(spec: ModelSpec, tensor_parallel_degree: int) -> s
 
 
 def kv_bytes_per_token_per_copy(
-    spec: ModelSpec, tensor_parallel_degree: int, precision: Precision
+    spec: ModelSpec,
+    tensor_parallel_degree: int,
+    precision: Precision,
+    kv_cache: KvCachePrecision = KvCachePrecision.AUTO,
 ) -> int:
     """KV-cache bytes one token takes in one copy, counting KV heads replicated when TP
-    exceeds the KV heads (each device then keeps a whole KV head)."""
+    exceeds the KV heads (each device then keeps a whole KV head), at the ``kv_cache``
+    precision (default the activation precision)."""
     kv_heads = max(spec.kv_heads, tensor_parallel_degree)
-    return 2 * spec.layers * kv_heads * spec.head_dim * precision.kv_bytes_per_element
+    return 2 * spec.layers * kv_heads * spec.head_dim * kv_cache.bytes_per_element(precision)
 
 
 @dataclass(frozen=True)
@@ -87,17 +91,20 @@ def copy_memory(
     tensor_parallel_degree: int,
     precision: Precision,
     sequence_tokens: int,
+    kv_cache: KvCachePrecision = KvCachePrecision.AUTO,
 ) -> Memory:
     """One copy's memory: usable memory of its accelerators, weights, ~2 GB framework overhead
     per accelerator (CUDA context, activations, graphs: each shard has its own), and the KV
-    cache of one sequence of ``sequence_tokens``."""
+    cache of one sequence of ``sequence_tokens`` at the ``kv_cache`` precision."""
     accelerator = instance_type.accelerator
     memory_mib = accelerator.memory_mib if accelerator else 0
     return Memory(
         usable_bytes=memory_mib * MIB * tensor_parallel_degree,
         weights_bytes=spec.parameters * precision.bytes_per_parameter,
         overhead_bytes=FRAMEWORK_OVERHEAD_BYTES * tensor_parallel_degree,
-        kv_bytes_per_sequence=kv_bytes_per_token_per_copy(spec, tensor_parallel_degree, precision)
+        kv_bytes_per_sequence=kv_bytes_per_token_per_copy(
+            spec, tensor_parallel_degree, precision, kv_cache
+        )
         * sequence_tokens,
     )
 

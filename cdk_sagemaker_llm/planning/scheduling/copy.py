@@ -34,6 +34,7 @@ def copy_policy(
         model.tensor_parallel_degree,
         model.precision,
         model.workload.total_tokens,
+        model.kv_cache,
     )
     return policy_for(
         profile,

@@ -56,7 +56,7 @@ def engine_kv_bytes(profile: EngineProfile, memory: Memory) -> float:
 def kv_tokens_of(model: CopyModel, kv_free_bytes: float) -> int:
     """KV-cache tokens ``kv_free_bytes`` of KV cache hold on one copy."""
     per_token = kv_bytes_per_token_per_copy(
-        model.spec, model.tensor_parallel_degree, model.precision
+        model.spec, model.tensor_parallel_degree, model.precision, model.kv_cache
     )
     return max(0, int(kv_free_bytes // per_token))
 
