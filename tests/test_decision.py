@@ -294,7 +294,7 @@ def test_a_layout_ranked_within_max_instance_count_autoscales_within_it() -> Non
     }
     decision = decide(
         ServiceRequest(
-            **{**fields, "traffic": ExpectedTraffic.requests_per_second(10.25, minimum=1)}
+            **{**fields, "traffic": ExpectedTraffic.requests_per_second(9.75, minimum=1)}
         )
     )
     assert decision.scaling.max_instances == 2 == decision.layout.instance_count
