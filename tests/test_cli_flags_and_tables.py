@@ -172,3 +172,43 @@ def test_a_reader_that_stops_early_gets_no_traceback(argv: list[str], code: int)
     assert "Traceback" not in result.stderr
     assert "BrokenPipeError" not in result.stderr
     assert result.returncode == code
+
+
+PREDICT_8B_G6 = [
+    "predict", "--model", "llama-3-8b", "--instance-type", "ml.g6.xlarge",
+    "--input-tokens", "4000", "--output-tokens", "200", "--concurrency", "1,16", "--format", "json",
+]  # fmt: skip
+"""One L4 with 4,000-token prompts: the KV cache sets the most in flight."""
+
+
+def test_predict_states_an_fp8_kv_cache_and_sizes_twice_the_sequences(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--kv-cache-precision fp8`` halves the KV bytes per token: the sequences the memory
+    holds double (within one of rounding), the assumptions say so, and the scheduler simulation
+    reads the same KV cache."""
+    assert main(PREDICT_8B_G6) == 0
+    auto = json.loads(capsys.readouterr().out)
+    assert main([*PREDICT_8B_G6, "--kv-cache-precision", "fp8"]) == 0
+    fp8 = json.loads(capsys.readouterr().out)
+    assert abs(fp8["max_concurrency"] - 2 * auto["max_concurrency"]) <= 2
+    assert any("FP8 KV cache" in line for line in fp8["assumptions"])
+    assert not any("FP8 KV cache" in line for line in auto["assumptions"])
+    simulated = [*PREDICT_8B_G6, "--engine", "lmi-vllm-v1", "--simulate-scheduler"]
+    assert main(simulated) == 0
+    simulated_auto = json.loads(capsys.readouterr().out)
+    assert main([*simulated, "--kv-cache-precision", "fp8"]) == 0
+    simulated_fp8 = json.loads(capsys.readouterr().out)
+    assert simulated_fp8["knee"]["concurrency"] >= simulated_auto["knee"]["concurrency"]
+    busiest = [levels["levels"][-1]["tokens_per_s"] for levels in (simulated_auto, simulated_fp8)]
+    assert busiest[1] > busiest[0]
+
+
+def test_predict_refuses_an_fp8_kv_cache_where_the_accelerator_has_no_fp8(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main([*PREDICT_8B_G5, "--kv-cache-precision", "fp8"]) == 2
+    err = capsys.readouterr().err
+    assert "--kv-cache-precision" in err and "A10G has no FP8" in err
+    assert main([*PREDICT_8B_G5, "--kv-cache-precision", "int4"]) == 2
+    assert "use auto (the activation precision: fp16/bf16) or fp8" in capsys.readouterr().err

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..catalog.model_specs import ModelSpec, Precision
+from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from ..errors import ValidationError
 from ..planning.calibrated_band import with_calibrated_bands
 from ..planning.calibration import (
@@ -81,6 +81,14 @@ def register(subparsers: Any) -> None:
         "--optimization",
         help="predict the model served optimized: awq, fp8 or speculative-decoding (an EAGLE "
         "head); the assumptions name the optimization job it needs",
+    )
+    parser.add_argument(
+        "--kv-cache-precision",
+        default="auto",
+        help="how the engine stores the KV cache: auto (the activation precision, the default) "
+        "or fp8 (one byte per element: about twice the sequences fit and a decode step reads "
+        "half the KV bytes; vLLM --kv-cache-dtype fp8, TensorRT-LLM's FP8 KV cache); fp8 needs "
+        "an accelerator with FP8 (g6, g6e, p5)",
     )
     add_calibration_arguments(parser)
     parser.add_argument(
@@ -215,6 +223,7 @@ def run(args: argparse.Namespace) -> int:
         dtype = precision(args)
         instance_type = catalog_instance_type("--instance-type", args.instance_type)
         workload = Workload(args.input_tokens, args.output_tokens)
+        kv_cache = KvCachePrecision.of(args.kv_cache_precision)
         check_tensor_parallel_degree(instance_type, args.tensor_parallel_degree)
         engine = engine_of(args)
         degree = args.tensor_parallel_degree or recommended_tensor_parallel_degree(
@@ -250,9 +259,10 @@ def run(args: argparse.Namespace) -> int:
             max_batch_size=args.max_batch_size,
             engine=engine,
             optimization=Optimization.of(args.optimization) if args.optimization else None,
+            kv_cache_precision=kv_cache,
         )
         if args.simulate_scheduler:
-            prediction = _simulated(prediction, spec, dtype, calibration, args)
+            prediction = _simulated(prediction, spec, dtype, kv_cache, calibration, args)
         if isinstance(calibration, AppliedCalibration):
             release = engine if isinstance(engine, EngineRelease) else None
             prediction = with_calibrated_bands(prediction, calibration, spec, dtype, release)
@@ -272,6 +282,7 @@ def _simulated(
     prediction: Prediction,
     spec: ModelSpec,
     dtype: Precision,
+    kv_cache: KvCachePrecision,
     calibration: MeasuredEfficiency | None,
     args: argparse.Namespace,
 ) -> Prediction:
@@ -289,6 +300,7 @@ def _simulated(
         dtype,
         efficiency=calibration.efficiency if calibration is not None else None,
         max_batch_size=args.max_batch_size,
+        kv_cache=kv_cache,
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ...catalog.model_specs import ModelSpec, Precision
+from ...catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from ..engine_profiles import engine_profile
 from ..performance import (
     Efficiency,
@@ -29,12 +29,13 @@ def with_simulated_levels(
     *,
     efficiency: Efficiency | None = None,
     max_batch_size: int | None = None,
+    kv_cache: KvCachePrecision = KvCachePrecision.AUTO,
 ) -> Prediction:
     """``prediction`` (of ``spec`` at ``precision``, with a calibration's ``efficiency`` if it
-    had one) with simulated levels and knee."""
+    had one, its KV cache stored at ``kv_cache``) with simulated levels and knee."""
     profile = engine_profile(prediction.engine)
     layout, workload = prediction.layout, prediction.workload
-    model = profile_model(spec, layout, precision, workload, profile, efficiency)
+    model = profile_model(spec, layout, precision, workload, profile, efficiency, kv_cache=kv_cache)
     limits, _ = profile_limits(model, profile, max_batch_size)
     simulation = CopySimulation(model, profile, max_batch_size)
     copies = layout.copies
