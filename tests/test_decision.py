@@ -20,6 +20,7 @@ from cdk_sagemaker_llm.planning.decision import (
     ChoiceSource,
     ExpectedTraffic,
     Overrides,
+    ServiceDecision,
     ServiceRequest,
     choose,
     decide,
@@ -285,23 +286,30 @@ def test_the_instances_ranked_are_the_instances_autoscaling_runs_at_the_peak(
 def test_a_layout_ranked_within_max_instance_count_autoscales_within_it() -> None:
     """The case that used to cap max_copies with a warning: ranked on two instances at the
     most per copy within the SLO, its knee asked for a third. Sized at its scaling target, the
-    option autoscales within the instances it was ranked on, and one more request/s is refused
-    up front, naming max_instance_count."""
+    option autoscales within the instances it was ranked on, and the next rate that needs a
+    third instance is refused up front, naming max_instance_count. The boundary rate is found
+    from the model (it moves with every refit of the engine profiles), then held to the cap."""
     fields = {
         **REQUEST.__dict__,
-        "search": SearchSpace(instance_types=[InstanceType.G6E_2XLARGE], max_instance_count=2),
         "sizing": replace(REQUEST.sizing, engine=EngineRelease("lmi", "0.31.0")),
     }
-    decision = decide(
-        ServiceRequest(
-            **{**fields, "traffic": ExpectedTraffic.requests_per_second(9.75, minimum=1)}
+
+    def decided(rate: float, max_instance_count: int) -> ServiceDecision:
+        search = SearchSpace(
+            instance_types=[InstanceType.G6E_2XLARGE], max_instance_count=max_instance_count
         )
-    )
+        traffic = ExpectedTraffic.requests_per_second(rate, minimum=1)
+        return decide(ServiceRequest(**{**fields, "search": search, "traffic": traffic}))
+
+    rates = [2 + step / 4 for step in range(80)]
+    two = max(rate for rate in rates if decided(rate, 8).layout.instance_count == 2)
+    busier = two + 0.25
+    assert decided(busier, 8).layout.instance_count == 3
+    decision = decided(two, 2)
     assert decision.scaling.max_instances == 2 == decision.layout.instance_count
     assert not decision.warnings
-    busier = ExpectedTraffic.requests_per_second(11, minimum=1)
     with pytest.raises(ValidationError, match="max_instance_count=2") as error:
-        decide(ServiceRequest(**{**fields, "traffic": busier}))
+        decided(busier, 2)
     assert "needs 3 instances" in str(error.value)
 
 

@@ -168,7 +168,8 @@ class VllmChunked(SchedulingPolicy):
             need = min(sequence.prompt_left, budget)
             if used + resumed + need > state.kv_tokens:
                 state.running.pop()
-                sequence.prefilled = before if resumed else sequence.prefilled
+                if resumed:
+                    sequence.prefilled = before
                 break
             state.waiting.popleft()
             sequence.cached = 0
