@@ -77,7 +77,7 @@ def test_the_decision_is_recommends_first_option_with_serving_and_scaling() -> N
     assert decision.serving.max_batch_total_tokens == first.max_batch_size * 768
     scaling = decision.scaling
     assert 1 <= scaling.min_copies <= scaling.max_copies
-    assert scaling.target_concurrency_per_copy == first.knee_concurrency_per_copy
+    assert scaling.target_concurrency_per_copy == first.scaling_target
     assert scaling.max_instances <= REQUEST.max_instance_count
     assert decision.reasoning[1:] == tuple(first.reasoning)
     assert decision.reasoning[0] == (

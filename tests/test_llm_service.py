@@ -221,7 +221,7 @@ def test_emits_the_recommended_layout(traffic: ExpectedTraffic) -> None:
     assert (target["MinCapacity"], target["MaxCapacity"]) == (built.min_copies, built.max_copies)
     policy = one(template, "AWS::ApplicationAutoScaling::ScalingPolicy")
     tracking = policy["TargetTrackingScalingPolicyConfiguration"]
-    assert tracking["TargetValue"] == option.knee_concurrency_per_copy
+    assert tracking["TargetValue"] == option.scaling_target
     assert tracking["PredefinedMetricSpecification"]["PredefinedMetricType"] == (
         "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"
     )
@@ -500,7 +500,7 @@ def test_a_benchmark_gates_on_the_slo_and_its_knee_becomes_the_target() -> None:
     value = policy["TargetTrackingScalingPolicyConfiguration"]["TargetValue"]
     assert value["Fn::GetAtt"][1] == "KneeConcurrencyPerCopy"
     choice = decision_of(template)["choices"]["target_concurrency_per_copy"]
-    assert choice == {"value": built.option.knee_concurrency_per_copy, "source": "benchmark"}
+    assert choice == {"value": built.option.scaling_target, "source": "benchmark"}
 
 
 def test_a_ttft_only_slo_benchmarks_without_a_per_token_gate() -> None:

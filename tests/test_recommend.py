@@ -9,12 +9,18 @@ import math
 import pytest
 
 from cdk_sagemaker_llm.catalog.instance_types import CATALOG, InstanceType
-from cdk_sagemaker_llm.catalog.model_specs import ModelSpec
+from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST, UNPRICED, PriceList
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.planning.calibration import EngineRelease
-from cdk_sagemaker_llm.planning.engine_profiles import engine_argument
-from cdk_sagemaker_llm.planning.performance import Workload
+from cdk_sagemaker_llm.planning.engine_profiles import engine_argument, engine_profile
+from cdk_sagemaker_llm.planning.performance import (
+    Layout,
+    Workload,
+    prediction_band,
+    profile_limits,
+    profile_model,
+)
 from cdk_sagemaker_llm.planning.recommend import (
     PriceBasis,
     Recommendation,
@@ -237,7 +243,11 @@ def test_options_are_sized_by_littles_law_and_ranked_cheapest_first() -> None:
         assert option.cost_per_million_tokens == pytest.approx(
             option.price_per_hour / (level.tokens_per_s * 3600 / 1e6)
         )
-        assert option.concurrency_per_copy <= option.max_concurrency_per_copy
+        # The busiest copy holds at most the scaling target (a fraction where the SLO falls
+        # between two predicted levels: a copy then sometimes holds one more than the most
+        # whole requests within it, and on average what the SLO allows).
+        most = max(option.max_concurrency_per_copy, math.ceil(option.scaling_target))
+        assert option.concurrency_per_copy <= most
         assert 1 <= option.knee_concurrency_per_copy <= option.max_batch_size
         data = option.to_dict()
         assert set(data) >= {
@@ -461,3 +471,38 @@ def test_the_worst_case_still_sizes_every_instance_at_the_profile_s_pessimistic_
     assert worst.ceiling == worst.layout.instance_count >= default.ceiling
     line = next(r for r in worst.reasoning if r.startswith("sized on the pessimistic side"))
     assert f"x{worst.band.pessimistic_slowdown:.2f}" in line
+
+
+def test_a_rate_is_sized_at_the_predicted_capacity_within_the_slo_interpolated_between_levels() -> (
+    None
+):
+    """A rate's mean in flight per copy is not a whole number: where the SLO falls between the
+    predicted levels at 1 and 2 in flight, a copy serves the rate at the concurrency where the
+    predicted ms/token reaches the SLO (the rule a measured curve is read by,
+    ``MeasuredCurve.capacity_within``), not the rate of 1 in flight. Read at whole requests, a
+    5 % error at 2 in flight doubled the instances (``benchmarks/sizing_replay.py``)."""
+    spec, workload, layout = ModelSpec.LLAMA_2_70B, Workload(304, 102), Layout(G5_48, 8, 1)
+    profile = engine_profile("tgi-1")
+    band = prediction_band(profile, spec, layout, workload, Precision.FP16)
+    model = profile_model(
+        spec, layout, Precision.FP16, workload, profile, None, band.median_slowdown
+    )
+    limits, _ = profile_limits(model, profile, None)
+    one, two = model.level(1, limits.capacity), model.level(2, limits.capacity)
+    slo = (one.ms_per_token + two.ms_per_token) / 2  # reached at 1.5 in flight per copy
+    per_copy_rate = 1.5 * 1000 / (slo * workload.output_tokens)
+    answer = recommend(
+        spec,
+        workload,
+        Slo(max_ms_per_token=slo),
+        Traffic(requests_per_second=3.9 * per_copy_rate),
+        search=SearchSpace(instance_types=[G5_48], tensor_parallel_degrees=[8]),
+        sizing=Sizing(engine="tgi-1", risk=Risk.MEDIAN),
+        top=1,
+    )
+    (option,) = answer.options
+    assert option.max_concurrency_per_copy == 1
+    assert option.scaling_target == pytest.approx(1.5, abs=0.02)  # down to a hundredth
+    assert option.layout.instance_count == 4  # 3.9 copies' worth; at 1 in flight: 6
+    assert option.predicted.ms_per_token <= slo
+    assert any("interpolated, as a measured curve is read" in r for r in option.reasoning)

@@ -7,7 +7,9 @@ of KV cache, or whose single request already misses the SLO. For the rest it fin
 in-flight requests one copy serves within the SLO (``performance.max_throughput_within``), fills
 every accelerator of an instance with copies (a paid-for accelerator left idle buys nothing),
 and takes the fewest instances that carry the traffic: a concurrency directly, a request rate by
-Little's law (in-flight requests = rate x end-to-end latency). Options are ranked by price per
+Little's law (in-flight requests = rate x end-to-end latency), at the fraction of a request in
+flight where the predicted ms/token reaches the SLO where the SLO stops the copy (``_slo_curve``:
+the rule a measured curve is read by). Options are ranked by price per
 hour of the whole option, then by cost per 1M output tokens at that traffic.
 
 A layout a calibration measured, at a workload close to the measured one, is sized from its
@@ -1396,9 +1398,20 @@ def _evaluate(
     # A knee of None: even one request per copy trips the rule, so the walk stopped at 1.
     knee_clients = knee.concurrency or 1
     own = _scaling_target(knee_clients, per_copy)
+    curve, at_slo = None, None
+    if target is None and own == per_copy and traffic.requests_per_second is not None:
+        curve, at_slo = _slo_curve(efficiency_model, limits, workload, slo, per_copy)
     target = target or own
     per_instance_copies = layout.copies_per_instance
-    count = _instances_at(traffic, efficiency_model, limits.capacity, target, per_instance_copies)
+    if curve is not None and at_slo is not None:
+        copies_needed = measured_copies(
+            curve, at_slo, requests_per_s=traffic.requests_per_second, concurrency=None
+        )
+        count = math.ceil(copies_needed / per_instance_copies)
+    else:
+        count = _instances_at(
+            traffic, efficiency_model, limits.capacity, target, per_instance_copies
+        )
     if count > max_instance_count:
         return None, Rejection(
             instance_type.name,
@@ -1411,6 +1424,8 @@ def _evaluate(
     copies = sized.copies
     if traffic.concurrency is not None:
         level = _deployment_level(efficiency_model, copies, traffic.concurrency, limits.capacity)
+    elif curve is not None and at_slo is not None:
+        level = _curve_level(curve, copies, at_slo, traffic.requests_per_second)
     else:
         assert traffic.requests_per_second is not None
         found = _deployment_for_rate(
@@ -1442,7 +1457,7 @@ def _evaluate(
         level,
         knee.detail or "",
     )
-    reasoning.insert(2, _target_line(target, knee_clients, per_copy, target != own))
+    reasoning.insert(2, _target_line(at_slo or target, knee_clients, per_copy, target != own))
     if unit is None:
         reasoning.append(f"no {price_basis.value} price for {instance_type.name} in the list")
     elif region_note:
@@ -1463,8 +1478,53 @@ def _evaluate(
             risk=risk,
             band=band,
             max_instance_count=count,
+            target_concurrency_per_copy=at_slo,
         ),
         None,
+    )
+
+
+def _slo_curve(
+    model: CopyModel, limits: CopyLimits, workload: Workload, slo: Slo, within_slo: int
+) -> tuple[MeasuredCurve | None, float | None]:
+    """Where the SLO stops a copy between ``within_slo`` and one more in flight (below its
+    batch limit), the model's levels of one copy at 1 to ``within_slo`` + 1 as a curve, and
+    the in-flight requests per copy where the predicted ms/token (or TTFT) reaches the SLO:
+    read by the rule a measured curve is read by (``MeasuredCurve.capacity_within``,
+    interpolated between the two levels around the limit, down to a hundredth as
+    ``MeasuredCurve.scaling_target``). A rate's mean in flight is not a whole number, so a
+    copy predicted to serve 1.9 within the SLO is not sized as one that serves 1 (twice the
+    copies for a 5 % error at 2 in flight). (None, None) where the SLO does not bind there."""
+    if within_slo >= limits.capacity:
+        return None, None
+    points = []
+    for clients in range(1, within_slo + 2):
+        at = model.level(clients, limits.capacity)
+        points.append(MeasuredPoint(clients, at.ms_per_token, at.tokens_per_s, at.ttft_ms))
+    curve = MeasuredCurve.of(points, workload)
+    capacity = curve.capacity_within(slo.max_ms_per_token, slo.max_ttft_ms)
+    if capacity is None:
+        return None, None
+    return curve, max(float(within_slo), math.floor(capacity.concurrency * 100) / 100)
+
+
+def _curve_level(
+    curve: MeasuredCurve, copies: int, target: float, requests_per_s: float | None
+) -> LevelPrediction:
+    """The whole deployment where ``requests_per_s`` spreads over ``copies`` copies of
+    ``curve`` (``measured_level``: at most ``target`` in flight per copy), each serving the
+    curve's rate there (``MeasuredCurve.requests_per_s``: Little's law at its ms/token)."""
+    per_copy, point = measured_level(
+        curve, copies, target, requests_per_s=requests_per_s, concurrency=None
+    )
+    rate = curve.requests_per_s(per_copy) * copies
+    return LevelPrediction(
+        concurrency=max(1, round(per_copy * copies)),  # the mean in flight (Little's law)
+        ms_per_token=point.ms_per_token,
+        ttft_ms=point.ttft_ms or 0.0,
+        e2e_ms=point.ms_per_token * curve.output_tokens,
+        tokens_per_s=rate * curve.output_tokens,
+        requests_per_s=rate,
     )
 
 
@@ -1476,7 +1536,7 @@ def _scaling_target(knee: int, within_slo: int) -> int:
     return max(1, within_slo if 2 * knee > within_slo else knee)
 
 
-def _target_line(target: int, knee: int, within_slo: int, given: bool) -> str:
+def _target_line(target: float, knee: int, within_slo: int, given: bool) -> str:
     """Why the option is sized at ``target`` per copy, in one line (``given``: the target
     comes from another side of the band, ``_with_ceiling``)."""
     if given:
@@ -1486,9 +1546,15 @@ def _target_line(target: int, knee: int, within_slo: int, given: bool) -> str:
     elif target == knee:
         bound = f"the knee; {within_slo} meet the SLO"
     else:
-        bound = f"the most within the SLO; the knee walk stopped at {knee}"
+        between = (
+            f", where the predicted levels {within_slo} and {within_slo + 1} reach the SLO "
+            "(interpolated, as a measured curve is read)"
+            if target != within_slo
+            else ""
+        )
+        bound = f"the most within the SLO{between}; the knee walk stopped at {knee}"
     return (
-        f"scaling target {target} in flight per copy ({bound}): copy autoscaling holds it, "
+        f"scaling target {target:g} in flight per copy ({bound}): copy autoscaling holds it, "
         "and the instances ranked are those that run at the peak"
     )
 
