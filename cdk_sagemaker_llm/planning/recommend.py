@@ -1403,15 +1403,10 @@ def _evaluate(
         curve, at_slo = _slo_curve(efficiency_model, limits, workload, slo, per_copy)
     target = target or own
     per_instance_copies = layout.copies_per_instance
-    if curve is not None and at_slo is not None:
-        copies_needed = measured_copies(
-            curve, at_slo, requests_per_s=traffic.requests_per_second, concurrency=None
-        )
-        count = math.ceil(copies_needed / per_instance_copies)
-    else:
-        count = _instances_at(
-            traffic, efficiency_model, limits.capacity, target, per_instance_copies
-        )
+    slo_curve = None if curve is None or at_slo is None else (curve, at_slo)
+    count = _peak_instances(
+        traffic, efficiency_model, limits, target, per_instance_copies, slo_curve
+    )
     if count > max_instance_count:
         return None, Rejection(
             instance_type.name,
@@ -1422,21 +1417,7 @@ def _evaluate(
         )
     sized = Layout(instance_type, degree, per_instance_copies, count)
     copies = sized.copies
-    if traffic.concurrency is not None:
-        level = _deployment_level(efficiency_model, copies, traffic.concurrency, limits.capacity)
-    elif curve is not None and at_slo is not None:
-        level = _curve_level(curve, copies, at_slo, traffic.requests_per_second)
-    else:
-        assert traffic.requests_per_second is not None
-        found = _deployment_for_rate(
-            efficiency_model,
-            copies,
-            limits.capacity,
-            traffic.requests_per_second,
-            target * copies,
-        )
-        assert found is not None  # the count was chosen so that target x copies serves it
-        level = found
+    level = _peak_level(traffic, efficiency_model, limits, copies, target, slo_curve)
     busiest = math.ceil(level.concurrency / copies)
     unit = unit_price(instance_type, prices, price_basis)
     price = None if unit is None else unit * count
@@ -1482,6 +1463,49 @@ def _evaluate(
         ),
         None,
     )
+
+
+def _peak_instances(
+    traffic: Traffic,
+    model: CopyModel,
+    limits: CopyLimits,
+    target: int,
+    per_instance_copies: int,
+    slo_curve: tuple[MeasuredCurve, float] | None,
+) -> int:
+    """Instances that carry ``traffic`` at ``target`` in flight per copy; a rate where the SLO
+    stops the copy (``slo_curve``: the predicted curve and its capacity within the SLO, from
+    ``_slo_curve``) is read off that curve as a measured one is (``measured_copies``)."""
+    if slo_curve is None:
+        return _instances_at(traffic, model, limits.capacity, target, per_instance_copies)
+    curve, at_slo = slo_curve
+    needed = measured_copies(
+        curve, at_slo, requests_per_s=traffic.requests_per_second, concurrency=None
+    )
+    return math.ceil(needed / per_instance_copies)
+
+
+def _peak_level(
+    traffic: Traffic,
+    model: CopyModel,
+    limits: CopyLimits,
+    copies: int,
+    target: int,
+    slo_curve: tuple[MeasuredCurve, float] | None,
+) -> LevelPrediction:
+    """The whole deployment of ``copies`` copies at the peak ``traffic`` (a concurrency, or a
+    rate spread at ``target`` per copy; read off ``slo_curve`` where the SLO stops the copy)."""
+    if traffic.concurrency is not None:
+        return _deployment_level(model, copies, traffic.concurrency, limits.capacity)
+    if slo_curve is not None:
+        curve, at_slo = slo_curve
+        return _curve_level(curve, copies, at_slo, traffic.requests_per_second)
+    assert traffic.requests_per_second is not None
+    found = _deployment_for_rate(
+        model, copies, limits.capacity, traffic.requests_per_second, target * copies
+    )
+    assert found is not None  # the count was chosen so that target x copies serves it
+    return found
 
 
 def _slo_curve(
