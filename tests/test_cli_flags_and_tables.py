@@ -212,3 +212,34 @@ def test_predict_refuses_an_fp8_kv_cache_where_the_accelerator_has_no_fp8(
     assert "--kv-cache-precision" in err and "A10G has no FP8" in err
     assert main([*PREDICT_8B_G5, "--kv-cache-precision", "int4"]) == 2
     assert "use auto (the activation precision: fp16/bf16) or fp8" in capsys.readouterr().err
+
+
+RECOMMEND_8B_KV_BOUND = [
+    "recommend", "--model", "llama-3-8b", "--input-tokens", "4000", "--output-tokens", "500",
+    "--max-ms-per-token", "100", "--concurrency", "64", "--format", "json",
+    "--instance-types", "ml.g5.2xlarge,ml.g6.xlarge",
+]  # fmt: skip
+"""A KV-bound workload on an A10G (no FP8) and an L4 (FP8)."""
+
+
+def test_recommend_sizes_with_an_fp8_kv_cache_and_says_so_in_json(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``recommend --kv-cache-precision fp8``: every option is sized with the FP8 KV cache
+    (fewer L4s than with the fp16 cache) and says so, the A10G is rejected with the typed kind,
+    and the decision records it; an unknown precision names the flag."""
+    assert main(RECOMMEND_8B_KV_BOUND) in (0, 1)
+    auto = json.loads(capsys.readouterr().out)
+    assert main([*RECOMMEND_8B_KV_BOUND, "--kv-cache-precision", "fp8"]) == 0
+    fp8 = json.loads(capsys.readouterr().out)
+    assert {o["kv_cache_precision"] for o in fp8["options"]} == {"fp8"}
+    assert {o["kv_cache_precision"] for o in auto["options"]} == {"auto"}
+    l4 = [
+        next(o for o in d["options"] if o["instance_type"] == "ml.g6.xlarge") for d in (auto, fp8)
+    ]
+    assert l4[1]["instance_count"] < l4[0]["instance_count"]
+    assert [r["kind"] for r in fp8["rejected"]] == ["kv cache precision"]
+    assert fp8["decision"]["kv_cache_precision"] == "fp8"
+    assert "kv_cache_precision" not in auto["decision"]
+    assert main([*RECOMMEND_8B_KV_BOUND, "--kv-cache-precision", "fp4"]) == 2
+    assert "--kv-cache-precision='fp4'" in capsys.readouterr().err

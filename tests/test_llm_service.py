@@ -23,7 +23,7 @@ from conftest import (
 from hub import hub_token
 
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
-from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
+from cdk_sagemaker_llm.catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST
 from cdk_sagemaker_llm.constructs.images import ContainerImage
 from cdk_sagemaker_llm.constructs.llm_service import ExpectedTraffic, LlmService
@@ -70,7 +70,13 @@ WORKLOAD = Workload(input_tokens=512, output_tokens=256)
 
 
 MODEL_PROPS = ("image", "source", "spec", "environment", "loading_timeout")
-SEARCH_PROPS = ("instance_types", "max_instance_count", "precision", "optimizations")
+SEARCH_PROPS = (
+    "instance_types",
+    "max_instance_count",
+    "precision",
+    "kv_cache_precision",
+    "optimizations",
+)
 LAYOUT_PROPS = (
     "instance_type",
     "tensor_parallel_degree",
@@ -1100,3 +1106,68 @@ def test_a_pricing_region_typo_is_refused(capsys: pytest.CaptureFixture[str]) ->
     Pricing.on_demand(region="eu-west-1")
     assert main(["plan", "cdk.out.missing", "--price-region", "us-wset-2"]) == 2
     assert "did you mean 'us-west-2'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("image", "variable", "value"),
+    [
+        (ContainerImage.lmi("0.33.0"), "OPTION_KV_CACHE_DTYPE", "fp8"),
+        (ContainerImage.tgi("3.3.6"), "KV_CACHE_DTYPE", "fp8_e4m3fn"),
+    ],
+    ids=["lmi", "tgi"],
+)
+def test_an_fp8_kv_cache_is_sized_on_fp8_hardware_and_rendered_as_the_engines_setting(
+    image: ContainerImage, variable: str, value: str, tmp_path: Path
+) -> None:
+    """``SearchSpace(kv_cache_precision=FP8)``: the A10G (no FP8) is not offered, the L40S is,
+    and the container gets the engine's documented setting (LMI's vLLM pass-through
+    ``OPTION_KV_CACHE_DTYPE``, TGI's launcher ``KV_CACHE_DTYPE``), recorded in the decision; an
+    AUTO service renders no such variable."""
+    candidates = [InstanceType.G5_2XLARGE, InstanceType.G6E_2XLARGE]
+    app = cdk.App(outdir=str(tmp_path), context=CDK_CONTEXT)
+    stack = cdk.Stack(app, "Svc", env=cdk.Environment(region="us-west-2"))
+    built = service(
+        stack, image=image, instance_types=candidates, kv_cache_precision=KvCachePrecision.FP8
+    )
+    assert built.option.layout.instance_type is InstanceType.G6E_2XLARGE
+    assert built.option.kv_cache_precision is KvCachePrecision.FP8
+    assert {
+        r.kind.value for r in built.recommendation.rejected if r.instance_type == "ml.g5.2xlarge"
+    } == {"kv cache precision"}
+    template = template_of(built)
+    assert environment_of(template)[variable] == value
+    assert decision_of(template)["kv_cache_precision"] == "fp8"
+    app.synth()
+    assert "| Service goal | llama-3-8b (fp16, KV cache fp8)," in render_markdown(
+        build_plan(tmp_path)
+    )
+    plain = template_of(service(image=image, instance_types=candidates))
+    assert variable not in environment_of(plain)
+    assert "kv_cache_precision" not in decision_of(plain)
+
+
+@pytest.mark.parametrize(
+    ("image", "engine"),
+    [
+        (ContainerImage.tgi("2.3.1"), "tgi 2.3.1"),
+        (ContainerImage.lmi("0.31.0"), "lmi 0.31.0"),
+        (ContainerImage.lmi_tensorrt_llm("0.33.0"), "lmi-tensorrt-llm 0.33.0"),
+    ],
+    ids=["tgi-before-2.4", "lmi-before-0.32", "tensorrt-llm"],
+)
+def test_an_fp8_kv_cache_on_an_engine_without_a_documented_setting_is_an_error(
+    image: ContainerImage, engine: str
+) -> None:
+    """Never sized for FP8 and deployed with the activation precision's KV cache: an engine or
+    release that documents no KV-cache dtype setting fails at synth, naming the prop, the
+    engine and the fix."""
+    with pytest.raises(ValidationError) as raised:
+        service(
+            image=image,
+            instance_types=[InstanceType.G6E_2XLARGE],
+            kv_cache_precision=KvCachePrecision.FP8,
+        )
+    error = raised.value
+    assert (error.prop, error.value) == ("search.kv_cache_precision", "fp8")
+    assert engine in error.problem
+    assert "KvCachePrecision.AUTO" in error.fix and "2.4.0" in error.fix

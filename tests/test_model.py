@@ -18,6 +18,7 @@ from cdk_sagemaker_llm import (
     ContainerImage,
     DataType,
     InstanceType,
+    KvCachePrecision,
     LmiBackend,
     LmiOptions,
     Model,
@@ -522,3 +523,27 @@ def test_an_environment_value_over_1024_bytes_is_refused() -> None:
                 environment={"CHAT_TEMPLATE": long_value},
             ),
         )
+
+
+def test_serving_options_render_an_fp8_kv_cache_only_where_the_container_documents_it() -> None:
+    """LMI (vLLM pass-through, from 0.32.0) and TGI (from 2.4.0) render their documented
+    variable; the TensorRT-LLM image and an older release are refused naming the prop, the
+    engine's problem and the fix, never rendered without effect."""
+    fp8 = KvCachePrecision.FP8
+    lmi, tgi = LmiOptions(kv_cache_precision=fp8), TgiOptions(kv_cache_precision=fp8)
+    lmi.validate(ContainerImage.lmi("0.32.0"))
+    tgi.validate(ContainerImage.tgi("2.4.0"))
+    assert lmi.environment()["OPTION_KV_CACHE_DTYPE"] == "fp8"
+    assert tgi.environment() == {"KV_CACHE_DTYPE": "fp8_e4m3fn"}
+    assert "OPTION_KV_CACHE_DTYPE" not in LmiOptions().environment()
+    refused = [
+        (lmi, ContainerImage.lmi_tensorrt_llm("0.33.0"), "documents no KV-cache dtype setting"),
+        (lmi, ContainerImage.lmi("0.31.0"), "from release 0.32.0"),
+        (tgi, ContainerImage.tgi("2.3.1"), "from release 2.4.0"),
+    ]
+    for options, image, problem in refused:
+        with pytest.raises(ValidationError) as raised:
+            options.validate(image)
+        assert (raised.value.prop, raised.value.value) == ("serving.kv_cache_precision", "fp8")
+        assert problem in raised.value.problem
+        assert "leave kv_cache_precision unset" in raised.value.fix

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from cdk_sagemaker_llm.catalog.instance_types import CATALOG, InstanceType
-from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
+from cdk_sagemaker_llm.catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from cdk_sagemaker_llm.catalog.prices import DEFAULT_PRICE_LIST, UNPRICED, PriceList
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.planning.calibration import EngineRelease
@@ -506,3 +506,73 @@ def test_a_rate_is_sized_at_the_predicted_capacity_within_the_slo_interpolated_b
     assert option.layout.instance_count == 4  # 3.9 copies' worth; at 1 in flight: 6
     assert option.predicted.ms_per_token <= slo
     assert any("interpolated, as a measured curve is read" in r for r in option.reasoning)
+
+
+KV_BOUND = Workload(4000, 500)
+"""Long prompts: the KV cache, not the batch cap, sets the sequences one copy holds."""
+
+
+@pytest.mark.parametrize(
+    "instance_type",
+    [InstanceType.P5_48XLARGE, InstanceType.G6_XLARGE, InstanceType.G6E_XLARGE],
+    ids=["H100", "L4", "L40S"],
+)
+def test_an_fp8_kv_cache_holds_more_sequences_per_copy_and_needs_no_more_instances(
+    instance_type: InstanceType,
+) -> None:
+    """Every candidate is predicted and placed with the KV cache asked: FP8 (one byte per
+    element) holds about twice the sequences of the fp16 cache, so a KV-bound workload needs no
+    more instances, and the option and its reasoning say which KV cache it was sized with."""
+
+    def best(kv_cache: KvCachePrecision) -> object:
+        result = recommend(
+            ModelSpec.LLAMA_3_8B,
+            KV_BOUND,
+            Slo(max_ms_per_token=100),
+            Traffic(concurrency=64),
+            search=SearchSpace(
+                instance_types=[instance_type],
+                tensor_parallel_degrees=[1],
+                kv_cache_precision=kv_cache,
+            ),
+            top=1,
+        )
+        return result.options[0]
+
+    auto, fp8 = best(KvCachePrecision.AUTO), best(KvCachePrecision.FP8)
+    assert auto.kv_cache_precision is KvCachePrecision.AUTO  # type: ignore[attr-defined]
+    assert fp8.kv_cache_precision is KvCachePrecision.FP8  # type: ignore[attr-defined]
+    assert fp8.max_batch_size >= 2 * auto.max_batch_size - 1  # type: ignore[attr-defined]
+    assert fp8.layout.instance_count <= auto.layout.instance_count  # type: ignore[attr-defined]
+    assert fp8.ceiling <= auto.ceiling  # type: ignore[attr-defined]
+    assert "fp8 (1 byte per element)" in fp8.reasoning[0]  # type: ignore[attr-defined]
+    assert fp8.to_dict()["kv_cache_precision"] == "fp8"  # type: ignore[attr-defined]
+    if instance_type is InstanceType.G6_XLARGE:  # 24 GB: the KV cache decides the count
+        assert fp8.layout.instance_count < auto.layout.instance_count  # type: ignore[attr-defined]
+
+
+def test_an_fp8_kv_cache_is_not_offered_on_accelerators_without_fp8() -> None:
+    """A10G (g5) and A100 (p4d) have no FP8: each of their layouts is rejected with the typed
+    kind saying so (not memory, not precision), the FP8 types are still offered, and the
+    assumptions state the KV cache every candidate was sized with."""
+    result = recommend(
+        ModelSpec.LLAMA_3_8B,
+        KV_BOUND,
+        Slo(max_ms_per_token=100),
+        Traffic(concurrency=64),
+        search=SearchSpace(
+            instance_types=[InstanceType.G5_2XLARGE, P4D, InstanceType.G6E_XLARGE],
+            kv_cache_precision=KvCachePrecision.FP8,
+        ),
+    )
+    assert {o.layout.instance_type.name for o in result.options} == {"ml.g6e.xlarge"}
+    refused = {
+        (r.instance_type, r.tensor_parallel_degree)
+        for r in result.rejected
+        if r.kind is RejectionKind.KV_CACHE_PRECISION
+    }
+    assert refused == {("ml.g5.2xlarge", 1)} | {(P4D.name, d) for d in (1, 2, 4, 8)}
+    g5 = next(r for r in result.rejected if r.instance_type == "ml.g5.2xlarge")
+    assert "A10G has no FP8 support" in g5.reason
+    assert g5.to_dict()["kind"] == "kv cache precision"
+    assert any(line.startswith("KV cache fp8 (1 byte per element)") for line in result.assumptions)

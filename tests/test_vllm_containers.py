@@ -18,6 +18,7 @@ from cdk_sagemaker_llm import (
     Endpoint,
     InferenceComponentEndpoint,
     InstanceType,
+    KvCachePrecision,
     LmiOptions,
     Model,
     ModelSource,
@@ -169,6 +170,11 @@ def test_vllm_model_as_an_inference_component_reserves_its_tensor_parallel_degre
             VllmOptions(quantization=Quantization.AWQ, max_num_batched_tokens=16384),
             {"SM_VLLM_QUANTIZATION": "awq", "SM_VLLM_MAX_NUM_BATCHED_TOKENS": "16384"},
         ),
+        (
+            VllmOptions(kv_cache_precision=KvCachePrecision.FP8),
+            {"SM_VLLM_KV_CACHE_DTYPE": "fp8"},
+        ),
+        (VllmOptions(kv_cache_precision=KvCachePrecision.AUTO), {}),
     ],
 )
 def test_vllm_flags_render_as_the_container_turns_them_into_arguments(

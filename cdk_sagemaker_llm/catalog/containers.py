@@ -174,6 +174,81 @@ def draft_serving_problem(family: ContainerFamily, release: str | None) -> str |
 
 
 @dataclass(frozen=True)
+class Fp8KvCacheSetting:
+    """How one container family is told to store its KV cache in FP8 (E4M3): the variable, its
+    value, and the first release documenting it (None: every catalog release)."""
+
+    variable: str
+    value: str
+    since: str | None
+    source: str
+    """Where the container documents it."""
+
+    def environment(self) -> dict[str, str]:
+        """The variable and its value."""
+        return {self.variable: self.value}
+
+
+_VLLM_FP8_KV_CACHE = Fp8KvCacheSetting(
+    vllm_variable("kv-cache-dtype"),
+    "fp8",
+    None,
+    "vLLM engine argument --kv-cache-dtype fp8 (vLLM docs, 'Engine Arguments' and 'Quantized KV "
+    "Cache': fp8 is E4M3), as an SM_VLLM_* variable",
+)
+FP8_KV_CACHE_SETTINGS: Mapping[ContainerFamily, Fp8KvCacheSetting] = MappingProxyType(
+    {
+        # LMI passes every vLLM engine argument through as OPTION_<ARG> from 0.32.0 (djl-serving
+        # docs, "vLLM Engine User Guide", "Advanced vLLM Configurations": "LMI supports all
+        # additional vLLM EngineArguments in Pass-Through mode"), read by its vLLM backends.
+        ContainerFamily.LMI: Fp8KvCacheSetting(
+            "OPTION_KV_CACHE_DTYPE",
+            "fp8",
+            "0.32.0",
+            "LMI vLLM user guide: vLLM engine argument kv_cache_dtype passed through as "
+            "OPTION_KV_CACHE_DTYPE",
+        ),
+        # TGI's launcher option --kv-cache-dtype (env KV_CACHE_DTYPE; fp8_e4m3fn or fp8_e5m2 on
+        # CUDA), first released in 2.4.0 (text-generation-inference docs, "Text-generation-
+        # launcher arguments"; "Add basic FP8 KV cache support", #2603).
+        ContainerFamily.TGI: Fp8KvCacheSetting(
+            "KV_CACHE_DTYPE",
+            "fp8_e4m3fn",
+            "2.4.0",
+            "TGI launcher reference: --kv-cache-dtype / KV_CACHE_DTYPE",
+        ),
+        ContainerFamily.VLLM: _VLLM_FP8_KV_CACHE,
+        ContainerFamily.VLLM_SERVER: _VLLM_FP8_KV_CACHE,
+        ContainerFamily.HUGGINGFACE_VLLM: _VLLM_FP8_KV_CACHE,
+    }
+)
+"""The documented FP8 KV-cache setting of each family that has one. LMI with TensorRT-LLM has
+none: its user guide documents ``option.quantize=fp8`` (FP8 weights, compiled just in time)
+and ``option.use_fp8_context_fmha`` but no KV-cache dtype; TGI on Neuron, NeuronX and the
+other families none either."""
+
+
+def fp8_kv_cache_problem(family: ContainerFamily, release: str | None) -> str | None:
+    """Why a ``family`` image at ``release`` cannot be told to store its KV cache in FP8 (None:
+    it can, or its release is unknown and trusted): a family without a documented setting
+    (``FP8_KV_CACHE_SETTINGS``), or a release before the first that documents it."""
+    setting = FP8_KV_CACHE_SETTINGS.get(family)
+    if setting is None:
+        return f"a {family.value} image documents no KV-cache dtype setting"
+    if (
+        setting.since is not None
+        and release is not None
+        and SHORT_VERSION.match(release)
+        and version_tuple(release) < version_tuple(setting.since)
+    ):
+        return (
+            f"{family.value} documents {setting.variable} from release {setting.since} "
+            f"({setting.source}), not in {release}"
+        )
+    return None
+
+
+@dataclass(frozen=True)
 class DlcRelease:
     """One release of a container line: its tag and the regions that publish it."""
 

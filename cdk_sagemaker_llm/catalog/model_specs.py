@@ -104,6 +104,18 @@ class KvCachePrecision(Enum):
         precision's (``Precision.kv_bytes_per_element``)."""
         return 1 if self is KvCachePrecision.FP8 else weights.kv_bytes_per_element
 
+    def describe(self, weights: Precision) -> str:
+        """E.g. ``fp8 (1 byte per element)`` or ``auto (the activation precision beside fp16
+        weights: 2 bytes per element)``."""
+        size = self.bytes_per_element(weights)
+        unit = "byte" if size == 1 else "bytes"
+        if self is KvCachePrecision.FP8:
+            return f"fp8 ({size} {unit} per element)"
+        return (
+            f"auto (the activation precision beside {weights.value} weights: {size} {unit} per "
+            "element)"
+        )
+
     @staticmethod
     def of(name: str) -> KvCachePrecision:
         """A KV-cache precision by name: ``auto`` (the activation precision) or ``fp8`` (also

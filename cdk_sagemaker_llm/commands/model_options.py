@@ -12,7 +12,7 @@ from ..catalog.containers import image_facts_of_uri
 from ..catalog.hub_access import hub_url_id, is_url, ungated_example
 from ..catalog.instance_types import CATALOG, InstanceType
 from ..catalog.jumpstart import JUMPSTART_MODELS
-from ..catalog.model_specs import PRESETS, ModelSpec, Precision
+from ..catalog.model_specs import PRESETS, KvCachePrecision, ModelSpec, Precision
 from ..errors import ValidationError
 from ..planning.calibration import EngineRelease
 
@@ -62,6 +62,25 @@ def add_max_batch_size_argument(parser: argparse.ArgumentParser) -> None:
         help="the server's request cap per copy; default the engine's (vLLM/LMI 256, TGI a "
         "KV-token budget)",
     )
+
+
+def add_kv_cache_precision_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--kv-cache-precision`` (``KvCachePrecision``: how the engine stores the KV cache)
+    to ``parser``; ``kv_cache_precision`` reads it."""
+    parser.add_argument(
+        "--kv-cache-precision",
+        default="auto",
+        help="how the engine stores the KV cache: auto (the activation precision, the default) "
+        "or fp8 (one byte per element: about twice the sequences fit and a decode step reads "
+        "half the KV bytes; vLLM --kv-cache-dtype fp8, TensorRT-LLM's FP8 KV cache); fp8 needs "
+        "an accelerator with FP8 (g6, g6e, p5)",
+    )
+
+
+def kv_cache_precision(args: argparse.Namespace) -> KvCachePrecision:
+    """``--kv-cache-precision`` as a ``KvCachePrecision`` (ValidationError on an unknown
+    name)."""
+    return KvCachePrecision.of(args.kv_cache_precision)
 
 
 WORKLOAD_FLAGS = "--input-tokens + --output-tokens"

@@ -38,6 +38,7 @@ from .calibrate import (
 )
 from .model_options import (
     WORKLOAD_FLAGS,
+    add_kv_cache_precision_argument,
     add_max_batch_size_argument,
     add_model_arguments,
     catalog_instance_type,
@@ -45,6 +46,7 @@ from .model_options import (
     flag_error,
     int_list,
     jumpstart_engine,
+    kv_cache_precision,
     model_spec,
     precision,
 )
@@ -82,14 +84,7 @@ def register(subparsers: Any) -> None:
         help="predict the model served optimized: awq, fp8 or speculative-decoding (an EAGLE "
         "head); the assumptions name the optimization job it needs",
     )
-    parser.add_argument(
-        "--kv-cache-precision",
-        default="auto",
-        help="how the engine stores the KV cache: auto (the activation precision, the default) "
-        "or fp8 (one byte per element: about twice the sequences fit and a decode step reads "
-        "half the KV bytes; vLLM --kv-cache-dtype fp8, TensorRT-LLM's FP8 KV cache); fp8 needs "
-        "an accelerator with FP8 (g6, g6e, p5)",
-    )
+    add_kv_cache_precision_argument(parser)
     add_calibration_arguments(parser)
     parser.add_argument(
         "--simulate-scheduler",
@@ -223,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
         dtype = precision(args)
         instance_type = catalog_instance_type("--instance-type", args.instance_type)
         workload = Workload(args.input_tokens, args.output_tokens)
-        kv_cache = KvCachePrecision.of(args.kv_cache_precision)
+        kv_cache = kv_cache_precision(args)
         check_tensor_parallel_degree(instance_type, args.tensor_parallel_degree)
         engine = engine_of(args)
         degree = args.tensor_parallel_degree or recommended_tensor_parallel_degree(

@@ -29,10 +29,12 @@ from ..planning.service_request import ExpectedTraffic, ServiceRequest
 from .calibrate import add_calibration_arguments, load_calibration
 from .model_options import (
     WORKLOAD_FLAGS,
+    add_kv_cache_precision_argument,
     add_max_batch_size_argument,
     add_model_arguments,
     catalog_instance_type,
     flag_error,
+    kv_cache_precision,
     model_spec,
     precision,
 )
@@ -80,6 +82,7 @@ def register(subparsers: Any) -> None:
         default=PriceBasis.ON_DEMAND.value,
     )
     add_max_batch_size_argument(parser)
+    add_kv_cache_precision_argument(parser)
     parser.add_argument(
         "--risk",
         choices=[risk.value for risk in Risk],
@@ -186,11 +189,12 @@ def _slo(args: argparse.Namespace) -> Slo:
 
 def search_space(args: argparse.Namespace, candidates: list[InstanceType] | None) -> SearchSpace:
     """The search space the flags ask for (``--instance-types``, ``--max-instance-count``,
-    the precision, ``--optimizations``, ``--max-batch-size``)."""
+    the precision, ``--kv-cache-precision``, ``--optimizations``, ``--max-batch-size``)."""
     return SearchSpace(
         instance_types=candidates,
         max_instance_count=args.max_instance_count,
         precision=precision(args),
+        kv_cache_precision=kv_cache_precision(args),
         optimizations=[
             Optimization.of(name) for name in args.optimizations.split(",") if name.strip()
         ],

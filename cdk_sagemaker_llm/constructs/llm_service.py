@@ -46,9 +46,10 @@ from aws_cdk import Annotations, Duration, Size, Stack
 from constructs import Construct
 
 from ..benchmarking import BenchmarkLoad, KneeRule, PayloadFormat, RequestProtocol
+from ..catalog.containers import fp8_kv_cache_problem
 from ..catalog.instance_types import CATALOG, InstanceType
 from ..catalog.jumpstart import JumpStartModel
-from ..catalog.model_specs import ModelSpec, Precision
+from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from ..planning.calibration import EngineRelease
 from ..planning.decider import HOST_MEMORY_SHARE, decide
 from ..planning.optimizations import OptimizationKind
@@ -144,9 +145,13 @@ class LlmService(Construct):
         :param search: the candidates (default the optimization job's instance type, else
             every GPU type of the catalog), at most 4 instances unless it says, the precision
             (default INT4 (AWQ) for an AWQ optimization job, FP8 for an FP8 one, else FP16),
-            the tensor-parallel degrees, the server batch cap the search assumes, and the
-            optimizations to weigh (AWQ, FP8 and EAGLE speculative decoding: when one wins,
-            the service creates its ``OptimizationJob``, which needs S3 weights and
+            the KV cache's precision (``KvCachePrecision.FP8``: sized with one byte per element,
+            offered only on accelerators with FP8, and rendered as the image's documented
+            setting, LMI ``OPTION_KV_CACHE_DTYPE=fp8`` from 0.32.0 or TGI
+            ``KV_CACHE_DTYPE=fp8_e4m3fn`` from 2.4.0; another engine or release is a
+            ValidationError), the tensor-parallel degrees, the server batch cap the search
+            assumes, and the optimizations to weigh (AWQ, FP8 and EAGLE speculative decoding:
+            when one wins, the service creates its ``OptimizationJob``, which needs S3 weights and
             ``optimization_output``; speculation needs an LMI image from 0.27.0).
         :param pricing: prices that rank the options; default the library's on-demand list
             prices in the stack's region.
@@ -241,6 +246,7 @@ class LlmService(Construct):
         job = model.optimization_job
         precision = search.precision or _job_precision(job)
         _check_precision(precision)
+        _check_kv_cache(search.kv_cache_precision, model.image)
         candidates = _candidates(
             search.instance_types,
             overrides.instance_type,
@@ -572,6 +578,25 @@ def _check_precision(precision: Precision) -> None:
         )
 
 
+def _check_kv_cache(kv_cache: KvCachePrecision, image: ContainerImage) -> None:
+    """An FP8 KV cache needs the serving container's documented setting
+    (``catalog.containers.FP8_KV_CACHE_SETTINGS``): an engine or release without one is
+    refused at synth rather than sized for FP8 and deployed with the activation precision's."""
+    if kv_cache is KvCachePrecision.AUTO:
+        return
+    problem = fp8_kv_cache_problem(image.family, image.release)
+    if problem is None:
+        return
+    engine = f"{image.family.value} {image.release or ''}".strip()
+    raise ValidationError(
+        "search.kv_cache_precision",
+        kv_cache.value,
+        f"the serving engine ({engine}) cannot be told to store its KV cache in FP8: {problem}",
+        "serve on ContainerImage.lmi(...) from 0.32.0 (vLLM) or ContainerImage.tgi(...) from "
+        "2.4.0, or keep KvCachePrecision.AUTO",
+    )
+
+
 def _job_precision(job: OptimizationJob | None) -> Precision:
     methods = {t.quantization for t in job.techniques} if job is not None else set()
     if QuantizationMethod.AWQ in methods:
@@ -616,6 +641,7 @@ def _serving(settings: ServingSettings, loading_timeout: Duration) -> ServingOpt
         Precision.FP8: Quantization.FP8,
     }.get(settings.precision)
     dtype = DataType.BF16 if settings.precision is Precision.BF16 else DataType.FP16
+    kv_cache = None if settings.kv_cache is KvCachePrecision.AUTO else settings.kv_cache
     if settings.tgi:
         return TgiOptions(
             num_gpus=settings.tensor_parallel_degree,
@@ -625,6 +651,7 @@ def _serving(settings: ServingSettings, loading_timeout: Duration) -> ServingOpt
             max_batch_total_tokens=settings.max_batch_total_tokens,
             quantization=quantization,
             dtype=dtype,
+            kv_cache_precision=kv_cache,
         )
     return LmiOptions(
         tensor_parallel_degree=settings.tensor_parallel_degree,
@@ -633,4 +660,5 @@ def _serving(settings: ServingSettings, loading_timeout: Duration) -> ServingOpt
         dtype=dtype,
         quantization=quantization,
         model_loading_timeout=loading_timeout,
+        kv_cache_precision=kv_cache,
     )

@@ -9,7 +9,13 @@ from typing import Any
 
 from aws_cdk import Duration
 
-from ..catalog.containers import VLLM_VARIABLE_PREFIX, vllm_variable
+from ..catalog.containers import (
+    FP8_KV_CACHE_SETTINGS,
+    VLLM_VARIABLE_PREFIX,
+    fp8_kv_cache_problem,
+    vllm_variable,
+)
+from ..catalog.model_specs import KvCachePrecision
 from ..prop_types import typed_props
 from .images import ContainerFamily, ContainerImage
 from .validation import ValidationError, check_range
@@ -53,6 +59,33 @@ class Quantization(Enum):
 
 def _positive(prop: str, value: int | None) -> None:
     check_range(prop, value, minimum=1, fix=f"set {prop} to a positive integer or leave it unset")
+
+
+def _check_kv_cache(kv_cache: KvCachePrecision | None, image: ContainerImage) -> None:
+    """An FP8 KV cache on an image that documents no setting for it (or a release before the
+    first that does: ``catalog.containers.fp8_kv_cache_problem``) is refused, never dropped; a
+    custom image is trusted."""
+    if kv_cache is not KvCachePrecision.FP8 or image.family is ContainerFamily.CUSTOM:
+        return
+    problem = fp8_kv_cache_problem(image.family, image.release)
+    if problem is not None:
+        raise ValidationError(
+            "serving.kv_cache_precision",
+            kv_cache.value,
+            problem,
+            "leave kv_cache_precision unset (the activation precision), or serve on an image "
+            "that documents one (LMI >= 0.32.0 with vLLM, TGI >= 2.4.0, SageMaker's vLLM images)",
+        )
+
+
+def _kv_cache_environment(
+    kv_cache: KvCachePrecision | None, family: ContainerFamily
+) -> dict[str, str]:
+    """The ``family`` options' FP8 KV-cache variable when ``kv_cache`` is FP8 (its documented
+    setting, ``catalog.containers.FP8_KV_CACHE_SETTINGS``), else nothing."""
+    if kv_cache is not KvCachePrecision.FP8:
+        return {}
+    return FP8_KV_CACHE_SETTINGS[family].environment()
 
 
 MAX_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
@@ -145,6 +178,10 @@ class LmiOptions:
     lora: LmiLora | None = None
     """Host LoRA adapters (``OPTION_ENABLE_LORA`` and its bounds). Default: off, unless adapter
     components are attached to a component running this container, which sets it."""
+    kv_cache_precision: KvCachePrecision | None = None
+    """How the engine stores the KV cache: ``FP8`` renders ``OPTION_KV_CACHE_DTYPE=fp8``
+    (vLLM's engine argument passed through, LMI >= 0.32.0; the TensorRT-LLM image documents no
+    such setting and is refused). Default: the activation precision."""
 
     @property
     def accelerators_per_copy(self) -> int | None:
@@ -226,6 +263,7 @@ class LmiOptions:
                 self._require_vllm(prop, image)
         if self.lora is not None:
             self.lora.validate()
+        _check_kv_cache(self.kv_cache_precision, image)
 
     def _require_vllm(self, prop: str, image: ContainerImage) -> None:
         """Async mode and LoRA adapters run on LMI's vLLM engine only."""
@@ -280,6 +318,7 @@ class LmiOptions:
         env.update({name: str(value) for name, value in optional.items() if value is not None})
         if self.lora is not None:
             env.update(self.lora.environment())
+        env.update(_kv_cache_environment(self.kv_cache_precision, ContainerFamily.LMI))
         return env
 
 
@@ -308,6 +347,9 @@ class TgiOptions:
     """Load-time quantization (``QUANTIZE``)."""
     dtype: DataType | None = None
     """Precision (``DTYPE``; TGI accepts float16 and bfloat16)."""
+    kv_cache_precision: KvCachePrecision | None = None
+    """How the engine stores the KV cache: ``FP8`` renders ``KV_CACHE_DTYPE=fp8_e4m3fn`` (TGI
+    >= 2.4.0). Default: the model's dtype."""
 
     @property
     def accelerators_per_copy(self) -> int | None:
@@ -354,6 +396,7 @@ class TgiOptions:
                     f"must be {relation} {larger} ({high})",
                     f"lower {smaller} or raise {larger}",
                 )
+        _check_kv_cache(self.kv_cache_precision, image)
 
     def environment(self) -> dict[str, str]:
         """The TGI variables these options render to."""
@@ -368,7 +411,8 @@ class TgiOptions:
             "QUANTIZE": self.quantization.value if self.quantization else None,
             "DTYPE": dtype,
         }
-        return {name: str(value) for name, value in optional.items() if value is not None}
+        env = {name: str(value) for name, value in optional.items() if value is not None}
+        return env | _kv_cache_environment(self.kv_cache_precision, ContainerFamily.TGI)
 
 
 VLLM_DTYPES = {DataType.FP32: "float32", DataType.FP16: "float16", DataType.BF16: "bfloat16"}
@@ -406,6 +450,9 @@ class VllmOptions:
     enable_prefix_caching: bool | None = None
     """Reuse the KV cache of shared prompt prefixes (``--enable-prefix-caching``, or
     ``--no-enable-prefix-caching`` when False)."""
+    kv_cache_precision: KvCachePrecision | None = None
+    """How the engine stores the KV cache: ``FP8`` renders ``--kv-cache-dtype fp8``. Default:
+    vLLM's ``auto`` (the model's dtype)."""
 
     @property
     def accelerators_per_copy(self) -> int | None:
@@ -459,6 +506,7 @@ class VllmOptions:
                 "chunked prefill splits longer prompts",
                 "raise max_num_batched_tokens to at least max_model_len",
             )
+        _check_kv_cache(self.kv_cache_precision, image)
 
     def environment(self) -> dict[str, str]:
         """The ``SM_VLLM_*`` variables these options render to."""
@@ -475,11 +523,12 @@ class VllmOptions:
         if self.enable_prefix_caching is not None:
             flag = "enable-prefix-caching"
             optional[flag if self.enable_prefix_caching else f"no-{flag}"] = "true"
-        return {
+        env = {
             vllm_variable(argument): str(value)
             for argument, value in optional.items()
             if value is not None
         }
+        return env | _kv_cache_environment(self.kv_cache_precision, ContainerFamily.VLLM)
 
 
 ServingOptions = LmiOptions | TgiOptions | VllmOptions

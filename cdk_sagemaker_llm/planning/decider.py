@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..catalog.instance_types import InstanceType
-from ..catalog.model_specs import Precision
+from ..catalog.model_specs import KvCachePrecision, Precision
 from ..errors import ValidationError, check_range
 from .calibration import AppliedCalibration, EngineRelease
 from .decision_record import Choice, ChoiceSource, Prediction
@@ -321,6 +321,7 @@ class _Decider:
             max_batch_size=option.max_batch_size,
             engine=request.engine,
             optimization=self.optimization,
+            kv_cache_precision=request.kv_cache_precision,
         ).levels[0]
         price = unit_price(layout.instance_type, self.request.pricing.prices, request.pricing.basis)
         hourly = None if price is None else price * count
@@ -411,6 +412,7 @@ class _Decider:
             max_input_tokens=max(workload.input_tokens, longest_input),
             precision=self.precision,
             mean_tokens=workload.total_tokens if overrides.layout.max_model_len is None else None,
+            kv_cache=request.kv_cache_precision,
         )
         return serving, {"max_batch_size": batch, "max_model_len": model_len}
 
@@ -424,6 +426,7 @@ class _Decider:
             self.profile(layout.instance_type),
             self.efficiency_on(layout.instance_type),
             speculation=self.optimization.speculation if self.optimization else None,
+            kv_cache=request.kv_cache_precision,
         )
 
     def _check_batch(self, layout: Layout, batch: int) -> None:
@@ -518,6 +521,7 @@ class _Decider:
             max_batch_size=batch,
             engine=request.engine,
             optimization=self.optimization,
+            kv_cache_precision=request.kv_cache_precision,
         ).levels[0]
         slo = request.slo
         broken = []
@@ -588,9 +592,12 @@ class _Decider:
         request = self.request
         workload = request.workload
         prices = self.request.pricing.prices
+        kv_cache = request.kv_cache_precision
         return {
             "model": request.spec.name,
             "precision": request.precision.value,
+            # recorded where it is not the default, so that an AUTO decision's record is as before
+            **({} if kv_cache is KvCachePrecision.AUTO else {"kv_cache_precision": kv_cache.value}),
             "workload": f"{workload.input_tokens} in / {workload.output_tokens} out tokens",
             "slo": request.slo.describe(),
             "traffic": request.traffic.describe(),
@@ -801,6 +808,10 @@ _KIND_ADVICE = {
         "types the engine runs on"
     ),
     RejectionKind.NO_LAYOUT: "add instance types whose accelerators split into copies",
+    RejectionKind.KV_CACHE_PRECISION: (
+        "keep the KV cache at KvCachePrecision.AUTO, or add instance types with FP8 (g6, g6e, "
+        "p5: Ada, Hopper or Blackwell) for an FP8 KV cache"
+    ),
 }
 """Advice per rejection kind, where it does not depend on the other kinds (``_advice``)."""
 
@@ -813,6 +824,7 @@ _CANDIDATE_KINDS = frozenset(
         RejectionKind.ENGINE,
         RejectionKind.NO_LAYOUT,
         RejectionKind.PRECISION,
+        RejectionKind.KV_CACHE_PRECISION,
         RejectionKind.TIMEOUT,
     }
 )

@@ -17,6 +17,7 @@ from .optimizations import JobEstimate
 GOAL_KEYS = (
     "model",
     "precision",
+    "kv_cache_precision",
     "workload",
     "slo",
     "traffic",
@@ -24,8 +25,9 @@ GOAL_KEYS = (
     "prices",
     "calibration",
 )
-"""The keys of a decision's goal (model, precision, workload, SLO, traffic, candidates, prices,
-calibration, each in words), in the metadata's order."""
+"""The keys of a decision's goal (model, precision, the KV cache's precision where it is not
+``auto``, workload, SLO, traffic, candidates, prices, calibration, each in words), in the
+metadata's order."""
 
 
 class ChoiceSource(Enum):

@@ -1498,6 +1498,7 @@ def max_throughput_within(
     engine: EngineProfile | ContainerRelease | str | None = None,
     slowdown: float = 1.0,
     speculation: Speculation | None = None,
+    kv_cache: KvCachePrecision = KvCachePrecision.AUTO,
 ) -> LayoutCapacity | None:
     """The highest-throughput concurrency per copy whose ms/token (and TTFT) meet the limits,
     or None when even one request per copy misses them or the layout does not fit.
@@ -1507,7 +1508,8 @@ def max_throughput_within(
     ``DEFAULT_MAX_BATCH_SIZE``); with it, the profile's efficiencies (unless ``efficiency`` is
     given), kernels and batch limit (its KV-token budget or request cap, as
     ``profile_limits``; a ``max_batch_size`` given overrides it). ``slowdown`` multiplies the
-    times and divides tokens/s: a band edge.
+    times and divides tokens/s: a band edge. ``kv_cache``: how the KV cache is stored
+    (``KvCachePrecision``; FP8 holds about twice the sequences).
     """
     if head_divisibility_problem(spec, layout.tensor_parallel_degree) or host_memory_problem(
         spec, layout.instance_type, precision
@@ -1524,6 +1526,7 @@ def max_throughput_within(
             None,
             slowdown,
             speculation,
+            kv_cache=kv_cache,
         )
         limits, _ = copy_limits(
             model, DEFAULT_MAX_BATCH_SIZE if max_batch_size is None else max_batch_size
@@ -1531,7 +1534,15 @@ def max_throughput_within(
     else:
         profile = resolve_profile(engine, layout.instance_type.is_neuron)
         model = profile_model(
-            spec, layout, precision, workload, profile, efficiency, slowdown, speculation
+            spec,
+            layout,
+            precision,
+            workload,
+            profile,
+            efficiency,
+            slowdown,
+            speculation,
+            kv_cache=kv_cache,
         )
         limits, _ = profile_limits(model, profile, max_batch_size)
     return _best_within(model, layout, workload, limits, max_ms_per_token, max_ttft_ms)

@@ -57,6 +57,9 @@ class RejectionKind(Enum):
     """The serving engine cannot serve it (an optimization, or hardware it does not run on)."""
     PRECISION = "precision"
     """The accelerator has no kernels for the precision asked (FP8 without FP8 tensor cores)."""
+    KV_CACHE_PRECISION = "kv cache precision"
+    """The accelerator cannot hold the KV cache's precision asked (an FP8 KV cache without FP8:
+    ``performance.kv_cache_precision_problem``)."""
     NO_LAYOUT = "no layout"
     """No tensor-parallel degree of the search splits the instance into copies."""
 

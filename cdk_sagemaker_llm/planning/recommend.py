@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..catalog.instance_types import CATALOG, InstanceType
-from ..catalog.model_specs import ModelSpec, Precision
+from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from ..catalog.prices import PriceList
 from ..errors import ValidationError
 from ..prop_types import typed_props
@@ -61,6 +61,7 @@ from .performance import (
     efficiency_of,
     gpu_name,
     interconnect_of,
+    kv_cache_precision_problem,
     max_throughput_within,
     optimization_notes,
     precision_problem,
@@ -228,6 +229,8 @@ class Option:
     target_concurrency_per_copy: float | None = None
     """The in-flight requests per copy autoscaling holds where it is not a whole number (a
     measured capacity within the SLO, ``planning.measured_curve``); None: the knee."""
+    kv_cache_precision: KvCachePrecision = KvCachePrecision.AUTO
+    """How the engine stores the KV cache the option was predicted and placed with."""
 
     @property
     def scaling_target(self) -> float:
@@ -265,6 +268,7 @@ class Option:
             "knee_concurrency_per_copy": self.knee_concurrency_per_copy,
             "target_concurrency_per_copy": self.scaling_target,
             "max_batch_size": self.max_batch_size,
+            "kv_cache_precision": self.kv_cache_precision.value,
             "predicted": {
                 "ms_per_token": round(self.predicted.ms_per_token, 2),
                 "ttft_ms": round(self.predicted.ttft_ms, 1),
@@ -377,6 +381,7 @@ class _Search:
     risk: Risk
     tensor_parallel_degrees: Sequence[int] | None
     optimizations: Sequence[Optimization] = ()
+    kv_cache: KvCachePrecision = KvCachePrecision.AUTO
 
     @staticmethod
     def of(
@@ -408,6 +413,7 @@ class _Search:
             risk=sizing.risk,
             tensor_parallel_degrees=search.tensor_parallel_degrees,
             optimizations=tuple(search.optimizations),
+            kv_cache=search.kv_cache_precision,
         )
 
 
@@ -473,6 +479,18 @@ def _search_variant(
                 instance_type.name,
                 RejectionKind.PRECISION,
                 f"precision: {unsupported}",
+                layout.tensor_parallel_degree,
+            ),
+            None,
+        )
+    kv_problem = kv_cache_precision_problem(instance_type, search.kv_cache)
+    if kv_problem is not None:
+        return (
+            None,
+            Rejection(
+                instance_type.name,
+                RejectionKind.KV_CACHE_PRECISION,
+                f"kv cache precision: {kv_problem}",
                 layout.tensor_parallel_degree,
             ),
             None,
@@ -559,6 +577,7 @@ class _Variant:
             self.measured.efficiency,
             slowdown,
             _speculation_at_risk(self.optimization, risk),
+            kv_cache=search.kv_cache,
         )
 
     def evaluate(
@@ -812,6 +831,7 @@ def _measured_option(
         band=band,
         max_instance_count=ceiling if risk is Risk.PESSIMISTIC else count,
         target_concurrency_per_copy=target,
+        kv_cache_precision=search.kv_cache,
     )
 
 
@@ -1085,6 +1105,13 @@ def _assumptions(
             else ""
         ),
     ]
+    if search.kv_cache_precision is not KvCachePrecision.AUTO:
+        weights = search.precision or Precision.FP16
+        assumptions.append(
+            f"KV cache {search.kv_cache_precision.describe(weights)}: every candidate predicted "
+            "and placed with it; accelerators without FP8 are not offered (kind "
+            f"'{RejectionKind.KV_CACHE_PRECISION.value}')"
+        )
     return assumptions + [note for note in notes if note]
 
 
@@ -1243,6 +1270,7 @@ def _with_median_cost(
             measured,
             Risk.MEDIAN.slowdown(band),
             option.optimization.speculation if option.optimization else None,
+            kv_cache=option.kv_cache_precision,
         ),
         max_instance_count=max_instance_count * 4,
         prices=prices,
@@ -1387,6 +1415,7 @@ def _evaluate(
         engine=profile,
         slowdown=efficiency_model.slowdown,
         speculation=efficiency_model.speculation,
+        kv_cache=efficiency_model.kv_cache,
     )
     if capacity is None:
         kind, reason = _reject_reason(
@@ -1460,6 +1489,7 @@ def _evaluate(
             band=band,
             max_instance_count=count,
             target_concurrency_per_copy=at_slo,
+            kv_cache_precision=efficiency_model.kv_cache,
         ),
         None,
     )
@@ -1583,6 +1613,14 @@ def _target_line(target: float, knee: int, within_slo: int, given: bool) -> str:
     )
 
 
+def _kv_cache_note(model: CopyModel) -> str:
+    """`` (fp8, 1 byte per element)`` where the KV cache is not the activation precision's;
+    empty for ``KvCachePrecision.AUTO`` (the default every layout assumed before)."""
+    if model.kv_cache is KvCachePrecision.AUTO:
+        return ""
+    return f" ({model.kv_cache.describe(model.precision)})"
+
+
 def _ttft_at_capacity(slo: Slo, capacity: LayoutCapacity) -> str:
     """Where the SLO's TTFT limit is what stopped a copy (TTFT grows with the load: the wait
     for admission and for the prefill), the figures: ``, TTFT X ms; at N + 1 per copy TTFT
@@ -1611,7 +1649,8 @@ def _reasoning(
     degree = layout.tensor_parallel_degree
     lines = [
         f"{spec.name} TP{degree}: one copy holds {limits.kv_sequences} sequences of "
-        f"{workload.total_tokens} tokens in its KV cache, batch limit {limits.batch_limit}; "
+        f"{workload.total_tokens} tokens in its KV cache{_kv_cache_note(model)}, batch limit "
+        f"{limits.batch_limit}; "
         f"one request decodes at {model.step_s(1) * 1000:.1f} ms/step",
         f"within {slo.describe()} one copy serves up to {capacity.concurrency_per_copy} "
         f"in-flight requests ({capacity.level.tokens_per_s / capacity.layout.copies:.0f} "

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..catalog.model_specs import Precision
+from ..catalog.model_specs import KvCachePrecision, Precision
 from ..prop_types import typed_props
 from .decision_record import Choice, DecisionRecord, Prediction, RecordedOptimization
 from .optimizations import JobEstimate, Optimization
@@ -35,6 +35,9 @@ class ServingSettings:
     mean_tokens: int | None = None
     """Mean input + output tokens per request, what TGI's batch budget counts; None:
     ``max_model_len`` (every request alike, or a ``max_model_len`` given)."""
+    kv_cache: KvCachePrecision = KvCachePrecision.AUTO
+    """How the engine stores the KV cache (its setting per container:
+    ``catalog.containers.FP8_KV_CACHE_SETTINGS``)."""
 
     @property
     def max_batch_total_tokens(self) -> int:

@@ -3,7 +3,8 @@
 ``recommend`` command, so that each concept is written once.
 
 - ``SearchSpace``: the candidates (instance types, instance count, tensor-parallel degrees),
-  the weights' precision, the optimizations to weigh, the server's batch cap.
+  the weights' precision, the KV cache's precision, the optimizations to weigh, the server's
+  batch cap.
 - ``Pricing``: the price list, how instance-hours are paid for, and the region.
 - ``Sizing``: how predictions are sized: the risk side of their band, a calibration, the
   engine profile.
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ..catalog.instance_types import InstanceType
-from ..catalog.model_specs import Precision
+from ..catalog.model_specs import KvCachePrecision, Precision
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList
 from ..catalog.registries import check_region
 from ..errors import ValidationError, check_range
@@ -111,6 +112,13 @@ class SearchSpace:
     precision: Precision | None = None
     """The weights' precision as given. Default FP16; for an ``LlmService`` serving an AWQ
     optimization job INT4 (AWQ), an FP8 one FP8."""
+    kv_cache_precision: KvCachePrecision = KvCachePrecision.AUTO
+    """How the engine stores the KV cache (``KvCachePrecision``): every candidate is predicted
+    and placed with it. ``FP8`` takes one byte per element (about twice the sequences fit, a
+    decode step reads half the KV bytes) and is offered only on accelerators with FP8 (others
+    are rejected, ``RejectionKind.KV_CACHE_PRECISION``); ``LlmService`` renders the engine's
+    setting for it (``catalog.containers.FP8_KV_CACHE_SETTINGS``). Default ``AUTO``: the
+    activation precision (fp16/bf16)."""
     optimizations: Sequence[Optimization] = ()
     """Also weigh serving the model optimized (``Optimization.awq()``, ``.fp8()``,
     ``.speculative_decoding()``): each layout is evaluated as given and with each; an

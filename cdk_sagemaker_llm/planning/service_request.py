@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..catalog.instance_types import CATALOG, InstanceType
-from ..catalog.model_specs import ModelSpec, Precision
+from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from ..errors import check_range
 from ..prop_types import typed_props
 from .calibration import EngineRelease
@@ -89,8 +89,8 @@ class ServiceRequest:
     traffic: ExpectedTraffic
     search: SearchSpace = field(default_factory=SearchSpace)
     """The candidates (default every GPU type of the catalog), at most
-    ``DEFAULT_SERVICE_MAX_INSTANCES`` instances unless it says, the precision (default FP16) and
-    the optimizations to weigh."""
+    ``DEFAULT_SERVICE_MAX_INSTANCES`` instances unless it says, the precision (default FP16),
+    the KV cache's precision (default auto) and the optimizations to weigh."""
     pricing: Pricing = field(default_factory=Pricing)
     sizing: Sizing = field(default_factory=Sizing)
     """The risk side (default pessimistic, as ``recommend``), the calibration, and the serving
@@ -117,6 +117,11 @@ class ServiceRequest:
     def precision(self) -> Precision:
         """The weights' precision as given."""
         return self.search.precision or Precision.FP16
+
+    @property
+    def kv_cache_precision(self) -> KvCachePrecision:
+        """How the engine stores the KV cache (``SearchSpace.kv_cache_precision``)."""
+        return self.search.kv_cache_precision
 
     @property
     def engine(self) -> EngineRelease | EngineProfile | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from ..planning.decision_record import ChoiceSource, DecisionRecord
@@ -187,6 +188,12 @@ def _endpoint_markdown(endpoint: EndpointPlan) -> list[str]:
     return out
 
 
+def _kv_cache_of(goal: Mapping[str, Any]) -> str:
+    """``, KV cache fp8`` where the decision records a KV cache other than ``auto``."""
+    kv_cache = goal.get("kv_cache_precision")
+    return f", KV cache {kv_cache}" if kv_cache else ""
+
+
 def _decision_rows(metadata: dict[str, Any]) -> list[str]:
     """An LlmService's decision (its ``DecisionRecord``, read back from its metadata): goal,
     choices (recommended or overridden), predicted figures and their sources, the option's
@@ -205,7 +212,8 @@ def _decision_rows(metadata: dict[str, Any]) -> list[str]:
         _row(
             "Service goal",
             [
-                f"{goal.get('model')} ({goal.get('precision')}), {goal.get('workload')}",
+                f"{goal.get('model')} ({goal.get('precision')}{_kv_cache_of(goal)}), "
+                f"{goal.get('workload')}",
                 f"SLO {goal.get('slo')}; {goal.get('traffic')}",
                 f"candidates: {', '.join(goal.get('candidates') or [])}",
                 f"prices: {goal.get('prices')}",
