@@ -233,7 +233,7 @@ def _curve(sweep: Sequence[pf.Row]) -> MeasuredCurve:
     )
 
 
-def _elasticity(curve: MeasuredCurve, slo: float) -> float | None:
+def elasticity(curve: MeasuredCurve, slo: float) -> float | None:
     """d ln(capacity) / d ln(ms/token) near ``slo`` on the measured curve: 1 / the log slope
     of ms/token against concurrency between the busiest level within the SLO and the first
     over it (the two levels ``capacity_within`` interpolates between). A uniform ms/token
@@ -266,7 +266,7 @@ def replay(rows: Sequence[pf.Row]) -> list[Answer]:
             capacity = _per_copy_rates(sweep, slo)
             if capacity is None:
                 continue
-            elasticity = _elasticity(_curve(sweep), slo)
+            sensitivity = elasticity(_curve(sweep), slo)
             for multiple in RATES_IN_COPIES:
                 rate = capacity.at_slo * multiple
                 needed = math.ceil(math.ceil(multiple) / copies_per_instance)
@@ -283,7 +283,7 @@ def replay(rows: Sequence[pf.Row]) -> list[Answer]:
                         rate=rate,
                         copies_per_instance=copies_per_instance,
                         measured=capacity,
-                        elasticity=elasticity,
+                        elasticity=sensitivity,
                         needed=needed,
                         at_least=at_least,
                         proven=proven,
@@ -449,31 +449,36 @@ def _rung_lines(both: Sequence[Answer]) -> list[str]:
     return lines
 
 
-def _decomposition_lines(both: Sequence[Answer]) -> list[str]:
-    """The default risk's peak cost / need at its median and p90, step by step: the
-    median's capacity error with fractional instances, whole instances, the pessimistic
-    scaling target (each step's quantile minus the previous one's)."""
-    steps = (
-        (
-            "capacity error at the median, fractional instances (measured / predicted)",
-            [1 / a.capacity_ratio(_sized(a, True)) for a in both],
-        ),
-        (
-            "+ whole instances (Risk.MEDIAN as answered)",
-            [_sized(a, True).instances / a.needed for a in both],
-        ),
-        (
-            "+ pessimistic scaling target (the default as answered)",
-            [_sized(a, False).instances / a.needed for a in both],
-        ),
+DECOMPOSITION_STEPS = (
+    "capacity error at the median, fractional instances (measured / predicted)",
+    "+ whole instances (Risk.MEDIAN as answered)",
+    "+ pessimistic scaling target (the default as answered)",
+)
+"""The steps from the median's capacity error to the default risk's peak cost."""
+
+
+def decomposition(both: Sequence[Answer]) -> list[tuple[float, float]]:
+    """Per ``DECOMPOSITION_STEPS``, the (median, p90) over ``both`` of the cost / measured
+    need as it stands after that step: the instances the median's capacity would take if
+    instances were fractional (measured / predicted capacity: the rate over each), then as
+    ``Risk.MEDIAN`` answered (whole instances), then as the default risk answered (its
+    pessimistic scaling target too). The last is the default's own cost."""
+    costs = (
+        [1 / a.capacity_ratio(_sized(a, True)) for a in both],
+        [_sized(a, True).instances / a.needed for a in both],
+        [_sized(a, False).instances / a.needed for a in both],
     )
+    return [(_quantile(values, 0.5), _quantile(values, 0.9)) for values in costs]
+
+
+def _decomposition_lines(both: Sequence[Answer]) -> list[str]:
+    """``decomposition`` in words, each step with what it adds to the previous one."""
     lines = [
         "the default risk's peak cost / measured need, decomposed (quantiles over the "
         f"{len(both)} questions; each step adds the difference to the previous one):"
     ]
     previous = (1.0, 1.0)
-    for name, values in steps:
-        at = (_quantile(values, 0.5), _quantile(values, 0.9))
+    for name, at in zip(DECOMPOSITION_STEPS, decomposition(both), strict=True):
         lines.append(
             f"  {name}: median {at[0]:.2f}x ({at[0] - previous[0]:+.2f}), "
             f"p90 {at[1]:.2f}x ({at[1] - previous[1]:+.2f})"
@@ -487,7 +492,7 @@ def _decomposition_lines(both: Sequence[Answer]) -> list[str]:
     return lines
 
 
-def _threshold(a: Answer, target: float) -> float:
+def threshold(a: Answer, target: float) -> float:
     """The predicted / measured capacity below which question ``a`` costs more than
     ``target`` x its need: the instances allowed are floor(target x need), each of
     ``copies_per_instance`` copies, and the rate is ``multiple`` copies' worth."""
@@ -504,13 +509,13 @@ def _sensitivity_lines(both: Sequence[Answer]) -> list[str]:
         "  "
         + "; ".join(
             f"need {needed} ({a.multiple:g} copies' worth): "
-            + ", ".join(f"{t:g}x below {_threshold(a, t):.2f}" for t in COST_TARGETS)
+            + ", ".join(f"{t:g}x below {threshold(a, t):.2f}" for t in COST_TARGETS)
             for needed, a in sorted(rungs.items())
         )
     )
     for name, median in (("Risk.MEDIAN", True), ("default risk", False)):
         past = [
-            sum(a.capacity_ratio(_sized(a, median)) < _threshold(a, t) for a in both)
+            sum(a.capacity_ratio(_sized(a, median)) < threshold(a, t) for a in both)
             for t in COST_TARGETS
         ]
         lines.append(
@@ -538,7 +543,7 @@ def _ms_error_lines(both: Sequence[Answer]) -> list[str]:
     for error in MS_PER_TOKEN_ERRORS:
         ratios = [(1 + error) ** -_elastic(a) for a in known]
         past = [
-            sum(r < _threshold(a, t) for a, r in zip(known, ratios, strict=True))
+            sum(r < threshold(a, t) for a, r in zip(known, ratios, strict=True))
             for t in COST_TARGETS
         ]
         lines.append(
@@ -546,7 +551,7 @@ def _ms_error_lines(both: Sequence[Answer]) -> list[str]:
             f"measured; past the {COST_TARGETS[0]:g}x threshold {past[0]} of {len(known)}, "
             f"past the {COST_TARGETS[1]:g}x one {past[1]}"
         )
-    lowest = min(_threshold(a, COST_TARGETS[0]) for a in known)
+    lowest = min(threshold(a, COST_TARGETS[0]) for a in known)
     accuracy = [100 * ((1 / lowest) ** (1 / _elastic(a)) - 1) for a in known]
     lines.append(
         f"  the most ms/token may be slow near the SLO for the capacity to stay at {lowest:.2f} "
