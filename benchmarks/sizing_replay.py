@@ -30,16 +30,18 @@ rung costs more than the targets, how many questions lie past it, and how a ms/t
 near the SLO turns into a capacity error on the measured sweeps (their elasticity, and the
 capacity the validation's near-knee ms/token errors would give).
 
-Usage: ``python benchmarks/sizing_replay.py [--details]``.
+Usage: ``python benchmarks/sizing_replay.py [--details] [--client-latency]`` (the latter reads
+``SERVER_TIMED_SOURCES`` at the client's latency; the questions of those sweeps then move).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import math
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import profile_fitting as pf
 
@@ -566,11 +568,45 @@ def _elastic(a: Answer) -> float:
     return a.elasticity
 
 
+SERVER_TIMED_SOURCES = ("hf-llama2-sagemaker-tgi",)
+"""Sources whose ``ms_per_token`` is the server's time, not the client's: Hugging Face's TGI
+runs record TGI's ``time_per_token``, the time since the request entered a batch / generated
+tokens (huggingface/text-generation-inference ``router/src/server.rs``: ``inference_time /
+generated_tokens``, ``queue_time`` apart), so the router's queue is left out; the same rows
+carry the client's request latency (``e2e_latency_s``), what ``Slo.max_ms_per_token`` limits."""
+
+
+def at_client_latency(rows: Sequence[pf.Row]) -> list[pf.Row]:
+    """``rows`` with the ``SERVER_TIMED_SOURCES``' ms/token read at the client's request
+    latency / output tokens where the row records it (``--client-latency``: the questions of
+    those sweeps move with their measured capacity)."""
+    with (pf.MEASUREMENTS / "rows.csv").open(newline="", encoding="utf-8") as handle:
+        latency = {
+            index: raw["e2e_latency_s"]
+            for index, raw in enumerate(csv.DictReader(handle), start=2)
+            if raw["source_id"] in SERVER_TIMED_SOURCES and raw["e2e_latency_s"]
+        }
+    return [
+        replace(row, ms_per_token=float(latency[row.index]) * 1000 / row.output_tokens)
+        if row.index in latency
+        else row
+        for row in rows
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--details", action="store_true", help="one line per question")
+    parser.add_argument(
+        "--client-latency",
+        action="store_true",
+        help="read the server-timed sources' ms/token at the client's latency (moves their "
+        "questions with their measured capacity)",
+    )
     args = parser.parse_args(argv)
     rows, _ = pf.load_rows()
+    if args.client_latency:
+        rows = at_client_latency(rows)
     print(render(replay(rows), args.details))
     return 0
 

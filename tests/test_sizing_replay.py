@@ -107,3 +107,26 @@ def test_the_decomposition_ends_at_the_default_risks_cost_and_starts_at_the_capa
     lines = replay.render(answers, details=False).splitlines()
     assert any(line.startswith("the default risk's peak cost") for line in lines)
     assert "peak cost / measured need: median 2.00x" in "\n".join(lines)
+
+
+def test_the_server_timed_source_is_read_at_the_clients_latency_and_no_other(
+    replay: Any,
+) -> None:
+    """``--client-latency``: Hugging Face's TGI rows (TGI's ``time_per_token``, the router's
+    queue left out) take the client's request latency / output tokens; every other row is
+    as recorded. Llama 2 70B on p4d TP8 at 10 users: 52.82 -> 56.1 ms/token."""
+    fitting = benchmark_module("profile_fitting")
+    rows, _ = fitting.load_rows()
+    read = replay.at_client_latency(rows)
+    changed = [(old, new) for old, new in zip(rows, read, strict=True) if old != new]
+    assert changed and {old.source for old, _ in changed} == set(replay.SERVER_TIMED_SOURCES)
+    ((old, new),) = [
+        (old, new)
+        for old, new in changed
+        if old.model_name == "llama-2-70b"
+        and old.instance_type.name == "ml.p4d.24xlarge"
+        and old.concurrency == 10
+        and old.precision.value == "fp16"
+    ]
+    assert old.ms_per_token == pytest.approx(52.82)
+    assert new.ms_per_token == pytest.approx(56.1, abs=0.05)
