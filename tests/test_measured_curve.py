@@ -131,6 +131,8 @@ def test_recommend_after_a_two_level_calibration_sizes_the_measured_layout_at_it
         assert option.layout.instance_count == copies_needed
         assert option.ceiling >= option.layout.instance_count
         assert "the measurement sizes it" in option.reasoning[0]
+        # The capacity it is sized on is the measured rate at that target.
+        assert option.requests_per_s_per_copy == pytest.approx(capacity.at_slo, rel=0.01)
 
 
 def test_a_workload_far_from_the_measured_one_falls_back_to_the_fitted_model(

@@ -506,6 +506,46 @@ def test_a_rate_is_sized_at_the_predicted_capacity_within_the_slo_interpolated_b
     assert option.layout.instance_count == 4  # 3.9 copies' worth; at 1 in flight: 6
     assert option.predicted.ms_per_token <= slo
     assert any("interpolated, as a measured curve is read" in r for r in option.reasoning)
+    # The capacity the option is sized on: Little's law at the SLO, the interpolated target.
+    assert option.requests_per_s_per_copy == pytest.approx(per_copy_rate, rel=0.02)
+
+
+@pytest.mark.parametrize("risk", [Risk.MEDIAN, Risk.PESSIMISTIC], ids=["median", "default"])
+def test_an_option_states_the_rate_one_copy_serves_and_its_instances_carry_the_rate_by_it(
+    risk: Risk,
+) -> None:
+    """``Option.requests_per_s_per_copy`` is the capacity the instance count is sized on: the
+    copies are the fewest whose rates carry the traffic, and it is the model's rate at the
+    option's own scaling target (the default risk's lower target serves less per copy)."""
+    spec, workload = ModelSpec.LLAMA_2_13B, Workload(216, 50)
+    rate = 7.0
+    answer = recommend(
+        spec,
+        workload,
+        Slo(max_ms_per_token=50),
+        Traffic(requests_per_second=rate),
+        search=SearchSpace(instance_types=[G5_12], tensor_parallel_degrees=[4]),
+        sizing=Sizing(engine="tgi-1", risk=risk),
+        top=1,
+    )
+    (option,) = answer.options
+    per_copy = option.requests_per_s_per_copy
+    assert per_copy is not None and per_copy > 0
+    copies = option.layout.copies
+    assert copies * per_copy >= rate > (copies - 1) * per_copy
+    if risk is Risk.PESSIMISTIC:
+        median = recommend(
+            spec,
+            workload,
+            Slo(max_ms_per_token=50),
+            Traffic(requests_per_second=rate),
+            search=SearchSpace(instance_types=[G5_12], tensor_parallel_degrees=[4]),
+            sizing=Sizing(engine="tgi-1", risk=Risk.MEDIAN),
+            top=1,
+        ).options[0]
+        assert option.scaling_target <= median.scaling_target
+        assert median.requests_per_s_per_copy is not None
+        assert per_copy <= median.requests_per_s_per_copy
 
 
 KV_BOUND = Workload(4000, 500)

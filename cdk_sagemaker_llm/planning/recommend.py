@@ -231,6 +231,10 @@ class Option:
     measured capacity within the SLO, ``planning.measured_curve``); None: the knee."""
     kv_cache_precision: KvCachePrecision = KvCachePrecision.AUTO
     """How the engine stores the KV cache the option was predicted and placed with."""
+    requests_per_s_per_copy: float | None = None
+    """Requests/s one copy serves at ``scaling_target`` in flight: what the instances at the
+    peak divide a request rate by (the predicted rate there, or the measured one on a measured
+    layout), so the copy's capacity the option is sized on. None: not computed."""
 
     @property
     def scaling_target(self) -> float:
@@ -832,6 +836,7 @@ def _measured_option(
         max_instance_count=ceiling if risk is Risk.PESSIMISTIC else count,
         target_concurrency_per_copy=target,
         kv_cache_precision=search.kv_cache,
+        requests_per_s_per_copy=curve.requests_per_s(target) / peak_slowdown,
     )
 
 
@@ -1366,20 +1371,6 @@ def _rank(option: Option) -> tuple[bool, float, bool, float, float, float]:
     )
 
 
-def _instances_at(
-    traffic: Traffic, model: CopyModel, batch: int, target: int, copies_per_instance: int
-) -> int:
-    """The instances ``traffic`` takes at ``target`` in flight per copy (a rate: at what one
-    copy serves with ``target`` in flight, batching at most ``batch``)."""
-    if traffic.concurrency is not None:
-        return math.ceil(traffic.concurrency / (target * copies_per_instance))
-    assert traffic.requests_per_second is not None
-    per_copy_rate = _deployment_level(model, 1, target, batch)
-    return math.ceil(
-        traffic.requests_per_second / (per_copy_rate.requests_per_s * copies_per_instance)
-    )
-
-
 def _evaluate(
     spec: ModelSpec,
     layout: Layout,
@@ -1433,9 +1424,8 @@ def _evaluate(
     target = target or own
     per_instance_copies = layout.copies_per_instance
     slo_curve = None if curve is None or at_slo is None else (curve, at_slo)
-    count = _peak_instances(
-        traffic, efficiency_model, limits, target, per_instance_copies, slo_curve
-    )
+    rate_per_copy = _rate_per_copy(efficiency_model, limits, target, slo_curve)
+    count = _peak_instances(traffic, rate_per_copy, target, per_instance_copies)
     if count > max_instance_count:
         return None, Rejection(
             instance_type.name,
@@ -1490,29 +1480,38 @@ def _evaluate(
             max_instance_count=count,
             target_concurrency_per_copy=at_slo,
             kv_cache_precision=efficiency_model.kv_cache,
+            requests_per_s_per_copy=rate_per_copy,
         ),
         None,
     )
 
 
-def _peak_instances(
-    traffic: Traffic,
+def _rate_per_copy(
     model: CopyModel,
     limits: CopyLimits,
     target: int,
-    per_instance_copies: int,
     slo_curve: tuple[MeasuredCurve, float] | None,
+) -> float:
+    """Requests/s one copy serves at ``target`` in flight: where the SLO stops the copy
+    (``slo_curve``: the predicted curve and its capacity within the SLO, from ``_slo_curve``),
+    read off that curve at the capacity as a measured one is
+    (``MeasuredCurve.requests_per_s``); else the model's level at ``target``."""
+    if slo_curve is not None:
+        curve, at_slo = slo_curve
+        return curve.requests_per_s(at_slo)
+    return _deployment_level(model, 1, target, limits.capacity).requests_per_s
+
+
+def _peak_instances(
+    traffic: Traffic, rate_per_copy: float, target: int, per_instance_copies: int
 ) -> int:
-    """Instances that carry ``traffic`` at ``target`` in flight per copy; a rate where the SLO
-    stops the copy (``slo_curve``: the predicted curve and its capacity within the SLO, from
-    ``_slo_curve``) is read off that curve as a measured one is (``measured_copies``)."""
-    if slo_curve is None:
-        return _instances_at(traffic, model, limits.capacity, target, per_instance_copies)
-    curve, at_slo = slo_curve
-    needed = measured_copies(
-        curve, at_slo, requests_per_s=traffic.requests_per_second, concurrency=None
-    )
-    return math.ceil(needed / per_instance_copies)
+    """Instances that carry ``traffic``: a concurrency at ``target`` in flight per copy, a
+    rate at ``rate_per_copy`` requests/s per copy (``_rate_per_copy``)."""
+    if traffic.concurrency is not None:
+        return math.ceil(traffic.concurrency / (target * per_instance_copies))
+    assert traffic.requests_per_second is not None
+    copies = math.ceil(traffic.requests_per_second / rate_per_copy)
+    return math.ceil(copies / per_instance_copies)
 
 
 def _peak_level(
