@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from cdk_sagemaker_llm.planning.calibrated_band import (
     calibrated_band,
 )
 from cdk_sagemaker_llm.planning.calibration import Calibration, EngineRelease, calibrate
+from cdk_sagemaker_llm.planning.decision import ExpectedTraffic, ServiceRequest, decide
 from cdk_sagemaker_llm.planning.engine_profiles import resolve_profile
 from cdk_sagemaker_llm.planning.performance import (
     CopyModel,
@@ -420,3 +422,34 @@ def test_predict_with_another_kv_cache_than_calibrated_is_extrapolated_off_the_c
         other["calibrated_band"]["ms_per_token_factors"][1]
         > same["calibrated_band"]["ms_per_token_factors"][1]
     )
+
+
+def test_an_llm_service_sizes_from_the_measurement_only_at_the_kv_cache_it_measured() -> None:
+    """``LlmService``'s decision (``decide``): with the measured FP8 KV cache the measured
+    capacity within the SLO sets the scaling target; with the activation precision's KV cache
+    the fitted model sizes it, with a band widened for the step away (a lower target, more
+    instances)."""
+    calibration = _fp8_kv_calibration()
+    assert calibration.measured is not None
+    capacity = calibration.measured.capacity_within(45.0)
+    assert capacity is not None
+
+    def decided(kv_cache: KvCachePrecision) -> Any:
+        return decide(
+            ServiceRequest(
+                spec=SPEC,
+                workload=LOAD,
+                slo=Slo(max_ms_per_token=45.0),
+                traffic=ExpectedTraffic.requests_per_second(capacity.at_slo * 2.5),
+                search=SearchSpace(
+                    instance_types=[L40S], max_instance_count=8, kv_cache_precision=kv_cache
+                ),
+                sizing=Sizing(engine=ENGINE, calibration=calibration),
+            )
+        )
+
+    same, other = decided(KvCachePrecision.FP8), decided(KvCachePrecision.AUTO)
+    assert same.scaling.target_concurrency_per_copy == math.floor(capacity.concurrency * 100) / 100
+    assert same.layout.instance_count == 3  # 2.5 x the measured capacity per copy
+    assert other.scaling.target_concurrency_per_copy < same.scaling.target_concurrency_per_copy
+    assert other.layout.instance_count > same.layout.instance_count
