@@ -338,10 +338,10 @@ class Calibration:
     ) -> tuple[MeasuredCurve | None, str]:
         """The measured levels when they decide ``spec`` on ``layout`` at ``workload``: the
         same model, instance type, tensor-parallel degree, precision, KV cache precision and
-        engine release, and a
-        workload within ``measured_curve.WORKLOAD_TOLERANCE`` of the measured one (copies per
-        instance aside: copies share no accelerator, so each is the measured copy). Else None
-        and why, in words (empty when the calibration measured another layout)."""
+        engine release, and a workload within ``measured_curve.WORKLOAD_TOLERANCE`` of the
+        measured one (copies per instance aside: copies share no accelerator, so each is the
+        measured copy). Else None and why, in words (empty when the calibration measured
+        another layout)."""
         same = (
             spec.name == self.model
             and layout.instance_type.name == self.instance_type
@@ -411,9 +411,8 @@ class Calibration:
         """The calibration file's JSON document (``CALIBRATION_FORMAT`` version
         ``CALIBRATION_VERSION``): ``format``, ``version``, the key (``engine``, ``hardware``,
         ``tensor_parallel_degree``, ``model``), what was measured (``precision``,
-        ``kv_cache_precision``, ``copies``,
-        ``workload``, ``concurrency_range``, ``levels``, ``rms_error``, ``ttft_rms_error``,
-        ``source``) and the fitted ``efficiency``."""
+        ``kv_cache_precision``, ``copies``, ``workload``, ``concurrency_range``, ``levels``,
+        ``rms_error``, ``ttft_rms_error``, ``source``) and the fitted ``efficiency``."""
         efficiency = self.efficiency
         return {
             "format": CALIBRATION_FORMAT,
