@@ -15,7 +15,12 @@ import pytest
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec
 from cdk_sagemaker_llm.errors import ValidationError
-from cdk_sagemaker_llm.planning.calibration import Calibration, EngineRelease, calibrate
+from cdk_sagemaker_llm.planning.calibration import (
+    CALIBRATION_VERSION,
+    Calibration,
+    EngineRelease,
+    calibrate,
+)
 from cdk_sagemaker_llm.planning.measured_curve import MeasuredCurve, MeasuredPoint
 from cdk_sagemaker_llm.planning.performance import Layout, Workload
 from cdk_sagemaker_llm.planning.recommend import Slo, Traffic, recommend
@@ -87,7 +92,7 @@ def test_a_calibration_keeps_the_measured_levels_per_copy_in_its_file(
     path = tmp_path / "calibration.json"
     two_level.to_file(path)
     document = json.loads(path.read_text())
-    assert document["version"] == 2
+    assert document["version"] == CALIBRATION_VERSION  # 2 added the measured levels
     assert document["measured"]["points"][1] == {
         "concurrency": 10,
         "ms_per_token": 120.0,
@@ -109,9 +114,9 @@ def test_a_version_1_file_still_reads_and_sizes_from_the_fitted_model_saying_so(
     assert old.measured is None
     option = _ask(old, 0.5)
     assert any("keeps no measured levels" in line for line in option.reasoning)
-    document["version"] = 3
+    document["version"] = CALIBRATION_VERSION + 1
     path.write_text(json.dumps(document))
-    with pytest.raises(ValidationError, match="version 1 or 2"):
+    with pytest.raises(ValidationError, match="version 1 or 2 or 3"):
         Calibration.from_file(path)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..catalog.containers import parse_container_release
 from ..catalog.instance_types import InstanceType
-from ..catalog.model_specs import ModelSpec, Precision
+from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from ..errors import ValidationError
 from ..planning.calibration import (
     CALIBRATION_FORMAT,
@@ -30,7 +30,11 @@ from ..planning.calibration import (
 from ..planning.engine_profiles import PROFILE_NAMES
 from ..planning.performance import Layout
 from .aws_environment import CREDENTIALS_HINT
-from .model_options import check_tensor_parallel_degree
+from .model_options import (
+    add_kv_cache_precision_argument,
+    check_tensor_parallel_degree,
+    kv_cache_precision,
+)
 
 RESULTS_FILE = "results.json"
 
@@ -61,6 +65,7 @@ def register(subparsers: Any) -> None:
         "a release the container catalog lists (FAMILY alone: release unknown)",
     )
     parser.add_argument("--dtype", help="weights precision benchmarked; default fp16")
+    add_kv_cache_precision_argument(parser)  # the benchmarked server's: results do not state it
     parser.add_argument("--region", help="region of the S3 bucket (s3:// RESULTS)")
     parser.set_defaults(handler=run)
 
@@ -289,9 +294,12 @@ def calibration_from_results(
     copies: int | None = None,
     engine: str | None = None,
     dtype: str | None = None,
+    kv_cache: KvCachePrecision = KvCachePrecision.AUTO,
 ) -> Calibration:
     """Fit a Calibration to a results document; the keyword arguments (the command's flags)
-    fill what its ``deployment`` section does not state."""
+    fill what its ``deployment`` section does not state. ``kv_cache`` is how the benchmarked
+    server stored the KV cache (``--kv-cache-precision``): a results document does not state
+    it."""
     merged = merge_flags(
         document,
         name,
@@ -358,6 +366,7 @@ def calibration_from_results(
         Precision.of(str(precision_name)),
         source=name,
         engine=engine_value,
+        kv_cache_precision=kv_cache,
     )
 
 
@@ -374,11 +383,14 @@ def run(args: argparse.Namespace) -> int:
             copies=args.copies,
             engine=args.engine,
             dtype=args.dtype,
+            kv_cache=kv_cache_precision(args),
         )
         calibration.to_file(args.out)
     except ValidationError as error:
         if error.prop == "path":  # Calibration.to_file's argument is --out here
             error = ValidationError("--out", error.value, error.problem, error.fix)
+        if error.prop == "kv_cache_precision":
+            error = ValidationError("--kv-cache-precision", error.value, error.problem, error.fix)
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(f"wrote {args.out}: {calibration.describe()}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import difflib
 from collections.abc import Mapping
+from typing import Any, Protocol
 
 from ..catalog.containers import image_facts_of_uri
 from ..catalog.hub_access import hub_url_id, is_url, ungated_example
@@ -20,9 +21,22 @@ CUSTOM_SPEC_FLAGS = "--parameters, --layers, --attention-heads, --head-dim and -
 """The flags that describe a model no preset covers."""
 
 
-def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--model``, the custom-spec flags and ``--dtype`` to ``parser``."""
-    parser.add_argument(
+class FlagSection(Protocol):
+    """Where flags are added: an ``argparse.ArgumentParser`` or one of its argument groups."""
+
+    def add_argument(self, *name_or_flags: str, **kwargs: Any) -> argparse.Action:
+        """Add one flag (``argparse``'s own ``add_argument``)."""
+        ...
+
+
+def add_model_arguments(
+    parser: argparse.ArgumentParser, section: FlagSection | None = None
+) -> None:
+    """Add ``--model`` and ``--dtype`` to ``section`` (an argument group of ``parser``;
+    default ``parser`` itself) and the custom-spec flags to their own group of ``parser``
+    (argparse deprecates a group within a group, so only the parser adds groups)."""
+    flags = parser if section is None else section
+    flags.add_argument(
         "--model",
         help=f"a preset ({', '.join(sorted(PRESETS))}), a well-known Hugging Face id or a "
         "SageMaker JumpStart text-generation model id (its architecture, and its serving "
@@ -49,12 +63,12 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     custom.add_argument(
         "--active-parameters", type=float, help="mixture of experts: parameters one token uses"
     )
-    parser.add_argument(
+    flags.add_argument(
         "--dtype", default="fp16", help="fp32, fp16, bf16, fp8, int8 or int4 (AWQ); default fp16"
     )
 
 
-def add_max_batch_size_argument(parser: argparse.ArgumentParser) -> None:
+def add_max_batch_size_argument(parser: FlagSection) -> None:
     """Add ``--max-batch-size`` (the serving engine's request cap per copy) to ``parser``."""
     parser.add_argument(
         "--max-batch-size",

@@ -167,7 +167,8 @@ def _fitted(
     layout: Layout,
     args: argparse.Namespace,
 ) -> Calibration:
-    """A results document fitted to the deployment it states, gaps filled by the target."""
+    """A results document fitted to the deployment it states, gaps filled by the target (a
+    results document does not state its KV cache precision: the target's)."""
     dtype = precision(args)
     stated = deployment_of(document)
     model: str | None = spec.name
@@ -189,7 +190,15 @@ def _fitted(
     check_tensor_parallel_degree(layout.instance_type, degree)
     copies = merged["copies"] or layout.copies
     fitted = Layout(layout.instance_type, int(degree), 1, int(copies))
-    return calibrate(document, spec, fitted, dtype, source=Path(path).name, engine=merged["engine"])
+    return calibrate(
+        document,
+        spec,
+        fitted,
+        dtype,
+        source=Path(path).name,
+        engine=merged["engine"],
+        kv_cache_precision=kv_cache_precision(args),
+    )
 
 
 def _same_model(stated: dict[str, Any], spec: ModelSpec) -> bool:
@@ -260,7 +269,9 @@ def run(args: argparse.Namespace) -> int:
             prediction = _simulated(prediction, spec, dtype, kv_cache, calibration, args)
         if isinstance(calibration, AppliedCalibration):
             release = engine if isinstance(engine, EngineRelease) else None
-            prediction = with_calibrated_bands(prediction, calibration, spec, dtype, release)
+            prediction = with_calibrated_bands(
+                prediction, calibration, spec, dtype, release, kv_cache
+            )
     except ValidationError as error:
         print(f"error: {_flag_error(error, args)}", file=sys.stderr)
         return 2

@@ -48,7 +48,7 @@ def register(subparsers: Any) -> None:
     engine = parser.add_argument_group(
         "engine simulation", "serve a model from the planner's engine simulation"
     )
-    add_model_arguments(engine)  # type: ignore[arg-type]  # a group takes the same calls
+    add_model_arguments(parser, engine)
     engine.add_argument("--instance-type", help="with --model: e.g. ml.g5.2xlarge")
     engine.add_argument(
         "--engine",
@@ -65,7 +65,7 @@ def register(subparsers: Any) -> None:
     engine.add_argument(
         "--output-tokens", type=int, default=256, help="sizes the KV cache and budgets (256)"
     )
-    add_max_batch_size_argument(engine)  # type: ignore[arg-type]
+    add_max_batch_size_argument(engine)
     engine.add_argument(
         "--time-scale",
         type=float,

@@ -1,15 +1,16 @@
 """A prediction's band once a benchmark has calibrated the model: the measurement replaces the
 engine profile's uncertainty where it applies.
 
-On the layout it measured (the same model, accelerator, tensor-parallel degree, precision and
-engine, a workload within 2x of the benchmark's) the band is the calibration's own fit error
-plus the run-to-run noise of a benchmark, not the engine profile's cross-validated residuals:
-a measured g6e.xlarge is judged by what it measured. Each way the prediction leaves what was
-measured (another model, instance size, degree, precision, workload or engine release on the
-same accelerator) widens it by ``TRANSFER_SPREAD`` and is named among its reasons; on another
-accelerator only the engine-level per-step overhead transfers (``Calibration.applied_to``),
-so the band stays the engine profile's and says why. A calibrated band is never wider than
-the profile's: where the distance makes it so, the profile's band is used.
+On the layout it measured (the same model, accelerator, tensor-parallel degree, precision, KV
+cache precision and engine, a workload within 2x of the benchmark's) the band is the
+calibration's own fit error plus the run-to-run noise of a benchmark, not the engine profile's
+cross-validated residuals: a measured g6e.xlarge is judged by what it measured. Each way the
+prediction leaves what was measured (another model, instance size, degree, precision, KV cache
+precision, workload or engine release on the same accelerator) widens it by
+``TRANSFER_SPREAD`` and is named among its reasons; on another accelerator only the
+engine-level per-step overhead transfers (``Calibration.applied_to``), so the band stays the
+engine profile's and says why. A calibrated band is never wider than the profile's: where the
+distance makes it so, the profile's band is used.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..catalog.model_specs import ModelSpec, Precision
+from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from .calibration import AppliedCalibration, EngineRelease
 from .engine_profiles import Band
 from .performance import Layout, Prediction, Workload
@@ -38,8 +39,9 @@ order of the few-percent differences between repeated runs of one configuration.
 
 TRANSFER_SPREAD = 0.10
 """Relative spread (one standard deviation) each way of leaving the measured layout adds on the
-same accelerator (another model, instance size, degree, precision, workload or release): a
-judgement, wide enough that two steps away approach the engine profile's band."""
+same accelerator (another model, instance size, degree, precision, KV cache precision,
+workload or release): a judgement, wide enough that two steps away approach the engine
+profile's band."""
 
 _P90_Z = 1.2816
 """Standard normal quantile of the 90th percentile: p10-p90 is +-1.28 standard deviations."""
@@ -57,6 +59,7 @@ def calibrated_band(
     precision: Precision,
     engine: EngineRelease | None,
     concurrency: Sequence[int] = (),
+    kv_cache_precision: KvCachePrecision = KvCachePrecision.AUTO,
 ) -> Band:
     """``band`` (the engine profile's, ``performance.prediction_band``) as the calibration
     ``applied`` to ``spec`` on ``layout`` narrows it (see the module docstring); ``band`` as
@@ -66,6 +69,8 @@ def calibrated_band(
     :param engine: the target's engine release (None: the calibrated one is assumed).
     :param concurrency: the whole deployment's levels the band is for; one outside the
         calibrated range per copy is a step away (empty: not checked, as for a layout).
+    :param kv_cache_precision: how the target stores the KV cache; another than the
+        calibrated one is a step away.
     """
     if applied is None:
         return band
@@ -85,7 +90,9 @@ def calibrated_band(
                 "engine profile's",
             ),
         )
-    distances = _distances(applied, spec, layout, workload, precision, engine, concurrency)
+    distances = _distances(
+        applied, spec, layout, workload, precision, engine, concurrency, kv_cache_precision
+    )
     spread = math.sqrt(
         calibration.rms_error**2 + RUN_TO_RUN_NOISE**2 + len(distances) * TRANSFER_SPREAD**2
     )
@@ -110,12 +117,15 @@ def _distances(
     precision: Precision,
     engine: EngineRelease | None,
     concurrency: Sequence[int],
+    kv_cache_precision: KvCachePrecision,
 ) -> list[str]:
     """Each way the prediction leaves what the calibration measured on its accelerator."""
     calibration = applied.calibration
     found = [
         note.removeprefix("extrapolated: ")
-        for note in calibration.coverage_notes(spec, layout, workload, precision, concurrency)
+        for note in calibration.coverage_notes(
+            spec, layout, workload, precision, concurrency, kv_cache_precision
+        )
     ]
     measured = calibration.engine
     if engine is not None and measured is not None and engine != measured:
@@ -157,10 +167,12 @@ def with_calibrated_bands(
     spec: ModelSpec,
     precision: Precision,
     engine: EngineRelease | None,
+    kv_cache_precision: KvCachePrecision = KvCachePrecision.AUTO,
 ) -> Prediction:
     """``prediction`` with the calibrated band of each level (``calibrated_band`` at that
     level's concurrency) where it is narrower than the engine profile's, and the band over
-    every level (its reasons say why a level is not narrowed) as ``calibrated_band``."""
+    every level (its reasons say why a level is not narrowed) as ``calibrated_band``;
+    ``kv_cache_precision``: the KV cache the prediction stores, as ``predict``'s."""
     band = prediction.band
     if band is None:
         return prediction
@@ -168,7 +180,15 @@ def with_calibrated_bands(
 
     def at(concurrency: Sequence[int]) -> Band:
         return calibrated_band(
-            band, applied, spec, layout, workload, precision, engine, concurrency
+            band,
+            applied,
+            spec,
+            layout,
+            workload,
+            precision,
+            engine,
+            concurrency,
+            kv_cache_precision,
         )
 
     levels = []

@@ -33,10 +33,13 @@ one, they size the deployment, and the fitted factors only transfer them
 
 A calibration is keyed by what was measured: the serving **engine** (container family and
 version), the **hardware** (instance type and its accelerator), the **tensor-parallel degree**
-and the **model**. ``cdk-sagemaker-llm calibrate`` writes it as a calibration file (JSON,
-``CALIBRATION_FORMAT`` version ``CALIBRATION_VERSION``; ``Calibration.to_dict``) that
-``Calibration.from_file`` reads back. ``Calibration.applied_to`` decides what a calibration
-says about another target:
+and the **model**. It also records the weights' precision and the KV cache's
+(``KvCachePrecision``: an FP8 KV cache holds twice the sequences and halves the KV reads of a
+step): a prediction at another of either is extrapolated (``Calibration.coverage_notes``), its
+band widened for the step away (``planning.calibrated_band``). ``cdk-sagemaker-llm
+calibrate`` writes it as a calibration file (JSON, ``CALIBRATION_FORMAT`` version
+``CALIBRATION_VERSION``; ``Calibration.to_dict``) that ``Calibration.from_file`` reads back.
+``Calibration.applied_to`` decides what a calibration says about another target:
 
 - another engine (another container family, or a version outside the measured one's
   compatible range, see ``EngineRelease.compatible_with``) is a ``ValidationError``: an engine's
@@ -65,7 +68,7 @@ from typing import Any
 
 from ..catalog.containers import ContainerFamily, parse_container_release
 from ..catalog.instance_types import InstanceType
-from ..catalog.model_specs import ModelSpec, Precision
+from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from ..errors import ValidationError
 from ..prop_types import typed_props
 from .engine_profiles import EngineProfile, profile_for_image, resolve_profile
@@ -77,6 +80,7 @@ from .performance import (
     Layout,
     Workload,
     efficiency_of,
+    kv_cache_precision_problem,
 )
 from .placement import copy_memory
 
@@ -91,12 +95,16 @@ _HOLD_GRID = [0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 12.0, 16.0, 20.0, 24.0, 3
 
 CALIBRATION_FORMAT = "cdk-sagemaker-llm/calibration"
 """The ``format`` field of a calibration file."""
-CALIBRATION_VERSION = 2
+CALIBRATION_VERSION = 3
 """The ``version`` field of the calibration files this release writes: 2 adds the measured
-levels per copy (``measured``: ``planning.measured_curve``)."""
-READABLE_VERSIONS = (1, CALIBRATION_VERSION)
+levels per copy (``measured``: ``planning.measured_curve``), 3 the benchmarked KV cache's
+precision (``kv_cache_precision``), so that a release which does not know it refuses an FP8
+calibration rather than reading it as the default."""
+READABLE_VERSIONS = (1, 2, CALIBRATION_VERSION)
 """The versions this release reads: a version 1 file has no measured levels, so it sizes from
-the fitted model only (``Calibration.measured_curve_for`` says so)."""
+the fitted model only (``Calibration.measured_curve_for`` says so); a version 1 or 2 file
+states no KV cache precision and reads as ``KvCachePrecision.AUTO`` (what every calibration
+before version 3 fitted)."""
 _VERSION = re.compile(r"^\d+(\.\d+)*")
 
 
@@ -241,6 +249,11 @@ class Calibration:
     measured: MeasuredCurve | None = None
     """The measured levels per copy (``planning.measured_curve``): on the same layout they
     decide the capacity and the knee (``measured_curve_for``); None for a version 1 file."""
+    kv_cache_precision: KvCachePrecision = KvCachePrecision.AUTO
+    """How the benchmarked engine stored the KV cache (``KvCachePrecision``): the fit timed
+    the copy with it (its KV capacity and the KV bytes a decode step reads). A prediction at
+    another KV precision is extrapolated, as one at another weights precision is
+    (``coverage_notes``). A file without the field (versions 1 and 2) reads as AUTO."""
     file: str | None = field(default=None, compare=False)
     """The calibration file it was read from (``from_file``), for error messages."""
 
@@ -248,6 +261,8 @@ class Calibration:
         """Where the factors come from, in one line."""
         low, high = self.concurrency_range
         engine = f" with {self.engine.describe()}" if self.engine else ""
+        if self.kv_cache_precision is not KvCachePrecision.AUTO:
+            engine += f", {self.kv_cache_precision.value} KV cache"
         ttft = "" if self.ttft_rms_error is None else f", TTFT {self.ttft_rms_error:.0%} rms error"
         if self.batch_limit is not None:
             ttft += f", queueing past {self.batch_limit} per copy"
@@ -265,8 +280,10 @@ class Calibration:
         workload: Workload,
         precision: Precision,
         concurrency: Sequence[int],
+        kv_cache_precision: KvCachePrecision = KvCachePrecision.AUTO,
     ) -> list[str]:
-        """Where a prediction leaves what this calibration measured (empty: it does not)."""
+        """Where a prediction leaves what this calibration measured (empty: it does not);
+        ``kv_cache_precision``: how the predicted engine stores the KV cache."""
         notes = []
         if spec.name != self.model:
             notes.append(f"extrapolated: calibrated on {self.model}, predicting {spec.name}")
@@ -283,6 +300,12 @@ class Calibration:
         if precision.value != self.precision:
             notes.append(
                 f"extrapolated: calibrated in {self.precision}, predicting {precision.value}"
+            )
+        if kv_cache_precision is not self.kv_cache_precision:
+            notes.append(
+                f"extrapolated: calibrated with KV cache {self.kv_cache_precision.value}, "
+                f"predicting KV cache {kv_cache_precision.value} (its bytes per token set the "
+                "sequences that fit and the KV reads per step)"
             )
         for name, measured, wanted in (
             ("input", self.input_tokens, workload.input_tokens),
@@ -311,17 +334,20 @@ class Calibration:
         workload: Workload,
         precision: Precision,
         engine: EngineRelease | None,
+        kv_cache_precision: KvCachePrecision = KvCachePrecision.AUTO,
     ) -> tuple[MeasuredCurve | None, str]:
         """The measured levels when they decide ``spec`` on ``layout`` at ``workload``: the
-        same model, instance type, tensor-parallel degree, precision and engine release, and a
-        workload within ``measured_curve.WORKLOAD_TOLERANCE`` of the measured one (copies per
-        instance aside: copies share no accelerator, so each is the measured copy). Else None
-        and why, in words (empty when the calibration measured another layout)."""
+        same model, instance type, tensor-parallel degree, precision, KV cache precision and
+        engine release, and a workload within ``measured_curve.WORKLOAD_TOLERANCE`` of the
+        measured one (copies per instance aside: copies share no accelerator, so each is the
+        measured copy). Else None and why, in words (empty when the calibration measured
+        another layout)."""
         same = (
             spec.name == self.model
             and layout.instance_type.name == self.instance_type
             and layout.tensor_parallel_degree == self.tensor_parallel_degree
             and precision.value == self.precision
+            and kv_cache_precision is self.kv_cache_precision
         )
         if not same:
             return None, ""
@@ -384,9 +410,9 @@ class Calibration:
     def to_dict(self) -> dict[str, Any]:
         """The calibration file's JSON document (``CALIBRATION_FORMAT`` version
         ``CALIBRATION_VERSION``): ``format``, ``version``, the key (``engine``, ``hardware``,
-        ``tensor_parallel_degree``, ``model``), what was measured (``precision``, ``copies``,
-        ``workload``, ``concurrency_range``, ``levels``, ``rms_error``, ``ttft_rms_error``,
-        ``source``) and the fitted ``efficiency``."""
+        ``tensor_parallel_degree``, ``model``), what was measured (``precision``,
+        ``kv_cache_precision``, ``copies``, ``workload``, ``concurrency_range``, ``levels``,
+        ``rms_error``, ``ttft_rms_error``, ``source``) and the fitted ``efficiency``."""
         efficiency = self.efficiency
         return {
             "format": CALIBRATION_FORMAT,
@@ -396,6 +422,7 @@ class Calibration:
             "tensor_parallel_degree": self.tensor_parallel_degree,
             "model": {"name": self.model, "layers": self.layers},
             "precision": self.precision,
+            "kv_cache_precision": self.kv_cache_precision.value,
             "copies": self.copies,
             "workload": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens},
             "concurrency_range": list(self.concurrency_range),
@@ -419,7 +446,8 @@ class Calibration:
     @staticmethod
     def from_dict(document: Any, *, where: str = "calibration") -> Calibration:
         """Read a calibration file's document (``to_dict``); a ValidationError naming the
-        field otherwise."""
+        field otherwise. A document without ``kv_cache_precision`` (versions 1 and 2) reads
+        as ``KvCachePrecision.AUTO``."""
         where = where or "calibration"  # the prop the errors name
         if not isinstance(document, Mapping) or document.get("format") != CALIBRATION_FORMAT:
             raise ValidationError(
@@ -438,6 +466,7 @@ class Calibration:
                 + " or ".join(map(str, READABLE_VERSIONS)),
                 "recreate the file with this release's `cdk-sagemaker-llm calibrate`",
             )
+        kv_cache_precision = _kv_cache_precision_of(document, where)
         try:
             engine = document.get("engine")
             hardware = document["hardware"]
@@ -478,6 +507,7 @@ class Calibration:
                 if document.get("batch_limit") is None
                 else int(document["batch_limit"]),
                 measured=None if measured is None else MeasuredCurve.from_dict(measured),
+                kv_cache_precision=kv_cache_precision,
             )
         except (KeyError, TypeError, ValueError) as error:
             raise ValidationError(
@@ -691,12 +721,32 @@ class AppliedCalibration:
         workload: Workload,
         precision: Precision,
         concurrency: Sequence[int],
+        kv_cache_precision: KvCachePrecision = KvCachePrecision.AUTO,
     ) -> list[str]:
         """The transfer notes, then where the prediction leaves what was measured."""
         return [
             *self.transfer_notes,
-            *self.calibration.coverage_notes(spec, layout, workload, precision, concurrency),
+            *self.calibration.coverage_notes(
+                spec, layout, workload, precision, concurrency, kv_cache_precision
+            ),
         ]
+
+
+def _kv_cache_precision_of(document: Mapping[str, Any], where: str) -> KvCachePrecision:
+    """A calibration file's ``kv_cache_precision``: AUTO where absent (versions 1 and 2 fitted
+    every calibration with the activation precision's KV cache)."""
+    value = document.get("kv_cache_precision")
+    if value is None:
+        return KvCachePrecision.AUTO
+    try:
+        return KvCachePrecision.of(str(value))
+    except ValidationError as error:
+        raise ValidationError(
+            f"{where}.kv_cache_precision",
+            value,
+            error.problem,
+            "recreate the file with `cdk-sagemaker-llm calibrate --kv-cache-precision auto|fp8`",
+        ) from error
 
 
 def _number(value: Any) -> float | None:
@@ -766,6 +816,7 @@ def calibrate(
     workload: Workload | None = None,
     source: str = "results.json",
     engine: EngineRelease | None = None,
+    kv_cache_precision: KvCachePrecision = KvCachePrecision.AUTO,
 ) -> Calibration:
     """Fit the efficiency factors to a benchmark of ``spec`` on ``layout``.
 
@@ -773,6 +824,10 @@ def calibrate(
     :param workload: default the benchmark payload's input/output tokens.
     :param engine: the serving engine benchmarked (the calibration's key); without it the
         calibration cannot be checked against the engine it is applied to.
+    :param kv_cache_precision: how the benchmarked engine stored the KV cache
+        (``KvCachePrecision``, as ``predict``'s): the fit times the copy with it and the
+        calibration records it. FP8 on an accelerator without FP8 is a ValidationError
+        (``performance.kv_cache_precision_problem``).
     """
     document = results.to_dict() if hasattr(results, "to_dict") else results
     if not isinstance(document, Mapping):
@@ -790,8 +845,16 @@ def calibrate(
             "calibration needs at least two levels with p50 ms/token and throughput",
             "benchmark at several concurrencies, e.g. 1,2,4,8",
         )
+    problem = kv_cache_precision_problem(layout.instance_type, kv_cache_precision)
+    if problem:
+        raise ValidationError(
+            "kv_cache_precision",
+            kv_cache_precision.value,
+            problem,
+            "state the KV cache precision the benchmarked server ran with (auto on it)",
+        )
     load = _workload(document, workload)
-    fit = _Fit(spec, layout, precision, load, levels)
+    fit = _Fit(spec, layout, precision, load, levels, kv_cache_precision)
     with_ttft = [level for level in levels if level.ttft_ms is not None]
     efficiency = fit.admission(DEFAULT_EFFICIENCY, with_ttft)
     for _ in range(2):
@@ -833,6 +896,7 @@ def calibrate(
         ttft_rms_error=fit.ttft_rms_error(efficiency, with_ttft) if with_ttft else None,
         batch_limit=fit.batch_limit,
         measured=_curve(levels, layout.copies, load),
+        kv_cache_precision=kv_cache_precision,
     )
 
 
@@ -890,11 +954,17 @@ class _Fit:
         precision: Precision,
         load: Workload,
         levels: list[MeasuredLevel],
+        kv_cache: KvCachePrecision = KvCachePrecision.AUTO,
     ) -> None:
         self.spec, self.layout, self.precision, self.load = spec, layout, precision, load
-        self.levels = levels
+        self.levels, self.kv_cache = levels, kv_cache
         memory = copy_memory(
-            spec, layout.instance_type, layout.tensor_parallel_degree, precision, load.total_tokens
+            spec,
+            layout.instance_type,
+            layout.tensor_parallel_degree,
+            precision,
+            load.total_tokens,
+            kv_cache,
         )
         # The largest measured concurrency per copy bounds the batch limit until ``admission``
         # finds the levels queueing below it.
@@ -912,6 +982,7 @@ class _Fit:
             self.precision,
             self.load,
             efficiency,
+            kv_cache=self.kv_cache,
         )
 
     def error(self, efficiency: Efficiency) -> float:

@@ -1252,6 +1252,7 @@ class MeasuredEfficiency(Protocol):
         workload: Workload,
         precision: Precision,
         concurrency: Sequence[int],
+        kv_cache_precision: KvCachePrecision = KvCachePrecision.AUTO,
     ) -> list[str]: ...
 
 
@@ -1337,7 +1338,9 @@ def predict(
         )
     else:
         assumptions.append(calibration.describe())
-        notes = calibration.coverage_notes(spec, layout, workload, precision, levels_in)
+        notes = calibration.coverage_notes(
+            spec, layout, workload, precision, levels_in, kv_cache_precision
+        )
         extrapolated = bool(notes)
         assumptions.extend(notes)
     return Prediction(

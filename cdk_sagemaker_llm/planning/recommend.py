@@ -520,6 +520,7 @@ def _search_variant(
         search.workload,
         precision,
         search.engine if isinstance(search.engine, EngineRelease) else None,
+        kv_cache_precision=search.kv_cache,
     )
     variant = _Variant(search, layout, precision, profile, band, measured, optimization)
     decided, why = _from_measurement(variant) if optimization is None else (None, "")
@@ -735,7 +736,7 @@ def _from_measurement(variant: _Variant) -> tuple[_Decided | None, str]:
         return None, ""
     engine = search.engine if isinstance(search.engine, EngineRelease) else None
     curve, why = applied.calibration.measured_curve_for(
-        search.spec, layout, search.workload, variant.precision, engine
+        search.spec, layout, search.workload, variant.precision, engine, search.kv_cache
     )
     if curve is None:
         return None, why
