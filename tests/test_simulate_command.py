@@ -173,3 +173,35 @@ def test_a_model_without_an_instance_type_is_one_error_line() -> None:
     )
     assert result.returncode == 2
     assert result.stderr.startswith("error: --instance-type=None: is required with --model")
+
+
+def test_serves_a_model_with_an_fp8_kv_cache_holding_more_sequences() -> None:
+    from cdk_sagemaker_llm.benchmarking.simulated_engine import EngineSimulation
+    from cdk_sagemaker_llm.catalog.instance_types import InstanceType
+    from cdk_sagemaker_llm.catalog.model_specs import KvCachePrecision, ModelSpec
+    from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
+    from cdk_sagemaker_llm.planning.workload import Workload
+
+    spec = ModelSpec.preset("llama-3-8b")
+    l4, profile, workload = (
+        InstanceType.of("ml.g6.xlarge"),
+        engine_profile("lmi-vllm-v1"),
+        Workload(4000, 200),
+    )
+    auto = EngineSimulation.of(spec, l4, profile, workload)
+    fp8 = EngineSimulation.of(spec, l4, profile, workload, kv_cache=KvCachePrecision.FP8)
+    # one byte per element instead of two: the same memory holds about twice the tokens
+    assert fp8.policy().kv_tokens == pytest.approx(2 * auto.policy().kv_tokens, rel=0.01)
+
+
+def test_an_fp8_kv_cache_on_an_a10g_is_one_error_line_naming_the_flag() -> None:
+    flags = ["--model", "meta-llama/Llama-3.1-8B-Instruct", "--instance-type", "ml.g5.2xlarge"]
+    result = subprocess.run(
+        [*CLI, "simulate", "--port", "0", *flags, "--kv-cache-precision", "fp8"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: --kv-cache-precision='fp8': NVIDIA A10G has no FP8")
+    assert len(result.stderr.strip().splitlines()) == 1

@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..catalog.instance_types import InstanceType
-from ..catalog.model_specs import ModelSpec, Precision
+from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from ..errors import ValidationError
 from ..planning.engine_profiles import EngineProfile
-from ..planning.performance import CopyModel, Layout, profile_model
+from ..planning.performance import CopyModel, Layout, kv_cache_precision_problem, profile_model
 from ..planning.scheduling.copy import copy_policy
 from ..planning.scheduling.costs import StepCosts
 from ..planning.scheduling.policy import SchedulingPolicy
@@ -60,11 +60,22 @@ class EngineSimulation:
         time_scale: float = 1.0,
         max_batch_size: int | None = None,
         max_concurrent_requests: int | None = None,
+        kv_cache: KvCachePrecision = KvCachePrecision.AUTO,
     ) -> EngineSimulation:
         """One copy of ``spec`` at ``tensor_parallel_degree`` on ``instance_type`` served by
-        ``profile``; ``workload`` sizes its KV cache and token budgets, as for a prediction."""
+        ``profile``; ``workload`` sizes its KV cache and token budgets, as for a prediction,
+        with the KV cache stored at ``kv_cache`` (FP8 on an accelerator without FP8 is a
+        ValidationError naming ``kv_cache_precision``)."""
+        problem = kv_cache_precision_problem(instance_type, kv_cache)
+        if problem:
+            raise ValidationError(
+                "kv_cache_precision",
+                kv_cache.value,
+                problem,
+                "serve it with the activation precision's KV cache (auto) or on g6, g6e or p5",
+            )
         layout = Layout(instance_type, tensor_parallel_degree, 1)
-        model = profile_model(spec, layout, precision, workload, profile)
+        model = profile_model(spec, layout, precision, workload, profile, kv_cache=kv_cache)
         return EngineSimulation(model, profile, time_scale, max_batch_size, max_concurrent_requests)
 
     def policy(self) -> SchedulingPolicy:

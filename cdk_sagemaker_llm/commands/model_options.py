@@ -78,7 +78,7 @@ def add_max_batch_size_argument(parser: FlagSection) -> None:
     )
 
 
-def add_kv_cache_precision_argument(parser: argparse.ArgumentParser) -> None:
+def add_kv_cache_precision_argument(parser: FlagSection) -> None:
     """Add ``--kv-cache-precision`` (``KvCachePrecision``: how the engine stores the KV cache)
     to ``parser``; ``kv_cache_precision`` reads it."""
     parser.add_argument(

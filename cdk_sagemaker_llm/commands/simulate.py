@@ -18,9 +18,11 @@ from ..planning.engine_profiles import resolve_profile
 from ..planning.sizing import recommended_tensor_parallel_degree
 from ..planning.workload import Workload
 from .model_options import (
+    add_kv_cache_precision_argument,
     add_max_batch_size_argument,
     add_model_arguments,
     check_tensor_parallel_degree,
+    kv_cache_precision,
     model_spec,
     precision,
 )
@@ -66,6 +68,7 @@ def register(subparsers: Any) -> None:
         "--output-tokens", type=int, default=256, help="sizes the KV cache and budgets (256)"
     )
     add_max_batch_size_argument(engine)
+    add_kv_cache_precision_argument(engine)
     engine.add_argument(
         "--time-scale",
         type=float,
@@ -82,6 +85,10 @@ def run(args: argparse.Namespace) -> int:
         try:
             config = dataclasses.replace(config, engine=engine_of(args))
         except ValidationError as error:
+            if error.prop == "kv_cache_precision":
+                error = ValidationError(
+                    "--kv-cache-precision", error.value, error.problem, error.fix
+                )
             print(f"error: {error}", file=sys.stderr)
             return 2
         print(f"serving {config.engine.describe()}", file=sys.stderr)  # type: ignore[union-attr]
@@ -123,4 +130,5 @@ def engine_of(args: argparse.Namespace) -> EngineSimulation:
         precision=dtype,
         time_scale=args.time_scale,
         max_batch_size=args.max_batch_size,
+        kv_cache=kv_cache_precision(args),
     )
