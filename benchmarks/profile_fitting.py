@@ -712,8 +712,8 @@ def identified(
 def fixed_by_source(profile: EngineProfile) -> dict[str, str]:
     """Parameters the profile's sources fix rather than estimate, and why: an engine whose
     cited architecture overlaps its per-request host work with the GPU's step (the JSON
-    prior's ``per_sequence_fixed``: vLLM V1's separate engine-core process, TensorRT-LLM's
-    C++ batch manager) has no host per-sequence cost to fit; a fit there only absorbs other
+    prior's ``per_sequence_fixed``: TensorRT-LLM's C++ batch manager) has no host
+    per-sequence cost to fit; a fit there only absorbs other
     misfits (fitted without NVIDIA's own C++ benchmark, lmi-trtllm's rows put 0.06 ms on it and
     predicted two of that benchmark's rows at 40% and 62% of their measured tokens/s)."""
     prior = profile.raw.get("prior") or {}

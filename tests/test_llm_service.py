@@ -901,7 +901,7 @@ EAGLE_SEARCH = SearchSpace(
 
 def eagle_service(stack: cdk.Stack, **props: Any) -> LlmService:
     """Llama 3 8B at 25 ms/token for 4 requests in flight: as given it needs the four A10Gs
-    of a g5.12xlarge; with an EAGLE head (3.69 tokens per step) one g5.2xlarge serves it."""
+    of a g5.12xlarge; with an EAGLE head (3.29 tokens per step) one g5.2xlarge serves it."""
     return LlmService(
         stack,
         "Service",
@@ -1041,7 +1041,7 @@ def test_plan_shows_the_eagle_option_its_job_and_where_speculation_pays(tmp_path
     markdown = render_markdown(build_plan(tmp_path))
     for expected in (
         "optimization: speculative-decoding (recommended)",
-        "optimization chosen: EAGLE head, 5 draft tokens at 80% acceptance",
+        "optimization chosen: EAGLE head, 5 draft tokens at 75% acceptance",
         "ModelSpeculativeDecodingConfig (EAGLE): time not published, cost unknown",
         # a g5.2xlarge copy holds ~54 sequences; EAGLE stops paying before that on an A10G (the
         # verification of 6 positions per sequence turns compute-bound; planning.speculation;

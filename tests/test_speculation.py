@@ -34,8 +34,8 @@ def copy_model(model: str, instance_type: InstanceType, degree: int) -> CopyMode
 
 
 def test_tokens_per_step_is_leviathans_expectation() -> None:
-    # E = (1 - a^(k+1)) / (1 - a): a = 0.8, k = 5 -> 3.689...
-    assert Speculation.eagle().tokens_per_step == pytest.approx((1 - 0.8**6) / 0.2)
+    # E = (1 - a^(k+1)) / (1 - a): a = 0.75, k = 5 -> 3.288...
+    assert Speculation.eagle().tokens_per_step == pytest.approx((1 - 0.75**6) / 0.25)
     assert Speculation.eagle(acceptance_rate=0.5, draft_length=1).tokens_per_step == 1.5
 
 
@@ -67,7 +67,7 @@ def test_a_draft_model_costs_its_own_steps() -> None:
     speculation = Speculation.draft_model(ModelSpec.preset("llama-3-8b"))
     with_draft = SpeculativeTiming(target, speculation, draft)
     eagle = SpeculativeTiming(target, Speculation.eagle(acceptance_rate=0.7))
-    assert with_draft.draft_step_s(1) == draft.step_s(1)
+    assert with_draft.draft_step_s(1) == draft.step_s(1) - draft.host_s(1)
     assert with_draft.draft_step_s(1) > eagle.draft_step_s(1)
 
 
@@ -184,9 +184,33 @@ def test_verification_all_reduces_carry_every_position() -> None:
     target = served("llama-3-8b", InstanceType.G5_12XLARGE, 4)
     timing = SpeculativeTiming(target, Speculation.eagle())
     roofline = max(target.memory_time_s(64), 6 * target.compute_time_s(64))
-    expected = target.overhead_s() + target.all_reduce_s(64 * 6) + roofline
+    # The engine core's per-request host work runs once per token each sequence takes in,
+    # and the drafter's setup costs about one more step's fixed cost.
+    host = target.host_s(64) * Speculation.eagle().tokens_per_step
+    setup = target.overhead_s()
+    expected = target.overhead_s() + target.all_reduce_s(64 * 6) + roofline + host + setup
     assert timing.verify_step_s(64) == pytest.approx(expected)
     assert target.all_reduce_s(64 * 6) > target.all_reduce_s(64)
+
+
+@pytest.mark.parametrize(
+    ("draft_length", "accepted", "measured"), [(2, 1.89, 1.36), (4, 2.08, 1.29)]
+)
+def test_eagle_on_vllm_v1_matches_its_measured_speedup_at_one_sequence(
+    draft_length: int, accepted: float, measured: float
+) -> None:
+    # vllm-project/vllm#16035 (vLLM V1, Llama 3 8B on one H100, MT-bench, one sequence): an
+    # EAGLE head gave 128.6 -> 175.5 tokens/s with 2 draft tokens (mean accepted length 1.89)
+    # and 165.7 with 4 (2.08). Not fitted: the acceptance is solved from the accepted length.
+    low, high = 0.01, 0.99
+    for _ in range(60):
+        rate = (low + high) / 2
+        yielded = (1 - rate ** (draft_length + 1)) / (1 - rate)
+        low, high = (rate, high) if yielded < accepted else (low, rate)
+    speculation = Speculation.eagle(acceptance_rate=rate, draft_length=draft_length)
+    assert speculation.tokens_per_step == pytest.approx(accepted, rel=1e-3)
+    timing = SpeculativeTiming(served("llama-3-8b", InstanceType.P5_48XLARGE, 1), speculation)
+    assert timing.speedup(1) == pytest.approx(measured, rel=0.1)
 
 
 def test_a_draft_model_on_llama_3_70b_has_vllms_published_shape() -> None:

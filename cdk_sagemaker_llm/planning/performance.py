@@ -572,6 +572,11 @@ class CopyModel:
         this engine, at this TP degree (``planning.speculation``)."""
         return self.efficiency.step_overhead_s(layers, self.tensor_parallel_degree)
 
+    def host_s(self, batch: int) -> float:
+        """The host cost of one engine step of ``batch`` sequences that the engine does not
+        overlap with the GPU (``Efficiency.host_s``)."""
+        return self.efficiency.host_s(batch)
+
     def memory_time_s(self, batch: int, context: float | None = None) -> float:
         """Seconds a decode step spends reading weights and the batch's KV cache (``context``:
         the mean context of its sequences; default the workload's ``mean_context``), the cache
@@ -607,7 +612,7 @@ class CopyModel:
         return (
             max(self.memory_time_s(batch, context), self.compute_time_s(batch, context))
             + self.overhead_s()
-            + self.efficiency.host_s(batch)
+            + self.host_s(batch)
             + self.all_reduce_s(batch)
         )
 
