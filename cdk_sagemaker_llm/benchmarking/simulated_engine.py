@@ -17,7 +17,7 @@ from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from ..errors import ValidationError
 from ..planning.engine_profiles import EngineProfile
-from ..planning.performance import CopyModel, Layout, kv_cache_precision_problem, profile_model
+from ..planning.performance import CopyModel, Layout, check_kv_cache_precision, profile_model
 from ..planning.scheduling.copy import copy_policy
 from ..planning.scheduling.costs import StepCosts
 from ..planning.scheduling.policy import SchedulingPolicy
@@ -66,14 +66,11 @@ class EngineSimulation:
         ``profile``; ``workload`` sizes its KV cache and token budgets, as for a prediction,
         with the KV cache stored at ``kv_cache`` (FP8 on an accelerator without FP8 is a
         ValidationError naming ``kv_cache_precision``)."""
-        problem = kv_cache_precision_problem(instance_type, kv_cache)
-        if problem:
-            raise ValidationError(
-                "kv_cache_precision",
-                kv_cache.value,
-                problem,
-                "serve it with the activation precision's KV cache (auto) or on g6, g6e or p5",
-            )
+        check_kv_cache_precision(
+            instance_type,
+            kv_cache,
+            "serve it with the activation precision's KV cache (auto) or on g6, g6e or p5",
+        )
         layout = Layout(instance_type, tensor_parallel_degree, 1)
         model = profile_model(spec, layout, precision, workload, profile, kv_cache=kv_cache)
         return EngineSimulation(model, profile, time_scale, max_batch_size, max_concurrent_requests)

@@ -79,8 +79,8 @@ from .performance import (
     Efficiency,
     Layout,
     Workload,
+    check_kv_cache_precision,
     efficiency_of,
-    kv_cache_precision_problem,
 )
 from .placement import copy_memory
 
@@ -827,7 +827,7 @@ def calibrate(
     :param kv_cache_precision: how the benchmarked engine stored the KV cache
         (``KvCachePrecision``, as ``predict``'s): the fit times the copy with it and the
         calibration records it. FP8 on an accelerator without FP8 is a ValidationError
-        (``performance.kv_cache_precision_problem``).
+        (``performance.check_kv_cache_precision``).
     """
     document = results.to_dict() if hasattr(results, "to_dict") else results
     if not isinstance(document, Mapping):
@@ -845,14 +845,11 @@ def calibrate(
             "calibration needs at least two levels with p50 ms/token and throughput",
             "benchmark at several concurrencies, e.g. 1,2,4,8",
         )
-    problem = kv_cache_precision_problem(layout.instance_type, kv_cache_precision)
-    if problem:
-        raise ValidationError(
-            "kv_cache_precision",
-            kv_cache_precision.value,
-            problem,
-            "state the KV cache precision the benchmarked server ran with (auto on it)",
-        )
+    check_kv_cache_precision(
+        layout.instance_type,
+        kv_cache_precision,
+        "state the KV cache precision the benchmarked server ran with (auto on it)",
+    )
     load = _workload(document, workload)
     fit = _Fit(spec, layout, precision, load, levels, kv_cache_precision)
     with_ttft = [level for level in levels if level.ttft_ms is not None]

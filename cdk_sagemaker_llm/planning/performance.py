@@ -1189,6 +1189,20 @@ def kv_cache_precision_problem(
     )
 
 
+def check_kv_cache_precision(
+    instance_type: InstanceType,
+    kv_cache: KvCachePrecision,
+    fix: str = "keep the KV cache at auto (the activation precision) on it, or pick an instance "
+    "type with FP8 (g6, g6e, p5)",
+) -> None:
+    """Raise a ValidationError naming ``kv_cache_precision``, its value, the
+    ``kv_cache_precision_problem`` and ``fix`` (the caller's remedy) when ``instance_type``
+    cannot hold a ``kv_cache`` KV cache."""
+    problem = kv_cache_precision_problem(instance_type, kv_cache)
+    if problem:
+        raise ValidationError("kv_cache_precision", kv_cache.value, problem, fix)
+
+
 def _check_fit(
     spec: ModelSpec,
     layout: Layout,
@@ -1204,15 +1218,7 @@ def _check_fit(
             problem,
             "serve FP16/BF16 or int4 AWQ on it, or pick an instance type with FP8 (g6, g6e, p5)",
         )
-    problem = kv_cache_precision_problem(layout.instance_type, kv_cache)
-    if problem:
-        raise ValidationError(
-            "kv_cache_precision",
-            kv_cache.value,
-            problem,
-            "keep the KV cache at auto (the activation precision) on it, or pick an instance "
-            "type with FP8 (g6, g6e, p5)",
-        )
+    check_kv_cache_precision(layout.instance_type, kv_cache)
     problem = head_divisibility_problem(spec, layout.tensor_parallel_degree)
     if problem:
         raise ValidationError(
