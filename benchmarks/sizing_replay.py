@@ -241,12 +241,10 @@ def elasticity(curve: MeasuredCurve, slo: float) -> float | None:
     over it (the two levels ``capacity_within`` interpolates between). A uniform ms/token
     error e moves the capacity within the SLO by about -elasticity x e (at the SLO the rate is
     concurrency / SLO, so the rate moves with the concurrency)."""
-    within = [p for p in curve.points if not p.breaks(slo, None)]
-    above = [p for p in curve.points if p.breaks(slo, None)]
-    if not within or not above:
+    around = curve.levels_around(slo)
+    if around is None:
         return None
-    low = max(within, key=lambda p: p.tokens_per_s)
-    high = min(above, key=lambda p: p.concurrency)
+    low, high = around
     if high.concurrency <= low.concurrency or high.ms_per_token <= low.ms_per_token:
         return None
     slope = math.log(high.ms_per_token / low.ms_per_token) / math.log(

@@ -119,17 +119,27 @@ class MeasuredCurve:
             return None
         return f"{'; '.join(far)} (more than {WORKLOAD_TOLERANCE:.0%} away)"
 
-    def capacity_within(
+    def levels_around(
         self, max_ms_per_token: float, max_ttft_ms: float | None = None
-    ) -> CopyCapacity | None:
-        """The copy's capacity within the SLO (``CopyCapacity``); None unless a measured level
-        meets it and one breaks it (else the SLO does not bind within the measured levels)."""
+    ) -> tuple[MeasuredPoint, MeasuredPoint] | None:
+        """The two measured levels the SLO falls between: the busiest within it (most
+        tokens/s) and the least loaded one that breaks it; None unless both exist (else the
+        SLO does not bind within the measured levels)."""
         within = [p for p in self.points if not p.breaks(max_ms_per_token, max_ttft_ms)]
         above = [p for p in self.points if p.breaks(max_ms_per_token, max_ttft_ms)]
         if not within or not above:
             return None
-        best = max(within, key=lambda p: p.tokens_per_s)
-        broken = min(above, key=lambda p: p.concurrency)
+        return max(within, key=lambda p: p.tokens_per_s), min(above, key=lambda p: p.concurrency)
+
+    def capacity_within(
+        self, max_ms_per_token: float, max_ttft_ms: float | None = None
+    ) -> CopyCapacity | None:
+        """The copy's capacity within the SLO (``CopyCapacity``), interpolated between the
+        ``levels_around`` it; None where the SLO does not bind within the measured levels."""
+        around = self.levels_around(max_ms_per_token, max_ttft_ms)
+        if around is None:
+            return None
+        best, broken = around
         proven = best.tokens_per_s / self.output_tokens
         beyond = broken.tokens_per_s / self.output_tokens
         share = _share_to_limit(best, broken, max_ms_per_token, max_ttft_ms)
