@@ -47,11 +47,16 @@ SERVER = Efficiency(
 the engine profile's pessimistic edge puts above 50."""
 
 
-def _results() -> dict[str, Any]:
-    model = CopyModel(SPEC, L40S, 1, Precision.FP16, LOAD, SERVER)
+def _results(
+    kv_cache: KvCachePrecision = KvCachePrecision.AUTO,
+    concurrencies: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64),
+) -> dict[str, Any]:
+    """A results.json of the constructed server (``SERVER``'s factors) at ``concurrencies``,
+    its KV cache stored at ``kv_cache``."""
+    model = CopyModel(SPEC, L40S, 1, Precision.FP16, LOAD, SERVER, kv_cache=kv_cache)
     limits, _ = copy_limits(model)
     levels = []
-    for concurrency in (1, 2, 4, 8, 16, 32, 64):
+    for concurrency in concurrencies:
         at = model.level(concurrency, limits.capacity)
         levels.append(
             {"concurrency": concurrency, "p50_ms_per_token": at.ms_per_token,
@@ -198,17 +203,7 @@ def test_predict_without_a_calibration_shows_the_conformal_band_only(
 def _fp8_kv_results() -> dict[str, Any]:
     """The same server with an FP8 KV cache (half the KV bytes per token: more sequences fit
     and each decode step reads half the KV cache)."""
-    model = CopyModel(SPEC, L40S, 1, Precision.FP16, LOAD, SERVER, kv_cache=KvCachePrecision.FP8)
-    limits, _ = copy_limits(model)
-    levels = []
-    for concurrency in (1, 4, 16, 64):
-        at = model.level(concurrency, limits.capacity)
-        levels.append(
-            {"concurrency": concurrency, "p50_ms_per_token": at.ms_per_token,
-             "output_tokens_per_s": at.tokens_per_s, "p50_ttft_s": at.ttft_ms / 1000,
-             "requests": 4 * concurrency, "errors": 0}
-        )  # fmt: skip
-    return {"levels": levels}
+    return _results(KvCachePrecision.FP8, (1, 4, 16, 64))
 
 
 @functools.cache
