@@ -25,8 +25,11 @@ from __future__ import annotations
 import csv
 import json
 import math
+import multiprocessing
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -902,27 +905,68 @@ def leave_one_source_out(
     bounded: bool = False,
 ) -> list[HeldOutPrediction]:
     """Every row predicted by its profile fitted to the rows of all other sources (``bounded``:
-    within the physical ceilings, as ``fit``)."""
+    within the physical ceilings, as ``fit``). The folds (one refit per profile and source) are
+    independent: they run in parallel on the cores this process may use (``_fold_workers``),
+    each in its own process, and the result does not depend on how many."""
     names = sorted({row.profile for row in rows} if profiles is None else set(profiles))
+    folds = [
+        _Fold(name, source, tuple(row for row in rows if row.profile == name), bounded)
+        for name in names
+        for source in sorted({row.source for row in rows if row.profile == name})
+    ]
+    # The largest fits first, so that no core is left with a long one at the end.
+    folds.sort(key=lambda fold: -len(fold.rows))
     results: list[HeldOutPrediction] = []
-    for name in names:
-        profile = engine_profile(name)
-        own = [row for row in rows if row.profile == name]
-        for source in sorted({row.source for row in own}):
+    workers = _fold_workers(len(folds))
+    if workers == 1:
+        outcomes: Iterable[list[HeldOutPrediction]] = map(_held_out_fold, folds)
+    else:
+        # spawn, not fork: a fork of a process that runs threads (a jsii kernel's, in the tests)
+        # can deadlock; each worker imports this module afresh from ``benchmarks/`` (on the
+        # parent's sys.path, which spawn passes on).
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        outcomes = pool.map(_held_out_fold, folds)
+    try:
+        for fold, outcome in zip(folds, outcomes, strict=True):
             if progress:
-                progress(f"{name}: fitting without {source}")
-            train = [row for row in own if row.source != source and trains(row)]
-            efficiency, trained, fitted = fit(train, profile, bounded)
-            for row in own:
-                if row.source != source:
-                    continue
-                predicted = predict_row(row, trained, efficiency)
-                knee = predicted_knee(row, trained, efficiency)
-                results.append(
-                    HeldOutPrediction(row, predicted, row_errors(row, predicted), fitted, knee)
-                )
+                progress(f"{fold.profile}: fitted without {fold.source}")
+            results.extend(outcome)
+    finally:
+        if workers > 1:
+            pool.shutdown()
     results.sort(key=lambda held: held.row.index)
     return results
+
+
+@dataclass(frozen=True)
+class _Fold:
+    """One fold of ``leave_one_source_out``: ``profile``'s rows, fitted without ``source``'s."""
+
+    profile: str
+    source: str
+    rows: tuple[Row, ...]
+    bounded: bool
+
+
+def _held_out_fold(fold: _Fold) -> list[HeldOutPrediction]:
+    """The rows of ``fold.source``, predicted by the profile fitted to the others' rows."""
+    profile = engine_profile(fold.profile)
+    train = [row for row in fold.rows if row.source != fold.source and trains(row)]
+    efficiency, trained, fitted = fit(train, profile, fold.bounded)
+    results = []
+    for row in fold.rows:
+        if row.source != fold.source:
+            continue
+        predicted = predict_row(row, trained, efficiency)
+        knee = predicted_knee(row, trained, efficiency)
+        results.append(HeldOutPrediction(row, predicted, row_errors(row, predicted), fitted, knee))
+    return results
+
+
+def _fold_workers(folds: int) -> int:
+    """Processes for ``folds`` folds: one per core this process may run on, at most one per
+    fold (1: in this process, no pool)."""
+    return max(1, min(folds, len(os.sched_getaffinity(0))))
 
 
 def fitted_range(rows: Sequence[Row]) -> FittedRange:

@@ -153,3 +153,19 @@ def test_a_bursts_tpot_is_predicted_by_replaying_the_burst_as_the_source_measure
     # the replay is within a factor of two of the measured TPOT; the steady state is not
     assert 0.5 < predicted.itl_ms / row.itl_ms < 2
     assert not 0.5 < steady.itl_ms / row.itl_ms < 2
+
+
+def test_leave_one_source_out_gives_the_same_predictions_in_parallel_as_in_one_process(
+    rows: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The folds run in spawned processes, one per core: each fold's refit and predictions are
+    the same as in this process, in the same order."""
+    fitting = sys.modules["profile_fitting"]
+    few = [row for row in rows if row.profile == "lmi-vllm-v0"]
+    assert len({row.source for row in few}) >= 2
+    monkeypatch.setattr(fitting, "_fold_workers", lambda folds: 2)
+    parallel = fitting.leave_one_source_out(few)
+    monkeypatch.setattr(fitting, "_fold_workers", lambda folds: 1)
+    serial = fitting.leave_one_source_out(few)
+    assert [held.row.index for held in parallel] == sorted(row.index for row in few)
+    assert parallel == serial
