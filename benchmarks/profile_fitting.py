@@ -907,7 +907,7 @@ def leave_one_source_out(
     """Every row predicted by its profile fitted to the rows of all other sources (``bounded``:
     within the physical ceilings, as ``fit``). The folds (one refit per profile and source) are
     independent: they run in parallel on the cores this process may use (``_fold_workers``),
-    each in its own process, and the result does not depend on how many."""
+    each in a forked process, and the result does not depend on how many."""
     names = sorted({row.profile for row in rows} if profiles is None else set(profiles))
     folds = [
         _Fold(name, source, tuple(row for row in rows if row.profile == name), bounded)
@@ -921,10 +921,12 @@ def leave_one_source_out(
     if workers == 1:
         outcomes: Iterable[list[HeldOutPrediction]] = map(_held_out_fold, folds)
     else:
-        # spawn, not fork: a fork of a process that runs threads (a jsii kernel's, in the tests)
-        # can deadlock; each worker imports this module afresh from ``benchmarks/`` (on the
-        # parent's sys.path, which spawn passes on).
-        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        # fork: a worker starts with the rows and modules already loaded, and a script that
+        # calls this at its top level (no ``if __name__ == "__main__":``) works, which spawn's
+        # re-import of the main module refuses. A worker writes nothing to the streams that a
+        # parent's thread may hold (jsii's stderr sink, in the tests) and exits without the
+        # parent's exit handlers (multiprocessing ends a forked worker with os._exit).
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
         outcomes = pool.map(_held_out_fold, folds)
     try:
         for fold, outcome in zip(folds, outcomes, strict=True):

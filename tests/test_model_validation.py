@@ -158,7 +158,7 @@ def test_a_bursts_tpot_is_predicted_by_replaying_the_burst_as_the_source_measure
 def test_leave_one_source_out_gives_the_same_predictions_in_parallel_as_in_one_process(
     rows: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The folds run in spawned processes, one per core: each fold's refit and predictions are
+    """The folds run in forked processes, one per core: each fold's refit and predictions are
     the same as in this process, in the same order."""
     fitting = sys.modules["profile_fitting"]
     few = [row for row in rows if row.profile == "lmi-vllm-v0"]
