@@ -30,6 +30,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -918,24 +919,22 @@ def leave_one_source_out(
     folds.sort(key=lambda fold: -len(fold.rows))
     results: list[HeldOutPrediction] = []
     workers = _fold_workers(len(folds))
-    if workers == 1:
+    with ExitStack() as stack:
         outcomes: Iterable[list[HeldOutPrediction]] = map(_held_out_fold, folds)
-    else:
-        # fork: a worker starts with the rows and modules already loaded, and a script that
-        # calls this at its top level (no ``if __name__ == "__main__":``) works, which spawn's
-        # re-import of the main module refuses. A worker writes nothing to the streams that a
-        # parent's thread may hold (jsii's stderr sink, in the tests) and exits without the
-        # parent's exit handlers (multiprocessing ends a forked worker with os._exit).
-        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
-        outcomes = pool.map(_held_out_fold, folds)
-    try:
+        if workers > 1:
+            # fork: a worker starts with the rows and modules already loaded, and a script that
+            # calls this at its top level (no ``if __name__ == "__main__":``) works, which
+            # spawn's re-import of the main module refuses. A worker writes nothing to the
+            # streams that a parent's thread may hold (jsii's stderr sink, in the tests) and
+            # exits without the parent's exit handlers (multiprocessing ends a forked worker
+            # with os._exit).
+            fork = multiprocessing.get_context("fork")
+            pool = stack.enter_context(ProcessPoolExecutor(workers, mp_context=fork))
+            outcomes = pool.map(_held_out_fold, folds)
         for fold, outcome in zip(folds, outcomes, strict=True):
             if progress:
                 progress(f"{fold.profile}: fitted without {fold.source}")
             results.extend(outcome)
-    finally:
-        if workers > 1:
-            pool.shutdown()
     results.sort(key=lambda held: held.row.index)
     return results
 
