@@ -910,10 +910,11 @@ def leave_one_source_out(
     independent: they run in parallel on the cores this process may use (``_fold_workers``),
     each in a forked process, and the result does not depend on how many."""
     names = sorted({row.profile for row in rows} if profiles is None else set(profiles))
+    own = {name: tuple(row for row in rows if row.profile == name) for name in names}
     folds = [
-        _Fold(name, source, tuple(row for row in rows if row.profile == name), bounded)
+        _Fold(name, source, own[name], bounded)
         for name in names
-        for source in sorted({row.source for row in rows if row.profile == name})
+        for source in sorted({row.source for row in own[name]})
     ]
     # The largest fits first, so that no core is left with a long one at the end.
     folds.sort(key=lambda fold: -len(fold.rows))
