@@ -799,6 +799,20 @@ def _build_instance(baselines: dict[str, Any], owner: str) -> Any:
     return None
 
 
+def _callee(name: str) -> tuple[Callable[..., Any], list[Any]]:
+    """What to call for the public callable ``name`` and the positional head it takes: a
+    constructor (``Class()``) is the class itself; a method, its function with a valid
+    instance of its class (``_owner_instance``) first."""
+    function = _every_callable()[name]
+    if name.endswith("()"):
+        return functools.reduce(getattr, name[:-2].split("."), cdk_sagemaker_llm), []
+    if list(inspect.signature(function).parameters)[:1] == ["self"]:
+        instance = _owner_instance(name)
+        assert instance is not None, f"no instance of {name}'s class to call it on"
+        return function, [instance]
+    return function, []
+
+
 def _arguments(function: Callable[..., Any]) -> list[str]:
     return [
         p.name
@@ -823,14 +837,8 @@ def test_hostile_values_over_every_public_callable_are_our_error(
     raises our ValidationError with the prop, the value and a fix; never a raw exception."""
     monkeypatch.chdir(tmp_path)  # a path argument (Calibration.to_file) writes here
     name = data.draw(st.sampled_from(EVERY_CALLABLE), label="callable")
-    function = _every_callable()[name]
-    arguments = {p: data.draw(wrong_values, label=p) for p in _arguments(function)}
-    parameters = list(inspect.signature(function).parameters)
-    head: list[Any] = []
-    if parameters and parameters[0] == "self":
-        instance = _owner_instance(name)
-        assert instance is not None, f"no instance of {name}'s class to call it on"
-        head.append(instance)
+    function, head = _callee(name)
+    arguments = {p: data.draw(wrong_values, label=p) for p in _arguments(_every_callable()[name])}
     if "scope" in arguments:
         arguments["scope"] = new_stack()
     if "id" in arguments:
@@ -865,15 +873,8 @@ def test_every_public_callable_meets_each_hostile_value_with_our_error(
     raises our ValidationError, never a raw exception. (The property test above draws about
     half of the callables in its 240 examples.)"""
     monkeypatch.chdir(tmp_path)  # a path argument (Calibration.to_file) writes here
-    function = _every_callable()[name]
-    arguments = _arguments(function)
-    head: list[Any] = []
-    if name.endswith("()"):  # a constructor: call the class itself
-        function = functools.reduce(getattr, name[:-2].split("."), cdk_sagemaker_llm)
-    elif list(inspect.signature(function).parameters)[:1] == ["self"]:
-        instance = _owner_instance(name)
-        assert instance is not None, f"no instance of {name}'s class to call it on"
-        head.append(instance)
+    arguments = _arguments(_every_callable()[name])
+    function, head = _callee(name)
     for k in range(len(HOSTILE_VALUES)):
         values = {
             argument: HOSTILE_VALUES[(k + i) % len(HOSTILE_VALUES)]()
