@@ -17,4 +17,7 @@ actionlint -color=false .github/workflows/*.yml
 # strict mode then counts none. NO_MKDOCS_2_WARNING: Material's end-of-life banner.
 NO_MKDOCS_2_WARNING=1 mkdocs build --strict
 # The browser test opens this build rather than building the site a second time.
-CDK_SAGEMAKER_LLM_SITE=site pytest "$@"
+# One worker per core (pytest-xdist), each test module on one worker (--dist loadfile), so a
+# module's fixtures (a synthesized stack, a fitted profile) are built once. Extra arguments go
+# to pytest after these (`-n 0` runs in one process).
+CDK_SAGEMAKER_LLM_SITE=site pytest -n auto --dist loadfile "$@"

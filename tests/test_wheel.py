@@ -63,7 +63,9 @@ class CleanVenv:
             **{
                 k: v
                 for k, v in os.environ.items()
-                if not k.startswith(("VIRTUAL_ENV", "PYTHON", "AWS_"))
+                # PYTEST_: an xdist worker's PYTEST_XDIST_WORKER would make the scaffold's own
+                # pytest act as a worker (syrupy then prints no snapshot summary).
+                if not k.startswith(("VIRTUAL_ENV", "PYTHON", "AWS_", "PYTEST_"))
             },
             "PATH": f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
             "AWS_EC2_METADATA_DISABLED": "true",
