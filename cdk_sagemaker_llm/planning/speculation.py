@@ -116,10 +116,15 @@ own LM head over a reduced draft vocabulary of 10k-32k tokens (Li et al., "EAGLE
 2503.01840; the EAGLE repository's configs: ``draft_vocab_size``; vLLM blog, "Speculators
 v0.3.0", 2025-12-13): by their configs about 1.7 layers' worth for Llama 3.1 8B (0.42B
 parameters) and 1.6 for 70B (1.4B), rounded up to two. An EAGLE-2 head is one decoder layer
-that reads the target's full LM head (Li et al. 2024, section 4): the same reads per draft
-token, and fewer weights of its own, so two layers is the memory of the larger head. Each
-draft token reads about 2 / layers of the target's weights, and is a forward step of a 2-layer
-model in the engine (its fixed per-step cost included)."""
+and a fusing layer that reuse the target's full LM head (Li et al. 2024, section 4): fewer
+weights of its own, so two layers is the memory of the larger head, but more reads per draft
+token wherever the vocabulary is large. With Llama 3's 128,256 tokens the LM head is 0.53B
+parameters (2.4 of Llama 3.1 8B's decoder layers) and 1.05B for 70B (1.2 layers), so an
+EAGLE-2 draft token reads about 3.6 layers' worth on 8B and 2.4 on 70B, not two: an EAGLE-2
+head on a large vocabulary is predicted cheaper per draft token than it is (with Llama 2's
+32,000 tokens, about 1.8 layers' worth: within two). Each draft token reads about 2 / layers
+of the target's weights, and is a forward step of a 2-layer model in the engine (its fixed
+per-step cost included)."""
 
 
 class SpeculationKind(Enum):
