@@ -14,12 +14,11 @@ def test_the_parts_and_the_implied_cost_add_up_to_the_measured_ms_per_token() ->
     rows, _ = fitting.load_rows()
     costs = implied.implied_costs(rows, "tgi-1", "fp16")
     assert len(costs) >= 30  # Hugging Face's and FMBench's single-request FP16 rows
+    profile = implied.engine_profile("tgi-1")
     for cost in costs:
         row = cost.row
         assert row.concurrency == 1 and row.profile == "tgi-1"
-        model = row.model(
-            implied.engine_profile("tgi-1"), implied.efficiency_of(implied.engine_profile("tgi-1"))
-        )
+        model = row.model(profile, implied.efficiency_of(profile))
         host = model.host_s(1) * 1000
         assert cost.prefill_per_token_ms + cost.reads_ms + host + cost.implied_ms == (
             pytest.approx(row.ms_per_token)
