@@ -966,9 +966,11 @@ def _held_out_fold(fold: _Fold) -> list[HeldOutPrediction]:
 
 
 def _fold_workers(folds: int) -> int:
-    """Processes for ``folds`` folds: one per core this process may run on, at most one per
-    fold (1: in this process, no pool)."""
-    return max(1, min(folds, len(os.sched_getaffinity(0))))
+    """Processes for ``folds`` folds: one per core this process may run on (by affinity where
+    the platform has it, else the CPU count), at most one per fold (1: in this process, no
+    pool)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(folds, cores or 1))
 
 
 def fitted_range(rows: Sequence[Row]) -> FittedRange:
