@@ -17,10 +17,9 @@ actionlint -color=false .github/workflows/*.yml
 # strict mode then counts none. NO_MKDOCS_2_WARNING: Material's end-of-life banner.
 NO_MKDOCS_2_WARNING=1 mkdocs build --strict
 # The browser test opens this build rather than building the site a second time.
-# One worker per core this process may run on (pytest-xdist; the cores counted by affinity
-# where the platform has it, as benchmarks/profile_fitting.py counts its fold workers: `-n auto`
-# would count the host's physical cores where psutil is installed), each test module on one
-# worker (--dist loadfile), so a module's fixtures (a synthesized stack, a fitted profile) are
-# built once. Extra arguments go to pytest after these (`-n 0` runs in one process).
-workers=$(python -c 'import os; print(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)')
+# One worker per core this process may run on (pytest-xdist; scripts/cores.py counts them:
+# `-n auto` would count the host's physical cores where psutil is installed), each test module
+# on one worker (--dist loadfile), so a module's fixtures (a synthesized stack, a fitted
+# profile) are built once. Extra arguments go to pytest after these (`-n 0`: one process).
+workers=$(python scripts/cores.py)
 CDK_SAGEMAKER_LLM_SITE=site pytest -n "$workers" --dist loadfile "$@"
