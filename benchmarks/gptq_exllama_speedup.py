@@ -62,14 +62,21 @@ def _step_ms(profile: EngineProfile, kernel: KernelSpeed, degree: int) -> float:
     return model.step_s(1) * 1000
 
 
-def _per_layer_for(profile: EngineProfile, kernel: KernelSpeed, degree: int, ratio: float) -> float:
-    """Bisection on the launch cost per layer (the step grows with it)."""
-    exllama = _step_ms(profile, replace(kernel, per_layer_ms=0.0, weight_read=1.0), degree)
+def _exllama_everywhere(kernel: KernelSpeed) -> KernelSpeed:
+    """``kernel`` without Triton launches, reading its bytes at FP16's efficiency."""
+    return replace(kernel, per_layer_ms=0.0, weight_read=1.0)
+
+
+def _per_layer_for(
+    profile: EngineProfile, kernel: KernelSpeed, degree: int, exllama_ms: float
+) -> float:
+    """The launch cost per layer at FP16's read efficiency whose step is ``MEASURED_SPEEDUP``
+    times ``exllama_ms``: a bisection (the step grows with the cost)."""
     low, high = 0.0, 5.0
     for _ in range(40):
         middle = (low + high) / 2
-        step = _step_ms(profile, replace(kernel, per_layer_ms=middle, weight_read=1.0), degree)
-        low, high = (middle, high) if step / exllama < ratio else (low, middle)
+        step = _step_ms(profile, replace(_exllama_everywhere(kernel), per_layer_ms=middle), degree)
+        low, high = (middle, high) if step / exllama_ms < MEASURED_SPEEDUP else (low, middle)
     return low
 
 
@@ -80,13 +87,13 @@ def speedups() -> list[Speedup]:
     prior = pf.prior_profile(profile).kernels["int4"]
     out = []
     for degree in DEGREES:
-        exllama = _step_ms(profile, replace(fitted, per_layer_ms=0.0, weight_read=1.0), degree)
+        exllama = _step_ms(profile, _exllama_everywhere(prior), degree)
         out.append(
             Speedup(
                 degree,
                 _step_ms(profile, prior, degree) / exllama,
                 _step_ms(profile, fitted, degree) / exllama,
-                _per_layer_for(profile, prior, degree, MEASURED_SPEEDUP),
+                _per_layer_for(profile, prior, degree, exllama),
             )
         )
     return out
