@@ -735,6 +735,11 @@ BOUNDED: Mapping[str, str] = {
     "prefill_compute": "compute",
 }
 """Efficiencies with a physical ceiling, and the ``AchievedPeak`` figure that bounds each."""
+MEASURED_BY: Mapping[str, str] = {
+    "memory_bandwidth": "a streaming kernel",
+    "compute": "a dense GEMM",
+}
+"""What measured each ``AchievedPeak`` figure, as the profiles' JSON states an excess."""
 
 
 @dataclass(frozen=True)
@@ -762,7 +767,7 @@ def physical_bounds(rows: Sequence[Row]) -> dict[str, Bound]:
         for parameter, figure in BOUNDED.items():
             value = getattr(achieved, figure)
             if value is not None and (parameter not in bounds or value < bounds[parameter].value):
-                bounds[parameter] = Bound(parameter, value, row.gpu, achieved.source)
+                bounds[parameter] = Bound(parameter, value, row.gpu, achieved.source_of(figure))
     return bounds
 
 
@@ -787,7 +792,8 @@ def exceeded_bounds(rows: Sequence[Row], efficiency: Efficiency) -> dict[str, st
         value = getattr(efficiency, name)
         if value > bound.value + 1e-9:
             exceeded[name] = (
-                f"fitted {value:g} of peak, past the {bound.value:g} a streaming kernel reaches "
+                f"fitted {value:g} of peak, past the {bound.value:g} {MEASURED_BY[BOUNDED[name]]} "
+                "reaches "
                 f"on {bound.gpu}: the fit stands in for a cost the model is missing"
             )
     return exceeded

@@ -733,6 +733,47 @@ def test_every_gpu_the_profiles_are_fitted_on_has_a_cited_bandwidth_ceiling(
         AchievedPeak(1.2, "a ceiling above the spec sheet")
 
 
+def test_the_gpus_with_a_measured_dense_gemm_bound_the_compute_efficiencies(
+    fitting: ModuleType, rows: list[Any]
+) -> None:
+    measured = (
+        Accelerator.A10G,
+        Accelerator.A100_40GB,
+        Accelerator.A100_80GB,
+        Accelerator.H100,
+        Accelerator.H200,
+        Accelerator.L40S,
+        Accelerator.L4,
+    )
+    ceilings = {}
+    for device in measured:
+        achieved = device.achieved
+        assert achieved is not None and achieved.compute is not None, device.name
+        assert 0.5 <= achieved.compute <= 1.0, device.name
+        assert "torch-performance-test-data" in achieved.source_of("compute"), device.name
+        ceilings[device.name] = achieved.compute
+    # The L4's 72 W cap holds a sustained GEMM lowest of them.
+    assert min(ceilings, key=ceilings.__getitem__) == Accelerator.L4.name
+    l4 = Accelerator.L4.achieved
+    assert l4 is not None and "72 W" in (l4.compute_source or "")
+    # Every GPU the measurements ran on has one.
+    assert {device.name for device in CEILINGS_BY_GPU.values()} <= set(ceilings)
+    with pytest.raises(ValidationError, match=r"achieved\.compute_source"):
+        AchievedPeak(0.9, "a bandwidth ceiling", compute=0.5)
+    # The fit bounds both compute efficiencies by the lowest measured GEMM of its rows' GPUs,
+    # and words an excess as a GEMM's, not a streaming kernel's.
+    own = [row for row in rows if row.profile == "lmi-trtllm" and fitting.trains(row)]
+    bounds = fitting.physical_bounds(own)
+    assert bounds["prefill_compute"].gpu == bounds["decode_compute"].gpu == "A100-40GB"
+    assert bounds["prefill_compute"].value == ceilings[Accelerator.A100_40GB.name]
+    assert "torch-performance-test-data" in bounds["prefill_compute"].source
+    excess = fitting.exceeded_bounds(own, efficiency_of(engine_profile("lmi-trtllm")))
+    assert "a dense GEMM reaches on A100-40GB" in excess["prefill_compute"]
+    vllm = engine_profile("lmi-vllm-v1")
+    assert vllm.raw["physical_bounds"]["prefill_compute"]["set_by"] == "L4"
+    assert efficiency_of(vllm).prefill_compute <= ceilings[Accelerator.L4.name]
+
+
 def test_a_bounded_fit_stops_each_efficiency_at_the_lowest_ceiling_of_its_rows_gpus(
     fitting: ModuleType, rows: list[Any]
 ) -> None:

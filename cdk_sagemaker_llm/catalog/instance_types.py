@@ -65,13 +65,17 @@ class AchievedPeak:
     kernel (read, scale or triad at its best occupancy) reached: decode reads weights and KV as
     streams, so no engine's decode exceeds it."""
     source: str
-    """Where the figure comes from: the benchmark, the measured part and the arithmetic."""
+    """Where ``memory_bandwidth`` comes from: the benchmark, the measured part and the
+    arithmetic."""
     measured: bool = True
-    """False when no measurement of this part was found and the figure is carried over from
-    the closest measured part (``source`` says which and why)."""
+    """False when no bandwidth measurement of this part was found and ``memory_bandwidth`` is
+    carried over from the closest measured part (``source`` says which and why)."""
     compute: float | None = None
     """Fraction of dense FP16 TFLOPS a large GEMM was measured to reach; None: no measurement
     of this part was found, and compute efficiencies stay bounded by their fitting grid."""
+    compute_source: str | None = None
+    """Where ``compute`` comes from: the benchmark, the measured part and the arithmetic
+    (required with ``compute``)."""
 
     def __post_init__(self) -> None:
         for prop in ("memory_bandwidth", "compute"):
@@ -80,6 +84,17 @@ class AchievedPeak:
                 raise ValidationError(
                     f"achieved.{prop}", value, "must be in (0, 1]", "pass a fraction of peak"
                 )
+        if self.compute is not None and not self.compute_source:
+            raise ValidationError(
+                "achieved.compute_source",
+                self.compute_source,
+                "must say where the compute ceiling was measured",
+                "pass compute_source='<benchmark, part, arithmetic>'",
+            )
+
+    def source_of(self, figure: str) -> str:
+        """The source of ``figure`` (``memory_bandwidth`` or ``compute``)."""
+        return (self.compute_source or "") if figure == "compute" else self.source
 
 
 @typed_props
@@ -232,9 +247,15 @@ _ECC_GDDR6 = (
     '"the maximum achievable memory bandwidth will be 10-15% lower than in the official spec '
     'sheet"'
 )
-# Each ceiling: the best of the read, scale and triad kernels (load-dominated, as decode is),
-# divided by the spec figure above. A bound takes the top of a measured range, so that it never
-# cuts an efficiency the hardware reaches.
+_TORCH_GEMM = (
+    "zzc0721/torch-performance-test-data (github.com/zzc0721/torch-performance-test-data, "
+    "database.md at 078586871da31ad6aaaf6fa43bc4ec3f284b151d): torch.matmul over square "
+    "FP16 and BF16 matrices of 1,024-10,240, the best size's TFLOPS per device"
+)
+# Each bandwidth ceiling: the best of the read, scale and triad kernels (load-dominated, as
+# decode is), divided by the spec figure above; each compute ceiling: the best FP16 or BF16
+# GEMM over the dense FP16 TFLOPS above. A bound takes the top of a measured range, so that it
+# never cuts an efficiency the hardware reaches.
 ACHIEVED_PEAKS: dict[str, AchievedPeak] = {
     "A10G": _achieved(
         0.85,
@@ -242,26 +263,48 @@ ACHIEVED_PEAKS: dict[str, AchievedPeak] = {
         "is left, of which the best streaming kernel on a GDDR6 part without ECC reaches 0.98 "
         f"(the L40 below; {_GPU_STREAM}): 0.875 x 0.98 = 0.86, 0.85 on the fitting grid",
         measured=False,
+        compute=0.99,
+        compute_source=(
+            "zzc0721/torch-performance-test-data issue 126 (NVIDIA A10G, PyTorch 2.7, January "
+            "2026; the same torch.matmul sweep as its database.md): FP16 and BF16 69.47 TFLOPS "
+            "at 10,240 of the 70 above = 0.99"
+        ),
     ),
     "L4": _achieved(
         0.85,
         "no measurement of the L4 found; carried over from the A10G: GDDR6 with ECC on "
         f"({_ECC_GDDR6})",
         measured=False,
+        compute=0.59,
+        compute_source=(
+            "zzc0721/torch-performance-test-data issue 120 (NVIDIA L4, PyTorch 2.9, January "
+            "2026; the same torch.matmul sweep as its database.md): BF16 70.89 TFLOPS at 2,048 "
+            "of 121 = 0.59 (FP16 68.83); 52.5-59.4 at 4,096-10,240, where the L4's 72 W power "
+            "cap lowers its clocks under a sustained GEMM"
+        ),
     ),
     "L40S": _achieved(
         0.98,
         f"{_GPU_STREAM}: the L40 (the L40S's AD102 die and 864 GB/s GDDR6) reads at 845 GB/s "
         "(read kernel), 845 / 864 = 0.98; no L40S measurement found",
         measured=False,
+        compute=0.74,
+        compute_source=f"{_TORCH_GEMM}: L40S BF16 269.15 of 362 = 0.74 (FP16 264.02)",
     ),
     "A100_40GB": _achieved(
         0.96,
         f"{_GPU_STREAM}: A100 40GB read kernel 1,500 GB/s of 1,555 = 0.96",
+        compute=0.79,
+        compute_source=f"{_TORCH_GEMM}: A100 40GB FP16 247.63 of 312 = 0.79 (BF16 246.33)",
     ),
     "A100_80GB": _achieved(
         0.88,
         f"{_GPU_STREAM}: A100 80GB triad 1,794 GB/s (read 1,776) of 2,039 = 0.88",
+        compute=0.85,
+        compute_source=(
+            f"{_TORCH_GEMM}: A100 SXM4 80GB BF16 264.53 of 312 = 0.85 (FP16 258.74; the A800 "
+            "SXM4 80GB, the same part at a lower interconnect rate, 266.48)"
+        ),
     ),
     "H100": _achieved(
         0.95,
@@ -269,17 +312,25 @@ ACHIEVED_PEAKS: dict[str, AchievedPeak] = {
         "4,000 = 0.95; the H100 PCIe (HBM2e) reads 1,942 of 2,000 = 0.97. No H100 SXM run in "
         "the repository",
         measured=False,
+        compute=0.80,
+        compute_source=(
+            f"{_TORCH_GEMM}: H100 80GB HBM3 BF16 789.24 of 989 = 0.80 (FP16 761.84; a second "
+            "H100 80GB HBM3 BF16 783.66)"
+        ),
     ),
     "H200": _achieved(
         0.95,
         "no H200 measurement found; carried over from the GH200 (Hopper with HBM3, "
         f"0.95 of spec in the triad kernel; {_GPU_STREAM})",
         measured=False,
+        compute=0.80,
+        compute_source=f"{_TORCH_GEMM}: H200 BF16 790.29 of 989 = 0.80 (FP16 759.40)",
     ),
 }
-"""Measured ceilings of each accelerator's memory-bandwidth efficiency, by the device's name in
-``Accelerator``'s named constants (``Accelerator.achieved`` reads them). Devices absent here have
-no measurement: their efficiencies are bounded by the fitting grid only."""
+"""Measured ceilings of each accelerator's memory-bandwidth efficiency and, where a dense GEMM
+was measured, its compute efficiency, by the device's name in ``Accelerator``'s named constants
+(``Accelerator.achieved`` reads them). Devices absent here (or a figure left None) have no
+measurement: their efficiencies are bounded by the fitting grid only."""
 
 T4, A10G, L4, L40S, A100_40GB, A100_80GB, H100, H200 = (
     dataclasses.replace(device, achieved=ACHIEVED_PEAKS.get(name))
