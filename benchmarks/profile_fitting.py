@@ -791,10 +791,10 @@ def exceeded_bounds(rows: Sequence[Row], efficiency: Efficiency) -> dict[str, st
     for name, bound in physical_bounds(rows).items():
         value = getattr(efficiency, name)
         if value > bound.value + 1e-9:
+            kernel = MEASURED_BY[BOUNDED[name]]
             exceeded[name] = (
-                f"fitted {value:g} of peak, past the {bound.value:g} {MEASURED_BY[BOUNDED[name]]} "
-                "reaches "
-                f"on {bound.gpu}: the fit stands in for a cost the model is missing"
+                f"fitted {value:g} of peak, past the {bound.value:g} {kernel} reaches on "
+                f"{bound.gpu}: the fit stands in for a cost the model is missing"
             )
     return exceeded
 
