@@ -340,6 +340,47 @@ def test_tgi_1_tp8_step_grows_with_the_model_by_weights_and_all_reduce_latency()
     assert "sharded_client.rs" in profile.raw["prior"]["tensor_parallel_source"]
 
 
+def test_tgi_releases_with_exllama_on_every_layer_pay_no_triton_launches() -> None:
+    """TGI 1.0.3 and 1.1.0 load the column-parallel GPTQ products with the Triton kernel (the
+    fitted int4 kernel); from v1.1.1 every layer is exllama's (pull request 1101), from v1.2.0
+    exllamav2's, which reconstructs above 50 rows: the image's release picks its kernels."""
+    fitted = engine_profile("tgi-1").kernel(Precision.INT4_AWQ)
+    assert fitted is not None and fitted.per_layer_ms > 0
+    for version in ("1.0.3", "1.1.0"):
+        assert profile_for_image("tgi", version).kernel(Precision.INT4_AWQ) == fitted
+    for version, threshold in (("1.1.1", 8), ("1.3.4", 50), ("1.4.5", 50)):
+        profile = profile_for_image("tgi", version)
+        assert profile.name == "tgi-1"
+        kernel = profile.kernel(Precision.INT4_AWQ)
+        assert kernel is not None and kernel.per_layer_ms == 0
+        assert (kernel.reconstruct_above, kernel.reconstruct_share) == (threshold, 1.0)
+        assert "1101" in kernel.source
+        assert profile.kernel(Precision.FP8) == engine_profile("tgi-1").kernel(Precision.FP8)
+    # One request: the later release skips the launches the fitted kernel pays.
+    spec, layout, load = (
+        ModelSpec.LLAMA_2_7B,
+        Layout(InstanceType.G5_2XLARGE, 1, 1),
+        Workload(256, 128),
+    )
+    ms = {
+        version: predict(
+            spec,
+            layout,
+            load,
+            [1],
+            engine=profile_for_image("tgi", version),
+            precision=Precision.INT4_AWQ,
+        )
+        .levels[0]
+        .ms_per_token
+        for version in ("1.0.3", "1.4.5")
+    }
+    assert ms["1.4.5"] < ms["1.0.3"] - fitted.per_layer_ms * spec.layers / 2
+    # The command line's --engine tgi:VERSION reaches the same kernels.
+    cli = engine_argument("tgi:1.4.5")
+    assert cli is not None and cli.kernel(Precision.INT4_AWQ) == profile.kernel(Precision.INT4_AWQ)
+
+
 def test_tgi_1_int4_pays_its_kernel_launches_per_layer_at_every_tp_degree() -> None:
     """TGI 1.0.3's GPTQ layers launch a Triton kernel from Python (tens of us each), a cost
     per layer that does not shrink with tensor parallelism, unlike the weight bytes."""

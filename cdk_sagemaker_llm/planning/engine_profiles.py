@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from functools import cache
 from importlib import resources
@@ -131,6 +131,19 @@ class Serves:
         if self.accelerators is Accelerators.GPU:
             return instance_type.is_gpu
         return True
+
+
+@dataclass(frozen=True)
+class ReleaseKernels:
+    """The quantized kernels a range of an engine's releases loads instead of the profile's
+    (the JSON's ``release_kernels``): a profile's kernels are fitted on the releases its rows
+    measured, and a later release of the same line may load other kernels for the same
+    weights. ``EngineProfile.for_release`` applies them."""
+
+    releases: VersionRange
+    """The container family and the releases, ``from`` included, ``below`` excluded."""
+    kernels: Mapping[str, KernelSpeed]
+    """Precision value (``int4`` ...) -> the kernel speed those releases run."""
 
 
 @dataclass(frozen=True)
@@ -351,12 +364,24 @@ class EngineProfile:
         default_factory=lambda: Serves(Accelerators.ANY, (), (), "no container stated")
     )
     """The containers, measured engine names and accelerators the profile models."""
+    release_kernels: tuple[ReleaseKernels, ...] = ()
+    """Releases that load other quantized kernels than the fitted ones (``for_release``)."""
 
     @property
     def family(self) -> ContainerFamily | None:
         """The container family the profile models first (None: any, the fallback)."""
         containers = self.serves.containers
         return ContainerFamily(containers[0].name) if containers else None
+
+    def for_release(self, family: str, version: str | None) -> EngineProfile:
+        """This profile as the container ``family`` at ``version`` runs it: with the kernels
+        of the first ``release_kernels`` range that holds the release, else unchanged (a
+        release no range holds, or an unknown version where every range is closed above,
+        keeps the fitted kernels)."""
+        for release in self.release_kernels:
+            if release.releases.matches(family, version):
+                return replace(self, kernels={**self.kernels, **release.kernels})
+        return self
 
     def kernel(self, precision: Precision) -> KernelSpeed | None:
         """The kernel speed for quantized ``precision`` weights; None for fp16/bf16/fp32."""
@@ -608,6 +633,13 @@ def profile_from_dict(data: Mapping[str, Any]) -> EngineProfile:
         ),
         raw=data,
         serves=_serves(data["serves"]),
+        release_kernels=tuple(
+            ReleaseKernels(
+                VersionRange.of(release, "family"),
+                {name: KernelSpeed.of(k) for name, k in release["kernels"].items()},
+            )
+            for release in data.get("release_kernels", ())
+        ),
     )
 
 
@@ -669,8 +701,10 @@ def _version(version: str | None) -> tuple[int, ...] | None:
 
 
 def profile_for_image(family: ContainerFamily | str, version: str | None) -> EngineProfile:
-    """The profile of a container image (see ``profile_name_for``)."""
-    return engine_profile(profile_name_for(family, version))
+    """The profile of a container image (see ``profile_name_for``), with the quantized
+    kernels its release loads (``EngineProfile.for_release``)."""
+    profile = engine_profile(profile_name_for(family, version))
+    return profile.for_release(ContainerFamily(family).value, version)
 
 
 class ContainerRelease(Protocol):
