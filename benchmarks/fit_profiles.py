@@ -43,6 +43,7 @@ import profile_fitting as pf
 
 from cdk_sagemaker_llm.planning.engine_profiles import (
     PROFILE_NAMES,
+    EngineProfile,
     engine_profile,
 )
 from cdk_sagemaker_llm.planning.performance import Efficiency
@@ -101,25 +102,7 @@ def fitted_document(
         efficiency, trained, fitted = pf.prior_efficiency(profile), pf.prior_profile(profile), False
     if "prior_kernels" not in document:
         document["prior_kernels"] = document["kernels"]
-    document["kernels"] = {}
-    for kernel_name, prior in document["prior_kernels"].items():
-        kernel = trained.kernels[kernel_name]
-        count = sum(row.precision.value == kernel_name for row in own)
-        fitted_here = f"fitted to {count} {kernel_name} rows of benchmarks/measurements/rows.csv "
-        document["kernels"][kernel_name] = dict(prior)
-        if fitted and kernel.weight_read != prior["weight_read"]:
-            document["kernels"][kernel_name] |= {
-                "weight_read": kernel.weight_read,
-                "compute": kernel.compute,
-                "source": f"{fitted_here}(benchmarks/fit_profiles.py); prior "
-                f"{prior['weight_read']}: {prior['source']}",
-            }
-        if fitted and kernel.per_layer_ms != prior.get("per_layer_ms", 0.0):
-            document["kernels"][kernel_name] |= {
-                "per_layer_ms": kernel.per_layer_ms,
-                "per_layer_source": f"{fitted_here}(benchmarks/fit_profiles.py); prior "
-                f"{prior['per_layer_ms']:g} ms: {prior['per_layer_source']}",
-            }
+    document["kernels"] = _fitted_kernels(document["prior_kernels"], trained, own, fitted)
     document["efficiency"] = {
         "memory_bandwidth": efficiency.memory_bandwidth,
         "decode_compute": efficiency.decode_compute,
@@ -197,6 +180,39 @@ def _bounds_document(own: list[pf.Row], efficiency: Efficiency) -> dict:
         | ({"exceeded": exceeded[name]} if name in exceeded else {})
         for name, bound in pf.physical_bounds(own).items()
     }
+
+
+def _fitted_kernels(
+    priors: dict, trained: EngineProfile, own: list[pf.Row], fitted: bool
+) -> dict[str, dict]:
+    """Each quantized kernel's JSON: its prior, with the speeds the fit moved and where they
+    now come from (the rows they were fitted to, then the prior's reason)."""
+    kernels: dict[str, dict] = {}
+    for kernel_name, prior in priors.items():
+        kernel = trained.kernels[kernel_name]
+        count = sum(row.precision.value == kernel_name for row in own)
+        fitted_here = f"fitted to {count} {kernel_name} rows of benchmarks/measurements/rows.csv "
+        kernels[kernel_name] = dict(prior)
+        if fitted and kernel.weight_read != prior["weight_read"]:
+            kernels[kernel_name] |= {
+                "weight_read": kernel.weight_read,
+                "compute": kernel.compute,
+                "source": f"{fitted_here}(benchmarks/fit_profiles.py); prior "
+                f"{prior['weight_read']}: {prior['source']}",
+            }
+        if fitted and kernel.compute != prior["compute"]:
+            kernels[kernel_name] |= {
+                "compute": kernel.compute,
+                "compute_source": f"{fitted_here}(benchmarks/fit_profiles.py); prior "
+                f"{prior['compute']:g}: {prior['compute_source']}",
+            }
+        if fitted and kernel.per_layer_ms != prior.get("per_layer_ms", 0.0):
+            kernels[kernel_name] |= {
+                "per_layer_ms": kernel.per_layer_ms,
+                "per_layer_source": f"{fitted_here}(benchmarks/fit_profiles.py); prior "
+                f"{prior['per_layer_ms']:g} ms: {prior['per_layer_source']}",
+            }
+    return kernels
 
 
 def _per_layer_source(prior: dict, efficiency: Efficiency, own: list[pf.Row]) -> str:

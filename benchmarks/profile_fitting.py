@@ -81,21 +81,6 @@ HELD_OUT = re.compile(
 never fitted to; a row citing it is an error."""
 
 VALIDATION_ONLY_SOURCES: Mapping[str, str] = {
-    "trtllm-perf-overview-v1.0": (
-        "offline trtllm-bench runs at a batch limit trtllm-bench chooses and the page does not "
-        "state (up to 2,048 with CUDA graphs to 8,192) against the lmi-trtllm profile's 256: "
-        "fitting their throughput would move the bandwidth and compute efficiencies to absorb "
-        "a scheduling limit the closed form does not model (issue 30 item 1)"
-    ),
-    "trtllm-0.16-llama70b-tp8-sweep-2025-07": (
-        "offline trtllm-bench runs at a batch limit of 2,048 against the lmi-trtllm profile's "
-        "256 (as trtllm-perf-overview-v1.0)"
-    ),
-    "trtllm-perf-v0.9": (
-        "static batches the model can state, but not refitted yet: a refit of lmi-trtllm moves "
-        "every TensorRT-LLM prediction and is left to the refit that follows the scheduler "
-        "simulation (issue 30 item 1)"
-    ),
     "gpustack-perf-lab-qwen3-14b-32b-2025-11": (
         "the same lab, harness (vllm bench serve, every request at once) and GPUs as the "
         "GPUStack Performance Lab's Qwen3-8B pages, which issue 30 holds out: a fit to these "
@@ -803,6 +788,11 @@ KERNEL_GRID = [0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
 KERNEL_PER_LAYER_GRID = [0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6]
 """ms per layer a quantized kernel's launches may cost (``KernelSpeed.per_layer_ms``), fitted
 only for a kernel whose prior cites such a cost (``per_layer_source``)."""
+KERNEL_COMPUTE_GRID = [1.0, 1.2, 1.4, 1.6, 1.8, 2.0]
+"""An FP8 kernel's compute against FP16's (``KernelSpeed.compute``), fitted only for a kernel
+whose prior says why it may pass FP16's rate (``compute_source``): from FP16's rate to the FP8
+tensor cores' dense peak, twice FP16's on every FP8 GPU of the catalog (NVIDIA H100, H200, L40S
+and L4 datasheets), a physical ceiling like ``physical_bounds``'."""
 MIN_ROWS_TO_FIT_KERNEL = 4
 """Quantized rows a profile needs before its kernel's weight-read speed is fitted rather than
 taken from the published figure in its JSON."""
@@ -821,9 +811,12 @@ def prior_profile(profile: EngineProfile) -> EngineProfile:
 
 
 def _kernel_grids(kernel: KernelSpeed) -> list[tuple[str, Sequence[float]]]:
-    """The quantized kernel's fitted speeds and their grids: its weight-read speed, and its
-    launch cost per layer where its prior cites one."""
+    """The quantized kernel's fitted speeds and their grids: its weight-read speed, its
+    compute where its prior says why it may pass FP16's, and its launch cost per layer where
+    its prior cites one."""
     grids: list[tuple[str, Sequence[float]]] = [("weight_read", KERNEL_GRID)]
+    if kernel.compute_source:
+        grids.append(("compute", KERNEL_COMPUTE_GRID))
     if kernel.per_layer_source:
         grids.append(("per_layer_ms", KERNEL_PER_LAYER_GRID))
     return grids
@@ -833,6 +826,8 @@ def _with_kernel_speed(kernel: KernelSpeed, field: str, value: float) -> KernelS
     """``kernel`` with one of its fitted speeds (``_kernel_grids``) set to ``value``."""
     if field == "per_layer_ms":
         return replace(kernel, per_layer_ms=value)
+    if field == "compute":
+        return replace(kernel, compute=value)
     return replace(kernel, weight_read=value)
 
 

@@ -805,14 +805,49 @@ def test_the_gpus_with_a_measured_dense_gemm_bound_the_compute_efficiencies(
     # and words an excess as a GEMM's, not a streaming kernel's.
     own = [row for row in rows if row.profile == "lmi-trtllm" and fitting.trains(row)]
     bounds = fitting.physical_bounds(own)
-    assert bounds["prefill_compute"].gpu == bounds["decode_compute"].gpu == "A100-40GB"
-    assert bounds["prefill_compute"].value == ceilings[Accelerator.A100_40GB.name]
+    assert bounds["prefill_compute"].gpu == bounds["decode_compute"].gpu == "L40S"
+    assert bounds["prefill_compute"].value == ceilings[Accelerator.L40S.name]
     assert "torch-performance-test-data" in bounds["prefill_compute"].source
-    excess = fitting.exceeded_bounds(own, efficiency_of(engine_profile("lmi-trtllm")))
-    assert "a dense GEMM reaches on A100-40GB" in excess["prefill_compute"]
+    fitted = efficiency_of(engine_profile("lmi-trtllm"))
+    assert fitting.exceeded_bounds(own, fitted) == {}
+    excess = fitting.exceeded_bounds(own, replace(fitted, prefill_compute=0.8))
+    assert "a dense GEMM reaches on L40S" in excess["prefill_compute"]
     vllm = engine_profile("lmi-vllm-v1")
     assert vllm.raw["physical_bounds"]["prefill_compute"]["set_by"] == "L4"
     assert efficiency_of(vllm).prefill_compute <= ceilings[Accelerator.L4.name]
+
+
+TENSORRT_LLM_OFFLINE_SOURCES = {
+    "trtllm-perf-overview-v1.0",
+    "trtllm-0.16-llama70b-tp8-sweep-2025-07",
+    "trtllm-perf-v0.9",
+}
+
+
+def test_tensorrt_llm_fits_its_fp8_gemms_up_to_the_fp8_peak_and_stays_within_every_ceiling(
+    fitting: ModuleType, rows: list[Any]
+) -> None:
+    """The offline trtllm-bench runs (predicted at the batch trtllm-bench sized, row_batch.py)
+    train lmi-trtllm; its fp8 kernel's compute is fitted between FP16's rate and the FP8
+    tensor peak (twice FP16's), and no efficiency goes past its measured ceiling."""
+    profile = engine_profile("lmi-trtllm")
+    own = [row for row in rows if row.profile == profile.name and fitting.trains(row)]
+    assert {row.source for row in own} >= TENSORRT_LLM_OFFLINE_SOURCES
+    assert fitting.within_ceilings(profile)
+    stated = profile.raw["physical_bounds"]
+    assert stated and not any("exceeded" in bound for bound in stated.values())
+    assert fitting.exceeded_bounds(own, efficiency_of(profile)) == {}
+    fp8 = profile.kernels["fp8"]
+    prior = KernelSpeed.of(profile.raw["prior_kernels"]["fp8"])
+    assert "FBGEMM" in prior.compute_source and "datasheets" in prior.compute_source
+    assert max(fitting.KERNEL_COMPUTE_GRID) == 2.0 and min(fitting.KERNEL_COMPUTE_GRID) == 1.0
+    assert 1.0 < fp8.compute <= 2.0 and fp8.compute != prior.compute
+    assert "fitted to" in fp8.compute_source
+    # Only a kernel whose prior says why it may pass FP16's rate has its compute fitted.
+    assert ("compute", fitting.KERNEL_COMPUTE_GRID) in fitting._kernel_grids(prior)
+    plain = replace(prior, compute_source="")
+    assert all(field != "compute" for field, _ in fitting._kernel_grids(plain))
+    assert KernelSpeed.of(fp8.to_dict()) == fp8
 
 
 def test_a_bounded_fit_stops_each_efficiency_at_the_lowest_ceiling_of_its_rows_gpus(

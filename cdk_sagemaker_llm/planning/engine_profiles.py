@@ -185,7 +185,8 @@ class KernelSpeed:
     reading weights: 1.0 = the ideal 4x (int4) / 2x (fp8) fewer-bytes speed-up; 0.3 = an int4
     step reads weights only 1.2x faster than FP16."""
     compute: float
-    """Fraction of FP16 compute efficiency at large batches (dequantizing costs arithmetic)."""
+    """Fraction of FP16 compute efficiency at large batches (dequantizing costs arithmetic);
+    above 1 where the kernel multiplies on faster tensor cores than FP16's (``compute_source``)."""
     source: str
     reconstruct_above: int | None = None
     """Rows (sequences in a decode step, prompt tokens in a prefill) above which the engine
@@ -206,6 +207,10 @@ class KernelSpeed:
     as the FP16 kernels."""
     per_layer_source: str = ""
     """Where ``per_layer_ms`` comes from (engine source and the launch cost measured)."""
+    compute_source: str = ""
+    """Why ``compute`` may exceed FP16's, and what bounds it: FP8 GEMMs on FP8 tensor cores,
+    whose dense peak is twice FP16's. Stated: the fit moves ``compute`` between FP16's rate
+    and that peak (``benchmarks/profile_fitting.py`` ``KERNEL_COMPUTE_GRID``)."""
 
     def reconstructs(self, rows: float) -> bool:
         """Whether a matrix product over ``rows`` rows dequantizes to FP16 first."""
@@ -225,6 +230,8 @@ class KernelSpeed:
         if self.per_layer_source:
             document["per_layer_ms"] = self.per_layer_ms
             document["per_layer_source"] = self.per_layer_source
+        if self.compute_source:
+            document["compute_source"] = self.compute_source
         return document
 
     @staticmethod
@@ -240,6 +247,7 @@ class KernelSpeed:
             document.get("reconstruct_source", ""),
             float(document.get("per_layer_ms", 0.0)),
             document.get("per_layer_source", ""),
+            document.get("compute_source", ""),
         )
 
 
