@@ -388,8 +388,12 @@ def regime_table(
     held: Sequence[pf.HeldOutPrediction],
     max_tokens: Sequence[tuple[Sequence[pf.HeldOutPrediction], float, float, float]],
     hits: Sequence[BandHit],
+    conformal: Sequence[ConformalHit],
 ) -> list[str]:
-    """Every figure per load regime (``REGIMES``) and in aggregate, as a Markdown table."""
+    """Every figure per load regime (``REGIMES``) and in aggregate, as a Markdown table; the
+    coverage of both bands on the same (row, figure) pairs: the engine profile's (``hits``, the
+    one band of a prediction, which ``plan`` quotes) and the conformal band's (``conformal``,
+    each level's band in ``predict``, per load regime and extrapolation distance)."""
     knees = measured_knees(held)
     regime = {h.row.index: regime_of(h, knees) for h in held}
     sweep_regime = []
@@ -400,8 +404,8 @@ def regime_table(
     lines = [
         "| regime | rows | sources | ms/token: n / median / p90 abs error | tokens/s: n / "
         f"median / p90 | max tokens/s at <= {SLO_MS:g} ms/token: sweeps / median / p90 | "
-        "band p10-p90 coverage |",
-        "|---|---:|---:|---|---|---|---:|",
+        "band p10-p90 coverage: engine profile | conformal |",
+        "|---|---:|---:|---|---|---|---:|---:|",
     ]
     for name in (*REGIMES, "all"):
         members = [h for h in held if name in ("all", regime[h.row.index])]
@@ -414,12 +418,19 @@ def regime_table(
         tokens = [_abs_pct(h.errors["tokens_per_s"]) for h in members if "tokens_per_s" in h.errors]
         best = [e for r, e in sweep_regime if name in ("all", r)]
         covered = [hit.inside for hit in hits if name in ("all", regime[hit.held.row.index])]
-        share = f"{sum(covered) / len(covered):.0%} of {len(covered)}" if covered else "-"
+        conformally = [
+            hit.inside for hit in conformal if name in ("all", regime[hit.residual.row_index])
+        ]
         lines.append(
             f"| {name} | {len(members)} | {len({h.row.source for h in members})} | {_cell(ms)} | "
-            f"{_cell(tokens)} | {_cell(best)} | {share} |"
+            f"{_cell(tokens)} | {_cell(best)} | {_share(covered)} | {_share(conformally)} |"
         )
     return lines
+
+
+def _share(inside: Sequence[bool]) -> str:
+    """``inside``'s share of True, with its count."""
+    return f"{sum(inside) / len(inside):.0%} of {len(inside)}" if inside else "-"
 
 
 def distance_table(hits: Sequence[BandHit]) -> list[str]:
@@ -539,6 +550,7 @@ def render(held: Sequence[pf.HeldOutPrediction], details: bool, rows: Sequence[p
     strict = sum(m == p for _, m, p, _ in checks)
     tie_aware = sum(m == p or regret < TIE_TOLERANCE for _, m, p, regret in checks)
     hits = band_hits(held, rows or [h.row for h in held])
+    conformal = conformal_hits(held, rows or [h.row for h in held])
     pairs = len(hits)
     coverage = sum(hit.inside for hit in hits) / pairs if pairs else float("nan")
     sources = sorted({h.row.source for h in held})
@@ -573,13 +585,13 @@ def render(held: Sequence[pf.HeldOutPrediction], details: bool, rows: Sequence[p
         "offline run); targets: median <= 15 % (ms/token), <= 20 % (tokens/s), p90 <= 35 %, "
         "coverage >= 80 %:",
         "",
-        *regime_table(held, result.max_tokens, hits),
+        *regime_table(held, result.max_tokens, hits, conformal),
         "",
         "The band by extrapolation distance (how many ways the row leaves what its profile was "
         "fitted on without its source; each widens the band):",
         "",
         *distance_table(hits),
-        *_conformal_section(held, rows or [h.row for h in held]),
+        *_conformal_section(held, conformal),
     ]
     per_profile = defaultdict(list)
     for h in held:
@@ -647,9 +659,10 @@ def render(held: Sequence[pf.HeldOutPrediction], details: bool, rows: Sequence[p
     return "\n".join(lines) + "\n"
 
 
-def _conformal_section(held: Sequence[pf.HeldOutPrediction], rows: Sequence[pf.Row]) -> list[str]:
+def _conformal_section(
+    held: Sequence[pf.HeldOutPrediction], hits: Sequence[ConformalHit]
+) -> list[str]:
     """The conformal band (``planning/conformal_band.py``) scored leave-one-source-out."""
-    hits = conformal_hits(held, rows)
     return [
         "",
         "The conformal band (what `predict` shows: `benchmarks/conformal_bands.py`), each source "

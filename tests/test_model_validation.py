@@ -169,3 +169,36 @@ def test_leave_one_source_out_gives_the_same_predictions_in_parallel_as_in_one_p
     serial = fitting.leave_one_source_out(few)
     assert [held.row.index for held in parallel] == sorted(row.index for row in few)
     assert parallel == serial
+
+
+def test_the_regime_table_scores_both_bands_on_the_same_pairs(
+    validation: ModuleType, rows: list[Any]
+) -> None:
+    """Each regime's row states the engine profile band's coverage (what ``plan`` quotes) and
+    the conformal band's (each level's band in ``predict``, the one issue 30's target names)
+    over the same (row, figure) pairs, so neither is read for the other."""
+    conformal_bands = benchmark_module("conformal_bands")
+    held = [h for h in _held(rows, "nim-benchmarking-perf", 8) if h.row.input_tokens == 5000]
+    knees = validation.measured_knees(held)
+    saturated = [h for h in held if validation.regime_of(h, knees) == "saturated"]
+    light = [h for h in held if validation.regime_of(h, knees) == "light"]
+    assert saturated and light
+    profile_hits = [validation.BandHit(h, h in light, 1, 2.0) for h in held]
+    conformal_hits = [
+        validation.ConformalHit(
+            conformal_bands.Residual(h.row.index, h.row.source, "tokens_per_s", "unused", "1", 0.0),
+            h in saturated,
+            2.0,
+        )
+        for h in held
+    ]
+    table = validation.regime_table(held, [], profile_hits, conformal_hits)
+    assert table[0].endswith("band p10-p90 coverage: engine profile | conformal |")
+    by_regime = {line.split(" | ")[0].lstrip("| "): line for line in table[2:]}
+    n_light, n_saturated = len(light), len(saturated)
+    assert by_regime["light"].endswith(f"| 100% of {n_light} | 0% of {n_light} |")
+    assert by_regime["saturated"].endswith(f"| 0% of {n_saturated} | 100% of {n_saturated} |")
+    assert by_regime["all"].endswith(
+        f"| {n_light / len(held):.0%} of {len(held)} | {n_saturated / len(held):.0%} of "
+        f"{len(held)} |"
+    )
