@@ -191,26 +191,31 @@ def _fitted_kernels(
     for kernel_name, prior in priors.items():
         kernel = trained.kernels[kernel_name]
         count = sum(row.precision.value == kernel_name for row in own)
-        fitted_here = f"fitted to {count} {kernel_name} rows of benchmarks/measurements/rows.csv "
+
+        def moved(prior_value: str, reason: str, name: str = kernel_name, n: int = count) -> str:
+            return (
+                f"fitted to {n} {name} rows of benchmarks/measurements/rows.csv "
+                f"(benchmarks/fit_profiles.py); prior {prior_value}: {reason}"
+            )
+
         kernels[kernel_name] = dict(prior)
         if fitted and kernel.weight_read != prior["weight_read"]:
             kernels[kernel_name] |= {
                 "weight_read": kernel.weight_read,
                 "compute": kernel.compute,
-                "source": f"{fitted_here}(benchmarks/fit_profiles.py); prior "
-                f"{prior['weight_read']}: {prior['source']}",
+                "source": moved(f"{prior['weight_read']}", prior["source"]),
             }
         if fitted and kernel.compute != prior["compute"]:
             kernels[kernel_name] |= {
                 "compute": kernel.compute,
-                "compute_source": f"{fitted_here}(benchmarks/fit_profiles.py); prior "
-                f"{prior['compute']:g}: {prior['compute_source']}",
+                "compute_source": moved(f"{prior['compute']:g}", prior["compute_source"]),
             }
         if fitted and kernel.per_layer_ms != prior.get("per_layer_ms", 0.0):
             kernels[kernel_name] |= {
                 "per_layer_ms": kernel.per_layer_ms,
-                "per_layer_source": f"{fitted_here}(benchmarks/fit_profiles.py); prior "
-                f"{prior['per_layer_ms']:g} ms: {prior['per_layer_source']}",
+                "per_layer_source": moved(
+                    f"{prior['per_layer_ms']:g} ms", prior["per_layer_source"]
+                ),
             }
     return kernels
 

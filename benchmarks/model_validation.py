@@ -549,8 +549,9 @@ def render(held: Sequence[pf.HeldOutPrediction], details: bool, rows: Sequence[p
     ]
     strict = sum(m == p for _, m, p, _ in checks)
     tie_aware = sum(m == p or regret < TIE_TOLERANCE for _, m, p, regret in checks)
-    hits = band_hits(held, rows or [h.row for h in held])
-    conformal = conformal_hits(held, rows or [h.row for h in held])
+    rows = rows or [h.row for h in held]
+    hits = band_hits(held, rows)
+    conformal = conformal_hits(held, rows)
     pairs = len(hits)
     coverage = sum(hit.inside for hit in hits) / pairs if pairs else float("nan")
     sources = sorted({h.row.source for h in held})
