@@ -179,7 +179,12 @@ def _calibration(sweep: Sequence[pf.Row]) -> Calibration | None:
     layout = Layout(first.instance_type, first.tensor_parallel_degree, 1, 1)
     try:
         return calibrate(
-            {"levels": levels}, first.spec, layout, first.precision, workload=first.workload
+            {"levels": levels},
+            first.spec,
+            layout,
+            first.precision,
+            workload=first.workload,
+            kv_cache_precision=first.kv_cache,
         )
     except ValidationError:
         return None
@@ -204,6 +209,7 @@ def _ask(
                 instance_types=[first.instance_type],
                 tensor_parallel_degrees=[first.tensor_parallel_degree],
                 precision=first.precision,
+                kv_cache_precision=first.kv_cache,
                 max_instance_count=MAX_INSTANCES,
             ),
             sizing=Sizing(engine=first.profile, calibration=calibration, risk=risk),

@@ -202,3 +202,37 @@ def test_the_regime_table_scores_both_bands_on_the_same_pairs(
         f"| {n_light / len(held):.0%} of {len(held)} | {n_saturated / len(held):.0%} of "
         f"{len(held)} |"
     )
+
+
+def test_a_sweep_whose_own_figures_overflow_a_16_bit_kv_cache_is_predicted_with_an_fp8_one(
+    rows: list[Any],
+) -> None:
+    """NIM 1.8.0's Llama 3.3 70B FP8 sweep on two H100s (5,000 in / 500 out) decodes about 86
+    sequences at once from 100 in flight (920 tokens/s x 93 ms ITL), where a 16-bit KV cache
+    holds 53 of them: the memory law says the engine ran an FP8 one, so the whole sweep is
+    predicted with it, and its saturated throughput then comes within 10 % (a 16-bit cache's
+    prediction is 20 % short). No other sweep's figures prove one; a row whose figures fit the
+    16-bit cache keeps it."""
+    fitting = sys.modules["profile_fitting"]
+    nim = [row for row in rows if row.source == "nim-benchmarking-perf"]
+    assert nim and {row.kv_cache.value for row in nim} == {"fp8"}
+    assert {row.kv_cache.value for row in rows if row not in nim} == {"auto"}
+
+    (saturated,) = [row for row in nim if row.concurrency == 250]
+    decoding = fitting.decoding_at_once(saturated)
+    assert decoding == pytest.approx(85.8, abs=0.5)
+    profile = engine_profile(saturated.profile)
+    efficiency = efficiency_of(profile)
+    as_stated = replace(saturated, kv_cache=type(saturated.kv_cache).AUTO)
+    sixteen_bit = fitting.profile_limits(as_stated.model(profile), profile)[0].capacity
+    assert decoding > sixteen_bit * fitting.KV_IMPLIED_MARGIN
+    fp8 = fitting.predict_row(saturated, profile, efficiency).tokens_per_s
+    auto = fitting.predict_row(as_stated, profile, efficiency).tokens_per_s
+    assert fp8 / saturated.tokens_per_s == pytest.approx(1, abs=0.10)
+    assert auto / saturated.tokens_per_s < 0.85
+
+    # the same sweep at half the throughput decodes 43 at once: within the 16-bit cache
+    halved = [
+        replace(row, kv_cache=as_stated.kv_cache, tokens_per_s=row.tokens_per_s / 2) for row in nim
+    ]
+    assert {row.kv_cache.value for row in fitting.implied_kv_cache(halved)} == {"auto"}
