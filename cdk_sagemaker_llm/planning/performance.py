@@ -502,6 +502,9 @@ class CopyModel:
     """(memory bandwidth GB/s, dense FP16 TFLOPS) of one accelerator."""
     _link: Interconnect = field(init=False, repr=False, compare=False)
     """The link the all-reduces cross (``interconnect_of``), read once: every step asks."""
+    _kv_read_per_token: float = field(init=False, repr=False, compare=False)
+    """KV-cache bytes a decode step reads per context token of one sequence (the cache's bytes
+    per token times the reads of the decode attention kernel), read once: every step asks."""
 
     def __post_init__(self) -> None:
         # A ValidationError here when the vendor does not publish the figures: no guessing.
@@ -511,8 +514,16 @@ class CopyModel:
         object.__setattr__(
             self, "_link", interconnect_of(self.instance_type, self.tensor_parallel_degree)
         )
+        object.__setattr__(
+            self,
+            "_kv_read_per_token",
+            kv_bytes_per_token_per_copy(
+                self.spec, self.tensor_parallel_degree, self.precision, self.kv_cache
+            )
+            * self.decode_attention.kv_read_factor(self.spec, self.efficiency.kv_reread_share),
+        )
 
-    @property
+    @cached_property
     def _bandwidth(self) -> float:
         bandwidth_gbps, _ = self._figures
         return bandwidth_gbps * 1e9 * self.tensor_parallel_degree * self.efficiency.memory_bandwidth
@@ -561,6 +572,11 @@ class CopyModel:
     def overhead_s(self) -> float:
         """The fixed cost of one forward step (grows with layers and TP degree), with the
         quantized kernels' own launch cost per layer (``KernelSpeed.per_layer_ms``)."""
+        return self._overhead
+
+    @cached_property
+    def _overhead(self) -> float:
+        """``overhead_s``, worked out once: every step asks."""
         launches = 0.0 if self.kernel is None else self.kernel.per_layer_ms * self.spec.layers
         return (
             self.efficiency.step_overhead_s(self.spec.layers, self.tensor_parallel_degree)
@@ -582,14 +598,7 @@ class CopyModel:
         the mean context of its sequences; default the workload's ``mean_context``), the cache
         as many times as the decode attention kernel reads it (``decode_attention``)."""
         mean = self.workload.mean_context if context is None else context
-        kv = (
-            batch
-            * mean
-            * kv_bytes_per_token_per_copy(
-                self.spec, self.tensor_parallel_degree, self.precision, self.kv_cache
-            )
-            * self.decode_attention.kv_read_factor(self.spec, self.efficiency.kv_reread_share)
-        )
+        kv = batch * mean * self._kv_read_per_token
         return self._weight_traffic_s(batch, batch) + kv / self._bandwidth
 
     def compute_time_s(self, batch: int, context: float | None = None) -> float:
