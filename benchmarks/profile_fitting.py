@@ -409,23 +409,23 @@ def implied_kv_cache(rows: Sequence[Row]) -> list[Row]:
             continue
         if kv_cache_precision_problem(row.instance_type, KvCachePrecision.FP8):
             continue
-        profile = engine_profile(row.profile)
-        held = {
-            kv: profile_limits(replace(row, kv_cache=kv).model(profile), profile, batch=row.batch)[
-                0
-            ].capacity
-            for kv in KvCachePrecision
-        }
-        if (
-            held[KvCachePrecision.AUTO] * KV_IMPLIED_MARGIN
-            < decoding
-            <= (held[KvCachePrecision.FP8] * KV_IMPLIED_MARGIN)
-        ):
+        sixteen_bit = _sequences_held(row, KvCachePrecision.AUTO)
+        fp8 = _sequences_held(row, KvCachePrecision.FP8)
+        if sixteen_bit * KV_IMPLIED_MARGIN < decoding <= fp8 * KV_IMPLIED_MARGIN:
             proven.add(row.sweep_key())
     return [
         replace(row, kv_cache=KvCachePrecision.FP8) if row.sweep_key() in proven else row
         for row in rows
     ]
+
+
+def _sequences_held(row: Row, kv_cache: KvCachePrecision) -> int:
+    """The sequences one copy of the row's layout holds with a ``kv_cache`` KV cache, under
+    its engine's allocation and the row's batch settings (``profile_limits``)."""
+    profile = engine_profile(row.profile)
+    model = replace(row, kv_cache=kv_cache).model(profile)
+    limits, _ = profile_limits(model, profile, batch=row.batch)
+    return limits.capacity
 
 
 TRTLLM_RELEASE = re.compile(r"(?:TensorRT-LLM|backend) (\d+)\.(\d+)|^(\d+)\.(\d+)")
