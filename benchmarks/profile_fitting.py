@@ -421,11 +421,10 @@ def implied_kv_cache(rows: Sequence[Row]) -> list[Row]:
 
 def _sequences_held(row: Row, kv_cache: KvCachePrecision) -> int:
     """The sequences one copy of the row's layout holds with a ``kv_cache`` KV cache, under
-    its engine's allocation and the row's batch settings (``profile_limits``)."""
+    its engine's allocation and the row's batch settings (``_capacity``, as the fit reads it)."""
+    held = replace(row, kv_cache=kv_cache)
     profile = engine_profile(row.profile)
-    model = replace(row, kv_cache=kv_cache).model(profile)
-    limits, _ = profile_limits(model, profile, batch=row.batch)
-    return limits.capacity
+    return _capacity(held, profile, held.model(profile))
 
 
 TRTLLM_RELEASE = re.compile(r"(?:TensorRT-LLM|backend) (\d+)\.(\d+)|^(\d+)\.(\d+)")
