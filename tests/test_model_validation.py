@@ -236,3 +236,20 @@ def test_a_sweep_whose_own_figures_overflow_a_16_bit_kv_cache_is_predicted_with_
         replace(row, kv_cache=as_stated.kv_cache, tokens_per_s=row.tokens_per_s / 2) for row in nim
     ]
     assert {row.kv_cache.value for row in fitting.implied_kv_cache(halved)} == {"auto"}
+
+
+def test_no_row_decodes_more_sequences_at_once_than_it_has_in_flight(rows: list[Any]) -> None:
+    """Little's law over the decode phase bounds what a row's ITL and throughput may say
+    together: tokens/s x ITL (the sequences decoding at once, ``decoding_at_once``) cannot
+    exceed the requests in flight. A row past it (5 % for rounding) was transcribed wrong:
+    the figure the FP8 KV cache rule reads would be wrong too."""
+    fitting = sys.modules["profile_fitting"]
+    checked = [(row, fitting.decoding_at_once(row)) for row in rows]
+    checked = [(row, decoding) for row, decoding in checked if decoding is not None]
+    assert len(checked) >= 30
+    over = [
+        (row.index, round(decoding, 1), row.concurrency)
+        for row, decoding in checked
+        if decoding > 1.05 * row.concurrency
+    ]
+    assert not over
