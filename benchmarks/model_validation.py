@@ -391,9 +391,11 @@ def regime_table(
     conformal: Sequence[ConformalHit],
 ) -> list[str]:
     """Every figure per load regime (``REGIMES``) and in aggregate, as a Markdown table; the
-    coverage of both bands on the same (row, figure) pairs: the engine profile's (``hits``, the
-    one band of a prediction, which ``plan`` quotes) and the conformal band's (``conformal``,
-    each level's band in ``predict``, per load regime and extrapolation distance)."""
+    coverage of both bands on the same (row, figure) pairs: the conformal band's
+    (``conformal``, per load regime and extrapolation distance: the band ``predict`` prints per
+    level and ``recommend``/``plan`` quote for each option, ``planning/option_band.py``) and
+    the engine profile's residuals' (``hits``: sizing takes only their median and, for
+    ``Risk.WORST_CASE``, their slowest)."""
     knees = measured_knees(held)
     regime = {h.row.index: regime_of(h, knees) for h in held}
     sweep_regime = []
@@ -404,7 +406,7 @@ def regime_table(
     lines = [
         "| regime | rows | sources | ms/token: n / median / p90 abs error | tokens/s: n / "
         f"median / p90 | max tokens/s at <= {SLO_MS:g} ms/token: sweeps / median / p90 | "
-        "band p10-p90 coverage: engine profile | conformal |",
+        "band p10-p90 coverage: conformal (quoted) | engine profile residuals |",
         "|---|---:|---:|---|---|---|---:|---:|",
     ]
     for name in (*REGIMES, "all"):
@@ -423,7 +425,7 @@ def regime_table(
         ]
         lines.append(
             f"| {name} | {len(members)} | {len({h.row.source for h in members})} | {_cell(ms)} | "
-            f"{_cell(tokens)} | {_cell(best)} | {_share(covered)} | {_share(conformally)} |"
+            f"{_cell(tokens)} | {_cell(best)} | {_share(conformally)} | {_share(covered)} |"
         )
     return lines
 
@@ -552,8 +554,8 @@ def render(held: Sequence[pf.HeldOutPrediction], details: bool, rows: Sequence[p
     rows = rows or [h.row for h in held]
     hits = band_hits(held, rows)
     conformal = conformal_hits(held, rows)
-    pairs = len(hits)
-    coverage = sum(hit.inside for hit in hits) / pairs if pairs else float("nan")
+    pairs = len(conformal)
+    coverage = sum(hit.inside for hit in conformal) / pairs if pairs else float("nan")
     sources = sorted({h.row.source for h in held})
     lines = [
         f"Leave-one-source-out validation: {len(held)} rows, {len(sources)} sources "
@@ -577,7 +579,8 @@ def render(held: Sequence[pf.HeldOutPrediction], details: bool, rows: Sequence[p
         f"{strict} | {(strict / len(checks)) if checks else float('nan'):.0%} | all |",
         f"| TP orderings, tie-aware (measured within {TIE_TOLERANCE:.0%} = tie) | {len(checks)} | "
         f"{tie_aware} | {(tie_aware / len(checks)) if checks else float('nan'):.0%} | all |",
-        f"| band p10-p90 holds the measured value, cross-validated (row x metric) | {pairs} | "
+        "| band p10-p90 holds the measured value (the conformal band each option quotes, "
+        f"built without the row's source; row x metric) | {pairs} | "
         f"{round(coverage * pairs)} | {coverage:.0%} | >= 80 % |",
     ]
     lines += [
@@ -588,8 +591,9 @@ def render(held: Sequence[pf.HeldOutPrediction], details: bool, rows: Sequence[p
         "",
         *regime_table(held, result.max_tokens, hits, conformal),
         "",
-        "The band by extrapolation distance (how many ways the row leaves what its profile was "
-        "fitted on without its source; each widens the band):",
+        "The engine profile's residual band by extrapolation distance (how many ways the row "
+        "leaves what its profile was fitted on without its source; each widens it; sizing "
+        "takes its median, and `Risk.WORST_CASE` its slowest residual):",
         "",
         *distance_table(hits),
         *_conformal_section(held, conformal),
@@ -666,7 +670,8 @@ def _conformal_section(
     """The conformal band (``planning/conformal_band.py``) scored leave-one-source-out."""
     return [
         "",
-        "The conformal band (what `predict` shows: `benchmarks/conformal_bands.py`), each source "
+        "The conformal band (what `predict` shows per level and `recommend` quotes per option: "
+        "`benchmarks/conformal_bands.py`), each source "
         "against the table built without its rows; target >= 80 % in every regime and distance:",
         "",
         *conformal_table(held, hits),

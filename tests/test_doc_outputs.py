@@ -47,7 +47,7 @@ def _actual_keys(value: Any, opaque: set[str]) -> set[str]:
             'The JSON document is\n`{"options"',
             "recommend --model llama-3-8b --input-tokens 512 --output-tokens 256 "
             "--max-ms-per-token 60 --requests-per-second 4 --optimizations awq --format json",
-            {"decision", "band"},  # shapes documented elsewhere: ServiceDecision, predict's band
+            {"decision"},  # a shape documented elsewhere: ServiceDecision
         ),
     ],
     ids=["predict", "recommend"],

@@ -541,7 +541,7 @@ def test_recommend_says_which_side_it_sized_on_and_what_it_costs() -> None:
     assert "for the autoscaling ceiling only" in line and "/hour at the ceiling" in line
     assert pessimistic.reasoning[-1].startswith("at the median the cheapest option would be")
     assert "sizing on the pessimistic side costs +$" in pessimistic.reasoning[-1]
-    assert median.reasoning[-1].startswith("sized at the median of the band")
+    assert median.reasoning[-1].startswith("sized at the median:")
     assert pessimistic.to_dict()["risk"] == "pessimistic"
     assert median.to_dict()["risk"] == "median"
 

@@ -747,12 +747,12 @@ def test_the_service_pays_the_band_in_its_ceiling_by_default_and_says_what_it_co
     median = service(slo=slo, instance_types=search.instance_types, max_instance_count=8)
     assert default.option.risk is Risk.PESSIMISTIC and median.option.risk is Risk.MEDIAN
     sides = [line for line in default.decision.reasoning if line.startswith("sized ")]
-    assert sides and sides[0].startswith("sized at the median of the band")
+    assert sides and sides[0].startswith("sized at the median:")
     assert "for the autoscaling ceiling only" in sides[0]  # what the ceiling costs
     assert "/hour at the ceiling" in sides[0]
     assert default.decision.scaling.max_instances == default.option.ceiling
     assert any(
-        line.startswith("sized at the median of the band") for line in median.decision.reasoning
+        line.startswith("sized at the median:") for line in median.decision.reasoning
     )
     assert default.option.layout.instance_count >= median.option.layout.instance_count
     (recorded,) = [

@@ -174,9 +174,10 @@ def test_leave_one_source_out_gives_the_same_predictions_in_parallel_as_in_one_p
 def test_the_regime_table_scores_both_bands_on_the_same_pairs(
     validation: ModuleType, rows: list[Any]
 ) -> None:
-    """Each regime's row states the engine profile band's coverage (what ``plan`` quotes) and
-    the conformal band's (each level's band in ``predict``, the one issue 30's target names)
-    over the same (row, figure) pairs, so neither is read for the other."""
+    """Each regime's row states the conformal band's coverage (what ``predict`` prints per
+    level and ``recommend``/``plan`` quote per option, the one issue 30's target names) and the
+    engine profile residuals' (sizing takes their median) over the same (row, figure) pairs,
+    so neither is read for the other."""
     conformal_bands = benchmark_module("conformal_bands")
     held = [h for h in _held(rows, "nim-benchmarking-perf", 8) if h.row.input_tokens == 5000]
     knees = validation.measured_knees(held)
@@ -193,13 +194,15 @@ def test_the_regime_table_scores_both_bands_on_the_same_pairs(
         for h in held
     ]
     table = validation.regime_table(held, [], profile_hits, conformal_hits)
-    assert table[0].endswith("band p10-p90 coverage: engine profile | conformal |")
+    assert table[0].endswith(
+        "band p10-p90 coverage: conformal (quoted) | engine profile residuals |"
+    )
     by_regime = {line.split(" | ")[0].lstrip("| "): line for line in table[2:]}
     n_light, n_saturated = len(light), len(saturated)
-    assert by_regime["light"].endswith(f"| 100% of {n_light} | 0% of {n_light} |")
-    assert by_regime["saturated"].endswith(f"| 0% of {n_saturated} | 100% of {n_saturated} |")
+    assert by_regime["light"].endswith(f"| 0% of {n_light} | 100% of {n_light} |")
+    assert by_regime["saturated"].endswith(f"| 100% of {n_saturated} | 0% of {n_saturated} |")
     assert by_regime["all"].endswith(
-        f"| {n_light / len(held):.0%} of {len(held)} | {n_saturated / len(held):.0%} of "
+        f"| {n_saturated / len(held):.0%} of {len(held)} | {n_light / len(held):.0%} of "
         f"{len(held)} |"
     )
 

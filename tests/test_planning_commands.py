@@ -78,7 +78,7 @@ def test_predict_defaults_to_the_recommended_layout_and_prints_markdown(
         "| tokens/s p10-p90 | requests/s |" in out
     )
     assert "**Band (p10-p90):** conformal, by load regime and" in out
-    assert "**Engine:** lmi-vllm-v1; **sizing band:** band p10-p90" in out
+    assert "**Engine:** lmi-vllm-v1; **sizing factors:** the engine profile's residuals" in out
     assert "**Knee:**" in out and "**Max concurrency:**" in out
 
 

@@ -369,7 +369,8 @@ def _range(band: tuple[float, float] | None, spec: str) -> str:
 
 def _band_lines(prediction: Prediction) -> list[str]:
     """Where the bands come from: the conformal band's distance, the calibrated band's basis
-    (or why no level is narrowed), and the engine profile's band sizing uses."""
+    (or why no level is narrowed), and the engine profile's residuals sizing takes its
+    factors from (their median, their slowest for ``Risk.WORST_CASE``)."""
     reasons = prediction.extrapolation
     lines = [
         f"**Band (p10-p90):** conformal, by load regime and {len(reasons)} extrapolation "
@@ -386,6 +387,6 @@ def _band_lines(prediction: Prediction) -> list[str]:
             )
     if prediction.band is not None:
         lines.append(
-            f"**Engine:** {prediction.engine}; **sizing band:** {prediction.band.describe()}"
+            f"**Engine:** {prediction.engine}; **sizing factors:** {prediction.band.describe()}"
         )
     return lines

@@ -240,6 +240,14 @@ def _money(value: float | None) -> str:
     return "price unknown" if value is None else f"${value:,.2f}"
 
 
+def _p10_p90(option: Option) -> str:
+    """The p10-p90 of an option's predicted ms/token (``Option.p10_p90``), or ``-``."""
+    if option.p10_p90 is None:
+        return "-"
+    low, high = (option.predicted.ms_per_token * f for f in option.p10_p90.ms_per_token)
+    return f"{low:.1f}-{high:.1f}"
+
+
 def render_markdown(
     model: str,
     result: Recommendation,
@@ -252,9 +260,10 @@ def render_markdown(
     lines = [f"### Recommended layouts for {model}", ""]
     if result.options:
         lines += [
-            "| # | instances at peak | TP x copies | in flight per copy | ms/token | TTFT ms "
-            "| tokens/s | $/hour at peak | $/1M tokens | ceiling (max instances) |",
-            "|---:|---|---|---:|---:|---:|---:|---:|---:|---|",
+            "| # | instances at peak | TP x copies | in flight per copy | ms/token "
+            "| ms/token p10-p90 | TTFT ms | tokens/s | $/hour at peak | $/1M tokens "
+            "| ceiling (max instances) |",
+            "|---:|---|---|---:|---:|---|---:|---:|---:|---:|---|",
         ]
         for rank, option in enumerate(result.options, 1):
             layout, level = option.layout, option.predicted
@@ -263,7 +272,7 @@ def render_markdown(
                 f"TP{layout.tensor_parallel_degree} x {layout.copies_per_instance}"
                 f"{_served_with(option)} | "
                 f"{option.concurrency_per_copy} | {level.ms_per_token:.1f} | "
-                f"{level.ttft_ms:.0f} | {level.tokens_per_s:.0f} | "
+                f"{_p10_p90(option)} | {level.ttft_ms:.0f} | {level.tokens_per_s:.0f} | "
                 f"{_money(option.price_per_hour)} | {_money(option.cost_per_million_tokens)} | "
                 f"{option.ceiling} ({_money(option.ceiling_price_per_hour)}/hour) |"
             )

@@ -515,14 +515,22 @@ class Band:
         return value * self.tokens_per_s[0], value * self.tokens_per_s[1]
 
     def describe(self) -> str:
-        """One line."""
-        basis = self.basis or f"from {self.rows} cross-validated rows"
-        text = (
-            f"band p10-p90 {basis}: ms/token x"
-            f"{self.ms_per_token[0]:.2f}-{self.ms_per_token[1]:.2f}, tokens/s x"
-            f"{self.tokens_per_s[0]:.2f}-{self.tokens_per_s[1]:.2f}; pessimistic edge: times "
-            f"x{self.pessimistic_slowdown:.2f}"
-        )
+        """One line. A calibration's band is quoted with its p10-p90; the engine profile's
+        residuals only with the factors sizing takes from them (their median, and their
+        slowest for ``Risk.WORST_CASE``): the band a prediction is quoted with is the
+        conformal one (``planning.option_band``), which holds out of sample."""
+        if self.basis is not None:
+            text = (
+                f"band p10-p90 {self.basis}: ms/token x"
+                f"{self.ms_per_token[0]:.2f}-{self.ms_per_token[1]:.2f}, tokens/s x"
+                f"{self.tokens_per_s[0]:.2f}-{self.tokens_per_s[1]:.2f}; pessimistic edge: "
+                f"times x{self.pessimistic_slowdown:.2f}"
+            )
+        else:
+            text = (
+                f"the engine profile's residuals, {self.rows} cross-validated rows: median "
+                f"times x{self.median_slowdown:.2f}, slowest x{self.pessimistic_slowdown:.2f}"
+            )
         if self.reasons:
             text += "; widened for extrapolation: " + "; ".join(self.reasons)
         return text

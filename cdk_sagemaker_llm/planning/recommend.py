@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from ..catalog.instance_types import CATALOG, InstanceType
@@ -48,6 +49,7 @@ from .measured_curve import (
     measured_level,
 )
 from .optimizations import JobEstimate, Optimization
+from .option_band import OptionBand, option_band
 from .performance import (
     CopyLimits,
     CopyModel,
@@ -215,7 +217,15 @@ class Option:
     risk: Risk = Risk.MEDIAN
     """The side of the band the option was sized on."""
     band: Band | None = None
-    """The uncertainty of its figures (the engine profile's residuals)."""
+    """The residual band the option was sized with: the engine profile's cross-validated
+    residuals (their median sizes the peak, their slowest ``Risk.WORST_CASE``), or a
+    calibration's. Not what its figures are quoted with: that is ``p10_p90``."""
+    p10_p90: OptionBand | None = None
+    """The band its predicted figures are quoted with (``planning.option_band``): the
+    conformal band of the predicted level's regime and distance, or a calibration's."""
+    edge_slowdown: float | None = None
+    """The factor on the model's times the ceiling was sized at (``Risk.PESSIMISTIC``: the
+    pessimistic edge); None where the ceiling is the instance count."""
     median_instance_count: int | None = None
     """Instances the same layout needs when sized at the median (pessimistic sizing only)."""
     max_instance_count: int | None = None
@@ -286,11 +296,21 @@ class Option:
             if self.cost_per_million_tokens is None
             else round(self.cost_per_million_tokens, 4),
             "risk": self.risk.value,
-            "band": None if self.band is None else self.band.to_dict(),
+            "band": None if self.p10_p90 is None else self.p10_p90.to_dict(),
+            "sizing_factors": None if self.band is None else self._sizing_factors(self.band),
             "median_instance_count": self.median_instance_count,
             "optimization": None if self.optimization is None else self.optimization.name,
             "job": None if self.job is None else self.job.to_dict(),
             "reasoning": list(self.reasoning),
+        }
+
+    def _sizing_factors(self, band: Band) -> dict[str, Any]:
+        """The factors on the model's times the option was sized at, and their residuals."""
+        return {
+            "median": round(band.median_slowdown, 3),
+            "ceiling": None if self.edge_slowdown is None else round(self.edge_slowdown, 3),
+            "worst_case": round(band.pessimistic_slowdown, 3),
+            "rows": band.rows,
         }
 
 
@@ -525,7 +545,8 @@ def _search_variant(
     variant = _Variant(search, layout, precision, profile, band, measured, optimization)
     decided, why = _from_measurement(variant) if optimization is None else (None, "")
     if decided is not None:
-        return decided
+        measured_option, measured_rejection, measured_median = decided
+        return variant.quoted(measured_option, 1.0), measured_rejection, measured_median
     # The default risk decides feasibility and the peak's instances at the median; the band
     # goes into the ceiling only (``_with_ceiling``).
     sized_at = Risk.MEDIAN if search.risk is Risk.PESSIMISTIC else search.risk
@@ -534,6 +555,7 @@ def _search_variant(
     median = option if sized_at is Risk.MEDIAN else variant.evaluate(Risk.MEDIAN, None)[0]
     if option is not None and search.risk is Risk.PESSIMISTIC:
         option, rejection = _with_ceiling(variant, option)
+    option = variant.quoted(option, sized_at.slowdown(band))
     if optimization is None:
         if why and option is not None:
             option = replace(option, reasoning=[*option.reasoning, f"measurement: {why}"])
@@ -611,6 +633,7 @@ class _Variant:
             target=target,
         )
 
+    @cached_property
     def knee(self) -> int:
         """The median's knee of one copy, where doubling the requests in flight stops buying
         throughput (the SLO aside): the load regimes are read against it."""
@@ -618,19 +641,35 @@ class _Variant:
         limits, _ = profile_limits(model, self.profile, self.search.max_batch_size)
         return copy_knee(model, limits).concurrency or 1
 
-    def edge(self, target: int, knee: int) -> PessimisticEdge:
-        """The pessimistic edge of this layout's ceiling at ``target`` per copy: its load
-        regime against the median's ``knee``, its extrapolation distance."""
+    @cached_property
+    def reasons(self) -> tuple[str, ...]:
+        """Each way the layout's prediction leaves what its profile was fitted on: its
+        extrapolation distance."""
         search = self.search
-        reasons = prediction_reasons(
-            self.profile,
-            search.spec,
-            self.layout,
-            search.workload,
-            self.precision,
-            self.optimization,
+        return tuple(
+            prediction_reasons(
+                self.profile,
+                search.spec,
+                self.layout,
+                search.workload,
+                self.precision,
+                self.optimization,
+            )
         )
-        return pessimistic_edge(self.band, load_regime(target, knee), len(reasons))
+
+    def edge(self, target: int) -> PessimisticEdge:
+        """The pessimistic edge of this layout's ceiling at ``target`` per copy: its load
+        regime against the median's knee, its extrapolation distance."""
+        return pessimistic_edge(self.band, load_regime(target, self.knee), len(self.reasons))
+
+    def quoted(self, option: Option | None, centre: float) -> Option | None:
+        """``option`` with the band its predicted figures are quoted with
+        (``planning.option_band``): its level's regime against the median's knee, its figures
+        predicted at ``centre`` times the model's."""
+        if option is None:
+            return None
+        regime = load_regime(option.concurrency_per_copy, self.knee)
+        return replace(option, p10_p90=option_band(self.band, regime, self.reasons, centre))
 
     def instances_at_edge(self, target: int, factor: float) -> int:
         """The instances the traffic takes at ``target`` per copy when each copy serves
@@ -659,9 +698,8 @@ def _with_ceiling(variant: _Variant, median: Option) -> tuple[Option | None, Rej
     measured = measured_here(band)
     own = median.knee_concurrency_per_copy
     # Until measured, the target stays on the pessimistic side of the knee: at most the knee.
-    knee = variant.knee()
-    highest = own if measured else min(own, knee)
-    edge = variant.edge(highest, knee)
+    highest = own if measured else min(own, variant.knee)
+    edge = variant.edge(highest)
     factor = edge.relative_to(band)
     at_edge, refused = variant.evaluate(Risk.PESSIMISTIC, None, slowdown=edge.slowdown)
     target = _ceiling_target(highest, factor, at_edge, measured)
@@ -716,6 +754,7 @@ def _with_ceiling(variant: _Variant, median: Option) -> tuple[Option | None, Rej
         expected,
         risk=Risk.PESSIMISTIC,
         max_instance_count=most,
+        edge_slowdown=edge.slowdown,
         reasoning=[*expected.reasoning, *lines],
     ), None
 
@@ -835,6 +874,7 @@ def _measured_option(
         risk=risk,
         band=band,
         max_instance_count=ceiling if risk is Risk.PESSIMISTIC else count,
+        edge_slowdown=edge if risk is Risk.PESSIMISTIC else None,
         target_concurrency_per_copy=target,
         kv_cache_precision=search.kv_cache,
         requests_per_s_per_copy=curve.requests_per_s(target) / peak_slowdown,
@@ -1249,9 +1289,12 @@ def _with_median_cost(
     sized_at = Risk.MEDIAN if option.risk is Risk.PESSIMISTIC else option.risk
     side = "on the pessimistic side" if sized_at is Risk.WORST_CASE else "at the median"
     line = (
-        f"sized {side} of the band: the model's times x{sized_at.slowdown(band):.2f} "
+        f"sized {side}: the model's times x{sized_at.slowdown(band):.2f} "
         f"(tokens/s / {sized_at.slowdown(band):.2f}; {band.describe()})"
     )
+    if option.p10_p90 is not None:
+        quoted = option.p10_p90.describe(option.predicted.ms_per_token)
+        option = replace(option, reasoning=[*option.reasoning, quoted])
     if option.risk is Risk.MEDIAN:
         return replace(option, reasoning=[*option.reasoning, line])
     if option.risk is Risk.PESSIMISTIC:
