@@ -751,9 +751,7 @@ def test_the_service_pays_the_band_in_its_ceiling_by_default_and_says_what_it_co
     assert "for the autoscaling ceiling only" in sides[0]  # what the ceiling costs
     assert "/hour at the ceiling" in sides[0]
     assert default.decision.scaling.max_instances == default.option.ceiling
-    assert any(
-        line.startswith("sized at the median:") for line in median.decision.reasoning
-    )
+    assert any(line.startswith("sized at the median:") for line in median.decision.reasoning)
     assert default.option.layout.instance_count >= median.option.layout.instance_count
     (recorded,) = [
         line for line in decision_of(template_of(default))["reasoning"] if line.startswith("sized ")
