@@ -25,7 +25,7 @@ from ..planning.recommend import (
 )
 from ..planning.service_decision import ServiceDecision
 from ..planning.service_options import PriceBasis, Pricing, Risk, SearchSpace, Sizing
-from ..planning.service_request import ExpectedTraffic, ServiceRequest
+from ..planning.service_request import ExpectedTraffic, ServiceRequest, with_minimum
 from .calibrate import add_calibration_arguments, load_calibration
 from .model_options import (
     WORKLOAD_FLAGS,
@@ -67,6 +67,14 @@ def register(subparsers: Any) -> None:
     traffic = parser.add_mutually_exclusive_group(required=True)
     traffic.add_argument("--requests-per-second", type=float, help="expected request rate")
     traffic.add_argument("--concurrency", type=int, help="expected in-flight requests")
+    parser.add_argument(
+        "--minimum",
+        type=float,
+        default=0,
+        help="the least traffic, in the unit of --requests-per-second or --concurrency: the "
+        "instances it keeps price each option's $/hour at the minimum (as LlmService's "
+        "ExpectedTraffic minimum sets its fewest copies); default 0, one copy kept",
+    )
     parser.add_argument(
         "--instance-types", help="comma-separated candidates; default every GPU/Neuron type"
     )
@@ -119,18 +127,24 @@ def run(args: argparse.Namespace) -> int:
         engine = engine_of(args)
         candidates = _candidates(args.instance_types)
         sizing = Sizing(risk=Risk(args.risk), calibration=calibration, engine=engine)
+        expected = _expected_traffic(args)
         result = recommend(
             spec,
             Workload(args.input_tokens, args.output_tokens),
             _slo(args),
-            Traffic(requests_per_second=args.requests_per_second, concurrency=args.concurrency),
+            expected.peak,
             search=search_space(args, candidates),
             pricing=pricing(args),
             sizing=sizing,
             top=args.top,
         )
+        result = with_minimum(result, expected)
     except ValidationError as error:
         aliases = {
+            "traffic.minimum (requests/s)": "--minimum",
+            "traffic.minimum (concurrency)": "--minimum",
+            "traffic.peak (requests/s)": "--requests-per-second",
+            "traffic.peak (concurrency)": "--concurrency",
             "optimization": "--optimizations",
             "instance_type": "--instance-types",
             "precision": "--dtype",
@@ -142,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     for line in result.assumptions:
         if line.startswith("calibration: "):
             print(f"warning: {line.removeprefix('calibration: ')}", file=sys.stderr)
-    decision = _decision(args, spec, result, sizing)
+    decision = _decision(args, spec, result, sizing, expected)
     fix = None  # without an option: what the rejections call for, as the Markdown's "Fix:"
     if not result.options:
         fix = _in_flags(no_option_error(result, args.max_instance_count, precision(args)).fix)
@@ -207,8 +221,26 @@ def pricing(args: argparse.Namespace) -> Pricing:
     return Pricing(basis=PriceBasis(args.price_basis), region=args.region)
 
 
+def _expected_traffic(args: argparse.Namespace) -> ExpectedTraffic:
+    """The peak (``--requests-per-second`` or ``--concurrency``) and ``--minimum``, checked
+    as ``LlmService``'s ``ExpectedTraffic`` checks them."""
+    peak = Traffic(requests_per_second=args.requests_per_second, concurrency=args.concurrency)
+    if peak.requests_per_second is not None:
+        return ExpectedTraffic.requests_per_second(peak.requests_per_second, minimum=args.minimum)
+    if args.minimum != int(args.minimum):
+        raise ValidationError(
+            "--minimum", args.minimum, "must be whole with --concurrency", "pass e.g. --minimum 2"
+        )
+    assert peak.concurrency is not None  # the flags are mutually exclusive and one is required
+    return ExpectedTraffic.concurrency(peak.concurrency, minimum=int(args.minimum))
+
+
 def _decision(
-    args: argparse.Namespace, spec: Any, result: Recommendation, sizing: Sizing
+    args: argparse.Namespace,
+    spec: Any,
+    result: Recommendation,
+    sizing: Sizing,
+    expected: ExpectedTraffic,
 ) -> ServiceDecision | None:
     """What ``LlmService`` would deploy from the first option: the same ``ServiceDecision``
     (serving options, scaling bounds and target, sources), from the same search space (on
@@ -217,12 +249,11 @@ def _decision(
     if not result.options:
         return None
     first = result.options[0].layout.instance_type
-    peak = Traffic(requests_per_second=args.requests_per_second, concurrency=args.concurrency)
     request = ServiceRequest(
         spec=spec,
         workload=Workload(args.input_tokens, args.output_tokens),
         slo=_slo(args),
-        traffic=ExpectedTraffic(peak),
+        traffic=expected,
         search=search_space(args, [first]),
         pricing=pricing(args),
         sizing=sizing,
@@ -238,6 +269,13 @@ def _served_with(option: Option) -> str:
 
 def _money(value: float | None) -> str:
     return "price unknown" if value is None else f"${value:,.2f}"
+
+
+def _at_minimum(option: Option) -> str:
+    """``1 ($2.61/hour)``: the instances the minimum keeps and their price, or ``-``."""
+    if option.min_instance_count is None:
+        return "-"
+    return f"{option.min_instance_count} ({_money(option.min_price_per_hour)}/hour)"
 
 
 def _p10_p90(option: Option) -> str:
@@ -261,9 +299,9 @@ def render_markdown(
     if result.options:
         lines += [
             "| # | instances at peak | TP x copies | in flight per copy | ms/token "
-            "| ms/token p10-p90 | TTFT ms | tokens/s | $/hour at peak | $/1M tokens "
-            "| ceiling (max instances) |",
-            "|---:|---|---|---:|---:|---|---:|---:|---:|---:|---|",
+            "| ms/token p10-p90 | TTFT ms | tokens/s | minimum (min instances) | $/hour at peak "
+            "| $/1M tokens | ceiling (max instances) |",
+            "|---:|---|---|---:|---:|---|---:|---:|---|---:|---:|---|",
         ]
         for rank, option in enumerate(result.options, 1):
             layout, level = option.layout, option.predicted
@@ -273,6 +311,7 @@ def render_markdown(
                 f"{_served_with(option)} | "
                 f"{option.concurrency_per_copy} | {level.ms_per_token:.1f} | "
                 f"{_p10_p90(option)} | {level.ttft_ms:.0f} | {level.tokens_per_s:.0f} | "
+                f"{_at_minimum(option)} | "
                 f"{_money(option.price_per_hour)} | {_money(option.cost_per_million_tokens)} | "
                 f"{option.ceiling} ({_money(option.ceiling_price_per_hour)}/hour) |"
             )

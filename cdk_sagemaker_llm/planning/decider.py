@@ -568,10 +568,9 @@ class _Decider:
 
     def _min_copies(self, option: Option, knee: float, most: int) -> Choice:
         traffic = self.request.traffic
-        minimum = traffic.minimum_concurrency(option.predicted.e2e_ms / 1000)
         fewest = _override(
             self.overrides.scaling.min_copies,
-            min(most, max(1, math.ceil(minimum / knee))),
+            traffic.fewest_copies(knee, option.rate_per_copy_at(knee), most),
             ChoiceSource.DERIVED,
         )
         check_range("min_copies", fewest.value, minimum=0, maximum=most)

@@ -223,6 +223,9 @@ class Option:
     p10_p90: OptionBand | None = None
     """The band its predicted figures are quoted with (``planning.option_band``): the
     conformal band of the predicted level's regime and distance, or a calibration's."""
+    min_instance_count: int | None = None
+    """The instances the minimum traffic keeps (``service_request.with_minimum``, the rule
+    ``LlmService`` sets its fewest copies by); None: no minimum was given."""
     edge_slowdown: float | None = None
     """The factor on the model's times the ceiling was sized at (``Risk.PESSIMISTIC``: the
     pessimistic edge); None where the ceiling is the instance count."""
@@ -259,6 +262,21 @@ class Option:
         """The most instances autoscaling may run (``max_instance_count``, else the count)."""
         return self.max_instance_count or self.layout.instance_count
 
+    def rate_per_copy_at(self, target: float) -> float:
+        """Requests/s one copy serves at ``target`` in flight: the option's own
+        (``requests_per_s_per_copy``) at its scaling target, else Little's law at its predicted
+        end-to-end latency."""
+        if target == self.scaling_target and self.requests_per_s_per_copy is not None:
+            return self.requests_per_s_per_copy
+        return target / (self.predicted.e2e_ms / 1000)
+
+    @property
+    def min_price_per_hour(self) -> float | None:
+        """The price per hour at the minimum (None without a price or a minimum)."""
+        if self.price_per_hour is None or self.min_instance_count is None:
+            return None
+        return self.price_per_hour / self.layout.instance_count * self.min_instance_count
+
     @property
     def ceiling_price_per_hour(self) -> float | None:
         """The price per hour at the ceiling (None without a price)."""
@@ -270,11 +288,13 @@ class Option:
         """The JSON form (one entry of ``recommend --format json``'s ``options``):
         ``instance_count`` is what runs at the peak (priced by ``price_per_hour``),
         ``max_instance_count`` the autoscaling ceiling (``max_price_per_hour``)."""
-        ceiling_price = self.ceiling_price_per_hour
+        ceiling_price, min_price = self.ceiling_price_per_hour, self.min_price_per_hour
         return {
             "instance_type": self.layout.instance_type.name,
             "tensor_parallel_degree": self.layout.tensor_parallel_degree,
             "copies_per_instance": self.layout.copies_per_instance,
+            "min_instance_count": self.min_instance_count,
+            "min_price_per_hour": None if min_price is None else round(min_price, 4),
             "instance_count": self.layout.instance_count,
             "max_instance_count": self.ceiling,
             "max_price_per_hour": None if ceiling_price is None else round(ceiling_price, 4),

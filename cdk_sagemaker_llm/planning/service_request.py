@@ -4,8 +4,9 @@ decision. No aws_cdk here."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..catalog.instance_types import CATALOG, InstanceType
 from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
@@ -14,7 +15,7 @@ from ..prop_types import typed_props
 from .calibration import EngineRelease
 from .engine_profiles import EngineProfile, resolve_profile
 from .performance import Workload
-from .recommend import Slo, Traffic
+from .recommend import Recommendation, Slo, Traffic
 from .service_options import (
     CopyScaling,
     LayoutOverrides,
@@ -62,6 +63,19 @@ class ExpectedTraffic:
             return self.minimum * e2e_seconds
         return self.minimum
 
+    def fewest_copies(self, target: float, rate_per_copy: float, most: int) -> int:
+        """The copies the minimum keeps, at least one and at most ``most``, counted as the
+        peak's are: a rate over the requests/s one copy serves at its scaling target
+        (``rate_per_copy``), a concurrency over the ``target`` in flight per copy."""
+        check_range("target", target, minimum=1e-9)
+        check_range("rate_per_copy", rate_per_copy, minimum=1e-9)
+        check_range("most", most, minimum=1)
+        if self.peak.requests_per_second is not None:
+            needed = self.minimum / rate_per_copy
+        else:
+            needed = self.minimum / target
+        return min(most, max(1, math.ceil(needed)))
+
     def describe(self) -> str:
         """``peak 4 requests/s, minimum 0.5 requests/s`` or the same in concurrency."""
         if self.peak.requests_per_second is not None:
@@ -70,6 +84,22 @@ class ExpectedTraffic:
                 f"{self.minimum:g} requests/s"
             )
         return f"peak {self.peak.concurrency} concurrent, minimum {self.minimum:g}"
+
+
+def with_minimum(result: Recommendation, traffic: ExpectedTraffic) -> Recommendation:
+    """``result`` with each option's instances at the minimum of ``traffic``
+    (``Option.min_instance_count``): the copies the minimum keeps at the option's scaling
+    target (``ExpectedTraffic.fewest_copies``, the rule ``LlmService`` sets its fewest copies
+    by), on whole instances, never more than run at the peak."""
+    options = []
+    for option in result.options:
+        layout = option.layout
+        per_instance = layout.copies_per_instance
+        target = option.scaling_target
+        copies = traffic.fewest_copies(target, option.rate_per_copy_at(target), layout.copies)
+        fewest = min(layout.instance_count, math.ceil(copies / per_instance))
+        options.append(replace(option, min_instance_count=fewest))
+    return replace(result, options=options)
 
 
 DEFAULT_SERVICE_MAX_INSTANCES = 4
