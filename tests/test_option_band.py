@@ -130,3 +130,30 @@ def test_the_markdown_shows_each_options_ms_per_token_p10_p90(
     out = capsys.readouterr().out
     assert "| ms/token | ms/token p10-p90 |" in out
     assert f"| {ms:.1f} | {low:.1f}-{high:.1f} |" in out
+
+
+def test_a_services_decision_records_the_quoted_band_and_plan_shows_it() -> None:
+    """The decision metadata a pull request reviews carries the p10-p90 of the predicted
+    ms/token; a template of an earlier release, without it, still reads."""
+    from cdk_sagemaker_llm.planning.decision_record import Prediction
+    from cdk_sagemaker_llm.review.render import _p10_p90
+
+    (option, *_) = recommend(
+        ModelSpec.LLAMA_3_8B,
+        LOAD,
+        Slo(max_ms_per_token=60),
+        Traffic(requests_per_second=4),
+        search=SearchSpace(instance_types=[InstanceType.G6E_XLARGE]),
+    ).options
+    assert option.p10_p90 is not None
+    ms = option.predicted.ms_per_token
+    band = (ms * option.p10_p90.ms_per_token[0], ms * option.p10_p90.ms_per_token[1])
+    recorded = Prediction(1, 1, 1, ms, 50.0, 100.0, 0.4, ms_per_token_p10_p90=band)
+    entry = recorded.to_metadata()
+    assert entry["ms_per_token_p10_p90"] == [round(v, 2) for v in band]
+    read = Prediction.from_metadata(entry, [])
+    assert read.ms_per_token_p10_p90 == pytest.approx(band, abs=0.01)
+    assert _p10_p90(read) == f" (p10-p90 {band[0]:.1f}-{band[1]:.1f})"
+    older = {k: v for k, v in entry.items() if k != "ms_per_token_p10_p90"}
+    assert Prediction.from_metadata(older, []).ms_per_token_p10_p90 is None
+    assert _p10_p90(Prediction.from_metadata(older, [])) == ""

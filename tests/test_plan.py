@@ -187,6 +187,7 @@ def test_plan_of_the_reference_app(reference_assembly: Path) -> None:
         f"instance_type: {instance_type} (recommended)",
         "target_concurrency_per_copy: deploy-time benchmark's measured knee",
         "| Predicted | at peak:",
+        " ms/token (p10-p90 ",
         "djl-inference:0.38.0-lmi29.0.0-cu130",
         DEFAULT_PRICE_LIST.as_of,
     ):

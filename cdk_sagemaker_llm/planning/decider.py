@@ -618,6 +618,12 @@ class _Decider:
             tokens_per_s=predicted.tokens_per_s,
             requests_per_s=predicted.requests_per_s,
             sources=tuple(prediction_sources(self.request, option.layout)),
+            ms_per_token_p10_p90=None
+            if option.p10_p90 is None
+            else (
+                predicted.ms_per_token * option.p10_p90.ms_per_token[0],
+                predicted.ms_per_token * option.p10_p90.ms_per_token[1],
+            ),
         )
 
 

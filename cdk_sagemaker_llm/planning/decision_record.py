@@ -64,14 +64,19 @@ class Prediction:
     requests_per_s: float
     sources: tuple[str, ...] = ()
     """The facts and constants behind the figures, each with its source."""
+    ms_per_token_p10_p90: tuple[float, float] | None = None
+    """The p10-p90 of ``ms_per_token`` the decision quotes (``planning.option_band``: the
+    conformal band of the peak's load regime, or a calibration's); None: not recorded."""
 
     def to_metadata(self) -> dict[str, Any]:
         """The ``predicted`` entry of the template metadata (figures rounded)."""
+        band = self.ms_per_token_p10_p90
         return {
             "concurrency": self.concurrency,
             "concurrency_per_copy": self.concurrency_per_copy,
             "knee_concurrency_per_copy": self.knee_concurrency_per_copy,
             "ms_per_token": round(self.ms_per_token, 2),
+            "ms_per_token_p10_p90": None if band is None else [round(v, 2) for v in band],
             "ttft_ms": round(self.ttft_ms, 1),
             "tokens_per_s": round(self.tokens_per_s, 1),
             "requests_per_s": round(self.requests_per_s, 3),
@@ -90,7 +95,17 @@ class Prediction:
             tokens_per_s=float(entry.get("tokens_per_s") or 0),
             requests_per_s=float(entry.get("requests_per_s") or 0),
             sources=tuple(str(source) for source in sources),
+            ms_per_token_p10_p90=_pair(entry.get("ms_per_token_p10_p90")),
         )
+
+
+def _pair(value: Any) -> tuple[float, float] | None:
+    """A ``[low, high]`` of the metadata as a pair (None where it is absent or malformed: a
+    template of an earlier release)."""
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        return None
+    low, high = value
+    return float(low), float(high)
 
 
 @dataclass(frozen=True)

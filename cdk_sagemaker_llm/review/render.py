@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..planning.decision_record import ChoiceSource, DecisionRecord
+from ..planning.decision_record import ChoiceSource, DecisionRecord, Prediction
 from .budget import MonthlyAssumption, budget_json, budget_markdown
 from .deploy_plan import (
     CustomResourcePlan,
@@ -226,7 +226,8 @@ def _decision_rows(metadata: dict[str, Any]) -> list[str]:
             [
                 f"at peak: {predicted.concurrency} requests in flight "
                 f"({predicted.concurrency_per_copy} per copy)",
-                f"{predicted.ms_per_token} ms/token, TTFT {predicted.ttft_ms} ms",
+                f"{predicted.ms_per_token} ms/token{_p10_p90(predicted)}, TTFT "
+                f"{predicted.ttft_ms} ms",
                 f"{predicted.tokens_per_s} tokens/s, {predicted.requests_per_s} requests/s",
                 f"knee: {predicted.knee_concurrency_per_copy} in flight per copy",
                 _hourly_line(decision),
@@ -305,3 +306,10 @@ def render_json(plan: Plan, assumption: MonthlyAssumption | None = None) -> str:
     data = plan.to_dict()
     data["budget"] = budget_json(plan, assumption or MonthlyAssumption())
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def _p10_p90(predicted: Prediction) -> str:
+    """`` (p10-p90 18.3-42.9)`` after the predicted ms/token, or nothing where the template
+    does not record it."""
+    band = predicted.ms_per_token_p10_p90
+    return "" if band is None else f" (p10-p90 {band[0]:.1f}-{band[1]:.1f})"
