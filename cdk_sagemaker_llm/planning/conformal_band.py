@@ -175,8 +175,11 @@ class ConformalBands:
                         else "every regime's"
                     )
                 )
-            if cell.held_to_nearer:
-                notes.append(f"{name}: as wide as a nearer distance of the regime")
+        held = [
+            name for name, cell in (("ms/token", ms), ("tokens/s", tokens)) if cell.held_to_nearer
+        ]
+        if held:
+            notes.append(f"{' and '.join(held)}: as wide as a nearer distance of the regime")
         return ConformalBand(
             regime,
             distance,
