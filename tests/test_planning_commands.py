@@ -31,19 +31,12 @@ def test_predict_json_has_exactly_the_documented_fields(capsys: pytest.CaptureFi
         "max_concurrency",
         "assumptions",
         "engine",
-        "band",
+        "sizing_factors",
         "conformal_band",
     }
     assert set(data["conformal_band"]) == {"extrapolation", "table"}
     assert data["engine"] == "generic"
-    assert set(data["band"]) == {
-        "ms_per_token_factors",
-        "tokens_per_s_factors",
-        "pessimistic_ms_per_token_factor",
-        "pessimistic_tokens_per_s_factor",
-        "extrapolation",
-        "rows",
-    }
+    assert set(data["sizing_factors"]) == {"median", "worst_case", "rows"}
     assert [level["concurrency"] for level in data["levels"]] == [1, 2, 4, 8, 1024]
     for level in data["levels"]:
         assert set(level) == {

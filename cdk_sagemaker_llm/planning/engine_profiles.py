@@ -535,6 +535,16 @@ class Band:
             text += "; widened for extrapolation: " + "; ".join(self.reasons)
         return text
 
+    def sizing_factors(self) -> dict[str, Any]:
+        """What sizing takes from the band, as JSON (``predict`` and ``recommend``'s
+        ``sizing_factors``): the factor on the model's times the median sizes at, the one
+        ``Risk.WORST_CASE`` sizes at, and the rows behind them."""
+        return {
+            "median": round(self.median_slowdown, 3),
+            "worst_case": round(self.pessimistic_slowdown, 3),
+            "rows": self.rows,
+        }
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON form."""
         return {

@@ -839,9 +839,10 @@ class Prediction:
     engine: str = ""
     """The engine profile the figures come from (``planning.engine_profiles``)."""
     band: Band | None = None
-    """The engine profile's band: p10-p90 factors from its cross-validated residuals, widened
-    where the prediction extrapolates (``band.reasons``); its pessimistic edge is what
-    ``recommend`` sizes with. The levels' p10-p90 are the conformal band's."""
+    """The engine profile's residual band (its cross-validated residuals, widened where the
+    prediction extrapolates: ``band.reasons``): ``recommend`` sizes the peak at its median and
+    ``Risk.WORST_CASE`` at its slowest residual (the JSON's ``sizing_factors``). The levels'
+    p10-p90 are the conformal band's, not this band's."""
     extrapolation: tuple[str, ...] = ()
     """Each way the prediction leaves what its profile was fitted on: the conformal band's
     distance (``prediction_reasons``)."""
@@ -859,7 +860,7 @@ class Prediction:
         if self.engine:
             data["engine"] = self.engine
         if self.band is not None:
-            data["band"] = self.band.to_dict()
+            data["sizing_factors"] = self.band.sizing_factors()
         data["conformal_band"] = {
             "extrapolation": list(self.extrapolation),
             "table": conformal_bands().provenance,

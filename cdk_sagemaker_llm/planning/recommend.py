@@ -325,13 +325,10 @@ class Option:
         }
 
     def _sizing_factors(self, band: Band) -> dict[str, Any]:
-        """The factors on the model's times the option was sized at, and their residuals."""
-        return {
-            "median": round(band.median_slowdown, 3),
-            "ceiling": None if self.edge_slowdown is None else round(self.edge_slowdown, 3),
-            "worst_case": round(band.pessimistic_slowdown, 3),
-            "rows": band.rows,
-        }
+        """The factors on the model's times the option was sized at (``Band.sizing_factors``
+        and the ceiling's edge)."""
+        ceiling = None if self.edge_slowdown is None else round(self.edge_slowdown, 3)
+        return band.sizing_factors() | {"ceiling": ceiling}
 
 
 @dataclass(frozen=True)
