@@ -681,12 +681,14 @@ class _Variant:
 
     def quoted(self, option: Option | None, centre: float) -> Option | None:
         """``option`` with the band its predicted figures are quoted with
-        (``planning.option_band``): its level's regime against the median's knee, its figures
-        predicted at ``centre`` times the model's."""
+        (``planning.option_band``), and a reasoning line that quotes it: its level's regime
+        against the median's knee, its figures predicted at ``centre`` times the model's."""
         if option is None:
             return None
         regime = load_regime(option.concurrency_per_copy, self.knee)
-        return replace(option, p10_p90=option_band(self.band, regime, self.reasons, centre))
+        quoted = option_band(self.band, regime, self.reasons, centre)
+        line = quoted.describe(option.predicted.ms_per_token)
+        return replace(option, p10_p90=quoted, reasoning=[*option.reasoning, line])
 
     def instances_at_edge(self, target: int, factor: float) -> int:
         """The instances the traffic takes at ``target`` per copy when each copy serves
@@ -1309,9 +1311,6 @@ def _with_median_cost(
         f"sized {side}: the model's times x{sized_at.slowdown(band):.2f} "
         f"(tokens/s / {sized_at.slowdown(band):.2f}; {band.describe()})"
     )
-    if option.p10_p90 is not None:
-        quoted = option.p10_p90.describe(option.predicted.ms_per_token)
-        option = replace(option, reasoning=[*option.reasoning, quoted])
     if option.risk is Risk.MEDIAN:
         return replace(option, reasoning=[*option.reasoning, line])
     if option.risk is Risk.PESSIMISTIC:
