@@ -282,7 +282,7 @@ def _p10_p90(option: Option) -> str:
     """The p10-p90 of an option's predicted ms/token (``Option.p10_p90``), or ``-``."""
     if option.p10_p90 is None:
         return "-"
-    low, high = (option.predicted.ms_per_token * f for f in option.p10_p90.ms_per_token)
+    low, high = option.p10_p90.ms_range(option.predicted.ms_per_token)
     return f"{low:.1f}-{high:.1f}"
 
 

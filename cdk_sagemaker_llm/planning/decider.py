@@ -620,10 +620,7 @@ class _Decider:
             sources=tuple(prediction_sources(self.request, option.layout)),
             ms_per_token_p10_p90=None
             if option.p10_p90 is None
-            else (
-                predicted.ms_per_token * option.p10_p90.ms_per_token[0],
-                predicted.ms_per_token * option.p10_p90.ms_per_token[1],
-            ),
+            else option.p10_p90.ms_range(predicted.ms_per_token),
         )
 
 

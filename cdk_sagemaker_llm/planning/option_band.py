@@ -56,11 +56,15 @@ class OptionBand:
     basis: str
     """Where the factors come from, in words."""
 
+    def ms_range(self, ms_per_token: float) -> tuple[float, float]:
+        """(p10, p90) of the option's predicted ``ms_per_token``."""
+        return ms_per_token * self.ms_per_token[0], ms_per_token * self.ms_per_token[1]
+
     def describe(self, ms_per_token: float) -> str:
         """One line: the range of the predicted ``ms_per_token``. (Its tokens/s factors hold at
         a fixed concurrency; a traffic of requests/s fixes the tokens/s instead, and a slower
         copy holds more in flight.)"""
-        low, high = (ms_per_token * f for f in self.ms_per_token)
+        low, high = self.ms_range(ms_per_token)
         return f"p10-p90 of ms/token at the peak: {low:.1f}-{high:.1f} ({self.basis})"
 
     def to_dict(self) -> dict[str, Any]:
