@@ -157,3 +157,25 @@ def test_a_services_decision_records_the_quoted_band_and_plan_shows_it() -> None
     older = {k: v for k, v in entry.items() if k != "ms_per_token_p10_p90"}
     assert Prediction.from_metadata(older, []).ms_per_token_p10_p90 is None
     assert _p10_p90(Prediction.from_metadata(older, [])) == ""
+
+
+def test_recommend_and_predict_quote_one_band_for_the_same_level(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The option's quoted p10-p90 is ``predict``'s for the same layout and level: the two
+    commands no longer show two bands for one prediction."""
+    argv = [
+        "--model", "llama-3-8b", "--input-tokens", "512", "--output-tokens", "256",
+        "--format", "json",
+    ]  # fmt: skip
+    assert main(["recommend", *argv, "--max-ms-per-token", "60", "--concurrency", "28",
+                 "--instance-types", "ml.g6e.xlarge", "--top", "1"]) == 0  # fmt: skip
+    option = json.loads(capsys.readouterr().out)["options"][0]
+    assert option["instance_count"] == 1 and option["tensor_parallel_degree"] == 1
+    ms = option["predicted"]["ms_per_token"]
+    quoted = [ms * f for f in option["band"]["ms_per_token_factors"]]
+    assert main(["predict", *argv, "--instance-type", "ml.g6e.xlarge",
+                 "--concurrency", str(option["concurrency_per_copy"])]) == 0  # fmt: skip
+    (level,) = json.loads(capsys.readouterr().out)["levels"]
+    assert quoted == pytest.approx(level["ms_per_token_p10_p90"], rel=0.01)
+    assert level["regime"] == option["band"]["regime"]
