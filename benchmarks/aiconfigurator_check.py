@@ -58,27 +58,15 @@ MODELS = {
 """AIConfigurator's model paths -> ``rows.csv``'s model (a catalog id or the Hugging Face id
 ``benchmarks/profile_fitting.py`` has a spec for)."""
 GPUS = {"h100_sxm": "H100-80GB", "h200_sxm": "H200"}
-COLUMNS = (
-    "source_id",
-    "citation",
-    "engine",
-    "engine_version",
-    "gpu",
-    "instance_type",
-    "tp",
-    "model",
-    "precision",
-    "input_tokens",
-    "output_tokens",
-    "concurrency",
-    "ms_per_token",
-    "ttft_ms",
-    "e2e_latency_s",
-    "output_tokens_per_s",
-    "requests_per_s",
-    "read_from_chart",
-    "notes",
-)
+
+
+def _schema() -> tuple[str, ...]:
+    """The columns of ``measurements/rows.csv``, read from its header: one schema."""
+    with (pf.MEASUREMENTS / "rows.csv").open(newline="", encoding="utf-8") as handle:
+        return tuple(next(csv.reader(handle)))
+
+
+COLUMNS = _schema()
 CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
 
 

@@ -89,6 +89,7 @@ def check() -> Any:
 def test_only_dense_models_on_hopper_with_a_stated_release_become_rows(check: Any) -> None:
     rows = list(check.rows(RECORDS))
     assert [row["tp"] for row in rows] == ["1", "2", "4", "8"]
+    assert all(tuple(row) == check.COLUMNS for row in rows)  # rows.csv's own header
     first = rows[0]
     assert first["source_id"] == check.SOURCE_ID
     assert check.COMMIT in first["citation"] and RECORDS[0]["id"] in first["citation"]
