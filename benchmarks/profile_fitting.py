@@ -33,7 +33,6 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from row_batch import row_batch
 
@@ -666,7 +665,6 @@ def prior_efficiency(profile: EngineProfile) -> Efficiency:
             all_reduce_scale=prior["all_reduce_scale"],
             per_sequence_ms=prior.get("per_sequence_ms", 0.0),
             kv_reread_share=prior.get("kv_reread_share", 0.0),
-            rank_cost_over_nvlink=prior.get("rank_cost_over_nvlink", True),
         )
     )
 
@@ -820,7 +818,7 @@ def _within(name: str, value: float, bounds: Mapping[str, Bound]) -> bool:
 
 def _bounded_start(start: Efficiency, bounds: Mapping[str, Bound]) -> Efficiency:
     """``start`` with each efficiency above its ceiling lowered to it."""
-    lowered: dict[str, Any] = {
+    lowered = {
         name: bound.value for name, bound in bounds.items() if getattr(start, name) > bound.value
     }
     return replace(start, **lowered) if lowered else start
@@ -925,8 +923,7 @@ def fit(
         improved = False
         for name in names:
             for value in (v for v in GRIDS[name] if _within(name, v, bounds)):
-                fitted: dict[str, Any] = {name: value}
-                candidate = replace(best, **fitted)
+                candidate = replace(best, **{name: value})
                 candidate_loss = loss(rows, profile, candidate)
                 if candidate_loss < best_loss - 1e-12:
                     best, best_loss, improved = candidate, candidate_loss, True

@@ -40,7 +40,6 @@ from cdk_sagemaker_llm.planning.performance import (
     efficiency_of,
     interconnect_of,
     predict,
-    profile_model,
 )
 from cdk_sagemaker_llm.planning.recommend import Risk, Slo, Traffic, recommend
 from cdk_sagemaker_llm.planning.service_options import SearchSpace, Sizing
@@ -949,33 +948,3 @@ def test_tgi_2_predicts_its_out_of_sample_a10g_sweep_within_15_percent(
         predicted = fitting.predict_row(row, profile, efficiency_of(profile))
         error = abs(math.log(row.ms_per_token / predicted.ms_per_token))
         assert error < math.log(1.15), (row.concurrency, row.ms_per_token, predicted.ms_per_token)
-
-
-@pytest.mark.parametrize(
-    ("instance", "nvlink"),
-    [("ml.p5.48xlarge", True), ("ml.p4d.24xlarge", True), ("ml.g6e.48xlarge", False)],
-)
-def test_vllm_pays_the_per_rank_step_cost_only_where_its_custom_all_reduce_cannot_run(
-    instance: str, nvlink: bool
-) -> None:
-    """Was: every profile paid its per-rank step cost on every link, so vLLM 0.12's Qwen3-32B
-    at TP8 on H100 was predicted at twice its measured ITL (AIConfigurator's silicon sample).
-    vLLM's custom all-reduce replaces NCCL over NVLink only; on PCIe the cost stays. An
-    engine whose prior says nothing (TGI 1.x) pays it on every link."""
-    layout = Layout(InstanceType.of(instance), 4, 2)
-    workload = Workload(1024, 256)
-    vllm = engine_profile("lmi-vllm-v1")
-    assert vllm.rank_cost_over_nvlink is False
-    assert interconnect_of(layout.instance_type, 4).nvlink is nvlink
-    model = profile_model(ModelSpec.LLAMA_3_8B, layout, Precision.FP16, workload, vllm)
-    efficiency = model.efficiency
-    ranked = efficiency.step_overhead_s(ModelSpec.LLAMA_3_8B.layers, 4)
-    unranked = efficiency.step_overhead_s(ModelSpec.LLAMA_3_8B.layers, 1)
-    assert ranked > unranked  # the profile does carry a per-rank cost
-    assert model.overhead_s() == pytest.approx(unranked if nvlink else ranked)
-    tgi = engine_profile("tgi-1")
-    assert tgi.rank_cost_over_nvlink is True
-    tgi_model = profile_model(ModelSpec.LLAMA_3_8B, layout, Precision.FP16, workload, tgi)
-    assert tgi_model.overhead_s() == pytest.approx(
-        tgi_model.efficiency.step_overhead_s(ModelSpec.LLAMA_3_8B.layers, 4)
-    )
