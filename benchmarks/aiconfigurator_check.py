@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import math
 import re
 import statistics
 import sys
@@ -42,6 +41,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+import model_validation as mv
 import profile_fitting as pf
 
 from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
@@ -152,11 +152,6 @@ def scored(records: Sequence[Mapping[str, str]]) -> list[tuple[pf.Row, dict[str,
     return out
 
 
-def _quantile(values: Sequence[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, math.floor(share * len(ordered)))]
-
-
 def report(results: Sequence[tuple[pf.Row, dict[str, float]]]) -> list[str]:
     """The per-group median ln(measured / predicted) and each figure's median / p90 |error|."""
     groups: dict[tuple[object, ...], list[dict[str, float]]] = defaultdict(list)
@@ -188,10 +183,11 @@ def report(results: Sequence[tuple[pf.Row, dict[str, float]]]) -> list[str]:
         )
     lines.append("")
     for name, label in FIGURES:
-        values = [abs(math.expm1(e[name])) for _, e in results if name in e]
+        # |predicted / measured - 1| and its quantiles, as model_validation.py scores a row
+        values = [mv._abs_pct(e[name]) for _, e in results if name in e]
         lines.append(
-            f"{label}: {len(values)} rows, median |error| {_quantile(values, 0.5):.0%}, "
-            f"p90 {_quantile(values, 0.9):.0%}"
+            f"{label}: {len(values)} rows, median |error| {mv._quantile(values, 0.5):.0%}, "
+            f"p90 {mv._quantile(values, 0.9):.0%}"
         )
     return lines
 
