@@ -150,6 +150,19 @@ def test_each_profile_json_states_what_it_serves_and_the_mappings_derive_from_it
     assert row_profile_name("an-unknown-engine", "1.0") == "generic"
 
 
+def test_a_measurements_release_is_the_first_release_number_its_engine_version_states() -> None:
+    """``rows.csv`` states versions as published ("0.19.1 (the post's 'after' runs; V1
+    engine)"): the release is the first number in the text, after an optional ``v``; a
+    container tag such as ``r24.07`` is not one, and no number at all is the current line."""
+    assert row_profile_name("vllm", "0.5.4 (the post's runs; V0 engine)") == "lmi-vllm-v0"
+    assert row_profile_name("vllm", "v0.6.0") == "lmi-vllm-v0"
+    assert row_profile_name("vllm", "commit 2a1776b (a development build after 0.6.3)") == (
+        "lmi-vllm-v0"
+    )
+    assert row_profile_name("vllm", "r24.07 (the server image; vLLM 0.6.0)") == "lmi-vllm-v0"
+    assert row_profile_name("vllm", "unstated (vLLM V1, late 2025)") == "lmi-vllm-v1"
+
+
 def test_container_image_exposes_its_profile() -> None:
     from cdk_sagemaker_llm.constructs.images import ContainerImage
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
@@ -764,11 +765,20 @@ def resolve_profile(
     return engine_profile(engine)
 
 
+ROW_RELEASE = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+)+)")
+"""A release number in a measurement's engine version: dotted digits, after an optional ``v``,
+not inside a word (``r24.07`` is a container tag)."""
+
+
 def row_profile_name(engine: str, engine_version: str | None) -> str:
     """The profile a published measurement belongs to, from its engine name (``tgi``,
     ``lmi-vllm``, ``vllm``, ``lmi-trtllm``, ``trtllm``, ``nim``, ``lmi-neuronx``) and version:
-    the profile whose JSON names it (``Serves.measured_as``), else the fallback."""
-    version = (engine_version or "").lstrip("v").split("-")[0] or None
+    the profile whose JSON names it (``Serves.measured_as``), else the fallback. The version is
+    the first release number the text states (``1.0.0rc3`` -> 1.0.0, ``r24.07 (Triton
+    TensorRT-LLM backend 0.11)`` -> 0.11: a container tag is not a release); none is the current
+    line."""
+    stated = ROW_RELEASE.search(engine_version or "")
+    version = stated.group(1) if stated else None
     for profile in all_profiles():
         if any(e.matches(engine, version) for e in profile.serves.measured_as):
             return profile.name
