@@ -117,6 +117,11 @@ def fitted_document(
         "per_extra_rank_ms": efficiency.per_extra_rank_ms,
         "all_reduce_scale": efficiency.all_reduce_scale,
         "per_sequence_ms": efficiency.per_sequence_ms,
+        **(
+            {"rank_cost_over_nvlink": efficiency.rank_cost_over_nvlink}
+            if "rank_cost_over_nvlink" in document["prior"]
+            else {}
+        ),
         "per_sequence_source": _per_sequence_source(document["prior"], efficiency, own),
     }
     if "per_layer_source" in document["prior"]:

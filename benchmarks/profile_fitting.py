@@ -33,6 +33,7 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from row_batch import row_batch
 
@@ -665,6 +666,7 @@ def prior_efficiency(profile: EngineProfile) -> Efficiency:
             all_reduce_scale=prior["all_reduce_scale"],
             per_sequence_ms=prior.get("per_sequence_ms", 0.0),
             kv_reread_share=prior.get("kv_reread_share", 0.0),
+            rank_cost_over_nvlink=prior.get("rank_cost_over_nvlink", True),
         )
     )
 
@@ -816,9 +818,20 @@ def _within(name: str, value: float, bounds: Mapping[str, Bound]) -> bool:
     return name not in bounds or value <= bounds[name].value + 1e-9
 
 
+def measured_floors(profile: EngineProfile) -> dict[str, float]:
+    """Lower bounds a profile's prior reads from a measurement the rows cannot make (the JSON
+    prior's ``step_overhead_floor_ms``, with its ``step_overhead_floor_source``): the fixed
+    cost of one forward pass, which single-request rows of 32-80-layer models cannot tell from
+    a per-layer cost, measured on a one-layer pass."""
+    prior = profile.raw.get("prior") or {}
+    if "step_overhead_floor_ms" not in prior:
+        return {}
+    return {"step_overhead_ms": float(prior["step_overhead_floor_ms"])}
+
+
 def _bounded_start(start: Efficiency, bounds: Mapping[str, Bound]) -> Efficiency:
     """``start`` with each efficiency above its ceiling lowered to it."""
-    lowered = {
+    lowered: dict[str, Any] = {
         name: bound.value for name, bound in bounds.items() if getattr(start, name) > bound.value
     }
     return replace(start, **lowered) if lowered else start
@@ -917,13 +930,19 @@ def fit(
     )
     names, _ = identified(rows, profile)
     bounds = physical_bounds(rows) if bounded or within_ceilings(profile) else {}
+    floors = measured_floors(profile)
     best = _bounded_start(start, bounds)
     best_loss = loss(rows, profile, best)
     for _ in range(ROUNDS):
         improved = False
         for name in names:
-            for value in (v for v in GRIDS[name] if _within(name, v, bounds)):
-                candidate = replace(best, **{name: value})
+            for value in (
+                v
+                for v in GRIDS[name]
+                if _within(name, v, bounds) and v >= floors.get(name, 0.0) - 1e-9
+            ):
+                fitted: dict[str, Any] = {name: value}
+                candidate = replace(best, **fitted)
                 candidate_loss = loss(rows, profile, candidate)
                 if candidate_loss < best_loss - 1e-12:
                     best, best_loss, improved = candidate, candidate_loss, True

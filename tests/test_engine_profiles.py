@@ -40,6 +40,7 @@ from cdk_sagemaker_llm.planning.performance import (
     efficiency_of,
     interconnect_of,
     predict,
+    profile_model,
 )
 from cdk_sagemaker_llm.planning.recommend import Risk, Slo, Traffic, recommend
 from cdk_sagemaker_llm.planning.service_options import SearchSpace, Sizing
@@ -961,3 +962,62 @@ def test_tgi_2_predicts_its_out_of_sample_a10g_sweep_within_15_percent(
         predicted = fitting.predict_row(row, profile, efficiency_of(profile))
         error = abs(math.log(row.ms_per_token / predicted.ms_per_token))
         assert error < math.log(1.15), (row.concurrency, row.ms_per_token, predicted.ms_per_token)
+
+
+@pytest.mark.parametrize(
+    ("instance", "nvlink"),
+    [("ml.p5.48xlarge", True), ("ml.p4d.24xlarge", True), ("ml.g6e.48xlarge", False)],
+)
+def test_vllm_pays_the_per_rank_step_cost_only_where_its_custom_all_reduce_cannot_run(
+    instance: str, nvlink: bool
+) -> None:
+    """Was: every profile paid its per-rank step cost on every link, so vLLM 0.12's Qwen3-32B
+    at TP8 on H100 was predicted at twice its measured ITL (AIConfigurator's silicon sample).
+    vLLM's custom all-reduce replaces NCCL over NVLink only; on PCIe the cost stays. An
+    engine whose prior says nothing (TGI 1.x) pays it on every link."""
+    layout = Layout(InstanceType.of(instance), 4, 2)
+    workload = Workload(1024, 256)
+    vllm = engine_profile("lmi-vllm-v1")
+    assert vllm.rank_cost_over_nvlink is False
+    assert interconnect_of(layout.instance_type, 4).nvlink is nvlink
+    model = profile_model(ModelSpec.LLAMA_3_8B, layout, Precision.FP16, workload, vllm)
+    efficiency = model.efficiency
+    ranked = efficiency.step_overhead_s(ModelSpec.LLAMA_3_8B.layers, 4)
+    unranked = efficiency.step_overhead_s(ModelSpec.LLAMA_3_8B.layers, 1)
+    assert ranked > unranked  # the profile does carry a per-rank cost
+    assert model.overhead_s() == pytest.approx(unranked if nvlink else ranked)
+    tgi = engine_profile("tgi-1")
+    assert tgi.rank_cost_over_nvlink is True
+    tgi_model = profile_model(ModelSpec.LLAMA_3_8B, layout, Precision.FP16, workload, tgi)
+    assert tgi_model.overhead_s() == pytest.approx(
+        tgi_model.efficiency.step_overhead_s(ModelSpec.LLAMA_3_8B.layers, 4)
+    )
+
+
+def test_a_forward_passs_fixed_cost_stays_above_the_floor_a_measurement_sets(
+    fitting: ModuleType, rows: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Was: the single-request rows fit 0 ms + 0.02 ms per layer as well as 0.5 + 0.005, and the
+    refit with vLLM's per-rank cost off NVLink took 0, so a one-layer EAGLE draft pass cost
+    0.02 ms and EAGLE's speed-up came out 1.53x against the 1.36x vLLM measured. The prior now
+    states a floor read from that measurement (about 0.9 ms per draft token), and the fit
+    never goes below it, whatever the loss prefers."""
+    profile = engine_profile("lmi-vllm-v1")
+    assert fitting.measured_floors(profile) == {"step_overhead_ms": 0.5}
+    assert "16035" in profile.raw["prior"]["step_overhead_floor_source"]
+    assert profile.base_overhead_ms >= 0.5
+    own = [row for row in rows if row.profile == "lmi-vllm-v1" and fitting.trains(row)]
+    # A loss that wants the fixed cost as low as the grid allows, nothing else.
+    monkeypatch.setattr(
+        fitting, "loss", lambda _rows, _profile, efficiency: efficiency.step_overhead_ms
+    )
+    floored, _, fitted = fitting.fit(own, profile)
+    assert fitted and floored.step_overhead_ms == 0.5
+    prior = {
+        key: value
+        for key, value in profile.raw["prior"].items()
+        if not key.startswith("step_overhead_floor")
+    }
+    free, _, _ = fitting.fit(own, replace(profile, raw={**profile.raw, "prior": prior}))
+    assert free.step_overhead_ms == 0.0
+    assert fitting.measured_floors(engine_profile("tgi-1")) == {}

@@ -369,6 +369,9 @@ class EngineProfile:
     """Share of a KV head's re-reads by the other query heads of its group served from memory
     rather than L2 on a decode attention kernel with one query head per thread block
     (``Efficiency.kv_reread_share``; the JSON's ``efficiency.kv_reread_share``, 0 when absent)."""
+    rank_cost_over_nvlink: bool = True
+    """``Efficiency.rank_cost_over_nvlink`` (the JSON's ``overhead.rank_cost_over_nvlink``,
+    true when absent)."""
     serves: Serves = field(
         default_factory=lambda: Serves(Accelerators.ANY, (), (), "no container stated")
     )
@@ -451,6 +454,7 @@ class EngineProfile:
             f"{self.base_overhead_ms:g} ms + {self.per_layer_ms:g} ms/layer + "
             f"({self.per_extra_rank_ms:g} ms + {self.per_layer_per_extra_rank_ms:g} ms/layer) "
             "per TP doubling"
+            + ("" if self.rank_cost_over_nvlink else " (not over NVLink)")
             + (
                 f" + {self.per_sequence_ms:g} ms per sequence (host)"
                 if self.per_sequence_ms
@@ -627,6 +631,7 @@ def profile_from_dict(data: Mapping[str, Any]) -> EngineProfile:
         per_extra_rank_ms=float(overhead.get("per_extra_rank_ms", 0.0)),
         all_reduce_scale=float(overhead["all_reduce_scale"]),
         per_sequence_ms=float(overhead.get("per_sequence_ms", 0.0)),
+        rank_cost_over_nvlink=bool(overhead.get("rank_cost_over_nvlink", True)),
         kv_reread_share=float(efficiency.get("kv_reread_share", 0.0)),
         batching=Batching(
             limit=BatchLimit(batching["limit"]),

@@ -104,6 +104,12 @@ class Interconnect:
     """False when no all-reduce measurement of this link exists and its figures are scaled
     from a measured link of the same kind (say so; calibrate)."""
 
+    @property
+    def nvlink(self) -> bool:
+        """Whether the accelerators share NVLink (an engine's own peer-to-peer all-reduce
+        can replace NCCL's there)."""
+        return self.name.startswith("NVLink")
+
     def unmeasured_note(self) -> str:
         """What a link's figures lack, in words: empty for a measured link."""
         return "" if self.measured else " (unmeasured link: no all-reduce measurement)"
@@ -295,6 +301,12 @@ class Efficiency:
     KV cache ``1 + (group - 1) x share`` times. 0 (the default): L2 serves every re-read; an
     engine profile fits it where its rows ran such a kernel."""
 
+    rank_cost_over_nvlink: bool = True
+    """Whether the per-rank step costs (``per_extra_rank_ms``, ``per_layer_per_extra_rank_ms``)
+    apply where the accelerators share NVLink. False for an engine whose own all-reduce
+    replaces NCCL's there and only there (vLLM's custom all-reduce: NVLink only, disabled on
+    more than two PCIe GPUs); the link's all-reduce time still applies."""
+
     def __post_init__(self) -> None:
         if not 0 <= self.kv_reread_share <= 1:
             raise ValidationError(
@@ -361,6 +373,7 @@ class Efficiency:
             text += (
                 f" + {self.per_layer_ms:g} ms per layer + ({self.per_extra_rank_ms:g} ms + "
                 f"{self.per_layer_per_extra_rank_ms:g} ms per layer) per TP doubling"
+                + ("" if self.rank_cost_over_nvlink else " (not over NVLink)")
             )
         if self.per_sequence_ms:
             text += f" + {self.per_sequence_ms:g} ms per sequence (host)"
@@ -388,6 +401,7 @@ def efficiency_of(profile: EngineProfile) -> Efficiency:
         all_reduce_scale=profile.all_reduce_scale,
         per_sequence_ms=profile.per_sequence_ms,
         kv_reread_share=profile.kv_reread_share,
+        rank_cost_over_nvlink=profile.rank_cost_over_nvlink,
     )
 
 
@@ -578,15 +592,20 @@ class CopyModel:
     def _overhead(self) -> float:
         """``overhead_s``, worked out once: every step asks."""
         launches = 0.0 if self.kernel is None else self.kernel.per_layer_ms * self.spec.layers
-        return (
-            self.efficiency.step_overhead_s(self.spec.layers, self.tensor_parallel_degree)
-            + launches / 1000
-        )
+        return self.efficiency.step_overhead_s(self.spec.layers, self._ranks_paid) + launches / 1000
+
+    @cached_property
+    def _ranks_paid(self) -> int:
+        """The TP degree the per-rank step costs are paid at: 1 over NVLink for an engine
+        whose own all-reduce replaces NCCL's there (``Efficiency.rank_cost_over_nvlink``)."""
+        if not self.efficiency.rank_cost_over_nvlink and self._link.nvlink:
+            return 1
+        return self.tensor_parallel_degree
 
     def draft_forward_overhead_s(self, layers: int) -> float:
         """The fixed cost of one forward step of a ``layers``-layer draft (an EAGLE head) in
         this engine, at this TP degree (``planning.speculation``)."""
-        return self.efficiency.step_overhead_s(layers, self.tensor_parallel_degree)
+        return self.efficiency.step_overhead_s(layers, self._ranks_paid)
 
     def host_s(self, batch: int) -> float:
         """The host cost of one engine step of ``batch`` sequences that the engine does not
