@@ -106,9 +106,9 @@ class Interconnect:
 
     @property
     def nvlink(self) -> bool:
-        """Whether the accelerators share NVLink (an engine's own peer-to-peer all-reduce
-        can replace NCCL's there)."""
-        return self.name.startswith("NVLink")
+        """Whether the catalog states NVLink between the accelerators (``link``; an engine's
+        own peer-to-peer all-reduce can replace NCCL's there). An unstated link is not."""
+        return self.link is not None and self.link[0] == "NVLink"
 
     def unmeasured_note(self) -> str:
         """What a link's figures lack, in words: empty for a measured link."""
