@@ -33,6 +33,7 @@ from cdk_sagemaker_llm.planning.engine_profiles import (
 )
 from cdk_sagemaker_llm.planning.performance import (
     ALL_REDUCES_PER_LAYER,
+    PEER_ALL_REDUCE_MAX_BYTES,
     CopyModel,
     Efficiency,
     Layout,
@@ -992,6 +993,59 @@ def test_vllm_pays_the_per_rank_step_cost_only_where_its_custom_all_reduce_canno
     assert tgi_model.overhead_s() == pytest.approx(
         tgi_model.efficiency.step_overhead_s(ModelSpec.LLAMA_3_8B.layers, 4)
     )
+
+
+@pytest.mark.parametrize(
+    ("instance", "peer_us", "nccl_us"),
+    [
+        ("ml.p5.48xlarge", 9.0, 20.0),  # H100 NVLink
+        ("ml.p5e.48xlarge", 9.0, 20.0),  # H200: the same NVLink 4
+        ("ml.p4d.24xlarge", 13.5, 28.0),  # A100 NVLink
+    ],
+)
+def test_vllms_all_reduces_over_nvlink_cost_its_own_kernels_measured_latency(
+    instance: str, peer_us: float, nccl_us: float
+) -> None:
+    """Was: vLLM's all-reduces over NVLink paid NCCL's ring latency, 20 us x (1 + log2 TP) / 2
+    on H100 (40 us at TP8), 128 of them a step for Qwen3-32B: AIConfigurator's vLLM 0.12
+    Qwen3-32B records on H100 came out too slow by ln 0.10 / 0.17 / 0.25 at TP 2 / 4 / 8.
+    vLLM's custom all-reduce, which replaces NCCL's over NVLink, was measured at about 9 us
+    on H100 and 13.5 us on A100 whatever the TP degree; a message above its 8 MiB limit (a long
+    prefill chunk) still goes to NCCL, and an engine without one (TGI) pays NCCL's."""
+    spec, workload = ModelSpec.LLAMA_3_70B, Workload(1024, 256)
+    layout = Layout(InstanceType.of(instance), 8, 1)
+    link = interconnect_of(layout.instance_type, 8)
+    assert link.nvlink and link.peer_all_reduce_latency_us == peer_us
+    assert link.latency_us == nccl_us
+    vllm = profile_model(spec, layout, Precision.FP16, workload, engine_profile("lmi-vllm-v1"))
+    tgi = profile_model(spec, layout, Precision.FP16, workload, engine_profile("tgi-1"))
+    per_token_bytes = spec.attention_heads * spec.head_dim * 2
+    transfer = 2 * 7 / 8 * per_token_bytes / (link.bandwidth_gbps * 1e9)
+
+    def one_all_reduce_s(model: CopyModel, tokens: int) -> float:
+        return model.all_reduce_s(tokens) / (ALL_REDUCES_PER_LAYER * spec.layers)
+
+    scale = vllm.efficiency.all_reduce_scale
+    assert one_all_reduce_s(vllm, 1) == pytest.approx(peer_us * 1e-6 + transfer * scale)
+    assert one_all_reduce_s(tgi, 1) == pytest.approx(
+        nccl_us * 1e-6 * 2 + transfer * tgi.efficiency.all_reduce_scale
+    )  # (1 + log2 8) / 2 = 2
+    beyond = PEER_ALL_REDUCE_MAX_BYTES // per_token_bytes + 1  # tokens past the 8 MiB limit
+    assert one_all_reduce_s(vllm, beyond) == pytest.approx(
+        nccl_us * 1e-6 * 2 + transfer * beyond * scale
+    )
+
+
+def test_vllm_pays_nccls_latency_where_its_all_reduce_kernel_does_not_run() -> None:
+    """Over PCIe vLLM turns its custom all-reduce off (more than two GPUs) and the link has no
+    measurement of it: NCCL's latency law applies, as for every engine."""
+    spec, workload = ModelSpec.LLAMA_3_8B, Workload(1024, 256)
+    layout = Layout(InstanceType.of("ml.g6e.12xlarge"), 4, 1)
+    link = interconnect_of(layout.instance_type, 4)
+    assert not link.nvlink and link.peer_all_reduce_latency_us is None
+    vllm = profile_model(spec, layout, Precision.FP16, workload, engine_profile("lmi-vllm-v1"))
+    nccl = ALL_REDUCES_PER_LAYER * spec.layers * link.latency_us * 1e-6 * (1 + math.log2(4)) / 2
+    assert vllm.all_reduce_s(0) == pytest.approx(nccl)  # no tokens: the latency alone
 
 
 def test_a_forward_passs_fixed_cost_stays_above_the_floor_a_measurement_sets(

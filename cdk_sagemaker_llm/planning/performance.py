@@ -103,6 +103,13 @@ class Interconnect:
     measured: bool = True
     """False when no all-reduce measurement of this link exists and its figures are scaled
     from a measured link of the same kind (say so; calibrate)."""
+    peer_all_reduce_latency_us: float | None = None
+    """Fixed cost of one small all-reduce by an engine's own peer-to-peer kernel over this link
+    (vLLM's custom all-reduce: each rank reads its peers' buffers through NVLink in one shot,
+    so the cost stays flat in the devices), microseconds; None where no measurement of it on
+    this link exists (the NCCL figures apply)."""
+    peer_all_reduce_source: str | None = None
+    """Where ``peer_all_reduce_latency_us`` comes from."""
 
     @property
     def nvlink(self) -> bool:
@@ -115,18 +122,38 @@ class Interconnect:
         return "" if self.measured else " (unmeasured link: no all-reduce measurement)"
 
     def all_reduce_s(
-        self, devices: int, message_bytes: float, transfer_scale: float = 1.0
+        self,
+        devices: int,
+        message_bytes: float,
+        transfer_scale: float = 1.0,
+        peer_kernel: bool = False,
     ) -> float:
         """Seconds of one ring all-reduce of ``message_bytes`` over ``devices`` devices:
         latency x (1 + log2 devices) / 2 + 2 (devices - 1) / devices x bytes / bandwidth
         (the transfer term times ``transfer_scale``: what an engine reaches of nccl-tests'
-        bandwidth, an engine profile's ``all_reduce_scale``)."""
+        bandwidth, an engine profile's ``all_reduce_scale``). With ``peer_kernel`` (an engine
+        whose own all-reduce replaces NCCL's on this link) a message of at most
+        ``PEER_ALL_REDUCE_MAX_BYTES`` pays ``peer_all_reduce_latency_us`` instead, where the
+        link has that measurement."""
         if devices <= 1:
             return 0.0
         latency = self.latency_us * 1e-6 * (1 + math.log2(devices)) / 2
+        peer = self.peer_all_reduce_latency_us
+        if peer_kernel and peer is not None and message_bytes <= PEER_ALL_REDUCE_MAX_BYTES:
+            latency = peer * 1e-6
         transfer = 2 * (devices - 1) / devices * message_bytes / (self.bandwidth_gbps * 1e9)
         return latency + transfer * transfer_scale
 
+
+PEER_ALL_REDUCE_MAX_BYTES = 8 * 1024 * 1024
+"""The largest message vLLM's custom all-reduce takes (``CustomAllreduce`` ``max_size`` 8,192 x
+1,024 bytes, vllm/distributed/device_communicators/custom_all_reduce.py); a larger one (a long
+prefill chunk's activations) goes to NCCL."""
+VLLM_CUSTOM_ALL_REDUCE_SOURCE = (
+    "vLLM's custom all-reduce measured in isolation, without CUDA graphs (so an upper bound on "
+    "what a captured decode step pays), at 512 B-32 KB per rank: {figures} (sgl-project/sglang "
+    "pull request {pull}, the 'vllm' column)"
+)
 
 NVLINK_A100 = Interconnect(
     "NVLink 3 (NVSwitch)",
@@ -136,6 +163,11 @@ NVLINK_A100 = Interconnect(
     "bandwidth (nccl-tests); 28 us per all-reduce at TP2 (42 at TP4, 56 at TP8) fits NVIDIA NeMo's "
     "published Llama-2-7B latencies on A100 SXM4 at TP 1/2/4/8 (234/172/144/137 ms for 128 in, "
     "20 out, batch 1)",
+    peer_all_reduce_latency_us=13.5,
+    peer_all_reduce_source=VLLM_CUSTOM_ALL_REDUCE_SOURCE.format(
+        figures="A100, 13.0 / 13.5 / 14.0 us at TP 2 / 4 / 8 for 512 B, 11.3-13.5 us up to 32 KB",
+        pull="2688",
+    ),
 )
 NVLINK_H100 = Interconnect(
     "NVLink 4 (NVSwitch)",
@@ -143,6 +175,11 @@ NVLINK_H100 = Interconnect(
     20,
     "H100 SXM NVLink 900 GB/s bidirectional (NVIDIA H100 datasheet), ~370 GB/s all-reduce bus "
     "bandwidth (nccl-tests); latency scaled from the A100 fit",
+    peer_all_reduce_latency_us=9.0,
+    peer_all_reduce_source=VLLM_CUSTOM_ALL_REDUCE_SOURCE.format(
+        figures="H100, 8.5-10.1 us at TP 2 / 4 / 8 up to 4 KB, 8.7 / 9.2 / 11.8 us at 32 KB",
+        pull="2904",
+    ),
 )
 PCIE_GEN4 = Interconnect(
     "PCIe Gen4 x16",
@@ -242,6 +279,8 @@ def _scaled_link(stated: tuple[str, float]) -> Interconnect:
         f"({gbps:g} vs {closest[1]:g} GB/s; catalog/instance_types.py), latency kept; "
         "calibrate with a benchmark",
         measured=False,
+        peer_all_reduce_latency_us=base.peer_all_reduce_latency_us,
+        peer_all_reduce_source=base.peer_all_reduce_source,
     )
 
 
@@ -305,7 +344,8 @@ class Efficiency:
     """Whether the per-rank step costs (``per_extra_rank_ms``, ``per_layer_per_extra_rank_ms``)
     apply where the accelerators share NVLink. False for an engine whose own all-reduce
     replaces NCCL's there and only there (vLLM's custom all-reduce: NVLink only, disabled on
-    more than two PCIe GPUs); the link's all-reduce time still applies."""
+    more than two PCIe GPUs); the link's all-reduce time still applies, at that kernel's
+    measured latency where the link has it (``Interconnect.peer_all_reduce_latency_us``)."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.kv_reread_share <= 1:
@@ -552,7 +592,9 @@ class CopyModel:
         if degree == 1:
             return 0.0
         message = tokens * hidden_size(self.spec) * 2  # fp16 activations
-        one = self._link.all_reduce_s(degree, message, self.efficiency.all_reduce_scale)
+        one = self._link.all_reduce_s(
+            degree, message, self.efficiency.all_reduce_scale, self._own_all_reduce
+        )
         return ALL_REDUCES_PER_LAYER * self.spec.layers * one
 
     def _reconstructed_share(self, rows: float) -> float:
@@ -595,12 +637,16 @@ class CopyModel:
         return self.efficiency.step_overhead_s(self.spec.layers, self._ranks_paid) + launches / 1000
 
     @cached_property
+    def _own_all_reduce(self) -> bool:
+        """Whether the engine's own all-reduce replaces NCCL's on this copy's link: over
+        NVLink, for an engine that has one (``Efficiency.rank_cost_over_nvlink`` False)."""
+        return not self.efficiency.rank_cost_over_nvlink and self._link.nvlink
+
+    @cached_property
     def _ranks_paid(self) -> int:
-        """The TP degree the per-rank step costs are paid at: 1 over NVLink for an engine
-        whose own all-reduce replaces NCCL's there (``Efficiency.rank_cost_over_nvlink``)."""
-        if not self.efficiency.rank_cost_over_nvlink and self._link.nvlink:
-            return 1
-        return self.tensor_parallel_degree
+        """The TP degree the per-rank step costs are paid at: 1 where the engine's own
+        all-reduce replaces NCCL's (``_own_all_reduce``)."""
+        return 1 if self._own_all_reduce else self.tensor_parallel_degree
 
     def draft_forward_overhead_s(self, layers: int) -> float:
         """The fixed cost of one forward step of a ``layers``-layer draft (an EAGLE head) in
@@ -1465,11 +1511,17 @@ def describe_assumptions(
     ]
     if degree > 1:
         link = interconnect_of(layout.instance_type, degree)
+        latency = f"{link.latency_us:g} us at TP2: {link.source}"
+        if model._own_all_reduce and link.peer_all_reduce_latency_us is not None:
+            latency = (
+                f"{link.peer_all_reduce_latency_us:g} us by the engine's own all-reduce up to "
+                f"{PEER_ALL_REDUCE_MAX_BYTES // 2**20} MiB: {link.peer_all_reduce_source}; "
+                f"NCCL's beyond: {latency}"
+            )
         lines.append(
             f"tensor parallelism: {ALL_REDUCES_PER_LAYER * model.spec.layers} all-reduces per "
             f"step over {link.name}{link.unmeasured_note()} ({link.bandwidth_gbps:g} GB/s, "
-            f"{link.latency_us:g} us at TP2: {link.source}) = "
-            f"{model.all_reduce_s(1) * 1000:.2f} ms per step at batch 1"
+            f"{latency}) = {model.all_reduce_s(1) * 1000:.2f} ms per step at batch 1"
         )
     if model.precision.bytes_per_parameter < 2:
         lines.append(_quantized_note(model, profile.name if profile else None))
