@@ -2,6 +2,7 @@
 
     python benchmarks/model_validation.py              # aggregate table + per-row errors
     python benchmarks/model_validation.py --aggregate  # the aggregate table only
+    python benchmarks/model_validation.py --aggregate --without SOURCE[@GPU]  # a sensitivity
 
 Each source's rows are predicted by the engine profiles fitted (``fit_profiles.py``'s fit) to
 every other source, so no figure below was fitted to the row it scores; the sources in
@@ -682,9 +683,43 @@ def _conformal_section(
     ]
 
 
+def _names(name: str, row: pf.Row) -> bool:
+    """Whether ``name`` (``SOURCE`` or ``SOURCE@GPU``) names ``row``."""
+    source, _, gpu = name.partition("@")
+    return row.source == source and gpu in ("", row.gpu)
+
+
+def without(
+    held: Sequence[pf.HeldOutPrediction], rows: Sequence[pf.Row], left_out: Sequence[str]
+) -> tuple[list[pf.HeldOutPrediction], list[pf.Row]]:
+    """``held`` and ``rows`` without the rows ``left_out`` names: each ``SOURCE`` or
+    ``SOURCE@GPU`` (rows.csv's ``gpu``). A sensitivity, not a fit: the folds are fitted as they
+    were (a validation-only source never trains a fold), and the figures are computed over
+    what is left, the conformal band's table included."""
+    unknown = [name for name in left_out if not any(_names(name, row) for row in rows)]
+    if unknown:
+        raise SystemExit(
+            f"--without {', '.join(unknown)}: no row of benchmarks/measurements/rows.csv is "
+            "named so; pass SOURCE or SOURCE@GPU as rows.csv's source_id and gpu columns write them"
+        )
+
+    def kept(row: pf.Row) -> bool:
+        return not any(_names(name, row) for name in left_out)
+
+    return [h for h in held if kept(h.row)], [row for row in rows if kept(row)]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--aggregate", action="store_true", help="aggregate tables only")
+    parser.add_argument(
+        "--without",
+        action="append",
+        default=[],
+        metavar="SOURCE[@GPU]",
+        help="score without this source's rows (on this GPU only, with @GPU): a sensitivity, "
+        "the folds are fitted as before",
+    )
     parser.add_argument(
         "--bounded",
         action="store_true",
@@ -694,6 +729,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rows, skipped = pf.load_rows()
     held = pf.leave_one_source_out(rows, bounded=args.bounded)
+    if args.without:
+        held, rows = without(held, rows, args.without)
+        sys.stdout.write(f"Without the rows of {', '.join(args.without)} (a sensitivity):\n\n")
     sys.stdout.write(render(held, details=not args.aggregate, rows=rows))
     if skipped:
         sys.stdout.write("\nRows left out: " + "; ".join(skipped) + "\n")

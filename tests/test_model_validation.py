@@ -256,3 +256,28 @@ def test_no_row_decodes_more_sequences_at_once_than_it_has_in_flight(rows: list[
         if decoding > 1.05 * row.concurrency
     ]
     assert not over
+
+
+def test_a_sensitivity_leaves_out_the_rows_it_names_and_only_those(
+    validation: ModuleType, rows: list[Any]
+) -> None:
+    """``--without SOURCE@GPU`` scores the validation without one source's rows on one GPU (the
+    GPUStack H100 runs), ``--without SOURCE`` without all of them; a name that matches no row
+    is refused, naming the flag and the value."""
+    source = "gpustack-perf-lab-qwen3-14b-32b-2025-11"
+    held = _held(rows, source, 8) + _held(rows, "nim-benchmarking-perf", 8)
+    gpus = {h.row.gpu for h in held if h.row.source == source}
+    assert gpus == {"A100-80GB", "H100-80GB"}
+    kept, kept_rows = validation.without(held, rows, [f"{source}@H100-80GB"])
+    assert {h.row.gpu for h in kept if h.row.source == source} == {"A100-80GB"}
+    assert [h for h in held if h.row.source != source] == [
+        h for h in kept if h.row.source != source
+    ]
+    assert not any(row.source == source and row.gpu == "H100-80GB" for row in kept_rows)
+    assert len(kept_rows) == len(rows) - sum(
+        row.source == source and row.gpu == "H100-80GB" for row in rows
+    )
+    kept, _ = validation.without(held, rows, [source])
+    assert all(h.row.source != source for h in kept)
+    with pytest.raises(SystemExit, match=r"--without gpustack@H100-80GB: no row"):
+        validation.without(held, rows, ["gpustack@H100-80GB"])
