@@ -161,8 +161,13 @@ def test_plan_of_the_reference_app(reference_assembly: Path) -> None:
     assert endpoint.cost_per_hour_min == pytest.approx(price)
     assert endpoint.cost_per_hour_max == pytest.approx(2 * price)
     assert component.accelerators_per_copy == choices["tensor_parallel_degree"]["value"]
-    assert component.copies_per_instance == 1
-    assert (component.initial_copies, component.min_copies, component.max_copies) == (1, 1, 2)
+    per_instance = choices["copies_per_instance"]["value"]
+    assert component.copies_per_instance == per_instance
+    assert (component.initial_copies, component.min_copies, component.max_copies) == (
+        1,
+        1,
+        2 * per_instance,
+    )
     assert component.image is not None and component.image.caching_eligible
     assert component.image.caching_applies
     assert component.model == "meta-llama/Meta-Llama-3-8B-Instruct (llama-3-8b)"
