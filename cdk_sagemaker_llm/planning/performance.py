@@ -165,7 +165,8 @@ NVLINK_A100 = Interconnect(
     "20 out, batch 1)",
     peer_all_reduce_latency_us=13.5,
     peer_all_reduce_source=VLLM_CUSTOM_ALL_REDUCE_SOURCE.format(
-        figures="A100, 13.0 / 13.5 / 14.0 us at TP 2 / 4 / 8 for 512 B, 11.3-13.5 us up to 32 KB",
+        figures="A100, 13.0 / 13.5 / 14.0 us at TP 2 / 4 / 8 for 512 B, 11.3-13.5 us at TP 2 / 4 "
+        "up to 32 KB",
         pull="2688",
     ),
 )
