@@ -122,7 +122,13 @@ def _predicted_tokens_per_s(row: pf.Row) -> float:
 def pairs(rows: Sequence[pf.Row], specs: Mapping[str, SpecFigures] | None = None) -> list[Pair]:
     """Every pair of rows one source measured on two GPUs with the same workload (both with a
     tokens/s figure), predicted with ``specs`` in place of the catalog's figures for their
-    GPUs."""
+    GPUs; a GPU in ``specs`` that no row names is refused (the figures would apply to nothing)."""
+    unknown = sorted(set(specs or {}) - {row.gpu for row in rows})
+    if unknown:
+        raise SystemExit(
+            f"--spec {', '.join(unknown)}: no row of benchmarks/measurements/rows.csv names that "
+            f"GPU; pass one of its gpu column's: {', '.join(sorted({row.gpu for row in rows}))}"
+        )
     groups: dict[tuple[object, ...], list[pf.Row]] = defaultdict(list)
     for row in rows:
         if row.tokens_per_s is not None:

@@ -97,3 +97,10 @@ def test_a_spec_that_is_not_gpu_bandwidth_tflops_fails_naming_the_flag(gpu_pairs
     )
     with pytest.raises(argparse.ArgumentTypeError, match=r"--spec 'H100-80GB=fast'.*GPU=GBPS"):
         gpu_pairs.SpecFigures.parse("H100-80GB=fast")
+
+
+def test_a_spec_for_a_gpu_no_row_names_fails_naming_it(gpu_pairs: Any, rows: list[Any]) -> None:
+    """Figures for a GPU the rows do not name would change nothing: refused, with the names
+    the rows use."""
+    with pytest.raises(SystemExit, match=r"--spec H100: no row .* A100-80GB, H100-80GB"):
+        gpu_pairs.pairs(rows, {"H100": gpu_pairs.SpecFigures(2000, 756)})
