@@ -71,18 +71,38 @@ class SpecFigures:
 
 @dataclass(frozen=True)
 class Pair:
-    """One workload of one source on two GPUs (``first`` < ``second`` by GPU name)."""
+    """One workload of one source on two GPUs (``first`` < ``second`` by GPU name), each with
+    the tokens/s the profile predicts for it."""
 
     first: pf.Row
     second: pf.Row
-    measured_ratio: float
-    """Measured tokens/s, second / first."""
-    predicted_ratio: float
-    """The profile's predicted tokens/s, second / first."""
-    first_accuracy: float
-    """Measured / predicted tokens/s on the first GPU."""
-    second_accuracy: float
-    """Measured / predicted tokens/s on the second GPU."""
+    first_predicted: float
+    """The profile's tokens/s for ``first``."""
+    second_predicted: float
+    """The profile's tokens/s for ``second``."""
+
+    @property
+    def measured_ratio(self) -> float:
+        """Measured tokens/s, second / first."""
+        assert self.first.tokens_per_s is not None and self.second.tokens_per_s is not None
+        return self.second.tokens_per_s / self.first.tokens_per_s
+
+    @property
+    def predicted_ratio(self) -> float:
+        """The profile's predicted tokens/s, second / first."""
+        return self.second_predicted / self.first_predicted
+
+    @property
+    def first_accuracy(self) -> float:
+        """Measured / predicted tokens/s on the first GPU."""
+        assert self.first.tokens_per_s is not None
+        return self.first.tokens_per_s / self.first_predicted
+
+    @property
+    def second_accuracy(self) -> float:
+        """Measured / predicted tokens/s on the second GPU."""
+        assert self.second.tokens_per_s is not None
+        return self.second.tokens_per_s / self.second_predicted
 
     @property
     def shortfall(self) -> float:
@@ -143,22 +163,15 @@ def pairs(rows: Sequence[pf.Row], specs: Mapping[str, SpecFigures] | None = None
                 longer = max(first.output_tokens, second.output_tokens)
                 if abs(first.output_tokens - second.output_tokens) > OUTPUT_TOLERANCE * longer:
                     continue
-                found.append(_pair(first, second))
+                found.append(
+                    Pair(
+                        first,
+                        second,
+                        _predicted_tokens_per_s(first),
+                        _predicted_tokens_per_s(second),
+                    )
+                )
     return sorted(found, key=lambda pair: (pair.first.source, pair.first.gpu, pair.second.gpu))
-
-
-def _pair(first: pf.Row, second: pf.Row) -> Pair:
-    assert first.tokens_per_s is not None and second.tokens_per_s is not None
-    predicted_first = _predicted_tokens_per_s(first)
-    predicted_second = _predicted_tokens_per_s(second)
-    return Pair(
-        first,
-        second,
-        second.tokens_per_s / first.tokens_per_s,
-        predicted_second / predicted_first,
-        first.tokens_per_s / predicted_first,
-        second.tokens_per_s / predicted_second,
-    )
 
 
 def _spec_ratios(pair: Pair) -> tuple[float, float]:
