@@ -271,7 +271,7 @@ def test_the_instances_ranked_are_the_instances_autoscaling_runs_at_the_peak(
     option = decision.option
     assert option is not None
     target = decision.scaling.target_concurrency_per_copy
-    assert target == option.knee_concurrency_per_copy
+    assert target == option.scaling_target
     assert option.concurrency_per_copy <= target <= option.max_concurrency_per_copy
     peak_copies = math.ceil(option.predicted.concurrency / target)
     assert peak_copies <= option.layout.copies

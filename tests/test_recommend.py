@@ -616,3 +616,48 @@ def test_an_fp8_kv_cache_is_not_offered_on_accelerators_without_fp8() -> None:
     assert "A10G has no FP8 support" in g5.reason
     assert g5.to_dict()["kind"] == "kv cache precision"
     assert any(line.startswith("KV cache fp8 (1 byte per element)") for line in result.assumptions)
+
+
+def _g5_rate(risk: Risk) -> Recommendation:
+    return recommend(
+        ModelSpec.LLAMA_3_8B,
+        Workload(512, 256),
+        Slo(max_ms_per_token=50),
+        Traffic(requests_per_second=2),
+        search=SearchSpace(instance_types=[InstanceType.G5_2XLARGE]),
+        sizing=Sizing(risk=risk),
+    )
+
+
+def test_the_pessimistic_scaling_target_is_a_fraction_of_a_request_as_the_median_s_is() -> None:
+    """A rate's mean in flight is not a whole number: the default risk's target on the
+    pessimistic side of the knee is read off the median's predicted curve to a hundredth, as
+    the median's own target is (it was rounded down to whole requests, and where that equalled
+    the median's whole knee the median's own fraction was taken: no discount at all)."""
+    (option, *_) = _g5_rate(Risk.PESSIMISTIC).options
+    (median, *_) = _g5_rate(Risk.MEDIAN).options
+    target = option.scaling_target
+    assert target != math.floor(target) and round(target, 2) == target
+    assert option.knee_concurrency_per_copy == math.floor(target)
+    assert 1 <= target < median.scaling_target
+    assert option.requests_per_s_per_copy is not None and median.requests_per_s_per_copy
+    assert option.requests_per_s_per_copy < median.requests_per_s_per_copy
+    assert option.requests_per_s_per_copy * option.layout.copies >= 2
+    line = next(r for r in option.reasoning if r.startswith("the band in the ceiling"))
+    assert f"scaling target {target:g} per copy" in line
+
+
+def test_an_edge_short_of_the_target_still_gets_the_ceiling_it_needs_within_the_slo() -> None:
+    """Where the pessimistic edge serves fewer in flight within the SLO than the target, the
+    ceiling is the instances that edge needs within the SLO (its own sizing), not only what
+    its throughput at the target needs (fewer, with every copy past the SLO): the benchmark
+    that replaces the target with the measured knee then finds the instances it needs."""
+    (option, *_) = _g5_rate(Risk.PESSIMISTIC).options
+    missed = next(r for r in option.reasoning if r.startswith("at the pessimistic edge"))
+    served = float(missed.split("(it serves ")[1].split(" ")[0])
+    assert served < option.scaling_target
+    at_target = int(missed.split("the median's capacity / ")[1].split(": ")[1].split(" ")[0])
+    within = int(missed.split(", or ")[1].split(" at its own")[0])
+    assert f"at its own {served:g} per copy within the SLO, the more" in missed
+    assert within > at_target
+    assert option.ceiling == within > option.layout.instance_count

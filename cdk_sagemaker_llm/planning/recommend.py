@@ -625,7 +625,7 @@ class _Variant:
         )
 
     def evaluate(
-        self, risk: Risk, target: int | None, slowdown: float | None = None
+        self, risk: Risk, target: float | None, slowdown: float | None = None
     ) -> tuple[Option | None, Rejection | None]:
         """The layout sized at ``risk``'s side of the band (or at ``slowdown``, an edge
         ``pessimistic_edge`` chose), at ``target`` per copy (default the scaling target of
@@ -674,7 +674,7 @@ class _Variant:
             )
         )
 
-    def edge(self, target: int) -> PessimisticEdge:
+    def edge(self, target: float) -> PessimisticEdge:
         """The pessimistic edge of this layout's ceiling at ``target`` per copy: its load
         regime against the median's knee, its extrapolation distance."""
         return pessimistic_edge(self.band, load_regime(target, self.knee), len(self.reasons))
@@ -690,7 +690,7 @@ class _Variant:
         line = quoted.describe(option.predicted.ms_per_token)
         return replace(option, p10_p90=quoted, reasoning=[*option.reasoning, line])
 
-    def instances_at_edge(self, target: int, factor: float) -> int:
+    def instances_at_edge(self, target: float, factor: float) -> int:
         """The instances the traffic takes at ``target`` per copy when each copy serves
         ``factor`` times less than at the median (the edge's throughput)."""
         search = self.search
@@ -700,7 +700,7 @@ class _Variant:
         assert traffic.requests_per_second is not None
         model = self.model(Risk.MEDIAN.slowdown(self.band), Risk.MEDIAN)
         limits, _ = profile_limits(model, self.profile, search.max_batch_size)
-        per_copy = _deployment_level(model, 1, target, limits.capacity).requests_per_s
+        per_copy = _rate_at(model, limits, search.workload, target)
         copies = math.ceil(traffic.requests_per_second * factor / per_copy)
         return math.ceil(copies / per_instance)
 
@@ -715,45 +715,46 @@ def _with_ceiling(variant: _Variant, median: Option) -> tuple[Option | None, Rej
     within the SLO, what the edge's throughput needs, said plainly."""
     search, band = variant.search, variant.band
     measured = measured_here(band)
-    own = median.knee_concurrency_per_copy
+    own = median.scaling_target
     # Until measured, the target stays on the pessimistic side of the knee: at most the knee.
     highest = own if measured else min(own, variant.knee)
     edge = variant.edge(highest)
     factor = edge.relative_to(band)
     at_edge, refused = variant.evaluate(Risk.PESSIMISTIC, None, slowdown=edge.slowdown)
-    target = _ceiling_target(highest, factor, at_edge, measured)
+    whole = search.traffic.concurrency is not None
+    target = _ceiling_target(highest, factor, at_edge, measured, whole)
     expected, rejection = (median, None) if target == own else variant.evaluate(Risk.MEDIAN, target)
     if expected is None:
         return None, rejection
     ceiling, why = None, _edge_shortfall(search, at_edge, refused, target)
-    if not why and at_edge is not None and target == at_edge.knee_concurrency_per_copy:
+    if not why and at_edge is not None and target == at_edge.scaling_target:
         ceiling = at_edge  # already sized at this target
     elif not why:
         ceiling, refused = variant.evaluate(Risk.PESSIMISTIC, target, slowdown=edge.slowdown)
         why = _edge_shortfall(search, ceiling, refused, target)
     count = expected.layout.instance_count
-    needed = (
-        ceiling.layout.instance_count
-        if ceiling is not None
-        else variant.instances_at_edge(target, factor)
-    )
+    # Where the edge does not serve the target within the SLO, the ceiling is what the edge
+    # needs within it (its own sizing), or what its throughput at the target needs, the more.
+    within = at_edge.layout.instance_count if at_edge is not None else 0
+    at_target = 0 if ceiling is not None else variant.instances_at_edge(target, factor)
+    needed = ceiling.layout.instance_count if ceiling is not None else max(within, at_target)
     most = max(count, min(needed, search.max_instance_count))
-    edge_target = at_edge.knee_concurrency_per_copy if at_edge is not None else 0
+    edge_target = at_edge.scaling_target if at_edge is not None else 0
     basis = (
         "the calibrated median's knee (a calibration measured this layout)"
         if measured
-        else f"the median's {highest} (at most its knee), which the pessimistic edge's own "
+        else f"the median's {highest:g} (at most its knee), which the pessimistic edge's own "
         "target reaches"
         if target == highest
         else "the pessimistic edge's own, until a benchmark measures it"
         if target == edge_target
-        else f"the median's {highest} (at most its knee) / {factor:.2f} (the edge's share of "
+        else f"the median's {highest:g} (at most its knee) / {factor:.2f} (the edge's share of "
         "its throughput), until a benchmark measures it"
     )
     lines = [
         f"the band in the ceiling: {count} instance(s) run at the peak if the median holds, "
         f"{most} (max_instance_count) at the pessimistic edge (times x{edge.slowdown:.2f}: "
-        f"{edge.basis}); scaling target {target} per copy: {basis}"
+        f"{edge.basis}); scaling target {target:g} per copy: {basis}"
     ]
     if why:
         held = (
@@ -761,10 +762,16 @@ def _with_ceiling(variant: _Variant, median: Option) -> tuple[Option | None, Rej
             if needed > search.max_instance_count
             else ""
         )
+        own_sizing = (
+            f", or {within} at its own {edge_target:g} per copy within the SLO, the more"
+            if within
+            else ""
+        )
         lines.append(
             f"at the pessimistic edge {why}: the ceiling is sized by that edge's throughput "
-            f"(the median's capacity / {factor:.2f}: {needed} instance(s){held}); the SLO may "
-            "be missed if the pessimistic edge holds, and the deploy-time benchmark's gates tell"
+            f"(the median's capacity / {factor:.2f}: {at_target} instance(s){own_sizing}"
+            f"{held}); the SLO may be missed if the pessimistic edge holds, and the "
+            "deploy-time benchmark's gates tell"
         )
     speculation = _speculation_at_risk(variant.optimization, Risk.PESSIMISTIC)
     if speculation is not None:
@@ -949,30 +956,39 @@ def _measured_reasoning(
     ]
 
 
-def _ceiling_target(own: int, factor: float, at_edge: Option | None, measured: bool) -> int:
+def _ceiling_target(
+    own: float, factor: float, at_edge: Option | None, measured: bool, whole: bool
+) -> float:
     """The scaling target per copy of ``Risk.PESSIMISTIC``: the calibrated median's own
-    (``own``) where a calibration measured the layout; else the pessimistic edge's own target,
-    but never below ``own`` (the median's, at most its knee) divided by the edge's ``factor``
-    (a copy at the edge serves that share of the median's throughput: holding fewer in flight
-    would size the peak for more than the band's slowdown) nor above ``own``."""
+    (``own``) where a calibration measured the layout; else the pessimistic edge's own target
+    (``Option.scaling_target``: where the SLO stops the edge's copy, the fraction of a request
+    its predicted curve reaches the SLO at, as the median's own), but never below ``own`` (the
+    median's, at most its knee) divided by the edge's ``factor`` (a copy at the edge serves
+    that share of the median's throughput: holding fewer in flight would size the peak for
+    more than the band's slowdown) nor above ``own``. That share is rounded down to a whole
+    request where the traffic is a concurrency (``whole``), else to a hundredth: a rate's mean
+    in flight is not a whole number, and rounding 2.4 down to 2 would cost a sixth of the
+    copy's capacity for nothing the band says."""
     if measured:
         return own
-    share = max(1, math.floor(own / factor))
-    edge_target = at_edge.knee_concurrency_per_copy if at_edge is not None else 0
+    share = own / factor if whole else math.floor(own / factor * 100) / 100
+    share = max(1.0, math.floor(share) if whole else share)
+    edge_target = at_edge.scaling_target if at_edge is not None else 0
     return min(own, max(edge_target, share))
 
 
 def _edge_shortfall(
-    search: _Search, at_edge: Option | None, refused: Rejection | None, target: int
+    search: _Search, at_edge: Option | None, refused: Rejection | None, target: float
 ) -> str:
     """Why the pessimistic edge does not serve ``target`` per copy within the SLO on at most
     ``max_instance_count`` instances, in words; empty when it does."""
     if at_edge is not None:
-        if target <= at_edge.max_concurrency_per_copy:
+        within = max(at_edge.max_concurrency_per_copy, at_edge.scaling_target)
+        if target <= within:
             return ""
         return (
-            f"{target} in flight per copy break {search.slo.describe()} (it serves "
-            f"{at_edge.max_concurrency_per_copy} within it)"
+            f"{target:g} in flight per copy break {search.slo.describe()} (it serves "
+            f"{within:g} within it)"
         )
     if refused is not None and refused.kind is RejectionKind.INSTANCE_COUNT:
         return f"the peak needs more than max_instance_count {search.max_instance_count}"
@@ -1446,10 +1462,11 @@ def _evaluate(
     max_batch_size: int | None,
     region_note: str | None,
     side: _Side,
-    target: int | None = None,
+    target: float | None = None,
 ) -> tuple[Option | None, Rejection | None]:
     """One layout sized for the traffic at ``target`` in flight per copy (default its own
-    scaling target, ``_scaling_target``), or why it cannot serve."""
+    scaling target, ``_scaling_target``; a fraction of a request is read off the predicted
+    curve, ``_sizing_curve``), or why it cannot serve."""
     profile, risk, band = side.profile, side.risk, side.band
     instance_type = layout.instance_type
     degree = layout.tensor_parallel_degree
@@ -1478,12 +1495,12 @@ def _evaluate(
     # A knee of None: even one request per copy trips the rule, so the walk stopped at 1.
     knee_clients = knee.concurrency or 1
     own = _scaling_target(knee_clients, per_copy)
-    curve, at_slo = None, None
-    if target is None and own == per_copy and traffic.requests_per_second is not None:
-        curve, at_slo = _slo_curve(efficiency_model, limits, workload, slo, per_copy)
+    slo_curve = _sizing_curve(
+        efficiency_model, limits, workload, slo, traffic, own, per_copy, target
+    )
+    at_slo = None if slo_curve is None else slo_curve[1]
     target = target or own
     per_instance_copies = layout.copies_per_instance
-    slo_curve = None if curve is None or at_slo is None else (curve, at_slo)
     rate_per_copy = _rate_per_copy(efficiency_model, limits, target, slo_curve)
     count = _peak_instances(traffic, rate_per_copy, target, per_instance_copies)
     if count > max_instance_count:
@@ -1526,7 +1543,7 @@ def _evaluate(
         Option(
             layout=sized,
             concurrency_per_copy=busiest,
-            knee_concurrency_per_copy=target,
+            knee_concurrency_per_copy=math.floor(target),
             max_batch_size=limits.capacity,
             predicted=level,
             price_per_hour=price,
@@ -1549,7 +1566,7 @@ def _evaluate(
 def _rate_per_copy(
     model: CopyModel,
     limits: CopyLimits,
-    target: int,
+    target: float,
     slo_curve: tuple[MeasuredCurve, float] | None,
 ) -> float:
     """Requests/s one copy serves at ``target`` in flight: where the SLO stops the copy
@@ -1559,11 +1576,19 @@ def _rate_per_copy(
     if slo_curve is not None:
         curve, at_slo = slo_curve
         return curve.requests_per_s(at_slo)
-    return _deployment_level(model, 1, target, limits.capacity).requests_per_s
+    return _deployment_level(model, 1, math.floor(target), limits.capacity).requests_per_s
+
+
+def _rate_at(model: CopyModel, limits: CopyLimits, workload: Workload, target: float) -> float:
+    """Requests/s one copy serves at ``target`` in flight: the model's level at a whole
+    number, else read off its predicted curve (``_predicted_curve``) as a measured one is."""
+    if target == math.floor(target):
+        return _deployment_level(model, 1, math.floor(target), limits.capacity).requests_per_s
+    return _predicted_curve(model, limits, workload, math.ceil(target)).requests_per_s(target)
 
 
 def _peak_instances(
-    traffic: Traffic, rate_per_copy: float, target: int, per_instance_copies: int
+    traffic: Traffic, rate_per_copy: float, target: float, per_instance_copies: int
 ) -> int:
     """Instances that carry ``traffic``: a concurrency at ``target`` in flight per copy, a
     rate at ``rate_per_copy`` requests/s per copy (``_rate_per_copy``)."""
@@ -1579,7 +1604,7 @@ def _peak_level(
     model: CopyModel,
     limits: CopyLimits,
     copies: int,
-    target: int,
+    target: float,
     slo_curve: tuple[MeasuredCurve, float] | None,
 ) -> LevelPrediction:
     """The whole deployment of ``copies`` copies at the peak ``traffic`` (a concurrency, or a
@@ -1591,7 +1616,7 @@ def _peak_level(
         return _curve_level(curve, copies, at_slo, traffic.requests_per_second)
     assert traffic.requests_per_second is not None
     found = _deployment_for_rate(
-        model, copies, limits.capacity, traffic.requests_per_second, target * copies
+        model, copies, limits.capacity, traffic.requests_per_second, math.floor(target) * copies
     )
     assert found is not None  # the count was chosen so that target x copies serves it
     return found
@@ -1610,15 +1635,50 @@ def _slo_curve(
     copies for a 5 % error at 2 in flight). (None, None) where the SLO does not bind there."""
     if within_slo >= limits.capacity:
         return None, None
-    points = []
-    for clients in range(1, within_slo + 2):
-        at = model.level(clients, limits.capacity)
-        points.append(MeasuredPoint(clients, at.ms_per_token, at.tokens_per_s, at.ttft_ms))
-    curve = MeasuredCurve.of(points, workload)
+    curve = _predicted_curve(model, limits, workload, within_slo + 1)
     capacity = curve.capacity_within(slo.max_ms_per_token, slo.max_ttft_ms)
     if capacity is None:
         return None, None
     return curve, max(float(within_slo), math.floor(capacity.concurrency * 100) / 100)
+
+
+def _predicted_curve(
+    model: CopyModel, limits: CopyLimits, workload: Workload, highest: int
+) -> MeasuredCurve:
+    """The model's levels of one copy at 1 to ``highest`` in flight, as a curve read by the
+    rule a measured one is (``planning.measured_curve``)."""
+    points = []
+    for clients in range(1, highest + 1):
+        at = model.level(clients, limits.capacity)
+        points.append(MeasuredPoint(clients, at.ms_per_token, at.tokens_per_s, at.ttft_ms))
+    return MeasuredCurve.of(points, workload)
+
+
+def _sizing_curve(
+    model: CopyModel,
+    limits: CopyLimits,
+    workload: Workload,
+    slo: Slo,
+    traffic: Traffic,
+    own: int,
+    within_slo: int,
+    target: float | None,
+) -> tuple[MeasuredCurve, float] | None:
+    """The predicted curve a request rate is sized on and the fraction of a request in flight
+    per copy it is read at: with no ``target``, where the SLO stops the copy (``own`` is
+    ``within_slo``) and its predicted ms/token reaches the SLO (``_slo_curve``); with a
+    ``target`` that is not a whole number (the pessimistic side's, ``_ceiling_target``), at
+    that target. None: a concurrency, or whole requests."""
+    if traffic.requests_per_second is None:
+        return None
+    if target is None:
+        if own != within_slo:
+            return None
+        curve, at_slo = _slo_curve(model, limits, workload, slo, within_slo)
+        return None if curve is None or at_slo is None else (curve, at_slo)
+    if target == math.floor(target):
+        return None
+    return _predicted_curve(model, limits, workload, math.ceil(target)), target
 
 
 def _curve_level(
