@@ -340,7 +340,9 @@ def render(answers: Sequence[Answer], details: bool) -> str:
     if ratios:
         lines.append(
             f"peak cost / measured need: median {_quantile(ratios, 0.5):.2f}x (target <= 1.15), "
-            f"p90 {_quantile(ratios, 0.9):.2f}x (target <= 1.5)"
+            f"p90 {_quantile(ratios, 0.9):.2f}x (target <= 1.5); within 1.15x "
+            f"{sum(r <= 1.15 for r in ratios)} of {len(ratios)}, within 1.5x "
+            f"{sum(r <= 1.5 for r in ratios)}"
         )
     medians = [a.median / a.needed for a in answered if a.median is not None]
     if medians:

@@ -109,6 +109,24 @@ def test_the_decomposition_ends_at_the_default_risks_cost_and_starts_at_the_capa
     assert "peak cost / measured need: median 2.00x" in "\n".join(lines)
 
 
+def test_the_replay_counts_the_questions_within_each_target(replay: Any) -> None:
+    """The default risk's cost per question against the two targets: at 0.8, 1.6 and 3.2
+    copies' worth a copy serving 0.9 (or 0.85) of the measured capacity costs its need (1, 2
+    and 4 instances), one serving 0.5 costs 2, 2 and 1.75x: three of six within either."""
+    answers = [
+        _answer(replay, 0.8, 0.9),
+        _answer(replay, 1.6, 0.9),
+        _answer(replay, 3.2, 0.9, default=0.85),
+        _answer(replay, 0.8, 0.9, default=0.5),
+        _answer(replay, 1.6, 0.9, default=0.5),
+        _answer(replay, 3.2, 0.9, default=0.5),
+    ]
+    costs = sorted(a.expected / a.needed for a in answers)
+    assert costs == pytest.approx([1.0, 1.0, 1.0, 1.75, 2.0, 2.0])
+    text = replay.render(answers, details=False)
+    assert "within 1.15x 3 of 6, within 1.5x 3" in text
+
+
 def test_the_server_timed_source_is_read_at_the_clients_latency_and_no_other(
     replay: Any,
 ) -> None:
