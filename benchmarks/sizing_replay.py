@@ -114,6 +114,8 @@ class Answer:
     scaling target adds shows against it."""
     tuned: Sized | None
     """At the default risk after a calibration on the sweep."""
+    curve: MeasuredCurve | None = None
+    """The sweep's measured curve, which ``over_slo`` reads a scaling target off."""
 
     @property
     def expected(self) -> int | None:
@@ -143,6 +145,16 @@ class Answer:
     def capacity_ratio(self, sized: Sized) -> float:
         """Predicted / measured requests/s per copy."""
         return sized.rate_per_copy / self.measured.at_slo
+
+    def over_slo(self, sized: Sized) -> float:
+        """How far over the SLO's ms/token the measured copy runs at ``sized``'s scaling
+        target (0 at or below the measured capacity within the SLO): what autoscaling that
+        holds the target serves at the peak until a benchmark replaces the target, read off
+        the measured curve (at its busiest level where the target is beyond it)."""
+        if self.curve is None or sized.target <= self.measured.concurrency:
+            return 0.0
+        at = self.curve.at(min(sized.target, self.curve.highest))
+        return max(0.0, at.ms_per_token / self.slo - 1)
 
 
 def _sweeps(rows: Sequence[pf.Row]) -> list[list[pf.Row]]:
@@ -296,6 +308,7 @@ def replay(rows: Sequence[pf.Row]) -> list[Answer]:
                         default=_ask(sweep, slo, rate, None),
                         at_median=_ask(sweep, slo, rate, None, Risk.MEDIAN),
                         tuned=_ask(sweep, slo, rate, calibration) if calibration else None,
+                        curve=_curve(sweep),
                     )
                 )
     return answers
@@ -344,6 +357,7 @@ def render(answers: Sequence[Answer], details: bool) -> str:
             f"{sum(r <= 1.15 for r in ratios)} of {len(ratios)}, within 1.5x "
             f"{sum(r <= 1.5 for r in ratios)}"
         )
+    lines += _target_lines(answered)
     medians = [a.median / a.needed for a in answered if a.median is not None]
     if medians:
         lines.append(
@@ -370,6 +384,30 @@ def render(answers: Sequence[Answer], details: bool) -> str:
                 f"(ceiling {a.calibrated_ceiling}); {_capacities(a)}"
             )
     return "\n".join(lines)
+
+
+def _target_lines(answered: Sequence[Answer]) -> list[str]:
+    """The questions whose scaling target is above the measured capacity within the SLO, at
+    the default risk and at ``Risk.MEDIAN``, with how far over the SLO the measured copy runs
+    there: a miss the autoscaling ceiling does not catch (it scales on the target)."""
+    lines = []
+    for name, pick in (("default risk", _default), ("Risk.MEDIAN", _at_median)):
+        sized = [(a, s) for a in answered if (s := pick(a)) is not None]
+        over = [a.over_slo(s) for a, s in sized if s.target > a.measured.concurrency]
+        worst = f", ms/token at the peak up to {max(over):.1%} over the SLO" if over else ""
+        lines.append(
+            f"scaling target above the measured capacity within the SLO ({name}): "
+            f"{len(over)} of {len(sized)}{worst}"
+        )
+    return lines
+
+
+def _default(a: Answer) -> Sized | None:
+    return a.default
+
+
+def _at_median(a: Answer) -> Sized | None:
+    return a.at_median
 
 
 def _capacities(a: Answer) -> str:

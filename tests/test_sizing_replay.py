@@ -5,6 +5,7 @@ published sweep and is a benchmark, not a test)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -148,3 +149,30 @@ def test_the_server_timed_source_is_read_at_the_clients_latency_and_no_other(
     ]
     assert old.ms_per_token == pytest.approx(52.82)
     assert new.ms_per_token == pytest.approx(56.1, abs=0.05)
+
+
+def test_a_scaling_target_past_the_measured_capacity_runs_the_copy_over_the_slo(
+    replay: Any,
+) -> None:
+    """A curve at 30 / 40 / 60 ms/token with 1 / 2 / 4 in flight reaches 50 ms/token at 3 in
+    flight: a target of 3.5 runs it at 55 ms/token (10 % over), one of 2.5 within the SLO, and
+    one past the busiest level at that level's 60 (20 % over). The replay counts the first
+    and the last per risk, with the worst overshoot."""
+    curve = MeasuredCurve.of(
+        [MeasuredPoint(1, 30.0, 33.3), MeasuredPoint(2, 40.0, 50.0), MeasuredPoint(4, 60.0, 66.7)],
+        Workload(input_tokens=100, output_tokens=100),
+    )
+    capacity = curve.capacity_within(50.0)
+    assert capacity is not None and capacity.concurrency == pytest.approx(3.0)
+    base = dataclasses.replace(_answer(replay, 0.8, 1.0), curve=curve, measured=capacity)
+    answers = [
+        dataclasses.replace(base, default=replay.Sized(1, 1, target, 1.0))
+        for target in (3.5, 2.5, 5.0)
+    ]
+    assert [a.over_slo(a.default) for a in answers] == pytest.approx([0.10, 0.0, 0.20])
+    text = replay.render(answers, details=False)
+    assert (
+        "scaling target above the measured capacity within the SLO (default risk): 2 of 3, "
+        "ms/token at the peak up to 20.0% over the SLO"
+    ) in text
+    assert "scaling target above the measured capacity within the SLO (Risk.MEDIAN): 0 of 3" in text
