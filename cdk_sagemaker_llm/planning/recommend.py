@@ -971,8 +971,8 @@ def _ceiling_target(
     copy's capacity for nothing the band says."""
     if measured:
         return own
-    share = own / factor if whole else math.floor(own / factor * 100) / 100
-    share = max(1.0, math.floor(share) if whole else share)
+    steps = 1 if whole else 100  # per request in flight
+    share = max(1.0, math.floor(own / factor * steps) / steps)
     edge_target = at_edge.scaling_target if at_edge is not None else 0
     return min(own, max(edge_target, share))
 
