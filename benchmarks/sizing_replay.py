@@ -42,6 +42,7 @@ import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from operator import attrgetter
 
 import profile_fitting as pf
 
@@ -391,7 +392,10 @@ def _target_lines(answered: Sequence[Answer]) -> list[str]:
     the default risk and at ``Risk.MEDIAN``, with how far over the SLO the measured copy runs
     there: a miss the autoscaling ceiling does not catch (it scales on the target)."""
     lines = []
-    for name, pick in (("default risk", _default), ("Risk.MEDIAN", _at_median)):
+    for name, pick in (
+        ("default risk", attrgetter("default")),
+        ("Risk.MEDIAN", attrgetter("at_median")),
+    ):
         sized = [(a, s) for a in answered if (s := pick(a)) is not None]
         over = [a.over_slo(s) for a, s in sized if s.target > a.measured.concurrency]
         worst = f", ms/token at the peak up to {max(over):.1%} over the SLO" if over else ""
@@ -400,14 +404,6 @@ def _target_lines(answered: Sequence[Answer]) -> list[str]:
             f"{len(over)} of {len(sized)}{worst}"
         )
     return lines
-
-
-def _default(a: Answer) -> Sized | None:
-    return a.default
-
-
-def _at_median(a: Answer) -> Sized | None:
-    return a.at_median
 
 
 def _capacities(a: Answer) -> str:

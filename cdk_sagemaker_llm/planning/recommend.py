@@ -1580,11 +1580,9 @@ def _rate_per_copy(
 
 
 def _rate_at(model: CopyModel, limits: CopyLimits, workload: Workload, target: float) -> float:
-    """Requests/s one copy serves at ``target`` in flight: the model's level at a whole
-    number, else read off its predicted curve (``_predicted_curve``) as a measured one is."""
-    if target == math.floor(target):
-        return _deployment_level(model, 1, math.floor(target), limits.capacity).requests_per_s
-    return _predicted_curve(model, limits, workload, math.ceil(target)).requests_per_s(target)
+    """Requests/s one copy serves at ``target`` in flight (``_rate_per_copy``), a fraction of a
+    request read off the predicted curve (``_fractional_curve``)."""
+    return _rate_per_copy(model, limits, target, _fractional_curve(model, limits, workload, target))
 
 
 def _peak_instances(
@@ -1676,6 +1674,14 @@ def _sizing_curve(
             return None
         curve, at_slo = _slo_curve(model, limits, workload, slo, within_slo)
         return None if curve is None or at_slo is None else (curve, at_slo)
+    return _fractional_curve(model, limits, workload, target)
+
+
+def _fractional_curve(
+    model: CopyModel, limits: CopyLimits, workload: Workload, target: float
+) -> tuple[MeasuredCurve, float] | None:
+    """The predicted curve of one copy up to ``target`` and the target, where the target is
+    not a whole number of requests in flight; None where it is."""
     if target == math.floor(target):
         return None
     return _predicted_curve(model, limits, workload, math.ceil(target)), target
