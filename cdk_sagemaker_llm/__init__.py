@@ -109,8 +109,8 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
     from .planning import sizing
     from .planning.calibration import Calibration, EngineRelease
     from .planning.engine_profiles import EngineProfile
+    from .planning.objectives import Slo
     from .planning.optimizations import Optimization
-    from .planning.recommend import Slo
     from .planning.service_decision import ServiceDecision
     from .planning.service_options import (
         CopyScaling,
@@ -227,7 +227,7 @@ _EXPORTS: dict[str, str] = {
     "Sizing": ".planning.service_options",
     "SizingReport": ".planning.sizing",
     "ServiceDecision": ".planning.service_decision",
-    "Slo": ".planning.recommend",
+    "Slo": ".planning.objectives",
     "SpeculativeDecoding": ".constructs.speculative_decoding",
     "StepPolicy": ".constructs.autoscaling",
     "StorageVolume": ".constructs.variant_options",

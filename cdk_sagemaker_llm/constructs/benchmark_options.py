@@ -13,7 +13,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from ..benchmarking.benchmark_load import MAX_CONCURRENCY, MAX_RATE, BenchmarkLoad
-from ..planning.recommend import Traffic
+from ..planning.objectives import Traffic
 from ..prop_types import typed_factory, typed_props
 from .managed_benchmark import ManagedBenchmarkOptions
 from .nag import acknowledge

@@ -52,9 +52,9 @@ from ..catalog.jumpstart import JumpStartModel
 from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from ..planning.calibration import EngineRelease
 from ..planning.decider import HOST_MEMORY_SHARE, decide
+from ..planning.objectives import Slo, Traffic
 from ..planning.optimizations import OptimizationKind
 from ..planning.performance import Workload
-from ..planning.recommend import Slo, Traffic
 from ..planning.service_decision import TGI_DEFAULT_PREFILL_TOKENS, ServiceDecision, ServingSettings
 from ..planning.service_options import CopyScaling, LayoutOverrides, Pricing, SearchSpace, Sizing
 from ..planning.service_request import ExpectedTraffic, Overrides, ServiceRequest

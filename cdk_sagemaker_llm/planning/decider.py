@@ -37,8 +37,10 @@ from .performance import (
 from .placement import head_divisibility_problem
 from .quantized_coverage import MEASUREMENTS
 from .ranking import RejectionKind
-from .recommend import Option, Recommendation, Rejection, recommend, unit_price
+from .recommend import recommend
+from .recommendation import Option, Recommendation, Rejection
 from .service_decision import DecisionWarning, ScalingBounds, ServiceDecision, ServingSettings
+from .service_options import unit_price
 from .service_request import Overrides, ServiceRequest
 from .workload import check_context, check_workload_context
 

@@ -14,7 +14,7 @@ from ..prop_types import typed_props
 from .decision_record import Choice, DecisionRecord, Prediction, RecordedOptimization
 from .optimizations import JobEstimate, Optimization
 from .performance import Layout
-from .recommend import Option, Recommendation
+from .recommendation import Option, Recommendation
 
 TGI_DEFAULT_PREFILL_TOKENS = 4096
 """TGI's default ``MAX_BATCH_PREFILL_TOKENS``; a longer prompt needs it raised."""

@@ -33,6 +33,7 @@ from .engine_profiles import Band, EngineProfile
 from .optimizations import Optimization
 
 __all__ = [
+    "WIDEST_SEARCHED_INSTANCE_COUNT",
     "CopyScaling",
     "LayoutOverrides",
     "PriceBasis",
@@ -40,7 +41,13 @@ __all__ = [
     "Risk",
     "SearchSpace",
     "Sizing",
+    "unit_price",
 ]
+
+WIDEST_SEARCHED_INSTANCE_COUNT = 16
+"""The widest layout ``recommend`` searches when the search space does not say: the most
+instances one option may take (an ``LlmService``'s own default is
+``planning.service_request.DEFAULT_SERVICE_MAX_INSTANCES``)."""
 
 
 @typed_props
@@ -83,6 +90,16 @@ class PriceBasis(Enum):
     SAVINGS_PLAN_1Y = "savings-plan-1y"
 
 
+def unit_price(instance_type: InstanceType, prices: PriceList, basis: PriceBasis) -> float | None:
+    """Price of one instance-hour on ``basis``; None when the list has no price."""
+    price = prices.price_per_hour(instance_type)
+    if price is None:
+        return None
+    if basis is PriceBasis.SAVINGS_PLAN_1Y:
+        return price * (1 - prices.savings_plan_1y_discount)
+    return price
+
+
 @typed_props
 @dataclass(frozen=True, kw_only=True)
 class SearchSpace:
@@ -105,7 +122,7 @@ class SearchSpace:
     every GPU type of the catalog."""
     max_instance_count: int | None = None
     """The most instances one option may use. Default 16 for ``recommend``
-    (``recommend.WIDEST_SEARCHED_INSTANCE_COUNT``), 4 for ``LlmService``
+    (``WIDEST_SEARCHED_INSTANCE_COUNT``), 4 for ``LlmService``
     (``service_request.DEFAULT_SERVICE_MAX_INSTANCES``)."""
     tensor_parallel_degrees: Sequence[int] | None = None
     """Only these degrees; default every degree that splits an instance into whole copies."""

@@ -14,8 +14,9 @@ from ..errors import check_range
 from ..prop_types import typed_props
 from .calibration import EngineRelease
 from .engine_profiles import EngineProfile, resolve_profile
+from .objectives import Slo, Traffic
 from .performance import Workload
-from .recommend import Recommendation, Slo, Traffic
+from .recommendation import Recommendation
 from .service_options import (
     CopyScaling,
     LayoutOverrides,
@@ -104,7 +105,8 @@ def with_minimum(result: Recommendation, traffic: ExpectedTraffic) -> Recommenda
 
 DEFAULT_SERVICE_MAX_INSTANCES = 4
 """The most instances an ``LlmService`` may scale to when its search space does not say (a
-``recommend`` search goes wider: ``planning.recommend.WIDEST_SEARCHED_INSTANCE_COUNT``)."""
+``recommend`` search goes wider:
+``planning.service_options.WIDEST_SEARCHED_INSTANCE_COUNT``)."""
 
 
 @dataclass(frozen=True)

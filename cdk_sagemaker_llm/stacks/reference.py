@@ -27,7 +27,7 @@ from ..constructs.optimization_options import OptimizationOutput, OptimizationRu
 from ..constructs.optimization_techniques import OptimizationTechnique, QuantizationMethod
 from ..constructs.serving_options import DataType, LmiBackend, LmiOptions
 from ..constructs.variant_options import ContainerStartup, ManagedInstanceScaling
-from ..planning.recommend import Slo
+from ..planning.objectives import Slo
 from ..planning.service_options import Risk, SearchSpace, Sizing
 from ..planning.workload import Workload
 
