@@ -44,8 +44,8 @@ from pathlib import Path
 import model_validation as mv
 import profile_fitting as pf
 
+from cdk_sagemaker_llm.planning.efficiency import efficiency_of
 from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
-from cdk_sagemaker_llm.planning.performance import efficiency_of
 
 SOURCE_ID = "aiconfigurator-silicon-sample-2026"
 COMMIT = "095f58a51c4ca8e61b66ec108d86f223f8d559ce"

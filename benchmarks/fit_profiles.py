@@ -41,12 +41,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import profile_fitting as pf
 
+from cdk_sagemaker_llm.planning.efficiency import Efficiency
 from cdk_sagemaker_llm.planning.engine_profiles import (
     PROFILE_NAMES,
     EngineProfile,
     engine_profile,
 )
-from cdk_sagemaker_llm.planning.performance import Efficiency
 
 PROFILE_DIR = (
     Path(__file__).resolve().parent.parent / "cdk_sagemaker_llm" / "planning" / "engine_profiles"

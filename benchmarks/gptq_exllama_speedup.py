@@ -23,8 +23,9 @@ import profile_fitting as pf
 
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
+from cdk_sagemaker_llm.planning.efficiency import efficiency_of
 from cdk_sagemaker_llm.planning.engine_profiles import EngineProfile, KernelSpeed, engine_profile
-from cdk_sagemaker_llm.planning.performance import Layout, efficiency_of, profile_model
+from cdk_sagemaker_llm.planning.performance import Layout, profile_model
 from cdk_sagemaker_llm.planning.workload import Workload
 
 MEASURED_SPEEDUP = 2.5

@@ -33,8 +33,8 @@ from dataclasses import dataclass, replace
 import profile_fitting as pf
 
 from cdk_sagemaker_llm.catalog.instance_types import Accelerator
+from cdk_sagemaker_llm.planning.efficiency import efficiency_of
 from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
-from cdk_sagemaker_llm.planning.performance import efficiency_of
 
 OUTPUT_TOLERANCE = 0.1
 """Two rows pair when their mean output lengths differ by at most this share."""

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import profile_fitting as pf
 
+from cdk_sagemaker_llm.planning.efficiency import efficiency_of
 from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
-from cdk_sagemaker_llm.planning.performance import efficiency_of
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from cdk_sagemaker_llm.planning.decode_attention import (
     DecodeAttention,
     trtllm_decode_attention,
 )
+from cdk_sagemaker_llm.planning.efficiency import Efficiency, efficiency_of
 from cdk_sagemaker_llm.planning.engine_profiles import (
     MIN_RESIDUAL_SOURCES,
     MIN_RESIDUALS,
@@ -58,12 +59,10 @@ from cdk_sagemaker_llm.planning.engine_profiles import (
 )
 from cdk_sagemaker_llm.planning.performance import (
     CopyModel,
-    Efficiency,
     KvCachePrecision,
     Layout,
     Workload,
     copy_knee,
-    efficiency_of,
     kv_cache_precision_problem,
     prediction_band,
     profile_limits,

@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import profile_fitting as pf
 
 from cdk_sagemaker_llm.errors import ValidationError
+from cdk_sagemaker_llm.planning.efficiency import efficiency_of
 from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
-from cdk_sagemaker_llm.planning.performance import efficiency_of
 from cdk_sagemaker_llm.planning.scheduling.copy import simulate_copy
 from cdk_sagemaker_llm.planning.scheduling.load import ClosedLoop
 

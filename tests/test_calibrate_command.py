@@ -30,17 +30,9 @@ from cdk_sagemaker_llm.planning.calibration import (
     Calibration,
     EngineRelease,
 )
+from cdk_sagemaker_llm.planning.efficiency import DEFAULT_EFFICIENCY, Efficiency, efficiency_of
 from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
-from cdk_sagemaker_llm.planning.performance import (
-    DEFAULT_EFFICIENCY,
-    CopyModel,
-    Efficiency,
-    Layout,
-    Workload,
-    copy_limits,
-    efficiency_of,
-    predict,
-)
+from cdk_sagemaker_llm.planning.performance import CopyModel, Layout, Workload, copy_limits, predict
 from cdk_sagemaker_llm.planning.recommend import Slo, Traffic, recommend
 from cdk_sagemaker_llm.planning.service_options import SearchSpace, Sizing
 

@@ -23,10 +23,10 @@ from cdk_sagemaker_llm.planning.calibrated_band import (
 )
 from cdk_sagemaker_llm.planning.calibration import Calibration, EngineRelease, calibrate
 from cdk_sagemaker_llm.planning.decision import ExpectedTraffic, ServiceRequest, decide
+from cdk_sagemaker_llm.planning.efficiency import Efficiency
 from cdk_sagemaker_llm.planning.engine_profiles import resolve_profile
 from cdk_sagemaker_llm.planning.performance import (
     CopyModel,
-    Efficiency,
     Layout,
     Workload,
     copy_limits,

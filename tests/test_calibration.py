@@ -19,15 +19,8 @@ from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.cli import main
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.planning.calibration import calibrate
-from cdk_sagemaker_llm.planning.performance import (
-    DEFAULT_EFFICIENCY,
-    CopyModel,
-    Efficiency,
-    Layout,
-    Workload,
-    copy_limits,
-    predict,
-)
+from cdk_sagemaker_llm.planning.efficiency import DEFAULT_EFFICIENCY, Efficiency
+from cdk_sagemaker_llm.planning.performance import CopyModel, Layout, Workload, copy_limits, predict
 
 G5 = InstanceType.G5_2XLARGE
 LOAD = Workload(256, 128)

@@ -26,8 +26,9 @@ from cdk_sagemaker_llm.planning.decision import (
     decide,
 )
 from cdk_sagemaker_llm.planning.decision_record import DecisionRecord
+from cdk_sagemaker_llm.planning.efficiency import Efficiency, efficiency_of
 from cdk_sagemaker_llm.planning.engine_profiles import resolve_profile
-from cdk_sagemaker_llm.planning.performance import Efficiency, Workload, efficiency_of
+from cdk_sagemaker_llm.planning.performance import Workload
 from cdk_sagemaker_llm.planning.recommend import (
     Recommendation,
     Rejection,

@@ -313,7 +313,7 @@ def test_size_says_which_engine_its_latency_assumes(capsys: pytest.CaptureFixtur
 
 def _tgi_calibration(path: Path) -> Path:
     from cdk_sagemaker_llm.planning.calibration import Calibration, EngineRelease
-    from cdk_sagemaker_llm.planning.performance import Efficiency
+    from cdk_sagemaker_llm.planning.efficiency import Efficiency
 
     Calibration(
         efficiency=Efficiency(memory_bandwidth=0.45, step_overhead_ms=8.0),

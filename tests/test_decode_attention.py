@@ -15,8 +15,9 @@ from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.planning.decode_attention import DecodeAttention, trtllm_decode_attention
+from cdk_sagemaker_llm.planning.efficiency import Efficiency, efficiency_of
 from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
-from cdk_sagemaker_llm.planning.performance import CopyModel, Efficiency, Workload, efficiency_of
+from cdk_sagemaker_llm.planning.performance import CopyModel, Workload
 
 MISTRAL = ModelSpec.MISTRAL_7B  # 32 query heads over 8 KV heads of 128: 4 per KV head
 LLAMA_70B = ModelSpec.LLAMA_2_70B  # 64 over 8 of 128: XQA's precompiled group

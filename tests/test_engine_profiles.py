@@ -17,6 +17,7 @@ from cdk_sagemaker_llm.catalog.containers import DLC_LINES, ContainerFamily
 from cdk_sagemaker_llm.catalog.instance_types import Accelerator, AchievedPeak, InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.errors import ValidationError
+from cdk_sagemaker_llm.planning.efficiency import Efficiency, efficiency_of
 from cdk_sagemaker_llm.planning.engine_profiles import (
     PROFILE_NAMES,
     BatchLimit,
@@ -31,15 +32,12 @@ from cdk_sagemaker_llm.planning.engine_profiles import (
     profile_name_for,
     row_profile_name,
 )
+from cdk_sagemaker_llm.planning.interconnect import PEER_ALL_REDUCE_MAX_BYTES, interconnect_of
 from cdk_sagemaker_llm.planning.performance import (
     ALL_REDUCES_PER_LAYER,
-    PEER_ALL_REDUCE_MAX_BYTES,
     CopyModel,
-    Efficiency,
     Layout,
     Workload,
-    efficiency_of,
-    interconnect_of,
     predict,
     profile_model,
 )

@@ -42,9 +42,10 @@ from cdk_sagemaker_llm.constructs.optimization_techniques import (
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.planning.calibration import Calibration, EngineRelease
 from cdk_sagemaker_llm.planning.decision_record import DecisionRecord
+from cdk_sagemaker_llm.planning.efficiency import Efficiency, efficiency_of
 from cdk_sagemaker_llm.planning.engine_profiles import resolve_profile
 from cdk_sagemaker_llm.planning.optimizations import Optimization
-from cdk_sagemaker_llm.planning.performance import Efficiency, Workload, efficiency_of, predict
+from cdk_sagemaker_llm.planning.performance import Workload, predict
 from cdk_sagemaker_llm.planning.recommend import Option, Slo, recommend
 from cdk_sagemaker_llm.planning.service_options import (
     CopyScaling,

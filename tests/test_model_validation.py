@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from conftest import BENCHMARKS, benchmark_module
 
+from cdk_sagemaker_llm.planning.efficiency import efficiency_of
 from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
-from cdk_sagemaker_llm.planning.performance import efficiency_of
 
 
 @pytest.fixture(scope="module")

@@ -9,22 +9,23 @@ import pytest
 from cdk_sagemaker_llm.catalog.instance_types import A10G, A100_40GB, CATALOG, InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from cdk_sagemaker_llm.errors import ValidationError
+from cdk_sagemaker_llm.planning.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
-from cdk_sagemaker_llm.planning.performance import (
-    DEFAULT_EFFICIENCY,
-    DEFAULT_MAX_BATCH_SIZE,
+from cdk_sagemaker_llm.planning.interconnect import (
     MEASURED_LINKS,
     NVLINK_A100,
     PCIE_GEN4,
     PCIE_GEN4_CROSS_SOCKET,
     PCIE_GPUS_PER_SOCKET,
+    interconnect_of,
+)
+from cdk_sagemaker_llm.planning.performance import (
+    DEFAULT_MAX_BATCH_SIZE,
     CopyLevel,
     CopyModel,
-    Efficiency,
     Layout,
     Workload,
     describe_assumptions,
-    interconnect_of,
     max_throughput_within,
     predict,
     profile_limits,

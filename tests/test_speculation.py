@@ -9,13 +9,9 @@ import pytest
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.errors import ValidationError
+from cdk_sagemaker_llm.planning.efficiency import DEFAULT_EFFICIENCY
 from cdk_sagemaker_llm.planning.engine_profiles import resolve_profile
-from cdk_sagemaker_llm.planning.performance import (
-    DEFAULT_EFFICIENCY,
-    CopyModel,
-    Layout,
-    profile_model,
-)
+from cdk_sagemaker_llm.planning.performance import CopyModel, Layout, profile_model
 from cdk_sagemaker_llm.planning.speculation import (
     EAGLE_DRAFT_LAYERS,
     Speculation,

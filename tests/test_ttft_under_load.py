@@ -21,9 +21,9 @@ from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.planning.calibration import Calibration, calibrate
+from cdk_sagemaker_llm.planning.efficiency import Efficiency
 from cdk_sagemaker_llm.planning.performance import (
     CopyModel,
-    Efficiency,
     Layout,
     Workload,
     max_throughput_within,

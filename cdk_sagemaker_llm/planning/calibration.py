@@ -71,17 +71,10 @@ from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from ..errors import ValidationError
 from ..prop_types import typed_props
+from .efficiency import DEFAULT_EFFICIENCY, Efficiency, efficiency_of
 from .engine_profiles import EngineProfile, profile_for_image, resolve_profile
 from .measured_curve import MeasuredCurve, MeasuredPoint
-from .performance import (
-    DEFAULT_EFFICIENCY,
-    CopyModel,
-    Efficiency,
-    Layout,
-    Workload,
-    check_kv_cache_precision,
-    efficiency_of,
-)
+from .performance import CopyModel, Layout, Workload, check_kv_cache_precision
 from .placement import copy_memory
 
 _MEMORY_GRID = [round(0.30 + 0.025 * i, 3) for i in range(29)]  # 0.30 .. 1.00

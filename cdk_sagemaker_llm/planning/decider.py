@@ -22,15 +22,14 @@ from ..catalog.model_specs import KvCachePrecision, Precision
 from ..errors import ValidationError, check_range
 from .calibration import AppliedCalibration, EngineRelease
 from .decision_record import Choice, ChoiceSource, Prediction
+from .efficiency import Efficiency, efficiency_of
 from .engine_profiles import EngineProfile, profile_origin, resolve_profile
 from .optimizations import Optimization
 from .performance import (
     INVOCATION_TIMEOUT_S,
     CopyModel,
-    Efficiency,
     Layout,
     copy_limits,
-    efficiency_of,
     predict,
     profile_model,
 )

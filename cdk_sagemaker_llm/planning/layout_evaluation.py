@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from ..catalog.prices import PriceList
 from .engine_profiles import Band, EngineProfile
+from .interconnect import interconnect_of
 from .measured_curve import (
     MeasuredCurve,
     MeasuredPoint,
@@ -27,7 +28,6 @@ from .performance import (
     Workload,
     _deployment_level,
     copy_knee,
-    interconnect_of,
     max_throughput_within,
     profile_limits,
 )

@@ -15,6 +15,7 @@ from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from ..catalog.prices import PriceList
 from .calibration import AppliedCalibration
 from .conformal_band import load_regime
+from .efficiency import Efficiency
 from .engine_profiles import Band, ContainerRelease, EngineProfile
 from .layout_evaluation import BandSide, evaluate_layout, rate_at
 from .objectives import Slo, Traffic
@@ -22,7 +23,6 @@ from .optimizations import Optimization
 from .option_band import option_band
 from .performance import (
     CopyModel,
-    Efficiency,
     Layout,
     Workload,
     copy_knee,

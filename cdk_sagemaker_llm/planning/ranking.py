@@ -14,11 +14,11 @@ from enum import Enum
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
+from .efficiency import Efficiency
 from .engine_profiles import ContainerRelease, EngineProfile, resolve_profile
 from .performance import (
     CopyLimits,
     CopyModel,
-    Efficiency,
     Layout,
     LayoutCapacity,
     Workload,

@@ -12,16 +12,11 @@ from typing import Any
 
 from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from ..catalog.prices import PriceList
+from .efficiency import efficiency_of
 from .engine_profiles import EngineProfile, all_profiles, resolve_profile
 from .layout_evaluation import BandSide, evaluate_layout
 from .objectives import Slo, Traffic
-from .performance import (
-    Layout,
-    Workload,
-    efficiency_of,
-    gpu_name,
-    profile_model,
-)
+from .performance import Layout, Workload, gpu_name, profile_model
 from .ranking import RejectionKind
 from .recommendation import Option, rank_key
 from .service_options import (

@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...catalog.model_specs import KvCachePrecision, ModelSpec, Precision
+from ..efficiency import Efficiency
 from ..engine_profiles import engine_profile
 from ..performance import (
-    Efficiency,
     Knee,
     LevelPrediction,
     Prediction,
