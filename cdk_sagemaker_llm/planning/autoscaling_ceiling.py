@@ -10,9 +10,10 @@ import math
 from dataclasses import replace
 
 from .calibrated_band import measured_here
-from .layout_variant import LayoutVariant, SearchContext, speculation_at_risk
+from .layout_variant import LayoutVariant, speculation_at_risk
 from .ranking import RejectionKind
 from .recommendation import Option, Rejection
+from .search_context import SearchContext
 from .service_options import (
     Risk,
 )

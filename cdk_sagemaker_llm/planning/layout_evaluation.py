@@ -10,7 +10,6 @@ import math
 from dataclasses import dataclass
 
 from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
-from ..catalog.prices import PriceList
 from .engine_profiles import Band, EngineProfile
 from .interconnect import interconnect_of
 from .measured_curve import (
@@ -33,8 +32,8 @@ from .performance import (
 )
 from .ranking import RejectionKind, _reject_reason
 from .recommendation import Option, Rejection
+from .search_context import SearchContext
 from .service_options import (
-    PriceBasis,
     Risk,
     unit_price,
 )
@@ -50,25 +49,21 @@ class BandSide:
 
 
 def evaluate_layout(
-    spec: ModelSpec,
+    search: SearchContext,
     layout: Layout,
-    workload: Workload,
-    slo: Slo,
-    traffic: Traffic,
     *,
     precision: Precision,
     efficiency_model: CopyModel,
-    max_instance_count: int,
-    prices: PriceList,
-    price_basis: PriceBasis,
-    max_batch_size: int | None,
-    region_note: str | None,
     side: BandSide,
     target: float | None = None,
 ) -> tuple[Option | None, Rejection | None]:
-    """One layout sized for the traffic at ``target`` in flight per copy (default its own
-    scaling target, ``_scaling_target``; a fraction of a request is read off the predicted
-    curve, ``_sizing_curve``), or why it cannot serve."""
+    """One layout of ``search`` served at ``precision`` by ``efficiency_model``, sized for the
+    traffic at ``target`` in flight per copy (default its own scaling target,
+    ``_scaling_target``; a fraction of a request is read off the predicted curve,
+    ``_sizing_curve``), or why it cannot serve."""
+    spec, workload, slo, traffic = search.spec, search.workload, search.slo, search.traffic
+    prices, price_basis, region_note = search.prices, search.price_basis, search.region_note
+    max_instance_count, max_batch_size = search.max_instance_count, search.max_batch_size
     profile, risk, band = side.profile, side.risk, side.band
     instance_type = layout.instance_type
     degree = layout.tensor_parallel_degree

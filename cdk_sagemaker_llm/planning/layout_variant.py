@@ -1,30 +1,26 @@
-"""One candidate layout of a ``recommend`` search (``LayoutVariant``): what the whole search
-shares (``SearchContext``), what a calibration says about the instance type
-(``TypeCalibration``), and the layout served at a precision by an engine profile, with its band,
-as given or with one optimization: its model at a side of the band, its knee, its pessimistic
-edge and the band its figures are quoted with."""
+"""One candidate layout of a ``recommend`` search (``LayoutVariant``) in the search's shared
+context (``planning.search_context``), with what a calibration says about the instance type
+(``TypeCalibration``): the layout served at a precision by an engine profile, with its band, as
+given or with one optimization; its model at a side of the band, its knee, its pessimistic edge
+and the band its figures are quoted with."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 
-from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
-from ..catalog.prices import PriceList
+from ..catalog.model_specs import Precision
 from .calibration import AppliedCalibration
 from .conformal_band import load_regime
 from .efficiency import Efficiency
-from .engine_profiles import Band, ContainerRelease, EngineProfile
+from .engine_profiles import Band, EngineProfile
 from .layout_evaluation import BandSide, evaluate_layout, rate_at
-from .objectives import Slo, Traffic
 from .optimizations import Optimization
 from .option_band import option_band
 from .performance import (
     CopyModel,
     Layout,
-    Workload,
     copy_knee,
     prediction_reasons,
     profile_limits,
@@ -32,79 +28,11 @@ from .performance import (
 )
 from .pessimistic_edge import PessimisticEdge, pessimistic_edge
 from .recommendation import Option, Rejection
+from .search_context import SearchContext
 from .service_options import (
-    WIDEST_SEARCHED_INSTANCE_COUNT,
-    PriceBasis,
-    Pricing,
     Risk,
-    SearchSpace,
-    Sizing,
 )
 from .speculation import Speculation
-
-
-@dataclass(frozen=True, kw_only=True)
-class SearchContext:
-    """What every layout of a ``recommend`` search shares; built by ``SearchContext.of``."""
-
-    spec: ModelSpec
-    workload: Workload
-    slo: Slo
-    traffic: Traffic
-    precision: Precision
-    max_instance_count: int
-    prices: PriceList
-    price_basis: PriceBasis
-    max_batch_size: int | None
-    region_note: str | None
-    engine: EngineProfile | ContainerRelease | str | None
-    risk: Risk
-    tensor_parallel_degrees: Sequence[int] | None
-    optimizations: Sequence[Optimization] = ()
-    kv_cache: KvCachePrecision = KvCachePrecision.AUTO
-
-    @staticmethod
-    def of(
-        *,
-        spec: ModelSpec,
-        workload: Workload,
-        slo: Slo,
-        traffic: Traffic,
-        search: SearchSpace,
-        pricing: Pricing,
-        sizing: Sizing,
-    ) -> SearchContext:
-        """The shared state of a search for ``spec`` under ``workload``, ``slo`` and
-        ``traffic``: the search space with its defaults (FP16, ``WIDEST_SEARCHED_INSTANCE_COUNT``
-        instances), the pricing's list, basis and region note, and the sizing's engine (the
-        calibrated one when it states none) and risk side."""
-        return SearchContext(
-            spec=spec,
-            workload=workload,
-            slo=slo,
-            traffic=traffic,
-            precision=search.precision or Precision.FP16,
-            max_instance_count=search.max_instance_count or WIDEST_SEARCHED_INSTANCE_COUNT,
-            prices=pricing.prices,
-            price_basis=pricing.basis,
-            max_batch_size=search.max_batch_size,
-            region_note=_region_note(pricing),
-            engine=sizing.engine,
-            risk=sizing.risk,
-            tensor_parallel_degrees=search.tensor_parallel_degrees,
-            optimizations=tuple(search.optimizations),
-            kv_cache=search.kv_cache_precision,
-        )
-
-
-def _region_note(pricing: Pricing) -> str | None:
-    """Prices from another region than the endpoint's are an estimate, and said so."""
-    prices, region = pricing.prices, pricing.region
-    if region is None or region == prices.region:
-        return None
-    return (
-        f"no {region} prices: the {prices.region} list is used as an estimate ({prices.describe()})"
-    )
 
 
 @dataclass(frozen=True)
@@ -161,22 +89,13 @@ class LayoutVariant:
         """The layout sized at ``risk``'s side of the band (or at ``slowdown``, an edge
         ``pessimistic_edge`` chose), at ``target`` per copy (default the scaling target of
         that side)."""
-        search = self.search
         return evaluate_layout(
-            search.spec,
+            self.search,
             self.layout,
-            search.workload,
-            search.slo,
-            search.traffic,
             precision=self.precision,
             efficiency_model=self.model(
                 risk.slowdown(self.band) if slowdown is None else slowdown, risk
             ),
-            max_instance_count=search.max_instance_count,
-            prices=search.prices,
-            price_basis=search.price_basis,
-            max_batch_size=search.max_batch_size,
-            region_note=search.region_note,
             side=BandSide(self.profile, risk, self.band),
             target=target,
         )

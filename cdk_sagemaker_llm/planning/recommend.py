@@ -35,7 +35,7 @@ from .autoscaling_ceiling import with_ceiling
 from .calibrated_band import calibrated_band
 from .calibration import EngineRelease
 from .engine_profiles import EngineProfile, resolve_profile
-from .layout_variant import LayoutVariant, SearchContext, TypeCalibration
+from .layout_variant import LayoutVariant, TypeCalibration
 from .measured_sizing import from_measurement
 from .objectives import Slo, Traffic
 from .optimizations import Optimization
@@ -61,6 +61,7 @@ from .recommendation_notes import (
     unseen_hardware_note,
     with_median_cost,
 )
+from .search_context import SearchContext
 from .service_options import (
     WIDEST_SEARCHED_INSTANCE_COUNT,
     PriceBasis,
@@ -307,17 +308,9 @@ def recommend(
     kept = [
         with_median_cost(
             option,
-            spec,
-            workload,
-            slo,
-            traffic,
-            precision=shared.precision,
+            shared,
             profile=resolve_profile(engine, option.layout.instance_type.is_neuron),
             measured=measured_on[option.layout.instance_type.name].efficiency,
-            max_instance_count=shared.max_instance_count,
-            prices=shared.prices,
-            price_basis=shared.price_basis,
-            max_batch_size=shared.max_batch_size,
         )
         for option in options[:top]
     ]

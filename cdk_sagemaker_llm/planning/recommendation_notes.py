@@ -8,17 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
-from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
-from ..catalog.prices import PriceList
-from .efficiency import efficiency_of
+from ..catalog.model_specs import KvCachePrecision, Precision
+from .efficiency import Efficiency, efficiency_of
 from .engine_profiles import EngineProfile, all_profiles, resolve_profile
 from .layout_evaluation import BandSide, evaluate_layout
 from .objectives import Slo, Traffic
 from .performance import Layout, Workload, gpu_name, profile_model
 from .ranking import RejectionKind
 from .recommendation import Option, rank_key
+from .search_context import SearchContext
 from .service_options import (
     PriceBasis,
     Pricing,
@@ -181,18 +180,10 @@ def pessimism_cost(pessimistic: Option, median: Option | None) -> str:
 
 def with_median_cost(
     option: Option,
-    spec: ModelSpec,
-    workload: Workload,
-    slo: Slo,
-    traffic: Traffic,
+    search: SearchContext,
     *,
-    precision: Precision,
     profile: EngineProfile,
-    measured: Any,
-    max_instance_count: int,
-    prices: PriceList,
-    price_basis: PriceBasis,
-    max_batch_size: int | None,
+    measured: Efficiency | None,
 ) -> Option:
     """Say in the reasoning which side of the band the option was sized on and what that
     costs against sizing at the median."""
@@ -211,14 +202,13 @@ def with_median_cost(
         return _with_ceiling_cost(option, line)
     layout = option.layout
     base = Layout(layout.instance_type, layout.tensor_parallel_degree, layout.copies_per_instance)
+    precision = search.precision
     if option.optimization is not None:
         precision = option.optimization.precision(precision)
+    spec, workload = search.spec, search.workload
     median, _ = evaluate_layout(
-        spec,
+        replace(search, max_instance_count=search.max_instance_count * 4, region_note=None),
         base,
-        workload,
-        slo,
-        traffic,
         precision=precision,
         efficiency_model=profile_model(
             spec,
@@ -231,11 +221,6 @@ def with_median_cost(
             option.optimization.speculation if option.optimization else None,
             kv_cache=option.kv_cache_precision,
         ),
-        max_instance_count=max_instance_count * 4,
-        prices=prices,
-        price_basis=price_basis,
-        max_batch_size=max_batch_size,
-        region_note=None,
         side=BandSide(profile, Risk.MEDIAN, band),
     )
     if median is None:
