@@ -24,14 +24,11 @@ from .performance import (
     profile_limits,
 )
 from .ranking import RejectionKind
-from .recommendation import Option, Rejection
+from .recommendation import Decided, Option, Rejection
 from .service_options import (
     Risk,
     unit_price,
 )
-
-Decided = tuple[Option | None, Rejection | None, Option | None]
-"""A layout's option, or why it is rejected, and the same layout at the median."""
 
 
 def from_measurement(variant: LayoutVariant) -> tuple[Decided | None, str]:

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..catalog.instance_types import CATALOG, InstanceType
-from ..catalog.model_specs import ModelSpec
+from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
 from .autoscaling_ceiling import with_ceiling
 from .calibrated_band import calibrated_band
@@ -52,7 +52,7 @@ from .quantized_coverage import int4_problem
 from .ranking import RankedLayout as RankedLayout  # (re-exported: where it was defined)
 from .ranking import RejectionKind, degrees
 from .ranking import rank_layouts as rank_layouts
-from .recommendation import Option, Recommendation, Rejection, rank_key
+from .recommendation import Decided, Option, Recommendation, Rejection, rank_key
 from .recommendation_notes import (
     optimize_or_buy,
     pessimism_cost,
@@ -132,53 +132,16 @@ def _search_variant(
     layout: Layout,
     measured: TypeCalibration,
     optimization: Optimization | None,
-) -> tuple[Option | None, Rejection | None, Option | None]:
+) -> Decided:
     """One layout, served as given or with one optimization (its precision and speculative
     decoding in the model; the job it needs in the option), and the same layout as sized at
     the median (None where the median does not serve). A calibration narrows the band where
     it measured this layout (``calibrated_band``)."""
-    instance_type = layout.instance_type
     precision = optimization.precision(search.precision) if optimization else search.precision
-    profile = resolve_profile(search.engine, instance_type.is_neuron)
-    unsupported = precision_problem(instance_type, precision) or int4_problem(
-        instance_type, layout.tensor_parallel_degree, precision
-    )
-    if unsupported is not None:
-        return (
-            None,
-            Rejection(
-                instance_type.name,
-                RejectionKind.PRECISION,
-                f"precision: {unsupported}",
-                layout.tensor_parallel_degree,
-            ),
-            None,
-        )
-    kv_problem = kv_cache_precision_problem(instance_type, search.kv_cache)
-    if kv_problem is not None:
-        return (
-            None,
-            Rejection(
-                instance_type.name,
-                RejectionKind.KV_CACHE_PRECISION,
-                f"kv cache precision: {kv_problem}",
-                layout.tensor_parallel_degree,
-            ),
-            None,
-        )
-    unservable = optimization.engine_problem(search.engine, profile.name) if optimization else None
-    if unservable is not None:
-        assert optimization is not None
-        reason = (
-            f"with {optimization.name}: the engine ({profile.name}) cannot serve it: {unservable}"
-        )
-        return (
-            None,
-            Rejection(
-                instance_type.name, RejectionKind.ENGINE, reason, layout.tensor_parallel_degree
-            ),
-            None,
-        )
+    profile = resolve_profile(search.engine, layout.instance_type.is_neuron)
+    refused = _unservable(search, layout, precision, profile, optimization)
+    if refused is not None:
+        return None, refused, None
     band = calibrated_band(
         prediction_band(profile, search.spec, layout, search.workload, precision, optimization),
         measured.applied,
@@ -197,7 +160,6 @@ def _search_variant(
     # The default risk decides feasibility and the peak's instances at the median; the band
     # goes into the ceiling only (``with_ceiling``).
     sized_at = Risk.MEDIAN if search.risk is Risk.PESSIMISTIC else search.risk
-    model = variant.model(sized_at.slowdown(band), sized_at)
     option, rejection = variant.evaluate(sized_at, None)
     median = option if sized_at is Risk.MEDIAN else variant.evaluate(Risk.MEDIAN, None)[0]
     if option is not None and search.risk is Risk.PESSIMISTIC:
@@ -207,9 +169,53 @@ def _search_variant(
         if why and option is not None:
             option = replace(option, reasoning=[*option.reasoning, f"measurement: {why}"])
         return option, rejection, median
-    unit = unit_price(instance_type, search.prices, search.price_basis)
+    return _optimized(variant, optimization, sized_at, option, rejection, median)
+
+
+def _unservable(
+    search: SearchContext,
+    layout: Layout,
+    precision: Precision,
+    profile: EngineProfile,
+    optimization: Optimization | None,
+) -> Rejection | None:
+    """Why ``layout`` cannot serve at all, before any prediction: its accelerator lacks the
+    weights' precision (or int4's published speed at its degree) or the KV cache's, or the
+    engine cannot serve the optimization; None where it can."""
+    instance_type, degree = layout.instance_type, layout.tensor_parallel_degree
+    unsupported = precision_problem(instance_type, precision) or int4_problem(
+        instance_type, degree, precision
+    )
+    if unsupported is not None:
+        reason = f"precision: {unsupported}"
+        return Rejection(instance_type.name, RejectionKind.PRECISION, reason, degree)
+    kv_problem = kv_cache_precision_problem(instance_type, search.kv_cache)
+    if kv_problem is not None:
+        reason = f"kv cache precision: {kv_problem}"
+        return Rejection(instance_type.name, RejectionKind.KV_CACHE_PRECISION, reason, degree)
+    problem = optimization.engine_problem(search.engine, profile.name) if optimization else None
+    if optimization is None or problem is None:
+        return None
+    reason = f"with {optimization.name}: the engine ({profile.name}) cannot serve it: {problem}"
+    return Rejection(instance_type.name, RejectionKind.ENGINE, reason, degree)
+
+
+def _optimized(
+    variant: LayoutVariant,
+    optimization: Optimization,
+    sized_at: Risk,
+    option: Option | None,
+    rejection: Rejection | None,
+    median: Option | None,
+) -> Decided:
+    """The layout's option (or rejection) and its median as served with ``optimization``:
+    the job it needs, with its time and cost, and what the optimization changes in the
+    reasoning (its model at ``sized_at``'s side of the band)."""
+    search = variant.search
+    model = variant.model(sized_at.slowdown(variant.band), sized_at)
+    unit = unit_price(variant.layout.instance_type, search.prices, search.price_basis)
     job = optimization.job(search.spec, unit)
-    limits, _ = profile_limits(model, profile, search.max_batch_size)
+    limits, _ = profile_limits(model, variant.profile, search.max_batch_size)
     notes = optimization_notes(optimization, model, limits, price_per_hour=unit)
 
     def optimized(sized: Option | None) -> Option | None:

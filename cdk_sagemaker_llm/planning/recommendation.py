@@ -203,6 +203,11 @@ class Recommendation:
         }
 
 
+Decided = tuple[Option | None, Rejection | None, Option | None]
+"""A layout's option, or why it is rejected, and the same layout at the median (``Risk.MEDIAN``'s
+option, which the default risk's cost line compares against)."""
+
+
 def rank_key(option: Option) -> tuple[bool, float, bool, float, float, float]:
     """Price per hour; then, at an equal price, the model served as given before an
     optimized one (an optimization wins only where it lowers the bill: its job costs deploy
