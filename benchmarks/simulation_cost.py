@@ -1,6 +1,6 @@
 """What the scheduler simulation (``planning.scheduling``) costs against the closed form, and
 where their capacities differ: for a few layouts, the maximum tokens/s within a ms/token limit
-by the closed form (``performance.max_throughput_within``, the fast screen) and by bisecting
+by the closed form (``layout_capacity.max_throughput_within``, the fast screen) and by bisecting
 closed-loop clients over the simulation (``CopySimulation.capacity_within``), with the wall
 time of each, and the knee of each.
 
@@ -20,12 +20,12 @@ from typing import TypeVar
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.planning.engine_profiles import EngineProfile, engine_profile
+from cdk_sagemaker_llm.planning.layout_capacity import max_throughput_within
 from cdk_sagemaker_llm.planning.performance import (
     CopyLimits,
     CopyModel,
     Layout,
     copy_knee,
-    max_throughput_within,
     profile_limits,
     profile_model,
 )

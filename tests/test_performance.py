@@ -19,6 +19,7 @@ from cdk_sagemaker_llm.planning.interconnect import (
     PCIE_GPUS_PER_SOCKET,
     interconnect_of,
 )
+from cdk_sagemaker_llm.planning.layout_capacity import max_throughput_within
 from cdk_sagemaker_llm.planning.performance import (
     DEFAULT_MAX_BATCH_SIZE,
     CopyLevel,
@@ -26,7 +27,6 @@ from cdk_sagemaker_llm.planning.performance import (
     Layout,
     Workload,
     describe_assumptions,
-    max_throughput_within,
     predict,
     profile_limits,
     profile_model,

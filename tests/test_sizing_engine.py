@@ -23,7 +23,8 @@ from cdk_sagemaker_llm.planning.engine_profiles import (
     profile_origin,
     resolve_profile,
 )
-from cdk_sagemaker_llm.planning.performance import Layout, max_throughput_within
+from cdk_sagemaker_llm.planning.layout_capacity import max_throughput_within
+from cdk_sagemaker_llm.planning.performance import Layout
 from cdk_sagemaker_llm.planning.sizing import (
     SIZING_SLO_MS_PER_TOKEN,
     default_max_total_tokens,

@@ -22,12 +22,8 @@ from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.planning.calibration import Calibration, calibrate
 from cdk_sagemaker_llm.planning.efficiency import Efficiency
-from cdk_sagemaker_llm.planning.performance import (
-    CopyModel,
-    Layout,
-    Workload,
-    max_throughput_within,
-)
+from cdk_sagemaker_llm.planning.layout_capacity import max_throughput_within
+from cdk_sagemaker_llm.planning.performance import CopyModel, Layout, Workload
 from cdk_sagemaker_llm.planning.recommend import Risk, Slo, Traffic, recommend
 from cdk_sagemaker_llm.planning.service_options import SearchSpace, Sizing
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from .engine_profiles import Band, EngineProfile
 from .interconnect import interconnect_of
+from .layout_capacity import LayoutCapacity, max_throughput_within
 from .measured_curve import (
     MeasuredCurve,
     MeasuredPoint,
@@ -22,12 +23,10 @@ from .performance import (
     CopyLimits,
     CopyModel,
     Layout,
-    LayoutCapacity,
     LevelPrediction,
     Workload,
     _deployment_level,
     copy_knee,
-    max_throughput_within,
     profile_limits,
 )
 from .ranking import RejectionKind, _reject_reason

@@ -16,16 +16,8 @@ from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
 from .efficiency import Efficiency
 from .engine_profiles import ContainerRelease, EngineProfile, resolve_profile
-from .performance import (
-    CopyLimits,
-    CopyModel,
-    Layout,
-    LayoutCapacity,
-    Workload,
-    max_throughput_within,
-    profile_limits,
-    profile_model,
-)
+from .layout_capacity import LayoutCapacity, max_throughput_within
+from .performance import CopyLimits, CopyModel, Layout, Workload, profile_limits, profile_model
 from .placement import (
     GB,
     MIN_KV_HEADROOM_BYTES,

@@ -4,7 +4,7 @@ latency SLO at a given traffic.
 For every candidate instance type and tensor-parallel degree dividing its accelerators the search
 rejects layouts whose degree does not divide the attention/KV heads, that leave less than 1 GB
 of KV cache, or whose single request already misses the SLO. For the rest it finds the most
-in-flight requests one copy serves within the SLO (``performance.max_throughput_within``), fills
+in-flight requests one copy serves within the SLO (``layout_capacity.max_throughput_within``), fills
 every accelerator of an instance with copies (a paid-for accelerator left idle buys nothing),
 and takes the fewest instances that carry the traffic: a concurrency directly, a request rate by
 Little's law (in-flight requests = rate x end-to-end latency), at the fraction of a request in
