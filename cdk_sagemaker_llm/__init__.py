@@ -23,16 +23,7 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
         BacklogScaleFromZeroPolicy,
         BacklogTrackingPolicy,
     )
-    from .constructs.autoscaling import (
-        ComponentScaling,
-        PredefinedMetric,
-        ScaleFromZeroPolicy,
-        ScalingPolicy,
-        ScalingPolicyKind,
-        StepPolicy,
-        TargetTrackingPolicy,
-        VariantScaling,
-    )
+    from .constructs.autoscaling import ComponentScaling, VariantScaling
     from .constructs.benchmark import EndpointBenchmark
     from .constructs.benchmark_options import (
         BenchmarkEngine,
@@ -78,6 +69,14 @@ if TYPE_CHECKING:  # what the lazy exports below are, for type checkers and IDEs
         OptimizationTechnique,
         QuantizationMethod,
         TechniqueKind,
+    )
+    from .constructs.scaling_policies import (
+        PredefinedMetric,
+        ScaleFromZeroPolicy,
+        ScalingPolicy,
+        ScalingPolicyKind,
+        StepPolicy,
+        TargetTrackingPolicy,
     )
     from .constructs.serverless import ServerlessConfig
     from .constructs.serverless_scaling import ServerlessScaling
@@ -202,7 +201,7 @@ _EXPORTS: dict[str, str] = {
     "PeakCapacity": ".constructs.benchmark_options",
     "PlacementStrategy": ".constructs.component_options",
     "Precision": ".catalog.model_specs",
-    "PredefinedMetric": ".constructs.autoscaling",
+    "PredefinedMetric": ".constructs.scaling_policies",
     "PrefixAwareRouting": ".constructs.variant_options",
     "PriceBasis": ".planning.service_options",
     "Pricing": ".planning.service_options",
@@ -214,11 +213,11 @@ _EXPORTS: dict[str, str] = {
     "Risk": ".planning.service_options",
     "RollingDeployment": ".constructs.deployment",
     "RoutingStrategy": ".constructs.variant_options",
-    "ScaleFromZeroPolicy": ".constructs.autoscaling",
+    "ScaleFromZeroPolicy": ".constructs.scaling_policies",
     "ScaleInPolicy": ".constructs.variant_options",
     "ScaleInStrategy": ".constructs.variant_options",
-    "ScalingPolicy": ".constructs.autoscaling",
-    "ScalingPolicyKind": ".constructs.autoscaling",
+    "ScalingPolicy": ".constructs.scaling_policies",
+    "ScalingPolicyKind": ".constructs.scaling_policies",
     "ServerlessConfig": ".constructs.serverless",
     "SearchSpace": ".planning.service_options",
     "ServerlessScaling": ".constructs.serverless_scaling",
@@ -229,9 +228,9 @@ _EXPORTS: dict[str, str] = {
     "ServiceDecision": ".planning.service_decision",
     "Slo": ".planning.objectives",
     "SpeculativeDecoding": ".constructs.speculative_decoding",
-    "StepPolicy": ".constructs.autoscaling",
+    "StepPolicy": ".constructs.scaling_policies",
     "StorageVolume": ".constructs.variant_options",
-    "TargetTrackingPolicy": ".constructs.autoscaling",
+    "TargetTrackingPolicy": ".constructs.scaling_policies",
     "TechniqueKind": ".constructs.optimization_techniques",
     "TgiOptions": ".constructs.serving_options",
     "VllmOptions": ".constructs.serving_options",

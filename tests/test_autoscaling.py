@@ -33,7 +33,7 @@ from cdk_sagemaker_llm import (
     VariantScaling,
 )
 from cdk_sagemaker_llm.catalog import scaling_metrics
-from cdk_sagemaker_llm.constructs.autoscaling import PredefinedMetric, TargetTrackingPolicy
+from cdk_sagemaker_llm.constructs.scaling_policies import PredefinedMetric, TargetTrackingPolicy
 from cdk_sagemaker_llm.review import scaling as review_scaling
 from cdk_sagemaker_llm.review import template as review_template
 

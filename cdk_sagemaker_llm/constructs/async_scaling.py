@@ -19,15 +19,15 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct, IValidation
 
 from ..prop_types import typed_props
-from .autoscaling import (
+from .autoscaling import VariantScaling
+from .interfaces import IAsyncEndpoint
+from .scaling_policies import (
     STANDARD_METRIC_PERIOD,
     ScalingPolicy,
     ScalingPolicyKind,
     TrackingPolicyBase,
-    VariantScaling,
     one_step_from_zero,
 )
-from .interfaces import IAsyncEndpoint
 from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
 
 __all__ = ["AsyncScaling", "BacklogScaleFromZeroPolicy", "BacklogTrackingPolicy"]

@@ -14,13 +14,9 @@ from typing import Unpack
 from constructs import Construct
 
 from ..prop_types import typed_props
-from .autoscaling import (
-    PredefinedMetric,
-    TargetTrackingOptions,
-    TargetTrackingPolicy,
-    _VariantScaling,
-)
+from .autoscaling import _VariantScaling
 from .interfaces import IServerlessEndpoint
+from .scaling_policies import PredefinedMetric, TargetTrackingOptions, TargetTrackingPolicy
 from .serverless import PROVISIONED_CONCURRENCY_DIMENSION
 from .validation import ValidationError, check_range
 
