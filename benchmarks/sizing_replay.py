@@ -12,7 +12,7 @@ degree at the default risk, answers the same question; this script compares:
 - how often its ceiling (``max_instance_count``) is below the measured need (target: never);
 - its peak cost (``instance_count``, what runs at the peak) over the measured need, at the
   median and the 90th percentile of the questions (targets: 1.15x and 1.5x);
-- the same after calibrating on the sweep itself (``planning.calibration.calibrate``; target
+- the same after calibrating on the sweep itself (``planning.calibration_fit.calibrate``; target
   1.1x).
 
 The comparison is per layout (the library restricted to the measured instance type and
@@ -47,7 +47,8 @@ from operator import attrgetter
 import profile_fitting as pf
 
 from cdk_sagemaker_llm.errors import ValidationError
-from cdk_sagemaker_llm.planning.calibration import Calibration, calibrate
+from cdk_sagemaker_llm.planning.calibration import Calibration
+from cdk_sagemaker_llm.planning.calibration_fit import calibrate
 from cdk_sagemaker_llm.planning.measured_curve import CopyCapacity, MeasuredCurve, MeasuredPoint
 from cdk_sagemaker_llm.planning.performance import Layout
 from cdk_sagemaker_llm.planning.recommend import Slo, Traffic, recommend

@@ -5,7 +5,7 @@
 
 Every sweep in ``measurements/rows.csv`` that measured TTFT at three or more closed-loop
 concurrencies (one source, engine, instance, TP, model, precision and workload) is calibrated
-the way ``calibrate`` fits TTFT (``planning.calibration.TtftFit``), over the decode timing of its
+the way ``calibrate`` fits TTFT (``planning.calibration_fit.TtftFit``), over the decode timing of its
 engine profile:
 
 - **before**: the prefill efficiency from the lightest level, nothing else (what ``calibrate``
@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import profile_fitting as pf
 from model_validation import _knee
 
-from cdk_sagemaker_llm.planning.calibration import MeasuredLevel, TtftFit
+from cdk_sagemaker_llm.planning.calibration_fit import MeasuredLevel, TtftFit
 from cdk_sagemaker_llm.planning.conformal_band import REGIMES, load_regime
 from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
 from cdk_sagemaker_llm.planning.performance import CopyModel

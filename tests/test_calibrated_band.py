@@ -21,7 +21,8 @@ from cdk_sagemaker_llm.planning.calibrated_band import (
     TRANSFER_SPREAD,
     calibrated_band,
 )
-from cdk_sagemaker_llm.planning.calibration import Calibration, EngineRelease, calibrate
+from cdk_sagemaker_llm.planning.calibration import Calibration, EngineRelease
+from cdk_sagemaker_llm.planning.calibration_fit import calibrate
 from cdk_sagemaker_llm.planning.decision import ExpectedTraffic, ServiceRequest, decide
 from cdk_sagemaker_llm.planning.efficiency import Efficiency
 from cdk_sagemaker_llm.planning.engine_profiles import resolve_profile

@@ -18,7 +18,7 @@ from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.cli import main
 from cdk_sagemaker_llm.errors import ValidationError
-from cdk_sagemaker_llm.planning.calibration import calibrate
+from cdk_sagemaker_llm.planning.calibration_fit import calibrate
 from cdk_sagemaker_llm.planning.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from cdk_sagemaker_llm.planning.performance import CopyModel, Layout, Workload, copy_limits, predict
 

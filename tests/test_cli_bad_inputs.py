@@ -13,7 +13,7 @@ from cdk_sagemaker_llm import BenchmarkGate, CopyScaling
 from cdk_sagemaker_llm.catalog.prices import PriceList
 from cdk_sagemaker_llm.cli import main
 from cdk_sagemaker_llm.errors import ValidationError, check_range
-from cdk_sagemaker_llm.planning.calibration import measured_levels
+from cdk_sagemaker_llm.planning.calibration_fit import measured_levels
 
 PREDICT = [
     "predict", "--model", "llama-3-8b", "--instance-type", "ml.g5.12xlarge",

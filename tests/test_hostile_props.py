@@ -313,7 +313,7 @@ def _calibration() -> Any:
     searches the batch limit among the measured levels), and every example asks for one."""
     from test_calibration import G5, _results
 
-    from cdk_sagemaker_llm.planning.calibration import calibrate
+    from cdk_sagemaker_llm.planning.calibration_fit import calibrate
     from cdk_sagemaker_llm.planning.performance import Layout
 
     return calibrate(_results([1, 2, 4, 8]), ModelSpec.LLAMA_2_7B, Layout(G5, 1, 1))

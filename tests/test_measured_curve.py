@@ -15,12 +15,8 @@ import pytest
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec
 from cdk_sagemaker_llm.errors import ValidationError
-from cdk_sagemaker_llm.planning.calibration import (
-    CALIBRATION_VERSION,
-    Calibration,
-    EngineRelease,
-    calibrate,
-)
+from cdk_sagemaker_llm.planning.calibration import CALIBRATION_VERSION, Calibration, EngineRelease
+from cdk_sagemaker_llm.planning.calibration_fit import calibrate
 from cdk_sagemaker_llm.planning.measured_curve import MeasuredCurve, MeasuredPoint
 from cdk_sagemaker_llm.planning.performance import Layout, Workload
 from cdk_sagemaker_llm.planning.recommend import Slo, Traffic, recommend

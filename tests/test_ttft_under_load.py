@@ -20,7 +20,8 @@ from cdk_sagemaker_llm.benchmarking.engine import (
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.errors import ValidationError
-from cdk_sagemaker_llm.planning.calibration import Calibration, calibrate
+from cdk_sagemaker_llm.planning.calibration import Calibration
+from cdk_sagemaker_llm.planning.calibration_fit import calibrate
 from cdk_sagemaker_llm.planning.efficiency import Efficiency
 from cdk_sagemaker_llm.planning.layout_capacity import max_throughput_within
 from cdk_sagemaker_llm.planning.performance import CopyModel, Layout, Workload

@@ -20,13 +20,8 @@ from ..catalog.containers import parse_container_release
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from ..errors import ValidationError
-from ..planning.calibration import (
-    CALIBRATION_FORMAT,
-    Calibration,
-    EngineRelease,
-    calibrate,
-    deployment_of,
-)
+from ..planning.calibration import CALIBRATION_FORMAT, Calibration, EngineRelease
+from ..planning.calibration_fit import calibrate, deployment_of
 from ..planning.engine_profiles import PROFILE_NAMES
 from ..planning.performance import Layout
 from .aws_environment import CREDENTIALS_HINT

@@ -12,13 +12,8 @@ from typing import Any
 from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from ..errors import ValidationError
 from ..planning.calibrated_band import with_calibrated_bands
-from ..planning.calibration import (
-    AppliedCalibration,
-    Calibration,
-    EngineRelease,
-    calibrate,
-    deployment_of,
-)
+from ..planning.calibration import AppliedCalibration, Calibration, EngineRelease
+from ..planning.calibration_fit import calibrate, deployment_of
 from ..planning.engine_profiles import EngineProfile, parse_engine, resolve_profile
 from ..planning.optimizations import Optimization
 from ..planning.performance import (

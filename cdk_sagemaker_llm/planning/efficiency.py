@@ -18,7 +18,7 @@ class Efficiency:
     """Fractions of the accelerator's peak a serving engine reaches, and its fixed costs.
 
     Defaults are from public measurements (see each field); a benchmark's results replace them
-    (``planning.calibration.calibrate``).
+    (``planning.calibration_fit.calibrate``).
     """
 
     memory_bandwidth: float = 0.75

@@ -224,7 +224,7 @@ def _model_spec(raw: Any, where: str) -> dict[str, Any]:
 
 
 def deployment_section(run: Mapping[str, Any]) -> dict[str, Any] | None:
-    """results.json's ``deployment`` section (``planning.calibration.deployment_of`` reads
+    """results.json's ``deployment`` section (``planning.calibration_fit.deployment_of`` reads
     it), or None when the run does not say what it benchmarked."""
     deployment = run.get("Deployment")
     if not deployment:
