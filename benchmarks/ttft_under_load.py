@@ -5,8 +5,8 @@
 
 Every sweep in ``measurements/rows.csv`` that measured TTFT at three or more closed-loop
 concurrencies (one source, engine, instance, TP, model, precision and workload) is calibrated
-the way ``calibrate`` fits TTFT (``planning.calibration_fit.TtftFit``), over the decode timing of its
-engine profile:
+the way ``calibrate`` fits TTFT (``planning.calibration_fit.TtftFit``), over the decode timing
+of its engine profile:
 
 - **before**: the prefill efficiency from the lightest level, nothing else (what ``calibrate``
   did before it fitted TTFT across loads);
