@@ -14,9 +14,7 @@ from .layout_variant import LayoutVariant, speculation_at_risk
 from .ranking import RejectionKind
 from .recommendation import Option, Rejection
 from .search_context import SearchContext
-from .service_options import (
-    Risk,
-)
+from .service_options import Risk
 
 
 def with_ceiling(variant: LayoutVariant, median: Option) -> tuple[Option | None, Rejection | None]:

@@ -10,11 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from .efficiency import DEFAULT_EFFICIENCY, Efficiency
-from .engine_profiles import (
-    ContainerRelease,
-    EngineProfile,
-    resolve_profile,
-)
+from .engine_profiles import ContainerRelease, EngineProfile, resolve_profile
 from .performance import (
     CopyLevel,
     CopyLimits,
@@ -25,10 +21,7 @@ from .performance import (
     profile_limits,
     profile_model,
 )
-from .placement import (
-    head_divisibility_problem,
-    host_memory_problem,
-)
+from .placement import head_divisibility_problem, host_memory_problem
 from .scheduling.limits import DEFAULT_MAX_BATCH_SIZE
 from .workload import Workload
 

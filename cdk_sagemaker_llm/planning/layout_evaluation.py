@@ -13,11 +13,7 @@ from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from .engine_profiles import Band, EngineProfile
 from .interconnect import interconnect_of
 from .layout_capacity import LayoutCapacity, max_throughput_within
-from .measured_curve import (
-    MeasuredCurve,
-    MeasuredPoint,
-    measured_level,
-)
+from .measured_curve import MeasuredCurve, MeasuredPoint, measured_level
 from .objectives import Slo, Traffic
 from .performance import (
     CopyLimits,
@@ -32,10 +28,7 @@ from .performance import (
 from .ranking import RejectionKind, _reject_reason
 from .recommendation import Option, Rejection
 from .search_context import SearchContext
-from .service_options import (
-    Risk,
-    unit_price,
-)
+from .service_options import Risk, unit_price
 
 
 @dataclass(frozen=True)

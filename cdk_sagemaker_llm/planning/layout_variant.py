@@ -29,9 +29,7 @@ from .performance import (
 from .pessimistic_edge import PessimisticEdge, pessimistic_edge
 from .recommendation import Option, Rejection
 from .search_context import SearchContext
-from .service_options import (
-    Risk,
-)
+from .service_options import Risk
 from .speculation import Speculation
 
 

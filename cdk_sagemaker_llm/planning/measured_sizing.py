@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from .calibration import EngineRelease
 from .knee import Knee
 from .layout_variant import LayoutVariant
 from .measured_curve import (
@@ -18,17 +17,10 @@ from .measured_curve import (
     measured_copies,
     measured_level,
 )
-from .performance import (
-    Layout,
-    LevelPrediction,
-    profile_limits,
-)
+from .performance import Layout, LevelPrediction, profile_limits
 from .ranking import RejectionKind
 from .recommendation import Decided, Option, Rejection
-from .service_options import (
-    Risk,
-    unit_price,
-)
+from .service_options import Risk, unit_price
 
 
 def from_measurement(variant: LayoutVariant) -> tuple[Decided | None, str]:
@@ -41,9 +33,8 @@ def from_measurement(variant: LayoutVariant) -> tuple[Decided | None, str]:
     applied = variant.measured.applied
     if applied is None:
         return None, ""
-    engine = search.engine if isinstance(search.engine, EngineRelease) else None
     curve, why = applied.calibration.measured_curve_for(
-        search.spec, layout, search.workload, variant.precision, engine, search.kv_cache
+        search.spec, layout, search.workload, variant.precision, search.release, search.kv_cache
     )
     if curve is None:
         return None, why

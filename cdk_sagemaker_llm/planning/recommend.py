@@ -149,7 +149,7 @@ def _search_variant(
         layout,
         search.workload,
         precision,
-        search.engine if isinstance(search.engine, EngineRelease) else None,
+        search.release,
         kv_cache_precision=search.kv_cache,
     )
     variant = LayoutVariant(search, layout, precision, profile, band, measured, optimization)

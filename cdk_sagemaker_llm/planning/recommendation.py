@@ -12,14 +12,9 @@ from ..catalog.model_specs import KvCachePrecision
 from .engine_profiles import Band
 from .optimizations import JobEstimate, Optimization
 from .option_band import OptionBand
-from .performance import (
-    Layout,
-    LevelPrediction,
-)
+from .performance import Layout, LevelPrediction
 from .ranking import RejectionKind
-from .service_options import (
-    Risk,
-)
+from .service_options import Risk
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,7 @@ from .performance import Layout, Workload, gpu_name, profile_model
 from .ranking import RejectionKind
 from .recommendation import Option, rank_key
 from .search_context import SearchContext
-from .service_options import (
-    PriceBasis,
-    Pricing,
-    Risk,
-    SearchSpace,
-    Sizing,
-)
+from .service_options import PriceBasis, Pricing, Risk, SearchSpace, Sizing
 
 
 def shared_assumptions(

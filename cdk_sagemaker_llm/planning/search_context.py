@@ -10,12 +10,11 @@ from dataclasses import dataclass
 
 from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from ..catalog.prices import PriceList
+from .calibration import EngineRelease
 from .engine_profiles import ContainerRelease, EngineProfile
 from .objectives import Slo, Traffic
 from .optimizations import Optimization
-from .performance import (
-    Workload,
-)
+from .performance import Workload
 from .service_options import (
     WIDEST_SEARCHED_INSTANCE_COUNT,
     PriceBasis,
@@ -45,6 +44,12 @@ class SearchContext:
     tensor_parallel_degrees: Sequence[int] | None
     optimizations: Sequence[Optimization] = ()
     kv_cache: KvCachePrecision = KvCachePrecision.AUTO
+
+    @property
+    def release(self) -> EngineRelease | None:
+        """The engine release the search was given (what a calibration's transfer and its
+        measured levels are checked against); None for a profile, a profile name or none."""
+        return self.engine if isinstance(self.engine, EngineRelease) else None
 
     @staticmethod
     def of(
