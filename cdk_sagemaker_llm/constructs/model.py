@@ -25,7 +25,7 @@ from .fit_check import check_fit
 from .images import ContainerImage, pull_statements_known_now
 from .model_source import BoundModelSource, ModelSource, ModelSourceKind
 from .nag import batched_acknowledgments
-from .networking import place_in_vpc
+from .networking import ContainerNetwork, place_in_vpc
 from .plan_metadata import add_plan_metadata
 from .serving_options import ServingOptions
 from .speculative_decoding import SpeculativeDecoding
@@ -158,6 +158,30 @@ def import_model_by_arn(
     return _ImportedModel(scope, id, name=parts.resource_name, arn=model_arn, role=role)
 
 
+def _check_serving_inputs(
+    image: ContainerImage,
+    source: ModelSource | None,
+    serving: ServingOptions | None,
+    environment: Mapping[str, str] | None,
+    speculative_decoding: SpeculativeDecoding | None,
+    network_isolation: bool,
+) -> None:
+    """The serving options and the draft model against the image; a Hugging Face source
+    (downloaded at start) with network isolation is a ValidationError."""
+    if serving is not None:
+        serving.validate(image)
+    if speculative_decoding is not None:
+        speculative_decoding.validate(image, environment, network_isolation=network_isolation)
+    if network_isolation and source is not None and source.needs_internet:
+        raise ValidationError(
+            "network_isolation",
+            True,
+            "a Hugging Face model source downloads weights at start, which network isolation "
+            "forbids",
+            "load the weights from S3 (ModelSource.from_s3) or disable network_isolation",
+        )
+
+
 @typed_props
 class Model(ModelBase):
     """A SageMaker model (``AWS::SageMaker::Model``) built from an image and a model source.
@@ -217,21 +241,10 @@ class Model(ModelBase):
         with batched_acknowledgments():  # one cdk-nag call per role
             check_sagemaker_name("model_name", model_name)
             image = image_of(self, image, source)
-            if serving is not None:
-                serving.validate(image)
-            if speculative_decoding is not None:
-                speculative_decoding.validate(
-                    image, environment, network_isolation=network_isolation
-                )
-            if network_isolation and source is not None and source.needs_internet:
-                raise ValidationError(
-                    "network_isolation",
-                    True,
-                    "a Hugging Face model source downloads weights at start, which network "
-                    "isolation forbids",
-                    "load the weights from S3 (ModelSource.from_s3) or disable network_isolation",
-                )
-            self.image = image
+            _check_serving_inputs(
+                image, source, serving, environment, speculative_decoding, network_isolation
+            )
+            self.image: ContainerImage = image
             """The serving container."""
             self.source = source
             """Where the weights come from, if given."""
@@ -243,32 +256,15 @@ class Model(ModelBase):
             """Whether the container is denied network access."""
             self.spec = spec or (source.spec if source is not None else None)
             """The model's architecture, when given or inferred; sizing checks need it."""
-            self.role: iam.IRole = role or create_execution_role(
-                self,
-                "ExecutionRole",
-                description=f"SageMaker execution role of {node_path(self)}",
-                # Nothing is granted before the image's pull (in the same order as before).
-                statements=pull_statements_known_now(image, self)
-                if (source is None or source.kind is ModelSourceKind.HUGGING_FACE)
-                and speculative_decoding is None
-                else (),
-            )
+            self.role: iam.IRole = role or self._new_execution_role()
             """The role SageMaker assumes to run this model."""
-
             bound_source = source.bind(self.role, region_of(stack_of(self))) if source else None
-            rendered = self._serving_environment(bound_source, serving)
-            if speculative_decoding is not None:
-                rendered.update(speculative_decoding.bind(self.role))
-            self.environment: dict[str, str] = merge_environment(
-                rendered, environment, "environment"
+            self.environment: dict[str, str] = self._container_environment(
+                bound_source, environment
             )
-            check_environment_lengths(self.environment, "environment")
             """The container environment, as rendered into the template."""
-            if speculative_decoding is not None:
-                speculative_decoding.check_token(self.environment)
             self.image_uri = image.bind(self, self.role)
             """The resolved image URI (a token for region-agnostic stacks)."""
-
             network = place_in_vpc(
                 self,
                 vpc=vpc,
@@ -280,30 +276,8 @@ class Model(ModelBase):
                 network.security_groups if network else []
             )
             """The security groups of the model's network interfaces (empty without a VPC)."""
-            vpc_config = (
-                sagemaker.CfnModel.VpcConfigProperty(
-                    security_group_ids=network.security_group_ids, subnets=network.subnet_ids
-                )
-                if network
-                else None
-            )
-
-            self.resource = sagemaker.CfnModel(
-                self,
-                "Resource",
-                execution_role_arn=self.role.role_arn,
-                model_name=model_name,
-                tags=jumpstart_tags(source),
-                enable_network_isolation=network_isolation or None,
-                vpc_config=vpc_config,
-                primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
-                    image=self.image_uri,
-                    mode="SingleModel",
-                    environment=self.environment or None,
-                    model_data_url=bound_source.model_data_url if bound_source else None,
-                    model_data_source=bound_source.model_data_source if bound_source else None,
-                ),
-            )
+            self.resource = self._model_resource(model_name, bound_source, network)
+            """The ``AWS::SageMaker::Model`` resource."""
             depend_on_role_policy(self.resource, self.role)
             add_plan_metadata(
                 self.resource,
@@ -314,6 +288,66 @@ class Model(ModelBase):
             )
             self.model_name: str = self.resource.attr_model_name
             """The SageMaker model name."""
+
+    def _new_execution_role(self) -> iam.IRole:
+        """A least-privilege execution role; a Hugging Face (or no) source without a draft
+        model is granted the image's pull before anything else (in the same order as before)."""
+        source = self.source
+        pull_first = (
+            source is None or source.kind is ModelSourceKind.HUGGING_FACE
+        ) and self.speculative_decoding is None
+        return create_execution_role(
+            self,
+            "ExecutionRole",
+            description=f"SageMaker execution role of {node_path(self)}",
+            statements=pull_statements_known_now(self.image, self) if pull_first else (),
+        )
+
+    def _container_environment(
+        self, bound_source: BoundModelSource | None, passthrough: Mapping[str, str] | None
+    ) -> dict[str, str]:
+        """The source's, the serving options' and the draft model's variables, with the
+        pass-through ``environment``; each key and value within SageMaker's length limit, and
+        the draft model's token checked against the result."""
+        rendered = self._serving_environment(bound_source, self.serving)
+        if self.speculative_decoding is not None:
+            rendered.update(self.speculative_decoding.bind(self.role))
+        merged = merge_environment(rendered, passthrough, "environment")
+        check_environment_lengths(merged, "environment")
+        if self.speculative_decoding is not None:
+            self.speculative_decoding.check_token(merged)
+        return merged
+
+    def _model_resource(
+        self,
+        model_name: str | None,
+        bound_source: BoundModelSource | None,
+        network: ContainerNetwork | None,
+    ) -> sagemaker.CfnModel:
+        """The ``AWS::SageMaker::Model``: one container in single-model mode."""
+        vpc_config = (
+            sagemaker.CfnModel.VpcConfigProperty(
+                security_group_ids=network.security_group_ids, subnets=network.subnet_ids
+            )
+            if network
+            else None
+        )
+        return sagemaker.CfnModel(
+            self,
+            "Resource",
+            execution_role_arn=self.role.role_arn,
+            model_name=model_name,
+            tags=jumpstart_tags(self.source),
+            enable_network_isolation=self.network_isolation or None,
+            vpc_config=vpc_config,
+            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
+                image=self.image_uri,
+                mode="SingleModel",
+                environment=self.environment or None,
+                model_data_url=bound_source.model_data_url if bound_source else None,
+                model_data_source=bound_source.model_data_source if bound_source else None,
+            ),
+        )
 
     def _serving_environment(
         self, bound_source: BoundModelSource | None, serving: ServingOptions | None

@@ -12,6 +12,7 @@ from constructs import Construct
 
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec
+from ..constructs.autoscaling import ComponentScaling
 from ..constructs.component_options import ComponentModel, CopyResources
 from ..constructs.deployment import RollingDeployment
 from ..constructs.endpoint import InferenceComponentEndpoint
@@ -50,6 +51,21 @@ class LlamaInferenceComponentStack(Stack):
     sporadic traffic and scales to zero when idle.
     """
 
+    service: LlmService
+    """The chat service (``LlmService``)."""
+    awq_job: OptimizationJob
+    """The deploy-time AWQ quantization of the weights."""
+    awq_service: LlmService
+    """The service of the quantized weights."""
+    model: Model
+    """The model of the scale-to-zero endpoint."""
+    sporadic_endpoint: InferenceComponentEndpoint
+    """The endpoint that keeps no instance while idle."""
+    sporadic_component: InferenceComponent
+    """Its one component."""
+    sporadic_scaling: ComponentScaling
+    """The component's copy autoscaling, down to zero copies."""
+
     def __init__(self, scope: Construct, id: str, **kwargs: Any) -> None:
         super().__init__(scope, id, **kwargs)
         token = secretsmanager.Secret.from_secret_name_v2(
@@ -59,7 +75,15 @@ class LlamaInferenceComponentStack(Stack):
         # The newest LMI release whose engine profile (lmi-vllm-v1) is fitted to measurements:
         # the decision rests on the best-measured engine (planning/engine_profiles/).
         image = ContainerImage.lmi("0.38.0")
-        errors_alarm_name = f"{id}-llama3-5xx"
+        self._serve_chat(source, image, errors_alarm_name=f"{id}-llama3-5xx")
+        self._serve_quantized()
+        self._serve_sporadic(source, image)
+
+    def _serve_chat(
+        self, source: ModelSource, image: ContainerImage, *, errors_alarm_name: str
+    ) -> None:
+        """The chat service, laid out by ``LlmService`` from its SLO and traffic, rolled out
+        one instance at a time behind an alarm on its 5XX errors."""
         # The SLO and the traffic decide the instance type, tensor-parallel degree, copies per
         # instance, batch size, instance and copy bounds and the scaling target: run
         # `cdk-sagemaker-llm plan` to see the decision, its reasoning and predicted figures.
@@ -109,6 +133,9 @@ class LlamaInferenceComponentStack(Stack):
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
 
+    def _serve_quantized(self) -> None:
+        """An AWQ-quantized copy of the weights, made by an optimization job at deploy time,
+        served as a second ``LlmService``."""
         # AWQ quantization at deploy time: the stack waits for the optimization job (up to
         # its 4-hour max runtime) and serves its INT4 output, about 4x smaller than fp16, in
         # the image SageMaker recommends for it, laid out for longer (8,192-token) requests.
@@ -136,6 +163,9 @@ class LlamaInferenceComponentStack(Stack):
             sizing=Sizing(risk=Risk.MEDIAN),
         )
 
+    def _serve_sporadic(self, source: ModelSource, image: ContainerImage) -> None:
+        """A hand-built ``Model`` + ``InferenceComponent`` endpoint for sporadic traffic that
+        scales to zero when idle."""
         # Scale to zero, built by hand: a second endpoint for sporadic traffic, which keeps no
         # instance while idle. The first request after idling fails
         # (NoCapacityInvocationFailures) and brings a copy, and managed instance scaling an
