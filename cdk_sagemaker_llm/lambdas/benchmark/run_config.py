@@ -283,14 +283,8 @@ def check_run(run: Any, where: str = "Run") -> dict[str, Any]:
     fmt = string(field(run, "Format", where), f"{where}.Format")
     if fmt not in FORMATS:
         raise EventError(f"{where}.Format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
-    rule = field(run, "Rule", where)
-    if not isinstance(rule, Mapping):
-        raise EventError(f"{where}.Rule: expected an object")
-    known(rule, RULE_KEYS, f"{where}.Rule")
-    gate = run.get("Gate") or {}
-    if not isinstance(gate, Mapping):
-        raise EventError(f"{where}.Gate: expected an object")
-    known(gate, GATE_KEYS, f"{where}.Gate")
+    rule = _check_rule(field(run, "Rule", where), f"{where}.Rule")
+    gate = _check_gate(run.get("Gate") or {}, modes["Mode"], f"{where}.Gate")
     bucket = matching(field(run, "Bucket", where), f"{where}.Bucket", BUCKET, 63)
     prefix = matching(field(run, "Prefix", where), f"{where}.Prefix", KEY_PREFIX, 900)
     if prefix.startswith("/") or not prefix.endswith("/"):
@@ -347,30 +341,8 @@ def check_run(run: Any, where: str = "Run") -> dict[str, Any]:
         ),
         "WorkerCapacity": capacity,
         "Copies": integer(run.get("Copies", 1), f"{where}.Copies", 1, MAX_COPIES),
-        "Rule": {
-            "MinGainPerDoubling": number(
-                field(rule, "MinGainPerDoubling", f"{where}.Rule"),
-                f"{where}.Rule.MinGainPerDoubling",
-                0.0,
-                10.0,
-            ),
-            "SloMsPerToken": optional_number(rule, "SloMsPerToken", f"{where}.Rule", 1e6),
-            "MaxErrorRate": optional_number(rule, "MaxErrorRate", f"{where}.Rule", 1.0),
-            "SloTtftMs": optional_number(rule, "SloTtftMs", f"{where}.Rule", 1e6),
-        },
-        "Gate": {
-            "MaxP50MsPerToken": optional_number(gate, "MaxP50MsPerToken", f"{where}.Gate", 1e6),
-            "MinKneeConcurrency": optional_number(
-                gate, "MinKneeConcurrency", f"{where}.Gate", MAX_CONCURRENCY
-            ),
-            "MinOutputTokensPerS": optional_number(
-                gate, "MinOutputTokensPerS", f"{where}.Gate", 1e9
-            ),
-            "MinSustainableRate": optional_number(
-                gate, "MinSustainableRate", f"{where}.Gate", MAX_RATE
-            ),
-            **_peak_gate(gate, modes["Mode"], f"{where}.Gate"),
-        },
+        "Rule": rule,
+        "Gate": gate,
         "PricePerHour": None
         if price is None or price == ""
         else number(price, f"{where}.PricePerHour", 0.0, 1e6),
@@ -379,6 +351,36 @@ def check_run(run: Any, where: str = "Run") -> dict[str, Any]:
         ),
         **check_workload(run, where),
         **check_engine(run, where),
+    }
+
+
+def _check_rule(rule: Any, where: str) -> dict[str, Any]:
+    """The knee rule: the least gain per doubling of concurrency, and the optional SLO
+    (ms/token, error rate, TTFT) a level must meet."""
+    if not isinstance(rule, Mapping):
+        raise EventError(f"{where}: expected an object")
+    known(rule, RULE_KEYS, where)
+    return {
+        "MinGainPerDoubling": number(
+            field(rule, "MinGainPerDoubling", where), f"{where}.MinGainPerDoubling", 0.0, 10.0
+        ),
+        "SloMsPerToken": optional_number(rule, "SloMsPerToken", where, 1e6),
+        "MaxErrorRate": optional_number(rule, "MaxErrorRate", where, 1.0),
+        "SloTtftMs": optional_number(rule, "SloTtftMs", where, 1e6),
+    }
+
+
+def _check_gate(gate: Any, mode: str, where: str) -> dict[str, Any]:
+    """The figures that fail the deployment when unmet, each optional."""
+    if not isinstance(gate, Mapping):
+        raise EventError(f"{where}: expected an object")
+    known(gate, GATE_KEYS, where)
+    return {
+        "MaxP50MsPerToken": optional_number(gate, "MaxP50MsPerToken", where, 1e6),
+        "MinKneeConcurrency": optional_number(gate, "MinKneeConcurrency", where, MAX_CONCURRENCY),
+        "MinOutputTokensPerS": optional_number(gate, "MinOutputTokensPerS", where, 1e9),
+        "MinSustainableRate": optional_number(gate, "MinSustainableRate", where, MAX_RATE),
+        **_peak_gate(gate, mode, where),
     }
 
 
