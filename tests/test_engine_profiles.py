@@ -128,7 +128,8 @@ def test_each_profile_json_states_what_it_serves_and_the_mappings_derive_from_it
         )
         neuron = {ContainerFamily.LMI_NEURONX, ContainerFamily.TGI_NEURONX}
         families = {ContainerFamily(c.name) for c in serves.containers}
-        assert serves.runs_on(InstanceType.INF2_XLARGE) == (not families or families <= neuron)
+        # The fallback (no family: an unknown engine) is fitted on A100 only: GPUs, not Neuron.
+        assert serves.runs_on(InstanceType.INF2_XLARGE) == bool(families and families <= neuron)
         assert serves.runs_on(InstanceType.G5_XLARGE) == (not families & neuron)
     for line in DLC_LINES.values():
         for version in (*line.releases, None):
@@ -1104,3 +1105,31 @@ def test_a_forward_passs_fixed_cost_stays_above_the_floor_a_measurement_sets(
     free, _, _ = fitting.fit(own, replace(profile, raw={**profile.raw, "prior": prior}))
     assert free.step_overhead_ms == 0.0
     assert fitting.measured_floors(engine_profile("tgi-1")) == {}
+
+
+def test_an_engine_is_refused_on_hardware_it_does_not_run_on_outside_recommend_too() -> None:
+    """``predict`` (and the commands on it: size, simulate, calibrate) refuses an engine on
+    accelerators it does not run on, naming the engine, the hardware and the fix, as
+    ``recommend`` and ``LlmService`` do; an unknown engine (Triton, a custom image) is not
+    predicted on Inferentia/Trainium from its A100 defaults."""
+    workload = Workload(input_tokens=512, output_tokens=128)
+    for engine, instance_type in (
+        ("lmi-neuronx", InstanceType.G5_2XLARGE),
+        ("tgi-2-3", InstanceType.TRN1_2XLARGE),
+        ("generic", InstanceType.INF2_XLARGE),
+    ):
+        with pytest.raises(ValidationError) as caught:
+            predict(ModelSpec.LLAMA_3_8B, Layout(instance_type, 1, 1), workload, [1], engine=engine)
+        assert caught.value.prop == "engine"
+        assert caught.value.value == engine
+        assert instance_type.name in caught.value.problem
+        assert instance_type.name in caught.value.fix
+    answer = recommend(
+        ModelSpec.LLAMA_3_8B,
+        workload,
+        Slo(max_ms_per_token=60),
+        Traffic(requests_per_second=1),
+        sizing=Sizing(engine="generic"),
+    )
+    assert answer.options
+    assert all(option.layout.instance_type.is_gpu for option in answer.options)

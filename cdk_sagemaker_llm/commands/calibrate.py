@@ -22,7 +22,7 @@ from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from ..errors import ValidationError
 from ..planning.calibration import CALIBRATION_FORMAT, Calibration, EngineRelease
 from ..planning.calibration_fit import calibrate, deployment_of
-from ..planning.engine_profiles import PROFILE_NAMES
+from ..planning.engine_profiles import PROFILE_NAMES, profile_on
 from ..planning.performance import Layout
 from .aws_environment import CREDENTIALS_HINT
 from .model_options import (
@@ -352,6 +352,7 @@ def calibration_from_results(
     degree = int(degree or 1)
     if not isinstance(count, int) or count < 1:
         raise ValidationError("--copies", count, "must be a positive integer", "pass e.g. 1")
+    profile_on(engine_value, hardware, "--engine")  # an engine not run on it: an error
     # The fit needs the copies sharing the load; how they sit on instances does not matter.
     layout = Layout(hardware, degree, 1, count)
     return calibrate(

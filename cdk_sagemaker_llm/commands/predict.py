@@ -14,7 +14,7 @@ from ..errors import ValidationError
 from ..planning.calibrated_band import with_calibrated_bands
 from ..planning.calibration import AppliedCalibration, Calibration, EngineRelease
 from ..planning.calibration_fit import calibrate, deployment_of
-from ..planning.engine_profiles import EngineProfile, parse_engine, resolve_profile
+from ..planning.engine_profiles import EngineProfile, parse_engine, profile_on
 from ..planning.optimizations import Optimization
 from ..planning.performance import (
     Layout,
@@ -230,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
             instance_type,
             max_total_tokens=workload.total_tokens,
             precision=dtype,
-            engine=resolve_profile(engine, instance_type.is_neuron),
+            engine=profile_on(engine, instance_type, "--engine"),
         )
         if degree is None:
             raise ValidationError(

@@ -14,7 +14,7 @@ from ..benchmarking import simulator_cli
 from ..benchmarking.simulated_engine import EngineSimulation
 from ..catalog.instance_types import InstanceType
 from ..errors import ValidationError
-from ..planning.engine_profiles import resolve_profile
+from ..planning.engine_profiles import profile_on
 from ..planning.sizing import recommended_tensor_parallel_degree
 from ..planning.workload import Workload
 from .model_options import (
@@ -106,7 +106,7 @@ def engine_of(args: argparse.Namespace) -> EngineSimulation:
     instance_type = InstanceType.of(args.instance_type)
     workload = Workload(args.input_tokens, args.output_tokens)
     check_tensor_parallel_degree(instance_type, args.tensor_parallel_degree)
-    profile = resolve_profile(engine_choice(args.engine), instance_type.is_neuron)
+    profile = profile_on(engine_choice(args.engine), instance_type, "--engine")
     degree = args.tensor_parallel_degree or recommended_tensor_parallel_degree(
         spec,
         instance_type,

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..catalog.instance_types import InstanceType
 from ..errors import ValidationError
-from ..planning.engine_profiles import PROFILE_NAMES, EngineProfile, resolve_profile
+from ..planning.engine_profiles import PROFILE_NAMES, EngineProfile, profile_on
 from ..planning.sizing import size
 from .model_options import (
     add_model_arguments,
@@ -58,7 +58,7 @@ def _engine(args: argparse.Namespace, instance_type: InstanceType) -> EngineProf
     """``--engine`` (or a JumpStart ``--model``'s image) as a profile (``predict``'s reading of
     the flag); None: the default."""
     engine = engine_of(args)
-    return None if engine is None else resolve_profile(engine, instance_type.is_neuron)
+    return None if engine is None else profile_on(engine, instance_type, "--engine")
 
 
 def run(args: argparse.Namespace) -> int:

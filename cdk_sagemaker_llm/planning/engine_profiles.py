@@ -133,6 +133,18 @@ class Serves:
             return instance_type.is_gpu
         return True
 
+    def refusal(self, instance_type: InstanceType) -> str | None:
+        """Why the engine does not run on ``instance_type`` (vLLM on Inferentia, NeuronX on a
+        GPU), in words; None when it does."""
+        if self.runs_on(instance_type):
+            return None
+        accelerator = instance_type.accelerator
+        return (
+            f"runs on {self.accelerators.value} accelerators, not on "
+            f"{accelerator.name if accelerator else 'no accelerator'} ({instance_type.name}): "
+            f"{self.source.rstrip('.')}"
+        )
+
 
 @dataclass(frozen=True)
 class ReleaseKernels:
@@ -768,6 +780,27 @@ def resolve_profile(
     if not isinstance(engine, str):  # a calibration.EngineRelease: the container it names
         return profile_for_image(engine.family, engine.version)
     return engine_profile(engine)
+
+
+def profile_on(
+    engine: EngineProfile | str | Any | None, instance_type: InstanceType, prop: str = "engine"
+) -> EngineProfile:
+    """``resolve_profile`` for a layout on ``instance_type``: a ValidationError naming
+    ``prop`` where that engine does not run on the type's accelerators (predicting it as other
+    hardware would be a guess)."""
+    profile = resolve_profile(engine, instance_type.is_neuron)
+    refusal = profile.serves.refusal(instance_type)
+    if refusal is not None:
+        neuron = profile.serves.accelerators is Accelerators.NEURON
+        wanted = "an Inferentia/Trainium" if neuron else "a GPU"
+        raise ValidationError(
+            prop,
+            profile.name,
+            refusal,
+            f"pass an engine that runs on {instance_type.name} (omit it for the default there), "
+            f"or {wanted} instance type",
+        )
+    return profile
 
 
 ROW_RELEASE = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+)+)")

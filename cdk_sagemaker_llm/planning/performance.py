@@ -54,8 +54,8 @@ from .engine_profiles import (
     EngineProfile,
     KernelSpeed,
     band_of,
+    profile_on,
     profile_origin,
-    resolve_profile,
 )
 from .interconnect import PEER_ALL_REDUCE_MAX_BYTES, Interconnect, interconnect_of
 from .knee import THROUGHPUT, TTFT, Knee, KneeRule, LevelFigures, trip_reason
@@ -1028,7 +1028,7 @@ def predict(
     if max_batch_size is not None and max_batch_size < 1:
         raise ValidationError("max_batch_size", max_batch_size, "must be positive", "pass 256")
     check_workload_context(spec, workload)
-    profile = resolve_profile(engine, layout.instance_type.is_neuron)
+    profile = profile_on(engine, layout.instance_type)
     if optimization is not None:
         optimization.check_engine(engine, profile.name)
         precision = optimization.precision(precision)

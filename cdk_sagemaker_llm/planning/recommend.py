@@ -376,13 +376,8 @@ def _engine_runs_on(engine: object, instance_type: InstanceType) -> bool:
 def _wrong_hardware(engine: object, instance_type: InstanceType) -> Rejection | None:
     """A candidate the engine does not run on (vLLM on Inferentia, NeuronX on a GPU), as
     ``LlmService`` refuses it: predicting it as other hardware would be a guess."""
-    if _engine_runs_on(engine, instance_type):
-        return None
     profile = resolve_profile(engine, instance_type.is_neuron)
-    accelerator = instance_type.accelerator.name if instance_type.accelerator else "no accelerator"
-    return Rejection(
-        instance_type.name,
-        RejectionKind.ENGINE,
-        f"engine: {profile.name} runs on {profile.serves.accelerators.value} accelerators, "
-        f"not on {accelerator} ({profile.serves.source})",
-    )
+    refusal = profile.serves.refusal(instance_type)
+    if refusal is None:
+        return None
+    return Rejection(instance_type.name, RejectionKind.ENGINE, f"engine: {profile.name} {refusal}")
