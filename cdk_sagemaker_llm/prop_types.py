@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import collections.abc
+import difflib
 import functools
 import importlib
 import inspect
@@ -498,6 +499,23 @@ def _prepare(function: Callable[..., Any]) -> _Prepared:
     )
 
 
+def _binding_error(
+    function: Callable[..., Any], owner: str, kwargs: Mapping[str, Any], error: TypeError
+) -> ValidationError:
+    """A call that does not bind (an unknown prop, a missing one, too many positional
+    arguments) as a ValidationError: the value shown is the names of the props given, never
+    their values (a secret in ``environment`` stays out of logs), and an unknown prop gets the
+    nearest prop the signature takes."""
+    unknown = re.search(r"unexpected keyword argument '(\w+)'", str(error))
+    close = (
+        difflib.get_close_matches(unknown.group(1), list(inspect.signature(function).parameters))
+        if unknown
+        else []
+    )
+    fix = f"did you mean {close[0]}? See help({owner})" if close else f"see help({owner})"
+    return ValidationError(owner, f"props given: {', '.join(kwargs) or 'none'}", str(error), fix)
+
+
 def _checked(
     function: Callable[..., R],
     owner: str,
@@ -528,9 +546,7 @@ def _checked(
         try:
             arguments = bind(args, kwargs)
         except TypeError as error:  # an unknown or missing prop
-            raise ValidationError(
-                owner, f"{args!r}, {kwargs!r}", str(error), f"see help({owner})"
-            ) from None
+            raise _binding_error(function, owner, kwargs, error) from None
         for name, value in arguments:
             kind = kinds[name]
             if kind is inspect.Parameter.VAR_POSITIONAL or (value is None and admits_none[name]):

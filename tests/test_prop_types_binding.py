@@ -96,3 +96,20 @@ def test_trusted_skips_the_type_check_but_not_the_class_validation():
     with pytest.raises(ValidationError):  # __post_init__ still refuses a negative count
         build("m", 1e9, -32, 32, 8, 128, 4_096)
     assert build("m", 1e9, 32, 32, 8, 128, 4_096) == ModelSpec("m", 1e9, 32, 32, 8, 128, 4_096)
+
+
+def test_a_call_that_does_not_bind_names_the_props_given_never_their_values():
+    """A misspelt prop is reported with the names of the props given and the nearest prop the
+    signature takes; the values (a token in ``environment``) stay out of the message."""
+
+    @typed_factory
+    def serve(*, source: str | None = None, environment: dict[str, str] | None = None) -> None:
+        return None
+
+    with pytest.raises(ValidationError) as caught:
+        serve(environment={"HF_TOKEN": "hf_not_for_logs"}, sorce="s3://bucket/")
+    message = str(caught.value)
+    assert "hf_not_for_logs" not in message
+    assert "s3://bucket/" not in message
+    assert "environment, sorce" in message
+    assert "did you mean source?" in caught.value.fix
