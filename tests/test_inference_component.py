@@ -327,6 +327,28 @@ def test_network_isolated_endpoint_rejects_hugging_face_container_artifact() -> 
         )
 
 
+def test_network_isolated_endpoint_rejects_a_model_that_downloads_from_hugging_face() -> None:
+    """``ComponentModel.of(model)`` is checked as ``from_image`` is: a model whose weights come
+    from the Hugging Face Hub cannot start on an endpoint that isolates its containers."""
+    stack = new_stack()
+    endpoint = endpoint_on(stack, networking=ContainerNetworking(network_isolation=True))
+    model = Model(
+        stack,
+        "Model",
+        image=ContainerImage.lmi("0.31.0"),
+        source=ModelSource.from_hugging_face("org/model"),
+    )
+    with pytest.raises(ValidationError) as caught:
+        endpoint.add_inference_component(
+            "Llm",
+            serves=ComponentModel.of(model),
+            resources=CopyResources(min_memory=Size.gibibytes(8)),
+        )
+    assert caught.value.prop == "serves"
+    assert "org/model" in caught.value.problem
+    assert "ModelSource.from_s3" in caught.value.fix
+
+
 def test_cpu_instance_component_reserves_no_accelerator() -> None:
     stack = new_stack()
     endpoint = endpoint_on(stack, InstanceType.of("ml.c7i.4xlarge"))

@@ -260,7 +260,7 @@ class InferenceComponent(InferenceComponentBase):
         """A component with copies of its own: its container (when it runs an image), the
         compute requirements checked on each instance type, and its specification(s)."""
         model, image = serves.model, serves.image
-        _check_served(model, specifications)
+        _check_served(model, specifications, endpoint)
         self.lora_adapters = LoraAdapters(self)
         self._serve_models_to_adapters(model, specifications)
         self.image = model.image if model is not None else image
@@ -627,10 +627,23 @@ def _check_environment_entries(merged: Mapping[str, str], given: Mapping[str, st
 
 
 def _check_served(
-    model: ModelBase | None, specifications: Sequence[ComponentSpecification] | None
+    model: ModelBase | None,
+    specifications: Sequence[ComponentSpecification] | None,
+    endpoint: IComponentHost,
 ) -> None:
-    """The models a component with copies of its own serves take no provider draft."""
+    """The models a component with copies of its own serves take no provider draft, and
+    download nothing on an endpoint that isolates its containers from the network."""
     for served in [model] + [entry.model for entry in specifications or []]:
+        source = served.source if served is not None else None
+        if endpoint.network_isolation and source is not None and source.needs_internet:
+            raise ValidationError(
+                "serves",
+                f"ComponentModel.of({served.node.path})" if served is not None else None,
+                "the endpoint isolates containers from the network, and the model's Hugging "
+                f"Face source ({source.model_id}) is downloaded at start",
+                "load the weights from S3 (ModelSource.from_s3), or create the endpoint "
+                "without networking.network_isolation",
+            )
         draft = served.speculative_decoding if served is not None else None
         if draft is not None and draft.is_provider_draft:
             raise ValidationError(

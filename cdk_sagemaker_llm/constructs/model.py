@@ -100,6 +100,8 @@ class ModelBase(Construct):
     """The draft model, when known."""
     spec: ModelSpec | None = None
     """The architecture, when known."""
+    source: ModelSource | None = None
+    """Where the weights come from, when known."""
 
     def check_placement(
         self, instance_type: InstanceType, accelerators: int | None, prop: str
