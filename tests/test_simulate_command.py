@@ -205,3 +205,24 @@ def test_an_fp8_kv_cache_on_an_a10g_is_one_error_line_naming_the_flag() -> None:
     assert result.returncode == 2
     assert result.stderr.startswith("error: --kv-cache-precision='fp8': NVIDIA A10G has no FP8")
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (["--port", "99999"], "--port=99999"),
+        (["--instances", "0"], "--instances=0"),
+        (["--max-batch", "0"], "--max-batch=0"),
+        (["--step-base-s", "-1"], "--step-base-s=-1.0"),
+        (["--model-error-every", "-1"], "--model-error-every=-1"),
+    ],
+)
+def test_an_out_of_range_option_is_one_error_line_naming_the_flag(
+    args: list[str], flag: str
+) -> None:
+    """Out-of-range options fail before serving, naming the flag as written (a batch of 0
+    served requests that never finished; a port past 65535 was a traceback)."""
+    result = subprocess.run([*CLI, "simulate", *args], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: {flag}: ")
+    assert "Traceback" not in result.stderr

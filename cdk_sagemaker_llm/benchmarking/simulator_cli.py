@@ -11,6 +11,7 @@ import dataclasses
 import sys
 from typing import Any
 
+from ..errors import ValidationError
 from .simulator import Simulator
 from .simulator_config import ROUTINGS, SimulatorConfig
 
@@ -76,7 +77,13 @@ def _cli_fields() -> list[dataclasses.Field[Any]]:
 def config_from_arguments(args: argparse.Namespace) -> tuple[SimulatorConfig, int]:
     """The :class:`SimulatorConfig` and port that :func:`add_arguments`'s options name."""
     values = {item.name: getattr(args, item.name) for item in _cli_fields()}
-    return SimulatorConfig(**values), args.port
+    if not 0 <= args.port <= 65535:
+        raise ValidationError("--port", args.port, "is not a TCP port", "pass 0 to 65535")
+    try:
+        return SimulatorConfig(**values), args.port
+    except ValidationError as error:  # a field's flag, as written on the command line
+        flag = "--" + error.prop.replace("_", "-")
+        raise ValidationError(flag, error.value, error.problem, error.fix) from None
 
 
 def serve_until_interrupted(config: SimulatorConfig, port: int) -> int:
@@ -110,7 +117,11 @@ def main(argv: list[str] | None = None) -> int:
         "continuous-batching LLM server."
     )
     add_arguments(parser)
-    config, port = config_from_arguments(parser.parse_args(argv))
+    try:
+        config, port = config_from_arguments(parser.parse_args(argv))
+    except ValidationError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     return serve_until_interrupted(config, port)
 
 

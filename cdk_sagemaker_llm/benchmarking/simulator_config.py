@@ -4,8 +4,11 @@ it serves a model with. The behaviour itself is described in ``simulator``'s doc
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from ..errors import ValidationError
 
 if TYPE_CHECKING:  # only a simulator that serves a model needs it (see ``simulator``)
     from .simulated_engine import EngineSimulation
@@ -60,9 +63,34 @@ class SimulatorConfig:
 
     def __post_init__(self) -> None:
         if self.routing not in ROUTINGS:
-            raise ValueError(f"routing={self.routing!r}: use one of {', '.join(ROUTINGS)}")
-        if self.instances < 1 or self.prefix_block_tokens < 1 or self.prefix_cache_blocks < 0:
-            raise ValueError("instances and prefix_block_tokens >= 1, prefix_cache_blocks >= 0")
+            raise ValidationError(
+                "routing", self.routing, "is not a routing", f"use one of {', '.join(ROUTINGS)}"
+            )
+        for name, least, most in _RANGES:
+            value = getattr(self, name)
+            if value is None and name == "max_queue":
+                continue
+            if not least <= value <= most:
+                within = f"at least {least:g}" if most == math.inf else f"{least:g} to {most:g}"
+                raise ValidationError(name, value, f"must be {within}", f"pass {within}")
+
+
+_RANGES: tuple[tuple[str, float, float], ...] = (
+    ("max_batch", 1, math.inf),
+    ("step_base_s", 0, math.inf),
+    ("step_per_sequence_s", 0, math.inf),
+    ("prefill_per_input_token_s", 0, math.inf),
+    ("max_queue", 0, math.inf),
+    ("invocation_timeout_s", 1e-3, math.inf),
+    ("model_error_every", 0, math.inf),
+    ("default_max_new_tokens", 1, math.inf),
+    ("instances", 1, math.inf),
+    ("prefix_length", 1024, 65536),
+    ("concurrency_threshold", 1, 1024),
+    ("prefix_cache_blocks", 0, math.inf),
+    ("prefix_block_tokens", 1, math.inf),
+)
+"""Each numeric field's accepted range (a batch of 0 would queue every request forever)."""
 
 
 ROUTINGS = ("least_outstanding", "random", "prefix_aware")

@@ -80,19 +80,24 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted; exit 2 on bad options or when the port is taken."""
-    config, port = simulator_cli.config_from_arguments(args)
-    if args.model or args.parameters is not None:
-        try:
+    try:
+        config, port = simulator_cli.config_from_arguments(args)
+        if args.model or args.parameters is not None:
             config = dataclasses.replace(config, engine=engine_of(args))
-        except ValidationError as error:
-            if error.prop == "kv_cache_precision":
-                error = ValidationError(
-                    "--kv-cache-precision", error.value, error.problem, error.fix
-                )
-            print(f"error: {error}", file=sys.stderr)
-            return 2
-        print(f"serving {config.engine.describe()}", file=sys.stderr)  # type: ignore[union-attr]
+    except ValidationError as error:
+        print(f"error: {_on_the_command_line(error, args)}", file=sys.stderr)
+        return 2
+    if config.engine is not None:
+        print(f"serving {config.engine.describe()}", file=sys.stderr)
     return simulator_cli.serve_until_interrupted(config, port)
+
+
+def _on_the_command_line(error: ValidationError, args: argparse.Namespace) -> ValidationError:
+    """``error`` naming the flag a user wrote (``--time-scale``), not the field behind it."""
+    if error.prop not in vars(args):
+        return error
+    flag = "--" + error.prop.replace("_", "-")
+    return ValidationError(flag, error.value, error.problem, error.fix)
 
 
 def engine_of(args: argparse.Namespace) -> EngineSimulation:
