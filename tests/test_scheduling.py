@@ -373,6 +373,20 @@ def test_a_simulated_prediction_keeps_the_closed_form_at_light_load_and_its_band
     assert simulated.knee.concurrency >= 1
 
 
+def test_the_simulated_knee_states_its_rule_the_level_that_tripped_and_why() -> None:
+    """The simulated knee is a ``Knee`` like the closed form's: the rule in words, the level
+    that tripped it, the reason and the detail (it printed "Knee: 16 (None)")."""
+    closed = predict(SPEC, Layout(G5, 1, 1), LOAD, [1, 8, 64], engine="tgi-1")
+    knee = with_simulated_levels(closed, SPEC).knee
+    assert knee.rule == closed.knee.rule
+    assert knee.detail is not None and knee.detail.startswith("per copy: ")
+    assert knee.concurrency is not None and knee.concurrency >= 1
+    if knee.tripped_at is not None:
+        assert knee.tripped_at > knee.concurrency
+        assert knee.reason in {"throughput", "errors"}
+        assert str(knee.concurrency) in knee.detail
+
+
 def test_the_simulated_prediction_sees_tgi_1_refusing_beyond_its_request_cap() -> None:
     workload = Workload(input_tokens=64, output_tokens=64)
     closed = predict(SPEC, Layout(G5, 1, 1), workload, [160], engine="tgi-1")

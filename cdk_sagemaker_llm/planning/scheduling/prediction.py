@@ -10,8 +10,9 @@ from dataclasses import replace
 from ...catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from ..efficiency import Efficiency
 from ..engine_profiles import engine_profile
+from ..knee import ERRORS, THROUGHPUT, Knee, KneeRule
 from ..performance import (
-    Knee,
+    KNEE_MIN_GAIN_PER_DOUBLING,
     LevelPrediction,
     Prediction,
     banded_levels,
@@ -58,12 +59,36 @@ def with_simulated_levels(
     return replace(
         prediction,
         levels=levels,
-        knee=Knee(
-            knee.clients * copies,
-            f"per copy: simulated throughput gains less than 10% per doubling past "
-            f"{knee.clients} (or the copy's limit); x {copies} copies",
-        ),
+        knee=_knee(simulation, knee.clients, limits.max_concurrency, copies),
         assumptions=[*prediction.assumptions, *notes],
+    )
+
+
+def _knee(simulation: CopySimulation, clients: int, most: int, copies: int) -> Knee:
+    """The simulated knee as a ``Knee`` of the whole layout: the rule, the level that tripped
+    it (the next doubling, where the throughput gained too little or the engine refused
+    requests) and why, in words."""
+    rule = KneeRule(min_gain_per_doubling=KNEE_MIN_GAIN_PER_DOUBLING)
+    limit = f"{most} per copy is the most the copy's limits allow"
+    if clients >= most:
+        return Knee(
+            clients * copies, rule.describe(), detail=f"per copy: {limit}; x {copies} copies"
+        )
+    tripped = min(clients * 2, most)
+    refused = simulation.level(tripped).result.rejected
+    reason = ERRORS if refused else THROUGHPUT
+    why = (
+        f"the engine refuses requests at {tripped}"
+        if refused
+        else f"simulated throughput gains less than {rule.min_gain_per_doubling:.0%} per "
+        f"doubling past {clients}"
+    )
+    return Knee(
+        clients * copies,
+        rule.describe(),
+        tripped * copies,
+        reason,
+        detail=f"per copy: {why}; x {copies} copies",
     )
 
 
