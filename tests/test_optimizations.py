@@ -201,6 +201,42 @@ def test_fp8_is_offered_only_on_accelerators_with_fp8_tensor_cores() -> None:
     assert raised.value.prop == "precision" and "NVIDIA A10G" in raised.value.problem
 
 
+def test_bf16_is_offered_only_on_gpus_with_bf16() -> None:
+    """BF16 weights on a T4 (g4dn: compute capability 7.5) are refused as vLLM refuses them;
+    FP16 serves there, and BF16 on an A10G (g5)."""
+    found = recommend(
+        ModelSpec.MISTRAL_7B,
+        Workload(512, 128),
+        Slo(max_ms_per_token=200),
+        Traffic(requests_per_second=0.2),
+        search=SearchSpace(
+            instance_types=[InstanceType.G4DN_12XLARGE, InstanceType.G5_12XLARGE],
+            precision=Precision.BF16,
+        ),
+    )
+    refused = {r.instance_type for r in found.rejected if r.kind is RejectionKind.PRECISION}
+    assert refused == {"ml.g4dn.12xlarge"}
+    assert {o.layout.instance_type.name for o in found.options} == {"ml.g5.12xlarge"}
+    with pytest.raises(ValidationError) as raised:
+        predict(
+            ModelSpec.MISTRAL_7B,
+            Layout(InstanceType.G4DN_12XLARGE, 2, 1),
+            Workload(512, 128),
+            [1],
+            precision=Precision.BF16,
+        )
+    assert raised.value.prop == "precision" and "NVIDIA T4 has no BF16" in raised.value.problem
+    assert "serve FP16" in raised.value.fix
+    fp16 = predict(
+        ModelSpec.MISTRAL_7B,
+        Layout(InstanceType.G4DN_12XLARGE, 2, 1),
+        Workload(512, 128),
+        [1],
+        precision=Precision.FP16,
+    )
+    assert fp16.levels[0].ms_per_token > 0
+
+
 def test_every_optimization_deployment_type_is_in_the_instance_catalog_that_says_neuron() -> None:
     from cdk_sagemaker_llm.catalog.instance_types import CATALOG, InstanceType
     from cdk_sagemaker_llm.constructs.optimization_techniques import (

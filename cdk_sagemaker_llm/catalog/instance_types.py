@@ -138,6 +138,11 @@ class Accelerator:
     achieved: AchievedPeak | None = None
     """The measured ceiling of memory-bandwidth (and compute) efficiency on this device, with
     its source; None when no measurement of it or of a like part was found."""
+    bf16: bool = True
+    """False when the device has no BF16 arithmetic: NVIDIA GPUs below compute capability 8.0
+    (T4, Turing). vLLM refuses BF16 there ("Bfloat16 is only supported on GPUs with compute
+    capability of at least 8.0. Your Tesla T4 GPU has compute capability 7.5", vllm-project/vllm
+    issue 1153, on an EC2 g4dn.xlarge)."""
 
     # Named devices are attached below the class body.
     T4: ClassVar[Accelerator]
@@ -183,7 +188,7 @@ _accelerator = trusted(Accelerator)
 _GPU = AcceleratorKind.NVIDIA_GPU
 _NEURON = AcceleratorKind.AWS_NEURON
 # T4: 16 GB GDDR6 (15,360 MiB usable), 320 GB/s, 65 TFLOPS mixed-precision FP16, no BF16.
-T4 = _accelerator("NVIDIA T4", _GPU, 15_360, 320, 65)
+T4 = _accelerator("NVIDIA T4", _GPU, 15_360, 320, 65, bf16=False)
 A10G = _accelerator("NVIDIA A10G", _GPU, 22_888, 600, 70, 70)
 L4 = _accelerator("NVIDIA L4", _GPU, 22_888, 300, 121, 121, fp8=True)
 L40S = _accelerator("NVIDIA L40S", _GPU, 45_776, 864, 362, 362, fp8=True)

@@ -783,9 +783,9 @@ def _advice(kind: RejectionKind, kinds: list[RejectionKind], precision: Precisio
         )
         return (
             "serve a precision the candidates offer (each precision reason names the one "
-            "refused: FP16/BF16 serve on every GPU, FP8 needs FP8 tensor cores, int4 AWQ is "
-            f"offered only where a measurement covers the layout: {offered}), or add instance "
-            "types that offer the precision refused"
+            "refused: FP16 serves on every GPU, BF16 on Ampere and later, FP8 needs FP8 tensor "
+            f"cores, int4 AWQ is offered only where a measurement covers the layout: {offered}), "
+            "or add instance types that offer the precision refused"
         )
     return _KIND_ADVICE[kind]
 

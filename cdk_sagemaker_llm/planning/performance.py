@@ -882,14 +882,29 @@ def _deployment_level(
 def precision_problem(instance_type: InstanceType, precision: Precision) -> str | None:
     """Why ``instance_type``'s accelerator cannot serve ``precision`` weights at the speed the
     model assumes, or None: FP8 needs FP8 tensor cores (``Accelerator.fp8``; on Ampere an
-    engine falls back to weight-only kernels the profiles have no speed for)."""
+    engine falls back to weight-only kernels the profiles have no speed for), BF16 a device
+    with BF16 arithmetic (``Accelerator.bf16``: not a T4)."""
     accelerator = instance_type.accelerator
-    if precision is not Precision.FP8 or accelerator is None or accelerator.fp8:
+    if accelerator is None:
         return None
-    return (
-        f"{accelerator.name} has no FP8 tensor cores (FP8 needs Ada, Hopper or Blackwell), so "
-        "FP8 weights are not offered on it"
-    )
+    if precision is Precision.FP8 and not accelerator.fp8:
+        return (
+            f"{accelerator.name} has no FP8 tensor cores (FP8 needs Ada, Hopper or Blackwell), "
+            "so FP8 weights are not offered on it"
+        )
+    if precision is Precision.BF16 and not accelerator.bf16:
+        return (
+            f"{accelerator.name} has no BF16 (it needs compute capability 8.0, Ampere or later; "
+            "vLLM refuses to start), so BF16 weights are not offered on it"
+        )
+    return None
+
+
+def precision_fix(precision: Precision) -> str:
+    """What to do where ``precision_problem`` refuses ``precision``."""
+    if precision is Precision.BF16:
+        return "serve FP16 on it (the same weights, cast at load), or pick an Ampere or later GPU"
+    return "serve FP16/BF16 or int4 AWQ on it, or pick an instance type with FP8 (g6, g6e, p5)"
 
 
 def kv_cache_precision_problem(
@@ -932,10 +947,7 @@ def _check_fit(
     problem = precision_problem(layout.instance_type, memory_precision)
     if problem:
         raise ValidationError(
-            "precision",
-            memory_precision.value,
-            problem,
-            "serve FP16/BF16 or int4 AWQ on it, or pick an instance type with FP8 (g6, g6e, p5)",
+            "precision", memory_precision.value, problem, precision_fix(memory_precision)
         )
     check_kv_cache_precision(layout.instance_type, kv_cache)
     problem = head_divisibility_problem(spec, layout.tensor_parallel_degree)
