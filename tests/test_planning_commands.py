@@ -43,14 +43,17 @@ def test_predict_json_has_exactly_the_documented_fields(capsys: pytest.CaptureFi
             "concurrency",
             "ms_per_token",
             "ttft_ms",
+            "e2e_ms",
             "tokens_per_s",
             "requests_per_s",
+            "times_out",
             "regime",
             "ms_per_token_p10_p90",
             "tokens_per_s_p10_p90",
         }
         low, high = level["ms_per_token_p10_p90"]
         assert low <= level["ms_per_token"] <= high
+        assert level["times_out"] == (level["e2e_ms"] > 60_000)
     assert set(data["knee"]) == {"concurrency", "reason"}
     # Whole deployment: 2 instances x 4 copies x a batch limit of 64.
     assert data["max_concurrency"] == 512
@@ -254,3 +257,22 @@ def test_recommend_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main([*RECOMMEND, "--concurrency", "4", "--requests-per-second", "2"])
     assert main([*RECOMMEND, "--concurrency", "4", "--instance-types", "ml.g5.xlarge"]) == 0
+
+
+def test_predict_flags_the_levels_past_the_invocation_timeout(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A level whose requests outlive SageMaker's 60 s invocation timeout is flagged in the
+    table, in a line under it and in JSON (``times_out``): it printed 1,139 tokens/s at a
+    13-minute TTFT as if served."""
+    argv = [
+        "predict", "--model", "llama-3.1-70b", "--instance-type", "ml.p4d.24xlarge",
+        "--input-tokens", "4096", "--output-tokens", "1024", "--concurrency", "1,256",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "| 256 | saturated, past the 60 s timeout |" in text
+    assert "**Past the 60 s invocation timeout** at concurrency 256:" in text
+    assert main([*argv, "--format", "json"]) == 0
+    levels = json.loads(capsys.readouterr().out)["levels"]
+    assert [level["times_out"] for level in levels] == [False, True]

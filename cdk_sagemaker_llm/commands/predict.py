@@ -17,6 +17,7 @@ from ..planning.calibration_fit import calibrate, deployment_of
 from ..planning.engine_profiles import EngineProfile, parse_engine, profile_on
 from ..planning.optimizations import Optimization
 from ..planning.performance import (
+    INVOCATION_TIMEOUT_S,
     Layout,
     MeasuredEfficiency,
     Prediction,
@@ -332,8 +333,11 @@ def render_markdown(model: str, prediction: Prediction) -> str:
         "|---:|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if calibrated else ""),
     ]
     for level in prediction.levels:
+        regime = level.regime or "-"
+        if level.times_out:
+            regime += f", past the {INVOCATION_TIMEOUT_S:g} s timeout"
         line = (
-            f"| {level.concurrency} | {level.regime or '-'} | {level.ms_per_token:.1f} | "
+            f"| {level.concurrency} | {regime} | {level.ms_per_token:.1f} | "
             f"{_range(level.ms_per_token_band, '.1f')} | {level.ttft_ms:.0f} | "
             f"{level.tokens_per_s:.0f} | {_range(level.tokens_per_s_band, '.0f')} | "
             f"{level.requests_per_s:.2f} |"
@@ -345,6 +349,15 @@ def render_markdown(model: str, prediction: Prediction) -> str:
             )
         lines.append(line)
     lines += ["", *_band_lines(prediction)]
+    late = [str(level.concurrency) for level in prediction.levels if level.times_out]
+    if late:
+        lines += [
+            "",
+            f"**Past the {INVOCATION_TIMEOUT_S:g} s invocation timeout** at concurrency "
+            f"{', '.join(late)}: one request takes longer than SageMaker allows an invocation, "
+            "so those requests fail; the figures are what the copy would do, not what clients "
+            "receive.",
+        ]
     lines += [
         "",
         f"**Knee:** {prediction.knee.concurrency} ({prediction.knee.detail})",

@@ -509,14 +509,23 @@ class LevelPrediction:
             calibrated_tokens_per_s_band=band.tokens_range(self.tokens_per_s),
         )
 
+    @property
+    def times_out(self) -> bool:
+        """True when a request at this level takes longer than SageMaker's 60 s invocation
+        timeout (``INVOCATION_TIMEOUT_S``): such requests fail, so the level's figures are
+        what the copy would do, not what clients receive."""
+        return self.e2e_ms > INVOCATION_TIMEOUT_S * 1000
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (rounded)."""
         data: dict[str, Any] = {
             "concurrency": self.concurrency,
             "ms_per_token": round(self.ms_per_token, 2),
             "ttft_ms": round(self.ttft_ms, 1),
+            "e2e_ms": round(self.e2e_ms, 1),
             "tokens_per_s": round(self.tokens_per_s, 1),
             "requests_per_s": round(self.requests_per_s, 3),
+            "times_out": self.times_out,
         }
         if self.regime is not None:
             data["regime"] = self.regime
