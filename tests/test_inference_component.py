@@ -364,3 +364,35 @@ def test_cpu_instance_component_reserves_no_accelerator() -> None:
         "NumberOfAcceleratorDevicesRequired"
         not in properties["Specification"]["ComputeResourceRequirements"]
     )
+
+
+def test_a_fixed_name_is_claimed_once_per_stack_for_each_kind_of_resource() -> None:
+    """Two models, endpoints or components of one stack with one fixed name (in any case)
+    are refused at synth, naming the construct that holds it; SageMaker would fail the
+    deployment with 'already exists'. A generated name, or the same name on another kind of
+    resource, is fine."""
+    stack = new_stack()
+    image = ContainerImage.lmi("0.31.0")
+    first = Model(stack, "First", image=image, model_name="llama")
+    Model(stack, "Unnamed", image=image)
+    Model(stack, "Unnamed2", image=image)
+    with pytest.raises(ValidationError) as caught:
+        Model(stack, "Second", image=image, model_name="LLAMA")
+    assert caught.value.prop == "model_name" and caught.value.value == "LLAMA"
+    assert "Default/First" in caught.value.problem or first.node.path in caught.value.problem
+    assert "Second" in caught.value.fix
+    endpoint = InferenceComponentEndpoint(
+        stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE, endpoint_name="llama"
+    )
+    with pytest.raises(ValidationError, match="endpoint_name"):
+        InferenceComponentEndpoint(
+            stack, "Endpoint2", instance_type=InstanceType.G5_12XLARGE, endpoint_name="llama"
+        )
+    resources = CopyResources(accelerators=1, min_memory=Size.gibibytes(8))
+    endpoint.add_inference_component(
+        "A", serves=ComponentModel.of(first), resources=resources, inference_component_name="c"
+    )
+    with pytest.raises(ValidationError, match="inference_component_name"):
+        endpoint.add_inference_component(
+            "B", serves=ComponentModel.of(first), resources=resources, inference_component_name="c"
+        )

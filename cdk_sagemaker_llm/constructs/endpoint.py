@@ -24,6 +24,7 @@ from .endpoint_base import (
     import_endpoint_by_name,
 )
 from .execution_role import create_execution_role, depend_on_role_policy
+from .fixed_names import claim_fixed_name
 from .inference_component import InferenceComponent
 from .interfaces import IEndpoint, IHostedComponent
 from .model import ModelBase
@@ -384,6 +385,7 @@ class Endpoint(EndpointBase):
         """
         super().__init__(scope, id)
         check_sagemaker_name("endpoint_name", endpoint_name)
+        claim_fixed_name(self, "endpoint", "endpoint_name", endpoint_name)
         names = _variant_names(variants)
         if deployment is not None:
             deployment.validate("deployment")
@@ -581,6 +583,7 @@ class InferenceComponentEndpoint(EndpointBase):
         with batched_acknowledgments():  # one cdk-nag call per role
             require_inference_components(self, "region of the stack")
             check_sagemaker_name("endpoint_name", endpoint_name)
+            claim_fixed_name(self, "endpoint", "endpoint_name", endpoint_name)
             check_sagemaker_name("variant_name", variant_name)
             scaling = instance_scaling or ManagedInstanceScaling()
             storage = storage or StorageVolume()

@@ -22,6 +22,7 @@ from .component_options import (
 )
 from .endpoint_base import INVOKE_ACTIONS, import_endpoint_by_name, sagemaker_metric
 from .fit_check import check_fit
+from .fixed_names import claim_fixed_name
 from .images import ContainerImage
 from .interfaces import IComponentHost, IEndpoint, IInferenceComponent
 from .lora_adapters import LoraAdapters, LoraServer
@@ -180,6 +181,9 @@ class InferenceComponent(InferenceComponentBase):
         super().__init__(scope, id)
         remember(self, scope, id)
         _check_creation(inference_component_name, copy_count, deployment)
+        claim_fixed_name(
+            self, "inference component", "inference_component_name", inference_component_name
+        )
         self.deployment = deployment
         """The rolling deployment of later changes, if any."""
         self.endpoint = endpoint

@@ -22,6 +22,7 @@ from ..catalog.model_specs import ModelSpec
 from ..prop_types import typed_props
 from .execution_role import create_execution_role, depend_on_role_policy
 from .fit_check import check_fit
+from .fixed_names import claim_fixed_name
 from .images import ContainerImage, pull_statements_known_now
 from .model_source import BoundModelSource, ModelSource, ModelSourceKind
 from .nag import batched_acknowledgments
@@ -242,6 +243,7 @@ class Model(ModelBase):
         remember(self, scope, id)
         with batched_acknowledgments():  # one cdk-nag call per role
             check_sagemaker_name("model_name", model_name)
+            claim_fixed_name(self, "model", "model_name", model_name)
             image = image_of(self, image, source)
             _check_serving_inputs(
                 image, source, serving, environment, speculative_decoding, network_isolation
