@@ -381,6 +381,28 @@ def test_contradictory_or_invalid_props_are_synth_errors(
     assert "Fix: " in str(error.value)
 
 
+def test_a_vpc_of_isolated_subnets_needs_them_selected_and_says_so() -> None:
+    """The default selection (private subnets with egress) in a VPC of isolated subnets only
+    is a ValidationError naming vpc_subnets and the selection that works; it was the CDK's
+    bare "There are no 'Private' subnet groups in this VPC". Selecting them places the model."""
+    stack = new_stack()
+    vpc = ec2.Vpc.from_vpc_attributes(
+        stack,
+        "Vpc",
+        vpc_id="vpc-0a1b2c3d4e5f60718",
+        availability_zones=["us-west-2a", "us-west-2b"],
+        isolated_subnet_ids=["subnet-0a1b2c3d4e5f60718", "subnet-0a1b2c3d4e5f60719"],
+    )
+    image = ContainerImage.lmi("0.31.0")
+    with pytest.raises(ValidationError) as caught:
+        Model(stack, "Model", image=image, vpc=vpc, network_isolation=True)
+    assert caught.value.prop == "vpc_subnets"
+    assert "PRIVATE_ISOLATED" in caught.value.fix
+    isolated = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
+    Model(stack, "Placed", image=image, vpc=vpc, vpc_subnets=isolated, network_isolation=True)
+    assert len(resources_of_type(assert_cfn_lint_clean(stack), "AWS::SageMaker::Model")) == 1
+
+
 def test_vpc_subnets_without_vpc_is_an_error() -> None:
     with pytest.raises(
         ValidationError, match="vpc=None: vpc_subnets and security_groups need a vpc"

@@ -87,13 +87,24 @@ def place_in_vpc(
         )
     ]
     selection = vpc_subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
-    subnets = vpc.select_subnets(
-        availability_zones=selection.availability_zones,
-        one_per_az=selection.one_per_az,
-        subnet_filters=selection.subnet_filters,
-        subnet_group_name=selection.subnet_group_name,
-        subnets=selection.subnets,
-        subnet_type=selection.subnet_type,
-    )
+    try:
+        subnets = vpc.select_subnets(
+            availability_zones=selection.availability_zones,
+            one_per_az=selection.one_per_az,
+            subnet_filters=selection.subnet_filters,
+            subnet_group_name=selection.subnet_group_name,
+            subnets=selection.subnets,
+            subnet_type=selection.subnet_type,
+        )
+    except RuntimeError as error:  # the CDK's "There are no 'Private' subnet groups in this VPC"
+        raise ValidationError(
+            "vpc_subnets",
+            selection.subnet_type.name if selection.subnet_type else "the selection given",
+            f"selects no subnet of the VPC ({error}); the default is its private subnets with "
+            "egress",
+            "pass vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED) "
+            "for a VPC of isolated subnets (the containers then reach S3, ECR and CloudWatch "
+            "through VPC endpoints), or a selection the VPC has",
+        ) from None
     grant_vpc_access(role)
     return ContainerNetwork(subnet_ids=subnets.subnet_ids, security_groups=groups)
