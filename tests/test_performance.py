@@ -171,6 +171,26 @@ def test_mixture_of_experts_reads_only_the_routed_experts_at_small_batches() -> 
     assert weight_bytes_read(ModelSpec.LLAMA_2_7B, Precision.FP16, 1) == 6.74e9 * 2
 
 
+def test_a_mixture_of_experts_without_its_active_parameters_is_refused() -> None:
+    """A MoE spec without the parameters one token uses would be sized as a dense model
+    (``predict --experts 8`` alone printed the dense figures); it is an error naming the field,
+    and on the command line the flag."""
+    with pytest.raises(ValidationError) as caught:
+        replace(ModelSpec.MIXTRAL_8X7B, active_parameters_per_token=None)
+    assert caught.value.prop == "spec.active_parameters_per_token"
+    assert "dense" in caught.value.problem
+    from cdk_sagemaker_llm.cli import main
+
+    argv = [
+        "predict", "--parameters", "46.7e9", "--layers", "32", "--attention-heads", "32",
+        "--kv-heads", "8", "--head-dim", "128", "--max-context", "32768", "--experts", "8",
+        "--instance-type", "ml.p4d.24xlarge", "--input-tokens", "512", "--output-tokens", "128",
+        "--concurrency", "1",
+    ]  # fmt: skip
+    assert main(argv) == 2
+    assert main([*argv, "--active-parameters", "12.9e9"]) == 0
+
+
 def test_kv_headroom_below_1_gb_does_not_fit() -> None:
     """Falcon 40B TP2 on ml.p4d.24xlarge and Mixtral TP4 on ml.g5.12xlarge leave no real room
     for a KV cache."""

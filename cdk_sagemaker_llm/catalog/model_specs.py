@@ -240,6 +240,15 @@ class ModelSpec:
                 "check the model's config.json (num_experts_per_tok, num_local_experts)",
             )
         active = self.active_parameters_per_token
+        if active is None and self.experts > 1:
+            raise ValidationError(
+                "spec.active_parameters_per_token",
+                None,
+                f"a mixture of experts ({self.experts} experts) needs the parameters one token "
+                "uses: without them it would be sized as a dense model",
+                "pass the parameters one token uses: the shared weights plus experts_per_token "
+                "experts (e.g. 12.9e9 for Mixtral 8x7B)",
+            )
         if active is not None and not 0 < active <= self.parameters:
             raise ValidationError(
                 "spec.active_parameters_per_token",
