@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -323,6 +324,15 @@ def test_plan_command_formats_and_errors(
     assert "## cdk-sagemaker-llm plan" in capsys.readouterr().out
     assert main(["plan", str(tmp_path / "missing")]) == 2
     assert "cdk synth" in capsys.readouterr().err
+    # A folder that is no assembly (no manifest, no template) is an error, not "no endpoints".
+    assert main(["plan", str(tmp_path)]) == 2
+    assert "is not a cloud assembly" in capsys.readouterr().err
+    # A price for a type nothing uses (a typo) names the flag and the types it may mean.
+    assert main(["plan", str(reference_assembly), "--price", "ml.g5.2xlrge=1.2"]) == 2
+    assert "--price='ml.g5.2xlrge=1.2'" in (err := capsys.readouterr().err)
+    assert "did you mean ml.g5.2xlarge" in err
+    assert main(["plan", str(reference_assembly), "--price-region", "mars"]) == 2
+    assert capsys.readouterr().err.startswith("error: --price-region='mars'")
 
 
 def test_costs_say_whose_prices_they_are_and_take_the_users_prices_and_discount(
@@ -342,7 +352,8 @@ def test_costs_say_whose_prices_they_are_and_take_the_users_prices_and_discount(
     )
     assert endpoint["cost_per_hour_min"] == pytest.approx(7.0)  # 10 x (1 - 0.3)
     assert (
-        endpoint["price_basis"] == f"{stack.region} on-demand USD, as of given, less 30% discount"
+        endpoint["price_basis"]
+        == f"{stack.region} on-demand USD, as of {date.today()}, less 30% discount"
     )
     assert "given on the command line" in data["prices"]
     # Another region's list holds only the given prices: the others are unknown, not us-east-1's.

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
 import sys
+from datetime import date
 from typing import Any
 
+from ..catalog.instance_types import CATALOG
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList, check_discount
 from ..errors import ValidationError
 from ..review import MonthlyAssumption, build_plan, render_json, render_markdown
 from ..review.budget import DEFAULT_PEAK_HOURS_PER_DAY
+from ..review.deploy_plan import Plan
 
 
 def register(subparsers: Any) -> None:
@@ -82,9 +86,16 @@ def price_list(args: argparse.Namespace) -> PriceList:
     check_discount("--discount", args.discount)
     region = args.price_region or DEFAULT_PRICE_LIST.region
     if region != DEFAULT_PRICE_LIST.region:
-        prices = PriceList(
-            as_of="given", source="given on the command line", region=region, prices=given
-        )
+        try:
+            prices = PriceList(
+                as_of=date.today().isoformat(),
+                source="given on the command line",
+                region=region,
+                prices=given,
+            )
+        except ValidationError as error:  # the region, as the flag names it
+            prop = "--price-region" if "region" in error.prop else "--price"
+            raise ValidationError(prop, error.value, error.problem, error.fix) from None
     elif given:
         prices = DEFAULT_PRICE_LIST.with_prices(
             given, source=f"given on the command line, else {DEFAULT_PRICE_LIST.source}"
@@ -94,11 +105,33 @@ def price_list(args: argparse.Namespace) -> PriceList:
     return prices.with_discount(args.discount)
 
 
+def _check_priced_types(given: dict[str, float], plan: Plan) -> None:
+    """Each ``--price`` names an instance type the catalog or the assembly knows: a typo
+    (``ml.g5.2xlrge``) would price nothing and leave the type it meant at the list's price."""
+    used = {
+        variant.instance_type
+        for stack in plan.stacks
+        for endpoint in stack.endpoints
+        for variant in endpoint.variants
+    }
+    for name, price in given.items():
+        if name in CATALOG or name in used:
+            continue
+        close = difflib.get_close_matches(name, sorted(set(CATALOG) | used), n=3, cutoff=0.8)
+        raise ValidationError(
+            "--price",
+            f"{name}={price:g}",
+            "names an instance type neither the catalog nor the assembly's endpoints use",
+            f"did you mean {' or '.join(close)}?" if close else "pass ml.<family>.<size>=USD",
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     """Print the plan; exit 2 when the assembly cannot be read."""
     try:
         assumption = MonthlyAssumption(args.peak_hours_per_day)
         plan = build_plan(args.assembly_dir, prices=price_list(args))
+        _check_priced_types(dict(args.price), plan)
     except ValidationError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

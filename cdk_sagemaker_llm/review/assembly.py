@@ -27,6 +27,13 @@ def read_templates(assembly_dir: str | Path) -> dict[str, dict[str, Any]]:
         )
     templates: dict[str, dict[str, Any]] = {}
     _read_assembly(root, templates)
+    if not templates and not (root / "manifest.json").is_file():
+        raise ValidationError(
+            "assembly_dir",
+            str(root),
+            "is not a cloud assembly: it holds no manifest.json and no *.template.json",
+            "run `cdk synth` first (it writes cdk.out), or pass the assembly directory",
+        )
     return dict(sorted(templates.items()))
 
 
