@@ -227,3 +227,35 @@ def test_a_file_that_is_no_calibration_is_the_flag_s_value(
     path.write_text(json.dumps(document))
     err = _error([*RECOMMEND, "--concurrency", "2", "--calibration", str(path)], capsys)
     assert err.startswith(f"error: --calibration={str(path)!r}: is not a calibration file")
+
+
+AT_ONE_REQUEST_PER_S = [
+    "recommend", "--model", "llama-3-8b", "--input-tokens", "512", "--output-tokens", "128",
+    "--requests-per-second", "1",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--max-ms-per-token", "inf"], "--max-ms-per-token=inf: must be a finite bound"),
+        (["--max-ms-per-token", "50", "--max-ttft-ms", "inf"], "--max-ttft-ms=inf"),
+        (["--max-ms-per-token", "50", "--instance-types", ""], "--instance-types='': names no"),
+        (["--max-ms-per-token", "50", "--instance-types", " , "], "names no instance type"),
+    ],
+)
+def test_recommend_names_an_unbounded_slo_or_an_empty_candidate_list(
+    flags: list[str], named: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Was: an infinite bound was "max_ms_per_token / max_ttft_ms ... pass Slo(...)" (the
+    # Python API's words), and an empty --instance-types searched every type.
+    assert named in _error([*AT_ONE_REQUEST_PER_S, *flags], capsys)
+
+
+def test_an_engine_on_hardware_it_does_not_run_on_names_the_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Was: predict and size answered 60.7 ms/token for LMI NeuronX on an A10G.
+    for command in (PREDICT, SIZE):
+        err = _error([*command, "--engine", "lmi-neuronx"], capsys)
+        assert "--engine='lmi-neuronx': runs on neuron accelerators" in err

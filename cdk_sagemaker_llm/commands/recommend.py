@@ -122,6 +122,14 @@ def run(args: argparse.Namespace) -> int:
                 "an SLO needs at least one bound",
                 "pass --max-ms-per-token 100, --max-ttft-ms 2000, or both",
             )
+        for flag, bound in (
+            ("--max-ms-per-token", args.max_ms_per_token),
+            ("--max-ttft-ms", args.max_ttft_ms),
+        ):
+            if bound is not None and math.isinf(bound):
+                raise ValidationError(
+                    flag, bound, "must be a finite bound", "pass e.g. 100, or omit the flag"
+                )
         spec = model_spec(args)
         calibration = load_calibration(args.calibration)
         engine = engine_of(args)
@@ -188,9 +196,17 @@ def _in_flags(advice: str) -> str:
 
 def _candidates(text: str | None) -> list[InstanceType] | None:
     """``--instance-types``: the named catalog types (None: every accelerated type)."""
-    if not text:
+    if text is None:
         return None
     names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise ValidationError(
+            "--instance-types",
+            text,
+            "names no instance type",
+            "pass a comma-separated list (ml.g5.2xlarge,ml.g6e.xlarge), or leave the flag out "
+            "for every GPU/Neuron type",
+        )
     return [catalog_instance_type("--instance-types", name) for name in names]
 
 
