@@ -146,7 +146,11 @@ def test_costs_carry_their_price_basis_and_discount(
         ]  # fmt: skip
         assert main([*common, "--instance-type", "ml.g5.12xlarge", "--instance-count", "2",
                      "--discount", "0.25"]) == 0  # fmt: skip
-        cost = json.loads(out.read_text())["cost"]
+        written = json.loads(out.read_text())
+        # The hardware measured is recorded for calibrate (it asked for it again, and took
+        # another type without a word).
+        assert written["deployment"] == {"instance_type": "ml.g5.12xlarge"}
+        cost = written["cost"]
         assert cost["price_per_hour"] == pytest.approx(
             2 * DEFAULT_PRICE_LIST.prices["ml.g5.12xlarge"]
         )
@@ -155,7 +159,12 @@ def test_costs_carry_their_price_basis_and_discount(
         assert "resources in us-west-2, where prices differ" in cost["price_basis"]
         assert main(["report", str(out)]) == 0
         assert "less 25%; us-east-1 on-demand" in capsys.readouterr().out
+        calibrate = ["calibrate", str(out), "--model", "llama-3-8b", "--engine", "tgi:3.3.6",
+                     "--out", str(tmp_path / "calibration.json")]  # fmt: skip
+        assert main([*calibrate, "--instance-type", "ml.g5.2xlarge"]) == 2
+        assert "says instance_type ml.g5.12xlarge" in capsys.readouterr().err
         assert main([*common, "--price-per-hour", "9", "--price-basis", "us-west-2 on-demand"]) == 0
+        assert "deployment" not in json.loads(out.read_text())
         cost = json.loads(out.read_text())["cost"]
         assert (cost["price_basis"], cost["discount"]) == ("us-west-2 on-demand", 0.0)
         assert main([*common, "--price-per-hour", "9", "--discount", "1"]) == 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -363,7 +364,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--price-basis", help="what --price-per-hour is; default 'given'")
     parser.add_argument(
         "--instance-type",
-        help="without --price-per-hour: price from the library's us-east-1 on-demand list",
+        help="the instance type measured: recorded in the results' deployment section (calibrate "
+        "reads it) and, without --price-per-hour, priced from the library's us-east-1 list",
     )
     parser.add_argument("--instance-count", type=int, default=1, help="with --instance-type")
     parser.add_argument(
@@ -514,7 +516,10 @@ def run(args: argparse.Namespace) -> int:
     samples = result.samples
     if not args.keep_samples:
         result.samples = None  # kept for the per-request export only
-    Path(args.out).write_text(result.to_json() + "\n", encoding="utf-8")
+    document = result.to_dict()
+    if args.instance_type:  # what calibrate reads the measured hardware from
+        document["deployment"] = {"instance_type": args.instance_type}
+    Path(args.out).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     files = export_files(result, exports, samples)
     for kind, path in export_paths(args.out, exports).items():
         path.write_bytes(files[FILE_NAMES[kind]])
