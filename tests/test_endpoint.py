@@ -387,6 +387,20 @@ def test_inference_components_only_where_cloudformation_offers_them() -> None:
     assert_cfn_lint_clean(stack)
 
 
+def test_a_region_whose_cloudformation_cannot_host_a_model_is_refused_at_synth() -> None:
+    """me-central-1's CloudFormation lists InferenceComponent but not Model, EndpointConfig or
+    Endpoint (cfn-lint's per-region schemas): a model or an endpoint there is refused at
+    synth, naming the region; the deploy failed on an unknown resource type."""
+    stack = new_stack("me-central-1")
+    with pytest.raises(ValidationError) as caught:
+        lmi_model(stack)
+    assert caught.value.prop == "region of the stack"
+    assert caught.value.value == "me-central-1"
+    assert "AWS::SageMaker::Model" in caught.value.problem
+    with pytest.raises(ValidationError, match="me-central-1"):
+        InferenceComponentEndpoint(stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE)
+
+
 def test_region_agnostic_inference_component_endpoint_gets_a_region_rule() -> None:
     stack = new_stack(region=None)
     InferenceComponentEndpoint(stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE)

@@ -1,8 +1,8 @@
 """Where CloudFormation offers the SageMaker resource types the library emits, by region.
 
-Read off CloudFormation's per-region resource schemas (as shipped in cfn-lint 1.51): an
-``AWS::SageMaker::InferenceComponent`` in any other region fails at deploy time with an
-unknown resource type, so the library refuses it at synth instead.
+Read off CloudFormation's per-region resource schemas (as shipped in cfn-lint 1.51 for
+inference components, 1.58 for models and endpoints): a resource type a region's CloudFormation
+lacks fails the deploy with an unknown resource type, so the library refuses it at synth.
 """
 
 from __future__ import annotations
@@ -37,6 +37,26 @@ INFERENCE_COMPONENT_REGIONS = frozenset(
 """Regions whose CloudFormation has ``AWS::SageMaker::InferenceComponent``."""
 
 _RULE_ID = "InferenceComponentRegionRule"
+
+REGIONS_WITHOUT_HOSTING = frozenset(["me-central-1"])
+"""Regions whose CloudFormation lacks ``AWS::SageMaker::Model``, ``EndpointConfig`` and
+``Endpoint`` (cfn-lint 1.58's per-region schemas; aws-cdk-lib 2.275's template validation warns
+the same): me-central-1 lists ``InferenceComponent`` but none of the three it needs."""
+
+
+def require_hosting(scope: Construct, prop: str) -> None:
+    """Fail at synth when the stack's region is one whose CloudFormation cannot create a
+    model, an endpoint configuration or an endpoint (``REGIONS_WITHOUT_HOSTING``); the deploy
+    would fail on an unknown resource type. A region-agnostic stack is not checked."""
+    region = region_of(stack_of(scope))
+    if not is_unresolved(region) and region in REGIONS_WITHOUT_HOSTING:
+        raise ValidationError(
+            prop,
+            region,
+            "CloudFormation does not offer AWS::SageMaker::Model, EndpointConfig or Endpoint "
+            "in this region",
+            "deploy the stack to a region whose CloudFormation offers them (e.g. eu-central-1)",
+        )
 
 
 def require_inference_components(scope: Construct, prop: str) -> None:

@@ -14,7 +14,7 @@ from constructs import Construct
 
 from ..catalog.instance_types import InstanceType
 from ..prop_types import typed_props
-from .availability import require_inference_components
+from .availability import require_hosting, require_inference_components
 from .capacity_check import CopyDemand, check_capacity
 from .endpoint_base import (
     DEFAULT_VARIANT_NAME,
@@ -384,6 +384,7 @@ class Endpoint(EndpointBase):
             default SageMaker's.
         """
         super().__init__(scope, id)
+        require_hosting(self, "region of the stack")
         check_sagemaker_name("endpoint_name", endpoint_name)
         claim_fixed_name(self, "endpoint", "endpoint_name", endpoint_name)
         names = _variant_names(variants)
@@ -581,6 +582,7 @@ class InferenceComponentEndpoint(EndpointBase):
         super().__init__(scope, id)
         remember(self, scope, id)
         with batched_acknowledgments():  # one cdk-nag call per role
+            require_hosting(self, "region of the stack")
             require_inference_components(self, "region of the stack")
             check_sagemaker_name("endpoint_name", endpoint_name)
             claim_fixed_name(self, "endpoint", "endpoint_name", endpoint_name)

@@ -20,6 +20,7 @@ from ..catalog.jumpstart import (
 )
 from ..catalog.model_specs import ModelSpec
 from ..prop_types import typed_props
+from .availability import require_hosting
 from .execution_role import create_execution_role, depend_on_role_policy
 from .fit_check import check_fit
 from .fixed_names import claim_fixed_name
@@ -242,6 +243,7 @@ class Model(ModelBase):
         super().__init__(scope, id)
         remember(self, scope, id)
         with batched_acknowledgments():  # one cdk-nag call per role
+            require_hosting(self, "region of the stack")
             check_sagemaker_name("model_name", model_name)
             claim_fixed_name(self, "model", "model_name", model_name)
             image = image_of(self, image, source)
