@@ -403,6 +403,23 @@ def test_a_vpc_of_isolated_subnets_needs_them_selected_and_says_so() -> None:
     assert len(resources_of_type(assert_cfn_lint_clean(stack), "AWS::SageMaker::Model")) == 1
 
 
+@pytest.mark.parametrize("name", ["HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "hf_token"])
+def test_a_literal_hub_token_in_the_environment_is_refused_without_showing_it(name: str) -> None:
+    """A Hugging Face token passed through ``environment`` would sit in the template in plain
+    text; it is refused, the value never shown, with the secret route as the fix."""
+    with pytest.raises(ValidationError) as caught:
+        Model(
+            new_stack(),
+            "Model",
+            image=ContainerImage.lmi("0.31.0"),
+            source=ModelSource.from_hugging_face("org/model"),
+            environment={name: "hf_NotForTemplates"},
+        )
+    assert caught.value.prop == f"environment[{name!r}]"
+    assert "hf_NotForTemplates" not in str(caught.value)
+    assert "token_secret" in caught.value.fix
+
+
 def test_vpc_subnets_without_vpc_is_an_error() -> None:
     with pytest.raises(
         ValidationError, match="vpc=None: vpc_subnets and security_groups need a vpc"

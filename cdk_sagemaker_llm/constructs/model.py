@@ -41,9 +41,11 @@ if TYPE_CHECKING:  # annotations only: importing these costs synth time
 def merge_environment(
     rendered: Mapping[str, str], passthrough: Mapping[str, str] | None, prop: str
 ) -> dict[str, str]:
-    """Add pass-through variables to rendered ones; a name set twice is a ValidationError."""
+    """Add pass-through variables to rendered ones; a name set twice, or a Hugging Face token
+    written as a literal, is a ValidationError."""
     merged = dict(rendered)
     for name, value in (passthrough or {}).items():
+        _refuse_literal_token(name, value, prop)
         if name in merged:
             raise ValidationError(
                 f"{prop}[{name!r}]",
@@ -54,6 +56,29 @@ def merge_environment(
             )
         merged[name] = value
     return dict(sorted(merged.items()))
+
+
+HUB_TOKEN_VARIABLES = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+"""The variables the serving containers read a Hugging Face token from (TGI and LMI read
+``HF_TOKEN``; older TGI releases ``HUGGING_FACE_HUB_TOKEN``)."""
+
+
+def _refuse_literal_token(name: str, value: str, prop: str) -> None:
+    """A Hugging Face token given as a literal in a pass-through environment lands in the
+    template in plain text (and in every synthesized copy of it): refused, with the secret
+    route as the fix. A deploy-time token or a CloudFormation dynamic reference is fine. The
+    value is not shown."""
+    if name.upper() not in HUB_TOKEN_VARIABLES or is_unresolved(value):
+        return
+    if str(value).startswith("{{resolve:"):
+        return
+    raise ValidationError(
+        f"{prop}[{name!r}]",
+        "<a literal token, not shown>",
+        "a token written here is stored in plain text in the synthesized template",
+        "keep it in Secrets Manager and pass ModelSource.from_hugging_face(model_id, "
+        "token_secret=secret), which renders a dynamic reference instead",
+    )
 
 
 MAX_ENVIRONMENT_LENGTH = 1024
