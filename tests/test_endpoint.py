@@ -10,7 +10,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
-from aws_cdk.assertions import Template
+from aws_cdk.assertions import Annotations, Match, Template
 from conftest import assert_cfn_lint_clean, new_stack, resources_of_type
 
 from cdk_sagemaker_llm import (
@@ -212,7 +212,6 @@ def test_scale_to_zero_bounds_warn_about_regions() -> None:
         instance_scaling=ManagedInstanceScaling(min_instance_count=0, max_instance_count=2),
     )
     assert endpoint.min_instance_count == 0
-    from aws_cdk.assertions import Annotations, Match
 
     warnings = Annotations.from_stack(stack).find_warning(
         "*", Match.string_like_regexp("not accepted in every region")
@@ -399,6 +398,28 @@ def test_a_region_whose_cloudformation_cannot_host_a_model_is_refused_at_synth()
     assert "AWS::SageMaker::Model" in caught.value.problem
     with pytest.raises(ValidationError, match="me-central-1"):
         InferenceComponentEndpoint(stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE)
+
+
+def test_an_instance_type_the_catalog_does_not_know_is_a_warning_with_the_names_meant() -> None:
+    """``ml.g5.3xlarge`` (no such size) synthesized without a word; it is now a warning naming
+    the catalog types it may mean, and that its checks are skipped. A type given its
+    accelerators is not warned about."""
+    stack = new_stack()
+    Endpoint(
+        stack,
+        "Endpoint",
+        variants=[
+            ProductionVariant(
+                model=lmi_model(stack), instance_type=InstanceType.of("ml.g5.3xlarge")
+            )
+        ],
+    )
+    InferenceComponentEndpoint(stack, "Stated", instance_type=InstanceType.G5_12XLARGE)
+    warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp(".*"))
+    texts = [str(w.entry.data) for w in warnings if "unknown-instance-type" in str(w.entry.data)]
+    assert len(texts) == 1
+    assert "ml.g5.3xlarge is not in the library's instance catalog" in texts[0]
+    assert "(did you mean ml.g5." in texts[0]
 
 
 def test_region_agnostic_inference_component_endpoint_gets_a_region_rule() -> None:

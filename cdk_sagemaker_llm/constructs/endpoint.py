@@ -27,7 +27,7 @@ from .execution_role import create_execution_role, depend_on_role_policy
 from .fixed_names import claim_fixed_name
 from .inference_component import InferenceComponent
 from .interfaces import IEndpoint, IHostedComponent
-from .model import ModelBase
+from .model import ModelBase, note_unknown_instance_type
 from .nag import acknowledge_key_grant, batched_acknowledgments
 from .networking import ContainerNetworking, place_in_vpc
 from .synth_cache import node_path, remember
@@ -598,6 +598,8 @@ class InferenceComponentEndpoint(EndpointBase):
             """The instance types components run on, in priority order (one without pools)."""
             self.instance_type = self.instance_types[0]
             """The (first-priority) instance type."""
+            for candidate in self.instance_types:
+                note_unknown_instance_type(self, candidate, "instance_type")
             self.min_instance_count = scaling.min_instance_count
             """Fewest instances managed scaling keeps."""
             self.max_instance_count = scaling.maximum

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -11,7 +12,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from ..catalog.instance_types import InstanceType
+from ..catalog.instance_types import CATALOG, InstanceType
 from ..catalog.jumpstart import (
     MODEL_ID_TAG,
     MODEL_VERSION_TAG,
@@ -408,7 +409,9 @@ class Model(ModelBase):
         self, instance_type: InstanceType, accelerators: int | None, prop: str
     ) -> None:
         """Raise ValidationError when this model cannot run with ``accelerators`` devices of
-        ``instance_type`` (wrong accelerator kind, or a tensor-parallel degree above them)."""
+        ``instance_type`` (wrong accelerator kind, or a tensor-parallel degree above them); a
+        type the catalog does not know is a warning (``note_unknown_instance_type``)."""
+        note_unknown_instance_type(self, instance_type, prop)
         if self.image is not None:
             check_image_on_instance(self.image, instance_type, prop)
         jumpstart = self.source.jumpstart if self.source is not None else None
@@ -469,6 +472,22 @@ def image_of(
         "a model needs a serving image",
         "pass image=ContainerImage.lmi(...) (or another factory), or use "
         "source=ModelSource.from_jumpstart(...), which brings its image",
+    )
+
+
+def note_unknown_instance_type(scope: Construct, instance_type: InstanceType, prop: str) -> None:
+    """A warning on ``scope`` when ``instance_type`` is neither in the catalog nor given its
+    accelerators (``InstanceType.of(name, accelerator=...)``): its placement, fit and price
+    checks are skipped, and a typo (``ml.g5.3xlarge``) would only show at deploy."""
+    if instance_type.is_known or instance_type.accelerator is not None:
+        return
+    close = difflib.get_close_matches(instance_type.name, list(CATALOG), n=3, cutoff=0.85)
+    meant = f" (did you mean {' or '.join(close)}?)" if close else ""
+    Annotations.of(scope).add_warning_v2(
+        "cdk-sagemaker-llm:unknown-instance-type",
+        f"{prop} {instance_type.name} is not in the library's instance catalog{meant}: its "
+        "accelerator, placement, fit and price checks are skipped. State its accelerators with "
+        "InstanceType.of(name, accelerator=..., accelerator_count=...) if it is a new type.",
     )
 
 
