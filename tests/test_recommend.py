@@ -233,9 +233,10 @@ def test_options_are_sized_by_littles_law_and_ranked_cheapest_first() -> None:
         # The fewest instances that carry the rate, each within the SLO.
         assert level.requests_per_s >= rate
         assert level.ms_per_token <= 60
-        # Little's law: in flight = rate x end-to-end latency (within one request's rounding).
+        # Little's law: in flight = rate x end-to-end latency (the mean, rounded to a whole
+        # request).
         assert level.concurrency == pytest.approx(
-            level.requests_per_s * level.e2e_ms / 1000, rel=0.05
+            max(1.0, level.requests_per_s * level.e2e_ms / 1000), abs=0.5
         )
         unit = DEFAULT_PRICE_LIST.price_per_hour(option.layout.instance_type)
         assert unit is not None
@@ -661,3 +662,26 @@ def test_an_edge_short_of_the_target_still_gets_the_ceiling_it_needs_within_the_
     assert f"at its own {served:g} per copy within the SLO, the more" in missed
     assert within > at_target
     assert option.ceiling == within > option.layout.instance_count
+
+
+def test_a_light_rate_is_priced_per_token_on_what_the_peak_produces() -> None:
+    """At 0.2 requests/s of 128 tokens the peak produces 25.6 tokens/s, whatever the fewest
+    whole requests in flight could serve: the option's tokens/s and cost per 1M tokens read
+    the rate's tokens (one option showed 26 tokens/s, another 61, for the same traffic). The
+    one-request decode step is stated at the factor the option is sized at."""
+    answer = recommend(
+        ModelSpec.MISTRAL_7B,
+        Workload(512, 128),
+        Slo(max_ms_per_token=200),
+        Traffic(requests_per_second=0.2),
+        search=SearchSpace(instance_types=[InstanceType.G5_XLARGE, G5_12]),
+    )
+    assert answer.options
+    for option in answer.options:
+        assert option.predicted.tokens_per_s == pytest.approx(0.2 * 128)
+        assert option.predicted.requests_per_s == pytest.approx(0.2)
+        assert option.cost_per_million_tokens == pytest.approx(
+            option.price_per_hour / (0.2 * 128 * 3600 / 1e6)
+        )
+    step = next(line for line in answer.options[0].reasoning if "one request decodes at" in line)
+    assert "the factor sizing applies" in step

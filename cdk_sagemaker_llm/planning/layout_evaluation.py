@@ -7,7 +7,7 @@ whole deployment's predicted level there, its price, and the reasoning in lines.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from .engine_profiles import Band, EngineProfile
@@ -224,7 +224,24 @@ def _peak_level(
         model, copies, limits.capacity, traffic.requests_per_second, math.floor(target) * copies
     )
     assert found is not None  # the count was chosen so that target x copies serves it
-    return found
+    return _at_rate(found, traffic.requests_per_second)
+
+
+def _at_rate(level: LevelPrediction, rate: float) -> LevelPrediction:
+    """``level`` producing ``rate`` requests/s: the fewest whole requests in flight that serve
+    a rate may serve more (1 in flight serves 0.48 requests/s where 0.2 are asked), and the
+    peak produces the rate's tokens, not that level's, which the tokens/s and the cost per
+    1M tokens read."""
+    if level.requests_per_s <= rate:
+        return level
+    share = rate / level.requests_per_s
+    return replace(
+        level,
+        # Little's law at the rate: the mean in flight, as a rate read off a curve gives it.
+        concurrency=max(1, round(rate * level.e2e_ms / 1000)),
+        requests_per_s=rate,
+        tokens_per_s=level.tokens_per_s * share,
+    )
 
 
 def _slo_curve(
@@ -366,6 +383,17 @@ def _ttft_at_capacity(slo: Slo, capacity: LayoutCapacity) -> str:
     )
 
 
+def _one_request_step(model: CopyModel) -> str:
+    """The decode step of one request, at the factor the option's figures are sized at (the
+    band's ``slowdown``), with the model's own step beside it where the two differ: a reader
+    compares it with the option's ms/token, which carries that factor."""
+    raw = model.step_s(1) * 1000
+    sized = f"one request decodes at {raw * model.slowdown:.1f} ms/step"
+    if model.slowdown == 1:
+        return sized
+    return f"{sized} (the model's {raw:.1f} x {model.slowdown:.2f}, the factor sizing applies)"
+
+
 def _reasoning(
     spec: ModelSpec,
     layout: Layout,
@@ -382,8 +410,7 @@ def _reasoning(
     lines = [
         f"{spec.name} TP{degree}: one copy holds {limits.kv_sequences} sequences of "
         f"{workload.total_tokens} tokens in its KV cache{_kv_cache_note(model)}, batch limit "
-        f"{limits.batch_limit}; "
-        f"one request decodes at {model.step_s(1) * 1000:.1f} ms/step",
+        f"{limits.batch_limit}; " + _one_request_step(model),
         f"within {slo.describe()} one copy serves up to {capacity.concurrency_per_copy} "
         f"in-flight requests ({capacity.level.tokens_per_s / capacity.layout.copies:.0f} "
         f"tokens/s per copy at {capacity.level.ms_per_token:.1f} ms/token"
