@@ -396,3 +396,20 @@ def test_a_fixed_name_is_claimed_once_per_stack_for_each_kind_of_resource() -> N
         endpoint.add_inference_component(
             "B", serves=ComponentModel.of(first), resources=resources, inference_component_name="c"
         )
+
+
+def test_a_gpu_model_on_an_inferentia_endpoint_names_the_endpoint_instance_type() -> None:
+    """The error names the property that is wrong (the endpoint's instance type), not the
+    component's accelerators with the instance type as their value."""
+    stack = new_stack()
+    endpoint = endpoint_on(stack, InstanceType.of("ml.inf2.8xlarge"))
+    model = Model(stack, "Model", image=ContainerImage.lmi("0.31.0"))
+    with pytest.raises(ValidationError) as caught:
+        endpoint.add_inference_component(
+            "Llm",
+            serves=ComponentModel.of(model),
+            resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(8)),
+        )
+    assert caught.value.prop == "endpoint.instance_type"
+    assert caught.value.value == "ml.inf2.8xlarge"
+    assert "needs NVIDIA GPUs" in caught.value.problem

@@ -465,6 +465,9 @@ class InferenceComponent(InferenceComponentBase):
         reserved = _accelerators(accelerators, per_copy, instance_type.accelerator_count)
         self.accelerators_by_instance_type[instance_type.name] = reserved
         if model is not None:
+            if model.image is not None and not specified:
+                # The model's image against the endpoint's type, named as the image path is.
+                check_image_on_instance(model.image, instance_type, "endpoint.instance_type")
             model.check_placement(instance_type, reserved or None, prop)
         elif image is not None:
             check_image_on_instance(image, instance_type, "endpoint.instance_type")
