@@ -381,6 +381,20 @@ def test_too_few_max_copies_for_the_peak_is_a_warning() -> None:
     assert any(w.message.startswith("max_copies=1") for w in built.decision.warnings)
 
 
+def test_too_few_max_copies_for_a_peak_rate_is_a_warning_too() -> None:
+    """At a rate, the peak's mean in flight is what the option's copies carry: one copy at
+    the same rate carries more. max_copies below the option's own copies at the peak is a
+    warning (it was silent where the mean in flight fitted under one copy's target)."""
+    free = service(traffic=ExpectedTraffic.requests_per_second(8, minimum=2))
+    copies = free.option.layout.copies
+    assert copies >= 2
+    built = service(traffic=ExpectedTraffic.requests_per_second(8, minimum=2), max_copies=1)
+    assert any(
+        w.prop == "max_copies" and w.message.startswith("max_copies=1")
+        for w in built.decision.warnings
+    )
+
+
 # ----- validation errors -------------------------------------------------------------------------
 
 

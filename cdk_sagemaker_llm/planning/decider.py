@@ -541,7 +541,10 @@ class _Decider:
         given = self.overrides.scaling.max_copies
         layout = option.layout
         peak = option.predicted.concurrency
-        needed = max(1, math.ceil(peak / knee))
+        # The copies the option runs at the peak (a rate's mean in flight is what those copies
+        # carry: one copy at the same rate would carry more), or the in-flight peak at the
+        # target, the more.
+        needed = max(1, math.ceil(peak / knee), layout.copies)
         fits = self.request.max_instance_count * layout.copies_per_instance
         # the autoscaling ceiling: the instances the peak needs at the band's pessimistic edge
         derived = max(needed, option.ceiling * layout.copies_per_instance)
