@@ -121,7 +121,9 @@ def test_streaming_ttft_and_itl_at_64_streams_match_the_truth(
 @pytest.mark.loopback
 @pytest.mark.parametrize("fmt", ["auto", "lmi", "tgi", "messages"])
 def test_without_stream_no_body_asks_to_stream(tmp_path: Path, fmt: str) -> None:
-    with Simulator(SimulatorConfig(step_base_s=0.001)) as sim:
+    # The server answers in the format asked (a TGI request read as LMI's fails every request).
+    container = "tgi" if fmt == "tgi" else "lmi"
+    with Simulator(SimulatorConfig(step_base_s=0.001, response_format=container)) as sim:
         arguments = [
             "benchmark", "--endpoint-name", "ep", "--region", "us-east-1",
             "--endpoint-url", sim.endpoint_url, "--concurrency", "2", "--input-tokens", "4",
@@ -354,3 +356,34 @@ def test_slo_ttft_without_stream_is_refused(
     assert "--slo-ttft-ms=500.0: a TTFT objective needs streamed responses" in (
         capsys.readouterr().err
     )
+
+
+@pytest.mark.loopback
+def test_a_run_that_measures_nothing_fails_and_lone_flags_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every request failing (TGI answers read as LMI's) is exit 1 with the format to pass,
+    not a knee of 1; ``--instance-count`` and ``--price-basis`` alone are refused by name, and
+    with ``--instance-type`` the instances are recorded as the copies calibrate reads."""
+    out = tmp_path / "results.json"
+    with Simulator(SimulatorConfig(response_format="tgi", step_base_s=0.001)) as sim:
+        common = [
+            "benchmark", "--endpoint-name", "ep", "--region", "us-west-2",
+            "--endpoint-url", sim.endpoint_url, "--concurrency", "1,2",
+            "--requests-per-level", "4", "--out", str(out),
+        ]  # fmt: skip
+        assert main([*common, "--format", "lmi"]) == 1
+        err = capsys.readouterr().err
+        assert "error: every request failed (8 of 8)" in err
+        assert "pass --format auto" in err
+        assert main([*common, "--instance-count", "2"]) == 2
+        assert "--instance-count counts instances of --instance-type" in capsys.readouterr().err
+        assert main([*common, "--price-basis", "mine"]) == 2
+        assert "--price-basis says what --price-per-hour is" in capsys.readouterr().err
+        assert main([*common, "--instance-type", "ml.g5.2xlarge", "--instance-count", "2"]) == 0
+        written = json.loads(out.read_text())
+        assert written["run"] == {"copies": 2}
+        assert written["deployment"] == {"instance_type": "ml.g5.2xlarge"}
+        with pytest.raises(SystemExit):
+            main([*common, "--duration-per-level", "0"])
+        assert "--duration-per-level: '0': must be a positive" in capsys.readouterr().err

@@ -397,10 +397,16 @@ def parse_response(body: bytes, response_format: str = "auto") -> int:
         return _chat_tokens(data, body)
     if isinstance(data, list):
         if response_format == "lmi" or not data or not isinstance(data[0], dict):
-            raise ResponseFormatError(f"unexpected TGI-style response: {body[:80]!r}")
+            raise ResponseFormatError(
+                f"unexpected TGI-style response (a one-element list; pass the format tgi or "
+                f"auto): {body[:80]!r}"
+            )
         data = data[0]
     elif response_format == "tgi" or not isinstance(data, dict):
-        raise ResponseFormatError(f"unexpected response: {body[:80]!r}")
+        raise ResponseFormatError(
+            f"unexpected response (TGI answers a one-element list; for an object pass the "
+            f"format lmi or auto): {body[:80]!r}"
+        )
     details = data.get("details") or {}
     if isinstance(details, dict) and isinstance(details.get("generated_tokens"), int):
         return int(details["generated_tokens"])

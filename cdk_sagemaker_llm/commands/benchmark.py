@@ -16,7 +16,7 @@ from ..benchmarking.benchmark_load import (
     OPEN_SEARCH_MAX_ERROR_RATE,
     BenchmarkLoad,
 )
-from ..benchmarking.engine import KneeRule
+from ..benchmarking.engine import BenchmarkResult, KneeRule
 from ..benchmarking.exports import EXPORTS, FILE_NAMES, export_files
 from ..benchmarking.goodput import DEFAULT_FRACTION, GoodputSlo
 from ..benchmarking.invokers import AsyncInvoker, BotoInvoker, Invoker
@@ -195,6 +195,10 @@ def _search_error(args: argparse.Namespace) -> str | None:
         return "--expect-rate starts a max-rate search: give --search max-rate"
     if args.discount is not None and args.price_per_hour is None and not args.instance_type:
         return "--discount applies to a price: give --price-per-hour or --instance-type"
+    if args.instance_count is not None and not args.instance_type:
+        return "--instance-count counts instances of --instance-type: give --instance-type"
+    if args.price_basis is not None and args.price_per_hour is None:
+        return "--price-basis says what --price-per-hour is: give --price-per-hour"
     return None
 
 
@@ -278,6 +282,16 @@ def _arrival(args: argparse.Namespace) -> Arrival:
     return Arrival.poisson(args.seed or 0, ramp_up_s=ramp)
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a positive, finite number")
+    return value
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -337,7 +351,7 @@ def register(subparsers: Any) -> None:
         type=_positive_int,
         help="requests per level (default max(4 x concurrency, 16) unless --duration-per-level)",
     )
-    parser.add_argument("--duration-per-level", type=float, help="seconds per level")
+    parser.add_argument("--duration-per-level", type=_positive_float, help="seconds per level")
     parser.add_argument(
         "--stream",
         action="store_true",
@@ -351,7 +365,9 @@ def register(subparsers: Any) -> None:
         help="request schema: the inputs API (auto, lmi, tgi) or OpenAI chat completions "
         "(messages); default auto",
     )
-    parser.add_argument("--latency-slo-ms-per-token", type=float, help="p50 ms/token limit")
+    parser.add_argument(
+        "--latency-slo-ms-per-token", type=_positive_float, help="p50 ms/token limit"
+    )
     parser.add_argument(
         "--min-gain-per-doubling",
         type=float,
@@ -367,7 +383,12 @@ def register(subparsers: Any) -> None:
         help="the instance type measured: recorded in the results' deployment section (calibrate "
         "reads it) and, without --price-per-hour, priced from the library's us-east-1 list",
     )
-    parser.add_argument("--instance-count", type=int, default=1, help="with --instance-type")
+    parser.add_argument(
+        "--instance-count",
+        type=_positive_int,
+        help="with --instance-type: instances serving the load (one copy each), priced and "
+        "recorded as the copies calibrate divides the load by; default 1",
+    )
     parser.add_argument(
         "--discount", type=float, help="savings-plan discount, e.g. 0.3 for 30 %%; default none"
     )
@@ -449,7 +470,7 @@ def _price(
     hourly = pricing.price_list.price_per_hour(args.instance_type)
     if hourly is None:
         raise ValueError(f"no price for {args.instance_type}: pass --price-per-hour")
-    return hourly * args.instance_count, pricing.price_list.basis(region)
+    return hourly * (args.instance_count or 1), pricing.price_list.basis(region)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -519,6 +540,8 @@ def run(args: argparse.Namespace) -> int:
     document = result.to_dict()
     if args.instance_type:  # what calibrate reads the measured hardware from
         document["deployment"] = {"instance_type": args.instance_type}
+        if args.instance_count is not None:  # the copies the load was spread over
+            document["run"] = {"copies": args.instance_count}
     Path(args.out).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     files = export_files(result, exports, samples)
     for kind, path in export_paths(args.out, exports).items():
@@ -527,4 +550,29 @@ def run(args: argparse.Namespace) -> int:
     for line in summary_lines(result):
         progress(line)
     progress(f"results in {args.out}")
+    failed = _every_request_failed(result)
+    if failed is not None:
+        print(f"error: {failed}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _every_request_failed(result: BenchmarkResult) -> str | None:
+    """Why the run measured nothing (every request of every level failed, so the knee and the
+    throughput are empty figures), or None. The first failure of each kind is printed above
+    (``report.error_lines``)."""
+    if not result.levels or any(level.errors < level.requests for level in result.levels):
+        return None
+    requests = sum(level.requests for level in result.levels)
+    codes = {
+        error.get("code")
+        for level in result.levels
+        for error in (level.first_errors or {}).values()
+    }
+    hint = (
+        ": the answers are not in the format asked; pass --format auto (LMI and TGI answers "
+        "detected) or the endpoint's own"
+        if "ResponseFormatError" in codes
+        else ": see the first error of each kind above"
+    )
+    return f"every request failed ({requests} of {requests}), so the results measure nothing{hint}"
