@@ -259,3 +259,36 @@ def test_an_engine_on_hardware_it_does_not_run_on_names_the_flag(
     for command in (PREDICT, SIZE):
         err = _error([*command, "--engine", "lmi-neuronx"], capsys)
         assert "--engine='lmi-neuronx': runs on neuron accelerators" in err
+
+
+def _measured(tmp_path: Path) -> str:
+    """A results.json of two measured levels that states nothing of its deployment."""
+    path = tmp_path / "measured.json"
+    levels = [
+        {"concurrency": c, "p50_ms_per_token": ms, "output_tokens_per_s": tps}
+        for c, ms, tps in ((1, 30.0, 33.0), (4, 36.0, 110.0))
+    ]
+    path.write_text(
+        json.dumps({"levels": levels, "payload": {"input_tokens": 512, "output_tokens": 64}})
+    )
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--model", "llama-3-70b"], "does not fit"),
+        (["--model", "llama-3-8b", "--copies", "0"], "--copies=0: must be a positive integer"),
+    ],
+)
+def test_calibrate_refuses_a_layout_the_measurement_cannot_be_of(
+    flags: list[str], named: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Was: 70B on one A10G was fitted at 1,947 % rms error and written; --copies 0 became 1.
+    argv = [
+        "calibrate", _measured(tmp_path), "--instance-type", "ml.g5.2xlarge",
+        "--engine", "lmi:0.38.0", "--out", str(tmp_path / "c.json"), *flags,
+    ]  # fmt: skip
+    err = _error(argv, capsys)
+    assert named in err
+    assert not (tmp_path / "c.json").exists()

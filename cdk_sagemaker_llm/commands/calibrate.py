@@ -309,7 +309,7 @@ def calibration_from_results(
     model_name, type_name = merged["model"], merged["instance_type"]
     degree, engine_value = merged["tensor_parallel_degree"], merged["engine"]
     precision_name = merged["precision"] or "fp16"
-    count = merged["copies"] or 1
+    count = 1 if merged["copies"] is None else merged["copies"]
     missing = [
         flag
         for flag, value in (
@@ -387,6 +387,9 @@ def run(args: argparse.Namespace) -> int:
             error = ValidationError("--out", error.value, error.problem, error.fix)
         if error.prop == "kv_cache_precision":
             error = ValidationError("--kv-cache-precision", error.value, error.problem, error.fix)
+        if error.prop == "layout":  # what the flags (or the results) state together
+            flags = "--model / --instance-type / --tensor-parallel-degree / --dtype"
+            error = ValidationError(flags, error.value, error.problem, error.fix)
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(f"wrote {args.out}: {calibration.describe()}")

@@ -163,6 +163,7 @@ def calibrate(
         "state the KV cache precision the benchmarked server ran with (auto on it)",
     )
     load = _workload(document, workload)
+    _check_measurable(spec, layout, precision, load, kv_cache_precision)
     fit = _Fit(spec, layout, precision, load, levels, kv_cache_precision)
     with_ttft = [level for level in levels if level.ttft_ms is not None]
     efficiency = fit.admission(DEFAULT_EFFICIENCY, with_ttft)
@@ -251,6 +252,31 @@ def deployment_of(results: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(run, Mapping) and isinstance(run.get("copies"), int):
         found["copies"] = run["copies"]
     return found
+
+
+def _check_measurable(
+    spec: ModelSpec,
+    layout: Layout,
+    precision: Precision,
+    load: Workload,
+    kv_cache: KvCachePrecision,
+) -> None:
+    """A layout that cannot hold one request of ``spec`` (weights and one sequence's KV
+    cache) cannot be what was benchmarked: a ValidationError, not a fit at any error (70B on
+    one A10G was fitted at 1,947 % rms error)."""
+    memory = copy_memory(
+        spec, layout.instance_type, layout.tensor_parallel_degree, precision, load.total_tokens,
+        kv_cache,
+    )  # fmt: skip
+    if memory.sequences < 1:
+        raise ValidationError(
+            "layout",
+            f"{spec.name} {precision.value} on {layout.describe()}",
+            f"does not fit: {memory.kv_free_bytes / 1e9:.1f} GB left for the KV cache per copy "
+            "after the weights, so the results cannot be a benchmark of it",
+            "state the model, instance type, tensor-parallel degree and precision that were "
+            "benchmarked",
+        )
 
 
 class _Fit:
