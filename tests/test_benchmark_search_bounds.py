@@ -227,11 +227,29 @@ def test_the_deploy_time_gate_treats_a_bound_as_unknown() -> None:
     knee = find_knee(levels, raise_with=RAISE_WITH)
     result = BenchmarkResult(payload={}, levels=levels, knee=knee)
     gate = {
-        "MaxP50MsPerToken": None, "MinKneeConcurrency": 16, "MinOutputTokensPerS": None,
-        "MinSustainableRate": None,
+        "MaxP50MsPerToken": None, "MaxP50TtftMs": None, "MinKneeConcurrency": 16,
+        "MinOutputTokensPerS": None, "MinSustainableRate": None,
     }  # fmt: skip
     (failure,) = gate_failures({"Gate": gate}, result)
     assert "unknown: at least 8" in failure and "highest level" in failure
     assert gate_failures({"Gate": {**gate, "MinKneeConcurrency": 8}}, result) == []
     measured = BenchmarkResult(payload={}, levels=levels, knee=find_knee(levels[:3]))
     assert not measured.knee.at_least or measured.knee.concurrency == 4
+
+
+def test_the_ttft_gate_fails_a_slow_first_token_at_the_lowest_level() -> None:
+    """``MaxP50TtftMs`` fails the run when the lowest level's p50 TTFT is above it (or was not
+    measured: no stream), and passes it otherwise."""
+    levels = [modelled(c, 64) for c in (1, 2, 4, 8)]
+    levels[0].p50_ttft_s = 0.9
+    result = BenchmarkResult(payload={}, levels=levels, knee=find_knee(levels))
+    gate = {
+        "MaxP50MsPerToken": None, "MaxP50TtftMs": 500, "MinKneeConcurrency": None,
+        "MinOutputTokensPerS": None, "MinSustainableRate": None,
+    }  # fmt: skip
+    (failure,) = gate_failures({"Gate": gate}, result)
+    assert "p50 TTFT at concurrency 1 is 900 ms, above the SLO of 500 ms" in failure
+    assert gate_failures({"Gate": {**gate, "MaxP50TtftMs": 1000}}, result) == []
+    levels[0].p50_ttft_s = None
+    (unmeasured,) = gate_failures({"Gate": {**gate, "MaxP50TtftMs": 1000}}, result)
+    assert "is n/a ms" in unmeasured

@@ -567,3 +567,27 @@ def test_a_ttft_objective_without_streaming_is_refused() -> None:
         stack, "Streamed", inference_component=component, load=load,
         protocol=RequestProtocol(stream=True),
     )  # fmt: skip
+
+
+def test_a_ttft_gate_reaches_the_run_and_needs_streamed_responses() -> None:
+    """``BenchmarkGate(max_p50_ttft_ms=...)`` gates one request's time to first token (the
+    gate had no TTFT figure); without a stream there is no TTFT to measure: an error."""
+    stack, component = component_stack()
+    EndpointBenchmark(
+        stack,
+        "Bench",
+        inference_component=component,
+        protocol=RequestProtocol(stream=True),
+        gate=BenchmarkGate(max_p50_ms_per_token=50, max_p50_ttft_ms=800),
+    )
+    _, custom = one(template_of(stack), "Custom::SageMakerEndpointBenchmark")
+    assert custom["Properties"]["Run"]["Gate"] == {"MaxP50MsPerToken": 50, "MaxP50TtftMs": 800}
+    with pytest.raises(ValidationError) as caught:
+        EndpointBenchmark(
+            stack,
+            "NotStreamed",
+            inference_component=component,
+            gate=BenchmarkGate(max_p50_ttft_ms=800),
+        )
+    assert caught.value.prop == "gate.max_p50_ttft_ms"
+    assert "stream=True" in caught.value.fix

@@ -507,6 +507,7 @@ def test_a_benchmark_gates_on_the_slo_and_its_knee_becomes_the_target() -> None:
     run = custom["Run"]
     assert run["Gate"] == {
         "MaxP50MsPerToken": 50,
+        "MaxP50TtftMs": SLO.max_ttft_ms,  # one request's TTFT, as its ms/token
         "PeakRequestsPerS": 4,  # the traffic's peak, at the most copies autoscaling allows
         "MaxCopies": built.max_copies,
     }
@@ -533,6 +534,9 @@ def test_a_ttft_only_slo_benchmarks_without_a_per_token_gate() -> None:
     (custom,) = resources_of_type(template, "Custom::SageMakerEndpointBenchmark")
     run = custom["Run"]
     assert "MaxP50MsPerToken" not in run["Gate"]
+    # One request's TTFT is gated as its ms/token is where the SLO states one (there was no
+    # single-request gate at all under a TTFT-only SLO).
+    assert run["Gate"]["MaxP50TtftMs"] == 2000
     assert "SloMsPerToken" not in run["Rule"]
     assert run["Rule"]["SloTtftMs"] == 2000 and run["Stream"] is True
     assert "Infinity" not in json.dumps(template)
@@ -553,6 +557,7 @@ def test_a_benchmark_gates_on_a_concurrency_peak_at_the_most_copies_and_the_ttft
     assert run["Stream"] is True
     assert run["Gate"] == {
         "MaxP50MsPerToken": 50,
+        "MaxP50TtftMs": 1500,
         "PeakConcurrency": 24,
         "MaxCopies": built.max_copies,
     }

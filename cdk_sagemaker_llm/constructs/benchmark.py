@@ -205,15 +205,9 @@ class EndpointBenchmark(Construct):
             check_range(f"workload.{prop}", getattr(workload, prop), maximum=MAX_TOKENS)
         check_deploy_time(workload, self.load)
         protocol = protocol or RequestProtocol()
-        if self.load.slo is not None:
-            self.load.slo.check_measurable(
-                protocol.stream,
-                "load.slo.ttft_ms",
-                "stream the responses (protocol=RequestProtocol(..., stream=True)), or drop "
-                "ttft_ms",
-            )
         gate = gate or BenchmarkGate()
         gate.check_applies_to(self.load)
+        _check_ttft_measured(self.load, gate, protocol)
         engine = engine or BenchmarkEngine.lambda_workers()
         if engine.job is not None:
             engine.job.check_serves(self.load, workload, protocol)
@@ -318,6 +312,7 @@ class EndpointBenchmark(Construct):
             "Gate": _without_none(
                 {
                     "MaxP50MsPerToken": gate.max_p50_ms_per_token,
+                    "MaxP50TtftMs": gate.max_p50_ttft_ms,
                     "MinKneeConcurrency": gate.min_knee_concurrency,
                     "MinOutputTokensPerS": gate.min_output_tokens_per_s,
                     "MinSustainableRate": gate.min_sustainable_requests_per_s,
@@ -838,6 +833,23 @@ def _load_details(load: BenchmarkLoad, workers: int, engine: BenchmarkEngine) ->
     return details
 
 
+def _check_ttft_measured(
+    load: BenchmarkLoad, gate: BenchmarkGate, protocol: RequestProtocol
+) -> None:
+    """A TTFT in the load's goodput SLO or in the gate needs streamed responses (the first
+    token's time is measured on the stream)."""
+    fix = "stream the responses (protocol=RequestProtocol(..., stream=True)), or drop "
+    if load.slo is not None:
+        load.slo.check_measurable(protocol.stream, "load.slo.ttft_ms", fix + "ttft_ms")
+    if gate.max_p50_ttft_ms is not None and not protocol.stream:
+        raise ValidationError(
+            "gate.max_p50_ttft_ms",
+            gate.max_p50_ttft_ms,
+            "time to first token is measured on streamed responses only",
+            fix + "it",
+        )
+
+
 def _plan_details(
     bench: EndpointBenchmark,
     workload: Workload,
@@ -850,9 +862,11 @@ def _plan_details(
     load = bench.load
     levels = [] if load.open_loop else [int(level) for level in load.levels]
     gates = []
+    lowest = f"concurrency {levels[0]}" if levels else "the lowest rate"
     if gate.max_p50_ms_per_token is not None:
-        lowest = f"concurrency {levels[0]}" if levels else "the lowest rate"
         gates.append(f"p50 ms/token at {lowest} <= {gate.max_p50_ms_per_token:g}")
+    if gate.max_p50_ttft_ms is not None:
+        gates.append(f"p50 TTFT at {lowest} <= {gate.max_p50_ttft_ms:g} ms")
     if gate.min_knee_concurrency is not None:
         gates.append(f"knee >= {gate.min_knee_concurrency}")
     if gate.min_output_tokens_per_s is not None:

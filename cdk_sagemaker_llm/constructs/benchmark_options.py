@@ -300,6 +300,10 @@ class BenchmarkGate:
     max_p50_ms_per_token: float | None = None
     """The SLO at the lowest level (concurrency 1 in the default sweep): fail when its p50
     ms/token is above this. Default: not checked."""
+    max_p50_ttft_ms: float | None = None
+    """The SLO's time to first token at the lowest level: fail when its p50 TTFT (ms) is above
+    this. Measured on streamed responses only (``RequestProtocol(stream=True)``). Default: not
+    checked."""
     min_knee_concurrency: int | None = None
     """Closed loop: fail when the knee is below this concurrency. Default: not checked."""
     min_output_tokens_per_s: float | None = None
@@ -316,6 +320,7 @@ class BenchmarkGate:
 
     def __post_init__(self) -> None:
         check_range("max_p50_ms_per_token", self.max_p50_ms_per_token, minimum=0.001)
+        check_range("max_p50_ttft_ms", self.max_p50_ttft_ms, minimum=0.001)
         check_range(
             "min_knee_concurrency", self.min_knee_concurrency, minimum=1, maximum=MAX_CONCURRENCY
         )

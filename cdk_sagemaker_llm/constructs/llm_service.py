@@ -414,7 +414,8 @@ class LlmService(Construct):
         """A knee search of the initial copies that starts from their predicted knee (it
         brackets around the prediction and widens only where the measurement disagrees, up to
         four times the prediction), whose knee rule holds the SLO (ms/token and TTFT: the
-        responses stream), gated on the SLO and on the peak at the most copies."""
+        responses stream), gated on the SLO (one request's ms/token and TTFT) and on the peak
+        at the most copies."""
         copies = max(1, self.decision.scaling.min_copies)
         predicted = max(1, self.decision.predicted.knee_concurrency_per_copy * copies)
         top = min(4096, max(2, 4 * predicted))
@@ -438,6 +439,7 @@ class LlmService(Construct):
             ),
             gate=BenchmarkGate(
                 max_p50_ms_per_token=per_token,
+                max_p50_ttft_ms=slo.max_ttft_ms,
                 peak=_peak_capacity(request.traffic.peak, self.decision.scaling.max_copies),
             ),
             max_duration=settings.max_duration,

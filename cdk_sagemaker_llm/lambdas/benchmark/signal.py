@@ -33,6 +33,14 @@ def gate_failures(run: Mapping[str, Any], result: BenchmarkResult) -> list[str]:
                 f"p50 ms/token at {_level_name(lowest)} is {_fmt(measured)}, "
                 f"above the SLO of {limit:g}"
             )
+    ttft_limit = gate["MaxP50TtftMs"]
+    if ttft_limit is not None and lowest is not None:
+        ttft = None if lowest.p50_ttft_s is None else lowest.p50_ttft_s * 1000
+        if ttft is None or ttft > ttft_limit:
+            failures.append(
+                f"p50 TTFT at {_level_name(lowest)} is {_fmt(ttft, 0)} ms, "
+                f"above the SLO of {ttft_limit:g} ms"
+            )
     minimum = gate["MinKneeConcurrency"]
     knee = result.knee
     if minimum is not None and knee.at_least and (knee.concurrency or 0) < minimum:
