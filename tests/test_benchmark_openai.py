@@ -146,9 +146,26 @@ def test_failed_requests_say_why_in_the_output_and_the_results(
     the first error of the kind, with its status and the URL the requests went to."""
     with Simulator(CONFIG) as sim:
         out = tmp_path / "oa.json"
-        assert main(["benchmark", "--target", "openai", "--base-url", sim.endpoint_url,
-                     "--model", "simulated", "--concurrency", "1", "--requests-per-level", "4",
-                     "--out", str(out)]) == 0  # fmt: skip
+        assert (
+            main(
+                [
+                    "benchmark",
+                    "--target",
+                    "openai",
+                    "--base-url",
+                    sim.endpoint_url,
+                    "--model",
+                    "simulated",
+                    "--concurrency",
+                    "1",
+                    "--requests-per-level",
+                    "4",
+                    "--out",
+                    str(out),
+                ]
+            )
+            == 1
+        )  # fmt: skip (every request failed)
     data = json.loads(out.read_text())
     (level,) = data["levels"]
     assert level["errors"] == level["requests"] == 4
@@ -158,3 +175,4 @@ def test_failed_requests_say_why_in_the_output_and_the_results(
     url = f"{sim.endpoint_url}/chat/completions"
     assert f"{kind} errors: 4 of 4 requests; first: HTTP 404 " in err
     assert f"({url})" in err
+    assert "error: every request failed (4 of 4), so the results measure nothing" in err

@@ -240,6 +240,9 @@ def test_the_deploy_time_gate_treats_a_bound_as_unknown() -> None:
 def test_the_ttft_gate_fails_a_slow_first_token_at_the_lowest_level() -> None:
     """``MaxP50TtftMs`` fails the run when the lowest level's p50 TTFT is above it (or was not
     measured: no stream), and passes it otherwise."""
+    from cdk_sagemaker_llm.benchmarking import BenchmarkResult
+    from cdk_sagemaker_llm.lambdas.benchmark.signal import gate_failures
+
     levels = [modelled(c, 64) for c in (1, 2, 4, 8)]
     levels[0].p50_ttft_s = 0.9
     result = BenchmarkResult(payload={}, levels=levels, knee=find_knee(levels))
