@@ -125,7 +125,7 @@ def test_monthly_cost_is_the_minimum_most_hours_and_the_maximum_at_peak_in_json(
 def test_markdown_states_the_assumption_and_names_the_quotas(assembly: Path) -> None:
     text = render_markdown(build_plan(assembly), MonthlyAssumption(24))
     section = text.split("### Monthly cost and quotas", 1)[1]
-    assert "730 hours a month, 24 of each day's 24 at the maximum" in section
+    assert "730 hours a month, 24 of each day's 24 at the peak" in section
     g5 = DEFAULT_PRICE_LIST.prices[G5]
     assert "| `Europe` / `Shared" in section and f"${4 * g5 * 730:,.2f}" in section
     assert "| us-west-2 | ml.g5.12xlarge for endpoint usage | 3 |" in section
@@ -141,3 +141,52 @@ def test_peak_hours_outside_a_day_are_refused_naming_the_flag(
     assert "--peak-hours-per-day" in error and hours in error and "between 0 and 24" in error
     with pytest.raises(ValidationError, match="peak-hours-per-day"):
         MonthlyAssumption(float(hours))
+
+
+def test_an_llm_service_is_costed_at_its_expected_peak_beside_its_maximum(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """At the default risk an LlmService expects fewer instances at its peak than its
+    autoscaling maximum (the band's pessimistic edge): the monthly cost shows both, the
+    expected from the decision's instances at the peak; it charged the maximum, labelled
+    "the stated peak traffic"."""
+    from cdk_sagemaker_llm import ExpectedTraffic, LlmService
+    from cdk_sagemaker_llm.constructs.llm_service_options import ServiceModel
+    from cdk_sagemaker_llm.planning.decision_record import DecisionRecord
+    from cdk_sagemaker_llm.planning.objectives import Slo
+    from cdk_sagemaker_llm.planning.service_options import SearchSpace
+    from cdk_sagemaker_llm.planning.workload import Workload
+
+    outdir = tmp_path / "cdk.out"
+    app = cdk.App(outdir=str(outdir), context=CDK_CONTEXT)
+    stack = cdk.Stack(app, "Svc", env=cdk.Environment(region="us-west-2"))
+    source = ModelSource.from_hugging_face(
+        "meta-llama/Meta-Llama-3-8B-Instruct", token_secret=hub_token()
+    )
+    LlmService(
+        stack,
+        "Chat",
+        model=ServiceModel.from_source(source, image=ContainerImage.lmi("0.38.0")),
+        workload=Workload(512, 256),
+        slo=Slo(max_ms_per_token=60),
+        traffic=ExpectedTraffic.requests_per_second(16, minimum=1),
+        search=SearchSpace(instance_types=[InstanceType.G6E_XLARGE], max_instance_count=20),
+    )
+    app.synth()
+    (endpoint,) = build_plan(outdir).stacks[0].endpoints
+    (variant,) = endpoint.variants
+    (component,) = endpoint.components
+    assert component.decision is not None
+    expected = DecisionRecord.from_metadata(component.decision).instances_at_peak
+    assert variant.max_instances is not None and expected < variant.max_instances
+    assert main(["plan", str(outdir), "--format", "json"]) == 0
+    (cost,) = json.loads(capsys.readouterr().out)["budget"]["monthly_costs"]
+    g6e = DEFAULT_PRICE_LIST.prices[G6E]
+    low, peak = 730 * 16 / 24, 730 * 8 / 24
+    fewest = variant.min_instances or 0
+    assert cost["monthly_cost"] == pytest.approx(
+        g6e * (fewest * low + variant.max_instances * peak), abs=0.01
+    )
+    assert cost["monthly_cost_expected"] == pytest.approx(
+        g6e * (fewest * low + expected * peak), abs=0.01
+    )

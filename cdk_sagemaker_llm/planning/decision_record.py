@@ -7,6 +7,7 @@ reads it from a synthesized template. No aws_cdk here."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -181,6 +182,16 @@ class DecisionRecord:
         """The value of the choice ``name``; None when the record lacks it or it is null."""
         found = self.choices.get(name)
         return None if found is None else found.value
+
+    @property
+    def instances_at_peak(self) -> int:
+        """The instances expected at the peak, at least 1: the record keeps the bounds, not
+        the count at the peak, so it follows from the predicted requests in flight, per copy
+        and the copies per instance."""
+        per_copy = self.predicted.concurrency_per_copy
+        copies = self.chosen("copies_per_instance")
+        per_instance = per_copy * (1 if copies is None else int(copies))
+        return max(1, math.ceil(self.predicted.concurrency / max(1, per_instance)))
 
     def to_metadata(self) -> dict[str, Any]:
         """The JSON-ready record under ``template_metadata.SERVICE`` (``calibration_notes``

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ValidationError
+from ..planning.decision_record import DecisionRecord
 from .deploy_plan import EndpointPlan, Plan
 
 HOURS_PER_MONTH = 730
@@ -60,8 +61,10 @@ class MonthlyAssumption:
         """The assumption in words, for the rendered plan."""
         return (
             f"{HOURS_PER_MONTH} hours a month, {self.peak_hours_per_day:g} of each day's 24 at "
-            f"the maximum (the stated peak traffic) and the rest at the minimum "
-            f"(--peak-hours-per-day)"
+            f"the peak and the rest at the minimum (--peak-hours-per-day); at the peak, an "
+            f"LlmService runs the instances it expects there (the band's median), up to its "
+            f"autoscaling maximum if the band's pessimistic edge holds: both are shown, and an "
+            f"endpoint without a decision is costed at its maximum"
         )
 
 
@@ -92,6 +95,21 @@ def monthly_cost(endpoint: EndpointPlan, assumption: MonthlyAssumption) -> float
     return low * assumption.hours_at_minimum + high * assumption.hours_at_peak
 
 
+def expected_monthly_cost(endpoint: EndpointPlan, assumption: MonthlyAssumption) -> float | None:
+    """The monthly cost with the peak hours at the instances an ``LlmService`` expects at its
+    stated peak (its decision's ``instances_at_peak``, below the autoscaling maximum that
+    ``monthly_cost`` charges); None for an endpoint without one decision, or unpriced."""
+    decisions = [c.decision for c in endpoint.components if c.decision is not None]
+    if len(decisions) != 1 or len(endpoint.variants) != 1:
+        return None
+    (variant,) = endpoint.variants
+    low, high, most = endpoint.cost_per_hour_min, variant.cost_per_hour_max, variant.max_instances
+    if low is None or high is None or not most:
+        return None
+    expected = min(most, DecisionRecord.from_metadata(decisions[0]).instances_at_peak)
+    return low * assumption.hours_at_minimum + high / most * expected * assumption.hours_at_peak
+
+
 def quota_needs(plan: Plan) -> list[QuotaNeed]:
     """Per region and instance type, the instances every endpoint holds at its maximum."""
     totals: dict[tuple[str | None, str], int | None] = {}
@@ -118,17 +136,22 @@ def budget_markdown(plan: Plan, assumption: MonthlyAssumption) -> list[str]:
     if not endpoints:
         return []
     out = ["### Monthly cost and quotas", "", f"Monthly cost assumes {assumption.describe()}.", ""]
-    out += ["| Endpoint | Monthly cost |", "|---|---|"]
-    costs = []
+    out += ["| Endpoint | Monthly cost, expected | Monthly cost at the maximum |", "|---|---|---|"]
+    costs, expected_costs = [], []
     for stack, endpoint in endpoints:
         cost = monthly_cost(endpoint, assumption)
+        expected = expected_monthly_cost(endpoint, assumption)
+        expected = cost if expected is None else expected
         costs.append(cost)
-        shown = (
-            "not priced per hour (serverless) or price unknown" if cost is None else f"${cost:,.2f}"
+        expected_costs.append(expected)
+        out.append(
+            f"| `{stack.name}` / `{endpoint.logical_id}` | {_shown(expected)} | {_shown(cost)} |"
         )
-        out.append(f"| `{stack.name}` / `{endpoint.logical_id}` | {shown} |")
     if all(cost is not None for cost in costs):
-        out.append(f"| Total | ${sum(c for c in costs if c is not None):,.2f} |")
+        out.append(
+            f"| Total | ${sum(c for c in expected_costs if c is not None):,.2f} "
+            f"| ${sum(c for c in costs if c is not None):,.2f} |"
+        )
     out += ["", "| Region | Service Quotas (sagemaker) | Instances at the maximum |"]
     out.append("|---|---|---|")
     for need in quota_needs(plan):
@@ -147,7 +170,14 @@ def budget_json(plan: Plan, assumption: MonthlyAssumption) -> dict[str, Any]:
             "peak_hours_per_day": assumption.peak_hours_per_day,
         },
         "monthly_costs": [
-            {"stack": stack.name, "endpoint": endpoint.logical_id, "monthly_cost": _cents(cost)}
+            {
+                "stack": stack.name,
+                "endpoint": endpoint.logical_id,
+                "monthly_cost": _cents(cost),
+                "monthly_cost_expected": _cents(
+                    expected if (expected := expected_monthly_cost(endpoint, assumption)) else cost
+                ),
+            }
             for stack in plan.stacks
             for endpoint in stack.endpoints
             for cost in [monthly_cost(endpoint, assumption)]
@@ -163,6 +193,10 @@ def budget_json(plan: Plan, assumption: MonthlyAssumption) -> dict[str, Any]:
             for need in quota_needs(plan)
         ],
     }
+
+
+def _shown(cost: float | None) -> str:
+    return "not priced per hour (serverless) or price unknown" if cost is None else f"${cost:,.2f}"
 
 
 def _cents(value: float | None) -> float | None:

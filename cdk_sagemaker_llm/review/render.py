@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -247,7 +246,7 @@ def _decision_rows(metadata: dict[str, Any]) -> list[str]:
 def _hourly_line(decision: DecisionRecord) -> str:
     """$/h at the minimum, expected at the peak (the median's instances) and at the
     autoscaling ceiling (the band's pessimistic edge)."""
-    count = _peak_instances(decision)
+    count = decision.instances_at_peak
     fewest, most = _whole(decision, "min_instances"), _whole(decision, "max_instances")
     if decision.price_per_hour is None or count < 1:
         return "option price unknown"
@@ -264,15 +263,6 @@ def _whole(decision: DecisionRecord, name: str, default: int = 0) -> int:
     """A whole-number choice of the record (``default`` when it lacks one)."""
     value = decision.chosen(name)
     return default if value is None else int(value)
-
-
-def _peak_instances(decision: DecisionRecord) -> int:
-    """The instances at the peak, at least 1: the record keeps the bounds, not the count at the
-    peak, so it follows from the predicted requests in flight, per copy and the copies per
-    instance."""
-    predicted = decision.predicted
-    per_instance = predicted.concurrency_per_copy * _whole(decision, "copies_per_instance", 1)
-    return max(1, math.ceil(predicted.concurrency / max(1, per_instance)))
 
 
 def _calibration_lines(decision: DecisionRecord) -> list[str]:
