@@ -768,7 +768,7 @@ def test_the_service_pays_the_band_in_its_ceiling_by_default_and_says_what_it_co
     assert default.option.risk is Risk.PESSIMISTIC and median.option.risk is Risk.MEDIAN
     sides = [line for line in default.decision.reasoning if line.startswith("sized ")]
     assert sides and sides[0].startswith("sized at the median:")
-    assert "for the autoscaling ceiling only" in sides[0]  # what the ceiling costs
+    assert "the pessimistic edge sizes only the autoscaling ceiling" in sides[0]  # its cost
     assert "/hour at the ceiling" in sides[0]
     assert default.decision.scaling.max_instances == default.option.ceiling
     assert any(line.startswith("sized at the median:") for line in median.decision.reasoning)

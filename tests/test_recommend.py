@@ -685,3 +685,25 @@ def test_a_light_rate_is_priced_per_token_on_what_the_peak_produces() -> None:
         )
     step = next(line for line in answer.options[0].reasoning if "one request decodes at" in line)
     assert "the factor sizing applies" in step
+
+
+def test_the_default_risk_says_what_its_ceiling_may_cost_beside_the_peak() -> None:
+    """At the default risk the peak runs the median's instances (+$0.00 at the peak) and the
+    ceiling more: the cost line says both, and the sizing line says which side sizes what
+    (it read "sized at the median ..., for the autoscaling ceiling only", the reverse)."""
+    option = recommend(
+        ModelSpec.LLAMA_3_1_8B,
+        Workload(512, 256),
+        Slo(max_ms_per_token=50),
+        Traffic(requests_per_second=16),
+        search=SearchSpace(instance_types=[InstanceType.G6E_XLARGE]),
+    ).options[0]
+    assert option.ceiling_price_per_hour is not None and option.price_per_hour is not None
+    assert option.ceiling_price_per_hour > option.price_per_hour
+    sized = next(line for line in option.reasoning if line.startswith("sized at the median"))
+    assert "run at the peak" in sized
+    assert sized.endswith(f"the pessimistic edge sizes only the autoscaling ceiling "
+                          f"({option.ceiling} instance(s))")  # fmt: skip
+    cost = option.reasoning[-1]
+    assert "+$0.00/hour at the peak" in cost
+    assert f"its autoscaling ceiling up to ${option.ceiling_price_per_hour:,.2f}/hour" in cost

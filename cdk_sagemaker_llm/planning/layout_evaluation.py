@@ -344,7 +344,8 @@ def _target_line(target: float, knee: int, within_slo: int, given: bool) -> str:
     comes from another side of the band, ``with_ceiling``)."""
     if given:
         bound = (
-            f"set on the side of the band the ceiling line names; {within_slo} meet the SLO here"
+            f"set by the autoscaling ceiling's rule, which its line states; {within_slo} meet "
+            "the SLO here at the median"
         )
     elif target == knee:
         bound = f"the knee; {within_slo} meet the SLO"

@@ -166,9 +166,15 @@ def pessimism_cost(pessimistic: Option, median: Option | None) -> str:
         extra = pessimistic.price_per_hour - median.price_per_hour
         text += (
             f": sizing on the pessimistic side costs {'+' if extra >= 0 else '-'}"
-            f"${abs(extra):,.2f}/hour (${pessimistic.price_per_hour:,.2f} vs "
+            f"${abs(extra):,.2f}/hour at the peak (${pessimistic.price_per_hour:,.2f} vs "
             f"${median.price_per_hour:,.2f})"
         )
+        ceiling = pessimistic.ceiling_price_per_hour
+        if ceiling is not None and ceiling > pessimistic.price_per_hour:
+            text += (
+                f", and its autoscaling ceiling up to ${ceiling:,.2f}/hour if the pessimistic "
+                "edge holds"
+            )
     return text
 
 
@@ -241,7 +247,7 @@ def _with_ceiling_cost(option: Option, line: str) -> Option:
     if option.price_per_hour is not None and ceiling_price is not None:
         cost = f" (${option.price_per_hour:,.2f}/hour; ${ceiling_price:,.2f}/hour at the ceiling)"
     line += (
-        f", for the autoscaling ceiling only ({ceiling} instance(s)): at the median {count} "
-        f"instance(s) run at the peak{cost}"
+        f": {count} instance(s) run at the peak{cost}; the pessimistic edge sizes only the "
+        f"autoscaling ceiling ({ceiling} instance(s))"
     )
     return replace(option, reasoning=[*option.reasoning, line], median_instance_count=count)
