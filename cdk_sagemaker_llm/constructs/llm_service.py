@@ -561,7 +561,9 @@ def _spec(spec: ModelSpec | None, source: ModelSource) -> ModelSpec:
             None,
             "the performance model needs the model's architecture, which cannot be inferred "
             f"from {_source_name(source)}",
-            "pass spec=ModelSpec.LLAMA_3_8B (a preset) or ModelSpec.custom(...)",
+            "pass spec= the architecture it has: the preset it derives from (ModelSpec."
+            "LLAMA_3_70B for a Llama 3 70B fine-tune or distillation, ...) or "
+            "ModelSpec.custom(...) with the figures of its config.json",
         )
     return found
 
