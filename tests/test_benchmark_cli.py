@@ -76,6 +76,14 @@ def test_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "missing.json"
     assert main(["report", str(missing)]) == 2
     assert "cannot read" in capsys.readouterr().err
+    # Results without samples: the fix names the file an --export jsonl run wrote beside them
+    # (it said "or --export jsonl", which keeps none in the results).
+    bare = tmp_path / "run.json"
+    bare.write_text(json.dumps({"payload": {}, "levels": [], "knee": {"concurrency": None,
+                                "rule": "r"}}))  # fmt: skip
+    assert main(["report", str(bare), "--jsonl", str(tmp_path / "r.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "run `benchmark` with --keep-samples" in err and "run.requests.jsonl" in err
 
 
 def truth_p50s(truth: list[TruthRecord]) -> tuple[float, float]:
@@ -386,4 +394,4 @@ def test_a_run_that_measures_nothing_fails_and_lone_flags_are_refused(
         assert written["deployment"] == {"instance_type": "ml.g5.2xlarge"}
         with pytest.raises(SystemExit):
             main([*common, "--duration-per-level", "0"])
-        assert "--duration-per-level: '0': must be a positive" in capsys.readouterr().err
+        assert "--duration-per-level: '0': must be positive" in capsys.readouterr().err

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,8 @@ def _positive(kind: type) -> Any:
             raise argparse.ArgumentTypeError(f"{text!r}: expected a number") from None
         if not value > 0:
             raise argparse.ArgumentTypeError(f"{text!r}: must be positive")
+        if value == math.inf:
+            raise argparse.ArgumentTypeError(f"{text!r}: must be finite")
         return value
 
     return parse
@@ -282,16 +285,6 @@ def _arrival(args: argparse.Namespace) -> Arrival:
     return Arrival.poisson(args.seed or 0, ramp_up_s=ramp)
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a number") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r}: must be a positive, finite number")
-    return value
-
-
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -351,7 +344,7 @@ def register(subparsers: Any) -> None:
         type=_positive_int,
         help="requests per level (default max(4 x concurrency, 16) unless --duration-per-level)",
     )
-    parser.add_argument("--duration-per-level", type=_positive_float, help="seconds per level")
+    parser.add_argument("--duration-per-level", type=_positive(float), help="seconds per level")
     parser.add_argument(
         "--stream",
         action="store_true",
@@ -366,7 +359,7 @@ def register(subparsers: Any) -> None:
         "(messages); default auto",
     )
     parser.add_argument(
-        "--latency-slo-ms-per-token", type=_positive_float, help="p50 ms/token limit"
+        "--latency-slo-ms-per-token", type=_positive(float), help="p50 ms/token limit"
     )
     parser.add_argument(
         "--min-gain-per-doubling",

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..benchmarking.engine import BenchmarkResult
-from ..benchmarking.exports import levels_csv, requests_jsonl
+from ..benchmarking.exports import FILE_NAMES, levels_csv, requests_jsonl
 from ..benchmarking.report import render_markdown, render_svg
 
 
@@ -55,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
         if result.samples is None:
             print(
                 f"error: {args.results} has no samples: run `benchmark` with --keep-samples "
-                "(or --export jsonl)",
+                "(a run with --export jsonl wrote its per-request file beside the results, "
+                f"{Path(args.results).stem}.{FILE_NAMES['jsonl']}, and kept none in them)",
                 file=sys.stderr,
             )
             return 2
