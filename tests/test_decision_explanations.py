@@ -397,3 +397,26 @@ def test_an_engine_named_by_another_profile_than_the_calibrated_one_is_an_error(
     with pytest.raises(ValidationError, match="engine profile tgi-2-3"):
         Calibration.from_file(calibration).check_profile(engine_profile(profile))
     Calibration.from_file(calibration).check_profile(engine_profile("tgi-2-3"))  # the same
+
+
+def test_a_no_option_error_says_when_its_list_of_rejections_is_cut() -> None:
+    """The error names the first rejection of each kind, topped up to four; where more were
+    rejected it says how many and where they are (it dropped them without a word)."""
+    from cdk_sagemaker_llm.catalog.instance_types import InstanceType
+    from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
+    from cdk_sagemaker_llm.planning.decider import no_option_error
+    from cdk_sagemaker_llm.planning.recommend import Slo, Traffic, recommend
+    from cdk_sagemaker_llm.planning.service_options import SearchSpace
+    from cdk_sagemaker_llm.planning.workload import Workload
+
+    types = ["ml.g5.xlarge", "ml.g5.2xlarge", "ml.g5.4xlarge", "ml.g6.xlarge", "ml.g6.2xlarge"]
+    found = recommend(
+        ModelSpec.LLAMA_3_70B,
+        Workload(512, 128),
+        Slo(max_ms_per_token=100),
+        Traffic(requests_per_second=1),
+        search=SearchSpace(instance_types=[InstanceType.of(name) for name in types]),
+    )
+    assert not found.options and len(found.rejected) == 5
+    error = no_option_error(found, 4, Precision.FP16)
+    assert "(and 1 more: recommend lists every rejection)" in error.problem

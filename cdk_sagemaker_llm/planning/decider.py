@@ -730,10 +730,12 @@ def no_option_error(
     where memory is not a reason, no looser SLO where the SLO is not one."""
     rejected = recommendation.rejected
     kinds = [kind for kind in RejectionKind if any(r.kind is kind for r in rejected)]
+    shown = _each_kind_shown(rejected)
     reasons = "; ".join(
-        describe_rejection(r.instance_type, r.tensor_parallel_degree, r.reason)
-        for r in _each_kind_shown(rejected)
+        describe_rejection(r.instance_type, r.tensor_parallel_degree, r.reason) for r in shown
     )
+    if len(shown) < len(rejected):  # say the list is cut, and where the rest is
+        reasons += f" (and {len(rejected) - len(shown)} more: recommend lists every rejection)"
     fix = "; ".join(_advice(kind, kinds, precision) for kind in kinds)
     if kinds == [RejectionKind.MEMORY]:
         problem = f"the model does not fit on any candidate: {reasons}"
