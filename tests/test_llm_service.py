@@ -376,6 +376,18 @@ def test_a_target_the_model_predicts_breaks_the_slo_is_a_warning_naming_the_prop
     assert any(w.prop == "target_concurrency_per_copy" for w in built.decision.warnings)
 
 
+def test_min_copies_below_what_the_stated_minimum_needs_is_a_warning() -> None:
+    """A stated minimum of traffic that ``min_copies`` cannot carry is a warning naming it (a
+    minimum of 2 requests/s with min_copies=0 passed silently); min_copies=0 under a minimum
+    of 0 is plain scale to zero, and not warned about."""
+    built = service(traffic=ExpectedTraffic.requests_per_second(8, minimum=2), min_copies=0)
+    (warning,) = [w for w in built.decision.warnings if w.prop == "min_copies"]
+    assert warning.message.startswith("min_copies=0 is below the ")
+    assert "minimum 2 requests/s" in warning.message and "first requests fail" in warning.message
+    idle = service(traffic=ExpectedTraffic.requests_per_second(8, minimum=0), min_copies=0)
+    assert not [w for w in idle.decision.warnings if w.prop == "min_copies"]
+
+
 def test_too_few_max_copies_for_the_peak_is_a_warning() -> None:
     built = service(traffic=ExpectedTraffic.concurrency(200), max_copies=1)
     assert any(w.message.startswith("max_copies=1") for w in built.decision.warnings)

@@ -572,12 +572,17 @@ class _Decider:
 
     def _min_copies(self, option: Option, knee: float, most: int) -> Choice:
         traffic = self.request.traffic
-        fewest = _override(
-            self.overrides.scaling.min_copies,
-            traffic.fewest_copies(knee, option.rate_per_copy_at(knee), most),
-            ChoiceSource.DERIVED,
-        )
+        given = self.overrides.scaling.min_copies
+        needed = traffic.fewest_copies(knee, option.rate_per_copy_at(knee), most)
+        fewest = _override(given, needed, ChoiceSource.DERIVED)
         check_range("min_copies", fewest.value, minimum=0, maximum=most)
+        if given is not None and given < needed and traffic.minimum > 0:
+            self.warn(
+                "min_copies",
+                f"min_copies={given} is below the {needed} copies the stated minimum traffic "
+                f"needs ({traffic.describe()}): that traffic waits for a scale-out"
+                + (" from zero, and its first requests fail" if given == 0 else ""),
+            )
         return fewest
 
     # ----- memory, goal and prediction ---------------------------------------------------
