@@ -110,6 +110,12 @@ def expected_monthly_cost(endpoint: EndpointPlan, assumption: MonthlyAssumption)
     return low * assumption.hours_at_minimum + high / most * expected * assumption.hours_at_peak
 
 
+def _expected_or_maximum(endpoint: EndpointPlan, assumption: MonthlyAssumption) -> float | None:
+    """The expected monthly cost where a decision states it, else the cost at the maximum."""
+    expected = expected_monthly_cost(endpoint, assumption)
+    return monthly_cost(endpoint, assumption) if expected is None else expected
+
+
 def quota_needs(plan: Plan) -> list[QuotaNeed]:
     """Per region and instance type, the instances every endpoint holds at its maximum."""
     totals: dict[tuple[str | None, str], int | None] = {}
@@ -140,8 +146,7 @@ def budget_markdown(plan: Plan, assumption: MonthlyAssumption) -> list[str]:
     costs, expected_costs = [], []
     for stack, endpoint in endpoints:
         cost = monthly_cost(endpoint, assumption)
-        expected = expected_monthly_cost(endpoint, assumption)
-        expected = cost if expected is None else expected
+        expected = _expected_or_maximum(endpoint, assumption)
         costs.append(cost)
         expected_costs.append(expected)
         out.append(
@@ -174,9 +179,7 @@ def budget_json(plan: Plan, assumption: MonthlyAssumption) -> dict[str, Any]:
                 "stack": stack.name,
                 "endpoint": endpoint.logical_id,
                 "monthly_cost": _cents(cost),
-                "monthly_cost_expected": _cents(
-                    expected if (expected := expected_monthly_cost(endpoint, assumption)) else cost
-                ),
+                "monthly_cost_expected": _cents(_expected_or_maximum(endpoint, assumption)),
             }
             for stack in plan.stacks
             for endpoint in stack.endpoints
