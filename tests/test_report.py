@@ -63,3 +63,24 @@ def test_markdown_table() -> None:
 def test_nice_ticks() -> None:
     assert _nice_ticks(0, 380) == [0, 100, 200, 300, 400]
     assert _nice_ticks(0, 0) == [0, 0.2, 0.4, 0.6, 0.8, 1.0]
+
+
+def test_an_open_loop_report_gives_its_max_throughput_and_cost_too() -> None:
+    """The rate table is followed by the max throughput within the SLO and the cost per 1M
+    output tokens there, as a closed-loop report's (an open-loop report dropped both)."""
+    levels = [level(1, 100, 10), level(2, 190, 12), level(4, 360, 20)]
+    for rate, each in zip((1.0, 2.0, 4.0), levels, strict=True):
+        each.target_rate_per_s = rate
+    run = BenchmarkResult(
+        payload={"input_tokens": 128, "output_tokens": 64},
+        levels=levels,
+        knee=find_knee(levels),
+        mode="rate",
+        slo_ms_per_token=40.0,
+        price_per_hour=2.0,
+        goodput={"rule": "r", "sustainable_fraction": 0.9},
+        open_loop={"arrival": "poisson", "seed": 0},
+    )
+    text = render_markdown(run)
+    assert "- Max throughput within the SLO of 40 ms/token: 360.0 output tokens/s at 4 " in text
+    assert "- Cost per 1M output tokens at max throughput: $1.54" in text

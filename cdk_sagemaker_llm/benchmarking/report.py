@@ -364,7 +364,8 @@ def render_markdown(result: BenchmarkResult) -> str:
         + ", ".join(f"{key} `{value}`" for key, value in payload.items() if value is not None)
     )
     if result.mode == "rate":
-        lines += ["", *_rate_table(result, stream), *_search_lines(result)]
+        lines += ["", *_rate_table(result, stream), *_best_and_cost_lines(result)]
+        lines += _search_lines(result)
         return "\n".join([*lines, *_distribution_lines(result)]) + "\n"
     goodput = any(level.good_requests is not None for level in result.levels)
     lines += ["", "| concurrency | requests | errors | p50 latency s | p90 latency s | "
@@ -377,6 +378,15 @@ def render_markdown(result: BenchmarkResult) -> str:
         lines += ["", f"- Goodput: {result.goodput.get('rule')}."]
     lines.append("")
     lines.append(f"- Knee: {_knee_markdown(result.knee)}. Rule: {result.knee.rule}.")
+    lines += _best_and_cost_lines(result)
+    lines += _search_lines(result)
+    return "\n".join([*lines, *_distribution_lines(result)]) + "\n"
+
+
+def _best_and_cost_lines(result: BenchmarkResult) -> list[str]:
+    """The max throughput within the SLO and the cost per 1M output tokens (at the knee and
+    there), closed loop or open (an open-loop report dropped both)."""
+    lines = []
     best = result.max_throughput_level
     if best is not None:
         within = (
@@ -384,22 +394,24 @@ def render_markdown(result: BenchmarkResult) -> str:
             if result.slo_ms_per_token is not None
             else ""
         )
+        where = (
+            f"{best.target_rate_per_s:g} requests/s"
+            if best.target_rate_per_s is not None
+            else f"concurrency {best.concurrency}"
+        )
         lines.append(
-            f"- Max throughput{within}: {best.output_tokens_per_s:,.1f} output tokens/s "
-            f"at concurrency {best.concurrency}."
+            f"- Max throughput{within}: {best.output_tokens_per_s:,.1f} output tokens/s at {where}."
         )
     cost = result.to_dict().get("cost")
-    if cost:
-        for key, label in (
-            ("per_1m_output_tokens_at_knee", "at the knee"),
-            ("per_1m_output_tokens_at_max_throughput", "at max throughput"),
-        ):
-            if cost.get(key) is not None:
-                discount = f" less {cost['discount']:.0%}" if cost.get("discount") else ""
-                lines.append(
-                    f"- Cost per 1M output tokens {label}: ${cost[key]:,.2f} "
-                    f"(at ${cost['price_per_hour']:g}/hour{discount}; "
-                    f"{cost.get('price_basis') or 'given'})."
-                )
-    lines += _search_lines(result)
-    return "\n".join([*lines, *_distribution_lines(result)]) + "\n"
+    for key, label in (
+        ("per_1m_output_tokens_at_knee", "at the knee"),
+        ("per_1m_output_tokens_at_max_throughput", "at max throughput"),
+    ):
+        if cost and cost.get(key) is not None:
+            discount = f" less {cost['discount']:.0%}" if cost.get("discount") else ""
+            lines.append(
+                f"- Cost per 1M output tokens {label}: ${cost[key]:,.2f} "
+                f"(at ${cost['price_per_hour']:g}/hour{discount}; "
+                f"{cost.get('price_basis') or 'given'})."
+            )
+    return lines
