@@ -495,3 +495,27 @@ def test_a_cross_stack_import_reads_as_the_export_it_names() -> None:
     assert shown({"Fn::ImportValue": "Data:BucketName"}) == "${import:Data:BucketName}"
     joined = {"Fn::Join": ["", ["s3://", {"Fn::ImportValue": "Data:Bucket"}, "/llama/"]]}
     assert shown(joined) == "s3://${import:Data:Bucket}/llama/"
+
+
+def test_the_json_plan_carries_the_hourly_figures_the_markdown_shows(
+    reference_assembly: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each LlmService component gains ``decision_hourly`` (instances and $/h at the minimum,
+    expected at the peak and at the ceiling), the figures of the Markdown's "$/h:" line (the
+    JSON lacked them); a component without a decision has null."""
+    assert main(["plan", str(reference_assembly), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    components = [
+        c for e in data["stacks"][0]["endpoints"] for c in e["components"]
+    ]  # fmt: skip
+    decided = [c for c in components if c["decision"] is not None]
+    assert decided and all(c["decision_hourly"] is not None for c in decided)
+    assert any(c["decision_hourly"] is None for c in components if c["decision"] is None)
+    assert main(["plan", str(reference_assembly)]) == 0
+    markdown = capsys.readouterr().out
+    for component in decided:
+        hourly = component["decision_hourly"]
+        peak = hourly["expected_at_peak"]
+        assert f"${peak['price_per_hour']:,.2f} expected at peak ({peak['instances']})" in markdown
+        assert hourly["minimum"]["instances"] <= peak["instances"]
+        assert peak["instances"] <= hourly["ceiling"]["instances"]

@@ -183,6 +183,28 @@ class DecisionRecord:
         found = self.choices.get(name)
         return None if found is None else found.value
 
+    def hourly(self) -> dict[str, dict[str, float | int]] | None:
+        """Instances and $/h at the minimum, expected at the peak (the median's instances) and
+        at the autoscaling ceiling (the band's pessimistic edge), from the option's price at
+        the peak; None where the option is unpriced."""
+        count = self.instances_at_peak
+        if self.price_per_hour is None:
+            return None
+        unit = self.price_per_hour / count
+        figures = {}
+        for name, instances in (
+            ("minimum", self._whole("min_instances")),
+            ("expected_at_peak", count),
+            ("ceiling", self._whole("max_instances")),
+        ):
+            figures[name] = {"instances": instances, "price_per_hour": round(unit * instances, 4)}
+        return figures
+
+    def _whole(self, name: str) -> int:
+        """A whole-number choice of the record (0 where it lacks one)."""
+        value = self.chosen(name)
+        return 0 if value is None else int(value)
+
     @property
     def instances_at_peak(self) -> int:
         """The instances expected at the peak, at least 1: the record keeps the bounds, not

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..planning.decision_record import DecisionRecord
+
 
 @dataclass
 class ScalingPolicyPlan:
@@ -171,6 +173,13 @@ class Plan:
             ):
                 endpoint_data["cost_per_hour_min"] = _round(endpoint.cost_per_hour_min)
                 endpoint_data["cost_per_hour_max"] = _round(endpoint.cost_per_hour_max)
+                for component_data, component in zip(
+                    endpoint_data["components"], endpoint.components, strict=True
+                ):
+                    decision = component.decision  # the $/h the Markdown's line gives
+                    component_data["decision_hourly"] = (
+                        DecisionRecord.from_metadata(decision).hourly() if decision else None
+                    )
         return data
 
 

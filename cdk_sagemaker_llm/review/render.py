@@ -246,23 +246,16 @@ def _decision_rows(metadata: dict[str, Any]) -> list[str]:
 def _hourly_line(decision: DecisionRecord) -> str:
     """$/h at the minimum, expected at the peak (the median's instances) and at the
     autoscaling ceiling (the band's pessimistic edge)."""
-    count = decision.instances_at_peak
-    fewest, most = _whole(decision, "min_instances"), _whole(decision, "max_instances")
-    if decision.price_per_hour is None or count < 1:
+    hourly = decision.hourly()
+    if hourly is None:
         return "option price unknown"
-    unit = decision.price_per_hour / count
+    fewest, peak, most = hourly["minimum"], hourly["expected_at_peak"], hourly["ceiling"]
     return (
-        f"$/h: {_money(unit * fewest)} at the minimum "
-        f"({fewest} instance(s)), {_money(decision.price_per_hour)} expected at "
-        f"peak ({count}), {_money(unit * most)} at the ceiling "
-        f"({most})"
+        f"$/h: {_money(fewest['price_per_hour'])} at the minimum "
+        f"({fewest['instances']} instance(s)), {_money(peak['price_per_hour'])} expected at "
+        f"peak ({peak['instances']}), {_money(most['price_per_hour'])} at the ceiling "
+        f"({most['instances']})"
     )
-
-
-def _whole(decision: DecisionRecord, name: str, default: int = 0) -> int:
-    """A whole-number choice of the record (``default`` when it lacks one)."""
-    value = decision.chosen(name)
-    return default if value is None else int(value)
 
 
 def _calibration_lines(decision: DecisionRecord) -> list[str]:
