@@ -22,6 +22,7 @@ from .model_options import (
     add_max_batch_size_argument,
     add_model_arguments,
     check_tensor_parallel_degree,
+    flag_error,
     kv_cache_precision,
     model_spec,
     precision,
@@ -85,19 +86,11 @@ def run(args: argparse.Namespace) -> int:
         if args.model or args.parameters is not None:
             config = dataclasses.replace(config, engine=engine_of(args))
     except ValidationError as error:
-        print(f"error: {_on_the_command_line(error, args)}", file=sys.stderr)
+        print(f"error: {flag_error(error, args)}", file=sys.stderr)
         return 2
     if config.engine is not None:
         print(f"serving {config.engine.describe()}", file=sys.stderr)
     return simulator_cli.serve_until_interrupted(config, port)
-
-
-def _on_the_command_line(error: ValidationError, args: argparse.Namespace) -> ValidationError:
-    """``error`` naming the flag a user wrote (``--time-scale``), not the field behind it."""
-    if error.prop not in vars(args):
-        return error
-    flag = "--" + error.prop.replace("_", "-")
-    return ValidationError(flag, error.value, error.problem, error.fix)
 
 
 def engine_of(args: argparse.Namespace) -> EngineSimulation:
