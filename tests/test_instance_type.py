@@ -6,7 +6,7 @@ import pytest
 from conftest import cloudformation_schema
 
 from cdk_sagemaker_llm import Accelerator, AcceleratorKind, InstanceType, ValidationError
-from cdk_sagemaker_llm.catalog.instance_types import CATALOG
+from cdk_sagemaker_llm.catalog.instance_types import CATALOG, closest_instance_types
 
 
 def test_named_constants_carry_accelerator_facts() -> None:
@@ -181,3 +181,18 @@ def test_every_catalog_type_is_in_cloudformations_list() -> None:
     schema = cloudformation_schema("AWS::SageMaker::EndpointConfig")
     listed = set(schema["definitions"]["ProductionVariant"]["properties"]["InstanceType"]["enum"])
     assert set(CATALOG) <= listed
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [("ml.g5.2xlrge", "ml.g5.2xlarge"), ("ml.g5.2xlargee", "ml.g5.2xlarge"),
+     ("ml.p5.48xlrage", "ml.p5.48xlarge"), ("ml.inf2.xlarg", "ml.inf2.xlarge")],
+)  # fmt: skip
+def test_one_did_you_mean_for_an_instance_type_serves_constructs_and_commands(
+    typed: str, meant: str
+) -> None:
+    """The construct's warning, the commands' errors and plan's ``--price`` each used their own
+    cutoff, so one typo got three answers: they all ask ``closest_instance_types`` now."""
+    assert closest_instance_types(typed)[0] == meant
+    assert closest_instance_types("ml.c7i.xlarge") == []  # a CPU type is no typo of a GPU one
+    assert closest_instance_types("ml.x9.big", also=["ml.x9.bigg"]) == ["ml.x9.bigg"]

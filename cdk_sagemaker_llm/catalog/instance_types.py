@@ -19,7 +19,9 @@ from botocore's ``ProductionVariantInstanceType`` enum.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from enum import Enum
 from typing import ClassVar
@@ -795,6 +797,13 @@ ARM_HOSTS = frozenset({"ml.p6e-gb200.36xlarge"})
 
 CATALOG: dict[str, InstanceType] = _catalog()
 """Every instance type whose hardware the library knows, by name."""
+
+
+def closest_instance_types(name: str, also: Iterable[str] = ()) -> list[str]:
+    """Up to three catalog names (and ``also``'s) closest to ``name``, closest first: what
+    every "did you mean" about an instance type suggests (``ml.g5.2xlrge``, ``ml.p4d.24xl``)."""
+    return difflib.get_close_matches(name, sorted(set(CATALOG) | set(also)), n=3, cutoff=0.85)
+
 
 for _name, _type in CATALOG.items():
     setattr(InstanceType, _name[3:].replace(".", "_").replace("-", "_").upper(), _type)

@@ -167,6 +167,12 @@ JUMPSTART_MODELS: Mapping[str, JumpStartModel] = MappingProxyType(
 """The text-generation models of the JumpStart catalog, by model id."""
 
 
+def closest_jumpstart_ids(model_id: str) -> list[str]:
+    """Up to three catalog model ids closest to ``model_id``, closest first: what every "did you
+    mean" about a JumpStart id suggests."""
+    return difflib.get_close_matches(model_id, list(JUMPSTART_MODELS), n=3, cutoff=0.6)
+
+
 def jumpstart_model(
     model_id: str, version: str | None = None, prop: str = "ModelSource.from_jumpstart"
 ) -> JumpStartModel:
@@ -174,7 +180,7 @@ def jumpstart_model(
     ValidationError suggesting the closest ids, another version one naming the version held."""
     found = JUMPSTART_MODELS.get(model_id) if isinstance(model_id, str) else None
     if found is None:
-        close = difflib.get_close_matches(str(model_id), list(JUMPSTART_MODELS), n=3, cutoff=0.5)
+        close = closest_jumpstart_ids(str(model_id))
         raise ValidationError(
             f"{prop}(model_id)",
             model_id,

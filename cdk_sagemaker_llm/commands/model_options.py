@@ -5,14 +5,13 @@ id, or a custom spec from its ``config.json`` facts (shared by ``size``, ``predi
 from __future__ import annotations
 
 import argparse
-import difflib
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 from ..catalog.containers import image_facts_of_uri
 from ..catalog.hub_access import hub_url_id, is_url, ungated_example
-from ..catalog.instance_types import CATALOG, InstanceType
-from ..catalog.jumpstart import JUMPSTART_MODELS
+from ..catalog.instance_types import CATALOG, InstanceType, closest_instance_types
+from ..catalog.jumpstart import JUMPSTART_MODELS, closest_jumpstart_ids
 from ..catalog.model_specs import PRESETS, KvCachePrecision, ModelSpec, Precision
 from ..errors import ValidationError
 from ..planning.calibration import EngineRelease
@@ -183,7 +182,7 @@ def model_spec(args: argparse.Namespace) -> ModelSpec:
         return jumpstart.spec
     if is_url(str(args.model)):
         raise _url_error(str(args.model))
-    close = difflib.get_close_matches(str(args.model), list(JUMPSTART_MODELS), n=3, cutoff=0.6)
+    close = closest_jumpstart_ids(str(args.model))
     raise ValidationError(
         "--model",
         args.model,
@@ -259,7 +258,7 @@ def catalog_instance_type(flag: str, name: str) -> InstanceType:
     known = CATALOG.get(name)
     if known is not None:
         return known
-    close = difflib.get_close_matches(name, list(CATALOG), n=3, cutoff=0.9)
+    close = closest_instance_types(name)
     raise ValidationError(
         flag,
         name,

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import math
 import sys
 from datetime import date
 from typing import Any
 
-from ..catalog.instance_types import CATALOG
+from ..catalog.instance_types import CATALOG, closest_instance_types
 from ..catalog.prices import DEFAULT_PRICE_LIST, PriceList, check_discount
 from ..errors import ValidationError
 from ..review import MonthlyAssumption, build_plan, render_json, render_markdown
@@ -117,7 +116,7 @@ def _check_priced_types(given: dict[str, float], plan: Plan) -> None:
     for name, price in given.items():
         if name in CATALOG or name in used:
             continue
-        close = difflib.get_close_matches(name, sorted(set(CATALOG) | used), n=3, cutoff=0.8)
+        close = closest_instance_types(name, also=used)
         raise ValidationError(
             "--price",
             f"{name}={price:g}",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -12,7 +11,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from ..catalog.instance_types import CATALOG, InstanceType
+from ..catalog.instance_types import InstanceType, closest_instance_types
 from ..catalog.jumpstart import (
     MODEL_ID_TAG,
     MODEL_VERSION_TAG,
@@ -481,7 +480,7 @@ def note_unknown_instance_type(scope: Construct, instance_type: InstanceType, pr
     checks are skipped, and a typo (``ml.g5.3xlarge``) would only show at deploy."""
     if instance_type.is_known or instance_type.accelerator is not None:
         return
-    close = difflib.get_close_matches(instance_type.name, list(CATALOG), n=3, cutoff=0.85)
+    close = closest_instance_types(instance_type.name)
     meant = f" (did you mean {' or '.join(close)}?)" if close else ""
     Annotations.of(scope).add_warning_v2(
         "cdk-sagemaker-llm:unknown-instance-type",
