@@ -103,6 +103,28 @@ def test_component_name_is_deterministic() -> None:
     assert names[0] == names[1]
 
 
+def test_a_component_container_from_a_tarball_is_told_where_the_weights_are_unpacked() -> None:
+    """As for a Model: TGI exits at start without HF_MODEL_ID, and SageMaker unpacks the
+    component's ArtifactUrl into /opt/ml/model."""
+    stack = new_stack()
+    endpoint = endpoint_on(stack)
+    bucket = s3.Bucket.from_bucket_name(stack, "B", "bucket")
+    endpoint.add_inference_component(
+        "Tgi",
+        serves=ComponentModel.from_image(
+            ContainerImage.tgi("2.4.0"),
+            artifact=ModelSource.from_s3_tarball(bucket, "qwen/model.tar.gz"),
+            serving=TgiOptions(num_gpus=1),
+        ),
+        resources=CopyResources(min_memory=Size.gibibytes(16)),
+    )
+    template = assert_cfn_lint_clean(stack)
+    (properties,) = resources_of_type(template, "AWS::SageMaker::InferenceComponent")
+    container = properties["Specification"]["Container"]
+    assert container["ArtifactUrl"] == "s3://bucket/qwen/model.tar.gz"
+    assert container["Environment"] == {"HF_MODEL_ID": "/opt/ml/model", "SM_NUM_GPUS": "1"}
+
+
 def test_component_with_container_and_hugging_face_artifact_uses_endpoint_role() -> None:
     stack = new_stack()
     endpoint = endpoint_on(stack)

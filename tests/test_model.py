@@ -229,6 +229,22 @@ def test_s3_tarball_source_sets_model_data_url() -> None:
     } in policy_statements(template)
 
 
+def test_a_tgi_model_from_a_tarball_is_told_where_the_weights_are_unpacked() -> None:
+    """TGI's sagemaker-entrypoint.sh exits at start when HF_MODEL_ID is unset ("HF_MODEL_ID
+    must be set"): a tarball source rendered only ModelDataUrl, so its container never started."""
+    stack = new_stack()
+    bucket = s3.Bucket.from_bucket_name(stack, "Weights", "my-weights")
+    Model(
+        stack,
+        "Model",
+        image=ContainerImage.tgi("3.3.6"),
+        source=ModelSource.from_s3_tarball(bucket, "model/model.tar.gz"),
+    )
+    container = only_model(assert_cfn_lint_clean(stack))["PrimaryContainer"]
+    assert container["ModelDataUrl"] == "s3://my-weights/model/model.tar.gz"
+    assert container["Environment"]["HF_MODEL_ID"] == "/opt/ml/model"
+
+
 def test_created_role_is_least_privilege() -> None:
     stack = new_stack()
     model = Model(stack, "Model", image=ContainerImage.lmi("0.31.0"))

@@ -32,7 +32,7 @@ from .model import (
     check_image_on_instance,
     merge_environment,
 )
-from .model_source import ModelSource, ModelSourceKind
+from .model_source import BoundModelSource, ModelSource, ModelSourceKind
 from .plan_metadata import add_plan_metadata
 from .serving_options import MAX_LORA_RANKS
 from .synth_cache import node_path, remember, unique_resource_name
@@ -410,10 +410,9 @@ class InferenceComponent(InferenceComponentBase):
                     "use an S3 tarball artifact, or create the endpoint without "
                     "networking.network_isolation",
                 )
-            if artifact.kind is ModelSourceKind.S3_TARBALL:
-                artifact_url = self._artifact_url(artifact, endpoint)
-            else:
-                rendered.update(self._hugging_face_environment(artifact, endpoint))
+            bound = self._container_source(artifact, endpoint)
+            artifact_url = bound.model_data_url
+            rendered.update(bound.environment)
         if serves.serving is not None:
             rendered.update(serves.serving.environment())
         merged = merge_environment(rendered, environment, "serves.environment")
@@ -507,10 +506,10 @@ class InferenceComponent(InferenceComponentBase):
         )
 
     @staticmethod
-    def _hugging_face_environment(
-        artifact: ModelSource, endpoint: IComponentHost
-    ) -> dict[str, str]:
-        if artifact.kind is not ModelSourceKind.HUGGING_FACE:
+    def _container_source(artifact: ModelSource, endpoint: IComponentHost) -> BoundModelSource:
+        """A component container's artifact bound to the endpoint's role: a ``.tar.gz`` (its
+        URL, and ``HF_MODEL_ID`` pointing at where SageMaker unpacks it) or a Hub id."""
+        if artifact.kind not in (ModelSourceKind.HUGGING_FACE, ModelSourceKind.S3_TARBALL):
             raise ValidationError(
                 "serves.artifact",
                 artifact.s3_uri,
@@ -519,7 +518,7 @@ class InferenceComponent(InferenceComponentBase):
                 "wrap the prefix in a Model: serves=ComponentModel.of(Model(..., "
                 "source=ModelSource.from_s3(...)))",
             )
-        return artifact.bind(endpoint.role).environment
+        return artifact.bind(endpoint.role)
 
     @staticmethod
     def _artifact_url(artifact: ModelSource, endpoint: IComponentHost) -> str:

@@ -297,10 +297,14 @@ class ModelSource:
         assert self.bucket is not None and self.key is not None
         if role is not None:
             self._grant_read(role)
+        # SageMaker unpacks either source into /opt/ml/model, and the containers must be told
+        # so: TGI's sagemaker-entrypoint.sh exits at start when HF_MODEL_ID is unset ("HF_MODEL_ID
+        # must be set"), and LMI reads the same variable as option.model_id.
+        environment = {"HF_MODEL_ID": MODEL_DIRECTORY}
         if self.kind is ModelSourceKind.S3_TARBALL:
-            return BoundModelSource(model_data_url=self.s3_uri)
+            return BoundModelSource(environment=environment, model_data_url=self.s3_uri)
         return BoundModelSource(
-            environment={"HF_MODEL_ID": MODEL_DIRECTORY},
+            environment=environment,
             model_data_source=sagemaker.CfnModel.ModelDataSourceProperty(
                 s3_data_source=sagemaker.CfnModel.S3DataSourceProperty(
                     s3_uri=self.s3_uri or "",
