@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -46,6 +47,7 @@ from cdk_sagemaker_llm.constructs.model import Model
 from cdk_sagemaker_llm.constructs.model_source import ModelSource
 from cdk_sagemaker_llm.constructs.serving_options import LmiOptions
 from cdk_sagemaker_llm.errors import ValidationError
+from cdk_sagemaker_llm.lambdas.benchmark.custom_resource import ATTRIBUTES
 
 
 def component_stack(
@@ -156,6 +158,23 @@ def test_emits_the_wait_design_and_is_cfn_lint_clean(
     assert "us-east-1 on-demand USD" in run["PriceSource"]
     assert "resources in us-west-2, where prices differ" in run["PriceSource"]
     assert custom["Metadata"]["cdk-sagemaker-llm:benchmark"]["Workers"].startswith("up to 2")
+
+
+def test_every_attribute_the_construct_offers_is_one_the_handler_returns(
+    benchmarked: tuple[dict[str, Any], EndpointBenchmark],
+) -> None:
+    """``knee_at_least`` read ``Fn::GetAtt [..., KneeAtLeast]``, which the Output handler never
+    returned: any stack that used it failed at deploy."""
+    _, bench = benchmarked
+    stack = cdk.Stack.of(bench)
+    read = set()
+    for name, value in vars(bench).items():
+        if not isinstance(value, str | float) or not cdk.Token.is_unresolved(value):
+            continue
+        resolved = json.dumps(stack.resolve(value))
+        read.update(re.findall(r'"Fn::GetAtt": \["BenchOutput[0-9A-F]+", "(\w+)"\]', resolved))
+    assert {"KneeAtLeast", "SustainableRateAtLeast", "KneeConcurrencyPerCopy"} <= read
+    assert read <= set(ATTRIBUTES)
 
 
 def test_the_workflow_runs_workers_in_a_map_with_retries(

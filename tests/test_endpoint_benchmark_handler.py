@@ -562,6 +562,10 @@ def test_the_output_resource_turns_the_signal_data_into_attributes() -> None:
     out = handle_output_event({"RequestType": "Create", "ResourceProperties": {"WaitData": data}})
     assert out["PhysicalResourceId"] == "run-1-output"
     assert out["Data"]["KneeConcurrency"] == "8"
+    flags = figures | {"KneeAtLeast": True, "SustainableRateAtLeast": False}
+    data = json.dumps({"run-1": json.dumps(flags)})
+    out = handle_output_event({"RequestType": "Create", "ResourceProperties": {"WaitData": data}})
+    assert (out["Data"]["KneeAtLeast"], out["Data"]["SustainableRateAtLeast"]) == ("true", "false")
     with pytest.raises(EventError, match="expected one signal carrying"):
         handle_output_event({"RequestType": "Create", "ResourceProperties": {"WaitData": "{}"}})
     assert handle_output_event({"RequestType": "Delete", "PhysicalResourceId": "p"})["Data"] == {}

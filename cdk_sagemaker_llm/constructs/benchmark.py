@@ -507,6 +507,10 @@ class EndpointBenchmark(Construct):
         """Open loop: the highest rate sustainable from the lowest level up (goodput at least
         the SLO's fraction of the offered rate, backlog not growing); 0 when none was, or
         for a closed-loop benchmark. A number token."""
+        self.sustainable_rate_at_least: str = self._output.get_att_string("SustainableRateAtLeast")
+        """Open loop: ``true`` when no level failed the goodput rule, so
+        ``sustainable_requests_per_second`` is only a lower bound (the highest rate run);
+        ``false`` otherwise."""
 
     # ----- internals -------------------------------------------------------------------------
 

@@ -197,6 +197,8 @@ ATTRIBUTES = (
     "MaxThroughputConcurrency",
     "LowestLevelP50MsPerToken",
     "SustainableRequestsPerSecond",
+    "KneeAtLeast",
+    "SustainableRateAtLeast",
     "ResultsS3Uri",
     "ChartS3Uri",
     "RunName",
@@ -238,8 +240,16 @@ def handle_output_event(event: Mapping[str, Any]) -> dict[str, Any]:
         value = figures[key]
         if not isinstance(value, str | int | float) or len(str(value)) > 1024:
             raise EventError(f"ResourceProperties.WaitData: {key} is not a short scalar")
-    data = {key: str(figures[key]) for key in ATTRIBUTES}
+    data = {key: _attribute(figures[key]) for key in ATTRIBUTES}
     return {"PhysicalResourceId": f"{data['RunName'][:1000]}-output", "Data": data}
+
+
+def _attribute(value: str | int | float) -> str:
+    """A figure as the attribute's string; a flag as ``true``/``false`` (JSON's spelling, what
+    the construct's docstrings promise), never Python's ``True``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def respond(
