@@ -12,7 +12,7 @@ import pytest
 from aws_cdk import Duration, Size, TimeZone
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk.assertions import Template
+from aws_cdk.assertions import Annotations, Match, Template
 from conftest import assert_cfn_lint_clean, new_stack
 
 from cdk_sagemaker_llm import (
@@ -186,6 +186,33 @@ def test_component_scalable_target_names_component_and_depends_on_it(
     assert "RoleARN" not in properties  # Application Auto Scaling's service-linked role
     component_ids = list(synthesized.resources("AWS::SageMaker::InferenceComponent"))
     assert any(dep in component_ids for dep in target["DependsOn"])
+
+
+def test_a_component_named_by_a_parameter_is_still_created_before_its_target() -> None:
+    """A name from a CfnParameter resolves to a Ref to the parameter, not to the component: the
+    target lost its DependsOn and could register before the component existed."""
+    stack = new_stack()
+    name = cdk.CfnParameter(stack, "IcName", type="String", default="my-ic").value_as_string
+    component = component_on(ic_endpoint(stack), inference_component_name=name)
+    scaling = component.auto_scale_copies(max_copies=2)
+    scaling.scale_on_invocations(target=5)
+    template = assert_cfn_lint_clean(stack)
+    target = template["Resources"][stack.get_logical_id(scaling.scalable_target)]
+    (component_id,) = Template.from_stack(stack).find_resources(
+        "AWS::SageMaker::InferenceComponent"
+    )
+    assert target["DependsOn"] == [component_id]
+
+
+def test_a_deploy_time_min_copies_warns_that_zero_would_never_come_back() -> None:
+    stack = new_stack()
+    minimum = cdk.CfnParameter(stack, "MinCopies", type="Number", default=0).value_as_number
+    component = component_on(ic_endpoint(stack))
+    scaling = component.auto_scale_copies(min_copies=minimum, max_copies=2)
+    scaling.scale_on_invocations(target=3)
+    warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp(".*"))
+    texts = [str(warning.entry.data) for warning in warnings]
+    assert any("min_copies is a deploy-time value" in text for text in texts), texts
 
 
 def test_component_concurrency_target_tracking_is_high_resolution(

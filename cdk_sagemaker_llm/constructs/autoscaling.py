@@ -21,6 +21,7 @@ start-up) comes on top.
 from __future__ import annotations
 
 import datetime
+import json
 import re
 from collections.abc import Sequence
 from typing import ClassVar, TypeVar, Unpack
@@ -449,6 +450,13 @@ class ComponentScaling(_RequestScaling):
         """Most copies."""
         self.scale_from_zero: ScaleFromZeroPolicy | None = None
         """The scale-from-zero policy and alarm when ``min_copies`` is 0, else None."""
+        if is_unresolved(min_copies):
+            Annotations.of(self).add_warning_v2(
+                "cdk-sagemaker-llm:min-copies-unknown",
+                "min_copies is a deploy-time value: if it is 0 at deploy, the component scales "
+                "in to no copies and never comes back, because the scale-from-zero policy and "
+                "alarm are added only for a min_copies of 0 known at synth. Pass 0 or a number.",
+            )
         if not endpoint_checked:
             Annotations.of(self).add_warning_v2(
                 "cdk-sagemaker-llm:scale-to-zero-unverified",
@@ -573,10 +581,17 @@ def _check_unique(scope: Construct, id: str, resource_id: str, dimension: str) -
 
 
 def _explicit_dependency(name: str, resource: object) -> CfnResource | None:
-    """The resource to depend on when the ResourceId names it literally (no implicit Ref)."""
-    if isinstance(resource, CfnResource) and not is_unresolved(name):
-        return resource
-    return None
+    """The resource to depend on unless the ResourceId's name already refers to it (a Ref or
+    GetAtt orders the target after it): a literal name, or a token from elsewhere (a
+    CfnParameter), names the resource without ordering anything."""
+    if not isinstance(resource, CfnResource):
+        return None
+    if is_unresolved(name):
+        stack = Stack.of(resource)
+        logical_id = stack.resolve(resource.logical_id)
+        if f'"{logical_id}"' in json.dumps(stack.resolve(name)):
+            return None
+    return resource
 
 
 def _check_endpoint_allows_zero(component: IInferenceComponent) -> bool:
