@@ -101,7 +101,7 @@ def test_emits_the_custom_resource_the_wait_and_the_output_lint_clean() -> None:
     assert props["JobNameStem"].startswith(props["JobNamePrefix"] + "-")
     assert props["ServiceTimeout"] == "300"
     wait = template["Resources"][logical_ids(template, "AWS::CloudFormation::WaitCondition")[0]]
-    assert wait["Properties"]["Timeout"] == str(36000 + 1800)
+    assert wait["Properties"]["Timeout"] == str(36000 + 3000)
     assert wait["Properties"]["Count"] == 1
     assert wait["DependsOn"] == logical_ids(template, "Custom::SageMakerOptimizationJob")
     output = template["Resources"][
@@ -189,7 +189,7 @@ def test_handlers_may_act_only_on_their_jobs_and_pass_only_the_job_role() -> Non
     stack = new_stack()
     job(stack, run=OptimizationRun(job_name_prefix="llama-awq"))
     template = assert_cfn_lint_clean(stack)
-    job_arns = "arn:aws:sagemaker:us-west-2:123456789012:optimization-job/llama-awq*"
+    job_arns = "arn:aws:sagemaker:us-west-2:123456789012:optimization-job/llama-awq-*"
     handler = policy_of(template, "AwqHandlerRole")
     actions = {json.dumps(s["Action"]): s for s in handler}
     jobs = actions[
@@ -491,7 +491,7 @@ def six_security_groups() -> OptimizationSecurity:
         (
             lambda: OptimizationRun(max_runtime=cdk.Duration.hours(12)),
             "OptimizationRun(max_runtime) (seconds)",
-            "between 1 and 41400",
+            "between 1 and 40200",
         ),
         (
             lambda: OptimizationRun(max_runtime=cdk.Duration.seconds(0)),

@@ -40,7 +40,7 @@ from test_optimization_job_handler import (
 
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.constructs.model_source import ModelSource
-from cdk_sagemaker_llm.constructs.optimization_job import SIGNAL_MARGIN, OptimizationJob
+from cdk_sagemaker_llm.constructs.optimization_job import OptimizationJob
 from cdk_sagemaker_llm.constructs.optimization_options import (
     OptimizationOutput,
     OptimizationRun,
@@ -1211,7 +1211,9 @@ def synthesized_properties(**overrides: Any) -> dict[str, Any]:
 def test_every_synthesized_variant_passes_the_checks_and_botocore(overrides: Any) -> None:
     props = synthesized_properties(**overrides)
     checked = h.check_job_properties(props)
-    assert checked.destroy and checked.wait_seconds == 3 * 3600 + 1800 - SIGNAL_MARGIN.to_seconds()
+    # The poller's deadline: the max runtime plus the 30 minutes a job may queue (it was 10,
+    # the wait condition's 30 less the signal margin).
+    assert checked.destroy and checked.wait_seconds == 3 * 3600 + 1800
     sm = client("sagemaker")
     with Stubber(sm) as stubber:
         stubber.add_response("create_optimization_job", {"OptimizationJobArn": "x"})

@@ -90,6 +90,7 @@ from .nag import acknowledge_wildcard_resources
 from .optimization_options import (
     DEFINITION_HASH_LENGTH,
     MAX_PREFIX_LENGTH,
+    SIGNAL_MARGIN,
     OptimizationOutput,
     OptimizationRun,
     OptimizationSecurity,
@@ -121,12 +122,6 @@ HANDLER_ASSET = HandlerAsset(
     "from cdk_sagemaker_llm.lambdas.optimization_job.handler import on_event, poll\n\n"
     '__all__ = ["on_event", "poll"]\n',
 )
-
-SIGNAL_MARGIN = Duration.minutes(20)
-"""The poller gives up this long before the wait condition times out, to report why. It is
-longer than the worst case of a failing poll and its retries (5 attempts of at most 1 minute
-each plus 150 s of backoff, then the failure report), so a reason always reaches
-CloudFormation before the wait condition's own timeout."""
 
 POLL_RETRY = sfn.RetryProps(
     errors=["States.TaskFailed", "States.Timeout"],
@@ -238,7 +233,7 @@ class OptimizationJob(Construct):
         job_arns = Stack.of(self).format_arn(
             service="sagemaker",
             resource="optimization-job",
-            resource_name=f"{self.job_name_prefix}*",
+            resource_name=f"{self.job_name_prefix}-*",  # "llama" must not reach "llama-awq-..."
             arn_format=ArnFormat.SLASH_RESOURCE_NAME,
         )
         code = HANDLER_ASSET.code()

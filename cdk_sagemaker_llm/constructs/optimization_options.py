@@ -27,8 +27,13 @@ if TYPE_CHECKING:  # annotations only: most stacks place nothing in a VPC (netwo
 MAX_WAIT_SECONDS = 43_200
 """A CloudFormation wait condition's longest timeout (12 hours)."""
 START_MARGIN = Duration.minutes(30)
-"""Added to the max runtime for the wait: a job may queue before its runtime starts."""
-MAX_RUNTIME_SECONDS = MAX_WAIT_SECONDS - int(START_MARGIN.to_seconds())
+"""Added to the max runtime for the poller: a job may queue before its runtime starts."""
+SIGNAL_MARGIN = Duration.minutes(20)
+"""The poller gives up this long before the wait condition times out, to report why. It is
+longer than the worst case of a failing poll and its retries (5 attempts of at most 1 minute
+each plus 150 s of backoff, then the failure report), so a reason always reaches
+CloudFormation before the wait condition's own timeout."""
+MAX_RUNTIME_SECONDS = MAX_WAIT_SECONDS - int(START_MARGIN.plus(SIGNAL_MARGIN).to_seconds())
 DEFAULT_MAX_RUNTIME = Duration.hours(10)
 """The SageMaker Python SDK's default max runtime (36,000 s)."""
 DEFAULT_OUTPUT_PREFIX = "optimized/"
@@ -142,8 +147,9 @@ class OptimizationRun:
     checks it, and how its jobs are named."""
 
     max_runtime: Duration = DEFAULT_MAX_RUNTIME
-    """Stop the job after this long: 1 s to 11.5 h (the deployment waits 30 minutes longer,
-    within CloudFormation's 12 hours); default 10 hours, the SageMaker Python SDK's."""
+    """Stop the job after this long: 1 s to 11 h 10 min (the poller allows 30 minutes more for
+    the job to queue, and the deployment 20 more for the poller to report, within
+    CloudFormation's 12 hours); default 10 hours, the SageMaker Python SDK's."""
     poll_interval: Duration = Duration.minutes(1)
     """How often the workflow describes the job: 10 s to 10 min; default 1 minute."""
     job_name_prefix: str | None = None
@@ -157,7 +163,7 @@ class OptimizationRun:
             minimum=1,
             maximum=MAX_RUNTIME_SECONDS,
             fix=f"set max_runtime between 1 second and {MAX_RUNTIME_SECONDS // 60} minutes (the "
-            "deployment waits 30 minutes longer, and CloudFormation waits at most 12 hours)",
+            "deployment waits 50 minutes longer, and CloudFormation waits at most 12 hours)",
         )
         check_range(
             "OptimizationRun(poll_interval) (seconds)",
@@ -175,9 +181,11 @@ class OptimizationRun:
 
     @property
     def wait_seconds(self) -> int:
-        """How long the deployment waits: the max runtime plus the start margin, at most
-        CloudFormation's 12 hours."""
-        return min(MAX_WAIT_SECONDS, self.max_runtime_seconds + int(START_MARGIN.to_seconds()))
+        """How long the deployment waits: the max runtime, the start margin the poller allows
+        for queueing and the signal margin it keeps to report why it gave up (at most
+        CloudFormation's 12 hours, which ``max_runtime``'s bound keeps)."""
+        margins = int(START_MARGIN.plus(SIGNAL_MARGIN).to_seconds())
+        return self.max_runtime_seconds + margins
 
 
 @typed_props
