@@ -227,8 +227,8 @@ def test_the_deploy_time_gate_treats_a_bound_as_unknown() -> None:
     knee = find_knee(levels, raise_with=RAISE_WITH)
     result = BenchmarkResult(payload={}, levels=levels, knee=knee)
     gate = {
-        "MaxP50MsPerToken": None, "MaxP50TtftMs": None, "MinKneeConcurrency": 16,
-        "MinOutputTokensPerS": None, "MinSustainableRate": None,
+        "MaxP50MsPerToken": None, "MaxP50TtftMs": None, "MaxErrorRate": None,
+        "MinKneeConcurrency": 16, "MinOutputTokensPerS": None, "MinSustainableRate": None,
     }  # fmt: skip
     (failure,) = gate_failures({"Gate": gate}, result)
     assert "unknown: at least 8" in failure and "highest level" in failure
@@ -247,8 +247,8 @@ def test_the_ttft_gate_fails_a_slow_first_token_at_the_lowest_level() -> None:
     levels[0].p50_ttft_s = 0.9
     result = BenchmarkResult(payload={}, levels=levels, knee=find_knee(levels))
     gate = {
-        "MaxP50MsPerToken": None, "MaxP50TtftMs": 500, "MinKneeConcurrency": None,
-        "MinOutputTokensPerS": None, "MinSustainableRate": None,
+        "MaxP50MsPerToken": None, "MaxP50TtftMs": 500, "MaxErrorRate": None,
+        "MinKneeConcurrency": None, "MinOutputTokensPerS": None, "MinSustainableRate": None,
     }  # fmt: skip
     (failure,) = gate_failures({"Gate": gate}, result)
     assert "p50 TTFT at concurrency 1 is 900 ms, above the SLO of 500 ms" in failure
@@ -256,3 +256,32 @@ def test_the_ttft_gate_fails_a_slow_first_token_at_the_lowest_level() -> None:
     levels[0].p50_ttft_s = None
     (unmeasured,) = gate_failures({"Gate": {**gate, "MaxP50TtftMs": 1000}}, result)
     assert "is n/a ms" in unmeasured
+
+
+def test_the_error_rate_gate_fails_failed_requests_where_the_figures_rest() -> None:
+    """Half of every request failing still published a knee (the figures count successes):
+    ``MaxErrorRate`` fails the run at the first level up to the knee above it, naming the kinds;
+    failures past the knee (the overload the sweep was for) do not count."""
+    from cdk_sagemaker_llm.benchmarking import BenchmarkResult
+    from cdk_sagemaker_llm.lambdas.benchmark.signal import gate_failures
+
+    levels = [modelled(c, 4) for c in (1, 2, 4, 8, 16, 32)]
+    result = BenchmarkResult(payload={}, levels=levels, knee=find_knee(levels))
+    assert result.knee_level is not None and result.knee_level.concurrency < 32
+    gate = {
+        "MaxP50MsPerToken": None, "MaxP50TtftMs": None, "MaxErrorRate": 0.05,
+        "MinKneeConcurrency": None, "MinOutputTokensPerS": None, "MinSustainableRate": None,
+    }  # fmt: skip
+    assert gate_failures({"Gate": gate}, result) == []
+    past = levels[-1]
+    past.errors, past.error_rate, past.errors_by_kind = past.requests // 2, 0.5, {"Throttled": 1}
+    assert gate_failures({"Gate": gate}, result) == []
+    failing = levels[1]
+    failing.errors, failing.error_rate = failing.requests // 2, 0.5
+    failing.errors_by_kind = {"ModelError": failing.errors}
+    (failure,) = gate_failures({"Gate": gate}, result)
+    assert failure == (
+        f"{failing.errors} of {failing.requests} requests failed at concurrency 2 (50.0%: "
+        f"ModelError {failing.errors}), above the gate's 5.0%"
+    )
+    assert gate_failures({"Gate": {**gate, "MaxErrorRate": None}}, result) == []

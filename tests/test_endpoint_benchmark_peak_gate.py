@@ -95,9 +95,9 @@ def test_a_peak_the_knee_serves_at_the_most_copies_passes(s3: Any) -> None:
     assert signal["Status"] == "SUCCESS"
     assert results["gate"] == {
         "limits": {
-            "MaxP50MsPerToken": None, "MaxP50TtftMs": None, "MinKneeConcurrency": None,
-            "MinOutputTokensPerS": None, "MinSustainableRate": None, "PeakRequestsPerS": 5,
-            "PeakConcurrency": None, "MaxCopies": 3,
+            "MaxP50MsPerToken": None, "MaxP50TtftMs": None, "MaxErrorRate": None,
+            "MinKneeConcurrency": None, "MinOutputTokensPerS": None, "MinSustainableRate": None,
+            "PeakRequestsPerS": 5, "PeakConcurrency": None, "MaxCopies": 3,
         },
         "passed": True,
         "failures": [],

@@ -520,6 +520,7 @@ def test_a_benchmark_gates_on_the_slo_and_its_knee_becomes_the_target() -> None:
     assert run["Gate"] == {
         "MaxP50MsPerToken": 50,
         "MaxP50TtftMs": SLO.max_ttft_ms,  # one request's TTFT, as its ms/token
+        "MaxErrorRate": 0.05,  # failing requests fail the deploy where the figures rest
         "PeakRequestsPerS": 4,  # the traffic's peak, at the most copies autoscaling allows
         "MaxCopies": built.max_copies,
     }
@@ -565,11 +566,14 @@ def test_a_benchmark_gates_on_a_concurrency_peak_at_the_most_copies_and_the_ttft
     template = template_of(built)
     (custom,) = resources_of_type(template, "Custom::SageMakerEndpointBenchmark")
     run = custom["Run"]
-    assert run["Rule"] == {"MinGainPerDoubling": 0.1, "SloMsPerToken": 50, "SloTtftMs": 1500}
+    assert run["Rule"] == {
+        "MinGainPerDoubling": 0.1, "SloMsPerToken": 50, "SloTtftMs": 1500, "MaxErrorRate": 0.05
+    }  # fmt: skip
     assert run["Stream"] is True
     assert run["Gate"] == {
         "MaxP50MsPerToken": 50,
         "MaxP50TtftMs": 1500,
+        "MaxErrorRate": 0.05,
         "PeakConcurrency": 24,
         "MaxCopies": built.max_copies,
     }

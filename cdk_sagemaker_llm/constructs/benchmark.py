@@ -313,6 +313,7 @@ class EndpointBenchmark(Construct):
                 {
                     "MaxP50MsPerToken": gate.max_p50_ms_per_token,
                     "MaxP50TtftMs": gate.max_p50_ttft_ms,
+                    "MaxErrorRate": gate.max_error_rate,
                     "MinKneeConcurrency": gate.min_knee_concurrency,
                     "MinOutputTokensPerS": gate.min_output_tokens_per_s,
                     "MinSustainableRate": gate.min_sustainable_requests_per_s,

@@ -304,6 +304,11 @@ class BenchmarkGate:
     """The SLO's time to first token at the lowest level: fail when its p50 TTFT (ms) is above
     this. Measured on streamed responses only (``RequestProtocol(stream=True)``). Default: not
     checked."""
+    max_error_rate: float | None = None
+    """Fail when more than this share (0-1) of a level's requests failed, at any level the
+    published figures rest on: from the lowest up to the knee (closed loop) or the sustainable
+    rate (open loop). The figures count successful requests only, so without it an endpoint
+    failing half its requests still publishes a knee. Default: not checked."""
     min_knee_concurrency: int | None = None
     """Closed loop: fail when the knee is below this concurrency. Default: not checked."""
     min_output_tokens_per_s: float | None = None
@@ -321,6 +326,7 @@ class BenchmarkGate:
     def __post_init__(self) -> None:
         check_range("max_p50_ms_per_token", self.max_p50_ms_per_token, minimum=0.001)
         check_range("max_p50_ttft_ms", self.max_p50_ttft_ms, minimum=0.001)
+        check_range("max_error_rate", self.max_error_rate, minimum=0, maximum=1)
         check_range(
             "min_knee_concurrency", self.min_knee_concurrency, minimum=1, maximum=MAX_CONCURRENCY
         )

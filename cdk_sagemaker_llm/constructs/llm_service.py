@@ -78,6 +78,11 @@ from .speculative_decoding import FIRST_DRAFT_RELEASE, check_serving_image
 from .validation import ValidationError, is_unresolved
 from .variant_options import ContainerStartup, ManagedInstanceScaling, VariantPlatform
 
+SERVICE_MAX_ERROR_RATE = 0.05
+"""A service's deploy-time benchmark: a level with more than this share of requests failing is
+past the knee, and such a level at or below the knee fails the deployment. The same 5 % as a
+knee search given no range (``benchmark_load.OPEN_SEARCH_MAX_ERROR_RATE``)."""
+
 __all__ = [
     "HOST_MEMORY_SHARE",
     "TGI_DEFAULT_PREFILL_TOKENS",
@@ -423,7 +428,10 @@ class LlmService(Construct):
         # A TTFT-only SLO has no per-token limit to stop the sweep or gate the deployment on.
         per_token = slo.max_ms_per_token if slo.limits_ms_per_token else None
         rule = KneeRule(
-            min_gain_per_doubling=0.10, slo_ms_per_token=per_token, slo_ttft_ms=slo.max_ttft_ms
+            min_gain_per_doubling=0.10,
+            slo_ms_per_token=per_token,
+            slo_ttft_ms=slo.max_ttft_ms,
+            max_error_rate=SERVICE_MAX_ERROR_RATE,
         )
         return EndpointBenchmark(
             self,
@@ -440,6 +448,7 @@ class LlmService(Construct):
             gate=BenchmarkGate(
                 max_p50_ms_per_token=per_token,
                 max_p50_ttft_ms=slo.max_ttft_ms,
+                max_error_rate=SERVICE_MAX_ERROR_RATE,
                 peak=_peak_capacity(request.traffic.peak, self.decision.scaling.max_copies),
             ),
             max_duration=settings.max_duration,

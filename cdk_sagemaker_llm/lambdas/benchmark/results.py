@@ -214,6 +214,8 @@ def figures_of(run: Mapping[str, Any], result: BenchmarkResult) -> dict[str, Any
         if result.mode == "rate"
         else 0,
         "SustainableRateAtLeast": bool((result.goodput or {}).get("sustainable_rate_at_least")),
+        "FailedRequests": sum(level.errors for level in result.levels),
+        "Requests": sum(level.requests for level in result.levels),
         "ResultsS3Uri": f"s3://{run['Bucket']}/{results_key(run, 'results.json')}",
         "ChartS3Uri": f"s3://{run['Bucket']}/{results_key(run, 'chart.svg')}",
     }

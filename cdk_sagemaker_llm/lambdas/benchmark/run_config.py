@@ -71,8 +71,9 @@ MODEL_SPEC_NUMBERS = ("parameters", "activeParameters")
 MODEL_SPEC_KEYS = frozenset({"name", *MODEL_SPEC_INTEGERS, *MODEL_SPEC_NUMBERS})
 RULE_KEYS = frozenset({"MinGainPerDoubling", "SloMsPerToken", "MaxErrorRate", "SloTtftMs"})
 GATE_KEYS = frozenset(
-    {"MaxP50MsPerToken", "MaxP50TtftMs", "MinKneeConcurrency", "MinOutputTokensPerS",
-     "MinSustainableRate", "PeakRequestsPerS", "PeakConcurrency", "MaxCopies"}
+    {"MaxP50MsPerToken", "MaxP50TtftMs", "MaxErrorRate", "MinKneeConcurrency",
+     "MinOutputTokensPerS", "MinSustainableRate", "PeakRequestsPerS", "PeakConcurrency",
+     "MaxCopies"}
 )  # fmt: skip
 MAX_PEAK = 1e9
 """A peak gate's traffic limit (requests/s or requests in flight): a sanity bound."""
@@ -378,6 +379,7 @@ def _check_gate(gate: Any, mode: str, where: str) -> dict[str, Any]:
     return {
         "MaxP50MsPerToken": optional_number(gate, "MaxP50MsPerToken", where, 1e6),
         "MaxP50TtftMs": optional_number(gate, "MaxP50TtftMs", where, 1e6),
+        "MaxErrorRate": optional_number(gate, "MaxErrorRate", where, 1.0),
         "MinKneeConcurrency": optional_number(gate, "MinKneeConcurrency", where, MAX_CONCURRENCY),
         "MinOutputTokensPerS": optional_number(gate, "MinOutputTokensPerS", where, 1e9),
         "MinSustainableRate": optional_number(gate, "MinSustainableRate", where, MAX_RATE),

@@ -41,6 +41,7 @@ def gate_failures(run: Mapping[str, Any], result: BenchmarkResult) -> list[str]:
                 f"p50 TTFT at {_level_name(lowest)} is {_fmt(ttft, 0)} ms, "
                 f"above the SLO of {ttft_limit:g} ms"
             )
+    failures += _error_rate_failures(gate["MaxErrorRate"], result)
     minimum = gate["MinKneeConcurrency"]
     knee = result.knee
     if minimum is not None and knee.at_least and (knee.concurrency or 0) < minimum:
@@ -79,6 +80,36 @@ def gate_failures(run: Mapping[str, Any], result: BenchmarkResult) -> list[str]:
             )
     peak = peak_failure(run, result)
     return failures + ([peak] if peak else [])
+
+
+def _error_rate_failures(limit: float | None, result: BenchmarkResult) -> list[str]:
+    """The first level the published figures rest on whose error rate is above ``limit``."""
+    if limit is None:
+        return []
+    for level in _published_levels(result):
+        if level.error_rate > limit:
+            kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(level.errors_by_kind.items()))
+            return [
+                f"{level.errors} of {level.requests} requests failed at {_level_name(level)} "
+                f"({level.error_rate:.1%}{': ' + kinds if kinds else ''}), above the gate's "
+                f"{limit:.1%}"
+            ]
+    return []
+
+
+def _published_levels(result: BenchmarkResult) -> list[LevelResult]:
+    """The levels the attributes rest on: the lowest up to the knee (closed loop) or the
+    sustainable rate (open loop); the lowest alone when there is neither."""
+    if not result.levels:
+        return []
+    if result.mode == "rate":
+        top = sustainable_rate(result.levels) or 0.0
+        chosen = [lv for lv in result.levels if (lv.target_rate_per_s or 0.0) <= top]
+    else:
+        knee = result.knee_level
+        top_concurrency = knee.concurrency if knee is not None else 0
+        chosen = [lv for lv in result.levels if lv.concurrency <= top_concurrency]
+    return chosen or [result.levels[0]]
 
 
 def peak_failure(run: Mapping[str, Any], result: BenchmarkResult) -> str | None:
@@ -173,6 +204,11 @@ def _measured(figures: Mapping[str, Any]) -> str:
             f", sustainable rate {'at least ' if figures.get('SustainableRateAtLeast') else ''}"
             f"{figures['SustainableRequestsPerSecond']} requests/s"
             if figures["SustainableRequestsPerSecond"]
+            else ""
+        )
+        + (
+            f", {figures['FailedRequests']} of {figures['Requests']} requests failed"
+            if figures.get("FailedRequests")
             else ""
         )
         + f". Results: {figures['ResultsS3Uri']}"
