@@ -124,6 +124,35 @@ def test_hugging_face_token_is_a_dynamic_reference_never_a_literal() -> None:
 
 
 @pytest.mark.parametrize(
+    ("image", "variable"),
+    [
+        (ContainerImage.tgi("1.4.5"), "HUGGING_FACE_HUB_TOKEN"),
+        (ContainerImage.tgi("2.0.2"), "HUGGING_FACE_HUB_TOKEN"),
+        (ContainerImage.tgi("2.4.0"), "HF_TOKEN"),
+        (ContainerImage.lmi("0.31.0"), "HF_TOKEN"),
+    ],
+)
+def test_the_token_goes_in_the_variable_the_image_reads(
+    image: ContainerImage, variable: str
+) -> None:
+    """TGI read only HUGGING_FACE_HUB_TOKEN before 2.1.0 (text-generation-inference pull
+    request 2066): HF_TOKEN alone was a 401 on a gated model, at deploy."""
+    stack = new_stack()
+    secret = secretsmanager.Secret(stack, "Token")
+    Model(
+        stack,
+        "Model",
+        image=image,
+        source=ModelSource.from_hugging_face("meta-llama/Llama-2-7b-hf", token_secret=secret),
+    )
+    environment = only_model(Template.from_stack(stack).to_json())["PrimaryContainer"][
+        "Environment"
+    ]
+    tokens = {name for name in environment if "TOKEN" in name}
+    assert tokens == {variable}
+
+
+@pytest.mark.parametrize(
     "model_id",
     [
         "meta-llama/Meta-Llama-3-8B-Instruct",

@@ -248,6 +248,27 @@ def fp8_kv_cache_problem(family: ContainerFamily, release: str | None) -> str | 
     return None
 
 
+HUB_TOKEN_VARIABLE = "HF_TOKEN"
+"""The variable LMI, vLLM and TGI from 2.1.0 read a Hugging Face token from."""
+LEGACY_HUB_TOKEN_VARIABLE = "HUGGING_FACE_HUB_TOKEN"
+FIRST_TGI_WITH_HF_TOKEN = "2.1.0"
+"""TGI read only ``HUGGING_FACE_HUB_TOKEN`` before text-generation-inference pull request 2066,
+"Support HF_TOKEN environment variable" (merged 2024-06-24, first released in 2.1.0)."""
+
+
+def hub_token_variable(family: ContainerFamily, release: str | None) -> str:
+    """The variable a ``family`` image at ``release`` reads a Hugging Face token from: TGI
+    before 2.1.0 the legacy ``HUGGING_FACE_HUB_TOKEN``, every other image ``HF_TOKEN``."""
+    if (
+        family is ContainerFamily.TGI
+        and release is not None
+        and SHORT_VERSION.match(release)
+        and version_tuple(release) < version_tuple(FIRST_TGI_WITH_HF_TOKEN)
+    ):
+        return LEGACY_HUB_TOKEN_VARIABLE
+    return HUB_TOKEN_VARIABLE
+
+
 @dataclass(frozen=True)
 class DlcRelease:
     """One release of a container line: its tag and the regions that publish it."""

@@ -11,6 +11,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from ..catalog.containers import hub_token_variable
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec
 from ..prop_types import typed_props
@@ -410,7 +411,7 @@ class InferenceComponent(InferenceComponentBase):
                     "use an S3 tarball artifact, or create the endpoint without "
                     "networking.network_isolation",
                 )
-            bound = self._container_source(artifact, endpoint)
+            bound = self._container_source(artifact, endpoint, image)
             artifact_url = bound.model_data_url
             rendered.update(bound.environment)
         if serves.serving is not None:
@@ -506,7 +507,9 @@ class InferenceComponent(InferenceComponentBase):
         )
 
     @staticmethod
-    def _container_source(artifact: ModelSource, endpoint: IComponentHost) -> BoundModelSource:
+    def _container_source(
+        artifact: ModelSource, endpoint: IComponentHost, image: ContainerImage
+    ) -> BoundModelSource:
         """A component container's artifact bound to the endpoint's role: a ``.tar.gz`` (its
         URL, and ``HF_MODEL_ID`` pointing at where SageMaker unpacks it) or a Hub id."""
         if artifact.kind not in (ModelSourceKind.HUGGING_FACE, ModelSourceKind.S3_TARBALL):
@@ -518,7 +521,8 @@ class InferenceComponent(InferenceComponentBase):
                 "wrap the prefix in a Model: serves=ComponentModel.of(Model(..., "
                 "source=ModelSource.from_s3(...)))",
             )
-        return artifact.bind(endpoint.role)
+        token_variable = hub_token_variable(image.family, image.release)
+        return artifact.bind(endpoint.role, token_variable=token_variable)
 
     @staticmethod
     def _artifact_url(artifact: ModelSource, endpoint: IComponentHost) -> str:

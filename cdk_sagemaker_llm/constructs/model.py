@@ -11,6 +11,11 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from ..catalog.containers import (
+    HUB_TOKEN_VARIABLE,
+    LEGACY_HUB_TOKEN_VARIABLE,
+    hub_token_variable,
+)
 from ..catalog.instance_types import InstanceType, closest_instance_types
 from ..catalog.jumpstart import (
     MODEL_ID_TAG,
@@ -58,9 +63,9 @@ def merge_environment(
     return dict(sorted(merged.items()))
 
 
-HUB_TOKEN_VARIABLES = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
-"""The variables the serving containers read a Hugging Face token from (TGI and LMI read
-``HF_TOKEN``; older TGI releases ``HUGGING_FACE_HUB_TOKEN``)."""
+HUB_TOKEN_VARIABLES = (HUB_TOKEN_VARIABLE, LEGACY_HUB_TOKEN_VARIABLE)
+"""The variables the serving containers read a Hugging Face token from
+(``catalog.containers.hub_token_variable``)."""
 
 
 def _refuse_literal_token(name: str, value: str, prop: str) -> None:
@@ -289,7 +294,15 @@ class Model(ModelBase):
             """The model's architecture, when given or inferred; sizing checks need it."""
             self.role: iam.IRole = role or self._new_execution_role()
             """The role SageMaker assumes to run this model."""
-            bound_source = source.bind(self.role, region_of(stack_of(self))) if source else None
+            bound_source = (
+                source.bind(
+                    self.role,
+                    region_of(stack_of(self)),
+                    token_variable=hub_token_variable(image.family, image.release),
+                )
+                if source
+                else None
+            )
             self.environment: dict[str, str] = self._container_environment(
                 bound_source, environment
             )

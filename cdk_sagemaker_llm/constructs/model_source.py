@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 
+from ..catalog.containers import HUB_TOKEN_VARIABLE
 from ..catalog.hub_access import hub_gate, hub_url_id, is_url, ungated_example
 from ..catalog.jumpstart import JumpStartModel, jumpstart_model
 from ..catalog.model_specs import ModelSpec
@@ -25,9 +26,6 @@ if TYPE_CHECKING:  # annotations only: importing these costs synth time
 
 MODEL_DIRECTORY = "/opt/ml/model"
 """Where SageMaker places S3 model data inside the container."""
-TOKEN_VARIABLE = "HF_TOKEN"
-"""The container variable holding a Hugging Face token (the LMI, TGI and vLLM containers read
-it for Hub downloads)."""
 
 
 class ModelSourceKind(Enum):
@@ -283,16 +281,22 @@ class ModelSource:
             return None
         return f"s3://{self.bucket.bucket_name}/{self.key}"
 
-    def bind(self, role: iam.IRole | None, region: str | None = None) -> BoundModelSource:
+    def bind(
+        self,
+        role: iam.IRole | None,
+        region: str | None = None,
+        token_variable: str = HUB_TOKEN_VARIABLE,
+    ) -> BoundModelSource:
         """Render the container settings and grant ``role`` read access to exactly this source
-        (a JumpStart source needs the stack's ``region``)."""
+        (a JumpStart source needs the stack's ``region``; a Hub token goes in the image's
+        ``token_variable``, ``catalog.containers.hub_token_variable``)."""
         if self.kind is ModelSourceKind.JUMPSTART:
             return self._bind_jumpstart(role, region)
         if self.kind is ModelSourceKind.HUGGING_FACE:
             assert self.model_id is not None
             environment = {"HF_MODEL_ID": self.model_id}
             if self.token_secret is not None:
-                environment[TOKEN_VARIABLE] = self.token_secret.secret_value.unsafe_unwrap()
+                environment[token_variable] = self.token_secret.secret_value.unsafe_unwrap()
             return BoundModelSource(environment=environment)
         assert self.bucket is not None and self.key is not None
         if role is not None:

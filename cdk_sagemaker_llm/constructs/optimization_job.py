@@ -68,6 +68,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from ..catalog.containers import HUB_TOKEN_VARIABLE
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec
 from ..prop_types import typed_props
@@ -576,8 +577,13 @@ class _OptimizedModelSource(ModelSource):
         super().__init__(ModelSourceKind.S3_PREFIX, bucket=bucket, key=prefix)
         self._kms_key = key
 
-    def bind(self, role: iam.IRole | None, region: str | None = None) -> BoundModelSource:
-        bound = super().bind(role, region)
+    def bind(
+        self,
+        role: iam.IRole | None,
+        region: str | None = None,
+        token_variable: str = HUB_TOKEN_VARIABLE,
+    ) -> BoundModelSource:
+        bound = super().bind(role, region, token_variable)
         if role is not None:
             assert self.bucket is not None
             acknowledge_wildcard_resources(

@@ -40,18 +40,14 @@ from aws_cdk import aws_iam as iam
 from ..catalog.containers import (
     DRAFT_MODEL_VARIABLE,
     FIRST_DRAFT_RELEASE,
+    HUB_TOKEN_VARIABLE,
     SPECULATIVE_LENGTH_VARIABLE,
     draft_release,
     draft_serving_problem,
 )
 from ..prop_types import typed_props
 from .images import ContainerFamily, ContainerImage
-from .model_source import (
-    TOKEN_VARIABLE,
-    ModelSource,
-    check_hub_id,
-    refuse_gated_without_token,
-)
+from .model_source import ModelSource, check_hub_id, refuse_gated_without_token
 from .validation import ValidationError, check_range, is_unresolved
 
 if TYPE_CHECKING:  # annotations only: importing it costs synth time
@@ -197,7 +193,7 @@ class SpeculativeDecoding:
     def check_token(self, environment: Mapping[str, str]) -> None:
         """Raise ValidationError for a gated Hub draft (``catalog/hub_access.py``) in a
         container without ``HF_TOKEN``: LMI downloads the draft with the container's token."""
-        if self.model_id is None or TOKEN_VARIABLE in environment:
+        if self.model_id is None or HUB_TOKEN_VARIABLE in environment:
             return
         refuse_gated_without_token(
             "SpeculativeDecoding.from_hugging_face(model_id)",
