@@ -103,6 +103,18 @@ def test_a_single_variant_endpoint_renders_its_rolling_deployment() -> None:
     }
 
 
+def test_a_gpu_image_on_a_type_stated_to_have_no_accelerators_is_refused() -> None:
+    """A type outside the catalog whose accelerators are stated is checked as the docs say
+    ("State them and the checks run"): the early return looked only at the catalog."""
+    stack = new_stack()
+    model = Model(stack, "Model", image=ContainerImage.lmi("0.31.0"))
+    cpu_only = InstanceType.of("ml.c7i.4xlarge", accelerator_count=0)
+    with pytest.raises(ValidationError, match="the lmi image needs NVIDIA GPUs"):
+        Endpoint(
+            stack, "Endpoint", variants=[ProductionVariant(model=model, instance_type=cpu_only)]
+        )
+
+
 def test_single_variant_is_all_traffic_with_kms_and_data_capture() -> None:
     stack = new_stack()
     key = kms.Key(stack, "Key", enable_key_rotation=True)

@@ -507,8 +507,8 @@ def check_image_on_instance(image: ContainerImage, instance_type: InstanceType, 
     """Raise ValidationError when an image built for one accelerator kind, or one CPU
     architecture, meets another."""
     _check_cpu_architecture(image, instance_type, prop)
-    if not instance_type.is_known:
-        return
+    if not (instance_type.is_known or instance_type.accelerators_known):
+        return  # a name alone: its accelerators are unknown (stated ones are checked)
     if image.family.needs_neuron and not instance_type.is_neuron:
         raise ValidationError(
             prop,
