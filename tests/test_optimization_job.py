@@ -462,6 +462,29 @@ EAGLE = OptimizationTechnique.speculative_decoding()
             "environment",
             "at most 25",
         ),
+        (
+            {"techniques": [TRT_COMPILE, EAGLE]},
+            "techniques",
+            "compilation and speculative decoding in one job",
+        ),
+        (
+            {
+                "techniques": [OptimizationTechnique.sharding(tensor_parallel_degree=4)],
+                "instance_type": InstanceType.INF2_48XLARGE,
+            },
+            "instance_type",
+            "compiles only",
+        ),
+        (
+            {
+                "techniques": [OptimizationTechnique.quantization_of(QuantizationMethod.FP8)],
+                "instance_type": InstanceType.G4DN_12XLARGE,
+            },
+            "instance_type",
+            "compute capability 8.0",
+        ),
+        ({"environment": {"K": "v" * 257}}, "environment['K'] (length)", "at most 256"),
+        ({"environment": {" ": "v"}}, "environment (name)", "not blank"),
         ({"source": "not a model name!"}, "source", "not a SageMaker model name"),
         ({"source": "base-model", "accept_eula": True}, "accept_eula", "S3"),
     ],
@@ -519,6 +542,27 @@ def six_security_groups() -> OptimizationSecurity:
             ),
             "OptimizationOutput.in_bucket(prefix)",
             "end with '/'",
+        ),
+        (
+            lambda: OptimizationOutput.in_bucket(
+                s3.Bucket.from_bucket_name(new_stack(), "B", "models"), prefix="s3://other/opt/"
+            ),
+            "OptimizationOutput.in_bucket(prefix)",
+            "not an S3 URI",
+        ),
+        (
+            lambda: OptimizationOutput.in_bucket(
+                s3.Bucket.from_bucket_name(new_stack(), "B", "models"), prefix="a//b/"
+            ),
+            "OptimizationOutput.in_bucket(prefix)",
+            "no empty folder",
+        ),
+        (
+            lambda: OptimizationOutput.in_bucket(
+                s3.Bucket.from_bucket_name(new_stack(), "B", "models"), prefix="a" * 990 + "/"
+            ),
+            "OptimizationOutput.in_bucket(prefix)",
+            "at most 831 characters",
         ),
         (
             lambda: OptimizationSecurity(

@@ -277,9 +277,31 @@ def check_job_name_prefix(prefix: str) -> None:
     )
 
 
+MAX_OUTPUT_PREFIX = 900 - len("s3://") - 63 - 1
+"""Of an output prefix: the handler's ``OutputLocationStem`` (``s3://<bucket>/<prefix>``) is
+at most 900 characters, so that a job folder's ``S3OutputLocation`` stays within the API's
+1024; a bucket name is at most 63."""
+
+
 def _check_prefix(prop: str, prefix: str) -> None:
     if is_unresolved(prefix):
         return
+    if "://" in prefix:
+        raise ValidationError(
+            prop,
+            prefix,
+            "a key prefix within the bucket, not an S3 URI (it would be written under "
+            "s3://<bucket>/s3://...)",
+            "pass the bucket as the bucket and only the key part as prefix, e.g. 'optimized/'",
+        )
+    if "//" in prefix or len(prefix) > MAX_OUTPUT_PREFIX:
+        folders = "/".join(part for part in prefix.split("/") if part)
+        raise ValidationError(
+            prop,
+            prefix if len(prefix) <= 80 else f"{prefix[:40]}... ({len(prefix)} characters)",
+            f"a key prefix has no empty folder ('//') and at most {MAX_OUTPUT_PREFIX} characters",
+            f"pass {folders[: MAX_OUTPUT_PREFIX - 1] + '/'!r}",
+        )
     if prefix.startswith("/") or (prefix and not prefix.endswith("/")):
         raise ValidationError(
             prop,

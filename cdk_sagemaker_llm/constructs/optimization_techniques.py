@@ -263,6 +263,86 @@ def check_instance_type(instance_type: InstanceType) -> None:
 def check_techniques(
     techniques: Sequence[OptimizationTechnique], instance_type: InstanceType
 ) -> None:
+    """The techniques as one job (count, kinds, combinations) and each on ``instance_type``."""
+    _check_combination(techniques)
+    neuron = is_neuron_deployment(instance_type)
+    for index, technique in enumerate(techniques):
+        prop = f"techniques[{index}]"
+        check_environment(f"{prop}.environment", technique.environment)
+        _check_on_hardware(technique, instance_type, neuron)
+        if technique.kind is TechniqueKind.SHARDING:
+            _check_tensor_parallel(prop, technique, instance_type)
+
+
+def _check_on_hardware(
+    technique: OptimizationTechnique, instance_type: InstanceType, neuron: bool
+) -> None:
+    """What each technique produces must run on the deployment type's accelerators."""
+    target = technique.compilation_target
+    if target is CompilationTarget.NEURON and not neuron:
+        raise ValidationError(
+            "instance_type",
+            instance_type.name,
+            "Neuron compilation targets AWS Inferentia2 / Trainium",
+            "use an ml.inf2.* or ml.trn1.* instance type, or compile with "
+            "CompilationTarget.TENSORRT_LLM for GPUs",
+        )
+    if target is CompilationTarget.TENSORRT_LLM and neuron:
+        raise ValidationError(
+            "instance_type",
+            instance_type.name,
+            "TensorRT-LLM compilation targets NVIDIA GPUs",
+            "use a GPU instance type, or compile with CompilationTarget.NEURON",
+        )
+    if technique.kind is TechniqueKind.QUANTIZATION and neuron:
+        method = technique.quantization.name if technique.quantization else "quantization"
+        raise ValidationError(
+            "instance_type",
+            instance_type.name,
+            f"{method} quantization produces GPU weights, which Inferentia/Trainium cannot serve",
+            "use a GPU instance type (ml.g5, ml.g6, ml.g6e, ml.p4d, ml.p5), or Neuron "
+            "compilation for Inferentia/Trainium",
+        )
+    if technique.kind is TechniqueKind.SPECULATIVE_DECODING and neuron:
+        raise ValidationError(
+            "instance_type",
+            instance_type.name,
+            "EAGLE speculative decoding runs on NVIDIA GPUs",
+            "use a GPU instance type",
+        )
+    if technique.kind is TechniqueKind.SHARDING and neuron:
+        raise ValidationError(
+            "instance_type",
+            instance_type.name,
+            "sharding writes GPU tensor-parallel shards; on Inferentia/Trainium an "
+            "optimization job compiles only (the SageMaker Python SDK's Neuron rules)",
+            "compile with CompilationTarget.NEURON, whose compilation shards over the "
+            "NeuronCores, or shard for a GPU instance type",
+        )
+    if technique.quantization is QuantizationMethod.FP8 and not _runs_fp8(instance_type):
+        raise ValidationError(
+            "instance_type",
+            instance_type.name,
+            "FP8 weights need an NVIDIA GPU of compute capability 8.0 or later (FP8 "
+            "weight-only kernels on Ampere, native FP8 on Ada and Hopper); this type's "
+            "GPUs are older",
+            "quantize with QuantizationMethod.AWQ, or deploy on ml.g5, ml.g6, ml.g6e, "
+            "ml.p4d or ml.p5",
+        )
+
+
+def _runs_fp8(instance_type: InstanceType) -> bool:
+    """Compute capability 8.0 or later, which is when NVIDIA GPUs gained BF16
+    (``Accelerator.bf16``): vLLM's FP8 weight-only (Marlin) kernels need it."""
+    accelerator = instance_type.accelerator
+    return accelerator is None or accelerator.bf16
+
+
+def _check_combination(techniques: Sequence[OptimizationTechnique]) -> None:
+    """1 to ``MAX_CONFIGS`` techniques, each kind once, sharding alone, and never compilation
+    with speculative decoding, which SageMaker refuses (the SageMaker Python SDK's
+    ``_validate_optimization_configuration``: "Compilation and Speculative Decoding
+    together")."""
     if not 1 <= len(techniques) <= MAX_CONFIGS:
         raise ValidationError(
             "techniques",
@@ -286,45 +366,14 @@ def check_techniques(
             "sharding cannot be combined with other techniques",
             "run sharding in a job of its own",
         )
-    neuron = is_neuron_deployment(instance_type)
-    for index, technique in enumerate(techniques):
-        prop = f"techniques[{index}]"
-        check_environment(f"{prop}.environment", technique.environment)
-        target = technique.compilation_target
-        if target is CompilationTarget.NEURON and not neuron:
-            raise ValidationError(
-                "instance_type",
-                instance_type.name,
-                "Neuron compilation targets AWS Inferentia2 / Trainium",
-                "use an ml.inf2.* or ml.trn1.* instance type, or compile with "
-                "CompilationTarget.TENSORRT_LLM for GPUs",
-            )
-        if target is CompilationTarget.TENSORRT_LLM and neuron:
-            raise ValidationError(
-                "instance_type",
-                instance_type.name,
-                "TensorRT-LLM compilation targets NVIDIA GPUs",
-                "use a GPU instance type, or compile with CompilationTarget.NEURON",
-            )
-        if technique.kind is TechniqueKind.QUANTIZATION and neuron:
-            method = technique.quantization.name if technique.quantization else "quantization"
-            raise ValidationError(
-                "instance_type",
-                instance_type.name,
-                f"{method} quantization produces GPU weights, which Inferentia/Trainium "
-                "cannot serve",
-                "use a GPU instance type (ml.g5, ml.g6, ml.g6e, ml.p4d, ml.p5), or Neuron "
-                "compilation for Inferentia/Trainium",
-            )
-        if technique.kind is TechniqueKind.SPECULATIVE_DECODING and neuron:
-            raise ValidationError(
-                "instance_type",
-                instance_type.name,
-                "EAGLE speculative decoding runs on NVIDIA GPUs",
-                "use a GPU instance type",
-            )
-        if technique.kind is TechniqueKind.SHARDING:
-            _check_tensor_parallel(prop, technique, instance_type)
+    compiled = any(t.compilation_target is not None for t in techniques)
+    if compiled and TechniqueKind.SPECULATIVE_DECODING in kinds:
+        raise ValidationError(
+            "techniques",
+            [k.name for k in kinds],
+            "SageMaker does not apply compilation and speculative decoding in one job",
+            "run them as two jobs, or drop one of them",
+        )
 
 
 def _check_tensor_parallel(
@@ -390,6 +439,12 @@ def check_sharding_heads(
             )
 
 
+MAX_VARIABLE_LENGTH = 256
+"""Of an optimization job variable's name and of its value: botocore's service model,
+``OptimizationJobEnvironmentVariables`` (key and value at most 256 characters, a key not
+blank). The hosting API allows 1024; a longer value fails only when SageMaker refuses the job."""
+
+
 def check_environment(prop: str, environment: Mapping[str, str] | None) -> None:
     if environment and len(environment) > MAX_ENVIRONMENT:
         raise ValidationError(
@@ -398,3 +453,20 @@ def check_environment(prop: str, environment: Mapping[str, str] | None) -> None:
             f"the API takes at most {MAX_ENVIRONMENT} variables",
             "drop variables the optimization container does not need",
         )
+    for name, value in (environment or {}).items():
+        if is_unresolved(name):
+            continue
+        if not name.strip() or len(name) > MAX_VARIABLE_LENGTH:
+            raise ValidationError(
+                f"{prop} (name)",
+                name,
+                f"a variable's name is 1 to {MAX_VARIABLE_LENGTH} characters, not blank",
+                "name the variable the optimization container reads",
+            )
+        if not is_unresolved(value) and len(str(value)) > MAX_VARIABLE_LENGTH:
+            raise ValidationError(
+                f"{prop}[{name!r}] (length)",
+                len(str(value)),
+                f"an optimization job takes values of at most {MAX_VARIABLE_LENGTH} characters",
+                "shorten the value, or pass it in the served model's environment instead",
+            )

@@ -182,12 +182,12 @@ def _check_environment(body: dict[str, Any], where: str) -> None:
             f"{where}.OptimizationEnvironment must have at most 25 variables, "
             f"not {len(environment)}"
         )
-    for key, value in environment.items():
-        string(key, f"{where}.OptimizationEnvironment key", max_length=1024)
+    for key, value in environment.items():  # OptimizationJobEnvironmentVariables: 256 each
+        string(key, f"{where}.OptimizationEnvironment key", max_length=256)
         string(
             value,
             f"{where}.OptimizationEnvironment[{shown(key)}]",
-            max_length=1024,
+            max_length=256,
             allow_empty=True,
         )
 
