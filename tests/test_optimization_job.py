@@ -622,3 +622,18 @@ def test_gpu_types_outside_the_catalog_are_accepted() -> None:
     stack = new_stack()
     job(stack, instance_type=InstanceType.of("ml.p5e.48xlarge"))
     assert_cfn_lint_clean(stack)
+
+
+def test_an_output_is_served_only_as_what_the_job_wrote() -> None:
+    """An AWQ job's output was accepted as an EAGLE draft, and an EAGLE job's head as the
+    model: both failed only when the container loaded them."""
+    stack = new_stack()
+    quantized = job(stack)
+    with pytest.raises(ValidationError, match="trains no EAGLE head") as raised:
+        quantized.as_speculative_draft()
+    assert "as_model_source()" in raised.value.fix
+    eagle = job(new_stack(), techniques=[EAGLE])
+    with pytest.raises(ValidationError, match="only the trained EAGLE head") as raised:
+        eagle.as_model_source()
+    assert "as_speculative_draft()" in raised.value.fix
+    assert eagle.as_speculative_draft() is not None

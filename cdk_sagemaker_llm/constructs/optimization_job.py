@@ -100,6 +100,7 @@ from .optimization_options import (
 from .optimization_techniques import (
     CompilationTarget,
     OptimizationTechnique,
+    TechniqueKind,
     check_environment,
     check_instance_type,
     check_sharding_heads,
@@ -283,6 +284,15 @@ class OptimizationJob(Construct):
         is created after the job has completed; the model's role is granted read on exactly
         that folder (and decrypt on ``output_kms_key``).
         """
+        kinds = [technique.kind for technique in self.techniques]
+        if kinds == [TechniqueKind.SPECULATIVE_DECODING]:
+            raise ValidationError(
+                f"{self.node.path}.as_model_source()",
+                [kind.name for kind in kinds],
+                "a speculative-decoding job's output holds only the trained EAGLE head, not a "
+                "model to serve",
+                "serve the original weights with speculative_decoding=job.as_speculative_draft()",
+            )
         return _OptimizedModelSource(
             self.output.bucket, self.output_key_prefix, self.output.encryption_key
         )
@@ -304,6 +314,16 @@ class OptimizationJob(Construct):
         :param speculative_length: draft tokens per step (``OPTION_SPECULATIVE_LENGTH``);
             default LMI's 5.
         """
+        kinds = [technique.kind for technique in self.techniques]
+        if TechniqueKind.SPECULATIVE_DECODING not in kinds:
+            raise ValidationError(
+                f"{self.node.path}.as_speculative_draft()",
+                [kind.name for kind in kinds],
+                "the job trains no EAGLE head (no speculative-decoding technique): its output "
+                "is a whole model, not a draft",
+                "serve it with source=job.as_model_source(), or add "
+                "OptimizationTechnique.speculative_decoding() to the job",
+            )
         return _OptimizedDraft(
             self.output.bucket,
             self.output_key_prefix,
