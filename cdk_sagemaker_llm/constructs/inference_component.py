@@ -766,7 +766,7 @@ def _order_after_base(adapter: InferenceComponent, base: IInferenceComponent | N
             "put the adapter in the base's stage, or import the base with "
             "InferenceComponent.from_inference_component_name(...) and deploy it first",
         )
-    adapter.resource.add_dependency(base.resource)
+    adapter.resource.node.add_dependency(base.resource)
 
 
 def _accelerators(requested: int | None, per_copy: int | None, available: int | None) -> int:
