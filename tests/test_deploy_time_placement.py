@@ -52,6 +52,10 @@ def assert_every_handler_is_placed(
             "subnet-0a1b2c3d4e5f60718",
             "subnet-0a1b2c3d4e5f60719",
         ]
+        # Lambda attaches the network-interface rights only to a role it creates: without
+        # them creating the function fails (CreateNetworkInterface denied).
+        role = template["Resources"][function["Role"]["Fn::GetAtt"][0]]["Properties"]
+        assert "AWSLambdaVPCAccessExecutionRole" in json.dumps(role["ManagedPolicyArns"])
     key_arn = {"Fn::GetAtt": [stack.get_logical_id(key.node.default_child), "Arn"]}  # type: ignore[arg-type]
     log_groups = resources_of_type(template, "AWS::Logs::LogGroup")
     assert len(log_groups) == len(functions) + 1  # one per handler and the workflow's
@@ -111,6 +115,23 @@ def test_a_given_bucket_keeps_its_own_key() -> None:
         BenchmarkResults.in_bucket(  # type: ignore[call-arg]
             s3.Bucket(stack, "Mine", enforce_ssl=True), encryption_key=kms.Key(stack, "Key")
         )
+
+
+def test_a_vpc_without_private_subnets_names_the_subnets_to_pass() -> None:
+    """The CDK's own error named no property ("There are no 'Private' subnet groups")."""
+    stack, component = component_stack()
+    isolated = ec2.Vpc.from_vpc_attributes(
+        stack, "Isolated", vpc_id="vpc-1", availability_zones=["us-west-2a"],
+        isolated_subnet_ids=["subnet-1"],
+    )  # fmt: skip
+    with pytest.raises(ValidationError, match=r"handler_placement\.vpc_subnets") as raised:
+        EndpointBenchmark(
+            stack,
+            "Benchmark",
+            inference_component=component,
+            handler_placement=HandlerPlacement(vpc=isolated),
+        )
+    assert "PRIVATE_ISOLATED" in raised.value.fix
 
 
 def test_subnets_without_vpc_are_an_error() -> None:

@@ -152,6 +152,23 @@ def _log_group(scope: Construct, id: str, key: kms.IKey | None) -> logs.LogGroup
     )
 
 
+def _check_handler_subnets(placement: HandlerPlacement) -> None:
+    """Without ``vpc_subnets`` the handlers go to the VPC's private subnets with egress (they
+    call SageMaker, S3 and CloudFormation's endpoints): a VPC without any is refused here
+    rather than by the CDK's own error, which names no property."""
+    vpc = placement.vpc
+    if vpc is None or placement.vpc_subnets is not None or vpc.private_subnets:
+        return
+    raise ValidationError(
+        "handler_placement.vpc_subnets",
+        None,
+        f"{vpc.node.path} has no private subnets with egress, where the handlers go by default",
+        "pass vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED) "
+        "with interface endpoints for SageMaker, S3, STS and CloudFormation, or a VPC with a "
+        "NAT gateway",
+    )
+
+
 def handler_function(
     scope: Construct,
     id: str,
@@ -184,6 +201,17 @@ def handler_function(
         description=f"{description} ({scope.node.path})",
     )
     log_group.grant_write(role)
+    if placement.vpc is not None:
+        _check_handler_subnets(placement)
+        # Lambda attaches this itself only to a role it creates: without it, creating the
+        # function fails ("The provided execution role does not have permissions to call
+        # CreateNetworkInterface on EC2", AWS Lambda developer guide, "Giving Lambda functions
+        # access to resources in an Amazon VPC": AWSLambdaVPCAccessExecutionRole).
+        role.add_managed_policy(
+            iam.ManagedPolicy.from_aws_managed_policy_name(
+                "service-role/AWSLambdaVPCAccessExecutionRole"
+            )
+        )
     function = lambda_.Function(
         scope,
         id,
