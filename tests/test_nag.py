@@ -137,3 +137,29 @@ def test_a_service_serving_an_eagle_head_has_no_unacknowledged_findings(tmp_path
     assert service.optimization_job is not None  # the EAGLE option won
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     app.synth()  # raises ValidationFailed, listing them, on any unacknowledged finding
+
+
+def test_a_role_you_own_keeps_your_own_wildcards_reported(tmp_path: Path) -> None:
+    """The library acknowledged ``IAM5[Resource::*]`` (its ENI and ECR-token grants) on the role
+    you passed as ``role=``, which also hid your own ``*`` statements on it from cdk-nag. On your
+    role it acknowledges only its exact ARN patterns, and says what it left to you."""
+    from aws_cdk import aws_ec2 as ec2
+
+    from cdk_sagemaker_llm import ContainerImage, Model
+
+    app = cdk.App(outdir=str(tmp_path), context=CDK_CONTEXT)
+    stack = cdk.Stack(app, "Owned", env=cdk.Environment(region="us-west-2"))
+    vpc = ec2.Vpc.from_vpc_attributes(
+        stack, "Vpc", vpc_id="vpc-0a1b2c3d4e5f60718", availability_zones=["us-west-2a"],
+        private_subnet_ids=["subnet-0a1b2c3d4e5f60718"],
+    )  # fmt: skip
+    role = iam.Role(stack, "Mine", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))
+    Model(stack, "Model", image=ContainerImage.lmi("0.31.0"), role=role, vpc=vpc)
+    infos = [entry.data for entry in role.node.metadata if entry.type == "aws:cdk:info"]
+    assert any("IAM5[Resource::*]" in str(info) for info in infos)
+    role.add_to_policy(
+        iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=["*"])
+    )
+    apply_nag(app)
+    with pytest.raises(RuntimeError, match=r"Owned/Mine/DefaultPolicy"):
+        app.synth()

@@ -34,7 +34,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from ..prop_types import typed_props
-from .nag import acknowledge, acknowledge_wildcard_resources
+from .nag import acknowledge, acknowledge_wildcard_resources, own_role
 from .validation import ValidationError
 
 HANDLER_RUNTIME = lambda_.Runtime.PYTHON_3_13
@@ -200,6 +200,7 @@ def handler_function(
         assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
         description=f"{description} ({scope.node.path})",
     )
+    own_role(role)
     log_group.grant_write(role)
     if placement.vpc is not None:
         _check_handler_subnets(placement)

@@ -11,7 +11,7 @@ from aws_cdk import ArnFormat
 from aws_cdk import aws_iam as iam
 from constructs import Construct, IConstruct
 
-from .nag import acknowledge_wildcard_resources
+from .nag import acknowledge_wildcard_resources, own_role
 from .synth_cache import format_arn, remember, shared, stack_of
 
 
@@ -85,6 +85,7 @@ class ExecutionRole(iam.Role):
             description=description,
             inline_policies={"ExecutionPolicy": self._document},
         )
+        own_role(self)
 
     def add_to_principal_policy(
         self, statement: iam.PolicyStatement

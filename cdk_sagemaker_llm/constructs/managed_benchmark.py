@@ -56,7 +56,7 @@ from ..catalog.hub_access import hub_gate
 from ..planning.workload import Workload
 from .benchmark_workflow import ENGINE_SOURCES, depend_on_policies_only, starter_function
 from .deploy_time import HandlerAsset, HandlerPlacement, handler_function
-from .nag import acknowledge_key_grant, acknowledge_wildcard_resources
+from .nag import acknowledge_key_grant, acknowledge_wildcard_resources, own_role
 from .validation import ValidationError, check_range
 from .workflow_loop import signalling_loop
 
@@ -296,6 +296,7 @@ def _job_role(scope: Construct, target: ManagedTarget) -> iam.Role:
         assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
         description=f"SageMaker AI benchmark job of {scope.node.path}",
     )
+    own_role(role)
     target.grant_invoke(role)
     iam.Grant.add_to_principal(
         grantee=role, actions=["s3:PutObject"], resource_arns=[target.objects]

@@ -20,9 +20,11 @@ namespace); it costs about half the kernel CPU of the ``Validations`` calls (syn
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from aws_cdk import Annotations
 from constructs import Construct, IConstruct
 
 from .synth_cache import resolved, stack_of
@@ -44,8 +46,40 @@ ANNOTATION_NAMESPACE = "Annotation::"
 cdk-nag 3 strips it, case-insensitively, when it matches)."""
 
 
+_library_roles: weakref.WeakSet[IConstruct] = weakref.WeakSet()
+
+
+def own_role(role: IConstruct) -> None:
+    """Record ``role`` as created by the library: the only roles it acknowledges findings on."""
+    _library_roles.add(role)
+
+
+def _is_foreign_role(scope: IConstruct) -> bool:
+    """A role the library did not create (yours, passed as ``role=``, or imported)."""
+    is_role = hasattr(scope, "role_arn") and hasattr(scope, "add_managed_policy")
+    return is_role and scope not in _library_roles
+
+
+def _is_broad(rule_id: str) -> bool:
+    """An acknowledgment that would also cover statements the library did not write: a whole
+    rule, an action family, or the ``*`` resource (an exact ARN pattern covers only the
+    library's own resources)."""
+    return "[" not in rule_id or "[Action::" in rule_id or rule_id.endswith("[Resource::*]")
+
+
 def _record(scope: IConstruct, acknowledgments: dict[str, str]) -> None:
-    """Write ``acknowledgments`` (rule id -> reason) on ``scope`` as one metadata entry."""
+    """Write ``acknowledgments`` (rule id -> reason) on ``scope`` as one metadata entry. On a
+    role you own, a broad one (``_is_broad``) is not written, as it would hide your own
+    statements' findings from your cdk-nag run: an info message names it, and why."""
+    if _is_foreign_role(scope):
+        for rule_id in [rule_id for rule_id in acknowledgments if _is_broad(rule_id)]:
+            Annotations.of(scope).add_info(
+                f"cdk-sagemaker-llm granted this role something cdk-nag reports as {rule_id}, "
+                "not acknowledged on a role you own, where it would also cover your own "
+                f"statements (acknowledge it yourself): {acknowledgments.pop(rule_id)}"
+            )
+        if not acknowledgments:
+            return
     scope.node.add_metadata(
         ACKNOWLEDGED_RULES_METADATA_KEY,
         {f"{ANNOTATION_NAMESPACE}{rule_id}": reason for rule_id, reason in acknowledgments.items()},

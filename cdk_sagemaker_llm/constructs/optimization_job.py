@@ -87,7 +87,7 @@ from .images import ContainerFamily, ContainerImage
 from .images import _grant_pull as grant_pull
 from .model import Model
 from .model_source import BoundModelSource, ModelSource, ModelSourceKind
-from .nag import acknowledge_wildcard_resources
+from .nag import acknowledge_wildcard_resources, own_role
 from .optimization_options import (
     DEFINITION_HASH_LENGTH,
     MAX_PREFIX_LENGTH,
@@ -660,6 +660,7 @@ def _create_job_role(scope: Construct) -> iam.Role:
         assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
         description=f"SageMaker optimization job role of {scope.node.path}",
     )
+    own_role(role)
     log_groups = Stack.of(scope).format_arn(
         service="logs",
         resource="log-group",
