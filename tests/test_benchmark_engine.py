@@ -216,6 +216,9 @@ def test_classify_error() -> None:
     assert classify_error("ModelInvocationTimeExceeded") == "timeout"
     assert classify_error("ReadTimeout") == "timeout"
     assert classify_error("InternalFailure") == "other"
+    # TGI's 429 "Model is overloaded", relayed by SageMaker as a ModelError (424).
+    assert classify_error("ModelError", "Model is overloaded", 424, 429) == "throttling"
+    assert classify_error("ModelError", "bad input", 424, 422) == "model_error"
 
 
 def test_stream_flag_sent_only_when_streaming() -> None:
@@ -290,5 +293,11 @@ def test_model_errors_inside_streams() -> None:
                  "generated_text": "", "details": {"finish_reason": "error"}}  # fmt: skip
     with pytest.raises(StreamModelError):
         StreamParser("lmi").feed(json.dumps(lmi_error).encode() + b"\n", 1.0)
-    with pytest.raises(StreamModelError):
+    with pytest.raises(StreamModelError) as raised:
         StreamParser("tgi").feed(b'data:{"error": "overloaded"}\n\n', 1.0)
+    assert not raised.value.overloaded
+    # TGI streams its refusal for load as an event: {"error", "error_type": "overloaded"}.
+    overloaded = b'data:{"error": "Model is overloaded", "error_type": "overloaded"}\n\n'
+    with pytest.raises(StreamModelError) as raised:
+        StreamParser("tgi").feed(overloaded, 1.0)
+    assert raised.value.overloaded

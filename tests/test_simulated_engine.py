@@ -254,3 +254,31 @@ def test_an_invocation_past_its_time_limit_leaves_the_engine_and_the_next_is_ser
         outcomes = [r.outcome for r in simulator.truth()]
     assert timed_out.value.response["Error"]["Code"] == "ModelError"
     assert outcomes == ["timeout", "ok"]
+
+
+@pytest.mark.parametrize("client", ["async", "threads"])
+def test_a_request_tgi_refuses_for_load_counts_as_throttling(
+    client: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TGI refuses past ``max_concurrent_requests`` with 429 "Model is overloaded", which
+    SageMaker relays as a ModelError (424) with ``OriginalStatusCode`` 429: the benchmark
+    counted it as a model error where the simulator's own truth says throttled."""
+    from cdk_sagemaker_llm.benchmarking import AsyncInvoker, BotoInvoker, PayloadSpec, run_level
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "dummy")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "dummy")
+    simulation = engine("tgi-1", Workload(input_tokens=16, output_tokens=64), 2)
+    with Simulator(SimulatorConfig(engine=simulation, response_format="tgi")) as simulator:
+        url = simulator.endpoint_url
+        invoker = (
+            AsyncInvoker("ep", region="us-east-1", endpoint_url=url)
+            if client == "async"
+            else BotoInvoker("ep", region="us-east-1", endpoint_url=url)
+        )
+        spec = PayloadSpec(input_tokens=16, output_tokens=64, response_format="tgi")
+        samples = run_level(invoker, spec, 6, requests=12)
+        truth = {record.request_id: record.outcome for record in simulator.truth()}
+    refused = [s for s in samples if truth[s.request_id] == "throttled"]  # type: ignore[index]
+    assert refused, truth
+    assert {s.error for s in refused} == {"throttling"}
+    assert all(s.error is None for s in samples if truth[s.request_id] == "ok")  # type: ignore[index]

@@ -86,12 +86,24 @@ class _Connection:
         self.writer.close()
 
 
+def _status_or_none(value: object) -> int | None:
+    """SageMaker's ``OriginalStatusCode`` (an integer in botocore's model) as an int, if any."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
+
+
 class _HttpError(Exception):
-    def __init__(self, status: int, code: str | None, message: str) -> None:
+    def __init__(
+        self, status: int, code: str | None, message: str, original_status: int | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        self.original_status = original_status
 
 
 class _SampleHook:
@@ -264,6 +276,7 @@ class AsyncInvoker(_SampleHook):
         start = now()
         sample = RequestSample(start=start, end=start)
         code: str | None
+        original: int | None = None
         try:
             async with asyncio.timeout(self.read_timeout_s):
                 connection.writer.write(data)
@@ -286,14 +299,16 @@ class AsyncInvoker(_SampleHook):
             # An error event inside a stream (status 200) leaves the body unfinished.
             keep = exc.status >= 300 and delimited(headers)
             code, message, status = exc.code, exc.message, exc.status
+            original = exc.original_status
         except ResponseFormatError as exc:
             code, message, status, keep = "ResponseFormatError", str(exc), None, False
         except StreamModelError as exc:
             code, message, status, keep = "StreamModelError", str(exc), None, False
+            original = 429 if exc.overloaded else None
         except (OSError, asyncio.IncompleteReadError, ValueError) as exc:
             code, message, status, keep = type(exc).__name__, str(exc), None, False
         sample.end = now()
-        sample.error = classify_error(code, message, status)
+        sample.error = classify_error(code, message, status, original)
         sample.error_code = code
         sample.error_message = _short(message)
         sample.error_status = status
@@ -322,16 +337,18 @@ class AsyncInvoker(_SampleHook):
     def _http_error(status: int, headers: dict[str, str], body: bytes) -> _HttpError:
         code = headers.get("x-amzn-errortype", "").split(":", 1)[0] or None
         message = body.decode("utf-8", "replace")
+        original = None
         try:
             data = json.loads(body)
             if isinstance(data, dict):
                 code = code or str(data.get("__type", data.get("code", ""))) or None
                 message = str(data.get("message", data.get("Message", message)))
+                original = _status_or_none(data.get("OriginalStatusCode"))
         except ValueError:
             pass
         if code and "#" in code:
             code = code.rsplit("#", 1)[1]
-        return _HttpError(status, code or f"HTTP{status}", str(message))
+        return _HttpError(status, code or f"HTTP{status}", str(message), original)
 
     async def _read_stream(
         self,
@@ -447,6 +464,7 @@ class BotoInvoker(_SampleHook):
         start = now()
         sample = RequestSample(start=start, end=start)
         status: int | None = None
+        original: int | None = None
         try:
             if request.stream:
                 response = client.invoke_endpoint_with_response_stream(**kwargs)
@@ -475,15 +493,17 @@ class BotoInvoker(_SampleHook):
             error = exc.response.get("Error", {})
             code, message = error.get("Code"), error.get("Message", str(exc))
             status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            original = _status_or_none(exc.response.get("OriginalStatusCode"))
             sample.request_id = exc.response.get("ResponseMetadata", {}).get("RequestId")
         except ReadTimeoutError as exc:
             code, message = "ReadTimeout", str(exc)
         except (ResponseFormatError, StreamModelError) as exc:
             code, message = type(exc).__name__, str(exc)
+            original = 429 if getattr(exc, "overloaded", False) else None
         except Exception as exc:  # any other client-side failure counts as "other"
             code, message = type(exc).__name__, str(exc)
         sample.end = now()
-        sample.error = classify_error(code, message, status)
+        sample.error = classify_error(code, message, status, original)
         sample.error_code = code
         sample.error_message = _short(str(message))
         sample.error_status = status

@@ -418,7 +418,12 @@ def parse_response(body: bytes, response_format: str = "auto") -> int:
 
 class StreamModelError(Exception):
     """An error inside a model's stream (TGI ``data:{"error": ...}``, LMI
-    ``finish_reason: "error"``)."""
+    ``finish_reason: "error"``); ``overloaded`` when TGI refused the request for load
+    (``"error_type": "overloaded"``, its router's ``Overloaded``: 429 outside a stream)."""
+
+    def __init__(self, message: str, *, overloaded: bool = False) -> None:
+        super().__init__(message)
+        self.overloaded = overloaded
 
 
 _SSE_FIELDS = (b":", b"event:", b"id:", b"retry:")
@@ -509,7 +514,8 @@ class StreamParser:
                 raise ResponseFormatError(_NOT_STREAMED)  # TGI's non-streamed [{...}]
             return
         if event.get("error"):
-            raise StreamModelError(str(event["error"]))
+            overloaded = event.get("error_type") == "overloaded"
+            raise StreamModelError(str(event["error"]), overloaded=overloaded)
         if "choices" in event or "usage" in event:
             self._chat_chunk(event, t)
         elif self.response_format in ("messages", "completions"):
@@ -561,18 +567,26 @@ class StreamParser:
         sample.itl_gaps_s = self.gaps
 
 
-def classify_error(code: str | None, message: str = "", status: int | None = None) -> str:
+def classify_error(
+    code: str | None,
+    message: str = "",
+    status: int | None = None,
+    original_status: int | None = None,
+) -> str:
     """The kind of an invocation error: ``throttling``, ``model_error``, ``timeout`` or ``other``.
 
-    ``ThrottlingException``, ``ModelNotReadyException`` and HTTP 429 are throttling; a
-    ``ModelError`` or ``ModelStreamError`` whose container ran past the invocation time limit
-    (``ModelInvocationTimeExceeded``, "timed out") is a timeout, like a client read timeout;
-    other ``ModelError``/``ModelStreamError`` are model errors.
+    ``ThrottlingException``, ``ModelNotReadyException`` and HTTP 429 are throttling, and so is
+    a ``ModelError`` whose container answered 429 (``original_status``: SageMaker's
+    ``OriginalStatusCode``; TGI's router refuses a request past ``max_concurrent_requests``
+    with 429 "Model is overloaded"); a ``ModelError`` or ``ModelStreamError`` whose container
+    ran past the invocation time limit (``ModelInvocationTimeExceeded``, "timed out") is a
+    timeout, like a client read timeout; other ``ModelError``/``ModelStreamError`` are model
+    errors.
     """
     lowered = (message or "").lower()
     if code in ("ThrottlingException", "ModelNotReadyException", "TooManyRequestsException"):
         return "throttling"
-    if status == 429:
+    if status == 429 or original_status == 429:
         return "throttling"
     if code in ("ModelInvocationTimeExceeded", "ReadTimeout", "Timeout"):
         return "timeout"
