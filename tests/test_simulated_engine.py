@@ -234,9 +234,10 @@ def test_a_prompt_beyond_the_engines_token_budget_is_refused_and_the_engine_serv
 
 def test_an_invocation_past_its_time_limit_leaves_the_engine_and_the_next_is_served() -> None:
     simulation = engine("lmi-vllm-v1", Workload(input_tokens=128, output_tokens=2000))
-    # 2,000 tokens take seconds on the engine's clock; the next request's 4 tokens take tens of
-    # milliseconds, so the 1 s limit still leaves it most of a second on a busy machine.
-    config = SimulatorConfig(engine=simulation, invocation_timeout_s=1.0)
+    # 2,000 tokens take tens of seconds on the engine's clock; the next request's 4 tokens a
+    # fraction of one. The limit is on the engine's clock: 5 s there, 1 s of wall time at the
+    # time scale of 0.2, which still leaves the next request most of a second on a busy machine.
+    config = SimulatorConfig(engine=simulation, invocation_timeout_s=5.0)
     with Simulator(config) as simulator:
         sagemaker = runtime(simulator.endpoint_url)
         with pytest.raises(ClientError) as timed_out:
@@ -251,9 +252,13 @@ def test_an_invocation_past_its_time_limit_leaves_the_engine_and_the_next_is_ser
             rounds=1,
             workload=Workload(input_tokens=16, output_tokens=4),
         )
-        outcomes = [r.outcome for r in simulator.truth()]
+        truth = simulator.truth()
+        outcomes = [r.outcome for r in truth]
     assert timed_out.value.response["Error"]["Code"] == "ModelError"
     assert outcomes == ["timeout", "ok"]
+    (expired, _) = truth
+    # Expired after the limit on the engine's clock (5 s) x the time scale, not 5 s of wall.
+    assert 1.0 <= (expired.end or 0.0) - expired.arrival < 5.0
 
 
 @pytest.mark.parametrize("client", ["async", "threads"])

@@ -617,7 +617,10 @@ class Simulator:
         request.done.set_result(None)
 
     def _expire(self, instance: _Instance, t: float) -> None:
-        limit = self.config.invocation_timeout_s
+        # With an engine simulation the limit is on the engine's clock: at --time-scale 0.05 a
+        # request fails after 3 s of wall time, as it would after 60 s on the real endpoint.
+        engine = self.config.engine
+        limit = self.config.invocation_timeout_s * (engine.time_scale if engine else 1.0)
         expired = [r for r in [*instance.queue, *instance.active] if t - r.truth.arrival > limit]
         for request in expired:
             if request.sequence is not None and instance.clock is not None:

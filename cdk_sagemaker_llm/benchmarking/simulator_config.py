@@ -35,7 +35,8 @@ class SimulatorConfig:
     max_queue: int | None = None
     """Waiting requests beyond which new ones are throttled (HTTP 429). Default: no limit."""
     invocation_timeout_s: float = 60.0
-    """Requests unfinished this long after arrival fail (SageMaker's limit). Default 60 s."""
+    """Requests unfinished this long after arrival fail (SageMaker's limit). Default 60 s; with
+    an engine simulation, seconds on its clock (``time_scale`` x this in wall time)."""
     model_error_every: int = 0
     """Fail every N-th invocation with ``ModelError`` (original status 500); 0 never."""
     default_max_new_tokens: int = 64
