@@ -11,7 +11,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
-from aws_cdk.assertions import Template
+from aws_cdk.assertions import Annotations, Match, Template
 from conftest import assert_cfn_lint_clean, new_stack, resources_of_type, role_statements
 
 from cdk_sagemaker_llm import (
@@ -446,6 +446,27 @@ def test_a_vpc_of_isolated_subnets_needs_them_selected_and_says_so() -> None:
     isolated = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
     Model(stack, "Placed", image=image, vpc=vpc, vpc_subnets=isolated, network_isolation=True)
     assert len(resources_of_type(assert_cfn_lint_clean(stack), "AWS::SageMaker::Model")) == 1
+
+
+def test_a_hub_model_in_isolated_subnets_is_told_it_cannot_download() -> None:
+    """No VPC endpoint reaches the Hugging Face Hub: a Hub model in isolated subnets synthesized
+    silently and failed at start, and the error for a VPC of isolated subnets suggested them."""
+    stack = new_stack()
+    vpc = ec2.Vpc.from_vpc_attributes(
+        stack,
+        "Vpc",
+        vpc_id="vpc-0a1b2c3d4e5f60718",
+        availability_zones=["us-west-2a"],
+        isolated_subnet_ids=["subnet-0a1b2c3d4e5f60718"],
+    )
+    image, hub = ContainerImage.lmi("0.31.0"), ModelSource.from_hugging_face("org/model")
+    with pytest.raises(ValidationError) as caught:
+        Model(stack, "Default", image=image, source=hub, vpc=vpc)
+    assert "ModelSource.from_s3" in caught.value.fix and "Hugging Face Hub" in caught.value.fix
+    isolated = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
+    Model(stack, "Hub", image=image, source=hub, vpc=vpc, vpc_subnets=isolated)
+    warnings = Annotations.from_stack(stack).find_warning("/TestStack/Hub", Match.any_value())
+    assert any("Hugging Face Hub" in str(w.entry.data) for w in warnings)
 
 
 @pytest.mark.parametrize("name", ["HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "hf_token"])

@@ -315,6 +315,8 @@ class Model(ModelBase):
                 vpc_subnets=vpc_subnets,
                 security_groups=security_groups,
                 role=self.role,
+                downloads_from_hub=source is not None
+                and source.kind is ModelSourceKind.HUGGING_FACE,
             )
             self.security_groups: list[ec2.ISecurityGroup] = (
                 network.security_groups if network else []

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from aws_cdk import Annotations
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
@@ -59,11 +60,14 @@ def place_in_vpc(
     vpc_subnets: ec2.SubnetSelection | None,
     security_groups: Sequence[ec2.ISecurityGroup] | None,
     role: iam.IRole,
+    downloads_from_hub: bool = False,
 ) -> ContainerNetwork | None:
     """Resolve where containers attach, and grant ``role`` the network-interface rights.
 
     Without ``vpc``, returns None (SageMaker's managed network). Without security groups, one
-    is created with no inbound rules. Subnets default to the private subnets with egress.
+    is created with no inbound rules. Subnets default to the private subnets with egress. A
+    container that ``downloads_from_hub`` in isolated subnets gets a warning: no VPC endpoint
+    reaches the Hugging Face Hub, so it fails at start.
     """
     if vpc is None:
         if vpc_subnets is not None or security_groups:
@@ -102,9 +106,21 @@ def place_in_vpc(
             selection.subnet_type.name if selection.subnet_type else "the selection given",
             f"selects no subnet of the VPC ({error}); the default is its private subnets with "
             "egress",
-            "pass vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED) "
-            "for a VPC of isolated subnets (the containers then reach S3, ECR and CloudWatch "
-            "through VPC endpoints), or a selection the VPC has",
+            "serve the weights from S3 (ModelSource.from_s3) and pass vpc_subnets=ec2."
+            "SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED): the model downloads "
+            "from the Hugging Face Hub, which isolated subnets cannot reach"
+            if downloads_from_hub
+            else "pass vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType."
+            "PRIVATE_ISOLATED) for a VPC of isolated subnets (the containers then reach S3, "
+            "ECR and CloudWatch through VPC endpoints), or a selection the VPC has",
         ) from None
+    if downloads_from_hub and selection.subnet_type is ec2.SubnetType.PRIVATE_ISOLATED:
+        Annotations.of(scope).add_warning_v2(
+            "cdk-sagemaker-llm:hub-download-in-isolated-subnets",
+            "the container downloads its weights from the Hugging Face Hub at start, but its "
+            "subnets are isolated and no VPC endpoint reaches the Hub, so it will fail to start: "
+            "use subnets with egress (a NAT gateway), or serve the weights from S3 "
+            "(ModelSource.from_s3).",
+        )
     grant_vpc_access(role)
     return ContainerNetwork(subnet_ids=subnets.subnet_ids, security_groups=groups)
