@@ -426,6 +426,34 @@ def test_scale_to_zero_without_a_scale_in_policy_fails_at_synth() -> None:
         Template.from_stack(stack)
 
 
+def test_scale_to_zero_with_a_step_policy_that_only_scales_out_fails_at_synth() -> None:
+    """Any step policy counted as scaling in, so one that only adds copies passed the check
+    and the component never reached 0."""
+    stack, component = fresh_component(min_instance_count=0)
+    scaling = ComponentScaling(stack, "Scaling", component=component, min_copies=0, max_copies=2)
+    scaling.scale_on_metric(
+        "Up",
+        metric=component.metric_gpu_utilization(),
+        scaling_steps=[
+            appscaling.ScalingInterval(lower=70, change=1),
+            appscaling.ScalingInterval(lower=90, change=2),
+        ],
+    )
+    with pytest.raises(RuntimeError, match=r"min_copies=0.*negative change"):
+        Template.from_stack(stack)
+    stack, component = fresh_component(min_instance_count=0)
+    scaling = ComponentScaling(stack, "Scaling", component=component, min_copies=0, max_copies=2)
+    scaling.scale_on_metric(
+        "UpAndDown",
+        metric=component.metric_gpu_utilization(),
+        scaling_steps=[
+            appscaling.ScalingInterval(upper=10, change=-1),
+            appscaling.ScalingInterval(lower=70, change=1),
+        ],
+    )
+    Template.from_stack(stack)
+
+
 def test_scale_to_zero_on_imported_endpoint_warns() -> None:
     stack = new_stack()
     component = InferenceComponent.from_inference_component_name(
@@ -500,6 +528,20 @@ def test_a_rejected_scaling_leaves_nothing_behind() -> None:
     ComponentScaling(stack, "Scaling", component=component, max_copies=2)
 
 
+def test_a_refused_scaling_leaves_no_copies_placed_on_the_endpoint() -> None:
+    """A duplicate target was refused after the endpoint had recorded its max_copies as
+    placed, so the next component was told the instances were full."""
+    stack = new_stack()
+    endpoint = ic_endpoint(stack, instance_scaling=ManagedInstanceScaling(max_instance_count=1))
+    first = component_on(endpoint, "A")
+    first.auto_scale_copies(max_copies=2)
+    with pytest.raises(ValidationError, match="already registers a scalable target"):
+        ComponentScaling(stack, "Again", component=first, max_copies=4)
+    with pytest.raises(ValidationError, match=r"max_copies=0: must be at least 1"):
+        ComponentScaling(stack, "Zero", component=component_on(endpoint, "B"), max_copies=0)
+    component_on(endpoint, "C")  # 2 + 1 + 1 copies of 1 GPU fit the 4 GPUs
+
+
 @pytest.mark.parametrize(
     ("kwargs", "prop"),
     [
@@ -532,6 +574,27 @@ def test_schedule_errors() -> None:
     scaling.scale_on_schedule("ok", schedule=daily, min_capacity=1)
     with pytest.raises(ValidationError, match="has that name"):
         scaling.scale_on_schedule("ok", schedule=daily, max_capacity=3)
+    # One bound alone must fit the target's other one (scheduled scaling's own rule).
+    with pytest.raises(ValidationError, match=r"min_capacity=9: is above the target's maximum"):
+        scaling.scale_on_schedule("high", schedule=daily, min_capacity=9)
+    floor = ComponentScaling(
+        stack, "Floor", component=component_on(component.endpoint, "Two"), min_copies=2,
+        max_copies=2,
+    )  # fmt: skip
+    with pytest.raises(ValidationError, match=r"max_capacity=1: is below the target's minimum"):
+        floor.scale_on_schedule("low", schedule=daily, max_capacity=1)
+
+
+def test_a_scheduled_maximum_must_fit_the_endpoints_instances() -> None:
+    """The constructor refuses more copies than the endpoint's instances hold; a schedule
+    raising the maximum to 50 was accepted."""
+    stack = new_stack()
+    endpoint = ic_endpoint(stack, instance_scaling=ManagedInstanceScaling(max_instance_count=1))
+    scaling = component_on(endpoint).auto_scale_copies(max_copies=2)
+    daily = appscaling.Schedule.cron(hour="8", minute="0")
+    with pytest.raises(ValidationError, match=r"max_capacity"):
+        scaling.scale_on_schedule("peak", schedule=daily, max_capacity=50)
+    scaling.scale_on_schedule("busy", schedule=daily, max_capacity=4)  # 4 GPUs hold 4 copies
 
 
 def test_adapter_cannot_scale() -> None:

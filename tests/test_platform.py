@@ -10,6 +10,7 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk import Duration, Size
+from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
@@ -837,6 +838,21 @@ def test_serverless_scaling_errors() -> None:
     scaling = ServerlessScaling(stack, "S", endpoint=endpoint, max_concurrency=5)
     with pytest.raises(ValidationError, match="target"):
         scaling.scale_on_utilization(target=50)
+    # A schedule is held to the same limits as the constructor (it bypassed them).
+    daily = appscaling.Schedule.cron(hour="8", minute="0")
+    with pytest.raises(ValidationError, match=r"max_capacity=50: .*within the variant"):
+        scaling.scale_on_schedule("peak", schedule=daily, max_capacity=50)
+    with pytest.raises(ValidationError, match=r"min_capacity=0: .*at least 1"):
+        scaling.scale_on_schedule("off", schedule=daily, min_capacity=0)
+    stack = new_stack()
+    provisioned = ServerlessConfig(
+        memory_size=Size.gibibytes(2), max_concurrency=20, provisioned_concurrency=15
+    )
+    endpoint = Endpoint(
+        stack, "E", variants=[ProductionVariant(model=cpu_model(stack), serverless=provisioned)]
+    )
+    with pytest.raises(ValidationError, match=r"max_concurrency=10: is below .*provisioned"):
+        ServerlessScaling(stack, "S", endpoint=endpoint, max_concurrency=10)
 
 
 # --- Model importers --------------------------------------------------------------------

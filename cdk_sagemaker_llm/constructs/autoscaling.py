@@ -71,7 +71,7 @@ class _NeedsScaleIn:
         scaling = self._scaling
         scales_in = any(
             (isinstance(p, TargetTrackingPolicy) and not p.disable_scale_in)
-            or isinstance(p, StepPolicy)
+            or (isinstance(p, StepPolicy) and p.scales_in)
             for p in scaling.policies
         )
         if scaling.min_copies != 0 or scales_in:
@@ -84,7 +84,7 @@ class _NeedsScaleIn:
                     "scale to zero needs a policy that scales in, but this component has none, "
                     "so it would never reach 0 copies",
                     "call scale_on_invocations(target=...) or scale_on_concurrent_requests("
-                    "target=...) on it",
+                    "target=...) on it, or give a step policy a step with a negative change",
                 )
             )
         ]
@@ -108,22 +108,7 @@ class _Scaling(Construct):
         depends_on: CfnResource | None,
     ) -> None:
         # Checked before joining the construct tree: a rejected scaling leaves nothing behind.
-        for prop, value in ((min_prop, min_capacity), (max_prop, max_capacity)):
-            if not is_unresolved(value) and (isinstance(value, bool) or not isinstance(value, int)):
-                raise ValidationError(prop, value, "must be a whole number", f"pass an int {prop}")
-        check_range(min_prop, min_capacity, minimum=0)
-        check_range(max_prop, max_capacity, minimum=1)
-        if (
-            not is_unresolved(min_capacity)
-            and not is_unresolved(max_capacity)
-            and min_capacity > max_capacity
-        ):
-            raise ValidationError(
-                f"{min_prop}/{max_prop}",
-                (min_capacity, max_capacity),
-                f"{min_prop} must not exceed {max_prop}",
-                f"raise {max_prop} to at least {min_capacity} or lower {min_prop}",
-            )
+        _check_capacity_range(min_capacity, max_capacity, min_prop, max_prop)
         _check_unique(scope, id, resource_id, scalable_dimension)
         super().__init__(scope, id)
         self.resource_id = resource_id
@@ -277,6 +262,8 @@ class _Scaling(Construct):
                 "min_capacity must not exceed max_capacity",
                 f"raise max_capacity to at least {min_capacity} or lower min_capacity",
             )
+        self._check_one_sided(min_capacity, max_capacity)
+        self._check_scheduled_max(max_capacity)
         if start_time is not None and end_time is not None and end_time <= start_time:
             raise ValidationError(
                 "end_time", end_time.isoformat(), "ends before start_time", "move end_time later"
@@ -297,6 +284,45 @@ class _Scaling(Construct):
 
     def _check_scheduled_min(self, min_capacity: int | None) -> None:
         check_range("min_capacity", min_capacity, minimum=0)
+
+    def _check_scheduled_max(self, max_capacity: int | None) -> None:
+        """What a scheduled maximum must also fit (the endpoint's instances, the variant's
+        limit); nothing beyond the range by default."""
+
+    def _check_one_sided(self, min_capacity: int | None, max_capacity: int | None) -> None:
+        """A bound scheduled alone must fit the other one the target has (Application Auto
+        Scaling's scheduled scaling: give both "to ensure that the new minimum capacity is not
+        greater than the maximum capacity, or the new maximum capacity is not less than the
+        minimum capacity")."""
+        known = not is_unresolved(self.min_capacity) and not is_unresolved(self.max_capacity)
+        if not known:
+            return
+        if (
+            max_capacity is None
+            and min_capacity is not None
+            and not is_unresolved(min_capacity)
+            and min_capacity > self.max_capacity
+        ):
+            raise ValidationError(
+                "min_capacity",
+                min_capacity,
+                f"is above the target's maximum ({self.max_capacity}), and no max_capacity is "
+                "scheduled with it",
+                f"pass max_capacity={min_capacity} (or more) in the same scheduled action",
+            )
+        if (
+            min_capacity is None
+            and max_capacity is not None
+            and not is_unresolved(max_capacity)
+            and max_capacity < self.min_capacity
+        ):
+            raise ValidationError(
+                "max_capacity",
+                max_capacity,
+                f"is below the target's minimum ({self.min_capacity}), and no min_capacity is "
+                "scheduled with it",
+                f"pass min_capacity={max_capacity} (or less) in the same scheduled action",
+            )
 
 
 @typed_props
@@ -420,6 +446,10 @@ class ComponentScaling(_RequestScaling):
             scale-from-zero policy and alarm; it needs the endpoint's ``min_instance_count=0``.
         """
         name = component.inference_component_name
+        # Before the endpoint records max_copies as placed (check_copies): a scaling refused
+        # for its own bounds or a duplicate target leaves no count behind.
+        _check_capacity_range(min_copies, max_copies, "min_copies", "max_copies")
+        _check_unique(scope, id, f"inference-component/{name}", COPY_COUNT_DIMENSION)
         to_zero = min_copies == 0 and not is_unresolved(min_copies)
         endpoint_checked = _check_endpoint_allows_zero(component) if to_zero else True
         _check_component(component, max_copies)
@@ -472,6 +502,17 @@ class ComponentScaling(_RequestScaling):
             )
             self.policies.append(self.scale_from_zero)
             self.node.add_validation(_NeedsScaleIn(self))
+
+    def _check_scheduled_max(self, max_capacity: int | None) -> None:
+        """Managed instance scaling must be able to place the scheduled maximum of copies, as
+        it must ``max_copies``."""
+        component = self.component
+        if max_capacity is None or is_unresolved(max_capacity):
+            return
+        if not is_unresolved(self.max_copies) and max_capacity <= self.max_copies:
+            return
+        if isinstance(component.endpoint, EndpointBase) and isinstance(component, Construct):
+            component.endpoint.check_copies(component, max_capacity, "max_capacity")
 
     def _check_scheduled_min(self, min_capacity: int | None) -> None:
         super()._check_scheduled_min(min_capacity)
@@ -578,6 +619,25 @@ def _check_unique(scope: Construct, id: str, resource_id: str, dimension: str) -
                 "dimension",
                 f"add the policies to {construct.node.path} instead of creating another",
             )
+
+
+def _check_capacity_range(
+    min_capacity: int, max_capacity: int, min_prop: str, max_prop: str
+) -> None:
+    """Whole numbers, at least 0 and 1, the minimum not above the maximum."""
+    for prop, value in ((min_prop, min_capacity), (max_prop, max_capacity)):
+        if not is_unresolved(value) and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ValidationError(prop, value, "must be a whole number", f"pass an int {prop}")
+    check_range(min_prop, min_capacity, minimum=0)
+    check_range(max_prop, max_capacity, minimum=1)
+    known = not is_unresolved(min_capacity) and not is_unresolved(max_capacity)
+    if known and min_capacity > max_capacity:
+        raise ValidationError(
+            f"{min_prop}/{max_prop}",
+            (min_capacity, max_capacity),
+            f"{min_prop} must not exceed {max_prop}",
+            f"raise {max_prop} to at least {min_capacity} or lower {min_prop}",
+        )
 
 
 def _explicit_dependency(name: str, resource: object) -> CfnResource | None:

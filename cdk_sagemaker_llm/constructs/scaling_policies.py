@@ -270,6 +270,10 @@ class StepPolicy(ScalingPolicy):
         self.kind = ScalingPolicyKind.STEP
         self.metric = metric
         """The metric watched."""
+        self.scales_in = adjustment_type is appscaling.AdjustmentType.EXACT_CAPACITY or any(
+            step.change < 0 for step in scaling_steps
+        )
+        """Whether a step can take capacity away (a negative change, or an exact capacity)."""
         self.detection_period = metric_period(metric)
         self.detection_datapoints = datapoints
         config = metric.to_metric_config()

@@ -18,7 +18,7 @@ from .autoscaling import _VariantScaling
 from .interfaces import IServerlessEndpoint
 from .scaling_policies import PredefinedMetric, TargetTrackingOptions, TargetTrackingPolicy
 from .serverless import PROVISIONED_CONCURRENCY_DIMENSION
-from .validation import ValidationError, check_range
+from .validation import ValidationError, check_range, is_unresolved
 
 __all__ = ["ServerlessScaling"]
 
@@ -74,7 +74,35 @@ class ServerlessScaling(_VariantScaling):
             fix=f"keep max_concurrency within the variant's max_concurrency "
             f"({config.max_concurrency})",
         )
+        if not is_unresolved(max_concurrency) and max_concurrency < config.provisioned_concurrency:
+            raise ValidationError(
+                "max_concurrency",
+                max_concurrency,
+                f"is below the variant's provisioned_concurrency "
+                f"({config.provisioned_concurrency}), which it starts with",
+                f"raise max_concurrency to at least {config.provisioned_concurrency}, or lower "
+                "the variant's provisioned_concurrency",
+            )
         super().__init__(scope, id, endpoint, variant, (min_concurrency, max_concurrency))
+        self._variant_max_concurrency = config.max_concurrency
+
+    def _check_scheduled_max(self, max_capacity: int | None) -> None:
+        check_range(
+            "max_capacity",
+            max_capacity,
+            minimum=1,
+            maximum=self._variant_max_concurrency,
+            fix=f"keep max_capacity within the variant's max_concurrency "
+            f"({self._variant_max_concurrency})",
+        )
+
+    def _check_scheduled_min(self, min_capacity: int | None) -> None:
+        check_range(
+            "min_capacity",
+            min_capacity,
+            minimum=1,
+            fix="schedule at least 1 (provisioned concurrency has no scale to zero)",
+        )
 
     def scale_on_utilization(
         self, *, target: float = 0.5, **options: Unpack[TargetTrackingOptions]
