@@ -168,7 +168,6 @@ def test_known_full_tag_gives_no_warning() -> None:
     [
         (ContainerImage.lmi_neuronx("0.29.0"), "af-south-1"),
         (TRITON, "us-gov-west-1"),
-        (LMI, "xx-nowhere-1"),
     ],
 )
 def test_region_without_the_image_is_a_synth_error(image: ContainerImage, region: str) -> None:
@@ -177,6 +176,14 @@ def test_region_without_the_image_is_a_synth_error(image: ContainerImage, region
     message = str(error.value)
     assert region in message and "does not publish" in message
     assert "from_ecr_repository" in message
+
+
+def test_a_mistyped_region_is_named_as_a_typo() -> None:
+    """``us-esat-1`` was told the image is not published there, listing 38 regions."""
+    with pytest.raises(ValidationError, match=r"not an AWS region .*did you mean .*'us-east-1'"):
+        uri_in("us-esat-1", LMI)
+    with pytest.raises(ValidationError, match="not an AWS region"):
+        uri_in("xx-nowhere-1", LMI)
 
 
 @pytest.mark.parametrize(

@@ -26,13 +26,15 @@ def check_region(prop: str, region: str | None) -> None:
     ``us-esat-1``), suggesting the closest; None and deploy-time tokens pass."""
     if region is None or is_token(region) or region in KNOWN_REGIONS:
         return
-    close = difflib.get_close_matches(str(region), sorted(KNOWN_REGIONS), n=1)
+    close = difflib.get_close_matches(str(region), sorted(KNOWN_REGIONS), n=3)
     raise ValidationError(
         prop,
         region,
         "not an AWS region the library knows (the regions its Deep Learning Container "
         "catalog lists)",
-        f"did you mean {close[0]!r}?" if close else "pass a region such as 'us-east-1'",
+        f"did you mean {' or '.join(repr(name) for name in close)}?"
+        if close
+        else "pass a region such as 'us-east-1'",
     )
 
 

@@ -19,7 +19,7 @@ from ..catalog.containers import (
     version_tuple,
 )
 from ..catalog.instance_types import CpuArchitecture
-from ..catalog.registries import ecr_domain
+from ..catalog.registries import check_region, ecr_domain
 from ..planning.engine_profiles import EngineProfile, profile_for_image
 from ..prop_types import typed_props
 from .execution_role import ExecutionRole
@@ -366,6 +366,8 @@ class ContainerImage:
                 resource_name=self.repository_name,
             )
         else:
+            # A typo (us-esat-1) is named as one, not as a region this image is not published in.
+            check_region("region of the stack", region)
             registries = self._line.release_for(self.tag).registries
             if region not in registries:
                 published = ", ".join(sorted(registries))
