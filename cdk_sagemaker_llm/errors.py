@@ -44,13 +44,26 @@ def _has_token(value: Any) -> bool:
     return _scalar_token(value)
 
 
+_ADDRESS = re.compile(r" (object )?at 0x[0-9a-fA-F]+")
+"""``<Foo object at 0x7f14...>``: a memory address, different on every run."""
+_LONGEST_SHOWN = 160
+
+
 def _shown(value: Any) -> str:
-    """``repr(value)``, a token (alone or in a tuple or list) shown as ``<deploy-time token>``."""
+    """``repr(value)``, a token (alone or in a tuple or list) shown as ``<deploy-time token>``;
+    without memory addresses, and an object whose repr runs past a line by its type and
+    ``name`` (an ``InstanceType``'s repr is over 1,000 characters)."""
     if _scalar_token(value):
         return repr(_DeployTimeToken())
     if isinstance(value, tuple | list) and _has_token(value):
         return repr(type(value)(_DeployTimeToken() if _scalar_token(i) else i for i in value))
-    return repr(value)
+    text = _ADDRESS.sub("", repr(value))
+    if len(text) <= _LONGEST_SHOWN:
+        return text
+    name = getattr(value, "name", None)
+    if isinstance(name, str):
+        return f"{type(value).__name__}({name!r})"
+    return text[: _LONGEST_SHOWN - 3] + "..."
 
 
 _unchecked: ContextVar[list[str] | None] = ContextVar("unchecked", default=None)

@@ -339,6 +339,11 @@ def _fix(value: Any, expected: Any, prop: str) -> str:
             summary = cls.__doc__.split("\n\n")[0].split(": ")[0]
             article = "an" if cls.__name__[0] in "AEIOU" else "a"
             return f"pass {article} {cls.__name__}: " + " ".join(summary.replace("``", "").split())
+        if cls.__module__ == "builtins":
+            name = getattr(value, "name", None)
+            if cls is str and isinstance(name, str):  # an InstanceType where its name goes
+                return f"pass its name, {prop}={name!r}"
+            continue  # str.maketrans is no way to build a str
         factories = _factories(cls)
         if isinstance(value, str) and "of" in factories and not is_token(value):
             return f"use {cls.__name__}.of({value!r})"

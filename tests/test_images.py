@@ -369,3 +369,32 @@ def test_every_family_has_one_row_of_facts_and_every_request_format_is_a_payload
         assert (family in DLC_LINES) == (facts.tag_pattern is not None), family
         if facts.request_format is not None:
             assert PayloadFormat(facts.request_format).value == facts.request_format
+
+
+@pytest.mark.parametrize(
+    ("given", "fix"),
+    [
+        ("0.38.0 ", "pass the short version '0.38.0'"),
+        ("v0.38.0", "pass the short version '0.38.0'"),
+        ("0.38.0-lmi29.0.0-cu130:extra", "pass a short version such as"),
+        ("0.29.0-neuronx-sdk2.19.1", "use ContainerImage.lmi_neuronx('0.29.0-neuronx-sdk2.19.1')"),
+    ],
+)
+def test_a_malformed_or_misplaced_tag_is_refused_with_what_was_meant(given: str, fix: str) -> None:
+    """Anything that was not a short version became the tag with only a warning: a trailing
+    space, a 'v', a second ':' (an image that cannot exist), another line's tag."""
+    with pytest.raises(ValidationError) as raised:
+        ContainerImage.lmi(given)
+    assert fix in raised.value.fix
+
+
+def test_an_ecr_image_of_another_region_is_refused() -> None:
+    """SageMaker pulls a model's image only from its own region; a us-east-1 URI in an
+    eu-west-1 stack was accepted (and recognized as LMI) and failed at deploy."""
+    uri = "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.31.0-lmi13.0.0-cu124"
+    with pytest.raises(
+        ValidationError, match=r"in us-east-1, .* only from its own region"
+    ) as raised:
+        uri_in("eu-west-1", ContainerImage.from_uri(uri))
+    assert "replicate the image to eu-west-1" in raised.value.fix
+    assert uri_in("us-east-1", ContainerImage.from_uri(uri)) == uri

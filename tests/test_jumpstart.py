@@ -464,3 +464,18 @@ def test_a_variable_set_again_in_the_service_environment_is_refused() -> None:
     model = ServiceModel.from_jumpstart(TGI_MODEL, environment={"SAGEMAKER_ENV": "0"})
     with pytest.raises(ValidationError, match="SAGEMAKER_ENV"):
         _service(new_stack(region="us-east-1"), model)
+
+
+def test_the_instance_type_may_be_given_as_the_catalogs_value_or_its_name() -> None:
+    """``instance_type=InstanceType.G5_12XLARGE``, as every other prop takes it, was refused
+    with a 1,000-character repr and the fix "build one with str.maketrans(...)"."""
+    from cdk_sagemaker_llm import InstanceType
+
+    typed = ModelSource.from_jumpstart(
+        LLAMA, accept_eula=True, instance_type=InstanceType.G5_12XLARGE
+    )
+    named = ModelSource.from_jumpstart(LLAMA, accept_eula=True, instance_type="ml.g5.12xlarge")
+    assert typed.instance_type == named.instance_type == "ml.g5.12xlarge"
+    with pytest.raises(ValidationError) as raised:
+        ModelSource.from_jumpstart(LLAMA, accept_eula=True, instance_type=12)  # type: ignore[arg-type]
+    assert "maketrans" not in raised.value.fix and len(str(raised.value)) < 400

@@ -33,6 +33,10 @@ if TYPE_CHECKING:  # annotations only: importing these costs synth time
     from aws_cdk import aws_ecr as ecr
 
 
+_DOCKER_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+"""A Docker image tag (Docker's reference grammar): up to 128 characters."""
+
+
 @typed_props
 class ContainerImage:
     """A serving container image for a SageMaker model or inference component.
@@ -195,6 +199,7 @@ class ContainerImage:
             return ContainerImage(
                 family=family, repository_name=line.repository, tag=line.tags[version], line=line
             )
+        ContainerImage._check_full_tag(family, version, prop)
         tag_known = version in line.tags.values()
         return ContainerImage(
             family=family,
@@ -203,6 +208,35 @@ class ContainerImage:
             line=line,
             tag_known=tag_known,
         )
+
+    @staticmethod
+    def _check_full_tag(family: ContainerFamily, tag: str, prop: str) -> None:
+        """A full tag must be one Docker accepts (``[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}``), and
+        not a known tag of another line (a NeuronX tag given to ``lmi``) or a short version
+        with a stray ``v`` or space, each named with what was meant."""
+        meant = tag.strip().removeprefix("v")
+        if meant != tag and meant in DLC_LINES[family].tags:
+            raise ValidationError(
+                prop, tag, "not a release or image tag", f"pass the short version {meant!r}"
+            )
+        own = DLC_LINES[family].tags.values()
+        for other, line in DLC_LINES.items():
+            if other is not family and tag in line.tags.values() and tag not in own:
+                raise ValidationError(
+                    prop,
+                    tag,
+                    f"is a tag of the {other.value} image, not of {family.value}",
+                    f"use ContainerImage.{other.name.lower()}({tag!r})",
+                )
+        if not _DOCKER_TAG.fullmatch(tag):
+            raise ValidationError(
+                prop,
+                tag,
+                "not an image tag: a tag is 1-128 letters, digits, '_', '.' or '-', not "
+                "starting with '.' or '-'",
+                f"pass a short version such as {DLC_LINES[family].newest.version!r} or a full tag "
+                f"such as {DLC_LINES[family].newest.tag!r}",
+            )
 
     # ----- Other images -----------------------------------------------------------------------
 
@@ -340,6 +374,7 @@ class ContainerImage:
                 "it is used as given. Check that the tag exists in the region.",
             )
         if self._uri is not None:
+            self._check_same_region(scope)
             self._grant_pull_from_uri(scope, role)
             return self._uri
         assert self._line is not None
@@ -406,6 +441,23 @@ class ContainerImage:
             mapping={
                 region: {"account": account} for region, account in release.registries.items()
             },
+        )
+
+    def _check_same_region(self, scope: Construct) -> None:
+        """An ECR image must be in the model's region (SageMaker API reference,
+        ``ContainerDefinition.Image``: "The Amazon ECR image must be in the same region as the
+        model or endpoint you are creating")."""
+        uri, region = self._uri or "", region_of(stack_of(scope))
+        match = ECR_URI.match(uri) if not is_unresolved(uri) else None
+        if match is None or is_unresolved(region) or match.group("region") == region:
+            return
+        raise ValidationError(
+            "image",
+            uri,
+            f"the ECR image is in {match.group('region')}, but SageMaker pulls a model's image "
+            f"only from its own region ({region})",
+            f"replicate the image to {region} (ECR replication) and pass that URI, or deploy "
+            f"the stack to {match.group('region')}",
         )
 
     def _grant_pull_from_uri(self, scope: Construct, role: iam.IRole | None) -> None:

@@ -12,6 +12,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 
 from ..catalog.containers import HUB_TOKEN_VARIABLE
 from ..catalog.hub_access import hub_gate, hub_url_id, is_url, ungated_example
+from ..catalog.instance_types import InstanceType
 from ..catalog.jumpstart import JumpStartModel, jumpstart_model
 from ..catalog.model_specs import ModelSpec
 from ..catalog.registries import partition
@@ -210,7 +211,7 @@ class ModelSource:
         *,
         version: str | None = None,
         accept_eula: bool = False,
-        instance_type: str | None = None,
+        instance_type: str | InstanceType | None = None,
     ) -> ModelSource:
         """A SageMaker JumpStart text-generation model by id (``catalog/jumpstart.py``): its
         serving image in the stack's region, JumpStart's container environment and the weights
@@ -220,8 +221,8 @@ class ModelSource:
         :param version: the model version; default (and only accepted) the catalog's.
         :param accept_eula: True to accept the model's licence (``ModelAccessConfig.AcceptEula``);
             a gated model without it is a ValidationError naming the licence. Default False.
-        :param instance_type: the type whose JumpStart image and environment are used; default
-            JumpStart's default type for the model.
+        :param instance_type: the type (or its name) whose JumpStart image and environment are
+            used; default JumpStart's default type for the model.
         """
         model = jumpstart_model(model_id, version)
         if model.eula is not None and accept_eula is not True:
@@ -232,7 +233,8 @@ class ModelSource:
                 "which must be accepted to deploy it",
                 "review the licence and pass accept_eula=True",
             )
-        chosen = instance_type or model.default_instance_type
+        given = instance_type.name if isinstance(instance_type, InstanceType) else instance_type
+        chosen = given or model.default_instance_type
         if chosen not in model.instance_types:
             model.image_uri(model.regions[0], chosen)  # raises: JumpStart does not host it
         return ModelSource(
