@@ -84,3 +84,18 @@ def test_an_open_loop_report_gives_its_max_throughput_and_cost_too() -> None:
     text = render_markdown(run)
     assert "- Max throughput within the SLO of 40 ms/token: 360.0 output tokens/s at 4 " in text
     assert "- Cost per 1M output tokens at max throughput: $1.54" in text
+
+
+def test_the_url_named_with_an_error_is_the_one_the_requests_went_to() -> None:
+    """A streamed run invokes invocations-response-stream, and a China region's runtime is
+    under amazonaws.com.cn: the report named /invocations on amazonaws.com for both."""
+    from cdk_sagemaker_llm.benchmarking.report import target_url
+
+    target = {"endpoint_name": "llm", "region": "cn-north-1"}
+    assert target_url(target) == (
+        "https://runtime.sagemaker.cn-north-1.amazonaws.com.cn/endpoints/llm/invocations"
+    )
+    assert target_url({**target, "region": "us-east-1"}, stream=True) == (
+        "https://runtime.sagemaker.us-east-1.amazonaws.com/endpoints/llm/"
+        "invocations-response-stream"
+    )

@@ -63,7 +63,9 @@ def test_serves_on_loopback_with_the_given_options() -> None:
             config=Config(retries={"total_max_attempts": 1, "mode": "standard"}),
         )  # fmt: skip
         body = {"inputs": "one two three", "parameters": {"max_new_tokens": 3}}
-        answer = runtime.invoke_endpoint(EndpointName="ep", Body=json.dumps(body))
+        answer = runtime.invoke_endpoint(
+            EndpointName="ep", Body=json.dumps(body), ContentType="application/json"
+        )
         (generated,) = json.loads(answer["Body"].read())  # TGI: a one-element list
         assert generated["details"]["generated_tokens"] == 3
         (truth,) = fetch_truth(url)
@@ -149,7 +151,9 @@ def test_serves_a_model_from_the_engine_simulation_on_its_virtual_clock() -> Non
             config=Config(retries={"total_max_attempts": 1, "mode": "standard"}),
         )  # fmt: skip
         body = {"inputs": " ".join(["word"] * 64), "parameters": {"max_new_tokens": 8}}
-        answer = runtime.invoke_endpoint(EndpointName="ep", Body=json.dumps(body))
+        answer = runtime.invoke_endpoint(
+            EndpointName="ep", Body=json.dumps(body), ContentType="application/json"
+        )
         (generated,) = json.loads(answer["Body"].read())
         assert generated["details"]["generated_tokens"] == 8
         (truth,) = fetch_truth(url)

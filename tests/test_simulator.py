@@ -85,7 +85,10 @@ def test_binds_to_loopback_only(lmi: Simulator) -> None:
 @pytest.mark.loopback
 def test_invoke_endpoint_lmi_with_inference_component(lmi: Simulator) -> None:
     response = client(lmi).invoke_endpoint(
-        EndpointName="my-endpoint", Body=BODY, InferenceComponentName="my-ic"
+        EndpointName="my-endpoint",
+        Body=BODY,
+        InferenceComponentName="my-ic",
+        ContentType="application/json",
     )
     body = json.loads(response["Body"].read())
     assert body["details"]["generated_tokens"] == 5
@@ -99,7 +102,9 @@ def test_invoke_endpoint_lmi_with_inference_component(lmi: Simulator) -> None:
 
 @pytest.mark.loopback
 def test_stream_lmi_json_lines_parsed_by_botocore(lmi: Simulator) -> None:
-    response = client(lmi).invoke_endpoint_with_response_stream(EndpointName="e", Body=STREAM_BODY)
+    response = client(lmi).invoke_endpoint_with_response_stream(
+        EndpointName="e", Body=STREAM_BODY, ContentType="application/json"
+    )
     assert response["ContentType"] == "application/jsonlines"
     parts = [event["PayloadPart"]["Bytes"] for event in response["Body"]]
     events = [json.loads(line) for line in b"".join(parts).splitlines()]
@@ -116,9 +121,21 @@ def test_stream_lmi_json_lines_parsed_by_botocore(lmi: Simulator) -> None:
 def test_tgi_formats() -> None:
     with Simulator(SimulatorConfig(response_format="tgi", step_base_s=0.001)) as sim:
         runtime = client(sim)
-        body = json.loads(runtime.invoke_endpoint(EndpointName="e", Body=BODY)["Body"].read())
+        json_body = {"ContentType": "application/json"}
+        answer = runtime.invoke_endpoint(EndpointName="e", Body=BODY, **json_body)
+        body = json.loads(answer["Body"].read())
         assert isinstance(body, list) and body[0]["details"]["generated_tokens"] == 5
-        response = runtime.invoke_endpoint_with_response_stream(EndpointName="e", Body=STREAM_BODY)
+        # TGI reads JSON only: without ContentType its router answers 415, and so does an
+        # empty prompt with 422 (ValidationError::EmptyInput).
+        with pytest.raises(ClientError) as untyped:
+            runtime.invoke_endpoint(EndpointName="e", Body=BODY)
+        assert untyped.value.response["OriginalStatusCode"] == 415
+        with pytest.raises(ClientError) as empty:
+            runtime.invoke_endpoint(EndpointName="e", Body='{"inputs": ""}', **json_body)
+        assert empty.value.response["OriginalStatusCode"] == 422
+        response = runtime.invoke_endpoint_with_response_stream(
+            EndpointName="e", Body=STREAM_BODY, **json_body
+        )
         assert response["ContentType"] == "text/event-stream"
         raw = b"".join(event["PayloadPart"]["Bytes"] for event in response["Body"])
     events = [json.loads(chunk[5:]) for chunk in raw.split(b"\n\n") if chunk]
@@ -139,7 +156,7 @@ def test_throttling_maps_to_client_error_429() -> None:
         first.start()
         wait_until(lambda: bool(sim.truth()), "the first request never reached the simulator")
         with pytest.raises(ClientError) as caught:
-            runtime.invoke_endpoint(EndpointName="e", Body=BODY)
+            runtime.invoke_endpoint(EndpointName="e", Body=BODY, ContentType="application/json")
         first.join(timeout=WAIT_LIMIT_S)
         assert not first.is_alive(), "the first request never finished"
     error = caught.value.response
@@ -153,7 +170,7 @@ def test_model_error_shape() -> None:
     with Simulator(SimulatorConfig(model_error_every=1)) as sim:
         runtime = client(sim)
         with pytest.raises(runtime.exceptions.ModelError) as caught:
-            runtime.invoke_endpoint(EndpointName="e", Body=BODY)
+            runtime.invoke_endpoint(EndpointName="e", Body=BODY, ContentType="application/json")
     assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 424
     assert caught.value.response["OriginalStatusCode"] == 500
 
@@ -164,7 +181,9 @@ def test_timeout_before_first_token_and_mid_stream() -> None:
     long_body = json.dumps({"inputs": "x", "parameters": {"max_new_tokens": 50}, "stream": True})
     with Simulator(config) as sim:
         runtime = client(sim)
-        response = runtime.invoke_endpoint_with_response_stream(EndpointName="e", Body=long_body)
+        response = runtime.invoke_endpoint_with_response_stream(
+            EndpointName="e", Body=long_body, ContentType="application/json"
+        )
         with pytest.raises(EventStreamError) as mid_stream:
             for _ in response["Body"]:
                 pass
@@ -172,6 +191,7 @@ def test_timeout_before_first_token_and_mid_stream() -> None:
             runtime.invoke_endpoint(
                 EndpointName="e",
                 Body=json.dumps({"inputs": "x", "parameters": {"max_new_tokens": 50}}),
+                ContentType="application/json",
             )
     assert mid_stream.value.response["Error"]["Code"] == "ModelStreamError"
     assert "timed out" in before.value.response["Error"]["Message"]
@@ -181,7 +201,7 @@ def test_timeout_before_first_token_and_mid_stream() -> None:
 
 @pytest.mark.loopback
 def test_truth_over_http(lmi: Simulator) -> None:
-    client(lmi).invoke_endpoint(EndpointName="e", Body=BODY)
+    client(lmi).invoke_endpoint(EndpointName="e", Body=BODY, ContentType="application/json")
     (record,) = fetch_truth(lmi.endpoint_url)
     assert record.to_dict() == lmi.truth()[0].to_dict()
     reset_truth(lmi.endpoint_url)
@@ -205,7 +225,7 @@ def test_truth_over_http(lmi: Simulator) -> None:
 def test_bad_bodies_are_refused_by_the_container(lmi: Simulator, body: str | bytes) -> None:
     runtime = client(lmi)
     with pytest.raises(runtime.exceptions.ModelError) as caught:
-        runtime.invoke_endpoint(EndpointName="e", Body=body)
+        runtime.invoke_endpoint(EndpointName="e", Body=body, ContentType="application/json")
     response = caught.value.response
     assert response["ResponseMetadata"]["HTTPStatusCode"] == 424
     assert response["OriginalStatusCode"] == 424  # LMI's payload-validation status
@@ -217,7 +237,9 @@ def test_bad_bodies_are_refused_by_the_container(lmi: Simulator, body: str | byt
 def test_streams_only_when_the_body_asks(lmi: Simulator) -> None:
     """LMI and TGI stream only on ``"stream": true``; the streaming route alone is not enough."""
     runtime = client(lmi)
-    response = runtime.invoke_endpoint_with_response_stream(EndpointName="e", Body=BODY)
+    response = runtime.invoke_endpoint_with_response_stream(
+        EndpointName="e", Body=BODY, ContentType="application/json"
+    )
     assert response["ContentType"] == "application/json"
     parts = [event["PayloadPart"]["Bytes"] for event in response["Body"]]
     assert len(parts) == 1  # the whole answer at once
@@ -225,11 +247,13 @@ def test_streams_only_when_the_body_asks(lmi: Simulator) -> None:
     # Older LMI releases read the flag inside "parameters": the simulated LMI does too.
     nested = {"inputs": "a", "parameters": {"max_new_tokens": 3, "stream": True}}
     response = runtime.invoke_endpoint_with_response_stream(
-        EndpointName="e", Body=json.dumps(nested)
+        EndpointName="e", Body=json.dumps(nested), ContentType="application/json"
     )
     assert len(list(response["Body"])) == 3
     # InvokeEndpoint on a body that asks to stream returns the stream's text in one body.
-    lines = runtime.invoke_endpoint(EndpointName="e", Body=STREAM_BODY)["Body"].read()
+    lines = runtime.invoke_endpoint(
+        EndpointName="e", Body=STREAM_BODY, ContentType="application/json"
+    )["Body"].read()
     assert len(lines.splitlines()) == 5
     assert [(t.stream, t.streamed) for t in lmi.truth()] == [
         (True, False), (True, True), (False, True)
@@ -241,13 +265,15 @@ def test_tgi_reads_stream_only_at_the_top_level() -> None:
     with Simulator(SimulatorConfig(response_format="tgi", step_base_s=0.001)) as sim:
         nested = {"inputs": "a", "parameters": {"max_new_tokens": 3, "stream": True}}
         response = client(sim).invoke_endpoint_with_response_stream(
-            EndpointName="e", Body=json.dumps(nested)
+            EndpointName="e", Body=json.dumps(nested), ContentType="application/json"
         )
         (part,) = [event["PayloadPart"]["Bytes"] for event in response["Body"]]
         assert response["ContentType"] == "application/json"
         assert json.loads(part)[0]["details"]["generated_tokens"] == 3
         with pytest.raises(ClientError) as caught:
-            client(sim).invoke_endpoint(EndpointName="e", Body=b"{}")
+            client(sim).invoke_endpoint(
+                EndpointName="e", Body=b"{}", ContentType="application/json"
+            )
     assert caught.value.response["OriginalStatusCode"] == 422  # TGI's JSON rejection
 
 
@@ -257,15 +283,19 @@ def test_messages_api(fmt: str) -> None:
     with Simulator(SimulatorConfig(response_format=fmt, step_base_s=0.001)) as sim:
         runtime = client(sim)
         answer = json.loads(
-            runtime.invoke_endpoint(EndpointName="e", Body=json.dumps(CHAT))["Body"].read()
+            runtime.invoke_endpoint(
+                EndpointName="e", Body=json.dumps(CHAT), ContentType="application/json"
+            )["Body"].read()
         )
         stream_body = {**CHAT, "stream": True, "stream_options": {"include_usage": True}}
         response = runtime.invoke_endpoint_with_response_stream(
-            EndpointName="e", Body=json.dumps(stream_body)
+            EndpointName="e", Body=json.dumps(stream_body), ContentType="application/json"
         )
         parts = [event["PayloadPart"]["Bytes"] for event in response["Body"]]
         plain = runtime.invoke_endpoint_with_response_stream(
-            EndpointName="e", Body=json.dumps({**CHAT, "stream": True})
+            EndpointName="e",
+            Body=json.dumps({**CHAT, "stream": True}),
+            ContentType="application/json",
         )
         plain_raw = b"".join(event["PayloadPart"]["Bytes"] for event in plain["Body"])
     assert answer["object"] == "chat.completion"

@@ -8,6 +8,7 @@ from typing import Any
 
 from .distributions import METRICS, PERCENTILES, percentile_key
 from .engine import BenchmarkResult, Knee, LevelResult
+from .invokers import default_endpoint_url
 
 _WIDTH, _HEIGHT = 720, 440
 _LEFT, _RIGHT, _TOP, _BOTTOM = 80, 30, 50, 60
@@ -279,7 +280,7 @@ def error_lines(result: BenchmarkResult) -> list[str]:
         for kind, error in (level.first_errors or {}).items():
             firsts.setdefault(kind, error)
             counts[kind] = counts.get(kind, 0) + level.errors_by_kind.get(kind, 0)
-    url = target_url(result.target or {})
+    url = target_url(result.target or {}, stream=bool((result.payload or {}).get("stream")))
     lines = []
     for kind, error in sorted(firsts.items()):
         status = f"HTTP {error['status']} " if error.get("status") is not None else ""
@@ -291,19 +292,19 @@ def error_lines(result: BenchmarkResult) -> list[str]:
     return lines
 
 
-def target_url(target: dict[str, Any]) -> str | None:
-    """The URL the requests went to, as far as the results' ``target`` says."""
+def target_url(target: dict[str, Any], *, stream: bool = False) -> str | None:
+    """The URL the requests went to, as far as the results' ``target`` says: a streamed run
+    invokes ``invocations-response-stream`` (InvokeEndpointWithResponseStream), and a China
+    region's endpoint is under ``amazonaws.com.cn``."""
     if target.get("kind") == "openai" and target.get("base_url"):
         return f"{str(target['base_url']).rstrip('/')}{target.get('route') or ''}"
     name = target.get("endpoint_name")
     if not name:
         return None
-    base = target.get("endpoint_url") or (
-        f"https://runtime.sagemaker.{target['region']}.amazonaws.com"
-        if target.get("region")
-        else None
-    )
-    return f"{str(base).rstrip('/')}/endpoints/{name}/invocations" if base else None
+    region = target.get("region")
+    base = target.get("endpoint_url") or (default_endpoint_url(str(region)) if region else None)
+    route = "invocations-response-stream" if stream else "invocations"
+    return f"{str(base).rstrip('/')}/endpoints/{name}/{route}" if base else None
 
 
 def _search_lines(result: BenchmarkResult) -> list[str]:

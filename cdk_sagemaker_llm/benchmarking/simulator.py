@@ -376,6 +376,13 @@ class Simulator:
         if method != "POST" or match is None:
             writer.write(error(404, "Not Found", "UnknownOperationException", request_id))
             return
+        content_type = headers.get("content-type", "").split(";")[0].strip().lower()
+        if self.config.response_format == "tgi" and content_type != "application/json":
+            # TGI's axum Json extractor answers 415 "Expected request with `Content-Type:
+            # application/json`" (an InvokeEndpoint without ContentType); SageMaker relays it.
+            message = "Expected request with `Content-Type: application/json`"
+            writer.write(model_error(request_id, 415, message))
+            return
         try:
             parsed = self._parse_body(body)
         except (ValueError, KeyError, TypeError) as exc:

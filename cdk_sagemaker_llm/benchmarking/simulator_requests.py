@@ -55,6 +55,8 @@ def parse_body(
     inputs = payload["inputs"]
     if not isinstance(inputs, str):
         raise TypeError("'inputs' must be a string")
+    if not inputs:
+        raise ValueError("`inputs` cannot be empty")  # TGI's ValidationError::EmptyInput
     parameters = payload.get("parameters") or {}
     if not isinstance(parameters, dict):
         raise TypeError("'parameters' must be an object")

@@ -56,8 +56,9 @@ def own_role(role: IConstruct) -> None:
 
 def _is_foreign_role(scope: IConstruct) -> bool:
     """A role the library did not create (yours, passed as ``role=``, or imported)."""
-    is_role = hasattr(scope, "role_arn") and hasattr(scope, "add_managed_policy")
-    return is_role and scope not in _library_roles
+    if scope in _library_roles:  # first: asking a jsii role for an attribute is a round trip
+        return False
+    return hasattr(scope, "role_arn") and hasattr(scope, "add_managed_policy")
 
 
 def _is_broad(rule_id: str) -> bool:
