@@ -61,7 +61,13 @@ def assert_every_handler_is_placed(
     assert len(log_groups) == len(functions) + 1  # one per handler and the workflow's
     assert all(group["KmsKeyId"] == key_arn for group in log_groups)
     key_resource = template["Resources"][stack.get_logical_id(key.node.default_child)]  # type: ignore[arg-type]
-    assert "logs.us-west-2.amazonaws.com" in json.dumps(key_resource["Properties"]["KeyPolicy"])
+    (logs_statement,) = [
+        statement
+        for statement in key_resource["Properties"]["KeyPolicy"]["Statement"]
+        if statement["Principal"] == {"Service": "logs.us-west-2.amazonaws.com"}
+    ]
+    # Only this account's log groups may use the key (a confused-deputy guard).
+    assert "kms:EncryptionContext:aws:logs:arn" in json.dumps(logs_statement["Condition"])
 
 
 def test_benchmark_handlers_in_vpc_with_encrypted_logs_and_bucket_key() -> None:
@@ -132,6 +138,27 @@ def test_a_vpc_without_private_subnets_names_the_subnets_to_pass() -> None:
             handler_placement=HandlerPlacement(vpc=isolated),
         )
     assert "PRIVATE_ISOLATED" in raised.value.fix
+
+
+def test_an_imported_log_key_is_warned_its_policy_must_allow_cloudwatch_logs() -> None:
+    """The grant to CloudWatch Logs was silently dropped on an imported key, and every log
+    group would fail to create."""
+    from aws_cdk.assertions import Annotations, Match
+
+    stack, component = component_stack()
+    key = kms.Key.from_key_arn(
+        stack,
+        "Imported",
+        "arn:aws:kms:us-west-2:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+    )
+    EndpointBenchmark(
+        stack,
+        "Benchmark",
+        inference_component=component,
+        handler_placement=HandlerPlacement(log_encryption_key=key),
+    )
+    warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp(".*"))
+    assert any("logs.us-west-2.amazonaws.com" in str(w.entry.data) for w in warnings)
 
 
 def test_subnets_without_vpc_are_an_error() -> None:

@@ -14,6 +14,8 @@ from typing import Any
 
 import jsii
 from aws_cdk import (
+    Annotations,
+    ArnFormat,
     AssetHashType,
     BundlingOptions,
     CfnResource,
@@ -141,8 +143,7 @@ class _CopyFiles:
 
 def _log_group(scope: Construct, id: str, key: kms.IKey | None) -> logs.LogGroup:
     if key is not None:
-        region = Stack.of(scope).region
-        key.grant_encrypt_decrypt(iam.ServicePrincipal(f"logs.{region}.amazonaws.com"))
+        _let_logs_use(scope, key)
     return logs.LogGroup(
         scope,
         id,
@@ -150,6 +151,37 @@ def _log_group(scope: Construct, id: str, key: kms.IKey | None) -> logs.LogGroup
         removal_policy=RemovalPolicy.DESTROY,
         encryption_key=key,
     )
+
+
+def _let_logs_use(scope: Construct, key: kms.IKey) -> None:
+    """CloudWatch Logs' key-policy statement, for this account's log groups only (CloudWatch
+    Logs user guide, "Encrypt log data in CloudWatch Logs using AWS KMS": the
+    ``kms:EncryptionContext:aws:logs:arn`` condition). An imported key's policy cannot be
+    changed here: a warning says what it must allow, else the log groups fail to create."""
+    stack = Stack.of(scope)
+    principal = f"logs.{stack.region}.amazonaws.com"
+    log_groups = stack.format_arn(
+        service="logs",
+        resource="log-group",
+        resource_name="*",
+        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+    )
+    added = key.add_to_resource_policy(
+        iam.PolicyStatement(
+            actions=["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*",
+                     "kms:Describe*"],
+            principals=[iam.ServicePrincipal(principal)],
+            resources=["*"],
+            conditions={"ArnLike": {"kms:EncryptionContext:aws:logs:arn": log_groups}},
+        )
+    )  # fmt: skip
+    if not added.statement_added:
+        Annotations.of(scope).add_warning_v2(
+            "cdk-sagemaker-llm:log-key-policy",
+            f"handler_placement.log_encryption_key is imported, so its key policy cannot be "
+            f"changed here: it must let {principal} use it for this account's log groups, or "
+            "the handlers' log groups fail to create.",
+        )
 
 
 def _check_handler_subnets(placement: HandlerPlacement) -> None:

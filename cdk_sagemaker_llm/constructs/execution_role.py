@@ -119,7 +119,9 @@ def _sagemaker_principal() -> iam.ServicePrincipal:
 def grant_vpc_access(role: iam.IRole) -> None:
     """The network-interface rights SageMaker needs to place containers in your subnets.
 
-    EC2 does not support resource-level scoping for these calls, so they apply to ``*``.
+    They apply to ``*``: the ``Describe*`` calls take no resource, and the interfaces SageMaker
+    creates, deletes and grants permissions on exist only at deploy time (the statement SageMaker's
+    own ``AmazonSageMakerFullAccess`` policy grants the same way).
     """
     role.add_to_principal_policy(
         iam.PolicyStatement(
@@ -140,8 +142,9 @@ def grant_vpc_access(role: iam.IRole) -> None:
     acknowledge_wildcard_resources(
         role,
         ["*"],
-        "EC2 network-interface calls and ecr:GetAuthorizationToken support no resource-level "
-        "scoping; every other right of this role names its resources.",
+        "ecr:GetAuthorizationToken and EC2's Describe calls take no resource, and the network "
+        "interfaces SageMaker creates exist only at deploy time; every other right of this "
+        "role names its resources.",
     )
 
 
