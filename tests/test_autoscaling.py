@@ -558,6 +558,14 @@ def test_cooldowns_within_an_hour(kwargs: dict[str, Any], prop: str) -> None:
     assert "Duration.hours(1)" in error.value.fix
 
 
+def test_a_cooldown_in_part_seconds_names_the_whole_seconds_to_pass() -> None:
+    """``Duration.millis(1500)`` was the CDK's RuntimeError "CannotConvertedIntoWhole"."""
+    stack, component = fresh_component()
+    scaling = ComponentScaling(stack, "Scaling", component=component, max_copies=2)
+    with pytest.raises(ValidationError, match=r"scale_in_cooldown='1500 ms': .*whole seconds"):
+        scaling.scale_on_concurrent_requests(target=4, scale_in_cooldown=Duration.millis(1500))
+
+
 def test_schedule_errors() -> None:
     stack, component = fresh_component()
     scaling = ComponentScaling(stack, "Scaling", component=component, max_copies=4)

@@ -429,9 +429,17 @@ def cooldown_seconds(prop: str, cooldown: Duration | None) -> int | None:
     """A cooldown in whole seconds, checked against 0..3600 s; None stays None."""
     if cooldown is None:
         return None
-    seconds = cooldown.to_seconds()
-    if is_unresolved(seconds):
-        return int(seconds)
+    milliseconds = cooldown.to_milliseconds()
+    if is_unresolved(milliseconds):
+        return int(cooldown.to_seconds())
+    if milliseconds % 1000:  # to_seconds() would raise the CDK's "CannotConvertedIntoWhole"
+        raise ValidationError(
+            prop,
+            f"{milliseconds:g} ms",
+            "Application Auto Scaling takes cooldowns in whole seconds",
+            f"pass Duration.seconds({round(milliseconds / 1000)})",
+        )
+    seconds = milliseconds // 1000
     check_range(
         f"{prop} (seconds)",
         seconds,
