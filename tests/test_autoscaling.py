@@ -591,6 +591,9 @@ def test_schedule_errors() -> None:
     )  # fmt: skip
     with pytest.raises(ValidationError, match=r"max_capacity=1: is below the target's minimum"):
         floor.scale_on_schedule("low", schedule=daily, max_capacity=1)
+    naive = datetime.datetime(2030, 1, 1)  # jsii's own TypeError before
+    with pytest.raises(ValidationError, match=r"start_time='2030-01-01T00:00:00': a naive"):
+        scaling.scale_on_schedule("later", schedule=daily, min_capacity=1, start_time=naive)
 
 
 def test_a_scheduled_maximum_must_fit_the_endpoints_instances() -> None:

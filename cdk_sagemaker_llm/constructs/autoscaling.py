@@ -264,6 +264,15 @@ class _Scaling(Construct):
             )
         self._check_one_sided(min_capacity, max_capacity)
         self._check_scheduled_max(max_capacity)
+        for prop, moment in (("start_time", start_time), ("end_time", end_time)):
+            if moment is not None and moment.tzinfo is None:  # jsii refuses naive datetimes
+                raise ValidationError(
+                    prop,
+                    moment.isoformat(),
+                    "a naive datetime: the instant it names is ambiguous",
+                    f"pass {prop}=datetime(..., tzinfo=datetime.timezone.utc) (time_zone sets "
+                    "the zone the schedule's cron runs in)",
+                )
         if start_time is not None and end_time is not None and end_time <= start_time:
             raise ValidationError(
                 "end_time", end_time.isoformat(), "ends before start_time", "move end_time later"
