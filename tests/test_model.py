@@ -393,6 +393,13 @@ def test_vpc_placement_creates_security_group_and_grants_eni_rights() -> None:
         ),
         (
             {
+                "image": ContainerImage.tgi_neuronx("0.3.0"),
+                "serving": TgiOptions(quantization=Quantization.AWQ),
+            },
+            "serving.quantization='AWQ': TGI on Neuron",
+        ),
+        (
+            {
                 "image": ContainerImage.lmi("0.31.0"),
                 "serving": LmiOptions(tensor_parallel_degree=2),
                 "environment": {"OPTION_TENSOR_PARALLEL_DEGREE": "4"},

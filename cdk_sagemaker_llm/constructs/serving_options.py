@@ -379,6 +379,14 @@ class TgiOptions:
             raise ValidationError(
                 "serving.dtype", "FP32", "TGI serves float16 or bfloat16 only", "use FP16 or BF16"
             )
+        if self.quantization is not None and image.family is ContainerFamily.TGI_NEURONX:
+            raise ValidationError(
+                "serving.quantization",
+                self.quantization.name,
+                "TGI on Neuron (Optimum Neuron) loads no GPU quantization kernels (AWQ, GPTQ, "
+                "bitsandbytes, EETQ are CUDA kernels)",
+                "serve the model unquantized on Inferentia/Trainium, or quantize on a GPU image",
+            )
         pairs = (
             ("max_input_tokens", "max_total_tokens", False),
             ("max_input_tokens", "max_batch_prefill_tokens", True),
