@@ -287,3 +287,24 @@ def test_a_request_tgi_refuses_for_load_counts_as_throttling(
     assert refused, truth
     assert {s.error for s in refused} == {"throttling"}
     assert all(s.error is None for s in samples if truth[s.request_id] == "ok")  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("profile", "fmt", "status"), [("lmi-vllm-v1", "lmi", 424), ("tgi-1", "tgi", 422)]
+)
+def test_a_request_past_the_models_context_is_refused_at_once(
+    profile: str, fmt: str, status: int
+) -> None:
+    """vLLM refuses a prompt plus max_new_tokens beyond the model's context at once; the
+    simulated LMI served it for a minute, until the invocation limit, holding a batch slot."""
+    assert SPEC is not None
+    body = json.dumps({"inputs": "hi there", "parameters": {"max_new_tokens": 1_000_000}})
+    with Simulator(SimulatorConfig(engine=engine(profile), response_format=fmt)) as simulator:
+        with pytest.raises(ClientError) as refused:
+            runtime(simulator.endpoint_url).invoke_endpoint(  # type: ignore[attr-defined]
+                EndpointName="llm", Body=body, ContentType="application/json"
+            )
+        (record,) = simulator.truth()
+    assert refused.value.response["OriginalStatusCode"] == status
+    assert str(SPEC.max_context) in refused.value.response["Error"]["Message"]
+    assert record.outcome == "model_error" and (record.end or 0) - record.arrival < 5

@@ -433,6 +433,8 @@ class Simulator:
             )
             return
         clock = instance.clock
+        if clock is not None and self._beyond_context(clock, truth, parsed, writer):
+            return
         if clock is not None and clock.refuses():
             # TGI's router answers 429 "Model is overloaded" beyond max_concurrent_requests
             # (text-generation-inference router/src/server.rs); SageMaker relays it (424).
@@ -454,6 +456,39 @@ class Simulator:
             self._hand_to_engine(instance, clock, request)
         instance.wake.set()
         await request.done
+
+    def _beyond_context(
+        self,
+        clock: EngineClock,
+        truth: TruthRecord,
+        parsed: ParsedBody,
+        writer: asyncio.StreamWriter,
+    ) -> bool:
+        """Refuse at once a request whose prompt and ``max_new_tokens`` pass the model's
+        context, as the containers validate it (vLLM: "This model's maximum context length is
+        N tokens", relayed by LMI; TGI's ``ValidationError::MaxTotalTokens``, 422), instead of
+        serving it until the invocation limit."""
+        context = clock.engine.model.spec.max_context
+        requested = truth.input_tokens + max(1, parsed.max_tokens)
+        if requested <= context:
+            return False
+        truth.outcome, truth.end = "model_error", now()
+        if self.config.response_format == "tgi":
+            status = 422
+            message = (
+                f"`inputs` tokens + `max_new_tokens` must be <= {context}. Given: "
+                f"{truth.input_tokens} `inputs` tokens and {max(1, parsed.max_tokens)} "
+                "`max_new_tokens`"
+            )
+        else:
+            status = 424
+            message = (
+                f"This model's maximum context length is {context} tokens. However, you "
+                f"requested {requested} tokens ({truth.input_tokens} in the prompt, "
+                f"{max(1, parsed.max_tokens)} in the completion)."
+            )
+        writer.write(model_error(truth.request_id, status, message))
+        return True
 
     def _hand_to_engine(self, instance: _Instance, clock: EngineClock, request: _Request) -> None:
         """Queue ``request`` in the instance's engine, stamped on its virtual clock (the
