@@ -360,6 +360,7 @@ def check_type(
     element of a list or mapping is named by its index or key (``concurrencies[1]``), an
     argument of a factory by its owner too (``BenchmarkLoad.concurrency(levels)[1]``)."""
     if _matches(value, expected):
+        _refuse_key_alias(prop, value, expected, owner, qualified)
         return
     container = expected
     if typing.get_origin(expected) in (typing.Union, types.UnionType):
@@ -378,6 +379,24 @@ def check_type(
         value,
         f"{owner} expects {prop} to be {_describe(expected)}, not {type(value).__name__}",
         _fix(value, expected, prop),
+    )
+
+
+def _refuse_key_alias(prop: str, value: Any, expected: Any, owner: str, qualified: bool) -> None:
+    """A KMS alias passes for a ``kms.IKey``, but the library grants roles the use of the key:
+    a grant on an alias ARN does not authorize the key's use (AWS KMS developer guide, "Using
+    aliases to control access to KMS keys"), and an imported alias takes no grant at all."""
+    if value is None or not any(cls.__name__ == "IKey" for cls in _classes(expected)):
+        return
+    if not hasattr(value, "alias_name"):
+        return
+    raise ValidationError(
+        f"{owner}({prop})" if qualified else prop,
+        value.alias_name,
+        "a KMS alias where the key is needed: the grants the library makes on it would not "
+        "let the roles use the key",
+        "pass the key itself, e.g. kms.Key.from_key_arn(self, 'Key', "
+        "'arn:aws:kms:<region>:<account>:key/<key-id>')",
     )
 
 

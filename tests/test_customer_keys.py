@@ -157,3 +157,16 @@ def test_model_source_and_data_capture_grant_their_bucket_keys() -> None:
     granted = kms_actions_on(template, logical_id(stack, model.role), logical_id(stack, key))
     assert "kms:Decrypt" in granted  # reads the weights
     assert any(action.startswith("kms:GenerateDataKey") for action in granted)  # captures
+
+
+def test_a_kms_alias_where_a_key_is_needed_is_refused() -> None:
+    """An alias passed as the key: DataCapture's grant was dropped, AsyncInference's named the
+    alias ARN, which does not authorize the key's use."""
+    from cdk_sagemaker_llm import DataCapture, ValidationError
+
+    stack = new_stack()
+    bucket = s3.Bucket.from_bucket_name(stack, "Bucket", "captures")
+    alias = kms.Alias.from_alias_name(stack, "Alias", "alias/captures")
+    with pytest.raises(ValidationError, match=r"kms_key='alias/captures': a KMS alias") as raised:
+        DataCapture(bucket=bucket, kms_key=alias)
+    assert "kms.Key.from_key_arn" in raised.value.fix
