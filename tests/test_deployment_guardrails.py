@@ -77,6 +77,9 @@ def test_the_batch_is_checked_against_the_fewest_copies_scaling_allows() -> None
     stack = new_stack()
     ten = component(stack, 10, RollingDeployment(batch_size=5))
     ComponentScaling(stack, "Fine", component=ten, max_copies=20, min_copies=10)
+    # Another stack: a second target on the same component is refused as a duplicate first.
+    stack = new_stack()
+    ten = component(stack, 10, RollingDeployment(batch_size=5))
     with pytest.raises(ValidationError, match=r"min_copies: 2\), i\.e\. 1 to 1"):
         ComponentScaling(stack, "Fewer", component=ten, max_copies=20, min_copies=2)
 
