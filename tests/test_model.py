@@ -299,6 +299,32 @@ def test_supplied_role_is_used_and_granted() -> None:
     assert only_model(template)["ExecutionRoleArn"] == {"Fn::GetAtt": [logical_id, "Arn"]}
 
 
+@pytest.mark.parametrize(
+    ("arn", "mutable", "warned"),
+    [
+        ("arn:aws:iam::123456789012:role/platform-sagemaker", False, True),
+        ("arn:aws:iam::999999999999:role/platform-sagemaker", True, True),
+        ("arn:aws:iam::123456789012:role/platform-sagemaker", True, False),
+    ],
+    ids=["immutable-import", "other-account", "mutable-import"],
+)
+def test_a_role_that_drops_the_grants_is_warned(arn: str, mutable: bool, warned: bool) -> None:
+    """An immutable or cross-account import reports every grant added and writes none: the
+    model would start without the rights to pull its image. A mutable import gets a policy."""
+    stack = new_stack()
+    role = iam.Role.from_role_arn(stack, "Platform", arn, mutable=mutable)
+    Model(stack, "Model", image=ContainerImage.lmi("0.31.0"), role=role)
+    warnings = Annotations.from_stack(stack).find_warning(
+        "*", Match.string_like_regexp("grantsDropped")
+    )
+    assert len(warnings) == (1 if warned else 0)
+    if warned:
+        text = warnings[0].entry.data
+        assert "role: the role" in text and "mutable=False" in text and "leave role unset" in text
+        policies = resources_of_type(Template.from_stack(stack).to_json(), "AWS::IAM::Policy")
+        assert policies == []
+
+
 def test_vpc_placement_creates_security_group_and_grants_eni_rights() -> None:
     stack = new_stack()
     vpc = ec2.Vpc.from_vpc_attributes(

@@ -23,7 +23,7 @@ from .endpoint_base import (
     import_endpoint_by_arn,
     import_endpoint_by_name,
 )
-from .execution_role import create_execution_role, depend_on_role_policy
+from .execution_role import check_grants_land, create_execution_role, depend_on_role_policy
 from .fixed_names import claim_fixed_name
 from .inference_component import InferenceComponent
 from .interfaces import IEndpoint, IHostedComponent
@@ -615,6 +615,8 @@ class InferenceComponentEndpoint(EndpointBase):
                 self, "ExecutionRole", description=f"SageMaker execution role of {node_path(self)}"
             )
             """The execution role of the endpoint's component containers."""
+            if role is not None:
+                check_grants_land(self, role, "role")
             self.endpoint_config = self._config(
                 instance_type,
                 scaling,

@@ -7,11 +7,13 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import ArnFormat
-from aws_cdk import aws_iam as iam
-from constructs import Construct, IConstruct
+import jsii
 
-from .nag import acknowledge_wildcard_resources, own_role
+from aws_cdk import Annotations, ArnFormat
+from aws_cdk import aws_iam as iam
+from constructs import Construct, IConstruct, IValidation
+
+from .nag import acknowledge_wildcard_resources, is_library_role, own_role
 from .synth_cache import format_arn, remember, shared, stack_of
 
 
@@ -171,3 +173,56 @@ def depend_on_role_policy(resource: Construct, role: iam.IRole) -> None:
 
 
 _default_policies: weakref.WeakKeyDictionary[Any, IConstruct] = weakref.WeakKeyDictionary()
+
+
+GRANTS_DROPPED_WARNING = "cdk-sagemaker-llm:grantsDropped"
+"""The id of the warning ``check_grants_land`` gives (``Annotations`` ``acknowledge_warning``
+takes it, for a role that already allows itself everything)."""
+
+_checked_roles: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def check_grants_land(scope: Construct, role: iam.IRole, prop: str) -> None:
+    """At synth, warn on ``scope`` when ``role`` (yours, passed as ``prop``) cannot take the
+    statements the library grants it: an import with ``mutable=False``, or one from another
+    account, accepts every grant and writes none of them (``Role.fromRoleArn``: an
+    ``ImmutableRole`` reports each statement added), so SageMaker would start without the
+    rights to pull the image or read the weights, and fail at deploy. A role of this app, or a
+    mutable import of this account, gets a policy the CDK attaches: nothing to say."""
+    if is_library_role(role) or isinstance(role, iam.Role):
+        return
+    try:
+        if role in _checked_roles:
+            return
+        _checked_roles.add(role)
+    except TypeError:  # not weakly referenceable: check it from each construct
+        pass
+    scope.node.add_validation(_GrantsLand(scope, role, prop))
+
+
+@jsii.implements(IValidation)
+class _GrantsLand:
+    """At synth: a role you pass must have taken the library's grants (``check_grants_land``)."""
+
+    def __init__(self, scope: Construct, role: iam.IRole, prop: str) -> None:
+        self._scope = scope
+        self._role = role
+        self._prop = prop
+
+    def validate(self) -> list[str]:
+        node = self._role.node
+        if node.try_find_child("Policy") is None and node.try_find_child("DefaultPolicy") is None:
+            Annotations.of(self._scope).add_warning_v2(
+                GRANTS_DROPPED_WARNING,
+                f"{self._prop}: the role {node.path} takes no policy from this app (imported "
+                "with mutable=False, or from another account), so every right "
+                "cdk-sagemaker-llm grants it is dropped: pulling the image, reading the "
+                "weights, and any KMS key, data capture, VPC or secret access; SageMaker "
+                "would fail to start without them. Attach those rights to the role yourself "
+                "(to see them, synthesize once with iam.Role.from_role_arn(..., mutable=True): "
+                "the template's AWS::IAM::Policy on the role lists them), import it with "
+                "mutable=True from this account, or leave "
+                f"{self._prop.rsplit('.', 1)[-1]} unset for a least-privilege role; "
+                f"acknowledge {GRANTS_DROPPED_WARNING} if the role already has them.",
+            )
+        return []

@@ -26,7 +26,7 @@ from ..catalog.jumpstart import (
 from ..catalog.model_specs import ModelSpec
 from ..prop_types import typed_props
 from .availability import require_hosting
-from .execution_role import create_execution_role, depend_on_role_policy
+from .execution_role import check_grants_land, create_execution_role, depend_on_role_policy
 from .fit_check import check_fit
 from .fixed_names import claim_fixed_name
 from .images import ContainerImage, pull_statements_known_now
@@ -153,6 +153,8 @@ class _ImportedModel(ModelBase):
         self.model_name = name
         self.model_arn = arn
         self.role = role
+        if role is not None:
+            check_grants_land(self, role, "role")
 
 
 def import_model_by_name(
@@ -294,6 +296,8 @@ class Model(ModelBase):
             """The model's architecture, when given or inferred; sizing checks need it."""
             self.role: iam.IRole = role or self._new_execution_role()
             """The role SageMaker assumes to run this model."""
+            if role is not None:
+                check_grants_land(self, role, "role")
             bound_source = (
                 source.bind(
                     self.role,

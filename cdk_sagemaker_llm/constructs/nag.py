@@ -54,6 +54,14 @@ def own_role(role: IConstruct) -> None:
     _library_roles.add(role)
 
 
+def is_library_role(role: object) -> bool:
+    """Whether the library created ``role`` (``own_role``); no jsii call."""
+    try:
+        return role in _library_roles
+    except TypeError:  # not weakly referenceable, so never recorded
+        return False
+
+
 def _is_foreign_role(scope: IConstruct) -> bool:
     """A role the library did not create (yours, passed as ``role=``, or imported)."""
     if scope in _library_roles:  # first: asking a jsii role for an attribute is a round trip

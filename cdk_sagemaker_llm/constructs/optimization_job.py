@@ -82,7 +82,7 @@ from .deploy_time import (
     handler_function,
     signalled_work,
 )
-from .execution_role import depend_on_role_policy
+from .execution_role import check_grants_land, depend_on_role_policy
 from .images import ContainerFamily, ContainerImage
 from .images import _grant_pull as grant_pull
 from .model import Model
@@ -207,6 +207,8 @@ class OptimizationJob(Construct):
         """Every job of this construct is named ``<prefix>-<definition hash>-<handle hash>``."""
         self.role: iam.IRole = security.role or _create_job_role(self)
         """The role the job runs as."""
+        if security.role is not None:
+            check_grants_land(self, security.role, "security.role")
 
         request = self._request(source, accept_eula, environment, run, security)
         self.definition_hash = self._definition_hash(request, output.location_stem)
