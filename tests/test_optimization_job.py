@@ -16,7 +16,7 @@ from aws_cdk.assertions import Template
 from conftest import assert_cfn_lint_clean, new_stack, resources_of_type, role_statements
 from hub import hub_token
 
-from cdk_sagemaker_llm import ComponentModel, CopyResources
+from cdk_sagemaker_llm import ComponentModel, CopyResources, LmiOptions
 from cdk_sagemaker_llm.catalog.containers import ContainerFamily
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.constructs.endpoint import InferenceComponentEndpoint
@@ -390,6 +390,57 @@ def test_the_output_feeds_an_inference_component_after_the_job_completes() -> No
     assert pull["Resource"] == {"Fn::GetAtt": [output_id, "RecommendedImageRepositoryArn"]}
     assert any("kms:Decrypt" in a for a in actions)
     assert optimization.output_s3_uri.startswith("${Token")
+
+
+def _serve(stack: cdk.Stack, optimization: OptimizationJob, on: InstanceType, **model: Any) -> None:
+    """A component serving the job's output on ``on``, one accelerator per copy."""
+    endpoint = InferenceComponentEndpoint(stack, "Endpoint", instance_type=on)
+    served = Model(
+        stack,
+        "Optimized",
+        image=ContainerImage.lmi("0.31.0"),
+        source=optimization.as_model_source(),
+        **model,
+    )
+    InferenceComponent(
+        stack,
+        "Component",
+        endpoint=endpoint,
+        serves=ComponentModel.of(served),
+        resources=CopyResources(accelerators=1, min_memory=cdk.Size.gibibytes(16)),
+    )
+
+
+def test_compiled_artifacts_are_served_only_on_their_accelerator() -> None:
+    """TensorRT-LLM engines built on ml.g5 (A10G) do not load on ml.p4d (A100): refused at
+    synth, naming the job and both ways out. Another size of the same accelerator is fine."""
+    trtllm = OptimizationTechnique.compilation(CompilationTarget.TENSORRT_LLM)
+    stack = new_stack()
+    optimization = job(stack, techniques=[trtllm])
+    with pytest.raises(ValidationError) as raised:
+        _serve(stack, optimization, InstanceType.P4D_24XLARGE)
+    assert "compiled its tensorrt-llm artifacts for ml.g5.12xlarge" in str(raised.value)
+    assert "instance_type to ml.p4d.24xlarge" in raised.value.fix
+    same_gpu = new_stack()
+    _serve(same_gpu, job(same_gpu, techniques=[trtllm]), InstanceType.G5_48XLARGE)
+
+
+def test_sharded_weights_load_only_at_their_degree() -> None:
+    stack = new_stack()
+    sharded = job(stack, techniques=[OptimizationTechnique.sharding(tensor_parallel_degree=4)])
+    with pytest.raises(ValidationError) as raised:
+        _serve(
+            stack, sharded, InstanceType.G5_12XLARGE, serving=LmiOptions(tensor_parallel_degree=2)
+        )
+    assert "tensor-parallel degree 4" in str(raised.value)
+    assert "tensor_parallel_degree=4" in raised.value.fix
+    small = new_stack()
+    with pytest.raises(ValidationError, match=r"more than the 1 accelerators of ml\.g5\.2xlarge"):
+        _serve(
+            small,
+            job(small, techniques=[OptimizationTechnique.sharding(tensor_parallel_degree=4)]),
+            InstanceType.G5_2XLARGE,
+        )
 
 
 def test_grant_read_output() -> None:

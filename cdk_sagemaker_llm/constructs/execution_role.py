@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import jsii
-
 from aws_cdk import Annotations, ArnFormat
 from aws_cdk import aws_iam as iam
 from constructs import Construct, IConstruct, IValidation

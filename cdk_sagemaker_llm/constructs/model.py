@@ -438,6 +438,10 @@ class Model(ModelBase):
             if problem is not None:
                 raise ValidationError(prop, instance_type.name, *problem)
         degree = self.serving.accelerators_per_copy if self.serving else None
+        if self.source is not None:
+            problem = self.source.serving_problem(instance_type, degree)
+            if problem is not None:
+                raise ValidationError(prop, instance_type.name, *problem)
         if degree is not None and accelerators is not None and degree > accelerators:
             raise ValidationError(
                 "serving.tensor_parallel_degree",

@@ -151,6 +151,15 @@ class ModelSource:
         self.instance_type = instance_type
         """The instance type whose JumpStart image and environment are used (JumpStart)."""
 
+    def serving_problem(
+        self, instance_type: InstanceType, tensor_parallel_degree: int | None
+    ) -> tuple[str, str] | None:
+        """Why weights from this source cannot be served on ``instance_type`` at
+        ``tensor_parallel_degree`` (None: the model's default), as (reason, fix); None when
+        they can. Plain weights serve anywhere; artifacts built for one layout (an
+        optimization job's compiled engines or pre-sharded weights) say otherwise."""
+        return None
+
     @staticmethod
     def from_hugging_face(
         model_id: str, *, token_secret: secretsmanager.ISecret | None = None

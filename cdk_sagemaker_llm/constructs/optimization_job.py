@@ -98,6 +98,7 @@ from .optimization_options import (
     check_job_name_prefix,
 )
 from .optimization_techniques import (
+    TENSOR_PARALLEL_VARIABLE,
     CompilationTarget,
     OptimizationTechnique,
     TechniqueKind,
@@ -296,7 +297,10 @@ class OptimizationJob(Construct):
                 "serve the original weights with speculative_decoding=job.as_speculative_draft()",
             )
         return _OptimizedModelSource(
-            self.output.bucket, self.output_key_prefix, self.output.encryption_key
+            self.output.bucket,
+            self.output_key_prefix,
+            self.output.encryption_key,
+            _BuiltFor(self.node.path, self.instance_type, self.techniques),
         )
 
     def as_speculative_draft(self, *, speculative_length: int | None = None) -> SpeculativeDecoding:
@@ -592,12 +596,86 @@ class _ImageRequired:
         return "true" if self._job._requires_image else "false"
 
 
+class _BuiltFor:
+    """The layout an optimization job's artifacts are built for: compiled engines run only on
+    the accelerator they were compiled for (TensorRT-LLM builds an engine per GPU architecture
+    and tensor-parallel degree; Neuron compiles for the Neuron devices and degree of the
+    target), and pre-sharded weights load only at the degree they were sharded for (LMI reads
+    one checkpoint shard per rank). Quantized weights serve anywhere their kernels run."""
+
+    def __init__(
+        self, job: str, instance_type: InstanceType, techniques: Sequence[OptimizationTechnique]
+    ) -> None:
+        self.job = job
+        self.instance_type = instance_type
+        self.compiled = next(
+            (t.compilation_target for t in techniques if t.compilation_target is not None), None
+        )
+        degrees = [
+            t.environment.get(TENSOR_PARALLEL_VARIABLE)
+            for t in techniques
+            if t.kind in (TechniqueKind.COMPILATION, TechniqueKind.SHARDING)
+        ]
+        self.degree = next(
+            (int(d) for d in degrees if d is not None and not is_unresolved(d) and d.isdigit()),
+            None,
+        )
+
+    def problem(
+        self, instance_type: InstanceType, tensor_parallel_degree: int | None
+    ) -> tuple[str, str] | None:
+        """Why the artifacts cannot be served on ``instance_type`` at that degree, if so."""
+        built_on = self.instance_type
+        if self.compiled is not None and not _same_accelerators(built_on, instance_type):
+            what = (built_on.accelerator.name if built_on.accelerator else None) or built_on.name
+            return (
+                f"{self.job} compiled its {self.compiled.value} artifacts for {built_on.name} "
+                f"({what}), and compiled artifacts run only on the accelerator they were "
+                "compiled for",
+                f"serve them on {built_on.name} (or a size with the same accelerator), or set "
+                f"the job's instance_type to {instance_type.name}",
+            )
+        degree = self.degree
+        gpus = instance_type.accelerator_count
+        if degree is not None and tensor_parallel_degree is None and gpus and degree > gpus:
+            return (
+                f"{self.job} built its artifacts for tensor-parallel degree {degree}, more "
+                f"than the {gpus} accelerators of {instance_type.name}",
+                f"serve them on an instance type with at least {degree} accelerators",
+            )
+        if degree is not None and tensor_parallel_degree not in (None, degree):
+            return (
+                f"{self.job} built its artifacts for tensor-parallel degree {degree}, and they "
+                f"load only at that degree (here {tensor_parallel_degree})",
+                f"serve with tensor_parallel_degree={degree}, or set the job's "
+                f"{TENSOR_PARALLEL_VARIABLE} to {tensor_parallel_degree}",
+            )
+        return None
+
+
+def _same_accelerators(a: InstanceType, b: InstanceType) -> bool:
+    """Whether ``a`` and ``b`` carry the same accelerator (by name when both are known, else
+    the same instance family: ``ml.g5.2xlarge`` and ``ml.g5.12xlarge``)."""
+    if a.accelerator is not None and b.accelerator is not None:
+        return a.accelerator.name == b.accelerator.name
+    return a.name.rsplit(".", 1)[0] == b.name.rsplit(".", 1)[0]
+
+
 class _OptimizedModelSource(ModelSource):
     """The job's output folder; also grants decrypt on the output key."""
 
-    def __init__(self, bucket: s3.IBucket, prefix: str, key: kms.IKey | None) -> None:
+    def __init__(
+        self, bucket: s3.IBucket, prefix: str, key: kms.IKey | None, built_for: _BuiltFor
+    ) -> None:
         super().__init__(ModelSourceKind.S3_PREFIX, bucket=bucket, key=prefix)
         self._kms_key = key
+        self._built_for = built_for
+
+    def serving_problem(
+        self, instance_type: InstanceType, tensor_parallel_degree: int | None
+    ) -> tuple[str, str] | None:
+        """Compiled or pre-sharded artifacts serve only on the layout they were built for."""
+        return self._built_for.problem(instance_type, tensor_parallel_degree)
 
     def bind(
         self,
