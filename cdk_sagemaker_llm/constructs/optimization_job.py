@@ -665,7 +665,11 @@ class _OptimizedModelSource(ModelSource):
     """The job's output folder; also grants decrypt on the output key."""
 
     def __init__(
-        self, bucket: s3.IBucket, prefix: str, key: kms.IKey | None, built_for: _BuiltFor
+        self,
+        bucket: s3.IBucket,
+        prefix: str,
+        key: kms.IKey | None,
+        built_for: _BuiltFor | None = None,
     ) -> None:
         super().__init__(ModelSourceKind.S3_PREFIX, bucket=bucket, key=prefix)
         self._kms_key = key
@@ -675,6 +679,8 @@ class _OptimizedModelSource(ModelSource):
         self, instance_type: InstanceType, tensor_parallel_degree: int | None
     ) -> tuple[str, str] | None:
         """Compiled or pre-sharded artifacts serve only on the layout they were built for."""
+        if self._built_for is None:  # a draft's folder, read for its grants only
+            return None
         return self._built_for.problem(instance_type, tensor_parallel_degree)
 
     def bind(
