@@ -62,7 +62,7 @@ def test_serves_on_loopback_with_the_given_options() -> None:
             "sagemaker-runtime", region_name="us-east-1", endpoint_url=url,
             config=Config(retries={"total_max_attempts": 1, "mode": "standard"}),
         )  # fmt: skip
-        body = {"inputs": "one two three", "parameters": {"max_new_tokens": 3}}
+        body = {"inputs": "one two three", "parameters": {"max_new_tokens": 3, "details": True}}
         answer = runtime.invoke_endpoint(
             EndpointName="ep", Body=json.dumps(body), ContentType="application/json"
         )
@@ -150,7 +150,10 @@ def test_serves_a_model_from_the_engine_simulation_on_its_virtual_clock() -> Non
             "sagemaker-runtime", region_name="us-east-1", endpoint_url=url,
             config=Config(retries={"total_max_attempts": 1, "mode": "standard"}),
         )  # fmt: skip
-        body = {"inputs": " ".join(["word"] * 64), "parameters": {"max_new_tokens": 8}}
+        body = {
+            "inputs": " ".join(["word"] * 64),
+            "parameters": {"max_new_tokens": 8, "details": True},
+        }
         answer = runtime.invoke_endpoint(
             EndpointName="ep", Body=json.dumps(body), ContentType="application/json"
         )

@@ -80,7 +80,7 @@ def body_of(workload: Workload) -> str:
     return json.dumps(
         {
             "inputs": " ".join(["word"] * workload.input_tokens),
-            "parameters": {"max_new_tokens": workload.output_tokens},
+            "parameters": {"max_new_tokens": workload.output_tokens, "details": True},
         }
     )
 

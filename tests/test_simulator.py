@@ -143,6 +143,32 @@ def test_tgi_formats() -> None:
     assert events[-1]["details"]["generated_tokens"] == 5
 
 
+@pytest.mark.loopback
+@pytest.mark.parametrize("response_format", ["lmi", "tgi"])
+def test_details_only_when_the_body_asks(response_format: str) -> None:
+    """TGI and LMI answer ``details`` only for ``parameters.details: true`` (TGI's
+    ``GenerateParameters.details`` defaults to false), streamed or not: a client that counts
+    tokens from it without asking works only against a lenient simulator."""
+    plain = {"inputs": "one two three", "parameters": {"max_new_tokens": 3}}
+    with Simulator(SimulatorConfig(response_format=response_format, step_base_s=0.001)) as sim:
+        runtime = client(sim)
+        answer = runtime.invoke_endpoint(
+            EndpointName="e", Body=json.dumps(plain), ContentType="application/json"
+        )
+        body = json.loads(answer["Body"].read())
+        streamed = runtime.invoke_endpoint_with_response_stream(
+            EndpointName="e",
+            Body=json.dumps({**plain, "stream": True}),
+            ContentType="application/json",
+        )
+        raw = b"".join(event["PayloadPart"]["Bytes"] for event in streamed["Body"])
+    whole = body[0] if response_format == "tgi" else body
+    assert "details" not in whole and len(whole["generated_text"].split()) == 3
+    lines = [line.removeprefix(b"data:") for line in raw.splitlines() if line.strip()]
+    last = json.loads(lines[-1])
+    assert last["generated_text"] and last.get("details") is None
+
+
 @pytest.mark.timing
 def test_throttling_maps_to_client_error_429() -> None:
     config = SimulatorConfig(max_batch=1, max_queue=0, step_base_s=0.02)
@@ -245,7 +271,7 @@ def test_streams_only_when_the_body_asks(lmi: Simulator) -> None:
     assert len(parts) == 1  # the whole answer at once
     assert json.loads(parts[0])["details"]["generated_tokens"] == 5
     # Older LMI releases read the flag inside "parameters": the simulated LMI does too.
-    nested = {"inputs": "a", "parameters": {"max_new_tokens": 3, "stream": True}}
+    nested = {"inputs": "a", "parameters": {"max_new_tokens": 3, "stream": True, "details": True}}
     response = runtime.invoke_endpoint_with_response_stream(
         EndpointName="e", Body=json.dumps(nested), ContentType="application/json"
     )
@@ -263,7 +289,10 @@ def test_streams_only_when_the_body_asks(lmi: Simulator) -> None:
 @pytest.mark.loopback
 def test_tgi_reads_stream_only_at_the_top_level() -> None:
     with Simulator(SimulatorConfig(response_format="tgi", step_base_s=0.001)) as sim:
-        nested = {"inputs": "a", "parameters": {"max_new_tokens": 3, "stream": True}}
+        nested = {
+            "inputs": "a",
+            "parameters": {"max_new_tokens": 3, "stream": True, "details": True},
+        }
         response = client(sim).invoke_endpoint_with_response_stream(
             EndpointName="e", Body=json.dumps(nested), ContentType="application/json"
         )

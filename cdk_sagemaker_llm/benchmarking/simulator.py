@@ -19,6 +19,8 @@ Request and response schemas (strict: what the containers accept and send; sourc
   "log_prob"}}``, the last line also carrying ``generated_text`` and ``details``; TGI
   server-sent events (``text/event-stream``) ``data:{"index", "token": {"id", "text",
   "logprob", "special"}, "generated_text", "details"}`` (both null until the last event).
+  ``details`` comes only when ``parameters.details`` is true (TGI's ``GenerateParameters``
+  default false): without it the object has none, and a stream's last event a null one.
   Sources: djl-serving ``serving/docs/lmi/user_guides/lmi_input_output_schema.md`` and
   ``djl_python/input_parser.py``; text-generation-inference ``router/src/lib.rs``
   (``CompatGenerateRequest``, ``StreamResponse``) and ``router/src/server.rs``
@@ -399,6 +401,7 @@ class Simulator:
             arrival=arrival,
             streamed=parsed.stream,
             api=parsed.api,
+            details=parsed.details,
             prefix_aware_id=headers.get("x-amzn-sagemaker-prefix-aware-id"),
         )
         await self._admit(truth, parsed, body, writer)

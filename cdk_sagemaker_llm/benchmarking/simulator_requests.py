@@ -70,6 +70,7 @@ def parse_body(
         prompt=tuple(inputs.split()),
         max_tokens=_count(parameters, "max_new_tokens", default),
         stream=stream,
+        details=_flag(parameters, "details"),
     )
 
 
@@ -118,6 +119,10 @@ class ParsedBody:
     """OpenAI's ``stream_options.include_usage``: one more chunk with the usage."""
     prompt: tuple[str, ...] = ()
     """The prompt's words (for the prefix cache)."""
+    details: bool = False
+    """The inputs API's ``parameters.details``: TGI and LMI answer with ``details``
+    (``finish_reason``, ``generated_tokens``) only when asked (TGI's ``GenerateParameters``
+    ``details``, default false; LMI's output formatters likewise)."""
 
 
 def _flag(data: dict[str, Any], key: str) -> bool:

@@ -24,6 +24,7 @@ class Answer(Protocol):
     arrival: float
     input_tokens: int
     output_tokens: int
+    details: bool
 
 
 def http_response(
@@ -129,7 +130,9 @@ def full_body(answer: Answer, text: str, response_format: str) -> Any:
             ],
             "usage": _usage(answer),
         }
-    result = {"generated_text": text, "details": _details(answer)}
+    result: dict[str, Any] = {"generated_text": text}
+    if answer.details:  # only when asked, as TGI and LMI answer
+        result["details"] = _details(answer)
     return [result] if response_format == "tgi" else result
 
 
@@ -152,13 +155,14 @@ def stream_chunk(
             "index": index,
             "token": {"id": index, "text": word, "logprob": -0.5, "special": False},
             "generated_text": text if last else None,
-            "details": _details(answer) if last else None,
+            "details": _details(answer) if last and answer.details else None,
         }
         return b"data:" + json.dumps(event).encode("utf-8") + b"\n\n"
     event = {"token": {"id": index, "text": word, "log_prob": -0.5}}
     if last:
         event["generated_text"] = text
-        event["details"] = _details(answer)
+        if answer.details:
+            event["details"] = _details(answer)
     return json.dumps(event).encode("utf-8") + b"\n"
 
 

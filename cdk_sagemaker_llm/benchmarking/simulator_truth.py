@@ -26,6 +26,8 @@ class TruthRecord:
     api: str = "inputs"
     """``inputs`` (LMI/TGI generate schema), ``messages`` (chat completions) or
     ``completions`` (OpenAI completions)."""
+    details: bool = False
+    """The inputs API's body asked for ``details`` (``parameters.details``)."""
     route: str = "sagemaker"
     """``sagemaker`` (SageMaker Runtime) or ``openai`` (the OpenAI-compatible routes)."""
     outcome: str = "pending"
