@@ -707,3 +707,47 @@ def test_the_default_risk_says_what_its_ceiling_may_cost_beside_the_peak() -> No
     cost = option.reasoning[-1]
     assert "+$0.00/hour at the peak" in cost
     assert f"its autoscaling ceiling up to ${option.ceiling_price_per_hour:,.2f}/hour" in cost
+
+
+@pytest.mark.parametrize(
+    "traffic", [Traffic(concurrency=200), Traffic(requests_per_second=16)], ids=["closed", "rate"]
+)
+def test_the_ceiling_is_held_at_max_instance_count_where_the_edge_needs_more(
+    traffic: Traffic,
+) -> None:
+    """Where the pessimistic edge's own sizing needs more instances than max_instance_count,
+    the ceiling is the cap, never the fewer instances the edge's throughput alone would say:
+    raising max_instance_count never lowers it (13 at caps 14-15 and 16 at a rate before)."""
+    ceilings = []
+    for cap in (12, 13, 14, 15, 16, 20, 40):
+        (option, *_) = recommend(
+            ModelSpec.LLAMA_3_8B,
+            Workload(512, 256),
+            Slo(max_ms_per_token=60),
+            traffic,
+            search=SearchSpace(instance_types=[InstanceType.G5_2XLARGE], max_instance_count=cap),
+        ).options
+        assert option.max_instance_count is not None
+        ceilings.append(option.max_instance_count)
+    assert ceilings == sorted(ceilings)
+    uncapped = ceilings[-1]
+    assert uncapped > 15
+    for cap, ceiling in zip((12, 13, 14, 15), ceilings, strict=False):
+        assert ceiling == min(cap, uncapped)
+
+
+def test_every_rejection_in_the_json_has_every_documented_key() -> None:
+    """capacity-planning.md documents ``rejected`` entries as instance_type, kind, reason and
+    tensor_parallel_degree: a rejection of a whole type (an unpublished accelerator) carries
+    a null degree rather than no key."""
+    result = recommend(
+        ModelSpec.LLAMA_3_8B,
+        SHORT,
+        Slo(max_ms_per_token=60),
+        Traffic(requests_per_second=1),
+        search=SearchSpace(instance_types=[InstanceType.G5_2XLARGE, InstanceType.G7_2XLARGE]),
+    )
+    rejected = result.to_dict()["rejected"]
+    assert any(r["instance_type"] == "ml.g7.2xlarge" for r in rejected)
+    for entry in rejected:
+        assert set(entry) == {"instance_type", "kind", "reason", "tensor_parallel_degree"}

@@ -33,6 +33,8 @@ def with_ceiling(variant: LayoutVariant, median: Option) -> tuple[Option | None,
     edge = variant.edge(highest)
     factor = edge.relative_to(band)
     at_edge, refused = variant.evaluate(Risk.PESSIMISTIC, None, slowdown=edge.slowdown)
+    # The edge's own sizing needs more instances than max_instance_count allows.
+    over_cap = refused is not None and refused.kind is RejectionKind.INSTANCE_COUNT
     whole = search.traffic.concurrency is not None
     target = _ceiling_target(highest, factor, at_edge, measured, whole)
     expected, rejection = (median, None) if target == own else variant.evaluate(Risk.MEDIAN, target)
@@ -50,6 +52,8 @@ def with_ceiling(variant: LayoutVariant, median: Option) -> tuple[Option | None,
     within = at_edge.layout.instance_count if at_edge is not None else 0
     at_target = 0 if ceiling is not None else variant.instances_at_edge(target, factor)
     needed = ceiling.layout.instance_count if ceiling is not None else max(within, at_target)
+    if at_edge is None and over_cap:  # hold the ceiling at the cap, never below the need
+        needed = max(needed, search.max_instance_count + 1)
     most = max(count, min(needed, search.max_instance_count))
     edge_target = at_edge.scaling_target if at_edge is not None else 0
     basis = (
@@ -77,6 +81,8 @@ def with_ceiling(variant: LayoutVariant, median: Option) -> tuple[Option | None,
         own_sizing = (
             f", or {within} at its own {edge_target:g} per copy within the SLO, the more"
             if within
+            else f", or more than {search.max_instance_count} at its own target within the SLO"
+            if at_edge is None and over_cap
             else ""
         )
         lines.append(

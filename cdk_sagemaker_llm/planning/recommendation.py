@@ -170,15 +170,14 @@ class Rejection:
     tensor_parallel_degree: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form."""
-        data: dict[str, Any] = {
+        """The JSON form; ``tensor_parallel_degree`` is null for a rejection of the whole
+        instance type (every key documented is always present)."""
+        return {
             "instance_type": self.instance_type,
             "kind": self.kind.value,
             "reason": self.reason,
+            "tensor_parallel_degree": self.tensor_parallel_degree,
         }
-        if self.tensor_parallel_degree is not None:
-            data["tensor_parallel_degree"] = self.tensor_parallel_degree
-        return data
 
 
 @dataclass(frozen=True)
