@@ -751,3 +751,27 @@ def test_every_rejection_in_the_json_has_every_documented_key() -> None:
     assert any(r["instance_type"] == "ml.g7.2xlarge" for r in rejected)
     for entry in rejected:
         assert set(entry) == {"instance_type", "kind", "reason", "tensor_parallel_degree"}
+
+
+def test_an_fp8_kv_cache_is_not_offered_on_a_container_that_cannot_be_told_to_keep_one() -> None:
+    """recommend answers what LlmService would deploy: TGI before 2.4.0 documents no KV-cache
+    dtype setting, so an FP8 KV cache there is a rejection of kind engine, not an option
+    LlmService then refuses. A release that documents it is offered."""
+
+    def ask(release: str) -> Recommendation:
+        return recommend(
+            ModelSpec.LLAMA_3_8B,
+            Workload(512, 256),
+            Slo(max_ms_per_token=60),
+            Traffic(requests_per_second=4),
+            search=SearchSpace(
+                instance_types=[InstanceType.G6E_2XLARGE], kv_cache_precision=KvCachePrecision.FP8
+            ),
+            sizing=Sizing(engine=EngineRelease("tgi", release)),
+        )
+
+    old = ask("2.0.2")
+    assert not old.options
+    assert {r.kind for r in old.rejected} == {RejectionKind.ENGINE}
+    assert "KV_CACHE_DTYPE from release 2.4.0" in old.rejected[0].reason
+    assert ask("3.3.6").options

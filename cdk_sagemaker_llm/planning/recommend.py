@@ -28,8 +28,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from ..catalog.containers import ContainerFamily, fp8_kv_cache_problem
 from ..catalog.instance_types import CATALOG, InstanceType
-from ..catalog.model_specs import ModelSpec, Precision
+from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from ..errors import ValidationError
 from .autoscaling_ceiling import with_ceiling
 from .calibrated_band import calibrated_band
@@ -193,11 +194,33 @@ def _unservable(
     if kv_problem is not None:
         reason = f"kv cache precision: {kv_problem}"
         return Rejection(instance_type.name, RejectionKind.KV_CACHE_PRECISION, reason, degree)
+    kv_engine = _fp8_kv_engine_problem(search)
+    if kv_engine is not None:
+        return Rejection(instance_type.name, RejectionKind.ENGINE, kv_engine, degree)
     problem = optimization.engine_problem(search.engine, profile.name) if optimization else None
     if optimization is None or problem is None:
         return None
     reason = f"with {optimization.name}: the engine ({profile.name}) cannot serve it: {problem}"
     return Rejection(instance_type.name, RejectionKind.ENGINE, reason, degree)
+
+
+def _fp8_kv_engine_problem(search: SearchContext) -> str | None:
+    """Why the search's serving container cannot be told to keep an FP8 KV cache (the rule
+    ``LlmService`` deploys by: ``catalog.containers.fp8_kv_cache_problem``); None where it
+    can, or where the engine is a profile rather than a container release."""
+    engine = search.engine
+    if search.kv_cache is not KvCachePrecision.FP8 or isinstance(engine, EngineProfile | str):
+        return None
+    if engine is None:
+        return None
+    problem = fp8_kv_cache_problem(ContainerFamily(engine.family), engine.version)
+    if problem is None:
+        return None
+    release = f"{engine.family} {engine.version}" if engine.version else engine.family
+    return (
+        f"kv cache precision fp8: the serving engine ({release}) cannot be told to store its "
+        f"KV cache in FP8: {problem}"
+    )
 
 
 def _optimized(
