@@ -775,3 +775,23 @@ def test_an_fp8_kv_cache_is_not_offered_on_a_container_that_cannot_be_told_to_ke
     assert {r.kind for r in old.rejected} == {RejectionKind.ENGINE}
     assert "KV_CACHE_DTYPE from release 2.4.0" in old.rejected[0].reason
     assert ask("3.3.6").options
+
+
+def test_a_wanted_degree_that_splits_no_instance_is_named_with_its_reason() -> None:
+    """SearchSpace(tensor_parallel_degrees=[3]) on a 4-GPU type: the rejection names the
+    setting, the accelerators and the degrees that split them (and the heads, where 32 do not
+    divide over 3), not a generic "no layout fits" whose fix is to add instance types."""
+    result = recommend(
+        ModelSpec.LLAMA_3_8B,
+        Workload(512, 256),
+        Slo(max_ms_per_token=60),
+        Traffic(requests_per_second=4),
+        search=SearchSpace(instance_types=[G5_12], tensor_parallel_degrees=[3, 8]),
+    )
+    assert not result.options
+    by_degree = {r.tensor_parallel_degree: r for r in result.rejected}
+    assert set(by_degree) == {3, 8}
+    assert by_degree[3].kind is RejectionKind.HEAD_DIVISIBILITY
+    assert "32 attention heads do not divide over 3" in by_degree[3].reason
+    assert by_degree[8].reason.startswith("search.tensor_parallel_degrees: 8 does not split")
+    assert "(it takes 1, 2, 4)" in by_degree[8].reason

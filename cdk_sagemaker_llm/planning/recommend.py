@@ -49,6 +49,7 @@ from .performance import (
     prediction_band,
     profile_limits,
 )
+from .placement import head_divisibility_problem
 from .quantized_coverage import int4_problem
 from .ranking import RankedLayout as RankedLayout  # (re-exported: where it was defined)
 from .ranking import RejectionKind, degrees
@@ -113,7 +114,11 @@ def _search_instance(
     """The options and rejections of every tensor-parallel degree of one instance type."""
     found = _Found()
     wanted = search.tensor_parallel_degrees
-    for degree in degrees(instance_type):
+    splits = degrees(instance_type)
+    for degree in sorted(set(wanted or ())):
+        if degree not in splits:
+            found.rejected.append(_unsplit(search, instance_type, degree, splits))
+    for degree in splits:
         if wanted is not None and degree not in wanted:
             continue
         layout = Layout(instance_type, degree, instance_type.accelerator_devices // degree)
@@ -126,6 +131,22 @@ def _search_instance(
             if median is not None:
                 found.at_median.append(median)
     return found
+
+
+def _unsplit(
+    search: SearchContext, instance_type: InstanceType, degree: int, splits: list[int]
+) -> Rejection:
+    """A wanted degree (``search.tensor_parallel_degrees``) that splits ``instance_type`` into
+    no whole copies, said as such (and as a head-divisibility problem where it is one too)."""
+    heads = head_divisibility_problem(search.spec, degree)
+    reason = (
+        f"search.tensor_parallel_degrees: {degree} does not split the "
+        f"{instance_type.accelerator_devices} accelerators of {instance_type.name} into whole "
+        f"copies (it takes {', '.join(map(str, splits))})"
+        + (f"; head divisibility: {heads}" if heads else "")
+    )
+    kind = RejectionKind.HEAD_DIVISIBILITY if heads else RejectionKind.NO_LAYOUT
+    return Rejection(instance_type.name, kind, reason, degree)
 
 
 def _search_variant(
