@@ -314,6 +314,10 @@ def test_fewer_copies_per_instance_spread_the_same_copies_over_more_instances() 
     copies = full.option.layout.copies
     layout = spread.option.layout
     assert (layout.copies_per_instance, layout.instance_count) == (2, math.ceil(copies / 2))
+    # The copies serve as they did: the figures are the decision's own (at its risk and
+    # traffic), not a fresh closed-loop prediction of the raw model.
+    assert spread.option.predicted == full.option.predicted
+    assert spread.option.concurrency_per_copy == full.option.concurrency_per_copy
     assert spread.option.price_per_hour == pytest.approx(
         DEFAULT_PRICE_LIST.prices["ml.g5.12xlarge"] * layout.instance_count
     )

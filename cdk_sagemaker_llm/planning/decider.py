@@ -312,26 +312,16 @@ class _Decider:
         spread = Layout(
             layout.instance_type, layout.tensor_parallel_degree, copies_per_instance, count
         )
-        level = predict(
-            request.spec,
-            spread,
-            request.workload,
-            [option.predicted.concurrency],
-            precision=request.precision,
-            calibration=self.measured(layout.instance_type),
-            max_batch_size=option.max_batch_size,
-            engine=request.engine,
-            optimization=self.optimization,
-            kv_cache_precision=request.kv_cache_precision,
-        ).levels[0]
+        # Each copy serves as it did: spreading copies over more instances changes what runs
+        # where and what it costs, not what a copy predicts (the option's figures, sized at its
+        # risk and its traffic, stay; a fresh closed-loop prediction would not be at either).
+        level = option.predicted
         price = unit_price(layout.instance_type, self.request.pricing.prices, request.pricing.basis)
         hourly = None if price is None else price * count
         return replace(
             option,
             layout=spread,
             max_instance_count=ceiling,
-            predicted=level,
-            concurrency_per_copy=math.ceil(level.concurrency / spread.copies),
             price_per_hour=hourly,
             cost_per_million_tokens=None
             if hourly is None or level.tokens_per_s <= 0
