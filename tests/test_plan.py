@@ -519,3 +519,27 @@ def test_the_json_plan_carries_the_hourly_figures_the_markdown_shows(
         assert f"${peak['price_per_hour']:,.2f} expected at peak ({peak['instances']})" in markdown
         assert hourly["minimum"]["instances"] <= peak["instances"]
         assert peak["instances"] <= hourly["ceiling"]["instances"]
+
+
+def test_an_also_fits_warning_says_why_the_service_decision_rejected_that_degree() -> None:
+    """plan's sizing row said "TP1 also fits" beside a decision whose rejections say TP1 needs
+    more instances than allowed: the warning now carries that reason; one the decision did
+    not weigh is left as it was."""
+    from cdk_sagemaker_llm.catalog.instance_types import InstanceType
+    from cdk_sagemaker_llm.review.endpoints import _weighed
+
+    decision = {
+        "rejected": [
+            "ml.g5.12xlarge TP1: instance count: needs 3 instances for 16 requests/s "
+            "(> max_instance_count 2)"
+        ]
+    }
+    warning = "tensor-parallel degree 1 also fits: 4 copies per instance instead of 2"
+    assert _weighed(warning, InstanceType.G5_12XLARGE, decision) == (
+        "tensor-parallel degree 1 also fits, but the service's decision rejected it: instance "
+        "count: needs 3 instances for 16 requests/s (> max_instance_count 2)"
+    )
+    assert _weighed(warning, InstanceType.G5_48XLARGE, decision) == warning
+    assert _weighed("max concurrency 9 exceeds", InstanceType.G5_12XLARGE, decision) == (
+        "max concurrency 9 exceeds"
+    )

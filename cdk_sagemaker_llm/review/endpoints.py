@@ -5,6 +5,7 @@ inference components.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -324,6 +325,10 @@ def _component_plan(
     decision = template.metadata(component_id).get(SERVICE)
     if isinstance(decision, dict):
         plan.decision = decision
+        if plan.sizing is not None and instance_type is not None:
+            plan.sizing.warnings = [
+                _weighed(warning, instance_type, decision) for warning in plan.sizing.warnings
+            ]
     if (
         variant is not None
         and plan.max_copies
@@ -350,3 +355,21 @@ def build_plan(assembly_dir: str | Path, *, prices: PriceList = DEFAULT_PRICE_LI
             for name, template in templates.items()
         ],
     )
+
+
+_ALSO_FITS = re.compile(r"tensor-parallel degree (\d+) also fits")
+
+
+def _weighed(warning: str, instance_type: InstanceType, decision: dict[str, Any]) -> str:
+    """A sizing warning that another tensor-parallel degree also fits, said with the reason
+    the service's decision rejected that degree, where it did (a reviewer is otherwise nudged
+    toward a layout the decision already weighed and refused)."""
+    found = _ALSO_FITS.match(warning)
+    if found is None:
+        return warning
+    prefix = f"{instance_type.name} TP{found.group(1)}: "
+    rejected = decision.get("rejected") or []
+    reason = next((r[len(prefix) :] for r in rejected if str(r).startswith(prefix)), None)
+    if reason is None:
+        return warning
+    return f"{found.group(0)}, but the service's decision rejected it: {reason}"
