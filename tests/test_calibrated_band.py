@@ -40,7 +40,7 @@ from cdk_sagemaker_llm.planning.service_options import SearchSpace, Sizing
 SPEC = ModelSpec.LLAMA_3_8B
 L40S = InstanceType.G6E_XLARGE
 LOAD = Workload(512, 256)
-ENGINE = EngineRelease("lmi", "0.31.0")
+ENGINE = EngineRelease("lmi", "0.32.0")  # the first LMI that keeps an FP8 KV cache
 SERVER = Efficiency(
     memory_bandwidth=0.6, decode_compute=0.5, prefill_compute=0.5, step_overhead_ms=3.0
 )
@@ -161,7 +161,7 @@ def test_predict_shows_the_calibrated_band_beside_the_conformal_one(
     argv = [
         "predict", "--model", "llama-3-8b", "--instance-type", "ml.g6e.xlarge",
         "--input-tokens", "512", "--output-tokens", "256", "--concurrency", "1,8,128",
-        "--engine", "lmi:0.31.0", "--calibration", str(path),
+        "--engine", "lmi:0.32.0", "--calibration", str(path),
     ]  # fmt: skip
     assert main(argv) == 0
     text = capsys.readouterr().out
@@ -360,7 +360,7 @@ def test_recommend_with_another_kv_cache_than_calibrated_sizes_with_a_widened_ba
 
 
 CALIBRATE = [
-    "--model", "llama-3-8b", "--instance-type", "ml.g6e.xlarge", "--engine", "lmi:0.31.0",
+    "--model", "llama-3-8b", "--instance-type", "ml.g6e.xlarge", "--engine", "lmi:0.32.0",
 ]  # fmt: skip
 """What ``_results`` does not state (it has no ``deployment`` section)."""
 PAYLOAD = {"input_tokens": LOAD.input_tokens, "output_tokens": LOAD.output_tokens}
@@ -387,7 +387,7 @@ def test_calibrate_refuses_an_fp8_kv_cache_on_hardware_without_fp8(
     results = tmp_path / "results.json"
     results.write_text(json.dumps({**_results(), "payload": PAYLOAD}))
     argv = ["calibrate", str(results), "--out", str(tmp_path / "out.json"), "--model",
-            "llama-3-8b", "--instance-type", "ml.g5.2xlarge", "--engine", "lmi:0.31.0",
+            "llama-3-8b", "--instance-type", "ml.g5.2xlarge", "--engine", "lmi:0.32.0",
             "--kv-cache-precision", "fp8"]  # fmt: skip
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -403,7 +403,7 @@ def test_predict_with_another_kv_cache_than_calibrated_is_extrapolated_off_the_c
     argv = [
         "predict", "--model", "llama-3-8b", "--instance-type", "ml.g6e.xlarge",
         "--input-tokens", "512", "--output-tokens", "256", "--concurrency", "1,8",
-        "--engine", "lmi:0.31.0", "--calibration", str(path), "--format", "json",
+        "--engine", "lmi:0.32.0", "--calibration", str(path), "--format", "json",
     ]  # fmt: skip
     assert main(argv) == 0
     same = json.loads(capsys.readouterr().out)
