@@ -435,3 +435,38 @@ def test_a_gpu_model_on_an_inferentia_endpoint_names_the_endpoint_instance_type(
     assert caught.value.prop == "endpoint.instance_type"
     assert caught.value.value == "ml.inf2.8xlarge"
     assert "needs NVIDIA GPUs" in caught.value.problem
+
+
+def test_a_neuron_component_reserves_the_chips_of_its_neuron_cores() -> None:
+    """On Inferentia2 the degree counts NeuronCores (two per chip): degree 4 reserves 2 chips,
+    and a degree beyond the reserved chips' cores is refused naming them."""
+    stack = new_stack()
+    endpoint = endpoint_on(stack, InstanceType.INF2_24XLARGE)
+    model = Model(
+        stack,
+        "Model",
+        image=ContainerImage.lmi_neuronx("0.29.0"),
+        serving=LmiOptions(tensor_parallel_degree=4),
+    )
+    endpoint.add_inference_component(
+        "Llm",
+        serves=ComponentModel.of(model),
+        resources=CopyResources(min_memory=Size.gibibytes(8)),
+    )
+    (properties,) = resources_of_type(
+        Template.from_stack(stack).to_json(), "AWS::SageMaker::InferenceComponent"
+    )
+    requirements = properties["Specification"]["ComputeResourceRequirements"]
+    assert requirements["NumberOfAcceleratorDevicesRequired"] == 2
+    wide = Model(
+        stack,
+        "Wide",
+        image=ContainerImage.lmi_neuronx("0.29.0"),
+        serving=LmiOptions(tensor_parallel_degree=6),
+    )
+    with pytest.raises(ValidationError, match=r"over 6 NeuronCores but .* provides 2"):
+        endpoint.add_inference_component(
+            "Wide",
+            serves=ComponentModel.of(wide),
+            resources=CopyResources(accelerators=2, min_memory=Size.gibibytes(8)),
+        )

@@ -23,6 +23,7 @@ from cdk_sagemaker_llm import (
     LmiOptions,
     Model,
     ModelSource,
+    ModelSpec,
     Quantization,
     TgiOptions,
     ValidationError,
@@ -685,3 +686,86 @@ def test_serving_options_render_an_fp8_kv_cache_only_where_the_container_documen
         assert (raised.value.prop, raised.value.value) == ("serving.kv_cache_precision", "fp8")
         assert problem in raised.value.problem
         assert "leave kv_cache_precision unset" in raised.value.fix
+
+
+NEURON_DEGREES = [
+    (InstanceType.INF2_XLARGE, 2),  # djl-serving's TransformersNeuronX tuning guide
+    (InstanceType.INF2_8XLARGE, 2),
+    (InstanceType.INF2_24XLARGE, 8),  # the same guide: Llama 2 7B at degree 8
+    (InstanceType.INF2_48XLARGE, 24),
+    (InstanceType.TRN1_32XLARGE, 32),
+]
+
+
+def neuron_endpoint(
+    instance_type: InstanceType, serving: Any, *, image: ContainerImage | None = None, **kw: Any
+) -> None:
+    from aws_cdk import App, Environment, Stack
+
+    from cdk_sagemaker_llm import Endpoint, ProductionVariant
+
+    stack = Stack(App(), "S", env=Environment(account="123456789012", region="us-east-1"))
+    bucket = s3.Bucket.from_bucket_name(stack, "W", "wbucket")
+    model = Model(
+        stack,
+        "M",
+        image=image or ContainerImage.lmi_neuronx("0.29.0"),
+        source=ModelSource.from_s3(bucket, "p/"),
+        serving=serving,
+        **kw,
+    )
+    Endpoint(stack, "E", variants=[ProductionVariant(model=model, instance_type=instance_type)])
+
+
+@pytest.mark.parametrize(("instance_type", "degree"), NEURON_DEGREES)
+def test_a_neuron_tensor_parallel_degree_counts_neuron_cores(
+    instance_type: InstanceType, degree: int
+) -> None:
+    """LMI NeuronX's ``tensor_parallel_degree`` counts NeuronCores, two per Inferentia2 or
+    Trainium chip: every core of the instance can take a rank."""
+    neuron_endpoint(instance_type, LmiOptions(tensor_parallel_degree=degree))
+    # The sizing check sizes the chips those cores are on (heads are padded on Neuron).
+    neuron_endpoint(
+        instance_type,
+        LmiOptions(tensor_parallel_degree=degree),
+        spec=ModelSpec.preset("llama-2-7b"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "degree", "cores"),
+    [
+        (InstanceType.INF2_XLARGE, 3, 2),
+        (InstanceType.INF2_48XLARGE, 26, 24),
+        (InstanceType.TRN1_32XLARGE, 33, 32),
+    ],
+)
+def test_a_neuron_degree_beyond_the_neuron_cores_is_refused(
+    instance_type: InstanceType, degree: int, cores: int
+) -> None:
+    with pytest.raises(ValidationError) as caught:
+        neuron_endpoint(instance_type, LmiOptions(tensor_parallel_degree=degree))
+    assert caught.value.prop == "serving.tensor_parallel_degree"
+    assert caught.value.value == degree
+    assert f"{cores} NeuronCores" in caught.value.problem
+    assert f"at most {cores}" in caught.value.fix
+
+
+def test_the_gpu_degree_still_counts_gpus() -> None:
+    model = Model(
+        new_stack(),
+        "Model",
+        image=ContainerImage.lmi("0.31.0"),
+        serving=LmiOptions(tensor_parallel_degree=2),
+    )
+    with pytest.raises(ValidationError, match=r"over 2 accelerators but .* provides 1"):
+        model.check_placement(InstanceType.G5_2XLARGE, 1, "variants[0].instance_type")
+
+
+def test_neuron_cores_per_chip_are_in_the_catalog() -> None:
+    assert InstanceType.INF2_48XLARGE.tensor_parallel_ranks_per_device == 2
+    assert InstanceType.TRN1_32XLARGE.tensor_parallel_ranks_per_device == 2
+    assert InstanceType.G5_48XLARGE.tensor_parallel_ranks_per_device == 1
+    assert InstanceType.INF2_48XLARGE.devices_for_degree(24) == 12
+    assert InstanceType.INF2_48XLARGE.devices_for_degree(3) == 2
+    assert InstanceType.G5_48XLARGE.devices_for_degree(8) == 8

@@ -147,6 +147,18 @@ class Accelerator:
     issue 1153, on an EC2 g4dn.xlarge)."""
 
     # Named devices are attached below the class body.
+    neuron_cores: int | None = None
+    """Physical NeuronCores of one Neuron device (None on a GPU): the unit the Neuron serving
+    libraries' tensor-parallel degree counts (LMI Transformers-NeuronX / NxD
+    ``option.tensor_parallel_degree``, TGI-NeuronX ``HF_NUM_CORES``), not chips. Inferentia2 and
+    Trainium: two NeuronCore-v2 per chip (AWS Neuron docs, "Inferentia2 Architecture" and
+    "Trainium Architecture"); djl-serving's TransformersNeuronX tuning guide
+    (``serving/docs/lmi/tuning_guides/tnx_tuning_guide.md``) serves Llama 2 7B at
+    ``tensor_parallel_degree=2`` on the one chip of an inf2.xlarge. Trainium2: eight
+    NeuronCore-v3 per chip (AWS Neuron docs, "Trainium2 Architecture"); its default Logical
+    NeuronCore Configuration (LNC=2) groups them in pairs, so eight is the most ranks a chip
+    holds, not always what the runtime exposes."""
+
     T4: ClassVar[Accelerator]
     A10G: ClassVar[Accelerator]
     L4: ClassVar[Accelerator]
@@ -183,6 +195,12 @@ class Accelerator:
                 "this one with a benchmark (EndpointBenchmark, cdk-sagemaker-llm benchmark)",
             )
         return self.memory_bandwidth_gbps, self.fp16_tflops
+
+    @property
+    def tensor_parallel_ranks(self) -> int:
+        """Tensor-parallel ranks one device holds: its NeuronCores on a Neuron device
+        (``neuron_cores``), 1 on a GPU (one rank per GPU)."""
+        return self.neuron_cores or 1
 
 
 _accelerator = trusted(Accelerator)
@@ -238,11 +256,14 @@ RTX_PRO_6000_SERVER = _accelerator(
     'them; its web page\'s "1 PFLOP" FP16/BF16 does not say dense or sparse)',
     fp8=True,
 )
-# Inferentia2 and Trainium: 32 GiB HBM at 820 GB/s, 190 TFLOPS FP16/BF16 per chip.
-INFERENTIA2 = _accelerator("AWS Inferentia2", _NEURON, 32_768, 820, 190, 190)
-TRAINIUM = _accelerator("AWS Trainium", _NEURON, 32_768, 820, 190, 190)
-# Trainium2: 96 GiB HBM at 2.9 TB/s, 667 TFLOPS dense FP16/BF16 per chip.
-TRAINIUM2 = _accelerator("AWS Trainium2", _NEURON, 98_304, 2_900, 667, 667)
+# Inferentia2 and Trainium: 32 GiB HBM at 820 GB/s, 190 TFLOPS FP16/BF16 per chip; two
+# NeuronCore-v2 per chip (AWS Neuron docs, "Inferentia2 Architecture", "Trainium Architecture").
+INFERENTIA2 = _accelerator("AWS Inferentia2", _NEURON, 32_768, 820, 190, 190, neuron_cores=2)
+TRAINIUM = _accelerator("AWS Trainium", _NEURON, 32_768, 820, 190, 190, neuron_cores=2)
+# Trainium2: 96 GiB HBM at 2.9 TB/s, 667 TFLOPS dense FP16/BF16 per chip; eight NeuronCore-v3
+# per chip (AWS Neuron docs, "Trainium2 Architecture": "Every Trainium2 chip contains eight
+# NeuronCore-V3 cores").
+TRAINIUM2 = _accelerator("AWS Trainium2", _NEURON, 98_304, 2_900, 667, 667, neuron_cores=8)
 
 _achieved = trusted(AchievedPeak)
 _GPU_STREAM = (
@@ -545,6 +566,19 @@ class InstanceType:
                 "InstanceType.of(name, accelerator=..., accelerator_count=...)",
             )
         return self.accelerator.require_performance(prop, self.name)
+
+    @property
+    def tensor_parallel_ranks_per_device(self) -> int:
+        """Tensor-parallel ranks one accelerator of this type holds: NeuronCores per chip on a
+        Neuron type (``Accelerator.neuron_cores``), 1 on a GPU or an unknown type."""
+        return self.accelerator.tensor_parallel_ranks if self.accelerator is not None else 1
+
+    def devices_for_degree(self, degree: int) -> int:
+        """Accelerator devices a copy sharded ``degree`` ways occupies: ``degree`` GPUs, or the
+        Neuron chips whose NeuronCores hold ``degree`` ranks (24 ranks on 12 Inferentia2
+        chips)."""
+        ranks = self.tensor_parallel_ranks_per_device
+        return -(-degree // ranks)
 
     @property
     def accelerator_memory_mib(self) -> int:

@@ -60,7 +60,15 @@ def check_fit(
         )
         return None
     facts = serving_facts(environment)
-    degree = facts.tensor_parallel_degree or accelerators or instance_type.accelerator_count
+    # The degree counts ranks: GPUs, or NeuronCores on Inferentia2/Trainium (two per chip,
+    # ``Accelerator.neuron_cores``); the sizing arithmetic counts devices, whose memory holds
+    # the copy (24 ranks on ml.inf2.48xlarge are its 12 chips).
+    ranks = facts.tensor_parallel_degree
+    degree = (
+        instance_type.devices_for_degree(ranks)
+        if ranks
+        else accelerators or instance_type.accelerator_count
+    )
     degree = min(degree, instance_type.accelerator_count)
     arguments: dict[str, Any] = {
         "tensor_parallel_degree": degree,
@@ -72,7 +80,11 @@ def check_fit(
         report = _size(spec, instance_type, **arguments)
     except TypeError:  # a spec or type holding a list cannot be a cache key
         report = size(spec, instance_type, **arguments)
-    if report.head_problem is not None:
+    if report.head_problem is not None and not instance_type.is_neuron:
+        # On Neuron the heads are padded to a multiple of the degree (neuronx-distributed's
+        # ``pad_model`` / ``get_number_of_extra_heads``: 48 query heads at TP 32 are padded to
+        # 64, the KV heads replicated), and the degree counts NeuronCores, not the chips sized
+        # here: the GPU engines' divisibility rule does not apply.
         shardable = [
             d for d in range(1, degree) if head_divisibility_problem(spec, d) is None
         ]  # degree 1 always shards
@@ -86,10 +98,17 @@ def check_fit(
         )
     if not report.fits:
         fixes = []
-        if report.recommended_tensor_parallel_degree is not None:
+        recommended = report.recommended_tensor_parallel_degree
+        if recommended is not None and instance_type.is_neuron:
+            fixes.append(
+                f"shard over more chips ({recommended} chips, tensor-parallel degree "
+                f"{recommended * instance_type.tensor_parallel_ranks_per_device} NeuronCores, "
+                f"fit on {instance_type.name})"
+            )
+        elif recommended is not None:
             fixes.append(
                 f"shard over more accelerators (tensor-parallel degree "
-                f"{report.recommended_tensor_parallel_degree} fits on {instance_type.name})"
+                f"{recommended} fits on {instance_type.name})"
             )
         else:
             fixes.append("use an instance type with more or larger accelerators")

@@ -462,7 +462,12 @@ class InferenceComponent(InferenceComponentBase):
         per_copy = serving.accelerators_per_copy if serving and image is not None else None
         if model is not None and model.serving is not None:
             per_copy = model.serving.accelerators_per_copy
-        reserved = _accelerators(accelerators, per_copy, instance_type.accelerator_count)
+        reserved = _accelerators(
+            accelerators,
+            # The degree counts NeuronCores on Neuron: its chips are what a copy reserves.
+            instance_type.devices_for_degree(per_copy) if per_copy else per_copy,
+            instance_type.accelerator_count,
+        )
         self.accelerators_by_instance_type[instance_type.name] = reserved
         if model is not None:
             if model.image is not None and not specified:
@@ -472,13 +477,17 @@ class InferenceComponent(InferenceComponentBase):
         elif image is not None:
             check_image_on_instance(image, instance_type, "endpoint.instance_type")
             degree = serving.accelerators_per_copy if serving else None
-            if degree is not None and degree > reserved:
+            ranks = reserved * instance_type.tensor_parallel_ranks_per_device
+            if degree is not None and degree > ranks:
+                needed = instance_type.devices_for_degree(degree)
+                cores = f" ({ranks} NeuronCores)" if instance_type.is_neuron else ""
                 raise ValidationError(
                     "serves.serving.tensor_parallel_degree",
                     degree,
-                    f"shards each copy over {degree} accelerators but the component "
-                    f"reserves {reserved} on {instance_type.name}",
-                    f"set resources.accelerators to {degree} or lower the tensor-parallel degree",
+                    f"shards each copy over {degree} "
+                    f"{'NeuronCores' if instance_type.is_neuron else 'accelerators'} but the "
+                    f"component reserves {reserved}{cores} on {instance_type.name}",
+                    f"set resources.accelerators to {needed} or lower the tensor-parallel degree",
                 )
             check_fit(
                 self,

@@ -442,14 +442,9 @@ class Model(ModelBase):
             problem = self.source.serving_problem(instance_type, degree)
             if problem is not None:
                 raise ValidationError(prop, instance_type.name, *problem)
-        if degree is not None and accelerators is not None and degree > accelerators:
-            raise ValidationError(
-                "serving.tensor_parallel_degree",
-                degree,
-                f"shards each copy over {degree} accelerators but {prop} provides {accelerators} "
-                f"({instance_type.name})",
-                f"lower the tensor-parallel degree to at most {accelerators}, or give the model "
-                "more accelerators (a larger instance type or more accelerators per copy)",
+        if degree is not None and accelerators is not None:
+            check_degree_on_accelerators(
+                degree, accelerators, instance_type, prop, "serving.tensor_parallel_degree"
             )
         check_fit(
             self,
@@ -460,6 +455,39 @@ class Model(ModelBase):
             prop=prop,
             engine=self.image.engine_profile.name if self.image is not None else None,
         )
+
+
+def check_degree_on_accelerators(
+    degree: int, accelerators: int, instance_type: InstanceType, where: str, prop: str
+) -> None:
+    """Raise ValidationError when a copy sharded ``degree`` ways does not fit on
+    ``accelerators`` devices of ``instance_type``. On a GPU a rank is a GPU; on Inferentia2 and
+    Trainium the Neuron libraries' degree counts NeuronCores, two per chip
+    (``Accelerator.neuron_cores``): djl-serving's TransformersNeuronX tuning guide runs
+    ``tensor_parallel_degree=2`` on the one chip of an inf2.xlarge."""
+    ranks = accelerators * instance_type.tensor_parallel_ranks_per_device
+    if degree <= ranks:
+        return
+    if instance_type.is_neuron:
+        accelerator = instance_type.accelerator
+        assert accelerator is not None
+        raise ValidationError(
+            prop,
+            degree,
+            f"shards each copy over {degree} NeuronCores but {where} provides {accelerators} "
+            f"{accelerator.name} chips of {accelerator.tensor_parallel_ranks} NeuronCores "
+            f"({ranks} NeuronCores, {instance_type.name})",
+            f"lower the tensor-parallel degree to at most {ranks} (it counts NeuronCores), or "
+            "give the model more chips (a larger instance type or more accelerators per copy)",
+        )
+    raise ValidationError(
+        prop,
+        degree,
+        f"shards each copy over {degree} accelerators but {where} provides {accelerators} "
+        f"({instance_type.name})",
+        f"lower the tensor-parallel degree to at most {accelerators}, or give the model "
+        "more accelerators (a larger instance type or more accelerators per copy)",
+    )
 
 
 def jumpstart_tags(source: ModelSource | None) -> list[CfnTag] | None:

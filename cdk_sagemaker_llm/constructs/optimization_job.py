@@ -637,11 +637,14 @@ class _BuiltFor:
             )
         degree = self.degree
         gpus = instance_type.accelerator_count
-        if degree is not None and tensor_parallel_degree is None and gpus and degree > gpus:
+        # The degree counts NeuronCores on Inferentia2/Trainium (Accelerator.neuron_cores).
+        ranks = (gpus or 0) * instance_type.tensor_parallel_ranks_per_device
+        if degree is not None and tensor_parallel_degree is None and gpus and degree > ranks:
+            unit = "NeuronCores" if instance_type.is_neuron else "accelerators"
             return (
                 f"{self.job} built its artifacts for tensor-parallel degree {degree}, more "
-                f"than the {gpus} accelerators of {instance_type.name}",
-                f"serve them on an instance type with at least {degree} accelerators",
+                f"than the {ranks} {unit} of {instance_type.name}",
+                f"serve them on an instance type with at least {degree} {unit}",
             )
         if degree is not None and tensor_parallel_degree not in (None, degree):
             return (
