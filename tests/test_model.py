@@ -769,3 +769,29 @@ def test_neuron_cores_per_chip_are_in_the_catalog() -> None:
     assert InstanceType.INF2_48XLARGE.devices_for_degree(24) == 12
     assert InstanceType.INF2_48XLARGE.devices_for_degree(3) == 2
     assert InstanceType.G5_48XLARGE.devices_for_degree(8) == 8
+
+
+@pytest.mark.parametrize(
+    ("release", "variable"),
+    [("1.3.3", "MAX_INPUT_LENGTH"), ("1.4.5", "MAX_INPUT_LENGTH"), ("2.0.0", "MAX_INPUT_TOKENS")],
+)
+def test_tgi_before_2_reads_the_longest_prompt_from_max_input_length(
+    release: str, variable: str
+) -> None:
+    """TGI's launcher took ``--max-input-tokens`` (``MAX_INPUT_TOKENS``) from 2.0.0 (pull
+    request 1727); before, only ``MAX_INPUT_LENGTH``."""
+    stack = new_stack()
+    model = Model(
+        stack,
+        "Model",
+        image=ContainerImage.tgi(release),
+        source=ModelSource.from_hugging_face("Qwen/Qwen2.5-7B-Instruct"),
+        serving=TgiOptions(max_input_tokens=100, max_total_tokens=200),
+    )
+    environment = only_model(Template.from_stack(stack).to_json())["PrimaryContainer"][
+        "Environment"
+    ]
+    assert environment[variable] == "100"
+    other = ({"MAX_INPUT_LENGTH", "MAX_INPUT_TOKENS"} - {variable}).pop()
+    assert other not in environment
+    assert model.environment[variable] == "100"

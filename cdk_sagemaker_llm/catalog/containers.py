@@ -269,6 +269,29 @@ def hub_token_variable(family: ContainerFamily, release: str | None) -> str:
     return HUB_TOKEN_VARIABLE
 
 
+FIRST_TGI_WITH_MAX_INPUT_TOKENS = "2.0.0"
+"""TGI's launcher read the longest prompt from ``--max-input-length`` (``MAX_INPUT_LENGTH``)
+until text-generation-inference pull request 1727, "Improve the defaults for the launcher"
+(2024-04-11, first released in 2.0.0), renamed it ``--max-input-tokens``
+(``MAX_INPUT_TOKENS``), keeping the old name as a deprecated alias."""
+MAX_INPUT_TOKENS_VARIABLE = "MAX_INPUT_TOKENS"
+LEGACY_MAX_INPUT_TOKENS_VARIABLE = "MAX_INPUT_LENGTH"
+
+
+def max_input_tokens_variable(family: ContainerFamily, release: str | None) -> str:
+    """The variable a ``family`` image at ``release`` reads the longest prompt from: TGI before
+    2.0.0 ``MAX_INPUT_LENGTH`` (its launchers do not know ``MAX_INPUT_TOKENS``), any other
+    release ``MAX_INPUT_TOKENS``."""
+    if (
+        family is ContainerFamily.TGI
+        and release is not None
+        and SHORT_VERSION.match(release)
+        and version_tuple(release) < version_tuple(FIRST_TGI_WITH_MAX_INPUT_TOKENS)
+    ):
+        return LEGACY_MAX_INPUT_TOKENS_VARIABLE
+    return MAX_INPUT_TOKENS_VARIABLE
+
+
 @dataclass(frozen=True)
 class DlcRelease:
     """One release of a container line: its tag and the regions that publish it."""

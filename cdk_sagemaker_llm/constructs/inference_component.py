@@ -415,7 +415,7 @@ class InferenceComponent(InferenceComponentBase):
             artifact_url = bound.model_data_url
             rendered.update(bound.environment)
         if serves.serving is not None:
-            rendered.update(serves.serving.environment())
+            rendered.update(serves.serving.environment(image))
         merged = merge_environment(rendered, environment, "serves.environment")
         _check_environment_entries(merged, environment)
         check_environment_lengths(merged, "serves.environment")
@@ -495,7 +495,7 @@ class InferenceComponent(InferenceComponentBase):
                     serves.artifact.model_id if serves.artifact else None
                 ),
                 environment={
-                    **(serving.environment() if serving else {}),
+                    **(serving.environment(image) if serving else {}),
                     **(serves.environment or {}),
                 },
                 instance_type=instance_type,

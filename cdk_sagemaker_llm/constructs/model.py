@@ -406,7 +406,7 @@ class Model(ModelBase):
         set; over a JumpStart environment, ``merge_serving_environment``'s rule, each JumpStart
         variable replaced noted in a synth info message."""
         rendered = dict(bound_source.environment) if bound_source else {}
-        decided = serving.environment() if serving is not None else {}
+        decided = serving.environment(self.image) if serving is not None else {}
         if self.source is None or self.source.kind is not ModelSourceKind.JUMPSTART:
             return {**rendered, **decided}
         merged, replaced = merge_serving_environment(rendered, decided)

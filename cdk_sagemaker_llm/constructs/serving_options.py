@@ -13,6 +13,7 @@ from ..catalog.containers import (
     FP8_KV_CACHE_SETTINGS,
     VLLM_VARIABLE_PREFIX,
     fp8_kv_cache_problem,
+    max_input_tokens_variable,
     vllm_variable,
 )
 from ..catalog.model_specs import KvCachePrecision
@@ -287,8 +288,8 @@ class LmiOptions:
                 "leave continuous_batching on",
             )
 
-    def environment(self) -> dict[str, str]:
-        """The ``OPTION_*`` variables these options render to."""
+    def environment(self, image: ContainerImage | None = None) -> dict[str, str]:
+        """The ``OPTION_*`` variables these options render to (the same on every LMI image)."""
         env: dict[str, str] = {}
         if self.async_mode:
             env["OPTION_ASYNC_MODE"] = "true"
@@ -334,7 +335,8 @@ class TgiOptions:
     num_gpus: int | None = None
     """Tensor-parallel degree (``SM_NUM_GPUS``)."""
     max_input_tokens: int | None = None
-    """Longest prompt (``MAX_INPUT_TOKENS``)."""
+    """Longest prompt (``MAX_INPUT_TOKENS``; ``MAX_INPUT_LENGTH`` on TGI before 2.0.0, which
+    knew only that name)."""
     max_total_tokens: int | None = None
     """Longest prompt + generated tokens per request (``MAX_TOTAL_TOKENS``)."""
     max_batch_prefill_tokens: int | None = None
@@ -406,12 +408,19 @@ class TgiOptions:
                 )
         _check_kv_cache(self.kv_cache_precision, image)
 
-    def environment(self) -> dict[str, str]:
-        """The TGI variables these options render to."""
+    def environment(self, image: ContainerImage | None = None) -> dict[str, str]:
+        """The TGI variables these options render to on ``image`` (default: TGI's current
+        names): the longest prompt is ``MAX_INPUT_LENGTH`` on TGI before 2.0.0, whose launcher
+        does not read ``MAX_INPUT_TOKENS`` (``catalog.containers.max_input_tokens_variable``)."""
         dtype = {DataType.FP16: "float16", DataType.BF16: "bfloat16"}.get(self.dtype)  # type: ignore[arg-type]
+        input_variable = (
+            max_input_tokens_variable(image.family, image.release)
+            if image is not None
+            else max_input_tokens_variable(ContainerFamily.TGI, None)
+        )
         optional = {
             "SM_NUM_GPUS": self.num_gpus,
-            "MAX_INPUT_TOKENS": self.max_input_tokens,
+            input_variable: self.max_input_tokens,
             "MAX_TOTAL_TOKENS": self.max_total_tokens,
             "MAX_BATCH_PREFILL_TOKENS": self.max_batch_prefill_tokens,
             "MAX_BATCH_TOTAL_TOKENS": self.max_batch_total_tokens,
@@ -516,8 +525,9 @@ class VllmOptions:
             )
         _check_kv_cache(self.kv_cache_precision, image)
 
-    def environment(self) -> dict[str, str]:
-        """The ``SM_VLLM_*`` variables these options render to."""
+    def environment(self, image: ContainerImage | None = None) -> dict[str, str]:
+        """The ``SM_VLLM_*`` variables these options render to (the same on every vLLM
+        image)."""
         optional: dict[str, object] = {
             "tensor-parallel-size": self.tensor_parallel_size,
             "max-model-len": self.max_model_len,
