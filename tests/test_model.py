@@ -795,3 +795,37 @@ def test_tgi_before_2_reads_the_longest_prompt_from_max_input_length(
     other = ({"MAX_INPUT_LENGTH", "MAX_INPUT_TOKENS"} - {variable}).pop()
     assert other not in environment
     assert model.environment[variable] == "100"
+
+
+@pytest.mark.parametrize(
+    ("serving", "prop", "named"),
+    [
+        (TgiOptions(num_gpus=2), "serving.num_gpus", "HF_NUM_CORES"),
+        (TgiOptions(dtype=DataType.BF16), "serving.dtype", "HF_AUTO_CAST_TYPE"),
+    ],
+)
+def test_tgi_neuronx_refuses_the_gpu_launcher_options(
+    serving: TgiOptions, prop: str, named: str
+) -> None:
+    """optimum-neuron's TGI entrypoint ignores SM_NUM_GPUS and its shard takes no --dtype: the
+    error names the Neuron variable to pass through ``environment``."""
+    with pytest.raises(ValidationError) as caught:
+        Model(new_stack(), "Model", image=ContainerImage.tgi_neuronx("0.3.0"), serving=serving)
+    assert caught.value.prop == prop
+    assert named in caught.value.fix and "environment=" in caught.value.fix
+
+
+def test_tgi_neuronx_neuron_cores_are_checked_against_the_instance() -> None:
+    """``HF_NUM_CORES`` passed through counts NeuronCores: 2 fit ml.inf2.8xlarge's one chip,
+    4 do not."""
+    image = ContainerImage.tgi_neuronx("0.3.0")
+    serving = TgiOptions(max_input_tokens=100, max_total_tokens=200)
+    neuron_endpoint(
+        InstanceType.INF2_8XLARGE, serving, image=image, environment={"HF_NUM_CORES": "2"}
+    )
+    with pytest.raises(ValidationError) as caught:
+        neuron_endpoint(
+            InstanceType.INF2_8XLARGE, serving, image=image, environment={"HF_NUM_CORES": "4"}
+        )
+    assert caught.value.prop == "environment['HF_NUM_CORES']"
+    assert "2 NeuronCores" in caught.value.problem

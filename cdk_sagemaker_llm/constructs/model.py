@@ -29,7 +29,7 @@ from .availability import require_hosting
 from .execution_role import check_grants_land, create_execution_role, depend_on_role_policy
 from .fit_check import check_fit
 from .fixed_names import claim_fixed_name
-from .images import ContainerImage, pull_statements_known_now
+from .images import ContainerFamily, ContainerImage, pull_statements_known_now
 from .model_source import BoundModelSource, ModelSource, ModelSourceKind
 from .nag import batched_acknowledgments
 from .networking import ContainerNetwork, place_in_vpc
@@ -423,6 +423,16 @@ class Model(ModelBase):
         that most stacks never need)."""
         return self.resource.ref
 
+    def _tgi_neuron_cores(self) -> int | None:
+        """The NeuronCores a TGI-NeuronX container shards over (``HF_NUM_CORES``, optimum-neuron's
+        ``tgi_env.py``), when the environment states them as a literal number."""
+        if self.image is None or self.image.family is not ContainerFamily.TGI_NEURONX:
+            return None
+        cores = self.environment.get("HF_NUM_CORES")
+        if isinstance(cores, str) and not is_unresolved(cores) and cores.isdigit():
+            return int(cores)
+        return None
+
     def check_placement(
         self, instance_type: InstanceType, accelerators: int | None, prop: str
     ) -> None:
@@ -438,6 +448,11 @@ class Model(ModelBase):
             if problem is not None:
                 raise ValidationError(prop, instance_type.name, *problem)
         degree = self.serving.accelerators_per_copy if self.serving else None
+        neuron_cores = self._tgi_neuron_cores()
+        if degree is None and neuron_cores is not None and accelerators is not None:
+            check_degree_on_accelerators(
+                neuron_cores, accelerators, instance_type, prop, "environment['HF_NUM_CORES']"
+            )
         if self.source is not None:
             problem = self.source.serving_problem(instance_type, degree)
             if problem is not None:

@@ -333,7 +333,8 @@ class TgiOptions:
     """
 
     num_gpus: int | None = None
-    """Tensor-parallel degree (``SM_NUM_GPUS``)."""
+    """Tensor-parallel degree (``SM_NUM_GPUS``). Refused on a TGI-NeuronX image, which reads
+    ``HF_NUM_CORES`` instead (pass it through ``environment``)."""
     max_input_tokens: int | None = None
     """Longest prompt (``MAX_INPUT_TOKENS``; ``MAX_INPUT_LENGTH`` on TGI before 2.0.0, which
     knew only that name)."""
@@ -348,7 +349,8 @@ class TgiOptions:
     quantization: Quantization | None = None
     """Load-time quantization (``QUANTIZE``)."""
     dtype: DataType | None = None
-    """Precision (``DTYPE``; TGI accepts float16 and bfloat16)."""
+    """Precision (``DTYPE``; TGI accepts float16 and bfloat16). Refused on a TGI-NeuronX image,
+    which reads ``HF_AUTO_CAST_TYPE`` instead (pass it through ``environment``)."""
     kv_cache_precision: KvCachePrecision | None = None
     """How the engine stores the KV cache: ``FP8`` renders ``KV_CACHE_DTYPE=fp8_e4m3fn`` (TGI
     >= 2.4.0). Default: the model's dtype."""
@@ -389,6 +391,8 @@ class TgiOptions:
                 "bitsandbytes, EETQ are CUDA kernels)",
                 "serve the model unquantized on Inferentia/Trainium, or quantize on a GPU image",
             )
+        if image.family is ContainerFamily.TGI_NEURONX:
+            self._refuse_gpu_only_options()
         pairs = (
             ("max_input_tokens", "max_total_tokens", False),
             ("max_input_tokens", "max_batch_prefill_tokens", True),
@@ -407,6 +411,33 @@ class TgiOptions:
                     f"lower {smaller} or raise {larger}",
                 )
         _check_kv_cache(self.kv_cache_precision, image)
+
+    def _refuse_gpu_only_options(self) -> None:
+        """On a TGI-NeuronX image, ``num_gpus`` (``SM_NUM_GPUS``) and ``dtype`` (``DTYPE``)
+        render variables optimum-neuron's TGI entrypoint ignores or refuses: it takes the
+        NeuronCores from ``HF_NUM_CORES`` and the precision from ``HF_AUTO_CAST_TYPE``
+        (optimum-neuron ``text-generation-inference/tgi_env.py``; Hugging Face's "Optimum
+        Neuron TGI" docs: ``HF_NUM_CORES``, ``HF_AUTO_CAST_TYPE``, ``MAX_BATCH_SIZE``,
+        ``MAX_INPUT_LENGTH``, ``MAX_TOTAL_TOKENS``), and ``--dtype`` is not an option of the
+        Neuron shard's ``serve()``."""
+        if self.num_gpus is not None:
+            raise ValidationError(
+                "serving.num_gpus",
+                self.num_gpus,
+                "TGI on Neuron (optimum-neuron) does not read SM_NUM_GPUS: it shards over the "
+                "NeuronCores HF_NUM_CORES names",
+                f"drop num_gpus and pass environment={{'HF_NUM_CORES': '{self.num_gpus}'}} "
+                "(NeuronCores, two per Inferentia2/Trainium chip)",
+            )
+        if self.dtype is not None:
+            cast = {DataType.FP16: "fp16", DataType.BF16: "bf16"}.get(self.dtype, "bf16")
+            raise ValidationError(
+                "serving.dtype",
+                self.dtype.name,
+                "TGI on Neuron (optimum-neuron) takes no --dtype: the precision is the "
+                "compiled model's HF_AUTO_CAST_TYPE",
+                f"drop dtype and pass environment={{'HF_AUTO_CAST_TYPE': '{cast}'}}",
+            )
 
     def environment(self, image: ContainerImage | None = None) -> dict[str, str]:
         """The TGI variables these options render to on ``image`` (default: TGI's current
