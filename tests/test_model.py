@@ -829,3 +829,27 @@ def test_tgi_neuronx_neuron_cores_are_checked_against_the_instance() -> None:
         )
     assert caught.value.prop == "environment['HF_NUM_CORES']"
     assert "2 NeuronCores" in caught.value.problem
+
+
+@pytest.mark.parametrize("quantization", list(Quantization))
+def test_lmi_neuronx_refuses_gpu_quantization(quantization: Quantization) -> None:
+    """Transformers-NeuronX quantizes only with option.quantize=static_int8 (djl-serving's
+    user guide): AWQ, GPTQ, FP8 and bitsandbytes are CUDA kernels."""
+    with pytest.raises(ValidationError) as caught:
+        Model(
+            new_stack(),
+            "Model",
+            image=ContainerImage.lmi_neuronx("0.29.0"),
+            serving=LmiOptions(quantization=quantization),
+        )
+    assert caught.value.prop == "serving.quantization"
+    assert caught.value.value == quantization.name
+    assert "OPTION_QUANTIZE': 'static_int8'" in caught.value.fix
+    # static_int8 through the environment is what the guide documents.
+    Model(
+        new_stack(),
+        "Int8",
+        image=ContainerImage.lmi_neuronx("0.29.0"),
+        serving=LmiOptions(tensor_parallel_degree=2),
+        environment={"OPTION_QUANTIZE": "static_int8"},
+    )

@@ -162,7 +162,8 @@ class LmiOptions:
     dtype: DataType | None = None
     """Precision (``OPTION_DTYPE``)."""
     quantization: Quantization | None = None
-    """Load-time quantization (``OPTION_QUANTIZE``)."""
+    """Load-time quantization (``OPTION_QUANTIZE``). Refused on an LMI NeuronX image, whose only
+    quantization is ``static_int8`` (pass ``OPTION_QUANTIZE`` through ``environment``)."""
     enforce_eager: bool | None = None
     """Disable CUDA graphs (``OPTION_ENFORCE_EAGER``): less memory, slower decode."""
     rope_scaling: dict[str, Any] | None = None
@@ -228,6 +229,19 @@ class LmiOptions:
             "max_model_len",
         ):
             _positive(f"serving.{prop}", getattr(self, prop))
+        if self.quantization is not None and image.family is ContainerFamily.LMI_NEURONX:
+            # djl-serving's Transformers-NeuronX user guide, "Quantization": only
+            # option.quantize=static_int8 (int8 weights) is allowed; AWQ, GPTQ, FP8 and
+            # bitsandbytes are CUDA kernels.
+            raise ValidationError(
+                "serving.quantization",
+                self.quantization.name,
+                "LMI on Neuron (Transformers-NeuronX) loads no GPU quantization kernels (AWQ, "
+                "GPTQ, FP8, bitsandbytes); its only load-time quantization is static_int8",
+                "drop quantization and pass environment={'OPTION_QUANTIZE': 'static_int8'} for "
+                "int8 weights on Inferentia/Trainium, or serve the quantized model on a GPU "
+                "image (ContainerImage.lmi(...))",
+            )
         if not self.continuous_batching and (
             self.max_rolling_batch_size is not None
             or self.max_rolling_batch_prefill_tokens is not None
