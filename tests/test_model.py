@@ -853,3 +853,42 @@ def test_lmi_neuronx_refuses_gpu_quantization(quantization: Quantization) -> Non
         serving=LmiOptions(tensor_parallel_degree=2),
         environment={"OPTION_QUANTIZE": "static_int8"},
     )
+
+
+@pytest.mark.parametrize("name", ["MY-VAR", "1VAR", "", "A B", "É"])
+def test_an_environment_name_sagemaker_refuses_is_refused(name: str) -> None:
+    """botocore's EnvironmentKey: ``[a-zA-Z_][a-zA-Z0-9_]*``."""
+    with pytest.raises(ValidationError) as caught:
+        Model(new_stack(), "Model", image=ContainerImage.lmi("0.31.0"), environment={name: "x"})
+    assert caught.value.prop == f"environment[{name!r}]"
+    assert caught.value.value == name
+    assert "rename the variable" in caught.value.fix
+
+
+def test_more_than_100_environment_entries_are_refused_counting_the_rendered_ones() -> None:
+    """botocore's EnvironmentMap holds at most 100 entries; the library's own count."""
+    many = {f"V{i}": "x" for i in range(99)}
+    Model(new_stack(), "Fits", image=ContainerImage.lmi("0.31.0"), environment=many)
+    with pytest.raises(ValidationError) as caught:
+        Model(
+            new_stack(),
+            "Model",
+            image=ContainerImage.lmi("0.31.0"),
+            source=ModelSource.from_hugging_face("Qwen/Qwen2.5-7B-Instruct"),  # HF_MODEL_ID
+            serving=LmiOptions(max_model_len=4096),  # OPTION_ROLLING_BATCH, OPTION_MAX_MODEL_LEN
+            environment=many,
+        )
+    assert caught.value.prop == "environment"
+    assert "102 entries" in str(caught.value.value)
+    assert "at most 100" in caught.value.problem
+
+
+def test_the_environment_limits_match_botocore() -> None:
+    import botocore.session
+
+    from cdk_sagemaker_llm.constructs.model import ENVIRONMENT_NAME, MAX_ENVIRONMENT_ENTRIES
+
+    shape = botocore.session.get_session().get_service_model("sagemaker")
+    environment = shape.shape_for("EnvironmentMap")
+    assert environment.metadata["max"] == MAX_ENVIRONMENT_ENTRIES
+    assert environment.key.metadata["pattern"] == ENVIRONMENT_NAME.pattern  # type: ignore[attr-defined]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -93,9 +94,42 @@ Environment map is 1024 bytes") and ``InferenceComponentContainerSpecification.E
 ("Each key and value ... can have length of up to 1024")."""
 
 
+MAX_ENVIRONMENT_ENTRIES = 100
+"""The most entries of a container's environment: botocore's SageMaker model,
+``EnvironmentMap`` (``max: 100``), the shape of ``ContainerDefinition.Environment``."""
+ENVIRONMENT_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+"""What an environment name must match in full: botocore's SageMaker model,
+``EnvironmentKey`` (``pattern: [a-zA-Z_][a-zA-Z0-9_]*``)."""
+
+
 def check_environment_lengths(environment: Mapping[str, str], prop: str) -> None:
-    """Raise ValidationError for a key or value longer than ``MAX_ENVIRONMENT_LENGTH`` bytes
-    (a deploy-time token, such as a resolved secret, is the service's to check)."""
+    """Raise ValidationError for a rendered environment SageMaker refuses: more than
+    ``MAX_ENVIRONMENT_ENTRIES`` entries (the library's own variables counted), a name that is
+    not a shell-style identifier (``ENVIRONMENT_NAME``: no ``-``, no leading digit, not
+    empty), or a key or value longer than ``MAX_ENVIRONMENT_LENGTH`` bytes (a deploy-time
+    token, such as a resolved secret, is the service's to check)."""
+    if len(environment) > MAX_ENVIRONMENT_ENTRIES:
+        raise ValidationError(
+            prop,
+            f"{len(environment)} entries (with the variables the source and serving options "
+            "render)",
+            f"SageMaker takes at most {MAX_ENVIRONMENT_ENTRIES} environment entries "
+            "(botocore's SageMaker model, EnvironmentMap)",
+            "drop the variables the container does not need, or ship the settings as a file "
+            "in the model artifact (serving.properties, a config file)",
+        )
+    for name in environment:
+        if is_unresolved(name) or (isinstance(name, str) and ENVIRONMENT_NAME.fullmatch(name)):
+            continue
+        raise ValidationError(
+            f"{prop}[{str(name)[:40]!r}]",
+            name,
+            "SageMaker takes environment names of letters, digits and underscores that do not "
+            "start with a digit (botocore's SageMaker model, EnvironmentKey: "
+            "[a-zA-Z_][a-zA-Z0-9_]*)",
+            "rename the variable, e.g. "
+            f"{_identifier(str(name))!r}, and read that name in the container",
+        )
     for name, value in environment.items():
         for what, text in (("name", name), ("value", value)):
             if not isinstance(text, str) or is_unresolved(text):
@@ -110,6 +144,13 @@ def check_environment_lengths(environment: Mapping[str, str], prop: str) -> None
                     "shorten it, or ship the long setting as a file in the model artifact "
                     "(serving.properties, a config file) and point the variable at it",
                 )
+
+
+def _identifier(name: str) -> str:
+    """``name`` made a valid environment name: other characters as ``_``, ``_`` before a
+    leading digit (``MY-VAR`` -> ``MY_VAR``, ``1VAR`` -> ``_1VAR``, empty -> ``_``)."""
+    cleaned = re.sub(r"[^a-zA-Z0-9_]", "_", name)
+    return cleaned if cleaned and not cleaned[0].isdigit() else f"_{cleaned}"
 
 
 @typed_props
