@@ -398,3 +398,19 @@ def test_an_ecr_image_of_another_region_is_refused() -> None:
         uri_in("eu-west-1", ContainerImage.from_uri(uri))
     assert "replicate the image to eu-west-1" in raised.value.fix
     assert uri_in("us-east-1", ContainerImage.from_uri(uri)) == uri
+
+
+def test_an_ecr_repository_of_another_region_is_refused() -> None:
+    """A repository imported from another region's ARN has a URI with the URL-suffix token,
+    so the URI check skipped it; its ``env.region`` says where it is."""
+    stack = new_stack(region="us-east-1")
+    foreign = ecr.Repository.from_repository_arn(
+        stack, "R", "arn:aws:ecr:eu-west-1:123456789012:repository/my-llm"
+    )
+    with pytest.raises(ValidationError, match=r"in eu-west-1, .* only from its own region"):
+        ContainerImage.from_ecr_repository(foreign, "1.0").bind(stack, None)
+    local = ecr.Repository.from_repository_arn(
+        stack, "L", "arn:aws:ecr:us-east-1:123456789012:repository/my-llm"
+    )
+    ContainerImage.from_ecr_repository(local, "1.0").bind(stack, None)
+    ContainerImage.from_ecr_repository(ecr.Repository(stack, "Own"), "1.0").bind(stack, None)

@@ -448,16 +448,27 @@ class ContainerImage:
         ``ContainerDefinition.Image``: "The Amazon ECR image must be in the same region as the
         model or endpoint you are creating")."""
         uri, region = self._uri or "", region_of(stack_of(scope))
+        if is_unresolved(region):
+            return
         match = ECR_URI.match(uri) if not is_unresolved(uri) else None
-        if match is None or is_unresolved(region) or match.group("region") == region:
+        image_region = match.group("region") if match is not None else None
+        if image_region is None and self._ecr_repository is not None:
+            # A repository's URI carries the AWS::URLSuffix token; an imported repository
+            # (from_repository_arn, from_repository_attributes in another region) states its
+            # region in ``env.region``.
+            repository_region = self._ecr_repository.env.region
+            if not is_unresolved(repository_region):
+                image_region = repository_region
+            uri = f"{self.repository_name}:{self.tag}" if is_unresolved(uri) else uri
+        if image_region is None or image_region == region:
             return
         raise ValidationError(
             "image",
             uri,
-            f"the ECR image is in {match.group('region')}, but SageMaker pulls a model's image "
+            f"the ECR image is in {image_region}, but SageMaker pulls a model's image "
             f"only from its own region ({region})",
             f"replicate the image to {region} (ECR replication) and pass that URI, or deploy "
-            f"the stack to {match.group('region')}",
+            f"the stack to {image_region}",
         )
 
     def _grant_pull_from_uri(self, scope: Construct, role: iam.IRole | None) -> None:
