@@ -444,3 +444,26 @@ def test_region_agnostic_inference_component_endpoint_gets_a_region_rule() -> No
     assert assertion["Assert"]["Fn::Contains"][1] == {"Ref": "AWS::Region"}
     assert "us-west-2" in assertion["Assert"]["Fn::Contains"][0]
     assert "cn-north-1" not in assertion["Assert"]["Fn::Contains"][0]
+
+
+@pytest.mark.parametrize("count", [None, 1])
+def test_a_rolling_batch_is_checked_against_the_default_instance_count(count: int | None) -> None:
+    """A variant left at its default runs one instance: a batch of 5 is refused as it is with
+    ``initial_instance_count=1`` given (the check was skipped on the default)."""
+    stack = new_stack()
+    with pytest.raises(ValidationError) as caught:
+        Endpoint(
+            stack,
+            "Endpoint",
+            deployment=RollingDeployment(batch_size=5),
+            variants=[
+                ProductionVariant(
+                    model=lmi_model(stack),
+                    instance_type=InstanceType.G5_2XLARGE,
+                    initial_instance_count=count,
+                )
+            ],
+        )
+    assert caught.value.prop == "deployment.batch_size"
+    assert caught.value.value == 5
+    assert "initial_instance_count" in caught.value.problem and ": 1)" in caught.value.problem

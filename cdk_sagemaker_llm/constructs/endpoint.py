@@ -438,11 +438,14 @@ class Endpoint(EndpointBase):
         variant, name, prop = self.variants[index], self.variant_names[index], f"variants[{index}]"
         check_sagemaker_name(f"{prop}.variant_name", name)
         if self.deployment is not None and variant.serverless is None:
+            # The effective count: an instance-based variant left at its default runs 1
+            # (``_instance_variant``), and its batch is checked against that.
+            given = variant.initial_instance_count
             self.deployment.check_batch_size(
                 "deployment",
-                variant.initial_instance_count,
+                given if given is not None else 1,
                 "variant's instance count",
-                f"{prop}.initial_instance_count",
+                f"{prop}.initial_instance_count" + (" (default)" if given is None else ""),
             )
         check_range(f"{prop}.initial_weight", variant.initial_weight, minimum=0)
         startup, download = _timeouts(
