@@ -892,3 +892,25 @@ def test_the_environment_limits_match_botocore() -> None:
     environment = shape.shape_for("EnvironmentMap")
     assert environment.metadata["max"] == MAX_ENVIRONMENT_ENTRIES
     assert environment.key.metadata["pattern"] == ENVIRONMENT_NAME.pattern  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("arn", "named"),
+    [
+        ("arn:aws:sagemaker:eu-west-1:123456789012:model/m", "region is eu-west-1"),
+        ("arn:aws:sagemaker:us-west-2:999999999999:model/m", "account is 999999999999"),
+        ("arn:aws:s3:us-west-2:123456789012:model/m", "service is s3"),
+    ],
+)
+def test_a_model_arn_of_another_region_account_or_service_is_refused(arn: str, named: str) -> None:
+    """Only the ARN's name reaches the endpoint, which SageMaker looks up in its own account
+    and region: another one's model would be another model."""
+    stack = new_stack()  # us-west-2, 123456789012
+    with pytest.raises(ValidationError) as caught:
+        Model.from_model_arn(stack, "A", arn)
+    assert caught.value.prop == "model_arn"
+    assert named in caught.value.problem
+    imported = Model.from_model_arn(
+        stack, "Here", "arn:aws:sagemaker:us-west-2:123456789012:model/m"
+    )
+    assert imported.model_name == "m"

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from aws_cdk import Annotations, Arn, ArnFormat, CfnTag, Stack
+from aws_cdk import Annotations, Arn, ArnComponents, ArnFormat, CfnTag, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
@@ -232,7 +232,32 @@ def import_model_by_arn(
             "pass arn:<partition>:sagemaker:<region>:<account>:model/<name>",
         )
     check_sagemaker_name("model_arn (name)", parts.resource_name)
+    _check_model_arn_is_here(scope, model_arn, parts)
     return _ImportedModel(scope, id, name=parts.resource_name, arn=model_arn, role=role)
+
+
+def _check_model_arn_is_here(scope: Construct, model_arn: str, parts: ArnComponents) -> None:
+    """Only the ARN's name is kept (``ProductionVariant.ModelName`` takes a name, which
+    SageMaker looks up in the endpoint's own account and region: SageMaker API reference,
+    ``CreateEndpointConfig``), so a model of another service, region or account would be
+    looked up as a different model: refused where resolved."""
+    stack = Stack.of(scope)
+    for what, found, here in (
+        ("service", parts.service, "sagemaker"),
+        ("region", parts.region, stack.region),
+        ("account", parts.account, stack.account),
+    ):
+        if found is None or is_unresolved(found) or is_unresolved(here) or found == here:
+            continue
+        raise ValidationError(
+            "model_arn",
+            model_arn,
+            f"its {what} is {found}, but an endpoint serves only SageMaker models of its own "
+            f"account and region ({what} {here}): only the name is kept, and SageMaker would "
+            "look it up here",
+            "create the model in this stack's account and region (or import it by name with "
+            "Model.from_model_name), or deploy the endpoint where the model is",
+        )
 
 
 def _check_serving_inputs(
