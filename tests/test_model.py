@@ -914,3 +914,16 @@ def test_a_model_arn_of_another_region_account_or_service_is_refused(arn: str, n
         stack, "Here", "arn:aws:sagemaker:us-west-2:123456789012:model/m"
     )
     assert imported.model_name == "m"
+
+
+def test_an_image_outside_ecr_is_refused_when_a_model_would_pull_it() -> None:
+    """CreateModel without ImageConfig pulls from Amazon ECR only (RepositoryAccessMode
+    Platform); the library renders no Vpc mode, so a Docker Hub or GHCR image cannot start.
+    Describing one (its caching eligibility) still works."""
+    stack = new_stack()
+    image = ContainerImage.from_uri("docker.io/vllm/vllm-openai:v0.6.0")
+    assert image.container_caching_eligible is False
+    with pytest.raises(ValidationError) as raised:
+        Model(stack, "Model", image=image)
+    assert raised.value.prop == "image"
+    assert "only from ECR" in str(raised.value) and "ECR repository" in raised.value.fix

@@ -243,8 +243,9 @@ class ContainerImage:
     @staticmethod
     def from_uri(uri: str, *, cpu_architecture: CpuArchitecture | None = None) -> ContainerImage:
         """Any image by URI. A Deep Learning Container URI is recognized (family, caching,
-        CPU architecture); an ECR URI gets a pull grant on its repository; other registries
-        get none.
+        CPU architecture); an ECR URI gets a pull grant on its repository. An image of another
+        registry can be described (its caching eligibility) but not served: binding it to a
+        model is refused, as SageMaker pulls only from ECR.
 
         :param cpu_architecture: the CPUs your image is built for, checked against the
             instance type's; default: a Deep Learning Container's from its tag, else unknown.
@@ -374,6 +375,7 @@ class ContainerImage:
                 "it is used as given. Check that the tag exists in the region.",
             )
         if self._uri is not None:
+            self._check_in_ecr()
             self._check_same_region(scope)
             self._grant_pull_from_uri(scope, role)
             return self._uri
@@ -469,6 +471,24 @@ class ContainerImage:
             f"only from its own region ({region})",
             f"replicate the image to {region} (ECR replication) and pass that URI, or deploy "
             f"the stack to {image_region}",
+        )
+
+    def _check_in_ecr(self) -> None:
+        """SageMaker pulls a container it is given without ``ImageConfig`` from Amazon ECR
+        (``ImageConfig.RepositoryAccessMode`` ``Platform``: "The model image is hosted in
+        Amazon ECR", CreateModel API reference); a private registry needs ``Vpc`` mode, which
+        no construct of this library renders. A URI of another registry would fail to pull."""
+        uri = self._uri
+        if uri is None or is_unresolved(uri) or self.hosted_in_ecr:
+            return
+        raise ValidationError(
+            "image",
+            uri,
+            "is not in Amazon ECR, and SageMaker pulls a model's image only from ECR (a private "
+            "registry needs ImageConfig RepositoryAccessMode Vpc, which this library does not "
+            "render)",
+            "push the image to an ECR repository in the stack's region and pass its URI (or "
+            "ContainerImage.from_ecr_repository(repository, tag))",
         )
 
     def _grant_pull_from_uri(self, scope: Construct, role: iam.IRole | None) -> None:
