@@ -20,6 +20,7 @@ from cdk_sagemaker_llm import (
     CopyResources,
     DataCapture,
     Endpoint,
+    InferenceComponent,
     InferenceComponentEndpoint,
     InstanceType,
     LmiOptions,
@@ -467,3 +468,97 @@ def test_a_rolling_batch_is_checked_against_the_default_instance_count(count: in
     assert caught.value.prop == "deployment.batch_size"
     assert caught.value.value == 5
     assert "initial_instance_count" in caught.value.problem and ": 1)" in caught.value.problem
+
+
+@pytest.mark.parametrize(
+    ("prop", "variant", "shown"),
+    [
+        ("volume_size", {"volume_size": Size.mebibytes(512)}, "0.5 GiB"),
+        (
+            "model_data_download_timeout",
+            {"model_data_download_timeout": Duration.millis(90500)},
+            "90500 ms",
+        ),
+    ],
+)
+def test_a_part_of_a_whole_unit_is_a_validation_error_naming_the_prop(
+    prop: str, variant: dict[str, Any], shown: str
+) -> None:
+    """SageMaker takes volumes in whole GiB and timeouts in whole seconds; the CDK's own
+    conversion raised a bare jsii "CannotConvertedIntoWhole" naming neither."""
+    stack = new_stack()
+    with pytest.raises(ValidationError) as raised:
+        Endpoint(
+            stack,
+            "Endpoint",
+            variants=[
+                ProductionVariant(
+                    model=Model(stack, "Cpu", image=ContainerImage.pytorch_cpu("2.5.1"))
+                    if "volume_size" in variant
+                    else lmi_model(stack, "A", degree=1),
+                    instance_type=InstanceType.of("ml.c5.xlarge", accelerator_count=0)
+                    if "volume_size" in variant
+                    else InstanceType.G5_2XLARGE,
+                    **variant,
+                )
+            ],
+        )
+    assert prop in raised.value.prop and shown in str(raised.value)
+    assert "pass " in raised.value.fix
+
+
+def test_a_part_of_a_mebibyte_of_copy_memory_is_a_validation_error() -> None:
+    stack = new_stack()
+    endpoint = InferenceComponentEndpoint(stack, "Endpoint", instance_type=InstanceType.G5_12XLARGE)
+    with pytest.raises(ValidationError, match=r"resources\.min_memory"):
+        InferenceComponent(
+            stack,
+            "Copy",
+            endpoint=endpoint,
+            serves=ComponentModel.of(lmi_model(stack, "A", degree=1)),
+            resources=CopyResources(accelerators=1, min_memory=Size.kibibytes(1536 * 1024 + 1)),
+        )
+
+
+def test_an_imported_model_without_a_role_is_warned_that_the_grants_miss_it() -> None:
+    """kms_key and data_capture grant the models' execution roles; a model imported without
+    role= has none to grant, which was silent."""
+    stack = new_stack()
+    imported = Model.from_model_name(stack, "Imported", "my-model")
+    key = kms.Key(stack, "Key", enable_key_rotation=True)
+    Endpoint(
+        stack,
+        "Endpoint",
+        kms_key=key,
+        variants=[
+            ProductionVariant(
+                model=imported, instance_type=InstanceType.of("ml.m5.xlarge", accelerator_count=0)
+            )
+        ],
+    )
+    (warning,) = Annotations.from_stack(stack).find_warning(
+        "*", Match.string_like_regexp("noRoleForGrants")
+    )
+    assert "Imported was imported without role=" in warning.entry.data
+    assert "kms_key" in warning.entry.data
+    quiet = new_stack()
+    with_role = Model.from_model_name(
+        quiet,
+        "Imported",
+        "my-model",
+        role=iam.Role(quiet, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com")),
+    )
+    Endpoint(
+        quiet,
+        "Endpoint",
+        kms_key=kms.Key(quiet, "Key", enable_key_rotation=True),
+        variants=[
+            ProductionVariant(
+                model=with_role,
+                instance_type=InstanceType.of("ml.m5.xlarge", accelerator_count=0),
+            )
+        ],
+    )
+    assert not Annotations.from_stack(quiet).find_warning(
+        "*", Match.string_like_regexp("noRoleForGrants")
+    )

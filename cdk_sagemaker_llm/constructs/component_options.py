@@ -26,7 +26,7 @@ from .interfaces import IInferenceComponent
 from .model import ModelBase
 from .model_source import ModelSource
 from .serving_options import ServingOptions
-from .validation import ValidationError, check_range, is_unresolved
+from .validation import ValidationError, check_range, is_unresolved, whole_seconds
 
 __all__ = [
     "AzBalanceEnforcement",
@@ -127,7 +127,7 @@ def publish_frequency_seconds(prop: str, frequency: Duration | None) -> int | No
     ``METRIC_PUBLISH_FREQUENCIES``."""
     if frequency is None:
         return None
-    seconds = frequency.to_seconds()
+    seconds = whole_seconds(prop, frequency)
     if seconds not in METRIC_PUBLISH_FREQUENCIES:
         raise ValidationError(
             f"{prop} (seconds)",

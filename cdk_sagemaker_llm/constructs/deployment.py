@@ -22,7 +22,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 
 from ..prop_types import typed_props
-from .validation import ValidationError, check_range, is_unresolved
+from .validation import ValidationError, check_range, is_unresolved, whole_seconds
 
 if TYPE_CHECKING:  # annotations only: importing it costs synth time
     from aws_cdk import aws_cloudwatch as cloudwatch
@@ -68,14 +68,14 @@ class RollingDeployment:
         check_range(f"{prop}.batch_size", self.batch_size, minimum=1)
         check_range(
             f"{prop}.wait_interval (seconds)",
-            self.wait_interval.to_seconds(),
+            whole_seconds(f"{prop}.wait_interval", self.wait_interval),
             minimum=0,
             maximum=3600,
         )
         if self.maximum_execution_timeout is not None:
             check_range(
                 f"{prop}.maximum_execution_timeout (seconds)",
-                self.maximum_execution_timeout.to_seconds(),
+                whole_seconds(f"{prop}.maximum_execution_timeout", self.maximum_execution_timeout),
                 minimum=600,
                 maximum=28800,
             )

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from aws_cdk import Annotations, Duration, Size
+from aws_cdk import Annotations, Duration, Size, SizeRoundingBehavior
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
@@ -38,6 +38,7 @@ from .validation import (
     is_unresolved,
     note_unchecked,
     require_concrete,
+    whole_gibibytes,
 )
 from .variant_options import (
     CapacityReservation,
@@ -144,7 +145,7 @@ def _check_instance_storage(
     if volume_size is not None:
         raise ValidationError(
             size_prop,
-            f"{volume_size.to_gibibytes()} GiB",
+            f"{volume_size.to_gibibytes(rounding=SizeRoundingBehavior.NONE):g} GiB",
             f"{instance_type.name} has local NVMe storage; SageMaker rejects a volume size for it",
             "drop the volume size (the instance store is used), or pick a type without local "
             "storage",
@@ -291,6 +292,10 @@ def _variant_names(variants: Sequence[ProductionVariant]) -> list[str]:
     return names
 
 
+NO_ROLE_FOR_GRANTS_WARNING = "cdk-sagemaker-llm:noRoleForGrants"
+"""The id of the warning that an imported model without ``role=`` gets no grants."""
+
+
 def _model_roles(variants: Sequence[ProductionVariant]) -> list[iam.IRole]:
     """The execution roles of the variants' models (pool models included), each once."""
     roles: list[iam.IRole] = []
@@ -317,7 +322,7 @@ def _timeouts(
 def _volume_gib(prop: str, size: Size | None) -> int | None:
     if size is None:
         return None
-    gib = int(size.to_gibibytes())
+    gib = whole_gibibytes(f"{prop}.volume_size", size)
     check_range(f"{prop}.volume_size (GiB)", gib, minimum=1, maximum=512)
     return gib
 
@@ -406,6 +411,7 @@ class Endpoint(EndpointBase):
             for index in range(len(self.variants))
         ]
         roles = _model_roles(self.variants)
+        self._warn_roleless(kms_key, data_capture, async_inference, deployment)
         self.endpoint_config = sagemaker.CfnEndpointConfig(
             self,
             "Config",
@@ -430,6 +436,43 @@ class Endpoint(EndpointBase):
         )
         self.endpoint_name = self.resource.attr_endpoint_name
         self.endpoint_arn = self.resource.ref
+
+    def _warn_roleless(
+        self,
+        kms_key: kms.IKey | None,
+        data_capture: DataCapture | None,
+        async_inference: AsyncInference | None,
+        deployment: RollingDeployment | None,
+    ) -> None:
+        """A model imported without ``role=`` gets none of the grants the endpoint's options
+        make to its models' roles (the storage key, data capture, async inference, the
+        rollback alarms): warn, naming the model and what it misses, instead of dropping
+        them in silence."""
+        needs = [
+            name
+            for name, given in (
+                ("kms_key", kms_key),
+                ("data_capture", data_capture),
+                ("async_inference", async_inference),
+                ("deployment", deployment if deployment and deployment.rollback_alarms else None),
+            )
+            if given is not None
+        ]
+        if not needs:
+            return
+        models = [v.model for v in self.variants] + [
+            pool.model for v in self.variants for pool in v.instance_pools or [] if pool.model
+        ]
+        for model in models:
+            if model.role is None:
+                Annotations.of(self).add_warning_v2(
+                    NO_ROLE_FOR_GRANTS_WARNING,
+                    f"the model {model.node.path} was imported without role=, so the grants "
+                    f"{', '.join(needs)} make to the models' execution roles cannot reach it "
+                    "and SageMaker may fail to use them: import it with "
+                    "Model.from_model_name(..., role=its_execution_role), or grant that role "
+                    f"yourself and acknowledge {NO_ROLE_FOR_GRANTS_WARNING}",
+                )
 
     def _render_variant(
         self, index: int, kms_key: kms.IKey | None, data_capture: DataCapture | None

@@ -37,7 +37,13 @@ from .model_source import BoundModelSource, ModelSource, ModelSourceKind
 from .plan_metadata import add_plan_metadata
 from .serving_options import MAX_LORA_RANKS
 from .synth_cache import node_path, remember, unique_resource_name
-from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
+from .validation import (
+    ValidationError,
+    check_range,
+    check_sagemaker_name,
+    is_unresolved,
+    whole_mebibytes,
+)
 from .variant_options import ContainerStartup
 
 if TYPE_CHECKING:  # imported where used: importing them costs synth time
@@ -805,7 +811,7 @@ def _memory(
             "SageMaker needs the host memory each copy reserves",
             f"pass resources=CopyResources(min_memory=Size.gibibytes(N)){hint}",
         )
-    min_mib = int(min_memory.to_mebibytes())
+    min_mib = whole_mebibytes("resources.min_memory", min_memory)
     check_range("resources.min_memory (MiB)", min_mib, minimum=MIN_MEMORY_MIB)
     if instance_mib is not None and min_mib > instance_mib:
         raise ValidationError(
@@ -814,7 +820,9 @@ def _memory(
             f"exceeds the host memory of one instance ({instance_mib} MiB)",
             "lower min_memory or use a larger instance type",
         )
-    max_mib = int(max_memory.to_mebibytes()) if max_memory is not None else None
+    max_mib = (
+        whole_mebibytes("resources.max_memory", max_memory) if max_memory is not None else None
+    )
     if max_mib is not None and max_mib < min_mib:
         raise ValidationError(
             "resources.max_memory (MiB)",

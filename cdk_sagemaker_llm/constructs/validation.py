@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from aws_cdk import Token
+from aws_cdk import Duration, Size, SizeRoundingBehavior, Token
 
 from ..errors import ValidationError, check_range, may_be_token, note_unchecked, require_concrete
 from ..prop_types import typed_props
@@ -51,3 +51,43 @@ def check_sagemaker_name(prop: str, name: str | None) -> None:
             "shorten the name or replace other characters with hyphens, or omit it to get "
             "a generated name",
         )
+
+
+def whole_seconds(prop: str, duration: Duration) -> int:
+    """``duration`` in whole seconds (the CDK's ``to_seconds()`` raises a bare
+    "CannotConvertedIntoWhole" for part seconds): a ValidationError naming ``prop``."""
+    milliseconds = duration.to_milliseconds()
+    if is_unresolved(milliseconds):
+        return int(duration.to_seconds())
+    if milliseconds % 1000:
+        raise ValidationError(
+            prop,
+            f"{milliseconds:g} ms",
+            "SageMaker and Application Auto Scaling take this in whole seconds",
+            f"pass Duration.seconds({max(1, round(milliseconds / 1000))})",
+        )
+    return int(milliseconds // 1000)
+
+
+def whole_gibibytes(prop: str, size: Size) -> int:
+    """``size`` in whole GiB (``to_gibibytes()`` raises a bare "CannotConvertedIntoWhole"
+    for a part): a ValidationError naming ``prop``."""
+    return _whole(prop, size.to_gibibytes(rounding=SizeRoundingBehavior.NONE), "GiB", "gibibytes")
+
+
+def whole_mebibytes(prop: str, size: Size) -> int:
+    """``size`` in whole MiB: a ValidationError naming ``prop`` for a part."""
+    return _whole(prop, size.to_mebibytes(rounding=SizeRoundingBehavior.NONE), "MiB", "mebibytes")
+
+
+def _whole(prop: str, amount: float, unit: str, factory: str) -> int:
+    if is_unresolved(amount):
+        return int(amount)
+    if amount != int(amount):
+        raise ValidationError(
+            prop,
+            f"{amount:g} {unit}",
+            f"SageMaker takes this in whole {unit}",
+            f"pass Size.{factory}({max(1, round(amount))})",
+        )
+    return int(amount)

@@ -25,7 +25,13 @@ from aws_cdk import aws_sagemaker as sagemaker
 from ..catalog.instance_types import InstanceType
 from ..prop_types import typed_props
 from .model import ModelBase
-from .validation import ValidationError, check_range, is_unresolved, note_unchecked
+from .validation import (
+    ValidationError,
+    check_range,
+    is_unresolved,
+    note_unchecked,
+    whole_seconds,
+)
 
 if TYPE_CHECKING:  # annotations only: importing it costs synth time
     from aws_cdk import aws_kms as kms
@@ -429,7 +435,7 @@ def timeout_seconds(
     prop: str, value: Duration | None, *, minimum: int = 60, maximum: int = 3600
 ) -> int | None:
     """A timeout in whole seconds, checked against its range; None stays None."""
-    seconds = int(value.to_seconds()) if value is not None else None
+    seconds = whole_seconds(prop, value) if value is not None else None
     check_range(f"{prop} (seconds)", seconds, minimum=minimum, maximum=maximum)
     return seconds
 
