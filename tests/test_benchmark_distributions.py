@@ -43,6 +43,7 @@ def streamed(start: float, ttft: float, gaps: list[float], tail: float = 0.0) ->
     for gap in [0.0, *gaps]:
         t += gap
         parser.feed(b'{"token": {"id": 1, "text": "a", "log_prob": -1}}\n', t)
+    parser.feed(b'{"generated_text": "a"}\n', t)  # the last line: no token of its own
     parser.close(t)
     return RequestSample(
         start=start, end=t + tail, output_tokens=parser.output_tokens,

@@ -301,3 +301,51 @@ def test_model_errors_inside_streams() -> None:
     with pytest.raises(StreamModelError) as raised:
         StreamParser("tgi").feed(overloaded, 1.0)
     assert raised.value.overloaded
+
+
+TOKEN_LINE = b'{"token": {"id": 1, "text": "a", "log_prob": -1}}\n'
+TGI_TOKEN = b'data:{"token": {"id": 1, "text": "a", "special": false}}\n\n'
+CHAT_CHUNK = b'data: {"choices": [{"delta": {"content": " a"}, "finish_reason": null}]}\n\n'
+
+
+@pytest.mark.parametrize(
+    ("fmt", "truncated", "last"),
+    [
+        ("lmi", TOKEN_LINE * 2, b'{"generated_text": "a a", "details": {}}\n'),
+        ("tgi", TGI_TOKEN * 2,
+         b'data:{"token": {"id": 2, "text": "b", "special": false}, "generated_text": "a a b"}\n\n'),
+        ("auto", TOKEN_LINE * 2, b'{"generated_text": "a a"}'),  # no trailing newline
+        ("messages", CHAT_CHUNK * 2,
+         b'data: {"choices": [{"delta": {}, "finish_reason": "length"}]}\n\n'),
+        ("messages", CHAT_CHUNK * 2, b"data: [DONE]\n\n"),
+        ("completions", b'data: {"choices": [{"text": " a"}]}\n\n',
+         b'data: {"choices": [{"text": "", "finish_reason": "stop"}]}\n\n'),
+    ],
+)  # fmt: skip
+def test_a_stream_that_ends_before_its_last_event_is_an_error(
+    fmt: str, truncated: bytes, last: bytes
+) -> None:
+    """A stream cut short (cleanly) is a ResponseFormatError, not a success with fewer tokens;
+    the same stream with its last event closes."""
+    cut = StreamParser(fmt)
+    cut.feed(truncated, 1.0)
+    with pytest.raises(ResponseFormatError, match="ended before its last event"):
+        cut.close(2.0)
+    whole = StreamParser(fmt)
+    whole.feed(truncated + last, 1.0)
+    whole.close(2.0)
+    assert whole.complete and whole.tokens >= 1
+
+
+def test_a_truncated_stream_is_counted_as_an_error_by_the_invoker() -> None:
+    from cdk_sagemaker_llm.benchmarking.invokers import BotoInvoker
+
+    class Client:
+        def invoke_endpoint_with_response_stream(self, **_: Any) -> dict[str, Any]:
+            parts = [{"PayloadPart": {"Bytes": TOKEN_LINE}}] * 3  # no generated_text line
+            return {"ResponseMetadata": {"RequestId": "r"}, "Body": iter(parts)}
+
+    request = PayloadSpec(input_tokens=4, output_tokens=8, stream=True, response_format="lmi")
+    sample = BotoInvoker("ep").invoke_one(Client(), request.build()(0))
+    assert sample.error == "other" and sample.error_code == "ResponseFormatError"
+    assert "ended before its last event" in (sample.error_message or "")

@@ -442,8 +442,8 @@ class StreamParser:
     (chat chunks with non-empty ``delta.content``).
     """
 
-    __slots__ = ("_buffer", "done", "first_token", "gaps", "generated_tokens", "last_token",
-                 "response_format", "tokens")  # fmt: skip
+    __slots__ = ("_buffer", "complete", "done", "first_token", "gaps", "generated_tokens",
+                 "last_token", "response_format", "tokens")  # fmt: skip
 
     def __init__(self, response_format: str = "auto") -> None:
         self.response_format = response_format
@@ -456,6 +456,10 @@ class StreamParser:
         """Every gap between consecutive token events (seconds)."""
         self.done = False
         """A chat stream's ``[DONE]`` arrived."""
+        self.complete = False
+        """The stream's last event arrived: an inputs-API event with a non-null
+        ``generated_text`` (LMI's last JSON line, TGI's last event), a chat or completions
+        choice with a non-null ``finish_reason``, or ``[DONE]``."""
 
     def feed(self, data: bytes, t: float) -> None:
         """Parse the complete lines of ``data`` (plus any remainder of earlier parts)."""
@@ -468,10 +472,21 @@ class StreamParser:
             self._line(line, t)
 
     def close(self, t: float) -> None:
-        """Parse whatever is left after the last part."""
+        """Parse whatever is left after the last part; a :class:`ResponseFormatError` if the
+        stream ended (cleanly) before its last event, so that a truncated answer counts as an
+        error rather than a success with fewer tokens."""
         if self._buffer.strip():
             self._line(self._buffer, t)
         self._buffer = b""
+        if not self.complete:
+            raise ResponseFormatError(
+                f"the stream ended before its last event (after {self.tokens} token events): "
+                + (
+                    "no choice with a finish_reason and no [DONE]"
+                    if self.response_format in ("messages", "completions")
+                    else "no event with generated_text"
+                )
+            )
 
     def _token(self, t: float) -> None:
         self.tokens += 1
@@ -493,7 +508,7 @@ class StreamParser:
                 raise ResponseFormatError("server-sent events in an LMI stream")
             line = line[5:].strip()
             if line == b"[DONE]":
-                self.done = True
+                self.done = self.complete = True
                 return None
         elif self.response_format != "lmi" and line.startswith(_SSE_FIELDS):
             return None  # an SSE comment or a field other than data
@@ -535,6 +550,8 @@ class StreamParser:
             raise ResponseFormatError(_NOT_STREAMED)
         if isinstance(details, dict) and isinstance(details.get("generated_tokens"), int):
             self.generated_tokens = int(details["generated_tokens"])
+        if event.get("generated_text") is not None:
+            self.complete = True
 
     def _chat_chunk(self, event: dict[str, Any], t: float) -> None:
         choices = event.get("choices") or []
@@ -548,6 +565,8 @@ class StreamParser:
             self._token(t)  # a completion chunk
         if choice.get("finish_reason") == "error":
             raise StreamModelError("the model stopped with finish_reason 'error'")
+        if any(isinstance(c, dict) and c.get("finish_reason") is not None for c in choices):
+            self.complete = True
         usage = event.get("usage")
         if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
             self.generated_tokens = int(usage["completion_tokens"])
