@@ -395,3 +395,48 @@ def test_a_run_that_measures_nothing_fails_and_lone_flags_are_refused(
         with pytest.raises(SystemExit):
             main([*common, "--duration-per-level", "0"])
         assert "--duration-per-level: '0': must be positive" in capsys.readouterr().err
+
+
+def test_the_max_error_rate_holds_the_knee_and_the_max_throughput(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A level where most requests were throttled is past the knee and never the max throughput
+    within the SLO (one request at a time and no queue: of 8 sent at once, 7 are refused while
+    the first runs for at least 0.4 s)."""
+    out = tmp_path / "results.json"
+    config = SimulatorConfig(max_batch=1, max_queue=0, step_base_s=0.05)
+    with Simulator(config) as sim:
+        code = main(
+            [
+                "benchmark", "--endpoint-name", "ep", "--region", "us-east-1",
+                "--endpoint-url", sim.endpoint_url, "--concurrency", "1,8", "--stream",
+                "--input-tokens", "4", "--output-tokens", "8", "--requests-per-level", "8",
+                "--out", str(out),
+            ]
+        )  # fmt: skip
+    assert code == 0
+    data = json.loads(out.read_text())
+    assert data["levels"][1]["errors"] >= 1 and data["max_error_rate"] == 0.05
+    assert (data["knee"]["concurrency"], data["knee"]["reason"]) == (1, "errors")
+    assert data["max_throughput_within_slo"]["concurrency"] == 1
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--max-error-rate", "2"], "argument --max-error-rate: '2': a share of requests"),
+        (["--max-error-rate", "many"], "argument --max-error-rate: 'many': expected a share"),
+    ],
+)
+def test_a_bad_max_error_rate_names_the_flag(
+    capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["benchmark", "--endpoint-name", "e", "--out", "x", *flags])
+    assert exited.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_the_max_error_rate_is_the_closed_loop_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    flags = ["--request-rate", "5", "--max-error-rate", "0.1"]
+    assert main(["benchmark", "--endpoint-name", "e", "--out", "x", *flags]) == 2
+    assert "--max-error-rate is the closed-loop knee rule's" in capsys.readouterr().err

@@ -349,3 +349,23 @@ def test_a_truncated_stream_is_counted_as_an_error_by_the_invoker() -> None:
     sample = BotoInvoker("ep").invoke_one(Client(), request.build()(0))
     assert sample.error == "other" and sample.error_code == "ResponseFormatError"
     assert "ended before its last event" in (sample.error_message or "")
+
+
+def test_max_throughput_within_the_slo_skips_levels_failing_more_than_the_rule_allows() -> None:
+    from dataclasses import replace
+
+    failing = replace(level(8, 200.0), errors=13, error_rate=13 / 16)
+    levels = [level(1, 140.0), failing]
+    rule = KneeRule(max_error_rate=0.05)
+    result = BenchmarkResult(
+        payload={}, levels=levels, knee=find_knee(levels, rule), max_error_rate=0.05
+    )
+    assert (result.knee.concurrency, result.knee.reason) == (1, "errors")
+    best = result.max_throughput_level
+    assert best is not None and best.concurrency == 1
+    data = result.to_dict()
+    assert data["max_throughput_within_slo"]["concurrency"] == 1
+    assert data["max_error_rate"] == 0.05
+    assert BenchmarkResult.from_dict(data).max_throughput_level == best  # read back alike
+    unlimited = BenchmarkResult(payload={}, levels=levels, knee=find_knee(levels, KneeRule()))
+    assert unlimited.max_throughput_level is failing and "max_error_rate" not in unlimited.to_dict()

@@ -319,6 +319,10 @@ class BenchmarkResult:
     target: dict[str, Any] = field(default_factory=dict)
     """What was measured: endpoint name, inference component, region or URL, client."""
     slo_ms_per_token: float | None = None
+    max_error_rate: float | None = None
+    """The share of a level's requests that may fail for it to count as within the SLO (the
+    knee rule's ``max_error_rate``): a level failing more is never the max throughput within
+    the SLO. None: any share."""
     price_per_hour: float | None = None
     price_basis: str | None = None
     """What ``price_per_hour`` is (region, on-demand or given, date), stated next to every cost."""
@@ -346,11 +350,13 @@ class BenchmarkResult:
 
     @property
     def max_throughput_level(self) -> LevelResult | None:
-        """The level with the most output tokens/s whose p50 ms/token is within the SLO."""
+        """The level with the most output tokens/s whose p50 ms/token is within the SLO and
+        whose error rate is within ``max_error_rate``."""
         eligible = [
             level
             for level in self.levels
             if level.output_tokens_per_s > 0
+            and (self.max_error_rate is None or level.error_rate <= self.max_error_rate)
             and (
                 self.slo_ms_per_token is None
                 or (
@@ -372,6 +378,7 @@ class BenchmarkResult:
             "levels": [level.to_dict() for level in self.levels],
             "knee": self.knee.to_dict(),
             "slo_ms_per_token": self.slo_ms_per_token,
+            **({} if self.max_error_rate is None else {"max_error_rate": self.max_error_rate}),
             "max_throughput_within_slo": None
             if best is None
             else {
@@ -424,6 +431,7 @@ class BenchmarkResult:
             knee=Knee(**data["knee"]),
             target=data.get("target", {}),
             slo_ms_per_token=data.get("slo_ms_per_token"),
+            max_error_rate=data.get("max_error_rate"),
             price_per_hour=cost.get("price_per_hour"),
             price_basis=cost.get("price_basis"),
             discount=cost.get("discount", 0.0),
@@ -565,6 +573,7 @@ class ClosedLoopRunner(LevelRunner):
             ordered,
             knee=find_knee(ordered, self.knee_rule, raise_with=self.raise_with),
             slo_ms_per_token=self.knee_rule.slo_ms_per_token,
+            max_error_rate=self.knee_rule.max_error_rate,
             goodput=self.slo.to_dict() if self.slo is not None and self.slo.stated else None,
             **fields,
         )

@@ -222,6 +222,10 @@ def _open_loop_error(args: argparse.Namespace) -> str | None:
                 return f"{flag} applies to open-loop levels: give --request-rate"
         return None
     problems = (
+        (args.max_error_rate is not None,
+         "--max-error-rate is the closed-loop knee rule's: an open-loop level's failed "
+         "requests already count against its goodput and the sustainable rate; drop it, or "
+         "give --concurrency"),
         (args.search == "knee",
          "--search knee searches the --concurrency range: give --concurrency"),
         (args.arrival == "constant" and args.seed is not None,
@@ -246,6 +250,9 @@ def _load(args: argparse.Namespace) -> BenchmarkLoad:
             "knee_rule": KneeRule(
                 min_gain_per_doubling=args.min_gain_per_doubling,
                 slo_ms_per_token=args.latency_slo_ms_per_token,
+                max_error_rate=DEFAULT_MAX_ERROR_RATE
+                if args.max_error_rate is None
+                else args.max_error_rate,
             ),
             "slo": slo if slo.stated else None,
         }
@@ -283,6 +290,25 @@ def _arrival(args: argparse.Namespace) -> Arrival:
     if args.arrival == "gamma":
         return Arrival.gamma(args.burstiness or 1.0, args.seed or 0, ramp_up_s=ramp)
     return Arrival.poisson(args.seed or 0, ramp_up_s=ramp)
+
+
+DEFAULT_MAX_ERROR_RATE = 0.05
+"""``--max-error-rate``'s default: the 5 % ``LlmService``'s deploy-time benchmark allows
+(``SERVICE_MAX_ERROR_RATE``)."""
+
+
+def _error_rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected a share of requests from 0 to 1, e.g. 0.05 for 5 %"
+        ) from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: a share of requests is from 0 to 1 (0.05 for 5 %; 1 allows any)"
+        )
+    return value
 
 
 def _positive_int(text: str) -> int:
@@ -366,6 +392,14 @@ def register(subparsers: Any) -> None:
         type=float,
         default=0.10,
         help="knee rule: throughput gain per doubling of concurrency; default 0.10",
+    )
+    parser.add_argument(
+        "--max-error-rate",
+        type=_error_rate,
+        metavar="SHARE",
+        help="knee rule: a level where more than this share of requests failed is past the "
+        "knee and never the max throughput within the SLO (closed loop); default "
+        f"{DEFAULT_MAX_ERROR_RATE:g} (5 %%, as LlmService's deploy-time benchmark); 1 allows any",
     )
     parser.add_argument(
         "--price-per-hour", type=float, help="your price per hour of what is measured, for cost"
