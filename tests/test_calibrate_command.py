@@ -458,3 +458,27 @@ def test_a_faster_measurement_moves_recommend_the_other_way_on_the_same_engine(
         counts,
         uncalibrated["instance_count"],
     )
+
+
+def test_an_open_loop_sweep_is_refused_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A request-rate sweep's levels carry the peak in flight as their concurrency: fitting
+    them as closed-loop levels would calibrate to the wrong load."""
+    from cdk_sagemaker_llm.planning.calibration_fit import measured_levels
+
+    levels = [record["Level"] for record in _levels(SLOW, [1, 2, 4])]
+    for record in levels:
+        record["target_rate_per_s"] = 5.0
+    rate = {"mode": "rate", "open_loop": {"arrival": "poisson"}, "payload": {}, "levels": levels}
+    path = tmp_path / "rate.json"
+    path.write_text(json.dumps(rate))
+    out = tmp_path / "c.json"
+    flags = ["--model", "llama-2-7b", "--instance-type", "ml.g5.2xlarge", "--engine", "tgi:3.3.6"]
+    assert main(["calibrate", str(path), "--out", str(out), *flags]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and "open-loop sweep" in err and "needs a concurrency sweep" in err
+    assert "Traceback" not in err and not out.exists()
+    with pytest.raises(ValidationError, match=r"results\.mode"):
+        measured_levels(rate)
+    assert len(measured_levels({**rate, "mode": "concurrency"})) == 3  # the same levels, closed

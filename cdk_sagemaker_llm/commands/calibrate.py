@@ -162,6 +162,17 @@ def read_results(source: str, region: str | None = None) -> tuple[dict[str, Any]
             "pass it to predict/recommend --calibration; calibrate reads a benchmark's "
             "results.json",
         )
+    mode = document.get("mode", "concurrency")
+    if mode != "concurrency" or document.get("open_loop") is not None:
+        raise ValidationError(
+            "RESULTS",
+            name,
+            f'is an open-loop sweep ("mode": {json.dumps(mode)}: levels sent at request '
+            "rates); its levels' concurrency is the peak in flight, not a closed-loop "
+            "concurrency the model's levels can be fitted to",
+            "calibrate needs a concurrency sweep: run benchmark with --concurrency (e.g. "
+            "--concurrency 1,2,4,8,16) instead of --request-rate and pass its results",
+        )
     return document, name
 
 

@@ -69,7 +69,17 @@ def _number(value: Any) -> float | None:
 
 def measured_levels(results: Mapping[str, Any]) -> list[MeasuredLevel]:
     """The usable levels of a ``results.json`` document: concurrency, p50 ms/token and tokens/s
-    measured without errors taking most requests."""
+    measured without errors taking most requests. An open-loop document (``"mode": "rate"``)
+    is refused: its levels' concurrency is the peak in flight, not a closed-loop level."""
+    mode = results.get("mode", "concurrency")
+    if mode != "concurrency":
+        raise ValidationError(
+            "results.mode",
+            mode,
+            "is an open-loop sweep: its levels' concurrency is the peak in flight, not a "
+            "closed-loop concurrency",
+            "calibrate needs a concurrency sweep: benchmark with --concurrency, not --request-rate",
+        )
     levels = results.get("levels")
     if not isinstance(levels, list):
         raise ValidationError(
