@@ -440,3 +440,42 @@ def test_the_max_error_rate_is_the_closed_loop_rule(capsys: pytest.CaptureFixtur
     flags = ["--request-rate", "5", "--max-error-rate", "0.1"]
     assert main(["benchmark", "--endpoint-name", "e", "--out", "x", *flags]) == 2
     assert "--max-error-rate is the closed-loop knee rule's" in capsys.readouterr().err
+
+
+def test_an_out_path_in_a_missing_folder_is_refused_before_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The sweep used to run to the end and then lose its measurements in a traceback."""
+    out = tmp_path / "missing" / "x.json"
+    with Simulator(SimulatorConfig(step_base_s=0.001)) as sim:
+        code = main(
+            [
+                "benchmark", "--endpoint-name", "ep", "--region", "us-east-1",
+                "--endpoint-url", sim.endpoint_url, "--concurrency", "1",
+                "--input-tokens", "4", "--output-tokens", "4", "--out", str(out),
+            ]
+        )  # fmt: skip
+        truth = sim.truth()
+    err = capsys.readouterr().err
+    assert code == 2 and truth == []  # nothing sent
+    assert f"--out {out}: the folder {out.parent} does not exist" in err and "mkdir -p" in err
+    assert main(["benchmark", "--endpoint-name", "ep", "--out", str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", ["--chart", "--markdown", "--csv", "--jsonl"])
+def test_report_outputs_in_a_missing_folder_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str
+) -> None:
+    from cdk_sagemaker_llm.benchmarking import BenchmarkResult, KneeRule, find_knee, summarize_level
+    from cdk_sagemaker_llm.benchmarking.samples import RequestSample
+
+    levels = [summarize_level([RequestSample(start=0.0, end=1.0, output_tokens=8)], 1)]
+    result = BenchmarkResult(payload={}, levels=levels, knee=find_knee(levels, KneeRule()))
+    results = tmp_path / "results.json"
+    results.write_text(result.to_json())
+    target = tmp_path / "missing" / "c.svg"
+    assert main(["report", str(results), flag, str(target)]) == 2
+    err = capsys.readouterr().err
+    assert f"{flag} {target}: the folder {target.parent} does not exist" in err
+    assert "Traceback" not in err

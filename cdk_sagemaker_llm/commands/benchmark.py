@@ -7,6 +7,7 @@ import argparse
 import dataclasses
 import json
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,25 @@ def export_paths(out: str, formats: list[str]) -> dict[str, Path]:
     """Where ``--export`` writes each format: beside ``--out``, named after its stem."""
     path = Path(out)
     return {kind: path.with_name(f"{path.stem}.{FILE_NAMES[kind]}") for kind in formats}
+
+
+def output_problem(flag: str, out: str | None) -> str | None:
+    """Why the file ``out`` given as ``flag`` cannot be written (its folder missing or not
+    writable, or a folder by that name), or None: checked before the work that fills it."""
+    if not out:
+        return None
+    path = Path(out)
+    folder = path.parent
+    if path.is_dir():
+        return f"{flag} {out}: is a folder; name a file in it, e.g. {path / 'results.json'}"
+    if not folder.is_dir():
+        return (
+            f"{flag} {out}: the folder {folder} does not exist; create it (mkdir -p {folder}) "
+            "or name a file in an existing folder"
+        )
+    if not os.access(folder, os.W_OK):
+        return f"{flag} {out}: the folder {folder} is not writable; name a file in one that is"
+    return None
 
 
 def _positive(kind: type) -> Any:
@@ -504,6 +524,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the sweep, write ``--out``; exit 0, or 2 on bad input."""
     problem = (
         workload_options.problem(args)
+        or output_problem("--out", args.out)
         or (None if args.replay_speedup else _mode_error(args))
         or (aws_environment_problem(args.region) if args.target == "sagemaker" else None)
     )
@@ -569,19 +590,35 @@ def run(args: argparse.Namespace) -> int:
         document["deployment"] = {"instance_type": args.instance_type}
         if args.instance_count is not None:  # the copies the load was spread over
             document["run"] = {"copies": args.instance_count}
-    Path(args.out).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    files = export_files(result, exports, samples)
-    for kind, path in export_paths(args.out, exports).items():
-        path.write_bytes(files[FILE_NAMES[kind]])
-        progress(f"{kind}: {path}")
+    written = _write_outputs(args.out, document, export_files(result, exports, samples),
+                             exports, progress)  # fmt: skip
     for line in summary_lines(result):
         progress(line)
+    if not written:
+        return 2
     progress(f"results in {args.out}")
     failed = _every_request_failed(result)
     if failed is not None:
         print(f"error: {failed}", file=sys.stderr)
         return 1
     return 0
+
+
+def _write_outputs(
+    out: str, document: dict[str, Any], files: dict[str, bytes], exports: list[str],
+    progress: Any,
+) -> bool:  # fmt: skip
+    """Write the results to ``out`` and the exports beside it; False (said on stderr) when
+    they cannot be written (the folder checked before the run went away)."""
+    try:
+        Path(out).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+        for kind, path in export_paths(out, exports).items():
+            path.write_bytes(files[FILE_NAMES[kind]])
+            progress(f"{kind}: {path}")
+    except OSError as error:
+        print(f"error: --out {out}: cannot write it ({error}); the figures follow", file=sys.stderr)
+        return False
+    return True
 
 
 def _every_request_failed(result: BenchmarkResult) -> str | None:

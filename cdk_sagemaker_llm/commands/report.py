@@ -11,6 +11,7 @@ from typing import Any
 from ..benchmarking.engine import BenchmarkResult
 from ..benchmarking.exports import FILE_NAMES, levels_csv, requests_jsonl
 from ..benchmarking.report import render_markdown, render_svg
+from .benchmark import output_problem
 
 
 def register(subparsers: Any) -> None:
@@ -35,7 +36,14 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Render the report; exit 0, or 2 when the results cannot be read."""
+    """Render the report; exit 0, or 2 when the results cannot be read or an output file
+    cannot be written."""
+    for flag, out in (("--chart", args.chart), ("--markdown", args.markdown),
+                      ("--csv", args.csv), ("--jsonl", args.jsonl)):  # fmt: skip
+        problem = output_problem(flag, out)
+        if problem is not None:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
     try:
         result = BenchmarkResult.from_dict(
             json.loads(Path(args.results).read_text(encoding="utf-8"))
