@@ -79,8 +79,7 @@ def test_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # Results without samples: the fix names the file an --export jsonl run wrote beside them
     # (it said "or --export jsonl", which keeps none in the results).
     bare = tmp_path / "run.json"
-    bare.write_text(json.dumps({"payload": {}, "levels": [], "knee": {"concurrency": None,
-                                "rule": "r"}}))  # fmt: skip
+    bare.write_text(json.dumps(_results_document()))
     assert main(["report", str(bare), "--jsonl", str(tmp_path / "r.jsonl")]) == 2
     err = capsys.readouterr().err
     assert "run `benchmark` with --keep-samples" in err and "run.requests.jsonl" in err
@@ -479,3 +478,38 @@ def test_report_outputs_in_a_missing_folder_are_refused(
     err = capsys.readouterr().err
     assert f"{flag} {target}: the folder {target.parent} does not exist" in err
     assert "Traceback" not in err
+
+
+def _results_document() -> dict[str, object]:
+    from cdk_sagemaker_llm.benchmarking import BenchmarkResult, KneeRule, find_knee, summarize_level
+    from cdk_sagemaker_llm.benchmarking.samples import RequestSample
+
+    levels = [summarize_level([RequestSample(start=0.0, end=1.0, output_tokens=8)], 1)]
+    return BenchmarkResult(payload={}, levels=levels, knee=find_knee(levels, KneeRule())).to_dict()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: [1, 2], "is a JSON list, not a benchmark results document"),
+        (lambda d: {}, "is not a benchmark results document: no payload, levels, knee"),
+        (lambda d: {"format": "cdk-sagemaker-llm/calibration", "version": 1},
+         "is a calibration file"),
+        (lambda d: {**d, "levels": []}, "has no levels"),
+        (lambda d: {**d, "levels": [{k: v for k, v in d["levels"][0].items()
+                                     if k != "p50_latency_s"}]},
+         "has levels[0] without p50_latency_s"),
+        (lambda d: {**d, "knee": None}, "has a knee of null"),
+        (lambda d: {**d, "levels": ["x"]}, "has levels[0] of type str"),
+    ],
+)  # fmt: skip
+def test_report_names_what_a_malformed_results_file_lacks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: object, message: str
+) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(change(_results_document())))  # type: ignore[operator]
+    assert main(["report", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert f"error: {path} {message}" in captured.err and "Traceback" not in captured.err
+    assert "pass the results.json `benchmark --out` wrote" in captured.err
+    assert captured.out == ""  # no table, no knee of a level that does not exist

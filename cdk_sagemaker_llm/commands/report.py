@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from ..benchmarking.engine import BenchmarkResult
+from ..benchmarking.engine import BenchmarkResult, LevelResult
 from ..benchmarking.exports import FILE_NAMES, levels_csv, requests_jsonl
 from ..benchmarking.report import render_markdown, render_svg
+from ..planning.calibration import CALIBRATION_FORMAT
 from .benchmark import output_problem
 
 
@@ -35,21 +37,74 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run)
 
 
+_TOP_LEVEL = ("payload", "levels", "knee")
+_LEVEL_FIELDS = tuple(
+    field.name
+    for field in dataclasses.fields(LevelResult)
+    if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
+)
+"""The fields every level of a results document has (the others are optional)."""
+
+
+def results_problem(document: Any) -> str | None:
+    """What makes ``document`` not a benchmark results document ``report`` can render, in
+    words after the file's name, or None."""
+    if not isinstance(document, dict):
+        return (
+            f"is a JSON {type(document).__name__}, not a benchmark results document (an "
+            "object with payload, levels and knee)"
+        )
+    if document.get("format") == CALIBRATION_FORMAT:
+        return "is a calibration file (predict/recommend --calibration read it), not results"
+    missing = [key for key in _TOP_LEVEL if key not in document]
+    if missing:
+        return f"is not a benchmark results document: no {', '.join(missing)}"
+    levels, knee = document["levels"], document["knee"]
+    if not isinstance(levels, list):
+        return f"has levels of type {type(levels).__name__}, not a list"
+    if not levels:
+        return "has no levels (a run that measured nothing has no knee or throughput)"
+    for index, level in enumerate(levels):
+        if not isinstance(level, dict):
+            return f"has levels[{index}] of type {type(level).__name__}, not an object"
+        absent = [name for name in _LEVEL_FIELDS if name not in level]
+        if absent:
+            return f"has levels[{index}] without {', '.join(absent)}"
+    if not isinstance(knee, dict):
+        return f"has a knee of {json.dumps(knee)}, not an object with concurrency and rule"
+    absent = [name for name in ("concurrency", "rule") if name not in knee]
+    if absent:
+        return f"has a knee without {', '.join(absent)}"
+    return None
+
+
+def _read(path: str) -> BenchmarkResult | str:
+    """The results at ``path``, or why they cannot be read (the file named, with the fix)."""
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        return f"cannot read {path}: {error}"
+    problem = results_problem(document)
+    if problem is None:
+        try:
+            return BenchmarkResult.from_dict(document)
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            problem = f"is malformed ({type(error).__name__}: {error})"
+    return f"{path} {problem}; pass the results.json `benchmark --out` wrote"
+
+
 def run(args: argparse.Namespace) -> int:
     """Render the report; exit 0, or 2 when the results cannot be read or an output file
     cannot be written."""
-    for flag, out in (("--chart", args.chart), ("--markdown", args.markdown),
-                      ("--csv", args.csv), ("--jsonl", args.jsonl)):  # fmt: skip
-        problem = output_problem(flag, out)
-        if problem is not None:
-            print(f"error: {problem}", file=sys.stderr)
-            return 2
-    try:
-        result = BenchmarkResult.from_dict(
-            json.loads(Path(args.results).read_text(encoding="utf-8"))
-        )
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        print(f"error: cannot read {args.results}: {error}", file=sys.stderr)
+    outputs = (("--chart", args.chart), ("--markdown", args.markdown), ("--csv", args.csv),
+               ("--jsonl", args.jsonl))  # fmt: skip
+    problem = next(filter(None, (output_problem(flag, out) for flag, out in outputs)), None)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    result = _read(args.results)
+    if isinstance(result, str):
+        print(f"error: {result}", file=sys.stderr)
         return 2
     markdown = render_markdown(result)
     if args.chart:
