@@ -233,3 +233,56 @@ def test_an_out_of_range_option_is_one_error_line_naming_the_flag(
     assert result.returncode == 2
     assert result.stderr.startswith(f"error: {flag}: ")
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--instance-type", "ml.g5.2xlarge", "--time-scale", "0.1"],
+         "error: --instance-type, --time-scale=['ml.g5.2xlarge', 0.1]: applies to the engine "
+         "simulation, which serves only with --model"),
+        (["--engine", "lmi:0.38.0"], "error: --engine='lmi:0.38.0': applies to the engine"),
+        (["--input-tokens", "512"], "error: --input-tokens=512: applies"),  # typed, if default
+        (["--model", "llama-3-8b", "--instance-type", "ml.g5.2xlarge", "--max-batch", "2",
+          "--step-base-s", "0.5"],
+         "error: --max-batch, --step-base-s=[2, 0.5]: the step law's flags do not apply with "
+         "--model"),
+    ],
+)  # fmt: skip
+def test_flags_of_the_mode_not_served_are_refused_by_name(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """They were ignored: the step law served --instance-type without --model, and the engine
+    simulation served --model with --max-batch and --step-base-s."""
+    from cdk_sagemaker_llm.cli import main
+
+    assert main(["simulate", "--port", "0", *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and "Fix: " in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--max-batch", "2", "--step-base-s", "0.01", "--max-queue", "1"],
+        ["--model", "llama-3-8b", "--instance-type", "ml.g5.2xlarge", "--max-queue", "1"],
+    ],
+)
+def test_each_mode_serves_its_own_flags_and_the_defaults(
+    flags: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cdk_sagemaker_llm.benchmarking import simulator_cli
+    from cdk_sagemaker_llm.cli import main
+
+    served = []
+    monkeypatch.setattr(
+        simulator_cli, "serve_until_interrupted", lambda config, port: served.append(config) or 0
+    )
+    assert main(["simulate", "--port", "0", *flags]) == 0
+    (config,) = served
+    assert config.max_queue == 1
+    if "--model" in flags:
+        assert config.engine is not None and config.engine.time_scale == 1.0
+        assert (config.max_batch, config.step_base_s) == (8, 0.005)  # the defaults, unused
+    else:
+        assert config.engine is None and (config.max_batch, config.step_base_s) == (2, 0.01)

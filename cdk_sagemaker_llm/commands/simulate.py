@@ -12,6 +12,7 @@ from typing import Any
 
 from ..benchmarking import simulator_cli
 from ..benchmarking.simulated_engine import EngineSimulation
+from ..benchmarking.simulator_config import SimulatorConfig
 from ..catalog.instance_types import InstanceType
 from ..errors import ValidationError
 from ..planning.engine_profiles import profile_on
@@ -30,6 +31,29 @@ from .model_options import (
 from .predict import engine_choice
 
 DEFAULT_PORT = 8080
+
+STEP_LAW_FLAGS = {
+    "max_batch": "--max-batch",
+    "step_base_s": "--step-base-s",
+    "step_per_sequence_s": "--step-per-sequence-s",
+    "prefill_per_input_token_s": "--prefill-per-input-token-s",
+}
+"""The step law's flags (``SimulatorConfig``'s timing fields): an engine simulation
+(``--model``) schedules and times the model instead, so they do not apply to it."""
+
+ENGINE_FLAGS = {
+    "instance_type": ("--instance-type", None),
+    "engine": ("--engine", None),
+    "tensor_parallel_degree": ("--tensor-parallel-degree", None),
+    "input_tokens": ("--input-tokens", 512),
+    "output_tokens": ("--output-tokens", 256),
+    "max_batch_size": ("--max-batch-size", None),
+    "kv_cache_precision": ("--kv-cache-precision", "auto"),
+    "time_scale": ("--time-scale", 1.0),
+    "dtype": ("--dtype", "fp16"),
+}
+"""The engine simulation's flags and their defaults: without ``--model`` the step law serves
+and they do not apply."""
 
 
 def register(subparsers: Any) -> None:
@@ -76,12 +100,14 @@ def register(subparsers: Any) -> None:
         default=1.0,
         help="real seconds per simulated second (1: real time; 0.1: ten times faster)",
     )
-    parser.set_defaults(handler=run)
+    # None until given, so that a flag of the other mode is refused only when it was typed.
+    parser.set_defaults(handler=run, **dict.fromkeys([*STEP_LAW_FLAGS, *ENGINE_FLAGS]))
 
 
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted; exit 2 on bad options or when the port is taken."""
     try:
+        _check_mode_flags(args)
         config, port = simulator_cli.config_from_arguments(args)
         if args.model or args.parameters is not None:
             config = dataclasses.replace(config, engine=engine_of(args))
@@ -91,6 +117,45 @@ def run(args: argparse.Namespace) -> int:
     if config.engine is not None:
         print(f"serving {config.engine.describe()}", file=sys.stderr)
     return simulator_cli.serve_until_interrupted(config, port)
+
+
+def _values(given: dict[str, Any]) -> Any:
+    """The value of one flag, or the values of several, as an error shows them."""
+    values = list(given.values())
+    return values[0] if len(values) == 1 else values
+
+
+def _check_mode_flags(args: argparse.Namespace) -> None:
+    """Refuse the flags of the mode not served (those typed: the defaults are None until
+    here), then fill the defaults of the others in ``args``."""
+    engine = bool(args.model) or args.parameters is not None
+    step_law = {flag: getattr(args, name) for name, flag in STEP_LAW_FLAGS.items()
+                if getattr(args, name) is not None}  # fmt: skip
+    engine_only = {flag: getattr(args, name) for name, (flag, _) in ENGINE_FLAGS.items()
+                   if getattr(args, name) is not None}  # fmt: skip
+    if engine and step_law:
+        raise ValidationError(
+            ", ".join(step_law),
+            _values(step_law),
+            "the step law's flags do not apply with --model: the engine simulation schedules "
+            "and times the model (its request cap is --max-batch-size)",
+            "drop them, or drop --model (and its flags) to serve the step law",
+        )
+    if not engine and engine_only:
+        raise ValidationError(
+            ", ".join(engine_only),
+            _values(engine_only),
+            "applies to the engine simulation, which serves only with --model; without it the "
+            "step law serves (--max-batch, --step-base-s, ...)",
+            "add --model (e.g. --model llama-3-8b --instance-type ml.g5.2xlarge), or drop them",
+        )
+    defaults = SimulatorConfig()
+    for name in STEP_LAW_FLAGS:
+        if getattr(args, name) is None:
+            setattr(args, name, getattr(defaults, name))
+    for name, (_, default) in ENGINE_FLAGS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, default)
 
 
 def engine_of(args: argparse.Namespace) -> EngineSimulation:
