@@ -482,3 +482,32 @@ def test_an_open_loop_sweep_is_refused_naming_the_file(
     with pytest.raises(ValidationError, match=r"results\.mode"):
         measured_levels(rate)
     assert len(measured_levels({**rate, "mode": "concurrency"})) == 3  # the same levels, closed
+
+
+def test_the_fit_never_ends_worse_than_the_uncalibrated_factors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Levels measured from a server that behaves exactly as the uncalibrated model predicts
+    (the engine profile's factors, which the fit's grids cannot express: per-layer and
+    per-sequence costs): the search ended farther from them than where it could have stayed."""
+    from cdk_sagemaker_llm.planning.calibration_fit import calibrate
+    from cdk_sagemaker_llm.planning.engine_profiles import resolve_profile
+
+    engine = EngineRelease("tgi", "3.3.6")
+    uncalibrated = efficiency_of(resolve_profile(engine))
+    levels = [record["Level"] for record in _levels(uncalibrated, [1, 2, 4, 8, 16])]
+    document = {
+        "payload": {"input_tokens": LOAD.input_tokens, "output_tokens": LOAD.output_tokens},
+        "levels": levels,
+        "deployment": {"instance_type": "ml.g5.2xlarge"},
+    }
+    layout = Layout(G5, 1, 1, 1)
+    calibration = calibrate(document, SPEC, layout, engine=engine)
+    assert calibration.efficiency == uncalibrated
+    assert calibration.rms_error < 1e-9
+    path = tmp_path / "exact.json"
+    path.write_text(json.dumps(document))
+    out = tmp_path / "c.json"
+    flags = ["--model", SPEC.name, "--engine", "tgi:3.3.6", "--out", str(out)]
+    assert main(["calibrate", str(path), *flags]) == 0
+    assert "the calibration keeps the profile's" in capsys.readouterr().err

@@ -22,7 +22,8 @@ from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from ..errors import ValidationError
 from ..planning.calibration import CALIBRATION_FORMAT, Calibration, EngineRelease
 from ..planning.calibration_fit import calibrate, deployment_of
-from ..planning.engine_profiles import PROFILE_NAMES, profile_on
+from ..planning.efficiency import efficiency_of
+from ..planning.engine_profiles import PROFILE_NAMES, profile_on, resolve_profile
 from ..planning.performance import Layout
 from .aws_environment import CREDENTIALS_HINT
 from .model_options import (
@@ -404,6 +405,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(f"wrote {args.out}: {calibration.describe()}")
+    uncalibrated = efficiency_of(
+        resolve_profile(calibration.engine, InstanceType.of(calibration.instance_type).is_neuron)
+    )
+    if calibration.efficiency == uncalibrated:
+        print(
+            "warning: the fit came no closer to these levels than the engine profile's own "
+            "factors (squared log error of ms/token, tokens/s and TTFT): the calibration keeps "
+            "the profile's",
+            file=sys.stderr,
+        )
     for note in calibration.fit_notes():
         print(f"warning: {note}", file=sys.stderr)
     return 0

@@ -45,7 +45,8 @@ from .calibration import (
     Calibration,
     EngineRelease,
 )
-from .efficiency import DEFAULT_EFFICIENCY, Efficiency
+from .efficiency import DEFAULT_EFFICIENCY, Efficiency, efficiency_of
+from .engine_profiles import resolve_profile
 from .measured_curve import MeasuredCurve, MeasuredPoint
 from .performance import CopyModel, Layout, Workload, check_kv_cache_precision
 from .placement import copy_memory
@@ -188,6 +189,12 @@ def calibrate(
             # efficiency (long prompts' prefills stall the batch's decode under load).
             efficiency = fit.decode(fit.prefill_end_to_end(efficiency))
         efficiency = fit.decode(fit.compute(efficiency))
+    # Coordinate descent over grids can end farther from the levels than the uncalibrated
+    # factors (the engine profile's, which the grids cannot express: per-layer and per-sequence
+    # costs): never worse than where predictions start, on the fit's own objective.
+    start = efficiency_of(resolve_profile(engine, layout.instance_type.is_neuron))
+    if fit.total(start, with_ttft) < fit.total(efficiency, with_ttft):
+        efficiency = start
     model = fit.model(efficiency)
     relative = [
         model.level(level.concurrency / layout.copies, fit.capacity).ms_per_token
@@ -341,7 +348,7 @@ class _Fit:
             total += math.log(at.tokens_per_s * copies / level.tokens_per_s) ** 2
         return total
 
-    def _total(self, efficiency: Efficiency, ttft: list[MeasuredLevel]) -> float:
+    def total(self, efficiency: Efficiency, ttft: list[MeasuredLevel]) -> float:
         """``error`` plus the squared log errors of the streamed levels' TTFT."""
         errors = self._ttft(efficiency).errors(ttft) if ttft else []
         return self.error(efficiency) + sum(error * error for error in errors)
@@ -362,13 +369,13 @@ class _Fit:
         halves the squared log error of ms/token, tokens/s and TTFT of assuming none, so that
         a server which merely slows down under load is not read as queueing."""
         start = self._refit(start, ttft)
-        best = (self._total(start, ttft), self.capacity, start)
+        best = (self.total(start, ttft), self.capacity, start)
         measured = {math.ceil(level.concurrency / self.layout.copies) for level in self.levels}
         unbounded = self.capacity
         for capacity in sorted(c for c in measured if c < unbounded):
             self.capacity = capacity
             efficiency = self._refit(start, ttft)
-            total = self._total(efficiency, ttft)
+            total = self.total(efficiency, ttft)
             if total < best[0] / 2 and total < best[0] - 1e-9:
                 best = (total, capacity, efficiency)
         _, self.capacity, efficiency = best
