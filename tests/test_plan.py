@@ -173,8 +173,12 @@ def test_plan_of_the_reference_app(reference_assembly: Path) -> None:
     assert component.image.caching_applies
     assert component.model == "meta-llama/Meta-Llama-3-8B-Instruct (llama-3-8b)"
     assert component.sizing is not None and component.sizing.fits
-    # Only a note on another layout that would also fit (the SLO chose this one), no risk.
-    assert all(" also fits: " in warning for warning in component.sizing.warnings)
+    # Only a note on another layout that would also fit, with the reason the service's
+    # decision rejected it (the SLO and max_instance_count chose this one), no risk.
+    assert all(
+        " also fits, but the service's decision rejected it: " in warning
+        for warning in component.sizing.warnings
+    )
     assert choices["target_concurrency_per_copy"]["source"] == "benchmark"
     assert component.decision["reasoning"]
 
