@@ -259,14 +259,20 @@ FIRST_TGI_WITH_HF_TOKEN = "2.1.0"
 def hub_token_variable(family: ContainerFamily, release: str | None) -> str:
     """The variable a ``family`` image at ``release`` reads a Hugging Face token from: TGI
     before 2.1.0 the legacy ``HUGGING_FACE_HUB_TOKEN``, every other image ``HF_TOKEN``."""
-    if (
-        family is ContainerFamily.TGI
-        and release is not None
-        and SHORT_VERSION.match(release)
-        and version_tuple(release) < version_tuple(FIRST_TGI_WITH_HF_TOKEN)
-    ):
+    if _tgi_before(family, release, FIRST_TGI_WITH_HF_TOKEN):
         return LEGACY_HUB_TOKEN_VARIABLE
     return HUB_TOKEN_VARIABLE
+
+
+def _tgi_before(family: ContainerFamily, release: str | None, first: str) -> bool:
+    """Whether ``family`` is TGI at a known ``release`` older than ``first`` (the release that
+    introduced a setting); an unknown or unparsed release is trusted to be current."""
+    return (
+        family is ContainerFamily.TGI
+        and release is not None
+        and SHORT_VERSION.match(release) is not None
+        and version_tuple(release) < version_tuple(first)
+    )
 
 
 FIRST_TGI_WITH_MAX_INPUT_TOKENS = "2.0.0"
@@ -282,12 +288,7 @@ def max_input_tokens_variable(family: ContainerFamily, release: str | None) -> s
     """The variable a ``family`` image at ``release`` reads the longest prompt from: TGI before
     2.0.0 ``MAX_INPUT_LENGTH`` (its launchers do not know ``MAX_INPUT_TOKENS``), any other
     release ``MAX_INPUT_TOKENS``."""
-    if (
-        family is ContainerFamily.TGI
-        and release is not None
-        and SHORT_VERSION.match(release)
-        and version_tuple(release) < version_tuple(FIRST_TGI_WITH_MAX_INPUT_TOKENS)
-    ):
+    if _tgi_before(family, release, FIRST_TGI_WITH_MAX_INPUT_TOKENS):
         return LEGACY_MAX_INPUT_TOKENS_VARIABLE
     return MAX_INPUT_TOKENS_VARIABLE
 
