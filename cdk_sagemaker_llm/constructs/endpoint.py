@@ -296,12 +296,17 @@ NO_ROLE_FOR_GRANTS_WARNING = "cdk-sagemaker-llm:noRoleForGrants"
 """The id of the warning that an imported model without ``role=`` gets no grants."""
 
 
+def _models(variants: Sequence[ProductionVariant]) -> list[ModelBase]:
+    """The variants' models, pool models included."""
+    return [v.model for v in variants] + [
+        pool.model for v in variants for pool in v.instance_pools or [] if pool.model
+    ]
+
+
 def _model_roles(variants: Sequence[ProductionVariant]) -> list[iam.IRole]:
     """The execution roles of the variants' models (pool models included), each once."""
     roles: list[iam.IRole] = []
-    for model in [v.model for v in variants] + [
-        pool.model for v in variants for pool in v.instance_pools or [] if pool.model
-    ]:
+    for model in _models(variants):
         role = model.role
         if role is not None and not any(known is role for known in roles):
             roles.append(role)
@@ -460,10 +465,7 @@ class Endpoint(EndpointBase):
         ]
         if not needs:
             return
-        models = [v.model for v in self.variants] + [
-            pool.model for v in self.variants for pool in v.instance_pools or [] if pool.model
-        ]
-        for model in models:
+        for model in _models(self.variants):
             if model.role is None:
                 Annotations.of(self).add_warning_v2(
                     NO_ROLE_FOR_GRANTS_WARNING,
