@@ -25,7 +25,11 @@ streamed, the prefill efficiency is searched on the end-to-end figures instead: 
 prompts and short outputs the prefills that stall the running batch set how ms/token grows with
 the load, and a fit that held them at the engine profile's efficiency left 34% rms on a
 two-level sweep (fmbench Mistral 7B on ml.g5.2xlarge, 2,503 in / 63 out), pushing the bandwidth
-efficiency to 100% and the decode compute efficiency to its floor to compensate."""
+efficiency to 100% and the decode compute efficiency to its floor to compensate. Last, the
+factors are refined through the engine's scheduler simulation (``calibration_simulated``) and
+kept where the simulation explains the levels better than the closed form does: a chunking
+scheduler's TTFT under load is beyond the closed form, whose fit then moved the decode factors
+(``benchmarks/calibration_held_out.py``)."""
 
 from __future__ import annotations
 
@@ -45,8 +49,9 @@ from .calibration import (
     Calibration,
     EngineRelease,
 )
+from .calibration_simulated import SimulatedFit
 from .efficiency import DEFAULT_EFFICIENCY, Efficiency, efficiency_of
-from .engine_profiles import resolve_profile
+from .engine_profiles import EngineProfile, resolve_profile
 from .measured_curve import MeasuredCurve, MeasuredPoint
 from .performance import CopyModel, Layout, Workload, check_kv_cache_precision
 from .placement import copy_memory
@@ -189,12 +194,14 @@ def calibrate(
             # efficiency (long prompts' prefills stall the batch's decode under load).
             efficiency = fit.decode(fit.prefill_end_to_end(efficiency))
         efficiency = fit.decode(fit.compute(efficiency))
+    profile = resolve_profile(engine, layout.instance_type.is_neuron)
     # Coordinate descent over grids can end farther from the levels than the uncalibrated
     # factors (the engine profile's, which the grids cannot express: per-layer and per-sequence
     # costs): never worse than where predictions start, on the fit's own objective.
-    start = efficiency_of(resolve_profile(engine, layout.instance_type.is_neuron))
+    start = efficiency_of(profile)
     if fit.total(start, with_ttft) < fit.total(efficiency, with_ttft):
         efficiency = start
+    efficiency = fit.simulated(efficiency, profile, with_ttft)
     model = fit.model(efficiency)
     relative = [
         model.level(level.concurrency / layout.copies, fit.capacity).ms_per_token
@@ -318,12 +325,18 @@ class _Fit:
             load.total_tokens,
             kv_cache,
         )
+        self.sequences = memory.sequences
         # The largest measured concurrency per copy bounds the batch limit until ``admission``
         # finds the levels queueing below it.
-        most = max(level.concurrency for level in levels) / layout.copies
-        self.capacity = max(1, min(memory.sequences, math.ceil(most)))
+        self.capacity = self._unbounded()
         self.batch_limit: int | None = None
         """The batch limit ``admission`` found (None: no level queued for admission)."""
+
+    def _unbounded(self) -> int:
+        """The sequences a copy runs at once without a batch limit: what its memory holds, up
+        to the largest measured concurrency per copy."""
+        most = max(level.concurrency for level in self.levels) / self.layout.copies
+        return max(1, min(self.sequences, math.ceil(most)))
 
     def model(self, efficiency: Efficiency) -> CopyModel:
         """The benchmarked copy timed with ``efficiency``."""
@@ -371,7 +384,7 @@ class _Fit:
         start = self._refit(start, ttft)
         best = (self.total(start, ttft), self.capacity, start)
         measured = {math.ceil(level.concurrency / self.layout.copies) for level in self.levels}
-        unbounded = self.capacity
+        unbounded = self._unbounded()
         for capacity in sorted(c for c in measured if c < unbounded):
             self.capacity = capacity
             efficiency = self._refit(start, ttft)
@@ -381,6 +394,23 @@ class _Fit:
         _, self.capacity, efficiency = best
         self.batch_limit = self.capacity if self.capacity < unbounded else None
         return efficiency
+
+    def simulated(
+        self, efficiency: Efficiency, profile: EngineProfile, ttft: list[MeasuredLevel]
+    ) -> Efficiency:
+        """The closed-form fit ``efficiency``, or where ``profile``'s scheduler simulation
+        explains the levels better (a smaller ``total`` over the same figures), the factors
+        refined through it (``calibration_simulated``), starting from the fit or the profile's
+        own factors, with or without the batch limit ``admission`` found; the batch limit
+        follows the refinement."""
+        limits = [self.batch_limit, None] if self.batch_limit is not None else [None]
+        simulated = SimulatedFit(self.model(efficiency), profile, self.levels, self.layout.copies)
+        refined, limit, error = simulated.refine([efficiency, efficiency_of(profile)], limits)
+        if error >= self.total(efficiency, ttft):
+            return efficiency
+        self.batch_limit = limit
+        self.capacity = limit or self._unbounded()
+        return refined
 
     def _best(self, candidates: list[Efficiency]) -> Efficiency:
         return min(candidates, key=self.error)

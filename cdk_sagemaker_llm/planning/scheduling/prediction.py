@@ -92,7 +92,7 @@ def _knee(simulation: CopySimulation, clients: int, most: int, copies: int) -> K
     )
 
 
-def _shares(copies: int, concurrency: int) -> list[tuple[int, int]]:
+def load_balancer_shares(copies: int, concurrency: int) -> list[tuple[int, int]]:
     """(clients per copy, copies with that many): the load balancer's even share."""
     base, extra = divmod(concurrency, copies)
     return [(c, n) for c, n in ((base + 1, extra), (base, copies - extra)) if c and n]
@@ -101,7 +101,7 @@ def _shares(copies: int, concurrency: int) -> list[tuple[int, int]]:
 def _level(simulation: CopySimulation, copies: int, concurrency: int) -> LevelPrediction:
     tokens = 0.0
     worst = (0.0, 0.0, 0.0)
-    for clients, count in _shares(copies, concurrency):
+    for clients, count in load_balancer_shares(copies, concurrency):
         level = simulation.level(clients)
         tokens += level.tokens_per_s * count
         e2e = level.result.mean("e2e_s") * 1000
@@ -120,5 +120,5 @@ def _level(simulation: CopySimulation, copies: int, concurrency: int) -> LevelPr
 def _refused(simulation: CopySimulation, copies: int, concurrency: int) -> int:
     return sum(
         simulation.level(clients).result.rejected * count
-        for clients, count in _shares(copies, concurrency)
+        for clients, count in load_balancer_shares(copies, concurrency)
     )
