@@ -153,3 +153,18 @@ def test_without_ttft_the_prefill_efficiency_is_fitted_to_the_end_to_end_figures
     # exactly, but they move it toward the server's.
     assert calibration.rms_error < 0.05
     assert calibration.efficiency.prefill_compute > DEFAULT_EFFICIENCY.prefill_compute
+
+
+def test_no_factor_is_fitted_past_what_the_accelerator_was_measured_to_reach() -> None:
+    """Issue 30 item 3: a server that decodes faster than the model allows at the A10G's
+    measured bandwidth ceiling (0.85 of peak) is a cost the model charges that the server does
+    not pay, not a faster memory: the fit stops at the ceiling and its notes say so."""
+    faster = Efficiency(
+        memory_bandwidth=0.98, decode_compute=0.5, prefill_compute=0.4, step_overhead_ms=0.5
+    )
+    calibration = calibrate(
+        _results([1, 2, 4, 8, 16], faster), ModelSpec.LLAMA_2_7B, Layout(G5, 1, 1)
+    )
+    ceiling = G5.accelerator.achieved.memory_bandwidth  # type: ignore[union-attr]
+    assert calibration.efficiency.memory_bandwidth == ceiling == 0.85
+    assert any("A10G's measured ceiling" in note for note in calibration.fit_notes())

@@ -45,40 +45,11 @@ from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from ..errors import ValidationError
 from ..prop_types import typed_props
+from .calibration_grids import LABELS, PREFILL_HOLD_GRID, FitGrids
 from .efficiency import Efficiency, efficiency_of
 from .engine_profiles import EngineProfile, profile_for_image, resolve_profile
 from .measured_curve import MeasuredCurve
 from .performance import Layout, Workload
-
-MEMORY_BANDWIDTH_GRID = [round(0.30 + 0.025 * i, 3) for i in range(29)]
-"""Memory-bandwidth efficiencies the fit tries: 0.30 to 1.00 of the accelerator's peak."""
-STEP_OVERHEAD_GRID_MS = [0.5 * i for i in range(61)]
-"""Per-step overheads the fit tries: 0 to 30 ms."""
-DECODE_COMPUTE_GRID = [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
-"""Decode compute efficiencies the fit tries."""
-PREFILL_COMPUTE_GRID = [round(0.05 * i, 2) for i in range(2, 21)]
-"""Prefill compute efficiencies the fit tries: 0.10 to 1.00."""
-PREFILL_HOLD_GRID = [
-    0.0,
-    1.0,
-    2.0,
-    3.0,
-    4.0,
-    6.0,
-    8.0,
-    10.0,
-    12.0,
-    16.0,
-    20.0,
-    24.0,
-    32.0,
-    48.0,
-    64.0,
-]
-"""Decode steps of prefill hold the fit tries: 0 (the next step takes a new request) to
-64 (three times TGI's default ``max_waiting_tokens``). At an end of a grid the fit's value is
-reported, not trusted (``Calibration.fit_notes``)."""
-
 
 CALIBRATION_FORMAT = "cdk-sagemaker-llm/calibration"
 """The ``format`` field of a calibration file."""
@@ -350,25 +321,27 @@ class Calibration:
     def fit_notes(self) -> list[str]:
         """Factors the fit left at an end of the range it searches: the levels do not pin
         them (e.g. decode never turns compute-bound), or the server lies outside what the
-        model expresses there; predictions that lean on them are less certain."""
-        factors = (
-            (
-                "memory bandwidth efficiency",
-                self.efficiency.memory_bandwidth,
-                MEMORY_BANDWIDTH_GRID,
-            ),
-            ("decode compute efficiency", self.efficiency.decode_compute, DECODE_COMPUTE_GRID),
-            ("prefill compute efficiency", self.efficiency.prefill_compute, PREFILL_COMPUTE_GRID),
-            ("per-step overhead (ms)", self.efficiency.step_overhead_ms, STEP_OVERHEAD_GRID_MS),
-        )
+        model expresses there; predictions that lean on them are less certain. A highest value
+        that is the accelerator's measured ceiling (``FitGrids.bounded_by``) says so."""
+        accelerator = InstanceType.of(self.instance_type).accelerator
+        grids = FitGrids.bounded_by(accelerator.achieved if accelerator else None)
         notes = []
-        for name, value, grid in factors:
-            if value in (grid[0], grid[-1]):
-                end = "lowest" if value == grid[0] else "highest"
-                notes.append(
-                    f"{name} {value:g} is the {end} value the fit tries: these levels may not "
-                    "constrain it, or the server is outside the model's range there"
+        for name, grid in grids.searched():
+            value = getattr(self.efficiency, name)
+            if value not in (grid[0], grid[-1]):
+                continue
+            end = "lowest" if value == grid[0] else "highest"
+            note = (
+                f"{LABELS[name]} {value:g} is the {end} value the fit tries: these levels may "
+                "not constrain it, or the server is outside the model's range there"
+            )
+            if value == grid[-1] and name in grids.ceilings:
+                note += (
+                    f" (the {accelerator.name if accelerator else 'accelerator'}'s measured "
+                    "ceiling, catalog.instance_types.ACHIEVED_PEAKS: a fit that wants more means "
+                    "the model charges a cost this server does not pay)"
                 )
+            notes.append(note)
         if self.batch_limit is not None:
             notes.append(
                 f"the levels queue for admission past {self.batch_limit} in flight per copy: the "

@@ -40,15 +40,8 @@ from typing import Any
 
 from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from ..errors import ValidationError
-from .calibration import (
-    DECODE_COMPUTE_GRID,
-    MEMORY_BANDWIDTH_GRID,
-    PREFILL_COMPUTE_GRID,
-    PREFILL_HOLD_GRID,
-    STEP_OVERHEAD_GRID_MS,
-    Calibration,
-    EngineRelease,
-)
+from .calibration import Calibration, EngineRelease
+from .calibration_grids import PREFILL_HOLD_GRID, FitGrids
 from .calibration_simulated import SimulatedFit
 from .efficiency import DEFAULT_EFFICIENCY, Efficiency, efficiency_of
 from .engine_profiles import EngineProfile, resolve_profile
@@ -326,6 +319,9 @@ class _Fit:
             kv_cache,
         )
         self.sequences = memory.sequences
+        accelerator = layout.instance_type.accelerator
+        self.grids = FitGrids.bounded_by(accelerator.achieved if accelerator else None)
+        """The values the fit tries, up to what the accelerator was measured to reach."""
         # The largest measured concurrency per copy bounds the batch limit until ``admission``
         # finds the levels queueing below it.
         self.capacity = self._unbounded()
@@ -404,7 +400,9 @@ class _Fit:
         own factors, with or without the batch limit ``admission`` found; the batch limit
         follows the refinement."""
         limits = [self.batch_limit, None] if self.batch_limit is not None else [None]
-        simulated = SimulatedFit(self.model(efficiency), profile, self.levels, self.layout.copies)
+        simulated = SimulatedFit(
+            self.model(efficiency), profile, self.levels, self.layout.copies, self.grids
+        )
         refined, limit, error = simulated.refine([efficiency, efficiency_of(profile)], limits)
         if error >= self.total(efficiency, ttft):
             return efficiency
@@ -420,22 +418,25 @@ class _Fit:
         return self._best(
             [
                 replace(start, memory_bandwidth=memory, step_overhead_ms=overhead)
-                for memory in MEMORY_BANDWIDTH_GRID
-                for overhead in STEP_OVERHEAD_GRID_MS
+                for memory in self.grids.memory_bandwidth
+                for overhead in self.grids.step_overhead_ms
             ]
         )
 
     def prefill_end_to_end(self, start: Efficiency) -> Efficiency:
         """Prefill compute efficiency from the end-to-end figures, where no level streamed:
         with long prompts the prefills set how ms/token and tokens/s grow with the load."""
-        return self._best([replace(start, prefill_compute=p) for p in PREFILL_COMPUTE_GRID])
+        grid = self.grids.prefill_compute
+        return self._best([replace(start, prefill_compute=p) for p in grid])
 
     def compute(self, start: Efficiency) -> Efficiency:
         """Decode compute efficiency (matters only where decode is compute-bound)."""
-        return self._best([replace(start, decode_compute=c) for c in DECODE_COMPUTE_GRID])
+        return self._best([replace(start, decode_compute=c) for c in self.grids.decode_compute])
 
     def _ttft(self, efficiency: Efficiency) -> TtftFit:
-        return TtftFit(self.model(efficiency), self.capacity, self.layout.copies)
+        return TtftFit(
+            self.model(efficiency), self.capacity, self.layout.copies, self.grids.prefill_compute
+        )
 
     def ttft_rms_error(self, efficiency: Efficiency, levels: list[MeasuredLevel]) -> float:
         """Root-mean-square relative error of the predicted TTFT over the streamed ``levels``."""
@@ -463,6 +464,8 @@ class TtftFit:
     """Sequences the copy holds at once (beyond them, requests wait for admission)."""
     copies: int = 1
     """Copies the measured levels' concurrency was spread over."""
+    prefill_grid: Sequence[float] = tuple(FitGrids().prefill_compute)
+    """The prefill compute efficiencies ``prefill`` tries (``FitGrids``)."""
 
     def errors(self, levels: Sequence[MeasuredLevel]) -> list[float]:
         """ln(predicted / measured TTFT) of each of the streamed ``levels``."""
@@ -485,7 +488,7 @@ class TtftFit:
         """The prefill efficiency that fits ``level``'s TTFT (the lightest streamed one)."""
         start = self.model.efficiency
         return min(
-            (self._with(replace(start, prefill_compute=p)) for p in PREFILL_COMPUTE_GRID),
+            (self._with(replace(start, prefill_compute=p)) for p in self.prefill_grid),
             key=lambda fit: abs(fit.errors([level])[0]),
         )
 

@@ -24,25 +24,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from .calibration import (
-    DECODE_COMPUTE_GRID,
-    MEMORY_BANDWIDTH_GRID,
-    PREFILL_COMPUTE_GRID,
-    STEP_OVERHEAD_GRID_MS,
-)
+from .calibration_grids import FitGrids
 from .efficiency import Efficiency
 from .engine_profiles import EngineProfile
 from .performance import CopyModel
 from .scheduling.capacity import CopySimulation, SimulatedLevel
 from .scheduling.prediction import load_balancer_shares
 
-SEARCHED: tuple[tuple[str, Sequence[float]], ...] = (
-    ("memory_bandwidth", MEMORY_BANDWIDTH_GRID),
-    ("step_overhead_ms", STEP_OVERHEAD_GRID_MS),
-    ("prefill_compute", PREFILL_COMPUTE_GRID),
-    ("decode_compute", DECODE_COMPUTE_GRID),
-)
-"""The factors the simulated search moves, each along its calibration grid."""
 STRIDES = (4, 2, 1)
 """Grid steps per move, coarse to fine."""
 STEADY_ERROR = 0.01
@@ -73,6 +61,8 @@ class SimulatedFit:
     profile: EngineProfile
     levels: Sequence[MeasuredTarget]
     copies: int
+    grids: FitGrids
+    """The values each factor may take (``FitGrids.searched``)."""
 
     def error(self, efficiency: Efficiency, batch_limit: int | None) -> float:
         """Sum of squared log errors of the simulated levels (p50 ms/token, tokens/s, and p50
@@ -99,7 +89,7 @@ class SimulatedFit:
     ) -> tuple[Efficiency, int | None, float]:
         """The factors and batch limit of least ``error``, with that error: the best pair of
         ``starts`` and ``batch_limits``, then one factor at a time along its grid
-        (``SEARCHED``, ``STRIDES``)."""
+        (``grids``, ``STRIDES``)."""
         scored = [
             (self.error(start, limit), index, start, limit)
             for index, (start, limit) in enumerate(
@@ -113,7 +103,7 @@ class SimulatedFit:
             moved = True
             while moved:
                 moved = False
-                for name, grid in SEARCHED:
+                for name, grid in self.grids.searched():
                     for candidate in _moves(efficiency, name, grid, stride):
                         error = self.error(candidate, limit)
                         if error < best - 1e-12:
