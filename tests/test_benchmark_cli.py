@@ -85,6 +85,20 @@ def test_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "run `benchmark` with --keep-samples" in err and "run.requests.jsonl" in err
 
 
+def test_a_load_error_names_the_flag_that_set_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Fewer requests per level than the highest concurrency: the error names
+    --requests-per-level, not ``BenchmarkLoad.concurrency(requests_per_level)``."""
+    argv = ["benchmark", "--endpoint-name", "e", "--endpoint-url", "http://127.0.0.1:9",
+            "--region", "us-east-1", "--concurrency", "1,32", "--requests-per-level", "16",
+            "--out", str(tmp_path / "results.json")]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --requests-per-level=16: must be between 32"), err
+    assert "BenchmarkLoad" not in err
+
+
 def truth_p50s(truth: list[TruthRecord]) -> tuple[float, float]:
     """The simulator's p50 TTFT and p50 inter-token latency over its successful requests."""
     ok = [r for r in truth if r.outcome == "ok"]
@@ -275,11 +289,11 @@ def test_mode_flags_that_do_not_go_together(
     [
         (
             ["--concurrency", "1,8", "--requests-per-level", "4"],
-            "BenchmarkLoad.concurrency(requests_per_level)=4",
+            "--requests-per-level=4: must be between 8",
         ),
-        (["--concurrency", "4", "--search", "knee"], "BenchmarkLoad.knee_search(high)=4"),
+        (["--concurrency", "4", "--search", "knee"], "--concurrency=4: a search needs a range"),
         (["--concurrency", ",".join(map(str, range(1, 18)))], "a sweep has 1 to 16 levels"),
-        (["--request-rate", "1", "--max-concurrency", "5000"], "request_rates(max_concurrency)"),
+        (["--request-rate", "1", "--max-concurrency", "5000"], "--max-concurrency=5000"),
         (["--price-per-hour", "9", "--discount", "1"], "BenchmarkPricing.per_hour(discount)=1"),
     ],
 )
@@ -287,7 +301,7 @@ def test_values_are_checked_by_the_objects_the_construct_takes(
     capsys: pytest.CaptureFixture[str], flags: list[str], message: str
 ) -> None:
     """The flags build the same BenchmarkLoad and BenchmarkPricing as EndpointBenchmark takes:
-    one definition of what is valid."""
+    one definition of what is valid; a load's error names the flag that set the value."""
     arguments = ["benchmark", "--endpoint-name", "e", "--region", "us-west-2", "--out", "x"]
     assert main([*arguments, *flags]) == 2
     assert message in capsys.readouterr().err

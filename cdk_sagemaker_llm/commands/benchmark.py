@@ -9,6 +9,7 @@ import json
 import math
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from ..benchmarking.region import resolve_region
 from ..benchmarking.report import summary_lines
 from ..benchmarking.run import run_benchmark
 from ..benchmarking.search import DEFAULT_RESOLUTION, SEARCHES
+from ..errors import ValidationError
 from . import workload_options
 from .aws_environment import aws_environment_problem
 
@@ -255,6 +257,39 @@ def _open_loop_error(args: argparse.Namespace) -> str | None:
         (args.client != "async", "open-loop levels need the asyncio client (--client async)"),
     )  # fmt: skip
     return next((message for failed, message in problems if failed), None)
+
+
+LOAD_FLAGS = {
+    "levels": "--concurrency",
+    "rates": "--request-rate",
+    "speedups": "--replay-speedup",
+    "max_concurrency": "--max-concurrency",
+    "requests_per_level": "--requests-per-level",
+    "resolution": "--search-resolution",
+}
+"""The flag that sets each ``BenchmarkLoad`` factory argument an error can name."""
+
+
+def _flagged(build: Callable[[], BenchmarkLoad], args: argparse.Namespace) -> BenchmarkLoad:
+    """``build()``, its ``BenchmarkLoad`` errors (``BenchmarkLoad.concurrency(
+    requests_per_level)``) naming the flag that set the argument instead."""
+    try:
+        return build()
+    except ValidationError as error:
+        owner, _, rest = str(error.prop).partition("(")
+        argument = rest.partition(")")[0]
+        open_loop = owner.endswith(("request_rates", "max_rate_search"))
+        given_range = "--request-rate" if open_loop else "--concurrency"
+        flags = {
+            **LOAD_FLAGS,
+            "expected": "--expect-rate" if open_loop else "--expect-knee",
+            "low": given_range,
+            "high": given_range if open_loop or args.concurrency else "--search-cap",
+        }
+        flag = flags.get(argument) if owner.startswith("BenchmarkLoad.") else None
+        if flag is None:
+            raise
+        raise ValidationError(flag, error.value, error.problem, error.fix) from None
 
 
 def _load(args: argparse.Namespace) -> BenchmarkLoad:
@@ -532,7 +567,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     try:
-        load = workload_options.replay_load(args) or _load(args)
+        load = _flagged(lambda: workload_options.replay_load(args) or _load(args), args)
         if load.slo is not None:
             load.slo.check_measurable(args.stream, "--slo-ttft-ms", "add --stream, or drop it")
         spec = _spec(args)
