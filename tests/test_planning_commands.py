@@ -276,3 +276,22 @@ def test_predict_flags_the_levels_past_the_invocation_timeout(
     assert main([*argv, "--format", "json"]) == 0
     levels = json.loads(capsys.readouterr().out)["levels"]
     assert [level["times_out"] for level in levels] == [False, True]
+
+
+def test_recommend_on_inferentia_names_the_neuron_cores_and_describes_no_llm_service(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The model counts Neuron chips; LMI NeuronX's degree counts NeuronCores, two per
+    Inferentia2 chip. And LlmService serves NVIDIA GPUs only, so its section would describe a
+    deployment LlmService refuses."""
+    argv = ["recommend", "--model", "llama-3-8b", "--input-tokens", "512", "--output-tokens",
+            "128", "--max-ms-per-token", "80", "--requests-per-second", "2", "--instance-types",
+            "ml.inf2.8xlarge", "--engine", "lmi-neuronx"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "| TP1 (2 NeuronCores) x 1 |" in out
+    assert "As an LlmService" not in out
+    assert "Not as an LlmService: LlmService serves NVIDIA GPU instances" in out
+    assert "tensor-parallel degree 2 (the NeuronCores" in out
+    assert main([*argv, "--format", "json"]) == 0
+    assert "decision" not in json.loads(capsys.readouterr().out)

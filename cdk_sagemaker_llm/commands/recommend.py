@@ -265,6 +265,8 @@ def _decision(
     if not result.options:
         return None
     first = result.options[0].layout.instance_type
+    if not first.is_gpu:  # LlmService serves NVIDIA GPU instances only (its instance_types)
+        return None
     request = ServiceRequest(
         spec=spec,
         workload=Workload(args.input_tokens, args.output_tokens),
@@ -275,6 +277,29 @@ def _decision(
         sizing=sizing,
     )
     return decide(request, recommendation=result)
+
+
+def _degree(option: Option) -> str:
+    """``TP2``, with the NeuronCores a Neuron layout's degree spans (``TP1 (2 NeuronCores)``):
+    the model counts chips, while LMI NeuronX's and TGI-NeuronX's degree counts cores
+    (``Accelerator.neuron_cores``)."""
+    layout = option.layout
+    cores = layout.tensor_parallel_degree * layout.instance_type.tensor_parallel_ranks_per_device
+    neuron = layout.instance_type.is_neuron
+    return f"TP{layout.tensor_parallel_degree}" + (f" ({cores} NeuronCores)" if neuron else "")
+
+
+def _not_a_service(option: Option) -> str:
+    """Why the first option has no "As an LlmService" section, and how to deploy it."""
+    layout = option.layout
+    cores = layout.tensor_parallel_degree * layout.instance_type.tensor_parallel_ranks_per_device
+    return (
+        f"Not as an LlmService: LlmService serves NVIDIA GPU instances, not "
+        f"{layout.instance_type.name}. Deploy this layout with `Model` and `Endpoint` "
+        f"on a NeuronX image, its tensor-parallel degree {cores} (the NeuronCores "
+        f"`LmiOptions(tensor_parallel_degree=...)` counts), compiled for this batch size and "
+        "sequence length."
+    )
 
 
 def _served_with(option: Option) -> str:
@@ -323,8 +348,7 @@ def render_markdown(
             layout, level = option.layout, option.predicted
             lines.append(
                 f"| {rank} | {layout.instance_count} x {layout.instance_type.name} | "
-                f"TP{layout.tensor_parallel_degree} x {layout.copies_per_instance}"
-                f"{_served_with(option)} | "
+                f"{_degree(option)} x {layout.copies_per_instance}{_served_with(option)} | "
                 f"{option.concurrency_per_copy} | {level.ms_per_token:.1f} | "
                 f"{_p10_p90(option)} | {level.ttft_ms:.0f} | {level.tokens_per_s:.0f} | "
                 f"{_at_minimum(option)} | "
@@ -349,6 +373,8 @@ def render_markdown(
         lines += ["", "</details>"]
         if decision is not None:
             lines += ["", *_decision_lines(decision)]
+        elif not best.layout.instance_type.is_gpu:
+            lines += ["", _not_a_service(best)]
     else:
         kinds = [
             kind.value for kind in RejectionKind if any(r.kind is kind for r in result.rejected)
