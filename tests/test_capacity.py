@@ -3,9 +3,12 @@ benchmark's per-copy figures over instances x copies per instance."""
 
 from __future__ import annotations
 
+import datetime
+
 import aws_cdk as cdk
 import pytest
 from aws_cdk import Size
+from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk.assertions import Template
 from conftest import new_stack
 from hub import hub_token
@@ -230,3 +233,35 @@ def test_a_rejected_component_or_maximum_is_not_counted_afterwards() -> None:
         component(stack, ep, "Big", copies=10)
     component(stack, ep, "Fits", copies=2)  # 2 + 2 one-GPU copies on one instance
     assert [hosted.node.id for hosted in ep.components] == ["Component", "Fits"]
+
+
+def test_a_scheduled_maximum_above_max_copies_counts_for_the_components_added_later() -> None:
+    """A scheduled action that raises a component's maximum lets it scale to that many copies:
+    components added afterwards are checked against it, not against ``max_copies``."""
+    stack = new_stack()
+    ep = endpoint(stack, max_instance_count=1)  # 4 GPUs
+    first = component(stack, ep, "First")
+    scaling = ComponentScaling(stack, "FirstScaling", component=first, max_copies=2)
+    busy = appscaling.Schedule.cron(hour="9", minute="0")
+    scaling.scale_on_schedule("busy", schedule=busy, max_capacity=4)  # 4 of 4 GPUs
+    with pytest.raises(ValidationError) as raised:
+        component(stack, ep, "Second")  # 4 + 1 > 4
+    assert raised.value.prop == "copy_count"
+    assert "First 4" in raised.value.problem and "Second 1" in raised.value.problem
+
+
+def test_a_refused_scheduled_action_leaves_the_maximum_as_it_was() -> None:
+    stack = new_stack()
+    ep = endpoint(stack, max_instance_count=1)  # 4 GPUs
+    first = component(stack, ep, "First")
+    scaling = ComponentScaling(stack, "FirstScaling", component=first, max_copies=2)
+    start = datetime.datetime(2030, 1, 2, tzinfo=datetime.UTC)
+    with pytest.raises(ValidationError, match="end_time"):
+        scaling.scale_on_schedule(
+            "busy",
+            schedule=appscaling.Schedule.cron(hour="9", minute="0"),
+            max_capacity=4,
+            start_time=start,
+            end_time=start - datetime.timedelta(days=1),
+        )
+    component(stack, ep, "Second")  # 2 + 1 of 4 GPUs

@@ -263,7 +263,6 @@ class _Scaling(Construct):
                 f"raise max_capacity to at least {min_capacity} or lower min_capacity",
             )
         self._check_one_sided(min_capacity, max_capacity)
-        self._check_scheduled_max(max_capacity)
         for prop, moment in (("start_time", start_time), ("end_time", end_time)):
             if moment is not None and moment.tzinfo is None:  # jsii refuses naive datetimes
                 raise ValidationError(
@@ -277,6 +276,8 @@ class _Scaling(Construct):
             raise ValidationError(
                 "end_time", end_time.isoformat(), "ends before start_time", "move end_time later"
             )
+        # Last: the endpoint remembers an accepted maximum (a refused action leaves none).
+        self._check_scheduled_max(max_capacity)
         self._scheduled.append(
             appscaling.CfnScalableTarget.ScheduledActionProperty(
                 scheduled_action_name=name,
@@ -514,7 +515,8 @@ class ComponentScaling(_RequestScaling):
 
     def _check_scheduled_max(self, max_capacity: int | None) -> None:
         """Managed instance scaling must be able to place the scheduled maximum of copies, as
-        it must ``max_copies``."""
+        it must ``max_copies``; once accepted, the endpoint counts this component at that
+        maximum when it checks the components added after it."""
         component = self.component
         if max_capacity is None or is_unresolved(max_capacity):
             return

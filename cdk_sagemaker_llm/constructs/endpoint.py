@@ -658,7 +658,8 @@ class InferenceComponentEndpoint(EndpointBase):
             self.components: list[IHostedComponent] = []
             """Components this endpoint hosts, in the order they were created."""
             self._most_copies: dict[str, int] = {}
-            """Each component's autoscaling maximum, by construct path, once it scales."""
+            """Each component's autoscaling maximum (its max_copies, or a scheduled
+            max_capacity above it), by construct path, once it scales."""
             self.role: iam.IRole = role or create_execution_role(
                 self, "ExecutionRole", description=f"SageMaker execution role of {node_path(self)}"
             )
@@ -846,6 +847,10 @@ class InferenceComponentEndpoint(EndpointBase):
                 )
         if prop == "max_copies":
             self._most_copies[path] = copies
+        elif prop == "max_capacity":
+            # A scheduled maximum (scale_on_schedule's max_capacity) above max_copies lets the
+            # component scale that far too: the most copies it may run is the higher of both.
+            self._most_copies[path] = max(copies, self._most_copies.get(path, copies))
 
     def _demands(
         self,
