@@ -312,6 +312,42 @@ def test_per_type_specification_fixes_the_fallback() -> None:
     assert component.accelerators == 2
 
 
+@pytest.mark.parametrize("component_cores", [None, 4])
+def test_a_specifications_cpu_cores_count_in_the_endpoints_capacity(
+    component_cores: float | None,
+) -> None:
+    """Two copies of 30 cores each need two 48-vCPU g5.12xlarge: the capacity check counts the
+    cores the pool's specification reserves, not the component's own (none, or 4)."""
+    stack = new_stack()
+    endpoint = InferenceComponentEndpoint(
+        stack,
+        "Endpoint",
+        platform=VariantPlatform(
+            instance_pools=[
+                InstancePool(instance_type=InstanceType.G5_12XLARGE, priority=1),
+                InstancePool(instance_type=InstanceType.G5_24XLARGE, priority=2),
+            ]
+        ),
+        instance_scaling=ManagedInstanceScaling(max_instance_count=1),
+    )
+    with pytest.raises(ValidationError) as raised:
+        endpoint.add_inference_component(
+            "Cpu",
+            serves=ComponentModel.of(lmi_model(stack)),
+            resources=CopyResources(
+                accelerators=1, min_memory=Size.gibibytes(16), cpu_cores=component_cores
+            ),
+            copy_count=2,
+            specifications=[
+                ComponentSpecification(instance_type=InstanceType.G5_12XLARGE, cpu_cores=30),
+                ComponentSpecification(instance_type=InstanceType.G5_24XLARGE, cpu_cores=30),
+            ],
+        )
+    assert (raised.value.prop, raised.value.value) == ("copy_count", 2)
+    assert "2 copies x 30 CPU cores" in raised.value.problem
+    assert "instance pool ml.g5.12xlarge" in raised.value.problem
+
+
 def pools(*priorities: int, types: list[InstanceType] | None = None) -> list[InstancePool]:
     types = types or [
         InstanceType.G5_2XLARGE,

@@ -870,9 +870,9 @@ class InferenceComponentEndpoint(EndpointBase):
             if component.base_component or is_unresolved(most):
                 continue
             accelerators, memory_mib = component.requirements_on(instance_type)
-            demands.append(
-                CopyDemand(component_path, most, accelerators, memory_mib, component.cpu_cores)
-            )
+            # A pool's specification may reserve other cores than the component's resources.
+            cores = component.cpu_cores_on(instance_type)
+            demands.append(CopyDemand(component_path, most, accelerators, memory_mib, cores))
         return demands
 
     def check_scale_to_zero(self) -> bool:

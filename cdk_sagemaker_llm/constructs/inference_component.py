@@ -206,8 +206,9 @@ class InferenceComponent(InferenceComponentBase):
         """Host memory reserved per copy (MiB) on the first-priority instance type; 0 for an
         adapter."""
         self.cpu_cores = resources.cpu_cores if resources is not None else None
-        """CPU cores reserved per copy, or None."""
+        """CPU cores reserved per copy (on the first-priority instance type), or None."""
         self._min_memory_mib_by_instance_type: dict[str, int] = {}
+        self._cpu_cores_by_instance_type: dict[str, float | None] = {}
         self.lora_adapters: LoraAdapters | None = None
         """The adapter components attached to this one; None for an adapter."""
         self.image: ContainerImage | None = None
@@ -288,6 +289,7 @@ class InferenceComponent(InferenceComponentBase):
         first = endpoint.instance_type.name
         self.accelerators = self.accelerators_by_instance_type[first]
         self.min_memory_mib = self._min_memory_mib_by_instance_type[first]
+        self.cpu_cores = self._cpu_cores_by_instance_type[first]
         return _specifications(
             model, container, compute, entries, common, endpoint.instance_type, specifications
         )
@@ -318,6 +320,11 @@ class InferenceComponent(InferenceComponentBase):
             self.accelerators_by_instance_type.get(instance_type.name, self.accelerators),
             self._min_memory_mib_by_instance_type.get(instance_type.name, self.min_memory_mib),
         )
+
+    def cpu_cores_on(self, instance_type: InstanceType) -> float | None:
+        """CPU cores each copy reserves on ``instance_type`` (its specification's, or the
+        first-priority type's when it has none); None when it reserves no cores."""
+        return self._cpu_cores_by_instance_type.get(instance_type.name, self.cpu_cores)
 
     def _adapter_specification(
         self, base_component: IInferenceComponent, artifact: ModelSource, endpoint: IComponentHost
@@ -511,6 +518,7 @@ class InferenceComponent(InferenceComponentBase):
             )
         min_mib, max_mib = _memory(min_memory, max_memory, instance_type.memory_mib)
         self._min_memory_mib_by_instance_type[instance_type.name] = min_mib
+        self._cpu_cores_by_instance_type[instance_type.name] = cpu_cores
         _check_fit(reserved, cpu_cores, instance_type)
         return (
             sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty(

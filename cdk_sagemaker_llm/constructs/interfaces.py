@@ -88,6 +88,10 @@ class IHostedComponent(IInferenceComponent, Protocol):
         the endpoint's instance pools)."""
         ...
 
+    def cpu_cores_on(self, instance_type: InstanceType) -> float | None:
+        """CPU cores each copy reserves on ``instance_type``; None when it reserves none."""
+        ...
+
 
 @runtime_checkable
 class IComponentHost(IEndpoint, Protocol):
