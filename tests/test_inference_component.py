@@ -198,6 +198,40 @@ def test_adapter_on_base_component() -> None:
     assert "RuntimeConfig" not in adapter
 
 
+@pytest.mark.parametrize(
+    ("props", "prop"),
+    [
+        ({"copy_count": 3}, "copy_count"),
+        ({"startup": ContainerStartup(health_check_timeout=Duration.minutes(20))}, "startup"),
+        ({"data_cache": True}, "data_cache"),
+    ],
+)
+def test_an_adapter_refuses_what_only_its_base_has(props: dict[str, Any], prop: str) -> None:
+    """An adapter's specification has no RuntimeConfig, StartupParameters or DataCacheConfig:
+    copies, start-up timeouts and caching given to it would be dropped without a word."""
+    stack = new_stack()
+    endpoint = endpoint_on(stack)
+    model = Model(
+        stack, "Model", image=ContainerImage.lmi("0.31.0"), serving=LmiOptions(lora=LmiLora())
+    )
+    base = endpoint.add_inference_component(
+        "Base",
+        serves=ComponentModel.of(model),
+        resources=CopyResources(min_memory=Size.gibibytes(8)),
+    )
+    bucket = s3.Bucket.from_bucket_name(stack, "Adapters", "adapters")
+    with pytest.raises(ValidationError) as raised:
+        endpoint.add_inference_component(
+            "Adapter",
+            serves=ComponentModel.lora_adapter(
+                base, ModelSource.from_s3_tarball(bucket, "sql/adapter.tar.gz"), lora_rank=8
+            ),
+            **props,
+        )
+    assert prop in raised.value.prop
+    assert "base component" in raised.value.fix
+
+
 def test_import_grant_and_metrics() -> None:
     stack = new_stack()
     component = InferenceComponent.from_inference_component_name(

@@ -171,7 +171,8 @@ class InferenceComponent(InferenceComponentBase):
         :param serves: the Model, container image or LoRA adapter served (``ComponentModel``).
         :param resources: what each copy reserves (``CopyResources``; ``min_memory`` is
             required); none for an adapter.
-        :param copy_count: copies at creation (at least 1; scale to zero later); default 1.
+        :param copy_count: copies at creation (at least 1; scale to zero later); default 1. An
+            adapter takes none (nor startup or data_cache): it runs in its base's copies.
         :param startup: the container's health-check and download timeouts, 60-3600 s each;
             default the endpoint's.
         :param data_cache: cache the model artifacts on the instance so new copies start
@@ -226,7 +227,9 @@ class InferenceComponent(InferenceComponentBase):
             sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty | None
         )
         if serves.base_component is not None:
-            _check_adapter(resources, scheduling, specifications)
+            _check_adapter(
+                resources, scheduling, specifications, copy_count, startup, data_cache=data_cache
+            )
             specification, specifications_prop = self._adapter(serves, endpoint), None
         else:
             specification, specifications_prop = self._served(
@@ -733,7 +736,14 @@ def _check_adapter(
     resources: CopyResources | None,
     scheduling: ComponentScheduling | None,
     specifications: Sequence[ComponentSpecification] | None,
+    copy_count: int,
+    startup: ContainerStartup | None,
+    *,
+    data_cache: bool,
 ) -> None:
+    """An adapter's specification is its base's name and its weights (SageMaker developer
+    guide, "Fine-tune models with adapter inference components"): it has no RuntimeConfig, no
+    container of its own to start and no artifacts to cache, so those props would be dropped."""
     if resources is not None:
         raise ValidationError(
             "resources",
@@ -747,6 +757,20 @@ def _check_adapter(
             "given with ComponentModel.lora_adapter",
             "an adapter has no copies of its own",
             "set them on the base component",
+        )
+    if copy_count != 1 and not is_unresolved(copy_count):
+        raise ValidationError(
+            "copy_count",
+            copy_count,
+            "an adapter has no copies of its own: it runs in every copy of its base component",
+            "drop copy_count from the adapter and set it (or its scaling) on the base component",
+        )
+    if startup is not None or data_cache:
+        raise ValidationError(
+            "startup/data_cache",
+            "given with ComponentModel.lora_adapter",
+            "an adapter starts no container of its own: it is loaded into its base component's",
+            "drop them from the adapter and set them on the base component",
         )
 
 
