@@ -504,3 +504,63 @@ def test_a_neuron_component_reserves_the_chips_of_its_neuron_cores() -> None:
             serves=ComponentModel.of(wide),
             resources=CopyResources(accelerators=2, min_memory=Size.gibibytes(8)),
         )
+
+
+TENSOR_PARALLEL_ENVIRONMENTS = [
+    ("tgi", "SM_NUM_GPUS"),
+    ("lmi", "OPTION_TENSOR_PARALLEL_DEGREE"),
+]
+
+
+def _image(family: str) -> ContainerImage:
+    return ContainerImage.tgi("2.4.0") if family == "tgi" else ContainerImage.lmi("0.31.0")
+
+
+@pytest.mark.parametrize(("family", "variable"), TENSOR_PARALLEL_ENVIRONMENTS)
+@pytest.mark.parametrize("as_model", [False, True])
+def test_a_degree_in_the_environment_sets_the_accelerators_a_copy_reserves(
+    family: str, variable: str, as_model: bool
+) -> None:
+    """A container told to shard over 4 GPUs by its raw environment reserves 4 (the documented
+    default: the model's tensor-parallel degree), not 1 it could not start on."""
+    stack = new_stack()
+    endpoint = endpoint_on(stack)
+    environment = {variable: "4"}
+    serves = (
+        ComponentModel.of(Model(stack, "Model", image=_image(family), environment=environment))
+        if as_model
+        else ComponentModel.from_image(_image(family), environment=environment)
+    )
+    component = endpoint.add_inference_component(
+        "Llm", serves=serves, resources=CopyResources(min_memory=Size.gibibytes(16))
+    )
+    assert component.accelerators == 4
+    (properties,) = resources_of_type(
+        Template.from_stack(stack).to_json(), "AWS::SageMaker::InferenceComponent"
+    )
+    requirements = properties["Specification"]["ComputeResourceRequirements"]
+    assert requirements["NumberOfAcceleratorDevicesRequired"] == 4
+
+
+@pytest.mark.parametrize(("family", "variable"), TENSOR_PARALLEL_ENVIRONMENTS)
+@pytest.mark.parametrize("as_model", [False, True])
+def test_fewer_accelerators_than_the_environments_degree_are_refused(
+    family: str, variable: str, as_model: bool
+) -> None:
+    stack = new_stack()
+    endpoint = endpoint_on(stack)
+    environment = {variable: "4"}
+    serves = (
+        ComponentModel.of(Model(stack, "Model", image=_image(family), environment=environment))
+        if as_model
+        else ComponentModel.from_image(_image(family), environment=environment)
+    )
+    with pytest.raises(ValidationError) as raised:
+        endpoint.add_inference_component(
+            "Llm",
+            serves=serves,
+            resources=CopyResources(accelerators=2, min_memory=Size.gibibytes(16)),
+        )
+    assert variable in raised.value.prop
+    assert raised.value.value == 4
+    assert "provides 2" in raised.value.problem

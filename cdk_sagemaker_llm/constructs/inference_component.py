@@ -11,9 +11,10 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from ..catalog.containers import hub_token_variable
+from ..catalog.containers import ContainerFamily, hub_token_variable, vllm_variable
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec
+from ..planning.sizing import serving_facts
 from ..prop_types import typed_props
 from .component_options import (
     ComponentModel,
@@ -29,6 +30,7 @@ from .interfaces import IComponentHost, IEndpoint, IInferenceComponent
 from .lora_adapters import LoraAdapters, LoraServer
 from .model import (
     ModelBase,
+    check_degree_on_accelerators,
     check_environment_lengths,
     check_image_on_instance,
     merge_environment,
@@ -478,6 +480,16 @@ class InferenceComponent(InferenceComponentBase):
         per_copy = serving.accelerators_per_copy if serving and image is not None else None
         if model is not None and model.serving is not None:
             per_copy = model.serving.accelerators_per_copy
+        # A degree stated only in the container's raw environment shards the copy as well.
+        stated = (
+            _environment_degree(model.image, model.environment)
+            if model is not None
+            else _environment_degree(image, serves.environment)
+        )
+        if per_copy is None and stated is not None:
+            per_copy = stated[1]
+        else:
+            stated = None
         reserved = _accelerators(
             accelerators,
             # The degree counts NeuronCores on Neuron: its chips are what a copy reserves.
@@ -485,6 +497,15 @@ class InferenceComponent(InferenceComponentBase):
             instance_type.accelerator_count,
         )
         self.accelerators_by_instance_type[instance_type.name] = reserved
+        if stated is not None and instance_type.accelerator_count:
+            variable, stated_degree = stated
+            check_degree_on_accelerators(
+                stated_degree,
+                reserved,
+                instance_type,
+                "resources.accelerators" if not specified else prop,
+                f"{'model' if model is not None else 'serves'}.environment['{variable}']",
+            )
         if model is not None:
             if model.image is not None and not specified:
                 # The model's image against the endpoint's type, named as the image path is.
@@ -814,6 +835,40 @@ def _order_after_base(adapter: InferenceComponent, base: IInferenceComponent | N
             "InferenceComponent.from_inference_component_name(...) and deploy it first",
         )
     adapter.resource.node.add_dependency(base.resource)
+
+
+TENSOR_PARALLEL_VARIABLES = (
+    "OPTION_TENSOR_PARALLEL_DEGREE",
+    "SM_NUM_GPUS",
+    vllm_variable("tensor-parallel-size"),
+)
+"""The variables that shard a copy: LMI's, TGI's and SageMaker vLLM's, in the order
+``planning.sizing.serving_facts`` (the fit check) reads them."""
+
+
+def _environment_degree(
+    image: ContainerImage | None, environment: Mapping[str, str] | None
+) -> tuple[str, int] | None:
+    """The variable and tensor-parallel degree a container's environment states as a literal
+    number (as the fit check reads it), or None. TGI on Neuron reads none of them (its cores
+    are ``HF_NUM_CORES``, which ``Model.check_placement`` checks)."""
+    if not environment or (image is not None and image.family is ContainerFamily.TGI_NEURONX):
+        return None
+    degree = serving_facts(environment).tensor_parallel_degree
+    if degree is None:
+        return None
+    variable = next(
+        (name for name in TENSOR_PARALLEL_VARIABLES if _literal(environment.get(name)) == degree),
+        TENSOR_PARALLEL_VARIABLES[0],
+    )
+    return variable, degree
+
+
+def _literal(value: object) -> int | None:
+    try:
+        return int(str(value))
+    except ValueError:
+        return None
 
 
 def _accelerators(requested: int | None, per_copy: int | None, available: int | None) -> int:
