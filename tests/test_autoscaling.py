@@ -722,3 +722,34 @@ def test_plan_reads_the_detection_time_the_policy_states(metric: PredefinedMetri
     assert read.detection_seconds == policy.expected_detection_time.to_seconds()
     high_resolution = metric.value.endswith("HighResolution")
     assert read.detection_seconds == (30 if high_resolution else 180)
+
+
+def test_a_one_time_schedule_refuses_a_time_zone_that_would_move_it() -> None:
+    """``Schedule.at(moment)`` writes the moment's UTC wall-clock time, and Application Auto
+    Scaling reads an ``at()`` expression in the action's ``Timezone``: with Europe/Paris the
+    action ran an hour before (in winter) the moment given."""
+    stack, component = fresh_component()
+    scaling = ComponentScaling(stack, "Scaling", component=component, max_copies=4)
+    moment = datetime.datetime(2030, 1, 1, 9, tzinfo=datetime.UTC)
+    with pytest.raises(ValidationError) as raised:
+        scaling.scale_on_schedule(
+            "launch",
+            schedule=appscaling.Schedule.at(moment),
+            min_capacity=2,
+            time_zone=TimeZone.EUROPE_PARIS,
+        )
+    assert (raised.value.prop, raised.value.value) == ("time_zone", "Europe/Paris")
+    assert "at(2030-01-01T09:00:00)" in raised.value.problem
+    scaling.scale_on_schedule(
+        "launch", schedule=appscaling.Schedule.at(moment), min_capacity=2
+    )  # no time zone: the moment as given
+    scaling.scale_on_schedule(
+        "launch-utc",
+        schedule=appscaling.Schedule.at(moment),
+        min_capacity=2,
+        time_zone=TimeZone.ETC_UTC,
+    )
+    template = Template.from_stack(stack).to_json()
+    (target,) = [r for r in template["Resources"].values() if r["Type"] == SCALABLE_TARGET]
+    actions = target["Properties"]["ScheduledActions"]
+    assert [a["Schedule"] for a in actions] == ["at(2030-01-01T09:00:00)"] * 2

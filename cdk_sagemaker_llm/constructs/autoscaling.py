@@ -226,7 +226,9 @@ class _Scaling(Construct):
         :param max_capacity: the new maximum; default unchanged.
         :param start_time: the schedule starts then; default now.
         :param end_time: the schedule ends then; default never.
-        :param time_zone: time zone of ``schedule`` and the times; default UTC.
+        :param time_zone: the time zone a ``cron(...)`` schedule runs in; default UTC. Not with
+            ``Schedule.at(...)``, whose moment is already an instant (``start_time`` and
+            ``end_time`` are too).
         """
         if len(name) > 256 or not _SCHEDULED_ACTION_NAME.match(name):
             raise ValidationError(
@@ -263,6 +265,7 @@ class _Scaling(Construct):
                 f"raise max_capacity to at least {min_capacity} or lower min_capacity",
             )
         self._check_one_sided(min_capacity, max_capacity)
+        _check_time_zone(schedule, time_zone)
         for prop, moment in (("start_time", start_time), ("end_time", end_time)):
             if moment is not None and moment.tzinfo is None:  # jsii refuses naive datetimes
                 raise ValidationError(
@@ -612,6 +615,32 @@ class VariantScaling(_RequestScaling, _VariantScaling):
             minimum=1,
             fix="schedule at least 1 instance; variants cannot scale to zero",
         )
+
+
+_UTC_NAMES = frozenset({"UTC", "Etc/UTC", "GMT", "Etc/GMT"})
+
+
+def _check_time_zone(schedule: appscaling.Schedule, time_zone: TimeZone | None) -> None:
+    """``Schedule.at(moment)`` writes the moment's UTC wall-clock time
+    (``at(yyyy-mm-ddThh:mm:ss)``), and Application Auto Scaling reads an ``at`` expression in
+    the scheduled action's ``Timezone`` (API reference, ``PutScheduledAction``: "Timezone:
+    the time zone used when setting a scheduled action by using an at or cron expression"):
+    another zone would move the action by that zone's offset."""
+    if time_zone is None or time_zone.timezone_name in _UTC_NAMES:
+        return
+    expression = schedule.expression_string
+    if is_unresolved(expression) or not expression.startswith("at("):
+        return
+    raise ValidationError(
+        "time_zone",
+        time_zone.timezone_name,
+        f"the one-time schedule {expression} is the moment's time in UTC (Schedule.at writes "
+        "it so), and Application Auto Scaling reads an at() expression in the action's time "
+        f"zone: it would run at that wall-clock time in {time_zone.timezone_name}, not at the "
+        "moment given",
+        "drop time_zone for Schedule.at (its datetime, with its tzinfo, already names the "
+        "instant); time_zone is for cron(...) schedules",
+    )
 
 
 def _check_unique(scope: Construct, id: str, resource_id: str, dimension: str) -> None:
