@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import aws_cdk as cdk
 import pytest
 from aws_cdk import Duration, Size
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -564,3 +565,22 @@ def test_fewer_accelerators_than_the_environments_degree_are_refused(
     assert variable in raised.value.prop
     assert raised.value.value == 4
     assert "provides 2" in raised.value.problem
+
+
+def test_an_imported_component_named_at_deploy_time_keeps_its_name_in_the_arn() -> None:
+    """Lower-casing a token's placeholder (``${Token[...]}``) broke it: the grant named the
+    literal ``inference-component/${token[token.9]}`` and the parameter was never read."""
+    stack = new_stack()
+    component_name = cdk.CfnParameter(stack, "ComponentName").value_as_string
+    endpoint_name = cdk.CfnParameter(stack, "EndpointName").value_as_string
+    component = InferenceComponent.from_inference_component_name(
+        stack, "Imported", inference_component_name=component_name, endpoint_name=endpoint_name
+    )
+    role = iam.Role(stack, "Caller", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+    component.grant_invoke(role)
+    (policy,) = resources_of_type(Template.from_stack(stack).to_json(), "AWS::IAM::Policy")
+    rendered = json.dumps(policy["PolicyDocument"])
+    assert "${" not in rendered.replace("${AWS::", "")
+    assert '{"Ref": "ComponentName"}' in rendered and '{"Ref": "EndpointName"}' in rendered
+    model = Model.from_model_name(stack, "Model", cdk.CfnParameter(stack, "M").value_as_string)
+    assert '{"Ref": "M"}' in json.dumps(stack.resolve(model.model_arn))

@@ -9,7 +9,12 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from ..prop_types import typed_props
-from .validation import ValidationError, check_sagemaker_name, is_unresolved
+from .validation import (
+    ValidationError,
+    arn_resource_name,
+    check_sagemaker_name,
+    is_unresolved,
+)
 
 if TYPE_CHECKING:  # imported where a metric is made: importing it costs synth time
     from aws_cdk import aws_cloudwatch as cloudwatch
@@ -136,7 +141,7 @@ def import_endpoint_by_name(scope: Construct, id: str, endpoint_name: str) -> En
     """An existing endpoint by name."""
     check_sagemaker_name("endpoint_name", endpoint_name)
     arn = Stack.of(scope).format_arn(
-        service="sagemaker", resource="endpoint", resource_name=endpoint_name.lower()
+        service="sagemaker", resource="endpoint", resource_name=arn_resource_name(endpoint_name)
     )
     return _ImportedEndpoint(scope, id, name=endpoint_name, arn=arn)
 

@@ -41,6 +41,7 @@ from .serving_options import MAX_LORA_RANKS
 from .synth_cache import node_path, remember, unique_resource_name
 from .validation import (
     ValidationError,
+    arn_resource_name,
     check_range,
     check_sagemaker_name,
     is_unresolved,
@@ -136,7 +137,9 @@ class _ImportedInferenceComponent(InferenceComponentBase):
         super().__init__(scope, id)
         self.inference_component_name = name
         self.inference_component_arn = Stack.of(scope).format_arn(
-            service="sagemaker", resource="inference-component", resource_name=name.lower()
+            service="sagemaker",
+            resource="inference-component",
+            resource_name=arn_resource_name(name),
         )
         self.endpoint = endpoint
 

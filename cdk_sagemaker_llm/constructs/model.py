@@ -38,7 +38,12 @@ from .plan_metadata import add_plan_metadata
 from .serving_options import ServingOptions
 from .speculative_decoding import SpeculativeDecoding
 from .synth_cache import node_path, region_of, remember, stack_of
-from .validation import ValidationError, check_sagemaker_name, is_unresolved
+from .validation import (
+    ValidationError,
+    arn_resource_name,
+    check_sagemaker_name,
+    is_unresolved,
+)
 
 if TYPE_CHECKING:  # annotations only: importing these costs synth time
     from aws_cdk import aws_ec2 as ec2
@@ -208,7 +213,7 @@ def import_model_by_name(
     """
     check_sagemaker_name("model_name", model_name)
     arn = Stack.of(scope).format_arn(
-        service="sagemaker", resource="model", resource_name=model_name.lower()
+        service="sagemaker", resource="model", resource_name=arn_resource_name(model_name)
     )
     return _ImportedModel(scope, id, name=model_name, arn=arn, role=role)
 

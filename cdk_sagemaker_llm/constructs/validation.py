@@ -38,6 +38,14 @@ SAGEMAKER_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*$")
 SAGEMAKER_NAME_MAX_LENGTH = 63
 
 
+def arn_resource_name(name: str) -> str:
+    """``name`` as it appears in a SageMaker ARN, which SageMaker writes in lower case. A
+    deploy-time name (a parameter, another stack's output) is kept as it is: lower-casing its
+    token placeholder (``${Token[...]}``) would leave a literal that resolves to nothing, and
+    CloudFormation has no function to lower-case it at deploy time."""
+    return name if is_unresolved(name) else name.lower()
+
+
 def check_sagemaker_name(prop: str, name: str | None) -> None:
     """Check a SageMaker resource name (endpoint, model, component): 1-63 chars of [a-zA-Z0-9-]."""
     if name is None or is_unresolved(name):
