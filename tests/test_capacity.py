@@ -13,7 +13,12 @@ from aws_cdk.assertions import Template
 from conftest import new_stack
 from hub import hub_token
 
-from cdk_sagemaker_llm import ComponentModel, CopyResources, ManagedInstanceScaling
+from cdk_sagemaker_llm import (
+    ComponentModel,
+    CopyResources,
+    ManagedInstanceScaling,
+    RollingDeployment,
+)
 from cdk_sagemaker_llm.benchmarking import BenchmarkLoad
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.constructs.autoscaling import ComponentScaling
@@ -265,3 +270,20 @@ def test_a_refused_scheduled_action_leaves_the_maximum_as_it_was() -> None:
             end_time=start - datetime.timedelta(days=1),
         )
     component(stack, ep, "Second")  # 2 + 1 of 4 GPUs
+
+
+def test_a_scaling_refused_for_its_rolling_batch_leaves_no_maximum_counted() -> None:
+    stack = new_stack()
+    ep = endpoint(stack, max_instance_count=2)  # 8 GPUs
+    first = InferenceComponent(
+        stack,
+        "First",
+        endpoint=ep,
+        serves=ComponentModel.of(model(stack, "FirstModel")),
+        resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(16)),
+        copy_count=4,
+        deployment=RollingDeployment(batch_size=2),  # 50 % of 4 copies
+    )
+    with pytest.raises(ValidationError, match="batch_size"):  # above 50 % of 1 copy
+        ComponentScaling(stack, "Scaling", component=first, min_copies=1, max_copies=8)
+    component(stack, ep, "Second", copies=4)  # 4 + 4 of 8 GPUs: the refused 8 is not counted

@@ -466,13 +466,14 @@ class ComponentScaling(_RequestScaling):
         to_zero = min_copies == 0 and not is_unresolved(min_copies)
         endpoint_checked = _check_endpoint_allows_zero(component) if to_zero else True
         _check_component(component, max_copies)
-        if isinstance(component.endpoint, EndpointBase) and isinstance(component, Construct):
-            component.endpoint.check_copies(component, max_copies, "max_copies")
         deployment = getattr(component, "deployment", None)
         if isinstance(deployment, RollingDeployment):
             deployment.check_batch_size(
                 "component.deployment", min_copies, "copy count", "min_copies"
             )
+        # Last: the endpoint remembers an accepted maximum (a refused scaling leaves none).
+        if isinstance(component.endpoint, EndpointBase) and isinstance(component, Construct):
+            component.endpoint.check_copies(component, max_copies, "max_copies")
         default_child = component.node.default_child if isinstance(component, Construct) else None
         super().__init__(
             scope,
