@@ -229,6 +229,26 @@ def test_update_with_an_unchanged_definition_starts_nothing(sagemaker: Any, sfn:
     assert result["PhysicalResourceId"] == name  # no stubbed call was consumed
 
 
+def test_update_with_an_unchanged_definition_keeps_every_attribute(
+    sagemaker: Any, sfn: Any
+) -> None:
+    # A property outside the definition (RemovalPolicy) changes: CloudFormation replaces the
+    # resource's attributes with the Update's Data, so a GetAtt JobArn must still resolve.
+    (sm, _), (sf, _) = sagemaker, sfn
+    name = expected_name()
+    result = h.handle_job_event(
+        event("Update", physical=name, RemovalPolicy="destroy"),
+        sagemaker=sm,
+        sfn=sf,
+        now=NOW,
+        sleep=Sleeps(),
+    )
+    assert result == {
+        "PhysicalResourceId": name,
+        "Data": {"JobName": name, "JobArn": JOB_ARN.format(name)},
+    }
+
+
 def test_update_with_a_changed_definition_starts_a_new_job(sagemaker: Any, sfn: Any) -> None:
     (sm, sm_stub), (sf, sf_stub) = sagemaker, sfn
     old = expected_name()

@@ -72,6 +72,14 @@ def repository_arn(image_uri: str, partition: str) -> str:
     )
 
 
+def job_arn(state_machine_arn: str, name: str) -> str:
+    """The ARN of job ``name``, which the handler created in the region and account of its
+    poll workflow: ``arn:<partition>:sagemaker:<region>:<account>:optimization-job/<name>``
+    (botocore's SageMaker model, shape ``OptimizationJobArn``)."""
+    _, partition, _, region, account = state_machine_arn.split(":")[:5]
+    return f"arn:{partition}:sagemaker:{region}:{account}:optimization-job/{name}"
+
+
 def describe(sagemaker: Any, name: str, budget: Budget) -> dict[str, Any] | None:
     """``DescribeOptimizationJob``, or None when the job does not exist."""
     return describe_job(sagemaker.describe_optimization_job, budget, OptimizationJobName=name)
@@ -251,7 +259,11 @@ def handle_job_event(
     if request_type == "Update":
         string(event.get("PhysicalResourceId"), "PhysicalResourceId", max_length=1024)
         if event["PhysicalResourceId"] == name:
-            return {"PhysicalResourceId": name, "Data": {"JobName": name}}
+            # CloudFormation replaces a custom resource's attributes with the Data of its
+            # latest answer ("Custom resource response objects": Data), so an Update that
+            # starts nothing still answers every attribute a Create does.
+            arn = job_arn(props.state_machine_arn, name)
+            return {"PhysicalResourceId": name, "Data": {"JobName": name, "JobArn": arn}}
     try:
         data = start_job(props, name, sagemaker, sfn, budget, current)
     except Exception as error:
