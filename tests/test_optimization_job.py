@@ -578,6 +578,16 @@ def six_security_groups() -> OptimizationSecurity:
             "between",
         ),
         (
+            lambda: OptimizationRun(max_runtime=cdk.Duration.millis(90_500)),
+            "OptimizationRun(max_runtime)",
+            "whole seconds",
+        ),
+        (
+            lambda: OptimizationRun(poll_interval=cdk.Duration.millis(10_500)),
+            "OptimizationRun(poll_interval)",
+            "whole seconds",
+        ),
+        (
             lambda: OptimizationRun(job_name_prefix="Llama_AWQ"),
             "OptimizationRun(job_name_prefix)",
             "lowercase",

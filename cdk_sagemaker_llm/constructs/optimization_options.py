@@ -19,7 +19,13 @@ from ..prop_types import typed_factory, typed_props
 from .nag import acknowledge_key_grant
 from .networking import place_in_vpc
 from .s3_prefix_grants import acknowledge_prefix, grant_delete, grant_read
-from .validation import SAGEMAKER_NAME, ValidationError, check_range, is_unresolved
+from .validation import (
+    SAGEMAKER_NAME,
+    ValidationError,
+    check_range,
+    is_unresolved,
+    whole_seconds,
+)
 
 if TYPE_CHECKING:  # annotations only: most stacks place nothing in a VPC (networking.py)
     from aws_cdk import aws_ec2 as ec2
@@ -157,6 +163,10 @@ class OptimizationRun:
     The handlers may act only on jobs with this prefix."""
 
     def __post_init__(self) -> None:
+        # StoppingCondition.MaxRuntimeInSeconds and a Wait state's Seconds are whole seconds;
+        # the CDK's to_seconds() raises a bare "CannotConvertedIntoWhole" for part seconds.
+        whole_seconds("OptimizationRun(max_runtime)", self.max_runtime)
+        whole_seconds("OptimizationRun(poll_interval)", self.poll_interval)
         check_range(
             "OptimizationRun(max_runtime) (seconds)",
             self.max_runtime_seconds,
