@@ -481,6 +481,11 @@ LOAD = BenchmarkLoad
         ),
         (lambda: {"max_duration": cdk.Duration.seconds(30)}, "max_duration (seconds)"),
         (lambda: {"max_duration": cdk.Duration.hours(12)}, "max_duration (seconds)"),
+        (lambda: {"max_duration": cdk.Duration.millis(90_500)}, "max_duration"),
+        (
+            lambda: {"engine": BenchmarkEngine.managed(poll_interval=cdk.Duration.millis(10_500))},
+            "BenchmarkEngine.managed(poll_interval)",
+        ),
         (lambda: {"pricing": BenchmarkPricing.per_hour(-1.0)}, "BenchmarkPricing.per_hour(price)"),
         (lambda: {"copies": 0}, "copies"),
     ],

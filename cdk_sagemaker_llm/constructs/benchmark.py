@@ -87,7 +87,7 @@ from .inference_component import IInferenceComponent, InferenceComponent
 from .managed_benchmark import ManagedBenchmarkOptions
 from .model import Model
 from .nag import acknowledge_key_grant, acknowledge_wildcard_resources
-from .validation import ValidationError, check_range, is_unresolved
+from .validation import ValidationError, check_range, is_unresolved, whole_seconds
 from .workflow_loop import lambda_task, signalling_loop
 
 HANDLER_ASSET = HandlerAsset(
@@ -630,7 +630,9 @@ def _check_invocable(endpoint: IEndpoint, component: IInferenceComponent | None)
 
 
 def _sweep_seconds(max_duration: Duration) -> int:
-    seconds = int(max_duration.to_seconds())
+    # The wait condition's Timeout is whole seconds; to_seconds() raises a bare
+    # "CannotConvertedIntoWhole" for part seconds.
+    seconds = whole_seconds("max_duration", max_duration)
     check_range(
         "max_duration (seconds)",
         seconds,

@@ -57,7 +57,7 @@ from ..planning.workload import Workload
 from .benchmark_workflow import ENGINE_SOURCES, depend_on_policies_only, starter_function
 from .deploy_time import HandlerAsset, HandlerPlacement, handler_function
 from .nag import acknowledge_key_grant, acknowledge_wildcard_resources, own_role
-from .validation import ValidationError, check_range
+from .validation import ValidationError, check_range, whole_seconds
 from .workflow_loop import signalling_loop
 
 STARTER_TIMEOUT = Duration.minutes(15)
@@ -97,8 +97,10 @@ class ManagedBenchmarkOptions:
                 )  # fmt: skip
         if tokenizer is not None:
             _refuse_gated_tokenizer(tokenizer)
+        # A Wait state waits whole seconds; to_seconds() raises a bare "CannotConvertedIntoWhole".
+        seconds = whole_seconds(f"{owner}(poll_interval)", poll_interval)
         check_range(
-            f"{owner}(poll_interval) (seconds)", poll_interval.to_seconds(), minimum=10,
+            f"{owner}(poll_interval) (seconds)", seconds, minimum=10,
             maximum=3600, fix="poll every 10 seconds to 1 hour",
         )  # fmt: skip
         return ManagedBenchmarkOptions(tokenizer, tooling_version, poll_interval)
