@@ -537,6 +537,7 @@ EAGLE = OptimizationTechnique.speculative_decoding()
         ({"environment": {"K": "v" * 257}}, "environment['K'] (length)", "at most 256"),
         ({"environment": {" ": "v"}}, "environment (name)", "not blank"),
         ({"source": "not a model name!"}, "source", "not a SageMaker model name"),
+        ({"source": "m" * 64}, "source", "not a SageMaker model name"),
         ({"source": "base-model", "accept_eula": True}, "accept_eula", "S3"),
     ],
 )

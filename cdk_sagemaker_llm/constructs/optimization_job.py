@@ -109,7 +109,7 @@ from .optimization_techniques import (
 )
 from .s3_prefix_grants import acknowledge_prefix
 from .speculative_decoding import DraftModelKind, SpeculativeDecoding
-from .validation import SAGEMAKER_NAME, ValidationError, is_unresolved
+from .validation import SAGEMAKER_NAME, SAGEMAKER_NAME_MAX_LENGTH, ValidationError, is_unresolved
 from .workflow_loop import cdk_retried_task, signalling_loop
 
 HANDLER_ASSET = HandlerAsset(
@@ -549,11 +549,15 @@ class OptimizationJob(Construct):
                     assert inner.bucket is not None and inner.key is not None
                     acknowledge_prefix(self.role, inner.bucket, inner.key)
             return {"SageMakerModel": {"ModelName": source.model_name}}
-        if not is_unresolved(source) and not SAGEMAKER_NAME.match(source or ""):
+        if not is_unresolved(source) and not (
+            SAGEMAKER_NAME.match(source or "") and len(source) <= SAGEMAKER_NAME_MAX_LENGTH
+        ):
+            # OptimizationSageMakerModel.ModelName: at most 63 characters (botocore's model).
             raise ValidationError(
                 "source",
                 source,
-                "not a SageMaker model name",
+                "not a SageMaker model name (1-63 letters, digits or hyphens, starting and "
+                "ending with a letter or digit)",
                 "pass ModelSource.from_s3(...), a Model, or an existing model's name",
             )
         return {"SageMakerModel": {"ModelName": source}}
