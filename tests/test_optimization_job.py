@@ -506,6 +506,47 @@ EAGLE = OptimizationTechnique.speculative_decoding()
             "techniques[0].OPTION_TENSOR_PARALLEL_DEGREE",
             "positive whole number",
         ),
+        (
+            {
+                "techniques": [
+                    OptimizationTechnique.compilation(
+                        CompilationTarget.TENSORRT_LLM,
+                        environment={"OPTION_TENSOR_PARALLEL_DEGREE": "8"},
+                    )
+                ]
+            },
+            "techniques[0].OPTION_TENSOR_PARALLEL_DEGREE",
+            "ml.g5.12xlarge has 4 GPUs",
+        ),
+        (
+            {
+                "techniques": [
+                    OptimizationTechnique.quantization_of(
+                        environment={"OPTION_TENSOR_PARALLEL_DEGREE": "two"}
+                    )
+                ]
+            },
+            "techniques[0].OPTION_TENSOR_PARALLEL_DEGREE",
+            "positive whole number",
+        ),
+        (
+            {
+                "techniques": [
+                    OptimizationTechnique.compilation(
+                        CompilationTarget.NEURON,
+                        environment={"OPTION_TENSOR_PARALLEL_DEGREE": "24"},
+                    )
+                ],
+                "instance_type": InstanceType.INF2_XLARGE,
+            },
+            "techniques[0].OPTION_TENSOR_PARALLEL_DEGREE",
+            "ml.inf2.xlarge has 2 NeuronCores",
+        ),
+        (
+            {"environment": {"OPTION_TENSOR_PARALLEL_DEGREE": "8"}},
+            "environment['OPTION_TENSOR_PARALLEL_DEGREE']",
+            "ml.g5.12xlarge has 4 GPUs",
+        ),
         ({"techniques": []}, "techniques", "1 to 10"),
         ({"techniques": [AWQ, AWQ]}, "techniques", "QUANTIZATION is given 2 times"),
         (

@@ -102,6 +102,7 @@ from .optimization_techniques import (
     CompilationTarget,
     OptimizationTechnique,
     TechniqueKind,
+    check_degree_fits,
     check_environment,
     check_instance_type,
     check_sharding_heads,
@@ -228,6 +229,11 @@ class OptimizationJob(Construct):
         check_instance_type(self.instance_type)
         check_techniques(self.techniques, self.instance_type)
         check_environment("environment", environment)
+        check_degree_fits(
+            f"environment[{TENSOR_PARALLEL_VARIABLE!r}]",
+            (environment or {}).get(TENSOR_PARALLEL_VARIABLE),
+            self.instance_type,
+        )
         check_sharding_heads(self.techniques, _source_spec(source))
 
     def _deploy_time_workflow(

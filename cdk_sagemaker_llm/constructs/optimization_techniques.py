@@ -272,6 +272,40 @@ def check_techniques(
         _check_on_hardware(technique, instance_type, neuron)
         if technique.kind is TechniqueKind.SHARDING:
             _check_tensor_parallel(prop, technique, instance_type)
+        else:
+            check_degree_fits(
+                f"{prop}.{TENSOR_PARALLEL_VARIABLE}",
+                technique.environment.get(TENSOR_PARALLEL_VARIABLE),
+                instance_type,
+            )
+
+
+def check_degree_fits(prop: str, degree: str | None, instance_type: InstanceType) -> None:
+    """A tensor-parallel degree given to a quantization or a compilation: the optimization
+    container loads the model at that degree on ``instance_type``, the instance the job runs
+    on, and LMI starts no more ranks than it has accelerators (NeuronCores on Inferentia /
+    Trainium, ``InstanceType.tensor_parallel_ranks_per_device``); a job with more fails
+    after its instance has started, not at synth."""
+    if degree is None or is_unresolved(degree):
+        return
+    if not degree.isdigit() or int(degree) < 1:
+        raise ValidationError(
+            prop,
+            degree,
+            "the tensor-parallel degree is a positive whole number",
+            "pass e.g. '4'",
+        )
+    devices = instance_type.accelerator_count
+    ranks = (devices or 0) * instance_type.tensor_parallel_ranks_per_device
+    if devices and int(degree) > ranks:
+        unit = "NeuronCores" if instance_type.is_neuron else "GPUs"
+        raise ValidationError(
+            prop,
+            int(degree),
+            f"{instance_type.name} has {ranks} {unit}, and the job loads the model at this "
+            "degree on it",
+            f"set it to at most {ranks}, or use a larger instance type",
+        )
 
 
 def _check_on_hardware(
