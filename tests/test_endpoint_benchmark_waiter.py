@@ -25,7 +25,9 @@ from cdk_sagemaker_llm import (
     BenchmarkEngine,
     BenchmarkGate,
     BenchmarkLoad,
+    BenchmarkResults,
     EndpointBenchmark,
+    PeakCapacity,
     Workload,
 )
 from cdk_sagemaker_llm.benchmarking import KneeRule, RequestSample
@@ -39,6 +41,7 @@ from cdk_sagemaker_llm.lambdas.benchmark.custom_resource import (
 )
 from cdk_sagemaker_llm.lambdas.benchmark.signal import report_error
 from cdk_sagemaker_llm.lambdas.benchmark.worker import run_worker
+from cdk_sagemaker_llm.lambdas.runtime_support import MAX_REASON
 
 START = 1_700_000_000.0
 LAMBDA_LIMIT_S = 900.0
@@ -406,6 +409,27 @@ def test_a_failing_slo_gate_fails_the_deployment_with_the_measured_figures() -> 
     assert "Measured: knee 4 at 20.0 ms/token p50, max 200.0 output tokens/s" in reason
     results = json.loads(deployment.s3.objects[f"{deployment.run['Prefix']}results.json"])
     assert results["gate"]["passed"] is False and len(results["gate"]["failures"]) == 2
+
+
+def test_many_unmet_gates_still_fail_the_deployment_with_the_figures() -> None:
+    # The reason is cut to what CloudFormation shows (runtime_support.MAX_REASON): the
+    # failures give way, never the measured figures and where the results are.
+    deployment = deploy(
+        gate=BenchmarkGate(
+            max_p50_ms_per_token=15,
+            min_knee_concurrency=8,
+            min_output_tokens_per_s=1000,
+            peak=PeakCapacity.requests_per_second(50, max_copies=3),
+        ),
+        results=BenchmarkResults.in_new_bucket(prefix="platform/llm/" * 12),
+        **sweep(),
+    )
+    status, reason = deployment.condition.outcome()
+    assert status == "CREATE_FAILED"
+    assert len(reason) <= MAX_REASON
+    assert "p50 ms/token at concurrency 1 is 20.0, above the SLO of 15" in reason
+    assert "Measured: knee 4 at 20.0 ms/token p50, max 200.0 output tokens/s" in reason
+    assert reason.endswith(f"Results: s3://results/{deployment.run['Prefix']}results.json")
 
 
 def test_a_latency_slo_in_the_knee_rule_moves_the_knee() -> None:

@@ -12,8 +12,19 @@ from typing import Any
 
 from ...benchmarking import BenchmarkResult, LevelResult
 from ...benchmarking.open_loop import sustainable_rate
-from ..runtime_support import HTTPS_URL, Budget, Put, send, wait_condition_signal
+from ..runtime_support import (
+    HTTPS_URL,
+    MAX_REASON,
+    Budget,
+    Put,
+    send,
+    truncate,
+    wait_condition_signal,
+)
 from .run_names import RUN_NAME, EventError
+
+MIN_FAILURES_SHOWN = 200
+"""Characters of the failures a FAILURE reason keeps, however long the figures after them."""
 
 
 def _fmt(value: float | None, digits: int = 1) -> str:
@@ -226,7 +237,11 @@ def signal_outcome(
     """Signal the wait condition: FAILURE with ``failures`` and the figures, else SUCCESS
     with the figures as data; returns the status sent."""
     if failures:
-        reason = f"Benchmark {run['Name']} failed: {'; '.join(failures)}. {_measured(figures)}"
+        head, tail = f"Benchmark {run['Name']} failed: ", f". {_measured(figures)}"
+        # The reason is cut to MAX_REASON: cut the list of failures (results.json holds them
+        # all), never the measured figures and where the results are.
+        room = max(MAX_REASON - len(head) - len(tail), MIN_FAILURES_SHOWN)
+        reason = f"{head}{truncate('; '.join(failures), room)}{tail}"
         send(run["HandleUrl"], wait_condition_signal("FAILURE", reason, run["Name"]), put, budget)
         return "FAILURE"
     reason = f"Benchmark {run['Name']} completed. {_measured(figures)}"
