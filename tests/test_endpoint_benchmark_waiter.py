@@ -33,13 +33,12 @@ from cdk_sagemaker_llm import (
 from cdk_sagemaker_llm.benchmarking import KneeRule, RequestSample
 from cdk_sagemaker_llm.benchmarking.payload import InvocationRequest
 from cdk_sagemaker_llm.constructs.inference_component import InferenceComponent
-from cdk_sagemaker_llm.lambdas.benchmark.advance import advance_step
+from cdk_sagemaker_llm.lambdas.benchmark.advance import advance_step, report_failure
 from cdk_sagemaker_llm.lambdas.benchmark.custom_resource import (
     RESOURCE_TYPE,
     handle_event,
     handle_output_event,
 )
-from cdk_sagemaker_llm.lambdas.benchmark.signal import report_error
 from cdk_sagemaker_llm.lambdas.benchmark.worker import run_worker
 from cdk_sagemaker_llm.lambdas.runtime_support import MAX_REASON
 
@@ -338,8 +337,8 @@ def deploy(
                     sleep=clock.sleep,
                 )
             assert resource == advance_arn
-            if "Error" in data:
-                return report_error(data, put=condition.put)
+            if "Error" in data:  # the entry point's catch (handler.advance)
+                return report_failure(data, s3=s3, put=condition.put, now=clock.now)
             return advance_step(data, s3=s3, put=condition.put, now=clock.now)
         except LambdaError:
             raise
@@ -461,6 +460,40 @@ def test_throttled_lambda_invocations_are_retried_and_a_broken_worker_is_reporte
     status, reason = deployment.condition.outcome()
     assert status == "CREATE_FAILED"
     assert "RuntimeError: AccessDeniedException: not authorized to InvokeEndpoint" in reason
+
+
+def test_a_broken_worker_fails_the_deployment_with_the_levels_measured_before() -> None:
+    def broken(item: dict[str, Any]) -> None:
+        if item["Level"] == 4:
+            raise RuntimeError("AccessDeniedException: not authorized to kms:GenerateDataKey")
+
+    deployment = deploy(worker_hook=broken, **sweep())
+    assert deployment.execution == "FAILED"
+    status, reason = deployment.condition.outcome()
+    assert status == "CREATE_FAILED"
+    assert "RuntimeError: AccessDeniedException: not authorized to kms:GenerateDataKey" in reason
+    # Levels 1 and 2 were measured before the worker of level 4 broke: their figures and
+    # results.json are what the deployment reports, as a gate's failure would.
+    prefix = deployment.run["Prefix"]
+    assert "Measured: knee at least 2 (no level tripped the rule" in reason
+    assert "max 100.0 output tokens/s at concurrency 2" in reason
+    assert reason.endswith(f"Results: s3://results/{prefix}results.json")
+    results = json.loads(deployment.s3.objects[f"{prefix}results.json"])
+    assert [level["concurrency"] for level in results["levels"]] == [1, 2]
+    assert results["gate"]["passed"] is False
+    assert "the sweep broke before it ended" in results["gate"]["failures"][0]
+    # No export: they read every sample back, which a step out of time may have been doing.
+    assert f"{prefix}chart.svg" not in deployment.s3.objects
+
+
+def test_a_broken_first_level_fails_with_the_error_alone() -> None:
+    def broken(item: dict[str, Any]) -> None:
+        raise RuntimeError("AccessDeniedException: not authorized to InvokeEndpoint")
+
+    deployment = deploy(worker_hook=broken, **sweep())
+    status, reason = deployment.condition.outcome()
+    assert status == "CREATE_FAILED" and "Measured" not in reason
+    assert reason.endswith("RuntimeError: AccessDeniedException: not authorized to InvokeEndpoint")
 
 
 def test_a_sweep_past_its_max_duration_fails_before_the_wait_times_out() -> None:

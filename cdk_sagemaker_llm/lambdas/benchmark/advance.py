@@ -11,7 +11,7 @@ from typing import Any
 
 from ...benchmarking import LevelResult
 from ...benchmarking.search import knee_judge, next_level, sustainable_judge
-from ..runtime_support import Budget, Put
+from ..runtime_support import Budget, Put, truncate
 from .results import aggregate_level, build_result, figures_of, write_results
 from .run_config import (
     MAX_WORKERS,
@@ -23,7 +23,7 @@ from .run_config import (
     workers_of,
 )
 from .run_names import EventError, explain, field, integer
-from .signal import gate_failures, signal_outcome
+from .signal import caught_cause, gate_failures, measured_words, report_error, signal_outcome
 
 START_LEAD_S = 10.0
 """Workers of a level are told to start this long after the level is planned: time for Step
@@ -183,3 +183,44 @@ def finish(
     write_results(run, levels, result, figures, failures, s3=s3, budget=budget)
     outcome = signal_outcome(run, figures, failures, put=put, budget=budget)
     return {"Run": dict(run), "Levels": list(levels), "Done": True, "Outcome": outcome}
+
+
+def report_failure(
+    state: Mapping[str, Any],
+    *,
+    s3: Any,
+    put: Put,
+    now: float,
+    budget: Budget | None = None,
+) -> dict[str, Any]:
+    """The workflow's catch (a worker or a step broke): signal FAILURE with the caught error
+    and, when levels were measured before it, their figures, with ``results.json`` written for
+    them, so a broken sweep still reports what it measured. Only the levels' summaries (in the
+    state) and one write: not the exports, which read every sample back, as the broken step
+    may have been doing when it ran out of time. Best effort: a state whose levels cannot be
+    read, or results that cannot be written, still signals the error
+    (``signal.report_error``)."""
+    budget = budget or Budget()
+    return report_error(
+        state, put=put, budget=budget, measured=_measured_before(state, s3, now, budget)
+    )
+
+
+def _measured_before(state: Mapping[str, Any], s3: Any, now: float, budget: Budget) -> str:
+    """The figures of the levels a broken sweep measured, in words ('' when none)."""
+    try:
+        run = check_run(field(state, "Run", "state"))
+        levels = check_levels(state.get("Levels"), run)
+        if not any(record.get("Level") for record in levels):
+            return ""
+        result = build_result(run, levels, now)
+        figures = figures_of(run, result)
+    except Exception:  # untrusted state, or nothing to show: the error alone is signalled
+        return ""
+    failure = f"the sweep broke before it ended: {truncate(caught_cause(state), 2000)}"
+    try:
+        write_results(run, levels, result, figures, [failure], s3=s3, budget=budget, exports=False)
+    except Exception as error:
+        written = f" (results.json not written: {truncate(explain(error), 150)})"
+        return measured_words(figures, results=False) + written
+    return measured_words(figures)

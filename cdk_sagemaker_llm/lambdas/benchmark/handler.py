@@ -44,11 +44,10 @@ from ...benchmarking import AsyncInvoker
 from ...benchmarking._clock import now as epoch_now
 from ..runtime_support import Budget, http_put
 from ..runtime_support import client as _client
-from .advance import advance_step
+from .advance import advance_step, report_failure
 from .custom_resource import dispatch, respond
 from .run_config import check_run
 from .run_names import EventError, field
-from .signal import report_error
 from .worker import WORKER_CALL_SECONDS, run_worker
 
 
@@ -86,5 +85,5 @@ def advance(event: dict[str, Any], context: Any) -> dict[str, Any]:  # pragma: n
         raise EventError(f"state: expected an object, got {type(event).__name__}")
     budget = Budget.of(context)
     if "Error" in event:
-        return report_error(event, put=http_put, budget=budget)
+        return report_failure(event, s3=_client("s3"), put=http_put, now=epoch_now(), budget=budget)
     return advance_step(event, s3=_client("s3"), put=http_put, now=epoch_now(), budget=budget)

@@ -230,11 +230,12 @@ def write_results(
     *,
     s3: Any,
     budget: Budget,
+    exports: bool = True,
 ) -> None:
     """``results.json`` (the CLI's schema plus the distribution, the run, the gate, the
-    attributes and, when the run states it, the ``deployment`` benchmarked) and the CLI's
-    exports under the run's folder: ``chart.svg``, ``levels.csv``, ``requests.jsonl`` (every
-    worker's samples, read back) and ``report.md``."""
+    attributes and, when the run states it, the ``deployment`` benchmarked) and, with
+    ``exports``, the CLI's exports under the run's folder: ``chart.svg``, ``levels.csv``,
+    ``requests.jsonl`` (every worker's samples, read back) and ``report.md``."""
     data = result.to_dict()
     data["distribution"] = [dict(r["Distribution"]) for r in levels]
     data["run"] = {
@@ -258,6 +259,8 @@ def write_results(
         Body=json.dumps(data, indent=2).encode(),
         ContentType="application/json",
     )
+    if not exports:
+        return
     samples = [
         sample
         for record in levels

@@ -204,7 +204,9 @@ def _knee_words(figures: Mapping[str, Any]) -> str:
     return str(figures["KneeConcurrency"])
 
 
-def _measured(figures: Mapping[str, Any]) -> str:
+def measured_words(figures: Mapping[str, Any], *, results: bool = True) -> str:
+    """The figures in words, for a signal's reason; ``results``: end with where the results
+    are (False: they were not written)."""
     return (
         f"Measured: knee {_knee_words(figures)}"
         f" at {figures['KneeP50MsPerToken']} ms/token p50, max "
@@ -222,7 +224,7 @@ def _measured(figures: Mapping[str, Any]) -> str:
             if figures.get("FailedRequests")
             else ""
         )
-        + f". Results: {figures['ResultsS3Uri']}"
+        + (f". Results: {figures['ResultsS3Uri']}" if results else "")
     )
 
 
@@ -237,14 +239,14 @@ def signal_outcome(
     """Signal the wait condition: FAILURE with ``failures`` and the figures, else SUCCESS
     with the figures as data; returns the status sent."""
     if failures:
-        head, tail = f"Benchmark {run['Name']} failed: ", f". {_measured(figures)}"
+        head, tail = f"Benchmark {run['Name']} failed: ", f". {measured_words(figures)}"
         # The reason is cut to MAX_REASON: cut the list of failures (results.json holds them
         # all), never the measured figures and where the results are.
         room = max(MAX_REASON - len(head) - len(tail), MIN_FAILURES_SHOWN)
         reason = f"{head}{truncate('; '.join(failures), room)}{tail}"
         send(run["HandleUrl"], wait_condition_signal("FAILURE", reason, run["Name"]), put, budget)
         return "FAILURE"
-    reason = f"Benchmark {run['Name']} completed. {_measured(figures)}"
+    reason = f"Benchmark {run['Name']} completed. {measured_words(figures)}"
     compact = json.dumps(figures, separators=(",", ":"), sort_keys=True)
     send(
         run["HandleUrl"],
@@ -255,19 +257,8 @@ def signal_outcome(
     return "SUCCESS"
 
 
-def report_error(
-    state: Mapping[str, Any], *, put: Put, budget: Budget | None = None
-) -> dict[str, Any]:
-    """The workflow's catch: signal FAILURE with the caught error's message (any error shape).
-
-    Only a state without a usable handle raises (there is no one to signal)."""
-    run = state.get("Run") if isinstance(state, Mapping) else None
-    handle = run.get("HandleUrl") if isinstance(run, Mapping) else None
-    name = run.get("Name", "benchmark") if isinstance(run, Mapping) else "benchmark"
-    if not (isinstance(handle, str) and len(handle) <= 2048 and HTTPS_URL.fullmatch(handle)):
-        raise EventError("state.Run.HandleUrl: missing or not an https URL, cannot signal")
-    name = name if isinstance(name, str) and RUN_NAME.fullmatch(name) else "benchmark"
-    assert isinstance(state, Mapping)
+def caught_cause(state: Mapping[str, Any]) -> str:
+    """The caught error's message, whatever its shape (a Lambda error's type and message)."""
     error = state.get("Error") or {}
     cause = (
         str(error.get("Cause") or error.get("Error") or "unknown error")
@@ -281,6 +272,25 @@ def report_error(
             cause = f"{parsed.get('errorType', 'Error')}: {parsed['errorMessage']}"
     except (ValueError, RecursionError):
         pass
-    signal = wait_condition_signal("FAILURE", f"Benchmark {name} failed: {cause}", name)
-    send(handle, signal, put, budget or Budget())
+    return cause
+
+
+def report_error(
+    state: Mapping[str, Any], *, put: Put, budget: Budget | None = None, measured: str = ""
+) -> dict[str, Any]:
+    """The workflow's catch: signal FAILURE with the caught error's message (any error shape),
+    followed by ``measured``, the figures of the levels measured before (when there are any).
+
+    Only a state without a usable handle raises (there is no one to signal)."""
+    run = state.get("Run") if isinstance(state, Mapping) else None
+    handle = run.get("HandleUrl") if isinstance(run, Mapping) else None
+    name = run.get("Name", "benchmark") if isinstance(run, Mapping) else "benchmark"
+    if not (isinstance(handle, str) and len(handle) <= 2048 and HTTPS_URL.fullmatch(handle)):
+        raise EventError("state.Run.HandleUrl: missing or not an https URL, cannot signal")
+    name = name if isinstance(name, str) and RUN_NAME.fullmatch(name) else "benchmark"
+    assert isinstance(state, Mapping)
+    head, tail = f"Benchmark {name} failed: ", (f". {measured}" if measured else "")
+    room = max(MAX_REASON - len(head) - len(tail), MIN_FAILURES_SHOWN)
+    reason = f"{head}{truncate(caught_cause(state), room)}{tail}"
+    send(handle, wait_condition_signal("FAILURE", reason, name), put, budget or Budget())
     return {"Done": True, "Outcome": "FAILURE"}
