@@ -620,6 +620,13 @@ def six_security_groups() -> OptimizationSecurity:
             "between",
         ),
         (
+            lambda: OptimizationRun(
+                max_runtime=cdk.Duration.hours(11), poll_interval=cdk.Duration.seconds(10)
+            ),
+            "OptimizationRun(poll_interval) (seconds)",
+            "past a Standard workflow's 25,000-event execution history",
+        ),
+        (
             lambda: OptimizationRun(max_runtime=cdk.Duration.millis(90_500)),
             "OptimizationRun(max_runtime)",
             "whole seconds",

@@ -152,6 +152,7 @@ class StateMachineDriver:
         self.task = task
         self.transitions = 0
         self.task_invocations = 0
+        self.history_events = 2  # ExecutionStarted, and its end
 
     def run(self, state_input: dict[str, Any]) -> str:
         states = self.definition["States"]
@@ -160,7 +161,10 @@ class StateMachineDriver:
         started = self.clock.now
         while True:
             self.transitions += 1
-            assert self.transitions < 25_000, "Standard workflow history limit"
+            # Entered and Exited of every state; a Lambda task adds Scheduled, Started and its
+            # outcome per attempt (counted in _task).
+            self.history_events += 2
+            assert self.history_events <= 25_000, "Standard workflow history limit"
             assert self.clock.now - started <= self.definition["TimeoutSeconds"]
             state = states[name]
             kind = state["Type"]
@@ -187,6 +191,7 @@ class StateMachineDriver:
         attempts: dict[int, int] = {}
         while True:
             self.task_invocations += 1
+            self.history_events += 3
             try:
                 return self.task(data), state["Next"]
             except Exception as error:
@@ -208,7 +213,9 @@ class StateMachineDriver:
                     raise
 
 
-def synthesize(max_runtime: cdk.Duration) -> tuple[dict[str, Any], dict[str, Any], float]:
+def synthesize(
+    max_runtime: cdk.Duration, poll_interval: cdk.Duration = cdk.Duration.minutes(1)
+) -> tuple[dict[str, Any], dict[str, Any], float]:
     """The job resource's properties, the workflow definition and the wait timeout."""
     stack = new_stack()
     bucket = s3.Bucket.from_bucket_name(stack, "Models", "models")
@@ -219,7 +226,7 @@ def synthesize(max_runtime: cdk.Duration) -> tuple[dict[str, Any], dict[str, Any
         instance_type=InstanceType.G5_48XLARGE,
         techniques=[OptimizationTechnique.quantization_of(QuantizationMethod.AWQ)],
         output=OptimizationOutput.in_bucket(bucket),
-        run=OptimizationRun(max_runtime=max_runtime),
+        run=OptimizationRun(max_runtime=max_runtime, poll_interval=poll_interval),
     )
     template = Template.from_stack(stack).to_json()
     resources = template["Resources"]
@@ -241,9 +248,10 @@ def deploy(
     sagemaker: FakeSageMaker,
     clock: FakeClock,
     poll: Any = None,
+    poll_interval: cdk.Duration = cdk.Duration.minutes(1),
 ) -> tuple[FakeWaitCondition, StateMachineDriver, str, str]:
     """Create the job resource, then run the workflow until it ends."""
-    props, definition, timeout = synthesize(max_runtime)
+    props, definition, timeout = synthesize(max_runtime, poll_interval)
     sagemaker = checked(sagemaker, "sagemaker")  # every call held to botocore's model
     handle_url = "https://cloudformation-waitcondition-us-west-2.s3.amazonaws.com/handle?sig=1"
     props = {
@@ -377,3 +385,15 @@ def test_the_longest_job_fits_cloudformations_twelve_hours(minutes: int) -> None
     condition, _, _, _ = deploy(cdk.Duration.minutes(minutes), sagemaker, clock)
     assert condition.timeout == 43_200
     assert condition.outcome()[0] == "CREATE_COMPLETE"
+
+
+def test_the_longest_job_polled_as_often_as_allowed_stays_within_the_history() -> None:
+    """Each poll adds 9 events to the execution's history, which fails past 25,000 without
+    signalling: the shortest poll interval allowed for the longest runtime stays within it."""
+    clock = FakeClock()
+    sagemaker = FakeSageMaker(clock, runtime=670 * 60 - 600)
+    condition, driver, _, execution = deploy(
+        cdk.Duration.minutes(670), sagemaker, clock, poll_interval=cdk.Duration.seconds(17)
+    )
+    assert execution == "SUCCEEDED" and condition.outcome()[0] == "CREATE_COMPLETE"
+    assert 20_000 < driver.history_events <= 25_000

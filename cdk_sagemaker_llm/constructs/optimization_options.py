@@ -26,6 +26,7 @@ from .validation import (
     is_unresolved,
     whole_seconds,
 )
+from .workflow_loop import check_poll_count
 
 if TYPE_CHECKING:  # annotations only: most stacks place nothing in a VPC (networking.py)
     from aws_cdk import aws_ec2 as ec2
@@ -157,7 +158,9 @@ class OptimizationRun:
     the job to queue, and the deployment 20 more for the poller to report, within
     CloudFormation's 12 hours); default 10 hours, the SageMaker Python SDK's."""
     poll_interval: Duration = Duration.minutes(1)
-    """How often the workflow describes the job: 10 s to 10 min; default 1 minute."""
+    """How often the workflow describes the job: 10 s to 10 min, and no more often than one
+    execution's 25,000 history events allow over the wait (every 17 s or more for the longest
+    ``max_runtime``); default 1 minute."""
     job_name_prefix: str | None = None
     """Job names start with this (1-47 of [a-z0-9-]); default derived from the construct path.
     The handlers may act only on jobs with this prefix."""
@@ -180,6 +183,12 @@ class OptimizationRun:
             int(self.poll_interval.to_seconds()),
             minimum=10,
             maximum=600,
+        )
+        check_poll_count(
+            "OptimizationRun(poll_interval) (seconds)",
+            int(self.poll_interval.to_seconds()),
+            self.wait_seconds,
+            ", or shorten max_runtime",
         )
         if self.job_name_prefix is not None:
             check_job_name_prefix(self.job_name_prefix)

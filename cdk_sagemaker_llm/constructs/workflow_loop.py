@@ -12,6 +12,7 @@ and ``OptimizationJob``'s poll workflow.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from aws_cdk import Duration
@@ -21,6 +22,41 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from .deploy_time import HandlerPlacement, logged_workflow
+from .validation import ValidationError
+
+MAX_HISTORY_EVENTS = 25_000
+"""A Standard workflow's execution history: past 25,000 events the execution fails, its catch
+unrun, so nothing signals the wait condition and the deployment waits out its timeout with no
+reason (Step Functions developer guide, "Step Functions service quotas", quotas related to
+state machine executions: 25,000 events in one execution's history)."""
+EVENTS_PER_POLL = 9
+"""History events of one poll iteration: the Lambda task's TaskStateEntered, TaskScheduled,
+TaskStarted, TaskSucceeded and TaskStateExited, then the Choice's and the Wait's Entered and
+Exited."""
+HISTORY_RESERVE = 1_000
+"""Events kept for retried polls (three more each), the failure report and the execution's
+own start and end."""
+MAX_POLLS = (MAX_HISTORY_EVENTS - HISTORY_RESERVE) // EVENTS_PER_POLL
+"""Poll iterations one execution may run."""
+
+
+def check_poll_count(prop: str, interval_seconds: int, wait_seconds: int, fix: str) -> None:
+    """A poll loop of ``interval_seconds`` that may run ``wait_seconds`` stays within a
+    Standard workflow's execution history (``MAX_POLLS`` iterations); ``fix`` is what else the
+    user may change (e.g. ", or shorten max_runtime")."""
+    polls = math.ceil(wait_seconds / interval_seconds)
+    if polls <= MAX_POLLS:
+        return
+    raise ValidationError(
+        prop,
+        interval_seconds,
+        f"polling every {interval_seconds} s for up to {wait_seconds} s is up to {polls} polls "
+        f"of {EVENTS_PER_POLL} history events each, past a Standard workflow's "
+        f"{MAX_HISTORY_EVENTS:,}-event execution history, where the execution fails without "
+        "signalling the deployment",
+        f"poll every {math.ceil(wait_seconds / MAX_POLLS)} seconds or more{fix}",
+    )
+
 
 LAMBDA_RETRY_ERRORS = [
     "Lambda.ServiceException",
