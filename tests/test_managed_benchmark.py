@@ -300,6 +300,24 @@ def test_what_a_job_does_not_run_fails_at_synth(props: dict[str, Any], prop: str
         BenchmarkEngine.managed(tokenizer="no spaces allowed")
 
 
+def test_a_poll_interval_overrunning_the_execution_history_fails_at_synth() -> None:
+    """Each poll adds 9 events to the workflow's history, which fails past 25,000 events
+    without signalling: 10 s polls over a sweep of 11 hours would be 4,050 of them."""
+    stack = new_stack()
+    component = InferenceComponent.from_inference_component_name(
+        stack, "Ic", inference_component_name="ic", endpoint_name="ep"
+    )
+    with pytest.raises(ValidationError, match="25,000-event execution history") as raised:
+        EndpointBenchmark(stack, "B", inference_component=component, protocol=CHAT,
+                          engine=BenchmarkEngine.managed(poll_interval=cdk.Duration.seconds(10)),
+                          max_duration=cdk.Duration.hours(11))  # fmt: skip
+    assert raised.value.prop == "engine (BenchmarkEngine.managed(poll_interval), seconds)"
+    assert "poll every 16 seconds or more, or shorten max_duration" in raised.value.fix
+    EndpointBenchmark(stack, "Fits", inference_component=component, protocol=CHAT,
+                      engine=BenchmarkEngine.managed(poll_interval=cdk.Duration.seconds(16)),
+                      max_duration=cdk.Duration.hours(11))  # fmt: skip
+
+
 def test_the_job_api_has_no_field_for_a_hugging_face_token() -> None:
     """What the refusal of gated tokenizers rests on: botocore's SageMaker model has no token
     (or secret) member anywhere in the two requests that define a job."""

@@ -88,7 +88,7 @@ from .managed_benchmark import ManagedBenchmarkOptions
 from .model import Model
 from .nag import acknowledge_key_grant, acknowledge_wildcard_resources
 from .validation import ValidationError, check_range, is_unresolved, whole_seconds
-from .workflow_loop import lambda_task, signalling_loop
+from .workflow_loop import check_poll_count, lambda_task, signalling_loop
 
 HANDLER_ASSET = HandlerAsset(
     sources=ENGINE_SOURCES,
@@ -421,6 +421,12 @@ class EndpointBenchmark(Construct):
     ) -> lambda_.IFunction:
         """The SageMaker AI benchmark job's resources (``managed_benchmark``) instead of the
         Lambda workers'; returns the function that starts it."""
+        check_poll_count(  # its workflow polls the job for as long as the wait lasts
+            "engine (BenchmarkEngine.managed(poll_interval), seconds)",
+            int(options.poll_interval.to_seconds()),
+            seconds + int(SIGNAL_MARGIN.to_seconds()),
+            ", or shorten max_duration",
+        )
         target = self.inference_component or self.endpoint
         starter, self.state_machine = managed_benchmark.build(
             self,

@@ -153,8 +153,9 @@ class BenchmarkEngine:
             a Hugging Face token.
         :param tooling_version: the benchmark tooling version (``tooling.version``); default
             the service's.
-        :param poll_interval: how often the workflow describes the job, 10 s to 1 hour;
-            default 1 minute.
+        :param poll_interval: how often the workflow describes the job, 10 s to 1 hour, and
+            no more often than one execution's 25,000 history events allow over the wait
+            (every 16 s or more for the longest ``max_duration``); default 1 minute.
         """
         return BenchmarkEngine(
             worker_capacity=DEFAULT_WORKER_CAPACITY,
