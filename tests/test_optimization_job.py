@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
 from typing import Any
 
@@ -224,10 +225,46 @@ def test_destroy_lets_the_handler_delete_only_its_jobs_artifacts() -> None:
     stack = new_stack()
     job(stack, output_options={"removal_policy": cdk.RemovalPolicy.DESTROY})
     template = assert_cfn_lint_clean(stack)
-    stem = one(template, "Custom::SageMakerOptimizationJob")["JobNameStem"]
+    prefix = one(template, "Custom::SageMakerOptimizationJob")["JobNamePrefix"]
     assert one(template, "Custom::SageMakerOptimizationJob")["RemovalPolicy"] == "destroy"
-    deletes = [s for s in policy_of(template, "AwqHandlerRole") if s["Action"] == "s3:DeleteObject"]
-    assert deletes[0]["Resource"] == f"arn:aws:s3:::models/optimized/{stem}*"
+    statements = policy_of(template, "AwqHandlerRole")
+    deletes = [s for s in statements if s["Action"] == "s3:DeleteObject"]
+    folders = f"optimized/{prefix}-????????-??????/*"  # <prefix>-<definition>-<handle>/
+    assert deletes[0]["Resource"] == f"arn:aws:s3:::models/{folders}"
+    listings = [s for s in statements if s["Action"] == "s3:ListBucket"]
+    assert listings[0]["Condition"] == {"StringLike": {"s3:prefix": [folders]}}
+
+
+def _deletable(template: dict[str, Any], folder: str) -> bool:
+    """Whether the handler's policy lets it list and delete the objects of ``folder``
+    (``models/<key>``), with IAM's wildcards (``*``, ``?``)."""
+    statements = policy_of(template, "AwqHandlerRole")
+    deletes = [s["Resource"] for s in statements if s["Action"] == "s3:DeleteObject"]
+    lists = [
+        pattern
+        for s in statements
+        if s["Action"] == "s3:ListBucket"
+        for pattern in s["Condition"]["StringLike"]["s3:prefix"]
+    ]
+    return any(fnmatch.fnmatchcase(f"arn:aws:s3:::models/{folder}x", p) for p in deletes) and any(
+        fnmatch.fnmatchcase(folder, p) for p in lists
+    )
+
+
+def test_destroy_deletes_the_artifacts_of_a_job_replaced_by_an_update() -> None:
+    """A changed definition replaces the job; CloudFormation deletes the old physical id after
+    the update, under the new policy (and a rollback deletes the new one under the old)."""
+    destroy = {"removal_policy": cdk.RemovalPolicy.DESTROY}
+    before, after = new_stack(), new_stack()
+    job(before, output_options=destroy)
+    job(after, output_options=destroy, run=OptimizationRun(max_runtime=cdk.Duration.hours(4)))
+    old, new = (Template.from_stack(s).to_json() for s in (before, after))
+    stems = [one(t, "Custom::SageMakerOptimizationJob")["JobNameStem"] for t in (old, new)]
+    assert stems[0] != stems[1]
+    old_folder, new_folder = (f"optimized/{stem}-0a1b2c/" for stem in stems)
+    assert _deletable(new, old_folder)  # the cleanup after the update
+    assert _deletable(old, new_folder)  # the cleanup after a rollback
+    assert not _deletable(new, "optimized/other-job-0a1b2c/")
 
 
 def test_a_supplied_role_gets_the_same_grants_and_no_role_is_created() -> None:

@@ -90,6 +90,7 @@ from .model_source import BoundModelSource, ModelSource, ModelSourceKind
 from .nag import acknowledge_wildcard_resources, own_role
 from .optimization_options import (
     DEFINITION_HASH_LENGTH,
+    HANDLE_HASH_LENGTH,
     MAX_PREFIX_LENGTH,
     SIGNAL_MARGIN,
     OptimizationOutput,
@@ -253,7 +254,15 @@ class OptimizationJob(Construct):
         """The Step Functions workflow that polls the job and signals the wait condition."""
         handler = self._handler(code, job_arns)
         if self.output.destroys_artifacts:
-            self.output.grant_delete(handler, self.output.prefix + name_stem)
+            # A changed definition replaces the job: CloudFormation deletes the old one (its
+            # old physical id) after the update, when the handler's policy already has the new
+            # definition hash, and a rollback deletes the new one under the old policy. So the
+            # grant reaches the folder of every job of this construct,
+            # <prefix>-<definition hash>-<handle hash>/, not only the current definition's.
+            folders = "-".join(
+                (self.job_name_prefix, "?" * DEFINITION_HASH_LENGTH, "?" * HANDLE_HASH_LENGTH)
+            )
+            self.output.grant_delete(handler, f"{self.output.prefix}{folders}/")
 
         work = self._job_resource(handler, request, name_stem, run.wait_seconds)
         self._job = work.resource
