@@ -479,6 +479,14 @@ LOAD = BenchmarkLoad
             lambda: {"results": BenchmarkResults.in_new_bucket(prefix="")},
             "BenchmarkResults.in_new_bucket(prefix)",
         ),
+        (
+            lambda: {"results": BenchmarkResults.in_new_bucket(prefix="a/" * 401)},
+            "BenchmarkResults.in_new_bucket(prefix)",
+        ),
+        (
+            lambda: {"results": BenchmarkResults.in_new_bucket(prefix="runs\n/")},
+            "BenchmarkResults.in_new_bucket(prefix)",
+        ),
         (lambda: {"max_duration": cdk.Duration.seconds(30)}, "max_duration (seconds)"),
         (lambda: {"max_duration": cdk.Duration.hours(12)}, "max_duration (seconds)"),
         (lambda: {"max_duration": cdk.Duration.millis(90_500)}, "max_duration"),

@@ -94,6 +94,10 @@ class BenchmarkResults:
         return bucket
 
 
+MAX_RESULTS_PREFIX = 800
+"""Characters of a results prefix the handlers take (``ResourceProperties.ResultsPrefix``)."""
+
+
 def _check_prefix(prop: str, prefix: str) -> None:
     if is_unresolved(prefix):
         raise ValidationError(
@@ -108,6 +112,17 @@ def _check_prefix(prop: str, prefix: str) -> None:
             prefix,
             "a key prefix must be non-empty, end with '/' and not start with '/'",
             f"pass {(prefix.strip('/') or 'endpoint-benchmarks') + '/'!r}",
+        )
+    # The handlers take at most 800 characters and no control characters (``run_names.
+    # KEY_PREFIX``): the run's folder and its files' names follow within S3's 1,024-byte keys.
+    if len(prefix) > MAX_RESULTS_PREFIX or any(ord(c) < 0x20 or ord(c) == 0x7F for c in prefix):
+        raise ValidationError(
+            prop,
+            prefix if len(prefix) <= 80 else f"{prefix[:40]}... ({len(prefix)} characters)",
+            f"a results prefix is at most {MAX_RESULTS_PREFIX} characters, without control "
+            "characters (each run writes its folder and files under it, within S3's 1,024-byte "
+            "keys)",
+            "pass a shorter prefix of printable characters, e.g. 'endpoint-benchmarks/'",
         )
 
 
