@@ -616,6 +616,15 @@ EAGLE = OptimizationTechnique.speculative_decoding()
         ({"environment": {" ": "v"}}, "environment (name)", "not blank"),
         ({"source": "not a model name!"}, "source", "not a SageMaker model name"),
         ({"source": "m" * 64}, "source", "not a SageMaker model name"),
+        (
+            {
+                "source": ModelSource.from_s3(
+                    s3.Bucket.from_bucket_name(new_stack(), "M", "m-1"), "my model/"
+                )
+            },
+            "source",
+            "no whitespace",
+        ),
         ({"source": "base-model", "accept_eula": True}, "accept_eula", "S3"),
     ],
 )
@@ -696,6 +705,13 @@ def six_security_groups() -> OptimizationSecurity:
             ),
             "OptimizationOutput.in_bucket(prefix)",
             "not an S3 URI",
+        ),
+        (
+            lambda: OptimizationOutput.in_bucket(
+                s3.Bucket.from_bucket_name(new_stack(), "B", "models"), prefix="my models/"
+            ),
+            "OptimizationOutput.in_bucket(prefix)",
+            "no whitespace",
         ),
         (
             lambda: OptimizationOutput.in_bucket(

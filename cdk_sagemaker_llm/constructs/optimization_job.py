@@ -542,6 +542,17 @@ class OptimizationJob(Construct):
                     "SageMaker model), not a Hugging Face id or a .tar.gz archive",
                     "copy the weights to S3 and pass ModelSource.from_s3(bucket, 'prefix/')",
                 )
+            key = source.key or ""
+            if not is_unresolved(key) and any(c.isspace() or not c.isprintable() for c in key):
+                # The job handler takes ModelSource.S3.S3Uri without whitespace
+                # (job_properties.S3_URI): such a key synthesized and failed at deploy.
+                raise ValidationError(
+                    "source",
+                    source.s3_uri,
+                    "an optimization job reads a prefix whose key has no whitespace or control "
+                    "characters",
+                    "copy the weights under a prefix without spaces and pass that one",
+                )
             source.bind(self.role)
             assert source.bucket is not None and source.key is not None
             acknowledge_prefix(self.role, source.bucket, source.key)

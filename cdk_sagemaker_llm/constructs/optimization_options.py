@@ -321,6 +321,15 @@ def _check_prefix(prop: str, prefix: str) -> None:
             f"a key prefix has no empty folder ('//') and at most {MAX_OUTPUT_PREFIX} characters",
             f"pass {folders[: MAX_OUTPUT_PREFIX - 1] + '/'!r}",
         )
+    if any(c.isspace() or not c.isprintable() for c in prefix):
+        # The job handler takes the output location as s3://<bucket>/<prefix> without
+        # whitespace (job_properties.OUTPUT_STEM): a prefix with a space failed at deploy.
+        raise ValidationError(
+            prop,
+            prefix,
+            "an optimization job's output prefix has no whitespace or control characters",
+            f"pass {''.join('-' if c.isspace() or not c.isprintable() else c for c in prefix)!r}",
+        )
     if prefix.startswith("/") or (prefix and not prefix.endswith("/")):
         raise ValidationError(
             prop,
