@@ -190,7 +190,11 @@ def test_handlers_may_act_only_on_their_jobs_and_pass_only_the_job_role() -> Non
     stack = new_stack()
     job(stack, run=OptimizationRun(job_name_prefix="llama-awq"))
     template = assert_cfn_lint_clean(stack)
-    job_arns = "arn:aws:sagemaker:us-west-2:123456789012:optimization-job/llama-awq-*"
+    job_arns = "arn:aws:sagemaker:us-west-2:123456789012:optimization-job/llama-awq-????????-??????"
+    # Its own jobs, and not those of a construct whose prefix begins with its own.
+    jobs_of = "arn:aws:sagemaker:us-west-2:123456789012:optimization-job/{}"
+    assert fnmatch.fnmatchcase(jobs_of.format("llama-awq-0123abcd-0a1b2c"), job_arns)
+    assert not fnmatch.fnmatchcase(jobs_of.format("llama-awq-int4-0123abcd-0a1b2c"), job_arns)
     handler = policy_of(template, "AwqHandlerRole")
     actions = {json.dumps(s["Action"]): s for s in handler}
     jobs = actions[

@@ -245,7 +245,9 @@ class OptimizationJob(Construct):
         job_arns = Stack.of(self).format_arn(
             service="sagemaker",
             resource="optimization-job",
-            resource_name=f"{self.job_name_prefix}-*",  # "llama" must not reach "llama-awq-..."
+            # Exactly this construct's job names, <prefix>-<8 hex>-<6 hex> (IAM's "?" is one
+            # character): "<prefix>-*" let prefix "llama" reach "llama-awq-..."'s jobs.
+            resource_name=_job_names(self.job_name_prefix),
             arn_format=ArnFormat.SLASH_RESOURCE_NAME,
         )
         code = HANDLER_ASSET.code()
@@ -259,9 +261,7 @@ class OptimizationJob(Construct):
             # definition hash, and a rollback deletes the new one under the old policy. So the
             # grant reaches the folder of every job of this construct,
             # <prefix>-<definition hash>-<handle hash>/, not only the current definition's.
-            folders = "-".join(
-                (self.job_name_prefix, "?" * DEFINITION_HASH_LENGTH, "?" * HANDLE_HASH_LENGTH)
-            )
+            folders = _job_names(self.job_name_prefix)
             self.output.grant_delete(handler, f"{self.output.prefix}{folders}/")
 
         work = self._job_resource(handler, request, name_stem, run.wait_seconds)
@@ -770,6 +770,12 @@ class _RecommendedImage(ContainerImage):
 
 
 # ----- roles and grants --------------------------------------------------------------------------
+
+
+def _job_names(prefix: str) -> str:
+    """An IAM pattern of exactly the job names of ``prefix``: ``<prefix>-<definition hash>-
+    <handle hash>``, with IAM's one-character wildcard for each hash digit."""
+    return "-".join((prefix, "?" * DEFINITION_HASH_LENGTH, "?" * HANDLE_HASH_LENGTH))
 
 
 def _create_job_role(scope: Construct) -> iam.Role:
