@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -84,10 +85,13 @@ def register(subparsers: Any) -> None:
     add_calibration_arguments(parser)
     parser.add_argument(
         "--simulate-scheduler",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="time each level and the knee with a discrete-event simulation of the engine's "
         "scheduler (prefill stalls, token budgets, request caps, queueing: "
-        "planning.scheduling) instead of the closed form; slower (about 0.1-1 s per level)",
+        "planning.scheduling) instead of the closed form; slower (about 0.1-1 s per level). "
+        "Default: on where the --calibration was fitted through the simulation (its notes say "
+        "so), off otherwise",
     )
     parser.add_argument("--format", choices=("json", "markdown"), default="markdown")
     parser.set_defaults(handler=run)
@@ -261,12 +265,13 @@ def run(args: argparse.Namespace) -> int:
             optimization=Optimization.of(args.optimization) if args.optimization else None,
             kv_cache_precision=kv_cache,
         )
-        if args.simulate_scheduler:
+        simulated = _simulates(calibration, args)
+        if simulated:
             prediction = _simulated(prediction, spec, dtype, kv_cache, calibration, args)
         if isinstance(calibration, AppliedCalibration):
             release = engine if isinstance(engine, EngineRelease) else None
             prediction = with_calibrated_bands(
-                prediction, calibration, spec, dtype, release, kv_cache
+                prediction, calibration, spec, dtype, release, kv_cache, simulated=simulated
             )
     except ValidationError as error:
         print(f"error: {_flag_error(error, args)}", file=sys.stderr)
@@ -278,6 +283,18 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_markdown(spec.name, prediction))
     return 0
+
+
+def _simulates(calibration: MeasuredEfficiency | None, args: argparse.Namespace) -> bool:
+    """Whether the levels are timed through the scheduler simulation: as ``--simulate-scheduler``
+    says, or by default where the calibration's factors were fitted through it (the closed
+    form times them otherwise; an optimized model is not simulated)."""
+    if args.simulate_scheduler is not None:
+        return bool(args.simulate_scheduler)
+    fitted = isinstance(calibration, AppliedCalibration) and (
+        calibration.calibration.simulated_rms_error is not None
+    )
+    return fitted and not args.optimization
 
 
 def _simulated(
@@ -296,7 +313,7 @@ def _simulated(
             f"does not simulate an optimized model (--optimization {args.optimization})",
             "drop one of the two flags",
         )
-    return with_simulated_levels(
+    simulated = with_simulated_levels(
         prediction,
         spec,
         dtype,
@@ -304,6 +321,13 @@ def _simulated(
         max_batch_size=args.max_batch_size,
         kv_cache=kv_cache,
     )
+    if args.simulate_scheduler is not None:
+        return simulated
+    why = (
+        "simulated because the calibration's factors were fitted through the scheduler "
+        "simulation; --no-simulate-scheduler times the levels in closed form"
+    )
+    return replace(simulated, assumptions=[*simulated.assumptions, why])
 
 
 def _flag_error(error: ValidationError, args: argparse.Namespace) -> ValidationError:

@@ -60,6 +60,8 @@ def calibrated_band(
     engine: EngineRelease | None,
     concurrency: Sequence[int] = (),
     kv_cache_precision: KvCachePrecision = KvCachePrecision.AUTO,
+    *,
+    simulated: bool = False,
 ) -> Band:
     """``band`` (the engine profile's, ``performance.prediction_band``) as the calibration
     ``applied`` to ``spec`` on ``layout`` narrows it (see the module docstring); ``band`` as
@@ -71,6 +73,8 @@ def calibrated_band(
         calibrated range per copy is a step away (empty: not checked, as for a layout).
     :param kv_cache_precision: how the target stores the KV cache; another than the
         calibrated one is a step away.
+    :param simulated: whether the prediction timed the levels through the scheduler
+        simulation: the calibration's fit error there (``Calibration.fit_error``) sets the band.
     """
     if applied is None:
         return band
@@ -93,10 +97,9 @@ def calibrated_band(
     distances = _distances(
         applied, spec, layout, workload, precision, engine, concurrency, kv_cache_precision
     )
-    spread = math.sqrt(
-        calibration.rms_error**2 + RUN_TO_RUN_NOISE**2 + len(distances) * TRANSFER_SPREAD**2
-    )
-    measured = _band_of_spread(spread, distances, calibration.levels, calibration.rms_error)
+    fit_error = calibration.fit_error(simulated)
+    spread = math.sqrt(fit_error**2 + RUN_TO_RUN_NOISE**2 + len(distances) * TRANSFER_SPREAD**2)
+    measured = _band_of_spread(spread, distances, calibration.levels, fit_error)
     if measured.pessimistic_slowdown >= band.pessimistic_slowdown:
         return replace(
             band,
@@ -168,11 +171,14 @@ def with_calibrated_bands(
     precision: Precision,
     engine: EngineRelease | None,
     kv_cache_precision: KvCachePrecision = KvCachePrecision.AUTO,
+    *,
+    simulated: bool = False,
 ) -> Prediction:
     """``prediction`` with the calibrated band of each level (``calibrated_band`` at that
     level's concurrency) where it is narrower than the engine profile's, and the band over
     every level (its reasons say why a level is not narrowed) as ``calibrated_band``;
-    ``kv_cache_precision``: the KV cache the prediction stores, as ``predict``'s."""
+    ``kv_cache_precision``: the KV cache the prediction stores, as ``predict``'s; ``simulated``:
+    whether its levels were timed through the scheduler simulation (``calibrated_band``)."""
     band = prediction.band
     if band is None:
         return prediction
@@ -189,6 +195,7 @@ def with_calibrated_bands(
             engine,
             concurrency,
             kv_cache_precision,
+            simulated=simulated,
         )
 
     levels = []

@@ -177,7 +177,8 @@ class Calibration:
     levels: int
     """Benchmark levels the fit used."""
     rms_error: float
-    """Root-mean-square relative error of the fitted ms/token over the levels."""
+    """Root-mean-square relative error of the fitted ms/token over the levels, timed in closed
+    form (as ``recommend`` and ``LlmService`` time a layout)."""
     source: str = "results.json"
     """Where the results came from (a path or an ``s3://`` URI)."""
     engine: EngineRelease | None = None
@@ -202,6 +203,12 @@ class Calibration:
     the copy with it (its KV capacity and the KV bytes a decode step reads). A prediction at
     another KV precision is extrapolated, as one at another weights precision is
     (``coverage_notes``). A file without the field (versions 1 and 2) reads as AUTO."""
+    simulated_rms_error: float | None = None
+    """Where the factors were refined through the engine's scheduler simulation
+    (``calibration_simulated``, kept where it explains the levels better than the closed
+    form): the root-mean-square relative error of the simulated ms/token over the levels.
+    ``predict`` then times levels through the simulation by default, and its calibrated band
+    reads this error. None: the closed-form fit was kept."""
     file: str | None = field(default=None, compare=False)
     """The calibration file it was read from (``from_file``), for error messages."""
 
@@ -214,12 +221,24 @@ class Calibration:
         ttft = "" if self.ttft_rms_error is None else f", TTFT {self.ttft_rms_error:.0%} rms error"
         if self.batch_limit is not None:
             ttft += f", queueing past {self.batch_limit} per copy"
+        if self.simulated_rms_error is not None:
+            ttft += (
+                f"; fitted through the scheduler simulation, {self.simulated_rms_error:.0%} rms "
+                "error there"
+            )
         return (
             f"calibrated on {self.source}: {self.model}{engine} on {self.instance_type} "
             f"TP{self.tensor_parallel_degree} x {self.copies} copies, {self.input_tokens} in / "
             f"{self.output_tokens} out, concurrency {low}-{high} ({self.levels} levels, "
             f"{self.rms_error:.0%} rms error{ttft}): {self.efficiency.describe()}"
         )
+
+    def fit_error(self, simulated: bool) -> float:
+        """The rms error of the fit as a prediction times it: through the scheduler simulation
+        (``simulated``) where the factors were refined there, in closed form otherwise."""
+        if simulated and self.simulated_rms_error is not None:
+            return self.simulated_rms_error
+        return self.rms_error
 
     def coverage_notes(
         self,
@@ -366,7 +385,8 @@ class Calibration:
         ``CALIBRATION_VERSION``): ``format``, ``version``, the key (``engine``, ``hardware``,
         ``tensor_parallel_degree``, ``model``), what was measured (``precision``,
         ``kv_cache_precision``, ``copies``, ``workload``, ``concurrency_range``, ``levels``,
-        ``rms_error``, ``ttft_rms_error``, ``source``) and the fitted ``efficiency``."""
+        ``rms_error``, ``ttft_rms_error``, ``simulated_rms_error``, ``source``) and the fitted
+        ``efficiency``."""
         efficiency = self.efficiency
         return {
             "format": CALIBRATION_FORMAT,
@@ -386,6 +406,9 @@ class Calibration:
             if self.ttft_rms_error is None
             else round(self.ttft_rms_error, 6),
             "batch_limit": self.batch_limit,
+            "simulated_rms_error": None
+            if self.simulated_rms_error is None
+            else round(self.simulated_rms_error, 6),
             "source": self.source,
             "measured": None if self.measured is None else self.measured.to_dict(),
             "efficiency": {
@@ -462,6 +485,10 @@ class Calibration:
                 else int(document["batch_limit"]),
                 measured=None if measured is None else MeasuredCurve.from_dict(measured),
                 kv_cache_precision=kv_cache_precision,
+                # Absent from files written before the simulated fit was recorded: closed form.
+                simulated_rms_error=None
+                if document.get("simulated_rms_error") is None
+                else float(document["simulated_rms_error"]),
             )
         except (KeyError, TypeError, ValueError) as error:
             raise ValidationError(

@@ -213,7 +213,7 @@ def calibrate(
         output_tokens=load.output_tokens,
         concurrency_range=(levels[0].concurrency, levels[-1].concurrency),
         levels=len(levels),
-        rms_error=math.sqrt(sum(r * r for r in relative) / len(relative)),
+        rms_error=_rms(relative),
         source=source,
         engine=engine,
         accelerator=layout.instance_type.accelerator.name
@@ -224,7 +224,13 @@ def calibrate(
         batch_limit=fit.batch_limit,
         measured=_curve(levels, layout.copies, load),
         kv_cache_precision=kv_cache_precision,
+        simulated_rms_error=fit.simulated_rms_error,
     )
+
+
+def _rms(relative: Sequence[float]) -> float:
+    """Root mean square of the relative errors ``relative``."""
+    return math.sqrt(sum(r * r for r in relative) / len(relative))
 
 
 def _curve(levels: Sequence[MeasuredLevel], copies: int, workload: Workload) -> MeasuredCurve:
@@ -327,6 +333,9 @@ class _Fit:
         self.capacity = self._unbounded()
         self.batch_limit: int | None = None
         """The batch limit ``admission`` found (None: no level queued for admission)."""
+        self.simulated_rms_error: float | None = None
+        """The rms error of the simulated ms/token where ``simulated`` kept its refinement
+        (None: the closed-form fit was kept)."""
 
     def _unbounded(self) -> int:
         """The sequences a copy runs at once without a batch limit: what its memory holds, up
@@ -398,7 +407,7 @@ class _Fit:
         explains the levels better (a smaller ``total`` over the same figures), the factors
         refined through it (``calibration_simulated``), starting from the fit or the profile's
         own factors, with or without the batch limit ``admission`` found; the batch limit
-        follows the refinement."""
+        follows the refinement, and ``simulated_rms_error`` records its fit."""
         limits = [self.batch_limit, None] if self.batch_limit is not None else [None]
         simulated = SimulatedFit(
             self.model(efficiency), profile, self.levels, self.layout.copies, self.grids
@@ -408,6 +417,7 @@ class _Fit:
             return efficiency
         self.batch_limit = limit
         self.capacity = limit or self._unbounded()
+        self.simulated_rms_error = _rms(simulated.ms_per_token_errors(refined, limit))
         return refined
 
     def _best(self, candidates: list[Efficiency]) -> Efficiency:
@@ -478,8 +488,7 @@ class TtftFit:
 
     def rms_error(self, levels: Sequence[MeasuredLevel]) -> float:
         """Root-mean-square relative error of the predicted TTFT over ``levels``."""
-        relative = [math.expm1(error) for error in self.errors(levels)]
-        return math.sqrt(sum(r * r for r in relative) / len(relative))
+        return _rms([math.expm1(error) for error in self.errors(levels)])
 
     def _with(self, efficiency: Efficiency) -> TtftFit:
         return replace(self, model=replace(self.model, efficiency=efficiency))

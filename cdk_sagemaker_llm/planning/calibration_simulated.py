@@ -67,22 +67,47 @@ class SimulatedFit:
     def error(self, efficiency: Efficiency, batch_limit: int | None) -> float:
         """Sum of squared log errors of the simulated levels (p50 ms/token, tokens/s, and p50
         TTFT where measured); infinite where a level serves no request or refuses some."""
+        simulated = self._simulated(efficiency, batch_limit)
+        if simulated is None:
+            return math.inf
+        total = 0.0
+        for level, shares in zip(self.levels, simulated, strict=True):
+            tokens = sum(at.tokens_per_s * count for at, count in shares)
+            total += math.log(tokens / level.tokens_per_s) ** 2
+            total += math.log(_slowest(shares, "ms_per_token") / level.ms_per_token) ** 2
+            if level.ttft_ms is not None:
+                ttft_ms = _slowest(shares, "ttft_s") * 1000
+                total += math.log(ttft_ms / level.ttft_ms) ** 2
+        return total
+
+    def ms_per_token_errors(self, efficiency: Efficiency, batch_limit: int | None) -> list[float]:
+        """The relative error of the simulated p50 ms/token at each level (the figure
+        ``Calibration.rms_error`` scores, through the simulation); empty where a level serves
+        no request or refuses some."""
+        simulated = self._simulated(efficiency, batch_limit)
+        if simulated is None:
+            return []
+        return [
+            _slowest(shares, "ms_per_token") / level.ms_per_token - 1
+            for level, shares in zip(self.levels, simulated, strict=True)
+        ]
+
+    def _simulated(
+        self, efficiency: Efficiency, batch_limit: int | None
+    ) -> list[list[tuple[SimulatedLevel, int]]] | None:
+        """Each level simulated, as the copies' shares of its clients (``clients, count``);
+        None where a level serves no request or refuses some."""
         simulation = CopySimulation(
             replace(self.model, efficiency=efficiency), self.profile, batch_limit, STEADY_ERROR
         )
-        total = 0.0
+        levels = []
         for level in self.levels:
             shares = load_balancer_shares(self.copies, level.concurrency)
             simulated = [(simulation.level(clients), count) for clients, count in shares]
             if any(not at.result.outcomes or at.result.rejected for at, _ in simulated):
-                return math.inf
-            tokens = sum(at.tokens_per_s * count for at, count in simulated)
-            total += math.log(tokens / level.tokens_per_s) ** 2
-            total += math.log(_slowest(simulated, "ms_per_token") / level.ms_per_token) ** 2
-            if level.ttft_ms is not None:
-                ttft_ms = _slowest(simulated, "ttft_s") * 1000
-                total += math.log(ttft_ms / level.ttft_ms) ** 2
-        return total
+                return None
+            levels.append(simulated)
+        return levels
 
     def refine(
         self, starts: Sequence[Efficiency], batch_limits: Sequence[int | None]
