@@ -219,18 +219,19 @@ class Calibration:
         if self.kv_cache_precision is not KvCachePrecision.AUTO:
             engine += f", {self.kv_cache_precision.value} KV cache"
         ttft = "" if self.ttft_rms_error is None else f", TTFT {self.ttft_rms_error:.0%} rms error"
-        if self.batch_limit is not None:
-            ttft += f", queueing past {self.batch_limit} per copy"
+        fit = f"{self.rms_error:.0%} rms error{ttft}"
         if self.simulated_rms_error is not None:
-            ttft += (
-                f"; fitted through the scheduler simulation, {self.simulated_rms_error:.0%} rms "
-                "error there"
+            fit = (
+                f"fitted through the scheduler simulation, {self.simulated_rms_error:.0%} rms "
+                f"error there; in closed form {fit}"
             )
+        if self.batch_limit is not None:
+            fit += f", queueing past {self.batch_limit} per copy"
         return (
             f"calibrated on {self.source}: {self.model}{engine} on {self.instance_type} "
             f"TP{self.tensor_parallel_degree} x {self.copies} copies, {self.input_tokens} in / "
             f"{self.output_tokens} out, concurrency {low}-{high} ({self.levels} levels, "
-            f"{self.rms_error:.0%} rms error{ttft}): {self.efficiency.describe()}"
+            f"{fit}): {self.efficiency.describe()}"
         )
 
     def fit_error(self, simulated: bool) -> float:
