@@ -69,3 +69,28 @@ def test_plan_reports_caching_per_image_and_instance_type(
     uri: object, instance_type: InstanceType, text: str
 ) -> None:
     assert _caching(_image_plan(uri, {}, instance_type)) == text
+
+
+GOV_DLC = "442386744353.dkr.ecr.us-gov-west-1.amazonaws.com/djl-inference:0.33.0-lmi15.0.0-cu128"
+CHINA_DLC = "727897471807.dkr.ecr.cn-north-1.amazonaws.com.cn/djl-inference:0.33.0-lmi15.0.0-cu128"
+NOT_COMMERCIAL = (
+    "does not apply: {} is not a commercial AWS Region (caching covers commercial Regions only)"
+)
+
+
+@pytest.mark.parametrize(("uri", "region"), [(GOV_DLC, "us-gov-west-1"), (CHINA_DLC, "cn-north-1")])
+def test_plan_reports_no_caching_outside_the_commercial_regions(uri: str, region: str) -> None:
+    """The rule covers commercial Regions only (catalog/container_caching.py); plan stated
+    "applies" for a GovCloud or China stack on an accelerator instance type."""
+    plan = _image_plan(uri, {}, InstanceType.G6_XLARGE)
+    assert plan.caching_applies is False
+    assert _caching(plan) == "eligible (lmi 0.33.0); " + NOT_COMMERCIAL.format(region)
+
+
+def test_plan_reads_the_stacks_region_when_the_uri_does_not_name_one() -> None:
+    """An image URI with tokens (your ECR repository's) names no region: the stack's does."""
+    token_uri = {"Fn::Join": ["", ["111122223333.dkr.ecr.", {"Ref": "AWS::Region"}, "/llm:1"]]}
+    metadata = {"cdk-sagemaker-llm:image": {"containerCachingEligible": True}}
+    plan = _image_plan(token_uri, metadata, InstanceType.G6_XLARGE, "us-gov-east-1")
+    assert plan.caching_applies is False
+    assert _image_plan(token_uri, metadata, InstanceType.G6_XLARGE, "us-east-1").caching_applies

@@ -547,3 +547,34 @@ def test_an_also_fits_warning_says_why_the_service_decision_rejected_that_degree
     assert _weighed("max concurrency 9 exceeds", InstanceType.G5_12XLARGE, decision) == (
         "max concurrency 9 exceeds"
     )
+
+
+def test_plan_of_a_govcloud_stack_does_not_promise_container_caching(tmp_path: Path) -> None:
+    """Container caching covers commercial Regions only (catalog/container_caching.py); plan
+    said "applies" for an LMI image on ml.g5 in us-gov-west-1."""
+    outdir = tmp_path / "cdk.out"
+    app = cdk.App(outdir=str(outdir), context=CDK_CONTEXT)
+    stack = cdk.Stack(app, "Gov", env=cdk.Environment(region="us-gov-west-1"))
+    model = Model(
+        stack,
+        "Model",
+        image=ContainerImage.lmi("0.33.0"),
+        source=ModelSource.from_hugging_face("Qwen/Qwen2.5-7B-Instruct"),
+    )
+    Endpoint(
+        stack,
+        "Endpoint",
+        variants=[
+            ProductionVariant(
+                model=model, instance_type=InstanceType.G5_2XLARGE, initial_instance_count=1
+            )
+        ],
+    )
+    app.synth()
+    (variant,) = build_plan(outdir).stacks[0].endpoints[0].variants
+    assert variant.image is not None
+    assert variant.image.caching_eligible is True
+    assert variant.image.caching_applies is False
+    assert "us-gov-west-1 is not a commercial AWS Region" in (
+        variant.image.caching_unapplied_reason or ""
+    )

@@ -51,7 +51,8 @@ class SizingVerdict:
 @dataclass
 class ImagePlan:
     """The serving image and whether SageMaker container caching covers it
-    (catalog/container_caching.py: images in Amazon ECR, on accelerator instance types)."""
+    (catalog/container_caching.py: images in Amazon ECR, on accelerator instance types, in
+    commercial AWS Regions)."""
 
     uri: str
     family: str | None
@@ -59,7 +60,7 @@ class ImagePlan:
     caching_eligible: bool | None
     caching_applies: bool
     caching_unapplied_reason: str | None = None
-    """Why an eligible image is not cached on this instance type, or None."""
+    """Why an eligible image is not cached on this instance type in this region, or None."""
 
 
 @dataclass

@@ -81,7 +81,9 @@ def plan_template(
         )
         if config_id is None:
             continue
-        endpoint_plan = _endpoint_plan(template, scaling, prices, endpoint_id, endpoint, config_id)
+        endpoint_plan = _endpoint_plan(
+            template, scaling, prices, endpoint_id, endpoint, config_id, region=region
+        )
         endpoint_plan.price_basis = prices.basis(region)
         stack.endpoints.append(endpoint_plan)
     for logical_id, resource in template.resources.items():
@@ -104,6 +106,8 @@ def _endpoint_plan(
     endpoint_id: str,
     endpoint: dict[str, Any],
     config_id: str,
+    *,
+    region: str | None = None,
 ) -> EndpointPlan:
     config = template.properties(config_id)
     endpoint_name = endpoint.get("EndpointName")
@@ -131,6 +135,7 @@ def _endpoint_plan(
                 endpoint_name,
                 variant,
                 on_components=is_component_endpoint,
+                region=region,
             )
         )
     plan = EndpointPlan(
@@ -148,7 +153,9 @@ def _endpoint_plan(
         )
         instance_type = InstanceType.of(variant.instance_type) if variant else None
         plan.components.append(
-            _component_plan(template, scaling, component_id, component, instance_type, variant)
+            _component_plan(
+                template, scaling, component_id, component, instance_type, variant, region=region
+            )
         )
     return plan
 
@@ -162,6 +169,7 @@ def _variant_plan(
     variant: dict[str, Any],
     *,
     on_components: bool,
+    region: str | None = None,
 ) -> VariantPlan:
     name = shown(variant.get("VariantName", ""))
     options = variant_options(variant)
@@ -205,7 +213,7 @@ def _variant_plan(
         container = model_container(template, model_id)
         spec = spec_of(container)
         plan.model = model_label(container, spec) or model_id
-        plan.image = image_plan(container.image_value, container.metadata, instance_type)
+        plan.image = image_plan(container.image_value, container.metadata, instance_type, region)
         facts = serving_facts(container.environment)
         degree = facts.tensor_parallel_degree or instance_type.accelerator_count or None
         plan.accelerators_per_copy = degree
@@ -274,6 +282,8 @@ def _component_plan(
     component: dict[str, Any],
     instance_type: InstanceType | None,
     variant: VariantPlan | None,
+    *,
+    region: str | None = None,
 ) -> ComponentPlan:
     name = component.get("InferenceComponentName")
     per_type = component.get("Specifications") or []
@@ -307,7 +317,7 @@ def _component_plan(
         logical_id=component_id,
         name=display_name(component_id, name),
         model=model_label(container, spec) or model_id,
-        image=image_plan(container.image_value, container.metadata, instance_type)
+        image=image_plan(container.image_value, container.metadata, instance_type, region)
         if container.image_value is not None
         else None,
         accelerators_per_copy=accelerators,

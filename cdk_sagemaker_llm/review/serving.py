@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..catalog.container_caching import caching_applies
-from ..catalog.containers import image_facts_of_uri
+from ..catalog.containers import ECR_URI, image_facts_of_uri
 from ..catalog.instance_types import InstanceType
 from ..catalog.jumpstart import MODEL_ID_TAG, MODEL_VERSION_TAG
 from ..catalog.model_specs import ModelSpec
+from ..catalog.registries import partition
 from ..planning.engine_profiles import profile_name_for
 from ..planning.sizing import serving_facts, size
 from ..template_metadata import IMAGE, MODEL_SPEC
@@ -21,8 +22,14 @@ from .template import Template, environment_of, shown
 
 
 def image_plan(
-    uri_value: Any, metadata: dict[str, Any], instance_type: InstanceType | None
+    uri_value: Any,
+    metadata: dict[str, Any],
+    instance_type: InstanceType | None,
+    region: str | None = None,
 ) -> ImagePlan:
+    """The image of a container and whether SageMaker caches it on ``instance_type`` in the
+    stack's ``region`` (None: environment-agnostic; the region of a literal ECR URI is then
+    read from the URI). Caching covers commercial regions only (``caching_applies``)."""
     uri = shown(uri_value)
     facts = metadata.get(IMAGE)
     family = release = None
@@ -32,14 +39,20 @@ def image_plan(
         eligible = bool(facts.get("containerCachingEligible"))
     elif isinstance(uri_value, str):
         family, release, eligible = image_facts_of_uri(uri_value)
-    applies = caching_applies(instance_type) if instance_type is not None else None
+    if region is None and isinstance(uri_value, str):
+        match = ECR_URI.match(uri_value)
+        region = match.group("region") if match is not None else None
+    applies = caching_applies(instance_type, region) if instance_type is not None else None
     reason = None
     if eligible and applies is not True:
-        reason = (
-            "the instance type's accelerators are unknown"
-            if applies is None
-            else "the instance type has no accelerator"
-        )
+        if region is not None and partition(region) != "aws":
+            reason = (
+                f"{region} is not a commercial AWS Region (caching covers commercial Regions only)"
+            )
+        elif applies is None:
+            reason = "the instance type's accelerators are unknown"
+        else:
+            reason = "the instance type has no accelerator"
     return ImagePlan(
         uri=uri,
         family=family,
