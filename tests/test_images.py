@@ -414,3 +414,34 @@ def test_an_ecr_repository_of_another_region_is_refused() -> None:
     )
     ContainerImage.from_ecr_repository(local, "1.0").bind(stack, None)
     ContainerImage.from_ecr_repository(ecr.Repository(stack, "Own"), "1.0").bind(stack, None)
+
+
+@pytest.mark.parametrize(
+    ("factory", "tag", "meant"),
+    [
+        # newer than the catalog: a CUDA LMI tag to the NeuronX factory, and back
+        ("lmi_neuronx", "0.39.0-lmi30.0.0-cu130", "lmi"),
+        ("lmi", "0.30.0-neuronx-sdk2.20.1", "lmi_neuronx"),
+        ("lmi", "0.34.0-tensorrtllm0.22.0-cu128", "lmi_tensorrt_llm"),
+        ("tgi", "2.7.0-optimum3.3.7-neuronx-py310-ubuntu22.04", "tgi_neuronx"),
+        ("tgi_neuronx", "2.7.0-tgi3.3.7-gpu-py311-cu124-ubuntu22.04", "tgi"),
+        ("pytorch_cpu", "2.7.1-gpu-py312-cu128-ubuntu22.04-sagemaker", "pytorch_gpu"),
+    ],
+)
+def test_a_new_tag_of_another_line_is_refused_naming_its_factory(
+    factory: str, tag: str, meant: str
+) -> None:
+    """A tag the catalog does not list yet was taken for the factory's family whatever it
+    said: a CUDA image given to lmi_neuronx passed as a Neuron image (and was placed on
+    ml.inf2, where it cannot run), a NeuronX image given to lmi as a GPU one."""
+    with pytest.raises(ValidationError) as raised:
+        getattr(ContainerImage, factory)(tag)
+    assert raised.value.fix == f"use ContainerImage.{meant}({tag!r})"
+    assert tag in str(raised.value)
+
+
+def test_a_new_tag_no_line_recognizes_is_still_used_as_given() -> None:
+    """An older tag scheme (LMI's DeepSpeed images) is none of the lines': kept, with the
+    unknown-tag warning at bind."""
+    image = ContainerImage.lmi("0.26.0-deepspeed0.12.6-cu121")
+    assert image.family is ContainerFamily.LMI and image.tag == "0.26.0-deepspeed0.12.6-cu121"

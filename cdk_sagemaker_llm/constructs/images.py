@@ -43,7 +43,9 @@ class ContainerImage:
 
     Deep Learning Container factories (``lmi``, ``tgi``, ``pytorch_gpu``, ``triton`` ...) take
     either a short version known to the catalog (``"0.31.0"``) or a full image tag
-    (``"0.31.0-lmi13.0.0-cu124"``), so a new container release needs no library upgrade. The
+    (``"0.31.0-lmi13.0.0-cu124"``), so a new container release needs no library upgrade; a tag
+    that another line's pattern recognizes (a CUDA tag given to ``lmi_neuronx``) is refused
+    naming that line's factory. The
     catalog is generated from the SageMaker Python SDK's image map (``CATALOG_SOURCE``). The
     registry account and domain are resolved for the stack's region at synth time; a
     region-agnostic stack gets a CloudFormation mapping keyed on ``AWS::Region``.
@@ -212,8 +214,9 @@ class ContainerImage:
     @staticmethod
     def _check_full_tag(family: ContainerFamily, tag: str, prop: str) -> None:
         """A full tag must be one Docker accepts (``[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}``), and
-        not a known tag of another line (a NeuronX tag given to ``lmi``) or a short version
-        with a stray ``v`` or space, each named with what was meant."""
+        not a tag of another line (a NeuronX tag given to ``lmi``: one the catalog lists, or a
+        newer one that line's tag pattern recognizes and this line's does not) or a short
+        version with a stray ``v`` or space, each named with what was meant."""
         meant = tag.strip().removeprefix("v")
         if meant != tag and meant in DLC_LINES[family].tags:
             raise ValidationError(
@@ -228,6 +231,25 @@ class ContainerImage:
                     f"is a tag of the {other.value} image, not of {family.value}",
                     f"use ContainerImage.{other.name.lower()}({tag!r})",
                 )
+        # A tag newer than the catalog is still recognized by its line's tag pattern: a CUDA
+        # tag (0.39.0-lmi30.0.0-cu130) given to lmi_neuronx, or a NeuronX one to lmi, would be
+        # taken for the factory's accelerator and placed on instances it cannot run on.
+        line = DLC_LINES[family]
+        if not line.release_of(tag):
+            for other, other_line in DLC_LINES.items():
+                if (
+                    other is not family
+                    and other_line.repository == line.repository
+                    and other_line.release_of(tag)
+                ):
+                    raise ValidationError(
+                        prop,
+                        tag,
+                        f"is a tag of the {other.value} image (its tags look like "
+                        f"{other_line.newest.tag!r}), not of {family.value} (tags like "
+                        f"{line.newest.tag!r})",
+                        f"use ContainerImage.{other.name.lower()}({tag!r})",
+                    )
         if not _DOCKER_TAG.fullmatch(tag):
             raise ValidationError(
                 prop,
