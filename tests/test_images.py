@@ -445,3 +445,36 @@ def test_a_new_tag_no_line_recognizes_is_still_used_as_given() -> None:
     unknown-tag warning at bind."""
     image = ContainerImage.lmi("0.26.0-deepspeed0.12.6-cu121")
     assert image.family is ContainerFamily.LMI and image.tag == "0.26.0-deepspeed0.12.6-cu121"
+
+
+@pytest.mark.parametrize(
+    ("image", "region"),
+    [
+        # the SDK builds Triton's CPU tag as "<version>-py3-cpu"; 24.09 is not in mx-central-1
+        (ContainerImage.triton("24.09-py3-cpu"), "mx-central-1"),
+        (ContainerImage.triton("24.09-py3-cpu"), "ap-south-2"),
+        # the long form of a listed PyTorch release; 2.5.1 is not in me-west-1 (2.6.0 is)
+        (ContainerImage.pytorch_gpu("2.5.1-gpu-py311-cu124-ubuntu22.04-sagemaker"), "me-west-1"),
+    ],
+)
+def test_another_tag_of_a_listed_release_is_published_where_that_release_is(
+    image: ContainerImage, region: str
+) -> None:
+    """A tag the catalog does not list but whose release it does was resolved with the newest
+    release's registries: the URI of an image that does not exist in the region, with only
+    the unknown-tag warning."""
+    assert not image.available_in(region)
+    with pytest.raises(ValidationError, match="does not publish"):
+        uri_in(region, image)
+
+
+def test_another_tag_of_a_listed_release_maps_that_releases_regions() -> None:
+    stack = new_stack(None)
+    ContainerImage.triton("24.09-py3-cpu").bind(stack, None)
+    cdk.CfnWaitConditionHandle(stack, "Anchor")
+    mappings = Template.from_stack(stack).to_json()["Mappings"]
+    assert list(mappings) == ["DlcRegistryTritonV2409"]
+    assert "mx-central-1" not in mappings["DlcRegistryTritonV2409"]
+    assert uri_in("us-east-1", ContainerImage.triton("24.09-py3-cpu")) == (
+        "763104351884.dkr.ecr.us-east-1.amazonaws.com/sagemaker-tritonserver:24.09-py3-cpu"
+    )

@@ -332,11 +332,18 @@ class DlcLine:
         return match.group("release") if match else None
 
     def release_for(self, tag: str) -> DlcRelease:
-        """The release whose registries serve ``tag``: its own when the catalog knows the tag,
-        else the newest (a tag newer than the catalog is taken to be published like it)."""
+        """The release whose registries serve ``tag``: its own when the catalog knows the tag;
+        else the listed release the tag carries (another tag of a listed release, such as
+        Triton's CPU build ``24.09-py3-cpu`` or PyTorch's long form
+        ``2.5.1-gpu-py311-cu124-ubuntu22.04-sagemaker``, is published where that release is:
+        the SDK's image map keeps one region list per version, for every processor); else the
+        newest (a tag newer than the catalog is taken to be published like it)."""
         for release in self.releases.values():
             if release.tag == tag:
                 return release
+        carried = self.release_of(tag)
+        if carried is not None and carried in self.releases:
+            return self.releases[carried]
         return self.newest
 
     def architecture_of(self, tag: str) -> CpuArchitecture:
