@@ -40,6 +40,7 @@ from test_optimization_job_handler import (
 
 from cdk_sagemaker_llm.catalog.instance_types import InstanceType
 from cdk_sagemaker_llm.constructs.model_source import ModelSource
+from cdk_sagemaker_llm.constructs.optimization_job import HANDLER_TIMEOUT as HANDLER_DURATION
 from cdk_sagemaker_llm.constructs.optimization_job import OptimizationJob
 from cdk_sagemaker_llm.constructs.optimization_options import (
     OptimizationOutput,
@@ -52,8 +53,9 @@ from cdk_sagemaker_llm.constructs.optimization_techniques import (
 )
 from cdk_sagemaker_llm.lambdas import runtime_support as runtime
 from cdk_sagemaker_llm.lambdas.optimization_job import handler as h
+from cdk_sagemaker_llm.lambdas.optimization_job import job as job_module
 
-HANDLER_TIMEOUT = 120.0  # the construct's Handler function
+HANDLER_TIMEOUT = HANDLER_DURATION.to_seconds()  # the construct's Handler function
 POLLER_TIMEOUT = 60.0  # the construct's Poller function
 NAME = expected_name()
 
@@ -351,6 +353,7 @@ def test_throttling_until_the_lambda_runs_out_answers_failed_in_time(
     clock: Clock, sagemaker: Any, sfn: Any
 ) -> None:
     (sm, sm_stub, calls), (sf, _, _) = sagemaker, sfn
+    clock.end = 120.0  # a Lambda whose time runs out before the retries do
     calls.seconds = 30.0  # each call hangs most of its read timeout before being throttled
     for _ in range(3):
         error(sm_stub, "create_optimization_job", "ThrottlingException", message="Rate exceeded")
@@ -530,6 +533,138 @@ def test_delete_with_destroy_retries_s3_and_removes_the_artifacts(
         body = answer(ev, clock, job_event(sm, sf, s3_client)(ev))
         s3_stub.assert_no_pending_responses()
     assert body["Status"] == "SUCCESS" and len(clock.sleeps) == 2
+
+
+# ----- a Delete under RemovalPolicy destroy waits for the job to end ------------------------------
+
+
+@pytest.fixture
+def stubbed_s3(sagemaker: Any) -> Iterator[tuple[Any, Stubber]]:
+    """S3, stubbed, its calls recorded in SageMaker's list (one order for both clients)."""
+    _, _, calls = sagemaker
+    boto_client = CLIENTS.setdefault("s3", client("s3"))
+    calls.watch(boto_client)
+    try:
+        with Stubber(boto_client) as stubber:
+            yield boto_client, stubber
+            stubber.assert_no_pending_responses()
+    finally:
+        Calls.unwatch(boto_client)
+
+
+OUTPUT_PREFIX = f"optimized/{NAME}/"
+
+
+def artifacts_listed_and_deleted(s3_stub: Stubber) -> None:
+    s3_stub.add_response(
+        "list_objects_v2",
+        {"Contents": [{"Key": OUTPUT_PREFIX + "model.safetensors"}], "IsTruncated": False},
+        {"Bucket": "models", "Prefix": OUTPUT_PREFIX},
+    )
+    s3_stub.add_response(
+        "delete_objects",
+        {},
+        {
+            "Bucket": "models",
+            "Delete": {"Objects": [{"Key": OUTPUT_PREFIX + "model.safetensors"}], "Quiet": True},
+        },
+    )
+
+
+def test_delete_with_destroy_deletes_the_artifacts_only_once_the_stopped_job_has_ended(
+    clock: Clock, sagemaker: Any, sfn: Any, stubbed_s3: Any
+) -> None:
+    """StopOptimizationJob returns while the job is STOPPING and may still write its output:
+    the folder is deleted after DescribeOptimizationJob reports STOPPED, not before."""
+    (sm, sm_stub, calls), (sf, _, _), (s3_client, s3_stub) = sagemaker, sfn, stubbed_s3
+    described(sm_stub, "INPROGRESS")
+    sm_stub.add_response("stop_optimization_job", {}, {"OptimizationJobName": NAME})
+    described(sm_stub, "STOPPING")
+    described(sm_stub, "STOPPED")
+    artifacts_listed_and_deleted(s3_stub)
+    ev = event("Delete", physical=NAME, RemovalPolicy="destroy")
+    body = answer(ev, clock, job_event(sm, sf, s3_client)(ev))
+    assert body["Status"] == "SUCCESS" and body["PhysicalResourceId"] == NAME
+    assert calls.operations() == [
+        "DescribeOptimizationJob",
+        "StopOptimizationJob",
+        "DescribeOptimizationJob",  # STOPPING
+        "DescribeOptimizationJob",  # STOPPED
+        "ListObjectsV2",
+        "DeleteObjects",
+    ]
+    assert clock.sleeps == [job_module.STOP_POLL_S]
+
+
+def test_delete_with_destroy_of_a_job_already_stopping_waits_without_stopping_it_again(
+    clock: Clock, sagemaker: Any, sfn: Any, stubbed_s3: Any
+) -> None:
+    """A job the poller stopped at its deadline, or a Delete retried after running out of
+    time: the job is STOPPING, so it is waited for (no second StopOptimizationJob)."""
+    (sm, sm_stub, calls), (sf, _, _), (s3_client, s3_stub) = sagemaker, sfn, stubbed_s3
+    described(sm_stub, "STOPPING")
+    described(sm_stub, "STOPPING")
+    described(sm_stub, "STOPPED")
+    artifacts_listed_and_deleted(s3_stub)
+    ev = event("Delete", physical=NAME, RemovalPolicy="destroy")
+    body = answer(ev, clock, job_event(sm, sf, s3_client)(ev))
+    assert body["Status"] == "SUCCESS"
+    assert "StopOptimizationJob" not in calls.operations()
+    assert calls.operations()[-3:] == ["DescribeOptimizationJob", "ListObjectsV2", "DeleteObjects"]
+
+
+def test_delete_with_destroy_of_a_job_still_stopping_at_the_end_of_its_time_fails_keeping_them(
+    clock: Clock, sagemaker: Any, sfn: Any, stubbed_s3: Any
+) -> None:
+    """Out of time while the job is STOPPING: no object is deleted (the job may still write),
+    and the Delete fails, in time, with a reason that names the job, its status, the folder
+    kept and how to finish; a retry once the job has stopped deletes it (next test)."""
+    (sm, sm_stub, calls), (sf, _, _), (s3_client, _) = sagemaker, sfn, stubbed_s3
+    described(sm_stub, "INPROGRESS")
+    sm_stub.add_response("stop_optimization_job", {}, {"OptimizationJobName": NAME})
+    # Looks every STOP_POLL_S while the time left (reserve excluded) still holds a pause, a
+    # look, a list and a delete; calls take no fake time here.
+    left = HANDLER_TIMEOUT - runtime.RESPONSE_RESERVE
+    pauses = (
+        int((left - job_module.STOP_POLL_S - 3 * runtime.CALL_SECONDS) // job_module.STOP_POLL_S)
+        + 1
+    )
+    for _ in range(pauses + 1):
+        described(sm_stub, "STOPPING")
+    ev = event("Delete", physical=NAME, RemovalPolicy="destroy")
+    body = answer(ev, clock, job_event(sm, sf, s3_client)(ev))
+    assert body["Status"] == "FAILED" and body["PhysicalResourceId"] == NAME
+    reason = body["Reason"]
+    assert NAME in reason and "STOPPING" in reason and "retry" in reason
+    assert f"s3://models/{OUTPUT_PREFIX}" in reason and "not deleted" in reason
+    assert "ListObjectsV2" not in calls.operations()
+    assert clock.sleeps == [job_module.STOP_POLL_S] * pauses
+    assert pauses >= 10, "the handler's timeout leaves time to wait out a STOPPING job"
+
+
+def test_a_retried_delete_with_destroy_of_a_stopped_job_deletes_without_waiting(
+    clock: Clock, sagemaker: Any, sfn: Any, stubbed_s3: Any
+) -> None:
+    (sm, sm_stub, calls), (sf, _, _), (s3_client, s3_stub) = sagemaker, sfn, stubbed_s3
+    described(sm_stub, "STOPPED")
+    artifacts_listed_and_deleted(s3_stub)
+    ev = event("Delete", physical=NAME, RemovalPolicy="destroy")
+    body = answer(ev, clock, job_event(sm, sf, s3_client)(ev))
+    assert body["Status"] == "SUCCESS" and clock.sleeps == []
+    assert calls.operations() == ["DescribeOptimizationJob", "ListObjectsV2", "DeleteObjects"]
+
+
+def test_delete_with_retain_stops_the_job_without_waiting_for_it(
+    clock: Clock, sagemaker: Any, sfn: Any
+) -> None:
+    """The artifacts stay, so nothing waits for STOPPING to end: the Delete answers at once."""
+    (sm, sm_stub, calls), (sf, _, _) = sagemaker, sfn
+    described(sm_stub, "INPROGRESS")
+    sm_stub.add_response("stop_optimization_job", {}, {"OptimizationJobName": NAME})
+    ev = event("Delete", physical=NAME, RemovalPolicy="retain")
+    body = answer(ev, clock, job_event(sm, sf)(ev))
+    assert body["Status"] == "SUCCESS" and clock.sleeps == []
+    assert calls.operations() == ["DescribeOptimizationJob", "StopOptimizationJob"]
 
 
 # ----- hostile events --------------------------------------------------------------------------

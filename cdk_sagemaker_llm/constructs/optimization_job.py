@@ -37,7 +37,11 @@ Lifecycle:
   deployment gets a new handle, hence a new job, instead of adopting the failed one.
 - Delete stops a job still running. Its artifacts are kept unless the output's
   ``removal_policy`` is ``RemovalPolicy.DESTROY``, which deletes the objects under the job's
-  output location.
+  output location once the job has ended: ``StopOptimizationJob`` leaves it ``STOPPING``, and
+  a stopping job may still write there, so the handler first waits (up to its
+  ``HANDLER_TIMEOUT``) until ``DescribeOptimizationJob`` reports it ``STOPPED``. A job still
+  stopping when that time runs out fails the Delete, artifacts kept, with a reason that says
+  so; retrying the delete (or the rollback) once it has stopped deletes them.
 
 A native ``AWS::SageMaker::OptimizationJob`` could later replace the three resources behind the
 same construct API: ``output_s3_uri``, ``recommended_image_uri``, ``as_model_source()``,
@@ -113,6 +117,12 @@ from .s3_prefix_grants import acknowledge_prefix
 from .speculative_decoding import DraftModelKind, SpeculativeDecoding
 from .validation import SAGEMAKER_NAME, SAGEMAKER_NAME_MAX_LENGTH, ValidationError, is_unresolved
 from .workflow_loop import cdk_retried_task, signalling_loop
+
+HANDLER_TIMEOUT = Duration.minutes(4)
+"""The custom-resource handler's Lambda timeout. Less than ``CUSTOM_RESOURCE_TIMEOUT`` (how long
+CloudFormation waits for the answer), so the handler always answers itself, FAILED with its
+reason if need be; most of it is for a Delete under ``RemovalPolicy.DESTROY`` that waits for a
+stopping job to end before deleting its artifacts (Create and Update take seconds)."""
 
 HANDLER_ASSET = HandlerAsset(
     sources=(
@@ -442,7 +452,7 @@ class OptimizationJob(Construct):
             placement=self._placement,
             code=code,
             handler="handler.on_event",
-            timeout=Duration.minutes(2),
+            timeout=HANDLER_TIMEOUT,
             description="Starts, adopts and stops the optimization job (CloudFormation custom "
             "resource)",
         )

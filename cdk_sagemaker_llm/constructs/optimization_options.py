@@ -66,7 +66,8 @@ class OptimizationOutput:
     encryption_key: kms.IKey | None = None
     """The key encrypting the artifacts (``OutputConfig.KmsKeyId``); None: the bucket's."""
     removal_policy: RemovalPolicy = RemovalPolicy.RETAIN
-    """``DESTROY`` deletes the job's output folder with the resource; otherwise it is kept."""
+    """``DESTROY`` deletes the job's output folder with the resource (once the job has ended:
+    a Delete waits for a stopping job, see ``OptimizationJob``); otherwise it is kept."""
 
     def __post_init__(self) -> None:
         _check_prefix("OptimizationOutput.in_bucket(prefix)", self.prefix)
@@ -84,7 +85,7 @@ class OptimizationOutput:
         ``prefix`` (ending in ``/``; default ``optimized/``), encrypted with
         ``encryption_key`` (default the bucket's encryption). ``removal_policy``: RETAIN
         (default) keeps the artifacts when the job resource is deleted, DESTROY deletes its
-        output folder; a running job is always stopped."""
+        output folder once the job has ended; a running job is always stopped."""
         return OptimizationOutput(
             bucket=bucket,
             prefix=prefix,

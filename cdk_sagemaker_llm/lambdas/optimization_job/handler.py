@@ -31,7 +31,8 @@ Reliability rules every path follows:
   unknown keys) and a bad one fails with a reason naming it, never an unhandled exception.
 - Create and Update are idempotent (the job name derives from the definition and the wait
   handle); Delete succeeds for an id that never became a job and for a job already gone, and
-  stops a job still running.
+  stops a job still running (with ``RemovalPolicy`` destroy, waits until it has ended before
+  deleting its artifacts, and fails, keeping them, if it has not ended in time).
 """
 
 from __future__ import annotations

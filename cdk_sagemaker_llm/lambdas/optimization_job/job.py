@@ -24,6 +24,7 @@ from ..job_poll import describe_job
 from ..runtime_support import (
     Budget,
     HandlerError,
+    OutOfTime,
     Sleep,
     call_with_retry,
     error_code,
@@ -39,6 +40,18 @@ from .job_properties import (
 RUNNING = frozenset({"STARTING", "INPROGRESS"})
 """Statuses of a job that can still be stopped."""
 TERMINAL = frozenset({"COMPLETED", "FAILED", "STOPPED"})
+"""Statuses of a job that has ended: it writes nothing more to its output location.
+
+``OptimizationJobStatus`` in botocore 1.44.5's SageMaker model is ``STARTING``, ``INPROGRESS``,
+``STOPPING``, ``COMPLETED``, ``FAILED``, ``STOPPED``. ``StopOptimizationJob`` "ends a running
+inference optimization job" (SageMaker API Reference, API_StopOptimizationJob) and does not wait
+for it: ``DescribeOptimizationJob`` (API_DescribeOptimizationJob, ``OptimizationJobStatus``)
+reports ``STOPPING`` until the job has ended as ``STOPPED`` (or, if it finished meanwhile,
+``COMPLETED`` / ``FAILED``). Neither page says how long ``STOPPING`` lasts, and a job still
+``STOPPING`` may still write its output, so a Delete that removes the artifacts waits for one of
+these first (``wait_until_ended``)."""
+STOP_POLL_S = 10.0
+"""Seconds between ``DescribeOptimizationJob`` calls while a Delete waits for a job to end."""
 
 
 def job_name(stem: str, handle_url: str) -> str:
@@ -160,12 +173,17 @@ def start_job(
 
 
 def stop_job(name: str, sagemaker: Any, budget: Budget) -> str:
-    """Stop the job if it is still running; returns what was done."""
+    """Stop the job if it is still running; returns what was done: ``absent``, ``finished``
+    (it had ended, ``TERMINAL``), ``stopping`` (it was already stopping) or ``stopped`` (asked
+    to stop now; it may still be ``STOPPING``)."""
     job = describe(sagemaker, name, budget)
     if job is None:
         return "absent"
-    if job.get("OptimizationJobStatus") not in RUNNING:
+    status = job.get("OptimizationJobStatus")
+    if status in TERMINAL:
         return "finished"
+    if status not in RUNNING:
+        return "stopping"
     try:
         call_with_retry(sagemaker.stop_optimization_job, budget, OptimizationJobName=name)
     except Exception as error:
@@ -173,6 +191,33 @@ def stop_job(name: str, sagemaker: Any, budget: Budget) -> str:
         if error_code(error) not in ("ValidationException", "ResourceNotFound"):
             raise
     return "stopped"
+
+
+def wait_until_ended(name: str, output_uri: str, sagemaker: Any, budget: Budget) -> str:
+    """Describe the job every ``STOP_POLL_S`` until it has ended (``TERMINAL``) or is gone;
+    returns its final status (``absent`` when gone).
+
+    Gives up while the budget still leaves time for one ``ListObjectsV2`` and one
+    ``DeleteObjects`` after the next look, raising ``OutOfTime``: the Delete then fails with a
+    reason that says the artifacts under ``output_uri`` were kept and how to finish, since
+    deleting them under a job that may still write would leave objects behind silently.
+    """
+    while True:
+        job = describe(sagemaker, name, budget)
+        if job is None:
+            return "absent"
+        status = str(job.get("OptimizationJobStatus", ""))
+        if status in TERMINAL:
+            return status
+        if budget.left() < STOP_POLL_S + 3 * budget.call_seconds:
+            raise OutOfTime(
+                f"Optimization job {name} is still {status or 'not ended'} as this Delete runs "
+                f"out of time, so its artifacts under {output_uri} were not deleted (a job "
+                "that has not stopped may still write there): retry the delete (or the "
+                "rollback) once DescribeOptimizationJob reports it STOPPED, or retain this "
+                "resource and delete them yourself"
+            )
+        budget.sleep(STOP_POLL_S)
 
 
 def delete_artifacts(output_uri: str, s3: Any, budget: Budget) -> int:
@@ -202,6 +247,13 @@ def delete_job(event: Mapping[str, Any], sagemaker: Any, s3: Any, budget: Budget
     Deliberately lenient, so rollbacks never get stuck: a physical id that never became a job
     (a failed create's placeholder, anything malformed) or that this resource did not name
     succeeds without a call; a job already gone succeeds too.
+
+    Without destroy, a job asked to stop is left ``STOPPING`` (nothing waits for it). With
+    destroy, a job that was running or stopping is waited for until it has ended
+    (``wait_until_ended``, within the Lambda's time) before its output folder is deleted:
+    ``StopOptimizationJob`` returns while the job may still write there. Still not ended as
+    the time runs out, the Delete fails naming the job and the kept folder; a retry, once the
+    job has stopped, finds it ended and deletes the folder without waiting.
     """
     physical = event.get("PhysicalResourceId")
     props = event.get("ResourceProperties")
@@ -216,7 +268,7 @@ def delete_job(event: Mapping[str, Any], sagemaker: Any, s3: Any, budget: Budget
     ):
         return {"PhysicalResourceId": echo, "Data": {}}
     name = str(physical)
-    stop_job(name, sagemaker, budget)
+    stopped = stop_job(name, sagemaker, budget)
     if props.get("RemovalPolicy") == "destroy" and s3 is not None:
         stem = matching(
             props.get("OutputLocationStem"),
@@ -224,7 +276,10 @@ def delete_job(event: Mapping[str, Any], sagemaker: Any, s3: Any, budget: Budget
             OUTPUT_STEM,
             900,
         )
-        delete_artifacts(f"{stem}{name}/", s3, budget)
+        output_uri = f"{stem}{name}/"
+        if stopped in ("stopped", "stopping"):
+            wait_until_ended(name, output_uri, sagemaker, budget)
+        delete_artifacts(output_uri, s3, budget)
     return {"PhysicalResourceId": name, "Data": {}}
 
 
