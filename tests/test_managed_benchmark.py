@@ -226,6 +226,9 @@ def test_the_template_holds_the_workload_configuration_and_least_privilege() -> 
         and r["Properties"].get("Handler") == "index.on_event"
     ]  # fmt: skip
     assert starter_function["Timeout"] == 900
+    # The starter answers CloudFormation itself, even after a Delete's 15-minute wait: the
+    # custom resource's ServiceTimeout outlasts the function (not CloudFormation's 5 minutes).
+    assert int(custom["Properties"]["ServiceTimeout"]) == 960
     assert actions(job) == {
         "sagemaker:InvokeEndpoint",
         "sagemaker:InvokeEndpointWithResponseStream",

@@ -47,7 +47,27 @@ LOG_RETENTION = logs.RetentionDays.THREE_MONTHS
 
 CUSTOM_RESOURCE_TIMEOUT = Duration.minutes(5)
 """How long CloudFormation waits for a handler's answer (the work itself is waited for by a
-wait condition)."""
+wait condition), unless the handler may run longer (``answer_timeout``)."""
+
+ANSWER_MARGIN = Duration.minutes(1)
+"""What CloudFormation waits past a handler's Lambda timeout, for the invocation's start and
+the answer's upload."""
+
+
+def answer_timeout(handler: lambda_.IFunction) -> Duration:
+    """How long CloudFormation waits for ``handler``'s answer (the custom resource's
+    ``ServiceTimeout``): ``CUSTOM_RESOURCE_TIMEOUT``, or the handler's Lambda timeout and
+    ``ANSWER_MARGIN`` where that is longer. A handler that may run longer than the
+    ``ServiceTimeout`` (a Delete waiting for a job to stop) would otherwise fail the stack
+    operation with CloudFormation's timeout while it still works, and its own reason would
+    never be read ("ServiceTimeout": "The maximum time, in seconds, that can elapse before a
+    custom resource operation times out", AWS::CloudFormation::CustomResource)."""
+    own = handler.timeout if isinstance(handler, lambda_.Function) else None
+    if own is None or own.to_seconds() + ANSWER_MARGIN.to_seconds() <= (
+        CUSTOM_RESOURCE_TIMEOUT.to_seconds()
+    ):
+        return CUSTOM_RESOURCE_TIMEOUT
+    return Duration.seconds(own.to_seconds() + ANSWER_MARGIN.to_seconds())
 
 
 @typed_props
@@ -349,7 +369,7 @@ def signalled_work(
         "Resource",
         service_token=handler.function_arn,
         resource_type=resource_type,
-        service_timeout=CUSTOM_RESOURCE_TIMEOUT,
+        service_timeout=answer_timeout(handler),
         properties={**properties, "WaitHandle": handle.ref},
     )
     wait_condition = cloudformation.CfnWaitCondition(

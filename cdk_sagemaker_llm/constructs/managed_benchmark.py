@@ -62,7 +62,8 @@ from .workflow_loop import signalling_loop
 
 STARTER_TIMEOUT = Duration.minutes(15)
 """The starter's Lambda timeout: Lambda's most, all of it for a Delete waiting out ``Stopping``
-(a CloudFormation custom resource may take up to an hour; Lambda's own limit is the bound)."""
+(a CloudFormation custom resource may take up to an hour; Lambda's own limit is the bound). The
+custom resource's ``ServiceTimeout`` follows it (``deploy_time.answer_timeout``)."""
 
 MANAGED_ASSET = HandlerAsset(
     sources=(*ENGINE_SOURCES, "lambdas/job_poll.py", "lambdas/managed_benchmark"),
