@@ -608,6 +608,66 @@ def test_a_scheduled_maximum_must_fit_the_endpoints_instances() -> None:
     scaling.scale_on_schedule("busy", schedule=daily, max_capacity=4)  # 4 GPUs hold 4 copies
 
 
+def test_a_component_that_scales_to_zero_takes_a_scheduled_maximum_of_zero() -> None:
+    """Nights at 0 copies: with the maximum at 0 the scale-from-zero policy cannot add a copy
+    until the morning action raises it. ``max_capacity=0`` was refused ("at least 1")."""
+    stack, component = fresh_component(min_instance_count=0)
+    scaling = ComponentScaling(stack, "Scaling", component=component, min_copies=0, max_copies=2)
+    scaling.scale_on_invocations(target=10)
+    scaling.scale_on_schedule(
+        "nights",
+        schedule=appscaling.Schedule.cron(hour="20", minute="0"),
+        min_capacity=0,
+        max_capacity=0,
+    )
+    # A maximum alone fits the target's minimum of 0; the endpoint's capacity check passes it.
+    scaling.scale_on_schedule(
+        "weekends", schedule=appscaling.Schedule.cron(week_day="SAT", hour="0"), max_capacity=0
+    )
+    scaling.scale_on_schedule(
+        "mornings", schedule=appscaling.Schedule.cron(hour="8", minute="0"), max_capacity=2
+    )
+    template = assert_cfn_lint_clean(stack)  # CloudFormation's schema takes the 0
+    (target,) = [r for r in template["Resources"].values() if r["Type"] == SCALABLE_TARGET]
+    actions = {
+        action["ScheduledActionName"]: action["ScalableTargetAction"]
+        for action in target["Properties"]["ScheduledActions"]
+    }
+    assert actions == {
+        "nights": {"MinCapacity": 0, "MaxCapacity": 0},
+        "weekends": {"MaxCapacity": 0},
+        "mornings": {"MaxCapacity": 2},
+    }
+    with pytest.raises(ValidationError, match="must not exceed"):
+        scaling.scale_on_schedule(
+            "inverted", schedule=appscaling.Schedule.cron(hour="1"), min_capacity=1, max_capacity=0
+        )
+    with pytest.raises(ValidationError, match=r"max_capacity=-1: must be at least 0"):
+        scaling.scale_on_schedule(
+            "negative", schedule=appscaling.Schedule.cron(hour="1"), max_capacity=-1
+        )
+
+
+def test_a_scheduled_maximum_of_zero_needs_a_component_built_with_min_copies_zero() -> None:
+    stack, component = fresh_component()
+    scaling = ComponentScaling(stack, "Scaling", component=component, max_copies=2)
+    with pytest.raises(ValidationError) as error:
+        scaling.scale_on_schedule(
+            "nights",
+            schedule=appscaling.Schedule.cron(hour="20", minute="0"),
+            min_capacity=0,
+            max_capacity=0,
+        )
+    assert error.value.prop == "min_capacity"
+    with pytest.raises(ValidationError) as error:
+        scaling.scale_on_schedule(
+            "nights", schedule=appscaling.Schedule.cron(hour="20", minute="0"), max_capacity=0
+        )
+    assert (error.value.prop, error.value.value) == ("max_capacity", 0)
+    assert "min_copies=0" in error.value.fix
+    assert scaling.scalable_target.scheduled_actions is None  # a refused action leaves none
+
+
 def test_adapter_cannot_scale() -> None:
     stack = new_stack()
     endpoint = ic_endpoint(stack)
@@ -654,6 +714,10 @@ def test_variant_errors() -> None:
     with pytest.raises(ValidationError, match="variants cannot scale to zero"):
         scaling.scale_on_schedule(
             "off", schedule=appscaling.Schedule.rate(Duration.days(1)), min_capacity=0
+        )
+    with pytest.raises(ValidationError, match=r"max_capacity=0: .*variants cannot scale to zero"):
+        scaling.scale_on_schedule(
+            "off", schedule=appscaling.Schedule.rate(Duration.days(1)), max_capacity=0
         )
     metric = cloudwatch.Metric(namespace="N", metric_name="M")
     with pytest.raises(ValidationError, match="at least 2 intervals"):

@@ -714,6 +714,33 @@ def test_async_scaling_needs_an_async_endpoint_and_a_backlog_policy() -> None:
     assert scaling.scale_from_zero is not None
 
 
+def test_async_scaling_to_zero_takes_a_scheduled_maximum_of_zero() -> None:
+    """Nights at 0 instances even with requests queued: the maximum of 0 holds the
+    scale-from-zero policy back until the morning action raises it. ``max_capacity=0`` was
+    refused ("at least 1")."""
+    stack = new_stack()
+    scaling = AsyncScaling(stack, "Scaling", endpoint=async_endpoint(stack), max_instances=2)
+    scaling.scale_on_backlog(target=5)
+    night = cdk.aws_applicationautoscaling.Schedule.cron(hour="20", minute="0")
+    scaling.scale_on_schedule("nights", schedule=night, min_capacity=0, max_capacity=0)
+    (target,) = (
+        Template.from_stack(stack)
+        .find_resources("AWS::ApplicationAutoScaling::ScalableTarget")
+        .values()
+    )
+    (action,) = target["Properties"]["ScheduledActions"]
+    assert action["ScalableTargetAction"] == {"MinCapacity": 0, "MaxCapacity": 0}
+
+    stack = new_stack()
+    kept = AsyncScaling(
+        stack, "Scaling", endpoint=async_endpoint(stack), max_instances=2, min_instances=1
+    )
+    with pytest.raises(ValidationError) as error:
+        kept.scale_on_schedule("nights", schedule=night, max_capacity=0)
+    assert (error.value.prop, error.value.value) == ("max_capacity", 0)
+    assert "min_instances=0" in error.value.fix
+
+
 def test_async_backlog_policy_once_and_variant_scaling_keeps_one_instance() -> None:
     stack = new_stack()
     endpoint = async_endpoint(stack)
@@ -880,6 +907,8 @@ def test_serverless_scaling_errors() -> None:
         scaling.scale_on_schedule("peak", schedule=daily, max_capacity=50)
     with pytest.raises(ValidationError, match=r"min_capacity=0: .*at least 1"):
         scaling.scale_on_schedule("off", schedule=daily, min_capacity=0)
+    with pytest.raises(ValidationError, match=r"max_capacity=0: .*no scale to zero"):
+        scaling.scale_on_schedule("off", schedule=daily, max_capacity=0)
     stack = new_stack()
     provisioned = ServerlessConfig(
         memory_size=Size.gibibytes(2), max_concurrency=20, provisioned_concurrency=15

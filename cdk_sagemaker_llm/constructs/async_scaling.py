@@ -172,6 +172,10 @@ class AsyncScaling(VariantScaling):
     """
 
     _SCALES_ASYNC: ClassVar[bool] = True
+    _SCHEDULED_ZERO_FIX = (
+        "schedule at least 1 instance, or construct the AsyncScaling with min_instances=0: "
+        "0 instances need the scale-from-zero policy"
+    )
 
     def __init__(
         self,
@@ -222,15 +226,9 @@ class AsyncScaling(VariantScaling):
     def _check_min_instances(min_instances: int) -> None:
         check_range("min_instances", min_instances, minimum=0)
 
-    def _check_scheduled_min(self, min_capacity: int | None) -> None:
-        check_range("min_capacity", min_capacity, minimum=0)
-        if min_capacity == 0 and self.min_instances != 0:
-            raise ValidationError(
-                "min_capacity",
-                0,
-                "a scheduled minimum of 0 instances needs the scale-from-zero policy",
-                "construct the AsyncScaling with min_instances=0, or schedule at least 1",
-            )
+    @property
+    def _scales_to_zero(self) -> bool:
+        return self.scale_from_zero is not None
 
     def scale_on_backlog(
         self,

@@ -223,7 +223,11 @@ class _Scaling(Construct):
         :param name: the scheduled action's name, unique on this target (no ``:``, ``/``, ``|``).
         :param schedule: when: ``Schedule.cron(...)``, ``Schedule.rate(...)``, ``Schedule.at(...)``.
         :param min_capacity: the new minimum; default unchanged.
-        :param max_capacity: the new maximum; default unchanged.
+        :param max_capacity: the new maximum; default unchanged. Both are at least 1, or 0
+            where the target scales to zero (``ComponentScaling(min_copies=0)``,
+            ``AsyncScaling(min_instances=0)``): ``min_capacity=0, max_capacity=0`` keeps it at
+            0 (the scale-from-zero policy cannot add capacity above a maximum of 0) until
+            another action raises the maximum.
         :param start_time: the schedule starts then; default now.
         :param end_time: the schedule ends then; default never.
         :param time_zone: the time zone a ``cron(...)`` schedule runs in; default UTC. Not with
@@ -249,8 +253,8 @@ class _Scaling(Construct):
                 "a scheduled action must change at least one bound",
                 "pass min_capacity, max_capacity or both",
             )
-        self._check_scheduled_min(min_capacity)
-        check_range("max_capacity", max_capacity, minimum=1)
+        self._check_scheduled_floor("min_capacity", min_capacity)
+        self._check_scheduled_floor("max_capacity", max_capacity)
         if (
             min_capacity is not None
             and max_capacity is not None
@@ -295,8 +299,29 @@ class _Scaling(Construct):
         )
         self.scalable_target.scheduled_actions = list(self._scheduled)
 
-    def _check_scheduled_min(self, min_capacity: int | None) -> None:
-        check_range("min_capacity", min_capacity, minimum=0)
+    _SCHEDULED_ZERO_FIX: ClassVar[str] = "schedule at least 1"
+    """What to do instead of scheduling 0 on a target that does not scale to zero."""
+
+    @property
+    def _scales_to_zero(self) -> bool:
+        """Whether the target may sit at 0: it has the scale-from-zero policy that brings
+        capacity back (``ComponentScaling``, ``AsyncScaling``, built with a minimum of 0)."""
+        return False
+
+    def _check_scheduled_floor(self, prop: str, capacity: int | None) -> None:
+        """A scheduled bound, minimum or maximum, is at least 1, or 0 where the target scales
+        to zero. Application Auto Scaling takes 0 for both (API reference,
+        ``ScalableTargetAction``: ``MinCapacity`` and ``MaxCapacity`` are integers without a
+        floor, botocore's service model likewise; user guide, "How scheduled scaling for
+        Application Auto Scaling works": above the new maximum, it scales in to it), so a
+        scheduled maximum of 0 holds the target at 0 until an action raises it."""
+        to_zero = self._scales_to_zero
+        check_range(
+            prop,
+            capacity,
+            minimum=0 if to_zero else 1,
+            fix=None if to_zero else self._SCHEDULED_ZERO_FIX,
+        )
 
     def _check_scheduled_max(self, max_capacity: int | None) -> None:
         """What a scheduled maximum must also fit (the endpoint's instances, the variant's
@@ -440,6 +465,11 @@ class ComponentScaling(_RequestScaling):
         PredefinedMetric.INFERENCE_COMPONENT_CONCURRENT_REQUESTS_PER_COPY_HIGH_RESOLUTION
     )
     _INVOCATIONS_METRIC = PredefinedMetric.INFERENCE_COMPONENT_INVOCATIONS_PER_COPY
+    _SCHEDULED_ZERO_FIX = (
+        "schedule at least 1 copy, or construct the ComponentScaling with min_copies=0 "
+        "(endpoint min_instance_count=0): 0 copies need the scale-from-zero policy, or the "
+        "component stays at 0 when requests return"
+    )
 
     def __init__(
         self,
@@ -529,17 +559,9 @@ class ComponentScaling(_RequestScaling):
         if isinstance(component.endpoint, EndpointBase) and isinstance(component, Construct):
             component.endpoint.check_copies(component, max_capacity, "max_capacity")
 
-    def _check_scheduled_min(self, min_capacity: int | None) -> None:
-        super()._check_scheduled_min(min_capacity)
-        if min_capacity == 0 and not is_unresolved(min_capacity) and self.min_copies != 0:
-            raise ValidationError(
-                "min_capacity",
-                0,
-                "a scheduled minimum of 0 copies needs the scale-from-zero policy, or the "
-                "component stays at 0 when requests return",
-                "construct the ComponentScaling with min_copies=0 (endpoint "
-                "min_instance_count=0), or schedule min_capacity >= 1",
-            )
+    @property
+    def _scales_to_zero(self) -> bool:
+        return self.scale_from_zero is not None
 
 
 @typed_props
@@ -560,6 +582,10 @@ class VariantScaling(_RequestScaling, _VariantScaling):
     _UNIT = "instances"
     _SCALES_ASYNC: ClassVar[bool] = False
     """Whether this class scales asynchronous endpoints (``AsyncScaling`` does)."""
+    _SCHEDULED_ZERO_FIX = (
+        "schedule at least 1 instance; variants cannot scale to zero (asynchronous endpoints "
+        "do, with AsyncScaling(min_instances=0))"
+    )
 
     def __init__(
         self,
@@ -607,14 +633,6 @@ class VariantScaling(_RequestScaling, _VariantScaling):
             minimum=1,
             fix="keep at least 1 instance; scale to zero is for inference components "
             "(ComponentScaling with min_copies=0) and asynchronous endpoints (AsyncScaling)",
-        )
-
-    def _check_scheduled_min(self, min_capacity: int | None) -> None:
-        check_range(
-            "min_capacity",
-            min_capacity,
-            minimum=1,
-            fix="schedule at least 1 instance; variants cannot scale to zero",
         )
 
 

@@ -37,6 +37,7 @@ class ServerlessScaling(_VariantScaling):
 
     _DIMENSION = PROVISIONED_CONCURRENCY_DIMENSION
     _UNIT = "concurrency"
+    _SCHEDULED_ZERO_FIX = "schedule at least 1 (provisioned concurrency has no scale to zero)"
 
     def __init__(
         self,
@@ -90,18 +91,9 @@ class ServerlessScaling(_VariantScaling):
         check_range(
             "max_capacity",
             max_capacity,
-            minimum=1,
             maximum=self._variant_max_concurrency,
             fix=f"keep max_capacity within the variant's max_concurrency "
             f"({self._variant_max_concurrency})",
-        )
-
-    def _check_scheduled_min(self, min_capacity: int | None) -> None:
-        check_range(
-            "min_capacity",
-            min_capacity,
-            minimum=1,
-            fix="schedule at least 1 (provisioned concurrency has no scale to zero)",
         )
 
     def scale_on_utilization(
