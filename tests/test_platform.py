@@ -714,6 +714,32 @@ def test_async_scaling_needs_an_async_endpoint_and_a_backlog_policy() -> None:
     assert scaling.scale_from_zero is not None
 
 
+def test_async_scaling_to_zero_accepts_a_step_policy_that_scales_in() -> None:
+    """A step policy with a scale-in step releases the last instance as the backlog tracking
+    does; synth asked for scale_on_backlog regardless."""
+    appscaling = cdk.aws_applicationautoscaling
+
+    def with_steps(*steps: Any) -> cdk.Stack:
+        stack = new_stack()
+        scaling = AsyncScaling(stack, "Scaling", endpoint=async_endpoint(stack), max_instances=2)
+        scaling.scale_on_metric(
+            "Queue", metric=scaling.metric_backlog_size(), scaling_steps=list(steps)
+        )
+        return stack
+
+    stack = with_steps(
+        appscaling.ScalingInterval(upper=1, change=-1),
+        appscaling.ScalingInterval(lower=10, change=1),
+    )
+    Template.from_stack(stack).resource_count_is("AWS::ApplicationAutoScaling::ScalingPolicy", 3)
+    only_out = with_steps(
+        appscaling.ScalingInterval(lower=10, change=1),
+        appscaling.ScalingInterval(lower=50, change=2),
+    )
+    with pytest.raises(RuntimeError, match=r"min_instances=0: .*scale_on_backlog.*negative change"):
+        Template.from_stack(only_out)
+
+
 def test_async_scaling_to_zero_takes_a_scheduled_maximum_of_zero() -> None:
     """Nights at 0 instances even with requests queued: the maximum of 0 holds the
     scale-from-zero policy back until the morning action raises it. ``max_capacity=0`` was

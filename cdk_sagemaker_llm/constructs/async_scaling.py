@@ -26,6 +26,7 @@ from .scaling_policies import (
     ScalingPolicy,
     ScalingPolicyKind,
     TrackingPolicyBase,
+    can_scale_in,
     one_step_from_zero,
 )
 from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
@@ -139,24 +140,26 @@ class BacklogScaleFromZeroPolicy(ScalingPolicy):
 
 
 @jsii.implements(IValidation)
-class _NeedsBacklogTracking:
-    """At synth: scaling to zero needs the backlog policy that takes the last instance away."""
+class _NeedsScaleIn:
+    """At synth: scaling to zero needs a policy that takes the last instance away: the backlog
+    target tracking (``scale_on_backlog``), or a step policy with a scale-in step
+    (``scale_on_metric``, e.g. -1 instance while the queue is empty)."""
 
     def __init__(self, scaling: AsyncScaling) -> None:
         self._scaling = scaling
 
     def validate(self) -> list[str]:
         scaling = self._scaling
-        if scaling.min_instances != 0 or any(
-            isinstance(policy, BacklogTrackingPolicy) for policy in scaling.policies
-        ):
+        if scaling.min_instances != 0 or any(can_scale_in(p) for p in scaling.policies):
             return []
         error = ValidationError(
             "min_instances",
             0,
-            "scale to zero needs the backlog target-tracking policy, which releases the last "
-            "instance when the queue is empty",
-            "call scale_on_backlog(target=...) on it",
+            "scale to zero needs a policy that scales in, but this endpoint has none, so it "
+            "would never release its last instance",
+            "call scale_on_backlog(target=...) on it (it releases the last instance when the "
+            "queue is empty), or give a scale_on_metric step policy a step with a negative "
+            "change",
         )
         return [str(error)]
 
@@ -165,10 +168,11 @@ class _NeedsBacklogTracking:
 class AsyncScaling(VariantScaling):
     """Scale a variant of an asynchronous ``Endpoint`` on its queue, down to zero instances.
 
-    ``min_instances=0`` (the default) adds ``BacklogScaleFromZeroPolicy``; add
-    ``scale_on_backlog`` (required at 0, it releases the last instance). The other
-    ``VariantScaling`` policies on metrics an asynchronous endpoint publishes (step scaling,
-    schedules) work too; the request-metric ones are refused.
+    ``min_instances=0`` (the default) adds ``BacklogScaleFromZeroPolicy`` and needs a policy
+    that releases the last instance: ``scale_on_backlog``, or ``scale_on_metric`` with a
+    scale-in step (a negative change, e.g. on ``metric_backlog_size()``); without either,
+    synth fails. The other ``VariantScaling`` policies on metrics an asynchronous endpoint
+    publishes (step scaling, schedules) work too; the request-metric ones are refused.
     """
 
     _SCALES_ASYNC: ClassVar[bool] = True
@@ -220,7 +224,7 @@ class AsyncScaling(VariantScaling):
                 endpoint_name=endpoint.endpoint_name,
             )
             self.policies.append(self.scale_from_zero)
-            self.node.add_validation(_NeedsBacklogTracking(self))
+            self.node.add_validation(_NeedsScaleIn(self))
 
     @staticmethod
     def _check_min_instances(min_instances: int) -> None:

@@ -50,6 +50,7 @@ from .scaling_policies import (
     StepScalingOptions,
     TargetTrackingOptions,
     TargetTrackingPolicy,
+    can_scale_in,
 )
 from .validation import ValidationError, check_range, is_unresolved
 
@@ -69,12 +70,7 @@ class _NeedsScaleIn:
 
     def validate(self) -> list[str]:
         scaling = self._scaling
-        scales_in = any(
-            (isinstance(p, TargetTrackingPolicy) and not p.disable_scale_in)
-            or (isinstance(p, StepPolicy) and p.scales_in)
-            for p in scaling.policies
-        )
-        if scaling.min_copies != 0 or scales_in:
+        if scaling.min_copies != 0 or any(can_scale_in(p) for p in scaling.policies):
             return []
         return [
             str(

@@ -297,6 +297,15 @@ class StepPolicy(ScalingPolicy):
         self.policy_arn = action.scaling_policy_arn
 
 
+def can_scale_in(policy: ScalingPolicy) -> bool:
+    """Whether ``policy`` can take capacity away, down to a minimum of 0: target tracking that
+    does not disable scale-in, or a step policy with a scale-in step (``StepPolicy.scales_in``).
+    A scale-from-zero policy only adds."""
+    if isinstance(policy, TrackingPolicyBase):
+        return not policy.disable_scale_in
+    return isinstance(policy, StepPolicy) and policy.scales_in
+
+
 @typed_props
 class ScaleFromZeroPolicy(ScalingPolicy):
     """The scale-from-zero recipe: +1 copy when a request finds no copy.
