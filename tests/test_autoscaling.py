@@ -648,6 +648,35 @@ def test_a_component_that_scales_to_zero_takes_a_scheduled_maximum_of_zero() -> 
         )
 
 
+def _warning_texts(stack: cdk.Stack) -> list[str]:
+    warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp(".*"))
+    return [str(warning.entry.data) for warning in warnings]
+
+
+def test_a_scheduled_maximum_of_zero_that_nothing_raises_warns() -> None:
+    """A night at max 0 with no morning action parks the component at 0 for good: a warning
+    names the action and the fix; the morning action (or an acknowledgment) clears it."""
+    stack, component = fresh_component(min_instance_count=0)
+    scaling = ComponentScaling(stack, "Scaling", component=component, min_copies=0, max_copies=2)
+    scaling.scale_on_invocations(target=10)
+    nights = appscaling.Schedule.cron(hour="20", minute="0")
+    scaling.scale_on_schedule("nights", schedule=nights, min_capacity=0, max_capacity=0)
+    scaling.scale_on_schedule("quiet", schedule=nights, max_capacity=0)
+    texts = [text for text in _warning_texts(stack) if "scheduledZeroKept" in text]
+    assert len(texts) == 1, texts
+    assert "max_capacity=0 is scheduled (nights, quiet)" in texts[0]
+    assert "no scheduled action raises the maximum again" in texts[0]
+
+    raised, component = fresh_component(min_instance_count=0)
+    scaling = ComponentScaling(raised, "Scaling", component=component, min_copies=0, max_copies=2)
+    scaling.scale_on_invocations(target=10)
+    scaling.scale_on_schedule("nights", schedule=nights, min_capacity=0, max_capacity=0)
+    scaling.scale_on_schedule(
+        "mornings", schedule=appscaling.Schedule.cron(hour="8", minute="0"), max_capacity=2
+    )
+    assert not [text for text in _warning_texts(raised) if "scheduledZeroKept" in text]
+
+
 def test_a_scheduled_maximum_of_zero_needs_a_component_built_with_min_copies_zero() -> None:
     stack, component = fresh_component()
     scaling = ComponentScaling(stack, "Scaling", component=component, max_copies=2)

@@ -86,6 +86,41 @@ class _NeedsScaleIn:
         ]
 
 
+SCHEDULED_ZERO_KEPT_WARNING = "cdk-sagemaker-llm:scheduledZeroKept"
+"""The id of the warning a scheduled maximum of 0 gives when no scheduled action raises the
+maximum again (``Annotations`` ``acknowledge_warning`` takes it, for a target parked at 0 on
+purpose)."""
+
+
+@jsii.implements(IValidation)
+class _ZeroMaximumRaised:
+    """At synth: a scheduled maximum of 0 needs a scheduled action that raises it again."""
+
+    def __init__(self, scaling: _Scaling) -> None:
+        self._scaling = scaling
+
+    def validate(self) -> list[str]:
+        actions = [action.scalable_target_action for action in self._scaling.scheduled_actions]
+        maxima = [getattr(action, "max_capacity", None) for action in actions]
+        if any(m is not None and (is_unresolved(m) or m > 0) for m in maxima):
+            return []
+        zeros = [
+            action.scheduled_action_name
+            for action in self._scaling.scheduled_actions
+            if getattr(action.scalable_target_action, "max_capacity", None) == 0
+        ]
+        Annotations.of(self._scaling).add_warning_v2(
+            SCHEDULED_ZERO_KEPT_WARNING,
+            f"max_capacity=0 is scheduled ({', '.join(zeros)}) and no scheduled action raises "
+            "the maximum again: once it runs, the target stays at 0 (the scale-from-zero "
+            "policy cannot add capacity above a maximum of 0) until something else raises it "
+            "(RegisterScalableTarget). Add an action that restores it, e.g. scale_on_schedule("
+            "'mornings', schedule=Schedule.cron(hour='8', minute='0'), max_capacity=...), or "
+            f"acknowledge {SCHEDULED_ZERO_KEPT_WARNING} if the target is parked on purpose.",
+        )
+        return []
+
+
 @typed_props
 class _Scaling(Construct):
     """One scalable target and the policies on it."""
@@ -119,6 +154,7 @@ class _Scaling(Construct):
         """Policies added so far, in order."""
         self._tracked: dict[PredefinedMetric, TargetTrackingPolicy] = {}
         self._scheduled: list[appscaling.CfnScalableTarget.ScheduledActionProperty] = []
+        self._zero_maximum_checked = False
         # The L1 resource: CloudFormation's ScalableTarget keeps MinCapacity 0 as 0. No RoleARN:
         # Application Auto Scaling uses (and creates) its SageMaker service-linked role.
         self.scalable_target = appscaling.CfnScalableTarget(
@@ -294,6 +330,14 @@ class _Scaling(Construct):
             )
         )
         self.scalable_target.scheduled_actions = list(self._scheduled)
+        if max_capacity == 0 and not self._zero_maximum_checked:
+            self._zero_maximum_checked = True
+            self.node.add_validation(_ZeroMaximumRaised(self))
+
+    @property
+    def scheduled_actions(self) -> list[appscaling.CfnScalableTarget.ScheduledActionProperty]:
+        """The scheduled actions ``scale_on_schedule`` added, in order."""
+        return list(self._scheduled)
 
     _SCHEDULED_ZERO_FIX: ClassVar[str] = "schedule at least 1"
     """What to do instead of scheduling 0 on a target that does not scale to zero."""
