@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import jsii
 from aws_cdk import Duration
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
-from constructs import Construct, IValidation
+from constructs import Construct
 
 from ..prop_types import typed_props
 from .autoscaling import VariantScaling
@@ -26,7 +25,6 @@ from .scaling_policies import (
     ScalingPolicy,
     ScalingPolicyKind,
     TrackingPolicyBase,
-    can_scale_in,
     one_step_from_zero,
 )
 from .validation import ValidationError, check_range, check_sagemaker_name, is_unresolved
@@ -139,31 +137,6 @@ class BacklogScaleFromZeroPolicy(ScalingPolicy):
         self.policy_arn = self.action.scaling_policy_arn
 
 
-@jsii.implements(IValidation)
-class _NeedsScaleIn:
-    """At synth: scaling to zero needs a policy that takes the last instance away: the backlog
-    target tracking (``scale_on_backlog``), or a step policy with a scale-in step
-    (``scale_on_metric``, e.g. -1 instance while the queue is empty)."""
-
-    def __init__(self, scaling: AsyncScaling) -> None:
-        self._scaling = scaling
-
-    def validate(self) -> list[str]:
-        scaling = self._scaling
-        if scaling.min_instances != 0 or any(can_scale_in(p) for p in scaling.policies):
-            return []
-        error = ValidationError(
-            "min_instances",
-            0,
-            "scale to zero needs a policy that scales in, but this endpoint has none, so it "
-            "would never release its last instance",
-            "call scale_on_backlog(target=...) on it (it releases the last instance when the "
-            "queue is empty), or give a scale_on_metric step policy a step with a negative "
-            "change",
-        )
-        return [str(error)]
-
-
 @typed_props
 class AsyncScaling(VariantScaling):
     """Scale a variant of an asynchronous ``Endpoint`` on its queue, down to zero instances.
@@ -224,7 +197,17 @@ class AsyncScaling(VariantScaling):
                 endpoint_name=endpoint.endpoint_name,
             )
             self.policies.append(self.scale_from_zero)
-            self.node.add_validation(_NeedsScaleIn(self))
+            self._require_scale_in(
+                ValidationError(
+                    "min_instances",
+                    0,
+                    "scale to zero needs a policy that scales in, but this endpoint has none, "
+                    "so it would never release its last instance",
+                    "call scale_on_backlog(target=...) on it (it releases the last instance "
+                    "when the queue is empty), or give a scale_on_metric step policy a step "
+                    "with a negative change",
+                )
+            )
 
     @staticmethod
     def _check_min_instances(min_instances: int) -> None:

@@ -62,28 +62,16 @@ _SCHEDULED_ACTION_NAME = re.compile(
 
 
 @jsii.implements(IValidation)
-class _NeedsScaleIn:
-    """At synth: scale to zero needs a policy that can take the last copy away."""
+class _ScaleInRequired:
+    """At synth: a target that scales to zero needs a policy that can take its last copy or
+    instance away (``can_scale_in``); ``error`` says which to add."""
 
-    def __init__(self, scaling: ComponentScaling) -> None:
-        self._scaling = scaling
+    def __init__(self, policies: Sequence[ScalingPolicy], error: ValidationError) -> None:
+        self._policies = policies
+        self._error = error
 
     def validate(self) -> list[str]:
-        scaling = self._scaling
-        if scaling.min_copies != 0 or any(can_scale_in(p) for p in scaling.policies):
-            return []
-        return [
-            str(
-                ValidationError(
-                    "min_copies",
-                    0,
-                    "scale to zero needs a policy that scales in, but this component has none, "
-                    "so it would never reach 0 copies",
-                    "call scale_on_invocations(target=...) or scale_on_concurrent_requests("
-                    "target=...) on it, or give a step policy a step with a negative change",
-                )
-            )
-        ]
+        return [] if any(can_scale_in(p) for p in self._policies) else [str(self._error)]
 
 
 SCHEDULED_ZERO_KEPT_WARNING = "cdk-sagemaker-llm:scheduledZeroKept"
@@ -184,6 +172,11 @@ class _Scaling(Construct):
         if not times:
             return None
         return min(times, key=lambda time: time.to_seconds())
+
+    def _require_scale_in(self, error: ValidationError) -> None:
+        """At synth, fail with ``error`` unless a policy on this target can scale in: a target
+        that scales to zero reaches 0 only through one."""
+        self.node.add_validation(_ScaleInRequired(self.policies, error))
 
     def _added(self, policy: PolicyT) -> PolicyT:
         """``policy``, now listed among this target's policies."""
@@ -585,7 +578,16 @@ class ComponentScaling(_RequestScaling):
                 inference_component_name=name,
             )
             self.policies.append(self.scale_from_zero)
-            self.node.add_validation(_NeedsScaleIn(self))
+            self._require_scale_in(
+                ValidationError(
+                    "min_copies",
+                    0,
+                    "scale to zero needs a policy that scales in, but this component has none, "
+                    "so it would never reach 0 copies",
+                    "call scale_on_invocations(target=...) or scale_on_concurrent_requests("
+                    "target=...) on it, or give a step policy a step with a negative change",
+                )
+            )
 
     def _check_scheduled_max(self, max_capacity: int | None) -> None:
         """Managed instance scaling must be able to place the scheduled maximum of copies, as
