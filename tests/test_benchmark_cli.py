@@ -133,8 +133,11 @@ def test_streaming_ttft_and_itl_at_64_streams_match_the_truth(
     assert {(r.stream, r.streamed) for r in truth} == {(True, True)}
     ttft, itl = truth_p50s(truth)
     # 5 %, plus what this run's load did to the client's 64 streams (LagMonitor.allowance of
-    # 10 ms of client work; 15 gaps share it for ITL): next to nothing on an idle machine.
-    slack = monitor.allowance(0.010)
+    # 20 ms of client work; 15 gaps share it for ITL). A step sends 32 first tokens at once and
+    # the client reads them one after another: its p50 TTFT came 6-13 ms after the server's on
+    # an idle machine (8 runs) and 5-29 ms under .ci/under-load (24 runs, with the monitor's
+    # stretch at 1.0: a 1 ms spin fits inside one scheduler slice); 10 ms failed once at 40 ms.
+    slack = monitor.allowance(0.020)
     assert level["p50_ttft_s"] == pytest.approx(ttft, rel=0.05, abs=slack), monitor
     assert level["p50_itl_s"] == pytest.approx(itl, rel=0.05, abs=slack / 15), monitor
 
