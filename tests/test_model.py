@@ -15,6 +15,7 @@ from aws_cdk.assertions import Annotations, Match, Template
 from conftest import assert_cfn_lint_clean, new_stack, resources_of_type, role_statements
 
 from cdk_sagemaker_llm import (
+    AcceleratorKind,
     ContainerImage,
     DataType,
     InstanceType,
@@ -576,6 +577,20 @@ def test_placement_checks_accelerator_kind_and_tensor_parallel_degree() -> None:
         neuron.check_placement(InstanceType.G5_XLARGE, 1, "variants[0].instance_type")
     # Unknown instance types carry no hardware facts: no kind check.
     neuron.check_placement(InstanceType.of("ml.inf3.xlarge"), None, "variants[0].instance_type")
+
+
+def test_triton_s_gpu_build_needs_gpus_and_its_cpu_build_does_not() -> None:
+    """The SDK tags Triton's GPU build ``24.09-py3`` and its CPU build ``24.09-py3-cpu``."""
+    stack = new_stack()
+    gpu = Model(stack, "TritonGpu", image=ContainerImage.triton("24.09"))
+    cpu = Model(stack, "TritonCpu", image=ContainerImage.triton("24.09-py3-cpu"))
+    assert gpu.image is not None and gpu.image.accelerator is AcceleratorKind.NVIDIA_GPU
+    assert cpu.image is not None and cpu.image.accelerator is None
+    cpu_only = InstanceType.of("ml.c5.xlarge", accelerator_count=0)
+    with pytest.raises(ValidationError, match=r"needs NVIDIA GPUs.*tag 24\.09-py3-cpu"):
+        gpu.check_placement(cpu_only, None, "variants[0].instance_type")
+    cpu.check_placement(cpu_only, None, "variants[0].instance_type")
+    gpu.check_placement(InstanceType.G5_XLARGE, 1, "variants[0].instance_type")
 
 
 def test_an_x86_image_on_grace_hosts_is_refused() -> None:

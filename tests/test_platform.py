@@ -881,6 +881,12 @@ def test_serverless_rejects_gpu_images_vpcs_and_second_variants() -> None:
     stack = new_stack()
     with pytest.raises(ValidationError, match="serverless inference runs on CPUs"):
         Endpoint(stack, "E", variants=[ProductionVariant(model=lmi_model(stack), serverless=SMALL)])
+    triton_gpu = Model(stack, "TritonGpu", image=ContainerImage.triton("24.09"))
+    with pytest.raises(ValidationError, match="serverless inference runs on CPUs"):
+        Endpoint(stack, "T", variants=[ProductionVariant(model=triton_gpu, serverless=SMALL)])
+    stack = new_stack()
+    triton_cpu = Model(stack, "TritonCpu", image=ContainerImage.triton("24.09-py3-cpu"))
+    Endpoint(stack, "E", variants=[ProductionVariant(model=triton_cpu, serverless=SMALL)])
     stack = new_stack()
     with pytest.raises(ValidationError, match="network isolation"):
         Endpoint(

@@ -72,16 +72,6 @@ class ContainerFamily(Enum):
         """True for the vLLM families (serving options as ``SM_VLLM_*`` variables)."""
         return self.facts.options is ServingOptionSet.VLLM
 
-    @property
-    def needs_neuron(self) -> bool:
-        """True for images built for AWS Inferentia / Trainium."""
-        return self.facts.accelerator is AcceleratorKind.AWS_NEURON
-
-    @property
-    def needs_gpu(self) -> bool:
-        """True for images built for NVIDIA GPUs."""
-        return self.facts.accelerator is AcceleratorKind.NVIDIA_GPU
-
 
 class ServingOptionSet(Enum):
     """The typed serving options a family's server reads (``constructs/serving_options.py``)."""
@@ -111,6 +101,16 @@ class FamilyFacts:
     request_format: str | None = None
     """The ``PayloadFormat`` value of the request body its server reads on ``/invocations``
     (LMI's and TGI's schemas, ``benchmarking/payload.py``); None: none the library models."""
+    cpu_build_suffix: str | None = None
+    """A tag ending in it is the family's CPU build, which needs no accelerator (Triton's
+    ``24.09-py3-cpu`` beside the GPU build ``24.09-py3``: "Triton images don't have a trailing
+    -gpu tag. Only -cpu images do.", SageMaker Python SDK ``image_uris._get_image_tag``)."""
+
+    def accelerator_of(self, tag: str) -> AcceleratorKind | None:
+        """The accelerator the image tagged ``tag`` is built for (None: CPU, or any)."""
+        if self.cpu_build_suffix is not None and tag.endswith(self.cpu_build_suffix):
+            return None
+        return self.accelerator
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
@@ -381,7 +381,9 @@ FAMILY_FACTS: Mapping[ContainerFamily, FamilyFacts] = MappingProxyType(
         ),
         ContainerFamily.PYTORCH_GPU: FamilyFacts(re.compile(rf"^{_RELEASE}-gpu-"), _GPU),
         ContainerFamily.PYTORCH_CPU: FamilyFacts(re.compile(rf"^{_RELEASE}-cpu-"), None),
-        ContainerFamily.TRITON: FamilyFacts(re.compile(r"^(?P<release>\d+\.\d+)-py3"), None),
+        ContainerFamily.TRITON: FamilyFacts(
+            re.compile(r"^(?P<release>\d+\.\d+)-py3"), _GPU, cpu_build_suffix="-cpu"
+        ),
         ContainerFamily.VLLM: FamilyFacts(
             re.compile(rf"^{_RELEASE}-gpu-py\d+-.*-sagemaker"), _GPU, ServingOptionSet.VLLM
         ),

@@ -18,7 +18,7 @@ from ..catalog.containers import (
     recognize_dlc_uri,
     version_tuple,
 )
-from ..catalog.instance_types import CpuArchitecture
+from ..catalog.instance_types import AcceleratorKind, CpuArchitecture
 from ..catalog.registries import check_region, ecr_domain
 from ..planning.engine_profiles import EngineProfile, profile_for_image
 from ..prop_types import typed_props
@@ -116,7 +116,8 @@ class ContainerImage:
 
     @staticmethod
     def triton(version: str) -> ContainerImage:
-        """NVIDIA Triton Inference Server for GPUs, e.g. ``"25.09"``."""
+        """NVIDIA Triton Inference Server for GPUs, e.g. ``"25.09"``; its CPU build by the full
+        tag, e.g. ``"25.09-py3-cpu"``."""
         return ContainerImage._dlc(ContainerFamily.TRITON, version)
 
     @staticmethod
@@ -365,6 +366,13 @@ class ContainerImage:
         (catalog/container_caching.py states the rule and its source). It takes effect on
         accelerator instance types in commercial regions."""
         return self.hosted_in_ecr
+
+    @property
+    def accelerator(self) -> AcceleratorKind | None:
+        """The accelerator the image is built for: NVIDIA GPUs, AWS Neuron devices, or None
+        (a CPU build such as ``pytorch_cpu`` or Triton's ``-cpu`` tag, or an image the
+        library does not know)."""
+        return self.family.facts.accelerator_of(self.tag)
 
     @property
     def release(self) -> str | None:

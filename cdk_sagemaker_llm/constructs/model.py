@@ -17,7 +17,7 @@ from ..catalog.containers import (
     LEGACY_HUB_TOKEN_VARIABLE,
     hub_token_variable,
 )
-from ..catalog.instance_types import InstanceType, closest_instance_types
+from ..catalog.instance_types import AcceleratorKind, InstanceType, closest_instance_types
 from ..catalog.jumpstart import (
     MODEL_ID_TAG,
     MODEL_VERSION_TAG,
@@ -633,20 +633,25 @@ def check_image_on_instance(image: ContainerImage, instance_type: InstanceType, 
     _check_cpu_architecture(image, instance_type, prop)
     if not (instance_type.is_known or instance_type.accelerators_known):
         return  # a name alone: its accelerators are unknown (stated ones are checked)
-    if image.family.needs_neuron and not instance_type.is_neuron:
+    if image.accelerator is AcceleratorKind.AWS_NEURON and not instance_type.is_neuron:
         raise ValidationError(
             prop,
             instance_type.name,
             f"the {image.family.value} image runs on AWS Inferentia/Trainium, not on this type",
             "use an ml.inf2.* or ml.trn1.* instance type, or a GPU image",
         )
-    if image.family.needs_gpu and not instance_type.is_gpu:
+    if image.accelerator is AcceleratorKind.NVIDIA_GPU and not instance_type.is_gpu:
+        cpu_build = image.family.facts.cpu_build_suffix
         raise ValidationError(
             prop,
             instance_type.name,
             f"the {image.family.value} image needs NVIDIA GPUs, which this type lacks",
-            "use a GPU instance type (ml.g5, ml.g6, ml.g6e, ml.p4d, ml.p5), or a Neuron image "
-            "on Inferentia/Trainium",
+            "use a GPU instance type (ml.g5, ml.g6, ml.g6e, ml.p4d, ml.p5), "
+            + (
+                f"or the image's CPU build (tag {image.tag}{cpu_build})"
+                if cpu_build
+                else "or a Neuron image on Inferentia/Trainium"
+            ),
         )
 
 

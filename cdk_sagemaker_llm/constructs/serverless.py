@@ -77,7 +77,7 @@ class ServerlessConfig:
     def check_model(model: ModelBase, prop: str) -> None:
         """Raise when the model needs what serverless lacks (accelerators, a VPC, isolation)."""
         image = model.image
-        if image is not None and (image.family.needs_gpu or image.family.needs_neuron):
+        if image is not None and image.accelerator is not None:
             raise ValidationError(
                 f"{prop}.model",
                 image.family.value,
