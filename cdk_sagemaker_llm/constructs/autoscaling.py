@@ -88,15 +88,18 @@ class _ZeroMaximumRaised:
         self._scaling = scaling
 
     def validate(self) -> list[str]:
-        actions = [action.scalable_target_action for action in self._scaling.scheduled_actions]
-        maxima = [getattr(action, "max_capacity", None) for action in actions]
-        if any(m is not None and (is_unresolved(m) or m > 0) for m in maxima):
-            return []
-        zeros = [
-            action.scheduled_action_name
+        maxima = [
+            (
+                action.scheduled_action_name,
+                getattr(action.scalable_target_action, "max_capacity", None),
+            )
             for action in self._scaling.scheduled_actions
-            if getattr(action.scalable_target_action, "max_capacity", None) == 0
         ]
+        zeros = [name for name, most in maxima if most == 0]
+        if not zeros or any(
+            most is not None and (is_unresolved(most) or most > 0) for _, most in maxima
+        ):
+            return []
         Annotations.of(self._scaling).add_warning_v2(
             SCHEDULED_ZERO_KEPT_WARNING,
             f"max_capacity=0 is scheduled ({', '.join(zeros)}) and no scheduled action raises "
@@ -142,7 +145,6 @@ class _Scaling(Construct):
         """Policies added so far, in order."""
         self._tracked: dict[PredefinedMetric, TargetTrackingPolicy] = {}
         self._scheduled: list[appscaling.CfnScalableTarget.ScheduledActionProperty] = []
-        self._zero_maximum_checked = False
         # The L1 resource: CloudFormation's ScalableTarget keeps MinCapacity 0 as 0. No RoleARN:
         # Application Auto Scaling uses (and creates) its SageMaker service-linked role.
         self.scalable_target = appscaling.CfnScalableTarget(
@@ -164,6 +166,7 @@ class _Scaling(Construct):
             scalable_dimension=scalable_dimension,
             service_namespace=SERVICE_NAMESPACE,
         )
+        self.node.add_validation(_ZeroMaximumRaised(self))
 
     @property
     def expected_detection_time(self) -> Duration | None:
@@ -323,9 +326,6 @@ class _Scaling(Construct):
             )
         )
         self.scalable_target.scheduled_actions = list(self._scheduled)
-        if max_capacity == 0 and not self._zero_maximum_checked:
-            self._zero_maximum_checked = True
-            self.node.add_validation(_ZeroMaximumRaised(self))
 
     @property
     def scheduled_actions(self) -> list[appscaling.CfnScalableTarget.ScheduledActionProperty]:
