@@ -96,6 +96,23 @@ def test_size_takes_a_custom_model_spec_from_flags(capsys: pytest.CaptureFixture
     assert data["kv_cache_bytes_per_token"] == 131_072  # same as the Mistral 7B preset
 
 
+def test_a_parameter_count_in_billions_is_refused_naming_the_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--parameters 7.24`` (billions) was sized as a 7-parameter model with no weights: 0.0 GB
+    of weights and a KV cache of the whole GPU. Fewer parameters than the stated attention's
+    projections hold is refused, with the count the flag takes."""
+    custom = [
+        "--model", "my-7b", "--parameters", "7.24", "--layers", "32",
+        "--attention-heads", "32", "--kv-heads", "8", "--head-dim", "128",
+        "--max-context", "32768",
+    ]  # fmt: skip
+    assert main(["size", *custom, "--instance-type", "ml.g5.xlarge"]) == 2
+    err = capsys.readouterr().err
+    assert "--parameters=7.24" in err
+    assert "attention projections" in err and "e.g. 7.24e9" in err
+
+
 def test_unknown_model_names_the_cli_flags_not_python(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["size", "--model", "gpt-9", "--instance-type", "ml.g5.xlarge"]) == 2
     err = capsys.readouterr().err

@@ -256,6 +256,18 @@ class ModelSpec:
                 f"must be positive and at most parameters ({self.parameters:g})",
                 "pass the parameters one token uses (e.g. 12.9e9 for Mixtral 8x7B)",
             )
+        least = self.least_attention_parameters
+        if self.parameters < least:
+            raise ValidationError(
+                "spec.parameters",
+                self.parameters,
+                f"fewer than the {least:.3g} parameters the attention projections alone hold "
+                f"({self.layers} layers of {self.attention_heads} query and {self.kv_heads} KV "
+                f"heads of {self.head_dim} dimensions, at a hidden size of at least one head): "
+                "a count in billions or millions",
+                f"pass the total parameter count, e.g. {self.parameters:g}e9 for "
+                f"{self.parameters:g} billion",
+            )
         if self.attention_heads % self.kv_heads != 0:
             raise ValidationError(
                 "spec.kv_heads",
@@ -264,6 +276,15 @@ class ModelSpec:
                 "a whole group of query heads",
                 "check the model's config.json (num_key_value_heads)",
             )
+
+    @property
+    def least_attention_parameters(self) -> int:
+        """A floor under any model with this attention: each layer's query, key, value and
+        output projections map the hidden size to and from the heads, 2 x hidden x head
+        dimension x (query heads + KV heads) weights, and the hidden size is at least one
+        head's dimension."""
+        heads = self.attention_heads + self.kv_heads
+        return self.layers * 2 * self.head_dim * self.head_dim * heads
 
     @staticmethod
     def custom(
