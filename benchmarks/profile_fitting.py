@@ -574,7 +574,7 @@ def burst_itl_ms(row: Row, profile: EngineProfile, model: CopyModel) -> float:
     source measured it: vLLM's benchmark reports the mean over every request of (latency - TTFT)
     / (output tokens - 1) (``SimulationResult.mean_tpot_ms``; the rows store "Mean TPOT", not
     the pooled "Mean ITL"), with each engine's KV cache as it allocates it
-    (``scheduling.selection.engine_kv_bytes``), and in a
+    (``EngineProfile.engine_memory``), and in a
     burst the other requests' prefills share those steps (a chunked-prefill engine batches
     prompt chunks with the running decodes; vLLM documentation, "Optimization and Tuning",
     "Chunked Prefill"), so a request's TPOT counts them. A steady closed loop (the closed form)

@@ -22,7 +22,7 @@ from cdk_sagemaker_llm.planning.performance import (
 )
 from cdk_sagemaker_llm.planning.placement import copy_memory
 from cdk_sagemaker_llm.planning.scheduling.capacity import CopySimulation
-from cdk_sagemaker_llm.planning.scheduling.copy import simulate_copy
+from cdk_sagemaker_llm.planning.scheduling.copy import copy_policy, simulate_copy
 from cdk_sagemaker_llm.planning.scheduling.costs import StepCosts
 from cdk_sagemaker_llm.planning.scheduling.limits import BatchSettings
 from cdk_sagemaker_llm.planning.scheduling.load import Burst, ClosedLoop, PoissonArrivals
@@ -30,7 +30,7 @@ from cdk_sagemaker_llm.planning.scheduling.loop import RequestOutcome, Simulatio
 from cdk_sagemaker_llm.planning.scheduling.neuronx import StaticBatchSlots, context_bucket
 from cdk_sagemaker_llm.planning.scheduling.policy import SchedulingPolicy
 from cdk_sagemaker_llm.planning.scheduling.prediction import with_simulated_levels
-from cdk_sagemaker_llm.planning.scheduling.selection import engine_kv_bytes, policy_for
+from cdk_sagemaker_llm.planning.scheduling.selection import policy_for
 from cdk_sagemaker_llm.planning.scheduling.state import SchedulerState, Sequence, SimRequest, Step
 from cdk_sagemaker_llm.planning.scheduling.tgi import TgiChunked, TgiPrefillFirst
 from cdk_sagemaker_llm.planning.scheduling.trtllm import InflightBatching
@@ -560,10 +560,37 @@ def test_vllm_v1_admits_no_waiting_prompt_in_a_pass_that_preempted() -> None:
 def test_each_engine_allocates_its_kv_cache_from_the_memory_it_is_documented_to_take() -> None:
     """vLLM takes ``gpu_memory_utilization`` (0.9) of each GPU's memory for everything, so its
     KV cache is what the weights leave of that; TensorRT-LLM takes 0.9 of the memory the weights
-    leave (``free_gpu_memory_fraction``); TGI all of it (``--cuda-memory-fraction`` 1.0)."""
+    leave (``free_gpu_memory_fraction``); TGI all of it (``--cuda-memory-fraction`` 1.0). Each
+    profile's JSON states its share (``batching.kv_cache_memory``)."""
     memory = copy_memory(SPEC, InstanceType.of("ml.p4de.24xlarge"), 1, Precision.FP16, 1000)
     free, usable = memory.kv_free_bytes, memory.usable_bytes
-    vllm = engine_kv_bytes(engine_profile("lmi-vllm-v1"), memory)
-    assert vllm == pytest.approx(free - 0.1 * usable)
-    assert engine_kv_bytes(engine_profile("lmi-trtllm"), memory) == pytest.approx(0.9 * free)
-    assert engine_kv_bytes(engine_profile("tgi-1"), memory) == free
+
+    def kv_of(profile: str) -> float:
+        return engine_profile(profile).engine_memory(memory).kv_free_bytes
+
+    assert kv_of("lmi-vllm-v1") == pytest.approx(free - 0.1 * usable)
+    assert kv_of("lmi-vllm-v0") == pytest.approx(free - 0.1 * usable)
+    assert kv_of("lmi-trtllm") == pytest.approx(0.9 * free)
+    assert kv_of("tgi-1") == kv_of("tgi-2-3") == free
+
+
+@pytest.mark.parametrize("profile", ["lmi-vllm-v1", "lmi-trtllm", "tgi-1"])
+def test_the_closed_form_and_the_simulation_give_a_copy_the_same_kv_cache(profile: str) -> None:
+    """One memory rule: the sequences the closed form's limits allow (``profile_limits``) are
+    what the simulated engine's KV tokens hold. Qwen3-32B-sized weights on one 80 GB GPU leave
+    vLLM 9.7 GB, not the 18.3 GB the closed form counted when it gave the engine all the
+    memory (167 sequences of 418 tokens against the simulation's 88)."""
+    spec = ModelSpec.custom(
+        "qwen3-32b-like", parameters=32.8e9, layers=64, attention_heads=64, kv_heads=8,
+        head_dim=128, max_context=40960,
+    )  # fmt: skip
+    workload = Workload(input_tokens=217, output_tokens=201)
+    layout = Layout(InstanceType.of("ml.p5.48xlarge"), 1, 1)
+    engine = engine_profile(profile)
+    model = profile_model(spec, layout, Precision.BF16, workload, engine)
+    limits, memory = profile_limits(model, engine)
+    policy = copy_policy(model, engine)
+    assert limits.kv_sequences == policy.kv_tokens // workload.total_tokens
+    assert memory.kv_free_bytes == pytest.approx(engine.engine_memory(
+        copy_memory(spec, layout.instance_type, 1, Precision.BF16, workload.total_tokens)
+    ).kv_free_bytes)  # fmt: skip

@@ -29,8 +29,8 @@ from .performance import (
     INVOCATION_TIMEOUT_S,
     CopyModel,
     Layout,
-    copy_limits,
     predict,
+    profile_limits,
     profile_model,
 )
 from .placement import head_divisibility_problem
@@ -423,7 +423,8 @@ class _Decider:
     def _check_batch(self, layout: Layout, batch: int) -> None:
         """A batch limit above the sequences one copy's KV cache holds is an error."""
         check_range("max_batch_size", batch, minimum=1)
-        limits, _ = copy_limits(self._copy_model(layout), batch)
+        profile = self.profile(layout.instance_type)
+        limits, _ = profile_limits(self._copy_model(layout), profile, batch)
         workload = self.request.workload
         if batch > limits.kv_sequences:
             raise ValidationError(

@@ -31,6 +31,7 @@ from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
 from ..errors import ValidationError
 from ..prop_types import typed_props
+from .placement import KvCacheMemory, Memory
 
 FALLBACK_PROFILE_NAME = "generic"
 """The profile of an image no other profile serves (its JSON states no containers)."""
@@ -175,6 +176,10 @@ class Batching:
     ``chunked_prefill``."""
     chunked_prefill: bool
     source: str
+    kv_cache_memory: KvCacheMemory
+    """The share of a copy's memory the engine allocates, its KV cache taking what the weights
+    and overhead leave of it: the one rule the closed form's limits and the scheduler
+    simulation both read (``EngineProfile.engine_memory``)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form."""
@@ -185,6 +190,11 @@ class Batching:
             "max_batch_prefill_tokens": self.max_batch_prefill_tokens,
             "chunked_prefill": self.chunked_prefill,
             "source": self.source,
+            "kv_cache_memory": {
+                "fraction": self.kv_cache_memory.fraction,
+                "of": "free" if self.kv_cache_memory.of_free else "total",
+                "source": self.kv_cache_memory.source,
+            },
         }
 
 
@@ -475,6 +485,10 @@ class EngineProfile:
             + f" per step, batch limit {self.describe_batching()}"
         )
 
+    def engine_memory(self, memory: Memory) -> Memory:
+        """``memory`` as this engine allocates it (``Batching.kv_cache_memory``)."""
+        return self.batching.kv_cache_memory.applied_to(memory)
+
     def describe_batching(self) -> str:
         """E.g. ``256 requests per copy`` or ``a KV-token budget (what the memory holds)``."""
         batching = self.batching
@@ -622,6 +636,14 @@ def _quantiles(data: Mapping[str, Any]) -> Quantiles:
     return Quantiles(*(float(data[k]) for k in ("p10", "p50", "p90", "low", "high")))
 
 
+def _kv_cache_memory(data: Mapping[str, Any]) -> KvCacheMemory:
+    """The JSON's ``batching.kv_cache_memory``: ``fraction`` of the ``total`` memory or of the
+    ``free`` memory the weights leave, with its ``source``."""
+    if data["of"] not in ("total", "free"):
+        raise ValueError(f"kv_cache_memory.of={data['of']!r}: expected 'total' or 'free'")
+    return KvCacheMemory(float(data["fraction"]), data["of"] == "free", data["source"])
+
+
 def profile_from_dict(data: Mapping[str, Any]) -> EngineProfile:
     """An ``EngineProfile`` from its JSON document."""
     efficiency = data["efficiency"]
@@ -652,6 +674,7 @@ def profile_from_dict(data: Mapping[str, Any]) -> EngineProfile:
             max_batch_prefill_tokens=batching["max_batch_prefill_tokens"],
             chunked_prefill=bool(batching["chunked_prefill"]),
             source=batching["source"],
+            kv_cache_memory=_kv_cache_memory(batching["kv_cache_memory"]),
         ),
         kernels={name: KernelSpeed.of(k) for name, k in data["kernels"].items()},
         residuals=Residuals(

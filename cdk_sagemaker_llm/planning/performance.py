@@ -62,6 +62,7 @@ from .knee import THROUGHPUT, TTFT, Knee, KneeRule, LevelFigures, trip_reason
 from .placement import (
     GB,
     MIN_KV_HEADROOM_BYTES,
+    KvCacheMemory,
     Memory,
     copy_memory,
     head_divisibility_problem,
@@ -637,6 +638,7 @@ def copy_limits(
     max_batch_size: int | None = DEFAULT_MAX_BATCH_SIZE,
     *,
     max_batch_total_tokens: int | None = None,
+    kv_cache_memory: KvCacheMemory | None = None,
 ) -> tuple[CopyLimits, Memory]:
     """The limits of one copy, and its memory breakdown.
 
@@ -644,6 +646,8 @@ def copy_limits(
         batches by a KV-token budget only (TGI).
     :param max_batch_total_tokens: a KV-token budget per copy (TGI ``MAX_BATCH_TOTAL_TOKENS``);
         None: what the memory left after the weights holds.
+    :param kv_cache_memory: the share of the memory the engine allocates (its profile's
+        ``Batching.kv_cache_memory``); None: all of it.
     """
     memory = copy_memory(
         model.spec,
@@ -660,6 +664,8 @@ def copy_limits(
             model.speculation, model.spec, model.precision.bytes_per_parameter
         )
         memory = replace(memory, weights_bytes=memory.weights_bytes + draft)
+    if kv_cache_memory is not None:
+        memory = kv_cache_memory.applied_to(memory)
     kv = memory.sequences
     if max_batch_total_tokens is not None:
         kv = min(kv, max_batch_total_tokens // model.workload.total_tokens)
@@ -686,7 +692,10 @@ def profile_limits(
     if batch is None:
         batch = BatchSettings.of_profile(profile, max_sequences=max_batch_size)
     return copy_limits(
-        model, batch.max_sequences, max_batch_total_tokens=batch.max_batch_total_tokens
+        model,
+        batch.max_sequences,
+        max_batch_total_tokens=batch.max_batch_total_tokens,
+        kv_cache_memory=profile.batching.kv_cache_memory,
     )
 
 
@@ -796,6 +805,18 @@ def gpu_name(instance_type: InstanceType) -> str | None:
     if accelerator is None:
         return None
     return _GPU_NAMES.get(accelerator.name, accelerator.name)
+
+
+def _engine_reserve_words(memory: Memory, profile: EngineProfile | None) -> str:
+    """E.g. `` - 8.6 GB the engine leaves unallocated (it takes 90% of the accelerators' memory)``,
+    or nothing where the engine takes all of it."""
+    if profile is None or not memory.engine_reserve_bytes:
+        return ""
+    share = profile.batching.kv_cache_memory.describe()
+    return (
+        f" - {memory.engine_reserve_bytes / GB:.1f} GB the engine leaves unallocated "
+        f"(it takes {share})"
+    )
 
 
 def _compute_bound_note(model: CopyModel) -> str:
@@ -979,7 +1000,8 @@ def _check_fit(
         raise ValidationError(
             "layout",
             layout.describe(),
-            f"{spec.name} leaves {memory.kv_free_bytes / GB:.1f} GB for the KV cache per copy; "
+            f"{spec.name} leaves {memory.kv_free_bytes / GB:.1f} GB for the KV cache per copy"
+            f"{memory.after_the_reserve()}; "
             f"it needs at least {MIN_KV_HEADROOM_BYTES / GB:g} GB and one sequence of "
             f"{memory.kv_bytes_per_sequence / GB:.2f} GB",
             "use a larger tensor-parallel degree, a larger instance type or quantization",
@@ -1164,8 +1186,9 @@ def describe_assumptions(
         f"efficiency: {model.efficiency.describe()}",
         f"memory per copy: {memory.usable_bytes / GB:.1f} GB usable - "
         f"{memory.weights_bytes / GB:.1f} GB weights - "
-        f"{memory.overhead_bytes / GB:.1f} GB overhead = "
-        f"{memory.kv_free_bytes / GB:.1f} GB KV cache = {limits.kv_sequences} sequences of "
+        f"{memory.overhead_bytes / GB:.1f} GB overhead"
+        + _engine_reserve_words(memory, profile)
+        + f" = {memory.kv_free_bytes / GB:.1f} GB KV cache = {limits.kv_sequences} sequences of "
         f"{model.workload.total_tokens} tokens"
         + (" (FP8 KV cache: 1 byte per element)" if model.kv_cache is KvCachePrecision.FP8 else ""),
         f"server batch limit {limits.batch_limit} per copy; {limits.timeout_sequences} per copy "

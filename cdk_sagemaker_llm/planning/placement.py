@@ -12,7 +12,7 @@ driver in MiB and converted.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
@@ -71,11 +71,23 @@ class Memory:
     weights_bytes: float
     overhead_bytes: float
     kv_bytes_per_sequence: int
+    engine_reserve_bytes: float = 0.0
+    """What the engine leaves unallocated (``KvCacheMemory.applied_to``): 0 for an engine that
+    gives the KV cache everything the weights and overhead leave."""
 
     @property
     def kv_free_bytes(self) -> float:
         """What is left for the KV cache (negative when the weights do not fit)."""
-        return self.usable_bytes - self.weights_bytes - self.overhead_bytes
+        return (
+            self.usable_bytes - self.weights_bytes - self.overhead_bytes - self.engine_reserve_bytes
+        )
+
+    def after_the_reserve(self) -> str:
+        """``, after the 8.6 GB the engine leaves unallocated``, or nothing where it takes all
+        (for a reason that quotes ``kv_free_bytes``)."""
+        if not self.engine_reserve_bytes:
+            return ""
+        return f", after the {self.engine_reserve_bytes / GB:.1f} GB the engine leaves unallocated"
 
     @property
     def sequences(self) -> int:
@@ -83,6 +95,31 @@ class Memory:
         if self.kv_free_bytes < MIN_KV_HEADROOM_BYTES:
             return 0
         return math.floor(self.kv_free_bytes / self.kv_bytes_per_sequence)
+
+
+@dataclass(frozen=True)
+class KvCacheMemory:
+    """How much of a copy's memory an engine allocates at launch, the KV cache getting what its
+    weights and overhead leave of that: ``fraction`` of the whole memory (vLLM's
+    ``gpu_memory_utilization``) or, with ``of_free``, of what the weights and overhead leave
+    (TensorRT-LLM's ``free_gpu_memory_fraction``). An engine profile states its own
+    (``Batching.kv_cache_memory``), with its ``source``."""
+
+    fraction: float
+    of_free: bool
+    source: str
+
+    def applied_to(self, memory: Memory) -> Memory:
+        """``memory`` with the share this engine leaves unallocated set aside."""
+        whole = memory.usable_bytes
+        if self.of_free:
+            whole -= memory.weights_bytes + memory.overhead_bytes
+        return replace(memory, engine_reserve_bytes=(1 - self.fraction) * max(0.0, whole))
+
+    def describe(self) -> str:
+        """E.g. ``90% of the accelerators' memory``."""
+        whole = "the memory the weights leave" if self.of_free else "the accelerators' memory"
+        return f"{self.fraction:.0%} of {whole}"
 
 
 def copy_memory(

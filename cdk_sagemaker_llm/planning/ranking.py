@@ -84,7 +84,7 @@ def _reject_reason(
         if kv_free < MIN_KV_HEADROOM_BYTES:
             return RejectionKind.MEMORY, (
                 f"memory: leaves {kv_free / GB:.1f} GB for the KV cache per copy "
-                f"(< {MIN_KV_HEADROOM_BYTES / GB:g} GB headroom)"
+                f"(< {MIN_KV_HEADROOM_BYTES / GB:g} GB headroom{memory.after_the_reserve()})"
             )
         return RejectionKind.MEMORY, (
             f"memory: {kv_free / GB:.1f} GB of KV cache holds no sequence of "

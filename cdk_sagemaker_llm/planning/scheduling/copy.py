@@ -4,14 +4,13 @@ its profile the scheduling policy (``selection``), its ``CopyModel`` the step co
 from __future__ import annotations
 
 from ..engine_profiles import EngineProfile
-from ..performance import CopyModel
-from ..placement import copy_memory
+from ..performance import CopyModel, profile_limits
 from .costs import StepCosts
 from .limits import BatchSettings
 from .load import Load
 from .loop import SimulationResult, simulate
 from .policy import SchedulingPolicy
-from .selection import engine_kv_bytes, kv_tokens_of, policy_for
+from .selection import kv_tokens_of, policy_for
 
 
 def copy_policy(
@@ -23,22 +22,16 @@ def copy_policy(
     max_concurrent_requests: int | None = None,
 ) -> SchedulingPolicy:
     """A fresh policy of ``profile`` over the KV tokens one copy of ``model``'s engine allocates
-    (``selection.engine_kv_bytes``), bounded by
+    (the memory ``performance.profile_limits`` gives the closed form: the engine's share,
+    ``Batching.kv_cache_memory``, less the weights, a speculative draft's included), bounded by
     the deployment's ``batch`` settings (default: the profile's, with ``max_batch_size`` as the
     request cap; ``policy_for`` states the options)."""
     if batch is None:
         batch = BatchSettings.of_profile(profile, max_sequences=max_batch_size)
-    memory = copy_memory(
-        model.spec,
-        model.instance_type,
-        model.tensor_parallel_degree,
-        model.precision,
-        model.workload.total_tokens,
-        model.kv_cache,
-    )
+    _, memory = profile_limits(model, profile, batch=batch)
     return policy_for(
         profile,
-        kv_tokens_of(model, engine_kv_bytes(profile, memory)),
+        kv_tokens_of(model, memory.kv_free_bytes),
         model.workload,
         batch=batch,
         max_concurrent_requests=max_concurrent_requests,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..engine_profiles import BatchLimit, EngineProfile
 from ..performance import CopyModel
-from ..placement import Memory, kv_bytes_per_token_per_copy
+from ..placement import kv_bytes_per_token_per_copy
 from ..workload import Workload
 from .limits import DEFAULT_MAX_BATCH_SIZE, BatchSettings
 from .neuronx import StaticBatchSlots
@@ -23,34 +23,6 @@ from .vllm import VLLM_V0_MIN_BATCHED_TOKENS, VllmChunked, VllmPrefillFirst
 
 NEURON_ENGINE = "lmi-neuronx"
 """The profile ``engine`` of the NeuronX backends (``engine_profiles/lmi-neuronx.json``)."""
-VLLM_ENGINE = "lmi-vllm"
-"""The profile ``engine`` of the vLLM backends (``lmi-vllm-v0.json``, ``lmi-vllm-v1.json``)."""
-TRTLLM_ENGINE = "lmi-trtllm"
-"""The profile ``engine`` of the TensorRT-LLM backends (``lmi-trtllm.json``)."""
-VLLM_GPU_MEMORY_UTILIZATION = 0.9
-"""vLLM's ``gpu_memory_utilization`` default: the share of each GPU's memory the engine may take
-for weights, activations and KV cache together; the KV cache gets what the weights and the
-profiled activations leave of it (vLLM engine arguments, ``--gpu-memory-utilization``, default
-0.9; ``vllm/v1/worker/gpu_worker.py`` ``determine_available_memory``: requested memory =
-total x utilization, less the non-KV memory). LMI's ``option.gpu_memory_utilization`` passes it
-through at the same default."""
-TRTLLM_FREE_GPU_MEMORY_FRACTION = 0.9
-"""TensorRT-LLM's ``KvCacheConfig.free_gpu_memory_fraction`` default, which ``trtllm-serve``
-passes (``tensorrt_llm/commands/serve.py`` ``get_llm_args``: ``free_gpu_memory_fraction: float =
-0.9``): the KV cache takes that share of the memory free after the weights and buffers."""
-
-
-def engine_kv_bytes(profile: EngineProfile, memory: Memory) -> float:
-    """The KV cache one copy's engine allocates at launch: vLLM's within
-    ``VLLM_GPU_MEMORY_UTILIZATION`` of the GPUs' memory, TensorRT-LLM's
-    ``TRTLLM_FREE_GPU_MEMORY_FRACTION`` of what the weights leave; TGI (``--cuda-memory-fraction``
-    default 1.0, TGI launcher reference) and the others all of it."""
-    free = memory.kv_free_bytes
-    if profile.engine == VLLM_ENGINE:
-        return free - (1 - VLLM_GPU_MEMORY_UTILIZATION) * memory.usable_bytes
-    if profile.engine == TRTLLM_ENGINE:
-        return TRTLLM_FREE_GPU_MEMORY_FRACTION * free
-    return free
 
 
 def kv_tokens_of(model: CopyModel, kv_free_bytes: float) -> int:
