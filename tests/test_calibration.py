@@ -20,7 +20,15 @@ from cdk_sagemaker_llm.cli import main
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.planning.calibration_fit import calibrate
 from cdk_sagemaker_llm.planning.efficiency import DEFAULT_EFFICIENCY, Efficiency
-from cdk_sagemaker_llm.planning.performance import CopyModel, Layout, Workload, copy_limits, predict
+from cdk_sagemaker_llm.planning.engine_profiles import resolve_profile
+from cdk_sagemaker_llm.planning.performance import (
+    CopyModel,
+    Layout,
+    Workload,
+    copy_limits,
+    predict,
+    profile_limits,
+)
 
 G5 = InstanceType.G5_2XLARGE
 LOAD = Workload(256, 128)
@@ -138,7 +146,10 @@ def test_without_ttft_the_prefill_efficiency_is_fitted_to_the_end_to_end_figures
         memory_bandwidth=0.6, decode_compute=0.5, prefill_compute=0.9, step_overhead_ms=5.0
     )
     model = CopyModel(ModelSpec.LLAMA_2_7B, G5, 1, Precision.FP16, load, server)
-    limits, _ = copy_limits(model)
+    # the server is the default engine's (vLLM V1), whose KV cache holds 4 such sequences in
+    # its 0.9 of the A10G's memory (6 in all of it): the fit counts the same
+    limits, _ = profile_limits(model, resolve_profile(None, False))
+    assert limits.kv_sequences == 4
     levels = []
     for c in (1, 8):
         at = model.level(c, limits.capacity)

@@ -173,7 +173,8 @@ def calibrate(
     )
     load = _workload(document, workload)
     _check_measurable(spec, layout, precision, load, kv_cache_precision)
-    fit = _Fit(spec, layout, precision, load, levels, kv_cache_precision)
+    profile = resolve_profile(engine, layout.instance_type.is_neuron)
+    fit = _Fit(spec, layout, precision, load, levels, profile, kv_cache_precision)
     with_ttft = [level for level in levels if level.ttft_ms is not None]
     efficiency = fit.admission(DEFAULT_EFFICIENCY, with_ttft)
     for _ in range(2):
@@ -187,7 +188,6 @@ def calibrate(
             # efficiency (long prompts' prefills stall the batch's decode under load).
             efficiency = fit.decode(fit.prefill_end_to_end(efficiency))
         efficiency = fit.decode(fit.compute(efficiency))
-    profile = resolve_profile(engine, layout.instance_type.is_neuron)
     # Coordinate descent over grids can end farther from the levels than the uncalibrated
     # factors (the engine profile's, which the grids cannot express: per-layer and per-sequence
     # costs): never worse than where predictions start, on the fit's own objective.
@@ -312,6 +312,7 @@ class _Fit:
         precision: Precision,
         load: Workload,
         levels: list[MeasuredLevel],
+        profile: EngineProfile,
         kv_cache: KvCachePrecision = KvCachePrecision.AUTO,
     ) -> None:
         self.spec, self.layout, self.precision, self.load = spec, layout, precision, load
@@ -324,7 +325,9 @@ class _Fit:
             load.total_tokens,
             kv_cache,
         )
-        self.sequences = memory.sequences
+        self.sequences = profile.engine_memory(memory).sequences
+        """The sequences the benchmarked engine's KV cache holds (its share of the memory,
+        ``EngineProfile.engine_memory``, as the closed form's limits and the simulation count)."""
         accelerator = layout.instance_type.accelerator
         self.grids = FitGrids.bounded_by(accelerator.achieved if accelerator else None)
         """The values the fit tries, up to what the accelerator was measured to reach."""
