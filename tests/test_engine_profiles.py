@@ -231,6 +231,8 @@ def test_every_profile_states_its_constants_and_their_provenance() -> None:
             assert {"source", "date", "engine_version", "hardware"} <= set(entry)
         assert 0 < profile.memory_bandwidth <= 1
         assert profile.batching.source
+        share = profile.batching.kv_cache_memory
+        assert 0 < share.fraction <= 1 and share.source
         assert set(profile.kernels) >= {"int4", "fp8"}
         for kernel in profile.kernels.values():
             assert 0 < kernel.weight_read <= 1 and kernel.source
@@ -242,6 +244,9 @@ def test_every_profile_states_its_constants_and_their_provenance() -> None:
     assert vllm.batching.limit is BatchLimit.REQUESTS
     assert vllm.batching.max_batch_size == 256 and vllm.batching.chunked_prefill
     assert "max_num_seqs" in vllm.batching.source
+    assert "gpu-memory-utilization" in vllm.batching.kv_cache_memory.source
+    trtllm = engine_profile("lmi-trtllm").batching.kv_cache_memory
+    assert trtllm.of_free and "free_gpu_memory_fraction" in trtllm.source
 
 
 def test_fitted_profiles_say_what_they_were_fitted_on() -> None:
