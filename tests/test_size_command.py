@@ -96,6 +96,23 @@ def test_size_takes_a_custom_model_spec_from_flags(capsys: pytest.CaptureFixture
     assert data["kv_cache_bytes_per_token"] == 131_072  # same as the Mistral 7B preset
 
 
+def test_size_counts_the_sequences_the_engines_share_of_the_memory_holds(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """vLLM takes 0.9 of the GPU: Llama 3 8B on one A10G holds 11 sequences of 4,096 tokens in
+    all the memory the weights leave and 6 in vLLM's share, the figure the recommended layout's
+    ranking reads; TGI takes all of it and reports no second figure."""
+    argv = ["size", "--model", "llama-3-8b", "--instance-type", "ml.g5.2xlarge"]
+    assert main([*argv, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["max_concurrent_sequences"] == 11
+    assert data["engine_max_concurrent_sequences"] == 6
+    assert any("allocates 90% of the accelerators' memory" in line for line in data["reasoning"])
+    assert main([*argv, "--engine", "tgi-1", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["engine_max_concurrent_sequences"] is None
+
+
 def test_a_parameter_count_in_billions_is_refused_naming_the_flag(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -117,6 +117,36 @@ def test_a_max_concurrency_the_kv_cache_cannot_hold_is_a_warning() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("serving", "warned"),
+    [
+        (LmiOptions(tensor_parallel_degree=1, max_rolling_batch_size=8, max_model_len=4096), True),
+        (TgiOptions(num_gpus=1, max_total_tokens=4096, max_concurrent_requests=8), False),
+    ],
+)
+def test_the_kv_cache_warning_counts_the_memory_the_engine_allocates(
+    serving: LmiOptions | TgiOptions, warned: bool
+) -> None:
+    """Llama 3 8B in fp16 on one A10G leaves 5.9 GB: 11 sequences of 4,096 tokens, but vLLM
+    takes 0.9 of the GPU (``gpu_memory_utilization``), which leaves 6, so a batch of 8 queues or
+    is preempted on LMI and fits on TGI (``--cuda-memory-fraction`` 1.0). The check counted 11
+    for both."""
+    stack = new_stack()
+    model = _model(stack, "meta-llama/Meta-Llama-3-8B-Instruct", serving)
+    _variant_endpoint(stack, model, InstanceType.G5_2XLARGE)
+    annotations = Annotations.from_stack(stack)
+    if warned:
+        annotations.has_warning(
+            "/TestStack/Model",
+            Match.string_like_regexp(
+                r"max concurrency 8 exceeds what the KV cache holds: 6 sequences of 4096 "
+                r"tokens .*in the share of the memory lmi-vllm-v\d allocates by default"
+            ),
+        )
+    else:
+        annotations.has_no_warning("*", Match.string_like_regexp("KV cache"))
+
+
 def test_a_concurrency_that_fits_raises_no_warning() -> None:
     stack = new_stack()
     model = _model(

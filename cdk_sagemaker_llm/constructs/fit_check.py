@@ -129,15 +129,19 @@ def check_fit(
             "GB usable",
             "; ".join(fixes),
         )
-    if (
-        facts.max_concurrency is not None
-        and facts.max_concurrency > report.max_concurrent_sequences
-    ):
+    held = report.engine_held_sequences
+    if facts.max_concurrency is not None and facts.max_concurrency > held:
         Annotations.of(scope).add_warning_v2(
             "cdk-sagemaker-llm:kv-cache-concurrency",
             f"{prop}: max concurrency {facts.max_concurrency} exceeds what the KV cache holds: "
-            f"{report.max_concurrent_sequences} sequences of {report.max_total_tokens} tokens "
-            f"({spec.name}, {facts.precision.value}, {degree} x {instance_type.accelerator.name}). "
+            f"{held} sequences of {report.max_total_tokens} tokens "
+            f"({spec.name}, {facts.precision.value}, {degree} x {instance_type.accelerator.name}"
+            + (
+                f"; in the share of the memory {report.engine} allocates by default"
+                if report.engine_sequences is not None
+                else ""
+            )
+            + "). "
             "Requests beyond that queue or are preempted; lower the max concurrency or the max "
             "total tokens, or add accelerators.",
         )

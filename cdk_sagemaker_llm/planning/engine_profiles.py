@@ -5,8 +5,8 @@ all-reduces; the engine decides how much of that the accelerator delivers and wh
 per-step overhead growing with layers and tensor-parallel degree, the efficiencies of its
 decode and prefill kernels, how it limits its batch (a request count or a KV-token budget, with
 its default limits), the share of the memory it allocates for weights and KV cache
-(``Batching.kv_cache_memory``) and how fast its int4/fp8 kernels really are. Each profile is a data file
-in ``planning/engine_profiles/`` with its provenance (sources, dates, engine versions,
+(``Batching.kv_cache_memory``) and how fast its int4/fp8 kernels really are. Each profile is a
+data file in ``planning/engine_profiles/`` with its provenance (sources, dates, engine versions,
 hardware); ``benchmarks/fit_profiles.py`` fits the efficiencies and overheads to the published
 measurements in ``benchmarks/measurements/rows.csv`` and stores the cross-validated residual
 quantiles the prediction band comes from.

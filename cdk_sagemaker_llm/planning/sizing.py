@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..catalog.containers import vllm_variable
@@ -34,6 +34,7 @@ from .placement import (
     GIB,
     MIB,
     MIN_KV_HEADROOM_BYTES,
+    copy_memory,
     head_divisibility_problem,
     kv_bytes_per_token_per_copy,
 )
@@ -418,11 +419,24 @@ class SizingReport:
     engine: str | None = None
     """The engine profile the ranking and latency figures use; None when the accelerator's
     performance is unknown (nothing is ranked)."""
+    engine_sequences: int | None = None
+    """Sequences of ``max_total_tokens`` the KV cache holds within the share of the memory the
+    engine allocates (its profile's ``Batching.kv_cache_memory``: vLLM's
+    ``gpu_memory_utilization``), what its batch limits and ``predict`` read; None where the
+    engine allocates all of it (``max_concurrent_sequences`` then)."""
 
     @property
     def serves(self) -> bool:
         """The verdict: the copy fits in memory and its degree shards the heads evenly."""
         return self.fits and self.head_problem is None
+
+    @property
+    def engine_held_sequences(self) -> int:
+        """The sequences the engine's KV cache holds: ``engine_sequences`` where the engine
+        allocates a share of the memory, else ``max_concurrent_sequences``."""
+        if self.engine_sequences is None:
+            return self.max_concurrent_sequences
+        return self.engine_sequences
 
     @property
     def weights_gib(self) -> float:
@@ -459,6 +473,7 @@ class SizingReport:
             "kv_cache_bytes_per_token": self.kv_cache_bytes_per_token,
             "kv_cache_gb_per_sequence": round(self.kv_cache_bytes_per_sequence / GB, 3),
             "max_concurrent_sequences": self.max_concurrent_sequences,
+            "engine_max_concurrent_sequences": self.engine_sequences,
             "recommended_tensor_parallel_degree": self.recommended_tensor_parallel_degree,
             "copies_per_instance": self.copies_per_instance,
             "critical_batch_size": round(self.critical_batch_size, 1)
@@ -559,6 +574,9 @@ def size(
         precision=precision,
         overhead_bytes=overhead_bytes,
     )
+    engine_sequences = _engine_sequences(
+        spec, instance_type, degree, precision, tokens, overhead_bytes, profile
+    )
     head_problem = head_divisibility_problem(spec, degree)
     serves = sequences >= 1 and head_problem is None
     accelerator = instance_type.accelerator
@@ -570,6 +588,7 @@ def size(
         tokens=tokens,
         overhead_bytes=overhead_bytes,
         sequences=sequences,
+        engine=(profile, engine_sequences),
     )
     if head_problem:
         reasoning.append(
@@ -607,7 +626,28 @@ def size(
         single_request_ms_per_token=single,
         max_tokens_per_s_within_slo=chosen.tokens_per_s if chosen and chosen.capacity else None,
         engine=profile.name if accelerator.performance_known else None,
+        engine_sequences=engine_sequences,
     )
+
+
+def _engine_sequences(
+    spec: ModelSpec,
+    instance_type: InstanceType,
+    degree: int,
+    precision: Precision,
+    tokens: int,
+    overhead_bytes: float,
+    profile: EngineProfile,
+) -> int | None:
+    """The sequences of ``tokens`` one copy's KV cache holds within the share of the memory
+    ``profile``'s engine allocates (``EngineProfile.engine_memory``, as ``predict`` counts
+    them); None where that share is all of it."""
+    memory = copy_memory(spec, instance_type, degree, precision, tokens)
+    memory = replace(memory, overhead_bytes=overhead_bytes * degree)
+    reserved = profile.engine_memory(memory)
+    if not reserved.engine_reserve_bytes:
+        return None
+    return reserved.sequences
 
 
 def _memory_reasoning(
@@ -619,9 +659,11 @@ def _memory_reasoning(
     tokens: int,
     overhead_bytes: float,
     sequences: int,
+    engine: tuple[EngineProfile, int | None],
 ) -> list[str]:
     """The memory arithmetic of one copy: weights, KV cache per token, usable memory, and
-    whether (and by how much) the sequences fit."""
+    whether (and by how much) the sequences fit; then how many the ``engine`` profile's share
+    of the memory holds, where it allocates less than all of it (``_engine_sequences``)."""
     assert instance_type.accelerator is not None
     weights = weights_bytes(spec, precision)
     per_token = kv_bytes_per_token_per_copy(spec, degree, precision)
@@ -651,6 +693,13 @@ def _memory_reasoning(
             f"fits: {free / GB:.1f} GB left for the KV cache holds {sequences} sequences of "
             f"{tokens} tokens"
         )
+        profile, engine_sequences = engine
+        if engine_sequences is not None:
+            reasoning.append(
+                f"the {profile.name} engine allocates "
+                f"{profile.batching.kv_cache_memory.describe()}: its KV cache holds "
+                f"{engine_sequences} of those sequences"
+            )
     elif free > 0:
         reasoning.append(
             f"does not fit: {free / GB:.1f} GB left for the KV cache, below the "

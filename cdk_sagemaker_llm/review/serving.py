@@ -186,11 +186,17 @@ def sizing_verdict(
             f"fits: {spec.name} {report.precision} at tensor-parallel degree {degree}, "
             f"weights {report.weights_gib:.1f} GiB, KV cache holds "
             f"{report.max_concurrent_sequences} sequences of {report.max_total_tokens} tokens"
+            + (
+                f" ({report.engine_sequences} in the share of the memory {report.engine} allocates)"
+                if report.engine_sequences is not None
+                else ""
+            )
         )
-        if facts.max_concurrency and facts.max_concurrency > report.max_concurrent_sequences:
+        held = report.engine_held_sequences
+        if facts.max_concurrency and facts.max_concurrency > held:
             warnings.append(
                 f"max concurrency {facts.max_concurrency} exceeds the "
-                f"{report.max_concurrent_sequences} full-length sequences the KV cache holds"
+                f"{held} full-length sequences the KV cache holds"
             )
     else:
         summary = (

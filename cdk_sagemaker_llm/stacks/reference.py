@@ -169,8 +169,9 @@ class LlamaInferenceComponentStack(Stack):
         # Scale to zero, built by hand: a second endpoint for sporadic traffic, which keeps no
         # instance while idle. The first request after idling fails
         # (NoCapacityInvocationFailures) and brings a copy, and managed instance scaling an
-        # instance, back. On one A10G (22,888 MiB usable) fp16 weights leave ~5.9 GB for the
-        # KV cache: 128 KiB per token (GQA, 8 KV heads) holds 8 sequences of 4,096 tokens.
+        # instance, back. On one A10G (22,888 MiB) vLLM takes 90% (gpu_memory_utilization
+        # 0.9), of which fp16 weights and ~2 GB of overhead leave ~3.5 GB for the KV cache: 128
+        # KiB per token (GQA, 8 KV heads) holds 6 sequences of 4,096 tokens.
         self.model = Model(
             self,
             "Llama3Model",
@@ -179,7 +180,7 @@ class LlamaInferenceComponentStack(Stack):
             serving=LmiOptions(
                 backend=LmiBackend.VLLM,
                 tensor_parallel_degree=1,
-                max_rolling_batch_size=8,
+                max_rolling_batch_size=6,
                 max_model_len=4096,
                 dtype=DataType.FP16,
                 model_loading_timeout=Duration.minutes(15),
