@@ -328,3 +328,23 @@ def test_sizing_on_an_accelerator_without_published_flops_checks_memory_only() -
             Workload(256, 128),
             [1],
         )
+
+
+def test_a_copy_beyond_the_engines_share_fits_but_does_not_serve() -> None:
+    """Falcon 40B fp16 over four A10Gs at 2,048 tokens fits in the whole memory (TGI's share),
+    not in the 90% vLLM takes: vLLM refuses to start, and ``size`` said it serves."""
+    falcon = ModelSpec.preset("falcon-40b")
+    vllm = size(falcon, InstanceType.G5_12XLARGE, tensor_parallel_degree=4, max_total_tokens=2048)
+    assert vllm.fits and not vllm.engine_fits and not vllm.serves
+    assert vllm.copies_per_instance == 0
+    assert any(
+        line.startswith("does not start:") and "at least 97%" in line for line in vllm.reasoning
+    ), vllm.reasoning
+    tgi = size(
+        falcon,
+        InstanceType.G5_12XLARGE,
+        tensor_parallel_degree=4,
+        max_total_tokens=2048,
+        engine="tgi-2-3",
+    )
+    assert tgi.serves and tgi.copies_per_instance == 1

@@ -147,6 +147,53 @@ def test_the_kv_cache_warning_counts_the_memory_the_engine_allocates(
         annotations.has_no_warning("*", Match.string_like_regexp("KV cache"))
 
 
+FALCON_40B_ON_FOUR_A10G = LmiOptions(tensor_parallel_degree=4, max_model_len=2048)
+"""Falcon 40B in fp16 (83.5 GB) sharded over the four A10Gs of an ml.g5.12xlarge (96 GB): it
+fits in the whole memory, which TGI takes, but not in the 90% vLLM takes by default."""
+
+
+def test_a_copy_beyond_the_engines_share_of_the_memory_is_a_synth_error() -> None:
+    """LMI's vLLM would fail at start ("No available memory for the cache blocks"); the check
+    passed it, counting all the memory."""
+    stack = new_stack()
+    model = _model(stack, "tiiuae/falcon-40b", FALCON_40B_ON_FOUR_A10G)
+    with pytest.raises(ValidationError) as error:
+        _variant_endpoint(stack, model, InstanceType.G5_12XLARGE)
+    message = str(error.value)
+    assert error.value.prop == "variants[0].instance_type"
+    for expected in (
+        "falcon-40b (fp16) fits on 4 x NVIDIA A10G (96.0 GB usable)",
+        "allocates 90% of the accelerators' memory by default",
+        "engine refuses to start",
+        "set the serving options' gpu_memory_utilization to at least 0.97",
+    ):
+        assert expected in message, message
+
+
+def test_the_serving_options_memory_share_is_the_one_checked() -> None:
+    """Raised to the share the error names, the same copy passes; lowered, a copy that fits
+    by default is refused, naming the variable that set it."""
+    stack = new_stack()
+    raised = LmiOptions(tensor_parallel_degree=4, max_model_len=2048, gpu_memory_utilization=0.97)
+    _variant_endpoint(stack, _model(stack, "tiiuae/falcon-40b", raised), InstanceType.G5_12XLARGE)
+    Template.from_stack(stack).resource_count_is("AWS::SageMaker::EndpointConfig", 1)
+    stack = new_stack()
+    lowered = LmiOptions(tensor_parallel_degree=1, max_model_len=4096, gpu_memory_utilization=0.75)
+    model = _model(stack, "meta-llama/Meta-Llama-3-8B-Instruct", lowered)
+    with pytest.raises(
+        ValidationError,
+        match=r"as OPTION_GPU_MEMORY_UTILIZATION=0.75 sets.*at least 0.80",
+    ):
+        _variant_endpoint(stack, model, InstanceType.G5_2XLARGE)
+
+
+def test_an_engine_that_takes_all_the_memory_serves_that_copy() -> None:
+    stack = new_stack()
+    serving = TgiOptions(num_gpus=4, max_total_tokens=2048)
+    _variant_endpoint(stack, _model(stack, "tiiuae/falcon-40b", serving), InstanceType.G5_12XLARGE)
+    Template.from_stack(stack).resource_count_is("AWS::SageMaker::EndpointConfig", 1)
+
+
 def test_a_concurrency_that_fits_raises_no_warning() -> None:
     stack = new_stack()
     model = _model(
@@ -323,3 +370,13 @@ def test_a_degree_that_shards_the_heads_passes() -> None:
         resources=CopyResources(accelerators=1, min_memory=Size.gibibytes(16)),
     )
     Template.from_stack(stack).resource_count_is("AWS::SageMaker::InferenceComponent", 1)
+
+
+def test_lmi_renders_the_memory_share_for_vllm_and_refuses_it_elsewhere() -> None:
+    options = LmiOptions(gpu_memory_utilization=0.95)
+    options.validate(ContainerImage.lmi("0.33.0"))
+    assert options.environment()["OPTION_GPU_MEMORY_UTILIZATION"] == "0.95"
+    with pytest.raises(ValidationError, match=r"gpu_memory_utilization runs on LMI's vLLM engine"):
+        options.validate(ContainerImage.lmi_tensorrt_llm("0.32.0"))
+    with pytest.raises(ValidationError, match=r"serving.gpu_memory_utilization=1.5"):
+        LmiOptions(gpu_memory_utilization=1.5).validate(ContainerImage.lmi("0.33.0"))

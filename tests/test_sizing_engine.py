@@ -155,3 +155,29 @@ def test_plan_sizes_with_the_images_profile() -> None:
         ).recommended_tensor_parallel_degree
     )
     assert verdict({})["engine"] == "lmi-vllm-v1"  # an unrecognized image: predict's default
+
+
+def test_plan_reads_the_engines_memory_share_from_the_template() -> None:
+    """A template whose LMI (vLLM) container holds Falcon 40B over four A10Gs at 2,048 tokens:
+    ``plan`` said it fits (the whole memory); vLLM takes 90% and refuses to start. Raised to
+    0.97 by the container's own variable, it fits."""
+
+    def verdict(environment: dict[str, str]) -> tuple[bool | None, str]:
+        container = Container(
+            image_value="image-uri",
+            environment={
+                "HF_MODEL_ID": "tiiuae/falcon-40b",
+                "OPTION_TENSOR_PARALLEL_DEGREE": "4",
+                "OPTION_MAX_MODEL_LEN": "2048",
+                **environment,
+            },
+            metadata={IMAGE: {"family": "lmi", "release": "0.33.0"}},
+        )
+        found = sizing_verdict(container, InstanceType.G5_12XLARGE, 4)
+        return found.fits, found.summary
+
+    fits, summary = verdict({})
+    assert fits is False and summary.startswith("does not start: falcon-40b fp16 fits on 4 x")
+    assert "not in the 90% of the accelerators' memory its engine (lmi-vllm-v1)" in summary
+    assert summary.endswith("it needs at least 97%")
+    assert verdict({"OPTION_GPU_MEMORY_UTILIZATION": "0.97"})[0] is True

@@ -14,9 +14,15 @@ from aws_cdk import Annotations
 from constructs import Construct
 
 from ..catalog.instance_types import InstanceType
-from ..catalog.model_specs import ModelSpec
-from ..planning.placement import head_divisibility_problem
-from ..planning.sizing import GB, SizingReport, serving_facts, size
+from ..catalog.model_specs import ModelSpec, Precision
+from ..planning.placement import KvCacheMemory, head_divisibility_problem
+from ..planning.sizing import (
+    GB,
+    SizingReport,
+    configured_kv_cache_memory,
+    serving_facts,
+    size,
+)
 from .validation import ValidationError
 
 _size = functools.lru_cache(maxsize=512)(size)
@@ -41,7 +47,10 @@ def check_fit(
     Raises ValidationError when the copy's tensor-parallel degree cannot shard the model's
     attention or KV heads (serving containers refuse it), or when weights + overhead + one
     sequence's KV cache exceed the accelerators' usable memory at that degree; warns when a
-    configured max concurrency exceeds the sequences the KV cache holds; notes (info) when the
+    configured max concurrency exceeds the sequences the KV cache holds; refuses a copy that fits
+    in the memory but not in the share the image's engine allocates (vLLM's
+    ``gpu_memory_utilization``, as the environment sets it), and warns of it where no image names
+    the engine; notes (info) when the
     check is skipped because the model spec or the hardware is unknown. ``engine`` is the
     serving image's engine profile name (``ContainerImage.engine_profile``): it ranks the
     layouts behind the recommended degree, as ``predict`` and ``recommend`` would; None: their
@@ -70,11 +79,13 @@ def check_fit(
         else accelerators or instance_type.accelerator_count
     )
     degree = min(degree, instance_type.accelerator_count)
+    share = configured_kv_cache_memory(engine, instance_type.is_neuron, environment)
     arguments: dict[str, Any] = {
         "tensor_parallel_degree": degree,
         "precision": facts.precision,
         "max_total_tokens": facts.max_total_tokens,
         "engine": engine,
+        "kv_cache_memory": share,
     }
     try:
         report = _size(spec, instance_type, **arguments)
@@ -97,52 +108,130 @@ def check_fit(
             "options' tensor_parallel_degree and the accelerators per copy to it",
         )
     if not report.fits:
-        fixes = []
-        recommended = report.recommended_tensor_parallel_degree
-        if recommended is not None and instance_type.is_neuron:
+        _refuse_the_misfit(report, instance_type, facts.precision, prop)
+    if not report.engine_fits:
+        _check_the_engines_share(
+            scope, report, share, engine is not None, facts.precision, instance_type, prop
+        )
+    _warn_of_the_concurrency(scope, report, facts.max_concurrency, share, instance_type, prop)
+    return report
+
+
+def _fixes(report: SizingReport, instance_type: InstanceType, precision: Precision) -> list[str]:
+    """What makes a copy that does not fit in memory fit."""
+    fixes = []
+    recommended = report.recommended_tensor_parallel_degree
+    if recommended is not None and recommended != report.tensor_parallel_degree:
+        if instance_type.is_neuron:
             fixes.append(
                 f"shard over more chips ({recommended} chips, tensor-parallel degree "
                 f"{recommended * instance_type.tensor_parallel_ranks_per_device} NeuronCores, "
                 f"fit on {instance_type.name})"
             )
-        elif recommended is not None:
+        else:
             fixes.append(
                 f"shard over more accelerators (tensor-parallel degree "
                 f"{recommended} fits on {instance_type.name})"
             )
-        else:
-            fixes.append("use an instance type with more or larger accelerators")
-        fixes.append("use a larger instance type")
-        if facts.precision.bytes_per_parameter > 0.5:
-            fixes.append("quantize the weights (fp8/int8, or int4 AWQ)")
-        if report.max_total_tokens > 1024:
-            fixes.append("or lower the max total tokens per sequence")
-        raise ValidationError(
-            prop,
-            instance_type.name,
-            f"{spec.name} ({facts.precision.value}) does not fit on {degree} x "
-            f"{instance_type.accelerator.name}: weights {report.weights_bytes / GB:.1f} GB + "
-            f"overhead {report.overhead_bytes / GB:.1f} GB + KV cache of one "
-            f"{report.max_total_tokens}-token sequence "
-            f"{report.kv_cache_bytes_per_sequence / GB:.2f} GB = "
-            f"{report.needed_bytes / GB:.1f} GB, above the {report.usable_memory_bytes / GB:.1f} "
-            "GB usable",
-            "; ".join(fixes),
+    elif recommended is None:
+        fixes.append("use an instance type with more or larger accelerators")
+    fixes.append("use a larger instance type")
+    if precision.bytes_per_parameter > 0.5:
+        fixes.append("quantize the weights (fp8/int8, or int4 AWQ)")
+    if report.max_total_tokens > 1024:
+        fixes.append("or lower the max total tokens per sequence")
+    return fixes
+
+
+def _accelerators(report: SizingReport, instance_type: InstanceType) -> str:
+    """E.g. ``1 x NVIDIA A10G``."""
+    assert instance_type.accelerator is not None
+    return f"{report.tensor_parallel_degree} x {instance_type.accelerator.name}"
+
+
+def _refuse_the_misfit(
+    report: SizingReport, instance_type: InstanceType, precision: Precision, prop: str
+) -> None:
+    """The ValidationError of a copy whose weights, overhead and one sequence's KV cache exceed
+    its accelerators' memory."""
+    raise ValidationError(
+        prop,
+        instance_type.name,
+        f"{report.model} ({report.precision}) does not fit on "
+        f"{_accelerators(report, instance_type)}: weights "
+        f"{report.weights_bytes / GB:.1f} GB + overhead {report.overhead_bytes / GB:.1f} GB + KV "
+        f"cache of one {report.max_total_tokens}-token sequence "
+        f"{report.kv_cache_bytes_per_sequence / GB:.2f} GB = {report.needed_bytes / GB:.1f} GB, "
+        f"above the {report.usable_memory_bytes / GB:.1f} GB usable",
+        "; ".join(_fixes(report, instance_type, precision)),
+    )
+
+
+def _check_the_engines_share(
+    scope: Construct,
+    report: SizingReport,
+    share: KvCacheMemory,
+    engine_known: bool,
+    precision: Precision,
+    instance_type: InstanceType,
+    prop: str,
+) -> None:
+    """A copy that fits in its accelerators' memory but not in the ``share`` its engine
+    allocates: the engine refuses to start (vLLM's ``check_enough_kv_cache_memory``: "No
+    available memory for the cache blocks. Try increasing `gpu_memory_utilization`"). Refused
+    where the image names the engine; a warning where the engine is the default guess."""
+    least = share.least_fraction(report.memory)
+    problem = (
+        f"{report.model} ({report.precision}) fits on {_accelerators(report, instance_type)} "
+        f"({report.usable_memory_bytes / GB:.1f} GB usable), but its engine ({report.engine}) "
+        f"allocates {share.describe()} {_chosen(share)}, "
+        f"which leaves no room for one {report.max_total_tokens}-token sequence's KV cache: the "
+        "engine refuses to start"
+    )
+    fixes = _fixes(report, instance_type, precision)
+    if share.settings and least <= 1:
+        fixes.insert(
+            0,
+            f"set the serving options' gpu_memory_utilization to at least {least:.2f} "
+            f"({' or '.join(share.settings)})",
         )
+    if engine_known:
+        raise ValidationError(prop, instance_type.name, problem, "; ".join(fixes))
+    Annotations.of(scope).add_warning_v2(
+        "cdk-sagemaker-llm:engine-memory-share",
+        f"{prop}: {problem}, if the image runs that default engine. Fix: {'; '.join(fixes)}.",
+    )
+
+
+def _chosen(share: KvCacheMemory) -> str:
+    """``by default``, or ``as OPTION_GPU_MEMORY_UTILIZATION=0.95 sets``."""
+    return f"as {share.source} sets" if share.set_by_the_environment else "by default"
+
+
+def _warn_of_the_concurrency(
+    scope: Construct,
+    report: SizingReport,
+    max_concurrency: int | None,
+    share: KvCacheMemory,
+    instance_type: InstanceType,
+    prop: str,
+) -> None:
+    """Warn when a configured max concurrency exceeds the sequences the engine's KV cache
+    holds."""
     held = report.engine_held_sequences
-    if facts.max_concurrency is not None and facts.max_concurrency > held:
-        Annotations.of(scope).add_warning_v2(
-            "cdk-sagemaker-llm:kv-cache-concurrency",
-            f"{prop}: max concurrency {facts.max_concurrency} exceeds what the KV cache holds: "
-            f"{held} sequences of {report.max_total_tokens} tokens "
-            f"({spec.name}, {facts.precision.value}, {degree} x {instance_type.accelerator.name}"
-            + (
-                f"; in the share of the memory {report.engine} allocates by default"
-                if report.engine_sequences is not None
-                else ""
-            )
-            + "). "
-            "Requests beyond that queue or are preempted; lower the max concurrency or the max "
-            "total tokens, or add accelerators.",
+    if max_concurrency is None or max_concurrency <= held:
+        return
+    Annotations.of(scope).add_warning_v2(
+        "cdk-sagemaker-llm:kv-cache-concurrency",
+        f"{prop}: max concurrency {max_concurrency} exceeds what the KV cache holds: "
+        f"{held} sequences of {report.max_total_tokens} tokens "
+        f"({report.model}, {report.precision}, {_accelerators(report, instance_type)}"
+        + (
+            f"; in the share of the memory {report.engine} allocates {_chosen(share)}"
+            if report.engine_sequences is not None
+            else ""
         )
-    return report
+        + "). "
+        "Requests beyond that queue or are preempted; lower the max concurrency or the max "
+        "total tokens, or add accelerators.",
+    )

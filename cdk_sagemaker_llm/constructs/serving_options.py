@@ -184,6 +184,12 @@ class LmiOptions:
     """How the engine stores the KV cache: ``FP8`` renders ``OPTION_KV_CACHE_DTYPE=fp8``
     (vLLM's engine argument passed through, LMI >= 0.32.0; the TensorRT-LLM image documents no
     such setting and is refused). Default: the activation precision."""
+    gpu_memory_utilization: float | None = None
+    """Fraction of each GPU's memory the vLLM engine takes for weights, activations and KV
+    cache, above 0 and at most 1 (``OPTION_GPU_MEMORY_UTILIZATION``, passed to vLLM's
+    ``--gpu-memory-utilization``; djl-serving docs, "vLLM Engine User Guide", advanced
+    configurations: LMI >= 0.27.0). vLLM only; default vLLM's 0.9. The synth-time fit check
+    sizes the KV cache within it."""
 
     @property
     def accelerators_per_copy(self) -> int | None:
@@ -273,7 +279,18 @@ class LmiOptions:
                 maximum=3600,
                 fix="keep it within the container start-up health-check limit of 3600 s",
             )
-        for prop, wanted in (("async_mode", self.async_mode), ("lora", self.lora is not None)):
+        if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
+            raise ValidationError(
+                "serving.gpu_memory_utilization",
+                self.gpu_memory_utilization,
+                "vLLM takes a fraction of GPU memory above 0 and at most 1",
+                "pass a fraction such as 0.9 (vLLM's default)",
+            )
+        for prop, wanted in (
+            ("async_mode", self.async_mode),
+            ("lora", self.lora is not None),
+            ("gpu_memory_utilization", self.gpu_memory_utilization is not None),
+        ):
             if wanted:
                 self._require_vllm(prop, image)
         if self.lora is not None:
@@ -281,7 +298,7 @@ class LmiOptions:
         _check_kv_cache(self.kv_cache_precision, image)
 
     def _require_vllm(self, prop: str, image: ContainerImage) -> None:
-        """Async mode and LoRA adapters run on LMI's vLLM engine only."""
+        """Async mode, LoRA adapters and the GPU memory share are LMI's vLLM engine's only."""
         if self.backend not in (None, LmiBackend.VLLM) or image.family in (
             ContainerFamily.LMI_TENSORRT_LLM,
             ContainerFamily.LMI_NEURONX,
@@ -326,6 +343,7 @@ class LmiOptions:
             if self.rope_scaling
             else None,
             "OPTION_MAX_MODEL_LEN": self.max_model_len,
+            "OPTION_GPU_MEMORY_UTILIZATION": self.gpu_memory_utilization,
             "OPTION_MODEL_LOADING_TIMEOUT": int(self.model_loading_timeout.to_seconds())
             if self.model_loading_timeout
             else None,

@@ -195,6 +195,11 @@ class Batching:
                 "fraction": self.kv_cache_memory.fraction,
                 "of": "free" if self.kv_cache_memory.of_free else "total",
                 "source": self.kv_cache_memory.source,
+                **(
+                    {"settings": list(self.kv_cache_memory.settings)}
+                    if self.kv_cache_memory.settings
+                    else {}
+                ),
             },
         }
 
@@ -486,6 +491,13 @@ class EngineProfile:
             + f" per step, batch limit {self.describe_batching()}"
         )
 
+    def with_kv_cache_memory(self, kv_cache_memory: KvCacheMemory | None) -> EngineProfile:
+        """This profile allocating ``kv_cache_memory`` (a serving environment's setting,
+        ``KvCacheMemory.configured_by``) instead of its default share; None: its default."""
+        if kv_cache_memory is None or kv_cache_memory == self.batching.kv_cache_memory:
+            return self
+        return replace(self, batching=replace(self.batching, kv_cache_memory=kv_cache_memory))
+
     def engine_memory(self, memory: Memory) -> Memory:
         """``memory`` as this engine allocates it (``Batching.kv_cache_memory``)."""
         return self.batching.kv_cache_memory.applied_to(memory)
@@ -642,7 +654,12 @@ def _kv_cache_memory(data: Mapping[str, Any]) -> KvCacheMemory:
     ``free`` memory the weights leave, with its ``source``."""
     if data["of"] not in ("total", "free"):
         raise ValueError(f"kv_cache_memory.of={data['of']!r}: expected 'total' or 'free'")
-    return KvCacheMemory(float(data["fraction"]), data["of"] == "free", data["source"])
+    return KvCacheMemory(
+        float(data["fraction"]),
+        data["of"] == "free",
+        data["source"],
+        tuple(data.get("settings", ())),
+    )
 
 
 def profile_from_dict(data: Mapping[str, Any]) -> EngineProfile:

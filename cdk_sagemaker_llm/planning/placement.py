@@ -12,7 +12,9 @@ driver in MiB and converted.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
@@ -108,6 +110,42 @@ class KvCacheMemory:
     fraction: float
     of_free: bool
     source: str
+    settings: tuple[str, ...] = ()
+    """The serving environment's variables that set ``fraction`` (vLLM's
+    ``SM_VLLM_GPU_MEMORY_UTILIZATION``, LMI's ``OPTION_GPU_MEMORY_UTILIZATION``); empty where
+    the library renders none."""
+
+    def configured_by(self, environment: Mapping[str, Any]) -> KvCacheMemory:
+        """This share as a serving ``environment`` sets it: the first of ``settings`` it holds
+        as a fraction above 0 and at most 1, else unchanged (a value that is not one is the
+        serving options' to refuse, and the engine's default applies)."""
+        for variable in self.settings:
+            try:
+                fraction = float(str(environment[variable]))
+            except (KeyError, ValueError):
+                continue
+            if 0 < fraction <= 1:
+                return replace(
+                    self, fraction=fraction, source=f"{variable}={environment[variable]}"
+                )
+        return self
+
+    @property
+    def set_by_the_environment(self) -> bool:
+        """Whether a serving environment's setting chose ``fraction`` (``configured_by``)."""
+        return any(self.source.startswith(f"{variable}=") for variable in self.settings)
+
+    def least_fraction(self, memory: Memory) -> float:
+        """The smallest ``fraction`` at which ``memory``'s KV cache holds one sequence and the
+        1 GB headroom (``Memory.sequences`` >= 1), rounded up to the hundredth a setting is
+        written in; above 1 where no share does."""
+        needed = float(max(memory.kv_bytes_per_sequence, MIN_KV_HEADROOM_BYTES))
+        if self.of_free:
+            whole = memory.usable_bytes - memory.weights_bytes - memory.overhead_bytes
+        else:
+            whole = memory.usable_bytes
+            needed += memory.weights_bytes + memory.overhead_bytes
+        return math.ceil(100 * needed / whole) / 100 if whole > 0 else math.inf
 
     def applied_to(self, memory: Memory) -> Memory:
         """``memory`` with the share this engine leaves unallocated set aside."""

@@ -34,6 +34,8 @@ from .placement import (
     GIB,
     MIB,
     MIN_KV_HEADROOM_BYTES,
+    KvCacheMemory,
+    Memory,
     copy_memory,
     head_divisibility_problem,
     kv_bytes_per_token_per_copy,
@@ -426,9 +428,26 @@ class SizingReport:
     engine allocates all of it (``max_concurrent_sequences`` then)."""
 
     @property
+    def memory(self) -> Memory:
+        """One copy's memory as sized: usable, weights, overhead and one sequence's KV cache."""
+        return Memory(
+            usable_bytes=self.usable_memory_bytes,
+            weights_bytes=self.weights_bytes,
+            overhead_bytes=self.overhead_bytes,
+            kv_bytes_per_sequence=self.kv_cache_bytes_per_sequence,
+        )
+
+    @property
+    def engine_fits(self) -> bool:
+        """The copy fits in the share of the memory its engine allocates (the engine starts:
+        vLLM refuses to when its KV cache cannot hold one sequence)."""
+        return self.fits and self.engine_held_sequences >= 1
+
+    @property
     def serves(self) -> bool:
-        """The verdict: the copy fits in memory and its degree shards the heads evenly."""
-        return self.fits and self.head_problem is None
+        """The verdict: the copy fits in the memory its engine allocates and its degree shards
+        the heads evenly."""
+        return self.engine_fits and self.head_problem is None
 
     @property
     def engine_held_sequences(self) -> int:
@@ -509,6 +528,18 @@ def _require_accelerators(instance_type: InstanceType) -> None:
         )
 
 
+def _check_degree(degree: int, instance_type: InstanceType) -> None:
+    """A tensor-parallel degree the instance's accelerators hold."""
+    count = instance_type.accelerator_count or 0
+    if degree < 1 or degree > count:
+        raise ValidationError(
+            "tensor_parallel_degree",
+            degree,
+            f"{instance_type.name} has {count} accelerators",
+            f"pass a degree between 1 and {count}",
+        )
+
+
 @typed_factory
 def size(
     spec: ModelSpec,
@@ -519,6 +550,7 @@ def size(
     max_total_tokens: int | None = None,
     overhead_bytes: float = FRAMEWORK_OVERHEAD_BYTES,
     engine: EngineProfile | str | None = None,
+    kv_cache_memory: KvCacheMemory | None = None,
 ) -> SizingReport:
     """Size ``spec`` on ``instance_type``.
 
@@ -531,6 +563,8 @@ def size(
         which ranks the layouts and predicts the latency; default the one ``predict`` and
         ``recommend`` use (``lmi-vllm-v1``; ``lmi-neuronx`` on Inferentia/Trainium).
         ``ContainerImage.engine_profile`` gives an image's.
+    :param kv_cache_memory: the share of the memory the engine allocates, where the serving
+        environment sets it (``KvCacheMemory.configured_by``); default the profile's.
     """
     _require_accelerators(instance_type)
     assert instance_type.accelerator is not None and instance_type.accelerator_count is not None
@@ -539,7 +573,7 @@ def size(
         raise ValidationError("max_total_tokens", tokens, "must be positive", "pass e.g. 4096")
     check_context(spec, tokens, "max_total_tokens")
     count = instance_type.accelerator_count
-    profile = resolve_profile(engine, instance_type.is_neuron)
+    profile = resolve_profile(engine, instance_type.is_neuron).with_kv_cache_memory(kv_cache_memory)
     ranked = (
         ranked_layouts(
             spec, instance_type, max_total_tokens=tokens, precision=precision, engine=profile
@@ -556,13 +590,7 @@ def size(
         overhead_bytes=overhead_bytes,
     )
     degree = tensor_parallel_degree or recommended or count
-    if degree < 1 or degree > count:
-        raise ValidationError(
-            "tensor_parallel_degree",
-            degree,
-            f"{instance_type.name} has {count} accelerators",
-            f"pass a degree between 1 and {count}",
-        )
+    _check_degree(degree, instance_type)
     weights = weights_bytes(spec, precision)
     per_token = kv_bytes_per_token_per_copy(spec, degree, precision)
     usable = usable_memory_bytes(instance_type, degree)
@@ -578,7 +606,8 @@ def size(
         spec, instance_type, degree, precision, tokens, overhead_bytes, profile
     )
     head_problem = head_divisibility_problem(spec, degree)
-    serves = sequences >= 1 and head_problem is None
+    held = sequences if engine_sequences is None else engine_sequences
+    serves = held >= 1 and head_problem is None
     accelerator = instance_type.accelerator
     reasoning = _memory_reasoning(
         spec,
@@ -628,6 +657,17 @@ def size(
         engine=profile.name if accelerator.performance_known else None,
         engine_sequences=engine_sequences,
     )
+
+
+@typed_factory
+def configured_kv_cache_memory(
+    engine: EngineProfile | str | None, neuron: bool, environment: Mapping[str, Any]
+) -> KvCacheMemory:
+    """The share of the memory ``engine`` allocates as a serving ``environment`` sets it
+    (``KvCacheMemory.configured_by``: vLLM's ``gpu_memory_utilization``), else the profile's
+    default: ``size``'s ``kv_cache_memory``."""
+    default = resolve_profile(engine, neuron).batching.kv_cache_memory
+    return default.configured_by(environment)
 
 
 def _engine_sequences(
@@ -694,11 +734,19 @@ def _memory_reasoning(
             f"{tokens} tokens"
         )
         profile, engine_sequences = engine
-        if engine_sequences is not None:
+        share = profile.batching.kv_cache_memory
+        if engine_sequences:
             reasoning.append(
-                f"the {profile.name} engine allocates "
-                f"{profile.batching.kv_cache_memory.describe()}: its KV cache holds "
+                f"the {profile.name} engine allocates {share.describe()}: its KV cache holds "
                 f"{engine_sequences} of those sequences"
+            )
+        elif engine_sequences == 0:
+            memory = Memory(usable, weights, overhead, per_sequence)
+            reasoning.append(
+                f"does not start: the {profile.name} engine allocates {share.describe()}, "
+                "whose KV cache holds none of those sequences (an engine that cannot hold one "
+                "refuses to start: vLLM's check_enough_kv_cache_memory); it needs a share of "
+                f"at least {share.least_fraction(memory):.0%}"
             )
     elif free > 0:
         reasoning.append(

@@ -43,6 +43,8 @@ class SizingVerdict:
 
     model: str | None
     fits: bool | None
+    """Whether a copy fits in the share of the memory its engine allocates (the engine starts);
+    None where it was not checked."""
     summary: str
     warnings: list[str] = field(default_factory=list)
     report: dict[str, Any] | None = None

@@ -15,7 +15,7 @@ from ..catalog.jumpstart import MODEL_ID_TAG, MODEL_VERSION_TAG
 from ..catalog.model_specs import ModelSpec
 from ..catalog.registries import partition
 from ..planning.engine_profiles import profile_name_for
-from ..planning.sizing import serving_facts, size
+from ..planning.sizing import configured_kv_cache_memory, serving_facts, size
 from ..template_metadata import IMAGE, MODEL_SPEC
 from .deploy_plan import ImagePlan, SizingVerdict
 from .template import Template, environment_of, shown
@@ -172,16 +172,26 @@ def sizing_verdict(
         facts.tensor_parallel_degree or accelerators or instance_type.accelerator_count,
         instance_type.accelerator_count,
     )
+    engine = _engine_of(container, instance_type)
+    share = configured_kv_cache_memory(engine, instance_type.is_neuron, container.environment)
     report = size(
         spec,
         instance_type,
         tensor_parallel_degree=degree,
         precision=facts.precision,
         max_total_tokens=facts.max_total_tokens,
-        engine=_engine_of(container, instance_type),
+        engine=engine,
+        kv_cache_memory=share,
     )
     warnings = []
-    if report.fits:
+    if report.fits and not report.engine_fits:
+        summary = (
+            f"does not start: {spec.name} {report.precision} fits on {degree} x "
+            f"{instance_type.accelerator.name}, but not in the {share.describe()} its engine "
+            f"({report.engine}) allocates; it needs at least "
+            f"{share.least_fraction(report.memory):.0%}"
+        )
+    elif report.fits:
         summary = (
             f"fits: {spec.name} {report.precision} at tensor-parallel degree {degree}, "
             f"weights {report.weights_gib:.1f} GiB, KV cache holds "
@@ -214,4 +224,4 @@ def sizing_verdict(
             "copies per instance instead of "
             f"{instance_type.accelerator_count // degree}"
         )
-    return SizingVerdict(spec.name, report.fits, summary, warnings, report.to_dict())
+    return SizingVerdict(spec.name, report.engine_fits, summary, warnings, report.to_dict())
