@@ -165,7 +165,8 @@ def test_a_copy_beyond_the_engines_share_of_the_memory_is_a_synth_error() -> Non
         "falcon-40b (fp16) fits on 4 x NVIDIA A10G (96.0 GB usable)",
         "allocates 90% of the accelerators' memory by default",
         "engine refuses to start",
-        "set the serving options' gpu_memory_utilization to at least 0.97",
+        "raise the engine's share to at least 0.97: set SM_VLLM_GPU_MEMORY_UTILIZATION or "
+        "OPTION_GPU_MEMORY_UTILIZATION in the environment",
     ):
         assert expected in message, message
 
@@ -380,3 +381,31 @@ def test_lmi_renders_the_memory_share_for_vllm_and_refuses_it_elsewhere() -> Non
         options.validate(ContainerImage.lmi_tensorrt_llm("0.32.0"))
     with pytest.raises(ValidationError, match=r"serving.gpu_memory_utilization=1.5"):
         LmiOptions(gpu_memory_utilization=1.5).validate(ContainerImage.lmi("0.33.0"))
+
+
+def test_tensorrt_llm_reads_its_own_share_of_the_free_memory() -> None:
+    """LMI TensorRT-LLM gives the KV cache a share of what the weights leave
+    (``OPTION_KV_CACHE_FREE_GPU_MEM_FRACTION``): Llama 3 8B on one A10G leaves 5.9 GB, a tenth
+    of which is below the 1 GB headroom the KV cache needs."""
+
+    def place(environment: dict[str, str]) -> None:
+        stack = new_stack()
+        model = Model(
+            stack,
+            "Model",
+            image=ContainerImage.lmi_tensorrt_llm("0.32.0"),
+            source=ModelSource.from_hugging_face(
+                "meta-llama/Meta-Llama-3-8B-Instruct", token_secret=hub_token()
+            ),
+            serving=LmiOptions(tensor_parallel_degree=1, max_model_len=4096),
+            environment=environment,
+        )
+        _variant_endpoint(stack, model, InstanceType.G5_2XLARGE)
+
+    place({})
+    with pytest.raises(
+        ValidationError,
+        match=r"allocates 10% of the memory the weights leave as "
+        r"OPTION_KV_CACHE_FREE_GPU_MEM_FRACTION=0.1 sets.*at least 0.17",
+    ):
+        place({"OPTION_KV_CACHE_FREE_GPU_MEM_FRACTION": "0.1"})

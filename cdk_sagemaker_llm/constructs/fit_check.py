@@ -192,8 +192,9 @@ def _check_the_engines_share(
     if share.settings and least <= 1:
         fixes.insert(
             0,
-            f"set the serving options' gpu_memory_utilization to at least {least:.2f} "
-            f"({' or '.join(share.settings)})",
+            f"raise the engine's share to at least {least:.2f}: set "
+            f"{' or '.join(share.settings)} in the environment (LmiOptions' and VllmOptions' "
+            "gpu_memory_utilization render vLLM's)",
         )
     if engine_known:
         raise ValidationError(prop, instance_type.name, problem, "; ".join(fixes))
