@@ -201,6 +201,10 @@ def test_each_rejection_reason() -> None:
         search=SearchSpace(instance_types=[inf2]),
     )
     assert any("Neuron: modeled at chip level" in line for line in small.options[0].reasoning)
+    # The JSON states the degree LMI NeuronX's option counts: NeuronCores, two per chip (a
+    # script reading tensor_parallel_degree, in chips, configured half the cores).
+    data = small.options[0].to_dict()
+    assert data["serving_tensor_parallel_degree"] == 2 * data["tensor_parallel_degree"]
     # not an accelerated type.
     cpu = recommend(
         ModelSpec.LLAMA_2_7B,
@@ -256,6 +260,7 @@ def test_options_are_sized_by_littles_law_and_ranked_cheapest_first() -> None:
             "concurrency_per_copy", "predicted", "price_per_hour", "cost_per_million_tokens",
             "reasoning",
         }  # fmt: skip
+        assert data["serving_tensor_parallel_degree"] == data["tensor_parallel_degree"]  # GPUs
         assert set(data["predicted"]) == {"ms_per_token", "ttft_ms", "tokens_per_s"}
     # Fewer instances of a smaller type beat a p4d for this traffic.
     assert result.options[0].layout.instance_type.name != P4D.name

@@ -114,11 +114,17 @@ class Option:
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (one entry of ``recommend --format json``'s ``options``):
         ``instance_count`` is what runs at the peak (priced by ``price_per_hour``),
-        ``max_instance_count`` the autoscaling ceiling (``max_price_per_hour``)."""
+        ``max_instance_count`` the autoscaling ceiling (``max_price_per_hour``);
+        ``tensor_parallel_degree`` counts accelerators (chips on Inferentia2/Trainium) and
+        ``serving_tensor_parallel_degree`` what the serving container's option counts
+        (NeuronCores there: ``InstanceType.tensor_parallel_ranks_per_device``)."""
         ceiling_price, min_price = self.ceiling_price_per_hour, self.min_price_per_hour
+        layout = self.layout
         return {
-            "instance_type": self.layout.instance_type.name,
-            "tensor_parallel_degree": self.layout.tensor_parallel_degree,
+            "instance_type": layout.instance_type.name,
+            "tensor_parallel_degree": layout.tensor_parallel_degree,
+            "serving_tensor_parallel_degree": layout.tensor_parallel_degree
+            * layout.instance_type.tensor_parallel_ranks_per_device,
             "copies_per_instance": self.layout.copies_per_instance,
             "min_instance_count": self.min_instance_count,
             "min_price_per_hour": None if min_price is None else round(min_price, 4),
