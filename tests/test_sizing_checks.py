@@ -409,3 +409,24 @@ def test_tensorrt_llm_reads_its_own_share_of_the_free_memory() -> None:
         r"OPTION_KV_CACHE_FREE_GPU_MEM_FRACTION=0.1 sets.*at least 0.17",
     ):
         place({"OPTION_KV_CACHE_FREE_GPU_MEM_FRACTION": "0.1"})
+
+
+def test_tgi_reads_its_cuda_memory_fraction() -> None:
+    """TGI takes all the memory by default; ``CUDA_MEMORY_FRACTION`` (the launcher's
+    ``--cuda-memory-fraction``) gives it less: half of one A10G does not hold Llama 3 8B."""
+    stack = new_stack()
+    model = Model(
+        stack,
+        "Model",
+        image=ContainerImage.tgi("2.4.0"),
+        source=ModelSource.from_hugging_face(
+            "meta-llama/Meta-Llama-3-8B-Instruct", token_secret=hub_token()
+        ),
+        serving=TgiOptions(num_gpus=1, max_total_tokens=4096),
+        environment={"CUDA_MEMORY_FRACTION": "0.5"},
+    )
+    with pytest.raises(ValidationError) as error:
+        _variant_endpoint(stack, model, InstanceType.G5_2XLARGE)
+    message = str(error.value)
+    assert "allocates 50% of the accelerators' memory as CUDA_MEMORY_FRACTION=0.5 sets" in message
+    assert "at least 0.80: set CUDA_MEMORY_FRACTION in the environment;" in message

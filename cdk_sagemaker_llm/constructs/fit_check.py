@@ -193,8 +193,12 @@ def _check_the_engines_share(
         fixes.insert(
             0,
             f"raise the engine's share to at least {least:.2f}: set "
-            f"{' or '.join(share.settings)} in the environment (LmiOptions' and VllmOptions' "
-            "gpu_memory_utilization render vLLM's)",
+            f"{' or '.join(share.settings)} in the environment"
+            + (
+                " (LmiOptions' and VllmOptions' gpu_memory_utilization render vLLM's)"
+                if any(setting.endswith("GPU_MEMORY_UTILIZATION") for setting in share.settings)
+                else ""
+            ),
         )
     if engine_known:
         raise ValidationError(prop, instance_type.name, problem, "; ".join(fixes))
