@@ -430,3 +430,39 @@ def test_tgi_reads_its_cuda_memory_fraction() -> None:
     message = str(error.value)
     assert "allocates 50% of the accelerators' memory as CUDA_MEMORY_FRACTION=0.5 sets" in message
     assert "at least 0.80: set CUDA_MEMORY_FRACTION in the environment;" in message
+
+
+def test_an_engine_memory_share_that_is_not_a_fraction_is_refused() -> None:
+    stack = new_stack()
+    model = Model(
+        stack,
+        "Model",
+        image=ContainerImage.lmi("0.33.0"),
+        source=ModelSource.from_hugging_face(
+            "meta-llama/Meta-Llama-3-8B-Instruct", token_secret=hub_token()
+        ),
+        serving=LmiOptions(tensor_parallel_degree=1, max_model_len=4096),
+        environment={"OPTION_GPU_MEMORY_UTILIZATION": "90"},
+    )
+    with pytest.raises(
+        ValidationError,
+        match=r"environment\['OPTION_GPU_MEMORY_UTILIZATION'\]='90': the engine takes a fraction",
+    ):
+        _variant_endpoint(stack, model, InstanceType.G5_2XLARGE)
+
+
+def test_a_deploy_time_memory_share_leaves_the_default() -> None:
+    stack = new_stack()
+    share = cdk.CfnParameter(stack, "Share", type="String").value_as_string
+    model = Model(
+        stack,
+        "Model",
+        image=ContainerImage.lmi("0.33.0"),
+        source=ModelSource.from_hugging_face(
+            "meta-llama/Meta-Llama-3-8B-Instruct", token_secret=hub_token()
+        ),
+        serving=LmiOptions(tensor_parallel_degree=1, max_model_len=4096),
+        environment={"OPTION_GPU_MEMORY_UTILIZATION": share},
+    )
+    _variant_endpoint(stack, model, InstanceType.G5_2XLARGE)
+    Template.from_stack(stack).resource_count_is("AWS::SageMaker::EndpointConfig", 1)

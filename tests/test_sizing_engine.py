@@ -181,3 +181,5 @@ def test_plan_reads_the_engines_memory_share_from_the_template() -> None:
     assert "not in the 90% of the accelerators' memory its engine (lmi-vllm-v1)" in summary
     assert summary.endswith("it needs at least 97%")
     assert verdict({"OPTION_GPU_MEMORY_UTILIZATION": "0.97"})[0] is True
+    fits, summary = verdict({"OPTION_GPU_MEMORY_UTILIZATION": "97"})  # a percentage: refused
+    assert fits is False and "environment['OPTION_GPU_MEMORY_UTILIZATION']='97'" in summary

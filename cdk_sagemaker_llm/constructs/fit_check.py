@@ -210,7 +210,7 @@ def _check_the_engines_share(
 
 def _chosen(share: KvCacheMemory) -> str:
     """``by default``, or ``as OPTION_GPU_MEMORY_UTILIZATION=0.95 sets``."""
-    return f"as {share.source} sets" if share.set_by_the_environment else "by default"
+    return f"as {share.set_by} sets" if share.set_by else "by default"
 
 
 def _warn_of_the_concurrency(

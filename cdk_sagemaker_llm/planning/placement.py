@@ -18,6 +18,7 @@ from typing import Any
 
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
+from ..errors import ValidationError, is_token
 
 GB = 1_000_000_000
 """Bytes in a (decimal) gigabyte: the unit every report uses."""
@@ -113,27 +114,37 @@ class KvCacheMemory:
     settings: tuple[str, ...] = ()
     """The serving environment's variables that set ``fraction`` (vLLM's
     ``SM_VLLM_GPU_MEMORY_UTILIZATION``, LMI's ``OPTION_GPU_MEMORY_UTILIZATION``); empty where
-    the library renders none."""
+    the engine has none."""
+    set_by: str | None = None
+    """The setting that chose ``fraction`` (``OPTION_GPU_MEMORY_UTILIZATION=0.95``), or None
+    where it is the engine's default (``source``)."""
 
     def configured_by(self, environment: Mapping[str, Any]) -> KvCacheMemory:
-        """This share as a serving ``environment`` sets it: the first of ``settings`` it holds
-        as a fraction above 0 and at most 1, else unchanged (a value that is not one is the
-        serving options' to refuse, and the engine's default applies)."""
+        """This share as a serving ``environment`` sets it: the first of ``settings`` it holds,
+        else unchanged (and unchanged for a value resolved only at deploy time: a CDK token, or
+        a template's intrinsic function).
+        Raises ValidationError on a value that is not a fraction above 0 and at most 1: the
+        engine refuses it at start."""
         for variable in self.settings:
-            try:
-                fraction = float(str(environment[variable]))
-            except (KeyError, ValueError):
+            if variable not in environment:
                 continue
-            if 0 < fraction <= 1:
-                return replace(
-                    self, fraction=fraction, source=f"{variable}={environment[variable]}"
+            setting = environment[variable]
+            if is_token(setting) or not isinstance(setting, str | int | float):
+                return self  # known at deploy time only (a token, a template's intrinsic)
+            value = str(setting)
+            try:
+                fraction = float(value)
+            except ValueError:
+                fraction = math.nan
+            if not 0 < fraction <= 1:
+                raise ValidationError(
+                    f"environment['{variable}']",
+                    value,
+                    "the engine takes a fraction of the memory above 0 and at most 1",
+                    f"pass e.g. {self.fraction:g} (the engine's default)",
                 )
+            return replace(self, fraction=fraction, set_by=f"{variable}={value}")
         return self
-
-    @property
-    def set_by_the_environment(self) -> bool:
-        """Whether a serving environment's setting chose ``fraction`` (``configured_by``)."""
-        return any(self.source.startswith(f"{variable}=") for variable in self.settings)
 
     def least_fraction(self, memory: Memory) -> float:
         """The smallest ``fraction`` at which ``memory``'s KV cache holds one sequence and the

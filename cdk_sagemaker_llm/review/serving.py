@@ -14,6 +14,7 @@ from ..catalog.instance_types import InstanceType
 from ..catalog.jumpstart import MODEL_ID_TAG, MODEL_VERSION_TAG
 from ..catalog.model_specs import ModelSpec
 from ..catalog.registries import partition
+from ..errors import ValidationError
 from ..planning.engine_profiles import profile_name_for
 from ..planning.sizing import configured_kv_cache_memory, serving_facts, size
 from ..template_metadata import IMAGE, MODEL_SPEC
@@ -173,7 +174,10 @@ def sizing_verdict(
         instance_type.accelerator_count,
     )
     engine = _engine_of(container, instance_type)
-    share = configured_kv_cache_memory(engine, instance_type.is_neuron, container.environment)
+    try:
+        share = configured_kv_cache_memory(engine, instance_type.is_neuron, container.environment)
+    except ValidationError as error:  # the engine refuses its share at start
+        return SizingVerdict(spec.name, False, f"does not start: {error}")
     report = size(
         spec,
         instance_type,
