@@ -113,6 +113,27 @@ def test_size_counts_the_sequences_the_engines_share_of_the_memory_holds(
     assert data["engine_max_concurrent_sequences"] is None
 
 
+def test_size_reads_the_engine_memory_share_the_container_will_take(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Falcon 40B fp16 over four A10Gs at 2,048 tokens fits in the 96 GB but not in vLLM's
+    default 90 %: ``size`` exits 1 saying so (it exited 0), recommends no degree, and with the
+    share the container will be given (``--engine-memory-share``, as the synth-time check reads
+    ``OPTION_GPU_MEMORY_UTILIZATION``) it serves; a share that is not a fraction exits 2."""
+    base = ["size", "--model", "falcon-40b", "--instance-type", "ml.g5.12xlarge"]
+    base += ["--tensor-parallel-degree", "4", "--max-total-tokens", "2048", "--format", "json"]
+    assert main(base) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["fits"] is True and data["serves"] is False
+    assert data["recommended_tensor_parallel_degree"] is None
+    assert any(line.startswith("does not start:") for line in data["reasoning"])
+    assert main([*base, "--engine-memory-share", "0.97"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["serves"] is True and data["engine_max_concurrent_sequences"] >= 1
+    assert main([*base, "--engine-memory-share", "97"]) == 2
+    assert "--engine-memory-share=97.0: the engine takes a fraction" in capsys.readouterr().err
+
+
 def test_a_parameter_count_in_billions_is_refused_naming_the_flag(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -10,7 +10,8 @@ from typing import Any
 
 from ..catalog.instance_types import InstanceType
 from ..errors import ValidationError
-from ..planning.engine_profiles import PROFILE_NAMES, EngineProfile, profile_on
+from ..planning.engine_profiles import PROFILE_NAMES, EngineProfile, profile_on, resolve_profile
+from ..planning.placement import KvCacheMemory
 from ..planning.sizing import size
 from .model_options import (
     add_model_arguments,
@@ -50,6 +51,14 @@ def register(subparsers: Any) -> None:
         f"(any case: {', '.join(PROFILE_NAMES)}): its profile ranks the layouts; default "
         "lmi-vllm-v1 (lmi-neuronx on Inferentia/Trainium), as predict and recommend",
     )
+    parser.add_argument(
+        "--engine-memory-share",
+        type=float,
+        help="the share of the memory the engine takes, as its container will be configured: "
+        "vLLM's gpu_memory_utilization (of the whole memory), LMI TensorRT-LLM's "
+        "kv_cache_free_gpu_mem_fraction (of what the weights leave), TGI's "
+        "cuda_memory_fraction; default the --engine profile's (vLLM 0.9)",
+    )
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.set_defaults(handler=run)
 
@@ -61,19 +70,32 @@ def _engine(args: argparse.Namespace, instance_type: InstanceType) -> EngineProf
     return None if engine is None else profile_on(engine, instance_type, "--engine")
 
 
+def _engine_memory(
+    args: argparse.Namespace, engine: EngineProfile | None, instance_type: InstanceType
+) -> KvCacheMemory | None:
+    """``--engine-memory-share`` as the engine's share of the memory; None: the profile's."""
+    if args.engine_memory_share is None:
+        return None
+    share = resolve_profile(engine, instance_type.is_neuron).batching.kv_cache_memory
+    flag = "--engine-memory-share"
+    return share.set_to(args.engine_memory_share, flag, flag)
+
+
 def run(args: argparse.Namespace) -> int:
     """Print the sizing report; exit 0 when the model serves, 1 when not, 2 on bad input."""
     try:
         instance_type = catalog_instance_type("--instance-type", args.instance_type)
         if instance_type.accelerator is not None and instance_type.accelerators_known:
             check_tensor_parallel_degree(instance_type, args.tensor_parallel_degree)
+        engine = _engine(args, instance_type)
         report = size(
             model_spec(args),
             instance_type,
             tensor_parallel_degree=args.tensor_parallel_degree,
             precision=precision(args),
             max_total_tokens=args.max_total_tokens,
-            engine=_engine(args, instance_type),
+            engine=engine,
+            kv_cache_memory=_engine_memory(args, engine, instance_type),
         )
     except ValidationError as error:
         print(f"error: {flag_error(error, args, {'precision': '--dtype'})}", file=sys.stderr)

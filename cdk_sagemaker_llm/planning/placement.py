@@ -122,29 +122,33 @@ class KvCacheMemory:
     def configured_by(self, environment: Mapping[str, Any]) -> KvCacheMemory:
         """This share as a serving ``environment`` sets it: the first of ``settings`` it holds,
         else unchanged (and unchanged for a value resolved only at deploy time: a CDK token, or
-        a template's intrinsic function).
-        Raises ValidationError on a value that is not a fraction above 0 and at most 1: the
-        engine refuses it at start."""
+        a template's intrinsic function). Raises ValidationError on a value that is not a
+        fraction (``set_to``)."""
         for variable in self.settings:
             if variable not in environment:
                 continue
             setting = environment[variable]
             if is_token(setting) or not isinstance(setting, str | int | float):
                 return self  # known at deploy time only (a token, a template's intrinsic)
-            value = str(setting)
-            try:
-                fraction = float(value)
-            except ValueError:
-                fraction = math.nan
-            if not 0 < fraction <= 1:
-                raise ValidationError(
-                    f"environment['{variable}']",
-                    value,
-                    "the engine takes a fraction of the memory above 0 and at most 1",
-                    f"pass e.g. {self.fraction:g} (the engine's default)",
-                )
-            return replace(self, fraction=fraction, set_by=f"{variable}={value}")
+            return self.set_to(str(setting), f"environment['{variable}']", variable)
         return self
+
+    def set_to(self, value: str | float, prop: str, setting: str) -> KvCacheMemory:
+        """This share at ``value``, chosen by ``setting`` (a variable, a flag). Raises
+        ValidationError naming ``prop`` on a value that is not a fraction above 0 and at most
+        1: the engine refuses it at start."""
+        try:
+            fraction = float(value)
+        except ValueError:
+            fraction = math.nan
+        if not 0 < fraction <= 1:
+            raise ValidationError(
+                prop,
+                value,
+                "the engine takes a fraction of the memory above 0 and at most 1",
+                f"pass e.g. {self.fraction:g} (the engine's default)",
+            )
+        return replace(self, fraction=fraction, set_by=f"{setting}={value}")
 
     def least_fraction(self, memory: Memory) -> float:
         """The smallest ``fraction`` at which ``memory``'s KV cache holds one sequence and the

@@ -232,7 +232,8 @@ def recommended_tensor_parallel_degree(
     engine: EngineProfile | str | None = None,
 ) -> int | None:
     """The degree whose layout serves the most within 100 ms/token; when none meets that
-    latency, the smallest degree that fits; None when none fits.
+    latency, the smallest degree that fits in the memory the engine allocates; None when none
+    fits.
 
     Not simply the smallest degree that fits: Llama 2 13B on ml.p4d.24xlarge fits at TP1 with
     room for a handful of sequences per copy, and TP2 x 4 copies serves far more.
@@ -248,9 +249,12 @@ def recommended_tensor_parallel_degree(
         spec,
         instance_type,
         ranked,
-        max_total_tokens=max_total_tokens,
+        max_total_tokens=default_max_total_tokens(spec)
+        if max_total_tokens is None
+        else max_total_tokens,
         precision=precision,
         overhead_bytes=overhead_bytes,
+        profile=resolve_profile(engine, instance_type.is_neuron),
     )
 
 
@@ -259,22 +263,28 @@ def _recommended_degree(
     instance_type: InstanceType,
     ranked: list[RankedLayout],
     *,
-    max_total_tokens: int | None,
+    max_total_tokens: int,
     precision: Precision,
     overhead_bytes: float,
+    profile: EngineProfile,
 ) -> int | None:
     """``recommended_tensor_parallel_degree`` from the layouts already ranked (``size`` ranks
-    them once for both)."""
+    them once for both); where none serves the sizing workload, the smallest degree that fits
+    in the share of the memory ``profile``'s engine allocates."""
     if ranked and ranked[0].capacity is not None and overhead_bytes == FRAMEWORK_OVERHEAD_BYTES:
         return ranked[0].layout.tensor_parallel_degree
     for degree in tensor_parallel_candidates(spec, instance_type):
-        if fits(
-            spec,
-            instance_type,
-            tensor_parallel_degree=degree,
-            max_total_tokens=max_total_tokens,
-            precision=precision,
-            overhead_bytes=overhead_bytes,
+        arguments = (spec, instance_type, degree, precision, max_total_tokens, overhead_bytes)
+        if (
+            fits(
+                spec,
+                instance_type,
+                tensor_parallel_degree=degree,
+                max_total_tokens=max_total_tokens,
+                precision=precision,
+                overhead_bytes=overhead_bytes,
+            )
+            and _engine_sequences(*arguments, profile) != 0
         ):
             return degree
     return None
@@ -588,6 +598,7 @@ def size(
         max_total_tokens=tokens,
         precision=precision,
         overhead_bytes=overhead_bytes,
+        profile=profile,
     )
     degree = tensor_parallel_degree or recommended or count
     _check_degree(degree, instance_type)
@@ -772,8 +783,14 @@ def _recommendation_reasoning(
     assert instance_type.accelerator is not None and instance_type.accelerator_count is not None
     count = instance_type.accelerator_count
     if recommended is None:
+        share = profile.batching.kv_cache_memory
+        within = (
+            f" within the {share.describe()} the {profile.name} engine allocates"
+            if share.fraction < 1
+            else ""
+        )
         return (
-            f"no degree fits on {instance_type.name}: use a larger instance type, an "
+            f"no degree fits on {instance_type.name}{within}: use a larger instance type, an "
             "instance with more accelerators, or quantization (fp8/int8, int4 AWQ)"
         )
     if ranked and ranked[0].capacity is not None:
