@@ -254,6 +254,14 @@ class Row:
     kv_cache: KvCachePrecision = KvCachePrecision.AUTO
     """The KV cache the row is predicted with: the activation precision, unless its sweep's
     own figures prove a smaller one (``implied_kv_cache``)."""
+    engine: str = ""
+    """The engine the source measured, as rows.csv names it (``trtllm``, ``lmi-trtllm``)."""
+
+    def as_run(self, profile: EngineProfile) -> EngineProfile:
+        """``profile`` with the share of the memory the measured engine took by default
+        (``EngineProfile.as_measured_by``: trtllm-bench's 0.9 of the free memory, where the
+        LMI container the profile serves takes 0.95)."""
+        return profile.as_measured_by(self.engine)
 
     @property
     def workload(self) -> Workload:
@@ -423,7 +431,7 @@ def _sequences_held(row: Row, kv_cache: KvCachePrecision) -> int:
     """The sequences one copy of the row's layout holds with a ``kv_cache`` KV cache, under
     its engine's allocation and the row's batch settings (``_capacity``, as the fit reads it)."""
     held = replace(row, kv_cache=kv_cache)
-    profile = engine_profile(row.profile)
+    profile = row.as_run(engine_profile(row.profile))
     return _capacity(held, profile, held.model(profile))
 
 
@@ -517,6 +525,7 @@ def _row(index: int, raw: Mapping[str, str]) -> tuple[Row | None, str]:
             batch=batch,
             burst=burst is not None and not concurrency_text,
             decode_attention=decode_attention_of(raw["engine"], raw["engine_version"], spec),
+            engine=raw["engine"],
         ),
         "",
     )
@@ -557,7 +566,9 @@ class Predicted:
 
 def predict_row(row: Row, profile: EngineProfile, efficiency: Efficiency) -> Predicted:
     """The model's figures for one measured row (one copy, the row's concurrency): the closed
-    form's, and for a burst's inter-token latency the burst replayed (``burst_itl_ms``)."""
+    form's, and for a burst's inter-token latency the burst replayed (``burst_itl_ms``), with
+    the memory share the measured engine took (``Row.as_run``)."""
+    profile = row.as_run(profile)
     model = row.model(profile, efficiency)
     capacity = _capacity(row, profile, model)
     at = model.level(row.concurrency, capacity)
@@ -610,6 +621,7 @@ def banded_figures(
 def predicted_knee(row: Row, profile: EngineProfile, efficiency: Efficiency) -> int:
     """The knee of one copy of the row's layout and workload under the engine's batch limit
     (``copy_knee`` without an SLO: the last concurrency before doubling it buys < 10 %)."""
+    profile = row.as_run(profile)
     model = row.model(profile, efficiency)
     limits, _ = profile_limits(model, profile, batch=row.batch)
     return copy_knee(model, limits).concurrency or 1  # 0 (or a sweep's None): one request

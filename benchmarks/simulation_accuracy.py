@@ -33,7 +33,7 @@ def _errors(rows: list[pf.Row]) -> dict[str, dict[str, list[float]]]:
         "simulated": {"ms_per_token": [], "tokens_per_s": []},
     }
     for row in rows:
-        profile = engine_profile(row.profile)
+        profile = row.as_run(engine_profile(row.profile))
         model = row.model(profile)
         closed = pf.predict_row(row, profile, efficiency_of(profile))
         try:

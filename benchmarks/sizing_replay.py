@@ -49,6 +49,7 @@ import profile_fitting as pf
 from cdk_sagemaker_llm.errors import ValidationError
 from cdk_sagemaker_llm.planning.calibration import Calibration
 from cdk_sagemaker_llm.planning.calibration_fit import calibrate
+from cdk_sagemaker_llm.planning.engine_profiles import engine_profile
 from cdk_sagemaker_llm.planning.measured_curve import CopyCapacity, MeasuredCurve, MeasuredPoint
 from cdk_sagemaker_llm.planning.performance import Layout
 from cdk_sagemaker_llm.planning.recommend import Slo, Traffic, recommend
@@ -226,7 +227,11 @@ def _ask(
                 kv_cache_precision=first.kv_cache,
                 max_instance_count=MAX_INSTANCES,
             ),
-            sizing=Sizing(engine=first.profile, calibration=calibration, risk=risk),
+            sizing=Sizing(
+                engine=first.as_run(engine_profile(first.profile)),
+                calibration=calibration,
+                risk=risk,
+            ),
             top=1,
         )
     except ValidationError:

@@ -246,7 +246,10 @@ def test_every_profile_states_its_constants_and_their_provenance() -> None:
     assert "max_num_seqs" in vllm.batching.source
     assert "gpu-memory-utilization" in vllm.batching.kv_cache_memory.source
     trtllm = engine_profile("lmi-trtllm").batching.kv_cache_memory
-    assert trtllm.of_free and "free_gpu_memory_fraction" in trtllm.source
+    assert trtllm.of_free and "kv_cache_free_gpu_mem_fraction" in trtllm.source
+    assert trtllm.fraction == 0.95  # LMI's documented default for its container
+    (measured,) = [entry for entry in trtllm.measured_as if entry[0] == "trtllm"]
+    assert measured[1] == 0.9 and "free_gpu_memory_fraction" in measured[2]
 
 
 def test_fitted_profiles_say_what_they_were_fitted_on() -> None:

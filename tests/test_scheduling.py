@@ -559,9 +559,11 @@ def test_vllm_v1_admits_no_waiting_prompt_in_a_pass_that_preempted() -> None:
 
 def test_each_engine_allocates_its_kv_cache_from_the_memory_it_is_documented_to_take() -> None:
     """vLLM takes ``gpu_memory_utilization`` (0.9) of each GPU's memory for everything, so its
-    KV cache is what the weights leave of that; TensorRT-LLM takes 0.9 of the memory the weights
-    leave (``free_gpu_memory_fraction``); TGI all of it (``--cuda-memory-fraction`` 1.0). Each
-    profile's JSON states its share (``batching.kv_cache_memory``)."""
+    KV cache is what the weights leave of that; LMI's TensorRT-LLM container takes 0.95 of the
+    memory the weights leave (``option.kv_cache_free_gpu_mem_fraction``), TensorRT-LLM's own
+    servers 0.9 (``free_gpu_memory_fraction``, what the published trtllm rows ran); TGI all of it
+    (``--cuda-memory-fraction`` 1.0). Each profile's JSON states its share
+    (``batching.kv_cache_memory``)."""
     memory = copy_memory(SPEC, InstanceType.of("ml.p4de.24xlarge"), 1, Precision.FP16, 1000)
     free, usable = memory.kv_free_bytes, memory.usable_bytes
 
@@ -570,7 +572,12 @@ def test_each_engine_allocates_its_kv_cache_from_the_memory_it_is_documented_to_
 
     assert kv_of("lmi-vllm-v1") == pytest.approx(free - 0.1 * usable)
     assert kv_of("lmi-vllm-v0") == pytest.approx(free - 0.1 * usable)
-    assert kv_of("lmi-trtllm") == pytest.approx(0.9 * free)
+    assert kv_of("lmi-trtllm") == pytest.approx(0.95 * free)
+    as_measured = engine_profile("lmi-trtllm").as_measured_by("trtllm")
+    assert as_measured.engine_memory(memory).kv_free_bytes == pytest.approx(0.9 * free)
+    assert engine_profile("lmi-trtllm").as_measured_by("lmi-trtllm").batching.kv_cache_memory == (
+        engine_profile("lmi-trtllm").batching.kv_cache_memory
+    )
     assert kv_of("tgi-1") == kv_of("tgi-2-3") == free
 
 

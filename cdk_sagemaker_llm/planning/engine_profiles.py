@@ -200,6 +200,16 @@ class Batching:
                     if self.kv_cache_memory.settings
                     else {}
                 ),
+                **(
+                    {
+                        "measured_as": [
+                            {"engine": engine, "fraction": fraction, "source": source}
+                            for engine, fraction, source in self.kv_cache_memory.measured_as
+                        ]
+                    }
+                    if self.kv_cache_memory.measured_as
+                    else {}
+                ),
             },
         }
 
@@ -498,6 +508,12 @@ class EngineProfile:
             return self
         return replace(self, batching=replace(self.batching, kv_cache_memory=kv_cache_memory))
 
+    def as_measured_by(self, engine: str) -> EngineProfile:
+        """This profile as a published measurement's ``engine`` ran it: with the memory share
+        that engine's own default gives (``KvCacheMemory.as_measured_by``)."""
+        share = self.batching.kv_cache_memory
+        return self.with_kv_cache_memory(share.as_measured_by(engine))
+
     def engine_memory(self, memory: Memory) -> Memory:
         """``memory`` as this engine allocates it (``Batching.kv_cache_memory``)."""
         return self.batching.kv_cache_memory.applied_to(memory)
@@ -659,6 +675,10 @@ def _kv_cache_memory(data: Mapping[str, Any]) -> KvCacheMemory:
         data["of"] == "free",
         data["source"],
         tuple(data.get("settings", ())),
+        measured_as=tuple(
+            (entry["engine"], float(entry["fraction"]), entry["source"])
+            for entry in data.get("measured_as", ())
+        ),
     )
 
 

@@ -118,6 +118,17 @@ class KvCacheMemory:
     set_by: str | None = None
     """The setting that chose ``fraction`` (``OPTION_GPU_MEMORY_UTILIZATION=0.95``), or None
     where it is the engine's default (``source``)."""
+    measured_as: tuple[tuple[str, float, str], ...] = ()
+    """(engine name, fraction, source) for the published measurements' engines that run the same
+    engine with another default than the container (trtllm-bench's 0.9 of the free memory
+    where LMI's TensorRT-LLM container takes 0.95): what ``as_measured_by`` gives their rows."""
+
+    def as_measured_by(self, engine: str) -> KvCacheMemory:
+        """This share as a published measurement's ``engine`` (its rows.csv name) ran it."""
+        for name, fraction, _source in self.measured_as:
+            if name == engine:
+                return replace(self, fraction=fraction, set_by=f"{engine}'s default")
+        return self
 
     def configured_by(self, environment: Mapping[str, Any]) -> KvCacheMemory:
         """This share as a serving ``environment`` sets it: the first of ``settings`` it holds,
