@@ -59,6 +59,31 @@ def _variant_endpoint(stack: cdk.Stack, model: Model, instance_type: InstanceTyp
     )
 
 
+LLAMA_3_8B_ID = "meta-llama/Meta-Llama-3-8B-Instruct"
+
+
+def _on_one_a10g(
+    image: ContainerImage,
+    serving: LmiOptions | TgiOptions,
+    environment: dict[str, str],
+    stack: cdk.Stack | None = None,
+) -> cdk.Stack:
+    """Llama 3 8B (fp16, 4,096 tokens) served by ``image`` on one A10G (ml.g5.2xlarge) with
+    ``environment`` beside the serving options, in ``stack`` (default a new one); the stack,
+    once the fit check passed."""
+    stack = stack or new_stack()
+    model = Model(
+        stack,
+        "Model",
+        image=image,
+        source=ModelSource.from_hugging_face(LLAMA_3_8B_ID, token_secret=hub_token()),
+        serving=serving,
+        environment=environment,
+    )
+    _variant_endpoint(stack, model, InstanceType.G5_2XLARGE)
+    return stack
+
+
 def test_a_model_that_cannot_fit_is_a_synth_error_with_numbers_and_fixes() -> None:
     stack = new_stack()
     model = _model(stack, "meta-llama/Llama-2-13b-chat-hf")
@@ -388,81 +413,45 @@ def test_tensorrt_llm_reads_its_own_share_of_the_free_memory() -> None:
     (``OPTION_KV_CACHE_FREE_GPU_MEM_FRACTION``): Llama 3 8B on one A10G leaves 5.9 GB, a tenth
     of which is below the 1 GB headroom the KV cache needs."""
 
-    def place(environment: dict[str, str]) -> None:
-        stack = new_stack()
-        model = Model(
-            stack,
-            "Model",
-            image=ContainerImage.lmi_tensorrt_llm("0.32.0"),
-            source=ModelSource.from_hugging_face(
-                "meta-llama/Meta-Llama-3-8B-Instruct", token_secret=hub_token()
-            ),
-            serving=LmiOptions(tensor_parallel_degree=1, max_model_len=4096),
-            environment=environment,
-        )
-        _variant_endpoint(stack, model, InstanceType.G5_2XLARGE)
-
-    place({})
+    image, serving = (
+        ContainerImage.lmi_tensorrt_llm("0.32.0"),
+        LmiOptions(tensor_parallel_degree=1, max_model_len=4096),
+    )
+    _on_one_a10g(image, serving, {})
     with pytest.raises(
         ValidationError,
         match=r"allocates 10% of the memory the weights leave as "
         r"OPTION_KV_CACHE_FREE_GPU_MEM_FRACTION=0.1 sets.*at least 0.17",
     ):
-        place({"OPTION_KV_CACHE_FREE_GPU_MEM_FRACTION": "0.1"})
+        _on_one_a10g(image, serving, {"OPTION_KV_CACHE_FREE_GPU_MEM_FRACTION": "0.1"})
 
 
 def test_tgi_reads_its_cuda_memory_fraction() -> None:
     """TGI takes all the memory by default; ``CUDA_MEMORY_FRACTION`` (the launcher's
     ``--cuda-memory-fraction``) gives it less: half of one A10G does not hold Llama 3 8B."""
-    stack = new_stack()
-    model = Model(
-        stack,
-        "Model",
-        image=ContainerImage.tgi("2.4.0"),
-        source=ModelSource.from_hugging_face(
-            "meta-llama/Meta-Llama-3-8B-Instruct", token_secret=hub_token()
-        ),
-        serving=TgiOptions(num_gpus=1, max_total_tokens=4096),
-        environment={"CUDA_MEMORY_FRACTION": "0.5"},
-    )
+    serving = TgiOptions(num_gpus=1, max_total_tokens=4096)
     with pytest.raises(ValidationError) as error:
-        _variant_endpoint(stack, model, InstanceType.G5_2XLARGE)
+        _on_one_a10g(ContainerImage.tgi("2.4.0"), serving, {"CUDA_MEMORY_FRACTION": "0.5"})
     message = str(error.value)
     assert "allocates 50% of the accelerators' memory as CUDA_MEMORY_FRACTION=0.5 sets" in message
     assert "at least 0.80: set CUDA_MEMORY_FRACTION in the environment;" in message
 
 
 def test_an_engine_memory_share_that_is_not_a_fraction_is_refused() -> None:
-    stack = new_stack()
-    model = Model(
-        stack,
-        "Model",
-        image=ContainerImage.lmi("0.33.0"),
-        source=ModelSource.from_hugging_face(
-            "meta-llama/Meta-Llama-3-8B-Instruct", token_secret=hub_token()
-        ),
-        serving=LmiOptions(tensor_parallel_degree=1, max_model_len=4096),
-        environment={"OPTION_GPU_MEMORY_UTILIZATION": "90"},
-    )
     with pytest.raises(
         ValidationError,
         match=r"environment\['OPTION_GPU_MEMORY_UTILIZATION'\]='90': the engine takes a fraction",
     ):
-        _variant_endpoint(stack, model, InstanceType.G5_2XLARGE)
+        _on_one_a10g(
+            ContainerImage.lmi("0.33.0"),
+            LmiOptions(tensor_parallel_degree=1, max_model_len=4096),
+            {"OPTION_GPU_MEMORY_UTILIZATION": "90"},
+        )
 
 
 def test_a_deploy_time_memory_share_leaves_the_default() -> None:
     stack = new_stack()
     share = cdk.CfnParameter(stack, "Share", type="String").value_as_string
-    model = Model(
-        stack,
-        "Model",
-        image=ContainerImage.lmi("0.33.0"),
-        source=ModelSource.from_hugging_face(
-            "meta-llama/Meta-Llama-3-8B-Instruct", token_secret=hub_token()
-        ),
-        serving=LmiOptions(tensor_parallel_degree=1, max_model_len=4096),
-        environment={"OPTION_GPU_MEMORY_UTILIZATION": share},
-    )
-    _variant_endpoint(stack, model, InstanceType.G5_2XLARGE)
+    image, serving = ContainerImage.lmi("0.33.0"), LmiOptions(tensor_parallel_degree=1)
+    _on_one_a10g(image, serving, {"OPTION_GPU_MEMORY_UTILIZATION": share}, stack)
     Template.from_stack(stack).resource_count_is("AWS::SageMaker::EndpointConfig", 1)

@@ -62,6 +62,17 @@ def _positive(prop: str, value: int | None) -> None:
     check_range(prop, value, minimum=1, fix=f"set {prop} to a positive integer or leave it unset")
 
 
+def _check_memory_fraction(fraction: float | None) -> None:
+    """vLLM's ``gpu_memory_utilization``: a fraction of each GPU's memory."""
+    if fraction is not None and not 0 < fraction <= 1:
+        raise ValidationError(
+            "serving.gpu_memory_utilization",
+            fraction,
+            "vLLM takes a fraction of GPU memory above 0 and at most 1",
+            "pass a fraction such as 0.9 (vLLM's default)",
+        )
+
+
 def _check_kv_cache(kv_cache: KvCachePrecision | None, image: ContainerImage) -> None:
     """An FP8 KV cache on an image that documents no setting for it (or a release before the
     first that does: ``catalog.containers.fp8_kv_cache_problem``) is refused, never dropped; a
@@ -279,13 +290,7 @@ class LmiOptions:
                 maximum=3600,
                 fix="keep it within the container start-up health-check limit of 3600 s",
             )
-        if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
-            raise ValidationError(
-                "serving.gpu_memory_utilization",
-                self.gpu_memory_utilization,
-                "vLLM takes a fraction of GPU memory above 0 and at most 1",
-                "pass a fraction such as 0.9 (vLLM's default)",
-            )
+        _check_memory_fraction(self.gpu_memory_utilization)
         for prop, wanted in (
             ("async_mode", self.async_mode),
             ("lora", self.lora is not None),
@@ -567,13 +572,7 @@ class VllmOptions:
             "max_num_batched_tokens",
         ):
             _positive(f"serving.{prop}", getattr(self, prop))
-        if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
-            raise ValidationError(
-                "serving.gpu_memory_utilization",
-                self.gpu_memory_utilization,
-                "vLLM takes a fraction of GPU memory above 0 and at most 1",
-                "pass a fraction such as 0.9 (vLLM's default)",
-            )
+        _check_memory_fraction(self.gpu_memory_utilization)
         if (
             self.max_num_batched_tokens is not None
             and self.max_model_len is not None
