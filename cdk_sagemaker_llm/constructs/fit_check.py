@@ -45,13 +45,13 @@ def check_fit(
     """The synth-time fit check of a model placed on ``accelerators`` of ``instance_type``.
 
     Raises ValidationError when the copy's tensor-parallel degree cannot shard the model's
-    attention or KV heads (serving containers refuse it), or when weights + overhead + one
-    sequence's KV cache exceed the accelerators' usable memory at that degree; warns when a
-    configured max concurrency exceeds the sequences the KV cache holds; refuses a copy that fits
-    in the memory but not in the share the image's engine allocates (vLLM's
-    ``gpu_memory_utilization``, as the environment sets it), and warns of it where no image names
-    the engine; notes (info) when the
-    check is skipped because the model spec or the hardware is unknown. ``engine`` is the
+    attention or KV heads (serving containers refuse it), when weights + overhead + one
+    sequence's KV cache exceed the accelerators' usable memory at that degree, or when they fit
+    in that memory but not in the share the image's engine allocates (vLLM's
+    ``gpu_memory_utilization``, as the environment sets it: the engine refuses to start), which
+    is a warning where no image names the engine; warns when a configured max concurrency
+    exceeds the sequences the engine's KV cache holds; notes (info) when the check is skipped
+    because the model spec or the hardware is unknown. ``engine`` is the
     serving image's engine profile name (``ContainerImage.engine_profile``): it ranks the
     layouts behind the recommended degree, as ``predict`` and ``recommend`` would; None: their
     default profile.

@@ -274,17 +274,16 @@ def _recommended_degree(
     if ranked and ranked[0].capacity is not None and overhead_bytes == FRAMEWORK_OVERHEAD_BYTES:
         return ranked[0].layout.tensor_parallel_degree
     for degree in tensor_parallel_candidates(spec, instance_type):
-        arguments = (spec, instance_type, degree, precision, max_total_tokens, overhead_bytes)
-        if (
-            fits(
-                spec,
-                instance_type,
-                tensor_parallel_degree=degree,
-                max_total_tokens=max_total_tokens,
-                precision=precision,
-                overhead_bytes=overhead_bytes,
-            )
-            and _engine_sequences(*arguments, profile) != 0
+        held = _engine_sequences(
+            spec, instance_type, degree, precision, max_total_tokens, overhead_bytes, profile
+        )
+        if held != 0 and fits(
+            spec,
+            instance_type,
+            tensor_parallel_degree=degree,
+            max_total_tokens=max_total_tokens,
+            precision=precision,
+            overhead_bytes=overhead_bytes,
         ):
             return degree
     return None
