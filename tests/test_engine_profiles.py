@@ -17,6 +17,7 @@ from cdk_sagemaker_llm.catalog.containers import DLC_LINES, ContainerFamily
 from cdk_sagemaker_llm.catalog.instance_types import Accelerator, AchievedPeak, InstanceType
 from cdk_sagemaker_llm.catalog.model_specs import ModelSpec, Precision
 from cdk_sagemaker_llm.errors import ValidationError
+from cdk_sagemaker_llm.planning.calibration import EngineRelease
 from cdk_sagemaker_llm.planning.efficiency import Efficiency, efficiency_of
 from cdk_sagemaker_llm.planning.engine_profiles import (
     PROFILE_NAMES,
@@ -30,6 +31,7 @@ from cdk_sagemaker_llm.planning.engine_profiles import (
     engine_profile,
     profile_for_image,
     profile_name_for,
+    resolve_profile,
     row_profile_name,
 )
 from cdk_sagemaker_llm.planning.interconnect import PEER_ALL_REDUCE_MAX_BYTES, interconnect_of
@@ -1142,3 +1144,22 @@ def test_an_engine_is_refused_on_hardware_it_does_not_run_on_outside_recommend_t
     )
     assert answer.options
     assert all(option.layout.instance_type.is_gpu for option in answer.options)
+
+
+def test_a_release_configured_by_its_environment_carries_the_memory_share_to_its_profile() -> None:
+    """``EngineRelease.configured_by`` reads the share the serving environment sets (LMI's
+    ``OPTION_GPU_MEMORY_UTILIZATION``, TGI's ``CUDA_MEMORY_FRACTION``); ``resolve_profile``
+    gives the release's profile that share, so every prediction of the decision reads it. The
+    share is not part of the release's identity: a calibration of the release still matches."""
+    lmi = EngineRelease("lmi", "0.33.0")
+    assert lmi.configured_by({}) is lmi
+    assert lmi.configured_by({"OPTION_MAX_MODEL_LEN": "4096"}) is lmi
+    configured = lmi.configured_by({"OPTION_GPU_MEMORY_UTILIZATION": "0.7"})
+    assert configured == lmi and configured.compatible_with(lmi)
+    share = resolve_profile(configured).batching.kv_cache_memory
+    assert (share.fraction, share.set_by) == (0.7, "OPTION_GPU_MEMORY_UTILIZATION=0.7")
+    assert resolve_profile(lmi).batching.kv_cache_memory.fraction == 0.9
+    tgi = EngineRelease("tgi", "3.3.6").configured_by({"CUDA_MEMORY_FRACTION": "0.8"})
+    assert resolve_profile(tgi).batching.kv_cache_memory.fraction == 0.8
+    with pytest.raises(ValidationError, match=r"OPTION_GPU_MEMORY_UTILIZATION'\]"):
+        lmi.configured_by({"OPTION_GPU_MEMORY_UTILIZATION": "90%"})

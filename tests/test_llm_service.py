@@ -1209,3 +1209,49 @@ def test_an_fp8_kv_cache_on_an_engine_without_a_documented_setting_is_an_error(
     assert (error.prop, error.value) == ("search.kv_cache_precision", "fp8")
     assert engine in error.problem
     assert "KvCachePrecision.AUTO" in error.fix and "2.4.0" in error.fix
+
+
+def test_the_decision_sizes_the_memory_share_the_models_environment_gives_the_engine() -> None:
+    """Before, the decision assumed vLLM's default 90% whatever the environment set: with
+    ``OPTION_GPU_MEMORY_UTILIZATION=0.5`` it chose one A10G for Llama 3 8B, which the model's
+    own fit check then refused ("the engine refuses to start"). Now the decision sizes the share
+    the container will take: the A10G is rejected naming the setting, and the copy it chooses
+    passes the fit check."""
+    environment = {"OPTION_GPU_MEMORY_UTILIZATION": "0.5"}
+    candidates = [InstanceType.G5_2XLARGE, InstanceType.G5_12XLARGE]
+    assert service(instance_types=candidates).decision.layout.instance_type.name == (
+        "ml.g5.2xlarge"
+    )
+    built = service(instance_types=candidates, environment=environment)
+    layout = built.decision.layout
+    assert (layout.instance_type.name, layout.tensor_parallel_degree) == ("ml.g5.12xlarge", 2)
+    assert environment_of(template_of(built))["OPTION_GPU_MEMORY_UTILIZATION"] == "0.5"
+    assert (
+        "taking 50% of the accelerators' memory as OPTION_GPU_MEMORY_UTILIZATION=0.5 sets"
+        in (built.decision.reasoning[0])
+    )
+    with pytest.raises(ValidationError) as raised:
+        service(instance_types=[InstanceType.G5_2XLARGE], environment=environment)
+    assert raised.value.prop == "instance_types"  # the decision's error, not the fit check's
+    assert "unallocated as OPTION_GPU_MEMORY_UTILIZATION=0.5 sets" in raised.value.problem
+
+
+def test_a_raised_memory_share_holds_more_sequences_per_copy() -> None:
+    """The share read from the environment reaches the engine profile the whole decision uses:
+    a KV-bound copy (Llama 3 8B on one A10G, 4,096-token requests) holds more sequences at
+    0.95 than at the default 0.9, and its knee moves with them."""
+    long_requests: dict[str, Any] = {
+        "input_tokens": 3584,
+        "output_tokens": 512,
+        "instance_types": [InstanceType.G5_2XLARGE],
+        "traffic": ExpectedTraffic.requests_per_second(1, minimum=0.1),
+        "max_instance_count": 16,
+    }
+    default = service(**long_requests)
+    raised = service(environment={"OPTION_GPU_MEMORY_UTILIZATION": "0.95"}, **long_requests)
+    assert (default.decision.serving.max_batch_size, raised.decision.serving.max_batch_size) == (
+        6,
+        8,
+    )
+    assert raised.target_concurrency_per_copy > default.target_concurrency_per_copy
+    assert raised.max_copies < default.max_copies

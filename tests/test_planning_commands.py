@@ -295,3 +295,51 @@ def test_recommend_on_inferentia_names_the_neuron_cores_and_describes_no_llm_ser
     assert "tensor-parallel degree 2 (the NeuronCores" in out
     assert main([*argv, "--format", "json"]) == 0
     assert "decision" not in json.loads(capsys.readouterr().out)
+
+
+LLAMA_3_8B_ON_A10G = [
+    "--model",
+    "meta-llama/Meta-Llama-3-8B-Instruct",
+    "--input-tokens",
+    "512",
+    "--output-tokens",
+    "256",
+]
+
+
+def test_recommend_and_predict_size_the_memory_share_the_container_will_take(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--engine-memory-share`` (as ``size`` and the synth-time check read it): at vLLM's
+    0.5 Llama 3 8B leaves no KV cache on one A10G, so ``recommend`` rejects that layout naming
+    the flag (it ranked it first: the share was always the profile's 0.9), and ``predict``
+    counts the sequences the smaller share holds. The flag names a container's setting, so
+    ``recommend`` (which searches GPUs and Inferentia alike) needs ``--engine`` with it."""
+    argv = ["recommend", *LLAMA_3_8B_ON_A10G, "--max-ms-per-token", "50"]
+    argv += ["--requests-per-second", "4", "--instance-types", "ml.g5.2xlarge,ml.g5.12xlarge"]
+    argv += ["--engine", "lmi:0.33.0", "--format", "json"]
+    assert main(argv) == 0
+    default = json.loads(capsys.readouterr().out)
+    assert default["options"][0]["instance_type"] == "ml.g5.2xlarge"
+    assert main([*argv, "--engine-memory-share", "0.5"]) == 0
+    halved = json.loads(capsys.readouterr().out)
+    assert {o["instance_type"] for o in halved["options"]} == {"ml.g5.12xlarge"}
+    (single,) = [r for r in halved["rejected"] if r["instance_type"] == "ml.g5.2xlarge"]
+    assert single["kind"] == "memory"
+    assert "unallocated as --engine-memory-share=0.5 sets" in single["reason"]
+    without_engine = [a for a in argv if a not in ("--engine", "lmi:0.33.0")]
+    assert main([*without_engine, "--engine-memory-share", "0.5"]) == 2
+    assert "pass --engine too" in capsys.readouterr().err
+
+    argv = ["predict", *LLAMA_3_8B_ON_A10G, "--instance-type", "ml.g5.12xlarge"]
+    argv += ["--tensor-parallel-degree", "2", "--concurrency", "1,256", "--format", "json"]
+    assert main([*argv, "--engine-memory-share", "0.5"]) == 0
+    memory = [
+        line
+        for line in json.loads(capsys.readouterr().out)["assumptions"]
+        if line.startswith("memory per copy")
+    ]
+    assert (
+        memory
+        and "as --engine-memory-share=0.5 sets) = 3.9 GB KV cache = 39 sequences" in (memory[0])
+    )

@@ -38,7 +38,7 @@ from .model_options import (
     model_spec,
     precision,
 )
-from .predict import engine_of
+from .predict import add_engine_memory_share_argument, configured_engine, engine_of
 
 
 def register(subparsers: Any) -> None:
@@ -91,6 +91,7 @@ def register(subparsers: Any) -> None:
     )
     add_max_batch_size_argument(parser)
     add_kv_cache_precision_argument(parser)
+    add_engine_memory_share_argument(parser)
     parser.add_argument(
         "--risk",
         choices=[risk.value for risk in Risk],
@@ -132,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
                 )
         spec = model_spec(args)
         calibration = load_calibration(args.calibration)
-        engine = engine_of(args)
+        engine = configured_engine(args, engine_of(args), None)
         candidates = _candidates(args.instance_types)
         sizing = Sizing(risk=Risk(args.risk), calibration=calibration, engine=engine)
         expected = _expected_traffic(args)

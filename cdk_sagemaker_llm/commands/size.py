@@ -10,8 +10,7 @@ from typing import Any
 
 from ..catalog.instance_types import InstanceType
 from ..errors import ValidationError
-from ..planning.engine_profiles import PROFILE_NAMES, EngineProfile, profile_on, resolve_profile
-from ..planning.placement import KvCacheMemory
+from ..planning.engine_profiles import PROFILE_NAMES, EngineProfile, profile_on
 from ..planning.sizing import size
 from .model_options import (
     add_model_arguments,
@@ -21,7 +20,7 @@ from .model_options import (
     model_spec,
     precision,
 )
-from .predict import engine_of
+from .predict import add_engine_memory_share_argument, configured_engine, engine_of
 
 
 def register(subparsers: Any) -> None:
@@ -51,34 +50,16 @@ def register(subparsers: Any) -> None:
         f"(any case: {', '.join(PROFILE_NAMES)}): its profile ranks the layouts; default "
         "lmi-vllm-v1 (lmi-neuronx on Inferentia/Trainium), as predict and recommend",
     )
-    parser.add_argument(
-        "--engine-memory-share",
-        type=float,
-        help="the share of the memory the engine takes, as its container will be configured: "
-        "vLLM's gpu_memory_utilization (of the whole memory), LMI TensorRT-LLM's "
-        "kv_cache_free_gpu_mem_fraction (of what the weights leave), TGI's "
-        "cuda_memory_fraction; default the --engine profile's (vLLM 0.9)",
-    )
+    add_engine_memory_share_argument(parser)
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.set_defaults(handler=run)
 
 
 def _engine(args: argparse.Namespace, instance_type: InstanceType) -> EngineProfile | None:
     """``--engine`` (or a JumpStart ``--model``'s image) as a profile (``predict``'s reading of
-    the flag); None: the default."""
-    engine = engine_of(args)
+    the flag), allocating ``--engine-memory-share`` of the memory; None: the default."""
+    engine = configured_engine(args, engine_of(args), instance_type.is_neuron)
     return None if engine is None else profile_on(engine, instance_type, "--engine")
-
-
-def _engine_memory(
-    args: argparse.Namespace, engine: EngineProfile | None, instance_type: InstanceType
-) -> KvCacheMemory | None:
-    """``--engine-memory-share`` as the engine's share of the memory; None: the profile's."""
-    if args.engine_memory_share is None:
-        return None
-    share = resolve_profile(engine, instance_type.is_neuron).batching.kv_cache_memory
-    flag = "--engine-memory-share"
-    return share.set_to(args.engine_memory_share, flag, flag)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,7 +76,6 @@ def run(args: argparse.Namespace) -> int:
             precision=precision(args),
             max_total_tokens=args.max_total_tokens,
             engine=engine,
-            kv_cache_memory=_engine_memory(args, engine, instance_type),
         )
     except ValidationError as error:
         print(f"error: {flag_error(error, args, {'precision': '--dtype'})}", file=sys.stderr)

@@ -39,7 +39,7 @@ plan`` reads back and shows beside the cost.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from aws_cdk import Annotations, Duration, Size, Stack
@@ -52,12 +52,14 @@ from ..catalog.jumpstart import JumpStartModel
 from ..catalog.model_specs import KvCachePrecision, ModelSpec, Precision
 from ..planning.calibration import EngineRelease
 from ..planning.decider import HOST_MEMORY_SHARE, decide
+from ..planning.engine_profiles import EngineProfile, resolve_profile
 from ..planning.objectives import Slo, Traffic
 from ..planning.optimizations import OptimizationKind
 from ..planning.performance import Workload
 from ..planning.service_decision import TGI_DEFAULT_PREFILL_TOKENS, ServiceDecision, ServingSettings
 from ..planning.service_options import CopyScaling, LayoutOverrides, Pricing, SearchSpace, Sizing
 from ..planning.service_request import ExpectedTraffic, Overrides, ServiceRequest
+from ..planning.sizing import configured_kv_cache_memory
 from ..planning.speculation import Speculation, SpeculationKind
 from ..prop_types import typed_props
 from ..template_metadata import SERVICE
@@ -267,8 +269,8 @@ class LlmService(Construct):
         region = pricing.region or Stack.of(self).region
         pricing = replace(pricing, region=None if is_unresolved(region) else region)
         sizing = sizing or Sizing()
-        if sizing.engine is None:
-            sizing = replace(sizing, engine=serving_engine(model.image))
+        engine = serving_engine(model.image) if sizing.engine is None else sizing.engine
+        sizing = replace(sizing, engine=_configured(engine, model.environment))
         return ServiceRequest(
             spec=_spec(model.spec, model.weights()),
             workload=workload,
@@ -535,6 +537,19 @@ def serving_engine(image: ContainerImage) -> EngineRelease:
     container family and release (release None for an image given by URI, whose tag the
     catalog does not read, e.g. an optimization job's recommended image)."""
     return EngineRelease(image.family.value, image.release)
+
+
+def _configured(
+    engine: EngineRelease | EngineProfile | str, environment: Mapping[str, str]
+) -> EngineRelease | EngineProfile:
+    """``engine`` with the memory share the model's ``environment`` gives its container
+    (``OPTION_GPU_MEMORY_UTILIZATION``, ``CUDA_MEMORY_FRACTION``): the decision sizes the KV
+    cache the container will allocate, as the model's fit check does."""
+    if isinstance(engine, EngineRelease):
+        return engine.configured_by(environment)
+    return resolve_profile(engine).with_kv_cache_memory(
+        configured_kv_cache_memory(engine, False, environment)
+    )
 
 
 def _jumpstart_candidates(

@@ -89,7 +89,9 @@ class ServiceModel:
 
         :param spec: the model's architecture; default inferred from a well-known Hugging
             Face id (required otherwise: the performance model needs it).
-        :param environment: extra container variables; default none.
+        :param environment: extra container variables; default none. A memory share set
+            here (``OPTION_GPU_MEMORY_UTILIZATION``, ``CUDA_MEMORY_FRACTION``) is the one
+            the decision sizes the KV cache in.
         :param loading_timeout: how long a copy may take to load and pass its health check;
             default 15 minutes.
         :param optimization_output: where the ``OptimizationJob`` that the decision may
@@ -174,7 +176,9 @@ class ServiceModel:
         :param image: the serving container; default the job's recommended image.
         :param spec: the model's architecture; required when the job's source is not a
             well-known Hugging Face id.
-        :param environment: extra container variables; default none.
+        :param environment: extra container variables; default none. A memory share set
+            here (``OPTION_GPU_MEMORY_UTILIZATION``, ``CUDA_MEMORY_FRACTION``) is the one
+            the decision sizes the KV cache in.
         :param loading_timeout: default 15 minutes.
         """
         _check_served_job(job)

@@ -50,6 +50,7 @@ from .efficiency import Efficiency, efficiency_of
 from .engine_profiles import EngineProfile, profile_for_image, resolve_profile
 from .measured_curve import MeasuredCurve
 from .performance import Layout, Workload
+from .placement import KvCacheMemory
 
 CALIBRATION_FORMAT = "cdk-sagemaker-llm/calibration"
 """The ``format`` field of a calibration file."""
@@ -77,6 +78,10 @@ class EngineRelease:
     """The container family's value (``tgi``, ``lmi``, ``lmi-tensorrt-llm``)."""
     version: str | None = None
     """The release (``3.3.6``); None when unknown."""
+    kv_cache_memory: KvCacheMemory | None = field(default=None, compare=False)
+    """The share of the memory the container is configured to allocate (its serving
+    environment's setting: ``configured_by``); None: its engine profile's default. Not part of
+    the release's identity: a calibration of the same release matches it."""
 
     def __post_init__(self) -> None:
         families = [f.value for f in ContainerFamily]
@@ -127,6 +132,16 @@ class EngineRelease:
             or other.generation is None
             or (self.generation == other.generation)
         )
+
+    def configured_by(self, environment: Mapping[str, Any]) -> EngineRelease:
+        """This release as a serving ``environment`` configures it: with the memory share the
+        environment sets (``KvCacheMemory.configured_by``: LMI's
+        ``OPTION_GPU_MEMORY_UTILIZATION``, TGI's ``CUDA_MEMORY_FRACTION``), so that the
+        decision sizes the KV cache the container will allocate; unchanged where it sets
+        none. Raises ValidationError on a setting that is not a fraction."""
+        default = profile_for_image(self.family, self.version).batching.kv_cache_memory
+        share = default.configured_by(environment)
+        return self if share.set_by is None else replace(self, kv_cache_memory=share)
 
     def describe(self) -> str:
         """E.g. ``tgi 3.3.6`` or ``lmi (version unknown)``."""

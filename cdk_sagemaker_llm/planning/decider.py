@@ -171,7 +171,10 @@ class _Decider:
         """The serving engine the decision assumed, its profile on ``instance_type``, and what
         is not checked without a container release."""
         engine = self.request.engine
-        profile = f"engine profile {self.profile(instance_type).name}"
+        found = self.profile(instance_type)
+        share = found.batching.kv_cache_memory
+        configured = f" taking {share.describe()} as {share.set_by} sets" if share.set_by else ""
+        profile = f"engine profile {found.name}{configured}"
         if isinstance(engine, EngineProfile):
             return (
                 f"serving engine: {profile} (named; no container release: a calibration's "

@@ -822,6 +822,9 @@ class ContainerRelease(Protocol):
     @property
     def version(self) -> str | None: ...
 
+    @property
+    def kv_cache_memory(self) -> KvCacheMemory | None: ...
+
 
 DEFAULT_PROFILE_NAME = "lmi-vllm-v1"
 """The profile used when no image or engine is given: the newest LMI (vLLM V1) line, the
@@ -832,14 +835,16 @@ def resolve_profile(
     engine: EngineProfile | str | Any | None, neuron: bool = False
 ) -> EngineProfile:
     """``engine`` as a profile: a profile, a profile name, a ``calibration.EngineRelease``
-    (its container family and version choose it), or None for the default (``lmi-neuronx`` on
+    (its container family and version choose it; the memory share it is configured with
+    replaces the profile's), or None for the default (``lmi-neuronx`` on
     Inferentia/Trainium, ``DEFAULT_PROFILE_NAME`` elsewhere)."""
     if engine is None:
         return engine_profile("lmi-neuronx" if neuron else DEFAULT_PROFILE_NAME)
     if isinstance(engine, EngineProfile):
         return engine
     if not isinstance(engine, str):  # a calibration.EngineRelease: the container it names
-        return profile_for_image(engine.family, engine.version)
+        profile = profile_for_image(engine.family, engine.version)
+        return profile.with_kv_cache_memory(engine.kv_cache_memory)
     return engine_profile(engine)
 
 

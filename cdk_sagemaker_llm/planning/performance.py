@@ -812,10 +812,11 @@ def _engine_reserve_words(memory: Memory, profile: EngineProfile | None) -> str:
     or nothing where the engine takes all of it."""
     if profile is None or not memory.engine_reserve_bytes:
         return ""
-    share = profile.batching.kv_cache_memory.describe()
+    share = profile.batching.kv_cache_memory
+    setting = f", as {share.set_by} sets" if share.set_by else ""
     return (
         f" - {memory.engine_reserve_bytes / GB:.1f} GB the engine leaves unallocated "
-        f"(it takes {share})"
+        f"(it takes {share.describe()}{setting})"
     )
 
 

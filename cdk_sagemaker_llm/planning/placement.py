@@ -77,6 +77,9 @@ class Memory:
     engine_reserve_bytes: float = 0.0
     """What the engine leaves unallocated (``KvCacheMemory.applied_to``): 0 for an engine that
     gives the KV cache everything the weights and overhead leave."""
+    reserve_set_by: str | None = None
+    """The serving environment's setting that chose the engine's share
+    (``OPTION_GPU_MEMORY_UTILIZATION=0.5``: ``KvCacheMemory.set_by``), or None for its default."""
 
     @property
     def kv_free_bytes(self) -> float:
@@ -86,11 +89,14 @@ class Memory:
         )
 
     def after_the_reserve(self) -> str:
-        """``, after the 8.6 GB the engine leaves unallocated``, or nothing where it takes all
-        (for a reason that quotes ``kv_free_bytes``)."""
+        """``, after the 8.6 GB the engine leaves unallocated`` (naming the setting that chose
+        the share, where one did), or nothing where it takes all (for a reason that quotes
+        ``kv_free_bytes``)."""
         if not self.engine_reserve_bytes:
             return ""
-        return f", after the {self.engine_reserve_bytes / GB:.1f} GB the engine leaves unallocated"
+        setting = f" as {self.reserve_set_by} sets" if self.reserve_set_by else ""
+        reserve = self.engine_reserve_bytes / GB
+        return f", after the {reserve:.1f} GB the engine leaves unallocated{setting}"
 
     @property
     def sequences(self) -> int:
@@ -178,7 +184,8 @@ class KvCacheMemory:
         whole = memory.usable_bytes
         if self.of_free:
             whole -= memory.weights_bytes + memory.overhead_bytes
-        return replace(memory, engine_reserve_bytes=(1 - self.fraction) * max(0.0, whole))
+        reserve = (1 - self.fraction) * max(0.0, whole)
+        return replace(memory, engine_reserve_bytes=reserve, reserve_set_by=self.set_by)
 
     def describe(self) -> str:
         """E.g. ``90% of the accelerators' memory``."""
