@@ -183,3 +183,22 @@ def test_plan_reads_the_engines_memory_share_from_the_template() -> None:
     assert verdict({"OPTION_GPU_MEMORY_UTILIZATION": "0.97"})[0] is True
     fits, summary = verdict({"OPTION_GPU_MEMORY_UTILIZATION": "97"})  # a percentage: refused
     assert fits is False and "environment['OPTION_GPU_MEMORY_UTILIZATION']='97'" in summary
+
+
+def test_plan_counts_a_neuron_degree_in_neuron_cores_as_the_fit_check_does() -> None:
+    """On Inferentia2 the container's degree counts NeuronCores, two per chip: the synth-time
+    fit check sizes ``OPTION_TENSOR_PARALLEL_DEGREE=4`` on the 2 chips that hold it, while
+    ``plan`` sized the same template on 4 chips (twice the memory). Both now size one copy
+    through ``planning.sizing.size_as_configured``."""
+    container = Container(
+        image_value="image-uri",
+        environment={
+            "HF_MODEL_ID": "meta-llama/Meta-Llama-3-8B",
+            "OPTION_TENSOR_PARALLEL_DEGREE": "4",
+            "OPTION_MAX_MODEL_LEN": "4096",
+        },
+        metadata={IMAGE: {"family": "lmi-neuronx", "release": "0.33.0"}},
+    )
+    report = sizing_verdict(container, InstanceType.INF2_48XLARGE, None).report
+    assert report is not None
+    assert report["tensor_parallel_degree"] == 2  # chips: 4 NeuronCores

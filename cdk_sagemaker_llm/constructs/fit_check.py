@@ -15,14 +15,9 @@ from constructs import Construct
 
 from ..catalog.instance_types import InstanceType
 from ..catalog.model_specs import ModelSpec, Precision
+from ..planning.configured_sizing import size_as_configured
 from ..planning.placement import KvCacheMemory, head_divisibility_problem
-from ..planning.sizing import (
-    GB,
-    SizingReport,
-    configured_kv_cache_memory,
-    serving_facts,
-    size,
-)
+from ..planning.sizing import GB, SizingReport, size
 from .validation import ValidationError
 
 _size = functools.lru_cache(maxsize=512)(size)
@@ -30,6 +25,15 @@ _size = functools.lru_cache(maxsize=512)(size)
 sequence length: a stack of many components of one model on one instance type asks the same
 question for each (ranking the layouts is about 10 ms each; synth cost in ``benchmarks/``).
 Its arguments are frozen dataclasses and enums, and its report is never changed."""
+
+
+def _sized(spec: ModelSpec, instance_type: InstanceType, **arguments: Any) -> SizingReport:
+    """``_size``, or ``size`` where an argument cannot be a cache key (a spec or type holding a
+    list)."""
+    try:
+        return _size(spec, instance_type, **arguments)
+    except TypeError:
+        return size(spec, instance_type, **arguments)
 
 
 def check_fit(
@@ -68,29 +72,11 @@ def check_fit(
             "State them to check: InstanceType.of(name, accelerator=..., accelerator_count=N)."
         )
         return None
-    facts = serving_facts(environment)
-    # The degree counts ranks: GPUs, or NeuronCores on Inferentia2/Trainium (two per chip,
-    # ``Accelerator.neuron_cores``); the sizing arithmetic counts devices, whose memory holds
-    # the copy (24 ranks on ml.inf2.48xlarge are its 12 chips).
-    ranks = facts.tensor_parallel_degree
-    degree = (
-        instance_type.devices_for_degree(ranks)
-        if ranks
-        else accelerators or instance_type.accelerator_count
+    copy = size_as_configured(
+        spec, instance_type, environment, engine=engine, accelerators=accelerators, sizer=_sized
     )
-    degree = min(degree, instance_type.accelerator_count)
-    share = configured_kv_cache_memory(engine, instance_type.is_neuron, environment)
-    arguments: dict[str, Any] = {
-        "tensor_parallel_degree": degree,
-        "precision": facts.precision,
-        "max_total_tokens": facts.max_total_tokens,
-        "engine": engine,
-        "kv_cache_memory": share,
-    }
-    try:
-        report = _size(spec, instance_type, **arguments)
-    except TypeError:  # a spec or type holding a list cannot be a cache key
-        report = size(spec, instance_type, **arguments)
+    facts, share, report = copy.facts, copy.share, copy.report
+    degree = report.tensor_parallel_degree
     if report.head_problem is not None and not instance_type.is_neuron:
         # On Neuron the heads are padded to a multiple of the degree (neuronx-distributed's
         # ``pad_model`` / ``get_number_of_extra_heads``: 48 query heads at TP 32 are padded to

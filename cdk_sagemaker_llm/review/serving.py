@@ -15,8 +15,8 @@ from ..catalog.jumpstart import MODEL_ID_TAG, MODEL_VERSION_TAG
 from ..catalog.model_specs import ModelSpec
 from ..catalog.registries import partition
 from ..errors import ValidationError
+from ..planning.configured_sizing import size_as_configured
 from ..planning.engine_profiles import profile_name_for
-from ..planning.sizing import configured_kv_cache_memory, serving_facts, size
 from ..template_metadata import IMAGE, MODEL_SPEC
 from .deploy_plan import ImagePlan, SizingVerdict
 from .template import Template, environment_of, shown
@@ -168,25 +168,18 @@ def sizing_verdict(
         return SizingVerdict(
             spec.name, None, f"not checked: no accelerator facts for {instance_type.name}"
         )
-    facts = serving_facts(container.environment)
-    degree = min(
-        facts.tensor_parallel_degree or accelerators or instance_type.accelerator_count,
-        instance_type.accelerator_count,
-    )
     engine = _engine_of(container, instance_type)
     try:
-        share = configured_kv_cache_memory(engine, instance_type.is_neuron, container.environment)
-    except ValidationError as error:  # the engine refuses its share at start
+        copy = size_as_configured(
+            spec, instance_type, container.environment, engine=engine, accelerators=accelerators
+        )
+    except ValidationError as error:
+        if not str(error.prop).startswith("environment["):
+            raise
+        # a memory share that is not a fraction: the engine refuses it at start
         return SizingVerdict(spec.name, False, f"does not start: {error}")
-    report = size(
-        spec,
-        instance_type,
-        tensor_parallel_degree=degree,
-        precision=facts.precision,
-        max_total_tokens=facts.max_total_tokens,
-        engine=engine,
-        kv_cache_memory=share,
-    )
+    facts, share, report = copy.facts, copy.share, copy.report
+    degree = report.tensor_parallel_degree
     warnings = []
     if report.fits and not report.engine_fits:
         summary = (
