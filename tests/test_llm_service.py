@@ -1234,6 +1234,9 @@ def test_the_decision_sizes_the_memory_share_the_models_environment_gives_the_en
         service(instance_types=[InstanceType.G5_2XLARGE], environment=environment)
     assert raised.value.prop == "instance_types"  # the decision's error, not the fit check's
     assert "unallocated as OPTION_GPU_MEMORY_UTILIZATION=0.5 sets" in raised.value.problem
+    assert "a larger share of the memory than OPTION_GPU_MEMORY_UTILIZATION=0.5" in (
+        raised.value.fix
+    )
 
 
 def test_a_raised_memory_share_holds_more_sequences_per_copy() -> None:

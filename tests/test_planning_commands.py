@@ -327,6 +327,10 @@ def test_recommend_and_predict_size_the_memory_share_the_container_will_take(
     (single,) = [r for r in halved["rejected"] if r["instance_type"] == "ml.g5.2xlarge"]
     assert single["kind"] == "memory"
     assert "unallocated as --engine-memory-share=0.5 sets" in single["reason"]
+    single_a10g = [a if a != "ml.g5.2xlarge,ml.g5.12xlarge" else "ml.g5.2xlarge" for a in argv]
+    assert main([*single_a10g, "--engine-memory-share", "0.5"]) == 1
+    fix = json.loads(capsys.readouterr().out)["no_option_fix"]
+    assert "a larger share of the memory than --engine-memory-share=0.5" in fix
     without_engine = [a for a in argv if a not in ("--engine", "lmi:0.33.0")]
     assert main([*without_engine, "--engine-memory-share", "0.5"]) == 2
     assert "pass --engine too" in capsys.readouterr().err

@@ -168,7 +168,8 @@ def run(args: argparse.Namespace) -> int:
     decision = _decision(args, spec, result, sizing, expected)
     fix = None  # without an option: what the rejections call for, as the Markdown's "Fix:"
     if not result.options:
-        fix = _in_flags(no_option_error(result, args.max_instance_count, precision(args)).fix)
+        found = no_option_error(result, args.max_instance_count, precision(args), engine)
+        fix = _in_flags(found.fix)
     if args.format == "json":
         data = {**result.to_dict(), "no_option_fix": fix}
         if decision is not None:

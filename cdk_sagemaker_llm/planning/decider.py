@@ -247,6 +247,7 @@ class _Decider:
             tensor_parallel_degree=overrides.layout.tensor_parallel_degree,
             max_instance_count=request.max_instance_count,
             precision=request.precision,
+            engine=request.engine,
         )
         self.optimization = option.optimization
         if option.optimization is not None:
@@ -683,16 +684,18 @@ def choose(
     tensor_parallel_degree: int | None,
     max_instance_count: int,
     precision: Precision,
+    engine: EngineRelease | EngineProfile | None = None,
 ) -> Option:
     """The cheapest option that meets every layout override; an error naming the prop at
     fault (the SLO, the candidates, the instance count, or the override no option meets),
     with the performance model's reasons and advice that follows their kinds.
 
     :param precision: the weights' precision the search asked (the advice for a model that
-        does not fit offers a lower one only below it)."""
+        does not fit offers a lower one only below it).
+    :param engine: the engine the search sized (``no_option_error``)."""
     options = list(recommendation.options)
     if not options:
-        raise no_option_error(recommendation, max_instance_count, precision)
+        raise no_option_error(recommendation, max_instance_count, precision, engine)
     overrides = {
         "instance_type": instance_type.name if instance_type is not None else None,
         "tensor_parallel_degree": tensor_parallel_degree,
@@ -720,13 +723,17 @@ def choose(
 
 
 def no_option_error(
-    recommendation: Recommendation, max_instance_count: int, precision: Precision
+    recommendation: Recommendation,
+    max_instance_count: int,
+    precision: Precision,
+    engine: EngineRelease | EngineProfile | str | None = None,
 ) -> ValidationError:
     """No option at all: blame what the rejections' kinds point at (the candidates, for
     memory, precision, engine and the like; max_instance_count, when the instance count is the
     only other kind), else the SLO. The fix gives each kind's advice (``_advice``) and nothing a
     listed reason contradicts: no lower precision beside a precision refusal, no more memory
-    where memory is not a reason, no looser SLO where the SLO is not one."""
+    where memory is not a reason, no looser SLO where the SLO is not one. Where the ``engine``
+    sized was given its memory share by a setting, the memory advice names it."""
     rejected = recommendation.rejected
     kinds = [kind for kind in RejectionKind if any(r.kind is kind for r in rejected)]
     shown = _each_kind_shown(rejected)
@@ -735,7 +742,8 @@ def no_option_error(
     )
     if len(shown) < len(rejected):  # say the list is cut, and where the rest is
         reasons += f" (and {len(rejected) - len(shown)} more: recommend lists every rejection)"
-    fix = "; ".join(_advice(kind, kinds, precision) for kind in kinds)
+    setting = None if engine is None else resolve_profile(engine).batching.kv_cache_memory.set_by
+    fix = "; ".join(_advice(kind, kinds, precision, setting) for kind in kinds)
     if kinds == [RejectionKind.MEMORY]:
         problem = f"the model does not fit on any candidate: {reasons}"
     elif kinds == [RejectionKind.INSTANCE_COUNT]:
@@ -771,16 +779,24 @@ def _each_kind_shown(rejected: list[Rejection]) -> list[Rejection]:
     return [r for r in rejected if id(r) in chosen]
 
 
-def _advice(kind: RejectionKind, kinds: list[RejectionKind], precision: Precision) -> str:
+def _advice(
+    kind: RejectionKind,
+    kinds: list[RejectionKind],
+    precision: Precision,
+    memory_setting: str | None = None,
+) -> str:
     """What a user changes to answer rejections of ``kind``, among ``kinds`` (all the kinds of
     the rejections) under the searched ``precision`` (an optimization's layouts are refused at
-    its own precision, so a precision refusal's advice does not name the searched one)."""
+    its own precision, so a precision refusal's advice does not name the searched one) and the
+    ``memory_setting`` that chose the engine's share of the memory (``KvCacheMemory.set_by``)."""
     if kind is RejectionKind.MEMORY:
-        more = "add instance types with more accelerator memory (or more accelerators)"
+        fixes = ["add instance types with more accelerator memory (or more accelerators)"]
+        if memory_setting is not None:
+            fixes.append(f"give the engine a larger share of the memory than {memory_setting}")
         lowest = min(Precision, key=lambda p: p.bytes_per_parameter)
-        if RejectionKind.PRECISION in kinds or precision is lowest:
-            return more
-        return f"{more}, or lower the precision (e.g. Precision.{lowest.name})"
+        if RejectionKind.PRECISION not in kinds and precision is not lowest:
+            fixes.append(f"lower the precision (e.g. Precision.{lowest.name})")
+        return ", or ".join(fixes)
     if kind is RejectionKind.PRECISION:
         offered = ", ".join(
             f"{m.accelerator} TP{m.tensor_parallel_degree}" for m in MEASUREMENTS if m.faster
