@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -286,3 +287,26 @@ def test_each_mode_serves_its_own_flags_and_the_defaults(
         assert (config.max_batch, config.step_base_s) == (8, 0.005)  # the defaults, unused
     else:
         assert config.engine is None and (config.max_batch, config.step_base_s) == (2, 0.01)
+
+
+def test_serves_the_engine_with_the_memory_share_its_container_will_take(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--engine-memory-share``, as ``predict`` and ``recommend`` read it: the simulated
+    engine holds the KV cache that share leaves (Llama 3 8B on one L4 at 4,200 tokens: fewer
+    at vLLM's 0.85 than at its default 0.9), so that simulate -> benchmark -> calibrate ->
+    recommend sizes one configuration; without ``--model`` the flag is refused by name."""
+    from cdk_sagemaker_llm.benchmarking import simulator_cli
+    from cdk_sagemaker_llm.cli import main
+
+    served: list[Any] = []
+    monkeypatch.setattr(
+        simulator_cli, "serve_until_interrupted", lambda config, port: served.append(config) or 0
+    )
+    base = ["simulate", "--port", "0", "--model", "llama-3-8b", "--instance-type", "ml.g6.xlarge"]
+    base += ["--input-tokens", "4000", "--output-tokens", "200"]
+    assert main(base) == 0
+    assert main([*base, "--engine-memory-share", "0.85"]) == 0
+    default, smaller = (config.engine.policy().kv_tokens for config in served)
+    assert 0 < smaller < default
+    assert main(["simulate", "--port", "0", "--engine-memory-share", "0.85"]) == 2

@@ -119,8 +119,9 @@ def engine_of(args: argparse.Namespace) -> EngineRelease | EngineProfile | None:
     return jumpstart_engine(args)
 
 
-def add_engine_memory_share_argument(parser: argparse.ArgumentParser) -> None:
-    """``--engine-memory-share``: the share of the memory the serving container allocates."""
+def add_engine_memory_share_argument(parser: argparse._ActionsContainer) -> None:
+    """``--engine-memory-share``: the share of the memory the serving container allocates
+    (on a parser or an argument group)."""
     parser.add_argument(
         "--engine-memory-share",
         type=float,

@@ -28,7 +28,7 @@ from .model_options import (
     model_spec,
     precision,
 )
-from .predict import engine_choice
+from .predict import add_engine_memory_share_argument, configured_engine, engine_choice
 
 DEFAULT_PORT = 8080
 
@@ -49,6 +49,7 @@ ENGINE_FLAGS = {
     "output_tokens": ("--output-tokens", 256),
     "max_batch_size": ("--max-batch-size", None),
     "kv_cache_precision": ("--kv-cache-precision", "auto"),
+    "engine_memory_share": ("--engine-memory-share", None),
     "time_scale": ("--time-scale", 1.0),
     "dtype": ("--dtype", "fp16"),
 }
@@ -94,6 +95,7 @@ def register(subparsers: Any) -> None:
     )
     add_max_batch_size_argument(engine)
     add_kv_cache_precision_argument(engine)
+    add_engine_memory_share_argument(engine)
     engine.add_argument(
         "--time-scale",
         type=float,
@@ -169,7 +171,8 @@ def engine_of(args: argparse.Namespace) -> EngineSimulation:
     instance_type = InstanceType.of(args.instance_type)
     workload = Workload(args.input_tokens, args.output_tokens)
     check_tensor_parallel_degree(instance_type, args.tensor_parallel_degree)
-    profile = profile_on(engine_choice(args.engine), instance_type, "--engine")
+    engine = configured_engine(args, engine_choice(args.engine), instance_type.is_neuron)
+    profile = profile_on(engine, instance_type, "--engine")
     degree = args.tensor_parallel_degree or recommended_tensor_parallel_degree(
         spec,
         instance_type,
