@@ -27,8 +27,10 @@ from ..planning.engine_profiles import PROFILE_NAMES, profile_on, resolve_profil
 from ..planning.performance import Layout
 from .aws_environment import CREDENTIALS_HINT
 from .model_options import (
+    add_engine_memory_share_argument,
     add_kv_cache_precision_argument,
     check_tensor_parallel_degree,
+    configured_engine,
     kv_cache_precision,
 )
 
@@ -62,6 +64,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--dtype", help="weights precision benchmarked; default fp16")
     add_kv_cache_precision_argument(parser)  # the benchmarked server's: results do not state it
+    add_engine_memory_share_argument(parser)  # the same: the share the benchmarked server took
     parser.add_argument("--region", help="region of the S3 bucket (s3:// RESULTS)")
     parser.set_defaults(handler=run)
 
@@ -302,11 +305,13 @@ def calibration_from_results(
     engine: str | None = None,
     dtype: str | None = None,
     kv_cache: KvCachePrecision = KvCachePrecision.AUTO,
+    engine_memory_share: float | None = None,
 ) -> Calibration:
     """Fit a Calibration to a results document; the keyword arguments (the command's flags)
     fill what its ``deployment`` section does not state. ``kv_cache`` is how the benchmarked
-    server stored the KV cache (``--kv-cache-precision``): a results document does not state
-    it."""
+    server stored the KV cache (``--kv-cache-precision``) and ``engine_memory_share`` the
+    share of the memory its engine took (``--engine-memory-share``; default the engine
+    profile's): a results document states neither."""
     merged = merge_flags(
         document,
         name,
@@ -365,6 +370,8 @@ def calibration_from_results(
     if not isinstance(count, int) or count < 1:
         raise ValidationError("--copies", count, "must be a positive integer", "pass e.g. 1")
     profile_on(engine_value, hardware, "--engine")  # an engine not run on it: an error
+    configured = configured_engine(engine_memory_share, engine_value, hardware.is_neuron)
+    assert isinstance(configured, EngineRelease)  # a release configured stays a release
     # The fit needs the copies sharing the load; how they sit on instances does not matter.
     layout = Layout(hardware, degree, 1, count)
     return calibrate(
@@ -373,7 +380,7 @@ def calibration_from_results(
         layout,
         Precision.of(str(precision_name)),
         source=name,
-        engine=engine_value,
+        engine=configured,
         kv_cache_precision=kv_cache,
     )
 
@@ -392,6 +399,7 @@ def run(args: argparse.Namespace) -> int:
             engine=args.engine,
             dtype=args.dtype,
             kv_cache=kv_cache_precision(args),
+            engine_memory_share=args.engine_memory_share,
         )
         calibration.to_file(args.out)
     except ValidationError as error:
@@ -401,6 +409,8 @@ def run(args: argparse.Namespace) -> int:
             error = ValidationError("--kv-cache-precision", error.value, error.problem, error.fix)
         if error.prop == "layout":  # what the flags (or the results) state together
             flags = "--model / --instance-type / --tensor-parallel-degree / --dtype"
+            if args.engine_memory_share is not None:
+                flags += " / --engine-memory-share"
             error = ValidationError(flags, error.value, error.problem, error.fix)
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, Protocol
 
 from ..catalog.containers import image_facts_of_uri
@@ -15,6 +16,7 @@ from ..catalog.jumpstart import JUMPSTART_MODELS, closest_jumpstart_ids
 from ..catalog.model_specs import PRESETS, KvCachePrecision, ModelSpec, Precision
 from ..errors import ValidationError
 from ..planning.calibration import EngineRelease
+from ..planning.engine_profiles import EngineProfile, resolve_profile
 
 CUSTOM_SPEC_FLAGS = "--parameters, --layers, --attention-heads, --head-dim and --max-context"
 """The flags that describe a model no preset covers."""
@@ -312,3 +314,42 @@ def flag_error(
     # check_range's default fix ("set max_batch_size within that range") names the prop too.
     fix = error.fix.replace(f"set {prop} within", f"set {flag} within")
     return ValidationError(flag, error.value, error.problem, fix)
+
+
+def add_engine_memory_share_argument(parser: argparse._ActionsContainer) -> None:
+    """``--engine-memory-share``: the share of the memory the serving container allocates
+    (on a parser or an argument group)."""
+    parser.add_argument(
+        "--engine-memory-share",
+        type=float,
+        help="the share of the memory the engine takes, as its container will be configured: "
+        "vLLM's gpu_memory_utilization (of the whole memory), LMI TensorRT-LLM's "
+        "kv_cache_free_gpu_mem_fraction (of what the weights leave), TGI's "
+        "cuda_memory_fraction; default the --engine profile's (vLLM 0.9)",
+    )
+
+
+def configured_engine(
+    value: float | None,
+    engine: EngineRelease | EngineProfile | None,
+    neuron: bool | None,
+) -> EngineRelease | EngineProfile | None:
+    """``engine`` allocating ``value`` (``--engine-memory-share``) of the memory (the release's
+    ``kv_cache_memory``, or the profile's); unchanged without the flag. Without an engine the
+    default one on the accelerator (``neuron``) takes it; where the accelerator is not one
+    (``neuron`` None: ``recommend`` searches both) the flag needs ``--engine``."""
+    if value is None:
+        return engine
+    flag = "--engine-memory-share"
+    if engine is None and neuron is None:
+        raise ValidationError(
+            flag,
+            value,
+            "sets the share of the container that will serve, and no --engine names it",
+            "pass --engine too, e.g. --engine lmi:0.33.0",
+        )
+    profile = resolve_profile(engine, bool(neuron))
+    share = profile.batching.kv_cache_memory.set_to(value, flag, flag)
+    if isinstance(engine, EngineRelease):
+        return replace(engine, kv_cache_memory=share)
+    return profile.with_kv_cache_memory(share)

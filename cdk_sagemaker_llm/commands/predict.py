@@ -15,7 +15,7 @@ from ..errors import ValidationError
 from ..planning.calibrated_band import with_calibrated_bands
 from ..planning.calibration import AppliedCalibration, Calibration, EngineRelease
 from ..planning.calibration_fit import calibrate, deployment_of
-from ..planning.engine_profiles import EngineProfile, parse_engine, profile_on, resolve_profile
+from ..planning.engine_profiles import EngineProfile, parse_engine, profile_on
 from ..planning.optimizations import Optimization
 from ..planning.performance import (
     INVOCATION_TIMEOUT_S,
@@ -35,11 +35,13 @@ from .calibrate import (
 )
 from .model_options import (
     WORKLOAD_FLAGS,
+    add_engine_memory_share_argument,
     add_kv_cache_precision_argument,
     add_max_batch_size_argument,
     add_model_arguments,
     catalog_instance_type,
     check_tensor_parallel_degree,
+    configured_engine,
     flag_error,
     int_list,
     jumpstart_engine,
@@ -117,46 +119,6 @@ def engine_of(args: argparse.Namespace) -> EngineRelease | EngineProfile | None:
     if args.engine is not None:
         return engine_choice(str(args.engine))
     return jumpstart_engine(args)
-
-
-def add_engine_memory_share_argument(parser: argparse._ActionsContainer) -> None:
-    """``--engine-memory-share``: the share of the memory the serving container allocates
-    (on a parser or an argument group)."""
-    parser.add_argument(
-        "--engine-memory-share",
-        type=float,
-        help="the share of the memory the engine takes, as its container will be configured: "
-        "vLLM's gpu_memory_utilization (of the whole memory), LMI TensorRT-LLM's "
-        "kv_cache_free_gpu_mem_fraction (of what the weights leave), TGI's "
-        "cuda_memory_fraction; default the --engine profile's (vLLM 0.9)",
-    )
-
-
-def configured_engine(
-    args: argparse.Namespace,
-    engine: EngineRelease | EngineProfile | None,
-    neuron: bool | None,
-) -> EngineRelease | EngineProfile | None:
-    """``engine`` allocating ``--engine-memory-share`` of the memory (the release's
-    ``kv_cache_memory``, or the profile's); unchanged without the flag. Without an engine the
-    default one on the accelerator (``neuron``) takes it; where the accelerator is not one
-    (``neuron`` None: ``recommend`` searches both) the flag needs ``--engine``."""
-    value = args.engine_memory_share
-    if value is None:
-        return engine
-    flag = "--engine-memory-share"
-    if engine is None and neuron is None:
-        raise ValidationError(
-            flag,
-            value,
-            "sets the share of the container that will serve, and no --engine names it",
-            "pass --engine too, e.g. --engine lmi:0.33.0",
-        )
-    profile = resolve_profile(engine, bool(neuron))
-    share = profile.batching.kv_cache_memory.set_to(value, flag, flag)
-    if isinstance(engine, EngineRelease):
-        return replace(engine, kv_cache_memory=share)
-    return profile.with_kv_cache_memory(share)
 
 
 PREDICT_MISMATCH_FIX = (
@@ -277,7 +239,9 @@ def run(args: argparse.Namespace) -> int:
             max_total_tokens=workload.total_tokens,
             precision=dtype,
             engine=profile_on(
-                configured_engine(args, engine, instance_type.is_neuron), instance_type, "--engine"
+                configured_engine(args.engine_memory_share, engine, instance_type.is_neuron),
+                instance_type,
+                "--engine",
             ),
         )
         if degree is None:
@@ -296,7 +260,7 @@ def run(args: argparse.Namespace) -> int:
         calibration = _calibration(args.calibration, engine, spec, layout, args)
         if engine is None and calibration is not None:
             engine = _calibrated_engine(calibration)  # assumed (its notes say so): its profile
-        engine = configured_engine(args, engine, instance_type.is_neuron)
+        engine = configured_engine(args.engine_memory_share, engine, instance_type.is_neuron)
         prediction = predict(
             spec,
             layout,

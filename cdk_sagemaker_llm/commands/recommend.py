@@ -29,16 +29,18 @@ from ..planning.service_request import ExpectedTraffic, ServiceRequest, with_min
 from .calibrate import add_calibration_arguments, load_calibration
 from .model_options import (
     WORKLOAD_FLAGS,
+    add_engine_memory_share_argument,
     add_kv_cache_precision_argument,
     add_max_batch_size_argument,
     add_model_arguments,
     catalog_instance_type,
+    configured_engine,
     flag_error,
     kv_cache_precision,
     model_spec,
     precision,
 )
-from .predict import add_engine_memory_share_argument, configured_engine, engine_of
+from .predict import engine_of
 
 
 def register(subparsers: Any) -> None:
@@ -133,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
                 )
         spec = model_spec(args)
         calibration = load_calibration(args.calibration)
-        engine = configured_engine(args, engine_of(args), None)
+        engine = configured_engine(args.engine_memory_share, engine_of(args), None)
         candidates = _candidates(args.instance_types)
         sizing = Sizing(risk=Risk(args.risk), calibration=calibration, engine=engine)
         expected = _expected_traffic(args)

@@ -19,16 +19,18 @@ from ..planning.engine_profiles import profile_on
 from ..planning.sizing import recommended_tensor_parallel_degree
 from ..planning.workload import Workload
 from .model_options import (
+    add_engine_memory_share_argument,
     add_kv_cache_precision_argument,
     add_max_batch_size_argument,
     add_model_arguments,
     check_tensor_parallel_degree,
+    configured_engine,
     flag_error,
     kv_cache_precision,
     model_spec,
     precision,
 )
-from .predict import add_engine_memory_share_argument, configured_engine, engine_choice
+from .predict import engine_choice
 
 DEFAULT_PORT = 8080
 
@@ -171,7 +173,9 @@ def engine_of(args: argparse.Namespace) -> EngineSimulation:
     instance_type = InstanceType.of(args.instance_type)
     workload = Workload(args.input_tokens, args.output_tokens)
     check_tensor_parallel_degree(instance_type, args.tensor_parallel_degree)
-    engine = configured_engine(args, engine_choice(args.engine), instance_type.is_neuron)
+    engine = configured_engine(
+        args.engine_memory_share, engine_choice(args.engine), instance_type.is_neuron
+    )
     profile = profile_on(engine, instance_type, "--engine")
     degree = args.tensor_parallel_degree or recommended_tensor_parallel_degree(
         spec,

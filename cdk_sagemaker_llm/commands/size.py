@@ -13,14 +13,16 @@ from ..errors import ValidationError
 from ..planning.engine_profiles import PROFILE_NAMES, EngineProfile, profile_on
 from ..planning.sizing import size
 from .model_options import (
+    add_engine_memory_share_argument,
     add_model_arguments,
     catalog_instance_type,
     check_tensor_parallel_degree,
+    configured_engine,
     flag_error,
     model_spec,
     precision,
 )
-from .predict import add_engine_memory_share_argument, configured_engine, engine_of
+from .predict import engine_of
 
 
 def register(subparsers: Any) -> None:
@@ -58,7 +60,7 @@ def register(subparsers: Any) -> None:
 def _engine(args: argparse.Namespace, instance_type: InstanceType) -> EngineProfile | None:
     """``--engine`` (or a JumpStart ``--model``'s image) as a profile (``predict``'s reading of
     the flag), allocating ``--engine-memory-share`` of the memory; None: the default."""
-    engine = configured_engine(args, engine_of(args), instance_type.is_neuron)
+    engine = configured_engine(args.engine_memory_share, engine_of(args), instance_type.is_neuron)
     return None if engine is None else profile_on(engine, instance_type, "--engine")
 
 

@@ -172,8 +172,8 @@ def calibrate(
         "state the KV cache precision the benchmarked server ran with (auto on it)",
     )
     load = _workload(document, workload)
-    _check_measurable(spec, layout, precision, load, kv_cache_precision)
     profile = resolve_profile(engine, layout.instance_type.is_neuron)
+    _check_measurable(spec, layout, precision, load, kv_cache_precision, profile)
     fit = _Fit(spec, layout, precision, load, levels, profile, kv_cache_precision)
     with_ttft = [level for level in levels if level.ttft_ms is not None]
     efficiency = fit.admission(DEFAULT_EFFICIENCY, with_ttft)
@@ -283,22 +283,33 @@ def _check_measurable(
     precision: Precision,
     load: Workload,
     kv_cache: KvCachePrecision,
+    profile: EngineProfile,
 ) -> None:
     """A layout that cannot hold one request of ``spec`` (weights and one sequence's KV
-    cache) cannot be what was benchmarked: a ValidationError, not a fit at any error (70B on
-    one A10G was fitted at 1,947 % rms error)."""
-    memory = copy_memory(
-        spec, layout.instance_type, layout.tensor_parallel_degree, precision, load.total_tokens,
-        kv_cache,
+    cache) in the share of the memory its engine takes cannot be what was benchmarked (the
+    engine refuses to start): a ValidationError, not a fit at any error (70B on one A10G was
+    fitted at 1,947 % rms error; Llama 2 7B on one A10G at a TGI memory fraction of 0.5 at
+    220 %)."""
+    memory = profile.engine_memory(
+        copy_memory(
+            spec, layout.instance_type, layout.tensor_parallel_degree, precision,
+            load.total_tokens, kv_cache,
+        )
     )  # fmt: skip
     if memory.sequences < 1:
+        fix = (
+            "state the model, instance type, tensor-parallel degree and precision that were "
+            "benchmarked"
+        )
+        if memory.reserve_set_by is not None:
+            fix += f", and the share of the memory its engine took ({memory.reserve_set_by})"
         raise ValidationError(
             "layout",
             f"{spec.name} {precision.value} on {layout.describe()}",
             f"does not fit: {memory.kv_free_bytes / 1e9:.1f} GB left for the KV cache per copy "
-            "after the weights, so the results cannot be a benchmark of it",
-            "state the model, instance type, tensor-parallel degree and precision that were "
-            "benchmarked",
+            f"after the weights{memory.after_the_reserve()}, so the results cannot be a "
+            "benchmark of it",
+            fix,
         )
 
 
