@@ -533,3 +533,21 @@ def test_the_share_of_the_memory_the_benchmarked_engine_took_is_fitted_and_check
     capsys.readouterr()
     default = Calibration.from_file(_calibrate_file(tmp_path, s3, capsys))
     assert Calibration.from_file(out).efficiency == default.efficiency
+
+
+def test_the_share_the_results_state_is_the_one_fitted(
+    tmp_path: Path, s3: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A deploy-time benchmark states the share its model's environment gave the engine
+    (``deployment.engine_memory_share``): ``calibrate`` fits with it without the flag, names
+    it where the layout cannot hold a request in it, and refuses a flag that contradicts it."""
+    uri = _write(s3, {**DEPLOYMENT, "EngineMemoryShare": "0.5"})
+    out = tmp_path / "stated.json"
+    assert main(["calibrate", uri, "--out", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert "unallocated as s3://results/" in error and "engine_memory_share=0.5 sets" in error
+    assert main(["calibrate", uri, "--out", str(out), "--engine-memory-share", "0.7"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("error: --engine-memory-share=0.7:")
+    assert "says engine_memory_share 0.5" in error
+    assert not out.exists()

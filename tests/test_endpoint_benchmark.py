@@ -623,3 +623,48 @@ def test_a_ttft_gate_reaches_the_run_and_needs_streamed_responses() -> None:
         )
     assert caught.value.prop == "gate.max_p50_ttft_ms"
     assert "stream=True" in caught.value.fix
+
+
+def test_the_run_states_the_memory_share_the_environment_gives_the_engine() -> None:
+    """``results.json`` did not say what share of the memory the benchmarked engine took, so
+    a calibration of a container set to vLLM's 0.95 fitted its KV cache at the default 0.9.
+    The run's deployment states the share the environment sets (none where it sets none), the
+    handler checks it and writes it, and ``calibrate`` reads it."""
+    from cdk_sagemaker_llm.lambdas.benchmark.run_config import check_run, deployment_section
+
+    def benchmark_run(serving: LmiOptions) -> dict[str, Any]:
+        stack = new_stack()
+        model = Model(
+            stack,
+            "Model",
+            image=ContainerImage.lmi("0.31.0"),
+            source=ModelSource.from_hugging_face(
+                "meta-llama/Meta-Llama-3-8B-Instruct", token_secret=hub_token()
+            ),
+            serving=serving,
+        )
+        variant = ProductionVariant(model=model, instance_type=InstanceType.G5_2XLARGE)
+        endpoint = Endpoint(stack, "Ep", variants=[variant])
+        EndpointBenchmark(stack, "Bench", endpoint=endpoint, load=BenchmarkLoad.concurrency([1]))
+        (run,) = [
+            r["Properties"]["Run"]
+            for r in Template.from_stack(stack).to_json()["Resources"].values()
+            if r["Type"] == "Custom::SageMakerEndpointBenchmark"
+        ]
+        run = dict(run, Bucket="results", Name="bench-1234abcd-abcdef", Deadline=1)
+        run.update(HandleUrl="https://example.com/h", StartedAt=1, EndpointName="ep")
+        return dict(run, Prefix="endpoint-benchmarks/x/")
+
+    plain = benchmark_run(LmiOptions(tensor_parallel_degree=1, max_model_len=4096))
+    assert "EngineMemoryShare" not in plain["Deployment"]
+    raised = benchmark_run(
+        LmiOptions(tensor_parallel_degree=1, max_model_len=4096, gpu_memory_utilization=0.95)
+    )
+    assert raised["Deployment"]["EngineMemoryShare"] == 0.95
+    section = deployment_section(check_run(raised))
+    assert section is not None and section["engine_memory_share"] == 0.95
+    from cdk_sagemaker_llm.lambdas.benchmark.run_names import EventError
+
+    percentage = dict(raised, Deployment={**raised["Deployment"], "EngineMemoryShare": "95"})
+    with pytest.raises(EventError, match=r"EngineMemoryShare: expected a number from 0.01 to 1"):
+        check_run(percentage)

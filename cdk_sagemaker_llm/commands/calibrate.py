@@ -239,11 +239,13 @@ def merge_flags(
     copies: int | None = None,
     engine: str | EngineRelease | None = None,
     dtype: str | None = None,
+    engine_memory_share: float | None = None,
     fix: str = MISMATCH_FIX,
 ) -> dict[str, Any]:
     """What the results' ``deployment`` section states (``deployment_of``), each gap filled by
     its flag: ``model``, ``instance_type``, ``tensor_parallel_degree``, ``engine`` (an
-    EngineRelease), ``precision`` and ``copies`` (None where neither says). A flag that
+    EngineRelease), ``precision``, ``copies`` and ``engine_memory_share`` (the share of the
+    memory the benchmarked engine took; None where neither says). A flag that
     contradicts the results is a ValidationError naming the flag, its value and what ``name``
     says, with ``fix`` (``{flag}``: the flag)."""
     stated = deployment_of(document)
@@ -276,7 +278,23 @@ def merge_flags(
     merged["engine"] = engine_value
     merged["precision"] = _merge(stated, "precision", "--dtype", dtype, name, fix)
     merged["copies"] = _merge(stated, "copies", "--copies", copies, name, fix)
+    merged["engine_memory_share"] = _merge(
+        stated, "engine_memory_share", "--engine-memory-share", engine_memory_share, name, fix
+    )
     return merged
+
+
+def benchmarked_engine(
+    merged: Mapping[str, Any], hardware: InstanceType, given: float | None, name: str
+) -> EngineRelease:
+    """The merged deployment's engine (``merge_flags``), with the share of the memory it took
+    where the results (``name``) or the flag (``given``) state one: the fit's KV cache is
+    what it leaves."""
+    flag = "--engine-memory-share" if given is not None else f"{name}: engine_memory_share"
+    share = merged["engine_memory_share"]
+    configured = configured_engine(share, merged["engine"], hardware.is_neuron, flag)
+    assert isinstance(configured, EngineRelease), "a release configured stays a release"
+    return configured
 
 
 def model_of_results(stated: Mapping[str, Any], name: str) -> ModelSpec:
@@ -321,6 +339,7 @@ def calibration_from_results(
         copies=copies,
         engine=engine,
         dtype=dtype,
+        engine_memory_share=engine_memory_share,
     )
     stated = deployment_of(document)
     model_name, type_name = merged["model"], merged["instance_type"]
@@ -370,8 +389,7 @@ def calibration_from_results(
     if not isinstance(count, int) or count < 1:
         raise ValidationError("--copies", count, "must be a positive integer", "pass e.g. 1")
     profile_on(engine_value, hardware, "--engine")  # an engine not run on it: an error
-    configured = configured_engine(engine_memory_share, engine_value, hardware.is_neuron)
-    assert isinstance(configured, EngineRelease)  # a release configured stays a release
+    configured = benchmarked_engine(merged, hardware, engine_memory_share, name)
     # The fit needs the copies sharing the load; how they sit on instances does not matter.
     layout = Layout(hardware, degree, 1, count)
     return calibrate(

@@ -333,14 +333,15 @@ def configured_engine(
     value: float | None,
     engine: EngineRelease | EngineProfile | None,
     neuron: bool | None,
+    flag: str = "--engine-memory-share",
 ) -> EngineRelease | EngineProfile | None:
-    """``engine`` allocating ``value`` (``--engine-memory-share``) of the memory (the release's
-    ``kv_cache_memory``, or the profile's); unchanged without the flag. Without an engine the
-    default one on the accelerator (``neuron``) takes it; where the accelerator is not one
-    (``neuron`` None: ``recommend`` searches both) the flag needs ``--engine``."""
+    """``engine`` allocating ``value`` (``flag``, which names it in errors and reasons) of
+    the memory (the release's ``kv_cache_memory``, or the profile's); unchanged without it.
+    Without an engine the default one on the accelerator (``neuron``) takes it; where the
+    accelerator is not one (``neuron`` None: ``recommend`` searches both) it needs
+    ``--engine``."""
     if value is None:
         return engine
-    flag = "--engine-memory-share"
     if engine is None and neuron is None:
         raise ValidationError(
             flag,

@@ -29,6 +29,7 @@ from ..planning.scheduling.prediction import with_simulated_levels
 from ..planning.sizing import recommended_tensor_parallel_degree
 from .calibrate import (
     add_calibration_arguments,
+    benchmarked_engine,
     calibration_of,
     merge_flags,
     model_of_results,
@@ -199,7 +200,9 @@ def _fitted(
         fitted,
         dtype,
         source=Path(path).name,
-        engine=merged["engine"],
+        engine=benchmarked_engine(merged, layout.instance_type, None, path)
+        if merged["engine"] is not None
+        else None,
         kv_cache_precision=kv_cache_precision(args),
     )
 

@@ -706,8 +706,9 @@ def _deployment(endpoint: IEndpoint, component: IInferenceComponent | None) -> d
     """What the sweep measures, for ``results.json``'s ``deployment`` section (the key
     ``cdk-sagemaker-llm calibrate`` files a calibration under): the model and its architecture
     (``ModelSpec.to_metadata()``, what ``calibrate`` fits a custom model to), the serving engine
-    (container family and release), the instance type, the accelerators per copy and the
-    precision, as far as the target's constructs state them (empty for imported targets)."""
+    (container family and release), the instance type, the accelerators per copy, the
+    precision and the memory share its environment gives the engine, as far as the target's
+    constructs state them (empty for imported targets)."""
     model: object = None
     instance_type: InstanceType | None = None
     degree: int | None = None
@@ -722,10 +723,12 @@ def _deployment(endpoint: IEndpoint, component: IInferenceComponent | None) -> d
         model, instance_type = variant.model, variant.instance_type
     if not isinstance(model, Model) or model.image is None or instance_type is None:
         return {}
-    facts = serving_facts(
-        {key: value for key, value in model.environment.items() if not is_unresolved(value)}
-    )
+    environment = {
+        key: value for key, value in model.environment.items() if not is_unresolved(value)
+    }
+    facts = serving_facts(environment)
     degree = degree or facts.tensor_parallel_degree
+    share = model.image.engine_profile.batching.kv_cache_memory.configured_by(environment)
     found: dict[str, Any] = {
         "Model": model.spec.name if model.spec is not None else None,
         # The architecture too, so that `calibrate` needs no --model for a ModelSpec.custom.
@@ -735,6 +738,8 @@ def _deployment(endpoint: IEndpoint, component: IInferenceComponent | None) -> d
         "InstanceType": instance_type.name,
         "TensorParallelDegree": degree,
         "Precision": facts.precision.value,
+        # The memory share the environment gives the engine (its KV cache): the fit needs it.
+        "EngineMemoryShare": share.fraction if share.set_by is not None else None,
     }
     return {key: value for key, value in found.items() if value is not None}
 

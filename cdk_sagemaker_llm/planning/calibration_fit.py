@@ -257,6 +257,7 @@ DEPLOYMENT_KEYS = (
     "tensor_parallel_degree",
     "copies_per_instance",
     "precision",
+    "engine_memory_share",
 )
 """The keys of a results document's ``deployment`` section (what was benchmarked)."""
 
@@ -264,7 +265,9 @@ DEPLOYMENT_KEYS = (
 def deployment_of(results: Mapping[str, Any]) -> dict[str, Any]:
     """The ``deployment`` section of a ``results.json``: ``model``, ``model_spec``
     (``ModelSpec.to_metadata()``), ``engine`` (``{"family", "version"}``), ``instance_type``,
-    ``tensor_parallel_degree``, ``copies_per_instance`` and ``precision``, with ``copies``
+    ``tensor_parallel_degree``, ``copies_per_instance``, ``precision`` and
+    ``engine_memory_share`` (the share of the memory its environment gave the engine), with
+    ``copies``
     (instances x copies per instance) from the ``run`` section the benchmark Lambda writes;
     only the keys the document states."""
     section = results.get("deployment")

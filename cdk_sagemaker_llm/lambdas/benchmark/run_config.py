@@ -58,7 +58,7 @@ RUN_KEYS = frozenset(
 )  # fmt: skip
 DEPLOYMENT_KEYS = frozenset(
     {"Model", "ModelSpec", "EngineFamily", "EngineVersion", "InstanceType",
-     "TensorParallelDegree", "CopiesPerInstance", "Precision"}
+     "TensorParallelDegree", "CopiesPerInstance", "Precision", "EngineMemoryShare"}
 )  # fmt: skip
 """What was benchmarked (optional): written to results.json's ``deployment`` section, the key
 ``cdk-sagemaker-llm calibrate`` files a calibration under."""
@@ -196,6 +196,9 @@ def _deployment(raw: Any, where: str) -> dict[str, Any]:
             checked[key] = integer(raw[key], f"{where}.{key}", 1, 1024)
     if raw.get("ModelSpec") not in (None, ""):
         checked["ModelSpec"] = _model_spec(raw["ModelSpec"], f"{where}.ModelSpec")
+    if raw.get("EngineMemoryShare") not in (None, ""):  # a fraction of the memory, above 0
+        share = number(raw["EngineMemoryShare"], f"{where}.EngineMemoryShare", 0.01, 1)
+        checked["EngineMemoryShare"] = share
     return checked
 
 
@@ -243,6 +246,7 @@ def deployment_section(run: Mapping[str, Any]) -> dict[str, Any] | None:
         "tensor_parallel_degree": deployment.get("TensorParallelDegree"),
         "copies_per_instance": deployment.get("CopiesPerInstance"),
         "precision": deployment.get("Precision"),
+        "engine_memory_share": deployment.get("EngineMemoryShare"),
     }
     return section
 
