@@ -551,3 +551,21 @@ def test_the_share_the_results_state_is_the_one_fitted(
     assert error.startswith("error: --engine-memory-share=0.7:")
     assert "says engine_memory_share 0.5" in error
     assert not out.exists()
+
+
+def test_the_kv_cache_precision_the_results_state_is_the_one_fitted(
+    tmp_path: Path, s3: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A deploy-time benchmark of a server with an FP8 KV cache states it
+    (``deployment.kv_cache_precision``): ``calibrate`` fits and records it without
+    ``--kv-cache-precision`` (it fitted the activation precision's cache before, unless the
+    flag was passed), and the flag agreeing with it is accepted."""
+    fp8_server = {**DEPLOYMENT, "InstanceType": "ml.g6e.xlarge", "KvCachePrecision": "fp8"}
+    uri = _write(s3, fp8_server)
+    out = tmp_path / "fp8.json"
+    assert main(["calibrate", uri, "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["kv_cache_precision"] == "fp8"
+    again = tmp_path / "again.json"
+    assert main(["calibrate", uri, "--out", str(again), "--kv-cache-precision", "fp8"]) == 0
+    assert Calibration.from_file(again).efficiency == Calibration.from_file(out).efficiency
+    capsys.readouterr()

@@ -668,3 +668,38 @@ def test_the_run_states_the_memory_share_the_environment_gives_the_engine() -> N
     percentage = dict(raised, Deployment={**raised["Deployment"], "EngineMemoryShare": "95"})
     with pytest.raises(EventError, match=r"EngineMemoryShare: expected a number from 0.01 to 1"):
         check_run(percentage)
+
+
+def test_the_run_states_an_fp8_kv_cache_its_environment_sets() -> None:
+    """An LMI model told to keep an FP8 KV cache (``OPTION_KV_CACHE_DTYPE=fp8``) states it in
+    the run's deployment, which the handler checks and writes for ``calibrate``."""
+    from cdk_sagemaker_llm.catalog.model_specs import KvCachePrecision
+    from cdk_sagemaker_llm.lambdas.benchmark.run_config import check_run, deployment_section
+
+    stack = new_stack()
+    model = Model(
+        stack,
+        "Model",
+        image=ContainerImage.lmi("0.33.0"),
+        source=ModelSource.from_hugging_face(
+            "meta-llama/Meta-Llama-3-8B-Instruct", token_secret=hub_token()
+        ),
+        serving=LmiOptions(
+            tensor_parallel_degree=1, max_model_len=4096, kv_cache_precision=KvCachePrecision.FP8
+        ),
+    )
+    variant = ProductionVariant(model=model, instance_type=InstanceType.G6E_2XLARGE)
+    endpoint = Endpoint(stack, "Ep", variants=[variant])
+    EndpointBenchmark(stack, "Bench", endpoint=endpoint, load=BenchmarkLoad.concurrency([1]))
+    (run,) = [
+        r["Properties"]["Run"]
+        for r in Template.from_stack(stack).to_json()["Resources"].values()
+        if r["Type"] == "Custom::SageMakerEndpointBenchmark"
+    ]
+    assert run["Deployment"]["KvCachePrecision"] == "fp8"
+    run = dict(run, Bucket="results", Name="bench-1234abcd-abcdef", Deadline=1, StartedAt=1)
+    run.update(
+        HandleUrl="https://example.com/h", EndpointName="ep", Prefix="endpoint-benchmarks/x/"
+    )
+    section = deployment_section(check_run(run))
+    assert section is not None and section["kv_cache_precision"] == "fp8"

@@ -63,8 +63,9 @@ def register(subparsers: Any) -> None:
         "a release the container catalog lists (FAMILY alone: release unknown)",
     )
     parser.add_argument("--dtype", help="weights precision benchmarked; default fp16")
-    add_kv_cache_precision_argument(parser)  # the benchmarked server's: results do not state it
-    add_engine_memory_share_argument(parser)  # the same: the share the benchmarked server took
+    # The benchmarked server's, where its results do not state them (a deploy-time benchmark's do).
+    add_kv_cache_precision_argument(parser)
+    add_engine_memory_share_argument(parser)
     parser.add_argument("--region", help="region of the S3 bucket (s3:// RESULTS)")
     parser.set_defaults(handler=run)
 
@@ -240,12 +241,15 @@ def merge_flags(
     engine: str | EngineRelease | None = None,
     dtype: str | None = None,
     engine_memory_share: float | None = None,
+    kv_cache: KvCachePrecision | None = None,
     fix: str = MISMATCH_FIX,
 ) -> dict[str, Any]:
     """What the results' ``deployment`` section states (``deployment_of``), each gap filled by
     its flag: ``model``, ``instance_type``, ``tensor_parallel_degree``, ``engine`` (an
-    EngineRelease), ``precision``, ``copies`` and ``engine_memory_share`` (the share of the
-    memory the benchmarked engine took; None where neither says). A flag that
+    EngineRelease), ``precision``, ``copies``, ``engine_memory_share`` (the share of the
+    memory the benchmarked engine took) and ``kv_cache_precision`` (a ``KvCachePrecision``;
+    ``kv_cache`` AUTO, the flag's default, counts as not given); None where neither says. A
+    flag that
     contradicts the results is a ValidationError naming the flag, its value and what ``name``
     says, with ``fix`` (``{flag}``: the flag)."""
     stated = deployment_of(document)
@@ -281,6 +285,9 @@ def merge_flags(
     merged["engine_memory_share"] = _merge(
         stated, "engine_memory_share", "--engine-memory-share", engine_memory_share, name, fix
     )
+    given = None if kv_cache in (None, KvCachePrecision.AUTO) else kv_cache.value
+    stored = _merge(stated, "kv_cache_precision", "--kv-cache-precision", given, name, fix)
+    merged["kv_cache_precision"] = None if stored is None else KvCachePrecision.of(str(stored))
     return merged
 
 
@@ -329,7 +336,8 @@ def calibration_from_results(
     fill what its ``deployment`` section does not state. ``kv_cache`` is how the benchmarked
     server stored the KV cache (``--kv-cache-precision``) and ``engine_memory_share`` the
     share of the memory its engine took (``--engine-memory-share``; default the engine
-    profile's): a results document states neither."""
+    profile's), where the section does not state them (a deploy-time benchmark's does, where
+    its model's environment set them)."""
     merged = merge_flags(
         document,
         name,
@@ -340,6 +348,7 @@ def calibration_from_results(
         engine=engine,
         dtype=dtype,
         engine_memory_share=engine_memory_share,
+        kv_cache=kv_cache,
     )
     stated = deployment_of(document)
     model_name, type_name = merged["model"], merged["instance_type"]
@@ -399,7 +408,7 @@ def calibration_from_results(
         Precision.of(str(precision_name)),
         source=name,
         engine=configured,
-        kv_cache_precision=kv_cache,
+        kv_cache_precision=merged["kv_cache_precision"] or KvCachePrecision.AUTO,
     )
 
 

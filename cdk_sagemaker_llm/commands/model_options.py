@@ -316,7 +316,7 @@ def flag_error(
     return ValidationError(flag, error.value, error.problem, fix)
 
 
-def add_engine_memory_share_argument(parser: argparse._ActionsContainer) -> None:
+def add_engine_memory_share_argument(parser: FlagSection) -> None:
     """``--engine-memory-share``: the share of the memory the serving container allocates
     (on a parser or an argument group)."""
     parser.add_argument(

@@ -171,8 +171,9 @@ def _fitted(
     layout: Layout,
     args: argparse.Namespace,
 ) -> Calibration:
-    """A results document fitted to the deployment it states, gaps filled by the target (a
-    results document does not state its KV cache precision: the target's)."""
+    """A results document fitted to the deployment it states (its engine's memory share and
+    KV cache precision too, where a deploy-time benchmark wrote them), gaps filled by the
+    target."""
     dtype = precision(args)
     stated = deployment_of(document)
     model: str | None = spec.name
@@ -203,7 +204,7 @@ def _fitted(
         engine=benchmarked_engine(merged, layout.instance_type, None, path)
         if merged["engine"] is not None
         else None,
-        kv_cache_precision=kv_cache_precision(args),
+        kv_cache_precision=merged["kv_cache_precision"] or kv_cache_precision(args),
     )
 
 

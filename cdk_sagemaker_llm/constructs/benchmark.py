@@ -65,6 +65,7 @@ from ..benchmarking.benchmark_load import BenchmarkLoad
 from ..benchmarking.payload import RequestProtocol
 from ..benchmarking.pricing import BenchmarkPricing
 from ..benchmarking.workloads import run_keys
+from ..catalog.containers import FP8_KV_CACHE_SETTINGS
 from ..catalog.instance_types import InstanceType
 from ..catalog.prices import PriceList
 from ..planning.sizing import serving_facts
@@ -707,8 +708,8 @@ def _deployment(endpoint: IEndpoint, component: IInferenceComponent | None) -> d
     ``cdk-sagemaker-llm calibrate`` files a calibration under): the model and its architecture
     (``ModelSpec.to_metadata()``, what ``calibrate`` fits a custom model to), the serving engine
     (container family and release), the instance type, the accelerators per copy, the
-    precision and the memory share its environment gives the engine, as far as the target's
-    constructs state them (empty for imported targets)."""
+    precision, the memory share its environment gives the engine and an FP8 KV cache, as far
+    as the target's constructs state them (empty for imported targets)."""
     model: object = None
     instance_type: InstanceType | None = None
     degree: int | None = None
@@ -729,6 +730,8 @@ def _deployment(endpoint: IEndpoint, component: IInferenceComponent | None) -> d
     facts = serving_facts(environment)
     degree = degree or facts.tensor_parallel_degree
     share = model.image.engine_profile.batching.kv_cache_memory.configured_by(environment)
+    fp8_kv = FP8_KV_CACHE_SETTINGS.get(model.image.family)
+    kv_cache = environment.get(fp8_kv.variable) if fp8_kv is not None else None
     found: dict[str, Any] = {
         "Model": model.spec.name if model.spec is not None else None,
         # The architecture too, so that `calibrate` needs no --model for a ModelSpec.custom.
@@ -740,6 +743,8 @@ def _deployment(endpoint: IEndpoint, component: IInferenceComponent | None) -> d
         "Precision": facts.precision.value,
         # The memory share the environment gives the engine (its KV cache): the fit needs it.
         "EngineMemoryShare": share.fraction if share.set_by is not None else None,
+        # How the KV cache is stored, where the family's documented setting says (fp8_e4m3fn).
+        "KvCachePrecision": "fp8" if str(kv_cache or "").startswith("fp8") else None,
     }
     return {key: value for key, value in found.items() if value is not None}
 

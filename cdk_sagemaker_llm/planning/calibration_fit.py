@@ -258,6 +258,7 @@ DEPLOYMENT_KEYS = (
     "copies_per_instance",
     "precision",
     "engine_memory_share",
+    "kv_cache_precision",
 )
 """The keys of a results document's ``deployment`` section (what was benchmarked)."""
 
@@ -266,7 +267,8 @@ def deployment_of(results: Mapping[str, Any]) -> dict[str, Any]:
     """The ``deployment`` section of a ``results.json``: ``model``, ``model_spec``
     (``ModelSpec.to_metadata()``), ``engine`` (``{"family", "version"}``), ``instance_type``,
     ``tensor_parallel_degree``, ``copies_per_instance``, ``precision`` and
-    ``engine_memory_share`` (the share of the memory its environment gave the engine), with
+    ``engine_memory_share`` (the share of the memory its environment gave the engine) and
+    ``kv_cache_precision`` (``fp8`` where its environment set an FP8 KV cache), with
     ``copies``
     (instances x copies per instance) from the ``run`` section the benchmark Lambda writes;
     only the keys the document states."""

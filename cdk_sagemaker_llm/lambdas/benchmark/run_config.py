@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -58,10 +59,13 @@ RUN_KEYS = frozenset(
 )  # fmt: skip
 DEPLOYMENT_KEYS = frozenset(
     {"Model", "ModelSpec", "EngineFamily", "EngineVersion", "InstanceType",
-     "TensorParallelDegree", "CopiesPerInstance", "Precision", "EngineMemoryShare"}
+     "TensorParallelDegree", "CopiesPerInstance", "Precision", "EngineMemoryShare",
+     "KvCachePrecision"}
 )  # fmt: skip
 """What was benchmarked (optional): written to results.json's ``deployment`` section, the key
 ``cdk-sagemaker-llm calibrate`` files a calibration under."""
+KV_CACHE = re.compile(r"auto|fp8")
+"""A deployment's KV cache precision (``KvCachePrecision`` values)."""
 MODEL_SPEC_INTEGERS = {
     "layers": 10_000, "attentionHeads": 100_000, "kvHeads": 100_000, "headDim": 100_000,
     "maxContext": 100_000_000, "experts": 100_000, "expertsPerToken": 100_000,
@@ -199,6 +203,9 @@ def _deployment(raw: Any, where: str) -> dict[str, Any]:
     if raw.get("EngineMemoryShare") not in (None, ""):  # a fraction of the memory, above 0
         share = number(raw["EngineMemoryShare"], f"{where}.EngineMemoryShare", 0.01, 1)
         checked["EngineMemoryShare"] = share
+    if raw.get("KvCachePrecision") not in (None, ""):
+        where_kv = f"{where}.KvCachePrecision"
+        checked["KvCachePrecision"] = matching(raw["KvCachePrecision"], where_kv, KV_CACHE, 4)
     return checked
 
 
@@ -247,6 +254,7 @@ def deployment_section(run: Mapping[str, Any]) -> dict[str, Any] | None:
         "copies_per_instance": deployment.get("CopiesPerInstance"),
         "precision": deployment.get("Precision"),
         "engine_memory_share": deployment.get("EngineMemoryShare"),
+        "kv_cache_precision": deployment.get("KvCachePrecision"),
     }
     return section
 
