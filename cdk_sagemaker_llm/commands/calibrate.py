@@ -249,9 +249,8 @@ def merge_flags(
     EngineRelease), ``precision``, ``copies``, ``engine_memory_share`` (the share of the
     memory the benchmarked engine took) and ``kv_cache_precision`` (a ``KvCachePrecision``;
     ``kv_cache`` AUTO, the flag's default, counts as not given); None where neither says. A
-    flag that
-    contradicts the results is a ValidationError naming the flag, its value and what ``name``
-    says, with ``fix`` (``{flag}``: the flag)."""
+    flag that contradicts the results is a ValidationError naming the flag, its value and
+    what ``name`` says, with ``fix`` (``{flag}``: the flag)."""
     stated = deployment_of(document)
     merged = {
         "model": _merge(stated, "model", "--model", model, name, fix),

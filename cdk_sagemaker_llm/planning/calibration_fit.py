@@ -266,7 +266,7 @@ DEPLOYMENT_KEYS = (
 def deployment_of(results: Mapping[str, Any]) -> dict[str, Any]:
     """The ``deployment`` section of a ``results.json``: ``model``, ``model_spec``
     (``ModelSpec.to_metadata()``), ``engine`` (``{"family", "version"}``), ``instance_type``,
-    ``tensor_parallel_degree``, ``copies_per_instance``, ``precision`` and
+    ``tensor_parallel_degree``, ``copies_per_instance``, ``precision``,
     ``engine_memory_share`` (the share of the memory its environment gave the engine) and
     ``kv_cache_precision`` (``fp8`` where its environment set an FP8 KV cache), with
     ``copies``
