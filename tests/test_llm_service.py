@@ -1258,3 +1258,29 @@ def test_a_raised_memory_share_holds_more_sequences_per_copy() -> None:
     )
     assert raised.target_concurrency_per_copy > default.target_concurrency_per_copy
     assert raised.max_copies < default.max_copies
+
+
+@pytest.mark.parametrize(
+    ("image", "name", "value", "fix"),
+    [
+        (ContainerImage.lmi("0.33.0"), "OPTION_MAX_ROLLING_BATCH_SIZE", "4", "max_batch_size="),
+        (ContainerImage.lmi("0.33.0"), "OPTION_KV_CACHE_DTYPE", "fp8", "kv_cache_precision="),
+        (ContainerImage.lmi("0.33.0"), "OPTION_QUANTIZE", "awq", "SearchSpace(precision="),
+        (ContainerImage.tgi("3.3.6"), "SM_NUM_GPUS", "2", "tensor_parallel_degree="),
+        (ContainerImage.tgi("3.3.6"), "KV_CACHE_DTYPE", "fp8_e4m3fn", "kv_cache_precision="),
+    ],
+    ids=["lmi-batch", "lmi-fp8-kv", "lmi-quantize", "tgi-degree", "tgi-fp8-kv"],
+)
+def test_a_variable_the_service_decides_is_refused_in_the_models_environment(
+    image: ContainerImage, name: str, value: str, fix: str
+) -> None:
+    """The model's ``environment`` setting what the decision renders: a batch cap or degree
+    reached the ``Model``'s merge, whose fix ("use the typed option") names options a service
+    user does not pass; an FP8 KV cache or a quantization, which the service renders only when
+    it decides them, deployed what the decision had not sized. Now each is an error naming
+    the variable and the prop that sets it; the memory share stays the user's to set."""
+    with pytest.raises(ValidationError) as raised:
+        service(image=image, instance_types=[InstanceType.G6E_2XLARGE], environment={name: value})
+    error = raised.value
+    assert (error.prop, error.value) == (f"model.environment[{name!r}]", value)
+    assert fix in error.fix and error.fix.startswith("drop it from the environment")

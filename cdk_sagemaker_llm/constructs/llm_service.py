@@ -250,6 +250,7 @@ class LlmService(Construct):
         instance type and precision; the pinned instance type joins the candidates), the
         stack's region, and the image's engine unless the sizing names one."""
         _check_optimizations(search, model)
+        _check_environment(model)
         job = model.optimization_job
         precision = search.precision or _job_precision(job)
         _check_precision(precision)
@@ -604,6 +605,53 @@ def _check_precision(precision: Precision) -> None:
             "LlmService renders fp16, bf16, fp8 and int4 (AWQ) serving options only",
             "pick one of those, or build the endpoint by hand with Model and InferenceComponent",
         )
+
+
+_LAYOUT = "set overrides=LayoutOverrides({}=...) instead"
+_PRECISION = "set search=SearchSpace(precision=...) instead"
+_KV_CACHE = "set search=SearchSpace(kv_cache_precision=...) instead"
+_DECIDED_LMI = {
+    "OPTION_TENSOR_PARALLEL_DEGREE": _LAYOUT.format("tensor_parallel_degree"),
+    "OPTION_MAX_ROLLING_BATCH_SIZE": _LAYOUT.format("max_batch_size"),
+    "OPTION_MAX_MODEL_LEN": _LAYOUT.format("max_model_len"),
+    "OPTION_DTYPE": _PRECISION,
+    "OPTION_QUANTIZE": _PRECISION,
+    "OPTION_KV_CACHE_DTYPE": _KV_CACHE,
+    "OPTION_MODEL_LOADING_TIMEOUT": "set the ServiceModel factory's loading_timeout instead",
+    "OPTION_ROLLING_BATCH": "the service serves with continuous batching (nothing to set)",
+}
+_DECIDED_TGI = {
+    "SM_NUM_GPUS": _LAYOUT.format("tensor_parallel_degree"),
+    "MAX_BATCH_TOTAL_TOKENS": _LAYOUT.format("max_batch_size"),
+    "MAX_BATCH_PREFILL_TOKENS": "the service sets TGI's prefill budget (nothing to set)",
+    "MAX_TOTAL_TOKENS": _LAYOUT.format("max_model_len"),
+    "MAX_INPUT_TOKENS": _LAYOUT.format("max_model_len"),
+    "MAX_INPUT_LENGTH": _LAYOUT.format("max_model_len"),
+    "DTYPE": _PRECISION,
+    "QUANTIZE": _PRECISION,
+    "KV_CACHE_DTYPE": _KV_CACHE,
+}
+"""The container variables an ``LlmService`` decides (``_serving`` renders them from
+``LmiOptions`` or ``TgiOptions``), each with what to do instead: the model's ``environment``
+setting one would deploy what the decision did not size."""
+
+
+def _check_environment(model: ServiceModel) -> None:
+    """A variable of the model's ``environment`` that the service decides is a ValidationError
+    naming it and the prop that sets it. Before, one the service renders reached the
+    ``Model``'s merge, whose fix ("use the typed option") names options an ``LlmService`` user
+    does not pass; one it renders only sometimes (an FP8 KV cache, a quantization) deployed
+    what the decision had not sized."""
+    decided = _DECIDED_TGI if model.image.family.is_tgi else _DECIDED_LMI
+    for name, value in model.environment.items():
+        if name in decided:
+            raise ValidationError(
+                f"model.environment[{name!r}]",
+                value,
+                f"{name} is what the service decides from its performance model (it renders "
+                "it from the decision)",
+                f"drop it from the environment; {decided[name]}",
+            )
 
 
 def _check_kv_cache(kv_cache: KvCachePrecision, image: ContainerImage) -> None:

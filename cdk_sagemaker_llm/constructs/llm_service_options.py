@@ -91,7 +91,9 @@ class ServiceModel:
             Face id (required otherwise: the performance model needs it).
         :param environment: extra container variables; default none. A memory share set
             here (``OPTION_GPU_MEMORY_UTILIZATION``, ``CUDA_MEMORY_FRACTION``) is the one
-            the decision sizes the KV cache in.
+            the decision sizes the KV cache in; a variable the service decides (degree, batch
+            cap, longest sequence, precision, KV cache dtype) is a ValidationError naming the
+            prop that sets it.
         :param loading_timeout: how long a copy may take to load and pass its health check;
             default 15 minutes.
         :param optimization_output: where the ``OptimizationJob`` that the decision may
@@ -178,7 +180,9 @@ class ServiceModel:
             well-known Hugging Face id.
         :param environment: extra container variables; default none. A memory share set
             here (``OPTION_GPU_MEMORY_UTILIZATION``, ``CUDA_MEMORY_FRACTION``) is the one
-            the decision sizes the KV cache in.
+            the decision sizes the KV cache in; a variable the service decides (degree, batch
+            cap, longest sequence, precision, KV cache dtype) is a ValidationError naming the
+            prop that sets it.
         :param loading_timeout: default 15 minutes.
         """
         _check_served_job(job)
